@@ -1,0 +1,519 @@
+"""A tiny expression layer: one formula body computes numbers *and* renders Excel text.
+
+A formula in xlcalc is an ordinary Python function written with ``+ - * / **``
+and the helpers below (:func:`if_`, :func:`min_`, :func:`max_`, :func:`eq`, ...).
+Called with numbers it returns a number. Called with :class:`Var` symbols it
+returns an :class:`Expr` tree, which can
+
+* be evaluated against a mapping of input values (``Expr.evaluate``), and
+* be rendered as Excel formula text over cell references or defined names
+  (``Expr.to_excel``), using only classic functions that Excel 2016+,
+  LibreOffice, Google Sheets and Numbers all share.
+
+The helpers dispatch on their arguments: with plain numbers they compute
+directly (fast enough for the planner's inner loops); with any ``Expr``
+argument they build a node.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping
+
+__all__ = [
+    "Expr", "Num", "Text", "Bool", "Var", "BinOp", "Neg", "Func", "Call",
+    "wrap", "is_expr", "if_", "min_", "max_", "sqrt", "ceiling", "roundup",
+    "floor_int", "eq", "and_", "or_", "not_", "log2", "abs_", "render_number",
+    "EXCEL_FUNCTIONS",
+]
+
+
+def render_number(value: float | int) -> str:
+    """Render a number the way Excel writes it: ``1E+9``, ``0.4``, ``86400``."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"cannot write the non-finite number {value!r} into a formula")
+    if v.is_integer() and abs(v) < 1e6:
+        return str(int(v))
+    text = repr(v)
+    if "e" not in text and not (v.is_integer() and abs(v) >= 1e6):
+        return text
+    mantissa, exponent = f"{v:.16e}".split("e")
+    # shortest mantissa that round-trips
+    for digits in range(1, 18):
+        candidate = f"{v:.{digits - 1}e}"
+        if float(candidate) == v:
+            mantissa, exponent = candidate.split("e")
+            break
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    exp = int(exponent)
+    return f"{mantissa}E{'+' if exp >= 0 else '-'}{abs(exp)}"
+
+
+# Operator precedence for rendering (higher binds tighter).
+_PREC = {"=": 1, "<>": 1, "<": 1, "<=": 1, ">": 1, ">=": 1, "+": 2, "-": 2, "*": 3, "/": 3, "^": 4}
+_ATOM = 9
+
+_PY_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b,
+    "^": lambda a, b: a ** b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "=": lambda a, b: _py_eq(a, b),
+    "<>": lambda a, b: not _py_eq(a, b),
+}
+
+
+def _py_eq(a: Any, b: Any) -> bool:
+    # Excel compares text case-insensitively.
+    if isinstance(a, str) and isinstance(b, str):
+        return a.lower() == b.lower()
+    return a == b
+
+
+Names = Mapping[str, str] | Callable[[str], str]
+
+
+class Expr:
+    """Base class of expression nodes."""
+
+    __slots__ = ()
+    prec = _ATOM
+
+    # -- arithmetic -------------------------------------------------------
+    def __add__(self, other: Any) -> "Expr": return BinOp("+", self, wrap(other))
+    def __radd__(self, other: Any) -> "Expr": return BinOp("+", wrap(other), self)
+    def __sub__(self, other: Any) -> "Expr": return BinOp("-", self, wrap(other))
+    def __rsub__(self, other: Any) -> "Expr": return BinOp("-", wrap(other), self)
+    def __mul__(self, other: Any) -> "Expr": return BinOp("*", self, wrap(other))
+    def __rmul__(self, other: Any) -> "Expr": return BinOp("*", wrap(other), self)
+    def __truediv__(self, other: Any) -> "Expr": return BinOp("/", self, wrap(other))
+    def __rtruediv__(self, other: Any) -> "Expr": return BinOp("/", wrap(other), self)
+    def __pow__(self, other: Any) -> "Expr": return BinOp("^", self, wrap(other))
+    def __rpow__(self, other: Any) -> "Expr": return BinOp("^", wrap(other), self)
+    def __neg__(self) -> "Expr": return Neg(self)
+    def __pos__(self) -> "Expr": return self
+    def __lt__(self, other: Any) -> "Expr": return BinOp("<", self, wrap(other))
+    def __le__(self, other: Any) -> "Expr": return BinOp("<=", self, wrap(other))
+    def __gt__(self, other: Any) -> "Expr": return BinOp(">", self, wrap(other))
+    def __ge__(self, other: Any) -> "Expr": return BinOp(">=", self, wrap(other))
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            "an xlcalc expression has no truth value; use if_(), and_(), or_() in formula bodies"
+        )
+
+    __hash__ = object.__hash__
+
+    # -- interface ----------------------------------------------------------
+    def evaluate(self, env: Mapping[str, Any]) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:  # pragma: no cover
+        raise NotImplementedError
+
+    def substitute(self, mapping: Mapping[str, "Expr"]) -> "Expr":  # pragma: no cover
+        raise NotImplementedError
+
+    def variables(self) -> set[str]:
+        out: set[str] = set()
+        self._collect(out)
+        return out
+
+    def _collect(self, out: set[str]) -> None:
+        for child in self.children():
+            child._collect(out)
+
+    def children(self) -> tuple["Expr", ...]:
+        return ()
+
+    def functions(self) -> set[str]:
+        """Every spreadsheet function name this expression renders to."""
+        out: set[str] = set()
+        stack: list[Expr] = [self]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Func):
+                out.add(node.name)
+            if isinstance(node, Call):
+                stack.append(node.inline())
+            stack.extend(node.children())
+        return out
+
+    def to_excel(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
+        """Excel formula text, starting with ``=``."""
+        return "=" + self.render(names, subs)
+
+    def key(self) -> Any:
+        """A hashable structural key (used to substitute shared sub-results by a cell name)."""
+        raise NotImplementedError  # pragma: no cover
+
+
+def _name_of(names: Names, var: str) -> str:
+    if callable(names):
+        return names(var)
+    try:
+        return names[var]
+    except KeyError:
+        raise KeyError(f"no cell or defined name given for input {var!r}") from None
+
+
+class Num(Expr):
+    __slots__ = ("value",)
+
+    def __init__(self, value: float | int):
+        self.value = value
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        return self.value
+
+    def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
+        text = render_number(self.value)
+        return f"({text})" if text.startswith("-") else text
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return self
+
+    def key(self) -> Any:
+        return ("num", float(self.value))
+
+
+class Text(Expr):
+    __slots__ = ("value",)
+
+    def __init__(self, value: str):
+        self.value = value
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        return self.value
+
+    def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
+        return '"' + self.value.replace('"', '""') + '"'
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return self
+
+    def key(self) -> Any:
+        return ("text", self.value)
+
+
+class Bool(Expr):
+    __slots__ = ("value",)
+
+    def __init__(self, value: bool):
+        self.value = bool(value)
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        return self.value
+
+    def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
+        return "TRUE" if self.value else "FALSE"
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return self
+
+    def key(self) -> Any:
+        return ("bool", self.value)
+
+
+class Var(Expr):
+    """A named input."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        return env[self.name]
+
+    def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
+        return _name_of(names, self.name)
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return mapping.get(self.name, self)
+
+    def _collect(self, out: set[str]) -> None:
+        out.add(self.name)
+
+    def key(self) -> Any:
+        return ("var", self.name)
+
+    def __repr__(self) -> str:
+        return f"Var({self.name!r})"
+
+
+class BinOp(Expr):
+    __slots__ = ("op", "left", "right")
+
+    def __init__(self, op: str, left: Expr, right: Expr):
+        self.op, self.left, self.right = op, left, right
+
+    @property
+    def prec(self) -> int:  # type: ignore[override]
+        return _PREC[self.op]
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.left, self.right)
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        return _PY_BINOPS[self.op](self.left.evaluate(env), self.right.evaluate(env))
+
+    def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
+        p = self.prec
+        left = _render_child(self.left, names, subs)
+        right = _render_child(self.right, names, subs)
+        if _child_prec(self.left, subs) < p:
+            left = f"({left})"
+        if _child_prec(self.right, subs) <= p:
+            right = f"({right})"
+        return f"{left}{self.op}{right}"
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return BinOp(self.op, self.left.substitute(mapping), self.right.substitute(mapping))
+
+    def key(self) -> Any:
+        return ("bin", self.op, self.left.key(), self.right.key())
+
+
+class Neg(Expr):
+    __slots__ = ("operand",)
+
+    def __init__(self, operand: Expr):
+        self.operand = operand
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.operand,)
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        return -self.operand.evaluate(env)
+
+    def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
+        # Excel's unary minus binds tighter than ^, so always parenthesise.
+        return f"(-({_render_child(self.operand, names, subs)}))"
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return Neg(self.operand.substitute(mapping))
+
+    def key(self) -> Any:
+        return ("neg", self.operand.key())
+
+
+def _excel_if(c: Any, a: Callable[[], Any], b: Callable[[], Any]) -> Any:
+    return a() if c else b()
+
+
+def _ceiling(x: float, significance: float) -> float:
+    if significance == 0:
+        return 0.0
+    q = x / significance
+    # Tolerate float noise such as 864*1.05/8 = 113.40000000000001.
+    r = round(q)
+    if abs(q - r) <= 1e-12 * max(1.0, abs(q)):
+        q = r
+    return math.ceil(q) * significance
+
+
+def _roundup(x: float, digits: float) -> float:
+    f = 10.0 ** int(digits)
+    q = abs(x) * f
+    r = round(q)
+    if abs(q - r) <= 1e-12 * max(1.0, q):
+        q = r
+    return math.copysign(math.ceil(q) / f, x)
+
+
+def _floor_int(x: float) -> float:
+    r = round(x)
+    if abs(x - r) <= 1e-12 * max(1.0, abs(x)):
+        return float(r)
+    return float(math.floor(x))
+
+
+# name -> python implementation (IF is special-cased: it is lazy)
+EXCEL_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "MIN": lambda *a: min(a),
+    "MAX": lambda *a: max(a),
+    "SQRT": math.sqrt,
+    "CEILING": _ceiling,
+    "ROUNDUP": _roundup,
+    "INT": _floor_int,
+    "AND": lambda *a: all(a),
+    "OR": lambda *a: any(a),
+    "NOT": lambda a: not a,
+    "LOG": lambda x, base=10: math.log(x, base),
+    "ABS": abs,
+}
+
+
+class Func(Expr):
+    """A spreadsheet function call, e.g. ``MAX(a, b)`` or ``IF(c, a, b)``."""
+
+    __slots__ = ("name", "args")
+
+    def __init__(self, name: str, args: tuple[Expr, ...]):
+        if name != "IF" and name not in EXCEL_FUNCTIONS:
+            raise ValueError(f"function {name} is not in xlcalc's portable function set")
+        self.name, self.args = name, args
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        if self.name == "IF":
+            cond, a, b = self.args
+            return _excel_if(cond.evaluate(env), lambda: a.evaluate(env), lambda: b.evaluate(env))
+        return EXCEL_FUNCTIONS[self.name](*(arg.evaluate(env) for arg in self.args))
+
+    def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
+        return f"{self.name}(" + ",".join(_render_child(a, names, subs) for a in self.args) + ")"
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return Func(self.name, tuple(a.substitute(mapping) for a in self.args))
+
+    def key(self) -> Any:
+        return ("fn", self.name, tuple(a.key() for a in self.args))
+
+
+class Call(Expr):
+    """A call of one registered formula from inside another.
+
+    Renders as the callee's expression with its inputs replaced by the call's
+    arguments — or, when the renderer was told that this exact call already
+    sits in a named cell (``subs``), as that name.
+    """
+
+    __slots__ = ("formula", "args")
+
+    def __init__(self, formula: Any, args: dict[str, Expr]):
+        self.formula, self.args = formula, args
+
+    def children(self) -> tuple[Expr, ...]:
+        return tuple(self.args.values())
+
+    def inline(self) -> Expr:
+        return self.formula.expr.substitute(self.args)
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        values = {k: v.evaluate(env) for k, v in self.args.items()}
+        return self.formula.raw(**values)
+
+    @property
+    def prec(self) -> int:  # type: ignore[override]
+        return self.inline().prec
+
+    def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
+        if subs:
+            name = subs.get(self.key())
+            if name is not None:
+                return name
+        return self.inline().render(names, subs)
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return Call(self.formula, {k: v.substitute(mapping) for k, v in self.args.items()})
+
+    def key(self) -> Any:
+        return ("call", self.formula.name, tuple(sorted((k, v.key()) for k, v in self.args.items())))
+
+
+def _child_prec(child: Expr, subs: Mapping[Any, str] | None) -> int:
+    if isinstance(child, Call) and subs and child.key() in subs:
+        return _ATOM
+    return child.prec
+
+
+def _render_child(child: Expr, names: Names, subs: Mapping[Any, str] | None) -> str:
+    return child.render(names, subs)
+
+
+def wrap(value: Any) -> Expr:
+    """Turn a Python constant into an expression node."""
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, bool):
+        return Bool(value)
+    if isinstance(value, (int, float)):
+        return Num(value)
+    if isinstance(value, str):
+        return Text(value)
+    raise TypeError(f"cannot use {value!r} ({type(value).__name__}) in an xlcalc formula")
+
+
+def is_expr(*values: Any) -> bool:
+    return any(isinstance(v, Expr) for v in values)
+
+
+# -- helpers usable in formula bodies ------------------------------------------
+
+def if_(cond: Any, then: Any, otherwise: Any) -> Any:
+    """``IF(cond, then, otherwise)``. With plain values both branches are already computed."""
+    if is_expr(cond, then, otherwise):
+        return Func("IF", (wrap(cond), wrap(then), wrap(otherwise)))
+    return then if cond else otherwise
+
+
+def _fn(name: str, *args: Any) -> Any:
+    if is_expr(*args):
+        return Func(name, tuple(wrap(a) for a in args))
+    return EXCEL_FUNCTIONS[name](*args)
+
+
+def min_(*args: Any) -> Any:
+    return _fn("MIN", *args)
+
+
+def max_(*args: Any) -> Any:
+    return _fn("MAX", *args)
+
+
+def sqrt(x: Any) -> Any:
+    return _fn("SQRT", x)
+
+
+def ceiling(x: Any, significance: Any = 1) -> Any:
+    """``CEILING(x, significance)``: round up to a multiple of ``significance`` (x ≥ 0)."""
+    return _fn("CEILING", x, significance)
+
+
+def roundup(x: Any, digits: Any = 0) -> Any:
+    return _fn("ROUNDUP", x, digits)
+
+
+def floor_int(x: Any) -> Any:
+    """``INT(x)``: round down to a whole number."""
+    return _fn("INT", x)
+
+
+def log2(x: Any) -> Any:
+    return _fn("LOG", x, 2)
+
+
+def abs_(x: Any) -> Any:
+    return _fn("ABS", x)
+
+
+def and_(*args: Any) -> Any:
+    return _fn("AND", *args)
+
+
+def or_(*args: Any) -> Any:
+    return _fn("OR", *args)
+
+
+def not_(x: Any) -> Any:
+    return _fn("NOT", x)
+
+
+def eq(a: Any, b: Any) -> Any:
+    """``a = b`` (text compared case-insensitively, as spreadsheets do)."""
+    if is_expr(a, b):
+        return BinOp("=", wrap(a), wrap(b))
+    return _py_eq(a, b)

@@ -1,0 +1,10 @@
+"""Every formula of xlcalc, registered on import. One module per subject."""
+
+from . import compute, cost, memory, parallel, roofline
+from .compute import *  # noqa: F401,F403
+from .cost import *  # noqa: F401,F403
+from .memory import *  # noqa: F401,F403
+from .parallel import *  # noqa: F401,F403
+from .roofline import *  # noqa: F401,F403
+
+__all__ = [*compute.__all__, *memory.__all__, *parallel.__all__, *roofline.__all__, *cost.__all__]

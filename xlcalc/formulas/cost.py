@@ -1,0 +1,78 @@
+"""Cost: cloud rental, owned hardware, power, the training tax and budget lines."""
+
+from __future__ import annotations
+
+from ..registry import formula
+
+__all__ = [
+    "cloud_cost_usd", "capex_cost_usd", "energy_mwh", "power_cost_usd", "owned_cost_usd",
+    "total_cost_usd", "usd_per_million_tokens", "gpu_hours_for_budget", "days_for_budget",
+]
+
+
+@formula(udf="CLOUD_COST_USD", unit="USD", category="cost",
+         equation="GPU-hours * $/GPU-hour",
+         source="seed 000; DeepSeek-V3 report (2.788M H800-hours x $2 = $5.576M)")
+def cloud_cost_usd(gpu_hours, usd_per_gpu_hour):
+    """Compute cost of a run on rented GPUs."""
+    return gpu_hours * usd_per_gpu_hour
+
+
+@formula(udf="CAPEX_COST_USD", unit="USD", category="cost",
+         equation="GPUs * price per GPU * days / (365 * depreciation years)",
+         source="seed 001 §5.1 (3-year depreciation)")
+def capex_cost_usd(n_gpus, capex_usd_per_gpu, depreciation_years, days):
+    """Straight-line depreciation of owned GPUs over the days of the run."""
+    return n_gpus * capex_usd_per_gpu * days / (365 * depreciation_years)
+
+
+@formula(udf="ENERGY_MWH", unit="MWh", category="cost",
+         equation="GPUs * kW per GPU * PUE * days * 24 / 1000",
+         source="seed 001 §5.1; LLaMA paper Table 15 (GPU-hours x 400 W x PUE 1.1)")
+def energy_mwh(n_gpus, kw_per_gpu, pue, days):
+    """Facility energy of a run."""
+    return n_gpus * kw_per_gpu * pue * days * 24 / 1000
+
+
+@formula(udf="POWER_COST_USD", unit="USD", category="cost",
+         equation="energy MWh * 1000 * $/kWh", source="seed 001 §5.1; seed 003 (power and facilities)")
+def power_cost_usd(n_gpus, kw_per_gpu, pue, days, usd_per_kwh):
+    """Electricity cost of a run on owned hardware."""
+    return energy_mwh(n_gpus, kw_per_gpu, pue, days) * 1000 * usd_per_kwh
+
+
+@formula(udf="OWNED_COST_USD", unit="USD", category="cost",
+         equation="depreciation over the run + electricity", source="seed 001 §5.1; FORMULAS.md §5")
+def owned_cost_usd(n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh):
+    """Compute cost of a run on owned hardware."""
+    return (capex_cost_usd(n_gpus, capex_usd_per_gpu, depreciation_years, days)
+            + power_cost_usd(n_gpus, kw_per_gpu, pue, days, usd_per_kwh))
+
+
+@formula(udf="TOTAL_COST_USD", unit="USD", category="cost",
+         equation="compute * (1 + failures + experiments) + data + people + other",
+         source="seed 000 (training tax: failures 10-20%, people, power); seed 003 (data, experiments)")
+def total_cost_usd(compute_usd, failure_frac=0.15, experiments_frac=0, data_usd=0, people_usd=0, other_usd=0):
+    """Total cost of a training project including the training tax."""
+    return compute_usd * (1 + failure_frac + experiments_frac) + data_usd + people_usd + other_usd
+
+
+@formula(udf="USD_PER_M_TOKENS", unit="USD per million tokens", category="cost",
+         equation="total USD / (tokens_t * 1e6)", source="xlcalc (cost per token)")
+def usd_per_million_tokens(total_usd, tokens_t):
+    """Cost per million training tokens."""
+    return total_usd / (tokens_t * 1e6)
+
+
+@formula(udf="GPU_HOURS_FOR_BUDGET", unit="GPU-hours", category="cost",
+         equation="budget / $/GPU-hour", source="seed 001 §5.2 (budget tiers)")
+def gpu_hours_for_budget(budget_usd, usd_per_gpu_hour):
+    """GPU-hours a budget buys."""
+    return budget_usd / usd_per_gpu_hour
+
+
+@formula(udf="DAYS_FOR_BUDGET", unit="days", category="cost",
+         equation="budget / ($/GPU-hour * GPUs * 24)", source="seed 001 §5.2 (budget tiers)")
+def days_for_budget(budget_usd, usd_per_gpu_hour, n_gpus):
+    """Days of a cluster of n_gpus that a budget buys."""
+    return gpu_hours_for_budget(budget_usd, usd_per_gpu_hour) / (n_gpus * 24)

@@ -1,0 +1,142 @@
+"""Memory per GPU: model states under ZeRO/TP/PP, LoRA, activations (Korthikanti), totals, fit."""
+
+from __future__ import annotations
+
+from ..errors import InputError
+from ..expr import and_, eq, floor_int, if_, max_
+from ..registry import formula
+
+__all__ = [
+    "mem_static_gb", "mem_zero3_buffer_gb", "mem_lora_gb", "act_layer_bytes", "mem_act_gb",
+    "act_inflight_factor", "mem_act_pipeline_gb", "mem_total_gb", "fits_in_gpu", "max_micro_batch",
+]
+
+
+@formula(
+    udf="MEM_STATIC_GB", unit="GB per GPU", category="memory",
+    equation=(
+        "Psi = N/(tp*pp); ZeRO 0: (w+g+o)Psi; 1: (w+g)Psi + o*Psi/dp; "
+        "2: w*Psi + (g+o)Psi/dp; 3: (w+g+o)Psi/dp"
+    ),
+    source="Rajbhandari et al. 2019 (ZeRO) §5; seed 002 §7.1.2 (14P, 2P+12P/N, 14P/N)",
+)
+def mem_static_gb(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_weights=2, bytes_grads=2, bytes_optimizer=12):
+    """Model-state memory per GPU (weights, gradients, optimizer states), GB = 1e9 bytes."""
+    psi = params_b / (tp * pp)  # billions of parameters per GPU -> GB per byte/param
+    w, g, o = bytes_weights * psi, bytes_grads * psi, bytes_optimizer * psi
+    return if_(zero_stage >= 3, (w + g + o) / dp,
+               if_(zero_stage >= 2, w + (g + o) / dp,
+                   if_(zero_stage >= 1, w + g + o / dp, w + g + o)))
+
+
+@formula(
+    udf="MEM_ZERO3_BUFFER_GB", unit="GB per GPU", category="memory",
+    equation="4 bytes * largest layer's parameters",
+    source="DeepSpeed memory docs (estimate_zero3_model_states_mem_needs): largest_layer_memory = 4*largest_layer_params",
+)
+def mem_zero3_buffer_gb(largest_layer_params_b):
+    """Working memory ZeRO-3 needs to gather the largest layer whole."""
+    return 4 * largest_layer_params_b
+
+
+@formula(
+    udf="MEM_LORA_GB", unit="GB per GPU", category="memory",
+    equation="w*P (frozen) + k*P' (trainable: weights, grads, optimizer)",
+    source="seed 002 §7.1.2 (LoRA: 2P + 14P')",
+)
+def mem_lora_gb(params_b, trainable_params_b, bytes_weights=2, bytes_trainable=14):
+    """Model-state memory of LoRA fine-tuning: frozen weights plus full states of the adapters."""
+    return bytes_weights * params_b + bytes_trainable * trainable_params_b
+
+
+def _heads_divisible(*, heads, tp, **_):
+    if heads % tp:
+        raise InputError("tp", tp, f"a divisor of heads = {heads}", "tensor parallelism splits whole attention heads")
+
+
+@formula(
+    udf="ACT_LAYER_BYTES", unit="bytes per layer", category="memory",
+    equation=(
+        "none: sbh(10 + 24/t + 5as/(ht)); +SP: sbh(34/t + 5as/(ht)); selective: sbh(10 + 24/t); "
+        "selective+SP: 34sbh/t; full: 2sbh (/t with SP)"
+    ),
+    source="Korthikanti et al. 2022 (arXiv 2205.05198), Table 2",
+    check=_heads_divisible,
+)
+def act_layer_bytes(seq_len, micro_batch, hidden, heads, tp=1, seq_parallel=False, recompute="none"):
+    """Activation bytes of one transformer layer (16-bit activations, FFN = 4h, no FlashAttention)."""
+    sbh = seq_len * micro_batch * hidden
+    attention = 5 * heads * seq_len / (hidden * tp)
+    none_tp = sbh * (10 + 24 / tp + attention)
+    none_sp = sbh * (34 / tp + attention)
+    selective_tp = sbh * (10 + 24 / tp)
+    selective_sp = 34 * sbh / tp
+    full = if_(seq_parallel, 2 * sbh / tp, 2 * sbh)
+    return if_(eq(recompute, "full"), full,
+               if_(eq(recompute, "selective"), if_(seq_parallel, selective_sp, selective_tp),
+                   if_(seq_parallel, none_sp, none_tp)))
+
+
+@formula(
+    udf="MEM_ACT_GB", unit="GB per GPU", category="memory",
+    equation="L * per-layer bytes (Korthikanti Table 2) / 1e9; first pipeline stage of 1F1B holds L layers' worth",
+    source="Korthikanti et al. 2022, Table 2 and §4.2.3",
+    check=_heads_divisible,
+)
+def mem_act_gb(seq_len, micro_batch, hidden, layers, heads, tp=1, seq_parallel=False, recompute="none"):
+    """Activation memory per GPU for all layers (the first stage of a 1F1B pipeline)."""
+    return layers * act_layer_bytes(seq_len, micro_batch, hidden, heads, tp, seq_parallel, recompute) / 1e9
+
+
+@formula(
+    udf="ACT_INFLIGHT_FACTOR", unit="ratio", category="memory",
+    equation="interleaved (v > 1): 1 + (p-1)/(p*v); with m < p: x m/p; plain 1F1B: 1",
+    source="Korthikanti et al. 2022 §4.2.3",
+)
+def act_inflight_factor(pp, virtual_stages=1, microbatches=1000000):
+    """Multiplier on L layers' activations for the first pipeline stage's in-flight micro-batches."""
+    interleave = if_(virtual_stages > 1, 1 + (pp - 1) / (pp * virtual_stages), 1)
+    return interleave * if_(microbatches < pp, microbatches / pp, 1)
+
+
+@formula(
+    udf="MEM_ACT_PIPELINE_GB", unit="GB per GPU", category="memory",
+    equation="MEM_ACT_GB x ACT_INFLIGHT_FACTOR(p, v, m)",
+    source="Korthikanti et al. 2022 §4.2.3 (Fig. 1 uses p = 8, v = 3)",
+    check=_heads_divisible,
+)
+def mem_act_pipeline_gb(seq_len, micro_batch, hidden, layers, heads, tp=1, seq_parallel=False, recompute="none",
+                        pp=1, virtual_stages=1, microbatches=1000000):
+    """Activation memory of the first pipeline stage, with the schedule's in-flight factor."""
+    return (mem_act_gb(seq_len, micro_batch, hidden, layers, heads, tp, seq_parallel, recompute)
+            * act_inflight_factor(pp, virtual_stages, microbatches))
+
+
+@formula(
+    udf="MEM_TOTAL_GB", unit="GB per GPU", category="memory",
+    equation="total = model states + activations + overhead",
+    source="seed 002 §7.1.3",
+)
+def mem_total_gb(static_gb, activations_gb, overhead_gb=0):
+    """Peak memory per GPU."""
+    return static_gb + activations_gb + overhead_gb
+
+
+@formula(
+    udf="FITS_IN_GPU", unit="TRUE/FALSE", category="memory", returns="bool",
+    equation="total GB <= GPU memory GB",
+    source="seed 002 §7.3 step 1",
+)
+def fits_in_gpu(total_gb, memory_gb):
+    """Whether a per-GPU memory need fits in one GPU."""
+    return total_gb <= memory_gb
+
+
+@formula(
+    udf="MAX_MICRO_BATCH", unit="sequences", category="memory",
+    equation="INT((GPU memory - states - overhead) / activations at micro-batch 1), at least 0",
+    source="Korthikanti et al. 2022 (activations are linear in b)",
+)
+def max_micro_batch(memory_gb, static_gb, overhead_gb, act_gb_per_sample):
+    """Largest micro-batch whose activations fit beside the model states (0 = not even 1)."""
+    return max_(0, floor_int((memory_gb - static_gb - overhead_gb) / act_gb_per_sample))

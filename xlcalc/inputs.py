@@ -1,0 +1,176 @@
+"""Every input a formula can take, defined once: unit, meaning, allowed values, Excel name.
+
+A formula's parameter *is* one of these names, so ``params_b`` means the same
+thing (and is checked the same way) in every formula, UDF and workbook cell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InputError
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    unit: str
+    doc: str
+    kind: str = "float"  # float | int | bool | choice
+    gt: float | None = None
+    ge: float | None = None
+    lt: float | None = None
+    le: float | None = None
+    choices: tuple[str, ...] = ()
+    excel_name: str = ""
+    number_format: str = "General"
+    example: Any = None  # a typical value (docs, generated tests)
+
+    @property
+    def allowed(self) -> str:
+        """What is allowed, in words."""
+        if self.kind == "bool":
+            return "TRUE or FALSE"
+        if self.kind == "choice":
+            return "one of " + ", ".join(f'"{c}"' for c in self.choices)
+        parts = []
+        noun = "a whole number" if self.kind == "int" else "a number"
+        if self.gt is not None:
+            parts.append(f"> {_fmt(self.gt)}")
+        if self.ge is not None:
+            parts.append(f">= {_fmt(self.ge)}")
+        if self.lt is not None:
+            parts.append(f"< {_fmt(self.lt)}")
+        if self.le is not None:
+            parts.append(f"<= {_fmt(self.le)}")
+        return noun + (" " + " and ".join(parts) if parts else "")
+
+    def help(self) -> str:
+        unit = f" [{self.unit}]" if self.unit else ""
+        return f"{self.doc}{unit}"
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+_SPECS: dict[str, InputSpec] = {}
+
+
+def _add(name: str, unit: str, doc: str, excel_name: str = "", **kw: Any) -> None:
+    _SPECS[name] = InputSpec(name=name, unit=unit, doc=doc, excel_name=excel_name or _title(name), **kw)
+
+
+def _title(name: str) -> str:
+    return "_".join(p.capitalize() for p in name.split("_"))
+
+
+POS = {"gt": 0}
+NONNEG = {"ge": 0}
+COUNT = {"kind": "int", "ge": 1}
+FRACTION = {"ge": 0, "le": 1}
+
+# --- model and data ------------------------------------------------------------
+_add("params_b", "billion parameters", "Model parameters, in billions (70 = 70e9)", "Params_B", example=70, **POS)
+_add("tokens_t", "trillion tokens", "Training tokens, in trillions (2 = 2e12)", "Tokens_T", example=2, **POS)
+_add("trainable_params_b", "billion parameters", "Trainable (e.g. LoRA adapter) parameters, in billions", example=0.1, **NONNEG)
+_add("tokens_per_param", "tokens/parameter", "Training tokens per parameter (Chinchilla: 20)", example=20, **POS)
+_add("compute_flops", "FLOPs", "Training compute budget, in FLOPs", example=5.76e23, **POS)
+_add("flops_per_token", "FLOPs/token", "Training FLOPs per token", example=4.2e11, **POS)
+_add("seq_len", "tokens", "Sequence length", "Seq_Len", example=4096, **COUNT)
+_add("micro_batch", "sequences", "Micro-batch size per GPU", "Micro_Batch", example=1, **COUNT)
+_add("global_batch", "sequences", "Global batch size per iteration", example=1024, **COUNT)
+_add("hidden", "", "Hidden size h", "Hidden", example=8192, **COUNT)
+_add("layers", "", "Transformer layers L", "Layers", example=80, **COUNT)
+_add("heads", "", "Attention heads a", "Heads", example=64, **COUNT)
+_add("head_dim", "", "Dimension of one attention head", example=128, **COUNT)
+_add("vocab", "tokens", "Vocabulary size V", "Vocab", example=32000, **COUNT)
+_add("nonembed_params_b", "billion parameters", "Non-embedding parameters, in billions", example=70, **POS)
+
+# --- hardware --------------------------------------------------------------------
+_add("peak_tflops", "TFLOP/s per GPU", "Dense peak TFLOP/s of one GPU at the training precision", "Peak_TFLOPS", example=312, **POS)
+_add("achieved_tflops", "TFLOP/s per GPU", "Achieved (measured) TFLOP/s per GPU, counting the FLOPs the hardware did", example=153, **POS)
+_add("n_gpus", "GPUs", "Number of GPUs", "N_GPUs", example=1024, **COUNT)
+_add("mfu", "fraction", "Model FLOPs utilisation, a fraction of peak (0.4 = 40%)", "MFU", example=0.4, gt=0, le=1, number_format="0.0%")
+_add("memory_gb", "GB", "Memory of one GPU, GB (1e9 bytes)", "GPU_Memory_GB", example=80, **POS)
+_add("hbm_tb_s", "TB/s", "Memory (HBM) bandwidth of one GPU, TB/s", example=3.35, **POS)
+_add("link_gb_s", "GB/s", "Link bandwidth between two chips, GB/s (1e9 bytes/s)", example=45, **POS)
+_add("bandwidth_gb_s", "GB/s", "Bandwidth, GB/s (1e9 bytes/s)", example=900, **POS)
+_add("gpus_per_node", "GPUs", "GPUs per server node", "GPUs_per_Node", example=8, **COUNT)
+
+# --- time --------------------------------------------------------------------------
+_add("days", "days", "Wall-clock days", "Days", example=90, **POS)
+_add("gpu_hours", "GPU-hours", "GPU-hours", example=1.72e6, **POS)
+_add("flops", "FLOPs", "Floating-point operations", example=1e12, **POS)
+_add("bytes", "bytes", "Bytes moved", example=1e9, **POS)
+_add("intensity", "FLOP/byte", "Arithmetic intensity, FLOPs per byte", example=100, **POS)
+_add("rows", "", "Rows B of the left matrix [B,D]", example=256, **COUNT)
+_add("inner", "", "Shared dimension D of [B,D]x[D,F]", example=8192, **COUNT)
+_add("cols", "", "Columns F of the right matrix [D,F]", example=32768, **COUNT)
+_add("bytes_per_element", "bytes", "Bytes per element (bf16 = 2)", example=2, **POS)
+_add("size_bytes", "bytes", "Size of the buffer being reduced or gathered, bytes", example=1e9, **POS)
+_add("ranks", "GPUs", "Number of ranks in the collective", example=8, **COUNT)
+
+# --- parallelism -----------------------------------------------------------------
+_add("tp", "GPUs", "Tensor-parallel size t", "TP_Size", example=8, **COUNT)
+_add("pp", "GPUs", "Pipeline-parallel size p", "PP_Size", example=1, **COUNT)
+_add("dp", "GPUs", "Data-parallel size d (ZeRO shards over it)", "DP_Size", example=1, **COUNT)
+_add("zero_stage", "", "ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights", "ZeRO_Stage", example=0, kind="int", ge=0, le=3)
+_add("seq_parallel", "", "Sequence parallelism on (TRUE/FALSE)", "Seq_Parallel", example=False, kind="bool")
+_add("recompute", "", 'Activation recomputation: "none", "selective" or "full"', "Recompute", example="none", kind="choice", choices=("none", "selective", "full"))
+_add("full_recompute", "", "Full activation recomputation (TRUE/FALSE)", example=False, kind="bool")
+_add("virtual_stages", "", "Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)", "Virtual_Stages", example=1, **COUNT)
+_add("microbatches", "", "Micro-batches per iteration per pipeline m", "Microbatches", example=32, **COUNT)
+_add("replica_gpus", "GPUs", "GPUs in one model replica (TP x PP)", example=16, **COUNT)
+_add("gpus_needed", "GPUs", "GPUs needed before rounding (may be fractional)", example=865.6, **POS)
+_add("spare_frac", "fraction", "Spare GPUs for failures and maintenance, a fraction (0.05 = 5%)", "Spare_Frac", example=0.05, ge=0, le=10, number_format="0%")
+
+# --- memory ------------------------------------------------------------------------
+_add("bytes_weights", "bytes/param", "Bytes per parameter for weights (bf16: 2)", "Bytes_Weights", example=2, **NONNEG)
+_add("bytes_grads", "bytes/param", "Bytes per parameter for gradients (bf16: 2, fp32: 4)", "Bytes_Grads", example=4, **NONNEG)
+_add("bytes_optimizer", "bytes/param", "Bytes per parameter for optimizer states (Adam fp32 m+v: 8, +master: 12)", "Bytes_Optimizer", example=8, **NONNEG)
+_add("bytes_trainable", "bytes/param", "Bytes per trainable parameter (weights+grads+optimizer)", example=14, **NONNEG)
+_add("static_gb", "GB", "Model-state memory per GPU, GB", example=30, **NONNEG)
+_add("activations_gb", "GB", "Activation memory per GPU, GB", example=10, **NONNEG)
+_add("act_gb_per_sample", "GB", "Activation memory per GPU for a micro-batch of 1, GB", example=5, **POS)
+_add("overhead_gb", "GB", "Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB", "Overhead_GB", example=4, **NONNEG)
+_add("total_gb", "GB", "Total memory needed per GPU, GB", example=70, **NONNEG)
+_add("largest_layer_params_b", "billion parameters", "Parameters of the largest layer, in billions (ZeRO-3 gathers it whole)", example=0.032, **NONNEG)
+
+# --- cost ------------------------------------------------------------------------------
+_add("usd_per_gpu_hour", "USD/GPU-hour", "Price of one GPU-hour", "USD_per_GPU_Hour", example=2.0, number_format='"$"#,##0.00', **NONNEG)
+_add("capex_usd_per_gpu", "USD/GPU", "Purchase price per GPU incl. its share of server and network", "Capex_USD_per_GPU", example=30000, number_format='"$"#,##0', **NONNEG)
+_add("depreciation_years", "years", "Depreciation life of the hardware", "Depreciation_Years", example=3, **POS)
+_add("kw_per_gpu", "kW", "Power per GPU incl. its share of the server, kW", "KW_per_GPU", example=1.0, **NONNEG)
+_add("pue", "", "Power usage effectiveness of the data centre (>= 1)", "PUE", example=1.3, ge=1, le=5)
+_add("usd_per_kwh", "USD/kWh", "Electricity price", "USD_per_kWh", example=0.1, number_format='"$"#,##0.000', **NONNEG)
+_add("compute_usd", "USD", "Compute cost of one clean training run", example=5e6, number_format='"$"#,##0', **NONNEG)
+_add("failure_frac", "fraction", "Failures, restarts and lost work, a fraction of compute (0.15 = 15%)", "Failure_Frac", example=0.15, ge=0, le=10, number_format="0%")
+_add("experiments_frac", "fraction", "Experiments and ablations, a fraction of compute", "Experiments_Frac", example=0.3, ge=0, le=100, number_format="0%")
+_add("data_usd", "USD", "Data: purchase, crawling, labelling, cleaning", "Data_USD", example=5e5, number_format='"$"#,##0', **NONNEG)
+_add("people_usd", "USD", "People for the duration of the project", "People_USD", example=2e6, number_format='"$"#,##0', **NONNEG)
+_add("other_usd", "USD", "Other lines: storage, network, facilities", "Other_USD", example=2e5, number_format='"$"#,##0', **NONNEG)
+_add("total_usd", "USD", "A total cost in USD", example=1e7, number_format='"$"#,##0', **NONNEG)
+_add("budget_usd", "USD", "Budget in USD", "Budget_USD", example=1e7, number_format='"$"#,##0', **POS)
+
+
+def spec(name: str) -> InputSpec:
+    try:
+        return _SPECS[name]
+    except KeyError:
+        raise KeyError(f"no input spec named {name!r}") from None
+
+
+def all_specs() -> dict[str, InputSpec]:
+    return dict(_SPECS)
+
+
+def check_value(name: str, value: Any) -> Any:
+    """Validate and normalise one value of input ``name``; raise :class:`InputError` if not allowed."""
+    from .validate import validate_one
+
+    return validate_one(spec(name), value)
+
+
+__all__ = ["InputSpec", "InputError", "spec", "all_specs", "check_value", "field"]

@@ -1,0 +1,164 @@
+"""The formula registry: each formula written once, with its units, docs and source.
+
+``@formula(...)`` turns a plain Python function into a :class:`Formula`:
+
+* ``f(70, 2)`` validates the inputs and computes the number (the Python face);
+* ``f.excel({...})`` renders the same body as Excel text over cell names (the workbook face);
+* ``f.udf_name`` and the input specs drive the Excel worksheet function (the UDF face).
+
+The expression tree ``f.expr`` is built once, at import, by calling the body
+with :class:`~xlcalc.expr.Var` symbols.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from .errors import InputError
+from .expr import Call, Expr, Names, Var, wrap
+from .inputs import InputSpec, spec
+from .validate import validate_one
+
+REGISTRY: dict[str, "Formula"] = {}
+
+_raw_depth = 0  # >0 while a validated formula runs: nested calls skip re-validation
+
+
+@dataclass
+class Formula:
+    name: str
+    func: Callable[..., Any]
+    udf_name: str
+    unit: str
+    equation: str
+    source: str
+    category: str
+    returns: str = "number"  # number | bool
+    check: Callable[..., None] | None = None
+    params: tuple[str, ...] = ()
+    defaults: dict[str, Any] = field(default_factory=dict)
+    expr: Expr = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        sig = inspect.signature(self.func)
+        self.signature = sig
+        self.params = tuple(sig.parameters)
+        self.defaults = {
+            k: p.default for k, p in sig.parameters.items() if p.default is not inspect.Parameter.empty
+        }
+        for p in self.params:
+            spec(p)  # every parameter must be a known input
+        self.expr = wrap(self.func(**{p: Var(p) for p in self.params}))
+        self.__doc__ = self.func.__doc__
+        self.__name__ = self.name
+
+    # -- the Python face ------------------------------------------------------
+    @property
+    def specs(self) -> list[InputSpec]:
+        return [spec(p) for p in self.params]
+
+    @property
+    def summary(self) -> str:
+        return (self.func.__doc__ or self.name).strip().splitlines()[0].strip()
+
+    def bind(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{self.name}{self.signature}: {exc}") from None
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def validate(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        clean = {k: validate_one(spec(k), v) for k, v in values.items()}
+        if self.check is not None:
+            self.check(**clean)
+        return clean
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        global _raw_depth
+        values = self.bind(*args, **kwargs)
+        if any(isinstance(v, Expr) for v in values.values()):
+            return Call(self, {k: wrap(v) for k, v in values.items()})
+        if _raw_depth:
+            return self.func(**values)
+        clean = self.validate(values)
+        _raw_depth += 1
+        try:
+            result = self.func(**clean)
+        except ZeroDivisionError:
+            raise InputError(
+                self.name, clean, "inputs for which the result is defined", "division by zero"
+            ) from None
+        finally:
+            _raw_depth -= 1
+        if isinstance(result, float) and not math.isfinite(result):
+            raise InputError(self.name, clean, "inputs for which the result is finite")
+        return result
+
+    def raw(self, **values: Any) -> Any:
+        """Compute without validation (for inner loops whose inputs were validated once)."""
+        global _raw_depth
+        _raw_depth += 1
+        try:
+            return self.func(**{**self.defaults, **values})
+        finally:
+            _raw_depth -= 1
+
+    # -- the workbook face ---------------------------------------------------
+    def excel(self, names: Names | None = None, subs: Mapping[Any, str] | None = None) -> str:
+        """Excel formula text over ``names`` (default: each input's defined name)."""
+        if names is None:
+            names = {p: spec(p).excel_name for p in self.params}
+        return self.expr.to_excel(names, subs)
+
+    # -- the UDF face ---------------------------------------------------------
+    @property
+    def udf_help(self) -> str:
+        """Insert-Function description (Excel keeps at most 255 characters)."""
+        text = f"{self.summary} [{self.unit}]. {self.equation}. Source: {self.source}"
+        return text if len(text) <= 255 else text[:252] + "..."
+
+
+def formula(
+    *,
+    udf: str,
+    unit: str,
+    equation: str,
+    source: str,
+    category: str,
+    returns: str = "number",
+    check: Callable[..., None] | None = None,
+) -> Callable[[Callable[..., Any]], Formula]:
+    """Register a formula. The body must use only arithmetic and the helpers of :mod:`xlcalc.expr`."""
+
+    def deco(func: Callable[..., Any]) -> Formula:
+        name = func.__name__
+        if name in REGISTRY:
+            raise ValueError(f"formula {name} is defined twice")
+        f = Formula(
+            name=name, func=func, udf_name=udf, unit=unit, equation=equation,
+            source=source, category=category, returns=returns, check=check,
+        )
+        REGISTRY[name] = f
+        return f
+
+    return deco
+
+
+def all_formulas() -> list[Formula]:
+    from . import formulas as _  # noqa: F401  (registers everything)
+
+    return list(REGISTRY.values())
+
+
+def get_formula(name: str) -> Formula:
+    all_formulas()
+    key = name.lower()
+    for f in REGISTRY.values():
+        if f.name == key or f.udf_name.lower() == key:
+            return f
+    raise KeyError(f"no formula named {name!r}")
