@@ -9,7 +9,7 @@ __all__ = [
     "train_flops", "flops_per_token_palm", "megatron_iteration_flops", "train_days",
     "gpu_hours", "gpus_for_days", "implied_mfu", "hardware_flops_factor", "hfu_from_mfu",
     "days_from_throughput", "replicas_needed", "gpus_with_spare", "gpus_whole_nodes",
-    "chinchilla_tokens_t", "chinchilla_params_b", "chinchilla_opt_tokens_t",
+    "data_parallel_size", "chinchilla_tokens_t", "chinchilla_params_b", "chinchilla_opt_tokens_t",
 ]
 
 SECONDS_PER_DAY = 86400
@@ -119,6 +119,16 @@ def days_from_throughput(params_b, tokens_t, n_gpus, achieved_tflops, full_recom
     """Days at an achieved per-GPU throughput X (Narayanan's 8TP/(nX) with full recompute, else 6TP/(nX))."""
     per_param_token = if_(full_recompute, 8, 6)
     return per_param_token * params_b * 1e9 * tokens_t * 1e12 / (n_gpus * achieved_tflops * 1e12) / SECONDS_PER_DAY
+
+
+@formula(
+    udf="DP_SIZE", unit="GPUs", category="compute",
+    equation="DP = GPUs / (TP * PP)",
+    source="Narayanan et al. 2021 §2 (n = p * t * d)",
+)
+def data_parallel_size(n_gpus, tp=1, pp=1):
+    """Data-parallel size: how many model replicas the GPUs form."""
+    return n_gpus / (tp * pp)
 
 
 @formula(

@@ -6,7 +6,7 @@ from ..registry import formula
 
 __all__ = [
     "cloud_cost_usd", "capex_cost_usd", "energy_mwh", "power_cost_usd", "owned_cost_usd",
-    "total_cost_usd", "usd_per_million_tokens", "gpu_hours_for_budget", "days_for_budget",
+    "total_cost_usd", "usd_per_million_tokens", "gpu_hours_for_budget", "days_for_budget", "budget_left_usd",
 ]
 
 
@@ -76,3 +76,10 @@ def gpu_hours_for_budget(budget_usd, usd_per_gpu_hour):
 def days_for_budget(budget_usd, usd_per_gpu_hour, n_gpus):
     """Days of a cluster of n_gpus that a budget buys."""
     return gpu_hours_for_budget(budget_usd, usd_per_gpu_hour) / (n_gpus * 24)
+
+
+@formula(udf="BUDGET_LEFT_USD", unit="USD", category="cost",
+         equation="budget - total cost (negative = over budget)", source="seed 002 §7.3 step 3 (estimate vs budget)")
+def budget_left_usd(budget_usd, total_usd):
+    """What is left of a budget after the estimated total (negative when over)."""
+    return budget_usd - total_usd

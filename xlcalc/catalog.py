@@ -1,0 +1,247 @@
+"""Catalogs as data: GPUs, model architectures and price defaults.
+
+Each catalog is one TOML file in ``xlcalc/data/``, validated by pydantic on load;
+every row carries its ``source``. A value nobody published stays empty (None),
+never guessed. Look-ups are case-insensitive and accept aliases ("H100" is the
+H100 SXM); an unknown name lists the valid ones.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import CatalogError
+
+DATA = Path(__file__).parent / "data"
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9.\-]*$")
+    name: str
+    aliases: tuple[str, ...] = ()
+    source: str = Field(min_length=3)
+    notes: str = ""
+
+
+class GPU(_Row):
+    """One accelerator. TFLOPS are dense (no 2:4 sparsity); GB = 1e9 bytes."""
+
+    vendor: str
+    bf16_tflops: Optional[float] = Field(default=None, gt=0)
+    fp8_tflops: Optional[float] = Field(default=None, gt=0)
+    memory_gb: Optional[float] = Field(default=None, gt=0)
+    hbm_tb_s: Optional[float] = Field(default=None, gt=0)
+    scaleup_gb_s: Optional[float] = Field(default=None, gt=0, description="per-GPU scale-up (NVLink/ICI) bandwidth, GB/s, one direction")
+    scaleout_gb_s: Optional[float] = Field(default=None, gt=0, description="per-GPU scale-out (InfiniBand/RoCE) bandwidth, GB/s")
+    tdp_w: Optional[float] = Field(default=None, gt=0)
+    gpus_per_node: int = Field(default=8, ge=1)
+    matmul_efficiency: Optional[float] = Field(default=None, gt=0, le=1, description="achievable share of peak in large bf16 GEMMs")
+
+    def peak_tflops(self, precision: Literal["bf16", "fp8"] = "bf16") -> float:
+        value = self.bf16_tflops if precision == "bf16" else self.fp8_tflops
+        if value is None:
+            raise CatalogError(f"{self.name}: no published dense {precision.upper()} TFLOPS in the catalog")
+        return value
+
+
+class Model(_Row):
+    """A transformer architecture. The parameter count is derived from it, not typed in."""
+
+    layers: int = Field(ge=1)
+    hidden: int = Field(ge=1)
+    heads: int = Field(ge=1)
+    kv_heads: Optional[int] = Field(default=None, ge=1, description="KV heads (GQA/MQA); None = heads")
+    head_dim: Optional[int] = Field(default=None, ge=1, description="None = hidden / heads")
+    ffn_hidden: int = Field(ge=1, description="FFN inner size of a dense layer")
+    gated_ffn: bool = Field(default=False, description="SwiGLU/GeGLU: three FFN matrices instead of two")
+    vocab: int = Field(ge=1)
+    tied_embeddings: bool = False
+    seq_len: int = Field(default=2048, ge=1, description="pre-training sequence length")
+    biases: bool = Field(default=False, description="linear layers carry biases (GPT-2/3, BLOOM, OPT)")
+    learned_positions: bool = Field(default=False, description="a learned position-embedding table of seq_len x hidden")
+    # Mixture of experts (DeepSeek-V3 style): the first `dense_layers` are dense, the rest MoE.
+    experts: int = Field(default=0, ge=0, description="routed experts per MoE layer (0 = dense model)")
+    experts_active: int = Field(default=0, ge=0, description="routed experts each token uses")
+    shared_experts: int = Field(default=0, ge=0)
+    moe_ffn_hidden: Optional[int] = Field(default=None, ge=1)
+    dense_layers: int = Field(default=0, ge=0, description="leading dense layers of an MoE model")
+    # Multi-head latent attention (DeepSeek-V2/V3)
+    q_lora_rank: Optional[int] = Field(default=None, ge=1)
+    kv_lora_rank: Optional[int] = Field(default=None, ge=1)
+    qk_rope_head_dim: Optional[int] = Field(default=None, ge=1)
+    v_head_dim: Optional[int] = Field(default=None, ge=1)
+    published_params_b: float = Field(gt=0, description="total parameters as published, billions")
+    published_active_params_b: Optional[float] = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Model":
+        kv = self.kv_heads or self.heads
+        if self.heads % kv:
+            raise ValueError(f"kv_heads = {kv} must divide heads = {self.heads}")
+        if self.experts and (not self.experts_active or not self.moe_ffn_hidden):
+            raise ValueError("an MoE model needs experts_active and moe_ffn_hidden")
+        return self
+
+    # -- derived counts -------------------------------------------------------
+    @property
+    def kv(self) -> int:
+        return self.kv_heads or self.heads
+
+    @property
+    def dh(self) -> int:
+        return self.head_dim or self.hidden // self.heads
+
+    def attention_params(self) -> int:
+        h, b = self.hidden, int(self.biases)
+        if self.kv_lora_rank:  # multi-head latent attention
+            qk_nope = self.dh
+            rope = self.qk_rope_head_dim or 0
+            v = self.v_head_dim or self.dh
+            q_rank = self.q_lora_rank or 0
+            q = (h * q_rank + q_rank + q_rank * self.heads * (qk_nope + rope)) if q_rank else h * self.heads * (qk_nope + rope)
+            kv = h * (self.kv_lora_rank + rope) + self.kv_lora_rank + self.kv_lora_rank * self.heads * (qk_nope + v)
+            return q + kv + self.heads * v * h
+        q = h * self.heads * self.dh + b * self.heads * self.dh
+        kv = 2 * (h * self.kv * self.dh + b * self.kv * self.dh)
+        o = self.heads * self.dh * h + b * h
+        return q + kv + o
+
+    def ffn_params(self, inner: int) -> int:
+        mats = 3 if self.gated_ffn else 2
+        bias = (inner + self.hidden) if self.biases and not self.gated_ffn else 0
+        return mats * self.hidden * inner + bias
+
+    def layer_params(self, moe: bool, active: bool = False) -> int:
+        norms = 2 * self.hidden * (2 if self.biases else 1)
+        if not moe:
+            return self.attention_params() + self.ffn_params(self.ffn_hidden) + norms
+        assert self.moe_ffn_hidden
+        routed = self.experts_active if active else self.experts
+        experts = (routed + self.shared_experts) * self.ffn_params(self.moe_ffn_hidden)
+        router = self.experts * self.hidden
+        return self.attention_params() + experts + router + norms
+
+    def embedding_params(self) -> int:
+        emb = self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+        if self.learned_positions:
+            emb += self.seq_len * self.hidden
+        return emb + self.hidden * (2 if self.biases else 1)  # final norm
+
+    def derived_params(self, active: bool = False) -> int:
+        moe_layers = self.layers - self.dense_layers if self.experts else 0
+        dense = self.layers - moe_layers
+        total = self.embedding_params() + dense * self.layer_params(False)
+        if moe_layers:
+            total += moe_layers * self.layer_params(True, active)
+        return total
+
+    @property
+    def params_b(self) -> float:
+        """Total parameters derived from the architecture, billions."""
+        return self.derived_params() / 1e9
+
+    @property
+    def active_params_b(self) -> float:
+        """Parameters each token uses (= params_b for a dense model), billions."""
+        return self.derived_params(active=True) / 1e9
+
+    @property
+    def nonembed_params_b(self) -> float:
+        return (self.derived_params(active=True) - self.embedding_params()) / 1e9
+
+
+class Price(_Row):
+    """A default price: per GPU-hour for rental, per GPU for purchase."""
+
+    gpu: str
+    usd_per_gpu_hour: Optional[float] = Field(default=None, ge=0)
+    capex_usd_per_gpu: Optional[float] = Field(default=None, ge=0)
+    date: str = ""
+
+
+class _Catalog(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _GPUFile(_Catalog):
+    gpu: list[GPU]
+
+
+class _ModelFile(_Catalog):
+    model: list[Model]
+
+
+class _PriceFile(_Catalog):
+    price: list[Price]
+
+
+def _load(filename: str, schema: type[_Catalog], key: str) -> tuple:
+    path = DATA / filename
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        rows = getattr(schema.model_validate(raw), key)
+    except (OSError, tomllib.TOMLDecodeError, ValidationError) as exc:
+        raise CatalogError(f"catalog {filename} is not valid: {exc}") from exc
+    seen: dict[str, str] = {}
+    for row in rows:
+        for label in (row.id, row.name, *row.aliases):
+            k = _norm(label)
+            if k in seen and seen[k] != row.id:
+                raise CatalogError(f"catalog {filename}: {label!r} names both {seen[k]} and {row.id}")
+            seen[k] = row.id
+    return tuple(rows)
+
+
+def _norm(label: str) -> str:
+    return "".join(ch for ch in label.lower() if ch.isalnum() or ch == ".")
+
+
+@lru_cache(maxsize=None)
+def gpus() -> tuple[GPU, ...]:
+    return _load("gpus.toml", _GPUFile, "gpu")
+
+
+@lru_cache(maxsize=None)
+def models() -> tuple[Model, ...]:
+    return _load("models.toml", _ModelFile, "model")
+
+
+@lru_cache(maxsize=None)
+def prices() -> tuple[Price, ...]:
+    return _load("prices.toml", _PriceFile, "price")
+
+
+def _find(rows: tuple, label: str, what: str):
+    key = _norm(str(label))
+    for row in rows:
+        if key in {_norm(row.id), _norm(row.name), *(_norm(a) for a in row.aliases)}:
+            return row
+    valid = ", ".join(r.id for r in rows)
+    raise CatalogError(f"unknown {what} {label!r}; valid {what}s: {valid}")
+
+
+def get_gpu(label: str) -> GPU:
+    return _find(gpus(), label, "GPU")
+
+
+def get_model(label: str) -> Model:
+    return _find(models(), label, "model")
+
+
+def price_for(gpu_label: str) -> Price | None:
+    gpu = get_gpu(gpu_label)
+    for p in prices():
+        if p.gpu == gpu.id:
+            return p
+    return None
+
+
+GPU_FIELDS = tuple(k for k in GPU.model_fields if k not in ("aliases",))
+MODEL_FIELDS = tuple(k for k in Model.model_fields if k not in ("aliases",)) + ("params_b", "active_params_b")

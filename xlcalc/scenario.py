@@ -1,0 +1,285 @@
+"""A training scenario: the inputs of a plan and the named results computed from them.
+
+This module is the one description of the planning workbook's model:
+
+* :class:`Scenario` — the validated inputs (pydantic), one field per named input cell;
+* :data:`INPUTS` — field -> (input spec, defined name);
+* :data:`OUTPUTS` — the named results, each *one registered formula* applied to
+  expressions over other names (e.g. ``dp = N_GPUs/(TP_Size*PP_Size)``).
+
+``evaluate(scenario)`` computes the outputs in Python; the workbook builder writes
+the very same outputs as Excel formulas (``output_excel``), so the two cannot drift.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from . import catalog
+from .errors import InputError
+from .expr import Expr, Var, wrap
+from .formulas import compute, cost, memory
+from .inputs import spec
+from .registry import Formula
+from .validate import validate_one
+
+
+@dataclass(frozen=True)
+class InputCell:
+    field: str       # Scenario field
+    spec_name: str   # the input spec that validates it
+    name: str        # defined name in the workbook
+    label: str       # what a person reads next to the cell
+    group: str       # Inputs-sheet section
+
+
+def _in(field: str, name: str, label: str, group: str, spec_name: str | None = None) -> InputCell:
+    return InputCell(field, spec_name or field, name, label, group)
+
+
+INPUTS: tuple[InputCell, ...] = (
+    _in("params_b", "Params_B", "Parameters (billions)", "Model and data"),
+    _in("tokens_t", "Tokens_T", "Training tokens (trillions)", "Model and data"),
+    _in("seq_len", "Seq_Len", "Sequence length (tokens)", "Model and data"),
+    _in("hidden", "Hidden", "Hidden size h", "Model and data"),
+    _in("layers", "Layers", "Layers L", "Model and data"),
+    _in("heads", "Heads", "Attention heads a", "Model and data"),
+    _in("peak_tflops", "Peak_TFLOPS", "Peak dense TFLOP/s per GPU", "Cluster"),
+    _in("gpu_memory_gb", "GPU_Memory_GB", "GPU memory (GB)", "Cluster", "memory_gb"),
+    _in("n_gpus", "N_GPUs", "Number of GPUs", "Cluster"),
+    _in("gpus_per_node", "GPUs_per_Node", "GPUs per node", "Cluster"),
+    _in("mfu", "MFU", "MFU (model FLOPs utilisation)", "Cluster"),
+    _in("tp", "TP_Size", "Tensor parallel (TP)", "Parallelism and memory"),
+    _in("pp", "PP_Size", "Pipeline parallel (PP)", "Parallelism and memory"),
+    _in("zero_stage", "ZeRO_Stage", "ZeRO stage (0-3)", "Parallelism and memory"),
+    _in("seq_parallel", "Seq_Parallel", "Sequence parallel (TRUE/FALSE)", "Parallelism and memory"),
+    _in("recompute", "Recompute", "Recompute (none/selective/full)", "Parallelism and memory"),
+    _in("micro_batch", "Micro_Batch", "Micro-batch size", "Parallelism and memory"),
+    _in("bytes_weights", "Bytes_Weights", "Bytes/param: weights", "Parallelism and memory"),
+    _in("bytes_grads", "Bytes_Grads", "Bytes/param: gradients", "Parallelism and memory"),
+    _in("bytes_optimizer", "Bytes_Optimizer", "Bytes/param: optimizer states", "Parallelism and memory"),
+    _in("overhead_gb", "Overhead_GB", "Other memory per GPU (GB)", "Parallelism and memory"),
+    _in("deadline_days", "Deadline_Days", "Deadline (days)", "Deadline", "days"),
+    _in("spare_frac", "Spare_Frac", "Spare GPUs (share)", "Deadline"),
+    _in("usd_per_gpu_hour", "USD_per_GPU_Hour", "Price per GPU-hour (USD)", "Prices and budget"),
+    _in("kw_per_gpu", "KW_per_GPU", "Power per GPU incl. server share (kW)", "Prices and budget"),
+    _in("pue", "PUE", "Data-centre PUE", "Prices and budget"),
+    _in("usd_per_kwh", "USD_per_kWh", "Electricity (USD/kWh; 0 = in the GPU price)", "Prices and budget"),
+    _in("failure_frac", "Failure_Frac", "Failures and restarts (share of compute)", "Prices and budget"),
+    _in("experiments_frac", "Experiments_Frac", "Experiments and ablations (share of compute)", "Prices and budget"),
+    _in("data_usd", "Data_USD", "Data (USD)", "Prices and budget"),
+    _in("people_usd", "People_USD", "People (USD)", "Prices and budget"),
+    _in("other_usd", "Other_USD", "Storage, network, other (USD)", "Prices and budget"),
+    _in("budget_usd", "Budget_USD", "Approved budget (USD)", "Prices and budget"),
+)
+
+INPUT_BY_FIELD = {c.field: c for c in INPUTS}
+INPUT_BY_NAME = {c.name: c for c in INPUTS}
+
+
+class Scenario(BaseModel):
+    """Every input of a plan. Defaults are seed 002's 70B-on-A800 case."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    name: str = Field(default="Untitled scenario", max_length=200)
+    notes: str = Field(default="", max_length=2000)
+    model: Optional[str] = Field(default=None, description="model preset id (fills the architecture)")
+    gpu: Optional[str] = Field(default=None, description="GPU id (fills peak TFLOPS and memory)")
+
+    params_b: float = 70
+    tokens_t: float = 2
+    seq_len: int = 4096
+    hidden: int = 8192
+    layers: int = 80
+    heads: int = 64
+    peak_tflops: float = 312
+    gpu_memory_gb: float = 80
+    n_gpus: int = 1024
+    gpus_per_node: int = 8
+    mfu: float = 0.4
+    tp: int = 4
+    pp: int = 4
+    zero_stage: int = 1
+    seq_parallel: bool = True
+    recompute: str = "selective"
+    micro_batch: int = 1
+    bytes_weights: float = 2
+    bytes_grads: float = 4
+    bytes_optimizer: float = 8
+    overhead_gb: float = 4
+    deadline_days: float = 90
+    spare_frac: float = 0.05
+    usd_per_gpu_hour: float = 2.0
+    kw_per_gpu: float = 1.0
+    pue: float = 1.3
+    usd_per_kwh: float = 0.0
+    failure_frac: float = 0.15
+    experiments_frac: float = 0.0
+    data_usd: float = 0
+    people_usd: float = 0
+    other_usd: float = 0
+    budget_usd: float = 10_000_000
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check_fields(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for field, value in list(data.items()):
+            cell = INPUT_BY_FIELD.get(field)
+            if cell is not None and value is not None:
+                data[field] = validate_one(spec(cell.spec_name), value)
+        return data
+
+    @model_validator(mode="after")
+    def _check_parallelism(self) -> "Scenario":
+        if self.heads % self.tp:
+            raise InputError("tp", self.tp, f"a divisor of heads = {self.heads}")
+        if self.n_gpus % (self.tp * self.pp):
+            raise InputError(
+                "n_gpus", self.n_gpus, f"a multiple of TP x PP = {self.tp * self.pp}",
+                "data parallelism needs whole model replicas",
+            )
+        return self
+
+    @classmethod
+    def build(cls, **values: Any) -> "Scenario":
+        """Make a scenario, filling architecture and GPU fields from presets first.
+
+        Explicit values win over presets. A user mistake raises :class:`InputError`.
+        """
+        merged: dict[str, Any] = {}
+        if values.get("model"):
+            m = catalog.get_model(values["model"])
+            merged.update(
+                params_b=round(m.params_b, 3), hidden=m.hidden, layers=m.layers,
+                heads=m.heads, seq_len=m.seq_len,
+            )
+        if values.get("gpu"):
+            g = catalog.get_gpu(values["gpu"])
+            merged["peak_tflops"] = g.peak_tflops()
+            if g.memory_gb:
+                merged["gpu_memory_gb"] = g.memory_gb
+            merged["gpus_per_node"] = g.gpus_per_node
+        merged.update({k: v for k, v in values.items() if v is not None})
+        return cls.model_validate(merged)
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kw: Any) -> "Scenario":  # type: ignore[override]
+        try:
+            return super().model_validate(obj, **kw)
+        except ValidationError as exc:
+            raise _as_input_error(exc) from None
+
+    def cell_values(self) -> dict[str, Any]:
+        """Input values by defined name."""
+        return {c.name: getattr(self, c.field) for c in INPUTS}
+
+
+def _as_input_error(exc: ValidationError) -> Exception:
+    err = exc.errors()[0]
+    original = err.get("ctx", {}).get("error")
+    if isinstance(original, InputError):
+        return original
+    loc = ".".join(str(p) for p in err.get("loc", ())) or "scenario"
+    return InputError(loc, err.get("input"), err.get("msg", "a valid value"))
+
+
+# --- the named results ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OutputCell:
+    name: str                 # defined name
+    formula: Formula
+    args: dict[str, Expr]     # formula parameter -> expression over other names
+    label: str
+    unit: str
+    number_format: str = "#,##0.00"
+
+    def expr(self) -> Expr:
+        return self.formula(**self.args)
+
+
+def _o(name: str, formula: Formula, label: str, fmt: str = "#,##0.00", **args: Any) -> OutputCell:
+    return OutputCell(name, formula, {k: (Var(v) if isinstance(v, str) else wrap(v)) for k, v in args.items()},
+                      label, formula.unit, fmt)
+
+
+V = Var
+OUTPUTS: tuple[OutputCell, ...] = (
+    _o("DP_Size", compute.data_parallel_size, "Data parallel (DP = GPUs / (TP x PP))", "0.##",
+       n_gpus="N_GPUs", tp="TP_Size", pp="PP_Size"),
+    _o("Train_FLOPs", compute.train_flops, "Training FLOPs (6ND)", "0.00E+00",
+       params_b="Params_B", tokens_t="Tokens_T"),
+    _o("Train_Days", compute.train_days, "Training days", "#,##0.00",
+       params_b="Params_B", tokens_t="Tokens_T", peak_tflops="Peak_TFLOPS", n_gpus="N_GPUs", mfu="MFU"),
+    _o("GPU_Hours", compute.gpu_hours, "GPU-hours", "#,##0",
+       params_b="Params_B", tokens_t="Tokens_T", peak_tflops="Peak_TFLOPS", mfu="MFU"),
+    _o("GPUs_for_Deadline", compute.gpus_for_days, "GPUs for the deadline (exact)", "#,##0.0",
+       params_b="Params_B", tokens_t="Tokens_T", peak_tflops="Peak_TFLOPS", mfu="MFU", days="Deadline_Days"),
+    _o("Replicas_for_Deadline", compute.replicas_needed, "Model replicas (TP x PP GPUs each)", "#,##0",
+       gpus_needed="GPUs_for_Deadline", replica_gpus=V("TP_Size") * V("PP_Size")),
+    _o("GPUs_with_Spare", compute.gpus_with_spare, "GPUs in whole replicas + spare", "#,##0.0",
+       gpus_needed="GPUs_for_Deadline", replica_gpus=V("TP_Size") * V("PP_Size"), spare_frac="Spare_Frac"),
+    _o("GPUs_to_Provision", compute.gpus_whole_nodes, "GPUs to provision (whole nodes)", "#,##0",
+       gpus_needed="GPUs_for_Deadline", replica_gpus=V("TP_Size") * V("PP_Size"), spare_frac="Spare_Frac",
+       gpus_per_node="GPUs_per_Node"),
+    _o("Mem_Static_GB", memory.mem_static_gb, "Model states per GPU (GB)", "#,##0.00",
+       params_b="Params_B", zero_stage="ZeRO_Stage", dp="DP_Size", tp="TP_Size", pp="PP_Size",
+       bytes_weights="Bytes_Weights", bytes_grads="Bytes_Grads", bytes_optimizer="Bytes_Optimizer"),
+    _o("Mem_Activations_GB", memory.mem_act_gb, "Activations per GPU (GB)", "#,##0.00",
+       seq_len="Seq_Len", micro_batch="Micro_Batch", hidden="Hidden", layers="Layers", heads="Heads",
+       tp="TP_Size", seq_parallel="Seq_Parallel", recompute="Recompute"),
+    _o("Mem_Total_GB", memory.mem_total_gb, "Total per GPU (GB)", "#,##0.00",
+       static_gb="Mem_Static_GB", activations_gb="Mem_Activations_GB", overhead_gb="Overhead_GB"),
+    _o("Fits_GPU", memory.fits_in_gpu, "Fits in one GPU?", "General",
+       total_gb="Mem_Total_GB", memory_gb="GPU_Memory_GB"),
+    _o("Act_GB_per_Sample", memory.mem_act_gb, "Activations per GPU at micro-batch 1 (GB)", "#,##0.00",
+       seq_len="Seq_Len", micro_batch=1, hidden="Hidden", layers="Layers", heads="Heads",
+       tp="TP_Size", seq_parallel="Seq_Parallel", recompute="Recompute"),
+    _o("Max_Micro_Batch", memory.max_micro_batch, "Largest micro-batch that fits", "0",
+       memory_gb="GPU_Memory_GB", static_gb="Mem_Static_GB", overhead_gb="Overhead_GB",
+       act_gb_per_sample="Act_GB_per_Sample"),
+    _o("Compute_Cost_USD", cost.cloud_cost_usd, "Compute (GPU-hours x price)", '"$"#,##0',
+       gpu_hours="GPU_Hours", usd_per_gpu_hour="USD_per_GPU_Hour"),
+    _o("Power_Cost_USD", cost.power_cost_usd, "Power (if not in the GPU price)", '"$"#,##0',
+       n_gpus="N_GPUs", kw_per_gpu="KW_per_GPU", pue="PUE", days="Train_Days", usd_per_kwh="USD_per_kWh"),
+    _o("Total_Cost_USD", cost.total_cost_usd, "Total cost incl. training tax", '"$"#,##0',
+       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), failure_frac="Failure_Frac",
+       experiments_frac="Experiments_Frac", data_usd="Data_USD", people_usd="People_USD", other_usd="Other_USD"),
+    _o("USD_per_M_Tokens", cost.usd_per_million_tokens, "Total cost per million tokens", '"$"#,##0.00',
+       total_usd="Total_Cost_USD", tokens_t="Tokens_T"),
+    _o("Budget_Left_USD", cost.budget_left_usd, "Budget left (negative = over)", '"$"#,##0;[Red]-"$"#,##0',
+       budget_usd="Budget_USD", total_usd="Total_Cost_USD"),
+)
+
+OUTPUT_BY_NAME = {o.name: o for o in OUTPUTS}
+
+
+def evaluate(scenario: Scenario) -> dict[str, Any]:
+    """All named results of a scenario, computed by the engine's formulas."""
+    env: dict[str, Any] = scenario.cell_values()
+    for out in OUTPUTS:
+        args = {k: v.evaluate(env) for k, v in out.args.items()}
+        env[out.name] = out.formula(**args)
+    return {o.name: env[o.name] for o in OUTPUTS}
+
+
+def output_excel(out: OutputCell, names: dict[str, str] | None = None) -> str:
+    """The Excel formula text of a named result, over the defined names.
+
+    A sub-result that an earlier named output already computes (e.g. 6ND inside
+    Train_Days) is written as that output's name, so the workbook reads like the maths.
+    """
+    subs: dict[Any, str] = {}
+    for earlier in OUTPUTS:
+        if earlier.name == out.name:
+            break
+        subs[earlier.expr().key()] = earlier.name
+    rendered = out.formula.expr.substitute(out.args)
+    return rendered.to_excel(names or (lambda n: n), subs)
