@@ -7,9 +7,42 @@ from ..expr import and_, eq, floor_int, if_, max_
 from ..registry import formula
 
 __all__ = [
-    "mem_static_gb", "mem_zero3_buffer_gb", "mem_lora_gb", "act_layer_bytes", "mem_act_gb",
+    "mem_weights_gb", "mem_grads_gb", "mem_optimizer_gb", "mem_static_gb", "mem_zero3_buffer_gb", "mem_lora_gb", "act_layer_bytes", "mem_act_gb",
     "act_inflight_factor", "mem_act_pipeline_gb", "mem_total_gb", "fits_in_gpu", "max_micro_batch",
 ]
+
+
+_ZERO_SOURCE = "Rajbhandari et al. 2019 (ZeRO) §5: stage 1 shards optimizer states, 2 also gradients, 3 also weights"
+
+
+@formula(
+    udf="MEM_WEIGHTS_GB", unit="GB per GPU", category="memory",
+    equation="w * N/(tp*pp), / dp under ZeRO-3",
+    source=_ZERO_SOURCE,
+)
+def mem_weights_gb(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_weights=2):
+    """Weight memory per GPU, GB = 1e9 bytes."""
+    return bytes_weights * params_b / (tp * pp) / if_(zero_stage >= 3, dp, 1)
+
+
+@formula(
+    udf="MEM_GRADS_GB", unit="GB per GPU", category="memory",
+    equation="g * N/(tp*pp), / dp under ZeRO-2 and 3",
+    source=_ZERO_SOURCE,
+)
+def mem_grads_gb(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_grads=2):
+    """Gradient memory per GPU, GB."""
+    return bytes_grads * params_b / (tp * pp) / if_(zero_stage >= 2, dp, 1)
+
+
+@formula(
+    udf="MEM_OPTIMIZER_GB", unit="GB per GPU", category="memory",
+    equation="o * N/(tp*pp), / dp under ZeRO-1, 2 and 3",
+    source=_ZERO_SOURCE,
+)
+def mem_optimizer_gb(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_optimizer=12):
+    """Optimizer-state memory per GPU (fp32 master copy, Adam m and v), GB."""
+    return bytes_optimizer * params_b / (tp * pp) / if_(zero_stage >= 1, dp, 1)
 
 
 @formula(
@@ -22,11 +55,9 @@ __all__ = [
 )
 def mem_static_gb(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_weights=2, bytes_grads=2, bytes_optimizer=12):
     """Model-state memory per GPU (weights, gradients, optimizer states), GB = 1e9 bytes."""
-    psi = params_b / (tp * pp)  # billions of parameters per GPU -> GB per byte/param
-    w, g, o = bytes_weights * psi, bytes_grads * psi, bytes_optimizer * psi
-    return if_(zero_stage >= 3, (w + g + o) / dp,
-               if_(zero_stage >= 2, w + (g + o) / dp,
-                   if_(zero_stage >= 1, w + g + o / dp, w + g + o)))
+    return (mem_weights_gb(params_b, zero_stage, dp, tp, pp, bytes_weights)
+            + mem_grads_gb(params_b, zero_stage, dp, tp, pp, bytes_grads)
+            + mem_optimizer_gb(params_b, zero_stage, dp, tp, pp, bytes_optimizer))
 
 
 @formula(
