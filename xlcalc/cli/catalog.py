@@ -1,0 +1,72 @@
+"""``xlcalc catalog``: list and show the GPU, model and price catalogs."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import catalog
+from .fmt import dump_json, number, table
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "catalog",
+        help="list or show GPUs, models and prices",
+        description="List a catalog (gpus, models, prices) or show one entry with its source.",
+        allow_abbrev=False,
+    )
+    p.add_argument("kind", choices=("gpus", "models", "prices"), help="which catalog")
+    p.add_argument("name", nargs="?", help="show one entry (case-insensitive, aliases allowed)")
+    p.add_argument("--json", action="store_true", help="print JSON for scripts")
+    p.set_defaults(func=run)
+
+
+def _dump(row) -> dict:
+    data = row.model_dump()
+    if isinstance(row, catalog.Model):
+        data["params_b_derived"] = row.params_b
+        data["active_params_b_derived"] = row.active_params_b
+    return data
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = {"gpus": catalog.gpus, "models": catalog.models, "prices": catalog.prices}[args.kind]()
+    if args.name:
+        find = {"gpus": catalog.get_gpu, "models": catalog.get_model, "prices": _get_price}[args.kind]
+        row = _dump(find(args.name))
+        if args.json:
+            print(dump_json(row))
+        else:
+            print(table([(k, "" if v is None else (", ".join(v) if isinstance(v, (list, tuple)) else _n(v) if isinstance(v, float) else str(v)))
+                         for k, v in row.items()], headers=("field", "value"), align="ll"))
+        return 0
+    if args.json:
+        print(dump_json([_dump(r) for r in rows]))
+        return 0
+    if args.kind == "gpus":
+        headers = ("id", "name", "BF16 TFLOPS", "FP8 TFLOPS", "memory GB", "HBM TB/s", "TDP W")
+        body = [(g.id, g.name, _n(g.bf16_tflops), _n(g.fp8_tflops), _n(g.memory_gb), _n(g.hbm_tb_s), _n(g.tdp_w))
+                for g in rows]
+    elif args.kind == "models":
+        headers = ("id", "name", "layers", "hidden", "heads", "kv", "params B (derived)", "published B")
+        body = [(m.id, m.name, m.layers, m.hidden, m.heads, m.kv, f"{m.params_b:.2f}", _n(m.published_params_b))
+                for m in rows]
+    else:
+        headers = ("id", "gpu", "USD/GPU-hour", "capex USD/GPU", "date")
+        body = [(p.id, p.gpu, _n(p.usd_per_gpu_hour), _n(p.capex_usd_per_gpu), p.date) for p in rows]
+    print(table(body, headers=headers, align="ll"))
+    print(f"\n{len(rows)} {args.kind}. Show one with its source: xlcalc catalog {args.kind} NAME")
+    return 0
+
+
+def _n(v) -> str:
+    return "" if v is None else f"{v:,.10g}"
+
+
+def _get_price(name: str):
+    for p in catalog.prices():
+        if p.id == name.strip().lower():
+            return p
+    from ..errors import CatalogError
+
+    raise CatalogError(f"unknown price {name!r}; valid prices: {', '.join(p.id for p in catalog.prices())}")

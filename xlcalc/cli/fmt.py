@@ -1,0 +1,59 @@
+"""Plain-text tables and number formatting for the command line."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Iterable, Sequence
+
+
+def number(value: Any, unit: str = "") -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "NO"
+    if isinstance(value, (int, float)):
+        v = float(value)
+        if not math.isfinite(v):
+            return str(value)
+        if unit.startswith("USD"):
+            return f"${v:,.0f}" if abs(v) >= 100 else f"${v:,.2f}"
+        if v != 0 and (abs(v) >= 1e9 or abs(v) < 1e-3):
+            return f"{v:.3e}"
+        if float(v).is_integer() or abs(v) >= 1000:
+            return f"{v:,.0f}"
+        return f"{v:,.2f}" if abs(v) >= 1 else f"{v:.4f}"
+    return str(value)
+
+
+def table(rows: Iterable[Sequence[Any]], headers: Sequence[str] | None = None, align: str = "") -> str:
+    """Left-aligned first column, right-aligned numbers."""
+    rows = [[str(c) for c in r] for r in rows]
+    if headers:
+        rows.insert(0, [str(h) for h in headers])
+    if not rows:
+        return ""
+    widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(max(len(r) for r in rows))]
+    out = []
+    for n, r in enumerate(rows):
+        cells = []
+        for i, c in enumerate(r):
+            left = i == 0 or (align and i < len(align) and align[i] == "l")
+            cells.append(c.ljust(widths[i]) if left else c.rjust(widths[i]))
+        out.append("  ".join(cells).rstrip())
+        if headers and n == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def dump_json(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=False, default=str)
+
+
+def cli_value(text: str | None):
+    """A command-line string as the number it spells, else the text itself (validation happens later)."""
+    if text is None:
+        return None
+    try:
+        f = float(text)
+    except ValueError:
+        return text
+    return int(f) if f.is_integer() and "." not in text and "e" not in text.lower() else f
