@@ -1,0 +1,104 @@
+"""The command line: seed 002's case, readable tables, --json, clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from xlcalc.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_estimate_reproduces_seed_002_on_a800(capsys):
+    # seed 002 §7.3: 70B, 2T tokens, A800 312 TFLOPS, MFU 0.4; 1024 GPUs -> 76 days; 90 days -> 865.6 GPUs
+    code, out, _ = run(capsys, "estimate", "--gpu", "A800", "--params-b", "70", "--tokens-t", "2",
+                       "--n-gpus", "1024", "--mfu", "0.4", "--deadline-days", "90", "--json")
+    assert code == 0
+    r = json.loads(out)["results"]
+    assert r["Train_FLOPs"] == pytest.approx(8.4e23, rel=1e-12)
+    assert round(r["Train_Days"], 2) == 76.08
+    assert round(r["GPUs_for_Deadline"], 1) == 865.6
+
+
+def test_estimate_on_ascend_910b(capsys):
+    # seed 002 §7.3: Ascend 910B at 320 TFLOPS; exact 8.4e23 / (320e12 * 0.4 * 90 * 86400) = 843.9
+    code, out, _ = run(capsys, "estimate", "--gpu", "910B", "--params-b", "70", "--json")
+    assert code == 0
+    assert round(json.loads(out)["results"]["GPUs_for_Deadline"], 1) == 843.9
+
+
+def test_estimate_prints_a_table_for_people(capsys):
+    code, out, _ = run(capsys, "estimate")
+    assert code == 0
+    assert "Training days" in out and "76.08" in out
+    assert "Traceback" not in out
+
+
+def test_memory_breakdown_seed_002_tp8(capsys):
+    # seed 002 §7.3 step 1: 14 bytes/param x 70B / TP 8 = 122.5 GB of model states
+    code, out, _ = run(capsys, "memory", "--params-b", "70", "--layers", "80", "--hidden", "8192", "--heads", "64",
+                       "--seq-len", "4096", "--tp", "8", "--recipe", "seed002", "--gpu", "A800", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["static_gb"] == pytest.approx(122.5)
+    b = data["breakdown_gb"]
+    assert b["weights"] == pytest.approx(2 * 70 / 8) and b["gradients"] == pytest.approx(4 * 70 / 8)
+    assert b["optimizer"] == pytest.approx(8 * 70 / 8)
+    assert data["total_gb"] == pytest.approx(sum(b.values()))
+    assert data["fits"] is False and data["max_micro_batch"] == 0
+
+
+def test_memory_table_shows_each_component(capsys):
+    code, out, _ = run(capsys, "memory", "--model", "llama2-70b", "--tp", "8", "--gpu", "A800")
+    assert code == 0
+    for word in ("weights", "gradients", "optimizer", "activations", "overhead", "total", "does NOT fit"):
+        assert word in out
+
+
+def test_catalog_lists_and_shows(capsys):
+    code, out, _ = run(capsys, "catalog", "gpus")
+    assert code == 0 and "h100-sxm" in out
+    code, out, _ = run(capsys, "catalog", "gpus", "h100", "--json")
+    assert code == 0 and json.loads(out)["id"] == "h100-sxm"
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["estimate", "--mfu", "1.5"], "mfu = 1.5 is not allowed"),
+        (["estimate", "--n-gpus", "0"], "n_gpus = 0 is not allowed"),
+        (["estimate", "--zero-stage", "5"], "zero_stage = 5"),
+        (["estimate", "--recompute", "sometimes"], "recompute = 'sometimes'"),
+        (["estimate", "--gpu", "Z9000"], "unknown GPU 'Z9000'; valid GPUs:"),
+        (["memory", "--model", "llama2-70b", "--tp", "3"], "tp = 3 is not allowed"),
+    ],
+)
+def test_user_mistakes_exit_2_with_one_clear_line(capsys, argv, words):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert words in err
+    assert "Traceback" not in err
+
+
+def test_no_traceback_from_the_real_console_entry():
+    proc = subprocess.run([sys.executable, "-m", "xlcalc", "estimate", "--mfu", "abc"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "mfu = 'abc' is not allowed" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_help_everywhere(capsys):
+    for argv in ([], ["estimate"], ["memory"], ["catalog"]):
+        with pytest.raises(SystemExit) as info:
+            main([*argv, "--help"])
+        assert info.value.code == 0
+        assert "usage:" in capsys.readouterr().out

@@ -1,0 +1,90 @@
+"""The expression layer: numbers and precedence render as Excel reads them."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from xlcalc.expr import Bool, Func, Num, Text, Var, ceiling, eq, floor_int, if_, max_, render_number, roundup
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [(1e9, "1E+9"), (1e12, "1E+12"), (86400, "86400"), (0.4, "0.4"), (6, "6"), (2.5e-7, "2.5E-7"),
+     (1.5e21, "1.5E+21"), (-3, "-3"), (123456.5, "123456.5")],
+)
+def test_numbers_render_as_excel_writes_them(value, text):
+    assert render_number(value) == text
+    assert float(text) == value
+
+
+def test_non_finite_numbers_are_refused():
+    with pytest.raises(ValueError):
+        render_number(math.inf)
+
+
+def _text(e):
+    return e.to_excel(lambda n: n)
+
+
+def test_precedence_keeps_meaning():
+    a, b, c = Var("a"), Var("b"), Var("c")
+    assert _text(a - (b - c)) == "=a-(b-c)"
+    assert _text((a - b) - c) == "=a-b-c"
+    assert _text(a / (b * c)) == "=a/(b*c)"
+    assert _text((a + b) * c) == "=(a+b)*c"
+    assert _text(a ** (b ** c)) == "=a^(b^c)"  # Excel's ^ is left-associative
+    # Excel's unary minus binds tighter than ^ (-2^2 = 4), so a negation is always bracketed
+    assert _text(-(a ** 2)) == "=(-(a^2))"
+    assert _text(a * -1) == "=a*(-1)"
+
+
+def test_evaluation_matches_python_arithmetic():
+    a, b, c = Var("a"), Var("b"), Var("c")
+    env = {"a": 7.0, "b": 3.0, "c": 2.0}
+    for expr, expected in [
+        (a - (b - c), 7 - (3 - 2)), (a / (b * c), 7 / 6), (a ** (b - c), 7.0), (-(a ** 2), -49.0),
+    ]:
+        assert expr.evaluate(env) == expected
+
+
+def test_if_is_lazy_like_a_spreadsheet():
+    x = Var("x")
+    guarded = if_(eq(x, 0), 0, 1 / x)
+    assert guarded.evaluate({"x": 0}) == 0  # the untaken 1/0 branch is never computed
+    assert guarded.evaluate({"x": 4}) == 0.25
+
+
+def test_text_is_quoted_and_compared_case_insensitively():
+    r = Var("r")
+    cond = eq(r, 'say "hi"')
+    assert _text(cond) == '=r="say ""hi"""'
+    assert eq("Full", "full") is True
+    assert if_(eq(r, "full"), 1, 2).evaluate({"r": "FULL"}) == 1
+
+
+def test_helpers_compute_directly_on_numbers():
+    assert if_(True, 1, 2) == 1
+    assert max_(1, 5, 3) == 5
+    assert ceiling(907.2, 8) == 912
+    assert ceiling(864 * 1.05 / 8 * 8, 8) == 912
+    assert roundup(2.01, 0) == 3
+    assert floor_int(2.9999999999999996) == 3  # float noise is not a whole unit less
+    assert floor_int(2.7) == 2
+
+
+def test_only_portable_functions_can_be_built():
+    with pytest.raises(ValueError, match="portable"):
+        Func("XLOOKUP", (Num(1),))
+
+
+def test_an_expression_has_no_truth_value():
+    with pytest.raises(TypeError):
+        bool(Var("a") > 1)
+
+
+def test_constants_render():
+    assert _text(Bool(True)) == "=TRUE"
+    assert _text(Text("none")) == '="none"'
+    assert _text(Num(-2.5)) == "=(-2.5)"
