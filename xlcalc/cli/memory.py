@@ -114,12 +114,12 @@ def run(args: argparse.Namespace) -> int:
           f"SP={'on' if i['seq_parallel'] else 'off'} recompute={i['recompute']}; "
           f"bytes/param {i['bytes_weights']:g}+{i['bytes_grads']:g}+{i['bytes_optimizer']:g}")
     print()
-    rows = [(k, number(v)) for k, v in out["breakdown_gb"].items()]
-    rows.append(("total", number(out["total_gb"])))
+    rows = [(k, f"{v:,.2f}") for k, v in out["breakdown_gb"].items()]
+    rows.append(("total", f"{out['total_gb']:,.2f}"))
     print(table(rows, headers=("per GPU", "GB")))
     if "fits" in out:
         verdict = "fits" if out["fits"] else "does NOT fit"
         print()
         print(f"{out['gpu']}: {out['total_gb']:.1f} GB of {out['gpu_memory_gb']:g} GB -> {verdict}; "
-              f"largest micro-batch that fits: {out['max_micro_batch']}")
+              f"largest micro-batch that fits: {number(out['max_micro_batch'])}")
     return 0
