@@ -155,6 +155,29 @@ _add("total_usd", "USD", "A total cost in USD", example=1e7, number_format='"$"#
 _add("budget_usd", "USD", "Budget in USD", "Budget_USD", example=1e7, number_format='"$"#,##0', **POS)
 
 
+# --- step-time model (planner) ------------------------------------------------------
+_add("kv_heads", "", "Key/value heads (GQA; = heads for multi-head attention)", "KV_Heads", example=8, **COUNT)
+_add("ffn_hidden", "", "Inner size of the feed-forward block F (GPT: 4h)", "FFN_Hidden", example=28672, **COUNT)
+_add("gated_ffn", "", "Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)", "Gated_FFN", example=True, kind="bool")
+_add("flash_attention", "", "Fused (Flash) attention: no s x s tensors stored, causal half computed (TRUE/FALSE)", "Flash_Attention", example=True, kind="bool")
+_add("matmul_efficiency", "fraction", "Achievable share of peak in large bf16 matmuls (measured MAMF / peak)", "Matmul_Efficiency", example=0.8, gt=0, le=1, number_format="0.0%")
+_add("attention_efficiency", "fraction", "Achievable share of peak in the fused attention kernel", "Attention_Efficiency", example=0.5, gt=0, le=1, number_format="0.0%")
+_add("link_efficiency", "fraction", "Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth)", "Link_Efficiency", example=0.8, gt=0, le=1, number_format="0%")
+_add("overlap_frac", "fraction", "Share of a communication that can hide behind its overlap window", "Overlap_Frac", example=0.5, **FRACTION)
+_add("scaleup_gb_s", "GB/s", "Scale-up (NVLink) bandwidth per GPU, one direction, GB/s", "Scaleup_GB_s", example=450, **POS)
+_add("scaleout_gb_s", "GB/s", "Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s", "Scaleout_GB_s", example=50, **POS)
+_add("tokens", "tokens", "Tokens processed (e.g. per micro-batch or per step)", example=4096, **POS)
+_add("layers_per_stage", "", "Transformer layers on one pipeline stage (L/p)", example=20, **POS)
+_add("compute_s", "seconds", "Compute time", example=1.0, **NONNEG)
+_add("comm_s", "seconds", "Communication time", example=0.1, **NONNEG)
+_add("window_s", "seconds", "Compute time a communication can overlap with", example=0.5, **NONNEG)
+_add("microbatch_s", "seconds", "Time of one micro-batch (forward + backward) on one pipeline stage", example=0.5, **NONNEG)
+_add("step_s", "seconds", "Time of one training step (iteration)", example=10, **POS)
+_add("bytes_per_param_step", "bytes/param", "HBM bytes read + written per parameter by the optimizer step (Adam fp32: 30)", example=30, **NONNEG)
+_add("elementwise_factor", "", "Multiplier on the counted HBM traffic of non-matmul kernels (norms, residuals, activations); 0 = ignore", example=1, **NONNEG)
+_add("grad_bytes", "bytes/param", "Bytes per gradient element in the data-parallel reduction (Megatron bf16: fp32 = 4)", example=4, **POS)
+_add("params_per_gpu_b", "billion parameters", "Parameters held by one GPU before ZeRO sharding, in billions", example=1.0, **POS)
+
 def spec(name: str) -> InputSpec:
     try:
         return _SPECS[name]
