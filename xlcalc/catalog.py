@@ -34,20 +34,39 @@ class GPU(_Row):
     """One accelerator. TFLOPS are dense (no 2:4 sparsity); GB = 1e9 bytes."""
 
     vendor: str
-    bf16_tflops: Optional[float] = Field(default=None, gt=0)
-    fp8_tflops: Optional[float] = Field(default=None, gt=0)
+    bf16_tflops: Optional[float] = Field(default=None, gt=0, description="dense BF16 tensor peak, TFLOP/s")
+    fp16_tflops: Optional[float] = Field(default=None, gt=0, description="dense FP16 tensor peak, TFLOP/s")
+    fp8_tflops: Optional[float] = Field(default=None, gt=0, description="dense FP8 tensor peak, TFLOP/s")
     memory_gb: Optional[float] = Field(default=None, gt=0)
     hbm_tb_s: Optional[float] = Field(default=None, gt=0)
     scaleup_gb_s: Optional[float] = Field(default=None, gt=0, description="per-GPU scale-up (NVLink/ICI) bandwidth, GB/s, one direction")
     scaleout_gb_s: Optional[float] = Field(default=None, gt=0, description="per-GPU scale-out (InfiniBand/RoCE) bandwidth, GB/s")
     tdp_w: Optional[float] = Field(default=None, gt=0)
-    gpus_per_node: int = Field(default=8, ge=1)
+    gpus_per_node: Optional[int] = Field(default=None, ge=1, description="accelerators per server node, where published")
     matmul_efficiency: Optional[float] = Field(default=None, gt=0, le=1, description="achievable share of peak in large bf16 GEMMs")
 
-    def peak_tflops(self, precision: Literal["bf16", "fp8"] = "bf16") -> float:
-        value = self.bf16_tflops if precision == "bf16" else self.fp8_tflops
+    @property
+    def half_tflops(self) -> Optional[float]:
+        """Dense 16-bit tensor peak that mixed-precision training runs at: BF16 where published, else FP16.
+
+        V100 has no BF16; for the A800 and the Ascend 910B seed 002 gives the FP16 peak only.
+        """
+        return self.bf16_tflops if self.bf16_tflops is not None else self.fp16_tflops
+
+    def peak_tflops(self, precision: Literal["half", "bf16", "fp16", "fp8"] = "half") -> float:
+        """Dense peak TFLOP/s at ``precision``; "half" = :attr:`half_tflops`.
+
+        A peak nobody published raises :class:`CatalogError` instead of being guessed.
+        """
+        fields = {"half": "half_tflops", "bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops"}
+        if precision not in fields:
+            raise CatalogError(f"precision {precision!r} is not one of: {', '.join(fields)}")
+        value = getattr(self, fields[precision])
         if value is None:
-            raise CatalogError(f"{self.name}: no published dense {precision.upper()} TFLOPS in the catalog")
+            what = "16-bit (BF16 or FP16)" if precision == "half" else precision.upper()
+            raise CatalogError(
+                f"{self.name}: no published dense {what} TFLOPS in the catalog; give peak_tflops explicitly"
+            )
         return value
 
 
@@ -65,13 +84,21 @@ class Model(_Row):
     tied_embeddings: bool = False
     seq_len: int = Field(default=2048, ge=1, description="pre-training sequence length")
     biases: bool = Field(default=False, description="linear layers carry biases (GPT-2/3, BLOOM, OPT)")
-    learned_positions: bool = Field(default=False, description="a learned position-embedding table of seq_len x hidden")
+    learned_positions: bool = Field(default=False, description="a learned position-embedding table of (seq_len + position_offset) x hidden")
+    position_offset: int = Field(default=0, ge=0, description="extra rows of the learned position table (OPT: 2)")
+    relative_positions: bool = Field(
+        default=False,
+        description="Transformer-XL relative positions (Gopher/Chinchilla): per layer a hidden x hidden "
+        "position projection and two per-head bias vectors",
+    )
+    embedding_norm: bool = Field(default=False, description="a LayerNorm right after the token embedding (BLOOM)")
     # Mixture of experts (DeepSeek-V3 style): the first `dense_layers` are dense, the rest MoE.
     experts: int = Field(default=0, ge=0, description="routed experts per MoE layer (0 = dense model)")
     experts_active: int = Field(default=0, ge=0, description="routed experts each token uses")
     shared_experts: int = Field(default=0, ge=0)
     moe_ffn_hidden: Optional[int] = Field(default=None, ge=1)
     dense_layers: int = Field(default=0, ge=0, description="leading dense layers of an MoE model")
+    router_bias: bool = Field(default=False, description="a per-expert routing bias (DeepSeek-V3 aux-loss-free balancing)")
     # Multi-head latent attention (DeepSeek-V2/V3)
     q_lora_rank: Optional[int] = Field(default=None, ge=1)
     kv_lora_rank: Optional[int] = Field(default=None, ge=1)
@@ -87,6 +114,14 @@ class Model(_Row):
             raise ValueError(f"kv_heads = {kv} must divide heads = {self.heads}")
         if self.experts and (not self.experts_active or not self.moe_ffn_hidden):
             raise ValueError("an MoE model needs experts_active and moe_ffn_hidden")
+        if self.experts_active > self.experts:
+            raise ValueError(f"experts_active = {self.experts_active} exceeds experts = {self.experts}")
+        if self.dense_layers > self.layers:
+            raise ValueError(f"dense_layers = {self.dense_layers} exceeds layers = {self.layers}")
+        if self.head_dim is None and self.hidden % self.heads:
+            raise ValueError(f"hidden = {self.hidden} is not a multiple of heads = {self.heads}; give head_dim")
+        if self.published_active_params_b and self.published_active_params_b > self.published_params_b:
+            raise ValueError("published_active_params_b exceeds published_params_b")
         return self
 
     # -- derived counts -------------------------------------------------------
@@ -111,7 +146,8 @@ class Model(_Row):
         q = h * self.heads * self.dh + b * self.heads * self.dh
         kv = 2 * (h * self.kv * self.dh + b * self.kv * self.dh)
         o = self.heads * self.dh * h + b * h
-        return q + kv + o
+        rel = (h * self.heads * self.dh + 2 * self.heads * self.dh) if self.relative_positions else 0
+        return q + kv + o + rel
 
     def ffn_params(self, inner: int) -> int:
         mats = 3 if self.gated_ffn else 2
@@ -125,14 +161,17 @@ class Model(_Row):
         assert self.moe_ffn_hidden
         routed = self.experts_active if active else self.experts
         experts = (routed + self.shared_experts) * self.ffn_params(self.moe_ffn_hidden)
-        router = self.experts * self.hidden
+        router = self.experts * self.hidden + (self.experts if self.router_bias else 0)
         return self.attention_params() + experts + router + norms
 
     def embedding_params(self) -> int:
         emb = self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
         if self.learned_positions:
-            emb += self.seq_len * self.hidden
-        return emb + self.hidden * (2 if self.biases else 1)  # final norm
+            emb += (self.seq_len + self.position_offset) * self.hidden
+        norm = self.hidden * (2 if self.biases else 1)
+        if self.embedding_norm:
+            emb += norm
+        return emb + norm  # final norm
 
     def derived_params(self, active: bool = False) -> int:
         moe_layers = self.layers - self.dense_layers if self.experts else 0
@@ -160,7 +199,7 @@ class Model(_Row):
 class Price(_Row):
     """A default price: per GPU-hour for rental, per GPU for purchase."""
 
-    gpu: str
+    gpu: str = Field(description="id of the GPU row this price is for")
     usd_per_gpu_hour: Optional[float] = Field(default=None, ge=0)
     capex_usd_per_gpu: Optional[float] = Field(default=None, ge=0)
     date: str = ""
@@ -182,21 +221,52 @@ class _PriceFile(_Catalog):
     price: list[Price]
 
 
-def _load(filename: str, schema: type[_Catalog], key: str) -> tuple:
-    path = DATA / filename
+_KINDS = {"gpus": ("gpus.toml", _GPUFile, "gpu"), "models": ("models.toml", _ModelFile, "model"),
+          "prices": ("prices.toml", _PriceFile, "price")}
+
+
+def load(kind: str, path: str | Path | None = None) -> tuple:
+    """Read and validate one catalog file: ``kind`` is "gpus", "models" or "prices".
+
+    ``path`` defaults to the packaged file in ``xlcalc/data/``. Any problem (missing file, TOML
+    syntax, a wrong field or value, a duplicate name) raises :class:`CatalogError` naming the file.
+    """
+    if kind not in _KINDS:
+        raise CatalogError(f"unknown catalog kind {kind!r}; valid kinds: {', '.join(_KINDS)}")
+    filename, schema, key = _KINDS[kind]
+    path = Path(path) if path is not None else DATA / filename
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CatalogError(f"catalog {path.name} cannot be read: {exc.strerror or exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError(f"catalog {path.name} is not valid TOML: {exc}") from exc
+    try:
         rows = getattr(schema.model_validate(raw), key)
-    except (OSError, tomllib.TOMLDecodeError, ValidationError) as exc:
-        raise CatalogError(f"catalog {filename} is not valid: {exc}") from exc
+    except ValidationError as exc:
+        problems = "; ".join(_describe(raw, key, e) for e in exc.errors())
+        raise CatalogError(f"catalog {path.name} is not valid: {problems}") from exc
     seen: dict[str, str] = {}
     for row in rows:
         for label in (row.id, row.name, *row.aliases):
             k = _norm(label)
             if k in seen and seen[k] != row.id:
-                raise CatalogError(f"catalog {filename}: {label!r} names both {seen[k]} and {row.id}")
+                raise CatalogError(f"catalog {path.name}: {label!r} names both {seen[k]} and {row.id}")
             seen[k] = row.id
     return tuple(rows)
+
+
+def _describe(raw: dict, key: str, err: dict) -> str:
+    """One validation error as "row <id>: field = value: message"."""
+    loc = list(err.get("loc", ()))
+    where = ".".join(str(p) for p in loc) or key
+    if len(loc) >= 2 and loc[0] == key and isinstance(loc[1], int):
+        rows = raw.get(key) or []
+        row = rows[loc[1]] if loc[1] < len(rows) and isinstance(rows[loc[1]], dict) else {}
+        field = ".".join(str(p) for p in loc[2:]) or "row"
+        where = f"[[{key}]] #{loc[1] + 1} ({row.get('id', 'no id')}) {field}"
+    value = f" = {err['input']!r}" if err.get("type") != "missing" and not isinstance(err.get("input"), dict) else ""
+    return f"{where}{value}: {err.get('msg', 'invalid')}"
 
 
 def _norm(label: str) -> str:
@@ -205,17 +275,20 @@ def _norm(label: str) -> str:
 
 @lru_cache(maxsize=None)
 def gpus() -> tuple[GPU, ...]:
-    return _load("gpus.toml", _GPUFile, "gpu")
+    """The GPU catalog (``xlcalc/data/gpus.toml``)."""
+    return load("gpus")
 
 
 @lru_cache(maxsize=None)
 def models() -> tuple[Model, ...]:
-    return _load("models.toml", _ModelFile, "model")
+    """The model catalog (``xlcalc/data/models.toml``)."""
+    return load("models")
 
 
 @lru_cache(maxsize=None)
 def prices() -> tuple[Price, ...]:
-    return _load("prices.toml", _PriceFile, "price")
+    """The default prices (``xlcalc/data/prices.toml``)."""
+    return load("prices")
 
 
 def _find(rows: tuple, label: str, what: str):
@@ -236,6 +309,7 @@ def get_model(label: str) -> Model:
 
 
 def price_for(gpu_label: str) -> Price | None:
+    """The default price row for a GPU (any of its names), or None when no source gives one."""
     gpu = get_gpu(gpu_label)
     for p in prices():
         if p.gpu == gpu.id:
@@ -243,5 +317,5 @@ def price_for(gpu_label: str) -> Price | None:
     return None
 
 
-GPU_FIELDS = tuple(k for k in GPU.model_fields if k not in ("aliases",))
+GPU_FIELDS = tuple(k for k in GPU.model_fields if k not in ("aliases",)) + ("half_tflops",)
 MODEL_FIELDS = tuple(k for k in Model.model_fields if k not in ("aliases",)) + ("params_b", "active_params_b")
