@@ -13,8 +13,10 @@ the very same outputs as Excel formulas (``output_excel``), so the two cannot dr
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass
-from typing import Any, Optional
+from pathlib import Path
+from typing import Any, Callable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -167,6 +169,10 @@ class Scenario(BaseModel):
                 merged["gpu_memory_gb"] = g.memory_gb
             merged["gpus_per_node"] = g.gpus_per_node
         merged.update({k: v for k, v in values.items() if v is not None})
+        if values.get("model"):
+            merged["model"] = catalog.get_model(values["model"]).id
+        if values.get("gpu"):
+            merged["gpu"] = catalog.get_gpu(values["gpu"]).id
         return cls.model_validate(merged)
 
     @classmethod
@@ -276,10 +282,39 @@ def output_excel(out: OutputCell, names: dict[str, str] | None = None) -> str:
     A sub-result that an earlier named output already computes (e.g. 6ND inside
     Train_Days) is written as that output's name, so the workbook reads like the maths.
     """
+    render_name = _names_callable(names)
     subs: dict[Any, str] = {}
     for earlier in OUTPUTS:
         if earlier.name == out.name:
             break
-        subs[earlier.expr().key()] = earlier.name
-    rendered = out.formula.expr.substitute(out.args)
-    return rendered.to_excel(names or (lambda n: n), subs)
+        subs[earlier.expr().key()] = render_name(earlier.name)
+    return output_expr(out).to_excel(render_name, subs)
+
+
+def output_expr(out: OutputCell) -> Expr:
+    """The formula of a named result as one expression over the defined names."""
+    return out.formula.expr.substitute(out.args)
+
+
+def _names_callable(names: Any) -> Callable[[str], str]:
+    if names is None:
+        return lambda n: n
+    if callable(names):
+        return names
+    return lambda n: names.get(n, n)
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read a scenario preset (TOML: the fields of :class:`Scenario`, presets filled first)."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise InputError("scenario", str(path), "a readable TOML file", exc.strerror or str(exc)) from None
+    if len(raw) > 1_000_000:
+        raise InputError("scenario", str(path), "a TOML file under 1 MB")
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InputError("scenario", str(path), "a UTF-8 TOML file of scenario fields", str(exc)) from None
+    return Scenario.build(**data)

@@ -1,0 +1,70 @@
+"""The planning workbook: a live-formula .xlsx rendered from xlcalc's formula registry.
+
+``build(path, scenarios)`` lays the workbook out as a :class:`~xlcalc.workbook.model.Book`
+(cells, formulas as expression trees, defined names), writes it with openpyxl and
+stores the engine's value of every formula cell as its cached value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..scenario import Scenario
+from . import cache, catalogs, charts, compare, sheets
+from .model import Book
+from .writer import to_workbook
+
+__all__ = ["build", "layout", "Layout", "TEMPLATES"]
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+
+
+@dataclass
+class Layout:
+    book: Book
+    scenario: Scenario
+    columns: list[tuple[Scenario, bool]]
+    column_maps: list[dict[str, str]] = field(default_factory=list)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
+    """Lay out the whole workbook for a main scenario (the first) and comparison columns."""
+    scenarios = list(scenarios) or [Scenario()]
+    main = scenarios[0]
+    book = Book()
+    book.sheets.update({t: {} for t in ("Start", "Inputs", "Memory", "Time", "Budget", "Scenarios",
+                                        "Sensitivity", "Parallelism", "GPUs", "Models", "References")})
+    gpus = catalogs.gpu_sheet(book)
+    models = catalogs.model_sheet(book)
+    ctx = sheets.Ctx(book, main, gpus, models)
+    sheets.start_sheet(ctx)
+    sheets.inputs_sheet(ctx)
+    mem_rows = sheets.memory_sheet(ctx)
+    sheets.time_sheet(ctx)
+    sheets.budget_sheet(ctx)
+    if len(scenarios) >= 2:
+        columns = [(sc, False) for sc in scenarios]
+    else:
+        columns = compare.default_columns(main)
+    maps = compare.scenarios_sheet(ctx, columns)
+    tables = compare.sensitivity_sheet(ctx)
+    par = compare.parallelism_sheet(ctx)
+    catalogs.references_sheet(book)
+    book.charts.append(lambda wb: charts.memory_chart(wb, mem_rows["Weights"], mem_rows["Other"]))
+    book.charts.append(charts.cost_chart)
+    book.charts.append(lambda wb: charts.sensitivity_charts(wb, tables))
+    return Layout(book, main, columns, maps, {"sensitivity": tables, "parallelism": par})
+
+
+def build(path: str | Path, scenarios: Sequence[Scenario] = ()) -> Layout:
+    """Write the planning workbook to ``path`` (with cached values); return its layout."""
+    lay = layout(scenarios)
+    values = lay.book.cached_values()
+    wb = to_workbook(lay.book)
+    path = Path(path)
+    wb.save(path)
+    cache.inject(path, values)
+    return lay

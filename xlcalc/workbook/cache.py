@@ -1,0 +1,93 @@
+"""Cached values for formula cells, so a workbook shows numbers before any recalculation.
+
+openpyxl writes a formula cell as ``<c r="B5"><f>...</f><v /></c>`` with no value.
+After saving, each sheet's XML is rewritten so that every formula cell carries the
+value the engine computed for it (``<v>76.08...</v>``, ``t="b"`` for TRUE/FALSE,
+``t="str"`` for text). Spreadsheet applications recalculate on open anyway; email
+previews, pandas and ``openpyxl(data_only=True)`` read these values.
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+import re
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any, Mapping
+from xml.sax.saxutils import escape
+
+from defusedxml import ElementTree as SafeET
+
+_NS = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main",
+       "r": "http://schemas.openxmlformats.org/officeDocument/2006/relationships",
+       "rel": "http://schemas.openxmlformats.org/package/2006/relationships"}
+_CELL = re.compile(r'<c r="(?P<r>[A-Z]+[0-9]+)"(?P<attrs>[^>]*)><f>(?P<f>[^<]*)</f><v\s*/></c>|'
+                   r'<c r="(?P<r2>[A-Z]+[0-9]+)"(?P<attrs2>[^>]*)><f>(?P<f2>[^<]*)</f><v></v></c>')
+
+
+def sheet_paths(zf: zipfile.ZipFile) -> dict[str, str]:
+    """Sheet title -> part name inside the package."""
+    wb = SafeET.fromstring(zf.read("xl/workbook.xml"))
+    rels = SafeET.fromstring(zf.read("xl/_rels/workbook.xml.rels"))
+    targets = {r.get("Id"): r.get("Target") for r in rels.findall("rel:Relationship", _NS)}
+    out = {}
+    for sh in wb.findall("m:sheets/m:sheet", _NS):
+        target = targets[sh.get(f"{{{_NS['r']}}}id")]
+        part = target.lstrip("/") if target.startswith("/") else posixpath.normpath(posixpath.join("xl", target))
+        out[sh.get("name")] = part
+    return out
+
+
+def _value_xml(value: Any) -> tuple[str, str] | None:
+    """(type attribute, value text) for a cached value; None when no value can be cached."""
+    if isinstance(value, bool):
+        return ' t="b"', "1" if value else "0"
+    if isinstance(value, (int, float)):
+        v = float(value)
+        if not math.isfinite(v):
+            return None
+        return "", str(int(value)) if isinstance(value, int) else repr(v)
+    if isinstance(value, str):
+        return ' t="str"', escape(value)
+    return None
+
+
+def inject(path: str | Path, values: Mapping[tuple[str, str], Any]) -> int:
+    """Write ``values[(sheet, cell)]`` as the cached value of those formula cells; return how many."""
+    path = Path(path)
+    by_sheet: dict[str, dict[str, Any]] = {}
+    for (sheet, at), v in values.items():
+        by_sheet.setdefault(sheet, {})[at] = v
+    count = 0
+    with zipfile.ZipFile(path) as zin:
+        parts = sheet_paths(zin)
+        wanted = {parts[s]: cells for s, cells in by_sheet.items() if s in parts}
+        tmp = tempfile.NamedTemporaryFile(delete=False, dir=path.parent, suffix=".tmp")
+        tmp.close()
+        with zipfile.ZipFile(tmp.name, "w", zipfile.ZIP_DEFLATED) as zout:
+            for info in zin.infolist():
+                data = zin.read(info.filename)
+                cells = wanted.get(info.filename)
+                if cells:
+                    text = data.decode("utf-8")
+
+                    def fill(m: re.Match) -> str:
+                        nonlocal count
+                        r = m["r"] or m["r2"]
+                        attrs = m["attrs"] if m["r"] else m["attrs2"]
+                        f = m["f"] if m["r"] else m["f2"]
+                        if r not in cells:
+                            return m.group(0)
+                        xml = _value_xml(cells[r])
+                        if xml is None:
+                            return m.group(0)
+                        count += 1
+                        return f'<c r="{r}"{attrs}{xml[0]}><f>{f}</f><v>{xml[1]}</v></c>'
+
+                    data = _CELL.sub(fill, text).encode("utf-8")
+                zout.writestr(info, data)
+    shutil.move(tmp.name, path)
+    return count

@@ -1,0 +1,99 @@
+"""Catalog sheets (GPUs, Models) and the References sheet, from xlcalc.catalog and the registry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import catalog
+from ..registry import all_formulas
+from .model import Book, coord
+
+FIRST = 4  # first data row of a catalog sheet (title, note, header above)
+
+GPU_COLUMNS = (
+    ("id", "id", 16), ("name", "name", 30), ("vendor", "vendor", 12),
+    ("bf16_tflops", "dense BF16 TFLOP/s", 12), ("fp8_tflops", "dense FP8 TFLOP/s", 12),
+    ("memory_gb", "memory GB", 11), ("hbm_tb_s", "HBM TB/s", 10), ("gpus_per_node", "GPUs per node", 10),
+    ("tdp_w", "TDP W", 9), ("source", "source", 90),
+)
+MODEL_COLUMNS = (
+    ("id", "id", 16), ("name", "name", 26), ("params_b", "params B (from architecture)", 14),
+    ("published_params_b", "params B (published)", 12), ("layers", "layers L", 9), ("hidden", "hidden h", 9),
+    ("heads", "heads a", 9), ("kv_heads", "KV heads", 9), ("ffn_hidden", "FFN hidden", 10),
+    ("vocab", "vocab", 9), ("seq_len", "seq len", 9), ("source", "source", 90),
+)
+
+# Scenario field -> catalog column it is looked up from
+GPU_DERIVED = {"peak_tflops": "bf16_tflops", "gpu_memory_gb": "memory_gb", "gpus_per_node": "gpus_per_node"}
+MODEL_DERIVED = {"params_b": "params_b", "layers": "layers", "hidden": "hidden", "heads": "heads", "seq_len": "seq_len"}
+
+
+@dataclass(frozen=True)
+class Table:
+    sheet: str
+    columns: tuple[str, ...]
+    first_row: int
+    last_row: int
+
+    def col(self, field: str) -> str:
+        return coord(self.columns.index(field) + 1, 1)[:-1]
+
+
+def model_params_b(m: catalog.Model) -> float:
+    """Parameter count as the Scenario preset fills it (xlcalc.scenario.Scenario.build)."""
+    return round(m.params_b, 3)
+
+
+def _row_value(row, field: str):
+    if field == "params_b":
+        return model_params_b(row)
+    if field == "kv_heads":
+        return row.kv_heads or row.heads
+    return getattr(row, field)
+
+
+def _table(book: Book, sheet: str, title: str, note: str, columns, rows) -> Table:
+    book.put(sheet, "A1", title, "title")
+    book.put(sheet, "A2", note, "note")
+    for j, (_, header, width) in enumerate(columns, start=1):
+        book.put(sheet, coord(j, 3), header, "header")
+        book.widths.setdefault(sheet, {})[coord(j, 1)[:-1]] = width
+    for i, row in enumerate(rows):
+        for j, (field, _, _) in enumerate(columns, start=1):
+            value = _row_value(row, field)
+            kind = "text" if field in ("source", "name") else ("label" if field == "id" else "input")
+            book.put(sheet, coord(j, FIRST + i), value, kind)
+    book.freeze[sheet] = "B4"
+    return Table(sheet, tuple(c[0] for c in columns), FIRST, FIRST + max(len(rows), 1) - 1)
+
+
+def gpu_sheet(book: Book) -> Table:
+    return _table(
+        book, "GPUs", "GPU catalog",
+        "Dense TFLOP/s (no 2:4 sparsity); GB = 1e9 bytes. An empty cell: no published figure. "
+        "Yellow cells may be edited; the Inputs sheet looks GPUs up here by id.",
+        GPU_COLUMNS, catalog.gpus(),
+    )
+
+
+def model_sheet(book: Book) -> Table:
+    return _table(
+        book, "Models", "Model catalog",
+        "Parameter counts are derived from the architecture (embeddings, attention, FFN, norms). "
+        "The Inputs sheet looks presets up here by id.",
+        MODEL_COLUMNS, catalog.models(),
+    )
+
+
+def references_sheet(book: Book) -> None:
+    s = "References"
+    book.put(s, "A1", "Formulas and sources", "title")
+    book.put(s, "A2", "Every formula the workbook uses is one of these, rendered from xlcalc's registry "
+             "(the same definitions as the Python library and the Excel functions).", "note")
+    headers = ("formula", "Excel function (add-in)", "what it computes", "unit", "equation", "source")
+    for j, h in enumerate(headers, start=1):
+        book.put(s, coord(j, 3), h, "header")
+    for i, f in enumerate(sorted(all_formulas(), key=lambda f: (f.category, f.name)), start=4):
+        for j, value in enumerate((f.name, f.udf_name, f.summary, f.unit, f.equation, f.source), start=1):
+            book.put(s, coord(j, i), value, "text")
+    book.freeze[s] = "A4"

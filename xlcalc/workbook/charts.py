@@ -1,0 +1,47 @@
+"""Charts over worksheet cells (so they follow every change): memory, cost, days and cost vs GPUs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openpyxl.chart import BarChart, LineChart, PieChart, Reference
+
+
+def memory_chart(wb: Any, first: int = 6, last: int = 10) -> None:
+    ws = wb["Memory"]
+    chart = BarChart()
+    chart.type = "bar"
+    chart.title = "Memory per GPU (GB)"
+    chart.y_axis.title = "GB"
+    chart.legend = None
+    chart.add_data(Reference(ws, min_col=2, min_row=first, max_row=last), titles_from_data=False)
+    chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
+    chart.height, chart.width = 8, 16
+    ws.add_chart(chart, "F4")
+
+
+def cost_chart(wb: Any, first: int = 11, last: int = 14) -> None:
+    ws = wb["Budget"]
+    chart = PieChart()
+    chart.title = "Cost breakdown (USD)"
+    chart.add_data(Reference(ws, min_col=2, min_row=first, max_row=last), titles_from_data=False)
+    chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
+    chart.height, chart.width = 8, 14
+    ws.add_chart(chart, "F4")
+
+
+def sensitivity_charts(wb: Any, tables: dict[str, Any]) -> None:
+    ws = wb["Sensitivity"]
+    anchor_col = 3 + tables["days"]["cols"]
+    for i, (key, title, unit) in enumerate((("days", "Training days vs GPU count", "days"),
+                                            ("cost", "Total cost vs GPU count", "USD"))):
+        t = tables[key]
+        chart = LineChart()
+        chart.title = title
+        chart.y_axis.title = unit
+        chart.x_axis.title = "GPUs (one line per MFU)"
+        data = Reference(ws, min_col=2, max_col=1 + t["cols"], min_row=t["head"], max_row=t["head"] + t["rows"])
+        chart.add_data(data, titles_from_data=True)
+        chart.set_categories(Reference(ws, min_col=1, min_row=t["head"] + 1, max_row=t["head"] + t["rows"]))
+        chart.height, chart.width = 8, 16
+        ws.add_chart(chart, f"{chr(ord('A') + anchor_col)}{4 + 17 * i}")

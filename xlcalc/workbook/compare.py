@@ -1,0 +1,192 @@
+"""Sheets that apply the named results over other cells: Scenarios, Sensitivity, Parallelism."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import catalog
+from ..expr import Var
+from ..scenario import INPUTS, OUTPUTS, OUTPUT_BY_NAME, Scenario
+from .catalogs import GPU_DERIVED
+from .model import coord, ref_text
+from .rendering import output_formula
+from .sheets import Ctx, derived_value
+
+from ..inputs import spec
+
+COMPARE_GPUS = ("a800", "h100-sxm", "ascend-910b")
+
+
+def gpu_variant(base: Scenario, gpu: str) -> Scenario:
+    """The same plan on another GPU: the GPU-derived inputs come from the catalog."""
+    data = base.model_dump()
+    for field in GPU_DERIVED:
+        data.pop(field, None)
+    data["gpu"] = gpu
+    data["name"] = f"{base.name} on {catalog.get_gpu(gpu).name}"
+    return Scenario.build(**data)
+
+
+def default_columns(main: Scenario) -> list[tuple[Scenario, bool]]:
+    """A800 vs H100 vs Ascend 910B of the main plan; non-GPU inputs follow the Inputs sheet."""
+    return [(gpu_variant(main, g), True) for g in COMPARE_GPUS]
+
+
+# --- Scenarios ----------------------------------------------------------------------------------
+
+def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict[str, str]]:
+    """One column per scenario; each column's results are the named results over that column's cells.
+
+    Returns, per column, defined name -> cell reference (for tests and read-back).
+    """
+    s, b = "Scenarios", ctx.book
+    b.put(s, "A1", "Scenarios side by side", "title")
+    b.put(s, "A2", "Each column is a full plan. Linked columns follow the Inputs sheet except their GPU; "
+          "type over any yellow cell to change one column.", "note")
+    b.put(s, "A4", "input / result", "header")
+    b.put(s, "B4", "unit", "header")
+    maps: list[dict[str, str]] = []
+    for j, (sc, linked) in enumerate(columns):
+        col = coord(3 + j, 1)[:-1]
+        b.widths.setdefault(s, {})[col] = 22
+        b.put(s, f"{col}4", f"Scenario {j + 1}", "header")
+        varmap: dict[str, str] = {}
+        row = 5
+        b.put(s, f"A{row}", "Scenario")
+        b.put(s, f"{col}{row}", sc.name, "text_input")
+        row += 1
+        b.put(s, f"A{row}", "Model preset")
+        model_ref = b.put(s, f"{col}{row}", sc.model or "", "text_input")
+        row += 1
+        b.put(s, f"A{row}", "GPU type")
+        gpu_ref = b.put(s, f"{col}{row}", sc.gpu or "", "text_input")
+        b.validations.append({"sheet": s, "at": f"{col}{row}", "label": "GPU type",
+                              "list": "=" + ref_text(ctx.gpus.sheet, f"A{ctx.gpus.first_row}") + f":$A${ctx.gpus.last_row}",
+                              "allowed": "a GPU id from the GPUs sheet, or empty"})
+        row += 1
+        for cell in INPUTS:
+            b.put(s, f"A{row}", cell.label)
+            b.put(s, f"B{row}", spec(cell.spec_name).unit)
+            if linked and cell.field not in GPU_DERIVED:
+                value: Any = Var(cell.name)  # follows the Inputs sheet
+            else:
+                value = derived_value(ctx, sc, cell.field, gpu_ref, model_ref)
+            fmt = spec(cell.spec_name).number_format
+            varmap[cell.name] = b.put(s, f"{col}{row}", value, "input", None if fmt == "General" else fmt)
+            b.validations.append({"sheet": s, "at": f"{col}{row}", "spec": spec(cell.spec_name),
+                                  "label": f"{cell.label} ({cell.name})"})
+            row += 1
+        row += 1
+        for k, out in enumerate(OUTPUTS):
+            varmap[out.name] = ref_text(s, f"{col}{row + k}")
+        for out in OUTPUTS:
+            r = int(varmap[out.name].rsplit("$", 1)[1])
+            expr, subs = output_formula(out.name, varmap, inline=True)
+            b.put(s, f"A{r}", out.label)
+            b.put(s, f"B{r}", out.unit)
+            b.put(s, f"{col}{r}", expr, "formula", out.number_format, subs)
+            if out.name == "Fits_GPU":
+                b.rules.append((s, f"{col}{r}", "good_if_true"))
+            if out.name == "Budget_Left_USD":
+                b.rules.append((s, f"{col}{r}", "bad_if_negative"))
+        maps.append(varmap)
+    b.freeze[s] = "C5"
+    return maps
+
+
+# --- Sensitivity -------------------------------------------------------------------------------------
+
+def sensitivity_values(sc: Scenario) -> tuple[list[int], list[float]]:
+    step = sc.tp * sc.pp
+    gpus = sorted({max(step, int(round(sc.n_gpus * f / step)) * step) for f in (0.25, 0.5, 1, 2, 4)})
+    mfus = sorted({round(min(1.0, sc.mfu * f), 4) for f in (0.75, 0.875, 1, 1.125, 1.25)})
+    return gpus, mfus
+
+
+def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
+    s, b, sc = "Sensitivity", ctx.book, ctx.scenario
+    gpus, mfus = sensitivity_values(sc)
+    b.put(s, "A1", "Sensitivity: training days and total cost over GPU count x MFU", "title")
+    b.put(s, "A2", "Yellow GPU counts and MFUs may be edited; every other input comes from the Inputs sheet.", "note")
+    tables = {}
+    top = 4
+    for key, name, title in (("days", "Train_Days", "Training days"), ("cost", "Total_Cost_USD", "Total cost (USD)")):
+        b.put(s, f"A{top}", title, "group")
+        head = top + 1
+        b.put(s, f"A{head}", "GPUs \\ MFU", "header")
+        col_refs = []
+        for j, m in enumerate(mfus):
+            at = coord(2 + j, head)
+            if key == "days":
+                col_refs.append(b.put(s, at, m, "input", "0.0%"))
+                b.validations.append({"sheet": s, "at": at, "spec": spec("mfu"), "label": "MFU"})
+            else:
+                col_refs.append(b.put(s, at, Var(tables["days"]["mfu_refs"][j]), "formula", "0.0%"))
+        row_refs = []
+        for i, n in enumerate(gpus):
+            at = f"A{head + 1 + i}"
+            if key == "days":
+                row_refs.append(b.put(s, at, n, "input", "#,##0"))
+                b.validations.append({"sheet": s, "at": at, "spec": spec("n_gpus"), "label": "Number of GPUs"})
+            else:
+                row_refs.append(b.put(s, at, Var(tables["days"]["gpu_refs"][i]), "formula", "#,##0"))
+            for j in range(len(mfus)):
+                expr, subs = output_formula(name, {"N_GPUs": row_refs[i], "MFU": col_refs[j]})
+                b.put(s, coord(2 + j, head + 1 + i), expr, "formula", OUTPUT_BY_NAME[name].number_format, subs)
+        tables[key] = {"head": head, "rows": len(gpus), "cols": len(mfus), "mfu_refs": col_refs, "gpu_refs": row_refs}
+        top = head + len(gpus) + 3
+    b.freeze[s] = "B4"
+    return tables
+
+
+# --- Parallelism ------------------------------------------------------------------------------------------
+
+PAR_HEAD = ("TP", "PP", "ZeRO stage", "Recompute", "Seq. parallel", "DP", "Model states GB",
+            "Activations GB", "Total GB", "Fits GPU", "Largest micro-batch")
+PAR_INPUTS = ("TP_Size", "PP_Size", "ZeRO_Stage", "Recompute", "Seq_Parallel")
+PAR_OUTPUTS = ("DP_Size", "Mem_Static_GB", "Mem_Activations_GB", "Mem_Total_GB", "Fits_GPU", "Max_Micro_Batch")
+
+
+def candidate_configs(sc: Scenario) -> list[tuple[int, int, int, str, bool]]:
+    out = [(sc.tp, sc.pp, sc.zero_stage, sc.recompute, sc.seq_parallel)]
+    for tp in (1, 2, 4, 8):
+        if sc.heads % tp:
+            continue
+        for pp in (1, 2, 4, 8, 16):
+            if sc.n_gpus % (tp * pp) or pp > sc.layers:
+                continue
+            for zero in (1, 3):
+                for rec in ("selective", "full"):
+                    cfg = (tp, pp, zero, rec, tp > 1)
+                    if cfg not in out:
+                        out.append(cfg)
+    return out
+
+
+def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
+    s, b, sc = "Parallelism", ctx.book, ctx.scenario
+    b.put(s, "A1", "Parallel layouts: memory per GPU of candidate TP x PP x ZeRO x recompute", "title")
+    b.put(s, "A2", "Live: model size, sequence, micro-batch, bytes and GPU count come from the Inputs sheet. "
+          "Row 5 is the plan on the Inputs sheet as built; edit any yellow cell to try a layout.", "note")
+    for j, h in enumerate(PAR_HEAD, start=1):
+        b.put(s, coord(j, 4), h, "header")
+        b.widths.setdefault(s, {})[coord(j, 1)[:-1]] = 13
+    configs = candidate_configs(sc)
+    first = 5
+    for i, cfg in enumerate(configs):
+        r = first + i
+        varmap: dict[str, str] = {}
+        for j, (name, value) in enumerate(zip(PAR_INPUTS, cfg), start=1):
+            varmap[name] = b.put(s, coord(j, r), value, "input")
+            sp = {"TP_Size": "tp", "PP_Size": "pp", "ZeRO_Stage": "zero_stage", "Recompute": "recompute",
+                  "Seq_Parallel": "seq_parallel"}[name]
+            b.validations.append({"sheet": s, "at": coord(j, r), "spec": spec(sp), "label": name})
+        for j, name in enumerate(PAR_OUTPUTS, start=len(PAR_INPUTS) + 1):
+            varmap[name] = ref_text(s, coord(j, r))
+        for j, name in enumerate(PAR_OUTPUTS, start=len(PAR_INPUTS) + 1):
+            expr, subs = output_formula(name, varmap)
+            b.put(s, coord(j, r), expr, "formula", OUTPUT_BY_NAME[name].number_format, subs)
+    last = first + len(configs) - 1
+    b.rules.append((s, f"J{first}:J{last}", "good_if_true"))
+    b.freeze[s] = "A5"
+    return {"first": first, "last": last, "configs": configs}

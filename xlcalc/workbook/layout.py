@@ -1,0 +1,46 @@
+"""Look of the workbook: colours of inputs vs formulas, fonts, column widths."""
+
+from __future__ import annotations
+
+from openpyxl.styles import Alignment, Border, Font, PatternFill, Protection, Side
+
+INPUT_FILL = PatternFill("solid", start_color="FFF2CC")     # pale yellow: type here
+FORMULA_FILL = PatternFill("solid", start_color="E2EFDA")   # pale green: computed, do not type
+OUTPUT_FILL = PatternFill("solid", start_color="C6EFCE")    # green: a named result
+HEADER_FILL = PatternFill("solid", start_color="1F4E78")
+GOOD_FILL = PatternFill("solid", start_color="C6EFCE")
+BAD_FILL = PatternFill("solid", start_color="FFC7CE")
+
+THIN = Side(style="thin", color="BFBFBF")
+BOX = Border(left=THIN, right=THIN, top=THIN, bottom=THIN)
+
+STYLES = {
+    "title": {"font": Font(bold=True, size=14, color="1F4E78")},
+    "header": {"font": Font(bold=True, color="FFFFFF"), "fill": HEADER_FILL},
+    "group": {"font": Font(bold=True, color="1F4E78")},
+    "label": {},
+    "note": {"font": Font(italic=True, color="595959"), "alignment": Alignment(wrap_text=False)},
+    "text": {"alignment": Alignment(wrap_text=True, vertical="top")},
+    "input": {"fill": INPUT_FILL, "border": BOX, "protection": Protection(locked=False)},
+    "text_input": {"fill": INPUT_FILL, "border": BOX, "protection": Protection(locked=False)},
+    "formula": {"fill": FORMULA_FILL, "border": BOX},
+    "output": {"fill": OUTPUT_FILL, "border": BOX, "font": Font(bold=True)},
+}
+
+# kinds whose cells a user may change (unlocked on protected sheets)
+EDITABLE = {"input", "text_input"}
+
+WIDTHS = {
+    "Start": {"A": 4, "B": 34, "C": 90},
+    "Inputs": {"A": 44, "B": 18, "C": 22, "D": 70},
+    "Memory": {"A": 48, "B": 16, "C": 14, "D": 60},
+    "Time": {"A": 48, "B": 18, "C": 14, "D": 60},
+    "Budget": {"A": 48, "B": 18, "C": 14, "D": 60},
+    "Scenarios": {"A": 40, "B": 16},
+    "Sensitivity": {"A": 26},
+    "Parallelism": {},
+    "GPUs": {},
+    "Models": {},
+    "References": {"A": 26, "B": 22, "C": 60, "D": 16, "E": 70, "F": 70},
+}
+DEFAULT_WIDTH = 14

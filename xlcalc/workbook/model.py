@@ -1,0 +1,177 @@
+"""The workbook as data before it is written: cells, defined names and their values.
+
+Every formula cell holds an :class:`~xlcalc.expr.Expr` whose variables are
+cell references (``Inputs!$B$5``) or defined names (``Params_B``). The same tree
+is rendered as the cell's Excel text *and* evaluated here in Python, so the
+cached value written next to each formula is the engine's own number.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+from openpyxl.utils.cell import coordinate_from_string, get_column_letter
+
+from ..expr import Expr
+
+_REF = re.compile(r"^(?P<sheet>[A-Za-z][A-Za-z0-9_]*)!\$?(?P<col>[A-Z]{1,3})\$?(?P<row>\d+)$")
+
+
+@dataclass
+class Cell:
+    value: Any                 # number, text, bool, None, or an Expr (a formula)
+    kind: str = "label"        # label | header | title | group | input | text_input | formula | output | text | note
+    number_format: str | None = None
+    subs: Any = None           # shared sub-results rendered by their cell (see rendering.output_formula)
+
+
+def ref_text(sheet: str, coord: str, absolute: bool = True) -> str:
+    col, row = coordinate_from_string(coord)
+    return f"{sheet}!${col}${row}" if absolute else f"{sheet}!{col}{row}"
+
+
+def coord(col: int, row: int) -> str:
+    return f"{get_column_letter(col)}{row}"
+
+
+class Book:
+    """Sheets of cells plus defined names; evaluates every formula cell lazily."""
+
+    def __init__(self) -> None:
+        self.sheets: dict[str, dict[str, Cell]] = {}
+        self.names: dict[str, tuple[str, str]] = {}
+        self._memo: dict[tuple[str, str], Any] = {}
+        self.widths: dict[str, dict[str, float]] = {}
+        self.freeze: dict[str, str] = {}
+        self.validations: list[dict[str, Any]] = []   # see writer.add_validation
+        self.rules: list[tuple[str, str, str]] = []   # (sheet, range, "good_if_true" | "bad_if_negative")
+        self.charts: list[Any] = []                   # callables(workbook) -> None
+
+    # -- building -------------------------------------------------------------------
+    def sheet(self, title: str) -> dict[str, Cell]:
+        return self.sheets.setdefault(title, {})
+
+    def put(self, sheet: str, at: str, value: Any, kind: str = "label", number_format: str | None = None,
+            subs: Any = None) -> str:
+        """Place a value or formula; return the cell's absolute reference text."""
+        self.sheet(sheet)[at] = Cell(value, kind, number_format, subs)
+        return ref_text(sheet, at)
+
+    def name(self, name: str, sheet: str, at: str) -> None:
+        if name in self.names:
+            raise ValueError(f"defined name {name} placed twice")
+        self.names[name] = (sheet, at)
+
+    def cell(self, sheet: str, at: str) -> Cell:
+        return self.sheets[sheet][at]
+
+    def formula_cells(self) -> Iterator[tuple[str, str, Cell]]:
+        for title, cells in self.sheets.items():
+            for at, c in cells.items():
+                if isinstance(c.value, Expr):
+                    yield title, at, c
+
+    # -- evaluation --------------------------------------------------------------------
+    def locate(self, var: str) -> tuple[str, str]:
+        if var in self.names:
+            return self.names[var]
+        m = _REF.match(var)
+        if not m:
+            raise KeyError(f"workbook formula refers to {var!r}, which is neither a defined name nor a cell")
+        return m["sheet"], f"{m['col']}{m['row']}"
+
+    def value(self, sheet: str, at: str) -> Any:
+        key = (sheet, at)
+        if key in self._memo:
+            return self._memo[key]
+        c = self.sheets.get(sheet, {}).get(at)
+        if c is None:
+            result: Any = None
+        elif isinstance(c.value, Expr):
+            self._memo[key] = _CYCLE
+            result = c.value.evaluate(_Env(self))
+        else:
+            result = c.value
+        if result is _CYCLE:
+            raise ValueError(f"circular reference at {sheet}!{at}")
+        self._memo[key] = result
+        return result
+
+    def value_of(self, var: str) -> Any:
+        return self.value(*self.locate(var))
+
+    def cached_values(self) -> dict[tuple[str, str], Any]:
+        """The engine's value of every formula cell, by (sheet, coordinate)."""
+        self._memo.clear()
+        return {(s, at): self.value(s, at) for s, at, _ in self.formula_cells()}
+
+
+class _Cycle:
+    pass
+
+
+_CYCLE = _Cycle()
+
+
+class _Env(Mapping[str, Any]):
+    def __init__(self, book: Book):
+        self.book = book
+
+    def __getitem__(self, var: str) -> Any:
+        v = self.book.value_of(var)
+        if v is _CYCLE:
+            raise ValueError(f"circular reference through {var}")
+        return 0 if v is None else v  # a blank cell reads as 0, as in a spreadsheet
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.book.names)
+
+    def __len__(self) -> int:
+        return len(self.book.names)
+
+
+def identity(var: str) -> str:
+    """Names mapping for rendering: a variable already *is* its Excel text."""
+    return var
+
+
+class Lookup(Expr):
+    """``INDEX(value column, MATCH(key, key column, 0))`` over a catalog sheet.
+
+    Workbook plumbing (a table look-up, not a model formula): renders the classic
+    INDEX/MATCH pair and evaluates the same look-up over the book's cells.
+    """
+
+    __slots__ = ("key_expr", "sheet", "key_col", "value_col", "first_row", "last_row")
+
+    def __init__(self, key_expr: Expr, sheet: str, key_col: str, value_col: str, first_row: int, last_row: int):
+        self.key_expr, self.sheet = key_expr, sheet
+        self.key_col, self.value_col = key_col, value_col
+        self.first_row, self.last_row = first_row, last_row
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.key_expr,)
+
+    def _range(self, col: str) -> str:
+        return f"{self.sheet}!${col}${self.first_row}:${col}${self.last_row}"
+
+    def render(self, names: Any, subs: Any = None) -> str:
+        key = self.key_expr.render(names, subs)
+        return f"INDEX({self._range(self.value_col)},MATCH({key},{self._range(self.key_col)},0))"
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        key = self.key_expr.evaluate(env)
+        for row in range(self.first_row, self.last_row + 1):
+            cand = env[f"{self.sheet}!{self.key_col}{row}"]
+            if isinstance(cand, str) and isinstance(key, str) and cand.lower() == key.lower():
+                return env[f"{self.sheet}!{self.value_col}{row}"]
+        raise LookupError(f"{key!r} is not in {self._range(self.key_col)}")
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return Lookup(self.key_expr.substitute(mapping), self.sheet, self.key_col, self.value_col,
+                      self.first_row, self.last_row)
+
+    def key(self) -> Any:
+        return ("lookup", self.sheet, self.key_col, self.value_col, self.key_expr.key())

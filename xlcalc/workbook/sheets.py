@@ -1,0 +1,271 @@
+"""The planning sheets: Start, Inputs, Memory, Time, Budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import catalog
+from ..expr import Var
+from ..formulas import cost, memory
+from ..inputs import spec
+from ..scenario import INPUT_BY_FIELD, OUTPUT_BY_NAME, Scenario
+from .catalogs import GPU_DERIVED, MODEL_DERIVED, Table
+from .model import Book, ref_text
+from .rendering import catalog_lookup, output_formula
+
+BUDGET_FIELDS = ("failure_frac", "experiments_frac", "data_usd", "people_usd", "other_usd", "budget_usd")
+TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes"}
+CHOICE_NAMES = {"Model_Preset": "model", "GPU_Type": "gpu"}
+
+
+@dataclass
+class Ctx:
+    book: Book
+    scenario: Scenario
+    gpus: Table
+    models: Table
+
+
+def derived_value(ctx: Ctx, scenario: Scenario, field: str, gpu_key: str, model_key: str) -> Any:
+    """An input's cell content: a catalog look-up when it equals the preset's value, else the number."""
+    value = getattr(scenario, field)
+    if field in GPU_DERIVED and scenario.gpu:
+        g = catalog.get_gpu(scenario.gpu)
+        if getattr(g, GPU_DERIVED[field]) == value:
+            return catalog_lookup(gpu_key, ctx.gpus.sheet, ctx.gpus.col("id"), ctx.gpus.col(GPU_DERIVED[field]),
+                                  ctx.gpus.first_row, ctx.gpus.last_row)
+    if field in MODEL_DERIVED and scenario.model:
+        from .catalogs import _row_value
+        m = catalog.get_model(scenario.model)
+        if _row_value(m, MODEL_DERIVED[field]) == value:
+            return catalog_lookup(model_key, ctx.models.sheet, ctx.models.col("id"),
+                                  ctx.models.col(MODEL_DERIVED[field]), ctx.models.first_row, ctx.models.last_row)
+    return value
+
+
+def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
+    """Label, value (named, validated, unlocked), unit and what is allowed."""
+    cell = INPUT_BY_FIELD[field]
+    s = spec(cell.spec_name)
+    b = ctx.book
+    b.put(sheet, f"A{row}", cell.label)
+    fmt = s.number_format if s.number_format != "General" else None
+    if s.kind == "int":
+        fmt = fmt or "#,##0"
+    b.put(sheet, f"B{row}", value, "input", fmt)
+    b.name(cell.name, sheet, f"B{row}")
+    b.put(sheet, f"C{row}", s.unit)
+    b.put(sheet, f"D{row}", f"{cell.name}: {s.allowed}. {s.doc}", "note")
+    b.validations.append({"sheet": sheet, "at": f"B{row}", "spec": s, "label": f"{cell.label} ({cell.name})"})
+
+
+def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str] | None = None,
+               label: str | None = None, define: bool = True) -> str:
+    """A named result (or the same result over other cells) with its equation and source."""
+    out = OUTPUT_BY_NAME[name]
+    expr, subs = output_formula(name, varmap, inline=True)
+    b = ctx.book
+    b.put(sheet, f"A{row}", label or out.label)
+    ref = b.put(sheet, f"B{row}", expr, "output" if define else "formula", out.number_format, subs)
+    if define:
+        b.name(name, sheet, f"B{row}")
+    b.put(sheet, f"C{row}", out.unit)
+    b.put(sheet, f"D{row}", f"{name if define else out.formula.udf_name}: {out.formula.equation}. "
+                           f"Source: {out.formula.source}", "note")
+    return ref
+
+
+def formula_row(ctx: Ctx, sheet: str, row: int, label: str, expr: Any, unit: str, note: str,
+                fmt: str | None = None, subs: Any = None) -> str:
+    b = ctx.book
+    b.put(sheet, f"A{row}", label)
+    ref = b.put(sheet, f"B{row}", expr, "formula", fmt, subs)
+    b.put(sheet, f"C{row}", unit)
+    b.put(sheet, f"D{row}", note, "note")
+    return ref
+
+
+def _subs_named(*names: str) -> dict[Any, str]:
+    return {OUTPUT_BY_NAME[n].expr().key(): n for n in names}
+
+
+# --- Inputs ---------------------------------------------------------------------------
+
+def inputs_sheet(ctx: Ctx) -> None:
+    s, b, sc = "Inputs", ctx.book, ctx.scenario
+    b.put(s, "A1", "Inputs — type in the yellow cells; everything else follows", "title")
+    b.put(s, "A2", "Scenario")
+    b.put(s, "B2", sc.name, "text_input")
+    b.name("Scenario_Name", s, "B2")
+    b.put(s, "A3", "Notes")
+    b.put(s, "B3", sc.notes, "text_input")
+    b.name("Scenario_Notes", s, "B3")
+    gpu_ids = ref_text(ctx.gpus.sheet, f"{ctx.gpus.col('id')}{ctx.gpus.first_row}") + ":" + \
+        f"${ctx.gpus.col('id')}${ctx.gpus.last_row}"
+    model_ids = ref_text(ctx.models.sheet, f"{ctx.models.col('id')}{ctx.models.first_row}") + ":" + \
+        f"${ctx.models.col('id')}${ctx.models.last_row}"
+    row = 5
+    groups: dict[str, list[str]] = {}
+    for cell in INPUT_BY_FIELD.values():
+        if cell.field not in BUDGET_FIELDS:
+            groups.setdefault(cell.group if cell.group != "Prices and budget" else "Prices", []).append(cell.field)
+    for group, fields in groups.items():
+        b.put(s, f"A{row}", group, "group")
+        row += 1
+        if group == "Model and data":
+            _choice_row(ctx, s, row, "Model preset (fills parameters and architecture)", "Model_Preset",
+                        sc.model or "", model_ids, "a model id from the Models sheet, or empty for your own numbers")
+            row += 1
+        if group == "Cluster":
+            _choice_row(ctx, s, row, "GPU type (fills TFLOP/s, memory, GPUs per node)", "GPU_Type",
+                        sc.gpu or "", gpu_ids, "a GPU id from the GPUs sheet, or empty for your own numbers")
+            row += 1
+        for field in fields:
+            input_row(ctx, s, row, field, derived_value(ctx, sc, field, "GPU_Type", "Model_Preset"))
+            row += 1
+        row += 1
+    b.put(s, f"A{row}", "Cells with a formula in yellow (e.g. Peak_TFLOPS) are looked up from the preset; "
+          "type a number over them to use your own value.", "note")
+    b.freeze[s] = "A5"
+
+
+def _choice_row(ctx: Ctx, sheet: str, row: int, label: str, name: str, value: str, list_ref: str, allowed: str) -> None:
+    b = ctx.book
+    b.put(sheet, f"A{row}", label)
+    b.put(sheet, f"B{row}", value, "text_input")
+    b.name(name, sheet, f"B{row}")
+    b.put(sheet, f"D{row}", f"{name}: {allowed}", "note")
+    b.validations.append({"sheet": sheet, "at": f"B{row}", "list": "=" + list_ref, "label": f"{label} ({name})",
+                          "allowed": allowed})
+
+
+# --- Memory ----------------------------------------------------------------------------
+
+def memory_sheet(ctx: Ctx) -> dict[str, int]:
+    s, b = "Memory", ctx.book
+    b.put(s, "A1", "Memory per GPU", "title")
+    b.put(s, "A2", "Model states under ZeRO over DP = GPUs/(TP x PP); activations by Korthikanti et al. 2022 "
+          "for all layers (first stage of a 1F1B pipeline); GB = 1e9 bytes.", "note")
+    for j, h in enumerate(("per GPU", "value", "unit", "formula and source"), start=1):
+        b.put(s, f"{'ABCD'[j - 1]}4", h, "header")
+    rows: dict[str, int] = {}
+    output_row(ctx, s, 5, "DP_Size")
+    static = OUTPUT_BY_NAME["Mem_Static_GB"]
+    parts = (("Weights", "bytes_weights"), ("Gradients", "bytes_grads"), ("Optimizer states", "bytes_optimizer"))
+    for i, (label, keep) in enumerate(parts):
+        args = {k: (v if not k.startswith("bytes_") or k == keep else 0) for k, v in static.args.items()}
+        expr = memory.mem_static_gb(**args)
+        formula_row(ctx, s, 6 + i, f"  {label}", expr, "GB",
+                    f"MEM_STATIC_GB with only {keep} (the states add up): {static.formula.source}",
+                    "#,##0.00", _subs_named("DP_Size"))
+        rows[label] = 6 + i
+    output_row(ctx, s, 9, "Mem_Activations_GB")
+    rows["Activations"] = 9
+    formula_row(ctx, s, 10, "Other (CUDA context, buffers, fragmentation)", Var("Overhead_GB"), "GB",
+                "Overhead_GB from the Inputs sheet", "#,##0.00")
+    rows["Other"] = 10
+    output_row(ctx, s, 11, "Mem_Static_GB")
+    output_row(ctx, s, 12, "Mem_Total_GB")
+    formula_row(ctx, s, 13, "GPU memory", Var("GPU_Memory_GB"), "GB", "GPU_Memory_GB from the Inputs sheet",
+                "#,##0.00")
+    output_row(ctx, s, 14, "Fits_GPU")
+    b.rules.append((s, "B14", "good_if_true"))
+    output_row(ctx, s, 15, "Act_GB_per_Sample")
+    output_row(ctx, s, 16, "Max_Micro_Batch")
+    b.freeze[s] = "A5"
+    return rows
+
+
+# --- Time ---------------------------------------------------------------------------------
+
+def time_sheet(ctx: Ctx) -> None:
+    s, b = "Time", ctx.book
+    b.put(s, "A1", "Compute and time", "title")
+    b.put(s, "A2", "C = 6ND; days = C / (peak x GPUs x MFU); the deadline rounding follows seed 002 §7.3: "
+          "exact GPUs -> whole TP x PP replicas -> + spare -> whole nodes.", "note")
+    for j, h in enumerate(("", "value", "unit", "formula and source"), start=1):
+        b.put(s, f"{'ABCD'[j - 1]}4", h, "header")
+    output_row(ctx, s, 5, "Train_FLOPs")
+    output_row(ctx, s, 6, "Train_Days")
+    output_row(ctx, s, 7, "GPU_Hours")
+    b.put(s, "A9", "GPUs for a deadline", "group")
+    formula_row(ctx, s, 10, "Deadline", Var("Deadline_Days"), "days", "Deadline_Days from the Inputs sheet", "#,##0.0")
+    output_row(ctx, s, 11, "GPUs_for_Deadline")
+    output_row(ctx, s, 12, "Replicas_for_Deadline")
+    output_row(ctx, s, 13, "GPUs_with_Spare")
+    output_row(ctx, s, 14, "GPUs_to_Provision")
+    output_row(ctx, s, 15, "Train_Days", {"N_GPUs": "GPUs_to_Provision"},
+               label="Days on the GPUs to provision", define=False)
+    b.freeze[s] = "A5"
+
+
+# --- Budget -----------------------------------------------------------------------------------
+
+def budget_sheet(ctx: Ctx) -> None:
+    s, b, sc = "Budget", ctx.book, ctx.scenario
+    b.put(s, "A1", "Budget — finance may edit the yellow lines", "title")
+    b.put(s, "A2", "Compute = GPU-hours x price (Inputs sheet). The training tax (failures, restarts, "
+          "experiments) is a share of compute and power (seed 000, seed 003).", "note")
+    b.put(s, "A4", "Assumptions", "group")
+    input_row(ctx, s, 5, "failure_frac", sc.failure_frac)
+    input_row(ctx, s, 6, "experiments_frac", sc.experiments_frac)
+    for j, h in enumerate(("line", "USD", "unit", "formula and source"), start=1):
+        b.put(s, f"{'ABCD'[j - 1]}8", h, "header")
+    output_row(ctx, s, 9, "Compute_Cost_USD")
+    output_row(ctx, s, 10, "Power_Cost_USD")
+    total = OUTPUT_BY_NAME["Total_Cost_USD"]
+    args = {k: (0 if k in ("data_usd", "people_usd", "other_usd") else v) for k, v in total.args.items()}
+    formula_row(ctx, s, 11, "Compute and power incl. training tax", cost.total_cost_usd(**args), "USD",
+                f"TOTAL_COST_USD without data, people, other: {total.formula.equation}", '"$"#,##0')
+    input_row(ctx, s, 12, "data_usd", sc.data_usd)
+    input_row(ctx, s, 13, "people_usd", sc.people_usd)
+    input_row(ctx, s, 14, "other_usd", sc.other_usd)
+    output_row(ctx, s, 15, "Total_Cost_USD")
+    output_row(ctx, s, 16, "USD_per_M_Tokens")
+    b.put(s, "A18", "Estimate vs budget", "group")
+    input_row(ctx, s, 19, "budget_usd", sc.budget_usd)
+    output_row(ctx, s, 20, "Budget_Left_USD")
+    b.rules.append((s, "B20", "bad_if_negative"))
+    b.freeze[s] = "A5"
+
+
+# --- Start -----------------------------------------------------------------------------------------
+
+KEY_RESULTS = ("Train_FLOPs", "Train_Days", "GPU_Hours", "Mem_Total_GB", "Fits_GPU", "GPUs_to_Provision",
+               "Compute_Cost_USD", "Total_Cost_USD", "Budget_Left_USD")
+
+
+def start_sheet(ctx: Ctx) -> None:
+    s, b = "Start", ctx.book
+    b.put(s, "B1", "LLM training plan — memory, GPUs, days, cost", "title")
+    lines = (
+        ("What this is", "A live planning workbook from xlcalc. Every number is a formula over named inputs, "
+                         "written from the same formula definitions as the xlcalc Python library."),
+        ("How to use it", "1. Change the yellow cells on Inputs (GPU type, GPU count, MFU, parallelism, prices). "
+                          "2. Read Memory, Time and Budget. 3. Compare GPUs on Scenarios, explore GPU count x MFU "
+                          "on Sensitivity and parallel layouts on Parallelism. 4. Finance edits the Budget lines."),
+        ("Sources", "GPUs and Models sheets list the catalog with sources; References lists every formula, "
+                    "its equation and source."),
+        ("Protection", "Formula cells are protected (no password: Review > Unprotect Sheet to change a formula)."),
+    )
+    row = 3
+    for head, text in lines:
+        b.put(s, f"B{row}", head, "group")
+        b.put(s, f"C{row}", text, "text")
+        row += 1
+    row += 1
+    b.put(s, f"B{row}", "Colour legend", "group")
+    b.put(s, f"C{row + 1}", "Input: type here", "input")
+    b.put(s, f"C{row + 2}", "Formula: computed, do not type", "formula")
+    b.put(s, f"C{row + 3}", "Named result (a defined name scripts can read)", "output")
+    row += 5
+    b.put(s, f"B{row}", "Scenario")
+    b.put(s, f"C{row}", Var("Scenario_Name"), "formula")
+    row += 2
+    b.put(s, f"B{row}", "Key results", "group")
+    for name in KEY_RESULTS:
+        row += 1
+        out = OUTPUT_BY_NAME[name]
+        b.put(s, f"B{row}", out.label)
+        b.put(s, f"C{row}", Var(name), "formula", out.number_format)

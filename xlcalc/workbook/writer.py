@@ -1,0 +1,121 @@
+"""Write a :class:`~xlcalc.workbook.model.Book` as an .xlsx with openpyxl.
+
+Formula text is rendered from each cell's expression; text is always written as
+text (a value starting with ``=``, ``+``, ``-`` or ``@`` never becomes a formula);
+input cells are unlocked on protected sheets; validations name the input and
+what is allowed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openpyxl import Workbook
+from openpyxl.formatting.rule import CellIsRule
+from openpyxl.styles import Protection
+from openpyxl.workbook.defined_name import DefinedName
+from openpyxl.worksheet.datavalidation import DataValidation
+
+from ..expr import Expr
+from ..inputs import InputSpec, _fmt
+from .layout import BAD_FILL, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, WIDTHS
+from .model import Book, identity
+
+SHEET_ORDER = ("Start", "Inputs", "Memory", "Time", "Budget", "Scenarios", "Sensitivity", "Parallelism",
+               "GPUs", "Models", "References")
+FORMULA_LEAD = ("=", "+", "-", "@")
+
+
+def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, subs: Any) -> None:
+    cell = ws[at]
+    if isinstance(value, Expr):
+        cell.value = value.to_excel(identity, subs)
+    elif isinstance(value, str):
+        cell.value = value
+        cell.data_type = "s"  # never a formula, whatever it starts with
+        if value.startswith(FORMULA_LEAD):
+            cell.quotePrefix = True
+    else:
+        cell.value = value
+    for attr, style in STYLES.get(kind, {}).items():
+        setattr(cell, attr, style)
+    if kind not in EDITABLE:
+        cell.protection = Protection(locked=True)
+    if number_format:
+        cell.number_format = number_format
+
+
+def _numeric_rule(at: str, s: InputSpec) -> str:
+    parts = [f"ISNUMBER({at})"]
+    for attr, op in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
+        bound = getattr(s, attr)
+        if bound is not None:
+            parts.append(f"{at}{op}{_fmt(bound)}")
+    if s.kind == "int":
+        parts.append(f"INT({at})={at}")
+    return "AND(" + ",".join(parts) + ")"
+
+
+def add_validation(ws, v: dict[str, Any]) -> None:
+    at, label = v["at"], v["label"]
+    if "list" in v:
+        dv = DataValidation(type="list", formula1=v["list"].lstrip("="), allow_blank=True)
+        allowed = v["allowed"]
+    else:
+        s: InputSpec = v["spec"]
+        allowed = s.allowed
+        if s.kind == "choice":
+            dv = DataValidation(type="list", formula1='"' + ",".join(s.choices) + '"')
+        elif s.kind == "bool":
+            dv = DataValidation(type="list", formula1='"TRUE,FALSE"')
+        else:
+            dv = DataValidation(type="custom", formula1=_numeric_rule(at, s))
+    dv.error = f"{label} must be {allowed}."[:255]
+    dv.errorTitle = "Not allowed"
+    dv.prompt = f"{label}: {allowed}"[:255]
+    dv.promptTitle = label[:32]
+    dv.showErrorMessage = True
+    dv.showInputMessage = True
+    dv.errorStyle = "stop"
+    dv.add(at)
+    ws.add_data_validation(dv)
+
+
+def to_workbook(book: Book) -> Workbook:
+    wb = Workbook()
+    wb.remove(wb.active)
+    titles = [t for t in SHEET_ORDER if t in book.sheets] + [t for t in book.sheets if t not in SHEET_ORDER]
+    for title in titles:
+        ws = wb.create_sheet(title)
+        for at, c in book.sheets[title].items():
+            write_cell(ws, at, c.value, c.kind, c.number_format, c.subs)
+        for col, width in {**WIDTHS.get(title, {}), **book.widths.get(title, {})}.items():
+            ws.column_dimensions[col].width = width
+        for col in "ABCDEFGHIJKL":
+            if ws.column_dimensions[col].width in (None, 13.0) and col not in WIDTHS.get(title, {}) \
+                    and col not in book.widths.get(title, {}):
+                ws.column_dimensions[col].width = DEFAULT_WIDTH
+        if title in book.freeze:
+            ws.freeze_panes = book.freeze[title]
+        ws.protection.sheet = True  # no password: Review > Unprotect Sheet
+        ws.protection.formatColumns = False
+        ws.protection.formatRows = False
+        ws.sheet_view.zoomScale = 100
+    for v in book.validations:
+        add_validation(wb[v["sheet"]], v)
+    for sheet, rng, rule in book.rules:
+        ws = wb[sheet]
+        if rule == "good_if_true":
+            ws.conditional_formatting.add(rng, CellIsRule(operator="equal", formula=["TRUE"], fill=GOOD_FILL))
+            ws.conditional_formatting.add(rng, CellIsRule(operator="equal", formula=["FALSE"], fill=BAD_FILL))
+        elif rule == "bad_if_negative":
+            ws.conditional_formatting.add(rng, CellIsRule(operator="lessThan", formula=["0"], fill=BAD_FILL))
+            ws.conditional_formatting.add(rng, CellIsRule(operator="greaterThanOrEqual", formula=["0"], fill=GOOD_FILL))
+    for name, (sheet, at) in book.names.items():
+        col = "".join(ch for ch in at if ch.isalpha())
+        row = at[len(col):]
+        wb.defined_names[name] = DefinedName(name, attr_text=f"{sheet}!${col}${row}")
+    for add_chart in book.charts:
+        add_chart(wb)
+    wb.active = 0
+    return wb
