@@ -174,6 +174,16 @@ class Model(_Row):
         return emb + norm  # final norm
 
     def derived_params(self, active: bool = False) -> int:
+        """Parameter count from the architecture (all experts, or with ``active`` those a token uses).
+
+        total = embeddings (V·h, twice if untied; + learned positions (s + offset)·h; + norms)
+              + dense layers · (attention + FFN + 2 norms)
+              + MoE layers · (attention + (routed + shared experts) · expert FFN + router + 2 norms)
+        attention = q, k, v (GQA: kv_heads·d_head wide), o (+ biases), + Transformer-XL position
+        projection h·h and two bias vectors for relative positions, or the MLA low-rank form
+        (DeepSeek-V2/V3: q and kv down/up projections with their norms, decoupled RoPE key).
+        FFN = 2·h·f (3·h·f gated) + biases. Sources: the papers and configs named in models.toml.
+        """
         moe_layers = self.layers - self.dense_layers if self.experts else 0
         dense = self.layers - moe_layers
         total = self.embedding_params() + dense * self.layer_params(False)
@@ -235,23 +245,24 @@ def load(kind: str, path: str | Path | None = None) -> tuple:
         raise CatalogError(f"unknown catalog kind {kind!r}; valid kinds: {', '.join(_KINDS)}")
     filename, schema, key = _KINDS[kind]
     path = Path(path) if path is not None else DATA / filename
+    label = path.name if path.parent == DATA else str(path)
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise CatalogError(f"catalog {path.name} cannot be read: {exc.strerror or exc}") from exc
+        raise CatalogError(f"catalog {label} cannot be read: {exc.strerror or exc}") from exc
     except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"catalog {path.name} is not valid TOML: {exc}") from exc
+        raise CatalogError(f"catalog {label} is not valid TOML: {exc}") from exc
     try:
         rows = getattr(schema.model_validate(raw), key)
     except ValidationError as exc:
         problems = "; ".join(_describe(raw, key, e) for e in exc.errors())
-        raise CatalogError(f"catalog {path.name} is not valid: {problems}") from exc
+        raise CatalogError(f"catalog {label} is not valid: {problems}") from exc
     seen: dict[str, str] = {}
     for row in rows:
-        for label in (row.id, row.name, *row.aliases):
-            k = _norm(label)
+        for name in (row.id, row.name, *row.aliases):
+            k = _norm(name)
             if k in seen and seen[k] != row.id:
-                raise CatalogError(f"catalog {path.name}: {label!r} names both {seen[k]} and {row.id}")
+                raise CatalogError(f"catalog {label}: {name!r} names both {seen[k]} and {row.id}")
             seen[k] = row.id
     return tuple(rows)
 
