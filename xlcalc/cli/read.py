@@ -1,0 +1,48 @@
+"""``xlcalc read planner.xlsx``: read an edited planning workbook back and check it against the engine."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("read", help="read a planning workbook's inputs and check its results",
+                              description=__doc__)
+    p.add_argument("path", help="the .xlsx planning workbook")
+    p.add_argument("--json", action="store_true", help="print the scenario, results and disagreements as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..scenario import OUTPUT_BY_NAME
+    from ..workbook.readback import WorkbookError, read_workbook
+
+    try:
+        rb = read_workbook(args.path)
+    except WorkbookError as exc:
+        print(f"xlcalc read: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(rb.to_dict(), indent=2, default=str))
+        return 0 if rb.ok else 1
+    sc = rb.scenario
+    print(f"Scenario: {sc.name}" + (f"  (model {sc.model})" if sc.model else "") + (f"  (GPU {sc.gpu})" if sc.gpu else ""))
+    for field, value in sc.model_dump().items():
+        if field not in ("name", "notes", "model", "gpu"):
+            print(f"  {field:18} {value}")
+    print("Results (engine):")
+    for name, value in rb.results.items():
+        shown = f"{value:,.6g}" if isinstance(value, float) else str(value)
+        print(f"  {name:22} {shown:>16}  {OUTPUT_BY_NAME[name].unit}")
+    if rb.missing_cache:
+        print(f"Not recalculated in the file (open and save it in a spreadsheet to compare): "
+              f"{', '.join(rb.missing_cache)}")
+    if rb.disagreements:
+        print("DISAGREEMENTS between the workbook and the engine:")
+        for d in rb.disagreements:
+            print(f"  {d}")
+        return 1
+    print("The workbook's values agree with the engine." if not rb.missing_cache else "")
+    return 0

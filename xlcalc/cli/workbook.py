@@ -1,0 +1,57 @@
+"""``xlcalc workbook``: write the live-formula planning workbook (same as build_workbook.py)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..scenario import Scenario, load_scenario
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-o", "--output", default="planner.xlsx",
+                        help="where to write the workbook (default: ./planner.xlsx)")
+    parser.add_argument("--scenario", action="append", default=[], metavar="TOML",
+                        help="a scenario preset (templates/<name>.toml, or just <name>); repeat to compare "
+                             "several side by side. The first one fills the Inputs sheet. Default: seed 002's "
+                             "70B on A800, compared with H100 and Ascend 910B")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("workbook", help="write the planning workbook (.xlsx with live formulas)",
+                              description=__doc__)
+    add_arguments(p)
+    p.set_defaults(func=run)
+
+
+def resolve_template(label: str) -> Path:
+    from ..workbook import TEMPLATES
+
+    path = Path(label)
+    if path.exists() or path.suffix == ".toml" and path.parent != Path("."):
+        return path
+    candidate = TEMPLATES / (label if label.endswith(".toml") else f"{label}.toml")
+    return candidate if candidate.exists() else path
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..workbook import build
+
+    if args.scenario:
+        scenarios = [load_scenario(resolve_template(s)) for s in args.scenario]
+    else:
+        scenarios = [load_scenario(resolve_template("seed002-70b-a800"))] if resolve_template(
+            "seed002-70b-a800").exists() else [Scenario.build(gpu="a800")]
+    out = Path(args.output)
+    if out.suffix.lower() != ".xlsx":
+        from ..errors import InputError
+        raise InputError("output", str(out), "a file name ending in .xlsx")
+    try:
+        lay = build(out, scenarios)
+    except OSError as exc:
+        from ..errors import InputError
+        raise InputError("output", str(out), "a path that can be written", exc.strerror or str(exc)) from None
+    n = sum(1 for _ in lay.book.formula_cells())
+    print(f"wrote {out} ({n} formula cells, {len(lay.book.names)} defined names; "
+          f"scenario: {scenarios[0].name})")
+    return 0

@@ -1,0 +1,169 @@
+"""Read an edited planning workbook back into the engine — treating the file as untrusted.
+
+A workbook that arrives by email is parsed with XML attacks guarded against
+(openpyxl uses ``defusedxml``; reading is refused without it), its size is
+bounded (file size, uncompressed size, number of parts, compression ratio), and a
+file that is not an xlcalc planning workbook is rejected with a clear message.
+The inputs are read through the defined names into a :class:`Scenario`; the
+engine's results are compared with the values the workbook shows.
+"""
+
+from __future__ import annotations
+
+import math
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..scenario import INPUTS, OUTPUTS, Scenario, evaluate
+
+MAX_FILE_BYTES = 20 * 1024 * 1024
+MAX_UNPACKED_BYTES = 200 * 1024 * 1024
+MAX_PARTS = 2000
+MAX_RATIO = 200  # uncompressed / compressed, per part
+REL_TOL = 1e-9
+
+TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes", "Model_Preset": "model", "GPU_Type": "gpu"}
+
+
+class WorkbookError(ValueError):
+    """The file is not a readable xlcalc planning workbook."""
+
+
+@dataclass
+class Disagreement:
+    name: str
+    workbook: Any
+    engine: Any
+
+    def __str__(self) -> str:
+        return f"{self.name}: workbook shows {self.workbook!r}, engine computes {self.engine!r}"
+
+
+@dataclass
+class ReadBack:
+    path: str
+    scenario: Scenario
+    results: dict[str, Any]
+    cached: dict[str, Any]
+    disagreements: list[Disagreement] = field(default_factory=list)
+    missing_cache: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.disagreements
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "scenario": self.scenario.model_dump(),
+            "results": self.results,
+            "workbook_values": self.cached,
+            "disagreements": [d.__dict__ for d in self.disagreements],
+            "not_recalculated": self.missing_cache,
+        }
+
+
+def check_package(path: Path) -> None:
+    """Refuse oversized files, zip bombs and anything that is not an .xlsx package."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise WorkbookError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+    if size > MAX_FILE_BYTES:
+        raise WorkbookError(f"{path}: {size / 1e6:.1f} MB is too large for a planning workbook "
+                            f"(limit {MAX_FILE_BYTES / 1e6:.0f} MB)")
+    if not zipfile.is_zipfile(path):
+        raise WorkbookError(f"{path}: not an .xlsx workbook (an .xlsx file is a zip package)")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            infos = zf.infolist()
+            names = {i.filename for i in infos}
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise WorkbookError(f"{path}: damaged .xlsx package ({exc})") from None
+    if len(infos) > MAX_PARTS:
+        raise WorkbookError(f"{path}: {len(infos)} parts in the package, more than a workbook has (limit {MAX_PARTS})")
+    total = sum(i.file_size for i in infos)
+    if total > MAX_UNPACKED_BYTES:
+        raise WorkbookError(f"{path}: unpacks to {total / 1e6:.0f} MB (limit {MAX_UNPACKED_BYTES / 1e6:.0f} MB); "
+                            "refusing a possible zip bomb")
+    for i in infos:
+        if i.file_size > 1_000_000 and i.file_size > MAX_RATIO * max(i.compress_size, 1):
+            raise WorkbookError(f"{path}: part {i.filename} is compressed {i.file_size // max(i.compress_size, 1)}:1; "
+                                "refusing a possible zip bomb")
+    if "xl/workbook.xml" not in names or "[Content_Types].xml" not in names:
+        raise WorkbookError(f"{path}: not an Excel workbook (no xl/workbook.xml)")
+    if any(n.lower().endswith(".bin") and "vbaproject" in n.lower() for n in names):
+        raise WorkbookError(f"{path}: contains macros; a planning workbook has none")
+
+
+def _value(wb: Any, name: str) -> Any:
+    dn = wb.defined_names.get(name)
+    if dn is None:
+        return _MISSING
+    dests = list(dn.destinations)
+    if len(dests) != 1:
+        raise WorkbookError(f"defined name {name} must name one cell, it names {dn.attr_text!r}")
+    sheet, at = dests[0]
+    if sheet not in wb.sheetnames or ":" in at:
+        raise WorkbookError(f"defined name {name} must name one cell, it names {dn.attr_text!r}")
+    return wb[sheet][at.replace("$", "")].value
+
+
+_MISSING = object()
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-12)
+    return a == b
+
+
+def read_workbook(path: str | Path) -> ReadBack:
+    """Load an edited planning workbook; return its scenario, the engine's results and any disagreement."""
+    import openpyxl
+
+    if not openpyxl.DEFUSEDXML:
+        raise WorkbookError("refusing to read an untrusted workbook without defusedxml (pip install defusedxml)")
+    path = Path(path)
+    check_package(path)
+    try:
+        wb = openpyxl.load_workbook(path, data_only=True, read_only=False, keep_links=False)
+    except Exception as exc:  # openpyxl raises many types on malformed parts
+        raise WorkbookError(f"{path}: cannot be read as a workbook ({type(exc).__name__}: {exc})") from None
+    try:
+        missing = [c.name for c in INPUTS if c.name not in wb.defined_names]
+        if missing:
+            raise WorkbookError(f"{path}: not an xlcalc planning workbook (missing defined names: "
+                                f"{', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''})")
+        data: dict[str, Any] = {}
+        for name, fieldname in TEXT_NAMES.items():
+            v = _value(wb, name)
+            if v is _MISSING or v is None or v == "":
+                continue
+            data[fieldname] = str(v)
+        for cell in INPUTS:
+            v = _value(wb, cell.name)
+            if v is None:
+                raise InputError(cell.name, None, "a value (the cell is empty or was never calculated)")
+            data[cell.field] = v
+        scenario = Scenario.model_validate(data)
+        results = evaluate(scenario)
+        cached: dict[str, Any] = {}
+        rb = ReadBack(str(path), scenario, results, cached)
+        for out in OUTPUTS:
+            v = _value(wb, out.name)
+            if v is _MISSING:
+                raise WorkbookError(f"{path}: not an xlcalc planning workbook (missing defined name {out.name})")
+            cached[out.name] = v
+            if v is None:
+                rb.missing_cache.append(out.name)
+            elif not _same(v, results[out.name]):
+                rb.disagreements.append(Disagreement(out.name, v, results[out.name]))
+        return rb
+    finally:
+        wb.close()
