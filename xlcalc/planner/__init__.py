@@ -1,0 +1,10 @@
+"""Parallelism planner: search TP/PP/DP/ZeRO/SP/recompute/micro-batch, predict step time and MFU, explain.
+
+    >>> from xlcalc.planner import plan
+    >>> result = plan("llama2-70b", gpu="h100", n_gpus=1024, seq_len=4096, global_batch_tokens=4 * 2**20)
+    >>> best = result.plans[0]          # fastest plan that fits
+"""
+
+from .search import Plan, PlanResult, Rejection, plan, plan_table, search  # noqa: F401
+from .steptime import Arch, Config, Hardware, Prediction, Settings, arch_from_flags, arch_from_model, evaluate  # noqa: F401
+from .explain import explain  # noqa: F401

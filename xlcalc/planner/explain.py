@@ -1,0 +1,39 @@
+"""Readable explanation of a plan: the top plans, their memory and time breakdowns, the rejected alternatives."""
+
+from __future__ import annotations
+
+from .search import PlanResult
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "-"
+
+
+def explain(result: PlanResult, top: int = 3, rejected: int = 6) -> str:
+    lines = [
+        f"{result.model} on {result.n_gpus} x {result.gpu} ({result.gpu_memory_gb:.0f} GB), seq {result.seq_len}, "
+        f"global batch {result.global_batch} sequences ({result.global_batch * result.seq_len:,} tokens), "
+        f"{result.tokens_t:g} T tokens",
+        f"{result.evaluated} configurations evaluated, {result.feasible} fit.",
+    ]
+    if not result.plans:
+        lines.append("No configuration fits in GPU memory.")
+    for i, p in enumerate(result.plans[:top], 1):
+        cost = f", ${p.cost_usd:,.0f}" if p.cost_usd is not None else ""
+        lines += [
+            "",
+            f"#{i}  {p.label()}",
+            f"    MFU {p.mfu:.1%} (HFU {p.hfu:.1%}), {p.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
+            f"{p.days:.1f} days, {p.gpu_hours:,.0f} GPU-hours{cost}",
+            f"    memory {p.memory_gb:.1f} GB: weights {p.weights_gb:.1f}, gradients {p.grads_gb:.1f}, "
+            f"optimizer {p.optimizer_gb:.1f}, activations {p.activations_gb:.1f}, "
+            f"ZeRO-3 buffer {p.zero3_buffer_gb:.1f}, other {p.overhead_gb:.1f}",
+            f"    step {p.step_s:.2f} s ({p.microbatches} micro-batches): compute {p.compute_s:.2f} s "
+            f"({_pct(p.compute_s, p.step_s)}), TP comm {p.tp_comm_s:.2f} ({_pct(p.tp_comm_s, p.step_s)}), "
+            f"PP p2p {p.pp_comm_s:.2f}, DP comm exposed {p.dp_comm_s:.2f} ({_pct(p.dp_comm_s, p.step_s)}), "
+            f"bubble {p.bubble_s:.2f} ({_pct(p.bubble_s, p.step_s)}), optimizer {p.optimizer_s:.3f}",
+        ]
+    if result.rejected and rejected:
+        lines += ["", "Rejected (does not fit):"]
+        lines += [f"  - {r.reason}" for r in result.rejected[:rejected]]
+    return "\n".join(lines)

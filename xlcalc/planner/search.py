@@ -1,0 +1,260 @@
+"""Search the parallel configurations of a training run, keep those that fit, rank them by time."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict
+
+from .. import catalog
+from ..errors import InputError
+from ..formulas import compute as fc
+from ..formulas import cost as fcost
+from ..formulas import steptime as fs
+from ..inputs import check_value
+from .steptime import Arch, Config, Hardware, Prediction, Settings, arch_from_model, memory, resolve_hardware, timing
+
+__all__ = ["Plan", "Rejection", "PlanResult", "plan", "plan_table", "search"]
+
+RECOMPUTE = ("none", "selective", "full")
+
+
+class Plan(BaseModel):
+    """One configuration with its predicted memory and time."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tp: int
+    pp: int
+    dp: int
+    zero_stage: int
+    seq_parallel: bool
+    recompute: str
+    micro_batch: int
+    virtual_stages: int
+    microbatches: int
+    memory_gb: float
+    fits: bool
+    weights_gb: float
+    grads_gb: float
+    optimizer_gb: float
+    zero3_buffer_gb: float
+    activations_gb: float
+    overhead_gb: float
+    step_s: float
+    compute_s: float
+    tp_comm_s: float
+    pp_comm_s: float
+    dp_comm_s: float
+    bubble_s: float
+    optimizer_s: float
+    mfu: float
+    hfu: float
+    tokens_per_s_per_gpu: float
+    days: float
+    gpu_hours: float
+    cost_usd: Optional[float]
+
+    def label(self) -> str:
+        sp = ", SP" if self.seq_parallel else ""
+        v = f", v={self.virtual_stages}" if self.virtual_stages > 1 else ""
+        return (f"TP={self.tp}, PP={self.pp}, DP={self.dp}, ZeRO-{self.zero_stage}{sp}, "
+                f"recompute {self.recompute}, micro-batch {self.micro_batch}{v}")
+
+
+class Rejection(BaseModel):
+    """A configuration left out, and why."""
+
+    tp: int
+    pp: int
+    zero_stage: int
+    seq_parallel: bool
+    recompute: str
+    micro_batch: int
+    memory_gb: float
+    reason: str
+
+
+class PlanResult(BaseModel):
+    model: str
+    gpu: str
+    n_gpus: int
+    seq_len: int
+    global_batch: int
+    tokens_t: float
+    gpu_memory_gb: float
+    settings: Settings
+    plans: list[Plan]
+    rejected: list[Rejection]
+    evaluated: int
+    feasible: int
+
+
+def _divisors(n: int) -> list[int]:
+    return [k for k in range(1, n + 1) if n % k == 0]
+
+
+def _plan_of(pred: Prediction, n: int, tokens_t: float, price: Optional[float]) -> Plan:
+    c = pred.config
+    days = fs.train_days_at_throughput.raw(tokens_t=tokens_t, tokens_per_s=pred.tokens_per_s_per_gpu, n_gpus=n)
+    hours = fs.gpu_hours_at_throughput.raw(tokens_t=tokens_t, tokens_per_s=pred.tokens_per_s_per_gpu)
+    cost = fcost.cloud_cost_usd.raw(gpu_hours=hours, usd_per_gpu_hour=price) if price is not None else None
+    return Plan(
+        tp=c.tp, pp=c.pp, dp=c.dp, zero_stage=c.zero_stage, seq_parallel=c.seq_parallel, recompute=c.recompute,
+        micro_batch=c.micro_batch, virtual_stages=c.virtual_stages, microbatches=pred.microbatches,
+        memory_gb=pred.memory_gb, fits=pred.fits, weights_gb=pred.weights_gb, grads_gb=pred.grads_gb,
+        optimizer_gb=pred.optimizer_gb, zero3_buffer_gb=pred.zero3_buffer_gb, activations_gb=pred.activations_gb,
+        overhead_gb=pred.overhead_gb, step_s=pred.step_s, compute_s=pred.compute_s, tp_comm_s=pred.tp_comm_s,
+        pp_comm_s=pred.pp_comm_s, dp_comm_s=pred.dp_comm_s, bubble_s=pred.bubble_s, optimizer_s=pred.optimizer_s,
+        mfu=pred.mfu, hfu=pred.hfu, tokens_per_s_per_gpu=pred.tokens_per_s_per_gpu, days=days, gpu_hours=hours,
+        cost_usd=cost,
+    )
+
+
+def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, global_batch: int, *,
+           tp=None, pp=None, zero_stage=None, recompute=None, micro_batch=None, seq_parallel=None,
+           virtual_stages=None, max_micro_batch: int = 8, max_virtual_stages: int = 8):
+    """Evaluate every configuration; return (fitting predictions, non-fitting predictions at micro-batch 1, count)."""
+    tps = [t for t in _divisors(arch.heads) if arch.kv_heads % t == 0 and t <= hw.gpus_per_node and n_gpus % t == 0]
+    if tp is not None:
+        tps = [t for t in tps if t == tp]
+    pps = [p for p in _divisors(arch.layers) if pp is None or p == pp]
+    zeros = [zero_stage] if zero_stage is not None else [0, 1, 2, 3]
+    rcs = [recompute] if recompute is not None else list(RECOMPUTE)
+    fits: list[Prediction] = []
+    misses: list[Prediction] = []
+    count = 0
+    for t in tps:
+        sps = [seq_parallel] if seq_parallel is not None else ([False, True] if t > 1 else [False])
+        for p in pps:
+            if n_gpus % (t * p):
+                continue
+            d = n_gpus // (t * p)
+            if global_batch % d:
+                continue
+            per_replica = global_batch // d
+            mbs = [b for b in range(1, min(max_micro_batch, per_replica) + 1) if per_replica % b == 0]
+            if micro_batch is not None:
+                mbs = [b for b in mbs if b == micro_batch]
+            lps = arch.layers // p
+            for z in zeros:
+                if z > 0 and d == 1:
+                    continue
+                for sp in sps:
+                    for rc in rcs:
+                        for b in mbs:
+                            m = per_replica // b
+                            vs = [1] + [v for v in range(2, max_virtual_stages + 1)
+                                        if p > 1 and lps % v == 0 and m % p == 0]
+                            if virtual_stages is not None:
+                                vs = [v for v in vs if v == virtual_stages]
+                            for v in vs:
+                                count += 1
+                                cfg = Config(t, p, d, z, sp, rc, b, v)
+                                pred = memory(arch, hw, st, cfg, seq_len, m)
+                                if pred.fits:
+                                    fits.append(timing(pred, arch, hw, st, seq_len, global_batch))
+                                elif b == mbs[0] and v == 1:
+                                    misses.append(pred)
+    return fits, misses, count
+
+
+def _resolve_model(model, arch: Arch | None) -> Arch:
+    if arch is not None:
+        return arch
+    if model is None:
+        raise InputError("model", None, "a model id from the catalog or an architecture (layers, hidden, heads)")
+    return arch_from_model(model if isinstance(model, catalog.Model) else catalog.get_model(model))
+
+
+def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, gpu: str, n_gpus: int | None = None,
+         seq_len: int, global_batch_tokens: float, tokens_t: float | None = None, deadline_days: float | None = None,
+         settings: Settings | None = None, tp: int | None = None, pp: int | None = None, zero_stage: int | None = None,
+         recompute: str | None = None, micro_batch: int | None = None, seq_parallel: bool | None = None,
+         virtual_stages: int | None = None, top: int = 10, max_micro_batch: int = 8) -> PlanResult:
+    """Plan the parallelism of a training run: every configuration that fits, best (fastest, then cheapest) first.
+
+    ``n_gpus`` fixes the cluster; without it, ``deadline_days`` asks for the smallest cluster (whole nodes) whose
+    best plan finishes ``tokens_t`` trillion tokens in time. ``global_batch_tokens`` is rounded to whole sequences.
+    """
+    st = settings or Settings()
+    a = _resolve_model(model, arch)
+    hw = resolve_hardware(gpu, st)
+    seq_len = check_value("seq_len", seq_len)
+    if global_batch_tokens is None or global_batch_tokens < seq_len:
+        raise InputError("global_batch_tokens", global_batch_tokens, f"at least one sequence (>= seq_len = {seq_len})")
+    global_batch = int(round(global_batch_tokens / seq_len))
+    tokens_t = check_value("tokens_t", tokens_t) if tokens_t is not None else fc.chinchilla_tokens_t.raw(params_b=a.params_b)
+    pins = dict(tp=tp, pp=pp, zero_stage=zero_stage, recompute=recompute, micro_batch=micro_batch,
+                seq_parallel=seq_parallel, virtual_stages=virtual_stages)
+    for name, value in pins.items():
+        if value is not None:
+            pins[name] = check_value(name, value)
+    if pins["tp"] is not None and (a.heads % pins["tp"] or a.kv_heads % pins["tp"]):
+        raise InputError("tp", pins["tp"], f"a divisor of heads = {a.heads} and kv heads = {a.kv_heads}")
+    if pins["tp"] is not None and pins["tp"] > hw.gpus_per_node:
+        raise InputError("tp", pins["tp"], f"at most the GPUs per node ({hw.gpus_per_node}): TP stays inside a node")
+    if pins["pp"] is not None and a.layers % pins["pp"]:
+        raise InputError("pp", pins["pp"], f"a divisor of layers = {a.layers}")
+
+    def run(n: int) -> PlanResult:
+        fits, misses, count = search(a, hw, st, n, seq_len, global_batch, max_micro_batch=max_micro_batch, **pins)
+        fits.sort(key=lambda p: (p.step_s, p.memory_gb))
+        plans = [_plan_of(p, n, tokens_t, hw.usd_per_gpu_hour) for p in fits[:top]]
+        return PlanResult(
+            model=a.name, gpu=hw.name, n_gpus=n, seq_len=seq_len, global_batch=global_batch, tokens_t=tokens_t,
+            gpu_memory_gb=hw.memory_gb, settings=st, plans=plans, rejected=_rejections(misses, hw.memory_gb),
+            evaluated=count, feasible=len(fits),
+        )
+
+    if n_gpus is not None:
+        return run(check_value("n_gpus", n_gpus))
+    if deadline_days is None:
+        raise InputError("n_gpus", None, "a GPU count, or a deadline in days to size the cluster for")
+    deadline = check_value("days", deadline_days)
+    node = hw.gpus_per_node
+    sizes = sorted({node * k * f for k in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048) for f in (1, 1.5)
+                    if float(k * f).is_integer()})
+    lo, hi, best = 0, len(sizes) - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        res = run(int(sizes[mid]))
+        if res.plans and res.plans[0].days <= deadline:
+            best, hi = res, mid - 1
+        else:
+            lo = mid + 1
+    if best is None:
+        raise InputError("days", deadline_days, f"a deadline reachable with up to {int(sizes[-1])} GPUs")
+    return best
+
+
+def _rejections(misses: list[Prediction], cap: float) -> list[Rejection]:
+    out = []
+    for p in misses:
+        c = p.config
+        sp = ", SP" if c.seq_parallel else ""
+        rc = "no recompute" if c.recompute == "none" else f"{c.recompute} recompute"
+        out.append(Rejection(
+            tp=c.tp, pp=c.pp, zero_stage=c.zero_stage, seq_parallel=c.seq_parallel, recompute=c.recompute,
+            micro_batch=c.micro_batch, memory_gb=p.memory_gb,
+            reason=(f"TP={c.tp}, PP={c.pp}, ZeRO-{c.zero_stage}{sp}, {rc}: needs {p.memory_gb:.0f} GB of {cap:.0f} "
+                    f"(weights {p.weights_gb:.0f}, gradients {p.grads_gb:.0f}, optimizer {p.optimizer_gb:.0f}, "
+                    f"activations {p.activations_gb:.0f}, other {p.overhead_gb + p.zero3_buffer_gb:.0f})"),
+        ))
+    # the plainest alternatives first: fewer pipeline stages, no ZeRO, no SP, no recompute
+    order = {r: i for i, r in enumerate(RECOMPUTE)}
+    out.sort(key=lambda r: (r.pp, r.zero_stage, r.seq_parallel, order[r.recompute], -r.tp))
+    return out
+
+
+PLAN_COLUMNS = ("rank", "tp", "pp", "dp", "zero_stage", "seq_parallel", "recompute", "micro_batch", "virtual_stages",
+                "memory_gb", "step_s", "mfu", "tokens_per_s_per_gpu", "days", "cost_usd")
+
+
+def plan_table(result: PlanResult, top: int = 5) -> list[list]:
+    """Header row plus one row per plan (best first): a table a worksheet function can spill."""
+    rows: list[list] = [list(PLAN_COLUMNS)]
+    for i, p in enumerate(result.plans[:top], 1):
+        d = p.model_dump()
+        rows.append([i] + [d[k] for k in PLAN_COLUMNS[1:]])
+    return rows
