@@ -1,0 +1,135 @@
+"""``xlcalc plan``: search TP/PP/DP/ZeRO/SP/recompute/micro-batch, rank by predicted step time, explain."""
+
+from __future__ import annotations
+
+import argparse
+
+from pydantic import ValidationError
+
+from ..errors import InputError
+from .fmt import cli_value, dump_json, number, table
+
+_SETTINGS = (
+    ("matmul_efficiency", "achievable share of peak in matmuls (default: the GPU's catalog value)"),
+    ("attention_efficiency", "share of peak of the attention core (default 0.35)"),
+    ("link_efficiency", "achieved collective bandwidth / link bandwidth (default 0.8)"),
+    ("dp_overlap", "share of the overlap window that hides DP communication (default 0.5)"),
+    ("tp_overlap", "share of TP communication hidden behind compute (default 0)"),
+    ("overhead_gb", "other memory per GPU: CUDA context, NCCL, fragmentation, GB (default 4)"),
+    ("peak_tflops", "override the GPU's dense bf16/fp16 peak TFLOP/s"),
+    ("memory_gb", "override the GPU's memory, GB"),
+    ("hbm_tb_s", "override the GPU's HBM bandwidth, TB/s"),
+    ("scaleup_gb_s", "override the scale-up (NVLink) bandwidth per GPU and direction, GB/s"),
+    ("scaleout_gb_s", "override the scale-out (InfiniBand) bandwidth per GPU and direction, GB/s"),
+    ("gpus_per_node", "override GPUs per node"),
+    ("usd_per_gpu_hour", "price per GPU-hour (default: the price catalog's)"),
+    ("bytes_weights", "bytes/param of weights (default 2)"),
+    ("bytes_grads", "bytes/param of gradients (default 4, fp32 main grads)"),
+    ("bytes_optimizer", "bytes/param of optimizer states (default 12)"),
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "plan",
+        help="parallelism planner: best TP/PP/DP/ZeRO/recompute, predicted step time, MFU, days",
+        description=(
+            "Enumerate tensor, pipeline and data parallelism, ZeRO 0-3, sequence parallelism, recomputation, "
+            "micro-batch and interleaving; keep the configurations that fit in GPU memory; rank them by the "
+            "predicted step time (then cost) and explain the best ones and the rejected alternatives."
+        ),
+        allow_abbrev=False,
+    )
+    g = p.add_argument_group("model (a preset or the architecture)")
+    g.add_argument("--model", help="model preset id, e.g. llama2-70b")
+    g.add_argument("--layers", help="layers L")
+    g.add_argument("--hidden", help="hidden size h")
+    g.add_argument("--heads", help="attention heads a")
+    g.add_argument("--kv-heads", help="key/value heads (GQA; default = heads)")
+    g.add_argument("--ffn-hidden", help="FFN inner size (default 4h)")
+    g.add_argument("--vocab", help="vocabulary size (default 32000)")
+    g.add_argument("--gated-ffn", action="store_true", help="SwiGLU/GeGLU feed-forward (three matrices)")
+    g = p.add_argument_group("cluster and run")
+    g.add_argument("--gpu", required=True, help="GPU name from the catalog, e.g. H100, A800")
+    g.add_argument("--gpus", help="number of GPUs (or give --deadline-days)")
+    g.add_argument("--deadline-days", help="size the cluster: fewest GPUs whose best plan meets this deadline")
+    g.add_argument("--seq-len", required=True, help="sequence length")
+    g.add_argument("--global-batch-tokens", required=True, help="global batch in tokens (rounded to whole sequences)")
+    g.add_argument("--tokens-t", help="training tokens, trillions (default: 20 per parameter)")
+    g = p.add_argument_group("pins (fix a choice instead of searching it)")
+    g.add_argument("--tp", help="tensor-parallel size")
+    g.add_argument("--pp", help="pipeline-parallel size")
+    g.add_argument("--zero-stage", help="ZeRO stage 0-3")
+    g.add_argument("--recompute", help="none, selective or full")
+    g.add_argument("--micro-batch", help="micro-batch size")
+    g.add_argument("--virtual-stages", help="interleaved virtual stages per GPU")
+    g.add_argument("--seq-parallel", action=argparse.BooleanOptionalAction, default=None,
+                   help="pin sequence parallelism on (--seq-parallel) or off (--no-seq-parallel)")
+    g = p.add_argument_group("step-time model settings")
+    for name, text in _SETTINGS:
+        g.add_argument("--" + name.replace("_", "-"), help=text)
+    g.add_argument("--no-flash-attention", action="store_true", help="unfused attention: s x s scores stored")
+    p.add_argument("--top", default="5", help="plans to show (default 5)")
+    p.add_argument("--json", action="store_true", help='print {"plans": [...], "rejected": [...]} for scripts')
+    p.set_defaults(func=run)
+
+
+def _settings(args: argparse.Namespace):
+    from ..planner import Settings
+
+    values = {name: cli_value(getattr(args, name)) for name, _ in _SETTINGS if getattr(args, name) is not None}
+    if args.no_flash_attention:
+        values["flash_attention"] = False
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = str(err["loc"][0]) if err.get("loc") else "settings"
+        raise InputError(name, err.get("input"), err.get("msg", "a valid value")) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..planner import arch_from_flags, explain, plan
+
+    arch = None
+    if args.model is None:
+        missing = [f for f in ("layers", "hidden", "heads") if getattr(args, f) is None]
+        if missing:
+            raise InputError(missing[0], None, "given (or use --model ID)")
+        arch = arch_from_flags(
+            layers=cli_value(args.layers), hidden=cli_value(args.hidden), heads=cli_value(args.heads),
+            kv_heads=cli_value(args.kv_heads), ffn_hidden=cli_value(args.ffn_hidden),
+            vocab=cli_value(args.vocab) if args.vocab is not None else 32000, gated_ffn=args.gated_ffn,
+            seq_len=cli_value(args.seq_len) if isinstance(cli_value(args.seq_len), int) else 2048,
+        )
+    top = cli_value(args.top)
+    if not isinstance(top, int) or top < 1:
+        raise InputError("top", args.top, "a whole number >= 1")
+    gbt = cli_value(args.global_batch_tokens)
+    if not isinstance(gbt, (int, float)):
+        raise InputError("global_batch_tokens", args.global_batch_tokens, "a number of tokens")
+    result = plan(
+        args.model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.gpus), seq_len=cli_value(args.seq_len),
+        global_batch_tokens=gbt, tokens_t=cli_value(args.tokens_t), deadline_days=cli_value(args.deadline_days),
+        settings=_settings(args), tp=cli_value(args.tp), pp=cli_value(args.pp), zero_stage=cli_value(args.zero_stage),
+        recompute=args.recompute, micro_batch=cli_value(args.micro_batch), seq_parallel=args.seq_parallel,
+        virtual_stages=cli_value(args.virtual_stages), top=max(top, 10),
+    )
+    if args.json:
+        print(dump_json({
+            "model": result.model, "gpu": result.gpu, "n_gpus": result.n_gpus, "seq_len": result.seq_len,
+            "global_batch": result.global_batch, "tokens_t": result.tokens_t,
+            "plans": [p.model_dump() for p in result.plans[:top]],
+            "rejected": [r.model_dump() for r in result.rejected[:20]],
+            "evaluated": result.evaluated, "feasible": result.feasible,
+        }))
+        return 0
+    rows = [[i, p.tp, p.pp, p.dp, p.zero_stage, "on" if p.seq_parallel else "off", p.recompute, p.micro_batch,
+             p.virtual_stages, number(p.memory_gb), f"{p.mfu:.1%}", number(p.tokens_per_s_per_gpu), number(p.days),
+             number(p.cost_usd, "USD") if p.cost_usd is not None else "-"]
+            for i, p in enumerate(result.plans[:top], 1)]
+    print(table(rows, ["#", "TP", "PP", "DP", "ZeRO", "SP", "recompute", "mb", "v", "GB/GPU", "MFU",
+                       "tok/s/GPU", "days", "cost"]))
+    print()
+    print(explain(result, top=min(top, 3)))
+    return 0 if result.plans else 1
