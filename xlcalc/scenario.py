@@ -164,10 +164,14 @@ class Scenario(BaseModel):
             )
         if values.get("gpu"):
             g = catalog.get_gpu(values["gpu"])
-            merged["peak_tflops"] = g.peak_tflops()
+            if g.half_tflops is not None:
+                merged["peak_tflops"] = g.half_tflops
+            elif values.get("peak_tflops") is None:
+                g.peak_tflops()  # raises: no published peak, give peak_tflops explicitly
             if g.memory_gb:
                 merged["gpu_memory_gb"] = g.memory_gb
-            merged["gpus_per_node"] = g.gpus_per_node
+            if g.gpus_per_node:
+                merged["gpus_per_node"] = g.gpus_per_node
         merged.update({k: v for k, v in values.items() if v is not None})
         if values.get("model"):
             merged["model"] = catalog.get_model(values["model"]).id

@@ -12,7 +12,8 @@ FIRST = 4  # first data row of a catalog sheet (title, note, header above)
 
 GPU_COLUMNS = (
     ("id", "id", 16), ("name", "name", 30), ("vendor", "vendor", 12),
-    ("bf16_tflops", "dense BF16 TFLOP/s", 12), ("fp8_tflops", "dense FP8 TFLOP/s", 12),
+    ("half_tflops", "training peak TFLOP/s (BF16, else FP16)", 14), ("bf16_tflops", "dense BF16 TFLOP/s", 12),
+    ("fp16_tflops", "dense FP16 TFLOP/s", 12), ("fp8_tflops", "dense FP8 TFLOP/s", 12),
     ("memory_gb", "memory GB", 11), ("hbm_tb_s", "HBM TB/s", 10), ("gpus_per_node", "GPUs per node", 10),
     ("tdp_w", "TDP W", 9), ("source", "source", 90),
 )
@@ -24,7 +25,7 @@ MODEL_COLUMNS = (
 )
 
 # Scenario field -> catalog column it is looked up from
-GPU_DERIVED = {"peak_tflops": "bf16_tflops", "gpu_memory_gb": "memory_gb", "gpus_per_node": "gpus_per_node"}
+GPU_DERIVED = {"peak_tflops": "half_tflops", "gpu_memory_gb": "memory_gb", "gpus_per_node": "gpus_per_node"}
 MODEL_DERIVED = {"params_b": "params_b", "layers": "layers", "hidden": "hidden", "heads": "heads", "seq_len": "seq_len"}
 
 

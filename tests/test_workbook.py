@@ -1,0 +1,284 @@
+"""The planning workbook as built (no spreadsheet engine needed): contract, portability, safety, numbers."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import openpyxl
+import pytest
+from openpyxl.formula import Tokenizer
+
+from xlcalc.scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, evaluate, load_scenario, output_excel
+from xlcalc.workbook import build
+from xlcalc.workbook.compare import gpu_variant
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES = ROOT / "templates"
+
+CONTRACT_INPUTS = ("Params_B Tokens_T Peak_TFLOPS N_GPUs MFU Seq_Len Micro_Batch Hidden Layers Heads TP_Size "
+                   "PP_Size ZeRO_Stage Seq_Parallel Recompute Bytes_Weights Bytes_Grads Bytes_Optimizer "
+                   "Overhead_GB USD_per_GPU_Hour").split()
+CONTRACT_OUTPUTS = ("Train_FLOPs Train_Days GPU_Hours Mem_Static_GB Mem_Activations_GB Mem_Total_GB "
+                    "Compute_Cost_USD Total_Cost_USD").split()
+
+# Classic functions shared by Excel 2016+, LibreOffice, Google Sheets and Numbers.
+PORTABLE = {"IF", "IFERROR", "INDEX", "MATCH", "VLOOKUP", "HLOOKUP", "ROUNDUP", "ROUNDDOWN", "ROUND",
+            "CEILING", "FLOOR", "MIN", "MAX", "SUM", "SUMPRODUCT", "INT", "AND", "OR", "NOT", "SQRT",
+            "LOG", "LN", "EXP", "ABS", "ISNUMBER"}
+
+
+@pytest.fixture(scope="module")
+def seed002(tmp_path_factory):
+    path = tmp_path_factory.mktemp("wb") / "seed002.xlsx"
+    lay = build(path, [load_scenario(TEMPLATES / "seed002-70b-a800.toml")])
+    return path, lay
+
+
+@pytest.fixture(scope="module")
+def formulas_wb(seed002):
+    return openpyxl.load_workbook(seed002[0])
+
+
+@pytest.fixture(scope="module")
+def values_wb(seed002):
+    return openpyxl.load_workbook(seed002[0], data_only=True)
+
+
+def named(wb, name):
+    dests = list(wb.defined_names[name].destinations)
+    assert len(dests) == 1, f"{name} names {dests}"
+    sheet, at = dests[0]
+    assert ":" not in at
+    return wb[sheet][at.replace("$", "")]
+
+
+def test_defined_names_are_the_contract_and_each_names_one_cell(formulas_wb):
+    for name in CONTRACT_INPUTS + CONTRACT_OUTPUTS:
+        assert name in formulas_wb.defined_names, name
+        named(formulas_wb, name)
+    for cell in INPUTS:
+        named(formulas_wb, cell.name)
+    for out in OUTPUTS:
+        named(formulas_wb, out.name)
+
+
+def test_named_results_are_the_engines_formula_text(formulas_wb):
+    """Each named result's cell holds exactly xlcalc.scenario.output_excel(out): one definition."""
+    for out in OUTPUTS:
+        assert named(formulas_wb, out.name).value == output_excel(out), out.name
+
+
+def test_every_formula_uses_only_portable_functions(formulas_wb):
+    count = 0
+    for ws in formulas_wb.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                if c.data_type != "f":
+                    continue
+                count += 1
+                assert "_xlfn" not in c.value and "_xlws" not in c.value, (ws.title, c.coordinate, c.value)
+                for tok in Tokenizer(c.value).items:
+                    if tok.type == "FUNC" and tok.subtype == "OPEN":
+                        assert tok.value[:-1].upper() in PORTABLE, (ws.title, c.coordinate, c.value)
+                    if tok.type == "OPERAND" and tok.subtype == "NUMBER":
+                        assert re.fullmatch(r"\d+(\.\d+)?(E[+-]\d+)?", tok.value), (c.coordinate, tok.value)
+                    if tok.type == "OPERAND" and tok.subtype == "RANGE":
+                        assert "[" not in tok.value, f"external or structured reference in {c.value}"
+    assert count > 500  # the whole planner is formulas, not typed numbers
+
+
+def test_every_formula_cell_has_a_cached_value(formulas_wb, values_wb):
+    empty = []
+    for ws in formulas_wb.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                if c.data_type == "f" and values_wb[ws.title][c.coordinate].value is None:
+                    empty.append(f"{ws.title}!{c.coordinate}")
+    assert not empty, empty[:10]
+
+
+def test_seed002_numbers_visible_without_recalculation(values_wb):
+    """Seed 002 §7.3: 70B, 2T tokens -> 8.4e23 FLOPs; 1024 A800 (312 TFLOPS, MFU 0.4) -> 76.08 days."""
+    v = lambda n: named(values_wb, n).value  # noqa: E731
+    assert v("Train_FLOPs") == pytest.approx(6 * 70e9 * 2e12, rel=1e-12) == pytest.approx(8.4e23)
+    assert round(v("Train_Days"), 2) == 76.08
+    assert v("Peak_TFLOPS") == 312  # looked up from the GPUs sheet (seed 002: A800 312 TFLOPS)
+    # Independent arithmetic (ZeRO-1 over DP = 1024/16 = 64; Korthikanti selective + SP: 34sbh/t per layer)
+    psi = 70 / 16
+    static = (2 + 4) * psi + 8 * psi / 64
+    act = 80 * 34 * 4096 * 1 * 8192 / 4 / 1e9
+    assert v("Mem_Static_GB") == pytest.approx(static, rel=1e-12)
+    assert v("Mem_Activations_GB") == pytest.approx(act, rel=1e-12)
+    assert v("Mem_Total_GB") == pytest.approx(static + act + 4, rel=1e-12)
+    assert v("Fits_GPU") is True
+    hours = 8.4e23 / (312e12 * 0.4) / 3600
+    assert v("GPU_Hours") == pytest.approx(hours, rel=1e-12)
+    assert v("Compute_Cost_USD") == pytest.approx(hours * 2.0, rel=1e-12)
+    assert v("Total_Cost_USD") == pytest.approx(hours * 2.0 * 1.15, rel=1e-12)
+    # Seed 002 §7.3 step 2 rounding (FORMULAS.md: exact GPUs for 90 days = 865.6)
+    assert v("GPUs_for_Deadline") == pytest.approx(8.4e23 / (312e12 * 0.4 * 90 * 86400), rel=1e-12)
+    assert round(v("GPUs_for_Deadline"), 1) == 865.6
+    assert v("Replicas_for_Deadline") == 55                 # CEILING(865.6 / 16)
+    assert v("GPUs_with_Spare") == pytest.approx(55 * 16 * 1.05)
+    assert v("GPUs_to_Provision") == 928                    # 924 rounded up to whole 8-GPU nodes
+
+
+def test_cached_values_are_the_engine_results(seed002, values_wb):
+    results = evaluate(seed002[1].scenario)
+    for out in OUTPUTS:
+        got, want = named(values_wb, out.name).value, results[out.name]
+        if isinstance(want, bool):
+            assert got is want, out.name
+        else:
+            assert got == pytest.approx(want, rel=1e-12), out.name
+
+
+def test_scenario_columns_equal_the_engine_on_each_gpu(seed002, values_wb):
+    lay = seed002[1]
+    assert len(lay.column_maps) >= 3
+    for (sc, _), refs in zip(lay.columns, lay.column_maps):
+        results = evaluate(sc)
+        for out in OUTPUTS:
+            sheet, at = refs[out.name].split("!")
+            got = values_wb[sheet][at.replace("$", "")].value
+            assert got == pytest.approx(results[out.name], rel=1e-12), (sc.gpu, out.name)
+    gpus = [sc.gpu for sc, _ in lay.columns]
+    assert gpus == ["a800", "h100-sxm", "ascend-910b"]
+    assert lay.columns[2][0].peak_tflops == 320 and lay.columns[2][0].gpu_memory_gb == 64  # seed 002: 910B
+
+
+def test_derived_inputs_hold_their_lookup_as_default(formulas_wb):
+    peak = named(formulas_wb, "Peak_TFLOPS").value
+    assert peak.startswith("=INDEX(GPUs!") and "MATCH(GPU_Type" in peak
+    assert named(formulas_wb, "GPU_Type").value == "a800"
+    assert isinstance(named(formulas_wb, "Params_B").value, (int, float))  # no model preset: a number
+
+
+def test_model_preset_fills_architecture(tmp_path):
+    sc = load_scenario(TEMPLATES / "empty.toml").model_copy()
+    from xlcalc.scenario import Scenario
+    sc = Scenario.build(model="llama2-70b", gpu="h100")
+    path = tmp_path / "m.xlsx"
+    build(path, [sc])
+    wb = openpyxl.load_workbook(path)
+    for name in ("Params_B", "Hidden", "Layers", "Heads", "Seq_Len"):
+        assert "MATCH(Model_Preset" in named(wb, name).value, name
+    vals = openpyxl.load_workbook(path, data_only=True)
+    assert named(vals, "Layers").value == 80 and named(vals, "Hidden").value == 8192  # Llama 2 paper Table 1
+    assert named(vals, "Peak_TFLOPS").value == 989.4  # published.json hw-h100-sxm
+
+
+def test_number_formats_come_from_the_specs(formulas_wb):
+    assert named(formulas_wb, "MFU").number_format == "0.0%"
+    assert named(formulas_wb, "USD_per_GPU_Hour").number_format == '"$"#,##0.00'
+    for out in OUTPUTS:
+        assert named(formulas_wb, out.name).number_format == out.number_format, out.name
+
+
+def test_inputs_have_validation_that_names_the_input(formulas_wb):
+    ws = formulas_wb["Inputs"]
+    by_cell = {}
+    for dv in ws.data_validations.dataValidation:
+        for rng in dv.sqref.ranges:
+            by_cell[rng.coord] = dv
+    mfu = named(formulas_wb, "MFU").coordinate
+    assert "MFU" in by_cell[mfu].error and "> 0" in by_cell[mfu].error and "<= 1" in by_cell[mfu].error
+    assert by_cell[mfu].showErrorMessage
+    rec = by_cell[named(formulas_wb, "Recompute").coordinate]
+    assert rec.type == "list" and rec.formula1 == '"none,selective,full"'
+    zero = by_cell[named(formulas_wb, "ZeRO_Stage").coordinate]
+    assert "INT(" in zero.formula1 and ">=0" in zero.formula1 and "<=3" in zero.formula1
+    assert by_cell[named(formulas_wb, "Seq_Parallel").coordinate].formula1 == '"TRUE,FALSE"'
+    gpu = by_cell[named(formulas_wb, "GPU_Type").coordinate]
+    assert gpu.type == "list" and gpu.formula1.startswith("GPUs!$A$")
+
+
+def test_protected_sheets_with_unlocked_inputs(formulas_wb):
+    for ws in formulas_wb.worksheets:
+        assert ws.protection.sheet, ws.title
+        assert not ws.protection.password, ws.title
+        for row in ws.iter_rows():
+            for c in row:
+                if c.data_type == "f" and ws.title != "Scenarios":
+                    # formulas are locked, except derived inputs that hold a look-up as their default
+                    if c.fill.start_color.rgb not in ("00FFF2CC", "FFFFF2CC"):
+                        assert c.protection.locked, (ws.title, c.coordinate)
+    for cell in INPUTS:
+        assert not named(formulas_wb, cell.name).protection.locked, cell.name
+
+
+def test_no_macros_no_external_links(seed002):
+    with zipfile.ZipFile(seed002[0]) as zf:
+        names = zf.namelist()
+        types = zf.read("[Content_Types].xml").decode()
+    assert not any("vbaProject" in n or "externalLink" in n for n in names)
+    assert "macroEnabled" not in types
+
+
+def test_charts_reference_cells(seed002):
+    with zipfile.ZipFile(seed002[0]) as zf:
+        charts = [zf.read(n).decode() for n in zf.namelist() if n.startswith("xl/charts/chart")]
+    assert len(charts) >= 4  # memory, cost, days vs GPUs, cost vs GPUs
+    joined = "\n".join(charts)
+    for ref in ("'Memory'!$B$6:$B$10", "'Budget'!$B$11:$B$14", "'Sensitivity'!"):
+        assert ref in joined
+    assert all("<numRef>" in c for c in charts)
+
+
+HOSTILE = '''name = "=HYPERLINK(\\"http://example.invalid\\",\\"click\\")"
+notes = "+cmd|' /C calc'!A0 @SUM(1) -2+3"
+gpu = "h100"
+'''
+
+
+def test_hostile_scenario_text_stays_text(tmp_path):
+    toml = tmp_path / "hostile.toml"
+    toml.write_text(HOSTILE, encoding="utf-8")
+    sc = load_scenario(toml)
+    path = tmp_path / "hostile.xlsx"
+    lay = build(path, [sc])
+    wb = openpyxl.load_workbook(path)
+    for name, text in (("Scenario_Name", sc.name), ("Scenario_Notes", sc.notes)):
+        c = named(wb, name)
+        assert c.data_type == "s" and c.value == text
+    assert wb["Scenarios"]["C5"].data_type == "s"  # the comparison columns' names, too
+    with zipfile.ZipFile(path) as zf:
+        xml = zf.read("xl/worksheets/sheet2.xml").decode()  # Inputs
+    cell = re.search(r'<c r="B2"[^>]*>.*?</c>', xml).group(0)
+    assert "<f>" not in cell and "inlineStr" in cell
+    assert lay.book.cell("Inputs", "B2").value.startswith("=HYPERLINK")
+
+
+def test_build_workbook_script(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "build_workbook.py"), "--help"], capture_output=True,
+                         text=True, cwd=tmp_path)
+    assert out.returncode == 0 and "--scenario" in out.stdout and "-o" in out.stdout
+    run = subprocess.run([sys.executable, str(ROOT / "build_workbook.py")], capture_output=True, text=True,
+                         cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "planner.xlsx").exists()
+    bad = subprocess.run([sys.executable, str(ROOT / "build_workbook.py"), "--scenario", "no-such-plan"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 2 and "scenario" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_bad_scenario_file_names_the_input(tmp_path):
+    from xlcalc.errors import InputError
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('mfu = 1.7\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"mfu = 1.7 is not allowed: mfu must be a number > 0 and <= 1"):
+        load_scenario(bad)
+
+
+@pytest.mark.parametrize("template", sorted(p.name for p in TEMPLATES.glob("*.toml")))
+def test_every_template_builds(template, tmp_path):
+    sc = load_scenario(TEMPLATES / template)
+    lay = build(tmp_path / "t.xlsx", [sc])
+    assert lay.scenario == sc
+    assert all(math.isfinite(v) for v in evaluate(sc).values() if not isinstance(v, bool))
