@@ -24,8 +24,8 @@ from defusedxml import ElementTree as SafeET
 _NS = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main",
        "r": "http://schemas.openxmlformats.org/officeDocument/2006/relationships",
        "rel": "http://schemas.openxmlformats.org/package/2006/relationships"}
-_CELL = re.compile(r'<c r="(?P<r>[A-Z]+[0-9]+)"(?P<attrs>[^>]*)><f>(?P<f>[^<]*)</f><v\s*/></c>|'
-                   r'<c r="(?P<r2>[A-Z]+[0-9]+)"(?P<attrs2>[^>]*)><f>(?P<f2>[^<]*)</f><v></v></c>')
+_CELL = re.compile(r'<c r="(?P<r>[A-Z]+[0-9]+)"(?P<attrs>[^>]*)><f>(?P<f>[^<]*)</f>(?:<v\s*/>|<v>[^<]*</v>)?</c>')
+_TYPE = re.compile(r'\s+t="[^"]*"')
 
 
 def sheet_paths(zf: zipfile.ZipFile) -> dict[str, str]:
@@ -76,9 +76,8 @@ def inject(path: str | Path, values: Mapping[tuple[str, str], Any]) -> int:
 
                     def fill(m: re.Match) -> str:
                         nonlocal count
-                        r = m["r"] or m["r2"]
-                        attrs = m["attrs"] if m["r"] else m["attrs2"]
-                        f = m["f"] if m["r"] else m["f2"]
+                        r, f = m["r"], m["f"]
+                        attrs = _TYPE.sub("", m["attrs"])
                         if r not in cells:
                             return m.group(0)
                         xml = _value_xml(cells[r])

@@ -1,0 +1,204 @@
+"""Proof in a real spreadsheet engine: LibreOffice recalculates the workbook to the engine's numbers.
+
+One ``soffice`` call converts every test file (2-core machines): the seed 002 workbook as built,
+workbooks whose inputs were changed through the defined names, one whose GPU type was switched
+in the dropdown cell, and one built from a hostile scenario. Each input file carries a stale-cache
+canary (a deliberately wrong cached value) that must come back correct.
+Skips where LibreOffice is absent, except under CI=true, where it fails.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import math
+import os
+import random
+import shutil
+import tempfile
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from xlcalc.scenario import INPUTS, OUTPUTS, Scenario, evaluate, load_scenario
+from xlcalc.workbook import build, cache
+from xlcalc.workbook.compare import gpu_variant
+from xlcalc.workbook.libreoffice import recalculate, soffice
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED002 = ROOT / "templates" / "seed002-70b-a800.toml"
+CANARY = {("Time", "B6"): 12345.0, ("Memory", "B12"): -1.0}  # Train_Days, Mem_Total_GB cached wrong
+HOSTILE_NAME = '=HYPERLINK("http://example.invalid","click")'
+N_GENERATED = 4
+
+
+def require_libreoffice() -> None:
+    if soffice() is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("CI=true but LibreOffice (soffice) is not installed; .ci/run installs libreoffice-calc-nogui")
+        pytest.skip("LibreOffice (soffice) is not installed: install libreoffice-calc-nogui to run the real-engine tests")
+
+
+def generated_scenario(rng: random.Random, k: int) -> Scenario:
+    """An unseen, valid plan (values rounded to 6 significant digits)."""
+    def r6(x: float) -> float:
+        return float(f"{x:.6g}")
+
+    heads = rng.choice([16, 32, 40, 64, 96, 128])
+    tp = rng.choice([t for t in (1, 2, 4, 8) if heads % t == 0])
+    pp = rng.choice([1, 2, 4, 8])
+    return Scenario(
+        name=f"generated plan {k}", notes="random inputs written through the defined names",
+        params_b=r6(rng.uniform(1, 1000)), tokens_t=r6(rng.uniform(0.1, 20)),
+        seq_len=rng.choice([1024, 2048, 4096, 8192]), hidden=heads * rng.choice([64, 128]),
+        layers=rng.randint(8, 128), heads=heads, peak_tflops=r6(rng.uniform(100, 2000)),
+        gpu_memory_gb=rng.choice([40, 64, 80, 141, 192]), n_gpus=tp * pp * rng.randint(1, 300),
+        gpus_per_node=rng.choice([4, 8, 16]), mfu=r6(rng.uniform(0.1, 0.7)), tp=tp, pp=pp,
+        zero_stage=rng.randint(0, 3), seq_parallel=rng.random() < 0.5,
+        recompute=rng.choice(["none", "selective", "full"]), micro_batch=rng.randint(1, 8),
+        bytes_weights=rng.choice([1, 2, 4]), bytes_grads=rng.choice([2, 4]), bytes_optimizer=rng.choice([8, 12, 16]),
+        overhead_gb=r6(rng.uniform(0, 10)), deadline_days=r6(rng.uniform(10, 200)),
+        spare_frac=r6(rng.uniform(0, 0.2)), usd_per_gpu_hour=r6(rng.uniform(0.5, 10)),
+        kw_per_gpu=r6(rng.uniform(0.3, 1.5)), pue=r6(rng.uniform(1, 2)), usd_per_kwh=r6(rng.uniform(0, 0.3)),
+        failure_frac=r6(rng.uniform(0, 0.3)), experiments_frac=r6(rng.uniform(0, 1)),
+        data_usd=r6(rng.uniform(0, 1e7)), people_usd=r6(rng.uniform(0, 1e7)), other_usd=r6(rng.uniform(0, 1e6)),
+        budget_usd=r6(rng.uniform(1e6, 1e9)),
+    )
+
+
+def named_cell(wb, name):
+    (sheet, at), = wb.defined_names[name].destinations
+    return wb[sheet][at.replace("$", "")]
+
+
+def set_inputs(src: Path, dst: Path, values: dict) -> None:
+    """Write values into the cells the defined names point to (as a script or a user would)."""
+    wb = openpyxl.load_workbook(src)
+    for name, value in values.items():
+        cell = named_cell(wb, name)
+        cell.value = value
+        if isinstance(value, str):
+            cell.data_type = "s"
+    wb.save(dst)
+
+
+@functools.lru_cache(maxsize=None)
+def recalculated() -> dict:
+    """Build the test files, recalculate them all in one LibreOffice run; cached for the session."""
+    require_libreoffice()
+    work = Path(tempfile.mkdtemp(prefix="xlcalc-wb-"))
+    atexit.register(shutil.rmtree, work, True)
+    src, out = work / "in", work / "out"
+    src.mkdir()
+    base_sc = load_scenario(SEED002)
+    pristine = work / "pristine.xlsx"
+    base = build(pristine, [base_sc])
+    cases: dict[str, dict] = {}
+
+    seed = src / "seed002.xlsx"
+    shutil.copy(pristine, seed)
+    cases["seed002"] = {"scenario": base_sc}
+
+    rng = random.Random(20240611)
+    for k in range(N_GENERATED):
+        sc = generated_scenario(rng, k)
+        values = {c.name: getattr(sc, c.field) for c in INPUTS}
+        values.update(Scenario_Name=sc.name, Scenario_Notes=sc.notes, GPU_Type="", Model_Preset="")
+        set_inputs(pristine, src / f"gen{k}.xlsx", values)
+        cases[f"gen{k}"] = {"scenario": sc}
+
+    set_inputs(pristine, src / "gpu_switch.xlsx", {"GPU_Type": "ascend-910b"})
+    cases["gpu_switch"] = {"scenario": gpu_variant(base_sc, "ascend-910b").model_copy(update={"name": base_sc.name})}
+
+    hostile = Scenario.build(name=HOSTILE_NAME, notes="@SUM(1)+2", gpu="h100")
+    build(src / "hostile.xlsx", [hostile])
+    cases["hostile"] = {"scenario": hostile}
+
+    for name in cases:
+        assert cache.inject(src / f"{name}.xlsx", CANARY) == len(CANARY)  # the stale-cache canary
+    paths = recalculate([src / f"{n}.xlsx" for n in cases], out)
+    for name, path in zip(cases, paths):
+        cases[name]["input"] = src / f"{name}.xlsx"
+        cases[name]["output"] = path
+    return {"cases": cases, "pristine": pristine, "layout": base}
+
+
+@pytest.fixture(scope="module")
+def lo():
+    return recalculated()
+
+
+def _close(got, want) -> bool:
+    if isinstance(want, bool) or isinstance(got, bool):
+        return got is want
+    return isinstance(got, (int, float)) and math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["seed002", *(f"gen{k}" for k in range(N_GENERATED)), "gpu_switch", "hostile"])
+def test_every_named_output_equals_the_engine(lo, case):
+    c = lo["cases"][case]
+    wb = openpyxl.load_workbook(c["output"], data_only=True)
+    results = evaluate(c["scenario"])
+    for out in OUTPUTS:
+        got = named_cell(wb, out.name).value
+        assert _close(got, results[out.name]), f"{case}: {out.name} LibreOffice {got!r} engine {results[out.name]!r}"
+
+
+def test_stale_cache_canary_was_recalculated(lo):
+    for name, c in lo["cases"].items():
+        before = openpyxl.load_workbook(c["input"], data_only=True)
+        after = openpyxl.load_workbook(c["output"], data_only=True)
+        for (sheet, at), wrong in CANARY.items():
+            assert before[sheet][at].value == wrong
+            assert after[sheet][at].value != wrong, f"{name}: {sheet}!{at} kept its stale cached value"
+        assert _close(after["Time"]["B6"].value, evaluate(c["scenario"])["Train_Days"])
+
+
+def test_seed002_recalculated_shows_the_seed_numbers(lo):
+    """Seed 002 §7.3: 8.4e23 FLOPs and 76.08 days on 1024 A800 at MFU 0.4."""
+    wb = openpyxl.load_workbook(lo["cases"]["seed002"]["output"], data_only=True)
+    assert named_cell(wb, "Train_FLOPs").value == pytest.approx(8.4e23, rel=1e-12)
+    assert round(named_cell(wb, "Train_Days").value, 2) == 76.08
+
+
+def test_cached_values_equal_libreoffice_everywhere(lo):
+    """Every formula cell's cached value (engine) equals LibreOffice's recalculation of the same cell."""
+    formulas = openpyxl.load_workbook(lo["pristine"])
+    cached = openpyxl.load_workbook(lo["pristine"], data_only=True)
+    recalc = openpyxl.load_workbook(lo["cases"]["seed002"]["output"], data_only=True)
+    checked, wrong = 0, []
+    for ws in formulas.worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                if cell.data_type != "f":
+                    continue
+                mine = cached[ws.title][cell.coordinate].value
+                theirs = recalc[ws.title][cell.coordinate].value
+                checked += 1
+                same = mine == theirs if isinstance(mine, (bool, str)) else _close(theirs, mine)
+                if not same:
+                    wrong.append(f"{ws.title}!{cell.coordinate}: cached {mine!r}, LibreOffice {theirs!r}")
+    assert checked > 500
+    assert not wrong, wrong[:10]
+
+
+def test_generated_workbooks_have_no_spreadsheet_errors(lo):
+    for k in range(N_GENERATED):
+        wb = openpyxl.load_workbook(lo["cases"][f"gen{k}"]["output"], data_only=True)
+        errors = [f"{ws.title}!{c.coordinate}={c.value}" for ws in wb.worksheets for row in ws.iter_rows()
+                  for c in row if isinstance(c.value, str) and c.value.startswith("#") and c.value.endswith(("!", "?", "A"))]
+        assert not errors, errors[:10]
+
+
+def test_gpu_dropdown_switch_flows_through(lo):
+    wb = openpyxl.load_workbook(lo["cases"]["gpu_switch"]["output"], data_only=True)
+    assert named_cell(wb, "Peak_TFLOPS").value == 320     # seed 002: Ascend 910B, 320 TFLOPS
+    assert named_cell(wb, "GPU_Memory_GB").value == 64    # seed 002: Ascend 910B, 64 GB
+
+
+def test_hostile_text_survives_recalculation_as_text(lo):
+    wb = openpyxl.load_workbook(lo["cases"]["hostile"]["output"])
+    cell = named_cell(wb, "Scenario_Name")
+    assert cell.data_type == "s" and cell.value == HOSTILE_NAME
+    assert named_cell(wb, "Scenario_Notes").value == "@SUM(1)+2"
