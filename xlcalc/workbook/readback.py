@@ -18,6 +18,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..scenario import INPUTS, OUTPUTS, Scenario, evaluate
+from .catalogs import GPU_DERIVED, MODEL_DERIVED
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
 MAX_UNPACKED_BYTES = 200 * 1024 * 1024
@@ -149,9 +150,12 @@ def read_workbook(path: str | Path) -> ReadBack:
         for cell in INPUTS:
             v = _value(wb, cell.name)
             if v is None:
+                preset = "gpu" if cell.field in GPU_DERIVED else "model" if cell.field in MODEL_DERIVED else None
+                if preset and data.get(preset):
+                    continue  # a look-up not yet recalculated: the preset fills it, as in the workbook
                 raise InputError(cell.name, None, "a value (the cell is empty or was never calculated)")
             data[cell.field] = v
-        scenario = Scenario.model_validate(data)
+        scenario = Scenario.build(**data)
         results = evaluate(scenario)
         cached: dict[str, Any] = {}
         rb = ReadBack(str(path), scenario, results, cached)

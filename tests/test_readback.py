@@ -1,0 +1,133 @@
+"""Read-back of an emailed workbook: guarded parsing, bounded size, clear rejections, lossless round trip."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import zipfile
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from xlcalc.cli import main as cli_main
+from xlcalc.errors import InputError
+from xlcalc.scenario import INPUTS, load_scenario
+from xlcalc.workbook import build
+from xlcalc.workbook import readback
+from xlcalc.workbook.readback import WorkbookError, read_workbook
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED002 = ROOT / "templates" / "seed002-70b-a800.toml"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    path = tmp_path_factory.mktemp("rb") / "planner.xlsx"
+    build(path, [load_scenario(SEED002)])
+    return path
+
+
+def test_xml_attacks_are_guarded():
+    assert openpyxl.DEFUSEDXML, "openpyxl must parse with defusedxml (installed as a dependency)"
+
+
+def test_read_built_workbook_agrees(built):
+    rb = read_workbook(built)
+    assert rb.ok and not rb.missing_cache
+    assert rb.scenario == load_scenario(SEED002)
+    assert round(rb.results["Train_Days"], 2) == 76.08  # seed 002 §7.3
+
+
+def test_edit_without_recalculation_is_reported(built, tmp_path):
+    wb = openpyxl.load_workbook(built)
+    (sheet, at), = wb.defined_names["N_GPUs"].destinations
+    wb[sheet][at.replace("$", "")].value = 2048
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)  # openpyxl keeps formulas but no cached values
+    rb = read_workbook(edited)
+    assert rb.scenario.n_gpus == 2048
+    assert "Train_Days" in rb.missing_cache and not rb.disagreements
+    assert rb.results["Train_Days"] == pytest.approx(8.4e23 / (312e12 * 2048 * 0.4) / 86400, rel=1e-12)
+
+
+def test_wrong_cached_value_is_a_disagreement(built, tmp_path):
+    from xlcalc.workbook import cache
+
+    bad = tmp_path / "bad.xlsx"
+    bad.write_bytes(built.read_bytes())
+    cache.inject(bad, {("Time", "B6"): 99.0})  # Train_Days shown wrong
+    rb = read_workbook(bad)
+    assert [d.name for d in rb.disagreements] == ["Train_Days"]
+    assert "workbook shows 99.0" in str(rb.disagreements[0])
+
+
+def test_foreign_and_malformed_files_are_rejected(tmp_path):
+    text = tmp_path / "notes.xlsx"
+    text.write_text("hello", encoding="utf-8")
+    with pytest.raises(WorkbookError, match="not an .xlsx workbook"):
+        read_workbook(text)
+    foreign = tmp_path / "other.xlsx"
+    wb = openpyxl.Workbook()
+    wb.active["A1"] = 1
+    wb.save(foreign)
+    with pytest.raises(WorkbookError, match="not an xlcalc planning workbook .missing defined names: Params_B"):
+        read_workbook(foreign)
+    zipped = tmp_path / "plain.xlsx"
+    with zipfile.ZipFile(zipped, "w") as zf:
+        zf.writestr("readme.txt", "not a workbook")
+    with pytest.raises(WorkbookError, match="no xl/workbook.xml"):
+        read_workbook(zipped)
+    with pytest.raises(WorkbookError, match="cannot read the file"):
+        read_workbook(tmp_path / "missing.xlsx")
+
+
+def test_size_limits_and_zip_bombs(tmp_path, monkeypatch):
+    bomb = tmp_path / "bomb.xlsx"
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("[Content_Types].xml", "<Types/>")
+        zf.writestr("xl/workbook.xml", b"\0" * (5 * 1024 * 1024))  # 5 MB of zeros compress ~1000:1
+    with pytest.raises(WorkbookError, match="zip bomb"):
+        read_workbook(bomb)
+    monkeypatch.setattr(readback, "MAX_FILE_BYTES", 1000)
+    with pytest.raises(WorkbookError, match="too large"):
+        read_workbook(bomb)
+
+
+def test_bad_input_in_workbook_names_the_input(built, tmp_path):
+    wb = openpyxl.load_workbook(built)
+    (sheet, at), = wb.defined_names["MFU"].destinations
+    wb[sheet][at.replace("$", "")].value = 1.5
+    edited = tmp_path / "mfu.xlsx"
+    wb.save(edited)
+    with pytest.raises(InputError, match=r"mfu = 1.5 is not allowed: mfu must be a number > 0 and <= 1"):
+        read_workbook(edited)
+    assert cli_main(["read", str(edited)]) == 2
+
+
+def test_cli_read_json(built, capsys):
+    assert cli_main(["read", str(built), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["scenario"]["n_gpus"] == 1024 and data["disagreements"] == []
+    assert data["results"]["Train_FLOPs"] == pytest.approx(8.4e23)
+
+
+def test_round_trip_through_libreoffice():
+    """build -> edit inputs (openpyxl, by defined name) -> LibreOffice recalculation -> read: nothing lost."""
+    from test_workbook_libreoffice import N_GENERATED, recalculated
+
+    cases = recalculated()["cases"]
+    for k in range(N_GENERATED):
+        case = cases[f"gen{k}"]
+        rb = read_workbook(case["output"])
+        want = case["scenario"]
+        for cell in INPUTS:
+            got, exp = getattr(rb.scenario, cell.field), getattr(want, cell.field)
+            if isinstance(exp, float):
+                assert math.isclose(got, exp, rel_tol=1e-14), (cell.name, got, exp)
+            else:
+                assert got == exp, (cell.name, got, exp)
+        assert rb.scenario.name == want.name and rb.scenario.notes == want.notes
+        assert rb.ok, [str(d) for d in rb.disagreements]
+        assert not rb.missing_cache
