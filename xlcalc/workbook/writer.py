@@ -89,12 +89,11 @@ def to_workbook(book: Book) -> Workbook:
         ws = wb.create_sheet(title)
         for at, c in book.sheets[title].items():
             write_cell(ws, at, c.value, c.kind, c.number_format, c.subs)
-        for col, width in {**WIDTHS.get(title, {}), **book.widths.get(title, {})}.items():
+        widths = {c: DEFAULT_WIDTH for c in "ABCDEFGHIJKL"}
+        widths.update(WIDTHS.get(title, {}))
+        widths.update(book.widths.get(title, {}))
+        for col, width in widths.items():
             ws.column_dimensions[col].width = width
-        for col in "ABCDEFGHIJKL":
-            if ws.column_dimensions[col].width in (None, 13.0) and col not in WIDTHS.get(title, {}) \
-                    and col not in book.widths.get(title, {}):
-                ws.column_dimensions[col].width = DEFAULT_WIDTH
         if title in book.freeze:
             ws.freeze_panes = book.freeze[title]
         ws.protection.sheet = True  # no password: Review > Unprotect Sheet
