@@ -271,9 +271,61 @@ _define(
 CATALOG_UDFS: tuple[str, ...] = ("GPU_SPEC", "MODEL_SPEC", "GPU_LIST", "MODEL_LIST")
 
 # -- planner ----------------------------------------------------------------------------
-# PLAN(...) comes here once xlcalc's planner exists: define it with _define(...) like
-# GPU_SPEC above (a thin call into the planner, spilling its table) and add its name to
-# PLANNER_UDFS; tests/test_udfs.py checks that every listed name is a worksheet function.
-PLANNER_UDFS: tuple[str, ...] = ()
+
+def _one_cell(name: str, value: Any) -> Any:
+    """A planner argument is one cell: arrives as [[x]] (ndim=2)."""
+    grid = _as_grid(name, value)
+    if grid is None:
+        return value
+    if len(grid) != 1 or len(grid[0]) != 1:
+        raise InputError(name, f"a {len(grid)}x{len(grid[0]) if grid else 0} range", "a single cell")
+    return grid[0][0]
+
+
+_PLAN_PARAMS = ("model", "gpu", "n_gpus", "seq_len", "global_batch_tokens", "tokens_t", "scaleout_gb_s", "top")
+
+
+def _plan(args: tuple) -> list[list[Any]]:
+    from xlcalc.inputs import check_value
+    from xlcalc.planner import Settings, plan, plan_table
+
+    v = {k: _one_cell(k, a) for k, a in zip(_PLAN_PARAMS, args)}
+    v = {k: (None if _is_empty(x) else x) for k, x in v.items()}
+    model = _text("model", v["model"], "a model name from MODEL_LIST()")
+    gpu = _text("gpu", v["gpu"], "a GPU name from GPU_LIST()")
+    top = v["top"] if v["top"] is not None else 5
+    if isinstance(top, bool) or not isinstance(top, (int, float)) or top != int(top) or not 1 <= top <= 100:
+        raise InputError("top", top, "a whole number from 1 to 100")
+    top = int(top)
+    settings = Settings(scaleout_gb_s=check_value("bandwidth_gb_s", v["scaleout_gb_s"])) \
+        if v["scaleout_gb_s"] is not None else Settings()
+    if v["global_batch_tokens"] is None:
+        raise InputError("global_batch_tokens", None, "a number of tokens per step, e.g. 4194304")
+    result = plan(model, gpu=gpu, n_gpus=check_value("n_gpus", v["n_gpus"]),
+                  seq_len=check_value("seq_len", v["seq_len"]),
+                  global_batch_tokens=check_value("tokens", v["global_batch_tokens"]),
+                  tokens_t=v["tokens_t"], settings=settings, top=top)
+    if not result.plans:
+        why = result.rejected[0].reason if result.rejected else "no configuration fits in GPU memory"
+        raise ValueError(f"no plan fits: {why}")
+    return plan_table(result, top)
+
+
+_define(
+    "PLAN", _PLAN_PARAMS, {"tokens_t": None, "scaleout_gb_s": None, "top": 5},
+    "Best parallel layouts (TP, PP, DP, ZeRO, recompute, micro-batch) that fit in GPU memory, fastest first, "
+    "with memory per GPU, step time, predicted MFU, tokens/s per GPU, days and cost; spills a table.",
+    _plan,
+    {"model": "Model name from MODEL_LIST(), e.g. \"llama2-70b\"",
+     "gpu": "GPU name from GPU_LIST(), e.g. \"H100\"",
+     "n_gpus": "Number of GPUs in the cluster",
+     "seq_len": "Sequence length (tokens)",
+     "global_batch_tokens": "Tokens per optimizer step (global batch), e.g. 4194304",
+     "tokens_t": "Training tokens, trillions (empty: 20 tokens per parameter)",
+     "scaleout_gb_s": "Scale-out (InfiniBand) bandwidth per GPU, GB/s, where the catalog has none (e.g. 50)",
+     "top": "How many plans to list (default 5)"},
+)
+
+PLANNER_UDFS: tuple[str, ...] = ("PLAN",)
 
 UDF_NAMES: tuple[str, ...] = FORMULA_UDFS + CATALOG_UDFS + PLANNER_UDFS

@@ -1,0 +1,66 @@
+"""PLAN(...): the planner as a worksheet function that spills its table."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "udfs"))
+
+import xlcalc_udfs as u  # noqa: E402
+
+from xlcalc.errors import CatalogError, InputError  # noqa: E402
+from xlcalc.planner import Settings, plan  # noqa: E402
+from xlcalc.planner.search import PLAN_COLUMNS  # noqa: E402
+
+
+def cell(x):
+    return [[x]]  # xlwings hands every argument over as a 2-D range (ndim=2)
+
+
+ARGS = dict(model="llama2-70b", gpu="H100", n_gpus=1024.0, seq_len=4096.0, global_batch_tokens=4194304.0,
+            tokens_t=2.0, scaleout_gb_s=50.0, top=3.0)
+
+
+def call(**overrides):
+    values = {**ARGS, **overrides}
+    return u.PLAN(*(None if values[k] is None else cell(values[k]) for k in u._PLAN_PARAMS))
+
+
+def test_plan_spills_header_and_the_planners_best_plans():
+    table = call()
+    assert table[0] == list(PLAN_COLUMNS)
+    assert [row[0] for row in table[1:]] == [1, 2, 3]
+    expected = plan("llama2-70b", gpu="H100", n_gpus=1024, seq_len=4096, global_batch_tokens=4194304, tokens_t=2,
+                    settings=Settings(scaleout_gb_s=50), top=3).plans
+    for row, p in zip(table[1:], expected):
+        assert dict(zip(PLAN_COLUMNS[1:], row[1:])) == {k: getattr(p, k) for k in PLAN_COLUMNS[1:]}
+
+
+def test_plan_is_a_registered_worksheet_function():
+    assert "PLAN" in u.UDF_NAMES and "PLAN" in u.__all__
+
+
+@pytest.mark.parametrize(
+    "overrides, name",
+    [(dict(n_gpus=0.0), "n_gpus"), (dict(n_gpus=2.5), "n_gpus"), (dict(seq_len="abc"), "seq_len"),
+     (dict(top=0.0), "top"), (dict(global_batch_tokens=None), "global_batch_tokens"), (dict(model=None), "model")],
+)
+def test_bad_plan_inputs_name_the_input(overrides, name):
+    with pytest.raises(InputError) as info:
+        call(**overrides)
+    assert str(info.value).startswith(f"{name} = ")
+
+
+def test_unknown_names_list_the_valid_ones():
+    with pytest.raises(CatalogError, match="valid models: .*llama2-70b"):
+        call(model="llama9")
+
+
+def test_a_range_where_one_cell_is_expected_is_refused():
+    values = [cell(v) for v in ARGS.values()]
+    values[2] = [[1024.0], [2048.0]]
+    with pytest.raises(InputError, match="n_gpus .* a single cell"):
+        u.PLAN(*values)
