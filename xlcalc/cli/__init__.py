@@ -22,13 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"xlcalc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as exc:  # a subcommand not built yet
-            if exc.name == f"{__name__}.{name}":
-                continue
-            raise
-        module.register(sub)
+        importlib.import_module(f".{name}", __name__).register(sub)
     return parser
 
 
@@ -43,3 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, CatalogError) as exc:
         print(f"xlcalc {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into head & co.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
