@@ -97,7 +97,7 @@ def test_no_traceback_from_the_real_console_entry():
 
 
 def test_help_everywhere(capsys):
-    for argv in ([], ["estimate"], ["memory"], ["catalog"]):
+    for argv in ([], ["estimate"], ["memory"], ["catalog"], ["plan"], ["workbook"], ["read"]):
         with pytest.raises(SystemExit) as info:
             main([*argv, "--help"])
         assert info.value.code == 0
