@@ -80,6 +80,7 @@ def test_llama_energy_matches_the_papers_accounting():
 
 def test_training_tax_and_budget_lines():
     # seed 000: failures 10-20 %; seed 003: data, people, experiments
+    assert x.training_tax_usd(10e6, 0.15, 0.2) == pytest.approx(3.5e6)
     assert x.total_cost_usd(10e6, 0.15, 0.2, 1e6, 2e6, 0.5e6) == pytest.approx(10e6 * 1.35 + 3.5e6)
     assert x.usd_per_million_tokens(4e6, 2) == pytest.approx(2.0)
     assert x.gpu_hours_for_budget(1e6, 2.5) == 400_000

@@ -6,7 +6,7 @@ from ..registry import formula
 
 __all__ = [
     "cloud_cost_usd", "capex_cost_usd", "energy_mwh", "power_cost_usd", "owned_cost_usd",
-    "total_cost_usd", "usd_per_million_tokens", "gpu_hours_for_budget", "days_for_budget", "budget_left_usd",
+    "training_tax_usd", "total_cost_usd", "usd_per_million_tokens", "gpu_hours_for_budget", "days_for_budget", "budget_left_usd",
 ]
 
 
@@ -49,12 +49,20 @@ def owned_cost_usd(n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_g
             + power_cost_usd(n_gpus, kw_per_gpu, pue, days, usd_per_kwh))
 
 
+@formula(udf="TRAINING_TAX_USD", unit="USD", category="cost",
+         equation="compute * (failures + experiments)",
+         source="seed 000 (training tax: failures and restarts 10-20%); seed 003 (experiments and failed runs)")
+def training_tax_usd(compute_usd, failure_frac=0.15, experiments_frac=0):
+    """The training tax: compute lost to failures and restarts, plus experiments and ablations."""
+    return compute_usd * (failure_frac + experiments_frac)
+
+
 @formula(udf="TOTAL_COST_USD", unit="USD", category="cost",
-         equation="compute * (1 + failures + experiments) + data + people + other",
+         equation="compute + training tax + data + people + other",
          source="seed 000 (training tax: failures 10-20%, people, power); seed 003 (data, experiments)")
 def total_cost_usd(compute_usd, failure_frac=0.15, experiments_frac=0, data_usd=0, people_usd=0, other_usd=0):
     """Total cost of a training project including the training tax."""
-    return compute_usd * (1 + failure_frac + experiments_frac) + data_usd + people_usd + other_usd
+    return compute_usd + training_tax_usd(compute_usd, failure_frac, experiments_frac) + data_usd + people_usd + other_usd
 
 
 @formula(udf="USD_PER_M_TOKENS", unit="USD per million tokens", category="cost",

@@ -7,7 +7,7 @@ from typing import Any
 
 from .. import catalog
 from ..expr import Var
-from ..formulas import cost, memory
+from ..formulas import memory
 from ..inputs import spec
 from ..scenario import INPUT_BY_FIELD, OUTPUT_BY_NAME, Scenario
 from .catalogs import GPU_DERIVED, MODEL_DERIVED, Table
@@ -214,10 +214,7 @@ def budget_sheet(ctx: Ctx) -> None:
         b.put(s, f"{'ABCD'[j - 1]}8", h, "header")
     output_row(ctx, s, 9, "Compute_Cost_USD")
     output_row(ctx, s, 10, "Power_Cost_USD")
-    total = OUTPUT_BY_NAME["Total_Cost_USD"]
-    args = {k: (0 if k in ("data_usd", "people_usd", "other_usd") else v) for k, v in total.args.items()}
-    formula_row(ctx, s, 11, "Compute and power incl. training tax", cost.total_cost_usd(**args), "USD",
-                f"TOTAL_COST_USD without data, people, other: {total.formula.equation}", '"$"#,##0')
+    output_row(ctx, s, 11, "Training_Tax_USD")
     input_row(ctx, s, 12, "data_usd", sc.data_usd)
     input_row(ctx, s, 13, "people_usd", sc.people_usd)
     input_row(ctx, s, 14, "other_usd", sc.other_usd)
