@@ -63,13 +63,31 @@ def test_validation_against_measured_runs():
     mod = _validation()
     records = json.loads((SHARED / "published.json").read_text(encoding="utf-8"))
     results = mod.rows(records)
-    assert len(results) >= 18
+    assert len(results) == 19
+    within = [r for r in results if r["error"] is not None and abs(r["error"]) <= 0.15]
     h100 = [r for r in results if r["gpu"] == "h100-sxm"]
-    # records megatron-h100-weak-*: at least 80% predicted within 15% relative of the measured MFU
+    # records megatron-h100-weak-*: all 9 predicted within 15% relative of the measured MFU
     assert len(h100) == 9
-    assert sum(abs(r["error"]) <= 0.15 for r in h100) >= 0.8 * len(h100)
-    # every measured run within 40% (A100 2021-22 runs are over-predicted; see docs/validation.md)
-    assert all(r["error"] is not None and abs(r["error"]) <= 0.40 for r in results)
+    assert all(abs(r["error"]) <= 0.15 for r in h100)
+    # Issue 5 asks for 80% of all measured runs within 15%; honestly reached: 10 of 19 (docs/validation.md).
+    # The A100 runs of 2021-22 (narayanan21-*, megatron-a100-*) stay over-predicted, none by more than 25%.
+    assert len(within) >= 10
+    a100 = [r for r in results if r["gpu"] == "a100-80gb"]
+    assert len(a100) == 10 and all(0 < r["error"] <= 0.25 for r in a100)
+
+
+def test_validation_pins_documented_software():
+    mod = _validation()
+    records = json.loads((SHARED / "published.json").read_text(encoding="utf-8"))
+    by_id = {c["id"]: c for c in mod.cases(records)}
+    # NVIDIA/Megatron-LM examples/pretrain_gpt3_175B.sh: --micro-batch-size 1, no interleaving, --fp16
+    gpt3 = mod.predict(by_id["megatron-a100-gpt3-175b-1024gpu"])
+    assert gpt3["plan"] == "TP=8, PP=16, DP=8, ZeRO-0, recompute full, micro-batch 1"
+    # Narayanan et al. 2021 PTD-P: plain data parallelism, gradient all-reduce after the backward pass
+    for rid in ("narayanan21-1t-3072", "narayanan21-table2-175b-1536"):
+        case = by_id[rid]
+        assert case["pins"]["zero_stage"] == 0 and case["software"]["dp_overlap"] == 0
+        assert "ZeRO-0" in mod.predict(case)["plan"]
 
 
 def test_plan_table_header_and_rows(seed002):
@@ -117,8 +135,9 @@ def test_cli_json_contract():
 
 
 def test_cli_errors_are_one_line():
+    # the catalog has the A800's HBM and NVLink (product brief) but no InfiniBand figure
     out = _cli("--model", "llama2-70b", "--gpu", "A800", "--gpus", "1024", "--seq-len", "4096",
                "--global-batch-tokens", "4194304")
-    assert out.returncode == 2 and "Traceback" not in out.stderr and "--hbm-tb-s" in out.stderr
+    assert out.returncode == 2 and "Traceback" not in out.stderr and "--scaleout-gb-s" in out.stderr
     out = _cli("--model", "nope", "--gpu", "H100", "--gpus", "8", "--seq-len", "4096", "--global-batch-tokens", "1e6")
     assert out.returncode == 2 and "unknown model" in out.stderr

@@ -47,3 +47,40 @@ def test_bubble_and_comm():
 def test_days_at_throughput():
     # 2T tokens at 400 tokens/s/GPU on 1024 GPUs: 2e12/(409600)/86400 = 56.5 days
     assert fs.train_days_at_throughput(2, 400, 1024) == pytest.approx(2e12 / 409600 / 86400)
+
+
+def test_wave_quantization_nvidia_guide():
+    # NVIDIA Matrix Multiplication Background guide §3.2: an A100 runs one 256x128 tile per SM, 108 SMs a wave.
+    # GPT-3 175B QKV at t = 8, one 2048-token micro-batch: output 2048 x 4608 = 8 x 36 = 288 tiles
+    # -> 3 waves of 108 (324 tile slots), useful 288/324
+    assert fs.gemm_wave_efficiency(2048, 4608, 108) == pytest.approx(288 / 324)
+    # 22B (h = 6144) QKV at t = 8: 2048 x 2304 = 8 x 18 = 144 tiles (or 16 x 9 transposed) -> 2 waves: 144/216
+    assert fs.gemm_wave_efficiency(2048, 2304, 108) == pytest.approx(144 / 216)
+    # a ragged edge wastes the rest of its tile: 100 x 100 in one 256x128 tile on one SM = 10000/32768
+    assert fs.gemm_wave_efficiency(100, 100, 1) == pytest.approx(100 * 100 / (256 * 128))
+    # the same shape on 132 SMs (H100 SXM): 288 tiles -> 3 waves of 132 (396 slots)
+    assert fs.gemm_wave_efficiency(2048, 4608, 132) == pytest.approx(288 / 396)
+
+
+def test_linear_layer_time_whole_waves():
+    # shapes that fill whole waves: 108*256 = 27648 rows, 128 and 256*108 columns -> efficiency 1 everywhere;
+    # forward + input gradient + weight gradient = 3 x 2*T*K*N FLOPs (Narayanan et al. 2021: backward = 2 x forward)
+    T, K, N = 27648, 27648, 13824
+    assert fs.gemm_wave_efficiency(T, N, 108) == pytest.approx(1)
+    assert fs.gemm_wave_efficiency(K, N, 108) == pytest.approx(1)
+    rate = 312e12 * 0.859
+    assert fs.linear_layer_time_s(T, K, N, 312, 0.859, 108) == pytest.approx(3 * 2 * T * K * N / rate)
+    # full recompute runs the forward twice: 4 x
+    assert fs.linear_layer_time_s(T, K, N, 312, 0.859, 108, 2) == pytest.approx(4 * 2 * T * K * N / rate)
+
+
+def test_unfused_attention_bytes_kernel_count():
+    # GPT-3 175B, t = 8: 12 heads per GPU, s = 2048 -> 12*2048 score elements per token and layer.
+    # softmax/mask/dropout: fwd 2+2 (softmax) + 2+2+1 (dropout, mask) = 9; bwd 2+1+2 + 2+2+2 = 11; recompute + 9
+    elems = 96 / 8 * 2048
+    assert fs.attention_softmax_bytes_per_token(2048, 96, 8, "none") == pytest.approx(20 * elems)
+    assert fs.attention_softmax_bytes_per_token(2048, 96, 8, "full") == pytest.approx(29 * elems)
+    # matmuls: fwd 2 (QK^T writes) + 2 (AV reads); bwd 2 + 2 + 4; recompute + 4
+    assert fs.attention_gemm_bytes_per_token(2048, 96, 8, "selective") == pytest.approx(16 * elems)
+    # roofline: memory-bound matmul side (1 GB at 2 TB/s = 0.5 ms > 1e9 FLOPs) plus 2 GB of softmax traffic
+    assert fs.unfused_attention_time_s(1e9, 1e9, 2e9, 312, 0.859, 2.0) == pytest.approx(0.5e-3 + 1e-3)

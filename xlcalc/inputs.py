@@ -178,6 +178,16 @@ _add("elementwise_factor", "", "Multiplier on the counted HBM traffic of non-mat
 _add("grad_bytes", "bytes/param", "Bytes per gradient element in the data-parallel reduction (Megatron bf16: fp32 = 4)", example=4, **POS)
 _add("tokens_per_s", "tokens/s per GPU", "Training throughput per GPU, tokens per second", example=3000, **POS)
 _add("params_per_gpu_b", "billion parameters", "Parameters held by one GPU before ZeRO sharding, in billions", example=1.0, **POS)
+_add("gemm_rows", "", "Rows of a matmul's output (tokens, or a weight's input size for the weight gradient)", example=2048, **COUNT)
+_add("gemm_cols", "", "Columns of a matmul's output", example=4608, **COUNT)
+_add("sm_count", "SMs", "Streaming multiprocessors of one GPU (A100: 108, H100 SXM: 132)", "SM_Count", example=108, **COUNT)
+_add("tile_rows", "", "Rows of the output tile one thread block computes (cuBLAS largest: 256)", example=256, **COUNT)
+_add("tile_cols", "", "Columns of the output tile one thread block computes (cuBLAS largest: 128)", example=128, **COUNT)
+_add("in_features", "", "Input size of a linear layer on one GPU (after tensor-parallel splitting)", example=12288, **COUNT)
+_add("out_features", "", "Output size of a linear layer on one GPU (after tensor-parallel splitting)", example=4608, **COUNT)
+_add("forward_passes", "", "Forward passes of a layer per step (2 with full recomputation)", example=1, **COUNT)
+_add("gemm_bytes", "bytes", "HBM bytes the attention matmuls read and write (s x s scores)", example=1e9, **NONNEG)
+_add("softmax_bytes", "bytes", "HBM bytes of softmax, mask and dropout over the s x s scores", example=1e9, **NONNEG)
 
 def spec(name: str) -> InputSpec:
     try:

@@ -7,15 +7,18 @@ Conventions: bf16 activations (2 bytes), GB = 1e9 bytes, GB/s = 1e9 bytes/s, TFL
 
 from __future__ import annotations
 
-from ..expr import eq, if_, max_
+from ..expr import ceiling, eq, if_, max_
 from ..registry import formula
 from .parallel import allreduce_bytes, pipeline_bubble
+from .roofline import time_lower_s
 
 __all__ = [
     "layer_matmul_flops", "attention_core_flops", "model_flops_per_token", "hardware_flops_per_token",
     "act_layer_bytes_general", "compute_time_s", "elementwise_bytes_per_token", "tp_comm_bytes_per_layer",
     "exposed_comm_s", "bubble_time_s", "optimizer_step_s", "step_time_s", "mfu_from_step",
     "tokens_per_s_per_gpu", "train_days_at_throughput", "gpu_hours_at_throughput",
+    "gemm_wave_efficiency", "linear_layer_time_s", "attention_softmax_bytes_per_token",
+    "attention_gemm_bytes_per_token", "unfused_attention_time_s",
 ]
 
 
@@ -95,6 +98,94 @@ def act_layer_bytes_general(seq_len, micro_batch, hidden, heads, kv_heads, head_
 def compute_time_s(flops, peak_tflops, matmul_efficiency):
     """Time of matmul work at an achievable share of peak."""
     return flops / (peak_tflops * 1e12 * matmul_efficiency)
+
+
+@formula(
+    udf="GEMM_WAVE_EFFICIENCY", unit="fraction", category="steptime",
+    equation=(
+        "MAX over tile (r,c) in {(256,128),(128,256)} of rows*cols / "
+        "(CEILING(CEILING(rows/r)*CEILING(cols/c) / SMs) * SMs * r*c)"
+    ),
+    source=(
+        "NVIDIA Matrix Multiplication Background User's Guide (DU-09799-001) §2.3 (256x128 and 128x256 are "
+        "cuBLAS's most efficient tiles) and §3 (tile and wave quantization: A100 has 108 SMs, one 256x128 "
+        "tile per SM, so a GEMM runs in whole waves of 108 tiles)"
+    ),
+)
+def gemm_wave_efficiency(gemm_rows, gemm_cols, sm_count, tile_rows=256, tile_cols=128):
+    """Share of a matmul's executed tile work that is useful: tile and wave quantization of its output."""
+    tiles_a = ceiling(gemm_rows / tile_rows) * ceiling(gemm_cols / tile_cols)
+    tiles_b = ceiling(gemm_rows / tile_cols) * ceiling(gemm_cols / tile_rows)
+    useful = gemm_rows * gemm_cols
+    eff_a = useful / (ceiling(tiles_a / sm_count) * sm_count * tile_rows * tile_cols)
+    eff_b = useful / (ceiling(tiles_b / sm_count) * sm_count * tile_rows * tile_cols)
+    return max_(eff_a, eff_b)
+
+
+@formula(
+    udf="LINEAR_LAYER_TIME_S", unit="seconds", category="steptime",
+    equation=(
+        "2*T*K*N/(peak*1e12*eff) * (passes/wave(T,N) [forward] + 1/wave(T,K) [input gradient] "
+        "+ 1/wave(K,N) [weight gradient])"
+    ),
+    source=(
+        "backward of Y = X W is dX = dY W^T (T x K) and dW = X^T dY (K x N), each as many FLOPs as the forward "
+        "(Narayanan et al. 2021 §5.1: backward = 2 x forward); wave quantization per GEMM_WAVE_EFFICIENCY"
+    ),
+)
+def linear_layer_time_s(tokens, in_features, out_features, peak_tflops, matmul_efficiency, sm_count,
+                        forward_passes=1):
+    """Matmul time of one linear layer on one GPU: forward (and recomputed forward), input and weight gradient."""
+    flops = 2 * tokens * in_features * out_features
+    rate = peak_tflops * 1e12 * matmul_efficiency
+    return flops / rate * (forward_passes / gemm_wave_efficiency(tokens, out_features, sm_count)
+                           + 1 / gemm_wave_efficiency(tokens, in_features, sm_count)
+                           + 1 / gemm_wave_efficiency(in_features, out_features, sm_count))
+
+
+@formula(
+    udf="ATTENTION_SOFTMAX_BYTES_PER_TOKEN", unit="bytes per token per layer", category="steptime",
+    equation=(
+        "a/t * s * (9 [fwd: softmax read 2 + write 2, dropout read 2 + write 2 + mask 1] "
+        "+ 11 [bwd: dropout read 2 + mask 1 + write 2, softmax read 2 + 2 + write 2] + 9 if recomputed)"
+    ),
+    source=(
+        "unfused attention (Megatron-LM 2021-22: fused scale-mask-softmax kernel, then dropout) over the "
+        "a*s*s fp16 scores per sequence; bytes per element as Korthikanti et al. 2022 §4.1 store them "
+        "(softmax output 2, dropout mask 1, dropout output 2)"
+    ),
+)
+def attention_softmax_bytes_per_token(seq_len, heads, tp=1, recompute="none"):
+    """HBM bytes of softmax, mask and dropout over the s x s attention scores, per token and layer (no FlashAttention)."""
+    per_element = 9 + 11 + if_(eq(recompute, "none"), 0, 9)
+    return heads / tp * seq_len * per_element
+
+
+@formula(
+    udf="ATTENTION_GEMM_BYTES_PER_TOKEN", unit="bytes per token per layer", category="steptime",
+    equation=(
+        "a/t * s * (4 [fwd: QK^T writes scores 2, AV reads probabilities 2] + 8 [bwd: dP written 2, P read 2, "
+        "dS read twice 4] + 4 if recomputed)"
+    ),
+    source="batched matmuls of unfused attention: each reads or writes the s x s fp16 scores once per use",
+)
+def attention_gemm_bytes_per_token(seq_len, heads, tp=1, recompute="none"):
+    """HBM bytes of the s x s score matrices read and written by the attention matmuls, per token and layer."""
+    per_element = 4 + 8 + if_(eq(recompute, "none"), 0, 4)
+    return heads / tp * seq_len * per_element
+
+
+@formula(
+    udf="UNFUSED_ATTENTION_TIME_S", unit="seconds", category="steptime",
+    equation=(
+        "MAX(flops/(peak*eff), gemm bytes/HBM) [QK^T, AV: roofline] + softmax bytes/HBM [memory-bound]"
+    ),
+    source="seed 004 roofline (time = max of math and memory time per kernel); kernel traffic as counted above",
+)
+def unfused_attention_time_s(flops, gemm_bytes, softmax_bytes, peak_tflops, matmul_efficiency, hbm_tb_s):
+    """Time of the attention core without FlashAttention: matmuls at their roofline, softmax/dropout at HBM speed."""
+    gemm = time_lower_s(flops, gemm_bytes, peak_tflops * matmul_efficiency, hbm_tb_s * 1000)
+    return gemm + softmax_bytes / (hbm_tb_s * 1e12)
 
 
 @formula(

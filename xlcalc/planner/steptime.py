@@ -48,6 +48,15 @@ class Settings(BaseModel):
         description="Share of one micro-batch's compute (ZeRO 0-2) or of the whole step's compute (ZeRO-3) that "
                     "data-parallel communication hides behind: gradients appear only as the backward pass proceeds and "
                     "the collective competes with compute for the GPU.")
+    wave_quantization: bool = Field(
+        default=True,
+        description="Charge each matmul for its whole waves of output tiles (tile and wave quantization, NVIDIA "
+                    "Matrix Multiplication Background guide §3); needs the GPU's SM count. False: every matmul at "
+                    "the matmul efficiency.")
+    sm_count: Optional[int] = Field(
+        default=None, ge=1,
+        description="Streaming multiprocessors per GPU for wave quantization. None: the known count of the GPU "
+                    "(A100/A800 108, H100 SXM 132), else no wave quantization.")
     elementwise_factor: float = Field(default=1.0, ge=0, description="Multiplier on the counted HBM traffic of norms, residuals, dropout, activation.")
     grad_bytes: float = Field(default=4, gt=0, description="Bytes per gradient element in the data-parallel reduction (Megatron bf16 reduces fp32 grads).")
     bytes_weights: float = Field(default=2, ge=0, description="Bytes per parameter: weights (bf16).")
@@ -64,6 +73,16 @@ class Settings(BaseModel):
     usd_per_gpu_hour: Optional[float] = Field(default=None, ge=0, description="Price per GPU-hour; None: the price catalog's, if any.")
 
 
+# Streaming multiprocessors, from the vendors' architecture documents. A GPU not listed gets no wave
+# quantization unless Settings.sm_count gives its count.
+SM_COUNT = {
+    "a100-80gb": 108,   # NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs
+    "a100-40gb": 108,   # same
+    "a800": 108,        # A100 silicon: 312 TFLOPS = 108 SMs x 4 tensor cores x 512 FLOP/clock x 1.41 GHz
+    "h100-sxm": 132,    # NVIDIA H100 Tensor Core GPU Architecture whitepaper: H100 SXM5 132 SMs
+}
+
+
 @dataclass(frozen=True)
 class Hardware:
     name: str
@@ -75,6 +94,7 @@ class Hardware:
     gpus_per_node: int
     matmul_efficiency: float
     usd_per_gpu_hour: Optional[float]
+    sm_count: Optional[int] = None
 
 
 def _need(value, gpu_name: str, what: str, flag: str, example: str):
@@ -109,6 +129,7 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Settings) -> Hardware:
         matmul_efficiency=_need(settings.matmul_efficiency or row.matmul_efficiency, row.name,
                                 "matmul efficiency", "--matmul-efficiency", "0.8"),
         usd_per_gpu_hour=price,
+        sm_count=(settings.sm_count or SM_COUNT.get(row.id)) if settings.wave_quantization else None,
     )
 
 
@@ -252,21 +273,45 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     tokens_mb = seq_len * b
     layers_stage = arch.layers / p
     peak = hw.peak_tflops
-    mm = fs.layer_matmul_flops.raw(hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads, head_dim=arch.head_dim,
-                                   ffn_hidden=arch.ffn_hidden, gated_ffn=arch.gated_ffn)
-    att = fs.attention_core_flops.raw(seq_len=seq_len, heads=arch.heads, head_dim=arch.head_dim)
-    passes_mm = 4 if rc == "full" else 3
-    passes_att = 4 if rc in ("full", "selective") else 3
-    mm_flops = layers_stage * mm * tokens_mb / t * passes_mm + 3 * 2 * arch.hidden * arch.vocab * tokens_mb / t
-    t_mm = fs.compute_time_s.raw(flops=mm_flops, peak_tflops=peak, matmul_efficiency=hw.matmul_efficiency)
-    att_flops = layers_stage * att * tokens_mb / t * passes_att
     hbm = hw.hbm_tb_s * 1e12
+    h, dh = arch.hidden, arch.head_dim
+    if hw.sm_count:
+        # every linear layer of the stage: forward (twice with full recompute), input and weight gradient,
+        # each charged for its whole waves of output tiles
+        linears = ((h, (arch.heads + 2 * arch.kv_heads) * dh / t),          # Q, K, V
+                   (arch.heads * dh / t, h),                                 # attention output
+                   (h, arch.ffn_hidden * (2 if arch.gated_ffn else 1) / t),  # FFN up (and gate)
+                   (arch.ffn_hidden / t, h))                                 # FFN down
+        fwd = 2 if rc == "full" else 1
+        t_mm = layers_stage * sum(
+            fs.linear_layer_time_s.raw(tokens=tokens_mb, in_features=k, out_features=n, peak_tflops=peak,
+                                       matmul_efficiency=hw.matmul_efficiency, sm_count=hw.sm_count,
+                                       forward_passes=fwd)
+            for k, n in linears)
+        t_mm += fs.linear_layer_time_s.raw(tokens=tokens_mb, in_features=h, out_features=arch.vocab / t,
+                                           peak_tflops=peak, matmul_efficiency=hw.matmul_efficiency,
+                                           sm_count=hw.sm_count, forward_passes=1)  # logits
+    else:
+        mm = fs.layer_matmul_flops.raw(hidden=h, heads=arch.heads, kv_heads=arch.kv_heads, head_dim=dh,
+                                       ffn_hidden=arch.ffn_hidden, gated_ffn=arch.gated_ffn)
+        passes_mm = 4 if rc == "full" else 3
+        mm_flops = layers_stage * mm * tokens_mb / t * passes_mm + 3 * 2 * h * arch.vocab * tokens_mb / t
+        t_mm = fs.compute_time_s.raw(flops=mm_flops, peak_tflops=peak, matmul_efficiency=hw.matmul_efficiency)
+    att = fs.attention_core_flops.raw(seq_len=seq_len, heads=arch.heads, head_dim=dh)
+    passes_att = 4 if rc in ("full", "selective") else 3
+    att_flops = layers_stage * att * tokens_mb / t * passes_att
     if st.flash_attention:
         t_att = fs.compute_time_s.raw(flops=att_flops * 0.5, peak_tflops=peak, matmul_efficiency=st.attention_efficiency)
     else:
-        t_att = fs.compute_time_s.raw(flops=att_flops, peak_tflops=peak, matmul_efficiency=st.attention_efficiency)
-        # softmax, mask and dropout over the s x s scores: stored 5*a*s^2*b/t bytes, written, read and rewritten
-        t_att += 3 * layers_stage * 5 * arch.heads * seq_len * tokens_mb / t / hbm
+        # QK^T and AV as batched matmuls at their roofline; softmax, mask and dropout over the s x s scores
+        # at HBM speed (no FlashAttention)
+        gemm_bytes = layers_stage * tokens_mb * fs.attention_gemm_bytes_per_token.raw(
+            seq_len=seq_len, heads=arch.heads, tp=t, recompute=rc)
+        softmax_bytes = layers_stage * tokens_mb * fs.attention_softmax_bytes_per_token.raw(
+            seq_len=seq_len, heads=arch.heads, tp=t, recompute=rc)
+        t_att = fs.unfused_attention_time_s.raw(flops=att_flops, gemm_bytes=gemm_bytes, softmax_bytes=softmax_bytes,
+                                                peak_tflops=peak, matmul_efficiency=hw.matmul_efficiency,
+                                                hbm_tb_s=hw.hbm_tb_s)
     ew = fs.elementwise_bytes_per_token.raw(hidden=arch.hidden, ffn_hidden=arch.ffn_hidden, gated_ffn=arch.gated_ffn,
                                             tp=t, seq_parallel=cfg.seq_parallel, elementwise_factor=st.elementwise_factor)
     ew_passes = 4 / 3 if rc == "full" else 1
