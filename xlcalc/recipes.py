@@ -29,6 +29,10 @@ RECIPES: dict[str, Recipe] = {
 }
 
 
+# Scenario field -> recipe attribute it is filled from (xlcalc.scenario.Scenario.build, the workbook's look-ups)
+RECIPE_FIELDS = {"bytes_weights": "weights", "bytes_grads": "grads", "bytes_optimizer": "optimizer"}
+
+
 def get_recipe(name: str) -> Recipe:
     try:
         return RECIPES[name.strip().lower()]

@@ -25,6 +25,7 @@ from .errors import InputError
 from .expr import Expr, Var, wrap
 from .formulas import compute, cost, memory
 from .inputs import spec
+from .recipes import RECIPE_FIELDS, get_recipe
 from .registry import Formula
 from .validate import validate_one
 
@@ -91,6 +92,7 @@ class Scenario(BaseModel):
     notes: str = Field(default="", max_length=2000)
     model: Optional[str] = Field(default=None, description="model preset id (fills the architecture)")
     gpu: Optional[str] = Field(default=None, description="GPU id (fills peak TFLOPS and memory)")
+    recipe: Optional[str] = Field(default=None, description="precision recipe id (fills the bytes per parameter)")
 
     params_b: float = 70
     tokens_t: float = 2
@@ -132,6 +134,8 @@ class Scenario(BaseModel):
         if not isinstance(data, dict):
             return data
         data = dict(data)
+        if data.get("recipe") is not None:
+            data["recipe"] = get_recipe(str(data["recipe"])).id if str(data["recipe"]).strip() else None
         for field, value in list(data.items()):
             cell = INPUT_BY_FIELD.get(field)
             if cell is not None and value is not None:
@@ -151,7 +155,7 @@ class Scenario(BaseModel):
 
     @classmethod
     def build(cls, **values: Any) -> "Scenario":
-        """Make a scenario, filling architecture and GPU fields from presets first.
+        """Make a scenario, filling architecture, GPU and byte fields from presets first.
 
         Explicit values win over presets. A user mistake raises :class:`InputError`.
         """
@@ -172,11 +176,16 @@ class Scenario(BaseModel):
                 merged["gpu_memory_gb"] = g.memory_gb
             if g.gpus_per_node:
                 merged["gpus_per_node"] = g.gpus_per_node
+        if values.get("recipe"):
+            r = get_recipe(str(values["recipe"]))
+            merged.update({field: getattr(r, attr) for field, attr in RECIPE_FIELDS.items()})
         merged.update({k: v for k, v in values.items() if v is not None})
         if values.get("model"):
             merged["model"] = catalog.get_model(values["model"]).id
         if values.get("gpu"):
             merged["gpu"] = catalog.get_gpu(values["gpu"]).id
+        if values.get("recipe"):
+            merged["recipe"] = get_recipe(str(values["recipe"])).id
         return cls.model_validate(merged)
 
     @classmethod

@@ -36,10 +36,12 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
     main = scenarios[0]
     book = Book()
     book.sheets.update({t: {} for t in ("Start", "Inputs", "Memory", "Time", "Budget", "Scenarios",
-                                        "Sensitivity", "Parallelism", "GPUs", "Models", "References")})
+                                        "Sensitivity", "Parallelism", "GPUs", "Models", "Recipes",
+                                        "References")})
     gpus = catalogs.gpu_sheet(book)
     models = catalogs.model_sheet(book)
-    ctx = sheets.Ctx(book, main, gpus, models)
+    recipes = catalogs.recipe_sheet(book)
+    ctx = sheets.Ctx(book, main, gpus, models, recipes)
     sheets.start_sheet(ctx)
     sheets.inputs_sheet(ctx)
     mem_rows = sheets.memory_sheet(ctx)

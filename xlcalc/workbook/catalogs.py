@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import catalog
+from ..recipes import RECIPE_FIELDS, RECIPES
 from ..registry import all_formulas
 from .model import Book, coord
 
@@ -24,7 +25,13 @@ MODEL_COLUMNS = (
     ("vocab", "vocab", 9), ("seq_len", "seq len", 9), ("source", "source", 90),
 )
 
+RECIPE_COLUMNS = (
+    ("id", "id", 14), ("weights", "bytes/param: weights", 12), ("grads", "bytes/param: gradients", 12),
+    ("optimizer", "bytes/param: optimizer states", 14), ("source", "source", 90),
+)
+
 # Scenario field -> catalog column it is looked up from
+RECIPE_DERIVED = dict(RECIPE_FIELDS)
 GPU_DERIVED = {"peak_tflops": "half_tflops", "gpu_memory_gb": "memory_gb", "gpus_per_node": "gpus_per_node"}
 MODEL_DERIVED = {"params_b": "params_b", "layers": "layers", "hidden": "hidden", "heads": "heads", "seq_len": "seq_len"}
 
@@ -83,6 +90,15 @@ def model_sheet(book: Book) -> Table:
         "Parameter counts are derived from the architecture (embeddings, attention, FFN, norms). "
         "The Inputs sheet looks presets up here by id.",
         MODEL_COLUMNS, catalog.models(),
+    )
+
+
+def recipe_sheet(book: Book) -> Table:
+    return _table(
+        book, "Recipes", "Precision recipes: bytes per parameter of the model states",
+        "Weights, gradients and optimizer states (with any fp32 master copy) in bytes per parameter. "
+        "Yellow cells may be edited; the Inputs sheet looks the precision recipe up here by id.",
+        RECIPE_COLUMNS, list(RECIPES.values()),
     )
 
 

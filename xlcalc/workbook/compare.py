@@ -10,7 +10,7 @@ from ..scenario import INPUTS, OUTPUTS, OUTPUT_BY_NAME, Scenario
 from .catalogs import GPU_DERIVED
 from .model import coord, ref_text
 from .rendering import output_formula
-from .sheets import Ctx, derived_value
+from .sheets import Ctx, derived_value, id_range
 
 from ..inputs import spec
 
@@ -64,13 +64,22 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
                               "list": "=" + ref_text(ctx.gpus.sheet, f"A{ctx.gpus.first_row}") + f":$A${ctx.gpus.last_row}",
                               "allowed": "a GPU id from the GPUs sheet, or empty"})
         row += 1
+        b.put(s, f"A{row}", "Precision recipe")
+        if linked:  # the bytes per parameter follow the Inputs sheet's recipe and numbers
+            recipe_ref = b.put(s, f"{col}{row}", "as on Inputs", "note")
+        else:
+            recipe_ref = b.put(s, f"{col}{row}", sc.recipe or "", "text_input")
+            b.validations.append({"sheet": s, "at": f"{col}{row}", "label": "Precision recipe",
+                                  "list": "=" + id_range(ctx.recipes),
+                                  "allowed": "a recipe id from the Recipes sheet, or empty"})
+        row += 1
         for cell in INPUTS:
             b.put(s, f"A{row}", cell.label)
             b.put(s, f"B{row}", spec(cell.spec_name).unit)
             if linked and cell.field not in GPU_DERIVED:
                 value: Any = Var(cell.name)  # follows the Inputs sheet
             else:
-                value = derived_value(ctx, sc, cell.field, gpu_ref, model_ref)
+                value = derived_value(ctx, sc, cell.field, gpu_ref, model_ref, recipe_ref)
             fmt = spec(cell.spec_name).number_format
             varmap[cell.name] = b.put(s, f"{col}{row}", value, "input", None if fmt == "General" else fmt)
             b.validations.append({"sheet": s, "at": f"{col}{row}", "spec": spec(cell.spec_name),

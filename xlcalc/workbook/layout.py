@@ -41,6 +41,7 @@ WIDTHS = {
     "Parallelism": {},
     "GPUs": {},
     "Models": {},
+    "Recipes": {},
     "References": {"A": 26, "B": 22, "C": 60, "D": 16, "E": 70, "F": 70},
 }
 DEFAULT_WIDTH = 14

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..scenario import INPUTS, OUTPUTS, Scenario, evaluate
-from .catalogs import GPU_DERIVED, MODEL_DERIVED
+from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
 MAX_UNPACKED_BYTES = 200 * 1024 * 1024
@@ -26,7 +26,8 @@ MAX_PARTS = 2000
 MAX_RATIO = 200  # uncompressed / compressed, per part
 REL_TOL = 1e-9
 
-TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes", "Model_Preset": "model", "GPU_Type": "gpu"}
+TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes", "Model_Preset": "model", "GPU_Type": "gpu",
+              "Recipe_Id": "recipe"}
 
 
 class WorkbookError(ValueError):
@@ -150,7 +151,8 @@ def read_workbook(path: str | Path) -> ReadBack:
         for cell in INPUTS:
             v = _value(wb, cell.name)
             if v is None:
-                preset = "gpu" if cell.field in GPU_DERIVED else "model" if cell.field in MODEL_DERIVED else None
+                preset = ("gpu" if cell.field in GPU_DERIVED else "model" if cell.field in MODEL_DERIVED
+                          else "recipe" if cell.field in RECIPE_DERIVED else None)
                 if preset and data.get(preset):
                     continue  # a look-up not yet recalculated: the preset fills it, as in the workbook
                 raise InputError(cell.name, None, "a value (the cell is empty or was never calculated)")

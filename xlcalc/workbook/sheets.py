@@ -6,17 +6,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import catalog
+from ..recipes import get_recipe
 from ..expr import Var
 from ..formulas import memory
 from ..inputs import spec
 from ..scenario import INPUT_BY_FIELD, OUTPUT_BY_NAME, Scenario
-from .catalogs import GPU_DERIVED, MODEL_DERIVED, Table
+from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, Table
 from .model import Book, ref_text
 from .rendering import catalog_lookup, output_formula
 
 BUDGET_FIELDS = ("failure_frac", "experiments_frac", "data_usd", "people_usd", "other_usd", "budget_usd")
 TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes"}
-CHOICE_NAMES = {"Model_Preset": "model", "GPU_Type": "gpu"}
+CHOICE_NAMES = {"Model_Preset": "model", "GPU_Type": "gpu", "Recipe_Id": "recipe"}
 
 
 @dataclass
@@ -25,11 +26,24 @@ class Ctx:
     scenario: Scenario
     gpus: Table
     models: Table
+    recipes: Table
 
 
-def derived_value(ctx: Ctx, scenario: Scenario, field: str, gpu_key: str, model_key: str) -> Any:
+def id_range(table: Table) -> str:
+    """Absolute reference text of a catalog's id column (for a dropdown list)."""
+    col = table.col("id")
+    return ref_text(table.sheet, f"{col}{table.first_row}") + f":${col}${table.last_row}"
+
+
+def derived_value(ctx: Ctx, scenario: Scenario, field: str, gpu_key: str, model_key: str,
+                  recipe_key: str | None = None) -> Any:
     """An input's cell content: a catalog look-up when it equals the preset's value, else the number."""
     value = getattr(scenario, field)
+    if field in RECIPE_DERIVED and scenario.recipe and recipe_key:
+        if getattr(get_recipe(scenario.recipe), RECIPE_DERIVED[field]) == value:
+            t = ctx.recipes
+            return catalog_lookup(recipe_key, t.sheet, t.col("id"), t.col(RECIPE_DERIVED[field]),
+                                  t.first_row, t.last_row)
     if field in GPU_DERIVED and scenario.gpu:
         g = catalog.get_gpu(scenario.gpu)
         if getattr(g, GPU_DERIVED[field]) == value:
@@ -101,10 +115,7 @@ def inputs_sheet(ctx: Ctx) -> None:
     b.put(s, "A3", "Notes")
     b.put(s, "B3", sc.notes, "text_input")
     b.name("Scenario_Notes", s, "B3")
-    gpu_ids = ref_text(ctx.gpus.sheet, f"{ctx.gpus.col('id')}{ctx.gpus.first_row}") + ":" + \
-        f"${ctx.gpus.col('id')}${ctx.gpus.last_row}"
-    model_ids = ref_text(ctx.models.sheet, f"{ctx.models.col('id')}{ctx.models.first_row}") + ":" + \
-        f"${ctx.models.col('id')}${ctx.models.last_row}"
+    gpu_ids, model_ids, recipe_ids = id_range(ctx.gpus), id_range(ctx.models), id_range(ctx.recipes)
     row = 5
     groups: dict[str, list[str]] = {}
     for cell in INPUT_BY_FIELD.values():
@@ -122,11 +133,16 @@ def inputs_sheet(ctx: Ctx) -> None:
                         sc.gpu or "", gpu_ids, "a GPU id from the GPUs sheet, or empty for your own numbers")
             row += 1
         for field in fields:
-            input_row(ctx, s, row, field, derived_value(ctx, sc, field, "GPU_Type", "Model_Preset"))
+            if field == "bytes_weights":  # the recipe dropdown heads the three byte counts it fills
+                _choice_row(ctx, s, row, "Precision recipe (fills bytes per parameter)", "Recipe_Id",
+                            sc.recipe or "", recipe_ids,
+                            "a recipe id from the Recipes sheet, or empty for your own numbers")
+                row += 1
+            input_row(ctx, s, row, field, derived_value(ctx, sc, field, "GPU_Type", "Model_Preset", "Recipe_Id"))
             row += 1
         row += 1
-    b.put(s, f"A{row}", "Cells with a formula in yellow (e.g. Peak_TFLOPS) are looked up from the preset; "
-          "type a number over them to use your own value.", "note")
+    b.put(s, f"A{row}", "Cells with a formula in yellow (e.g. Peak_TFLOPS, Bytes_Grads) are looked up from "
+          "the preset or recipe; type a number over them to use your own value.", "note")
     b.freeze[s] = "A5"
 
 

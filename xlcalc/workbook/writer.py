@@ -22,7 +22,7 @@ from .layout import BAD_FILL, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, WIDTHS
 from .model import Book, identity
 
 SHEET_ORDER = ("Start", "Inputs", "Memory", "Time", "Budget", "Scenarios", "Sensitivity", "Parallelism",
-               "GPUs", "Models", "References")
+               "GPUs", "Models", "Recipes", "References")
 FORMULA_LEAD = ("=", "+", "-", "@")
 
 
