@@ -88,3 +88,13 @@ def test_constants_render():
     assert _text(Bool(True)) == "=TRUE"
     assert _text(Text("none")) == '="none"'
     assert _text(Num(-2.5)) == "=(-2.5)"
+
+
+def test_float_noise_cannot_change_a_whole_count():
+    import xlcalc as x
+
+    # 1809 GPUs in replicas of 2 -> 905 replicas = 1810 GPUs; +10% spare = 1991 exactly, though
+    # 1810 * 1.1 is 1991.0000000000002 in binary floating point
+    assert 1810 * 1.1 != 1991
+    assert x.gpus_whole_nodes(1809, 2, 0.1, 1) == 1991
+    assert "CEILING(ROUND(" in x.gpus_whole_nodes.excel()

@@ -331,6 +331,12 @@ def _roundup(x: float, digits: float) -> float:
     return math.copysign(math.ceil(q) / f, x)
 
 
+def _round(x: float, digits: float = 0) -> float:
+    """Excel's ROUND: half away from zero."""
+    f = 10.0 ** int(digits)
+    return math.copysign(math.floor(abs(x) * f + 0.5) / f, x)
+
+
 def _floor_int(x: float) -> float:
     r = round(x)
     if abs(x - r) <= 1e-12 * max(1.0, abs(x)):
@@ -346,6 +352,7 @@ EXCEL_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "CEILING": _ceiling,
     "ROUNDUP": _roundup,
     "INT": _floor_int,
+    "ROUND": _round,
     "AND": lambda *a: all(a),
     "OR": lambda *a: any(a),
     "NOT": lambda a: not a,
@@ -478,9 +485,16 @@ def sqrt(x: Any) -> Any:
     return _fn("SQRT", x)
 
 
+# Counts are rounded to 9 decimals before CEILING/INT so that float noise such as
+# 864*1.05/8 = 113.40000000000001 or 905*2*1.1 = 1991.0000000000002 cannot push a whole
+# count up or down; Excel and LibreOffice tolerate such noise themselves, and with the
+# explicit ROUND every engine (and Python) agrees.
+NOISE_DIGITS = 9
+
+
 def ceiling(x: Any, significance: Any = 1) -> Any:
-    """``CEILING(x, significance)``: round up to a multiple of ``significance`` (x ≥ 0)."""
-    return _fn("CEILING", x, significance)
+    """``CEILING(ROUND(x, 9), significance)``: round up to a multiple of ``significance`` (x >= 0)."""
+    return _fn("CEILING", _fn("ROUND", x, NOISE_DIGITS), significance)
 
 
 def roundup(x: Any, digits: Any = 0) -> Any:
@@ -488,8 +502,8 @@ def roundup(x: Any, digits: Any = 0) -> Any:
 
 
 def floor_int(x: Any) -> Any:
-    """``INT(x)``: round down to a whole number."""
-    return _fn("INT", x)
+    """``INT(ROUND(x, 9))``: round down to a whole number (see NOISE_DIGITS)."""
+    return _fn("INT", _fn("ROUND", x, NOISE_DIGITS))
 
 
 def log2(x: Any) -> Any:
