@@ -52,6 +52,32 @@ def test_edit_without_recalculation_is_reported(built, tmp_path):
     assert rb.results["Train_Days"] == pytest.approx(8.4e23 / (312e12 * 2048 * 0.4) / 86400, rel=1e-12)
 
 
+def test_recipe_id_round_trips_without_recalculation(built, tmp_path):
+    """Recipe_Id picked in the workbook, not yet recalculated: the recipe fills the byte counts."""
+    assert read_workbook(built).scenario.recipe == "seed002"  # templates/seed002-70b-a800.toml
+    wb = openpyxl.load_workbook(built)
+    (sheet, at), = wb.defined_names["Recipe_Id"].destinations
+    wb[sheet][at.replace("$", "")].value = "fp32"
+    edited = tmp_path / "fp32.xlsx"
+    wb.save(edited)  # openpyxl drops the cached values of the Bytes_* look-ups
+    rb = read_workbook(edited)
+    sc = rb.scenario
+    assert (sc.recipe, sc.bytes_weights, sc.bytes_grads, sc.bytes_optimizer) == ("fp32", 4, 4, 8)
+    psi = 70 / 16  # ZeRO-1 over DP = 64: (4 + 4) * psi + 8 * psi / 64
+    assert rb.results["Mem_Static_GB"] == pytest.approx(8 * psi + 8 * psi / 64, rel=1e-12)
+    assert "Mem_Static_GB" in rb.missing_cache and not rb.disagreements
+
+
+def test_unknown_recipe_in_workbook_names_the_input(built, tmp_path):
+    wb = openpyxl.load_workbook(built)
+    (sheet, at), = wb.defined_names["Recipe_Id"].destinations
+    wb[sheet][at.replace("$", "")].value = "int4"
+    edited = tmp_path / "int4.xlsx"
+    wb.save(edited)
+    with pytest.raises(InputError, match=r"recipe = 'int4' is not allowed: recipe must be one of zero, megatron"):
+        read_workbook(edited)
+
+
 def test_wrong_cached_value_is_a_disagreement(built, tmp_path):
     from xlcalc.workbook import cache
 
@@ -129,5 +155,12 @@ def test_round_trip_through_libreoffice():
             else:
                 assert got == exp, (cell.name, got, exp)
         assert rb.scenario.name == want.name and rb.scenario.notes == want.notes
+        assert rb.scenario.recipe is None and want.recipe is None  # Recipe_Id cleared with the numbers typed
         assert rb.ok, [str(d) for d in rb.disagreements]
         assert not rb.missing_cache
+    for name in ("seed002", "recipe_megatron", "recipe_override", "gpu_switch"):
+        rb = read_workbook(cases[name]["output"])
+        assert rb.scenario == cases[name]["scenario"], name  # every field, the recipe id included
+        assert rb.ok and not rb.missing_cache, name
+    over = read_workbook(cases["recipe_override"]["output"]).scenario
+    assert (over.recipe, over.bytes_weights, over.bytes_grads, over.bytes_optimizer) == ("megatron", 2, 3, 12)

@@ -2,7 +2,8 @@
 
 One ``soffice`` call converts every test file (2-core machines): the seed 002 workbook as built,
 workbooks whose inputs were changed through the defined names, one whose GPU type was switched
-in the dropdown cell, and one built from a hostile scenario. Each input file carries a stale-cache
+in the dropdown cell, two whose precision recipe was switched (one with a byte count typed over
+its look-up), and one built from a hostile scenario. Each input file carries a stale-cache
 canary (a deliberately wrong cached value) that must come back correct.
 Skips where LibreOffice is absent, except under CI=true, where it fails.
 """
@@ -21,6 +22,8 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+import xlcalc
+from xlcalc.recipes import RECIPES
 from xlcalc.scenario import INPUTS, OUTPUTS, Scenario, evaluate, load_scenario
 from xlcalc.workbook import build, cache
 from xlcalc.workbook.compare import gpu_variant
@@ -104,12 +107,18 @@ def recalculated() -> dict:
     for k in range(N_GENERATED):
         sc = generated_scenario(rng, k)
         values = {c.name: getattr(sc, c.field) for c in INPUTS}
-        values.update(Scenario_Name=sc.name, Scenario_Notes=sc.notes, GPU_Type="", Model_Preset="")
+        values.update(Scenario_Name=sc.name, Scenario_Notes=sc.notes, GPU_Type="", Model_Preset="", Recipe_Id="")
         set_inputs(pristine, src / f"gen{k}.xlsx", values)
         cases[f"gen{k}"] = {"scenario": sc}
 
     set_inputs(pristine, src / "gpu_switch.xlsx", {"GPU_Type": "ascend-910b"})
     cases["gpu_switch"] = {"scenario": gpu_variant(base_sc, "ascend-910b").model_copy(update={"name": base_sc.name})}
+
+    no_bytes = base_sc.model_dump(exclude={"bytes_weights", "bytes_grads", "bytes_optimizer"})
+    set_inputs(pristine, src / "recipe_megatron.xlsx", {"Recipe_Id": "megatron"})
+    cases["recipe_megatron"] = {"scenario": Scenario.build(**{**no_bytes, "recipe": "megatron"})}
+    set_inputs(pristine, src / "recipe_override.xlsx", {"Recipe_Id": "megatron", "Bytes_Grads": 3})
+    cases["recipe_override"] = {"scenario": Scenario.build(**{**no_bytes, "recipe": "megatron", "bytes_grads": 3})}
 
     hostile = Scenario.build(name=HOSTILE_NAME, notes="@SUM(1)+2", gpu="h100")
     build(src / "hostile.xlsx", [hostile])
@@ -135,7 +144,8 @@ def _close(got, want) -> bool:
     return isinstance(got, (int, float)) and math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12)
 
 
-@pytest.mark.parametrize("case", ["seed002", *(f"gen{k}" for k in range(N_GENERATED)), "gpu_switch", "hostile"])
+@pytest.mark.parametrize("case", ["seed002", *(f"gen{k}" for k in range(N_GENERATED)), "gpu_switch",
+                                  "recipe_megatron", "recipe_override", "hostile"])
 def test_every_named_output_equals_the_engine(lo, case):
     c = lo["cases"][case]
     wb = openpyxl.load_workbook(c["output"], data_only=True)
@@ -202,3 +212,30 @@ def test_hostile_text_survives_recalculation_as_text(lo):
     cell = named_cell(wb, "Scenario_Name")
     assert cell.data_type == "s" and cell.value == HOSTILE_NAME
     assert named_cell(wb, "Scenario_Notes").value == "@SUM(1)+2"
+
+
+def _seed002_static_gb(bytes_weights, bytes_grads, bytes_optimizer):
+    """Seed 002's layout (70B, ZeRO-1, TP 4 x PP 4 on 1024 GPUs: DP = 64) with the given byte recipe."""
+    return xlcalc.mem_static_gb(params_b=70, zero_stage=1, dp=1024 // 16, tp=4, pp=4, bytes_weights=bytes_weights,
+                                bytes_grads=bytes_grads, bytes_optimizer=bytes_optimizer)
+
+
+def test_recipe_dropdown_switch_flows_through(lo):
+    """Picking "megatron" in Recipe_Id: LibreOffice looks up 2 + 4 + 12 bytes and Mem_Static_GB follows."""
+    r = RECIPES["megatron"]
+    wb = openpyxl.load_workbook(lo["cases"]["recipe_megatron"]["output"], data_only=True)
+    assert [named_cell(wb, n).value for n in ("Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer")] == \
+        [r.weights, r.grads, r.optimizer] == [2, 4, 12]
+    want = _seed002_static_gb(r.weights, r.grads, r.optimizer)
+    assert math.isclose(named_cell(wb, "Mem_Static_GB").value, want, rel_tol=1e-9)
+    seed = openpyxl.load_workbook(lo["cases"]["seed002"]["output"], data_only=True)
+    assert math.isclose(named_cell(seed, "Mem_Static_GB").value, _seed002_static_gb(2, 4, 8), rel_tol=1e-9)
+
+
+def test_typed_byte_count_wins_over_the_recipe(lo):
+    r = RECIPES["megatron"]
+    wb = openpyxl.load_workbook(lo["cases"]["recipe_override"]["output"], data_only=True)
+    assert named_cell(wb, "Bytes_Grads").value == 3
+    assert named_cell(wb, "Bytes_Optimizer").value == r.optimizer
+    want = _seed002_static_gb(r.weights, 3, r.optimizer)
+    assert math.isclose(named_cell(wb, "Mem_Static_GB").value, want, rel_tol=1e-9)
