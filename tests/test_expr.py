@@ -98,3 +98,9 @@ def test_float_noise_cannot_change_a_whole_count():
     assert 1810 * 1.1 != 1991
     assert x.gpus_whole_nodes(1809, 2, 0.1, 1) == 1991
     assert "CEILING(ROUND(" in x.gpus_whole_nodes.excel()
+
+
+def test_a_constant_condition_is_folded_when_inputs_are_substituted():
+    expr = if_(Var("gated"), 6, 4) * Var("f")
+    assert _text(expr.substitute({"gated": Bool(False)})) == "=4*f"
+    assert expr.substitute({"gated": Bool(True)}).evaluate({"f": 2}) == 12

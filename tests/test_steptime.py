@@ -25,13 +25,13 @@ def test_general_activations_reduce_to_korthikanti():
     s, b, h, a, t = 2048, 1, 12288, 96, 8
     for sp in (False, True):
         for rc in ("none", "selective", "full"):
-            ours = fs.act_layer_bytes_general(s, b, h, a, a, h // a, 4 * h, False, t, sp, rc, False)
+            ours = fm.act_layer_bytes_general(s, b, h, a, a, h // a, 4 * h, False, t, sp, rc, False)
             assert ours == pytest.approx(fm.act_layer_bytes(s, b, h, a, t, sp, rc))
 
 
 def test_korthikanti_fig1_selective_sp():
     # Korthikanti Fig. 1: GPT-3 175B, t = 8, SP + selective: 34*s*b*h/t per layer; 96 layers = 12.35 GiB / interleave
-    per_layer = fs.act_layer_bytes_general(2048, 1, 12288, 96, 96, 128, 4 * 12288, False, 8, True, "selective", False)
+    per_layer = fm.act_layer_bytes_general(2048, 1, 12288, 96, 96, 128, 4 * 12288, False, 8, True, "selective", False)
     assert per_layer == 34 * 2048 * 12288 / 8
 
 

@@ -384,7 +384,10 @@ class Func(Expr):
         return f"{self.name}(" + ",".join(_render_child(a, names, subs) for a in self.args) + ")"
 
     def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
-        return Func(self.name, tuple(a.substitute(mapping) for a in self.args))
+        args = tuple(a.substitute(mapping) for a in self.args)
+        if self.name == "IF" and isinstance(args[0], Bool):  # a constant condition: keep the branch taken
+            return args[1] if args[0].value else args[2]
+        return Func(self.name, args)
 
     def key(self) -> Any:
         return ("fn", self.name, tuple(a.key() for a in self.args))

@@ -7,7 +7,7 @@ from ..expr import and_, eq, floor_int, if_, max_
 from ..registry import formula
 
 __all__ = [
-    "mem_weights_gb", "mem_grads_gb", "mem_optimizer_gb", "mem_static_gb", "mem_zero3_buffer_gb", "mem_lora_gb", "act_layer_bytes", "mem_act_gb",
+    "mem_weights_gb", "mem_grads_gb", "mem_optimizer_gb", "mem_static_gb", "mem_zero3_buffer_gb", "mem_lora_gb", "act_layer_bytes_general", "act_layer_bytes", "mem_act_gb",
     "act_inflight_factor", "mem_act_pipeline_gb", "mem_total_gb", "fits_in_gpu", "max_micro_batch",
 ]
 
@@ -86,26 +86,38 @@ def _heads_divisible(*, heads, tp, **_):
 
 
 @formula(
+    udf="ACT_LAYER_BYTES_GENERAL", unit="bytes per layer", category="memory",
+    equation=(
+        "s*b*[10h/(t if SP) + (4*a*dh + 4*kv*dh + (6 if gated else 4)*F)/t] + 5*a*s^2*b/t "
+        "(s^2 term only without flash attention and recompute); full recompute: 2*s*b*h (/t with SP)"
+    ),
+    source="Korthikanti et al. 2022 Table 2 (34 = 10 + 24: Q,K 4h, V 2h, proj 2h, FFN 16h), generalised to GQA, any F, SwiGLU",
+)
+def act_layer_bytes_general(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False,
+                            tp=1, seq_parallel=False, recompute="none", flash_attention=True):
+    """Activation bytes of one layer for GQA, any FFN size, gated FFN and FlashAttention."""
+    sb = seq_len * micro_batch
+    replicated = if_(seq_parallel, 10 * hidden / tp, 10 * hidden)
+    split = (4 * heads * head_dim + 4 * kv_heads * head_dim + if_(gated_ffn, 6, 4) * ffn_hidden) / tp
+    scores = if_(flash_attention, 0, 5 * heads * seq_len / tp)
+    stored = sb * (replicated + split)
+    full = if_(seq_parallel, 2 * sb * hidden / tp, 2 * sb * hidden)
+    return if_(eq(recompute, "full"), full, if_(eq(recompute, "selective"), stored, stored + sb * scores))
+
+
+@formula(
     udf="ACT_LAYER_BYTES", unit="bytes per layer", category="memory",
     equation=(
         "none: sbh(10 + 24/t + 5as/(ht)); +SP: sbh(34/t + 5as/(ht)); selective: sbh(10 + 24/t); "
         "selective+SP: 34sbh/t; full: 2sbh (/t with SP)"
     ),
-    source="Korthikanti et al. 2022 (arXiv 2205.05198), Table 2",
+    source="Korthikanti et al. 2022 (arXiv 2205.05198), Table 2: ACT_LAYER_BYTES_GENERAL with MHA, F = 4h, no flash",
     check=_heads_divisible,
 )
 def act_layer_bytes(seq_len, micro_batch, hidden, heads, tp=1, seq_parallel=False, recompute="none"):
     """Activation bytes of one transformer layer (16-bit activations, FFN = 4h, no FlashAttention)."""
-    sbh = seq_len * micro_batch * hidden
-    attention = 5 * heads * seq_len / (hidden * tp)
-    none_tp = sbh * (10 + 24 / tp + attention)
-    none_sp = sbh * (34 / tp + attention)
-    selective_tp = sbh * (10 + 24 / tp)
-    selective_sp = 34 * sbh / tp
-    full = if_(seq_parallel, 2 * sbh / tp, 2 * sbh)
-    return if_(eq(recompute, "full"), full,
-               if_(eq(recompute, "selective"), if_(seq_parallel, selective_sp, selective_tp),
-                   if_(seq_parallel, none_sp, none_tp)))
+    return act_layer_bytes_general(seq_len, micro_batch, hidden, heads, heads, hidden / heads, 4 * hidden, False,
+                                   tp, seq_parallel, recompute, False)
 
 
 @formula(

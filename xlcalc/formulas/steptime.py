@@ -14,7 +14,7 @@ from .roofline import time_lower_s
 
 __all__ = [
     "layer_matmul_flops", "attention_core_flops", "model_flops_per_token", "hardware_flops_per_token",
-    "act_layer_bytes_general", "compute_time_s", "elementwise_bytes_per_token", "tp_comm_bytes_per_layer",
+    "compute_time_s", "elementwise_bytes_per_token", "tp_comm_bytes_per_layer",
     "exposed_comm_s", "bubble_time_s", "optimizer_step_s", "step_time_s", "mfu_from_step",
     "tokens_per_s_per_gpu", "train_days_at_throughput", "gpu_hours_at_throughput",
     "gemm_wave_efficiency", "linear_layer_time_s", "attention_softmax_bytes_per_token",
@@ -68,26 +68,6 @@ def hardware_flops_per_token(layers, hidden, heads, kv_heads, head_dim, ffn_hidd
     att = attention_core_flops(seq_len, heads, head_dim)
     extra = if_(eq(recompute, "full"), layers * (mm + att), if_(eq(recompute, "selective"), layers * att, 0))
     return model_flops_per_token(layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq_len, gated_ffn) + extra
-
-
-@formula(
-    udf="ACT_LAYER_BYTES_GENERAL", unit="bytes per layer", category="memory",
-    equation=(
-        "s*b*[10h/(t if SP) + (4*a*dh + 4*kv*dh + (6 if gated else 4)*F)/t] + 5*a*s^2*b/t "
-        "(s^2 term only without flash attention and recompute); full recompute: 2*s*b*h (/t with SP)"
-    ),
-    source="Korthikanti et al. 2022 Table 2 (34 = 10 + 24: Q,K 4h, V 2h, proj 2h, FFN 16h), generalised to GQA, any F, SwiGLU",
-)
-def act_layer_bytes_general(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False,
-                            tp=1, seq_parallel=False, recompute="none", flash_attention=True):
-    """Activation bytes of one layer for GQA, any FFN size, gated FFN and FlashAttention."""
-    sb = seq_len * micro_batch
-    replicated = if_(seq_parallel, 10 * hidden / tp, 10 * hidden)
-    split = (4 * heads * head_dim + 4 * kv_heads * head_dim + if_(gated_ffn, 6, 4) * ffn_hidden) / tp
-    scores = if_(flash_attention, 0, 5 * heads * seq_len / tp)
-    stored = sb * (replicated + split)
-    full = if_(seq_parallel, 2 * sb * hidden / tp, 2 * sb * hidden)
-    return if_(eq(recompute, "full"), full, if_(eq(recompute, "selective"), stored, stored + sb * scores))
 
 
 @formula(

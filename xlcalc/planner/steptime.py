@@ -247,7 +247,7 @@ def memory(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, mi
     g = fm.mem_grads_gb.raw(params_b=psi_b, zero_stage=z, dp=d, tp=t, pp=1, bytes_grads=st.bytes_grads)
     o = fm.mem_optimizer_gb.raw(params_b=psi_b, zero_stage=z, dp=d, tp=t, pp=1, bytes_optimizer=st.bytes_optimizer)
     buffer = fm.mem_zero3_buffer_gb.raw(largest_layer_params_b=arch.largest_layer_params / t / 1e9) if z >= 3 else 0.0
-    layer = fs.act_layer_bytes_general.raw(
+    layer = fm.act_layer_bytes_general.raw(
         seq_len=seq_len, micro_batch=cfg.micro_batch, hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
         head_dim=arch.head_dim, ffn_hidden=arch.ffn_hidden, gated_ffn=arch.gated_ffn, tp=t,
         seq_parallel=cfg.seq_parallel, recompute=cfg.recompute, flash_attention=st.flash_attention)
