@@ -42,6 +42,14 @@ def test_estimate_prints_a_table_for_people(capsys):
     assert "Traceback" not in out
 
 
+def test_estimate_takes_a_precision_recipe(capsys):
+    # Megatron recipe 2 + 4 + 12 bytes/param, ZeRO-1 over DP = 1024 / 16 = 64, 70B / (TP 4 x PP 4) per GPU:
+    # (2 + 4) * 70/16 + 12 * 70/16 / 64 GB
+    code, out, _ = run(capsys, "estimate", "--recipe", "megatron", "--params-b", "70", "--json")
+    assert code == 0
+    assert json.loads(out)["results"]["Mem_Static_GB"] == pytest.approx(6 * 70 / 16 + 12 * 70 / 16 / 64)
+
+
 def test_memory_breakdown_seed_002_tp8(capsys):
     # seed 002 §7.3 step 1: 14 bytes/param x 70B / TP 8 = 122.5 GB of model states
     code, out, _ = run(capsys, "memory", "--params-b", "70", "--layers", "80", "--hidden", "8192", "--heads", "64",
@@ -78,6 +86,7 @@ def test_catalog_lists_and_shows(capsys):
         (["estimate", "--zero-stage", "5"], "zero_stage = 5"),
         (["estimate", "--recompute", "sometimes"], "recompute = 'sometimes'"),
         (["estimate", "--gpu", "Z9000"], "unknown GPU 'Z9000'; valid GPUs:"),
+        (["estimate", "--recipe", "bf16"], "recipe = 'bf16' is not allowed"),
         (["memory", "--model", "llama2-70b", "--tp", "3"], "tp = 3 is not allowed"),
     ],
 )

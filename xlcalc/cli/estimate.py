@@ -23,6 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--model", help="model preset id, e.g. llama2-70b (see: xlcalc catalog models)")
     p.add_argument("--gpu", help="GPU name, e.g. A800, H100 (see: xlcalc catalog gpus)")
+    p.add_argument("--recipe", help="bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8")
     defaults = Scenario()
     for cell in INPUTS:
         flag = "--" + cell.field.replace("_", "-")
@@ -34,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     values = {c.field: cli_value(getattr(args, c.field)) for c in INPUTS}
-    scenario = Scenario.build(model=args.model, gpu=args.gpu, **values)
+    scenario = Scenario.build(model=args.model, gpu=args.gpu, recipe=args.recipe, **values)
     results = evaluate(scenario)
     if args.json:
         print(dump_json({"scenario": scenario.model_dump(), "results": results}))
