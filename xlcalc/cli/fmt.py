@@ -15,7 +15,7 @@ def number(value: Any, unit: str = "") -> str:
         if not math.isfinite(v):
             return str(value)
         if unit.startswith("USD"):
-            return f"${v:,.0f}" if abs(v) >= 100 else f"${v:,.2f}"
+            return f"${v:,.0f}" if abs(v) >= 100 or v == 0 else f"${v:,.2f}"
         if v != 0 and (abs(v) >= 1e9 or abs(v) < 1e-3):
             return f"{v:.3e}"
         if float(v).is_integer() or abs(v) >= 1000:
