@@ -64,16 +64,17 @@ def test_validation_against_measured_runs():
     records = json.loads((SHARED / "published.json").read_text(encoding="utf-8"))
     results = mod.rows(records)
     assert len(results) == 19
-    within = [r for r in results if r["error"] is not None and abs(r["error"]) <= 0.15]
     h100 = [r for r in results if r["gpu"] == "h100-sxm"]
     # records megatron-h100-weak-*: all 9 predicted within 15% relative of the measured MFU
     assert len(h100) == 9
     assert all(abs(r["error"]) <= 0.15 for r in h100)
-    # Issue 5 asks for 80% of all measured runs within 15%; honestly reached: 10 of 19 (docs/validation.md).
-    # The A100 runs of 2021-22 (narayanan21-*, megatron-a100-*) stay over-predicted, none by more than 25%.
-    assert len(within) >= 10
+    # Issue 5 asks for 80% of all measured runs within 15%; that is not reached (docs/validation.md and the
+    # README say so). What the README promises for the A100 runs of 2021-22 (narayanan21-*, megatron-a100-*):
+    # every prediction within 25% of the measurement.
     a100 = [r for r in results if r["gpu"] == "a100-80gb"]
-    assert len(a100) == 10 and all(0 < r["error"] <= 0.25 for r in a100)
+    assert len(a100) == 10 and all(abs(r["error"]) <= 0.25 for r in a100)
+    # docs/validation.md is what the script makes from these results (regenerate it when the model changes)
+    assert (ROOT / "docs" / "validation.md").read_text(encoding="utf-8") == mod.render(results)
 
 
 def test_validation_pins_documented_software():
