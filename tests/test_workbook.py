@@ -13,9 +13,8 @@ import openpyxl
 import pytest
 from openpyxl.formula import Tokenizer
 
-from xlcalc.scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, evaluate, load_scenario, output_excel
+from xlcalc.scenario import INPUTS, OUTPUTS, evaluate, load_scenario, output_excel
 from xlcalc.workbook import build
-from xlcalc.workbook.compare import gpu_variant
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates"

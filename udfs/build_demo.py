@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from openpyxl import Workbook
-from openpyxl.styles import Alignment, Font, PatternFill
+from openpyxl.styles import Font, PatternFill
 from openpyxl.worksheet.formula import ArrayFormula
 
 HERE = Path(__file__).resolve().parent

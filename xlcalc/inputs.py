@@ -6,7 +6,7 @@ thing (and is checked the same way) in every formula, UDF and workbook cell.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import InputError
@@ -207,4 +207,4 @@ def check_value(name: str, value: Any) -> Any:
     return validate_one(spec(name), value)
 
 
-__all__ = ["InputSpec", "InputError", "spec", "all_specs", "check_value", "field"]
+__all__ = ["InputSpec", "InputError", "spec", "all_specs", "check_value"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .. import catalog
-from .fmt import dump_json, number, table
+from .fmt import dump_json, table
 
 
 def register(sub: argparse._SubParsersAction) -> None:

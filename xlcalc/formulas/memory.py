@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import InputError
-from ..expr import and_, eq, floor_int, if_, max_
+from ..expr import eq, floor_int, if_, max_
 from ..registry import formula
 
 __all__ = [
