@@ -168,12 +168,12 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
     rows: dict[str, int] = {}
     output_row(ctx, s, 5, "DP_Size")
     static = OUTPUT_BY_NAME["Mem_Static_GB"]
-    parts = (("Weights", "bytes_weights"), ("Gradients", "bytes_grads"), ("Optimizer states", "bytes_optimizer"))
-    for i, (label, keep) in enumerate(parts):
-        args = {k: (v if not k.startswith("bytes_") or k == keep else 0) for k, v in static.args.items()}
-        expr = memory.mem_static_gb(**args)
-        formula_row(ctx, s, 6 + i, f"  {label}", expr, "GB",
-                    f"MEM_STATIC_GB with only {keep} (the states add up): {static.formula.source}",
+    parts = (("Weights", memory.mem_weights_gb, "bytes_weights"), ("Gradients", memory.mem_grads_gb, "bytes_grads"),
+             ("Optimizer states", memory.mem_optimizer_gb, "bytes_optimizer"))
+    for i, (label, part, own) in enumerate(parts):
+        args = {k: v for k, v in static.args.items() if not k.startswith("bytes_") or k == own}
+        formula_row(ctx, s, 6 + i, f"  {label}", part(**args), "GB",
+                    f"{part.udf_name}: {part.equation}. Source: {part.source}",
                     "#,##0.00", _subs_named("DP_Size"))
         rows[label] = 6 + i
     output_row(ctx, s, 9, "Mem_Activations_GB")
