@@ -188,6 +188,15 @@ _add("out_features", "", "Output size of a linear layer on one GPU (after tensor
 _add("forward_passes", "", "Forward passes of a layer per step (2 with full recomputation)", example=1, **COUNT)
 _add("gemm_bytes", "bytes", "HBM bytes the attention matmuls read and write (s x s scores)", example=1e9, **NONNEG)
 _add("softmax_bytes", "bytes", "HBM bytes of softmax, mask and dropout over the s x s scores", example=1e9, **NONNEG)
+_add("tp_overlap", "fraction", "Share of tensor-parallel communication hidden behind compute (0: Megatron default)", example=0, **FRACTION)
+_add("span_gpus", "GPUs", "Consecutive GPUs a communicating group spans (pipeline: t*p, data-parallel: t*p*d)", example=16, **COUNT)
+_add("params_per_gpu", "parameters", "Parameters held by one GPU before ZeRO sharding (a count, not billions)", example=1e9, **POS)
+_add("layer_act_bytes", "bytes", "Activation bytes one layer stores for one micro-batch on one GPU", example=1e9, **NONNEG)
+_add("inflight_factor", "ratio", "Micro-batches' activations in flight on the first pipeline stage, in stage-sized units (ACT_INFLIGHT_FACTOR)", example=1, **NONNEG)
+_add("logits_bytes", "bytes", "Bytes of the output layer's logits for one micro-batch on one GPU", example=1e9, **NONNEG)
+_add("layer_params", "parameters", "Parameters of one transformer layer (a count, not billions)", example=2e8, **POS)
+_add("embedding_params", "parameters", "Parameters of one vocab x hidden table, plus learned positions (a count)", example=5e8, **NONNEG)
+_add("tied_embeddings", "", "Input embedding and output layer share one table (TRUE/FALSE)", example=False, kind="bool")
 
 def spec(name: str) -> InputSpec:
     try:

@@ -7,9 +7,9 @@ Conventions: bf16 activations (2 bytes), GB = 1e9 bytes, GB/s = 1e9 bytes/s, TFL
 
 from __future__ import annotations
 
-from ..expr import ceiling, eq, if_, max_
+from ..expr import and_, ceiling, eq, if_, max_, not_, or_
 from ..registry import formula
-from .parallel import allreduce_bytes, pipeline_bubble
+from .parallel import allgather_bytes, allreduce_bytes, pipeline_bubble
 from .roofline import time_lower_s
 
 __all__ = [
@@ -19,6 +19,10 @@ __all__ = [
     "tokens_per_s_per_gpu", "train_days_at_throughput", "gpu_hours_at_throughput",
     "gemm_wave_efficiency", "linear_layer_time_s", "attention_softmax_bytes_per_token",
     "attention_gemm_bytes_per_token", "unfused_attention_time_s",
+    "pipeline_stage_params", "logits_memory_bytes", "stage_activations_gb", "logits_matmul_flops",
+    "stage_matmul_flops", "stage_linear_time_s", "stage_attention_flops", "flash_attention_time_s",
+    "stage_unfused_attention_time_s", "elementwise_time_s", "tp_comm_time_s", "group_bandwidth_gb_s",
+    "pipeline_p2p_time_s", "dp_comm_bytes", "dp_comm_time_s",
 ]
 
 
@@ -270,3 +274,217 @@ def train_days_at_throughput(tokens_t, tokens_per_s, n_gpus):
 def gpu_hours_at_throughput(tokens_t, tokens_per_s):
     """GPU-hours to train on tokens_t trillion tokens at a per-GPU throughput."""
     return tokens_t * 1e12 / tokens_per_s / 3600
+
+
+# --- one pipeline stage: the planner's step-time model, term by term ----------------------------------
+
+
+@formula(
+    udf="PIPELINE_STAGE_PARAMS", unit="parameters", category="steptime",
+    equation="L/p * layer params + (2 if p = 1 and untied else 1) * embedding table",
+    source="Narayanan et al. 2021 §3 (layers split evenly over stages; the input embedding sits on the first "
+           "stage, the output layer on the last, both on one GPU when p = 1 unless tied)",
+)
+def pipeline_stage_params(layers, pp, layer_params, embedding_params, tied_embeddings=False):
+    """Parameters of the heaviest pipeline stage: its layers plus the embedding and/or output table."""
+    tables = if_(and_(eq(pp, 1), not_(tied_embeddings)), 2, 1)
+    return layers / pp * layer_params + tables * embedding_params
+
+
+@formula(
+    udf="LOGITS_MEMORY_BYTES", unit="bytes per GPU", category="steptime",
+    equation="4*s*b*V/t (fp32 logits, vocabulary split over t)",
+    source="Megatron-LM: the output layer's logits are cast to fp32 (4 bytes) for the cross-entropy loss; "
+           "vocab-parallel output layer splits V over t (Shoeybi et al. 2019 §3)",
+)
+def logits_memory_bytes(seq_len, micro_batch, vocab, tp=1):
+    """Memory of the fp32 logits of one micro-batch on the last pipeline stage."""
+    return 4 * seq_len * micro_batch * vocab / tp
+
+
+@formula(
+    udf="STAGE_ACTIVATIONS_GB", unit="GB per GPU", category="steptime",
+    equation=(
+        "MAX(L*layer bytes*in-flight factor [first stage] + (logits if p = 1), "
+        "L/p*layer bytes + logits [last stage]) / 1e9"
+    ),
+    source="Korthikanti et al. 2022 §4.2.3 (1F1B: the first stage holds p micro-batches of L/p layers = L "
+           "layers' worth); the logits live on the last stage",
+)
+def stage_activations_gb(layers, layer_act_bytes, inflight_factor, logits_bytes, pp=1):
+    """Activation memory of the heavier of the first and the last pipeline stage."""
+    first = layers * layer_act_bytes * inflight_factor
+    last = layers / pp * layer_act_bytes + logits_bytes
+    return max_(first + if_(eq(pp, 1), logits_bytes, 0), last) / 1e9
+
+
+@formula(
+    udf="LOGITS_MATMUL_FLOPS", unit="FLOPs per GPU", category="steptime",
+    equation="3 * 2*h*V * tokens / t (forward + input and weight gradient)",
+    source="Narayanan et al. 2021 §5.1 (the logit layer's 6*B*s*h*V, the V/(12*L*h) term; backward = 2 x forward)",
+)
+def logits_matmul_flops(hidden, vocab, tokens, tp=1):
+    """Matmul FLOPs of the output (logit) layer for some tokens, forward and backward, on one GPU."""
+    return 3 * 2 * hidden * vocab * tokens / tp
+
+
+@formula(
+    udf="STAGE_MATMUL_FLOPS", unit="FLOPs per GPU", category="steptime",
+    equation="L/p * LAYER_MATMUL_FLOPS * tokens / t * (4 with full recompute, else 3) + LOGITS_MATMUL_FLOPS",
+    source="Narayanan et al. 2021 §5.1 (forward + backward = 3 x forward; full recomputation adds a forward: 4 x)",
+)
+def stage_matmul_flops(layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab,
+                       gated_ffn=False, tp=1, recompute="none"):
+    """Matmul FLOPs of one pipeline stage for some tokens on one GPU, logit layer included."""
+    per_layer = layer_matmul_flops(hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn)
+    passes = if_(eq(recompute, "full"), 4, 3)
+    return layers_per_stage * per_layer * tokens / tp * passes + logits_matmul_flops(hidden, vocab, tokens, tp)
+
+
+@formula(
+    udf="STAGE_LINEAR_TIME_S", unit="seconds", category="steptime",
+    equation=(
+        "L/p * [LINEAR_LAYER_TIME_S of Q,K,V (h x (a+2kv)*dh/t), attention output (a*dh/t x h), FFN up and gate "
+        "(h x F*(2 if gated)/t), FFN down (F/t x h); forward twice with full recompute] + logits (h x V/t)"
+    ),
+    source="Megatron-LM layer (Shoeybi et al. 2019: column-parallel QKV and FFN up, row-parallel output and "
+           "FFN down, vocab-parallel logits); wave quantization per GEMM_WAVE_EFFICIENCY",
+)
+def stage_linear_time_s(layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab,
+                        peak_tflops, matmul_efficiency, sm_count, gated_ffn=False, tp=1, recompute="none"):
+    """Matmul time of one pipeline stage for some tokens on one GPU, each matmul in whole waves of tiles."""
+    fwd = if_(eq(recompute, "full"), 2, 1)
+
+    def linear(k, n, passes):
+        return linear_layer_time_s(tokens, k, n, peak_tflops, matmul_efficiency, sm_count, passes)
+
+    layer = (linear(hidden, (heads + 2 * kv_heads) * head_dim / tp, fwd)               # Q, K, V
+             + linear(heads * head_dim / tp, hidden, fwd)                              # attention output
+             + linear(hidden, ffn_hidden * if_(gated_ffn, 2, 1) / tp, fwd)             # FFN up (and gate)
+             + linear(ffn_hidden / tp, hidden, fwd))                                   # FFN down
+    return layers_per_stage * layer + linear(hidden, vocab / tp, 1)                    # logits
+
+
+@formula(
+    udf="STAGE_ATTENTION_FLOPS", unit="FLOPs per GPU", category="steptime",
+    equation="L/p * ATTENTION_CORE_FLOPS * tokens / t * (4 with selective or full recompute, else 3)",
+    source="Korthikanti et al. 2022 §5 (selective recomputation reruns QK^T, softmax and AV); "
+           "Narayanan et al. 2021 §5.1 (backward = 2 x forward)",
+)
+def stage_attention_flops(layers_per_stage, tokens, seq_len, heads, head_dim, tp=1, recompute="none"):
+    """FLOPs of the attention core (scores and weighted sum) of one pipeline stage for some tokens on one GPU."""
+    passes = if_(or_(eq(recompute, "full"), eq(recompute, "selective")), 4, 3)
+    return layers_per_stage * attention_core_flops(seq_len, heads, head_dim) * tokens / tp * passes
+
+
+@formula(
+    udf="FLASH_ATTENTION_TIME_S", unit="seconds", category="steptime",
+    equation="0.5 * attention FLOPs / (peak*1e12 * attention efficiency) (causal: half the s x s block computed)",
+    source="Dao 2023 (FlashAttention-2 skips the masked blocks of causal attention); Shah et al. 2024 "
+           "(FlashAttention-3: FlashAttention-2 reaches 35% of peak on H100)",
+)
+def flash_attention_time_s(flops, peak_tflops, attention_efficiency):
+    """Time of the fused causal attention core: half of the full-matrix FLOPs at the attention kernel's efficiency."""
+    return compute_time_s(flops * 0.5, peak_tflops, attention_efficiency)
+
+
+@formula(
+    udf="STAGE_UNFUSED_ATTENTION_TIME_S", unit="seconds", category="steptime",
+    equation="UNFUSED_ATTENTION_TIME_S(flops, L/p*tokens*gemm bytes per token, L/p*tokens*softmax bytes per token)",
+    source="ATTENTION_GEMM_BYTES_PER_TOKEN and ATTENTION_SOFTMAX_BYTES_PER_TOKEN over a stage's layers and tokens",
+)
+def stage_unfused_attention_time_s(flops, layers_per_stage, tokens, seq_len, heads, peak_tflops, matmul_efficiency,
+                                   hbm_tb_s, tp=1, recompute="none"):
+    """Time of the unfused attention core of one pipeline stage for some tokens on one GPU (no FlashAttention)."""
+    gemm_bytes = layers_per_stage * tokens * attention_gemm_bytes_per_token(seq_len, heads, tp, recompute)
+    softmax_bytes = layers_per_stage * tokens * attention_softmax_bytes_per_token(seq_len, heads, tp, recompute)
+    return unfused_attention_time_s(flops, gemm_bytes, softmax_bytes, peak_tflops, matmul_efficiency, hbm_tb_s)
+
+
+@formula(
+    udf="ELEMENTWISE_TIME_S", unit="seconds", category="steptime",
+    equation=(
+        "(L/p * ELEMENTWISE_BYTES_PER_TOKEN * (4/3 with full recompute, else 1) + 16*V/t * factor) "
+        "* tokens / (HBM*1e12)"
+    ),
+    source=(
+        "memory-bound kernels at HBM bandwidth (seed 004 roofline); full recomputation reruns the forward "
+        "third of the traffic; loss over fp32 logits: 16 bytes per logit (forward read 4 + write 4, "
+        "backward read 4 + write 4)"
+    ),
+)
+def elementwise_time_s(layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn=False, tp=1,
+                       seq_parallel=False, recompute="none", elementwise_factor=1):
+    """Time of the non-matmul kernels (norms, residuals, dropout, activation, loss) of one stage on one GPU."""
+    per_layer = elementwise_bytes_per_token(hidden, ffn_hidden, gated_ffn, tp, seq_parallel, elementwise_factor)
+    passes = if_(eq(recompute, "full"), 4 / 3, 1)
+    return (layers_per_stage * per_layer * passes + 16 * vocab / tp * elementwise_factor) * tokens / (hbm_tb_s * 1e12)
+
+
+@formula(
+    udf="TP_COMM_TIME_S", unit="seconds", category="steptime",
+    equation="L/p * TP_COMM_BYTES_PER_LAYER / (scale-up GB/s * link efficiency * 1e9) * (1 - TP overlap)",
+    source="Shoeybi et al. 2019 (TP all-reduces inside a node, over NVLink); NCCL bus bandwidth = link x efficiency",
+)
+def tp_comm_time_s(layers_per_stage, seq_len, micro_batch, hidden, tp, scaleup_gb_s, link_efficiency,
+                   recompute="none", tp_overlap=0):
+    """Exposed tensor-parallel communication time of one stage and one micro-batch."""
+    total = layers_per_stage * tp_comm_bytes_per_layer(seq_len, micro_batch, hidden, tp, recompute)
+    return total / (scaleup_gb_s * link_efficiency * 1e9) * (1 - tp_overlap)
+
+
+@formula(
+    udf="GROUP_BANDWIDTH_GB_S", unit="GB/s", category="steptime",
+    equation="scale-out GB/s if the group spans more GPUs than a node holds, else scale-up GB/s",
+    source="ranks placed TP innermost, then PP, then DP (Narayanan et al. 2021 §3.3): a group within one node "
+           "talks over NVLink, a larger one over the node's network",
+)
+def group_bandwidth_gb_s(span_gpus, gpus_per_node, scaleup_gb_s, scaleout_gb_s):
+    """Per-GPU bandwidth of a communicating group: scale-up inside a node, scale-out across nodes."""
+    return if_(span_gpus > gpus_per_node, scaleout_gb_s, scaleup_gb_s)
+
+
+@formula(
+    udf="PIPELINE_P2P_TIME_S", unit="seconds", category="steptime",
+    equation="2*v * 2*tokens*h/t bytes / (GB/s * link efficiency * 1e9) (activation forward, gradient backward)",
+    source="Narayanan et al. 2021 §3.3 (p2p of b*s*h per micro-batch and stage boundary; interleaving: v times "
+           "as many; scatter/gather splits it over t)",
+)
+def pipeline_p2p_time_s(tokens, hidden, bandwidth_gb_s, link_efficiency, tp=1, virtual_stages=1):
+    """Pipeline point-to-point time of one micro-batch: bf16 activations forward and gradients backward."""
+    return 2 * virtual_stages * 2 * tokens * hidden / tp / (bandwidth_gb_s * link_efficiency * 1e9)
+
+
+@formula(
+    udf="DP_COMM_BYTES", unit="bytes per GPU", category="steptime",
+    equation=(
+        "ZeRO 0: all-reduce of params*grad bytes; ZeRO 1-2: reduce-scatter of grads + all-gather of weights; "
+        "ZeRO 3: weight all-gathers x 2*m (forward and backward of every micro-batch); ring over d ranks"
+    ),
+    source="Rajbhandari et al. 2020 §5-7 (ZeRO communication volume); NCCL ring: all-reduce 2S(n-1)/n, "
+           "all-gather and reduce-scatter S(n-1)/n",
+)
+def dp_comm_bytes(params_per_gpu, dp, zero_stage=0, microbatches=1, grad_bytes=4, bytes_weights=2):
+    """Bytes one GPU sends for data parallelism in one step."""
+    grads = params_per_gpu * grad_bytes
+    sharded = (allgather_bytes(grads, dp)
+               + allgather_bytes(params_per_gpu * bytes_weights, dp) * if_(zero_stage >= 3, 2 * microbatches, 1))
+    return if_(eq(zero_stage, 0), allreduce_bytes(grads, dp), sharded)
+
+
+@formula(
+    udf="DP_COMM_TIME_S", unit="seconds", category="steptime",
+    equation=(
+        "EXPOSED_COMM_S(DP_COMM_BYTES / (GB/s * link efficiency * 1e9), "
+        "window = t_microbatch (ZeRO 0-2: the last micro-batch's backward) or m*t_microbatch (ZeRO 3), overlap)"
+    ),
+    source="xlcalc step-time model: gradients are reduced as the last backward pass produces them; ZeRO-3 "
+           "gathers overlap the whole step (Rajbhandari et al. 2020 §7)",
+)
+def dp_comm_time_s(params_per_gpu, dp, microbatch_s, bandwidth_gb_s, link_efficiency, zero_stage=0, microbatches=1,
+                   grad_bytes=4, bytes_weights=2, overlap_frac=0.5):
+    """Exposed data-parallel communication time of one step."""
+    comm = (dp_comm_bytes(params_per_gpu, dp, zero_stage, microbatches, grad_bytes, bytes_weights)
+            / (bandwidth_gb_s * link_efficiency * 1e9))
+    window = microbatch_s * if_(zero_stage >= 3, microbatches, 1)
+    return exposed_comm_s(comm, window, overlap_frac)

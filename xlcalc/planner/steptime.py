@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from .. import catalog
 from ..errors import CatalogError, InputError
 from ..formulas import memory as fm
-from ..formulas import parallel as fp
 from ..formulas import steptime as fs
 from ..inputs import check_value
 
@@ -235,8 +234,8 @@ class Prediction:
 
 def stage_params(arch: Arch, pp: int) -> float:
     """Parameters of the largest pipeline stage (layers plus the embedding and/or output table)."""
-    tables = 2 if (pp == 1 and not arch.tied_embeddings) else 1
-    return arch.layers / pp * arch.layer_params + tables * arch.embedding_params
+    return fs.pipeline_stage_params.raw(layers=arch.layers, pp=pp, layer_params=arch.layer_params,
+                                        embedding_params=arch.embedding_params, tied_embeddings=arch.tied_embeddings)
 
 
 def memory(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, microbatches: int) -> Prediction:
@@ -252,10 +251,9 @@ def memory(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, mi
         head_dim=arch.head_dim, ffn_hidden=arch.ffn_hidden, gated_ffn=arch.gated_ffn, tp=t,
         seq_parallel=cfg.seq_parallel, recompute=cfg.recompute, flash_attention=st.flash_attention)
     inflight = fm.act_inflight_factor.raw(pp=p, virtual_stages=cfg.virtual_stages, microbatches=microbatches)
-    first = arch.layers * layer * inflight
-    logits = 4 * seq_len * cfg.micro_batch * arch.vocab / t  # fp32 logits of the output layer
-    last = arch.layers / p * layer + logits
-    act = max(first + (logits if p == 1 else 0), last) / 1e9
+    logits = fs.logits_memory_bytes.raw(seq_len=seq_len, micro_batch=cfg.micro_batch, vocab=arch.vocab, tp=t)
+    act = fs.stage_activations_gb.raw(layers=arch.layers, layer_act_bytes=layer, inflight_factor=inflight,
+                                      logits_bytes=logits, pp=p)
     total = fm.mem_total_gb.raw(static_gb=w + g + o + buffer, activations_gb=act, overhead_gb=st.overhead_gb)
     return Prediction(
         config=cfg, microbatches=microbatches, weights_gb=w, grads_gb=g, optimizer_gb=o, zero3_buffer_gb=buffer,
@@ -273,75 +271,57 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     tokens_mb = seq_len * b
     layers_stage = arch.layers / p
     peak = hw.peak_tflops
-    hbm = hw.hbm_tb_s * 1e12
-    h, dh = arch.hidden, arch.head_dim
+    shape = dict(hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads, head_dim=arch.head_dim,
+                 ffn_hidden=arch.ffn_hidden, vocab=arch.vocab, gated_ffn=arch.gated_ffn)
     if hw.sm_count:
         # every linear layer of the stage: forward (twice with full recompute), input and weight gradient,
         # each charged for its whole waves of output tiles
-        linears = ((h, (arch.heads + 2 * arch.kv_heads) * dh / t),          # Q, K, V
-                   (arch.heads * dh / t, h),                                 # attention output
-                   (h, arch.ffn_hidden * (2 if arch.gated_ffn else 1) / t),  # FFN up (and gate)
-                   (arch.ffn_hidden / t, h))                                 # FFN down
-        fwd = 2 if rc == "full" else 1
-        t_mm = layers_stage * sum(
-            fs.linear_layer_time_s.raw(tokens=tokens_mb, in_features=k, out_features=n, peak_tflops=peak,
-                                       matmul_efficiency=hw.matmul_efficiency, sm_count=hw.sm_count,
-                                       forward_passes=fwd)
-            for k, n in linears)
-        t_mm += fs.linear_layer_time_s.raw(tokens=tokens_mb, in_features=h, out_features=arch.vocab / t,
-                                           peak_tflops=peak, matmul_efficiency=hw.matmul_efficiency,
-                                           sm_count=hw.sm_count, forward_passes=1)  # logits
+        t_mm = fs.stage_linear_time_s.raw(layers_per_stage=layers_stage, tokens=tokens_mb, **shape, peak_tflops=peak,
+                                          matmul_efficiency=hw.matmul_efficiency, sm_count=hw.sm_count, tp=t,
+                                          recompute=rc)
     else:
-        mm = fs.layer_matmul_flops.raw(hidden=h, heads=arch.heads, kv_heads=arch.kv_heads, head_dim=dh,
-                                       ffn_hidden=arch.ffn_hidden, gated_ffn=arch.gated_ffn)
-        passes_mm = 4 if rc == "full" else 3
-        mm_flops = layers_stage * mm * tokens_mb / t * passes_mm + 3 * 2 * h * arch.vocab * tokens_mb / t
+        mm_flops = fs.stage_matmul_flops.raw(layers_per_stage=layers_stage, tokens=tokens_mb, **shape, tp=t,
+                                             recompute=rc)
         t_mm = fs.compute_time_s.raw(flops=mm_flops, peak_tflops=peak, matmul_efficiency=hw.matmul_efficiency)
-    att = fs.attention_core_flops.raw(seq_len=seq_len, heads=arch.heads, head_dim=dh)
-    passes_att = 4 if rc in ("full", "selective") else 3
-    att_flops = layers_stage * att * tokens_mb / t * passes_att
+    att_flops = fs.stage_attention_flops.raw(layers_per_stage=layers_stage, tokens=tokens_mb, seq_len=seq_len,
+                                             heads=arch.heads, head_dim=arch.head_dim, tp=t, recompute=rc)
     if st.flash_attention:
-        t_att = fs.compute_time_s.raw(flops=att_flops * 0.5, peak_tflops=peak, matmul_efficiency=st.attention_efficiency)
+        t_att = fs.flash_attention_time_s.raw(flops=att_flops, peak_tflops=peak,
+                                              attention_efficiency=st.attention_efficiency)
     else:
         # QK^T and AV as batched matmuls at their roofline; softmax, mask and dropout over the s x s scores
         # at HBM speed (no FlashAttention)
-        gemm_bytes = layers_stage * tokens_mb * fs.attention_gemm_bytes_per_token.raw(
-            seq_len=seq_len, heads=arch.heads, tp=t, recompute=rc)
-        softmax_bytes = layers_stage * tokens_mb * fs.attention_softmax_bytes_per_token.raw(
-            seq_len=seq_len, heads=arch.heads, tp=t, recompute=rc)
-        t_att = fs.unfused_attention_time_s.raw(flops=att_flops, gemm_bytes=gemm_bytes, softmax_bytes=softmax_bytes,
-                                                peak_tflops=peak, matmul_efficiency=hw.matmul_efficiency,
-                                                hbm_tb_s=hw.hbm_tb_s)
-    ew = fs.elementwise_bytes_per_token.raw(hidden=arch.hidden, ffn_hidden=arch.ffn_hidden, gated_ffn=arch.gated_ffn,
-                                            tp=t, seq_parallel=cfg.seq_parallel, elementwise_factor=st.elementwise_factor)
-    ew_passes = 4 / 3 if rc == "full" else 1
-    t_ew = (layers_stage * ew * ew_passes + 16 * arch.vocab / t * st.elementwise_factor) * tokens_mb / hbm
+        t_att = fs.stage_unfused_attention_time_s.raw(
+            flops=att_flops, layers_per_stage=layers_stage, tokens=tokens_mb, seq_len=seq_len, heads=arch.heads,
+            peak_tflops=peak, matmul_efficiency=hw.matmul_efficiency, hbm_tb_s=hw.hbm_tb_s, tp=t, recompute=rc)
+    t_ew = fs.elementwise_time_s.raw(layers_per_stage=layers_stage, tokens=tokens_mb, hidden=arch.hidden,
+                                     ffn_hidden=arch.ffn_hidden, vocab=arch.vocab, hbm_tb_s=hw.hbm_tb_s,
+                                     gated_ffn=arch.gated_ffn, tp=t, seq_parallel=cfg.seq_parallel, recompute=rc,
+                                     elementwise_factor=st.elementwise_factor)
     compute_mb = t_mm + t_att + t_ew
     # tensor parallelism, inside a node
-    tp_bw = hw.scaleup_gb_s * st.link_efficiency * 1e9
     t_tp = 0.0
     if t > 1:
-        tp_bytes = layers_stage * fs.tp_comm_bytes_per_layer.raw(seq_len=seq_len, micro_batch=b, hidden=arch.hidden,
-                                                                  tp=t, recompute=rc)
-        t_tp = tp_bytes / tp_bw * (1 - st.tp_overlap)
+        t_tp = fs.tp_comm_time_s.raw(layers_per_stage=layers_stage, seq_len=seq_len, micro_batch=b, hidden=arch.hidden,
+                                     tp=t, scaleup_gb_s=hw.scaleup_gb_s, link_efficiency=st.link_efficiency,
+                                     recompute=rc, tp_overlap=st.tp_overlap)
+    links = dict(gpus_per_node=hw.gpus_per_node, scaleup_gb_s=hw.scaleup_gb_s, scaleout_gb_s=hw.scaleout_gb_s)
     # pipeline point-to-point: activation forward and gradient backward per micro-batch and virtual stage
     t_p2p = 0.0
     if p > 1:
-        p2p_bw = (hw.scaleout_gb_s if t * p > hw.gpus_per_node else hw.scaleup_gb_s) * st.link_efficiency * 1e9
-        t_p2p = 2 * v * 2 * tokens_mb * arch.hidden / t / p2p_bw
+        t_p2p = fs.pipeline_p2p_time_s.raw(tokens=tokens_mb, hidden=arch.hidden,
+                                           bandwidth_gb_s=fs.group_bandwidth_gb_s.raw(span_gpus=t * p, **links),
+                                           link_efficiency=st.link_efficiency, tp=t, virtual_stages=v)
     mb_s = compute_mb + t_tp + t_p2p
     # data parallelism
     psi = stage_params(arch, p) / t
     t_dp = 0.0
     if d > 1:
-        dp_bw = (hw.scaleout_gb_s if t * p * d > hw.gpus_per_node else hw.scaleup_gb_s) * st.link_efficiency * 1e9
-        if z == 0:
-            dp_bytes = fp.allreduce_bytes.raw(size_bytes=psi * st.grad_bytes, ranks=d)
-        else:
-            dp_bytes = (fp.allgather_bytes.raw(size_bytes=psi * st.grad_bytes, ranks=d)
-                        + fp.allgather_bytes.raw(size_bytes=psi * st.bytes_weights, ranks=d) * (2 * m if z >= 3 else 1))
-        window = mb_s * (m if z >= 3 else 1)
-        t_dp = fs.exposed_comm_s.raw(comm_s=dp_bytes / dp_bw, window_s=window, overlap_frac=st.dp_overlap)
+        t_dp = fs.dp_comm_time_s.raw(params_per_gpu=psi, dp=d, microbatch_s=mb_s,
+                                     bandwidth_gb_s=fs.group_bandwidth_gb_s.raw(span_gpus=t * p * d, **links),
+                                     link_efficiency=st.link_efficiency, zero_stage=z, microbatches=m,
+                                     grad_bytes=st.grad_bytes, bytes_weights=st.bytes_weights,
+                                     overlap_frac=st.dp_overlap)
     t_opt = fs.optimizer_step_s.raw(params_per_gpu_b=psi / 1e9, hbm_tb_s=hw.hbm_tb_s, zero_stage=z, dp=d,
                                     bytes_per_param_step=st.bytes_per_param_step)
     step = fs.step_time_s.raw(microbatches=m, microbatch_s=mb_s, pp=p, virtual_stages=v, comm_s=t_dp, compute_s=t_opt)
