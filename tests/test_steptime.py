@@ -84,3 +84,139 @@ def test_unfused_attention_bytes_kernel_count():
     assert fs.attention_gemm_bytes_per_token(2048, 96, 8, "selective") == pytest.approx(16 * elems)
     # roofline: memory-bound matmul side (1 GB at 2 TB/s = 0.5 ms > 1e9 FLOPs) plus 2 GB of softmax traffic
     assert fs.unfused_attention_time_s(1e9, 1e9, 2e9, 312, 0.859, 2.0) == pytest.approx(0.5e-3 + 1e-3)
+
+
+# --- the planner's per-stage terms, each a registered formula ------------------------------------------
+
+
+def test_pipeline_stage_params_tables():
+    # 80 layers of 0.8e9 params and a 0.25e9 embedding table: p = 4 -> 20 layers + one table (input or output)
+    assert fs.pipeline_stage_params(80, 4, 8e8, 2.5e8) == pytest.approx(20 * 8e8 + 2.5e8)  # 16.25e9
+    # p = 1 holds both tables unless they are tied
+    assert fs.pipeline_stage_params(80, 1, 8e8, 2.5e8, False) == pytest.approx(64e9 + 5e8)
+    assert fs.pipeline_stage_params(80, 1, 8e8, 2.5e8, True) == pytest.approx(64e9 + 2.5e8)
+
+
+def test_logits_memory_fp32():
+    # s = 4096, b = 1, V = 32000 fp32 logits split over t = 8: 4 * 4096 * 32000 / 8 = 65,536,000 bytes
+    assert fs.logits_memory_bytes(4096, 1, 32000, 8) == 65_536_000
+    assert fs.logits_memory_bytes(2048, 2, 50000) == 4 * 2048 * 2 * 50000  # 819.2 MB unsplit
+
+
+def test_stage_activations_first_or_last():
+    logits = 65_536_000
+    # p = 4, 80 layers of 0.1 GB: first stage 80 layers' worth (in-flight factor 1) = 8 GB beats the last
+    # stage's 20 layers + logits = 2.065536 GB
+    assert fs.stage_activations_gb(80, 1e8, 1.0, logits, 4) == pytest.approx(8.0)
+    # p = 1: the single stage holds the layers and the logits: 8 GB + 0.065536 GB
+    assert fs.stage_activations_gb(80, 1e8, 1.0, logits, 1) == pytest.approx(8.065536)
+    # m = 1 < p = 4: one micro-batch in flight (factor 1/4): first 4 * 0.1 GB / 4 = 0.1 GB;
+    # last 1 layer + logits = 0.165536 GB wins
+    assert fs.stage_activations_gb(4, 1e8, 0.25, logits, 4) == pytest.approx(0.165536)
+
+
+def test_stage_matmul_flops_narayanan():
+    # GPT-3 175B stage (p = 8: 12 layers), t = 8, one 2048-token micro-batch. Narayanan et al. 2021 §5.1:
+    # 72*B*s*L*h^2 matmul FLOPs per iteration without recompute (24h^2 per token and layer, x3), 96 with full
+    # recompute; the logit layer 6*B*s*h*V
+    h, V, T, t, layers = 12288, 51200, 2048, 8, 12
+    logits = 6 * T * h * V / t
+    assert fs.logits_matmul_flops(h, V, T, t) == pytest.approx(logits)
+    assert fs.logits_matmul_flops(4096, 32000, 4096, 2) == pytest.approx(1.610612736e12)  # 6*4096*32000*4096/2
+    none = fs.stage_matmul_flops(layers, T, h, 96, 96, 128, 4 * h, V, False, t, "none")
+    assert none == pytest.approx(72 * T * layers * h * h / t + logits)
+    full = fs.stage_matmul_flops(layers, T, h, 96, 96, 128, 4 * h, V, False, t, "full")
+    assert full == pytest.approx(96 * T * layers * h * h / t + logits)
+    # selective recomputation reruns no matmul of the projections or the FFN
+    assert fs.stage_matmul_flops(layers, T, h, 96, 96, 128, 4 * h, V, False, t, "selective") == pytest.approx(none)
+
+
+def test_stage_linear_time_whole_tiles_equals_flops_at_efficiency():
+    # With one SM and every matmul dimension a multiple of 256, every 256x128 tile is full and every wave is
+    # one tile: no quantization loss. Then the time is the FLOPs at the matmul efficiency.
+    # h = 1024, 8 heads of 128 (MHA), F = 4h = 4096, V = 32768, T = 2048, t = 2: QKV 1024 x 1536, attention
+    # output 512 x 1024, FFN 1024 x 2048 and 2048 x 1024, logits 1024 x 16384 - all whole tiles.
+    h, V, T, t, layers = 1024, 32768, 2048, 2, 6
+    rate = 989e12 * 0.8
+    flops_none = (72 * T * layers * h * h + 6 * T * h * V) / t
+    flops_full = (96 * T * layers * h * h + 6 * T * h * V) / t  # the logit layer is not recomputed
+    got = fs.stage_linear_time_s(layers, T, h, 8, 8, 128, 4 * h, V, 989, 0.8, 1, False, t, "none")
+    assert got == pytest.approx(flops_none / rate)
+    got = fs.stage_linear_time_s(layers, T, h, 8, 8, 128, 4 * h, V, 989, 0.8, 1, False, t, "full")
+    assert got == pytest.approx(flops_full / rate)
+
+
+def test_stage_attention_flops_and_time():
+    # Narayanan et al. 2021 §5.1: the attention core adds 72*B*s*L*h^2 * s/(6h) = 12*B*s^2*L*h per iteration,
+    # i.e. 12*s*h FLOPs per token and layer (fwd + bwd); selective/full recompute reruns the forward: 16*s*h.
+    s, h, T, t, layers = 2048, 12288, 2048, 8, 12
+    assert fs.stage_attention_flops(layers, T, s, 96, 128, t, "none") == pytest.approx(12 * s * h * layers * T / t)
+    assert fs.stage_attention_flops(layers, T, s, 96, 128, t, "selective") == pytest.approx(16 * s * h * layers * T / t)
+    assert fs.stage_attention_flops(layers, T, s, 96, 128, t, "full") == pytest.approx(16 * s * h * layers * T / t)
+    # fused causal attention computes half of it: 1e15 FLOPs -> 0.5e15 at 35% of 989 TFLOP/s = 1.4445 s
+    assert fs.flash_attention_time_s(1e15, 989, 0.35) == pytest.approx(0.5e15 / (989e12 * 0.35))
+
+
+def test_stage_unfused_attention_time():
+    # GPT-3 175B, t = 8 (12 heads per GPU), s = 2048, 12 layers, 2048 tokens, no recompute: per token and layer
+    # 12 (matmul) + 20 (softmax, mask, dropout) bytes per score element of 12*2048 elements
+    layers, T = 12, 2048
+    elements = 12 * 2048
+    gemm = layers * T * 12 * elements        # 7.247757312e9 bytes
+    softmax = layers * T * 20 * elements     # 1.207959552e10 bytes
+    # memory-bound matmuls (1 FLOP): everything at 2 TB/s
+    got = fs.stage_unfused_attention_time_s(1, layers, T, 2048, 96, 312, 0.859, 2.0, 8, "none")
+    assert got == pytest.approx((gemm + softmax) / 2e12)   # 9.663676416 ms
+    # compute-bound matmuls: 1e15 FLOPs at 0.859 x 312 TFLOP/s, then the softmax traffic
+    got = fs.stage_unfused_attention_time_s(1e15, layers, T, 2048, 96, 312, 0.859, 2.0, 8, "none")
+    assert got == pytest.approx(1e15 / (312e12 * 0.859) + softmax / 2e12)
+
+
+def test_elementwise_time_counts_layers_and_loss():
+    # h = 4096, F = 16384 (not gated), t = 1: 6*(15h + 2F) = 6*(61440 + 32768) = 565,248 bytes per token and
+    # layer; 32 layers + 16 bytes per logit x V = 32000: 18,087,936 + 512,000 = 18,599,936 bytes per token;
+    # 4096 tokens at 2 TB/s: 7.6185337856e10 / 2e12 = 38.09 ms
+    got = fs.elementwise_time_s(32, 4096, 4096, 16384, 32000, 2.0)
+    assert got == pytest.approx(18_599_936 * 4096 / 2e12)
+    # full recomputation reruns the forward third of the layer traffic (x 4/3), not the loss:
+    # 565,248 * 32 * 4/3 = 24,117,248 + 512,000
+    got = fs.elementwise_time_s(32, 4096, 4096, 16384, 32000, 2.0, False, 1, False, "full")
+    assert got == pytest.approx(24_629_248 * 4096 / 2e12)
+
+
+def test_tp_comm_time():
+    # 4 ring all-reduces of 2*s*b*h = 2*4096*8192 bytes on t = 8: 4 * 2 * 67,108,864 * 7/8 = 469,762,048 bytes
+    # per layer; 80 layers = 37,580,963,840 bytes over 450 GB/s x 0.8 = 360 GB/s -> 0.10439 s
+    got = fs.tp_comm_time_s(80, 4096, 1, 8192, 8, 450, 0.8)
+    assert got == pytest.approx(37_580_963_840 / 360e9)
+    # half of it hidden behind compute
+    assert fs.tp_comm_time_s(80, 4096, 1, 8192, 8, 450, 0.8, "none", 0.5) == pytest.approx(37_580_963_840 / 720e9)
+
+
+def test_group_bandwidth_and_p2p():
+    # 8 GPUs per node: a group of 8 stays on NVLink, a group of 16 crosses the network
+    assert fs.group_bandwidth_gb_s(8, 8, 450, 50) == 450
+    assert fs.group_bandwidth_gb_s(16, 8, 450, 50) == 50
+    # p2p of one micro-batch: bf16 activations 2 bytes x 4096 tokens x 8192 / t=8 = 8,388,608 bytes, forward and
+    # backward, 2 virtual stages: 33,554,432 bytes at 50 GB/s x 0.8 = 40 GB/s -> 0.8389 ms
+    assert fs.pipeline_p2p_time_s(4096, 8192, 50, 0.8, 8, 2) == pytest.approx(33_554_432 / 40e9)
+
+
+def test_dp_comm_bytes_by_zero_stage():
+    # 1e9 parameters per GPU over d = 8 ranks, fp32 gradients (4 bytes), bf16 weights (2 bytes)
+    # ZeRO-0: ring all-reduce of 4 GB: 2 * 4e9 * 7/8 = 7e9 bytes
+    assert fs.dp_comm_bytes(1e9, 8, 0) == pytest.approx(7e9)
+    # ZeRO-1/2: reduce-scatter 4e9 * 7/8 + all-gather of weights 2e9 * 7/8 = 3.5e9 + 1.75e9
+    assert fs.dp_comm_bytes(1e9, 8, 1) == pytest.approx(5.25e9)
+    assert fs.dp_comm_bytes(1e9, 8, 2) == pytest.approx(5.25e9)
+    # ZeRO-3, m = 4 micro-batches: weights gathered for every forward and backward: 3.5e9 + 1.75e9 * 8
+    assert fs.dp_comm_bytes(1e9, 8, 3, 4) == pytest.approx(17.5e9)
+
+
+def test_dp_comm_time_overlap_window():
+    # 25 GB/s x 0.8 = 20 GB/s. ZeRO-0: 7e9 bytes = 0.35 s, half of one 0.2 s micro-batch hides it: 0.25 s exposed
+    assert fs.dp_comm_time_s(1e9, 8, 0.2, 25, 0.8, 0) == pytest.approx(0.25)
+    # ZeRO-3, m = 4: 17.5e9 bytes = 0.875 s, window the whole step 4 x 0.2 s, half of it: 0.875 - 0.4 = 0.475 s
+    assert fs.dp_comm_time_s(1e9, 8, 0.2, 25, 0.8, 3, 4) == pytest.approx(0.475)
+    # a long micro-batch hides all of it
+    assert fs.dp_comm_time_s(1e9, 8, 1.0, 25, 0.8, 0) == 0
