@@ -43,7 +43,12 @@ class GPU(_Row):
     scaleout_gb_s: Optional[float] = Field(default=None, gt=0, description="per-GPU scale-out (InfiniBand/RoCE) bandwidth, GB/s")
     tdp_w: Optional[float] = Field(default=None, gt=0)
     gpus_per_node: Optional[int] = Field(default=None, ge=1, description="accelerators per server node, where published")
-    matmul_efficiency: Optional[float] = Field(default=None, gt=0, le=1, description="achievable share of peak in large bf16 GEMMs")
+    matmul_efficiency: Optional[float] = Field(
+        default=None, gt=0, le=1, description="maximum achievable share of peak in bf16 GEMMs, single-GPU microbenchmark")
+    training_matmul_efficiency: Optional[float] = Field(
+        default=None, gt=0, le=1,
+        description="share of peak at which the step-time model reproduces published training runs on this GPU "
+                    "(fitted by scripts/make_validation.py; docs/validation.md)")
 
     @property
     def half_tflops(self) -> Optional[float]:

@@ -160,7 +160,7 @@ _add("kv_heads", "", "Key/value heads (GQA; = heads for multi-head attention)", 
 _add("ffn_hidden", "", "Inner size of the feed-forward block F (GPT: 4h)", "FFN_Hidden", example=28672, **COUNT)
 _add("gated_ffn", "", "Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)", "Gated_FFN", example=True, kind="bool")
 _add("flash_attention", "", "Fused (Flash) attention: no s x s tensors stored, causal half computed (TRUE/FALSE)", "Flash_Attention", example=True, kind="bool")
-_add("matmul_efficiency", "fraction", "Achievable share of peak in large bf16 matmuls (measured MAMF / peak)", "Matmul_Efficiency", example=0.8, gt=0, le=1, number_format="0.0%")
+_add("matmul_efficiency", "fraction", "Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak)", "Matmul_Efficiency", example=0.8, gt=0, le=1, number_format="0.0%")
 _add("attention_efficiency", "fraction", "Achievable share of peak in the fused attention kernel", "Attention_Efficiency", example=0.5, gt=0, le=1, number_format="0.0%")
 _add("link_efficiency", "fraction", "Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth)", "Link_Efficiency", example=0.8, gt=0, le=1, number_format="0%")
 _add("overlap_frac", "fraction", "Share of a communication that can hide behind its overlap window", "Overlap_Frac", example=0.5, **FRACTION)

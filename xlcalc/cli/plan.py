@@ -10,7 +10,8 @@ from ..errors import InputError
 from .fmt import cli_value, dump_json, number, table
 
 _SETTINGS = (
-    ("matmul_efficiency", "achievable share of peak in matmuls (default: the GPU's catalog value)"),
+    ("matmul_efficiency", "share of peak the matmuls reach in training (default: the GPU's catalog value, "
+                          "fitted to published runs; docs/validation.md)"),
     ("attention_efficiency", "share of peak of the attention core (default 0.35)"),
     ("link_efficiency", "achieved collective bandwidth / link bandwidth (default 0.8)"),
     ("dp_overlap", "share of the overlap window that hides DP communication (default 0.5)"),

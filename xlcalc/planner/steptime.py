@@ -31,8 +31,9 @@ class Settings(BaseModel):
 
     matmul_efficiency: Optional[float] = Field(
         default=None, gt=0, le=1,
-        description="Achievable share of peak in large bf16 matmuls. None: the GPU's catalog value "
-                    "(measured maximum achievable matmul FLOPS / peak: A100 0.859, H100 0.801, ml-engineering MAMF table).")
+        description="Share of peak the GPU's matmuls reach in a training step. None: the GPU's catalog "
+                    "training_matmul_efficiency (fitted to published runs, docs/validation.md: A100 80GB 0.686, "
+                    "H100 SXM 0.753), else its microbenchmark matmul_efficiency (ml-engineering MAMF table).")
     attention_efficiency: float = Field(
         default=0.35, gt=0, le=1,
         description="Share of peak reached by the attention core (scores and weighted sum), on the FLOPs it computes "
@@ -125,7 +126,8 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Settings) -> Hardware:
         scaleout_gb_s=_need(settings.scaleout_gb_s or row.scaleout_gb_s, row.name, "scale-out (InfiniBand) bandwidth",
                             "--scaleout-gb-s", "25 for one 200 Gb/s HDR port per GPU, 50 for 400 Gb/s NDR"),
         gpus_per_node=settings.gpus_per_node or row.gpus_per_node,
-        matmul_efficiency=_need(settings.matmul_efficiency or row.matmul_efficiency, row.name,
+        matmul_efficiency=_need(settings.matmul_efficiency or row.training_matmul_efficiency or row.matmul_efficiency,
+                                row.name,
                                 "matmul efficiency", "--matmul-efficiency", "0.8"),
         usd_per_gpu_hour=price,
         sm_count=(settings.sm_count or SM_COUNT.get(row.id)) if settings.wave_quantization else None,
