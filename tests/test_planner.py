@@ -140,6 +140,23 @@ def test_plan_table_header_and_rows(seed002):
     assert len(rows) == 4 and rows[1][0] == 1
 
 
+def test_plan_says_which_matmul_efficiency_it_used():
+    from xlcalc.planner.steptime import resolve_hardware
+    arch = arch_from_flags(32, 4096, 32, vocab=32000)
+    kw = dict(arch=arch, gpu="h100", n_gpus=64, seq_len=4096, global_batch_tokens=2**20, top=1)
+    default = plan(**kw, settings=Settings(scaleout_gb_s=50))
+    assert default.matmul_efficiency == catalog.get_gpu("h100").training_matmul_efficiency
+    assert "fitted to published training runs" in default.matmul_efficiency_basis
+    given = plan(**kw, settings=Settings(scaleout_gb_s=50, matmul_efficiency=0.6))
+    assert (given.matmul_efficiency, given.matmul_efficiency_basis) == (0.6, "given")
+    # a catalog row with only the microbenchmark figure falls back to it
+    row = catalog.GPU(id="test-gpu", name="Test GPU", source="test row", vendor="test", bf16_tflops=100,
+                      memory_gb=80, hbm_tb_s=2, scaleup_gb_s=300, scaleout_gb_s=25, gpus_per_node=8,
+                      matmul_efficiency=0.82)
+    hw = resolve_hardware(row, Settings())
+    assert (hw.matmul_efficiency, hw.matmul_efficiency_basis) == (0.82, "catalog, single-GPU microbenchmark")
+
+
 def test_pins_are_respected():
     arch = arch_from_flags(32, 4096, 32, vocab=32000)
     res = plan(arch=arch, gpu="h100", n_gpus=64, seq_len=4096, global_batch_tokens=2**20,

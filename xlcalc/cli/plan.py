@@ -120,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
         print(dump_json({
             "model": result.model, "gpu": result.gpu, "n_gpus": result.n_gpus, "seq_len": result.seq_len,
             "global_batch": result.global_batch, "tokens_t": result.tokens_t,
+            "matmul_efficiency": result.matmul_efficiency, "matmul_efficiency_basis": result.matmul_efficiency_basis,
             "plans": [p.model_dump() for p in result.plans[:top]],
             "rejected": [r.model_dump() for r in result.rejected[:20]],
             "evaluated": result.evaluated, "feasible": result.feasible,

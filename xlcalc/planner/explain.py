@@ -14,7 +14,8 @@ def explain(result: PlanResult, top: int = 3, rejected: int = 6) -> str:
         f"{result.model} on {result.n_gpus} x {result.gpu} ({result.gpu_memory_gb:.0f} GB), seq {result.seq_len}, "
         f"global batch {result.global_batch} sequences ({result.global_batch * result.seq_len:,} tokens), "
         f"{result.tokens_t:g} T tokens",
-        f"{result.evaluated} configurations evaluated, {result.feasible} fit.",
+        f"{result.evaluated} configurations evaluated, {result.feasible} fit. Matmuls at "
+        f"{result.matmul_efficiency:.1%} of peak ({result.matmul_efficiency_basis}).",
     ]
     if not result.plans:
         lines.append("No configuration fits in GPU memory.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from .. import catalog
 from ..errors import InputError
@@ -83,6 +83,8 @@ class PlanResult(BaseModel):
     global_batch: int
     tokens_t: float
     gpu_memory_gb: float
+    matmul_efficiency: float = Field(description="share of peak the step-time model gives the matmuls")
+    matmul_efficiency_basis: str = Field(description="where that share came from: given, or which catalog figure")
     settings: Settings
     plans: list[Plan]
     rejected: list[Rejection]
@@ -203,7 +205,8 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         plans = [_plan_of(p, n, tokens_t, hw.usd_per_gpu_hour) for p in fits[:top]]
         return PlanResult(
             model=a.name, gpu=hw.name, n_gpus=n, seq_len=seq_len, global_batch=global_batch, tokens_t=tokens_t,
-            gpu_memory_gb=hw.memory_gb, settings=st, plans=plans, rejected=_rejections(misses, hw.memory_gb),
+            gpu_memory_gb=hw.memory_gb, matmul_efficiency=hw.matmul_efficiency,
+            matmul_efficiency_basis=hw.matmul_efficiency_basis, settings=st, plans=plans, rejected=_rejections(misses, hw.memory_gb),
             evaluated=count, feasible=len(fits),
         )
 

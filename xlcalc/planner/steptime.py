@@ -95,6 +95,7 @@ class Hardware:
     matmul_efficiency: float
     usd_per_gpu_hour: Optional[float]
     sm_count: Optional[int] = None
+    matmul_efficiency_basis: str = ""  # where matmul_efficiency came from, for the explanation
 
 
 def _need(value, gpu_name: str, what: str, flag: str, example: str):
@@ -127,8 +128,11 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Settings) -> Hardware:
                             "--scaleout-gb-s", "25 for one 200 Gb/s HDR port per GPU, 50 for 400 Gb/s NDR"),
         gpus_per_node=settings.gpus_per_node or row.gpus_per_node,
         matmul_efficiency=_need(settings.matmul_efficiency or row.training_matmul_efficiency or row.matmul_efficiency,
-                                row.name,
-                                "matmul efficiency", "--matmul-efficiency", "0.8"),
+                                row.name, "matmul efficiency", "--matmul-efficiency", "0.8"),
+        matmul_efficiency_basis=(
+            "given" if settings.matmul_efficiency else
+            "catalog, fitted to published training runs" if row.training_matmul_efficiency else
+            "catalog, single-GPU microbenchmark" if row.matmul_efficiency else ""),
         usd_per_gpu_hour=price,
         sm_count=(settings.sm_count or SM_COUNT.get(row.id)) if settings.wave_quantization else None,
     )
