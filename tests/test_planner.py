@@ -85,6 +85,10 @@ def test_validation_against_measured_runs(validation):
     assert len(h100) == 9 and all(abs(r["mamf_error"]) <= 0.15 for r in h100)
     a100 = [r for r in results if r["gpu"] == "a100-80gb"]
     assert len(a100) == 10 and all(abs(r["mamf_error"]) <= 0.25 for r in a100)
+    # llama1-65b, in no calibration (another paper and software stack; layout chosen by the planner):
+    # 380 tokens/s per GPU measured; the A100 default predicts it within 15%
+    ind = v["independent"]
+    assert ind["measured"] == 380 and abs(ind["calibrated"]["error"]) <= 0.15
     # docs/validation.md is what the script makes from these results (regenerate it when the model changes)
     assert (ROOT / "docs" / "validation.md").read_text(encoding="utf-8") == mod.render(v)
 
