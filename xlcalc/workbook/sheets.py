@@ -156,6 +156,12 @@ def _choice_row(ctx: Ctx, sheet: str, row: int, label: str, name: str, value: st
                           "allowed": allowed})
 
 
+
+def _header_row(b, s: str, row: int, names: tuple[str, ...]) -> None:
+    """Column headings of a sheet's A-D table."""
+    for col, name in zip("ABCD", names):
+        b.put(s, f"{col}{row}", name, "header")
+
 # --- Memory ----------------------------------------------------------------------------
 
 def memory_sheet(ctx: Ctx) -> dict[str, int]:
@@ -163,8 +169,7 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
     b.put(s, "A1", "Memory per GPU", "title")
     b.put(s, "A2", "Model states under ZeRO over DP = GPUs/(TP x PP); activations by Korthikanti et al. 2022 "
           "for all layers (first stage of a 1F1B pipeline); GB = 1e9 bytes.", "note")
-    for j, h in enumerate(("per GPU", "value", "unit", "formula and source"), start=1):
-        b.put(s, f"{'ABCD'[j - 1]}4", h, "header")
+    _header_row(b, s, 4, ("per GPU", "value", "unit", "formula and source"))
     rows: dict[str, int] = {}
     output_row(ctx, s, 5, "DP_Size")
     static = OUTPUT_BY_NAME["Mem_Static_GB"]
@@ -200,8 +205,7 @@ def time_sheet(ctx: Ctx) -> None:
     b.put(s, "A1", "Compute and time", "title")
     b.put(s, "A2", "C = 6ND; days = C / (peak x GPUs x MFU); the deadline rounding follows seed 002 §7.3: "
           "exact GPUs -> whole TP x PP replicas -> + spare -> whole nodes.", "note")
-    for j, h in enumerate(("", "value", "unit", "formula and source"), start=1):
-        b.put(s, f"{'ABCD'[j - 1]}4", h, "header")
+    _header_row(b, s, 4, ("", "value", "unit", "formula and source"))
     output_row(ctx, s, 5, "Train_FLOPs")
     output_row(ctx, s, 6, "Train_Days")
     output_row(ctx, s, 7, "GPU_Hours")
@@ -226,8 +230,7 @@ def budget_sheet(ctx: Ctx) -> None:
     b.put(s, "A4", "Assumptions", "group")
     input_row(ctx, s, 5, "failure_frac", sc.failure_frac)
     input_row(ctx, s, 6, "experiments_frac", sc.experiments_frac)
-    for j, h in enumerate(("line", "USD", "unit", "formula and source"), start=1):
-        b.put(s, f"{'ABCD'[j - 1]}8", h, "header")
+    _header_row(b, s, 8, ("line", "USD", "unit", "formula and source"))
     output_row(ctx, s, 9, "Compute_Cost_USD")
     output_row(ctx, s, 10, "Power_Cost_USD")
     output_row(ctx, s, 11, "Training_Tax_USD")
