@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from conftest import SHARED
+from conftest import published_records
 
 from xlcalc import catalog
 from xlcalc.catalog import GPU_FIELDS, MODEL_FIELDS, get_gpu, get_model, price_for
@@ -21,10 +21,7 @@ REQUIRED_MODELS = ["gpt3-175b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3
 
 
 def _records() -> dict:
-    path = SHARED / "published.json"
-    if not path.exists():
-        pytest.skip("../shared/reference/published.json is not present")
-    return {r["id"]: r for r in json.loads(path.read_text(encoding="utf-8"))}
+    return published_records()
 
 
 # --- rows ---------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, SHARED
+from conftest import REFERENCE, ROOT
 from xlcalc import catalog
 from xlcalc.errors import CatalogError, InputError
 from xlcalc.planner import Settings, arch_from_flags, plan, plan_table
@@ -67,7 +67,7 @@ def _validation():
 @pytest.fixture(scope="module")
 def validation():
     mod = _validation()
-    records = json.loads((SHARED / "published.json").read_text(encoding="utf-8"))
+    records = json.loads((REFERENCE / "published.json").read_text(encoding="utf-8"))
     return mod, mod.validate(records)
 
 
@@ -125,7 +125,7 @@ def test_fit_efficiency_finds_the_zero_of_the_mean_log_error():
 
 def test_validation_pins_documented_software(validation):
     mod, _ = validation
-    records = json.loads((SHARED / "published.json").read_text(encoding="utf-8"))
+    records = json.loads((REFERENCE / "published.json").read_text(encoding="utf-8"))
     by_id = {c["id"]: c for c in mod.cases(records)}
     # NVIDIA/Megatron-LM examples/pretrain_gpt3_175B.sh: --micro-batch-size 1, no interleaving, --fp16
     a100 = by_id["megatron-a100-gpt3-175b-1024gpu"]

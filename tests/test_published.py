@@ -1,7 +1,7 @@
 """Published figures reproduced by the engine.
 
 Every expected value below is written out from its source: a record of
-``../shared/reference/published.json`` (cited by id) or the paper. Nothing here is
+``xlcalc/data/reference/published.json`` (cited by id) or the paper. Nothing here is
 copied from the engine's own output. ``test_literals_match_published_json`` checks the
 literals against the reference file when it is present.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import SHARED
+from conftest import published_records
 
 from xlcalc.formulas.compute import (
     days_from_throughput,
@@ -206,10 +206,7 @@ def test_bloom_bf16_checkpoint_size():
 # --- the literals above, checked against the reference file ----------------------------------
 
 def _records() -> dict:
-    path = SHARED / "published.json"
-    if not path.exists():
-        pytest.skip("../shared/reference/published.json is not present")
-    return {r["id"]: r for r in json.loads(path.read_text(encoding="utf-8"))}
+    return published_records()
 
 
 def test_literals_match_published_json():
