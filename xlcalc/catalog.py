@@ -109,7 +109,8 @@ class Model(_Row):
     kv_lora_rank: Optional[int] = Field(default=None, ge=1)
     qk_rope_head_dim: Optional[int] = Field(default=None, ge=1)
     v_head_dim: Optional[int] = Field(default=None, ge=1)
-    published_params_b: float = Field(gt=0, description="total parameters as published, billions")
+    published_params_b: Optional[float] = Field(
+        default=None, gt=0, description="total parameters as published, billions (None: not published, e.g. a model read from a config.json)")
     published_active_params_b: Optional[float] = Field(default=None, gt=0)
 
     @model_validator(mode="after")
@@ -125,7 +126,8 @@ class Model(_Row):
             raise ValueError(f"dense_layers = {self.dense_layers} exceeds layers = {self.layers}")
         if self.head_dim is None and self.hidden % self.heads:
             raise ValueError(f"hidden = {self.hidden} is not a multiple of heads = {self.heads}; give head_dim")
-        if self.published_active_params_b and self.published_active_params_b > self.published_params_b:
+        if (self.published_active_params_b and self.published_params_b
+                and self.published_active_params_b > self.published_params_b):
             raise ValueError("published_active_params_b exceeds published_params_b")
         return self
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 
 from .. import catalog
+from ..errors import InputError
+from ..hf_config import model_from_hf_config
 from .fmt import dump_json, table
 
 
@@ -17,6 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("kind", choices=("gpus", "models", "prices"), help="which catalog")
     p.add_argument("name", nargs="?", help="show one entry (case-insensitive, aliases allowed)")
+    p.add_argument("--config", metavar="PATH",
+                   help="models only: show the model a Hugging Face config.json describes, with its derived counts")
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
     p.set_defaults(func=run)
 
@@ -30,15 +34,15 @@ def _dump(row) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.config is not None:
+        if args.kind != "models" or args.name:
+            raise InputError("config", args.config, "given with 'xlcalc catalog models' and no NAME")
+        _show(_dump(model_from_hf_config(args.config)), args.json)
+        return 0
     rows = {"gpus": catalog.gpus, "models": catalog.models, "prices": catalog.prices}[args.kind]()
     if args.name:
         find = {"gpus": catalog.get_gpu, "models": catalog.get_model, "prices": _get_price}[args.kind]
-        row = _dump(find(args.name))
-        if args.json:
-            print(dump_json(row))
-        else:
-            print(table([(k, "" if v is None else (", ".join(v) if isinstance(v, (list, tuple)) else _n(v) if isinstance(v, float) else str(v)))
-                         for k, v in row.items()], headers=("field", "value"), align="ll"))
+        _show(_dump(find(args.name)), args.json)
         return 0
     if args.json:
         print(dump_json([_dump(r) for r in rows]))
@@ -57,6 +61,14 @@ def run(args: argparse.Namespace) -> int:
     print(table(body, headers=headers, align="ll"))
     print(f"\n{len(rows)} {args.kind}. Show one with its source: xlcalc catalog {args.kind} NAME")
     return 0
+
+
+def _show(row: dict, as_json: bool) -> None:
+    if as_json:
+        print(dump_json(row))
+        return
+    print(table([(k, "" if v is None else (", ".join(v) if isinstance(v, (list, tuple)) else _n(v) if isinstance(v, float) else str(v)))
+                 for k, v in row.items()], headers=("field", "value"), align="ll"))
 
 
 def _n(v) -> str:

@@ -1,0 +1,184 @@
+"""Models from a Hugging Face ``config.json``: the architecture a user already has, as a catalog model.
+
+``model_from_hf_config(path_or_dict)`` reads the keys that fix the parameter count and the memory of a
+decoder-only transformer (Llama, Mistral, Mixtral, Qwen2/Qwen2-MoE, Qwen3/Qwen3-MoE, Gemma/Gemma 2,
+DeepSeek-V2/V3) and returns a :class:`xlcalc.catalog.Model`, so every face that takes ``--model``
+takes a config too. Key names follow the ``transformers`` configuration classes of each family
+(``LlamaConfig``, ``MixtralConfig``, ``Qwen2MoeConfig``, ``DeepseekV3Config``, ...). A key the family
+needs and the file lacks is an error naming every missing key at once; a layout the catalog cannot
+describe (an MoE layer pattern other than "the first k layers dense") is refused, never approximated.
+
+What is not counted, each well under 0.1 % of the total: Qwen2's q/k/v biases, the Qwen2-MoE shared-expert
+gate (one vector per layer), Gemma 2's extra pre/post-FFN norms.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from pydantic import ValidationError
+
+from .catalog import Model
+from .errors import InputError
+
+__all__ = ["FAMILIES", "read_hf_config", "model_from_hf_config"]
+
+MAX_CONFIG_BYTES = 1_000_000
+
+# model_type -> (kind, tie_word_embeddings when the file does not say: the transformers class default)
+FAMILIES: dict[str, tuple[str, bool]] = {
+    "llama": ("dense", False),
+    "mistral": ("dense", False),
+    "qwen2": ("dense", False),
+    "qwen3": ("dense", False),
+    "gemma": ("dense", True),
+    "gemma2": ("dense", True),
+    "mixtral": ("mixtral", False),
+    "qwen2_moe": ("qwen_moe", False),
+    "qwen3_moe": ("qwen_moe", False),
+    "deepseek_v2": ("deepseek", False),
+    "deepseek_v3": ("deepseek", False),
+}
+
+_COMMON = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+_NEEDS = {
+    "dense": ("intermediate_size",),
+    "mixtral": ("intermediate_size", "num_local_experts", "num_experts_per_tok"),
+    "qwen_moe": ("num_experts", "num_experts_per_tok", "moe_intermediate_size"),
+    "deepseek": ("intermediate_size", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
+                 "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"),
+}
+
+
+def read_hf_config(path: str | Path) -> dict[str, Any]:
+    """The JSON object of a ``config.json`` file (a clear :class:`InputError` for a missing, huge or broken file)."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise InputError("config", str(path), "a readable config.json file", exc.strerror or str(exc)) from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise InputError("config", str(path), f"a config.json under {MAX_CONFIG_BYTES:,} bytes")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError("config", str(path), "a UTF-8 JSON file", str(exc)) from None
+    if not isinstance(data, dict):
+        raise InputError("config", str(path), "a JSON object of model settings (a Hugging Face config.json)")
+    return data
+
+
+def _slug(text: str) -> str:
+    s = re.sub(r"[^a-z0-9.\-]+", "-", text.strip().lower()).strip("-.")
+    return s or "hf-config"
+
+
+def _int(cfg: Mapping[str, Any], key: str, where: str) -> int:
+    v = cfg[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < 1:
+        raise InputError(f"{where}: {key}", v, "a whole number >= 1")
+    return int(v)
+
+
+def _dense_prefix(cfg: Mapping[str, Any], layers: int, where: str) -> int:
+    """Leading dense layers of a Qwen-MoE config (``mlp_only_layers`` + ``decoder_sparse_step``)."""
+    step = cfg.get("decoder_sparse_step", 1) or 1
+    dense = sorted(int(i) for i in (cfg.get("mlp_only_layers") or []))
+    if step != 1:
+        raise InputError(f"{where}: decoder_sparse_step", step,
+                         "1 (every layer MoE); other sparse steps are not modelled")
+    if dense != list(range(len(dense))):
+        raise InputError(f"{where}: mlp_only_layers", dense,
+                         "the first k layers (dense layers elsewhere are not modelled)")
+    if len(dense) > layers:
+        raise InputError(f"{where}: mlp_only_layers", dense, f"at most num_hidden_layers = {layers} layers")
+    return len(dense)
+
+
+def model_from_hf_config(config: str | Path | Mapping[str, Any], *, name: str | None = None) -> Model:
+    """A catalog :class:`~xlcalc.catalog.Model` from a Hugging Face ``config.json`` (a path or its dict).
+
+    Equations are those of :meth:`Model.derived_params`; only the mapping of keys is here:
+    layers = num_hidden_layers, h = hidden_size, a = num_attention_heads, kv = num_key_value_heads
+    (default a), d_head = head_dim (DeepSeek: qk_nope_head_dim), f = intermediate_size, V = vocab_size,
+    tied = tie_word_embeddings; all these families use a gated (SwiGLU/GeGLU) FFN. MoE: Mixtral
+    (num_local_experts, top-k, expert size f, every layer MoE), Qwen-MoE (num_experts, top-k,
+    moe_intermediate_size; the shared expert of shared_expert_intermediate_size counted as that many
+    experts' worth), DeepSeek (n_routed_experts, n_shared_experts, moe_intermediate_size,
+    first_k_dense_replace, MLA ranks; the aux-loss-free routing bias of DeepSeek-V3, or of a V2 config whose
+    topk_method is "noaux_tc").
+    The config gives the context window (max_position_embeddings), not the training sequence length,
+    so the model keeps the catalog's default sequence length; give it where a face asks for one.
+    """
+    if isinstance(config, (str, Path)):
+        label = str(config)
+        cfg: Mapping[str, Any] = read_hf_config(config)
+    elif isinstance(config, Mapping):
+        label = name or "config"
+        cfg = config
+    else:
+        raise InputError("config", type(config).__name__, "a path to config.json or its JSON object")
+    where = Path(label).name if isinstance(config, (str, Path)) else label
+    mtype = cfg.get("model_type")
+    if mtype not in FAMILIES:
+        raise InputError(f"{where}: model_type", mtype, "one of " + ", ".join(sorted(FAMILIES)))
+    kind, tied_default = FAMILIES[mtype]
+    missing = [k for k in (*_COMMON, *_NEEDS[kind]) if cfg.get(k) is None]
+    if missing:
+        raise InputError(f"{where}: " + ", ".join(missing), None, f"given: a {mtype} config.json needs every one of them")
+
+    layers = _int(cfg, "num_hidden_layers", where)
+    hidden = _int(cfg, "hidden_size", where)
+    heads = _int(cfg, "num_attention_heads", where)
+    fields: dict[str, Any] = dict(
+        layers=layers, hidden=hidden, heads=heads,
+        kv_heads=_int(cfg, "num_key_value_heads", where) if cfg.get("num_key_value_heads") else None,
+        vocab=_int(cfg, "vocab_size", where), gated_ffn=True,
+        tied_embeddings=bool(cfg.get("tie_word_embeddings", tied_default)),
+    )
+    if cfg.get("head_dim") and kind != "deepseek":
+        fields["head_dim"] = _int(cfg, "head_dim", where)
+    if kind == "dense":
+        fields["ffn_hidden"] = _int(cfg, "intermediate_size", where)
+    elif kind == "mixtral":
+        fields.update(ffn_hidden=_int(cfg, "intermediate_size", where), experts=_int(cfg, "num_local_experts", where),
+                      experts_active=_int(cfg, "num_experts_per_tok", where),
+                      moe_ffn_hidden=_int(cfg, "intermediate_size", where))
+    elif kind == "qwen_moe":
+        moe = _int(cfg, "moe_intermediate_size", where)
+        shared = cfg.get("shared_expert_intermediate_size") or 0
+        if shared % moe:
+            raise InputError(f"{where}: shared_expert_intermediate_size", shared,
+                             f"a multiple of moe_intermediate_size = {moe}")
+        fields.update(ffn_hidden=cfg.get("intermediate_size") or moe, experts=_int(cfg, "num_experts", where),
+                      experts_active=_int(cfg, "num_experts_per_tok", where), moe_ffn_hidden=moe,
+                      shared_experts=shared // moe, dense_layers=_dense_prefix(cfg, layers, where))
+    else:  # deepseek
+        freq = cfg.get("moe_layer_freq", 1)
+        if freq != 1:
+            raise InputError(f"{where}: moe_layer_freq", freq, "1 (every layer after the first k is MoE)")
+        fields.update(
+            ffn_hidden=_int(cfg, "intermediate_size", where), experts=_int(cfg, "n_routed_experts", where),
+            experts_active=_int(cfg, "num_experts_per_tok", where),
+            moe_ffn_hidden=_int(cfg, "moe_intermediate_size", where),
+            shared_experts=int(cfg.get("n_shared_experts") or 0),
+            dense_layers=int(cfg.get("first_k_dense_replace") or 0),
+            router_bias=mtype == "deepseek_v3" or cfg.get("topk_method") == "noaux_tc",
+            q_lora_rank=cfg.get("q_lora_rank") or None,
+            kv_lora_rank=_int(cfg, "kv_lora_rank", where),
+            qk_rope_head_dim=_int(cfg, "qk_rope_head_dim", where),
+            head_dim=_int(cfg, "qk_nope_head_dim", where),
+            v_head_dim=_int(cfg, "v_head_dim", where),
+        )
+    title = name or str(cfg.get("_name_or_path") or "") or Path(label).stem
+    notes = f"from config.json (model_type {mtype})"
+    if cfg.get("max_position_embeddings"):
+        notes += f"; context window {cfg['max_position_embeddings']} tokens (give the training sequence length)"
+    try:
+        return Model(id=_slug(title), name=title, source=f"Hugging Face config.json: {where}", notes=notes, **fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(f"{where}", err.get("input"), "a consistent architecture", err.get("msg", "")) from None
