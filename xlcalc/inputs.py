@@ -198,6 +198,14 @@ _add("layer_params", "parameters", "Parameters of one transformer layer (a count
 _add("embedding_params", "parameters", "Parameters of one vocab x hidden table, plus learned positions (a count)", example=5e8, **NONNEG)
 _add("tied_embeddings", "", "Input embedding and output layer share one table (TRUE/FALSE)", example=False, kind="bool")
 
+# --- fine-tuning ------------------------------------------------------------------------
+_add("lora_rank", "", "LoRA rank r of each adapter (B is d x r, A is r x k)", "LoRA_Rank", example=16, kind="int", ge=1, le=65536)
+_add("lora_targets", "", 'Matrices that get LoRA adapters: "qv" (LoRA paper), "attention" (q, k, v, o) or "all_linear" (QLoRA: attention and FFN)', "LoRA_Targets", example="all_linear", kind="choice", choices=("qv", "attention", "all_linear"))
+_add("quant_block", "parameters", "Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64)", "Quant_Block", example=64, kind="int", ge=1, le=1048576)
+_add("double_quant", "", "Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)", "Double_Quant", example=True, kind="bool")
+_add("embed_params_b", "billion parameters", "Embedding and output-layer parameters, in billions (kept in 16 bit under QLoRA)", "Embed_Params_B", example=1.05, **NONNEG)
+
+
 def spec(name: str) -> InputSpec:
     try:
         return _SPECS[name]
