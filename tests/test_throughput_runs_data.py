@@ -172,3 +172,21 @@ def test_model_tflops_per_token_is_close_to_six_times_active_parameters():
         assert 0.8 < ratio < 1.3, (r["id"], ratio)
         checked += 1
     assert checked >= 150
+
+
+def test_the_description_states_the_counts_of_the_file():
+    """throughput_runs.md states only counts the JSON gives: total, predictable, sources, per source."""
+    text = (REFERENCE / "throughput_runs.md").read_text(encoding="utf-8")
+    head = re.search(r"holds (\d+) records .* from (\d+) sources\s*\(`source_id`\), (\d+) of them", text, re.S)
+    assert head, "summary sentence not found"
+    assert int(head.group(1)) == len(RUNS)
+    assert int(head.group(2)) == len({r["source_id"] for r in RUNS})
+    assert int(head.group(3)) == sum(r["predictable"] for r in RUNS)
+    per_source = Counter(r["source_id"] for r in RUNS)
+    stated = re.findall(r"\(`([a-z0-9.\-]+)`, (\d+) (?:runs?|records?)", text)
+    assert len(stated) >= 9
+    for sid, n in stated:
+        assert per_source[sid] == int(n), (sid, n, per_source[sid])
+    stated_ids = {sid for sid, _ in stated}
+    for sid in per_source:  # every source has its paragraph
+        assert f"`{sid}`" in text, sid
