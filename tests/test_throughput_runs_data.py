@@ -35,7 +35,7 @@ KINDS = {"framework benchmark doc", "paper", "blog", "model card"}
 # GPU generation of each name used in the file (vendor architecture names).
 GENERATION = {
     "A100 SXM 40GB": "Ampere", "A100 SXM 80GB": "Ampere", "Ampere GPU (model not stated; A100-class)": "Ampere",
-    "H100 SXM": "Hopper", "H100 (96GB HBM2e, 500 W, Grand Teton)": "Hopper", "H800": "Hopper",
+    "H100 SXM": "Hopper", "H100 (96GB HBM2e, 500 W, Grand Teton)": "Hopper", "H800": "Hopper", "H200 SXM": "Hopper",
     "B200": "Blackwell", "B300": "Blackwell", "GB200": "Blackwell", "GB300": "Blackwell",
 }
 # Dense tensor-core peaks, TFLOP/s, from the NVIDIA A100 and H100 SXM datasheets.
