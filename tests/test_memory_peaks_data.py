@@ -173,3 +173,16 @@ def test_every_source_has_a_paragraph_in_the_notes(records):
     text = NOTES.read_text(encoding="utf-8")
     for url in {r["url"] for r in records}:
         assert url in text, url
+
+
+def test_record_counts_in_the_notes_match_the_data(records):
+    # Each source paragraph of memory_peaks.md says "(N records; <url> [and <url>])".
+    text = NOTES.read_text(encoding="utf-8")
+    stated = re.findall(r"\((\d+) records?;\s*(https://\S+?)(?:\s+and\s+(https://\S+?))?\)\.", text)
+    assert stated, "no '(N records; url)' in memory_peaks.md"
+    covered = set()
+    for count, *urls in stated:
+        urls = {u for u in urls if u}
+        covered |= urls
+        assert sum(r["url"] in urls for r in records) == int(count), (count, urls)
+    assert covered == {r["url"] for r in records}
