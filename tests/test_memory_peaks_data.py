@@ -20,7 +20,7 @@ PEAKS = REFERENCE / "memory_peaks.json"
 NOTES = REFERENCE / "memory_peaks.md"
 
 TOP_FIELDS = {
-    "id": str, "source": str, "publisher": str, "url": str, "source_kind": str, "quote": str,
+    "id": str, "source": str, "source_id": str, "publisher": str, "url": str, "source_kind": str, "quote": str,
     "model": dict, "gpu": str, "n_gpus": int, "layout": dict, "seq_len": int, "recompute": str,
     "precision": dict, "measured": dict, "confidence": str, "job": str, "notes": str,
 }
@@ -52,6 +52,7 @@ def test_enough_records_from_enough_sources(records):
     # Issue 10: >= 20 records from >= 2 sources; the collection aims at >= 30 from >= 3 publishers.
     assert len(records) >= 30
     assert len({r["publisher"] for r in records}) >= 3
+    assert len({r["source_id"] for r in records}) >= 3
     assert len({r["url"] for r in records}) >= 3
     pretrain = [r for r in records if r["job"] == "pretrain"]
     assert len(pretrain) >= 20, "the memory model is scored on pre-training runs first"
@@ -62,6 +63,16 @@ def test_ids_unique_and_readable(records):
     assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
     for i in ids:
         assert re.fullmatch(r"[a-z0-9][a-z0-9.\-]*", i), i
+    for r in records:
+        assert re.fullmatch(r"[a-z0-9][a-z0-9.\-]*", r["source_id"]), r["id"]
+
+
+def test_one_source_id_per_document(records):
+    # Leave-one-source-out groups by source_id: a document belongs to exactly one group.
+    by_url: dict[str, set] = {}
+    for r in records:
+        by_url.setdefault(r["url"], set()).add(r["source_id"])
+    assert all(len(ids) == 1 for ids in by_url.values()), by_url
 
 
 def test_required_fields_and_types(records):
@@ -186,3 +197,21 @@ def test_record_counts_in_the_notes_match_the_data(records):
         covered |= urls
         assert sum(r["url"] in urls for r in records) == int(count), (count, urls)
     assert covered == {r["url"] for r in records}
+
+
+def _document(url: str) -> str:
+    """A GitHub blob URL without its commit: owner/repo/path."""
+    m = re.match(r"https://github\.com/([^/]+/[^/]+)/blob/[0-9a-f]{7,40}/(.+)", url)
+    return f"{m.group(1)}/{m.group(2)}" if m else url
+
+
+def test_source_ids_agree_with_the_throughput_runs(records):
+    runs_file = REFERENCE / "throughput_runs.json"
+    if not runs_file.exists():
+        pytest.skip("throughput_runs.json is not in this tree")
+    runs = json.loads(runs_file.read_text(encoding="utf-8"))
+    theirs = {_document(r["url"]): r["source_id"] for r in runs}
+    shared = [r for r in records if _document(r["url"]) in theirs]
+    assert shared, "the torchtitan benchmark documents are in both files"
+    for r in shared:
+        assert r["source_id"] == theirs[_document(r["url"])], r["id"]
