@@ -25,6 +25,7 @@ xlwings = pytest.importorskip("xlwings")
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULE = "xlcalc_udfs"
+TABLES = "xlcalc_udf_tables"  # the hand-written worksheet functions, imported by MODULE
 BOOK_NAME = "udf_demo.xlsm"
 
 # VBA keywords that may not name a VBA parameter or function
@@ -95,7 +96,7 @@ class FakeWorkbook:
 def registered():
     """Import xlcalc_udfs with xlwings' real classic decorators and run import_udfs."""
     mp = pytest.MonkeyPatch()
-    saved = {k: sys.modules.get(k) for k in ("xlwings.udfs", MODULE)}
+    saved = {k: sys.modules.get(k) for k in ("xlwings.udfs", MODULE, TABLES)}
     try:
         for name, module in _pywin32_stubs().items():
             mp.setitem(sys.modules, name, module)
@@ -111,6 +112,7 @@ def registered():
         mp.setattr(xw_udfs, "Book", lambda impl: types.SimpleNamespace(sheets=[]))
         mp.syspath_prepend(str(ROOT / "udfs"))
         sys.modules.pop(MODULE, None)
+        sys.modules.pop(TABLES, None)  # its decorators, too, must be the real ones
         book = FakeWorkbook()
         xw_udfs.import_udfs(MODULE, book)
         module = sys.modules[MODULE]

@@ -1,0 +1,444 @@
+"""What Excel hands a worksheet function, and how xlcalc's functions take it (hand-written).
+
+Used by the generated ``xlcalc_udfs.py`` (one function per registry formula) and by the
+hand-written table functions of ``xlcalc_udf_tables.py``. Nothing here computes a quantity:
+every number comes from a registry formula, which is also what validates the inputs.
+
+* numbers arrive as floats (``1024.0`` GPUs is fine, ``2.5`` GPUs is refused);
+* an empty cell arrives as None and means the input's default (an error if the input has
+  none); ``""`` counts as empty too;
+* TRUE/FALSE arrive as booleans; text options are case-insensitive ("Selective");
+* a range arrives as a list of rows (``ndim=2``; a flat list is a column): single values
+  are repeated against it and the result has its shape (a row of GPU counts against a
+  column of model sizes gives a table). A bad row inside a range gives the text
+  ``#VALUE! row 3, column 1: <message>`` in that cell and numbers elsewhere; the same bad
+  input given alone raises the error (the cell shows the message).
+
+Ranges are fast: each distinct value of an argument is validated once (not once per row),
+and the formula's expression tree is evaluated once over whole columns - with numpy when it
+is installed, with plain Python lists otherwise (xlwings Lite may have no numpy). A row that
+divides by zero or leaves the finite numbers along the way is computed again on its own,
+through exactly the path a single cell takes, so it gets the single cell's number or message.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Callable
+
+from xlcalc.errors import InputError
+from xlcalc.expr import EXCEL_FUNCTIONS, BinOp, Bool, Call, Func, Neg, Num, Text, Var, _PY_BINOPS
+from xlcalc.inputs import spec
+from xlcalc.registry import Formula, get_formula
+from xlcalc.validate import validate_one
+
+try:  # numpy is optional: the classic add-in has it (xlwings needs it), xlwings Lite may not
+    import numpy as _np
+except ImportError:  # pragma: no cover - exercised in Pyodide
+    _np = None
+
+CATEGORY = "xlcalc"
+ERROR_PREFIX = "#VALUE!"
+USE_NUMPY = _np is not None
+"""Evaluate columns with numpy when it is installed (tests switch it off to cover Lite's path)."""
+
+
+# -- one cell ----------------------------------------------------------------------------
+
+def is_empty(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and value.strip() == "")
+
+
+def _cell_values(formula: Formula, values: dict[str, Any]) -> dict[str, Any]:
+    """Empty cells -> the input's default; a required input left empty is an error."""
+    out = {}
+    for name, value in values.items():
+        if is_empty(value):
+            if name not in formula.defaults:
+                raise InputError(name, None, spec(name).allowed, "the input is required; the cell is empty")
+            value = formula.defaults[name]
+        out[name] = value
+    return out
+
+
+def compute(formula: Formula, values: dict[str, Any]) -> Any:
+    """One scenario: the registry formula validates and computes."""
+    try:
+        result = formula(**_cell_values(formula, values))
+    except ArithmeticError as exc:  # e.g. float overflow on absurd inputs
+        raise ValueError(f"{formula.udf_name}: these inputs give no finite result ({exc})") from None
+    if isinstance(result, float) and not math.isfinite(result):  # the registry already refuses these
+        raise ValueError(f"{formula.udf_name}: these inputs give no finite result")
+    return result
+
+
+# -- ranges ------------------------------------------------------------------------------
+
+def as_grid(name: str, value: Any) -> list[list[Any]] | None:
+    """A range as a list of rows, or None for a single value. A flat list is a column."""
+    if not isinstance(value, (list, tuple)):
+        return None
+    if len(value) == 0:
+        raise ValueError(f"{name}: the range is empty")
+    if all(isinstance(row, (list, tuple)) for row in value):
+        rows = [row if isinstance(row, list) else list(row) for row in value]
+        width = len(rows[0])
+        if width == 0 or any(len(row) != width for row in rows):
+            raise ValueError(f"{name}: the range must be rectangular")
+        return rows
+    if any(isinstance(item, (list, tuple)) for item in value):
+        raise ValueError(f"{name}: the range must be a list of values or a list of rows")
+    return [[item] for item in value]
+
+
+def _shape(grids: dict[str, list[list[Any]]]) -> tuple[int, int]:
+    rows = max(len(g) for g in grids.values())
+    cols = max(len(g[0]) for g in grids.values())
+    for name, g in grids.items():
+        if len(g) not in (1, rows) or len(g[0]) not in (1, cols):
+            shapes = ", ".join(f"{n} {len(x)}x{len(x[0])}" for n, x in grids.items())
+            raise ValueError(
+                f"{name}: ranges must have the same size, or one row / one column to repeat ({shapes})"
+            )
+    return rows, cols
+
+
+def error_text(exc: Exception, i: int, j: int) -> str:
+    return f"{ERROR_PREFIX} row {i + 1}, column {j + 1}: {exc}"
+
+
+def _split(values: dict[str, Any]) -> tuple[dict[str, list[list[Any]]], int, int]:
+    grids = {}
+    for name, value in values.items():
+        grid = as_grid(name, value)
+        if grid is not None:
+            grids[name] = grid
+    if not grids:
+        return grids, 0, 0
+    rows, cols = _shape(grids)
+    return grids, rows, cols
+
+
+def _cell(values: dict[str, Any], grids: dict[str, list[list[Any]]], i: int, j: int) -> dict[str, Any]:
+    cell = {}
+    for name, value in values.items():
+        g = grids.get(name)
+        cell[name] = value if g is None else g[i if len(g) > 1 else 0][j if len(g[0]) > 1 else 0]
+    return cell
+
+
+def broadcast(one: Callable[[dict[str, Any]], Any], values: dict[str, Any]) -> Any:
+    """Call ``one`` per cell (the table functions' path). All single values: one result (errors
+    raise). Any range: a list of lists of the broadcast shape (a 1x1 range gives a single value)."""
+    grids, rows, cols = _split(values)
+    if not grids:
+        return one(values)
+    if rows == cols == 1:
+        return one(_cell(values, grids, 0, 0))
+    out = []
+    for i in range(rows):
+        line = []
+        for j in range(cols):
+            try:
+                line.append(one(_cell(values, grids, i, j)))
+            except ValueError as exc:  # InputError and CatalogError are ValueErrors
+                line.append(error_text(exc, i, j))
+        out.append(line)
+    return out
+
+
+# -- worksheet functions of registry formulas --------------------------------------------
+
+_FORMULAS: dict[str, Formula] = {}
+
+
+def formula_call(name: str, *args: Any) -> Any:
+    """The body of every generated worksheet function: ``name`` is the registry formula's
+    Python name, ``args`` its arguments in order, as Excel handed them over."""
+    formula = _FORMULAS.get(name)
+    if formula is None:
+        formula = _FORMULAS[name] = get_formula(name)
+    values = dict(zip(formula.params, args))
+    grids, rows, cols = _split(values)
+    if not grids:
+        return compute(formula, values)
+    if rows == cols == 1:
+        return compute(formula, _cell(values, grids, 0, 0))
+    return _columns(formula, values, grids, rows, cols)
+
+
+_BAD = object()  # a value that failed validation
+
+
+def _flat(g: list[list[Any]], rows: int, cols: int) -> list[Any]:
+    """A grid repeated to rows x cols, row by row."""
+    gr, gc = len(g), len(g[0])
+    if gc == 1:
+        column = [row[0] for row in g] if gr > 1 else [g[0][0]]
+        if cols == 1:
+            return column if gr > 1 else column * rows
+        return [x for x in column for _ in range(cols)] if gr > 1 else column * (rows * cols)
+    if gr == 1:
+        return g[0] * rows
+    return [x for row in g for x in row]
+
+
+def _validator(formula: Formula, name: str) -> Callable[[Any], Any]:
+    s = spec(name)
+    has_default = name in formula.defaults
+    default = formula.defaults.get(name)
+
+    def clean(value: Any) -> Any:
+        if is_empty(value):
+            if not has_default:
+                return _BAD
+            value = default
+        try:
+            return validate_one(s, value)
+        except ValueError:
+            return _BAD
+
+    return clean
+
+
+def _clean_column(clean: Callable[[Any], Any], column: list[Any]) -> list[Any]:
+    """Validate each distinct value once; a column of validated values (or _BAD)."""
+    kinds = set(map(type, column))
+    if len(kinds & {bool, int, float}) <= 1:  # True, 1 and 1.0 would share a key: only one of them here
+        try:
+            done = {v: clean(v) for v in set(column)}
+            return list(map(done.__getitem__, column))
+        except TypeError:  # an unhashable cell value
+            pass
+    seen: dict[Any, Any] = {}
+    out = []
+    for v in column:
+        try:
+            key = (type(v), v)
+            c = seen[key] if key in seen else seen.setdefault(key, clean(v))
+        except TypeError:
+            c = clean(v)
+        out.append(c)
+    return out
+
+
+def _columns(formula: Formula, values: dict[str, Any], grids: dict[str, list[list[Any]]],
+             rows: int, cols: int) -> list[list[Any]]:
+    n = rows * cols
+    env: dict[str, Any] = {}
+    bad = False
+    bad_rows: set[int] = set()
+    for name, value in values.items():
+        clean = _validator(formula, name)
+        g = grids.get(name)
+        if g is None or (len(g) == 1 and len(g[0]) == 1):
+            env[name] = clean(value if g is None else g[0][0])
+            bad = bad or env[name] is _BAD
+            continue
+        column = _clean_column(clean, _flat(g, rows, cols))
+        if _BAD in column:
+            first = next((x for x in column if x is not _BAD), _BAD)
+            bad = bad or first is _BAD
+            bad_rows.update(k for k, x in enumerate(column) if x is _BAD)
+            column = [first if x is _BAD else x for x in column]
+        env[name] = column
+    if bad:  # a constant argument (or a whole column) is not allowed: every cell says why
+        redo: set[int] | range = range(n)
+        result: list[Any] = [None] * n
+    else:
+        if formula.check is not None:  # cross-input rules, e.g. heads divisible by tp: row by row
+            for k in range(n):
+                if k not in bad_rows:
+                    try:
+                        formula.check(**{p: (v[k] if isinstance(v, list) else v) for p, v in env.items()})
+                    except ValueError:
+                        bad_rows.add(k)
+        result, redo = _evaluate_columns(formula, env, n)
+        redo = set(redo) | bad_rows
+    for k in redo:  # rows that need the single-cell path: its number or its message
+        i, j = divmod(k, cols)
+        try:
+            result[k] = compute(formula, _cell(values, grids, i, j))
+        except ValueError as exc:
+            result[k] = error_text(exc, i, j)
+    if cols == 1:
+        return [[x] for x in result]
+    return [result[i * cols:(i + 1) * cols] for i in range(rows)]
+
+
+# -- one pass over whole columns ----------------------------------------------------------
+
+class _Fallback(Exception):
+    """The column pass cannot give the single-cell answer for every row: compute row by row."""
+
+
+def _evaluate_columns(formula: Formula, env: dict[str, Any], n: int) -> tuple[list[Any], set[int] | range]:
+    """The formula over columns of validated values: (results, rows to compute on their own)."""
+    try:
+        if USE_NUMPY:
+            return _NumpyPass(n).run(formula, env)
+        return _ListPass(n).run(formula, env)
+    except _Fallback:
+        return [None] * n, range(n)
+
+
+class _ListPass:
+    """Columns as Python lists: the same operations in the same order as a single cell, so the
+    same floats. A division by zero or a math error anywhere: every row on its own."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def run(self, formula: Formula, env: dict[str, Any]) -> tuple[list[Any], set[int]]:
+        try:
+            out = self.eval(formula.expr, env)
+        except (ArithmeticError, ValueError, TypeError) as exc:
+            raise _Fallback from exc
+        if not isinstance(out, list):
+            out = [out] * self.n
+        redo = {k for k, x in enumerate(out) if isinstance(x, float) and not math.isfinite(x)}
+        return out, redo
+
+    def eval(self, node: Any, env: dict[str, Any]) -> Any:
+        if isinstance(node, Var):
+            return env[node.name]
+        if isinstance(node, (Num, Bool, Text)):
+            return node.value
+        if isinstance(node, BinOp):
+            return self.apply(_PY_BINOPS[node.op], (self.eval(node.left, env), self.eval(node.right, env)))
+        if isinstance(node, Neg):
+            x = self.eval(node.operand, env)
+            return [-v for v in x] if isinstance(x, list) else -x
+        if isinstance(node, Func):
+            args = tuple(self.eval(a, env) for a in node.args)  # both IF branches, as a single cell does
+            if node.name == "IF":
+                return self.apply(lambda c, a, b: a if c else b, args)
+            return self.apply(EXCEL_FUNCTIONS[node.name], args)
+        if isinstance(node, Call):
+            return self.eval(node.formula.expr, {k: self.eval(v, env) for k, v in node.args.items()})
+        raise _Fallback(f"no column form for {type(node).__name__}")
+
+    def apply(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        if not any(isinstance(a, list) for a in args):
+            return fn(*args)
+        if len(args) == 2:
+            a, b = args
+            if isinstance(a, list) and isinstance(b, list):
+                return list(map(fn, a, b))
+            if isinstance(a, list):
+                return [fn(x, b) for x in a]
+            return [fn(a, y) for y in b]
+        return list(map(fn, *(a if isinstance(a, list) else itertools.repeat(a, self.n) for a in args)))
+
+
+_NUMPY_OPS = {"+": "add", "-": "subtract", "*": "multiply", "/": "true_divide", "^": "power",
+              "<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal"}
+
+
+class _NumpyPass:
+    """Columns as numpy arrays where the operation is arithmetic on numbers (IEEE doubles: the
+    single cell's floats up to the last bit or so); text and Excel functions other than IF, MIN,
+    MAX go element by element through the engine's own Python implementations. Rows that divide
+    by zero or leave the finite numbers at any step are computed again on their own."""
+
+    def __init__(self, n: int):
+        self.n = n
+        self.suspect = _np.zeros(n, dtype=bool)
+
+    def run(self, formula: Formula, env: dict[str, Any]) -> tuple[list[Any], set[int]]:
+        columns = {k: self.array(v) if isinstance(v, list) else v for k, v in env.items()}
+        with _np.errstate(all="ignore"):
+            try:
+                out = self.eval(formula.expr, columns)
+            except (ArithmeticError, ValueError, TypeError) as exc:
+                raise _Fallback from exc
+        if isinstance(out, _np.ndarray):
+            if out.dtype.kind == "f":
+                self.suspect |= ~_np.isfinite(out)
+            result = out.tolist()
+        elif isinstance(out, list):
+            result = out
+            self.suspect |= _np.array([isinstance(x, float) and not math.isfinite(x) for x in out])
+        else:
+            result = [out] * self.n
+        return result, set(_np.flatnonzero(self.suspect).tolist())
+
+    @staticmethod
+    def array(column: list[Any]) -> Any:
+        kinds = set(map(type, column))
+        if kinds <= {int, float}:
+            return _np.array(column, dtype=float)
+        if kinds == {bool}:
+            return _np.array(column, dtype=bool)
+        return column  # text: element by element
+
+    def flag(self, out: Any) -> Any:
+        if isinstance(out, _np.ndarray) and out.dtype.kind == "f":
+            finite = _np.isfinite(out)
+            if not finite.all():
+                self.suspect |= ~finite
+        return out
+
+    def eval(self, node: Any, env: dict[str, Any]) -> Any:
+        if isinstance(node, Var):
+            return env[node.name]
+        if isinstance(node, (Num, Bool, Text)):
+            return node.value
+        if isinstance(node, BinOp):
+            a, b = self.eval(node.left, env), self.eval(node.right, env)
+            if _numeric(a) and _numeric(b) and (isinstance(a, _np.ndarray) or isinstance(b, _np.ndarray)):
+                if node.op in ("+", "-", "*", "/", "^"):
+                    a, b = _as_float(a), _as_float(b)
+                    if node.op == "/":
+                        zero = b == 0
+                        if _np.any(zero):
+                            self.suspect |= _np.broadcast_to(zero, (self.n,))
+                return self.flag(getattr(_np, _NUMPY_OPS[node.op])(a, b)) if node.op in _NUMPY_OPS \
+                    else self.elementwise(_PY_BINOPS[node.op], (a, b))
+            return self.elementwise(_PY_BINOPS[node.op], (a, b))
+        if isinstance(node, Neg):
+            x = self.eval(node.operand, env)
+            if isinstance(x, _np.ndarray):
+                return -_as_float(x)
+            return [-v for v in x] if isinstance(x, list) else -x
+        if isinstance(node, Func):
+            args = tuple(self.eval(a, env) for a in node.args)  # both IF branches, as a single cell does
+            if node.name == "IF":
+                c, a, b = args
+                if isinstance(c, _np.ndarray) and c.dtype == bool and _numeric(a) and _numeric(b):
+                    return _np.where(c, a, b)
+                return self.elementwise(lambda c, a, b: a if c else b, args)
+            if node.name in ("MIN", "MAX") and all(_numeric(a) for a in args) \
+                    and any(isinstance(a, _np.ndarray) for a in args):
+                op = _np.minimum if node.name == "MIN" else _np.maximum
+                out = _as_float(args[0])
+                for a in args[1:]:
+                    out = op(out, _as_float(a))
+                return self.flag(out)
+            return self.elementwise(EXCEL_FUNCTIONS[node.name], args)
+        if isinstance(node, Call):
+            return self.eval(node.formula.expr, {k: self.eval(v, env) for k, v in node.args.items()})
+        raise _Fallback(f"no column form for {type(node).__name__}")
+
+    def elementwise(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        if not any(isinstance(a, (list, _np.ndarray)) for a in args):
+            return fn(*args)
+        seqs = [a.tolist() if isinstance(a, _np.ndarray) else a if isinstance(a, list)
+                else itertools.repeat(a, self.n) for a in args]
+        out = list(map(fn, *seqs))
+        return self.flag(self.array(out))
+
+
+def _numeric(x: Any) -> bool:
+    if _np is not None and isinstance(x, _np.ndarray):
+        return x.dtype.kind in "fib"
+    return isinstance(x, (int, float))
+
+
+def _as_float(x: Any) -> Any:
+    if isinstance(x, _np.ndarray) and x.dtype.kind != "f":
+        return x.astype(float)
+    if isinstance(x, bool):
+        return float(x)
+    return x

@@ -1,0 +1,160 @@
+"""Worksheet functions that are not one registry formula (hand-written): catalog look-ups
+and functions that spill a table.
+
+    GPU_SPEC(gpu, field)     MODEL_SPEC(model, field)     one catalog value
+    GPU_LIST()               MODEL_LIST()                 the catalogs: header row + one row each
+    PLAN(model, gpu, ...)                                 the planner's best layouts, spilled
+
+To add one more (e.g. a table that spills rows): write it below as an ordinary function with
+the xlwings decorators, exactly like PLAN (``@func(category=CATEGORY)``, one ``@arg(...,
+ndim=2, doc=...)`` per argument, ``@ret()``), add its name to ``TABLE_UDFS`` at the end of
+this file, and run ``python scripts/make_udfs.py``: that imports it into ``udfs/xlcalc_udfs.py``
+and into the xlwings Lite ``main.py``. A table is a list of rows (a header row first); xlwings
+and Excel spill it as it is. Use ``one_cell`` for arguments that must be a single cell and
+``InputError`` for anything the user must change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xlwings import arg, func, ret
+
+from xlcalc import catalog
+from xlcalc.errors import InputError
+from xlcalc_udf_runtime import CATEGORY, as_grid, broadcast, is_empty
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def text(name: str, value: Any, allowed: str) -> str:
+    """A text argument, required."""
+    if is_empty(value):
+        raise InputError(name, None, allowed, "the input is required; the cell is empty")
+    if not isinstance(value, str):
+        raise InputError(name, value, allowed)
+    return value.strip()
+
+
+def one_cell(name: str, value: Any) -> Any:
+    """An argument that must be one cell: arrives as [[x]] (ndim=2). Empty -> None."""
+    grid = as_grid(name, value)
+    if grid is not None:
+        if len(grid) != 1 or len(grid[0]) != 1:
+            raise InputError(name, f"a {len(grid)}x{len(grid[0])} range", "a single cell")
+        value = grid[0][0]
+    return None if is_empty(value) else value
+
+
+def _field(value: Any, fields: tuple[str, ...]) -> str:
+    allowed = "one of " + ", ".join(fields)
+    key = text("field", value, allowed).lower()
+    if key not in fields:
+        raise InputError("field", value, allowed)
+    return key
+
+
+def _spec_value(row: Any, field: str) -> Any:
+    value = getattr(row, field)
+    if value is None:
+        raise ValueError(f"{row.name}: the catalog has no published {field} (left empty, never guessed)")
+    return value
+
+
+def _listing(rows: tuple, fields: tuple[str, ...]) -> list[list[Any]]:
+    return [list(fields)] + [[getattr(r, k) for k in fields] for r in rows]
+
+
+def _gpu_one(cell: dict[str, Any]) -> Any:
+    row = catalog.get_gpu(text("gpu", cell["gpu"], "a GPU name from GPU_LIST()"))
+    return _spec_value(row, _field(cell["field"], catalog.GPU_FIELDS))
+
+
+def _model_one(cell: dict[str, Any]) -> Any:
+    row = catalog.get_model(text("model", cell["model"], "a model name from MODEL_LIST()"))
+    return _spec_value(row, _field(cell["field"], catalog.MODEL_FIELDS))
+
+
+# -- catalog look-ups ---------------------------------------------------------------------------
+
+
+@func(category=CATEGORY)
+@arg("gpu", ndim=2, doc="GPU name or alias, e.g. \"H100\" (see GPU_LIST())")
+@arg("field", ndim=2, doc="Catalog field: " + ", ".join(catalog.GPU_FIELDS))
+@ret()
+def GPU_SPEC(gpu, field):
+    """One value from the GPU catalog, e.g. GPU_SPEC("H100","bf16_tflops") (dense TFLOP/s) or GPU_SPEC("A800","memory_gb") (GB = 1e9 bytes). Names and aliases are case-insensitive; GPU_LIST() shows every GPU and field."""  # noqa: E501
+    return broadcast(_gpu_one, {"gpu": gpu, "field": field})
+
+
+@func(category=CATEGORY)
+@arg("model", ndim=2, doc="Model name or alias (see MODEL_LIST())")
+@arg("field", ndim=2, doc="Catalog field: " + ", ".join(catalog.MODEL_FIELDS))
+@ret()
+def MODEL_SPEC(model, field):
+    """One value from the model catalog, e.g. MODEL_SPEC("llama-2-70b","layers"); params_b is derived from the architecture (billions). Names and aliases are case-insensitive; MODEL_LIST() shows every model and field."""  # noqa: E501
+    return broadcast(_model_one, {"model": model, "field": field})
+
+
+@func(category=CATEGORY)
+@ret()
+def GPU_LIST():
+    """The GPU catalog as a spilled table: a header row of field names, then one row per GPU (dense TFLOP/s, GB = 1e9 bytes, sources). Empty cell = not published."""  # noqa: E501
+    return _listing(catalog.gpus(), catalog.GPU_FIELDS)
+
+
+@func(category=CATEGORY)
+@ret()
+def MODEL_LIST():
+    """The model catalog as a spilled table: a header row of field names, then one row per model (architecture, parameters in billions derived from it, sources). Empty cell = not published."""  # noqa: E501
+    return _listing(catalog.models(), catalog.MODEL_FIELDS)
+
+
+# -- planner ------------------------------------------------------------------------------------
+
+
+@func(category=CATEGORY)
+@arg("model", ndim=2, doc="Model name from MODEL_LIST(), e.g. \"llama2-70b\"")
+@arg("gpu", ndim=2, doc="GPU name from GPU_LIST(), e.g. \"H100\"")
+@arg("n_gpus", ndim=2, doc="Number of GPUs in the cluster")
+@arg("seq_len", ndim=2, doc="Sequence length (tokens)")
+@arg("global_batch_tokens", ndim=2, doc="Tokens per optimizer step (global batch), e.g. 4194304")
+@arg("tokens_t", ndim=2, doc="Training tokens, trillions (empty: 20 tokens per parameter)")
+@arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand) bandwidth per GPU, GB/s, where the catalog has none (e.g. 50)")
+@arg("top", ndim=2, doc="How many plans to list (default 5)")
+@ret()
+def PLAN(model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t=None, scaleout_gb_s=None, top=5):
+    """Best parallel layouts (TP, PP, DP, ZeRO, recompute, micro-batch) that fit in GPU memory, fastest first, with memory per GPU, step time, predicted MFU, tokens/s per GPU, days and cost; spills a table."""  # noqa: E501
+    from xlcalc.inputs import check_value
+    from xlcalc.planner import Settings, plan, plan_table
+
+    v = {k: one_cell(k, a) for k, a in zip(
+        ("model", "gpu", "n_gpus", "seq_len", "global_batch_tokens", "tokens_t", "scaleout_gb_s", "top"),
+        (model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t, scaleout_gb_s, top))}
+    model_name = text("model", v["model"], "a model name from MODEL_LIST()")
+    gpu_name = text("gpu", v["gpu"], "a GPU name from GPU_LIST()")
+    count = v["top"] if v["top"] is not None else 5
+    if isinstance(count, bool) or not isinstance(count, (int, float)) or count != int(count) \
+            or not 1 <= count <= 100:
+        raise InputError("top", count, "a whole number from 1 to 100")
+    count = int(count)
+    settings = Settings(scaleout_gb_s=check_value("bandwidth_gb_s", v["scaleout_gb_s"])) \
+        if v["scaleout_gb_s"] is not None else Settings()
+    if v["global_batch_tokens"] is None:
+        raise InputError("global_batch_tokens", None, "a number of tokens per step, e.g. 4194304")
+    result = plan(model_name, gpu=gpu_name, n_gpus=check_value("n_gpus", v["n_gpus"]),
+                  seq_len=check_value("seq_len", v["seq_len"]),
+                  global_batch_tokens=check_value("tokens", v["global_batch_tokens"]),
+                  tokens_t=v["tokens_t"], settings=settings, top=count)
+    if not result.plans:
+        why = result.rejected[0].reason if result.rejected else "no configuration fits in GPU memory"
+        raise ValueError(f"no plan fits: {why}")
+    return plan_table(result, count)
+
+
+# -- the list the generator reads (scripts/make_udfs.py) -------------------------------------------
+
+CATALOG_UDFS: tuple[str, ...] = ("GPU_SPEC", "MODEL_SPEC", "GPU_LIST", "MODEL_LIST")
+PLANNER_UDFS: tuple[str, ...] = ("PLAN",)
+TABLE_UDFS: tuple[str, ...] = CATALOG_UDFS + PLANNER_UDFS
+"""Every worksheet function of this file, in the order the generator imports them."""
