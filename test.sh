@@ -29,5 +29,41 @@ if ! command -v soffice >/dev/null 2>&1 && ! command -v libreoffice >/dev/null 2
   fi
 fi
 
+# --- BEGIN xlwings Lite test setup (tests/test_lite_pyodide.py) --------------------------------------
+# A real Pyodide under node: the npm package pyodide (pinned) and the Pyodide wheels of
+# templates/lite/requirements.txt from PyPI, cached in .cache/pyodide (git ignores it) so that the
+# test itself runs offline. xlwings is left out: xlwings Lite brings its own and the test stubs it.
+PYODIDE_VERSION=314.0.7
+PYODIDE_CACHE=.cache/pyodide
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "test.sh: installing nodejs and npm (Debian) ..."
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    sudo apt-get update -qq
+    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  else
+    echo "test.sh: node/npm not found and cannot be installed here; the Pyodide test will skip (it runs when CI=true)."
+  fi
+fi
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  if [ "$(node -p "require('./$PYODIDE_CACHE/node_modules/pyodide/package.json').version" 2>/dev/null)" != "$PYODIDE_VERSION" ]; then
+    mkdir -p "$PYODIDE_CACHE"
+    (cd "$PYODIDE_CACHE" && npm install --no-audit --no-fund --silent "pyodide@$PYODIDE_VERSION" >/dev/null)
+  fi
+  # the wheel platform of this Pyodide (e.g. pyemscripten_2026_0_wasm32, CPython 3.14), from its lock file
+  read -r PYODIDE_PLATFORM PYODIDE_PYTHON < <("$PY" -c 'import json, sys
+info = json.load(open(sys.argv[1]))["info"]
+print("pyemscripten_%s_%s" % (info["abi_version"], info["arch"]), ".".join(info["python"].split(".")[:2]))' \
+    "$PYODIDE_CACHE/node_modules/pyodide/pyodide-lock.json")
+  grep -v -i -E '^[[:space:]]*(#|$|xlwings[[:space:]]*$)' templates/lite/requirements.txt > "$PYODIDE_CACHE/requirements.txt"
+  rm -rf "$PYODIDE_CACHE/wheels"
+  "$PY" -m pip download -q --disable-pip-version-check --only-binary=:all: \
+    --platform "$PYODIDE_PLATFORM" --python-version "$PYODIDE_PYTHON" --implementation cp \
+    --abi "cp${PYODIDE_PYTHON/./}" -r "$PYODIDE_CACHE/requirements.txt" -d "$PYODIDE_CACHE/wheels"
+fi
+# --- END xlwings Lite test setup ---------------------------------------------------------------------
+
 "$PY" -m pip install -q --disable-pip-version-check -e ".[test]"
 exec "$PY" -m pytest "$@"
