@@ -27,7 +27,8 @@ COMMAND = "python scripts/make_udfs.py"
 def test_checked_in_file_is_what_the_registry_gives(path):
     expected = make_udfs.outputs()[path]
     current = path.read_text(encoding="utf-8")
-    assert current == expected, f"{path.relative_to(ROOT)} is out of date with the registry: run {COMMAND}"
+    if current != expected:  # no diff of a 200 kB file: the message says what to do
+        pytest.fail(f"{path.relative_to(ROOT)} is out of date with the registry and the engine: run {COMMAND}")
 
 
 def test_check_mode_says_which_command_regenerates(tmp_path, monkeypatch):

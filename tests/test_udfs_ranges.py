@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import xlcalc
-from xlcalc.inputs import spec
+from xlcalc.inputs import all_specs, spec
+from xlcalc.validate import validate_one
 from strategies import inputs_for
 
 pytest.importorskip("xlwings")
@@ -113,13 +114,39 @@ def test_each_distinct_value_is_validated_once(mode, monkeypatch):
     params = [[float(1 + i % 400)] for i in range(10_000)]
     out = udfs.TRAIN_DAYS(params, 2.0, 312.0, 1024.0, 0.4)
     assert len(out) == 10_000
-    assert calls.count("params_b") == 400  # 400 distinct model sizes
-    assert calls.count("mfu") == calls.count("n_gpus") == 1  # constants: once
+    # a column of plain floats within the bounds is accepted as a whole; constants once each
+    assert calls.count("params_b") <= 400
+    assert calls.count("mfu") == calls.count("n_gpus") == 1
     # the numbers are those of seed 002's formula: days = 6*N*D / (peak * n * MFU) / 86400
     for i in (0, 69, 9_999):
         p = params[i][0]
         assert out[i][0] == pytest.approx(6 * p * 1e9 * 2e12 / (312e12 * 1024 * 0.4) / 86400, rel=1e-12)
     assert round(out[69][0], 2) == 76.08  # 70B: seed 002 §7.3
+    # one text cell in the column: every distinct value goes through the validator, once
+    calls.clear()
+    out = udfs.TRAIN_DAYS(params + [["abc"]], 2.0, 312.0, 1024.0, 0.4)
+    assert calls.count("params_b") == 401
+    assert out[-1][0].startswith("#VALUE! row 10001, column 1: params_b = 'abc' is not allowed")
+
+
+NUMERIC = [s for s in all_specs().values() if s.kind in ("float", "int")]
+
+
+@pytest.mark.parametrize("s", NUMERIC, ids=[s.name for s in NUMERIC])
+@settings(max_examples=40, deadline=None)
+@given(values=st.lists(st.one_of(st.floats(), st.integers(-10, 10).map(float),
+                                  st.sampled_from([0.0, 1.0, 3.0, 10.0, 100.0, 0.5])), min_size=1, max_size=4))
+def test_the_column_shortcut_accepts_only_what_validation_returns_unchanged(s, values):
+    for use_numpy in (True, False):
+        runtime.USE_NUMPY = use_numpy and runtime._np is not None
+        try:
+            accepted = runtime._plainly_allowed(s, values)
+        finally:
+            runtime.USE_NUMPY = runtime._np is not None
+        if accepted:
+            for v in values:
+                clean = validate_one(s, v)
+                assert clean == v and type(clean) is (int if s.kind == "int" else float)
 
 
 def test_bad_rows_keep_their_own_message_and_the_rest_compute(mode):

@@ -23,8 +23,10 @@ through exactly the path a single cell takes, so it gets the single cell's numbe
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
+from contextlib import contextmanager
 from typing import Any, Callable
 
 from xlcalc.errors import InputError
@@ -81,10 +83,11 @@ def as_grid(name: str, value: Any) -> list[list[Any]] | None:
         return None
     if len(value) == 0:
         raise ValueError(f"{name}: the range is empty")
-    if all(isinstance(row, (list, tuple)) for row in value):
-        rows = [row if isinstance(row, list) else list(row) for row in value]
-        width = len(rows[0])
-        if width == 0 or any(len(row) != width for row in rows):
+    kinds = set(map(type, value))
+    if kinds <= {list, tuple} or all(isinstance(row, (list, tuple)) for row in value):
+        rows = value if kinds == {list} and isinstance(value, list) else [list(row) for row in value]
+        widths = set(map(len, rows))
+        if len(widths) != 1 or 0 in widths:
             raise ValueError(f"{name}: the range must be rectangular")
         return rows
     if any(isinstance(item, (list, tuple)) for item in value):
@@ -165,7 +168,21 @@ def formula_call(name: str, *args: Any) -> Any:
         return compute(formula, values)
     if rows == cols == 1:
         return compute(formula, _cell(values, grids, 0, 0))
-    return _columns(formula, values, grids, rows, cols)
+    with _gc_paused():
+        return _columns(formula, values, grids, rows, cols)
+
+
+@contextmanager
+def _gc_paused():
+    """Pause Python's cycle collector while a range builds its thousands of result rows (lists
+    without cycles): it would otherwise scan the whole heap several times per call."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 _BAD = object()  # a value that failed validation
@@ -202,13 +219,15 @@ def _validator(formula: Formula, name: str) -> Callable[[Any], Any]:
     return clean
 
 
-def _clean_column(clean: Callable[[Any], Any], column: list[Any]) -> list[Any]:
-    """Validate each distinct value once; a column of validated values (or _BAD)."""
+def _clean_column(clean: Callable[[Any], Any], column: list[Any], s: Any) -> tuple[list[Any], bool]:
+    """Validate each distinct value once: (a column of validated values or _BAD, any _BAD)."""
     kinds = set(map(type, column))
+    if kinds == {float} and _plainly_allowed(s, column):
+        return (list(map(int, column)) if s.kind == "int" else column), False
     if len(kinds & {bool, int, float}) <= 1:  # True, 1 and 1.0 would share a key: only one of them here
         try:
             done = {v: clean(v) for v in set(column)}
-            return list(map(done.__getitem__, column))
+            return list(map(done.__getitem__, column)), any(c is _BAD for c in done.values())
         except TypeError:  # an unhashable cell value
             pass
     seen: dict[Any, Any] = {}
@@ -220,7 +239,28 @@ def _clean_column(clean: Callable[[Any], Any], column: list[Any]) -> list[Any]:
         except TypeError:
             c = clean(v)
         out.append(c)
-    return out
+    return out, any(c is _BAD for c in out)
+
+
+def _plainly_allowed(s: Any, column: list[float]) -> bool:
+    """True when every value of a column of floats is one the input's validation returns as it is
+    (finite, within the input's bounds; whole for a count) - a shortcut for the common column.
+    False means: validate value by value (which gives each refused row its message)."""
+    if s.kind not in ("float", "int"):
+        return False
+    if _np is not None and USE_NUMPY:
+        a = _np.array(column, dtype=float)
+        if not _np.isfinite(a).all() or (s.kind == "int" and not (a == _np.trunc(a)).all()):
+            return False
+        lo, hi = float(a.min()), float(a.max())
+    else:
+        if not all(map(math.isfinite, column)) or (s.kind == "int" and not all(map(float.is_integer, column))):
+            return False
+        lo, hi = min(column), max(column)
+    if s.kind == "int" and max(abs(lo), abs(hi)) >= 2.0 ** 53:  # beyond exact whole floats: one by one
+        return False
+    return ((s.gt is None or lo > s.gt) and (s.ge is None or lo >= s.ge)
+            and (s.lt is None or hi < s.lt) and (s.le is None or hi <= s.le))
 
 
 def _columns(formula: Formula, values: dict[str, Any], grids: dict[str, list[list[Any]]],
@@ -236,8 +276,8 @@ def _columns(formula: Formula, values: dict[str, Any], grids: dict[str, list[lis
             env[name] = clean(value if g is None else g[0][0])
             bad = bad or env[name] is _BAD
             continue
-        column = _clean_column(clean, _flat(g, rows, cols))
-        if _BAD in column:
+        column, has_bad = _clean_column(clean, _flat(g, rows, cols), spec(name))
+        if has_bad:
             first = next((x for x in column if x is not _BAD), _BAD)
             bad = bad or first is _BAD
             bad_rows.update(k for k, x in enumerate(column) if x is _BAD)
@@ -263,7 +303,7 @@ def _columns(formula: Formula, values: dict[str, Any], grids: dict[str, list[lis
         except ValueError as exc:
             result[k] = error_text(exc, i, j)
     if cols == 1:
-        return [[x] for x in result]
+        return list(map(list, zip(result)))
     return [result[i * cols:(i + 1) * cols] for i in range(rows)]
 
 
