@@ -70,7 +70,7 @@ def evaluate(wb, sheet: str, text: str):
 
 @pytest.fixture(scope="module")
 def wb():
-    assert DEMO.exists(), "templates/udf_demo.xlsx is missing: run python udfs/build_demo.py"
+    assert DEMO.exists(), "templates/udf_demo.xlsx is missing: run python udfs/build_demo.py --force"
     return load_workbook(DEMO)
 
 
@@ -138,5 +138,31 @@ def test_demo_matches_its_generator(tmp_path, wb):
         def cells(book):
             return {c.coordinate: (getattr(c.value, "text", c.value), getattr(c.value, "ref", None))
                     for row in book[title].iter_rows() for c in row if c.value is not None}
-        assert cells(wb) == cells(fresh), f"templates/udf_demo.xlsx sheet {title} is stale: run python udfs/build_demo.py"
+        assert cells(wb) == cells(fresh), f"templates/udf_demo.xlsx sheet {title} is stale: run python udfs/build_demo.py --force"
     assert _formula_text(wb["Catalog"]["A3"].value) == "=GPU_LIST()"
+
+
+def test_build_never_overwrites_silently_and_writes_0644(tmp_path, capsys):
+    import os
+    import stat
+
+    out = tmp_path / "demo.xlsx"
+    old = os.umask(0o077)  # a strict umask: the file must still be readable by others
+    try:
+        assert build_demo.main([str(out)]) == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
+    out.write_bytes(b"mine")
+    assert build_demo.main([str(out)]) == 2
+    assert out.read_bytes() == b"mine"  # untouched
+    assert "--force" in capsys.readouterr().err
+    assert build_demo.main([str(out), "--force"]) == 0
+    assert load_workbook(out)["Demo"]["A1"].value == "xlcalc worksheet functions: demo"
+
+
+def test_the_checked_in_demo_is_not_rebuilt_without_force(capsys):
+    before = DEMO.read_bytes()
+    assert build_demo.main([]) == 2
+    assert DEMO.read_bytes() == before
+    assert "--force" in capsys.readouterr().err

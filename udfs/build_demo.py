@@ -1,8 +1,11 @@
-"""Build templates/udf_demo.xlsx (cells that call the xlcalc worksheet functions on input
-cells) and refresh templates/lite/main.py (a copy of udfs/xlcalc_udfs.py).
+"""Build the demo workbook: cells that call the xlcalc worksheet functions on input cells.
 
-    python udfs/build_demo.py            # writes both into templates/
-    python udfs/build_demo.py OUT.xlsx   # the workbook elsewhere
+    python udfs/build_demo.py OUT.xlsx             # a new file (refuses to replace an existing one)
+    python udfs/build_demo.py --force              # rebuild the checked-in templates/udf_demo.xlsx
+    python udfs/build_demo.py OUT.xlsx --force     # replace OUT.xlsx
+
+It never overwrites a file silently: an existing file is replaced only with --force. The file
+is written mode 0644. (The worksheet functions themselves come from scripts/make_udfs.py.)
 
 The workbook needs the functions to be set up (docs/excel.md): until then Excel shows
 #NAME? in the formula cells. Every formula is one flat call (no nesting), its arguments
@@ -11,7 +14,8 @@ are input cells, ranges or literals, so that tests can evaluate it with the Pyth
 
 from __future__ import annotations
 
-import shutil
+import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -165,14 +169,23 @@ def _col(n: int) -> str:
     return get_column_letter(n)
 
 
-def refresh_lite(target: Path = TEMPLATES / "lite" / "main.py") -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(HERE / "xlcalc_udfs.py", target)
-    return target
+def main(argv: list[str] | None = None) -> int:
+    default = TEMPLATES / "udf_demo.xlsx"
+    parser = argparse.ArgumentParser(description="Build the xlcalc worksheet-function demo workbook.")
+    parser.add_argument("out", nargs="?", type=Path, default=None,
+                        help="where to write it (default: templates/udf_demo.xlsx, which needs --force)")
+    parser.add_argument("--force", action="store_true", help="replace the file if it exists")
+    args = parser.parse_args(argv)
+    out = args.out if args.out is not None else default
+    if out.exists() and not args.force:
+        print(f"build_demo: {out} exists; not replacing it. Add --force to rebuild it, or give another file name.",
+              file=sys.stderr)
+        return 2
+    build(out)
+    os.chmod(out, 0o644)
+    print(out)
+    return 0
 
 
 if __name__ == "__main__":
-    out = Path(sys.argv[1]) if len(sys.argv) > 1 else TEMPLATES / "udf_demo.xlsx"
-    print(build(out))
-    if len(sys.argv) == 1:
-        print(refresh_lite())
+    sys.exit(main())
