@@ -8,7 +8,8 @@ value, a column as [[x1], [x2], ...]):
 
 * **range** - one call given the whole column (numpy installed, as in the classic add-in);
 * **range, no numpy** - the same call on plain Python lists (xlwings Lite without numpy);
-* **scalar calls** - 10,000 calls of one cell each (baseline 1; target: range >= 50x faster);
+* **scalar calls** - 10,000 calls of one cell each (baseline 1; target: range >= 50x faster),
+  timed in chunks of 500 calls, each chunk the best of its repeats;
 * **numpy floor** - the same arithmetic written by hand in numpy, from the same list of rows to
   the same list of rows, with no validation and, like the range, Python's cycle collector paused
   while the rows are built (baseline 2; target: range <= 20x slower). The arithmetic alone, on
@@ -108,17 +109,23 @@ def measure(name, fn, args, floor, col, repeats: int) -> dict[str, float]:
         t_lists = best_of(lambda: fn(*call), repeats)
     finally:
         runtime.USE_NUMPY = runtime._np is not None
-    t_scalar = best_of(lambda: [fn(*s) for s in singles], max(1, repeats // 2))
+    # in chunks of 500 calls, each the best of its repeats: a long run on a shared machine is
+    # interrupted more often than a short one, which would flatter the range
+    chunks = [singles[i:i + 500] for i in range(0, len(singles), 500)]
+    t_scalar = sum(best_of(lambda c=c: [fn(*s) for s in c], SCALAR_REPEATS) for c in chunks)
     t_floor = best_of(by_numpy, repeats)
     ready = np.array(col, dtype=float).ravel()
     t_arith = best_of(lambda: floor(ready), repeats)
     return {"range": t_range, "lists": t_lists, "scalar": t_scalar, "floor": t_floor, "arith": t_arith}
 
 
-def main(rows: int = 10_000, repeats: int = 5) -> int:
+SCALAR_REPEATS = 5
+
+
+def main(rows: int = 10_000, repeats: int = 15) -> int:
     print(f"{date.today().isoformat()}  {platform.python_implementation()} {platform.python_version()}  "
           f"numpy {np.__version__}  {os.cpu_count()} cores  {platform.machine()}  rows={rows}  best of {repeats} "
-          f"(scalar calls: best of {max(1, repeats // 2)})")
+          f"(scalar calls: best of {SCALAR_REPEATS})")
     head = (f"{'function':<15} {'distinct':>8} {'range':>9} {'no numpy':>9} {'scalar calls':>13} "
             f"{'numpy floor':>12} {'arith only':>11} {'scalar/range':>13} {'range/floor':>12}")
     print(head)
