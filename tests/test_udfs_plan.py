@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 
@@ -26,7 +27,7 @@ ARGS = dict(model="llama2-70b", gpu="H100", n_gpus=1024.0, seq_len=4096.0, globa
 
 def call(**overrides):
     values = {**ARGS, **overrides}
-    return u.PLAN(*(None if values[k] is None else cell(values[k]) for k in u._PLAN_PARAMS))
+    return u.PLAN(*(None if values[k] is None else cell(values[k]) for k in inspect.signature(u.PLAN).parameters))
 
 
 def test_plan_spills_header_and_the_planners_best_plans():

@@ -329,6 +329,57 @@ def BUDGET_LEFT_USD(budget_usd, total_usd):
 
 
 @func(category=CATEGORY)
+@arg('hidden', ndim=2, doc='Hidden size h')
+@arg('layers', ndim=2, doc='Transformer layers L')
+@arg('heads', ndim=2, doc='Attention heads a')
+@arg('kv_heads', ndim=2, doc='Key/value heads (GQA; = heads for multi-head attention)')
+@arg('head_dim', ndim=2, doc='Dimension of one attention head')
+@arg('ffn_hidden', ndim=2, doc='Inner size of the feed-forward block F (GPT: 4h)')
+@arg('lora_rank', ndim=2, doc='LoRA rank r of each adapter (B is d x r, A is r x k)')
+@arg('lora_targets', ndim=2, doc='Matrices that get LoRA adapters: "qv" (LoRA paper), "attention" (q, k, v, o) or "all_linear" (QLoRA: attention and FFN)')
+@arg('gated_ffn', ndim=2, doc='Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)')
+@ret()
+def LORA_PARAMS_B(hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets='all_linear', gated_ffn=True):
+    """Trainable parameters of LoRA adapters of rank r on the chosen matrices of every layer, billions. [billion parameters]. r x sum over adapted d_in x d_out matrices of (d_in + d_out) x L; qv: q (h, a*dh), v (h, kv*dh); attention: + k (h, kv*dh), o (a*dh, ..."""
+    return formula_call('lora_params_b', hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets, gated_ffn)
+
+
+@func(category=CATEGORY)
+@arg('quant_block', ndim=2, doc='Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64) [parameters]')
+@arg('double_quant', ndim=2, doc='Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)')
+@ret()
+def NF4_BYTES_PER_PARAM(quant_block=64, double_quant=True):
+    """Bytes per base-model parameter stored as 4-bit NormalFloat with its quantisation constants. [bytes/param]. (4 + 32/B) / 8; with double quantisation (4 + 8/B + 32/(256 B)) / 8 (B = 64: 0.5 -> 0.127 bits of constants). Source: Dettmers et al. 2023 (QLoRA..."""
+    return formula_call('nf4_bytes_per_param', quant_block, double_quant)
+
+
+@func(category=CATEGORY)
+@arg('params_b', ndim=2, doc='Model parameters, in billions (70 = 70e9) [billion parameters]')
+@arg('embed_params_b', ndim=2, doc='Embedding and output-layer parameters, in billions (kept in 16 bit under QLoRA) [billion parameters]')
+@arg('quant_block', ndim=2, doc='Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64) [parameters]')
+@arg('double_quant', ndim=2, doc='Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)')
+@arg('bytes_weights', ndim=2, doc='Bytes per parameter for weights (bf16: 2) [bytes/param]')
+@ret()
+def MEM_QLORA_BASE_GB(params_b, embed_params_b, quant_block=64, double_quant=True, bytes_weights=2):
+    """Frozen base-model weights of QLoRA, GB (1e9 bytes). [GB per GPU]. (P - E) x NF4 bytes + E x 16-bit bytes: the decoder's linear layers in 4 bit, embeddings, output layer and norms in 16 bit. Source: Dettmers et al. 2023 (QLoRA) §3; bitsandbytes/transfor..."""
+    return formula_call('mem_qlora_base_gb', params_b, embed_params_b, quant_block, double_quant, bytes_weights)
+
+
+@func(category=CATEGORY)
+@arg('params_b', ndim=2, doc='Model parameters, in billions (70 = 70e9) [billion parameters]')
+@arg('embed_params_b', ndim=2, doc='Embedding and output-layer parameters, in billions (kept in 16 bit under QLoRA) [billion parameters]')
+@arg('trainable_params_b', ndim=2, doc='Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]')
+@arg('quant_block', ndim=2, doc='Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64) [parameters]')
+@arg('double_quant', ndim=2, doc='Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)')
+@arg('bytes_weights', ndim=2, doc='Bytes per parameter for weights (bf16: 2) [bytes/param]')
+@arg('bytes_trainable', ndim=2, doc='Bytes per trainable parameter (weights+grads+optimizer) [bytes/param]')
+@ret()
+def MEM_QLORA_GB(params_b, embed_params_b, trainable_params_b, quant_block=64, double_quant=True, bytes_weights=2, bytes_trainable=14):
+    """Model-state memory of QLoRA fine-tuning on one GPU, GB. [GB per GPU]. 4-bit base (MEM_QLORA_BASE_GB) + k x P' (adapters' weights, gradients and optimizer states). Source: Dettmers et al. 2023 (QLoRA); seed 002 §7.1.2 (LoRA: 2P + 14P', the same with a 1..."""
+    return formula_call('mem_qlora_gb', params_b, embed_params_b, trainable_params_b, quant_block, double_quant, bytes_weights, bytes_trainable)
+
+
+@func(category=CATEGORY)
 @arg('params_b', ndim=2, doc='Model parameters, in billions (70 = 70e9) [billion parameters]')
 @arg('zero_stage', ndim=2, doc='ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights')
 @arg('dp', ndim=2, doc='Data-parallel size d (ZeRO shards over it) [GPUs]')
@@ -1115,6 +1166,10 @@ FORMULA_UDFS: tuple[str, ...] = (
     'GPU_HOURS_FOR_BUDGET',
     'DAYS_FOR_BUDGET',
     'BUDGET_LEFT_USD',
+    'LORA_PARAMS_B',
+    'NF4_BYTES_PER_PARAM',
+    'MEM_QLORA_BASE_GB',
+    'MEM_QLORA_GB',
     'MEM_WEIGHTS_GB',
     'MEM_GRADS_GB',
     'MEM_OPTIMIZER_GB',
