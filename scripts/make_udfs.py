@@ -23,6 +23,7 @@ import argparse
 import base64
 import hashlib
 import io
+import json
 import os
 import sys
 import zipfile
@@ -71,21 +72,26 @@ def _names(node, consts) -> tuple[str, ...]:
     return ()
 
 
+def _q(value) -> str:
+    """A Python literal, strings in double quotes (a JSON string is a valid Python string)."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else repr(value)
+
+
 def _docstring(text: str) -> str:
     if '"""' not in text and "\\" not in text and not text.endswith('"') and "\n" not in text:
         return f'"""{text}"""'
-    return repr(text)
+    return _q(text)
 
 
 def _udf_source(f, spec) -> str:
     lines = ["", "", "@func(category=CATEGORY)"]
     for p in f.params:
-        lines.append(f"@arg({p!r}, ndim=2, doc={spec(p).help()[:255]!r})")
+        lines.append(f"@arg({_q(p)}, ndim=2, doc={_q(spec(p).help()[:255])})")
     lines.append("@ret()")
-    sig = ", ".join(f"{p}={f.defaults[p]!r}" if p in f.defaults else p for p in f.params)
+    sig = ", ".join(f"{p}={_q(f.defaults[p])}" if p in f.defaults else p for p in f.params)
     lines.append(f"def {f.udf_name}({sig}):")
     lines.append(f"    {_docstring(f.udf_help)}")
-    call = ", ".join([repr(f.name), *f.params])
+    call = ", ".join([_q(f.name), *f.params])
     lines.append(f"    return formula_call({call})")
     return "\n".join(lines) + "\n"
 
@@ -164,24 +170,22 @@ def body() -> str:
     tables = _table_names()
     out = [
         "",
-        "from xlwings import arg, func, ret",
-        "",
         "from xlcalc_udf_runtime import CATEGORY, formula_call",
         "from xlcalc_udf_tables import (  # hand-written: catalog look-ups and tables",
-        "    CATALOG_UDFS,  # noqa: F401  (the lists, for callers and tests)",
-        "    PLANNER_UDFS,  # noqa: F401",
-        "    TABLE_UDFS,",
-        *[f"    {name}," for name in tables],
+        *[f"    {name}," for name in sorted(("CATALOG_UDFS", "PLANNER_UDFS", "TABLE_UDFS", *tables))],
         ")",
+        "from xlwings import arg, func, ret",
     ]
     text = "\n".join(out) + "\n"
     for f in formulas:
         text += _udf_source(f, spec)
-    names = "".join(f"    {f.udf_name!r},\n" for f in formulas)
+    names = "".join(f"    {_q(f.udf_name)},\n" for f in formulas)
+    every = "".join(f"    {_q(n)},\n" for n in sorted([*(f.udf_name for f in formulas), *tables,
+                                                         "CATALOG_UDFS", "PLANNER_UDFS"]))
     text += (
         "\n\nFORMULA_UDFS: tuple[str, ...] = (\n" + names + ")\n"
         "UDF_NAMES: tuple[str, ...] = FORMULA_UDFS + TABLE_UDFS\n"
-        "__all__ = list(UDF_NAMES)\n"
+        "__all__ = [  # every worksheet function, and the lists of the hand-written ones\n" + every + "]\n"
     )
     return text
 

@@ -4,7 +4,6 @@ grep finds them, and the checked-in files are what the registry gives today."""
 from __future__ import annotations
 
 import importlib
-import inspect
 import os
 import re
 import stat

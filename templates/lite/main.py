@@ -1577,1222 +1577,1323 @@ def _unpack_bundle() -> str:
 
 _unpack_bundle()
 
-from xlwings import arg, func, ret
-
 from xlcalc_udf_runtime import CATEGORY, formula_call
 from xlcalc_udf_tables import (  # hand-written: catalog look-ups and tables
-    CATALOG_UDFS,  # noqa: F401  (the lists, for callers and tests)
-    PLANNER_UDFS,  # noqa: F401
-    TABLE_UDFS,
-    GPU_SPEC,
-    MODEL_SPEC,
+    CATALOG_UDFS,
     GPU_LIST,
+    GPU_SPEC,
     MODEL_LIST,
+    MODEL_SPEC,
     PLAN,
+    PLANNER_UDFS,
+    TABLE_UDFS,
 )
+from xlwings import arg, func, ret
 
 
 @func(category=CATEGORY)
-@arg('params_b', ndim=2, doc='Model parameters, in billions (70 = 70e9) [billion parameters]')
-@arg('tokens_t', ndim=2, doc='Training tokens, in trillions (2 = 2e12) [trillion tokens]')
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
 @ret()
 def TRAIN_FLOPS(params_b, tokens_t):
     """Training FLOPs of a dense model: six FLOPs per parameter per token. [FLOPs]. C = 6*N*D. Source: Kaplan et al. 2020; seed 002 §7.2.1 (forward 2ND + backward 4ND)"""
-    return formula_call('train_flops', params_b, tokens_t)
+    return formula_call("train_flops", params_b, tokens_t)
 
 
 @func(category=CATEGORY)
-@arg('nonembed_params_b', ndim=2, doc='Non-embedding parameters, in billions [billion parameters]')
-@arg('layers', ndim=2, doc='Transformer layers L')
-@arg('heads', ndim=2, doc='Attention heads a')
-@arg('head_dim', ndim=2, doc='Dimension of one attention head')
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
+@arg("nonembed_params_b", ndim=2, doc="Non-embedding parameters, in billions [billion parameters]")
+@arg("layers", ndim=2, doc="Transformer layers L")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @ret()
 def FLOPS_PER_TOKEN(nonembed_params_b, layers, heads, head_dim, seq_len):
     """Training FLOPs per token including self-attention (PaLM's MFU convention). [FLOPs/token]. 6*N + 12*L*H*Q*T (N non-embedding params, H heads, Q head dim, T seq len). Source: Chowdhery et al. 2022 (PaLM), Appendix B"""
-    return formula_call('flops_per_token_palm', nonembed_params_b, layers, heads, head_dim, seq_len)
+    return formula_call("flops_per_token_palm", nonembed_params_b, layers, heads, head_dim, seq_len)
 
 
 @func(category=CATEGORY)
-@arg('global_batch', ndim=2, doc='Global batch size per iteration [sequences]')
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
-@arg('layers', ndim=2, doc='Transformer layers L')
-@arg('hidden', ndim=2, doc='Hidden size h')
-@arg('vocab', ndim=2, doc='Vocabulary size V [tokens]')
-@arg('full_recompute', ndim=2, doc='Full activation recomputation (TRUE/FALSE)')
+@arg("global_batch", ndim=2, doc="Global batch size per iteration [sequences]")
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("layers", ndim=2, doc="Transformer layers L")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
+@arg("full_recompute", ndim=2, doc="Full activation recomputation (TRUE/FALSE)")
 @ret()
 def MEGATRON_ITER_FLOPS(global_batch, seq_len, layers, hidden, vocab, full_recompute=False):
     """FLOPs of one training iteration of a GPT model, as Megatron-LM counts them. [FLOPs/iteration]. 72*B*s*L*h^2*(1 + s/(6h) + V/(12*L*h)); full recompute 96*B*s*L*h^2*(1 + s/(6h) + V/(16*L*h)). Source: Narayanan et al. 2021 (arXiv 2104.04473), §5.1"""
-    return formula_call('megatron_iteration_flops', global_batch, seq_len, layers, hidden, vocab, full_recompute)
+    return formula_call("megatron_iteration_flops", global_batch, seq_len, layers, hidden, vocab, full_recompute)
 
 
 @func(category=CATEGORY)
-@arg('params_b', ndim=2, doc='Model parameters, in billions (70 = 70e9) [billion parameters]')
-@arg('tokens_t', ndim=2, doc='Training tokens, in trillions (2 = 2e12) [trillion tokens]')
-@arg('peak_tflops', ndim=2, doc='Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]')
-@arg('n_gpus', ndim=2, doc='Number of GPUs [GPUs]')
-@arg('mfu', ndim=2, doc='Model FLOPs utilisation, a fraction of peak (0.4 = 40%) [fraction]')
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("mfu", ndim=2, doc="Model FLOPs utilisation, a fraction of peak (0.4 = 40%) [fraction]")
 @ret()
 def TRAIN_DAYS(params_b, tokens_t, peak_tflops, n_gpus, mfu):
     """Wall-clock days to train on n_gpus GPUs at a given MFU. [days]. days = 6*N*D / (peak*1e12 * n_gpus * MFU) / 86400. Source: seed 002 §7.2.3"""
-    return formula_call('train_days', params_b, tokens_t, peak_tflops, n_gpus, mfu)
+    return formula_call("train_days", params_b, tokens_t, peak_tflops, n_gpus, mfu)
 
 
 @func(category=CATEGORY)
-@arg('params_b', ndim=2, doc='Model parameters, in billions (70 = 70e9) [billion parameters]')
-@arg('tokens_t', ndim=2, doc='Training tokens, in trillions (2 = 2e12) [trillion tokens]')
-@arg('peak_tflops', ndim=2, doc='Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]')
-@arg('mfu', ndim=2, doc='Model FLOPs utilisation, a fraction of peak (0.4 = 40%) [fraction]')
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("mfu", ndim=2, doc="Model FLOPs utilisation, a fraction of peak (0.4 = 40%) [fraction]")
 @ret()
 def GPU_HOURS(params_b, tokens_t, peak_tflops, mfu):
     """GPU-hours of one training run (independent of the GPU count). [GPU-hours]. GPU-hours = 6*N*D / (peak*1e12 * MFU) / 3600. Source: seed 002 §7.2.3; seed 000"""
-    return formula_call('gpu_hours', params_b, tokens_t, peak_tflops, mfu)
+    return formula_call("gpu_hours", params_b, tokens_t, peak_tflops, mfu)
 
 
 @func(category=CATEGORY)
-@arg('params_b', ndim=2, doc='Model parameters, in billions (70 = 70e9) [billion parameters]')
-@arg('tokens_t', ndim=2, doc='Training tokens, in trillions (2 = 2e12) [trillion tokens]')
-@arg('peak_tflops', ndim=2, doc='Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]')
-@arg('mfu', ndim=2, doc='Model FLOPs utilisation, a fraction of peak (0.4 = 40%) [fraction]')
-@arg('days', ndim=2, doc='Wall-clock days [days]')
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("mfu", ndim=2, doc="Model FLOPs utilisation, a fraction of peak (0.4 = 40%) [fraction]")
+@arg("days", ndim=2, doc="Wall-clock days [days]")
 @ret()
 def GPUS_FOR_DAYS(params_b, tokens_t, peak_tflops, mfu, days):
     """GPUs needed to finish within a deadline (a fractional count, before any rounding). [GPUs]. GPUs = 6*N*D / (peak*1e12 * MFU * days * 86400), not rounded. Source: seed 002 §7.3 step 2"""
-    return formula_call('gpus_for_days', params_b, tokens_t, peak_tflops, mfu, days)
+    return formula_call("gpus_for_days", params_b, tokens_t, peak_tflops, mfu, days)
 
 
 @func(category=CATEGORY)
-@arg('params_b', ndim=2, doc='Model parameters, in billions (70 = 70e9) [billion parameters]')
-@arg('tokens_t', ndim=2, doc='Training tokens, in trillions (2 = 2e12) [trillion tokens]')
-@arg('peak_tflops', ndim=2, doc='Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]')
-@arg('gpu_hours', ndim=2, doc='GPU-hours [GPU-hours]')
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("gpu_hours", ndim=2, doc="GPU-hours [GPU-hours]")
 @ret()
 def IMPLIED_MFU(params_b, tokens_t, peak_tflops, gpu_hours):
     """MFU implied by a reported number of GPU-hours. [fraction]. MFU = 6*N*D / (GPU-hours * 3600 * peak*1e12). Source: seed 000 (GPU-hours check); published.json derived_checks"""
-    return formula_call('implied_mfu', params_b, tokens_t, peak_tflops, gpu_hours)
+    return formula_call("implied_mfu", params_b, tokens_t, peak_tflops, gpu_hours)
 
 
 @func(category=CATEGORY)
-@arg('recompute', ndim=2, doc='Activation recomputation: "none", "selective" or "full"')
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
-@arg('hidden', ndim=2, doc='Hidden size h')
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("hidden", ndim=2, doc="Hidden size h")
 @ret()
 def HW_FLOPS_FACTOR(recompute, seq_len, hidden):
     """Hardware FLOPs / model FLOPs for a recompute mode (HFU = MFU x this factor). [ratio]. none 1; selective 1 + s/(18h + 3s); full 4/3 (8N instead of 6N per token). Source: Korthikanti et al. 2022 §5 (selective recomputes QK^T and AV: 4*b*s^2*h of 72*b*s*h..."""
-    return formula_call('hardware_flops_factor', recompute, seq_len, hidden)
+    return formula_call("hardware_flops_factor", recompute, seq_len, hidden)
 
 
 @func(category=CATEGORY)
-@arg('mfu', ndim=2, doc='Model FLOPs utilisation, a fraction of peak (0.4 = 40%) [fraction]')
-@arg('recompute', ndim=2, doc='Activation recomputation: "none", "selective" or "full"')
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
-@arg('hidden', ndim=2, doc='Hidden size h')
+@arg("mfu", ndim=2, doc="Model FLOPs utilisation, a fraction of peak (0.4 = 40%) [fraction]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("hidden", ndim=2, doc="Hidden size h")
 @ret()
 def HFU_FROM_MFU(mfu, recompute, seq_len, hidden):
     """Hardware FLOPs utilisation: MFU plus the FLOPs spent recomputing activations. [fraction]. HFU = MFU * hardware FLOPs factor of the recompute mode. Source: Korthikanti et al. 2022 §5; Chowdhery et al. 2022 Appendix B"""
-    return formula_call('hfu_from_mfu', mfu, recompute, seq_len, hidden)
+    return formula_call("hfu_from_mfu", mfu, recompute, seq_len, hidden)
 
 
 @func(category=CATEGORY)
-@arg('params_b', ndim=2, doc='Model parameters, in billions (70 = 70e9) [billion parameters]')
-@arg('tokens_t', ndim=2, doc='Training tokens, in trillions (2 = 2e12) [trillion tokens]')
-@arg('n_gpus', ndim=2, doc='Number of GPUs [GPUs]')
-@arg('achieved_tflops', ndim=2, doc='Achieved (measured) TFLOP/s per GPU, counting the FLOPs the hardware did [TFLOP/s per GPU]')
-@arg('full_recompute', ndim=2, doc='Full activation recomputation (TRUE/FALSE)')
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("achieved_tflops", ndim=2, doc="Achieved (measured) TFLOP/s per GPU, counting the FLOPs the hardware did [TFLOP/s per GPU]")
+@arg("full_recompute", ndim=2, doc="Full activation recomputation (TRUE/FALSE)")
 @ret()
 def DAYS_FROM_THROUGHPUT(params_b, tokens_t, n_gpus, achieved_tflops, full_recompute=True):
     """Days at an achieved per-GPU throughput X (Narayanan's 8TP/(nX) with full recompute, else 6TP/(nX)). [days]. days = 8*T*P / (n * X) / 86400 (full recompute; X achieved TFLOP/s per GPU). Source: Narayanan et al. 2021, Eq. 4"""
-    return formula_call('days_from_throughput', params_b, tokens_t, n_gpus, achieved_tflops, full_recompute)
+    return formula_call("days_from_throughput", params_b, tokens_t, n_gpus, achieved_tflops, full_recompute)
 
 
 @func(category=CATEGORY)
-@arg('n_gpus', ndim=2, doc='Number of GPUs [GPUs]')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('pp', ndim=2, doc='Pipeline-parallel size p [GPUs]')
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @ret()
 def DP_SIZE(n_gpus, tp=1, pp=1):
     """Data-parallel size: how many model replicas the GPUs form. [GPUs]. DP = GPUs / (TP * PP). Source: Narayanan et al. 2021 §2 (n = p * t * d)"""
-    return formula_call('data_parallel_size', n_gpus, tp, pp)
+    return formula_call("data_parallel_size", n_gpus, tp, pp)
 
 
 @func(category=CATEGORY)
-@arg('gpus_needed', ndim=2, doc='GPUs needed before rounding (may be fractional) [GPUs]')
-@arg('replica_gpus', ndim=2, doc='GPUs in one model replica (TP x PP) [GPUs]')
+@arg("gpus_needed", ndim=2, doc="GPUs needed before rounding (may be fractional) [GPUs]")
+@arg("replica_gpus", ndim=2, doc="GPUs in one model replica (TP x PP) [GPUs]")
 @ret()
 def REPLICAS_NEEDED(gpus_needed, replica_gpus):
     """Whole model replicas (TP x PP GPUs each) needed to supply a GPU count. [replicas]. replicas = CEILING(GPUs needed / replica GPUs). Source: seed 002 §7.3 step 2 (861 / 16 -> 54 replicas)"""
-    return formula_call('replicas_needed', gpus_needed, replica_gpus)
+    return formula_call("replicas_needed", gpus_needed, replica_gpus)
 
 
 @func(category=CATEGORY)
-@arg('gpus_needed', ndim=2, doc='GPUs needed before rounding (may be fractional) [GPUs]')
-@arg('replica_gpus', ndim=2, doc='GPUs in one model replica (TP x PP) [GPUs]')
-@arg('spare_frac', ndim=2, doc='Spare GPUs for failures and maintenance, a fraction (0.05 = 5%) [fraction]')
+@arg("gpus_needed", ndim=2, doc="GPUs needed before rounding (may be fractional) [GPUs]")
+@arg("replica_gpus", ndim=2, doc="GPUs in one model replica (TP x PP) [GPUs]")
+@arg("spare_frac", ndim=2, doc="Spare GPUs for failures and maintenance, a fraction (0.05 = 5%) [fraction]")
 @ret()
 def GPUS_WITH_SPARE(gpus_needed, replica_gpus, spare_frac):
     """GPUs in whole replicas plus a spare share for failures (fractional). [GPUs]. GPUs = replicas * replica GPUs * (1 + spare). Source: seed 002 §7.3 step 2 (864 x 1.05 = 907)"""
-    return formula_call('gpus_with_spare', gpus_needed, replica_gpus, spare_frac)
+    return formula_call("gpus_with_spare", gpus_needed, replica_gpus, spare_frac)
 
 
 @func(category=CATEGORY)
-@arg('gpus_needed', ndim=2, doc='GPUs needed before rounding (may be fractional) [GPUs]')
-@arg('replica_gpus', ndim=2, doc='GPUs in one model replica (TP x PP) [GPUs]')
-@arg('spare_frac', ndim=2, doc='Spare GPUs for failures and maintenance, a fraction (0.05 = 5%) [fraction]')
-@arg('gpus_per_node', ndim=2, doc='GPUs per server node [GPUs]')
+@arg("gpus_needed", ndim=2, doc="GPUs needed before rounding (may be fractional) [GPUs]")
+@arg("replica_gpus", ndim=2, doc="GPUs in one model replica (TP x PP) [GPUs]")
+@arg("spare_frac", ndim=2, doc="Spare GPUs for failures and maintenance, a fraction (0.05 = 5%) [fraction]")
+@arg("gpus_per_node", ndim=2, doc="GPUs per server node [GPUs]")
 @ret()
 def GPUS_WHOLE_NODES(gpus_needed, replica_gpus, spare_frac, gpus_per_node):
     """GPUs to buy or rent: whole replicas, plus spare, rounded up to whole nodes. [GPUs]. GPUs = CEILING(replicas * replica GPUs * (1 + spare), GPUs per node). Source: seed 002 §7.3 step 2 (replicas -> spare -> whole nodes)"""
-    return formula_call('gpus_whole_nodes', gpus_needed, replica_gpus, spare_frac, gpus_per_node)
+    return formula_call("gpus_whole_nodes", gpus_needed, replica_gpus, spare_frac, gpus_per_node)
 
 
 @func(category=CATEGORY)
-@arg('params_b', ndim=2, doc='Model parameters, in billions (70 = 70e9) [billion parameters]')
-@arg('tokens_per_param', ndim=2, doc='Training tokens per parameter (Chinchilla: 20) [tokens/parameter]')
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("tokens_per_param", ndim=2, doc="Training tokens per parameter (Chinchilla: 20) [tokens/parameter]")
 @ret()
 def CHINCHILLA_TOKENS_T(params_b, tokens_per_param=20):
     """Compute-optimal training tokens for a model size. [trillion tokens]. D = 20*N (tokens per parameter). Source: Hoffmann et al. 2022 (Chinchilla); seed 000"""
-    return formula_call('chinchilla_tokens_t', params_b, tokens_per_param)
+    return formula_call("chinchilla_tokens_t", params_b, tokens_per_param)
 
 
 @func(category=CATEGORY)
-@arg('compute_flops', ndim=2, doc='Training compute budget, in FLOPs [FLOPs]')
-@arg('tokens_per_param', ndim=2, doc='Training tokens per parameter (Chinchilla: 20) [tokens/parameter]')
+@arg("compute_flops", ndim=2, doc="Training compute budget, in FLOPs [FLOPs]")
+@arg("tokens_per_param", ndim=2, doc="Training tokens per parameter (Chinchilla: 20) [tokens/parameter]")
 @ret()
 def CHINCHILLA_PARAMS_B(compute_flops, tokens_per_param=20):
     """Compute-optimal model size for a FLOPs budget. [billion parameters]. N_opt = SQRT(C / (6*k)), k tokens per parameter (k = 20: SQRT(C/120)). Source: Hoffmann et al. 2022 with C = 6ND and D = k*N"""
-    return formula_call('chinchilla_params_b', compute_flops, tokens_per_param)
+    return formula_call("chinchilla_params_b", compute_flops, tokens_per_param)
 
 
 @func(category=CATEGORY)
-@arg('compute_flops', ndim=2, doc='Training compute budget, in FLOPs [FLOPs]')
-@arg('tokens_per_param', ndim=2, doc='Training tokens per parameter (Chinchilla: 20) [tokens/parameter]')
+@arg("compute_flops", ndim=2, doc="Training compute budget, in FLOPs [FLOPs]")
+@arg("tokens_per_param", ndim=2, doc="Training tokens per parameter (Chinchilla: 20) [tokens/parameter]")
 @ret()
 def CHINCHILLA_OPT_TOKENS_T(compute_flops, tokens_per_param=20):
     """Compute-optimal training tokens for a FLOPs budget. [trillion tokens]. D_opt = k * N_opt = SQRT(k*C/6). Source: Hoffmann et al. 2022 with C = 6ND and D = k*N"""
-    return formula_call('chinchilla_opt_tokens_t', compute_flops, tokens_per_param)
+    return formula_call("chinchilla_opt_tokens_t", compute_flops, tokens_per_param)
 
 
 @func(category=CATEGORY)
-@arg('gpu_hours', ndim=2, doc='GPU-hours [GPU-hours]')
-@arg('usd_per_gpu_hour', ndim=2, doc='Price of one GPU-hour [USD/GPU-hour]')
+@arg("gpu_hours", ndim=2, doc="GPU-hours [GPU-hours]")
+@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
 @ret()
 def CLOUD_COST_USD(gpu_hours, usd_per_gpu_hour):
     """Compute cost of a run on rented GPUs. [USD]. GPU-hours * $/GPU-hour. Source: seed 000; DeepSeek-V3 report (2.788M H800-hours x $2 = $5.576M)"""
-    return formula_call('cloud_cost_usd', gpu_hours, usd_per_gpu_hour)
+    return formula_call("cloud_cost_usd", gpu_hours, usd_per_gpu_hour)
 
 
 @func(category=CATEGORY)
-@arg('n_gpus', ndim=2, doc='Number of GPUs [GPUs]')
-@arg('capex_usd_per_gpu', ndim=2, doc='Purchase price per GPU incl. its share of server and network [USD/GPU]')
-@arg('depreciation_years', ndim=2, doc='Depreciation life of the hardware [years]')
-@arg('days', ndim=2, doc='Wall-clock days [days]')
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
+@arg("days", ndim=2, doc="Wall-clock days [days]")
 @ret()
 def CAPEX_COST_USD(n_gpus, capex_usd_per_gpu, depreciation_years, days):
     """Straight-line depreciation of owned GPUs over the days of the run. [USD]. GPUs * price per GPU * days / (365 * depreciation years). Source: seed 001 §5.1 (3-year depreciation)"""
-    return formula_call('capex_cost_usd', n_gpus, capex_usd_per_gpu, depreciation_years, days)
+    return formula_call("capex_cost_usd", n_gpus, capex_usd_per_gpu, depreciation_years, days)
 
 
 @func(category=CATEGORY)
-@arg('n_gpus', ndim=2, doc='Number of GPUs [GPUs]')
-@arg('kw_per_gpu', ndim=2, doc='Power per GPU incl. its share of the server, kW [kW]')
-@arg('pue', ndim=2, doc='Power usage effectiveness of the data centre (>= 1)')
-@arg('days', ndim=2, doc='Wall-clock days [days]')
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@arg("days", ndim=2, doc="Wall-clock days [days]")
 @ret()
 def ENERGY_MWH(n_gpus, kw_per_gpu, pue, days):
     """Facility energy of a run. [MWh]. GPUs * kW per GPU * PUE * days * 24 / 1000. Source: seed 001 §5.1; LLaMA paper Table 15 (GPU-hours x 400 W x PUE 1.1)"""
-    return formula_call('energy_mwh', n_gpus, kw_per_gpu, pue, days)
+    return formula_call("energy_mwh", n_gpus, kw_per_gpu, pue, days)
 
 
 @func(category=CATEGORY)
-@arg('n_gpus', ndim=2, doc='Number of GPUs [GPUs]')
-@arg('kw_per_gpu', ndim=2, doc='Power per GPU incl. its share of the server, kW [kW]')
-@arg('pue', ndim=2, doc='Power usage effectiveness of the data centre (>= 1)')
-@arg('days', ndim=2, doc='Wall-clock days [days]')
-@arg('usd_per_kwh', ndim=2, doc='Electricity price [USD/kWh]')
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@arg("days", ndim=2, doc="Wall-clock days [days]")
+@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
 @ret()
 def POWER_COST_USD(n_gpus, kw_per_gpu, pue, days, usd_per_kwh):
     """Electricity cost of a run on owned hardware. [USD]. energy MWh * 1000 * $/kWh. Source: seed 001 §5.1; seed 003 (power and facilities)"""
-    return formula_call('power_cost_usd', n_gpus, kw_per_gpu, pue, days, usd_per_kwh)
+    return formula_call("power_cost_usd", n_gpus, kw_per_gpu, pue, days, usd_per_kwh)
 
 
 @func(category=CATEGORY)
-@arg('n_gpus', ndim=2, doc='Number of GPUs [GPUs]')
-@arg('capex_usd_per_gpu', ndim=2, doc='Purchase price per GPU incl. its share of server and network [USD/GPU]')
-@arg('depreciation_years', ndim=2, doc='Depreciation life of the hardware [years]')
-@arg('days', ndim=2, doc='Wall-clock days [days]')
-@arg('kw_per_gpu', ndim=2, doc='Power per GPU incl. its share of the server, kW [kW]')
-@arg('pue', ndim=2, doc='Power usage effectiveness of the data centre (>= 1)')
-@arg('usd_per_kwh', ndim=2, doc='Electricity price [USD/kWh]')
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
+@arg("days", ndim=2, doc="Wall-clock days [days]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
 @ret()
 def OWNED_COST_USD(n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh):
     """Compute cost of a run on owned hardware. [USD]. depreciation over the run + electricity. Source: seed 001 §5.1; FORMULAS.md §5"""
-    return formula_call('owned_cost_usd', n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh)
+    return formula_call("owned_cost_usd", n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh)
 
 
 @func(category=CATEGORY)
-@arg('compute_usd', ndim=2, doc='Compute cost of one clean training run [USD]')
-@arg('failure_frac', ndim=2, doc='Failures, restarts and lost work, a fraction of compute (0.15 = 15%) [fraction]')
-@arg('experiments_frac', ndim=2, doc='Experiments and ablations, a fraction of compute [fraction]')
+@arg("compute_usd", ndim=2, doc="Compute cost of one clean training run [USD]")
+@arg("failure_frac", ndim=2, doc="Failures, restarts and lost work, a fraction of compute (0.15 = 15%) [fraction]")
+@arg("experiments_frac", ndim=2, doc="Experiments and ablations, a fraction of compute [fraction]")
 @ret()
 def TRAINING_TAX_USD(compute_usd, failure_frac=0.15, experiments_frac=0):
     """The training tax: compute lost to failures and restarts, plus experiments and ablations. [USD]. compute * (failures + experiments). Source: seed 000 (training tax: failures and restarts 10-20%); seed 003 (experiments and failed runs)"""
-    return formula_call('training_tax_usd', compute_usd, failure_frac, experiments_frac)
+    return formula_call("training_tax_usd", compute_usd, failure_frac, experiments_frac)
 
 
 @func(category=CATEGORY)
-@arg('compute_usd', ndim=2, doc='Compute cost of one clean training run [USD]')
-@arg('failure_frac', ndim=2, doc='Failures, restarts and lost work, a fraction of compute (0.15 = 15%) [fraction]')
-@arg('experiments_frac', ndim=2, doc='Experiments and ablations, a fraction of compute [fraction]')
-@arg('data_usd', ndim=2, doc='Data: purchase, crawling, labelling, cleaning [USD]')
-@arg('people_usd', ndim=2, doc='People for the duration of the project [USD]')
-@arg('other_usd', ndim=2, doc='Other lines: storage, network, facilities [USD]')
+@arg("compute_usd", ndim=2, doc="Compute cost of one clean training run [USD]")
+@arg("failure_frac", ndim=2, doc="Failures, restarts and lost work, a fraction of compute (0.15 = 15%) [fraction]")
+@arg("experiments_frac", ndim=2, doc="Experiments and ablations, a fraction of compute [fraction]")
+@arg("data_usd", ndim=2, doc="Data: purchase, crawling, labelling, cleaning [USD]")
+@arg("people_usd", ndim=2, doc="People for the duration of the project [USD]")
+@arg("other_usd", ndim=2, doc="Other lines: storage, network, facilities [USD]")
 @ret()
 def TOTAL_COST_USD(compute_usd, failure_frac=0.15, experiments_frac=0, data_usd=0, people_usd=0, other_usd=0):
     """Total cost of a training project including the training tax. [USD]. compute + training tax + data + people + other. Source: seed 000 (training tax: failures 10-20%, people, power); seed 003 (data, experiments)"""
-    return formula_call('total_cost_usd', compute_usd, failure_frac, experiments_frac, data_usd, people_usd, other_usd)
+    return formula_call("total_cost_usd", compute_usd, failure_frac, experiments_frac, data_usd, people_usd, other_usd)
 
 
 @func(category=CATEGORY)
-@arg('total_usd', ndim=2, doc='A total cost in USD [USD]')
-@arg('tokens_t', ndim=2, doc='Training tokens, in trillions (2 = 2e12) [trillion tokens]')
+@arg("total_usd", ndim=2, doc="A total cost in USD [USD]")
+@arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
 @ret()
 def USD_PER_M_TOKENS(total_usd, tokens_t):
     """Cost per million training tokens. [USD per million tokens]. total USD / (tokens_t * 1e6). Source: xlcalc (cost per token)"""
-    return formula_call('usd_per_million_tokens', total_usd, tokens_t)
+    return formula_call("usd_per_million_tokens", total_usd, tokens_t)
 
 
 @func(category=CATEGORY)
-@arg('budget_usd', ndim=2, doc='Budget in USD [USD]')
-@arg('usd_per_gpu_hour', ndim=2, doc='Price of one GPU-hour [USD/GPU-hour]')
+@arg("budget_usd", ndim=2, doc="Budget in USD [USD]")
+@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
 @ret()
 def GPU_HOURS_FOR_BUDGET(budget_usd, usd_per_gpu_hour):
     """GPU-hours a budget buys. [GPU-hours]. budget / $/GPU-hour. Source: seed 001 §5.2 (budget tiers)"""
-    return formula_call('gpu_hours_for_budget', budget_usd, usd_per_gpu_hour)
+    return formula_call("gpu_hours_for_budget", budget_usd, usd_per_gpu_hour)
 
 
 @func(category=CATEGORY)
-@arg('budget_usd', ndim=2, doc='Budget in USD [USD]')
-@arg('usd_per_gpu_hour', ndim=2, doc='Price of one GPU-hour [USD/GPU-hour]')
-@arg('n_gpus', ndim=2, doc='Number of GPUs [GPUs]')
+@arg("budget_usd", ndim=2, doc="Budget in USD [USD]")
+@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @ret()
 def DAYS_FOR_BUDGET(budget_usd, usd_per_gpu_hour, n_gpus):
     """Days of a cluster of n_gpus that a budget buys. [days]. budget / ($/GPU-hour * GPUs * 24). Source: seed 001 §5.2 (budget tiers)"""
-    return formula_call('days_for_budget', budget_usd, usd_per_gpu_hour, n_gpus)
+    return formula_call("days_for_budget", budget_usd, usd_per_gpu_hour, n_gpus)
 
 
 @func(category=CATEGORY)
-@arg('budget_usd', ndim=2, doc='Budget in USD [USD]')
-@arg('total_usd', ndim=2, doc='A total cost in USD [USD]')
+@arg("budget_usd", ndim=2, doc="Budget in USD [USD]")
+@arg("total_usd", ndim=2, doc="A total cost in USD [USD]")
 @ret()
 def BUDGET_LEFT_USD(budget_usd, total_usd):
     """What is left of a budget after the estimated total (negative when over). [USD]. budget - total cost (negative = over budget). Source: seed 002 §7.3 step 3 (estimate vs budget)"""
-    return formula_call('budget_left_usd', budget_usd, total_usd)
+    return formula_call("budget_left_usd", budget_usd, total_usd)
 
 
 @func(category=CATEGORY)
-@arg('hidden', ndim=2, doc='Hidden size h')
-@arg('layers', ndim=2, doc='Transformer layers L')
-@arg('heads', ndim=2, doc='Attention heads a')
-@arg('kv_heads', ndim=2, doc='Key/value heads (GQA; = heads for multi-head attention)')
-@arg('head_dim', ndim=2, doc='Dimension of one attention head')
-@arg('ffn_hidden', ndim=2, doc='Inner size of the feed-forward block F (GPT: 4h)')
-@arg('lora_rank', ndim=2, doc='LoRA rank r of each adapter (B is d x r, A is r x k)')
-@arg('lora_targets', ndim=2, doc='Matrices that get LoRA adapters: "qv" (LoRA paper), "attention" (q, k, v, o) or "all_linear" (QLoRA: attention and FFN)')
-@arg('gated_ffn', ndim=2, doc='Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)')
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("layers", ndim=2, doc="Transformer layers L")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("lora_rank", ndim=2, doc="LoRA rank r of each adapter (B is d x r, A is r x k)")
+@arg("lora_targets", ndim=2, doc="Matrices that get LoRA adapters: \"qv\" (LoRA paper), \"attention\" (q, k, v, o) or \"all_linear\" (QLoRA: attention and FFN)")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
 @ret()
-def LORA_PARAMS_B(hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets='all_linear', gated_ffn=True):
+def LORA_PARAMS_B(hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets="all_linear", gated_ffn=True):
     """Trainable parameters of LoRA adapters of rank r on the chosen matrices of every layer, billions. [billion parameters]. r x sum over adapted d_in x d_out matrices of (d_in + d_out) x L; qv: q (h, a*dh), v (h, kv*dh); attention: + k (h, kv*dh), o (a*dh, ..."""
-    return formula_call('lora_params_b', hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets, gated_ffn)
+    return formula_call("lora_params_b", hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets, gated_ffn)
 
 
 @func(category=CATEGORY)
-@arg('quant_block', ndim=2, doc='Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64) [parameters]')
-@arg('double_quant', ndim=2, doc='Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)')
+@arg("quant_block", ndim=2, doc="Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64) [parameters]")
+@arg("double_quant", ndim=2, doc="Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)")
 @ret()
 def NF4_BYTES_PER_PARAM(quant_block=64, double_quant=True):
     """Bytes per base-model parameter stored as 4-bit NormalFloat with its quantisation constants. [bytes/param]. (4 + 32/B) / 8; with double quantisation (4 + 8/B + 32/(256 B)) / 8 (B = 64: 0.5 -> 0.127 bits of constants). Source: Dettmers et al. 2023 (QLoRA..."""
-    return formula_call('nf4_bytes_per_param', quant_block, double_quant)
+    return formula_call("nf4_bytes_per_param", quant_block, double_quant)
 
 
 @func(category=CATEGORY)
-@arg('params_b', ndim=2, doc='Model parameters, in billions (70 = 70e9) [billion parameters]')
-@arg('embed_params_b', ndim=2, doc='Embedding and output-layer parameters, in billions (kept in 16 bit under QLoRA) [billion parameters]')
-@arg('quant_block', ndim=2, doc='Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64) [parameters]')
-@arg('double_quant', ndim=2, doc='Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)')
-@arg('bytes_weights', ndim=2, doc='Bytes per parameter for weights (bf16: 2) [bytes/param]')
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("embed_params_b", ndim=2, doc="Embedding and output-layer parameters, in billions (kept in 16 bit under QLoRA) [billion parameters]")
+@arg("quant_block", ndim=2, doc="Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64) [parameters]")
+@arg("double_quant", ndim=2, doc="Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)")
+@arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
 @ret()
 def MEM_QLORA_BASE_GB(params_b, embed_params_b, quant_block=64, double_quant=True, bytes_weights=2):
     """Frozen base-model weights of QLoRA, GB (1e9 bytes). [GB per GPU]. (P - E) x NF4 bytes + E x 16-bit bytes: the decoder's linear layers in 4 bit, embeddings, output layer and norms in 16 bit. Source: Dettmers et al. 2023 (QLoRA) §3; bitsandbytes/transfor..."""
-    return formula_call('mem_qlora_base_gb', params_b, embed_params_b, quant_block, double_quant, bytes_weights)
+    return formula_call("mem_qlora_base_gb", params_b, embed_params_b, quant_block, double_quant, bytes_weights)
 
 
 @func(category=CATEGORY)
-@arg('params_b', ndim=2, doc='Model parameters, in billions (70 = 70e9) [billion parameters]')
-@arg('embed_params_b', ndim=2, doc='Embedding and output-layer parameters, in billions (kept in 16 bit under QLoRA) [billion parameters]')
-@arg('trainable_params_b', ndim=2, doc='Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]')
-@arg('quant_block', ndim=2, doc='Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64) [parameters]')
-@arg('double_quant', ndim=2, doc='Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)')
-@arg('bytes_weights', ndim=2, doc='Bytes per parameter for weights (bf16: 2) [bytes/param]')
-@arg('bytes_trainable', ndim=2, doc='Bytes per trainable parameter (weights+grads+optimizer) [bytes/param]')
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("embed_params_b", ndim=2, doc="Embedding and output-layer parameters, in billions (kept in 16 bit under QLoRA) [billion parameters]")
+@arg("trainable_params_b", ndim=2, doc="Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]")
+@arg("quant_block", ndim=2, doc="Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64) [parameters]")
+@arg("double_quant", ndim=2, doc="Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)")
+@arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
+@arg("bytes_trainable", ndim=2, doc="Bytes per trainable parameter (weights+grads+optimizer) [bytes/param]")
 @ret()
 def MEM_QLORA_GB(params_b, embed_params_b, trainable_params_b, quant_block=64, double_quant=True, bytes_weights=2, bytes_trainable=14):
     """Model-state memory of QLoRA fine-tuning on one GPU, GB. [GB per GPU]. 4-bit base (MEM_QLORA_BASE_GB) + k x P' (adapters' weights, gradients and optimizer states). Source: Dettmers et al. 2023 (QLoRA); seed 002 §7.1.2 (LoRA: 2P + 14P', the same with a 1..."""
-    return formula_call('mem_qlora_gb', params_b, embed_params_b, trainable_params_b, quant_block, double_quant, bytes_weights, bytes_trainable)
+    return formula_call("mem_qlora_gb", params_b, embed_params_b, trainable_params_b, quant_block, double_quant, bytes_weights, bytes_trainable)
 
 
 @func(category=CATEGORY)
-@arg('params_b', ndim=2, doc='Model parameters, in billions (70 = 70e9) [billion parameters]')
-@arg('zero_stage', ndim=2, doc='ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights')
-@arg('dp', ndim=2, doc='Data-parallel size d (ZeRO shards over it) [GPUs]')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('pp', ndim=2, doc='Pipeline-parallel size p [GPUs]')
-@arg('bytes_weights', ndim=2, doc='Bytes per parameter for weights (bf16: 2) [bytes/param]')
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
 @ret()
 def MEM_WEIGHTS_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_weights=2):
     """Weight memory per GPU, GB = 1e9 bytes. [GB per GPU]. w * N/(tp*pp), / dp under ZeRO-3. Source: Rajbhandari et al. 2019 (ZeRO) §5: stage 1 shards optimizer states, 2 also gradients, 3 also weights"""
-    return formula_call('mem_weights_gb', params_b, zero_stage, dp, tp, pp, bytes_weights)
+    return formula_call("mem_weights_gb", params_b, zero_stage, dp, tp, pp, bytes_weights)
 
 
 @func(category=CATEGORY)
-@arg('params_b', ndim=2, doc='Model parameters, in billions (70 = 70e9) [billion parameters]')
-@arg('zero_stage', ndim=2, doc='ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights')
-@arg('dp', ndim=2, doc='Data-parallel size d (ZeRO shards over it) [GPUs]')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('pp', ndim=2, doc='Pipeline-parallel size p [GPUs]')
-@arg('bytes_grads', ndim=2, doc='Bytes per parameter for gradients (bf16: 2, fp32: 4) [bytes/param]')
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("bytes_grads", ndim=2, doc="Bytes per parameter for gradients (bf16: 2, fp32: 4) [bytes/param]")
 @ret()
 def MEM_GRADS_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_grads=2):
     """Gradient memory per GPU, GB. [GB per GPU]. g * N/(tp*pp), / dp under ZeRO-2 and 3. Source: Rajbhandari et al. 2019 (ZeRO) §5: stage 1 shards optimizer states, 2 also gradients, 3 also weights"""
-    return formula_call('mem_grads_gb', params_b, zero_stage, dp, tp, pp, bytes_grads)
+    return formula_call("mem_grads_gb", params_b, zero_stage, dp, tp, pp, bytes_grads)
 
 
 @func(category=CATEGORY)
-@arg('params_b', ndim=2, doc='Model parameters, in billions (70 = 70e9) [billion parameters]')
-@arg('zero_stage', ndim=2, doc='ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights')
-@arg('dp', ndim=2, doc='Data-parallel size d (ZeRO shards over it) [GPUs]')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('pp', ndim=2, doc='Pipeline-parallel size p [GPUs]')
-@arg('bytes_optimizer', ndim=2, doc='Bytes per parameter for optimizer states (Adam fp32 m+v: 8, +master: 12) [bytes/param]')
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("bytes_optimizer", ndim=2, doc="Bytes per parameter for optimizer states (Adam fp32 m+v: 8, +master: 12) [bytes/param]")
 @ret()
 def MEM_OPTIMIZER_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_optimizer=12):
     """Optimizer-state memory per GPU (fp32 master copy, Adam m and v), GB. [GB per GPU]. o * N/(tp*pp), / dp under ZeRO-1, 2 and 3. Source: Rajbhandari et al. 2019 (ZeRO) §5: stage 1 shards optimizer states, 2 also gradients, 3 also weights"""
-    return formula_call('mem_optimizer_gb', params_b, zero_stage, dp, tp, pp, bytes_optimizer)
+    return formula_call("mem_optimizer_gb", params_b, zero_stage, dp, tp, pp, bytes_optimizer)
 
 
 @func(category=CATEGORY)
-@arg('params_b', ndim=2, doc='Model parameters, in billions (70 = 70e9) [billion parameters]')
-@arg('zero_stage', ndim=2, doc='ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights')
-@arg('dp', ndim=2, doc='Data-parallel size d (ZeRO shards over it) [GPUs]')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('pp', ndim=2, doc='Pipeline-parallel size p [GPUs]')
-@arg('bytes_weights', ndim=2, doc='Bytes per parameter for weights (bf16: 2) [bytes/param]')
-@arg('bytes_grads', ndim=2, doc='Bytes per parameter for gradients (bf16: 2, fp32: 4) [bytes/param]')
-@arg('bytes_optimizer', ndim=2, doc='Bytes per parameter for optimizer states (Adam fp32 m+v: 8, +master: 12) [bytes/param]')
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
+@arg("bytes_grads", ndim=2, doc="Bytes per parameter for gradients (bf16: 2, fp32: 4) [bytes/param]")
+@arg("bytes_optimizer", ndim=2, doc="Bytes per parameter for optimizer states (Adam fp32 m+v: 8, +master: 12) [bytes/param]")
 @ret()
 def MEM_STATIC_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_weights=2, bytes_grads=2, bytes_optimizer=12):
     """Model-state memory per GPU (weights, gradients, optimizer states), GB = 1e9 bytes. [GB per GPU]. Psi = N/(tp*pp); ZeRO 0: (w+g+o)Psi; 1: (w+g)Psi + o*Psi/dp; 2: w*Psi + (g+o)Psi/dp; 3: (w+g+o)Psi/dp. Source: Rajbhandari et al. 2019 (ZeRO) §5; seed 002 ..."""
-    return formula_call('mem_static_gb', params_b, zero_stage, dp, tp, pp, bytes_weights, bytes_grads, bytes_optimizer)
+    return formula_call("mem_static_gb", params_b, zero_stage, dp, tp, pp, bytes_weights, bytes_grads, bytes_optimizer)
 
 
 @func(category=CATEGORY)
-@arg('largest_layer_params_b', ndim=2, doc='Parameters of the largest layer, in billions (ZeRO-3 gathers it whole) [billion parameters]')
+@arg("largest_layer_params_b", ndim=2, doc="Parameters of the largest layer, in billions (ZeRO-3 gathers it whole) [billion parameters]")
 @ret()
 def MEM_ZERO3_BUFFER_GB(largest_layer_params_b):
     """Working memory ZeRO-3 needs to gather the largest layer whole. [GB per GPU]. 4 bytes * largest layer's parameters. Source: DeepSpeed memory docs (estimate_zero3_model_states_mem_needs): largest_layer_memory = 4*largest_layer_params"""
-    return formula_call('mem_zero3_buffer_gb', largest_layer_params_b)
+    return formula_call("mem_zero3_buffer_gb", largest_layer_params_b)
 
 
 @func(category=CATEGORY)
-@arg('params_b', ndim=2, doc='Model parameters, in billions (70 = 70e9) [billion parameters]')
-@arg('trainable_params_b', ndim=2, doc='Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]')
-@arg('bytes_weights', ndim=2, doc='Bytes per parameter for weights (bf16: 2) [bytes/param]')
-@arg('bytes_trainable', ndim=2, doc='Bytes per trainable parameter (weights+grads+optimizer) [bytes/param]')
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("trainable_params_b", ndim=2, doc="Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]")
+@arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
+@arg("bytes_trainable", ndim=2, doc="Bytes per trainable parameter (weights+grads+optimizer) [bytes/param]")
 @ret()
 def MEM_LORA_GB(params_b, trainable_params_b, bytes_weights=2, bytes_trainable=14):
     """Model-state memory of LoRA fine-tuning: frozen weights plus full states of the adapters. [GB per GPU]. w*P (frozen) + k*P' (trainable: weights, grads, optimizer). Source: seed 002 §7.1.2 (LoRA: 2P + 14P')"""
-    return formula_call('mem_lora_gb', params_b, trainable_params_b, bytes_weights, bytes_trainable)
+    return formula_call("mem_lora_gb", params_b, trainable_params_b, bytes_weights, bytes_trainable)
 
 
 @func(category=CATEGORY)
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
-@arg('micro_batch', ndim=2, doc='Micro-batch size per GPU [sequences]')
-@arg('hidden', ndim=2, doc='Hidden size h')
-@arg('heads', ndim=2, doc='Attention heads a')
-@arg('kv_heads', ndim=2, doc='Key/value heads (GQA; = heads for multi-head attention)')
-@arg('head_dim', ndim=2, doc='Dimension of one attention head')
-@arg('ffn_hidden', ndim=2, doc='Inner size of the feed-forward block F (GPT: 4h)')
-@arg('gated_ffn', ndim=2, doc='Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('seq_parallel', ndim=2, doc='Sequence parallelism on (TRUE/FALSE)')
-@arg('recompute', ndim=2, doc='Activation recomputation: "none", "selective" or "full"')
-@arg('flash_attention', ndim=2, doc='Fused (Flash) attention: no s x s tensors stored, causal half computed (TRUE/FALSE)')
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("flash_attention", ndim=2, doc="Fused (Flash) attention: no s x s tensors stored, causal half computed (TRUE/FALSE)")
 @ret()
-def ACT_LAYER_BYTES_GENERAL(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False, tp=1, seq_parallel=False, recompute='none', flash_attention=True):
+def ACT_LAYER_BYTES_GENERAL(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False, tp=1, seq_parallel=False, recompute="none", flash_attention=True):
     """Activation bytes of one layer for GQA, any FFN size, gated FFN and FlashAttention. [bytes per layer]. s*b*[10h/(t if SP) + (4*a*dh + 4*kv*dh + (6 if gated else 4)*F)/t] + 5*a*s^2*b/t (s^2 term only without flash attention and recompute); full recompute..."""
-    return formula_call('act_layer_bytes_general', seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn, tp, seq_parallel, recompute, flash_attention)
+    return formula_call("act_layer_bytes_general", seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn, tp, seq_parallel, recompute, flash_attention)
 
 
 @func(category=CATEGORY)
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
-@arg('micro_batch', ndim=2, doc='Micro-batch size per GPU [sequences]')
-@arg('hidden', ndim=2, doc='Hidden size h')
-@arg('heads', ndim=2, doc='Attention heads a')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('seq_parallel', ndim=2, doc='Sequence parallelism on (TRUE/FALSE)')
-@arg('recompute', ndim=2, doc='Activation recomputation: "none", "selective" or "full"')
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
 @ret()
-def ACT_LAYER_BYTES(seq_len, micro_batch, hidden, heads, tp=1, seq_parallel=False, recompute='none'):
+def ACT_LAYER_BYTES(seq_len, micro_batch, hidden, heads, tp=1, seq_parallel=False, recompute="none"):
     """Activation bytes of one transformer layer (16-bit activations, FFN = 4h, no FlashAttention). [bytes per layer]. none: sbh(10 + 24/t + 5as/(ht)); +SP: sbh(34/t + 5as/(ht)); selective: sbh(10 + 24/t); selective+SP: 34sbh/t; full: 2sbh (/t with SP). Sourc..."""
-    return formula_call('act_layer_bytes', seq_len, micro_batch, hidden, heads, tp, seq_parallel, recompute)
+    return formula_call("act_layer_bytes", seq_len, micro_batch, hidden, heads, tp, seq_parallel, recompute)
 
 
 @func(category=CATEGORY)
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
-@arg('micro_batch', ndim=2, doc='Micro-batch size per GPU [sequences]')
-@arg('hidden', ndim=2, doc='Hidden size h')
-@arg('layers', ndim=2, doc='Transformer layers L')
-@arg('heads', ndim=2, doc='Attention heads a')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('seq_parallel', ndim=2, doc='Sequence parallelism on (TRUE/FALSE)')
-@arg('recompute', ndim=2, doc='Activation recomputation: "none", "selective" or "full"')
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("layers", ndim=2, doc="Transformer layers L")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
 @ret()
-def MEM_ACT_GB(seq_len, micro_batch, hidden, layers, heads, tp=1, seq_parallel=False, recompute='none'):
+def MEM_ACT_GB(seq_len, micro_batch, hidden, layers, heads, tp=1, seq_parallel=False, recompute="none"):
     """Activation memory per GPU for all layers (the first stage of a 1F1B pipeline). [GB per GPU]. L * per-layer bytes (Korthikanti Table 2) / 1e9; first pipeline stage of 1F1B holds L layers' worth. Source: Korthikanti et al. 2022, Table 2 and §4.2.3"""
-    return formula_call('mem_act_gb', seq_len, micro_batch, hidden, layers, heads, tp, seq_parallel, recompute)
+    return formula_call("mem_act_gb", seq_len, micro_batch, hidden, layers, heads, tp, seq_parallel, recompute)
 
 
 @func(category=CATEGORY)
-@arg('pp', ndim=2, doc='Pipeline-parallel size p [GPUs]')
-@arg('virtual_stages', ndim=2, doc='Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)')
-@arg('microbatches', ndim=2, doc='Micro-batches per iteration per pipeline m')
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
+@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
 @ret()
 def ACT_INFLIGHT_FACTOR(pp, virtual_stages=1, microbatches=1000000):
     """Multiplier on L layers' activations for the first pipeline stage's in-flight micro-batches. [ratio]. interleaved (v > 1): 1 + (p-1)/(p*v); with m < p: x m/p; plain 1F1B: 1. Source: Korthikanti et al. 2022 §4.2.3"""
-    return formula_call('act_inflight_factor', pp, virtual_stages, microbatches)
+    return formula_call("act_inflight_factor", pp, virtual_stages, microbatches)
 
 
 @func(category=CATEGORY)
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
-@arg('micro_batch', ndim=2, doc='Micro-batch size per GPU [sequences]')
-@arg('hidden', ndim=2, doc='Hidden size h')
-@arg('layers', ndim=2, doc='Transformer layers L')
-@arg('heads', ndim=2, doc='Attention heads a')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('seq_parallel', ndim=2, doc='Sequence parallelism on (TRUE/FALSE)')
-@arg('recompute', ndim=2, doc='Activation recomputation: "none", "selective" or "full"')
-@arg('pp', ndim=2, doc='Pipeline-parallel size p [GPUs]')
-@arg('virtual_stages', ndim=2, doc='Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)')
-@arg('microbatches', ndim=2, doc='Micro-batches per iteration per pipeline m')
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("layers", ndim=2, doc="Transformer layers L")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
+@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
 @ret()
-def MEM_ACT_PIPELINE_GB(seq_len, micro_batch, hidden, layers, heads, tp=1, seq_parallel=False, recompute='none', pp=1, virtual_stages=1, microbatches=1000000):
+def MEM_ACT_PIPELINE_GB(seq_len, micro_batch, hidden, layers, heads, tp=1, seq_parallel=False, recompute="none", pp=1, virtual_stages=1, microbatches=1000000):
     """Activation memory of the first pipeline stage, with the schedule's in-flight factor. [GB per GPU]. MEM_ACT_GB x ACT_INFLIGHT_FACTOR(p, v, m). Source: Korthikanti et al. 2022 §4.2.3 (Fig. 1 uses p = 8, v = 3)"""
-    return formula_call('mem_act_pipeline_gb', seq_len, micro_batch, hidden, layers, heads, tp, seq_parallel, recompute, pp, virtual_stages, microbatches)
+    return formula_call("mem_act_pipeline_gb", seq_len, micro_batch, hidden, layers, heads, tp, seq_parallel, recompute, pp, virtual_stages, microbatches)
 
 
 @func(category=CATEGORY)
-@arg('static_gb', ndim=2, doc='Model-state memory per GPU, GB [GB]')
-@arg('activations_gb', ndim=2, doc='Activation memory per GPU, GB [GB]')
-@arg('overhead_gb', ndim=2, doc='Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB [GB]')
+@arg("static_gb", ndim=2, doc="Model-state memory per GPU, GB [GB]")
+@arg("activations_gb", ndim=2, doc="Activation memory per GPU, GB [GB]")
+@arg("overhead_gb", ndim=2, doc="Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB [GB]")
 @ret()
 def MEM_TOTAL_GB(static_gb, activations_gb, overhead_gb=0):
     """Peak memory per GPU. [GB per GPU]. total = model states + activations + overhead. Source: seed 002 §7.1.3"""
-    return formula_call('mem_total_gb', static_gb, activations_gb, overhead_gb)
+    return formula_call("mem_total_gb", static_gb, activations_gb, overhead_gb)
 
 
 @func(category=CATEGORY)
-@arg('total_gb', ndim=2, doc='Total memory needed per GPU, GB [GB]')
-@arg('memory_gb', ndim=2, doc='Memory of one GPU, GB (1e9 bytes) [GB]')
+@arg("total_gb", ndim=2, doc="Total memory needed per GPU, GB [GB]")
+@arg("memory_gb", ndim=2, doc="Memory of one GPU, GB (1e9 bytes) [GB]")
 @ret()
 def FITS_IN_GPU(total_gb, memory_gb):
     """Whether a per-GPU memory need fits in one GPU. [TRUE/FALSE]. total GB <= GPU memory GB. Source: seed 002 §7.3 step 1"""
-    return formula_call('fits_in_gpu', total_gb, memory_gb)
+    return formula_call("fits_in_gpu", total_gb, memory_gb)
 
 
 @func(category=CATEGORY)
-@arg('memory_gb', ndim=2, doc='Memory of one GPU, GB (1e9 bytes) [GB]')
-@arg('static_gb', ndim=2, doc='Model-state memory per GPU, GB [GB]')
-@arg('overhead_gb', ndim=2, doc='Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB [GB]')
-@arg('act_gb_per_sample', ndim=2, doc='Activation memory per GPU for a micro-batch of 1, GB [GB]')
+@arg("memory_gb", ndim=2, doc="Memory of one GPU, GB (1e9 bytes) [GB]")
+@arg("static_gb", ndim=2, doc="Model-state memory per GPU, GB [GB]")
+@arg("overhead_gb", ndim=2, doc="Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB [GB]")
+@arg("act_gb_per_sample", ndim=2, doc="Activation memory per GPU for a micro-batch of 1, GB [GB]")
 @ret()
 def MAX_MICRO_BATCH(memory_gb, static_gb, overhead_gb, act_gb_per_sample):
     """Largest micro-batch whose activations fit beside the model states (0 = not even 1). [sequences]. INT((GPU memory - states - overhead) / activations at micro-batch 1), at least 0. Source: Korthikanti et al. 2022 (activations are linear in b)"""
-    return formula_call('max_micro_batch', memory_gb, static_gb, overhead_gb, act_gb_per_sample)
+    return formula_call("max_micro_batch", memory_gb, static_gb, overhead_gb, act_gb_per_sample)
 
 
 @func(category=CATEGORY)
-@arg('pp', ndim=2, doc='Pipeline-parallel size p [GPUs]')
-@arg('microbatches', ndim=2, doc='Micro-batches per iteration per pipeline m')
-@arg('virtual_stages', ndim=2, doc='Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)')
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
+@arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
 @ret()
 def PIPELINE_BUBBLE(pp, microbatches, virtual_stages=1):
     """Pipeline bubble time relative to the ideal (bubble-free) iteration time. [ratio to ideal time]. bubble / ideal = (p-1)/(v*m). Source: Narayanan et al. 2021 §2.2 (1F1B and interleaved schedules)"""
-    return formula_call('pipeline_bubble', pp, microbatches, virtual_stages)
+    return formula_call("pipeline_bubble", pp, microbatches, virtual_stages)
 
 
 @func(category=CATEGORY)
-@arg('pp', ndim=2, doc='Pipeline-parallel size p [GPUs]')
-@arg('microbatches', ndim=2, doc='Micro-batches per iteration per pipeline m')
-@arg('virtual_stages', ndim=2, doc='Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)')
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
+@arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
 @ret()
 def PIPELINE_BUBBLE_SHARE(pp, microbatches, virtual_stages=1):
     """Share of each iteration that the pipeline spends idle. [fraction of iteration]. (p-1)/(v*m + p-1). Source: Narayanan et al. 2021 §2.2"""
-    return formula_call('pipeline_bubble_share', pp, microbatches, virtual_stages)
+    return formula_call("pipeline_bubble_share", pp, microbatches, virtual_stages)
 
 
 @func(category=CATEGORY)
-@arg('size_bytes', ndim=2, doc='Size of the buffer being reduced or gathered, bytes [bytes]')
-@arg('ranks', ndim=2, doc='Number of ranks in the collective [GPUs]')
+@arg("size_bytes", ndim=2, doc="Size of the buffer being reduced or gathered, bytes [bytes]")
+@arg("ranks", ndim=2, doc="Number of ranks in the collective [GPUs]")
 @ret()
 def ALLREDUCE_BYTES(size_bytes, ranks):
     """Bytes each rank sends in a ring all-reduce of a buffer of S bytes. [bytes per rank]. 2*S*(n-1)/n. Source: NCCL tests PERFORMANCE.md (ring all-reduce bus bandwidth)"""
-    return formula_call('allreduce_bytes', size_bytes, ranks)
+    return formula_call("allreduce_bytes", size_bytes, ranks)
 
 
 @func(category=CATEGORY)
-@arg('size_bytes', ndim=2, doc='Size of the buffer being reduced or gathered, bytes [bytes]')
-@arg('ranks', ndim=2, doc='Number of ranks in the collective [GPUs]')
+@arg("size_bytes", ndim=2, doc="Size of the buffer being reduced or gathered, bytes [bytes]")
+@arg("ranks", ndim=2, doc="Number of ranks in the collective [GPUs]")
 @ret()
 def ALLGATHER_BYTES(size_bytes, ranks):
     """Bytes each rank sends in a ring all-gather or reduce-scatter of S bytes in total. [bytes per rank]. S*(n-1)/n (all-gather or reduce-scatter). Source: NCCL tests PERFORMANCE.md"""
-    return formula_call('allgather_bytes', size_bytes, ranks)
+    return formula_call("allgather_bytes", size_bytes, ranks)
 
 
 @func(category=CATEGORY)
-@arg('flops', ndim=2, doc='Floating-point operations [FLOPs]')
-@arg('peak_tflops', ndim=2, doc='Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]')
+@arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
 @ret()
 def T_MATH_S(flops, peak_tflops):
     """Time to do the arithmetic at peak. [seconds]. T_math = FLOPs / (peak*1e12). Source: seed 004; Austin et al., How to Scale Your Model, ch. 1"""
-    return formula_call('t_math_s', flops, peak_tflops)
+    return formula_call("t_math_s", flops, peak_tflops)
 
 
 @func(category=CATEGORY)
-@arg('bytes', ndim=2, doc='Bytes moved [bytes]')
-@arg('bandwidth_gb_s', ndim=2, doc='Bandwidth, GB/s (1e9 bytes/s) [GB/s]')
+@arg("bytes", ndim=2, doc="Bytes moved [bytes]")
+@arg("bandwidth_gb_s", ndim=2, doc="Bandwidth, GB/s (1e9 bytes/s) [GB/s]")
 @ret()
 def T_COMM_S(bytes, bandwidth_gb_s):
     """Time to move the bytes at full bandwidth. [seconds]. T_comm = bytes / (bandwidth*1e9). Source: seed 004; How to Scale Your Model, ch. 1"""
-    return formula_call('t_comm_s', bytes, bandwidth_gb_s)
+    return formula_call("t_comm_s", bytes, bandwidth_gb_s)
 
 
 @func(category=CATEGORY)
-@arg('flops', ndim=2, doc='Floating-point operations [FLOPs]')
-@arg('bytes', ndim=2, doc='Bytes moved [bytes]')
-@arg('peak_tflops', ndim=2, doc='Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]')
-@arg('bandwidth_gb_s', ndim=2, doc='Bandwidth, GB/s (1e9 bytes/s) [GB/s]')
+@arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
+@arg("bytes", ndim=2, doc="Bytes moved [bytes]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("bandwidth_gb_s", ndim=2, doc="Bandwidth, GB/s (1e9 bytes/s) [GB/s]")
 @ret()
 def TIME_LOWER_S(flops, bytes, peak_tflops, bandwidth_gb_s):
     """Lower bound of the run time: the slower of compute and communication. [seconds]. max(T_math, T_comm): communication fully overlapped. Source: seed 004"""
-    return formula_call('time_lower_s', flops, bytes, peak_tflops, bandwidth_gb_s)
+    return formula_call("time_lower_s", flops, bytes, peak_tflops, bandwidth_gb_s)
 
 
 @func(category=CATEGORY)
-@arg('flops', ndim=2, doc='Floating-point operations [FLOPs]')
-@arg('bytes', ndim=2, doc='Bytes moved [bytes]')
-@arg('peak_tflops', ndim=2, doc='Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]')
-@arg('bandwidth_gb_s', ndim=2, doc='Bandwidth, GB/s (1e9 bytes/s) [GB/s]')
+@arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
+@arg("bytes", ndim=2, doc="Bytes moved [bytes]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("bandwidth_gb_s", ndim=2, doc="Bandwidth, GB/s (1e9 bytes/s) [GB/s]")
 @ret()
 def TIME_UPPER_S(flops, bytes, peak_tflops, bandwidth_gb_s):
     """Upper bound of the run time: compute and communication one after the other. [seconds]. T_math + T_comm: no overlap. Source: seed 004"""
-    return formula_call('time_upper_s', flops, bytes, peak_tflops, bandwidth_gb_s)
+    return formula_call("time_upper_s", flops, bytes, peak_tflops, bandwidth_gb_s)
 
 
 @func(category=CATEGORY)
-@arg('flops', ndim=2, doc='Floating-point operations [FLOPs]')
-@arg('bytes', ndim=2, doc='Bytes moved [bytes]')
+@arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
+@arg("bytes", ndim=2, doc="Bytes moved [bytes]")
 @ret()
 def ARITHMETIC_INTENSITY(flops, bytes):
     """FLOPs done per byte moved. [FLOP/byte]. FLOPs / bytes. Source: seed 004"""
-    return formula_call('arithmetic_intensity', flops, bytes)
+    return formula_call("arithmetic_intensity", flops, bytes)
 
 
 @func(category=CATEGORY)
-@arg('peak_tflops', ndim=2, doc='Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]')
-@arg('hbm_tb_s', ndim=2, doc='Memory (HBM) bandwidth of one GPU, TB/s [TB/s]')
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("hbm_tb_s", ndim=2, doc="Memory (HBM) bandwidth of one GPU, TB/s [TB/s]")
 @ret()
 def CRITICAL_INTENSITY(peak_tflops, hbm_tb_s):
     """Intensity above which a kernel is compute-bound on this chip. [FLOP/byte]. peak FLOP/s / bandwidth B/s (TPU v5e: 1.97e14 / 8.2e11 = 240). Source: seed 004"""
-    return formula_call('critical_intensity', peak_tflops, hbm_tb_s)
+    return formula_call("critical_intensity", peak_tflops, hbm_tb_s)
 
 
 @func(category=CATEGORY)
-@arg('intensity', ndim=2, doc='Arithmetic intensity, FLOPs per byte [FLOP/byte]')
-@arg('peak_tflops', ndim=2, doc='Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]')
-@arg('hbm_tb_s', ndim=2, doc='Memory (HBM) bandwidth of one GPU, TB/s [TB/s]')
+@arg("intensity", ndim=2, doc="Arithmetic intensity, FLOPs per byte [FLOP/byte]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("hbm_tb_s", ndim=2, doc="Memory (HBM) bandwidth of one GPU, TB/s [TB/s]")
 @ret()
 def ATTAINABLE_TFLOPS(intensity, peak_tflops, hbm_tb_s):
     """Attainable TFLOP/s at an arithmetic intensity (the roofline). [TFLOP/s]. min(peak, intensity * bandwidth). Source: Williams et al. 2009 (roofline); seed 004"""
-    return formula_call('attainable_tflops', intensity, peak_tflops, hbm_tb_s)
+    return formula_call("attainable_tflops", intensity, peak_tflops, hbm_tb_s)
 
 
 @func(category=CATEGORY)
-@arg('rows', ndim=2, doc='Rows B of the left matrix [B,D]')
-@arg('inner', ndim=2, doc='Shared dimension D of [B,D]x[D,F]')
-@arg('cols', ndim=2, doc='Columns F of the right matrix [D,F]')
-@arg('bytes_per_element', ndim=2, doc='Bytes per element (bf16 = 2) [bytes]')
+@arg("rows", ndim=2, doc="Rows B of the left matrix [B,D]")
+@arg("inner", ndim=2, doc="Shared dimension D of [B,D]x[D,F]")
+@arg("cols", ndim=2, doc="Columns F of the right matrix [D,F]")
+@arg("bytes_per_element", ndim=2, doc="Bytes per element (bf16 = 2) [bytes]")
 @ret()
 def MATMUL_INTENSITY(rows, inner, cols, bytes_per_element=2):
     """Arithmetic intensity of [B,D] x [D,F]. [FLOP/byte]. 2BDF / (bytes*(BD + DF + BF)); ~B when B << D, F. Source: seed 004"""
-    return formula_call('matmul_intensity', rows, inner, cols, bytes_per_element)
+    return formula_call("matmul_intensity", rows, inner, cols, bytes_per_element)
 
 
 @func(category=CATEGORY)
-@arg('peak_tflops', ndim=2, doc='Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]')
-@arg('link_gb_s', ndim=2, doc='Link bandwidth between two chips, GB/s (1e9 bytes/s) [GB/s]')
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("link_gb_s", ndim=2, doc="Link bandwidth between two chips, GB/s (1e9 bytes/s) [GB/s]")
 @ret()
 def MODEL_PARALLEL_MIN_DIM(peak_tflops, link_gb_s):
     """Smallest model dimension D for which a 2-way model-parallel matmul stays compute-bound. [elements]. two-way split of D is compute-bound iff D > 2*peak/link (v5e, 45 GB/s: 8755). Source: seed 004"""
-    return formula_call('model_parallel_min_dim', peak_tflops, link_gb_s)
+    return formula_call("model_parallel_min_dim", peak_tflops, link_gb_s)
 
 
 @func(category=CATEGORY)
-@arg('hidden', ndim=2, doc='Hidden size h')
-@arg('heads', ndim=2, doc='Attention heads a')
-@arg('kv_heads', ndim=2, doc='Key/value heads (GQA; = heads for multi-head attention)')
-@arg('head_dim', ndim=2, doc='Dimension of one attention head')
-@arg('ffn_hidden', ndim=2, doc='Inner size of the feed-forward block F (GPT: 4h)')
-@arg('gated_ffn', ndim=2, doc='Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)')
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
 @ret()
 def LAYER_MATMUL_FLOPS(hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False):
     """Forward matmul FLOPs of one transformer layer per token (projections and FFN). [FLOPs per token]. 2*h*(a*dh) [Q] + 2*2*h*(kv*dh) [K,V] + 2*(a*dh)*h [O] + 2*h*F*(2, or 3 if gated). Source: Narayanan et al. 2021 §5.1 (24h^2 per token for GPT: Q,K,V,O 8h^..."""
-    return formula_call('layer_matmul_flops', hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn)
+    return formula_call("layer_matmul_flops", hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn)
 
 
 @func(category=CATEGORY)
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
-@arg('heads', ndim=2, doc='Attention heads a')
-@arg('head_dim', ndim=2, doc='Dimension of one attention head')
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
 @ret()
 def ATTENTION_CORE_FLOPS(seq_len, heads, head_dim):
     """Forward FLOPs of the attention scores and weighted sum per token and layer. [FLOPs per token]. 4*s*a*dh (QK^T and attention x V, whole s x s, as Megatron and PaLM count it). Source: Narayanan et al. 2021 §5.1 (the s/(6h) term); Chowdhery et al. 2022 Ap..."""
-    return formula_call('attention_core_flops', seq_len, heads, head_dim)
+    return formula_call("attention_core_flops", seq_len, heads, head_dim)
 
 
 @func(category=CATEGORY)
-@arg('layers', ndim=2, doc='Transformer layers L')
-@arg('hidden', ndim=2, doc='Hidden size h')
-@arg('heads', ndim=2, doc='Attention heads a')
-@arg('kv_heads', ndim=2, doc='Key/value heads (GQA; = heads for multi-head attention)')
-@arg('head_dim', ndim=2, doc='Dimension of one attention head')
-@arg('ffn_hidden', ndim=2, doc='Inner size of the feed-forward block F (GPT: 4h)')
-@arg('vocab', ndim=2, doc='Vocabulary size V [tokens]')
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
-@arg('gated_ffn', ndim=2, doc='Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)')
+@arg("layers", ndim=2, doc="Transformer layers L")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
 @ret()
 def MODEL_FLOPS_PER_TOKEN(layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq_len, gated_ffn=False):
     """Model FLOPs per trained token (the MFU numerator): 6N of the matmuls plus attention. [FLOPs per token]. 3*(L*(matmul + attention core) + 2*h*V): forward + backward, logits included, no recompute. Source: Narayanan et al. 2021 §5.1: equals 72*s*L*h^2*(1..."""
-    return formula_call('model_flops_per_token', layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq_len, gated_ffn)
+    return formula_call("model_flops_per_token", layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq_len, gated_ffn)
 
 
 @func(category=CATEGORY)
-@arg('layers', ndim=2, doc='Transformer layers L')
-@arg('hidden', ndim=2, doc='Hidden size h')
-@arg('heads', ndim=2, doc='Attention heads a')
-@arg('kv_heads', ndim=2, doc='Key/value heads (GQA; = heads for multi-head attention)')
-@arg('head_dim', ndim=2, doc='Dimension of one attention head')
-@arg('ffn_hidden', ndim=2, doc='Inner size of the feed-forward block F (GPT: 4h)')
-@arg('vocab', ndim=2, doc='Vocabulary size V [tokens]')
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
-@arg('gated_ffn', ndim=2, doc='Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)')
-@arg('recompute', ndim=2, doc='Activation recomputation: "none", "selective" or "full"')
+@arg("layers", ndim=2, doc="Transformer layers L")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
 @ret()
-def HARDWARE_FLOPS_PER_TOKEN(layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq_len, gated_ffn=False, recompute='none'):
+def HARDWARE_FLOPS_PER_TOKEN(layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq_len, gated_ffn=False, recompute="none"):
     """FLOPs the hardware does per token, recomputation included (the HFU numerator). [FLOPs per token]. model FLOPs + recomputed forward: full + L*(matmul + attention core); selective + L*attention core. Source: Korthikanti et al. 2022 §5 (selective recomput..."""
-    return formula_call('hardware_flops_per_token', layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq_len, gated_ffn, recompute)
+    return formula_call("hardware_flops_per_token", layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq_len, gated_ffn, recompute)
 
 
 @func(category=CATEGORY)
-@arg('flops', ndim=2, doc='Floating-point operations [FLOPs]')
-@arg('peak_tflops', ndim=2, doc='Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]')
-@arg('matmul_efficiency', ndim=2, doc='Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak) [fraction]')
+@arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("matmul_efficiency", ndim=2, doc="Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak) [fraction]")
 @ret()
 def COMPUTE_TIME_S(flops, peak_tflops, matmul_efficiency):
     """Time of matmul work at an achievable share of peak. [seconds]. FLOPs / (peak*1e12 * efficiency). Source: seed 004 (T_math); achievable efficiency from measured matmul throughput (ml-engineering MAMF table)"""
-    return formula_call('compute_time_s', flops, peak_tflops, matmul_efficiency)
+    return formula_call("compute_time_s", flops, peak_tflops, matmul_efficiency)
 
 
 @func(category=CATEGORY)
-@arg('gemm_rows', ndim=2, doc="Rows of a matmul's output (tokens, or a weight's input size for the weight gradient)")
-@arg('gemm_cols', ndim=2, doc="Columns of a matmul's output")
-@arg('sm_count', ndim=2, doc='Streaming multiprocessors of one GPU (A100: 108, H100 SXM: 132) [SMs]')
-@arg('tile_rows', ndim=2, doc='Rows of the output tile one thread block computes (cuBLAS largest: 256)')
-@arg('tile_cols', ndim=2, doc='Columns of the output tile one thread block computes (cuBLAS largest: 128)')
+@arg("gemm_rows", ndim=2, doc="Rows of a matmul's output (tokens, or a weight's input size for the weight gradient)")
+@arg("gemm_cols", ndim=2, doc="Columns of a matmul's output")
+@arg("sm_count", ndim=2, doc="Streaming multiprocessors of one GPU (A100: 108, H100 SXM: 132) [SMs]")
+@arg("tile_rows", ndim=2, doc="Rows of the output tile one thread block computes (cuBLAS largest: 256)")
+@arg("tile_cols", ndim=2, doc="Columns of the output tile one thread block computes (cuBLAS largest: 128)")
 @ret()
 def GEMM_WAVE_EFFICIENCY(gemm_rows, gemm_cols, sm_count, tile_rows=256, tile_cols=128):
     """Share of a matmul's executed tile work that is useful: tile and wave quantization of its output. [fraction]. MAX over tile (r,c) in {(256,128),(128,256)} of rows*cols / (CEILING(CEILING(rows/r)*CEILING(cols/c) / SMs) * SMs * r*c). Source: NVIDIA Matrix..."""
-    return formula_call('gemm_wave_efficiency', gemm_rows, gemm_cols, sm_count, tile_rows, tile_cols)
+    return formula_call("gemm_wave_efficiency", gemm_rows, gemm_cols, sm_count, tile_rows, tile_cols)
 
 
 @func(category=CATEGORY)
-@arg('tokens', ndim=2, doc='Tokens processed (e.g. per micro-batch or per step) [tokens]')
-@arg('in_features', ndim=2, doc='Input size of a linear layer on one GPU (after tensor-parallel splitting)')
-@arg('out_features', ndim=2, doc='Output size of a linear layer on one GPU (after tensor-parallel splitting)')
-@arg('peak_tflops', ndim=2, doc='Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]')
-@arg('matmul_efficiency', ndim=2, doc='Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak) [fraction]')
-@arg('sm_count', ndim=2, doc='Streaming multiprocessors of one GPU (A100: 108, H100 SXM: 132) [SMs]')
-@arg('forward_passes', ndim=2, doc='Forward passes of a layer per step (2 with full recomputation)')
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("in_features", ndim=2, doc="Input size of a linear layer on one GPU (after tensor-parallel splitting)")
+@arg("out_features", ndim=2, doc="Output size of a linear layer on one GPU (after tensor-parallel splitting)")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("matmul_efficiency", ndim=2, doc="Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak) [fraction]")
+@arg("sm_count", ndim=2, doc="Streaming multiprocessors of one GPU (A100: 108, H100 SXM: 132) [SMs]")
+@arg("forward_passes", ndim=2, doc="Forward passes of a layer per step (2 with full recomputation)")
 @ret()
 def LINEAR_LAYER_TIME_S(tokens, in_features, out_features, peak_tflops, matmul_efficiency, sm_count, forward_passes=1):
     """Matmul time of one linear layer on one GPU: forward (and recomputed forward), input and weight gradient. [seconds]. 2*T*K*N/(peak*1e12*eff) * (passes/wave(T,N) [forward] + 1/wave(T,K) [input gradient] + 1/wave(K,N) [weight gradient]). Source: backward ..."""
-    return formula_call('linear_layer_time_s', tokens, in_features, out_features, peak_tflops, matmul_efficiency, sm_count, forward_passes)
+    return formula_call("linear_layer_time_s", tokens, in_features, out_features, peak_tflops, matmul_efficiency, sm_count, forward_passes)
 
 
 @func(category=CATEGORY)
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
-@arg('heads', ndim=2, doc='Attention heads a')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('recompute', ndim=2, doc='Activation recomputation: "none", "selective" or "full"')
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
 @ret()
-def ATTENTION_SOFTMAX_BYTES_PER_TOKEN(seq_len, heads, tp=1, recompute='none'):
+def ATTENTION_SOFTMAX_BYTES_PER_TOKEN(seq_len, heads, tp=1, recompute="none"):
     """HBM bytes of softmax, mask and dropout over the s x s attention scores, per token and layer (no FlashAttention). [bytes per token per layer]. a/t * s * (9 [fwd: softmax read 2 + write 2, dropout read 2 + write 2 + mask 1] + 11 [bwd: dropout read 2 + ma..."""
-    return formula_call('attention_softmax_bytes_per_token', seq_len, heads, tp, recompute)
+    return formula_call("attention_softmax_bytes_per_token", seq_len, heads, tp, recompute)
 
 
 @func(category=CATEGORY)
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
-@arg('heads', ndim=2, doc='Attention heads a')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('recompute', ndim=2, doc='Activation recomputation: "none", "selective" or "full"')
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
 @ret()
-def ATTENTION_GEMM_BYTES_PER_TOKEN(seq_len, heads, tp=1, recompute='none'):
+def ATTENTION_GEMM_BYTES_PER_TOKEN(seq_len, heads, tp=1, recompute="none"):
     """HBM bytes of the s x s score matrices read and written by the attention matmuls, per token and layer. [bytes per token per layer]. a/t * s * (4 [fwd: QK^T writes scores 2, AV reads probabilities 2] + 8 [bwd: dP written 2, P read 2, dS read twice 4] + 4..."""
-    return formula_call('attention_gemm_bytes_per_token', seq_len, heads, tp, recompute)
+    return formula_call("attention_gemm_bytes_per_token", seq_len, heads, tp, recompute)
 
 
 @func(category=CATEGORY)
-@arg('flops', ndim=2, doc='Floating-point operations [FLOPs]')
-@arg('gemm_bytes', ndim=2, doc='HBM bytes the attention matmuls read and write (s x s scores) [bytes]')
-@arg('softmax_bytes', ndim=2, doc='HBM bytes of softmax, mask and dropout over the s x s scores [bytes]')
-@arg('peak_tflops', ndim=2, doc='Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]')
-@arg('matmul_efficiency', ndim=2, doc='Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak) [fraction]')
-@arg('hbm_tb_s', ndim=2, doc='Memory (HBM) bandwidth of one GPU, TB/s [TB/s]')
+@arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
+@arg("gemm_bytes", ndim=2, doc="HBM bytes the attention matmuls read and write (s x s scores) [bytes]")
+@arg("softmax_bytes", ndim=2, doc="HBM bytes of softmax, mask and dropout over the s x s scores [bytes]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("matmul_efficiency", ndim=2, doc="Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak) [fraction]")
+@arg("hbm_tb_s", ndim=2, doc="Memory (HBM) bandwidth of one GPU, TB/s [TB/s]")
 @ret()
 def UNFUSED_ATTENTION_TIME_S(flops, gemm_bytes, softmax_bytes, peak_tflops, matmul_efficiency, hbm_tb_s):
     """Time of the attention core without FlashAttention: matmuls at their roofline, softmax/dropout at HBM speed. [seconds]. MAX(flops/(peak*eff), gemm bytes/HBM) [QK^T, AV: roofline] + softmax bytes/HBM [memory-bound]. Source: seed 004 roofline (time = max ..."""
-    return formula_call('unfused_attention_time_s', flops, gemm_bytes, softmax_bytes, peak_tflops, matmul_efficiency, hbm_tb_s)
+    return formula_call("unfused_attention_time_s", flops, gemm_bytes, softmax_bytes, peak_tflops, matmul_efficiency, hbm_tb_s)
 
 
 @func(category=CATEGORY)
-@arg('hidden', ndim=2, doc='Hidden size h')
-@arg('ffn_hidden', ndim=2, doc='Inner size of the feed-forward block F (GPT: 4h)')
-@arg('gated_ffn', ndim=2, doc='Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('seq_parallel', ndim=2, doc='Sequence parallelism on (TRUE/FALSE)')
-@arg('elementwise_factor', ndim=2, doc='Multiplier on the counted HBM traffic of non-matmul kernels (norms, residuals, activations); 0 = ignore')
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
+@arg("elementwise_factor", ndim=2, doc="Multiplier on the counted HBM traffic of non-matmul kernels (norms, residuals, activations); 0 = ignore")
 @ret()
 def ELEMENTWISE_BYTES_PER_TOKEN(hidden, ffn_hidden, gated_ffn=False, tp=1, seq_parallel=False, elementwise_factor=1):
     """HBM bytes moved by the non-matmul kernels of one layer per token (forward + backward). [bytes per token per layer]. factor * 6*[(2+2+3+3+2.5+2.5)*h/(t if SP) + (3 if gated else 2)*F/t] (fwd 2 bytes each, bwd twice fwd). Source: kernel count of a Megatr..."""
-    return formula_call('elementwise_bytes_per_token', hidden, ffn_hidden, gated_ffn, tp, seq_parallel, elementwise_factor)
+    return formula_call("elementwise_bytes_per_token", hidden, ffn_hidden, gated_ffn, tp, seq_parallel, elementwise_factor)
 
 
 @func(category=CATEGORY)
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
-@arg('micro_batch', ndim=2, doc='Micro-batch size per GPU [sequences]')
-@arg('hidden', ndim=2, doc='Hidden size h')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('recompute', ndim=2, doc='Activation recomputation: "none", "selective" or "full"')
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
 @ret()
-def TP_COMM_BYTES_PER_LAYER(seq_len, micro_batch, hidden, tp, recompute='none'):
+def TP_COMM_BYTES_PER_LAYER(seq_len, micro_batch, hidden, tp, recompute="none"):
     """Bytes one GPU sends for tensor parallelism in one layer and one micro-batch. [bytes per GPU]. (4, or 6 with full recompute) ring all-reduces of 2*s*b*h bytes over t ranks; SP: RS+AG, same bytes. Source: Shoeybi et al. 2019 (2 all-reduces forward, 2 bac..."""
-    return formula_call('tp_comm_bytes_per_layer', seq_len, micro_batch, hidden, tp, recompute)
+    return formula_call("tp_comm_bytes_per_layer", seq_len, micro_batch, hidden, tp, recompute)
 
 
 @func(category=CATEGORY)
-@arg('comm_s', ndim=2, doc='Communication time [seconds]')
-@arg('window_s', ndim=2, doc='Compute time a communication can overlap with [seconds]')
-@arg('overlap_frac', ndim=2, doc='Share of a communication that can hide behind its overlap window [fraction]')
+@arg("comm_s", ndim=2, doc="Communication time [seconds]")
+@arg("window_s", ndim=2, doc="Compute time a communication can overlap with [seconds]")
+@arg("overlap_frac", ndim=2, doc="Share of a communication that can hide behind its overlap window [fraction]")
 @ret()
 def EXPOSED_COMM_S(comm_s, window_s, overlap_frac):
     """Communication time left on the critical path after overlapping with compute. [seconds]. MAX(0, comm - overlap * window). Source: xlcalc step-time model (communication hidden behind the compute it can overlap with)"""
-    return formula_call('exposed_comm_s', comm_s, window_s, overlap_frac)
+    return formula_call("exposed_comm_s", comm_s, window_s, overlap_frac)
 
 
 @func(category=CATEGORY)
-@arg('pp', ndim=2, doc='Pipeline-parallel size p [GPUs]')
-@arg('microbatches', ndim=2, doc='Micro-batches per iteration per pipeline m')
-@arg('microbatch_s', ndim=2, doc='Time of one micro-batch (forward + backward) on one pipeline stage [seconds]')
-@arg('virtual_stages', ndim=2, doc='Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)')
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
+@arg("microbatch_s", ndim=2, doc="Time of one micro-batch (forward + backward) on one pipeline stage [seconds]")
+@arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
 @ret()
 def BUBBLE_TIME_S(pp, microbatches, microbatch_s, virtual_stages=1):
     """Idle time of a pipeline per step. [seconds]. (p-1)/(v*m) * m * t_microbatch = (p-1)/v * t_microbatch. Source: Narayanan et al. 2021 §2.2 (bubble / ideal = (p-1)/(v*m))"""
-    return formula_call('bubble_time_s', pp, microbatches, microbatch_s, virtual_stages)
+    return formula_call("bubble_time_s", pp, microbatches, microbatch_s, virtual_stages)
 
 
 @func(category=CATEGORY)
-@arg('params_per_gpu_b', ndim=2, doc='Parameters held by one GPU before ZeRO sharding, in billions [billion parameters]')
-@arg('hbm_tb_s', ndim=2, doc='Memory (HBM) bandwidth of one GPU, TB/s [TB/s]')
-@arg('zero_stage', ndim=2, doc='ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights')
-@arg('dp', ndim=2, doc='Data-parallel size d (ZeRO shards over it) [GPUs]')
-@arg('bytes_per_param_step', ndim=2, doc='HBM bytes read + written per parameter by the optimizer step (Adam fp32: 30) [bytes/param]')
+@arg("params_per_gpu_b", ndim=2, doc="Parameters held by one GPU before ZeRO sharding, in billions [billion parameters]")
+@arg("hbm_tb_s", ndim=2, doc="Memory (HBM) bandwidth of one GPU, TB/s [TB/s]")
+@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("bytes_per_param_step", ndim=2, doc="HBM bytes read + written per parameter by the optimizer step (Adam fp32: 30) [bytes/param]")
 @ret()
 def OPTIMIZER_STEP_S(params_per_gpu_b, hbm_tb_s, zero_stage=0, dp=1, bytes_per_param_step=30):
     """Time of the optimizer update, a memory-bound pass over the GPU's optimizer shard. [seconds]. bytes per param * params on the GPU / HBM bandwidth (ZeRO >= 1: params / dp). Source: Adam in fp32 reads param, grad, m, v and writes param, m, v, bf16 copy: 4..."""
-    return formula_call('optimizer_step_s', params_per_gpu_b, hbm_tb_s, zero_stage, dp, bytes_per_param_step)
+    return formula_call("optimizer_step_s", params_per_gpu_b, hbm_tb_s, zero_stage, dp, bytes_per_param_step)
 
 
 @func(category=CATEGORY)
-@arg('microbatches', ndim=2, doc='Micro-batches per iteration per pipeline m')
-@arg('microbatch_s', ndim=2, doc='Time of one micro-batch (forward + backward) on one pipeline stage [seconds]')
-@arg('pp', ndim=2, doc='Pipeline-parallel size p [GPUs]')
-@arg('virtual_stages', ndim=2, doc='Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)')
-@arg('comm_s', ndim=2, doc='Communication time [seconds]')
-@arg('compute_s', ndim=2, doc='Compute time [seconds]')
+@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
+@arg("microbatch_s", ndim=2, doc="Time of one micro-batch (forward + backward) on one pipeline stage [seconds]")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
+@arg("comm_s", ndim=2, doc="Communication time [seconds]")
+@arg("compute_s", ndim=2, doc="Compute time [seconds]")
 @ret()
 def STEP_TIME_S(microbatches, microbatch_s, pp, virtual_stages, comm_s, compute_s):
     """Time of one training step; comm_s = exposed DP communication, compute_s = optimizer step. [seconds]. m*t_microbatch + bubble + exposed DP comm + optimizer (TP comm and p2p inside t_microbatch). Source: Narayanan et al. 2021 §2-3 (1F1B pipeline with dat..."""
-    return formula_call('step_time_s', microbatches, microbatch_s, pp, virtual_stages, comm_s, compute_s)
+    return formula_call("step_time_s", microbatches, microbatch_s, pp, virtual_stages, comm_s, compute_s)
 
 
 @func(category=CATEGORY)
-@arg('flops_per_token', ndim=2, doc='Training FLOPs per token [FLOPs/token]')
-@arg('tokens', ndim=2, doc='Tokens processed (e.g. per micro-batch or per step) [tokens]')
-@arg('step_s', ndim=2, doc='Time of one training step (iteration) [seconds]')
-@arg('n_gpus', ndim=2, doc='Number of GPUs [GPUs]')
-@arg('peak_tflops', ndim=2, doc='Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]')
+@arg("flops_per_token", ndim=2, doc="Training FLOPs per token [FLOPs/token]")
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("step_s", ndim=2, doc="Time of one training step (iteration) [seconds]")
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
 @ret()
 def MFU_FROM_STEP(flops_per_token, tokens, step_s, n_gpus, peak_tflops):
     """FLOPs utilisation of a step: model FLOPs give MFU, hardware FLOPs give HFU. [fraction]. FLOPs per token * tokens per step / (step time * GPUs * peak*1e12). Source: Chowdhery et al. 2022 App. B (MFU); with hardware FLOPs per token it is HFU"""
-    return formula_call('mfu_from_step', flops_per_token, tokens, step_s, n_gpus, peak_tflops)
+    return formula_call("mfu_from_step", flops_per_token, tokens, step_s, n_gpus, peak_tflops)
 
 
 @func(category=CATEGORY)
-@arg('tokens', ndim=2, doc='Tokens processed (e.g. per micro-batch or per step) [tokens]')
-@arg('step_s', ndim=2, doc='Time of one training step (iteration) [seconds]')
-@arg('n_gpus', ndim=2, doc='Number of GPUs [GPUs]')
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("step_s", ndim=2, doc="Time of one training step (iteration) [seconds]")
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @ret()
 def TOKENS_PER_S_PER_GPU(tokens, step_s, n_gpus):
     """Training throughput per GPU. [tokens/s per GPU]. tokens per step / (step time * GPUs). Source: definition"""
-    return formula_call('tokens_per_s_per_gpu', tokens, step_s, n_gpus)
+    return formula_call("tokens_per_s_per_gpu", tokens, step_s, n_gpus)
 
 
 @func(category=CATEGORY)
-@arg('tokens_t', ndim=2, doc='Training tokens, in trillions (2 = 2e12) [trillion tokens]')
-@arg('tokens_per_s', ndim=2, doc='Training throughput per GPU, tokens per second [tokens/s per GPU]')
-@arg('n_gpus', ndim=2, doc='Number of GPUs [GPUs]')
+@arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
+@arg("tokens_per_s", ndim=2, doc="Training throughput per GPU, tokens per second [tokens/s per GPU]")
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @ret()
 def TRAIN_DAYS_AT_THROUGHPUT(tokens_t, tokens_per_s, n_gpus):
     """Days to train on tokens_t trillion tokens at a per-GPU throughput. [days]. tokens_t*1e12 / (tokens/s per GPU * GPUs) / 86400. Source: definition (throughput -> wall-clock time)"""
-    return formula_call('train_days_at_throughput', tokens_t, tokens_per_s, n_gpus)
+    return formula_call("train_days_at_throughput", tokens_t, tokens_per_s, n_gpus)
 
 
 @func(category=CATEGORY)
-@arg('tokens_t', ndim=2, doc='Training tokens, in trillions (2 = 2e12) [trillion tokens]')
-@arg('tokens_per_s', ndim=2, doc='Training throughput per GPU, tokens per second [tokens/s per GPU]')
+@arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
+@arg("tokens_per_s", ndim=2, doc="Training throughput per GPU, tokens per second [tokens/s per GPU]")
 @ret()
 def GPU_HOURS_AT_THROUGHPUT(tokens_t, tokens_per_s):
     """GPU-hours to train on tokens_t trillion tokens at a per-GPU throughput. [GPU-hours]. tokens_t*1e12 / (tokens/s per GPU) / 3600. Source: definition (throughput -> GPU time)"""
-    return formula_call('gpu_hours_at_throughput', tokens_t, tokens_per_s)
+    return formula_call("gpu_hours_at_throughput", tokens_t, tokens_per_s)
 
 
 @func(category=CATEGORY)
-@arg('layers', ndim=2, doc='Transformer layers L')
-@arg('pp', ndim=2, doc='Pipeline-parallel size p [GPUs]')
-@arg('layer_params', ndim=2, doc='Parameters of one transformer layer (a count, not billions) [parameters]')
-@arg('embedding_params', ndim=2, doc='Parameters of one vocab x hidden table, plus learned positions (a count) [parameters]')
-@arg('tied_embeddings', ndim=2, doc='Input embedding and output layer share one table (TRUE/FALSE)')
+@arg("layers", ndim=2, doc="Transformer layers L")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("layer_params", ndim=2, doc="Parameters of one transformer layer (a count, not billions) [parameters]")
+@arg("embedding_params", ndim=2, doc="Parameters of one vocab x hidden table, plus learned positions (a count) [parameters]")
+@arg("tied_embeddings", ndim=2, doc="Input embedding and output layer share one table (TRUE/FALSE)")
 @ret()
 def PIPELINE_STAGE_PARAMS(layers, pp, layer_params, embedding_params, tied_embeddings=False):
     """Parameters of the heaviest pipeline stage: its layers plus the embedding and/or output table. [parameters]. L/p * layer params + (2 if p = 1 and untied else 1) * embedding table. Source: Narayanan et al. 2021 §3 (layers split evenly over stages; the in..."""
-    return formula_call('pipeline_stage_params', layers, pp, layer_params, embedding_params, tied_embeddings)
+    return formula_call("pipeline_stage_params", layers, pp, layer_params, embedding_params, tied_embeddings)
 
 
 @func(category=CATEGORY)
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
-@arg('micro_batch', ndim=2, doc='Micro-batch size per GPU [sequences]')
-@arg('vocab', ndim=2, doc='Vocabulary size V [tokens]')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
 @ret()
 def LOGITS_MEMORY_BYTES(seq_len, micro_batch, vocab, tp=1):
     """Memory of the fp32 logits of one micro-batch on the last pipeline stage. [bytes per GPU]. 4*s*b*V/t (fp32 logits, vocabulary split over t). Source: Megatron-LM: the output layer's logits are cast to fp32 (4 bytes) for the cross-entropy loss; vocab-para..."""
-    return formula_call('logits_memory_bytes', seq_len, micro_batch, vocab, tp)
+    return formula_call("logits_memory_bytes", seq_len, micro_batch, vocab, tp)
 
 
 @func(category=CATEGORY)
-@arg('layers', ndim=2, doc='Transformer layers L')
-@arg('layer_act_bytes', ndim=2, doc='Activation bytes one layer stores for one micro-batch on one GPU [bytes]')
-@arg('inflight_factor', ndim=2, doc="Micro-batches' activations in flight on the first pipeline stage, in stage-sized units (ACT_INFLIGHT_FACTOR) [ratio]")
-@arg('logits_bytes', ndim=2, doc="Bytes of the output layer's logits for one micro-batch on one GPU [bytes]")
-@arg('pp', ndim=2, doc='Pipeline-parallel size p [GPUs]')
+@arg("layers", ndim=2, doc="Transformer layers L")
+@arg("layer_act_bytes", ndim=2, doc="Activation bytes one layer stores for one micro-batch on one GPU [bytes]")
+@arg("inflight_factor", ndim=2, doc="Micro-batches' activations in flight on the first pipeline stage, in stage-sized units (ACT_INFLIGHT_FACTOR) [ratio]")
+@arg("logits_bytes", ndim=2, doc="Bytes of the output layer's logits for one micro-batch on one GPU [bytes]")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @ret()
 def STAGE_ACTIVATIONS_GB(layers, layer_act_bytes, inflight_factor, logits_bytes, pp=1):
     """Activation memory of the heavier of the first and the last pipeline stage. [GB per GPU]. MAX(L*layer bytes*in-flight factor [first stage] + (logits if p = 1), L/p*layer bytes + logits [last stage]) / 1e9. Source: Korthikanti et al. 2022 §4.2.3 (1F1B: t..."""
-    return formula_call('stage_activations_gb', layers, layer_act_bytes, inflight_factor, logits_bytes, pp)
+    return formula_call("stage_activations_gb", layers, layer_act_bytes, inflight_factor, logits_bytes, pp)
 
 
 @func(category=CATEGORY)
-@arg('hidden', ndim=2, doc='Hidden size h')
-@arg('vocab', ndim=2, doc='Vocabulary size V [tokens]')
-@arg('tokens', ndim=2, doc='Tokens processed (e.g. per micro-batch or per step) [tokens]')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
 @ret()
 def LOGITS_MATMUL_FLOPS(hidden, vocab, tokens, tp=1):
     """Matmul FLOPs of the output (logit) layer for some tokens, forward and backward, on one GPU. [FLOPs per GPU]. 3 * 2*h*V * tokens / t (forward + input and weight gradient). Source: Narayanan et al. 2021 §5.1 (the logit layer's 6*B*s*h*V, the V/(12*L*h) t..."""
-    return formula_call('logits_matmul_flops', hidden, vocab, tokens, tp)
+    return formula_call("logits_matmul_flops", hidden, vocab, tokens, tp)
 
 
 @func(category=CATEGORY)
-@arg('layers_per_stage', ndim=2, doc='Transformer layers on one pipeline stage (L/p)')
-@arg('tokens', ndim=2, doc='Tokens processed (e.g. per micro-batch or per step) [tokens]')
-@arg('hidden', ndim=2, doc='Hidden size h')
-@arg('heads', ndim=2, doc='Attention heads a')
-@arg('kv_heads', ndim=2, doc='Key/value heads (GQA; = heads for multi-head attention)')
-@arg('head_dim', ndim=2, doc='Dimension of one attention head')
-@arg('ffn_hidden', ndim=2, doc='Inner size of the feed-forward block F (GPT: 4h)')
-@arg('vocab', ndim=2, doc='Vocabulary size V [tokens]')
-@arg('gated_ffn', ndim=2, doc='Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('recompute', ndim=2, doc='Activation recomputation: "none", "selective" or "full"')
+@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
 @ret()
-def STAGE_MATMUL_FLOPS(layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, gated_ffn=False, tp=1, recompute='none'):
+def STAGE_MATMUL_FLOPS(layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, gated_ffn=False, tp=1, recompute="none"):
     """Matmul FLOPs of one pipeline stage for some tokens on one GPU, logit layer included. [FLOPs per GPU]. L/p * LAYER_MATMUL_FLOPS * tokens / t * (4 with full recompute, else 3) + LOGITS_MATMUL_FLOPS. Source: Narayanan et al. 2021 §5.1 (forward + backward ..."""
-    return formula_call('stage_matmul_flops', layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, gated_ffn, tp, recompute)
+    return formula_call("stage_matmul_flops", layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, gated_ffn, tp, recompute)
 
 
 @func(category=CATEGORY)
-@arg('layers_per_stage', ndim=2, doc='Transformer layers on one pipeline stage (L/p)')
-@arg('tokens', ndim=2, doc='Tokens processed (e.g. per micro-batch or per step) [tokens]')
-@arg('hidden', ndim=2, doc='Hidden size h')
-@arg('heads', ndim=2, doc='Attention heads a')
-@arg('kv_heads', ndim=2, doc='Key/value heads (GQA; = heads for multi-head attention)')
-@arg('head_dim', ndim=2, doc='Dimension of one attention head')
-@arg('ffn_hidden', ndim=2, doc='Inner size of the feed-forward block F (GPT: 4h)')
-@arg('vocab', ndim=2, doc='Vocabulary size V [tokens]')
-@arg('peak_tflops', ndim=2, doc='Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]')
-@arg('matmul_efficiency', ndim=2, doc='Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak) [fraction]')
-@arg('sm_count', ndim=2, doc='Streaming multiprocessors of one GPU (A100: 108, H100 SXM: 132) [SMs]')
-@arg('gated_ffn', ndim=2, doc='Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('recompute', ndim=2, doc='Activation recomputation: "none", "selective" or "full"')
+@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("matmul_efficiency", ndim=2, doc="Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak) [fraction]")
+@arg("sm_count", ndim=2, doc="Streaming multiprocessors of one GPU (A100: 108, H100 SXM: 132) [SMs]")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
 @ret()
-def STAGE_LINEAR_TIME_S(layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, peak_tflops, matmul_efficiency, sm_count, gated_ffn=False, tp=1, recompute='none'):
+def STAGE_LINEAR_TIME_S(layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, peak_tflops, matmul_efficiency, sm_count, gated_ffn=False, tp=1, recompute="none"):
     """Matmul time of one pipeline stage for some tokens on one GPU, each matmul in whole waves of tiles. [seconds]. L/p * [LINEAR_LAYER_TIME_S of Q,K,V (h x (a+2kv)*dh/t), attention output (a*dh/t x h), FFN up and gate (h x F*(2 if gated)/t), FFN down (F/t x..."""
-    return formula_call('stage_linear_time_s', layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, peak_tflops, matmul_efficiency, sm_count, gated_ffn, tp, recompute)
+    return formula_call("stage_linear_time_s", layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, peak_tflops, matmul_efficiency, sm_count, gated_ffn, tp, recompute)
 
 
 @func(category=CATEGORY)
-@arg('layers_per_stage', ndim=2, doc='Transformer layers on one pipeline stage (L/p)')
-@arg('tokens', ndim=2, doc='Tokens processed (e.g. per micro-batch or per step) [tokens]')
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
-@arg('heads', ndim=2, doc='Attention heads a')
-@arg('head_dim', ndim=2, doc='Dimension of one attention head')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('recompute', ndim=2, doc='Activation recomputation: "none", "selective" or "full"')
+@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
 @ret()
-def STAGE_ATTENTION_FLOPS(layers_per_stage, tokens, seq_len, heads, head_dim, tp=1, recompute='none'):
+def STAGE_ATTENTION_FLOPS(layers_per_stage, tokens, seq_len, heads, head_dim, tp=1, recompute="none"):
     """FLOPs of the attention core (scores and weighted sum) of one pipeline stage for some tokens on one GPU. [FLOPs per GPU]. L/p * ATTENTION_CORE_FLOPS * tokens / t * (4 with selective or full recompute, else 3). Source: Korthikanti et al. 2022 §5 (selecti..."""
-    return formula_call('stage_attention_flops', layers_per_stage, tokens, seq_len, heads, head_dim, tp, recompute)
+    return formula_call("stage_attention_flops", layers_per_stage, tokens, seq_len, heads, head_dim, tp, recompute)
 
 
 @func(category=CATEGORY)
-@arg('flops', ndim=2, doc='Floating-point operations [FLOPs]')
-@arg('peak_tflops', ndim=2, doc='Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]')
-@arg('attention_efficiency', ndim=2, doc='Achievable share of peak in the fused attention kernel [fraction]')
+@arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("attention_efficiency", ndim=2, doc="Achievable share of peak in the fused attention kernel [fraction]")
 @ret()
 def FLASH_ATTENTION_TIME_S(flops, peak_tflops, attention_efficiency):
     """Time of the fused causal attention core: half of the full-matrix FLOPs at the attention kernel's efficiency. [seconds]. 0.5 * attention FLOPs / (peak*1e12 * attention efficiency) (causal: half the s x s block computed). Source: Dao 2023 (FlashAttention..."""
-    return formula_call('flash_attention_time_s', flops, peak_tflops, attention_efficiency)
+    return formula_call("flash_attention_time_s", flops, peak_tflops, attention_efficiency)
 
 
 @func(category=CATEGORY)
-@arg('flops', ndim=2, doc='Floating-point operations [FLOPs]')
-@arg('layers_per_stage', ndim=2, doc='Transformer layers on one pipeline stage (L/p)')
-@arg('tokens', ndim=2, doc='Tokens processed (e.g. per micro-batch or per step) [tokens]')
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
-@arg('heads', ndim=2, doc='Attention heads a')
-@arg('peak_tflops', ndim=2, doc='Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]')
-@arg('matmul_efficiency', ndim=2, doc='Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak) [fraction]')
-@arg('hbm_tb_s', ndim=2, doc='Memory (HBM) bandwidth of one GPU, TB/s [TB/s]')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('recompute', ndim=2, doc='Activation recomputation: "none", "selective" or "full"')
+@arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
+@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("matmul_efficiency", ndim=2, doc="Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak) [fraction]")
+@arg("hbm_tb_s", ndim=2, doc="Memory (HBM) bandwidth of one GPU, TB/s [TB/s]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
 @ret()
-def STAGE_UNFUSED_ATTENTION_TIME_S(flops, layers_per_stage, tokens, seq_len, heads, peak_tflops, matmul_efficiency, hbm_tb_s, tp=1, recompute='none'):
+def STAGE_UNFUSED_ATTENTION_TIME_S(flops, layers_per_stage, tokens, seq_len, heads, peak_tflops, matmul_efficiency, hbm_tb_s, tp=1, recompute="none"):
     """Time of the unfused attention core of one pipeline stage for some tokens on one GPU (no FlashAttention). [seconds]. UNFUSED_ATTENTION_TIME_S(flops, L/p*tokens*gemm bytes per token, L/p*tokens*softmax bytes per token). Source: ATTENTION_GEMM_BYTES_PER_T..."""
-    return formula_call('stage_unfused_attention_time_s', flops, layers_per_stage, tokens, seq_len, heads, peak_tflops, matmul_efficiency, hbm_tb_s, tp, recompute)
+    return formula_call("stage_unfused_attention_time_s", flops, layers_per_stage, tokens, seq_len, heads, peak_tflops, matmul_efficiency, hbm_tb_s, tp, recompute)
 
 
 @func(category=CATEGORY)
-@arg('layers_per_stage', ndim=2, doc='Transformer layers on one pipeline stage (L/p)')
-@arg('tokens', ndim=2, doc='Tokens processed (e.g. per micro-batch or per step) [tokens]')
-@arg('hidden', ndim=2, doc='Hidden size h')
-@arg('ffn_hidden', ndim=2, doc='Inner size of the feed-forward block F (GPT: 4h)')
-@arg('vocab', ndim=2, doc='Vocabulary size V [tokens]')
-@arg('hbm_tb_s', ndim=2, doc='Memory (HBM) bandwidth of one GPU, TB/s [TB/s]')
-@arg('gated_ffn', ndim=2, doc='Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('seq_parallel', ndim=2, doc='Sequence parallelism on (TRUE/FALSE)')
-@arg('recompute', ndim=2, doc='Activation recomputation: "none", "selective" or "full"')
-@arg('elementwise_factor', ndim=2, doc='Multiplier on the counted HBM traffic of non-matmul kernels (norms, residuals, activations); 0 = ignore')
+@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
+@arg("hbm_tb_s", ndim=2, doc="Memory (HBM) bandwidth of one GPU, TB/s [TB/s]")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("elementwise_factor", ndim=2, doc="Multiplier on the counted HBM traffic of non-matmul kernels (norms, residuals, activations); 0 = ignore")
 @ret()
-def ELEMENTWISE_TIME_S(layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn=False, tp=1, seq_parallel=False, recompute='none', elementwise_factor=1):
+def ELEMENTWISE_TIME_S(layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn=False, tp=1, seq_parallel=False, recompute="none", elementwise_factor=1):
     """Time of the non-matmul kernels (norms, residuals, dropout, activation, loss) of one stage on one GPU. [seconds]. (L/p * ELEMENTWISE_BYTES_PER_TOKEN * (4/3 with full recompute, else 1) + 16*V/t * factor) * tokens / (HBM*1e12). Source: memory-bound kerne..."""
-    return formula_call('elementwise_time_s', layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn, tp, seq_parallel, recompute, elementwise_factor)
+    return formula_call("elementwise_time_s", layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn, tp, seq_parallel, recompute, elementwise_factor)
 
 
 @func(category=CATEGORY)
-@arg('layers_per_stage', ndim=2, doc='Transformer layers on one pipeline stage (L/p)')
-@arg('seq_len', ndim=2, doc='Sequence length [tokens]')
-@arg('micro_batch', ndim=2, doc='Micro-batch size per GPU [sequences]')
-@arg('hidden', ndim=2, doc='Hidden size h')
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('scaleup_gb_s', ndim=2, doc='Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]')
-@arg('link_efficiency', ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
-@arg('recompute', ndim=2, doc='Activation recomputation: "none", "selective" or "full"')
-@arg('tp_overlap', ndim=2, doc='Share of tensor-parallel communication hidden behind compute (0: Megatron default) [fraction]')
+@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("tp_overlap", ndim=2, doc="Share of tensor-parallel communication hidden behind compute (0: Megatron default) [fraction]")
 @ret()
-def TP_COMM_TIME_S(layers_per_stage, seq_len, micro_batch, hidden, tp, scaleup_gb_s, link_efficiency, recompute='none', tp_overlap=0):
+def TP_COMM_TIME_S(layers_per_stage, seq_len, micro_batch, hidden, tp, scaleup_gb_s, link_efficiency, recompute="none", tp_overlap=0):
     """Exposed tensor-parallel communication time of one stage and one micro-batch. [seconds]. L/p * TP_COMM_BYTES_PER_LAYER / (scale-up GB/s * link efficiency * 1e9) * (1 - TP overlap). Source: Shoeybi et al. 2019 (TP all-reduces inside a node, over NVLink);..."""
-    return formula_call('tp_comm_time_s', layers_per_stage, seq_len, micro_batch, hidden, tp, scaleup_gb_s, link_efficiency, recompute, tp_overlap)
+    return formula_call("tp_comm_time_s", layers_per_stage, seq_len, micro_batch, hidden, tp, scaleup_gb_s, link_efficiency, recompute, tp_overlap)
 
 
 @func(category=CATEGORY)
-@arg('span_gpus', ndim=2, doc='Consecutive GPUs a communicating group spans (pipeline: t*p, data-parallel: t*p*d) [GPUs]')
-@arg('gpus_per_node', ndim=2, doc='GPUs per server node [GPUs]')
-@arg('scaleup_gb_s', ndim=2, doc='Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]')
-@arg('scaleout_gb_s', ndim=2, doc='Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s [GB/s]')
+@arg("span_gpus", ndim=2, doc="Consecutive GPUs a communicating group spans (pipeline: t*p, data-parallel: t*p*d) [GPUs]")
+@arg("gpus_per_node", ndim=2, doc="GPUs per server node [GPUs]")
+@arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s [GB/s]")
 @ret()
 def GROUP_BANDWIDTH_GB_S(span_gpus, gpus_per_node, scaleup_gb_s, scaleout_gb_s):
     """Per-GPU bandwidth of a communicating group: scale-up inside a node, scale-out across nodes. [GB/s]. scale-out GB/s if the group spans more GPUs than a node holds, else scale-up GB/s. Source: ranks placed TP innermost, then PP, then DP (Narayanan et al...."""
-    return formula_call('group_bandwidth_gb_s', span_gpus, gpus_per_node, scaleup_gb_s, scaleout_gb_s)
+    return formula_call("group_bandwidth_gb_s", span_gpus, gpus_per_node, scaleup_gb_s, scaleout_gb_s)
 
 
 @func(category=CATEGORY)
-@arg('tokens', ndim=2, doc='Tokens processed (e.g. per micro-batch or per step) [tokens]')
-@arg('hidden', ndim=2, doc='Hidden size h')
-@arg('bandwidth_gb_s', ndim=2, doc='Bandwidth, GB/s (1e9 bytes/s) [GB/s]')
-@arg('link_efficiency', ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
-@arg('tp', ndim=2, doc='Tensor-parallel size t [GPUs]')
-@arg('virtual_stages', ndim=2, doc='Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)')
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("bandwidth_gb_s", ndim=2, doc="Bandwidth, GB/s (1e9 bytes/s) [GB/s]")
+@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
 @ret()
 def PIPELINE_P2P_TIME_S(tokens, hidden, bandwidth_gb_s, link_efficiency, tp=1, virtual_stages=1):
     """Pipeline point-to-point time of one micro-batch: bf16 activations forward and gradients backward. [seconds]. 2*v * 2*tokens*h/t bytes / (GB/s * link efficiency * 1e9) (activation forward, gradient backward). Source: Narayanan et al. 2021 §3.3 (p2p of b..."""
-    return formula_call('pipeline_p2p_time_s', tokens, hidden, bandwidth_gb_s, link_efficiency, tp, virtual_stages)
+    return formula_call("pipeline_p2p_time_s", tokens, hidden, bandwidth_gb_s, link_efficiency, tp, virtual_stages)
 
 
 @func(category=CATEGORY)
-@arg('params_per_gpu', ndim=2, doc='Parameters held by one GPU before ZeRO sharding (a count, not billions) [parameters]')
-@arg('dp', ndim=2, doc='Data-parallel size d (ZeRO shards over it) [GPUs]')
-@arg('zero_stage', ndim=2, doc='ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights')
-@arg('microbatches', ndim=2, doc='Micro-batches per iteration per pipeline m')
-@arg('grad_bytes', ndim=2, doc='Bytes per gradient element in the data-parallel reduction (Megatron bf16: fp32 = 4) [bytes/param]')
-@arg('bytes_weights', ndim=2, doc='Bytes per parameter for weights (bf16: 2) [bytes/param]')
+@arg("params_per_gpu", ndim=2, doc="Parameters held by one GPU before ZeRO sharding (a count, not billions) [parameters]")
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
+@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
+@arg("grad_bytes", ndim=2, doc="Bytes per gradient element in the data-parallel reduction (Megatron bf16: fp32 = 4) [bytes/param]")
+@arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
 @ret()
 def DP_COMM_BYTES(params_per_gpu, dp, zero_stage=0, microbatches=1, grad_bytes=4, bytes_weights=2):
     """Bytes one GPU sends for data parallelism in one step. [bytes per GPU]. ZeRO 0: all-reduce of params*grad bytes; ZeRO 1-2: reduce-scatter of grads + all-gather of weights; ZeRO 3: weight all-gathers x 2*m (forward and backward of every micro-batch); rin..."""
-    return formula_call('dp_comm_bytes', params_per_gpu, dp, zero_stage, microbatches, grad_bytes, bytes_weights)
+    return formula_call("dp_comm_bytes", params_per_gpu, dp, zero_stage, microbatches, grad_bytes, bytes_weights)
 
 
 @func(category=CATEGORY)
-@arg('params_per_gpu', ndim=2, doc='Parameters held by one GPU before ZeRO sharding (a count, not billions) [parameters]')
-@arg('dp', ndim=2, doc='Data-parallel size d (ZeRO shards over it) [GPUs]')
-@arg('microbatch_s', ndim=2, doc='Time of one micro-batch (forward + backward) on one pipeline stage [seconds]')
-@arg('bandwidth_gb_s', ndim=2, doc='Bandwidth, GB/s (1e9 bytes/s) [GB/s]')
-@arg('link_efficiency', ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
-@arg('zero_stage', ndim=2, doc='ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights')
-@arg('microbatches', ndim=2, doc='Micro-batches per iteration per pipeline m')
-@arg('grad_bytes', ndim=2, doc='Bytes per gradient element in the data-parallel reduction (Megatron bf16: fp32 = 4) [bytes/param]')
-@arg('bytes_weights', ndim=2, doc='Bytes per parameter for weights (bf16: 2) [bytes/param]')
-@arg('overlap_frac', ndim=2, doc='Share of a communication that can hide behind its overlap window [fraction]')
+@arg("params_per_gpu", ndim=2, doc="Parameters held by one GPU before ZeRO sharding (a count, not billions) [parameters]")
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("microbatch_s", ndim=2, doc="Time of one micro-batch (forward + backward) on one pipeline stage [seconds]")
+@arg("bandwidth_gb_s", ndim=2, doc="Bandwidth, GB/s (1e9 bytes/s) [GB/s]")
+@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
+@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
+@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
+@arg("grad_bytes", ndim=2, doc="Bytes per gradient element in the data-parallel reduction (Megatron bf16: fp32 = 4) [bytes/param]")
+@arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
+@arg("overlap_frac", ndim=2, doc="Share of a communication that can hide behind its overlap window [fraction]")
 @ret()
 def DP_COMM_TIME_S(params_per_gpu, dp, microbatch_s, bandwidth_gb_s, link_efficiency, zero_stage=0, microbatches=1, grad_bytes=4, bytes_weights=2, overlap_frac=0.5):
     """Exposed data-parallel communication time of one step. [seconds]. EXPOSED_COMM_S(DP_COMM_BYTES / (GB/s * link efficiency * 1e9), window = t_microbatch (ZeRO 0-2: the last micro-batch's backward) or m*t_microbatch (ZeRO 3), overlap). Source: xlcalc step-..."""
-    return formula_call('dp_comm_time_s', params_per_gpu, dp, microbatch_s, bandwidth_gb_s, link_efficiency, zero_stage, microbatches, grad_bytes, bytes_weights, overlap_frac)
+    return formula_call("dp_comm_time_s", params_per_gpu, dp, microbatch_s, bandwidth_gb_s, link_efficiency, zero_stage, microbatches, grad_bytes, bytes_weights, overlap_frac)
 
 
 FORMULA_UDFS: tuple[str, ...] = (
-    'TRAIN_FLOPS',
-    'FLOPS_PER_TOKEN',
-    'MEGATRON_ITER_FLOPS',
-    'TRAIN_DAYS',
-    'GPU_HOURS',
-    'GPUS_FOR_DAYS',
-    'IMPLIED_MFU',
-    'HW_FLOPS_FACTOR',
-    'HFU_FROM_MFU',
-    'DAYS_FROM_THROUGHPUT',
-    'DP_SIZE',
-    'REPLICAS_NEEDED',
-    'GPUS_WITH_SPARE',
-    'GPUS_WHOLE_NODES',
-    'CHINCHILLA_TOKENS_T',
-    'CHINCHILLA_PARAMS_B',
-    'CHINCHILLA_OPT_TOKENS_T',
-    'CLOUD_COST_USD',
-    'CAPEX_COST_USD',
-    'ENERGY_MWH',
-    'POWER_COST_USD',
-    'OWNED_COST_USD',
-    'TRAINING_TAX_USD',
-    'TOTAL_COST_USD',
-    'USD_PER_M_TOKENS',
-    'GPU_HOURS_FOR_BUDGET',
-    'DAYS_FOR_BUDGET',
-    'BUDGET_LEFT_USD',
-    'LORA_PARAMS_B',
-    'NF4_BYTES_PER_PARAM',
-    'MEM_QLORA_BASE_GB',
-    'MEM_QLORA_GB',
-    'MEM_WEIGHTS_GB',
-    'MEM_GRADS_GB',
-    'MEM_OPTIMIZER_GB',
-    'MEM_STATIC_GB',
-    'MEM_ZERO3_BUFFER_GB',
-    'MEM_LORA_GB',
-    'ACT_LAYER_BYTES_GENERAL',
-    'ACT_LAYER_BYTES',
-    'MEM_ACT_GB',
-    'ACT_INFLIGHT_FACTOR',
-    'MEM_ACT_PIPELINE_GB',
-    'MEM_TOTAL_GB',
-    'FITS_IN_GPU',
-    'MAX_MICRO_BATCH',
-    'PIPELINE_BUBBLE',
-    'PIPELINE_BUBBLE_SHARE',
-    'ALLREDUCE_BYTES',
-    'ALLGATHER_BYTES',
-    'T_MATH_S',
-    'T_COMM_S',
-    'TIME_LOWER_S',
-    'TIME_UPPER_S',
-    'ARITHMETIC_INTENSITY',
-    'CRITICAL_INTENSITY',
-    'ATTAINABLE_TFLOPS',
-    'MATMUL_INTENSITY',
-    'MODEL_PARALLEL_MIN_DIM',
-    'LAYER_MATMUL_FLOPS',
-    'ATTENTION_CORE_FLOPS',
-    'MODEL_FLOPS_PER_TOKEN',
-    'HARDWARE_FLOPS_PER_TOKEN',
-    'COMPUTE_TIME_S',
-    'GEMM_WAVE_EFFICIENCY',
-    'LINEAR_LAYER_TIME_S',
-    'ATTENTION_SOFTMAX_BYTES_PER_TOKEN',
-    'ATTENTION_GEMM_BYTES_PER_TOKEN',
-    'UNFUSED_ATTENTION_TIME_S',
-    'ELEMENTWISE_BYTES_PER_TOKEN',
-    'TP_COMM_BYTES_PER_LAYER',
-    'EXPOSED_COMM_S',
-    'BUBBLE_TIME_S',
-    'OPTIMIZER_STEP_S',
-    'STEP_TIME_S',
-    'MFU_FROM_STEP',
-    'TOKENS_PER_S_PER_GPU',
-    'TRAIN_DAYS_AT_THROUGHPUT',
-    'GPU_HOURS_AT_THROUGHPUT',
-    'PIPELINE_STAGE_PARAMS',
-    'LOGITS_MEMORY_BYTES',
-    'STAGE_ACTIVATIONS_GB',
-    'LOGITS_MATMUL_FLOPS',
-    'STAGE_MATMUL_FLOPS',
-    'STAGE_LINEAR_TIME_S',
-    'STAGE_ATTENTION_FLOPS',
-    'FLASH_ATTENTION_TIME_S',
-    'STAGE_UNFUSED_ATTENTION_TIME_S',
-    'ELEMENTWISE_TIME_S',
-    'TP_COMM_TIME_S',
-    'GROUP_BANDWIDTH_GB_S',
-    'PIPELINE_P2P_TIME_S',
-    'DP_COMM_BYTES',
-    'DP_COMM_TIME_S',
+    "TRAIN_FLOPS",
+    "FLOPS_PER_TOKEN",
+    "MEGATRON_ITER_FLOPS",
+    "TRAIN_DAYS",
+    "GPU_HOURS",
+    "GPUS_FOR_DAYS",
+    "IMPLIED_MFU",
+    "HW_FLOPS_FACTOR",
+    "HFU_FROM_MFU",
+    "DAYS_FROM_THROUGHPUT",
+    "DP_SIZE",
+    "REPLICAS_NEEDED",
+    "GPUS_WITH_SPARE",
+    "GPUS_WHOLE_NODES",
+    "CHINCHILLA_TOKENS_T",
+    "CHINCHILLA_PARAMS_B",
+    "CHINCHILLA_OPT_TOKENS_T",
+    "CLOUD_COST_USD",
+    "CAPEX_COST_USD",
+    "ENERGY_MWH",
+    "POWER_COST_USD",
+    "OWNED_COST_USD",
+    "TRAINING_TAX_USD",
+    "TOTAL_COST_USD",
+    "USD_PER_M_TOKENS",
+    "GPU_HOURS_FOR_BUDGET",
+    "DAYS_FOR_BUDGET",
+    "BUDGET_LEFT_USD",
+    "LORA_PARAMS_B",
+    "NF4_BYTES_PER_PARAM",
+    "MEM_QLORA_BASE_GB",
+    "MEM_QLORA_GB",
+    "MEM_WEIGHTS_GB",
+    "MEM_GRADS_GB",
+    "MEM_OPTIMIZER_GB",
+    "MEM_STATIC_GB",
+    "MEM_ZERO3_BUFFER_GB",
+    "MEM_LORA_GB",
+    "ACT_LAYER_BYTES_GENERAL",
+    "ACT_LAYER_BYTES",
+    "MEM_ACT_GB",
+    "ACT_INFLIGHT_FACTOR",
+    "MEM_ACT_PIPELINE_GB",
+    "MEM_TOTAL_GB",
+    "FITS_IN_GPU",
+    "MAX_MICRO_BATCH",
+    "PIPELINE_BUBBLE",
+    "PIPELINE_BUBBLE_SHARE",
+    "ALLREDUCE_BYTES",
+    "ALLGATHER_BYTES",
+    "T_MATH_S",
+    "T_COMM_S",
+    "TIME_LOWER_S",
+    "TIME_UPPER_S",
+    "ARITHMETIC_INTENSITY",
+    "CRITICAL_INTENSITY",
+    "ATTAINABLE_TFLOPS",
+    "MATMUL_INTENSITY",
+    "MODEL_PARALLEL_MIN_DIM",
+    "LAYER_MATMUL_FLOPS",
+    "ATTENTION_CORE_FLOPS",
+    "MODEL_FLOPS_PER_TOKEN",
+    "HARDWARE_FLOPS_PER_TOKEN",
+    "COMPUTE_TIME_S",
+    "GEMM_WAVE_EFFICIENCY",
+    "LINEAR_LAYER_TIME_S",
+    "ATTENTION_SOFTMAX_BYTES_PER_TOKEN",
+    "ATTENTION_GEMM_BYTES_PER_TOKEN",
+    "UNFUSED_ATTENTION_TIME_S",
+    "ELEMENTWISE_BYTES_PER_TOKEN",
+    "TP_COMM_BYTES_PER_LAYER",
+    "EXPOSED_COMM_S",
+    "BUBBLE_TIME_S",
+    "OPTIMIZER_STEP_S",
+    "STEP_TIME_S",
+    "MFU_FROM_STEP",
+    "TOKENS_PER_S_PER_GPU",
+    "TRAIN_DAYS_AT_THROUGHPUT",
+    "GPU_HOURS_AT_THROUGHPUT",
+    "PIPELINE_STAGE_PARAMS",
+    "LOGITS_MEMORY_BYTES",
+    "STAGE_ACTIVATIONS_GB",
+    "LOGITS_MATMUL_FLOPS",
+    "STAGE_MATMUL_FLOPS",
+    "STAGE_LINEAR_TIME_S",
+    "STAGE_ATTENTION_FLOPS",
+    "FLASH_ATTENTION_TIME_S",
+    "STAGE_UNFUSED_ATTENTION_TIME_S",
+    "ELEMENTWISE_TIME_S",
+    "TP_COMM_TIME_S",
+    "GROUP_BANDWIDTH_GB_S",
+    "PIPELINE_P2P_TIME_S",
+    "DP_COMM_BYTES",
+    "DP_COMM_TIME_S",
 )
 UDF_NAMES: tuple[str, ...] = FORMULA_UDFS + TABLE_UDFS
-__all__ = list(UDF_NAMES)
+__all__ = [  # every worksheet function, and the lists of the hand-written ones
+    "ACT_INFLIGHT_FACTOR",
+    "ACT_LAYER_BYTES",
+    "ACT_LAYER_BYTES_GENERAL",
+    "ALLGATHER_BYTES",
+    "ALLREDUCE_BYTES",
+    "ARITHMETIC_INTENSITY",
+    "ATTAINABLE_TFLOPS",
+    "ATTENTION_CORE_FLOPS",
+    "ATTENTION_GEMM_BYTES_PER_TOKEN",
+    "ATTENTION_SOFTMAX_BYTES_PER_TOKEN",
+    "BUBBLE_TIME_S",
+    "BUDGET_LEFT_USD",
+    "CAPEX_COST_USD",
+    "CATALOG_UDFS",
+    "CHINCHILLA_OPT_TOKENS_T",
+    "CHINCHILLA_PARAMS_B",
+    "CHINCHILLA_TOKENS_T",
+    "CLOUD_COST_USD",
+    "COMPUTE_TIME_S",
+    "CRITICAL_INTENSITY",
+    "DAYS_FOR_BUDGET",
+    "DAYS_FROM_THROUGHPUT",
+    "DP_COMM_BYTES",
+    "DP_COMM_TIME_S",
+    "DP_SIZE",
+    "ELEMENTWISE_BYTES_PER_TOKEN",
+    "ELEMENTWISE_TIME_S",
+    "ENERGY_MWH",
+    "EXPOSED_COMM_S",
+    "FITS_IN_GPU",
+    "FLASH_ATTENTION_TIME_S",
+    "FLOPS_PER_TOKEN",
+    "GEMM_WAVE_EFFICIENCY",
+    "GPUS_FOR_DAYS",
+    "GPUS_WHOLE_NODES",
+    "GPUS_WITH_SPARE",
+    "GPU_HOURS",
+    "GPU_HOURS_AT_THROUGHPUT",
+    "GPU_HOURS_FOR_BUDGET",
+    "GPU_LIST",
+    "GPU_SPEC",
+    "GROUP_BANDWIDTH_GB_S",
+    "HARDWARE_FLOPS_PER_TOKEN",
+    "HFU_FROM_MFU",
+    "HW_FLOPS_FACTOR",
+    "IMPLIED_MFU",
+    "LAYER_MATMUL_FLOPS",
+    "LINEAR_LAYER_TIME_S",
+    "LOGITS_MATMUL_FLOPS",
+    "LOGITS_MEMORY_BYTES",
+    "LORA_PARAMS_B",
+    "MATMUL_INTENSITY",
+    "MAX_MICRO_BATCH",
+    "MEGATRON_ITER_FLOPS",
+    "MEM_ACT_GB",
+    "MEM_ACT_PIPELINE_GB",
+    "MEM_GRADS_GB",
+    "MEM_LORA_GB",
+    "MEM_OPTIMIZER_GB",
+    "MEM_QLORA_BASE_GB",
+    "MEM_QLORA_GB",
+    "MEM_STATIC_GB",
+    "MEM_TOTAL_GB",
+    "MEM_WEIGHTS_GB",
+    "MEM_ZERO3_BUFFER_GB",
+    "MFU_FROM_STEP",
+    "MODEL_FLOPS_PER_TOKEN",
+    "MODEL_LIST",
+    "MODEL_PARALLEL_MIN_DIM",
+    "MODEL_SPEC",
+    "NF4_BYTES_PER_PARAM",
+    "OPTIMIZER_STEP_S",
+    "OWNED_COST_USD",
+    "PIPELINE_BUBBLE",
+    "PIPELINE_BUBBLE_SHARE",
+    "PIPELINE_P2P_TIME_S",
+    "PIPELINE_STAGE_PARAMS",
+    "PLAN",
+    "PLANNER_UDFS",
+    "POWER_COST_USD",
+    "REPLICAS_NEEDED",
+    "STAGE_ACTIVATIONS_GB",
+    "STAGE_ATTENTION_FLOPS",
+    "STAGE_LINEAR_TIME_S",
+    "STAGE_MATMUL_FLOPS",
+    "STAGE_UNFUSED_ATTENTION_TIME_S",
+    "STEP_TIME_S",
+    "TIME_LOWER_S",
+    "TIME_UPPER_S",
+    "TOKENS_PER_S_PER_GPU",
+    "TOTAL_COST_USD",
+    "TP_COMM_BYTES_PER_LAYER",
+    "TP_COMM_TIME_S",
+    "TRAINING_TAX_USD",
+    "TRAIN_DAYS",
+    "TRAIN_DAYS_AT_THROUGHPUT",
+    "TRAIN_FLOPS",
+    "T_COMM_S",
+    "T_MATH_S",
+    "UNFUSED_ATTENTION_TIME_S",
+    "USD_PER_M_TOKENS",
+]
