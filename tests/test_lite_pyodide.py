@@ -73,7 +73,12 @@ def call(name, args):
         return {"error": str(exc)}
 
 calls = json.loads(CALLS)
+first = call(*calls[0])
+# xlwings Lite runs main.py again after every edit: the second run must work as the first
+import importlib
+importlib.reload(main)
 out = {
+    "rerun": call(*calls[0]) == first,
     "python": sys.version.split()[0],
     "platform": sys.platform,
     "numpy": "numpy" in sys.modules,
@@ -168,6 +173,7 @@ def _close(a, b):
 
 def test_it_is_a_real_pyodide_without_numpy(lite):
     out = lite["out"]
+    assert out["rerun"] is True  # main.py run a second time (as after an edit) still works
     assert out["platform"] == "emscripten"
     assert out["python"].startswith("3.")
     assert out["numpy"] is False  # ranges ran on plain Python lists
