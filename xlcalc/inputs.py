@@ -118,7 +118,7 @@ _add("pp", "GPUs", "Pipeline-parallel size p", "PP_Size", example=1, **COUNT)
 _add("dp", "GPUs", "Data-parallel size d (ZeRO shards over it)", "DP_Size", example=1, **COUNT)
 _add("zero_stage", "", "ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights", "ZeRO_Stage", example=0, kind="int", ge=0, le=3)
 _add("seq_parallel", "", "Sequence parallelism on (TRUE/FALSE)", "Seq_Parallel", example=False, kind="bool")
-_add("recompute", "", 'Activation recomputation: "none", "selective" or "full"', "Recompute", example="none", kind="choice", choices=("none", "selective", "full"))
+_add("recompute", "", 'Activation recomputation: "none", "selective" (Megatron: the attention core), "op_selective" (PyTorch per-op, torchtitan\'s policy) or "full"', "Recompute", example="none", kind="choice", choices=("none", "selective", "op_selective", "full"))
 _add("full_recompute", "", "Full activation recomputation (TRUE/FALSE)", example=False, kind="bool")
 _add("virtual_stages", "", "Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)", "Virtual_Stages", example=1, **COUNT)
 _add("microbatches", "", "Micro-batches per iteration per pipeline m", "Microbatches", example=32, **COUNT)
@@ -204,6 +204,24 @@ _add("lora_targets", "", 'Matrices that get LoRA adapters: "qv" (LoRA paper), "a
 _add("quant_block", "parameters", "Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64)", "Quant_Block", example=64, kind="int", ge=1, le=1048576)
 _add("double_quant", "", "Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)", "Double_Quant", example=True, kind="bool")
 _add("embed_params_b", "billion parameters", "Embedding and output-layer parameters, in billions (kept in 16 bit under QLoRA)", "Embed_Params_B", example=1.05, **NONNEG)
+
+# --- activations of one layer (today's blocks: GQA/MLA, SwiGLU, RMSNorm, MoE) -------------
+_add("norm_type", "", 'Normalisation: "rmsnorm" (keeps 4 bytes per token) or "layernorm" (8)', "Norm_Type", example="rmsnorm", kind="choice", choices=("rmsnorm", "layernorm"))
+_add("dropout", "", "Dropout on (keeps a 1-byte mask per element it drops from) (TRUE/FALSE)", "Dropout", example=False, kind="bool")
+_add("cp", "GPUs", "Context-parallel size (the sequence is split over cp GPUs)", "CP_Size", example=1, **COUNT)
+_add("linear_input_bytes", "bytes", "Bytes per element of the tensors kept as inputs of linear layers (bf16: 2; FP8 as Transformer Engine keeps them: 1)", "Linear_Input_Bytes", example=2, gt=0, le=4)
+_add("q_lora_rank", "", "MLA: rank of the query down-projection (0 = queries projected directly)", "Q_LoRA_Rank", example=1536, kind="int", ge=0)
+_add("kv_lora_rank", "", "MLA: rank of the joint key/value down-projection (0 = not MLA: GQA/MHA)", "KV_LoRA_Rank", example=512, kind="int", ge=0)
+_add("qk_rope_head_dim", "", "MLA: rotary part of each query/key head", "QK_Rope_Head_Dim", example=64, kind="int", ge=0)
+_add("qk_nope_head_dim", "", "MLA: non-rotary part of each query/key head", "QK_Nope_Head_Dim", example=128, kind="int", ge=0)
+_add("v_head_dim", "", "MLA: dimension of each value head", "V_Head_Dim", example=128, kind="int", ge=0)
+_add("experts", "", "Routed experts of a mixture-of-experts layer (0 = dense feed-forward)", "Experts", example=8, kind="int", ge=0)
+_add("topk", "", "Experts each token is routed to (top-k)", "TopK", example=2, **COUNT)
+_add("capacity_factor", "ratio", "Expert capacity factor: buffer rows per expert = factor x tokens x k / experts (1 = dropless on average)", "Capacity_Factor", example=1.0, gt=0, le=64)
+_add("expert_ffn_hidden", "", "Inner size of one routed expert's feed-forward", "Expert_FFN_Hidden", example=14336, kind="int", ge=0)
+_add("shared_ffn_hidden", "", "Inner size of the shared experts' feed-forward, all shared experts together (0 = none)", "Shared_FFN_Hidden", example=0, kind="int", ge=0)
+_add("ep", "GPUs", "Expert-parallel size (experts split over ep GPUs, tokens exchanged all-to-all)", "EP_Size", example=1, **COUNT)
+_add("etp", "GPUs", "Expert tensor-parallel size (each expert's feed-forward split over etp GPUs)", "ETP_Size", example=1, **COUNT)
 
 
 def spec(name: str) -> InputSpec:

@@ -1,6 +1,7 @@
 """Every formula of xlcalc, registered on import. One module per subject."""
 
-from . import compute, cost, finetune, memory, parallel, roofline, steptime
+from . import activations, compute, cost, finetune, memory, parallel, roofline, steptime
+from .activations import *  # noqa: F401,F403
 from .compute import *  # noqa: F401,F403
 from .cost import *  # noqa: F401,F403
 from .finetune import *  # noqa: F401,F403
@@ -9,4 +10,4 @@ from .parallel import *  # noqa: F401,F403
 from .roofline import *  # noqa: F401,F403
 from .steptime import *  # noqa: F401,F403
 
-__all__ = [*compute.__all__, *memory.__all__, *parallel.__all__, *roofline.__all__, *cost.__all__, *steptime.__all__, *finetune.__all__]
+__all__ = [*activations.__all__, *compute.__all__, *memory.__all__, *parallel.__all__, *roofline.__all__, *cost.__all__, *steptime.__all__, *finetune.__all__]
