@@ -49,7 +49,7 @@ import gc
 import math
 import weakref
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache
 
 import torch
 import torch.nn.functional as F
@@ -78,6 +78,11 @@ class Shape:
     topk: int = 2
     capacity_factor: float = 1.0
     experts_ffn: int = 128
+    kv_lora_rank: int = 0  # > 0: DeepSeek's multi-head latent attention (MLA)
+    q_lora_rank: int = 0
+    rope_dim: int = 16
+    nope_dim: int = 16
+    v_dim: int = 32  # = nope_dim + rope_dim: the CPU flash kernel needs one head size for q, k and v
 
 
 # --- blocks -----------------------------------------------------------------------------------
@@ -176,6 +181,42 @@ class Attention(nn.Module):
         return _dropout(self.wo(o), s.dropout, self.training)
 
 
+class MLA(nn.Module):
+    """DeepSeek-V3's multi-head latent attention in torchtitan's order of matmuls:
+    (wq | wq_a, q_norm, wq_b), wkv_a, kv_norm, wkv_b, wo."""
+
+    def __init__(self, s: Shape, max_seq: int):
+        super().__init__()
+        self.s = s
+        h, a, dq = s.hidden, s.heads, s.nope_dim + s.rope_dim
+        if s.q_lora_rank:
+            self.wq_a = nn.Linear(h, s.q_lora_rank, bias=False, dtype=DTYPE)
+            self.q_norm = RMSNorm(s.q_lora_rank)
+            self.wq_b = nn.Linear(s.q_lora_rank, a * dq, bias=False, dtype=DTYPE)
+        else:
+            self.wq = nn.Linear(h, a * dq, bias=False, dtype=DTYPE)
+        self.wkv_a = nn.Linear(h, s.kv_lora_rank + s.rope_dim, bias=False, dtype=DTYPE)
+        self.kv_norm = RMSNorm(s.kv_lora_rank)
+        self.wkv_b = nn.Linear(s.kv_lora_rank, a * (s.nope_dim + s.v_dim), bias=False, dtype=DTYPE)
+        self.wo = nn.Linear(a * s.v_dim, h, bias=False, dtype=DTYPE)
+        self.register_buffer("rope", _rope_table(max_seq, s.rope_dim), persistent=False)
+
+    def forward(self, x):
+        s = self.s
+        b, n, _ = x.shape
+        q = self.wq_b(self.q_norm(self.wq_a(x))) if s.q_lora_rank else self.wq(x)
+        q_nope, q_pe = torch.split(q.view(b, n, s.heads, -1), [s.nope_dim, s.rope_dim], dim=-1)
+        kv, k_pe = torch.split(self.wkv_a(x), [s.kv_lora_rank, s.rope_dim], dim=-1)
+        q_pe, k_pe = _apply_rope(q_pe, self.rope), _apply_rope(k_pe.unsqueeze(2), self.rope)
+        q = torch.cat([q_nope, q_pe], dim=-1)
+        kv = self.wkv_b(self.kv_norm(kv)).view(b, n, s.heads, s.nope_dim + s.v_dim)
+        k_nope, v = torch.split(kv, [s.nope_dim, s.v_dim], dim=-1)
+        k = torch.cat([k_nope, k_pe.expand(-1, -1, s.heads, -1)], dim=-1)
+        o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
+        o = o.transpose(1, 2).contiguous().view(b, n, s.heads * s.v_dim)
+        return _dropout(self.wo(o), s.dropout, self.training)
+
+
 class FeedForward(nn.Module):
     def __init__(self, s: Shape):
         super().__init__()
@@ -240,7 +281,7 @@ class Layer(nn.Module):
     def __init__(self, s: Shape, max_seq: int = 1024):
         super().__init__()
         self.attention_norm = _norm(s.norm, s.hidden)
-        self.attention = Attention(s, max_seq)
+        self.attention = MLA(s, max_seq) if s.kv_lora_rank else Attention(s, max_seq)
         self.ffn_norm = _norm(s.norm, s.hidden)
         self.ffn = MoE(s) if s.experts else FeedForward(s)
 
@@ -261,7 +302,8 @@ def make_layer(shape: Shape, max_seq: int = 1024, seed: int = 0) -> Layer:
 
 # --- checkpointing ------------------------------------------------------------------------------
 
-def _save_ops() -> set:
+@lru_cache(maxsize=None)
+def _save_ops() -> frozenset:
     from torch._functorch.partitioners import get_default_op_list
 
     ops = {op.default for op in get_default_op_list().compute_intensive_ops}
@@ -272,7 +314,7 @@ def _save_ops() -> set:
         torch.ops.aten.linear.default,
         torch.ops.aten.topk.default,
     }
-    return ops
+    return frozenset(ops)
 
 
 def torchtitan_policy(layer: Layer):
@@ -348,12 +390,13 @@ def _input(shape: Shape, batch: int, seq: int, seed: int = 1) -> torch.Tensor:
     return torch.randn(batch, seq, shape.hidden, dtype=DTYPE, requires_grad=True)
 
 
-def kept_bytes(layer: Layer, batch: int, seq: int, mode: str, detail: bool = False):
+def kept_bytes(layer: Layer, batch: int, seq: int, mode: str, detail: bool = False, backward: bool = False):
     """Bytes of the storages created in the forward that stay alive for the backward (unique storages).
 
     The layer's input is made inside the count (a ``clone`` of a leaf, which saves nothing) so
     that it counts when the layer keeps it; the layer's output does not count (the next layer
-    keeps it). Returns the byte count, or with ``detail`` a list of (bytes, op that made it).
+    keeps it). Returns the byte count, or with ``detail`` a list of (bytes, op that made it); with
+    ``backward`` the backward pass runs too (a check that the graph is whole).
     """
     x0 = _input(layer.attention.s, batch, seq)
     excluded = _excluded(layer)
@@ -362,7 +405,7 @@ def kept_bytes(layer: Layer, batch: int, seq: int, mode: str, detail: bool = Fal
         x = x0.clone()
         out = run(layer, x, mode)
     del x
-    gc.collect()
+    gc.collect(0)  # the young generation only: the forward makes no long-lived cycles, and a full collection is slow
     out_ptr = out.untyped_storage().data_ptr()
     kept = []
     for ref, op in tracker.refs.values():
@@ -370,7 +413,8 @@ def kept_bytes(layer: Layer, batch: int, seq: int, mode: str, detail: bool = Fal
         if st is None or st.data_ptr() in excluded or st.data_ptr() == out_ptr or st.nbytes() == 0:
             continue
         kept.append((st.nbytes(), op))
-    out.float().sum().backward()  # the graph is whole: the backward runs
+    if backward:
+        out.float().sum().backward()
     return sorted(kept, reverse=True) if detail else sum(n for n, _ in kept)
 
 
@@ -388,5 +432,4 @@ def saved_tensor_bytes(layer: Layer, batch: int, seq: int, mode: str = "none") -
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         out = run(layer, x0.clone(), mode)
-    out.float().sum().backward()
     return sum(seen.values())
