@@ -184,7 +184,7 @@ BAD_INPUTS = [
     ("TRAIN_DAYS", ("abc", 2, 312, 1024, 0.4), r"^params_b = 'abc' is not allowed: params_b must be a number > 0 \(not a number\)$"),
     ("MEM_STATIC_GB", (70, 5), r"^zero_stage = 5 is not allowed: zero_stage must be a whole number >= 0 and <= 3$"),
     ("MEM_ACT_GB", (4096, 1, 8192, 80, 64, 8, False, "sometimes"),
-     r"""^recompute = 'sometimes' is not allowed: recompute must be one of "none", "selective", "full"$"""),
+     r"""^recompute = 'sometimes' is not allowed: recompute must be one of "none", "selective", "op_selective", "full"$"""),
 ]
 
 
