@@ -70,4 +70,13 @@ fi
 # --- END xlwings Lite test setup ---------------------------------------------------------------------
 
 "$PY" -m pip install -q --disable-pip-version-check -e ".[test]"
+
+# PyTorch judges the activation formulas (tests/test_activations_torch.py; the 'torch' extra):
+# `pip install torch==2.13.0` takes the CPU build pip is configured with. Skipped when torch is
+# already importable, so a second run costs nothing. Without torch those tests skip, except under CI=true.
+if ! "$PY" -c 'import torch' >/dev/null 2>&1; then
+  "$PY" -m pip install -q --disable-pip-version-check torch==2.13.0 \
+    || echo "test.sh: torch==2.13.0 could not be installed; the PyTorch activation tests will skip (they fail when CI=true)."
+fi
+
 exec "$PY" -m pytest "$@"
