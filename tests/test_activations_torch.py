@@ -28,50 +28,10 @@ except ImportError:  # pragma: no cover - depends on the machine
 import torch_blocks as tb  # noqa: E402
 
 torch.set_num_threads(1)  # tiny layers: one thread is fastest, and fair on a shared machine
-from xlcalc.formulas.activations import layer_activation_bytes  # noqa: E402
 
 TOLERANCE = 0.05
-
-BASE = tb.Shape()  # h 256, 8 heads, 2 KV heads, head 32, SwiGLU 512, RMSNorm, flash
-MOE = replace(BASE, experts=8, topk=2, experts_ffn=128)
-MLA = replace(BASE, kv_lora_rank=64, q_lora_rank=96)
-
-# name -> (the whole layer's shape, tp, etp): the harness builds what one rank holds
-CASES = {
-    "llama-gqa": (BASE, 1, 1),
-    "llama-gqa-tp2": (BASE, 2, 1),
-    "llama-gqa-tp4-kv-replicated": (BASE, 4, 1),  # 2 KV heads over 4 ranks: each keeps one
-    "llama-mha": (replace(BASE, kv_heads=8), 1, 1),
-    "llama-unfused-attention": (replace(BASE, flash=False), 1, 1),
-    "gpt-layernorm-gelu-dropout-unfused": (replace(BASE, kv_heads=8, gated=False, norm="layer", flash=False,
-                                                   dropout=0.1, ffn=1024), 1, 1),
-    "gpt-tp2": (replace(BASE, kv_heads=8, gated=False, norm="layer", flash=False, dropout=0.1, ffn=1024), 2, 1),
-    "moe-top2": (MOE, 1, 1),
-    "moe-top1-capacity-1.25": (replace(MOE, topk=1, capacity_factor=1.25), 1, 1),
-    "moe-tp2-etp2": (MOE, 2, 2),
-    "mla-q-lora": (MLA, 1, 1),
-    "mla-no-q-lora": (replace(MLA, q_lora_rank=0), 1, 1),
-    "mla-q-lora-moe-tp2": (replace(MLA, experts=8, topk=2, experts_ffn=128), 2, 1),
-}
-SIZES = [(64, 1), (128, 2)]  # (sequence length, micro-batch)
-
-
-def local_shape(shape: tb.Shape, tp: int, etp: int) -> tb.Shape:
-    """What one tensor-parallel rank computes."""
-    return replace(shape, heads=shape.heads // tp, kv_heads=max(shape.kv_heads // tp, 1), ffn=shape.ffn // tp,
-                   experts_ffn=shape.experts_ffn // etp)
-
-
-def formula_bytes(shape: tb.Shape, tp: int, etp: int, seq: int, batch: int, mode: str) -> float:
-    return layer_activation_bytes(
-        seq, batch, shape.hidden, shape.heads, shape.kv_heads, shape.head_dim, shape.ffn,
-        gated_ffn=shape.gated, norm_type="layernorm" if shape.norm == "layer" else "rmsnorm",
-        flash_attention=shape.flash, dropout=shape.dropout > 0, tp=tp, recompute=mode,
-        experts=shape.experts, topk=shape.topk, capacity_factor=shape.capacity_factor,
-        expert_ffn_hidden=shape.experts_ffn, etp=etp, q_lora_rank=shape.q_lora_rank,
-        kv_lora_rank=shape.kv_lora_rank, qk_rope_head_dim=shape.rope_dim, qk_nope_head_dim=shape.nope_dim,
-        v_head_dim=shape.v_dim,
-    )
+BASE, MOE, CASES, SIZES = tb.BASE, tb.MOE_SHAPE, tb.CASES, tb.SIZES
+local_shape, formula_bytes = tb.local_shape, tb.formula_bytes
 
 
 _layers: dict = {}
@@ -126,3 +86,21 @@ def test_selective_policy_saves_every_other_matmul():
     mm = sorted(n for n, op in kept if op == "aten.mm.default")
     s, h, a, k, d, f = 64, BASE.hidden, BASE.heads, BASE.kv_heads, BASE.head_dim, BASE.ffn
     assert mm == sorted([2 * s * a * d, 2 * s * k * d, 2 * s * f, 2 * s * h])  # wq, wv, w1, w2
+
+
+def test_docs_table_is_what_a_new_run_measures():
+    """docs/activations.md states only figures scripts/make_activation_docs.py regenerates: every row's
+    formula bytes exactly, PyTorch's bytes within 1% (MoE routing, hence dropped tokens, may differ
+    by a few tokens between CPUs)."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "activations.md").read_text(encoding="utf-8")
+    table = [line for line in doc.splitlines() if line.startswith("| ") and line.count("|") == 12]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in table[1:]]
+    assert len(rows) == len(CASES) * len(SIZES) * len(tb.MODES)
+    for case, tp, etp, seq, batch, mode, measured, predicted, *_ in rows:
+        shape = CASES[case][0]
+        tp, etp, seq, batch = int(tp), int(etp), int(seq), int(batch)
+        assert float(predicted.replace(",", "")) == round(formula_bytes(shape, tp, etp, seq, batch, mode))
+        fresh = tb.kept_bytes(_layer(local_shape(shape, tp, etp)), batch, seq, mode)
+        assert abs(int(measured.replace(",", "")) / fresh - 1) <= 0.01, (case, seq, batch, mode)

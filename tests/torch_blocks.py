@@ -48,7 +48,7 @@ from __future__ import annotations
 import gc
 import math
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import torch
@@ -298,6 +298,52 @@ def make_layer(shape: Shape, max_seq: int = 1024, seed: int = 0) -> Layer:
             if p.dim() >= 2:
                 p.normal_(0.0, 0.02)
     return layer.train()
+
+
+# --- the shapes the tests and docs/activations.md compare ---------------------------------------
+
+BASE = Shape()  # h 256, 8 heads, 2 KV heads, head 32, SwiGLU 512, RMSNorm, flash
+MOE_SHAPE = replace(BASE, experts=8, topk=2, experts_ffn=128)
+MLA_SHAPE = replace(BASE, kv_lora_rank=64, q_lora_rank=96)
+
+# name -> (the whole layer's shape, tp, etp): the harness builds what one rank holds
+CASES = {
+    "llama-gqa": (BASE, 1, 1),
+    "llama-gqa-tp2": (BASE, 2, 1),
+    "llama-gqa-tp4-kv-replicated": (BASE, 4, 1),  # 2 KV heads over 4 ranks: each keeps one
+    "llama-mha": (replace(BASE, kv_heads=8), 1, 1),
+    "llama-unfused-attention": (replace(BASE, flash=False), 1, 1),
+    "gpt-layernorm-gelu-dropout-unfused": (replace(BASE, kv_heads=8, gated=False, norm="layer", flash=False,
+                                                   dropout=0.1, ffn=1024), 1, 1),
+    "gpt-tp2": (replace(BASE, kv_heads=8, gated=False, norm="layer", flash=False, dropout=0.1, ffn=1024), 2, 1),
+    "moe-top2": (MOE_SHAPE, 1, 1),
+    "moe-top1-capacity-1.25": (replace(MOE_SHAPE, topk=1, capacity_factor=1.25), 1, 1),
+    "moe-tp2-etp2": (MOE_SHAPE, 2, 2),
+    "mla-q-lora": (MLA_SHAPE, 1, 1),
+    "mla-no-q-lora": (replace(MLA_SHAPE, q_lora_rank=0), 1, 1),
+    "mla-q-lora-moe-tp2": (replace(MLA_SHAPE, experts=8, topk=2, experts_ffn=128), 2, 1),
+}
+SIZES = [(64, 1), (128, 2)]  # (sequence length, micro-batch)
+
+
+def local_shape(shape: Shape, tp: int, etp: int) -> Shape:
+    """What one tensor-parallel rank computes."""
+    return replace(shape, heads=shape.heads // tp, kv_heads=max(shape.kv_heads // tp, 1), ffn=shape.ffn // tp,
+                   experts_ffn=shape.experts_ffn // etp)
+
+
+def formula_bytes(shape: Shape, tp: int, etp: int, seq: int, batch: int, mode: str) -> float:
+    from xlcalc.formulas.activations import layer_activation_bytes
+
+    return layer_activation_bytes(
+        seq, batch, shape.hidden, shape.heads, shape.kv_heads, shape.head_dim, shape.ffn,
+        gated_ffn=shape.gated, norm_type="layernorm" if shape.norm == "layer" else "rmsnorm",
+        flash_attention=shape.flash, dropout=shape.dropout > 0, tp=tp, recompute=mode,
+        experts=shape.experts, topk=shape.topk, capacity_factor=shape.capacity_factor,
+        expert_ffn_hidden=shape.experts_ffn, etp=etp, q_lora_rank=shape.q_lora_rank,
+        kv_lora_rank=shape.kv_lora_rank, qk_rope_head_dim=shape.rope_dim, qk_nope_head_dim=shape.nope_dim,
+        v_head_dim=shape.v_dim,
+    )
 
 
 # --- checkpointing ------------------------------------------------------------------------------
