@@ -88,8 +88,8 @@ class Shape:
 # --- blocks -----------------------------------------------------------------------------------
 
 class _FusedRMSNormFn(torch.autograd.Function):
-    """RMSNorm saving what the fused GPU kernel saves (derivatives.yaml, ``_fused_rms_norm``):
-    the input and the fp32 reciprocal RMS per token. (On the CPU ``F.rms_norm`` decomposes into
+    """RMSNorm saving what the fused GPU kernel saves: PyTorch's ``FusedRmsNormBackward0`` node
+    keeps ``_saved_input``, ``_saved_result1`` (the fp32 reciprocal RMS per token) and the weight. (On the CPU ``F.rms_norm`` decomposes into
     fp32 elementwise ops that keep fp32 copies; the GPU kernel does not.)"""
 
     @staticmethod
