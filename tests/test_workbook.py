@@ -291,7 +291,7 @@ def test_inputs_have_validation_that_names_the_input(formulas_wb):
     assert "MFU" in by_cell[mfu].error and "> 0" in by_cell[mfu].error and "<= 1" in by_cell[mfu].error
     assert by_cell[mfu].showErrorMessage
     rec = by_cell[named(formulas_wb, "Recompute").coordinate]
-    assert rec.type == "list" and rec.formula1 == '"none,selective,full"'
+    assert rec.type == "list" and rec.formula1 == '"none,selective,op_selective,full"'
     zero = by_cell[named(formulas_wb, "ZeRO_Stage").coordinate]
     assert "INT(" in zero.formula1 and ">=0" in zero.formula1 and "<=3" in zero.formula1
     assert by_cell[named(formulas_wb, "Seq_Parallel").coordinate].formula1 == '"TRUE,FALSE"'
