@@ -80,9 +80,10 @@ def _region(tp, seq_parallel):
 @formula(
     udf="ACT_ATTENTION_BYTES", unit="bytes per layer", category="activations",
     equation=(
-        "T = s*b/cp, r = 1/t with SP else 1; none (GQA, flash): T*[r*(2h + n + l*h) + (2*a*dh + 4*kv*dh + 2*a*dh)/t + 4a/t "
-        "+ (h if dropout)*r], n = 4 RMSNorm / 8 LayerNorm; unfused: 2a*s per token (5a*s with dropout) instead of 4a; "
-        "MLA: see docs/activations.md; selective: no s^2/lse; op_selective: T*[2h*r + q + v + out + lse]; full: 2T*h*r"
+        "T = s*b/cp, a = heads/t, k = max(kv/t, 1), r = 1/t with SP else 1, n = 4 (RMSNorm) or 8 (LayerNorm); "
+        "none (GQA, flash): T*[r*(2h + n + l*h + h if dropout) + 2a*d + 4k*d + 2a*d + 4a]; unfused: 2a*s "
+        "(5a*s with dropout) for 4a, k = a; MLA: docs/activations.md; selective: without 4a or 2a*s; "
+        "op_selective: T*[2h*r + 2a*d + 2k*d + 2a*d + 4a (+2h/t SP)]; full: 2T*h*r"
     ),
     source=_SRC, check=_check_layout,
 )
@@ -146,9 +147,9 @@ def act_attention_bytes(seq_len, micro_batch, hidden, heads, kv_heads, head_dim,
 @formula(
     udf="ACT_FFN_BYTES", unit="bytes per layer", category="activations",
     equation=(
-        "T = s*b/cp, r = 1/t with SP; none: T*[r*(2h + n + l*h + (h if dropout)) + ((6 + l)F if gated else (2 + l)F)/t]; "
-        "selective: same; op_selective: T*[gated: 2F/t + 2h (+2h/t SP); plain: 2F/t] (after 4 attention mms; "
-        "after 5 the other ones); full: 0 (the layer input is counted with attention)"
+        "T = s*b/cp, F = ffn/t, r = 1/t with SP; none and selective: T*[r*(2h + n + l*h + h if dropout) + "
+        "(6 + l)F gated or (2 + l)F plain]; op_selective: T*[gated 2F + 2h, plain 2F (after 4 attention mms; "
+        "after 5: gated 2F, plain 2h) + 2h/t with SP]; full: 0 (the layer input is counted with attention)"
     ),
     source=_SRC,
 )
