@@ -1,4 +1,4 @@
-"""Write the measured table of docs/activations.md: LAYER_ACTIVATION_BYTES against PyTorch's count.
+"""Write the measured tables of docs/activations.md: LAYER_ACTIVATION_BYTES against PyTorch's count.
 
     python scripts/make_activation_docs.py          # measure (needs torch) and rewrite the table
     python scripts/make_activation_docs.py --check  # exit 1 if the table is not what a new run gives
@@ -33,6 +33,9 @@ def baseline_bytes(shape, tp, seq, batch, mode):
                                    shape.gated, tp, False, rc, shape.flash)
 
 
+MODES = ("none", "op_selective", "full")
+
+
 def rows():
     import torch
 
@@ -51,11 +54,26 @@ def rows():
     return out
 
 
+PEAK_CASES = ("llama-gqa", "llama-unfused-attention", "moe-top2", "mla-q-lora", "mla-no-q-lora")
+
+
+def peak_rows():
+    import torch_blocks as tb
+
+    seq, batch = tb.SIZES[-1]
+    out = []
+    for case in PEAK_CASES:
+        shape, tp, etp = tb.CASES[case]
+        layer = tb.make_layer(tb.local_shape(shape, tp, etp), max_seq=max(s for s, _ in tb.SIZES))
+        out.append((case, seq, batch, [tb.backward_peak_bytes(layer, batch, seq, m) for m in tb.MODES]))
+    return out
+
+
 def _pct(pred, measured):
     return f"{100 * (pred / measured - 1):+.1f}%"
 
 
-def render(data) -> str:
+def render(data, peaks) -> str:
     import torch
 
     lines = [
@@ -81,6 +99,15 @@ def render(data) -> str:
     for mode in worst:
         base = f"{100 * worst_base[mode]:.1f}%" if mode in worst_base else "—"
         lines.append(f"| {mode} | {100 * worst[mode]:.1f}% | {base} |")
+    lines += ["", "Bytes alive at once during the layer's backward (kept, recomputed, gradients; parameters left out).",
+              "A recomputing backward first rebuilds what its forward did not keep, so its peak is about that",
+              "of no recomputation: the kept bytes plus ACT_RECOMPUTE_WORKING_BYTES (a test holds this to 5%).", "",
+              "| case | s | b | " + " | ".join(f"peak, {m}" for m in MODES) + " | " +
+              " | ".join(f"{m} vs none" for m in MODES[1:]) + " |",
+              "|---|---|---|" + "---|" * (2 * len(MODES) - 1)]
+    for case, seq, batch, p in peaks:
+        lines.append(f"| {case} | {seq} | {batch} | " + " | ".join(f"{v:,}" for v in p) + " | " +
+                     " | ".join(_pct(v, p[0]) for v in p[1:]) + " |")
     lines.append(END)
     return "\n".join(lines)
 
@@ -96,7 +123,7 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 if docs/activations.md's table is out of date")
     args = ap.parse_args()
     doc = DOC.read_text(encoding="utf-8")
-    new = splice(doc, render(rows()))
+    new = splice(doc, render(rows(), peak_rows()))
     if args.check:
         if new != doc:
             print("docs/activations.md is out of date: run python scripts/make_activation_docs.py", file=sys.stderr)

@@ -104,3 +104,33 @@ def test_docs_table_is_what_a_new_run_measures():
         assert float(predicted.replace(",", "")) == round(formula_bytes(shape, tp, etp, seq, batch, mode))
         fresh = tb.kept_bytes(_layer(local_shape(shape, tp, etp)), batch, seq, mode)
         assert abs(int(measured.replace(",", "")) / fresh - 1) <= 0.01, (case, seq, batch, mode)
+    peaks = [[c.strip() for c in line.strip("|").split("|")] for line in doc.splitlines()
+             if line.startswith("| ") and line.count("|") == 2 * len(tb.MODES) + 3][1:]
+    assert peaks
+    for case, seq, batch, *cells in peaks:
+        shape, tp, etp = CASES[case]
+        for mode, cell in zip(tb.MODES, cells):
+            fresh = tb.backward_peak_bytes(_layer(local_shape(shape, tp, etp)), int(batch), int(seq), mode)
+            assert abs(int(cell.replace(",", "")) / fresh - 1) <= 0.01, (case, mode)
+
+
+@pytest.mark.parametrize("mode", ["op_selective", "full"])
+@pytest.mark.parametrize("case", ["llama-gqa", "llama-unfused-attention", "moe-top2", "mla-q-lora", "mla-no-q-lora"])
+def test_recompute_working_set_at_the_backward_peak(case, mode):
+    """What the backward adds on top of the kept bytes, beyond what it adds without recomputation, is
+    ACT_RECOMPUTE_WORKING_BYTES (within 5% of the backward's peak)."""
+    from xlcalc.formulas.activations import act_recompute_working_bytes
+
+    shape, tp, etp = CASES[case]
+    layer = _layer(local_shape(shape, tp, etp))
+    seq, batch = SIZES[-1]
+    peak_none = tb.backward_peak_bytes(layer, batch, seq, "none")
+    grads_etc = peak_none - tb.kept_bytes(layer, batch, seq, "none")  # gradients in flight, no recompute
+    added = tb.backward_peak_bytes(layer, batch, seq, mode) - tb.kept_bytes(layer, batch, seq, mode)
+    working = act_recompute_working_bytes(
+        seq, batch, shape.hidden, shape.heads, shape.kv_heads, shape.head_dim, shape.ffn, gated_ffn=shape.gated,
+        flash_attention=shape.flash, tp=tp, recompute=mode, experts=shape.experts, topk=shape.topk,
+        capacity_factor=shape.capacity_factor, expert_ffn_hidden=shape.experts_ffn, etp=etp,
+        q_lora_rank=shape.q_lora_rank, kv_lora_rank=shape.kv_lora_rank, qk_rope_head_dim=shape.rope_dim,
+        qk_nope_head_dim=shape.nope_dim, v_head_dim=shape.v_dim)
+    assert abs(added - (working + grads_etc)) <= TOLERANCE * peak_none, (added, working, grads_etc)

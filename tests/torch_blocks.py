@@ -464,6 +464,44 @@ def kept_bytes(layer: Layer, batch: int, seq: int, mode: str, detail: bool = Fal
     return sorted(kept, reverse=True) if detail else sum(n for n, _ in kept)
 
 
+class _PeakTracker(_StorageTracker):
+    """Also the largest sum of live tracked storages seen after any op while ``on``."""
+
+    def __init__(self, excluded: set[int]):
+        super().__init__()
+        self.excluded, self.peak, self.on = excluded, 0, False
+
+    def live(self) -> int:
+        total = 0
+        for ref, _ in self.refs.values():
+            st = ref()
+            if st is not None and st.data_ptr() not in self.excluded:
+                total += st.nbytes()
+        return total
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        if self.on:
+            self.peak = max(self.peak, self.live())
+        return out
+
+
+def backward_peak_bytes(layer: Layer, batch: int, seq: int, mode: str) -> int:
+    """The most bytes alive at once during the layer's backward: kept tensors, recomputed tensors,
+    gradients (parameter storages left out). With recomputation the backward first rebuilds what the
+    forward did not keep, so the peak shows the recompute working set on top of the kept bytes."""
+    x0 = _input(layer.attention.s, batch, seq)
+    tracker = _PeakTracker(_excluded(layer))
+    with tracker:
+        x = x0.clone()
+        out = run(layer, x, mode)
+        del x
+        gc.collect(0)
+        tracker.on = True
+        out.backward(torch.ones_like(out))
+    return tracker.peak
+
+
 def saved_tensor_bytes(layer: Layer, batch: int, seq: int, mode: str = "none") -> int:
     """Unique storage bytes of the tensors autograd packs (``saved_tensors_hooks``)."""
     x0 = _input(layer.attention.s, batch, seq)
