@@ -188,7 +188,7 @@ def act_ffn_bytes(seq_len, micro_batch, hidden, ffn_hidden, gated_ffn=True, norm
         "T = s*b/cp, R = c*k rows per token; none: T*[r*(2h + n) + 4h + 4E + 27k + 2k*h + R*(l*h + (6 + l)*Fe/etp) "
         "+ shared (l*h + (6 + l)*Fs/t)]; op_selective: T*[12k + (ep > 1: 2R*h + 2k*h) + shared saved mms]; full: 0"
     ),
-    source=_SRC,
+    source=_SRC, check=_check_layout,
 )
 def act_moe_bytes(seq_len, micro_batch, hidden, experts, topk, expert_ffn_hidden, capacity_factor=1,
                   shared_ffn_hidden=0, norm_type="rmsnorm", dropout=False, tp=1, seq_parallel=False, cp=1, ep=1,
