@@ -31,6 +31,149 @@ from xlwings import arg, func, ret
 
 
 @func(category=CATEGORY)
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("norm_type", ndim=2, doc="Normalisation: \"rmsnorm\" (keeps 4 bytes per token) or \"layernorm\" (8)")
+@arg("flash_attention", ndim=2, doc="Fused (Flash) attention: no s x s tensors stored, causal half computed (TRUE/FALSE)")
+@arg("dropout", ndim=2, doc="Dropout on (keeps a 1-byte mask per element it drops from) (TRUE/FALSE)")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
+@arg("cp", ndim=2, doc="Context-parallel size (the sequence is split over cp GPUs) [GPUs]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@arg("linear_input_bytes", ndim=2, doc="Bytes per element of the tensors kept as inputs of linear layers (bf16: 2; FP8 as Transformer Engine keeps them: 1) [bytes]")
+@arg("q_lora_rank", ndim=2, doc="MLA: rank of the query down-projection (0 = queries projected directly)")
+@arg("kv_lora_rank", ndim=2, doc="MLA: rank of the joint key/value down-projection (0 = not MLA: GQA/MHA)")
+@arg("qk_rope_head_dim", ndim=2, doc="MLA: rotary part of each query/key head")
+@arg("qk_nope_head_dim", ndim=2, doc="MLA: non-rotary part of each query/key head")
+@arg("v_head_dim", ndim=2, doc="MLA: dimension of each value head")
+@ret()
+def ACT_ATTENTION_BYTES(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, norm_type="rmsnorm", flash_attention=True, dropout=False, tp=1, seq_parallel=False, cp=1, recompute="none", linear_input_bytes=2, q_lora_rank=0, kv_lora_rank=0, qk_rope_head_dim=0, qk_nope_head_dim=0, v_head_dim=0):
+    """Activation bytes of the attention half of one layer (its norm, projections, core, residual input). [bytes per layer]. T = s*b/cp, a = heads/t, k = max(kv/t, 1), r = 1/t with SP else 1, n = 4 (RMSNorm) or 8 (LayerNorm); none (GQA, flash): T*[r*(2h + n +..."""
+    return formula_call("act_attention_bytes", seq_len, micro_batch, hidden, heads, kv_heads, head_dim, norm_type, flash_attention, dropout, tp, seq_parallel, cp, recompute, linear_input_bytes, q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim)
+
+
+@func(category=CATEGORY)
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
+@arg("norm_type", ndim=2, doc="Normalisation: \"rmsnorm\" (keeps 4 bytes per token) or \"layernorm\" (8)")
+@arg("dropout", ndim=2, doc="Dropout on (keeps a 1-byte mask per element it drops from) (TRUE/FALSE)")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
+@arg("cp", ndim=2, doc="Context-parallel size (the sequence is split over cp GPUs) [GPUs]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@arg("linear_input_bytes", ndim=2, doc="Bytes per element of the tensors kept as inputs of linear layers (bf16: 2; FP8 as Transformer Engine keeps them: 1) [bytes]")
+@arg("q_lora_rank", ndim=2, doc="MLA: rank of the query down-projection (0 = queries projected directly)")
+@arg("kv_lora_rank", ndim=2, doc="MLA: rank of the joint key/value down-projection (0 = not MLA: GQA/MHA)")
+@ret()
+def ACT_FFN_BYTES(seq_len, micro_batch, hidden, ffn_hidden, gated_ffn=True, norm_type="rmsnorm", dropout=False, tp=1, seq_parallel=False, cp=1, recompute="none", linear_input_bytes=2, q_lora_rank=0, kv_lora_rank=0):
+    """Activation bytes of the dense feed-forward half of one layer (its norm, its input, the FFN). [bytes per layer]. T = s*b/cp, F = ffn/t, r = 1/t with SP; none and selective: T*[r*(2h + n + l*h + h if dropout) + (6 + l)F gated or (2 + l)F plain]; op_selec..."""
+    return formula_call("act_ffn_bytes", seq_len, micro_batch, hidden, ffn_hidden, gated_ffn, norm_type, dropout, tp, seq_parallel, cp, recompute, linear_input_bytes, q_lora_rank, kv_lora_rank)
+
+
+@func(category=CATEGORY)
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("experts", ndim=2, doc="Routed experts of a mixture-of-experts layer (0 = dense feed-forward)")
+@arg("topk", ndim=2, doc="Experts each token is routed to (top-k)")
+@arg("expert_ffn_hidden", ndim=2, doc="Inner size of one routed expert's feed-forward")
+@arg("capacity_factor", ndim=2, doc="Expert capacity factor: buffer rows per expert = factor x tokens x k / experts (1 = dropless on average) [ratio]")
+@arg("shared_ffn_hidden", ndim=2, doc="Inner size of the shared experts' feed-forward, all shared experts together (0 = none)")
+@arg("norm_type", ndim=2, doc="Normalisation: \"rmsnorm\" (keeps 4 bytes per token) or \"layernorm\" (8)")
+@arg("dropout", ndim=2, doc="Dropout on (keeps a 1-byte mask per element it drops from) (TRUE/FALSE)")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
+@arg("cp", ndim=2, doc="Context-parallel size (the sequence is split over cp GPUs) [GPUs]")
+@arg("ep", ndim=2, doc="Expert-parallel size (experts split over ep GPUs, tokens exchanged all-to-all) [GPUs]")
+@arg("etp", ndim=2, doc="Expert tensor-parallel size (each expert's feed-forward split over etp GPUs) [GPUs]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@arg("linear_input_bytes", ndim=2, doc="Bytes per element of the tensors kept as inputs of linear layers (bf16: 2; FP8 as Transformer Engine keeps them: 1) [bytes]")
+@arg("q_lora_rank", ndim=2, doc="MLA: rank of the query down-projection (0 = queries projected directly)")
+@arg("kv_lora_rank", ndim=2, doc="MLA: rank of the joint key/value down-projection (0 = not MLA: GQA/MHA)")
+@ret()
+def ACT_MOE_BYTES(seq_len, micro_batch, hidden, experts, topk, expert_ffn_hidden, capacity_factor=1, shared_ffn_hidden=0, norm_type="rmsnorm", dropout=False, tp=1, seq_parallel=False, cp=1, ep=1, etp=1, recompute="none", linear_input_bytes=2, q_lora_rank=0, kv_lora_rank=0):
+    """Activation bytes of a mixture-of-experts feed-forward half of one layer. [bytes per layer]. T = s*b/cp, R = c*k rows per token; none: T*[r*(2h + n) + 4h + 4E + 27k + 2k*h + R*(l*h + (6 + l)*Fe/etp) + shared (l*h + (6 + l)*Fs/t)]; op_selective: T*[12k +..."""
+    return formula_call("act_moe_bytes", seq_len, micro_batch, hidden, experts, topk, expert_ffn_hidden, capacity_factor, shared_ffn_hidden, norm_type, dropout, tp, seq_parallel, cp, ep, etp, recompute, linear_input_bytes, q_lora_rank, kv_lora_rank)
+
+
+@func(category=CATEGORY)
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
+@arg("norm_type", ndim=2, doc="Normalisation: \"rmsnorm\" (keeps 4 bytes per token) or \"layernorm\" (8)")
+@arg("flash_attention", ndim=2, doc="Fused (Flash) attention: no s x s tensors stored, causal half computed (TRUE/FALSE)")
+@arg("dropout", ndim=2, doc="Dropout on (keeps a 1-byte mask per element it drops from) (TRUE/FALSE)")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
+@arg("cp", ndim=2, doc="Context-parallel size (the sequence is split over cp GPUs) [GPUs]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@arg("linear_input_bytes", ndim=2, doc="Bytes per element of the tensors kept as inputs of linear layers (bf16: 2; FP8 as Transformer Engine keeps them: 1) [bytes]")
+@arg("experts", ndim=2, doc="Routed experts of a mixture-of-experts layer (0 = dense feed-forward)")
+@arg("topk", ndim=2, doc="Experts each token is routed to (top-k)")
+@arg("capacity_factor", ndim=2, doc="Expert capacity factor: buffer rows per expert = factor x tokens x k / experts (1 = dropless on average) [ratio]")
+@arg("expert_ffn_hidden", ndim=2, doc="Inner size of one routed expert's feed-forward")
+@arg("shared_ffn_hidden", ndim=2, doc="Inner size of the shared experts' feed-forward, all shared experts together (0 = none)")
+@arg("ep", ndim=2, doc="Expert-parallel size (experts split over ep GPUs, tokens exchanged all-to-all) [GPUs]")
+@arg("etp", ndim=2, doc="Expert tensor-parallel size (each expert's feed-forward split over etp GPUs) [GPUs]")
+@arg("q_lora_rank", ndim=2, doc="MLA: rank of the query down-projection (0 = queries projected directly)")
+@arg("kv_lora_rank", ndim=2, doc="MLA: rank of the joint key/value down-projection (0 = not MLA: GQA/MHA)")
+@arg("qk_rope_head_dim", ndim=2, doc="MLA: rotary part of each query/key head")
+@arg("qk_nope_head_dim", ndim=2, doc="MLA: non-rotary part of each query/key head")
+@arg("v_head_dim", ndim=2, doc="MLA: dimension of each value head")
+@ret()
+def LAYER_ACTIVATION_BYTES(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=True, norm_type="rmsnorm", flash_attention=True, dropout=False, tp=1, seq_parallel=False, cp=1, recompute="none", linear_input_bytes=2, experts=0, topk=1, capacity_factor=1, expert_ffn_hidden=0, shared_ffn_hidden=0, ep=1, etp=1, q_lora_rank=0, kv_lora_rank=0, qk_rope_head_dim=0, qk_nope_head_dim=0, v_head_dim=0):
+    """Activation bytes one transformer layer keeps for its backward pass on one GPU (one micro-batch). [bytes per layer]. ACT_ATTENTION_BYTES + (ACT_MOE_BYTES if experts > 0 else ACT_FFN_BYTES), per recompute mode. Source: Korthikanti et al. 2022 (arXiv 2205..."""
+    return formula_call("layer_activation_bytes", seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn, norm_type, flash_attention, dropout, tp, seq_parallel, cp, recompute, linear_input_bytes, experts, topk, capacity_factor, expert_ffn_hidden, shared_ffn_hidden, ep, etp, q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim)
+
+
+@func(category=CATEGORY)
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
+@arg("norm_type", ndim=2, doc="Normalisation: \"rmsnorm\" (keeps 4 bytes per token) or \"layernorm\" (8)")
+@arg("flash_attention", ndim=2, doc="Fused (Flash) attention: no s x s tensors stored, causal half computed (TRUE/FALSE)")
+@arg("dropout", ndim=2, doc="Dropout on (keeps a 1-byte mask per element it drops from) (TRUE/FALSE)")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
+@arg("cp", ndim=2, doc="Context-parallel size (the sequence is split over cp GPUs) [GPUs]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@arg("linear_input_bytes", ndim=2, doc="Bytes per element of the tensors kept as inputs of linear layers (bf16: 2; FP8 as Transformer Engine keeps them: 1) [bytes]")
+@arg("experts", ndim=2, doc="Routed experts of a mixture-of-experts layer (0 = dense feed-forward)")
+@arg("topk", ndim=2, doc="Experts each token is routed to (top-k)")
+@arg("capacity_factor", ndim=2, doc="Expert capacity factor: buffer rows per expert = factor x tokens x k / experts (1 = dropless on average) [ratio]")
+@arg("expert_ffn_hidden", ndim=2, doc="Inner size of one routed expert's feed-forward")
+@arg("shared_ffn_hidden", ndim=2, doc="Inner size of the shared experts' feed-forward, all shared experts together (0 = none)")
+@arg("ep", ndim=2, doc="Expert-parallel size (experts split over ep GPUs, tokens exchanged all-to-all) [GPUs]")
+@arg("etp", ndim=2, doc="Expert tensor-parallel size (each expert's feed-forward split over etp GPUs) [GPUs]")
+@arg("q_lora_rank", ndim=2, doc="MLA: rank of the query down-projection (0 = queries projected directly)")
+@arg("kv_lora_rank", ndim=2, doc="MLA: rank of the joint key/value down-projection (0 = not MLA: GQA/MHA)")
+@arg("qk_rope_head_dim", ndim=2, doc="MLA: rotary part of each query/key head")
+@arg("qk_nope_head_dim", ndim=2, doc="MLA: non-rotary part of each query/key head")
+@arg("v_head_dim", ndim=2, doc="MLA: dimension of each value head")
+@ret()
+def ACT_RECOMPUTE_WORKING_BYTES(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=True, norm_type="rmsnorm", flash_attention=True, dropout=False, tp=1, seq_parallel=False, cp=1, recompute="none", linear_input_bytes=2, experts=0, topk=1, capacity_factor=1, expert_ffn_hidden=0, shared_ffn_hidden=0, ep=1, etp=1, q_lora_rank=0, kv_lora_rank=0, qk_rope_head_dim=0, qk_nope_head_dim=0, v_head_dim=0):
+    """Recompute working set: the tensors one layer recomputes in its backward, alive at once (once per GPU). [bytes]. LAYER_ACTIVATION_BYTES(recompute = none) - LAYER_ACTIVATION_BYTES(recompute), once per GPU. Source: torch.utils.checkpoint: the backward rec..."""
+    return formula_call("act_recompute_working_bytes", seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn, norm_type, flash_attention, dropout, tp, seq_parallel, cp, recompute, linear_input_bytes, experts, topk, capacity_factor, expert_ffn_hidden, shared_ffn_hidden, ep, etp, q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim)
+
+
+@func(category=CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
 @ret()
@@ -111,7 +254,7 @@ def IMPLIED_MFU(params_b, tokens_t, peak_tflops, gpu_hours):
 
 
 @func(category=CATEGORY)
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("hidden", ndim=2, doc="Hidden size h")
 @ret()
@@ -122,7 +265,7 @@ def HW_FLOPS_FACTOR(recompute, seq_len, hidden):
 
 @func(category=CATEGORY)
 @arg("mfu", ndim=2, doc="Model FLOPs utilisation, a fraction of peak (0.4 = 40%) [fraction]")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("hidden", ndim=2, doc="Hidden size h")
 @ret()
@@ -462,7 +605,7 @@ def MEM_LORA_GB(params_b, trainable_params_b, bytes_weights=2, bytes_trainable=1
 @arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
 @arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @arg("flash_attention", ndim=2, doc="Fused (Flash) attention: no s x s tensors stored, causal half computed (TRUE/FALSE)")
 @ret()
 def ACT_LAYER_BYTES_GENERAL(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False, tp=1, seq_parallel=False, recompute="none", flash_attention=True):
@@ -477,7 +620,7 @@ def ACT_LAYER_BYTES_GENERAL(seq_len, micro_batch, hidden, heads, kv_heads, head_
 @arg("heads", ndim=2, doc="Attention heads a")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
 @arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @ret()
 def ACT_LAYER_BYTES(seq_len, micro_batch, hidden, heads, tp=1, seq_parallel=False, recompute="none"):
     """Activation bytes of one transformer layer (16-bit activations, FFN = 4h, no FlashAttention). [bytes per layer]. none: sbh(10 + 24/t + 5as/(ht)); +SP: sbh(34/t + 5as/(ht)); selective: sbh(10 + 24/t); selective+SP: 34sbh/t; full: 2sbh (/t with SP). Sourc..."""
@@ -492,7 +635,7 @@ def ACT_LAYER_BYTES(seq_len, micro_batch, hidden, heads, tp=1, seq_parallel=Fals
 @arg("heads", ndim=2, doc="Attention heads a")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
 @arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @ret()
 def MEM_ACT_GB(seq_len, micro_batch, hidden, layers, heads, tp=1, seq_parallel=False, recompute="none"):
     """Activation memory per GPU for all layers (the first stage of a 1F1B pipeline). [GB per GPU]. L * per-layer bytes (Korthikanti Table 2) / 1e9; first pipeline stage of 1F1B holds L layers' worth. Source: Korthikanti et al. 2022, Table 2 and §4.2.3"""
@@ -517,7 +660,7 @@ def ACT_INFLIGHT_FACTOR(pp, virtual_stages=1, microbatches=1000000):
 @arg("heads", ndim=2, doc="Attention heads a")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
 @arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
 @arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
@@ -732,7 +875,7 @@ def MODEL_FLOPS_PER_TOKEN(layers, hidden, heads, kv_heads, head_dim, ffn_hidden,
 @arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @ret()
 def HARDWARE_FLOPS_PER_TOKEN(layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq_len, gated_ffn=False, recompute="none"):
     """FLOPs the hardware does per token, recomputation included (the HFU numerator). [FLOPs per token]. model FLOPs + recomputed forward: full + L*(matmul + attention core); selective + L*attention core. Source: Korthikanti et al. 2022 §5 (selective recomput..."""
@@ -779,7 +922,7 @@ def LINEAR_LAYER_TIME_S(tokens, in_features, out_features, peak_tflops, matmul_e
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("heads", ndim=2, doc="Attention heads a")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @ret()
 def ATTENTION_SOFTMAX_BYTES_PER_TOKEN(seq_len, heads, tp=1, recompute="none"):
     """HBM bytes of softmax, mask and dropout over the s x s attention scores, per token and layer (no FlashAttention). [bytes per token per layer]. a/t * s * (9 [fwd: softmax read 2 + write 2, dropout read 2 + write 2 + mask 1] + 11 [bwd: dropout read 2 + ma..."""
@@ -790,7 +933,7 @@ def ATTENTION_SOFTMAX_BYTES_PER_TOKEN(seq_len, heads, tp=1, recompute="none"):
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("heads", ndim=2, doc="Attention heads a")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @ret()
 def ATTENTION_GEMM_BYTES_PER_TOKEN(seq_len, heads, tp=1, recompute="none"):
     """HBM bytes of the s x s score matrices read and written by the attention matmuls, per token and layer. [bytes per token per layer]. a/t * s * (4 [fwd: QK^T writes scores 2, AV reads probabilities 2] + 8 [bwd: dP written 2, P read 2, dS read twice 4] + 4..."""
@@ -828,7 +971,7 @@ def ELEMENTWISE_BYTES_PER_TOKEN(hidden, ffn_hidden, gated_ffn=False, tp=1, seq_p
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
 @arg("hidden", ndim=2, doc="Hidden size h")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @ret()
 def TP_COMM_BYTES_PER_LAYER(seq_len, micro_batch, hidden, tp, recompute="none"):
     """Bytes one GPU sends for tensor parallelism in one layer and one micro-batch. [bytes per GPU]. (4, or 6 with full recompute) ring all-reduces of 2*s*b*h bytes over t ranks; SP: RS+AG, same bytes. Source: Shoeybi et al. 2019 (2 all-reduces forward, 2 bac..."""
@@ -979,7 +1122,7 @@ def LOGITS_MATMUL_FLOPS(hidden, vocab, tokens, tp=1):
 @arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
 @arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @ret()
 def STAGE_MATMUL_FLOPS(layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, gated_ffn=False, tp=1, recompute="none"):
     """Matmul FLOPs of one pipeline stage for some tokens on one GPU, logit layer included. [FLOPs per GPU]. L/p * LAYER_MATMUL_FLOPS * tokens / t * (4 with full recompute, else 3) + LOGITS_MATMUL_FLOPS. Source: Narayanan et al. 2021 §5.1 (forward + backward ..."""
@@ -1000,7 +1143,7 @@ def STAGE_MATMUL_FLOPS(layers_per_stage, tokens, hidden, heads, kv_heads, head_d
 @arg("sm_count", ndim=2, doc="Streaming multiprocessors of one GPU (A100: 108, H100 SXM: 132) [SMs]")
 @arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @ret()
 def STAGE_LINEAR_TIME_S(layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, peak_tflops, matmul_efficiency, sm_count, gated_ffn=False, tp=1, recompute="none"):
     """Matmul time of one pipeline stage for some tokens on one GPU, each matmul in whole waves of tiles. [seconds]. L/p * [LINEAR_LAYER_TIME_S of Q,K,V (h x (a+2kv)*dh/t), attention output (a*dh/t x h), FFN up and gate (h x F*(2 if gated)/t), FFN down (F/t x..."""
@@ -1014,7 +1157,7 @@ def STAGE_LINEAR_TIME_S(layers_per_stage, tokens, hidden, heads, kv_heads, head_
 @arg("heads", ndim=2, doc="Attention heads a")
 @arg("head_dim", ndim=2, doc="Dimension of one attention head")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @ret()
 def STAGE_ATTENTION_FLOPS(layers_per_stage, tokens, seq_len, heads, head_dim, tp=1, recompute="none"):
     """FLOPs of the attention core (scores and weighted sum) of one pipeline stage for some tokens on one GPU. [FLOPs per GPU]. L/p * ATTENTION_CORE_FLOPS * tokens / t * (4 with selective or full recompute, else 3). Source: Korthikanti et al. 2022 §5 (selecti..."""
@@ -1041,7 +1184,7 @@ def FLASH_ATTENTION_TIME_S(flops, peak_tflops, attention_efficiency):
 @arg("matmul_efficiency", ndim=2, doc="Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak) [fraction]")
 @arg("hbm_tb_s", ndim=2, doc="Memory (HBM) bandwidth of one GPU, TB/s [TB/s]")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @ret()
 def STAGE_UNFUSED_ATTENTION_TIME_S(flops, layers_per_stage, tokens, seq_len, heads, peak_tflops, matmul_efficiency, hbm_tb_s, tp=1, recompute="none"):
     """Time of the unfused attention core of one pipeline stage for some tokens on one GPU (no FlashAttention). [seconds]. UNFUSED_ATTENTION_TIME_S(flops, L/p*tokens*gemm bytes per token, L/p*tokens*softmax bytes per token). Source: ATTENTION_GEMM_BYTES_PER_T..."""
@@ -1058,7 +1201,7 @@ def STAGE_UNFUSED_ATTENTION_TIME_S(flops, layers_per_stage, tokens, seq_len, hea
 @arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
 @arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @arg("elementwise_factor", ndim=2, doc="Multiplier on the counted HBM traffic of non-matmul kernels (norms, residuals, activations); 0 = ignore")
 @ret()
 def ELEMENTWISE_TIME_S(layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn=False, tp=1, seq_parallel=False, recompute="none", elementwise_factor=1):
@@ -1074,7 +1217,7 @@ def ELEMENTWISE_TIME_S(layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
 @arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
 @arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" or \"full\"")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @arg("tp_overlap", ndim=2, doc="Share of tensor-parallel communication hidden behind compute (0: Megatron default) [fraction]")
 @ret()
 def TP_COMM_TIME_S(layers_per_stage, seq_len, micro_batch, hidden, tp, scaleup_gb_s, link_efficiency, recompute="none", tp_overlap=0):
@@ -1137,6 +1280,11 @@ def DP_COMM_TIME_S(params_per_gpu, dp, microbatch_s, bandwidth_gb_s, link_effici
 
 
 FORMULA_UDFS: tuple[str, ...] = (
+    "ACT_ATTENTION_BYTES",
+    "ACT_FFN_BYTES",
+    "ACT_MOE_BYTES",
+    "LAYER_ACTIVATION_BYTES",
+    "ACT_RECOMPUTE_WORKING_BYTES",
     "TRAIN_FLOPS",
     "FLOPS_PER_TOKEN",
     "MEGATRON_ITER_FLOPS",
@@ -1234,9 +1382,13 @@ FORMULA_UDFS: tuple[str, ...] = (
 )
 UDF_NAMES: tuple[str, ...] = FORMULA_UDFS + TABLE_UDFS
 __all__ = [  # every worksheet function, and the lists of the hand-written ones
+    "ACT_ATTENTION_BYTES",
+    "ACT_FFN_BYTES",
     "ACT_INFLIGHT_FACTOR",
     "ACT_LAYER_BYTES",
     "ACT_LAYER_BYTES_GENERAL",
+    "ACT_MOE_BYTES",
+    "ACT_RECOMPUTE_WORKING_BYTES",
     "ALLGATHER_BYTES",
     "ALLREDUCE_BYTES",
     "ARITHMETIC_INTENSITY",
@@ -1280,6 +1432,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "HFU_FROM_MFU",
     "HW_FLOPS_FACTOR",
     "IMPLIED_MFU",
+    "LAYER_ACTIVATION_BYTES",
     "LAYER_MATMUL_FLOPS",
     "LINEAR_LAYER_TIME_S",
     "LOGITS_MATMUL_FLOPS",
