@@ -35,6 +35,10 @@ def readme_paragraph(v: dict) -> str:
         "constant, a matmul efficiency per software-stack profile, is fitted on the other sources and the",
         "held-out source's runs are predicted, beside a constant-MFU baseline on the same runs.",
         V.headline_sentence(v),
+        "The planner's default efficiency is the catalog's `training_matmul_efficiency` ("
+        + ", ".join(f"{V.catalog.get_gpu(g).name.replace('NVIDIA ', '')} {V.catalog.get_gpu(g).training_matmul_efficiency:.3f}"
+                    for g in ("a100-80gb", "h100-sxm"))
+        + "); the efficiencies fitted here per software-stack profile are in the document.",
         ("Issue 11's targets (median error ≤ 10%, ≥ 75% within 15%, ≥ 15 points better than the best constant) "
          "are met." if met else
          f"Issue 11's targets (median error ≤ 10%, ≥ 75% within 15%, ≥ 15 points better than the best constant) "

@@ -1,13 +1,12 @@
-"""Planner: seed 002's 70B case, the validation against published measured runs, CLI contract."""
+"""Planner: seed 002's 70B case, pins, CLI contract (validation against measured runs: test_validation_runs.py)."""
 
-import importlib.util
 import json
 import subprocess
 import sys
 
 import pytest
 
-from conftest import REFERENCE, ROOT
+from conftest import ROOT
 from xlcalc import catalog
 from xlcalc.errors import CatalogError, InputError
 from xlcalc.planner import Settings, arch_from_flags, plan, plan_table
@@ -55,87 +54,6 @@ def test_seed002_days_next_to_seed(seed002):
     seed_days_at_predicted_mfu = 76.08 * 0.4 / best.mfu
     assert best.days == pytest.approx(seed_days_at_predicted_mfu, rel=0.10)  # 6ND vs 6N+attention per token
     assert 0.25 < best.mfu < 0.8
-
-
-def _validation():
-    spec = importlib.util.spec_from_file_location("make_validation", ROOT / "scripts" / "make_validation.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-@pytest.fixture(scope="module")
-def validation():
-    mod = _validation()
-    records = json.loads((REFERENCE / "published.json").read_text(encoding="utf-8"))
-    return mod, mod.validate(records)
-
-
-def test_validation_against_measured_runs(validation):
-    mod, v = validation
-    results = v["results"]
-    assert len(results) == 19
-    # Issue 5: predicted MFU within 15% (relative) of the measured value for at least 80% of the runs --
-    # each run predicted with a matmul efficiency calibrated on the other documents' runs (held out)
-    assert mod.within(results) >= 0.8
-    assert all(r["error"] is not None for r in results)
-    # first principles (the GPU's microbenchmark matmul efficiency, nothing from training runs): records
-    # megatron-h100-weak-* all within 15%; the A100 runs of 2021-22 (narayanan21-*, megatron-a100-*) within 25%
-    h100 = [r for r in results if r["gpu"] == "h100-sxm"]
-    assert len(h100) == 9 and all(abs(r["mamf_error"]) <= 0.15 for r in h100)
-    a100 = [r for r in results if r["gpu"] == "a100-80gb"]
-    assert len(a100) == 10 and all(abs(r["mamf_error"]) <= 0.25 for r in a100)
-    # llama1-65b, in no calibration (another paper and software stack; layout chosen by the planner):
-    # 380 tokens/s per GPU measured; the A100 default predicts it within 15%
-    ind = v["independent"]
-    assert ind["measured"] == 380 and abs(ind["calibrated"]["error"]) <= 0.15
-    # docs/validation.md is what the script makes from these results (regenerate it when the model changes)
-    assert (ROOT / "docs" / "validation.md").read_text(encoding="utf-8") == mod.render(v)
-
-
-def test_calibration_never_sees_the_run_it_predicts(validation):
-    mod, v = validation
-    all_cases = [dict(r) for r in v["results"]]
-    for case in all_cases:
-        training = mod.training_set(case, all_cases)
-        assert training and case["id"] not in {t["id"] for t in training}
-        assert all(t["gpu"] == case["gpu"] for t in training)
-        sources = {c["source"] for c in all_cases if c["gpu"] == case["gpu"]}
-        if len(sources) > 1:  # A100: Narayanan et al. 2021 is predicted from the Megatron-LM README and back
-            assert all(t["source"] != case["source"] for t in training)
-
-
-def test_catalog_training_efficiency_is_the_fit(validation):
-    # the planner's default efficiency is the one fitted to all published runs of the GPU; refit when the
-    # model changes (python scripts/make_validation.py prints both)
-    _, v = validation
-    assert set(v["fitted"]) == {"a100-80gb", "h100-sxm"}
-    for gpu, eff in v["fitted"].items():
-        row = catalog.get_gpu(gpu)
-        assert row.training_matmul_efficiency == eff
-        assert 0.5 < eff <= row.matmul_efficiency  # below the single-GPU microbenchmark maximum
-
-
-def test_fit_efficiency_finds_the_zero_of_the_mean_log_error():
-    mod = _validation()
-    # independent toy curves: log error = e - 0.7 and e - 0.8 on the grid -> mean 0 at e = 0.75
-    curves = [[e - 0.7 for e in mod.GRID], [e - 0.8 for e in mod.GRID]]
-    assert mod.fit_efficiency(curves) == pytest.approx(0.75, abs=1e-3)
-
-
-def test_validation_pins_documented_software(validation):
-    mod, _ = validation
-    records = json.loads((REFERENCE / "published.json").read_text(encoding="utf-8"))
-    by_id = {c["id"]: c for c in mod.cases(records)}
-    # NVIDIA/Megatron-LM examples/pretrain_gpt3_175B.sh: --micro-batch-size 1, no interleaving, --fp16
-    a100 = by_id["megatron-a100-gpt3-175b-1024gpu"]
-    gpt3 = mod.predict(a100, 0.7)
-    assert gpt3["plan"] == "TP=8, PP=16, DP=8, ZeRO-0, recompute full, micro-batch 1"
-    # Narayanan et al. 2021 PTD-P: plain data parallelism, gradient all-reduce after the backward pass
-    for rid in ("narayanan21-1t-3072", "narayanan21-table2-175b-1536"):
-        case = by_id[rid]
-        assert case["pins"]["zero_stage"] == 0 and case["software"]["dp_overlap"] == 0
-        assert "ZeRO-0" in mod.predict(case, 0.7)["plan"]
 
 
 def test_plan_table_header_and_rows(seed002):
