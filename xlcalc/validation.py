@@ -177,7 +177,8 @@ def _model(rec: dict) -> catalog.Model:
         biases=bool(m.get("biases")), learned_positions=bool(m.get("learned_positions")),
         experts=moe.get("experts", 0), experts_active=moe.get("experts_active", 0),
         shared_experts=moe.get("shared_experts", 0), moe_ffn_hidden=moe.get("moe_ffn_hidden"),
-        dense_layers=moe.get("dense_layers", 0),
+        dense_layers=moe.get("dense_layers", 0), published_params_b=m.get("params_b"),
+        published_active_params_b=moe.get("active_params_b"),
     )
 
 
@@ -644,6 +645,35 @@ def _table(title_col: str, groups: dict[str, list[Scored]], extra_cols=None) -> 
     return lines
 
 
+def _seq_band(q: Query) -> str:
+    return "≤ 2k" if q.seq_len <= 2048 else "4k" if q.seq_len <= 4096 else "8k" if q.seq_len <= 8192 else "16k-32k" \
+        if q.seq_len <= 32768 else "> 32k"
+
+
+def _size_band(q: Query) -> str:
+    p = q.params_b
+    return "< 3B" if p < 3 else "3-15B" if p < 15 else "15-100B" if p < 100 else "≥ 100B"
+
+
+_BANDS = ["≤ 2k", "4k", "8k", "16k-32k", "> 32k", "< 3B", "3-15B", "15-100B", "≥ 100B", "none", "selective", "full",
+          "not stated"]
+
+
+def _order(value: str):
+    return (_BANDS.index(value), "") if value in _BANDS else (len(_BANDS), value)
+
+
+# the groups of the diagnosis table: (label, the query's group)
+_DIAGNOSIS = [
+    ("precision", lambda q: q.precision),
+    ("sequence", _seq_band),
+    ("model", _size_band),
+    ("recompute", lambda q: q.recompute or "not stated"),
+    ("profile", lambda q: q.profile),
+    ("profile x GPU", lambda q: f"{q.profile} on {q.gpu_label}"),
+]
+
+
 def _bucket(groups: dict, key: str, s: Scored) -> None:
     groups.setdefault(key, []).append(s)
 
@@ -752,23 +782,19 @@ def render(v: dict) -> str:
         _bucket(by_gpu, s.query.gpu_label, s)
     L += _table("GPU (as the source names it)", by_gpu)
     L += ["", "## By precision, sequence length, model size and stack", "",
-          "Where the model fails, to guide its next version.", ""]
+          "Where the model fails, to guide its next version. The *hindsight constant* of a row is the best",
+          "constant for that row's runs alone (a stronger baseline than one constant for all).", ""]
     groups: dict[str, list[Scored]] = {}
-    for s in sc:
-        _bucket(groups, f"precision {s.query.precision}", s)
-    for s in sc:
-        q = s.query
-        band = "≤ 2k" if q.seq_len <= 2048 else "4k" if q.seq_len <= 4096 else "8k" if q.seq_len <= 8192 else "> 8k"
-        _bucket(groups, f"sequence {band}", s)
-    for s in sc:
-        p = s.query.params_b
-        band = "< 3B" if p < 3 else "3-15B" if p < 15 else "15-100B" if p < 100 else "≥ 100B"
-        _bucket(groups, f"model {band}", s)
-    for s in sc:
-        _bucket(groups, f"profile {s.query.profile}", s)
+    for label, key in _DIAGNOSIS:
+        for s in sorted(sc, key=lambda s: _order(key(s.query))):
+            _bucket(groups, f"{label} {key(s.query)}", s)
     for s in sc:
         _bucket(groups, "memory model: fits" if s.curve.fits else "memory model: does not fit (run evaluated anyway)", s)
     L += _table("group", groups)
+    worst = sorted(((summary([s.error for s in g])["bias"], name, len(g)) for name, g in groups.items()
+                    if len(g) >= 5 and not name.startswith("memory")), key=lambda x: -abs(x[0]))[:5]
+    L += ["", "Largest median signed errors (groups of at least 5 runs): "
+          + "; ".join(f"{name} {bias:+.0%} ({n} runs)" for bias, name, n in worst) + "."]
     L += ["", "## Every scored run", "",
           "Measured and predicted MFU on the common basis; *constant* is the constant MFU fitted on the other "
           "sources.", "",
