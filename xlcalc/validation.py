@@ -688,6 +688,21 @@ def _gpu_name(gid: str) -> str:
     return catalog.get_gpu(gid).name.replace("NVIDIA ", "")
 
 
+def _reason_groups(reason: str) -> list[str]:
+    """The summary lines a skip reason counts under."""
+    lacks = "the step-time model has no "
+    if reason.startswith(lacks):
+        parts = reason[len(lacks):].split(", no ")
+        return [lacks + (part.split(" (")[0] if part.startswith("uneven") else part).strip() for part in parts]
+    if reason.startswith("record not predictable"):
+        return ["record not predictable (configuration or architecture not stated; see the record's notes)"]
+    if reason.startswith("same recipe"):
+        return ["same recipe measured again in a newer release"]
+    if reason.startswith("the planner refuses it"):
+        return [reason.split(";")[0].split(" (")[0]]
+    return [reason]
+
+
 def render(v: dict) -> str:
     sc: list[Scored] = v["scored"]
     h = headline(v)
@@ -811,9 +826,11 @@ def render(v: dict) -> str:
     L += ["", f"## Not scored ({len(skipped)} of {v['records']} records)", ""]
     reasons: dict[str, int] = {}
     for k in skipped:
-        key = k.reason.split(":")[0] if k.reason.startswith(("same recipe", "the planner refuses", "record not")) else k.reason
-        reasons[key] = reasons.get(key, 0) + 1
-    L += ["| reason | records |", "|---|---:|", *[f"| {r} | {n} |" for r, n in sorted(reasons.items(), key=lambda x: -x[1])]]
+        for r in _reason_groups(k.reason):
+            reasons[r] = reasons.get(r, 0) + 1
+    L += ["A record can need more than one missing feature, so the counts may add up to more than the records.", "",
+          "| reason | records |", "|---|---:|",
+          *[f"| {r} | {n} |" for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0]))]]
     L += ["", "| record | source | reason |", "|---|---|---|",
           *[f"| {k.id} | {k.source_id} | {k.reason} |" for k in skipped], ""]
     return "\n".join(L)
