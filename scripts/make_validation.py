@@ -44,7 +44,7 @@ def readme_paragraph(v: dict) -> str:
          f"Issue 11's targets (median error ≤ 10%, ≥ 75% within 15%, ≥ 15 points better than the best constant) "
          f"are not met yet ({gain:+.0f} points against the best constant); the document breaks the error down by "
          "source, GPU, precision, sequence length and model size, and lists the runs this version of the model "
-         "cannot express (FP8, MoE, context parallelism, GPUs missing from the catalog) with the reason."),
+         "cannot express (" + ", ".join(V.missing_features(v)) + ") with the reason."),
     ]
     return "\n".join(lines)
 

@@ -677,7 +677,7 @@ def headline_sentence(v: dict) -> str:
     """The README's sentence of figures (the script prints it; a test checks README.md quotes it)."""
     h = headline(v)
     return (f"Leave-one-source-out over {h['runs']} published measured runs from {h['sources']} sources "
-            f"({', '.join(_gpu_name(g) for g in h['gpus'])}): predicted MFU has a median error of "
+            f"(GPU figures of {', '.join(_gpu_name(g) for g in h['gpus'])}): predicted MFU has a median error of "
             f"{h['model']['median']:.1%} and is within 15% for {h['model']['within']:.0%} of the runs; one constant "
             f"MFU fitted on the other sources gives {h['constant']['median']:.1%} and {h['constant']['within']:.0%}, "
             f"the best constant in hindsight ({h['hindsight_mfu']:.3f}) {h['hindsight']['median']:.1%} and "
@@ -686,6 +686,19 @@ def headline_sentence(v: dict) -> str:
 
 def _gpu_name(gid: str) -> str:
     return catalog.get_gpu(gid).name.replace("NVIDIA ", "")
+
+
+def missing_features(v: dict) -> list[str]:
+    """What the skipped runs need that this version lacks: model features, then catalog GPUs."""
+    lacks = "the step-time model has no "
+    out: dict[str, None] = {}
+    for k in v["skipped"]:
+        for r in _reason_groups(k.reason):
+            if r.startswith(lacks):
+                out[r[len(lacks):].split(" (")[0]] = None
+    if any("not in the GPU catalog" in k.reason or "the GPU catalog has no" in k.reason for k in v["skipped"]):
+        out["GPUs or GPU figures missing from the catalog"] = None
+    return list(out)
 
 
 def _reason_groups(reason: str) -> list[str]:
