@@ -33,7 +33,7 @@ import inspect
 import json
 import math
 import statistics
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
@@ -738,7 +738,9 @@ def render(v: dict) -> str:
         "Every published run with a configuration complete enough to predict is turned into a prediction query:",
         "architecture, GPU, GPU count, the layout the source states (TP, PP, CP, EP, DP, interleaving,",
         "micro-batch, global batch, sequence length, recompute, sharding, precision). What a source leaves",
-        "unstated is the planner's best choice. Each source is predicted with the model's free constants",
+        f"unstated is the planner's best choice at a matmul efficiency of {REFERENCE_EFFICIENCY} (if its memory model",
+        "fits none, the stated layout is evaluated anyway with the most frugal unstated choices: the run did run,",
+        "and the table says so). Each source is predicted with the model's free constants",
         "fitted on the **other** sources only (leave one source out), and beside every figure stand two",
         "constant-MFU baselines on exactly the same runs: the constant fitted on the other sources, and the",
         "best constant in hindsight (the one that puts most of the scored runs within 15%).",
