@@ -155,7 +155,7 @@ def test_megatron_bridge_reruns_of_a_recipe_are_scored_once(records):
     kept_ids = {q.id for q in kept}
     for d in dropped:
         newer = d.reason.rsplit(": ", 1)[1]
-        assert newer in kept_ids and V._release(newer) > V._release(d.id)
+        assert newer in kept_ids and V.release(newer) > V.release(d.id)
     # other sources are untouched
     assert len(kept) - len(kept_bridge) == len(queries) - len(bridge)
 

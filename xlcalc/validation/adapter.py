@@ -1,0 +1,119 @@
+"""The ONE adapter between a run's query and the planner's step-time model.
+
+Only this module knows the planner's API. :func:`capabilities` reads from it what the model can express
+(FP8, context parallelism, expert parallelism, uneven stages), so the validation grows with the planner.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Optional
+
+from ..planner import Settings, plan
+from ..planner import steptime as pst
+from ..planner.steptime import arch_from_model
+from .runs import Query
+
+# Matmul efficiencies at which every run is predicted once; calibration interpolates between them.
+GRID_STEP = 0.05
+GRID = [round(0.30 + GRID_STEP * i, 2) for i in range(15)]  # 0.30 ... 1.00
+REFERENCE_EFFICIENCY = 0.70  # efficiency at which the planner chooses what a source leaves unstated
+
+
+def capabilities() -> frozenset[str]:
+    """What the planner's step-time model can express, read from its API (grows as the planner does)."""
+    params = inspect.signature(plan).parameters
+    return frozenset(k for k in ("fp8", "cp", "ep", "stage_layers") if k in params)
+
+
+def unsupported(q: Query, caps: frozenset[str]) -> Optional[str]:
+    """Why the model in this version cannot predict ``q``, or None."""
+    needs = []
+    if q.precision == "fp8" and "fp8" not in caps:
+        needs.append("FP8 matmuls")
+    if q.precision == "fp4":
+        needs.append("FP4 (NVFP4) matmuls")
+    if q.cp > 1 and "cp" not in caps:
+        needs.append("context parallelism")
+    if q.moe and "ep" not in caps:
+        needs.append("MoE expert parallelism (all-to-all, expert-sharded gradients)")
+    if q.stage_layers and "stage_layers" not in caps:
+        needs.append(f"uneven pipeline stages ({q.model.layers} layers on PP{q.pp})")
+    return ("the step-time model has no " + ", no ".join(needs)) if needs else None
+
+
+@dataclass
+class Curve:
+    """A run's predicted tokens/s per GPU at each efficiency of GRID, and the configuration predicted."""
+
+    tokens_s: list[float]
+    config: str
+    fits: bool                      # the planner's memory model lets the configuration fit
+
+
+def _settings(q: Query, eff: float) -> Settings:
+    return Settings(matmul_efficiency=eff, **dict(q.settings))
+
+
+def predict(q: Query, caps: frozenset[str] | None = None) -> Curve:
+    """THE adapter: the planner's prediction of run ``q`` at every matmul efficiency of :data:`GRID`.
+
+    What the source states is pinned; what it leaves unstated (micro-batch, recompute, ZeRO stage,
+    sequence parallelism, interleaving) is the planner's best choice at :data:`REFERENCE_EFFICIENCY`. When
+    the planner's memory model lets no configuration fit (the run did run), the pinned configuration is
+    evaluated with the most frugal unstated choices and flagged. Raises InputError/CatalogError when the
+    planner refuses the query.
+    """
+    caps = capabilities() if caps is None else caps
+    arch = arch_from_model(q.model)
+    pins = dict(tp=q.tp, pp=q.pp, zero_stage=q.zero_stage, recompute=q.recompute, micro_batch=q.micro_batch,
+                seq_parallel=q.seq_parallel, virtual_stages=q.virtual_stages)
+    extra = {}
+    if "cp" in caps:
+        extra["cp"] = q.cp
+    if "fp8" in caps:
+        extra["fp8"] = q.precision == "fp8"
+    if "stage_layers" in caps and q.stage_layers:
+        extra["stage_layers"] = list(q.stage_layers)
+    if "ep" in caps:
+        extra["ep"] = q.ep
+    kw = dict(arch=arch, gpu=q.gpu, n_gpus=q.n_gpus, seq_len=q.seq_len,
+              global_batch_tokens=q.global_batch * q.seq_len, tokens_t=1, top=1)
+    res = plan(**kw, settings=_settings(q, REFERENCE_EFFICIENCY), **pins, **extra)
+    fields = dict(tp=q.tp, pp=q.pp, dp=q.dp)
+    if res.plans:
+        best = res.plans[0]
+        fields.update(zero_stage=best.zero_stage, seq_parallel=best.seq_parallel, recompute=best.recompute,
+                      micro_batch=best.micro_batch, virtual_stages=best.virtual_stages)
+        label, fits = best.label(), True
+    else:
+        fields.update(zero_stage=q.zero_stage if q.zero_stage is not None else (1 if q.dp > 1 else 0),
+                      seq_parallel=q.seq_parallel if q.seq_parallel is not None else q.tp > 1,
+                      recompute=q.recompute or "full", micro_batch=q.micro_batch or 1,
+                      virtual_stages=q.virtual_stages or 1)
+        label, fits = None, False
+    cfg_fields = {k: v for k, v in fields.items()}
+    config_params = inspect.signature(pst.Config).parameters
+    for k, v in extra.items():
+        if k in config_params:
+            cfg_fields[k] = tuple(v) if k == "stage_layers" else v
+    cfg = pst.Config(**cfg_fields)
+    if label is None:
+        label = (f"TP={cfg.tp}, PP={cfg.pp}, DP={cfg.dp}, ZeRO-{cfg.zero_stage}{', SP' if cfg.seq_parallel else ''}, "
+                 f"recompute {cfg.recompute}, micro-batch {cfg.micro_batch}"
+                 + (f", v={cfg.virtual_stages}" if cfg.virtual_stages > 1 else ""))
+    out = []
+    for eff in GRID:
+        st = _settings(q, eff)
+        hw = _resolve(q, st)
+        pred = pst.evaluate(arch, hw, st, cfg, q.seq_len, q.global_batch)
+        out.append(pred.tokens_per_s_per_gpu)
+    return Curve(tokens_s=out, config=label, fits=fits)
+
+
+def _resolve(q: Query, st: Settings):
+    params = inspect.signature(pst.resolve_hardware).parameters
+    if "n_gpus" in params:
+        return pst.resolve_hardware(q.gpu, st, n_gpus=q.n_gpus)
+    return pst.resolve_hardware(q.gpu, st)

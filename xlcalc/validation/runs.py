@@ -1,0 +1,310 @@
+"""Published measured runs as prediction queries, every measurement on one basis.
+
+:func:`to_query` turns a record of ``xlcalc/data/reference/throughput_runs.json`` into a :class:`Query`
+(architecture, GPU, GPU count, the layout the source pins, precision, the measured tokens/s per GPU and where it
+comes from) or a :class:`Skip` with the reason; :func:`deduplicate` keeps the newest release of each
+Megatron-Bridge recipe.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from .. import catalog
+from ..errors import CatalogError
+from ..formulas import steptime as fs
+from ..planner.steptime import arch_from_model
+
+RUNS_JSON = Path(__file__).resolve().parent.parent / "data" / "reference" / "throughput_runs.json"
+# Software-stack profiles: one fitted matmul efficiency each.
+PROFILES = {
+    "megatron-bridge-perf-summary": "megatron",
+    "megatron-moe-modelzoo": "megatron",
+    "nemo-perf-summary-24.07": "megatron",
+    "megatron-lm-readme-h100": "megatron",
+    "megascale2024": "megatron",           # Megatron-LM rows and MegaScale (a Megatron-LM derivative)
+    "llama3-paper": "megatron",            # Meta's 4D stack: TP/PP/CP + FSDP, Megatron-style schedules
+    "deepseek-v3-report": "megatron",      # HAI-LLM: PP/EP + ZeRO-1, Megatron-style 3D layout
+    "narayanan2021": "megatron-2021",
+    "korthikanti2022": "megatron-2021",
+    "megatron-lm-readme-a100": "megatron-2021",
+    "llm-foundry-benchmarks": "fsdp-eager",
+    "torchtitan-benchmarks": "fsdp-compiled",
+}
+PROFILE_TEXT = {
+    "megatron": "Megatron-Core / NeMo / Megatron-Bridge and Megatron-style 3D/4D stacks (2023-2026)",
+    "megatron-2021": "Megatron-LM of 2021-22 on A100 (no FlashAttention, fp16 gradients reduced after the backward pass)",
+    "fsdp-eager": "PyTorch FSDP without compilation (Composer / llm-foundry)",
+    "fsdp-compiled": "PyTorch FSDP2 with torch.compile (torchtitan)",
+}
+
+# Settings the documented software of a profile implies (everything else: the planner's defaults).
+# Megatron-LM 2021-22 (megatron/training.py train_step): the data-parallel all-reduce runs after the whole
+# forward-backward schedule (dp_overlap 0); --fp16 without --accumulate-allreduce-grads-in-fp32 reduces fp16
+# gradients (grad_bytes 2); no FlashAttention (2022).
+PROFILE_SETTINGS = {
+    "megatron-2021": dict(dp_overlap=0.0, grad_bytes=2, flash_attention=False),
+}
+
+# Scale-out bandwidth per GPU of the vendors' reference systems, used only where the GPU catalog has none.
+# DGX A100: eight 200 Gb/s HDR HCAs per 8 GPUs = 25 GB/s per GPU (also Narayanan et al. 2021 §5; llm-foundry's
+# A100 nodes: 1600 Gb/s RoCE per 8 GPUs). DGX H100 / HGX H200: one 400 Gb/s NDR port per GPU = 50 GB/s.
+SCALEOUT_GB_S = {"a100-80gb": 25, "a100-40gb": 25, "h100-sxm": 50, "h200": 50, "h800": 50, "b200": 50}
+
+# GPUs the runs name without a catalog id: the catalog GPU whose figures stand in, and why.
+GPU_STAND_IN = {
+    "Ampere GPU (model not stated; A100-class)": (
+        "a100-80gb", "MegaScale's 'NVIDIA Ampere GPUs' (the stated figures imply the 312 TFLOP/s A100 peak); A100 80GB figures"),
+    "H100 (96GB HBM2e, 500 W, Grand Teton)": (
+        "h100-sxm", "torchtitan's Grand Teton H100 (96 GB, 500 W, peak not published); H100 SXM figures and peak, 96 GB"),
+}
+GPU_MEMORY_GB = {"H100 (96GB HBM2e, 500 W, Grand Teton)": 96.0}
+
+SHARDING_ZERO = {"fsdp_full_shard": 3, "zero3": 3, "megatron_fsdp": 3, "fsdp_grad_op": 2, "zero1": 1, "none": 0}
+RECOMPUTE = {"none": "none", "full": "full", "megatron_selective": "selective", "selective_op": "selective",
+             "selective_other": "selective"}
+
+
+@dataclass(frozen=True)
+class Query:
+    """One measured run as a prediction query, with its measurement on the common basis."""
+
+    id: str
+    source_id: str
+    profile: str
+    gpu: str                        # catalog id whose figures the prediction uses
+    gpu_label: str                  # the GPU as the source names it
+    n_gpus: int
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    dp: int
+    virtual_stages: Optional[int]
+    micro_batch: Optional[int]
+    global_batch: int               # sequences
+    seq_len: int
+    recompute: Optional[str]        # planner's name, None: not stated
+    zero_stage: Optional[int]       # None: not stated
+    seq_parallel: Optional[bool]
+    precision: str                  # "bf16", "fp8" or "fp4" (the GEMMs)
+    moe: bool
+    model: catalog.Model = field(repr=False)
+    params_b: float
+    flops_per_token: float          # model FLOPs per token (planner's count)
+    peak_tflops: float              # dense BF16 peak of the catalog GPU
+    measured_tokens_s: float        # tokens/s per GPU
+    basis: str                      # where measured_tokens_s comes from
+    settings: tuple = ()            # extra Settings of the profile and system, as (name, value) pairs
+    stage_layers: Optional[tuple[int, ...]] = None
+
+    @property
+    def measured_mfu(self) -> float:
+        return self.measured_tokens_s * self.flops_per_token / (self.peak_tflops * 1e12)
+
+    def layout(self) -> str:
+        parts = [f"TP{self.tp}", f"PP{self.pp}"]
+        if self.cp > 1:
+            parts.append(f"CP{self.cp}")
+        if self.ep > 1:
+            parts.append(f"EP{self.ep}")
+        parts.append(f"DP{self.dp}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Skip:
+    id: str
+    source_id: str
+    reason: str
+
+
+def load_runs(path: Path | str = RUNS_JSON) -> list[dict]:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def _model(rec: dict) -> catalog.Model:
+    m = rec["model"]
+    if m.get("catalog_id"):
+        try:
+            return catalog.get_model(m["catalog_id"])
+        except CatalogError:
+            pass
+    moe = m.get("moe") or {}
+    return catalog.Model(
+        id=rec["id"], name=m["name"], source=m.get("arch_source") or rec["source"], layers=m["layers"],
+        hidden=m["hidden"], heads=m["heads"], kv_heads=m.get("kv_heads"), head_dim=m.get("head_dim"),
+        ffn_hidden=m["ffn_hidden"], gated_ffn=bool(m.get("gated_ffn")), vocab=m["vocab"],
+        tied_embeddings=bool(m.get("tied_embeddings")), seq_len=rec["layout"]["seq_len"],
+        biases=bool(m.get("biases")), learned_positions=bool(m.get("learned_positions")),
+        experts=moe.get("experts", 0), experts_active=moe.get("experts_active", 0),
+        shared_experts=moe.get("shared_experts", 0), moe_ffn_hidden=moe.get("moe_ffn_hidden"),
+        dense_layers=moe.get("dense_layers", 0), published_params_b=m.get("params_b"),
+        published_active_params_b=moe.get("active_params_b"),
+    )
+
+
+def _gpu(rec: dict) -> tuple[str, catalog.GPU]:
+    """(catalog id, row) of the run's GPU; a CatalogError names what is missing."""
+    gid = rec.get("gpu_catalog_id")
+    if gid:
+        return gid, catalog.get_gpu(gid)
+    if rec["gpu"] in GPU_STAND_IN:
+        gid = GPU_STAND_IN[rec["gpu"]][0]
+        return gid, catalog.get_gpu(gid)
+    row = catalog.get_gpu(rec["gpu"])  # a GPU the catalog has gained since the record was written
+    return row.id, row
+
+
+def _precision(rec: dict) -> str:
+    mm = (rec["precision"].get("matmul") or "").lower()
+    if mm.startswith("fp8"):
+        return "fp8"
+    if mm.startswith("fp4"):
+        return "fp4"
+    return "bf16"  # bf16, fp16 and "fp16/bf16": the same 16-bit tensor-core peak
+
+
+def _measured_tokens_s(rec: dict, arch, seq_len: int, recompute: Optional[str]) -> tuple[Optional[float], str]:
+    """Tokens/s per GPU and where it comes from (stated, derived by the record, or from the stated TFLOP/s)."""
+    me = rec["measured"]
+    derived = me.get("derived") or {}
+    if me.get("tokens_per_s_per_gpu"):
+        return me["tokens_per_s_per_gpu"], "tokens/s stated"
+    if derived.get("tokens_per_s_per_gpu"):
+        return derived["tokens_per_s_per_gpu"], "tokens/s derived in the record"
+    step = me.get("iteration_time_s") or me.get("step_time_s")
+    if step:
+        lay = rec["layout"]
+        return (lay["global_batch_sequences"] * lay["seq_len"] / step / rec["n_gpus"],
+                "global batch x sequence / stated step time / GPUs")
+    conv = me.get("flops_convention", "")
+    tflops = me.get("tflops_per_gpu") or derived.get("tflops_per_gpu")
+    shape = dict(layers=arch.layers, hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
+                 head_dim=arch.head_dim, ffn_hidden=arch.ffn_hidden, vocab=arch.vocab, seq_len=seq_len,
+                 gated_ffn=arch.gated_ffn)
+    if conv.startswith("hardware"):
+        if tflops is None:
+            return None, "no TFLOP/s"
+        hf = fs.hardware_flops_per_token.raw(**shape, recompute=recompute or "full")
+        return tflops * 1e12 / hf, "hardware TFLOP/s / our hardware FLOPs per token (recompute counted)"
+    if conv.startswith("model"):
+        if tflops is None and me.get("mfu"):
+            tflops = me["mfu"] * _peak_of_record(rec)
+            basis = "stated MFU x stated peak / our model FLOPs per token"
+        else:
+            basis = "model TFLOP/s / our model FLOPs per token"
+        if tflops is None:
+            return None, "no TFLOP/s"
+        return tflops * 1e12 / fs.model_flops_per_token.raw(**shape), basis
+    return None, f"no throughput in a known convention ({conv})"
+
+
+def _peak_of_record(rec: dict) -> float:
+    _, row = _gpu(rec)
+    return row.bf16_tflops or row.fp16_tflops
+
+
+def to_query(rec: dict) -> Query | Skip:
+    """A predictable record as a query; a Skip with the reason otherwise."""
+    rid, src = rec["id"], rec["source_id"]
+    if not rec.get("predictable"):
+        return Skip(rid, src, "record not predictable (" + (rec.get("notes") or "")[:80].rstrip() + "...)")
+    lay = rec["layout"]
+    try:
+        gid, row = _gpu(rec)
+    except CatalogError:
+        return Skip(rid, src, f"GPU {rec['gpu']!r} is not in the GPU catalog")
+    peak = row.bf16_tflops or row.fp16_tflops
+    if not peak:
+        return Skip(rid, src, f"the GPU catalog has no dense bf16/fp16 peak for {row.name}")
+    if rec["model"].get("vocab") is None:
+        return Skip(rid, src, "vocabulary not stated")
+    try:
+        model = _model(rec)
+    except (ValueError, CatalogError) as e:
+        return Skip(rid, src, f"architecture not expressible: {e}")
+    arch = arch_from_model(model)
+    seq = lay["seq_len"]
+    recompute = RECOMPUTE.get(rec.get("recompute")) if rec.get("recompute") else None
+    tokens, basis = _measured_tokens_s(rec, arch, seq, recompute)
+    if tokens is None:
+        return Skip(rid, src, basis)
+    profile = PROFILES.get(src)
+    if profile is None:
+        return Skip(rid, src, f"no software-stack profile for source {src}")
+    extra = dict(PROFILE_SETTINGS.get(profile, {}))
+    if not row.scaleout_gb_s and gid in SCALEOUT_GB_S:
+        extra["scaleout_gb_s"] = SCALEOUT_GB_S[gid]
+    if rec["gpu"] in GPU_MEMORY_GB:
+        extra["memory_gb"] = GPU_MEMORY_GB[rec["gpu"]]
+    if src == "narayanan2021" and lay.get("sharding") is None:
+        zero = 0  # PTD-P: tensor + pipeline + plain data parallelism (ZeRO only as the §5.2 baseline)
+    else:
+        zero = SHARDING_ZERO.get(lay.get("sharding"))
+    tp, pp, cp = lay["tp"], lay["pp"], lay.get("cp") or 1
+    dp = rec["n_gpus"] // (tp * pp * cp)
+    mfpt = fs.model_flops_per_token.raw(layers=arch.layers, hidden=arch.hidden, heads=arch.heads,
+                                        kv_heads=arch.kv_heads, head_dim=arch.head_dim, ffn_hidden=arch.ffn_hidden,
+                                        vocab=arch.vocab, seq_len=seq, gated_ffn=arch.gated_ffn)
+    stages = None
+    if pp > 1 and arch.layers % pp:
+        stages = _uneven(arch.layers, pp)
+    return Query(
+        id=rid, source_id=src, profile=profile, gpu=gid, gpu_label=rec["gpu"], n_gpus=rec["n_gpus"], tp=tp, pp=pp,
+        cp=cp, ep=lay.get("ep") or 1, dp=dp, virtual_stages=lay.get("virtual_stages"),
+        micro_batch=lay.get("micro_batch"), global_batch=lay["global_batch_sequences"], seq_len=seq,
+        recompute=recompute, zero_stage=zero, seq_parallel=lay.get("sequence_parallel"),
+        precision=_precision(rec), moe=bool(model.experts), model=model, params_b=model.params_b,
+        flops_per_token=mfpt, peak_tflops=peak, measured_tokens_s=float(tokens), basis=basis,
+        settings=tuple(sorted(extra.items())), stage_layers=stages,
+    )
+
+
+def _uneven(layers: int, pp: int) -> tuple[int, ...]:
+    """Stages as even as possible, the first and last one short (Llama 3: 126 layers on PP16 = 7, 8 x 14, 7)."""
+    base, rem = divmod(layers, pp)
+    if rem == 0:
+        return (base,) * pp
+    big = base + 1
+    short = pp * big - layers  # stages one layer short, taken from both ends
+    out = [big] * pp
+    for i in range(short):
+        out[i // 2 if i % 2 == 0 else pp - 1 - i // 2] -= 1
+    return tuple(out)
+
+
+def release(rid: str) -> tuple:
+    parts = rid.split("-")
+    try:
+        return tuple(int(x) for x in parts[1].split("."))
+    except (IndexError, ValueError):
+        return ()
+
+
+def _recipe(q: Query, rec: dict) -> tuple:
+    """What makes two Megatron-Bridge rows the same recipe (everything but the release)."""
+    lay, prec = rec["layout"], rec["precision"]
+    return (rec["model"]["name"], rec["gpu"], q.n_gpus, prec.get("matmul"), prec.get("fp8_recipe"), q.global_batch,
+            q.micro_batch, q.seq_len, q.tp, q.pp, q.cp, q.virtual_stages, q.ep, lay.get("sharding"),
+            lay.get("fsdp_group"))
+
+
+def deduplicate(queries: list[Query], records: dict[str, dict]) -> tuple[list[Query], list[Skip]]:
+    """Megatron-Bridge recipes measured again in later releases: keep the newest release of each recipe."""
+    def key(q: Query) -> tuple:
+        return _recipe(q, records[q.id]) if q.source_id == "megatron-bridge-perf-summary" else ("run", q.id)
+
+    newest: dict[tuple, Query] = {}
+    for q in queries:
+        k = key(q)
+        if k not in newest or release(q.id) > release(newest[k].id):
+            newest[k] = q
+    kept_ids = {q.id for q in newest.values()}
+    kept = [q for q in queries if q.id in kept_ids]
+    dropped = [Skip(q.id, q.source_id, f"same recipe measured again in a newer release: {newest[key(q)].id}")
+               for q in queries if q.id not in kept_ids]
+    return kept, dropped

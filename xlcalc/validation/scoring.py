@@ -1,0 +1,172 @@
+"""Leave-one-source-out calibration of the free constants, constant-MFU baselines, headline figures."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from ..errors import CatalogError, InputError
+from .adapter import GRID, GRID_STEP, Curve, capabilities, predict, unsupported
+from .runs import PROFILES, Query, Skip, deduplicate, load_runs, to_query
+
+TOLERANCE = 0.15
+
+
+def log_error_at(curve: list[float], eff: float) -> float:
+    """log(predicted / measured) at ``eff``, linear between the grid points."""
+    i = min(max(int((eff - GRID[0]) / GRID_STEP + 1e-9), 0), len(GRID) - 2)
+    frac = (eff - GRID[i]) / GRID_STEP
+    return curve[i] + (curve[i + 1] - curve[i]) * frac
+
+
+def source_weights(ids: list[str], source_of: dict[str, str]) -> list[float]:
+    """Each source weighs 1 in total, whatever its number of runs."""
+    counts: dict[str, int] = {}
+    for i in ids:
+        counts[source_of[i]] = counts.get(source_of[i], 0) + 1
+    return [1 / counts[source_of[i]] for i in ids]
+
+
+def fit_efficiency(curves: list[list[float]], weights: list[float] | None = None) -> float:
+    """The efficiency at which the weighted mean log(predicted / measured) is 0 (bisection on GRID's range).
+
+    Predicted throughput rises with the efficiency, so the mean log error does too.
+    """
+    w = weights or [1.0] * len(curves)
+    total = sum(w)
+    lo, hi = GRID[0], GRID[-1]
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        if sum(wi * log_error_at(c, mid) for wi, c in zip(w, curves)) / total > 0:
+            hi = mid
+        else:
+            lo = mid
+    return round((lo + hi) / 2, 3)
+
+
+def fit_constant_mfu(mfus: list[float], weights: list[float] | None = None) -> float:
+    """The constant MFU with weighted mean log error 0: the weighted geometric mean of the measured MFUs."""
+    w = weights or [1.0] * len(mfus)
+    return round(math.exp(sum(wi * math.log(m) for wi, m in zip(w, mfus)) / sum(w)), 4)
+
+
+def best_constant(mfus: list[float]) -> float:
+    """The hindsight-best constant MFU on these runs: most within the tolerance, then smallest median error."""
+    best, key = None, None
+    for k in range(1, 1000):
+        c = k / 1000
+        errs = [abs(c / m - 1) for m in mfus]
+        score = (sum(e <= TOLERANCE for e in errs), -statistics.median(errs))
+        if key is None or score > key:
+            best, key = c, score
+    return best
+
+
+def summary(errors: list[float]) -> dict:
+    a = [abs(e) for e in errors]
+    return dict(n=len(errors), median=statistics.median(a) if a else float("nan"),
+                within=sum(x <= TOLERANCE for x in a) / len(a) if a else float("nan"),
+                bias=statistics.median(errors) if errors else float("nan"))
+
+
+@dataclass
+class Scored:
+    query: Query
+    curve: Curve
+    profile_used: str               # the profile whose efficiency predicted it, or "pooled"
+    efficiency: float
+    predicted_tokens_s: float
+    error: float
+    constant: float                 # constant MFU fitted on the other sources
+    constant_error: float
+
+    @property
+    def predicted_mfu(self) -> float:
+        return self.predicted_tokens_s * self.query.flops_per_token / (self.query.peak_tflops * 1e12)
+
+
+def loso(queries: list[Query], curves: dict[str, Curve]) -> dict:
+    """Leave-one-source-out: each source predicted with constants fitted on the other sources only.
+
+    Returns ``scored`` (one :class:`Scored` per run), ``calibration`` (source -> the ids each fit used,
+    the profile used, the efficiency and the constant MFU) and ``fitted`` (profile -> efficiency on all runs).
+    """
+    source_of = {q.id: q.source_id for q in queries}
+    logc = {q.id: [math.log(t / q.measured_tokens_s) for t in curves[q.id].tokens_s] for q in queries}
+    sources = list(dict.fromkeys(q.source_id for q in queries))
+    scored: list[Scored] = []
+    calibration = {}
+    for s in sources:
+        train = [q for q in queries if q.source_id != s]
+        profile = PROFILES[s]
+        same = [q for q in train if q.profile == profile]
+        used, label = (same, profile) if same else (train, "pooled")
+        ids = [q.id for q in used]
+        eff = fit_efficiency([logc[i] for i in ids], source_weights(ids, source_of))
+        tids = [q.id for q in train]
+        const = fit_constant_mfu([q.measured_mfu for q in train], source_weights(tids, source_of))
+        calibration[s] = dict(efficiency_ids=ids, constant_ids=tids, profile_used=label, efficiency=eff,
+                              constant=const)
+        for q in queries:
+            if q.source_id != s:
+                continue
+            pred = q.measured_tokens_s * math.exp(log_error_at(logc[q.id], eff))
+            scored.append(Scored(q, curves[q.id], label, eff, pred, pred / q.measured_tokens_s - 1, const,
+                                 const / q.measured_mfu - 1))
+    fitted = {}
+    for p in dict.fromkeys(q.profile for q in queries):
+        ids = [q.id for q in queries if q.profile == p]
+        fitted[p] = fit_efficiency([logc[i] for i in ids], source_weights(ids, source_of))
+    in_sample = [math.exp(log_error_at(logc[s.query.id], fitted[s.query.profile])) - 1 for s in scored]
+    return dict(scored=scored, calibration=calibration, fitted=fitted, in_sample=in_sample)
+
+
+def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> dict:
+    """The whole validation: queries, skips, curves, leave-one-source-out scores. ``ids`` limits the runs."""
+    records = load_runs() if records is None else records
+    if ids is not None:
+        records = [r for r in records if r["id"] in ids]
+    by_id = {r["id"]: r for r in records}
+    caps = capabilities()
+    queries, skipped = [], []
+    for r in records:
+        q = to_query(r)
+        if isinstance(q, Skip):
+            skipped.append(q)
+            continue
+        why = unsupported(q, caps)
+        if why:
+            skipped.append(Skip(q.id, q.source_id, why))
+        else:
+            queries.append(q)
+    queries, dups = deduplicate(queries, by_id)
+    skipped += dups
+    curves, ok = {}, []
+    for q in queries:
+        try:
+            curves[q.id] = predict(q, caps)
+            ok.append(q)
+        except (InputError, CatalogError) as e:
+            skipped.append(Skip(q.id, q.source_id, f"the planner refuses it: {e}"))
+    result = loso(ok, curves) if ok else dict(scored=[], calibration={}, fitted={}, in_sample=[])
+    result.update(records=len(records), skipped=skipped, capabilities=sorted(caps))
+    return result
+
+
+def headline(v: dict) -> dict:
+    """The figures the docs quote: model and both constant baselines on the scored runs."""
+    sc = v["scored"]
+    mfus = [s.query.measured_mfu for s in sc]
+    hind = best_constant(mfus) if mfus else float("nan")
+    model = summary([s.error for s in sc])
+    const = summary([s.constant_error for s in sc])
+    hindsight = summary([hind / m - 1 for m in mfus])
+    return dict(
+        runs=len(sc), sources=len({s.query.source_id for s in sc}), gpus=sorted({s.query.gpu for s in sc}),
+        fp8=sum(s.query.precision == "fp8" for s in sc), moe=sum(s.query.moe for s in sc),
+        model=model, constant=const, hindsight=hindsight, hindsight_mfu=hind,
+        source_weighted_within=statistics.mean(
+            summary([s.error for s in sc if s.query.source_id == src])["within"]
+            for src in dict.fromkeys(s.query.source_id for s in sc)) if sc else float("nan"),
+    )
