@@ -34,7 +34,7 @@ UDFS = ROOT / "udfs"
 CLASSIC = UDFS / "xlcalc_udfs.py"
 LITE = ROOT / "templates" / "lite" / "main.py"
 RUNTIME_MODULES = ("xlcalc_udf_runtime.py", "xlcalc_udf_tables.py")
-BUNDLE_SKIP = ("data/reference/",)  # the published records are for tests and scripts, not read by the engine
+BUNDLE_SKIP = ("data/reference/", "validation/")  # published records and their validation: for tests and scripts, not the engine
 COMMAND = "python scripts/make_udfs.py"
 
 
