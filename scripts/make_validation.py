@@ -10,6 +10,7 @@ calibration and constant-MFU baselines -> the document); this script only writes
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -49,6 +50,18 @@ def readme_paragraph(v: dict) -> str:
     return "\n".join(lines)
 
 
+def as_json(v: dict) -> dict:
+    """The results as plain data: headline, fitted efficiencies, calibration per source, runs scored and not."""
+    cal = {s: {k: c[k] for k in ("profile_used", "efficiency", "constant")} | {"calibration_runs": len(c["efficiency_ids"])}
+           for s, c in v["calibration"].items()}
+    runs = [dict(id=s.query.id, source_id=s.query.source_id, gpu=s.query.gpu_label, n_gpus=s.query.n_gpus,
+                 precision=s.query.precision, basis=s.query.basis, measured_mfu=s.query.measured_mfu,
+                 predicted_mfu=s.predicted_mfu, error=s.error, constant_mfu=s.constant, constant_error=s.constant_error,
+                 configuration=s.curve.config, fits=s.curve.fits) for s in v["scored"]]
+    return dict(headline=V.headline(v), fitted=v["fitted"], calibration=cal, runs=runs,
+                not_scored=[dict(id=k.id, source_id=k.source_id, reason=k.reason) for k in v["skipped"]])
+
+
 def with_paragraph(readme: str, paragraph: str) -> str:
     """README text with the accuracy paragraph (from its bold start to the next blank line) replaced."""
     start = readme.index(PARAGRAPH_START)
@@ -64,8 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true",
                     help="write nothing; exit 1 if docs/validation.md or README.md's paragraph is stale")
     ap.add_argument("--quiet", action="store_true", help="print only the headline")
+    ap.add_argument("--json", action="store_true",
+                    help="write nothing; print the headline, calibration and every scored run as JSON")
     args = ap.parse_args(argv)
     v = V.validate(V.load_runs(args.runs))
+    if args.json:
+        print(json.dumps(as_json(v), indent=1))
+        return 0
     doc = V.render(v)
     readme = with_paragraph(README.read_text(encoding="utf-8"), readme_paragraph(v))
     if args.check:

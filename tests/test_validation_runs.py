@@ -212,3 +212,14 @@ def test_constant_baselines_on_toy_data():
     c = V.best_constant([0.40, 0.41, 0.42, 0.80])
     assert sum(abs(c / m - 1) <= 0.15 for m in [0.40, 0.41, 0.42, 0.80]) == 3
     assert math.isclose(c, 0.41, abs_tol=0.02)
+
+
+def test_json_output_carries_the_same_runs(full, monkeypatch, capsys):
+    import json
+    script = _script()
+    monkeypatch.setattr(script.V, "validate", lambda records: full)
+    assert script.main(["--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["headline"]["runs"] == len(data["runs"]) == len(full["scored"])
+    assert len(data["not_scored"]) == len(full["skipped"])
+    assert set(data["calibration"]) == set(full["calibration"])
