@@ -153,9 +153,11 @@ def test_scenario_columns_equal_the_engine_on_each_gpu(seed002, values_wb):
 
 def test_derived_inputs_hold_their_lookup_as_default(formulas_wb):
     peak = named(formulas_wb, "Peak_TFLOPS").value
-    assert peak.startswith("=INDEX(GPUs!") and "MATCH(GPU_Type" in peak
+    assert peak.startswith('=IF(GPU_Type="",312,') and "INDEX(GPUs!" in peak and "MATCH(GPU_Type" in peak
     assert named(formulas_wb, "GPU_Type").value == "a800"
-    assert isinstance(named(formulas_wb, "Params_B").value, (int, float))  # no model preset: a number
+    # no model preset: the scenario's number until a preset is picked in the dropdown
+    params = named(formulas_wb, "Params_B").value
+    assert params.startswith('=IF(Model_Preset="",70,') and "MATCH(Model_Preset,Models!" in params
 
 
 def test_model_preset_fills_architecture(tmp_path):
@@ -212,7 +214,7 @@ def test_recipes_sheet_holds_each_recipe_with_its_source(formulas_wb):
 def test_bytes_hold_the_recipe_lookup_as_default(formulas_wb, values_wb):
     for name, want in (("Bytes_Weights", 2), ("Bytes_Grads", 4), ("Bytes_Optimizer", 8)):  # seed 002 §7.1.2
         text = named(formulas_wb, name).value
-        assert text.startswith("=INDEX(Recipes!$") and "MATCH(Recipe_Id,Recipes!$A$" in text, text
+        assert text.startswith('=IF(Recipe_Id="",') and "MATCH(Recipe_Id,Recipes!$A$" in text, text
         assert not named(formulas_wb, name).protection.locked, name
         assert named(values_wb, name).value == want, name
 
@@ -278,7 +280,8 @@ def test_number_formats_come_from_the_specs(formulas_wb):
     assert named(formulas_wb, "MFU").number_format == "0.0%"
     assert named(formulas_wb, "USD_per_GPU_Hour").number_format == '"$"#,##0.00'
     for out in OUTPUTS:
-        assert named(formulas_wb, out.name).number_format == out.number_format, out.name
+        want = '"TRUE";"TRUE";"FALSE"' if out.formula.returns == "bool" else out.number_format
+        assert named(formulas_wb, out.name).number_format == want, out.name
 
 
 def test_inputs_have_validation_that_names_the_input(formulas_wb):
@@ -347,7 +350,8 @@ def test_hostile_scenario_text_stays_text(tmp_path):
     for name, text in (("Scenario_Name", sc.name), ("Scenario_Notes", sc.notes)):
         c = named(wb, name)
         assert c.data_type == "s" and c.value == text
-    assert wb["Scenarios"]["C5"].data_type == "s"  # the comparison columns' names, too
+    # the comparison columns' titles are built from their inputs, never from typed text
+    assert wb["Scenarios"]["C5"].data_type == "f" and "HYPERLINK" not in wb["Scenarios"]["C5"].value
     with zipfile.ZipFile(path) as zf:
         xml = zf.read("xl/worksheets/sheet2.xml").decode()  # Inputs
     cell = re.search(r'<c r="B2"[^>]*>.*?</c>', xml).group(0)

@@ -9,8 +9,8 @@ from ..expr import Var
 from ..scenario import INPUTS, OUTPUTS, OUTPUT_BY_NAME, Scenario
 from .catalogs import GPU_DERIVED
 from .model import coord, ref_text
-from .rendering import output_formula
-from .sheets import Ctx, derived_value, id_range
+from .rendering import BOOL_FORMAT, display_format, output_formula
+from .sheets import Ctx, derived_value, id_range, plan_title
 
 from ..inputs import spec
 
@@ -23,7 +23,7 @@ def gpu_variant(base: Scenario, gpu: str) -> Scenario:
     for field in GPU_DERIVED:
         data.pop(field, None)
     data["gpu"] = gpu
-    data["name"] = f"{base.name} on {catalog.get_gpu(gpu).name}"
+    data["name"] = f"the Inputs plan on {catalog.get_gpu(gpu).name}"
     return Scenario.build(**data)
 
 
@@ -51,9 +51,13 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         b.widths.setdefault(s, {})[col] = 22
         b.put(s, f"{col}4", f"Scenario {j + 1}", "header")
         varmap: dict[str, str] = {}
-        row = 5
-        b.put(s, f"A{row}", "Scenario")
-        b.put(s, f"{col}{row}", sc.name, "text_input")
+        title_row = row = 5  # the plan's title, built from this column's inputs once they are placed
+        row += 1
+        b.put(s, f"A{row}", "Scenario name")
+        if linked:
+            b.put(s, f"{col}{row}", "follows the Inputs sheet", "note")
+        else:
+            b.put(s, f"{col}{row}", sc.name, "text_input")
         row += 1
         b.put(s, f"A{row}", "Model preset")
         model_ref = b.put(s, f"{col}{row}", sc.model or "", "text_input")
@@ -81,11 +85,15 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             else:
                 value = derived_value(ctx, sc, cell.field, gpu_ref, model_ref, recipe_ref)
             fmt = spec(cell.spec_name).number_format
-            varmap[cell.name] = b.put(s, f"{col}{row}", value, "input", None if fmt == "General" else fmt)
+            fmt = BOOL_FORMAT if spec(cell.spec_name).kind == "bool" else (None if fmt == "General" else fmt)
+            varmap[cell.name] = b.put(s, f"{col}{row}", value, "input", fmt)
             b.validations.append({"sheet": s, "at": f"{col}{row}", "spec": spec(cell.spec_name),
                                   "label": f"{cell.label} ({cell.name})"})
             row += 1
         row += 1
+        b.put(s, f"A{title_row}", "Plan (built from the inputs below)")
+        b.put(s, f"{col}{title_row}", plan_title(ctx, {**varmap, "GPU_Type": gpu_ref}), "formula")
+        b.wrap.add((s, f"{col}{title_row}"))
         for k, out in enumerate(OUTPUTS):
             varmap[out.name] = ref_text(s, f"{col}{row + k}")
         for out in OUTPUTS:
@@ -93,7 +101,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             expr, subs = output_formula(out.name, varmap, inline=True)
             b.put(s, f"A{r}", out.label)
             b.put(s, f"B{r}", out.unit)
-            b.put(s, f"{col}{r}", expr, "formula", out.number_format, subs)
+            b.put(s, f"{col}{r}", expr, "formula", display_format(out), subs)
             if out.name == "Fits_GPU":
                 b.rules.append((s, f"{col}{r}", "good_if_true"))
             if out.name == "Budget_Left_USD":
@@ -186,7 +194,7 @@ def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
         r = first + i
         varmap: dict[str, str] = {}
         for j, (name, value) in enumerate(zip(PAR_INPUTS, cfg), start=1):
-            varmap[name] = b.put(s, coord(j, r), value, "input")
+            varmap[name] = b.put(s, coord(j, r), value, "input", BOOL_FORMAT if name == "Seq_Parallel" else None)
             sp = {"TP_Size": "tp", "PP_Size": "pp", "ZeRO_Stage": "zero_stage", "Recompute": "recompute",
                   "Seq_Parallel": "seq_parallel"}[name]
             b.validations.append({"sheet": s, "at": coord(j, r), "spec": spec(sp), "label": name})
@@ -194,7 +202,7 @@ def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
             varmap[name] = ref_text(s, coord(j, r))
         for j, name in enumerate(PAR_OUTPUTS, start=len(PAR_INPUTS) + 1):
             expr, subs = output_formula(name, varmap)
-            b.put(s, coord(j, r), expr, "formula", OUTPUT_BY_NAME[name].number_format, subs)
+            b.put(s, coord(j, r), expr, "formula", display_format(OUTPUT_BY_NAME[name]), subs)
     last = first + len(configs) - 1
     b.rules.append((s, f"J{first}:J{last}", "good_if_true"))
     b.freeze[s] = "A5"

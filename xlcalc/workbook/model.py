@@ -8,13 +8,14 @@ cached value written next to each formula is the engine's own number.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from openpyxl.utils.cell import coordinate_from_string, get_column_letter
 
-from ..expr import Expr
+from ..expr import Expr, Text, wrap
 
 _REF = re.compile(r"^(?P<sheet>[A-Za-z][A-Za-z0-9_]*)!\$?(?P<col>[A-Z]{1,3})\$?(?P<row>\d+)$")
 
@@ -48,6 +49,8 @@ class Book:
         self.validations: list[dict[str, Any]] = []   # see writer.add_validation
         self.rules: list[tuple[str, str, str]] = []   # (sheet, range, "good_if_true" | "bad_if_negative")
         self.charts: list[Any] = []                   # callables(workbook) -> None
+        self.wrap: set[tuple[str, str]] = set()       # (sheet, cell) whose text wraps
+        self.print_areas: dict[str, str] = {}         # sheet -> print area ("A1:D20"); default: used range
 
     # -- building -------------------------------------------------------------------
     def sheet(self, title: str) -> dict[str, Cell]:
@@ -142,14 +145,19 @@ class Lookup(Expr):
 
     Workbook plumbing (a table look-up, not a model formula): renders the classic
     INDEX/MATCH pair and evaluates the same look-up over the book's cells.
+    With ``what`` and ``type_in`` the look-up never shows an error value: an empty
+    catalog cell reads "<id>: no published <what> on the <sheet> sheet - type it in
+    <type_in>", and an id the sheet does not hold reads "<id>: not on the <sheet> sheet".
     """
 
-    __slots__ = ("key_expr", "sheet", "key_col", "value_col", "first_row", "last_row")
+    __slots__ = ("key_expr", "sheet", "key_col", "value_col", "first_row", "last_row", "what", "type_in")
 
-    def __init__(self, key_expr: Expr, sheet: str, key_col: str, value_col: str, first_row: int, last_row: int):
+    def __init__(self, key_expr: Expr, sheet: str, key_col: str, value_col: str, first_row: int, last_row: int,
+                 what: str | None = None, type_in: str | None = None):
         self.key_expr, self.sheet = key_expr, sheet
         self.key_col, self.value_col = key_col, value_col
         self.first_row, self.last_row = first_row, last_row
+        self.what, self.type_in = what, type_in
 
     def children(self) -> tuple[Expr, ...]:
         return (self.key_expr,)
@@ -157,21 +165,140 @@ class Lookup(Expr):
     def _range(self, col: str) -> str:
         return f"{self.sheet}!${col}${self.first_row}:${col}${self.last_row}"
 
+    def missing_text(self) -> str:
+        return f": no published {self.what} on the {self.sheet} sheet \u2014 type it in {self.type_in}"
+
+    def unknown_text(self) -> str:
+        return f": not on the {self.sheet} sheet \u2014 pick an id from the list"
+
     def render(self, names: Any, subs: Any = None) -> str:
         key = self.key_expr.render(names, subs)
-        return f"INDEX({self._range(self.value_col)},MATCH({key},{self._range(self.key_col)},0))"
+        index = f"INDEX({self._range(self.value_col)},MATCH({key},{self._range(self.key_col)},0))"
+        if not self.what:
+            return index
+        missing = Text(self.missing_text()).render(names)
+        unknown = Text(self.unknown_text()).render(names)
+        return f'IFERROR(IF({index}="",{key}&{missing},{index}),{key}&{unknown})'
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         key = self.key_expr.evaluate(env)
         for row in range(self.first_row, self.last_row + 1):
             cand = env[f"{self.sheet}!{self.key_col}{row}"]
             if isinstance(cand, str) and isinstance(key, str) and cand.lower() == key.lower():
-                return env[f"{self.sheet}!{self.value_col}{row}"]
+                value = env[f"{self.sheet}!{self.value_col}{row}"]
+                if self.what and value in (None, "", 0) and self.book_blank(env, row):
+                    return f"{key}{self.missing_text()}"
+                return value
+        if self.what:
+            return f"{excel_text(key)}{self.unknown_text()}"
         raise LookupError(f"{key!r} is not in {self._range(self.key_col)}")
+
+    def book_blank(self, env: Mapping[str, Any], row: int) -> bool:
+        """Whether the catalog cell is empty (a blank reads as 0 through the environment)."""
+        book = getattr(env, "book", None)
+        if book is None:
+            return True
+        cell = book.sheets.get(self.sheet, {}).get(f"{self.value_col}{row}")
+        return cell is None or cell.value in (None, "")
 
     def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
         return Lookup(self.key_expr.substitute(mapping), self.sheet, self.key_col, self.value_col,
-                      self.first_row, self.last_row)
+                      self.first_row, self.last_row, self.what, self.type_in)
 
     def key(self) -> Any:
-        return ("lookup", self.sheet, self.key_col, self.value_col, self.key_expr.key())
+        return ("lookup", self.sheet, self.key_col, self.value_col, self.key_expr.key(), self.what)
+
+
+def excel_text(value: Any) -> str:
+    """A value as a spreadsheet shows it when joined with ``&`` (general number format)."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)):
+        v = float(value)
+        return str(int(v)) if v.is_integer() and abs(v) < 1e15 else f"{v:.15g}"
+    return "" if value is None else str(value)
+
+
+class Concat(Expr):
+    """``a & b & ...``: text joined from cells and constants (titles built from the inputs)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, *parts: Any):
+        self.parts = tuple(wrap(p) for p in parts)
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.parts
+
+    def render(self, names: Any, subs: Any = None) -> str:
+        return "&".join(p.render(names, subs) if p.prec > 2 else f"({p.render(names, subs)})" for p in self.parts)
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        return "".join(excel_text(p.evaluate(env)) for p in self.parts)
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return Concat(*(p.substitute(mapping) for p in self.parts))
+
+    def key(self) -> Any:
+        return ("concat", tuple(p.key() for p in self.parts))
+
+
+_ERRORS = (ArithmeticError, TypeError, ValueError, LookupError)
+
+
+class IfError(Expr):
+    """``IFERROR(value, fallback)``: a readable message in place of an error value."""
+
+    __slots__ = ("value", "fallback")
+
+    def __init__(self, value: Any, fallback: Any):
+        self.value, self.fallback = wrap(value), wrap(fallback)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.value, self.fallback)
+
+    def render(self, names: Any, subs: Any = None) -> str:
+        return f"IFERROR({self.value.render(names, subs)},{self.fallback.render(names, subs)})"
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        try:
+            v = self.value.evaluate(env)
+        except _ERRORS:
+            return self.fallback.evaluate(env)
+        if isinstance(v, float) and not math.isfinite(v):
+            return self.fallback.evaluate(env)
+        return v
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return IfError(self.value.substitute(mapping), self.fallback.substitute(mapping))
+
+    def key(self) -> Any:
+        return ("iferror", self.value.key(), self.fallback.key())
+
+
+class IsNumber(Expr):
+    """``ISNUMBER(x)``: TRUE for a number, FALSE for text, a blank, TRUE/FALSE or an error."""
+
+    __slots__ = ("arg",)
+
+    def __init__(self, arg: Any):
+        self.arg = wrap(arg)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.arg,)
+
+    def render(self, names: Any, subs: Any = None) -> str:
+        return f"ISNUMBER({self.arg.render(names, subs)})"
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        try:
+            v = self.arg.evaluate(env)
+        except _ERRORS:
+            return False
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return IsNumber(self.arg.substitute(mapping))
+
+    def key(self) -> Any:
+        return ("isnumber", self.arg.key())

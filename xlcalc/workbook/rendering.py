@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..expr import Expr, Var
+from ..expr import Expr, Var, eq, if_
 from ..scenario import OUTPUT_BY_NAME, OUTPUTS, output_expr
 from .model import Lookup
 
@@ -67,6 +67,28 @@ def output_formula(name: str, varmap: Mapping[str, str] | None = None,
     return expr, subs
 
 
-def catalog_lookup(key: Expr | str, sheet: str, key_col: str, value_col: str, first_row: int, last_row: int) -> Lookup:
-    """INDEX/MATCH of ``key`` in a catalog sheet's id column."""
-    return Lookup(Var(key) if isinstance(key, str) else key, sheet, key_col, value_col, first_row, last_row)
+def catalog_lookup(key: Expr | str, sheet: str, key_col: str, value_col: str, first_row: int, last_row: int,
+                   what: str | None = None, type_in: str | None = None) -> Lookup:
+    """INDEX/MATCH of ``key`` in a catalog sheet's id column.
+
+    With ``what`` (e.g. "peak TFLOPS") and ``type_in`` (where to type a value), an empty
+    catalog cell or an unknown id gives a readable message instead of 0 or #N/A.
+    """
+    return Lookup(Var(key) if isinstance(key, str) else key, sheet, key_col, value_col, first_row, last_row,
+                  what, type_in)
+
+
+def preset_or(key: Expr | str, value: Any, lookup: Lookup) -> Expr:
+    """``IF(key="", value, look-up)``: the preset's figure, or ``value`` while no preset is chosen."""
+    k = Var(key) if isinstance(key, str) else key
+    return if_(eq(k, ""), value, lookup)
+
+
+BOOL_FORMAT = '"TRUE";"TRUE";"FALSE"'  # TRUE/FALSE as words in LibreOffice too (where a boolean is 1/0)
+
+
+def display_format(out: Any) -> str:
+    """Number format of a named result's cell: its own, or TRUE/FALSE as words for a boolean."""
+    if getattr(out.formula, "returns", "number") == "bool" and out.number_format in (None, "General"):
+        return BOOL_FORMAT
+    return out.number_format

@@ -7,13 +7,13 @@ from typing import Any
 
 from .. import catalog
 from ..recipes import get_recipe
-from ..expr import Var
+from ..expr import Func, Var, and_, eq, if_, wrap
 from ..formulas import memory
 from ..inputs import spec
-from ..scenario import INPUT_BY_FIELD, OUTPUT_BY_NAME, Scenario
+from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, OUTPUT_BY_NAME, Scenario
 from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, Table
-from .model import Book, ref_text
-from .rendering import catalog_lookup, output_formula
+from .model import Book, Concat, IfError, IsNumber, ref_text
+from .rendering import BOOL_FORMAT, catalog_lookup, display_format, output_formula, preset_or
 
 BUDGET_FIELDS = ("failure_frac", "experiments_frac", "data_usd", "people_usd", "other_usd", "budget_usd")
 TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes"}
@@ -35,27 +35,40 @@ def id_range(table: Table) -> str:
     return ref_text(table.sheet, f"{col}{table.first_row}") + f":${col}${table.last_row}"
 
 
+# what a preset fills, in the message shown when its catalog has no figure
+WHAT = {"peak_tflops": "dense 16-bit peak TFLOPS", "gpu_memory_gb": "memory (GB)", "gpus_per_node": "GPUs per node",
+        "params_b": "parameter count", "layers": "layer count", "hidden": "hidden size", "heads": "head count",
+        "seq_len": "sequence length", "bytes_weights": "bytes per weight", "bytes_grads": "bytes per gradient",
+        "bytes_optimizer": "optimizer bytes per parameter"}
+
+
 def derived_value(ctx: Ctx, scenario: Scenario, field: str, gpu_key: str, model_key: str,
                   recipe_key: str | None = None) -> Any:
-    """An input's cell content: a catalog look-up when it equals the preset's value, else the number."""
+    """An input's cell content: the preset's look-up, or a typed number that overrides it.
+
+    A field a preset fills (GPU, model, recipe) holds ``IF(preset="", value, look-up)`` so that
+    choosing a preset in its dropdown changes it, and clearing the preset gives back the
+    scenario's value. Where the scenario gives its own number instead of the preset's, that
+    number is written: a typed override wins over the preset.
+    """
     value = getattr(scenario, field)
-    if field in RECIPE_DERIVED and scenario.recipe and recipe_key:
-        if getattr(get_recipe(scenario.recipe), RECIPE_DERIVED[field]) == value:
-            t = ctx.recipes
-            return catalog_lookup(recipe_key, t.sheet, t.col("id"), t.col(RECIPE_DERIVED[field]),
-                                  t.first_row, t.last_row)
-    if field in GPU_DERIVED and scenario.gpu:
-        g = catalog.get_gpu(scenario.gpu)
-        if getattr(g, GPU_DERIVED[field]) == value:
-            return catalog_lookup(gpu_key, ctx.gpus.sheet, ctx.gpus.col("id"), ctx.gpus.col(GPU_DERIVED[field]),
-                                  ctx.gpus.first_row, ctx.gpus.last_row)
-    if field in MODEL_DERIVED and scenario.model:
+    label = INPUT_BY_FIELD[field].name
+    if field in RECIPE_DERIVED and recipe_key:
+        t, preset, column = ctx.recipes, scenario.recipe, RECIPE_DERIVED[field]
+        catalog_value = getattr(get_recipe(preset), column) if preset else None
+    elif field in GPU_DERIVED:
+        t, preset, column, recipe_key = ctx.gpus, scenario.gpu, GPU_DERIVED[field], gpu_key
+        catalog_value = getattr(catalog.get_gpu(preset), column) if preset else None
+    elif field in MODEL_DERIVED:
         from .catalogs import _row_value
-        m = catalog.get_model(scenario.model)
-        if _row_value(m, MODEL_DERIVED[field]) == value:
-            return catalog_lookup(model_key, ctx.models.sheet, ctx.models.col("id"),
-                                  ctx.models.col(MODEL_DERIVED[field]), ctx.models.first_row, ctx.models.last_row)
-    return value
+        t, preset, column, recipe_key = ctx.models, scenario.model, MODEL_DERIVED[field], model_key
+        catalog_value = _row_value(catalog.get_model(preset), column) if preset else None
+    else:
+        return value
+    if preset and catalog_value != value:
+        return value  # the scenario's own number wins over its preset
+    lookup = catalog_lookup(recipe_key, t.sheet, t.col("id"), t.col(column), t.first_row, t.last_row, WHAT[field], label)
+    return preset_or(recipe_key, value, lookup)
 
 
 def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
@@ -67,6 +80,8 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
     fmt = s.number_format if s.number_format != "General" else None
     if s.kind == "int":
         fmt = fmt or "#,##0"
+    if s.kind == "bool":
+        fmt = BOOL_FORMAT
     b.put(sheet, f"B{row}", value, "input", fmt)
     b.name(cell.name, sheet, f"B{row}")
     b.put(sheet, f"C{row}", s.unit)
@@ -81,7 +96,7 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
     expr, subs = output_formula(name, varmap, inline=True)
     b = ctx.book
     b.put(sheet, f"A{row}", label or out.label)
-    ref = b.put(sheet, f"B{row}", expr, "output" if define else "formula", out.number_format, subs)
+    ref = b.put(sheet, f"B{row}", expr, "output" if define else "formula", display_format(out), subs)
     if define:
         b.name(name, sheet, f"B{row}")
     b.put(sheet, f"C{row}", out.unit)
@@ -248,40 +263,101 @@ def budget_sheet(ctx: Ctx) -> None:
 
 # --- Start -----------------------------------------------------------------------------------------
 
-KEY_RESULTS = ("Train_FLOPs", "Train_Days", "GPU_Hours", "Mem_Total_GB", "Fits_GPU", "GPUs_to_Provision",
-               "Compute_Cost_USD", "Total_Cost_USD", "Budget_Left_USD")
+def plan_title(ctx: Ctx, ref: Any = None) -> Concat:
+    """A plan's title built from its inputs (never a stale or contradicting typed title).
+
+    ``ref`` maps defined names to the cells of another column (Scenarios); default: the Inputs sheet.
+    """
+    def v(name: str) -> Var:
+        return Var((ref or {}).get(name, name))
+
+    g = ctx.gpus
+    gpu = v("GPU_Type")
+    gpu_name = IfError(catalog_lookup(gpu, g.sheet, g.col("id"), g.col("name"), g.first_row, g.last_row), gpu)
+    gpu_text = if_(eq(gpu, ""), Concat("GPUs of ", v("Peak_TFLOPS"), " TFLOP/s"), gpu_name)
+    return Concat(Func("ROUND", (v("Params_B"), wrap(1))), "B parameters, ", Func("ROUND", (v("Tokens_T"), wrap(2))),
+                  "T tokens on ", v("N_GPUs"), " x ", gpu_text, " at MFU ", Func("ROUND", (v("MFU") * 100, wrap(1))),
+                  "%, $", Func("ROUND", (v("USD_per_GPU_Hour"), wrap(2))), " per GPU-hour")
 
 
-def start_sheet(ctx: Ctx) -> None:
+CHECKED = ("Peak_TFLOPS", "GPU_Memory_GB", "GPUs_per_Node", "Params_B", "Seq_Len", "Hidden", "Layers", "Heads",
+           "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer")
+KEY_CHECK = ("Train_Days", "GPUs_to_Provision", "Total_Cost_USD")
+
+
+def input_check() -> Any:
+    """The first looked-up input that is not a number (its cell holds the message), else OK or a hint."""
+    ok = if_(and_(*(IsNumber(Var(n)) for n in KEY_CHECK)), "OK: every key result is computed",
+             "A result cannot be computed: check the yellow cells on the Inputs sheet (a number is missing)")
+    expr: Any = ok
+    for name in reversed(CHECKED):
+        expr = if_(IsNumber(Var(name)), expr, Var(name))
+    return expr
+
+
+# (defined name, label on the Start sheet); GPUs, days and cost first: page 1 of a print-out
+KEY_RESULTS = (
+    ("N_GPUs", "GPUs in the plan"),
+    ("Train_Days", "Training days on those GPUs"),
+    ("Total_Cost_USD", "Total cost incl. training tax (USD)"),
+    ("Compute_Cost_USD", "Compute: GPU-hours x price (USD)"),
+    ("USD_per_GPU_Hour", "Price assumed per GPU-hour (USD)"),
+    ("GPU_Hours", "GPU-hours"),
+    ("GPUs_to_Provision", "GPUs to provision for the deadline"),
+    ("Deadline_Days", "Deadline (days)"),
+    ("Mem_Total_GB", "Memory per GPU (GB)"),
+    ("Fits_GPU", "Fits in one GPU?"),
+    ("Budget_Left_USD", "Budget left (negative = over)"),
+    ("Train_FLOPs", "Training FLOPs (6ND)"),
+)
+
+
+def _format_of(name: str) -> str | None:
+    if name in OUTPUT_BY_NAME:
+        return display_format(OUTPUT_BY_NAME[name])
+    s = spec(INPUT_BY_NAME[name].spec_name)
+    return s.number_format if s.number_format != "General" else ("#,##0" if s.kind == "int" else None)
+
+
+def start_sheet(ctx: Ctx) -> int:
+    """The one-page summary; returns its last row (the print area)."""
     s, b = "Start", ctx.book
-    b.put(s, "B1", "LLM training plan — memory, GPUs, days, cost", "title")
+    b.put(s, "B1", "LLM training plan \u2014 GPUs, days, cost", "title")
+    b.put(s, "B2", "Plan")
+    b.put(s, "C2", plan_title(ctx), "formula")
+    b.put(s, "B3", "Scenario")
+    b.put(s, "C3", Var("Scenario_Name"), "formula")
+    b.put(s, "B4", "Input check")
+    b.put(s, "C4", input_check(), "formula")
+    check = ref_text(s, "C4")
+    row = 6
+    b.put(s, f"B{row}", "Key results", "group")
+    for name, label in KEY_RESULTS:
+        row += 1
+        b.put(s, f"B{row}", label)
+        b.put(s, f"C{row}", IfError(Var(name), Var(check)), "formula", _format_of(name))
+    row += 2
     lines = (
         ("What this is", "A live planning workbook from xlcalc. Every number is a formula over named inputs, "
                          "written from the same formula definitions as the xlcalc Python library."),
-        ("How to use it", "1. Change the yellow cells on Inputs (GPU type, GPU count, MFU, parallelism, prices). "
-                          "2. Read Memory, Time and Budget. 3. Compare GPUs on Scenarios, explore GPU count x MFU "
-                          "on Sensitivity and parallel layouts on Parallelism. 4. Finance edits the Budget lines."),
+        ("How to use it", "1. Pick a model preset, GPU type and precision recipe on Inputs, and change the yellow "
+                          "cells (GPU count, MFU, parallelism, prices). 2. Read Memory, Time and Budget. "
+                          "3. Compare GPUs on Scenarios, explore GPU count x MFU on Sensitivity and parallel "
+                          "layouts on Parallelism. 4. Finance edits the Budget lines."),
+        ("Presets", "A preset fills its cells by look-up (yellow cells holding a formula). A number typed over "
+                    "such a cell wins over the preset; where a catalog has no figure the cell says so and asks "
+                    "for a number."),
         ("Sources", "GPUs and Models sheets list the catalog with sources; References lists every formula, "
                     "its equation and source."),
         ("Protection", "Formula cells are protected (no password: Review > Unprotect Sheet to change a formula)."),
     )
-    row = 3
     for head, text in lines:
         b.put(s, f"B{row}", head, "group")
         b.put(s, f"C{row}", text, "text")
         row += 1
     row += 1
     b.put(s, f"B{row}", "Colour legend", "group")
-    b.put(s, f"C{row + 1}", "Input: type here", "input")
-    b.put(s, f"C{row + 2}", "Formula: computed, do not type", "formula")
-    b.put(s, f"C{row + 3}", "Named result (a defined name scripts can read)", "output")
-    row += 5
-    b.put(s, f"B{row}", "Scenario")
-    b.put(s, f"C{row}", Var("Scenario_Name"), "formula")
-    row += 2
-    b.put(s, f"B{row}", "Key results", "group")
-    for name in KEY_RESULTS:
-        row += 1
-        out = OUTPUT_BY_NAME[name]
-        b.put(s, f"B{row}", out.label)
-        b.put(s, f"C{row}", Var(name), "formula", out.number_format)
+    b.put(s, f"C{row}", "Input: type here", "input")
+    b.put(s, f"C{row + 1}", "Formula: computed, do not type", "formula")
+    b.put(s, f"C{row + 2}", "Named result (a defined name scripts can read)", "output")
+    return row + 2

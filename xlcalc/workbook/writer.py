@@ -12,7 +12,8 @@ from typing import Any
 
 from openpyxl import Workbook
 from openpyxl.formatting.rule import CellIsRule
-from openpyxl.styles import Protection
+from openpyxl.styles import Alignment, Protection
+from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.datavalidation import DataValidation
 
@@ -81,6 +82,54 @@ def add_validation(ws, v: dict[str, Any]) -> None:
     ws.add_data_validation(dv)
 
 
+# sheets printed landscape (wide tables); the rest portrait
+LANDSCAPE = {"Start", "Inputs", "Memory", "Time", "Budget", "Scenarios", "Sensitivity", "Parallelism", "GPUs",
+             "Models", "Recipes", "References"}
+ROW_CM, CHAR_CM = 0.53, 0.2  # default row height; width of one character of column width (Calibri 11)
+
+
+def _chart_extent(ws) -> tuple[int, int]:
+    """Last row and column any chart of the sheet covers (approximately, from its anchor and size)."""
+    from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
+
+    last_row = last_col = 0
+    for chart in ws._charts:
+        anchor = chart.anchor if isinstance(chart.anchor, str) else None
+        if anchor is None:
+            continue
+        col, row = coordinate_from_string(anchor)
+        c = column_index_from_string(col)
+        last_row = max(last_row, row + int(chart.height / ROW_CM) + 1)
+        width = 0.0
+        while width < chart.width:
+            width += (ws.column_dimensions[get_column_letter(c)].width or DEFAULT_WIDTH) * CHAR_CM
+            c += 1
+        last_col = max(last_col, c - 1)
+    return last_row, last_col
+
+
+def page_setup(ws, area: str | None = None) -> None:
+    """Print set-up: the used range (and charts) as print area, fit to one page wide, A4, centred."""
+    rows, cols = ws.max_row, ws.max_column
+    chart_rows, chart_cols = _chart_extent(ws)
+    if area is None:
+        area = f"A1:{get_column_letter(max(cols, chart_cols))}{max(rows, chart_rows)}"
+    ws.print_area = area
+    ws.page_setup.orientation = "landscape" if ws.title in LANDSCAPE else "portrait"
+    ws.page_setup.paperSize = ws.PAPERSIZE_A4
+    ws.sheet_properties.pageSetUpPr.fitToPage = True
+    ws.page_setup.fitToWidth = 1
+    ws.page_setup.fitToHeight = 0  # as many pages tall as it takes
+    ws.print_options.horizontalCentered = True
+    ws.page_margins.left = ws.page_margins.right = 0.5
+    ws.page_margins.top = ws.page_margins.bottom = 0.6
+    ws.oddFooter.center.text = "&A \u2014 page &P of &N"
+    if ws.freeze_panes and ws.title not in ("Start",):
+        header = int("".join(ch for ch in ws.freeze_panes if ch.isdigit()) or 1) - 1
+        if header >= 3:
+            ws.print_title_rows = f"{header}:{header}"
+
+
 def to_workbook(book: Book) -> Workbook:
     wb = Workbook()
     wb.remove(wb.active)
@@ -114,7 +163,12 @@ def to_workbook(book: Book) -> Workbook:
         col = "".join(ch for ch in at if ch.isalpha())
         row = at[len(col):]
         wb.defined_names[name] = DefinedName(name, attr_text=f"{sheet}!${col}${row}")
+    for sheet, at in book.wrap:
+        cell = wb[sheet][at]
+        cell.alignment = Alignment(wrap_text=True, vertical="top")
     for add_chart in book.charts:
         add_chart(wb)
+    for ws in wb.worksheets:
+        page_setup(ws, book.print_areas.get(ws.title))
     wb.active = 0
     return wb
