@@ -16,8 +16,8 @@ def memory_chart(wb: Any, first: int = 6, last: int = 10) -> None:
     chart.legend = None
     chart.add_data(Reference(ws, min_col=2, min_row=first, max_row=last), titles_from_data=False)
     chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
-    chart.height, chart.width = 8, 16
-    ws.add_chart(chart, "F4")
+    chart.height, chart.width = 10, 18
+    ws.add_chart(chart, f"A{ws.max_row + 2}")  # below the table: it covers no text
 
 
 def cost_chart(wb: Any, first: int = 11, last: int = 14) -> None:
@@ -30,11 +30,15 @@ def cost_chart(wb: Any, first: int = 11, last: int = 14) -> None:
     ws.add_chart(chart, "F4")
 
 
+SENSITIVITY_CHARTS = (("days", "Training days vs GPU count", "days"),
+                      ("spend", "Average spend per 30 days vs GPU count", "USD per 30 days"))
+
+
 def sensitivity_charts(wb: Any, tables: dict[str, Any]) -> None:
+    """One line per MFU over every GPU count of the table (its whole grid), right of the tables."""
     ws = wb["Sensitivity"]
     anchor_col = 3 + tables["days"]["cols"]
-    for i, (key, title, unit) in enumerate((("days", "Training days vs GPU count", "days"),
-                                            ("cost", "Total cost vs GPU count", "USD"))):
+    for i, (key, title, unit) in enumerate(SENSITIVITY_CHARTS):
         t = tables[key]
         chart = LineChart()
         chart.title = title

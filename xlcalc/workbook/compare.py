@@ -60,7 +60,10 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             b.put(s, f"{col}{row}", sc.name, "text_input")
         row += 1
         b.put(s, f"A{row}", "Model preset")
-        model_ref = b.put(s, f"{col}{row}", sc.model or "", "text_input")
+        if linked:  # the architecture follows the Inputs sheet's preset and numbers
+            model_ref = b.put(s, f"{col}{row}", "as on Inputs", "note")
+        else:
+            model_ref = b.put(s, f"{col}{row}", sc.model or "", "text_input")
         row += 1
         b.put(s, f"A{row}", "GPU type")
         gpu_ref = b.put(s, f"{col}{row}", sc.gpu or "", "text_input")
@@ -94,6 +97,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         b.put(s, f"A{title_row}", "Plan (built from the inputs below)")
         b.put(s, f"{col}{title_row}", plan_title(ctx, {**varmap, "GPU_Type": gpu_ref}), "formula")
         b.wrap.add((s, f"{col}{title_row}"))
+        b.heights[(s, title_row)] = 58  # four lines of the title
         for k, out in enumerate(OUTPUTS):
             varmap[out.name] = ref_text(s, f"{col}{row + k}")
         for out in OUTPUTS:
@@ -120,14 +124,22 @@ def sensitivity_values(sc: Scenario) -> tuple[list[int], list[float]]:
     return gpus, mfus
 
 
+SENSITIVITY_TABLES = (
+    ("days", "Train_Days", "Training days"),
+    ("cost", "Total_Cost_USD", "Total cost (USD) \u2014 the same GPU-hours whatever the GPU count, so it moves "
+                               "with MFU only"),
+    ("spend", None, "Average spend per 30 days (USD) = total cost / training days x 30 \u2014 grows with the GPU count"),
+)
+
+
 def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
     s, b, sc = "Sensitivity", ctx.book, ctx.scenario
     gpus, mfus = sensitivity_values(sc)
-    b.put(s, "A1", "Sensitivity: training days and total cost over GPU count x MFU", "title")
+    b.put(s, "A1", "Sensitivity: training days, total cost and monthly spend over GPU count x MFU", "title")
     b.put(s, "A2", "Yellow GPU counts and MFUs may be edited; every other input comes from the Inputs sheet.", "note")
-    tables = {}
+    tables: dict[str, Any] = {}
     top = 4
-    for key, name, title in (("days", "Train_Days", "Training days"), ("cost", "Total_Cost_USD", "Total cost (USD)")):
+    for key, name, title in SENSITIVITY_TABLES:
         b.put(s, f"A{top}", title, "group")
         head = top + 1
         b.put(s, f"A{head}", "GPUs \\ MFU", "header")
@@ -140,6 +152,7 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
             else:
                 col_refs.append(b.put(s, at, Var(tables["days"]["mfu_refs"][j]), "formula", "0.0%"))
         row_refs = []
+        cells: list[list[str]] = []
         for i, n in enumerate(gpus):
             at = f"A{head + 1 + i}"
             if key == "days":
@@ -147,10 +160,17 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
                 b.validations.append({"sheet": s, "at": at, "spec": spec("n_gpus"), "label": "Number of GPUs"})
             else:
                 row_refs.append(b.put(s, at, Var(tables["days"]["gpu_refs"][i]), "formula", "#,##0"))
+            cells.append([])
             for j in range(len(mfus)):
+                at = coord(2 + j, head + 1 + i)
+                if name is None:  # spend rate: this grid point's total cost over its days
+                    expr = Var(tables["cost"]["cells"][i][j]) / Var(tables["days"]["cells"][i][j]) * 30
+                    cells[i].append(b.put(s, at, expr, "formula", '"$"#,##0'))
+                    continue
                 expr, subs = output_formula(name, {"N_GPUs": row_refs[i], "MFU": col_refs[j]})
-                b.put(s, coord(2 + j, head + 1 + i), expr, "formula", OUTPUT_BY_NAME[name].number_format, subs)
-        tables[key] = {"head": head, "rows": len(gpus), "cols": len(mfus), "mfu_refs": col_refs, "gpu_refs": row_refs}
+                cells[i].append(b.put(s, at, expr, "formula", OUTPUT_BY_NAME[name].number_format, subs))
+        tables[key] = {"head": head, "rows": len(gpus), "cols": len(mfus), "mfu_refs": col_refs,
+                       "gpu_refs": row_refs, "cells": cells}
         top = head + len(gpus) + 3
     b.freeze[s] = "B4"
     return tables

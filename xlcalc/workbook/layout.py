@@ -31,7 +31,7 @@ STYLES = {
 EDITABLE = {"input", "text_input"}
 
 WIDTHS = {
-    "Start": {"A": 4, "B": 34, "C": 90},
+    "Start": {"A": 2, "B": 36, "C": 20, "D": 80},
     "Inputs": {"A": 44, "B": 18, "C": 22, "D": 70},
     "Memory": {"A": 48, "B": 16, "C": 14, "D": 60},
     "Time": {"A": 48, "B": 18, "C": 14, "D": 60},

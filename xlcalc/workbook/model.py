@@ -51,6 +51,8 @@ class Book:
         self.charts: list[Any] = []                   # callables(workbook) -> None
         self.wrap: set[tuple[str, str]] = set()       # (sheet, cell) whose text wraps
         self.print_areas: dict[str, str] = {}         # sheet -> print area ("A1:D20"); default: used range
+        self.merges: list[tuple[str, str]] = []       # (sheet, "C2:D2")
+        self.heights: dict[tuple[str, int], float] = {}  # (sheet, row) -> points, for rows of wrapped formulas
 
     # -- building -------------------------------------------------------------------
     def sheet(self, title: str) -> dict[str, Cell]:

@@ -86,6 +86,7 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
     b.name(cell.name, sheet, f"B{row}")
     b.put(sheet, f"C{row}", s.unit)
     b.put(sheet, f"D{row}", f"{cell.name}: {s.allowed}. {s.doc}", "note")
+    b.wrap.add((sheet, f"D{row}"))
     b.validations.append({"sheet": sheet, "at": f"B{row}", "spec": s, "label": f"{cell.label} ({cell.name})"})
 
 
@@ -102,6 +103,7 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
     b.put(sheet, f"C{row}", out.unit)
     b.put(sheet, f"D{row}", f"{name if define else out.formula.udf_name}: {out.formula.equation}. "
                            f"Source: {out.formula.source}", "note")
+    b.wrap.add((sheet, f"D{row}"))
     return ref
 
 
@@ -112,6 +114,7 @@ def formula_row(ctx: Ctx, sheet: str, row: int, label: str, expr: Any, unit: str
     ref = b.put(sheet, f"B{row}", expr, "formula", fmt, subs)
     b.put(sheet, f"C{row}", unit)
     b.put(sheet, f"D{row}", note, "note")
+    b.wrap.add((sheet, f"D{row}"))
     return ref
 
 
@@ -329,6 +332,7 @@ def start_sheet(ctx: Ctx) -> int:
     b.put(s, "C3", Var("Scenario_Name"), "formula")
     b.put(s, "B4", "Input check")
     b.put(s, "C4", input_check(), "formula")
+    b.merges += [(s, f"C{r}:D{r}") for r in (2, 3, 4)]
     check = ref_text(s, "C4")
     row = 6
     b.put(s, f"B{row}", "Key results", "group")
@@ -354,10 +358,13 @@ def start_sheet(ctx: Ctx) -> int:
     for head, text in lines:
         b.put(s, f"B{row}", head, "group")
         b.put(s, f"C{row}", text, "text")
+        b.merges.append((s, f"C{row}:D{row}"))
         row += 1
     row += 1
     b.put(s, f"B{row}", "Colour legend", "group")
-    b.put(s, f"C{row}", "Input: type here", "input")
-    b.put(s, f"C{row + 1}", "Formula: computed, do not type", "formula")
-    b.put(s, f"C{row + 2}", "Named result (a defined name scripts can read)", "output")
+    for k, (text, kind) in enumerate((("Input: type here", "input"), ("Formula: computed, do not type", "formula"),
+                                      ("Named result (a defined name scripts can read)", "output"))):
+        b.put(s, f"C{row + k}", text, kind)
+        b.merges.append((s, f"C{row + k}:D{row + k}"))
+    b.print_areas[s] = f"A1:D{row + 2}"
     return row + 2

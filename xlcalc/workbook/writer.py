@@ -14,6 +14,7 @@ from openpyxl import Workbook
 from openpyxl.formatting.rule import CellIsRule
 from openpyxl.styles import Alignment, Protection
 from openpyxl.utils import get_column_letter
+from openpyxl.worksheet.pagebreak import Break
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.datavalidation import DataValidation
 
@@ -108,6 +109,27 @@ def _chart_extent(ws) -> tuple[int, int]:
     return last_row, last_col
 
 
+def fit_row_heights(ws) -> None:
+    """Give rows with wrapped text the height of their lines (not every application does it on load)."""
+    from openpyxl.utils.cell import range_boundaries
+
+    spans = {}
+    for rng in ws.merged_cells.ranges:
+        c1, r1, c2, _ = range_boundaries(str(rng))
+        spans[(r1, c1)] = range(c1, c2 + 1)
+    for row in ws.iter_rows():
+        lines = 1
+        for c in row:
+            if not (isinstance(c.value, str) and c.alignment is not None and c.alignment.wrap_text) \
+                    or c.value.startswith("="):
+                continue
+            cols = spans.get((c.row, c.column), range(c.column, c.column + 1))
+            chars = sum((ws.column_dimensions[get_column_letter(k)].width or DEFAULT_WIDTH) for k in cols) * 1.3
+            lines = max(lines, sum(-(-max(len(p), 1) // int(chars)) for p in c.value.split("\n")))
+        if lines > 1:
+            ws.row_dimensions[row[0].row].height = 13 * lines + 2
+
+
 def page_setup(ws, area: str | None = None) -> None:
     """Print set-up: the used range (and charts) as print area, fit to one page wide, A4, centred."""
     rows, cols = ws.max_row, ws.max_column
@@ -115,6 +137,11 @@ def page_setup(ws, area: str | None = None) -> None:
     if area is None:
         area = f"A1:{get_column_letter(max(cols, chart_cols))}{max(rows, chart_rows)}"
     ws.print_area = area
+    for chart in ws._charts:  # a chart below its table starts a page of its own rather than being cut
+        anchor = chart.anchor if isinstance(chart.anchor, str) else ""
+        row = int("".join(ch for ch in anchor if ch.isdigit()) or 0)
+        if anchor.startswith("A") and row > rows - 1:
+            ws.row_breaks.append(Break(id=row - 1))
     ws.page_setup.orientation = "landscape" if ws.title in LANDSCAPE else "portrait"
     ws.page_setup.paperSize = ws.PAPERSIZE_A4
     ws.sheet_properties.pageSetUpPr.fitToPage = True
@@ -166,6 +193,12 @@ def to_workbook(book: Book) -> Workbook:
     for sheet, at in book.wrap:
         cell = wb[sheet][at]
         cell.alignment = Alignment(wrap_text=True, vertical="top")
+    for sheet, rng in book.merges:
+        wb[sheet].merge_cells(rng)
+    for ws in wb.worksheets:
+        fit_row_heights(ws)
+    for (sheet, row), points in book.heights.items():
+        wb[sheet].row_dimensions[row].height = points
     for add_chart in book.charts:
         add_chart(wb)
     for ws in wb.worksheets:
