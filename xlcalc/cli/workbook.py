@@ -10,7 +10,10 @@ from ..scenario import Scenario, load_scenario
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", default="planner.xlsx",
-                        help="where to write the workbook (default: ./planner.xlsx)")
+                        help="where to write the workbook (default: ./planner.xlsx). An existing file is never "
+                             "overwritten silently: the build stops (exit 2) unless --force is given")
+    parser.add_argument("-f", "--force", action="store_true",
+                        help="overwrite the output file if it exists")
     parser.add_argument("--scenario", action="append", default=[], metavar="TOML",
                         help="a scenario preset (templates/<name>.toml, or just <name>); repeat to compare "
                              "several side by side. The first one fills the Inputs sheet. Default: seed 002's "
@@ -46,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
     if out.suffix.lower() != ".xlsx":
         from ..errors import InputError
         raise InputError("output", str(out), "a file name ending in .xlsx")
+    if out.exists() and not getattr(args, "force", False):
+        from ..errors import InputError
+        raise InputError("output", str(out), "a file that does not exist yet (or add --force to overwrite it)",
+                         "the file exists")
     try:
         lay = build(out, scenarios)
     except OSError as exc:

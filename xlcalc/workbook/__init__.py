@@ -69,4 +69,5 @@ def build(path: str | Path, scenarios: Sequence[Scenario] = ()) -> Layout:
     path = Path(path)
     wb.save(path)
     cache.inject(path, values)
+    path.chmod(0o644)  # readable by others (a temporary file would otherwise stay 0600)
     return lay

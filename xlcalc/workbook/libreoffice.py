@@ -48,6 +48,17 @@ def make_profile(root: Path) -> str:
 
 def recalculate(paths: Sequence[str | Path], outdir: str | Path, timeout: float = 240) -> list[Path]:
     """Open each workbook in LibreOffice, recalculate everything, save as .xlsx into ``outdir``."""
+    return convert(paths, outdir, "xlsx:Calc MS Excel 2007 XML", ".xlsx", timeout)
+
+
+def to_pdf(paths: Sequence[str | Path], outdir: str | Path, timeout: float = 240) -> list[Path]:
+    """``soffice --convert-to pdf`` straight from each .xlsx (recalculated on load), as a user would print it."""
+    return convert(paths, outdir, "pdf", ".pdf", timeout)
+
+
+def convert(paths: Sequence[str | Path], outdir: str | Path, target: str, suffix: str,
+            timeout: float = 240) -> list[Path]:
+    """Convert each file with ``soffice --convert-to target`` in one run (fresh profile, full recalculation)."""
     binary = soffice()
     if binary is None:
         raise LibreOfficeError("LibreOffice (soffice) is not installed; on Debian: apt-get install libreoffice-calc-nogui")
@@ -59,14 +70,14 @@ def recalculate(paths: Sequence[str | Path], outdir: str | Path, timeout: float 
     with tempfile.TemporaryDirectory(prefix="xlcalc-lo-") as tmp:
         profile = make_profile(Path(tmp) / "profile")
         cmd = [binary, f"-env:UserInstallation={profile}", "--headless", "--invisible", "--norestore",
-               "--nolockcheck", "--convert-to", "xlsx:Calc MS Excel 2007 XML", "--outdir", str(outdir),
+               "--nolockcheck", "--convert-to", target, "--outdir", str(outdir),
                *map(str, srcs)]
         env = {**os.environ, "HOME": tmp}
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
         except subprocess.TimeoutExpired as exc:
             raise LibreOfficeError(f"LibreOffice did not finish within {timeout:.0f} s") from exc
-    outs = [outdir / (p.stem + ".xlsx") for p in srcs]
+    outs = [outdir / (p.stem + suffix) for p in srcs]
     missing = [o.name for o in outs if not o.exists()]
     if proc.returncode != 0 or missing:
         raise LibreOfficeError(
