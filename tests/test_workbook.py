@@ -324,12 +324,123 @@ def test_no_macros_no_external_links(seed002):
     assert "macroEnabled" not in types
 
 
+def _chart_refs(path):
+    """Per chart part: (sheet, values range, categories range) of each series."""
+    out = {}
+    with zipfile.ZipFile(path) as zf:
+        for n in zf.namelist():
+            if n.startswith("xl/charts/chart"):
+                xml = zf.read(n).decode()
+                sers = re.findall(r"<(?:c:)?ser>.*?</(?:c:)?ser>", xml, re.S)
+                out[n] = [(re.search(r"<(?:c:)?val>.*?<(?:c:)?f>(.*?)</(?:c:)?f>", x, re.S).group(1),
+                           re.search(r"<(?:c:)?cat>.*?<(?:c:)?f>(.*?)</(?:c:)?f>", x, re.S).group(1)) for x in sers]
+    return out
+
+
+def _rows(ref):
+    m = re.fullmatch(r"'?(\w+)'?!\$([A-Z]+)\$(\d+):\$([A-Z]+)\$(\d+)", ref)
+    assert m, ref
+    return m[1], m[2], int(m[3]), m[4], int(m[5])
+
+
+def test_every_series_covers_the_rows_of_its_categories(seed002):
+    charts = _chart_refs(seed002[0])
+    assert charts
+    for part, series in charts.items():
+        assert series, part
+        for val, cat in series:
+            vs, vc1, v1, vc2, v2 = _rows(val)
+            cs, _, c1, _, c2 = _rows(cat)
+            assert vs == cs and vc1 == vc2 and (v1, v2) == (c1, c2), (part, val, cat)
+
+
+def test_sensitivity_and_memory_charts_plot_their_whole_tables(seed002, formulas_wb):
+    lay = seed002[1]
+    tables = lay.extras["sensitivity"]
+    series = [s for refs in _chart_refs(seed002[0]).values() for s in refs]
+    ws = formulas_wb["Sensitivity"]
+    for key in ("days", "spend"):
+        t = tables[key]
+        first, last = t["head"] + 1, t["head"] + t["rows"]
+        assert ws[f"A{last + 1}"].value is None  # the table ends there
+        mine = [s for s in series if s[1] == f"'Sensitivity'!$A${first}:$A${last}"]
+        cols = {_rows(v)[1] for v, _ in mine}
+        assert cols == {chr(ord("A") + j) for j in range(1, t["cols"] + 1)}, (key, mine)  # every MFU column
+    mem = [s for s in series if s[0].startswith("'Memory'!")]
+    assert len(mem) == 1
+    _, _, first, _, last = _rows(mem[0][0])
+    labels = [formulas_wb["Memory"][f"A{r}"].value.strip() for r in range(first, last + 1)]
+    assert labels == ["Weights", "Gradients", "Optimizer states", "Activations per GPU (GB)",
+                      "Other (CUDA context, buffers, fragmentation)"]
+
+
+def test_monthly_spend_grows_with_the_gpu_count(seed002, values_wb):
+    """Total cost is the same GPU-hours at any GPU count; what grows is the spend per 30 days (x GPUs)."""
+    t = seed002[1].extras["sensitivity"]["spend"]
+    ws = values_wb["Sensitivity"]
+    for j in range(t["cols"]):
+        col = chr(ord("B") + j)
+        gpus = [ws[f"A{t['head'] + 1 + i}"].value for i in range(t["rows"])]
+        spend = [ws[f"{col}{t['head'] + 1 + i}"].value for i in range(t["rows"])]
+        # independent arithmetic: 30 days of N GPUs at $2/GPU-hour plus 15% training tax (no power price)
+        assert spend == pytest.approx([n * 24 * 30 * 2.0 * 1.15 for n in gpus], rel=1e-12)
+
+
+def test_memory_chart_sits_below_its_table():
+    from xlcalc.workbook import layout
+    from xlcalc.workbook.writer import to_workbook
+
+    wb = to_workbook(layout([load_scenario(TEMPLATES / "seed002-70b-a800.toml")]).book)
+    ws = wb["Memory"]
+    last_text = max(c.row for row in ws.iter_rows() for c in row if c.value is not None)
+    (chart,) = ws._charts
+    col, row = re.fullmatch(r"([A-Z]+)(\d+)", chart.anchor).groups()
+    assert col == "A" and int(row) > last_text  # covers no cell with text (notes overflowed under it before)
+    assert [b.id for b in ws.row_breaks.brk] == [int(row) - 1]  # and prints on a page of its own
+
+
+def test_page_setup_fits_every_sheet_to_one_page_wide(formulas_wb):
+    for ws in formulas_wb.worksheets:
+        assert ws.print_area, ws.title
+        assert ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
+        assert ws.page_setup.fitToWidth == 1 and ws.page_setup.fitToHeight == 0, ws.title
+    area = formulas_wb["Start"].print_area
+    assert area.endswith("$A$1:$D$" + area.rsplit("$", 1)[1])
+    labels = [formulas_wb["Start"][f"B{r}"].value for r in range(1, 12)]
+    for label in ("GPUs in the plan", "Training days on those GPUs", "Total cost incl. training tax (USD)"):
+        assert label in labels  # near the top: page 1 of a print-out
+
+
+def test_booleans_read_as_words(formulas_wb):
+    words = '"TRUE";"TRUE";"FALSE"'
+    assert named(formulas_wb, "Fits_GPU").number_format == words
+    assert named(formulas_wb, "Seq_Parallel").number_format == words
+    ws = formulas_wb["Parallelism"]
+    assert all(ws[f"J{r}"].number_format == words for r in range(5, ws.max_row + 1) if ws[f"J{r}"].value)
+
+
+def test_titles_are_built_from_the_inputs(formulas_wb, values_wb):
+    assert formulas_wb["Start"]["C2"].value.startswith("=ROUND(Params_B,1)&")
+    # seed 002 §7.3: 70B, 2T tokens, 1024 A800, MFU 0.4; the template's price $2/GPU-hour
+    assert values_wb["Start"]["C2"].value == \
+        f"70B parameters, 2T tokens on 1024 x {_gpu_name('a800')} at MFU 40%, $2 per GPU-hour"
+    titles = [values_wb["Scenarios"][f"{c}5"].value for c in "CDE"]
+    for title, gpu in zip(titles, ("a800", "h100-sxm", "ascend-910b")):
+        assert f"on 1024 x {_gpu_name(gpu)} at MFU 40%" in title
+    assert "A800" not in titles[1] and "A800" not in titles[2]  # no "...1024 A800 ... on NVIDIA H100"
+
+
+def _gpu_name(gpu_id):
+    from xlcalc import catalog
+    return catalog.get_gpu(gpu_id).name
+
+
 def test_charts_reference_cells(seed002):
     with zipfile.ZipFile(seed002[0]) as zf:
         charts = [zf.read(n).decode() for n in zf.namelist() if n.startswith("xl/charts/chart")]
     assert len(charts) >= 4  # memory, cost, days vs GPUs, cost vs GPUs
     joined = "\n".join(charts)
-    for ref in ("'Memory'!$B$6:$B$10", "'Budget'!$B$11:$B$14", "'Sensitivity'!"):
+    for ref in ("'Memory'!$B$6:$B$10", "'Budget'!$B$", "'Sensitivity'!"):
         assert ref in joined
     assert all("<numRef>" in c for c in charts)
 
@@ -363,10 +474,22 @@ def test_build_workbook_script(tmp_path):
     out = subprocess.run([sys.executable, str(ROOT / "build_workbook.py"), "--help"], capture_output=True,
                          text=True, cwd=tmp_path)
     assert out.returncode == 0 and "--scenario" in out.stdout and "-o" in out.stdout
+    assert "--force" in out.stdout and "never" in out.stdout and "overwritten" in out.stdout
     run = subprocess.run([sys.executable, str(ROOT / "build_workbook.py")], capture_output=True, text=True,
                          cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "planner.xlsx").exists()
+    assert (tmp_path / "planner.xlsx").stat().st_mode & 0o777 == 0o644  # readable by others
+    # an existing file is not overwritten silently
+    (tmp_path / "planner.xlsx").write_bytes(b"mine")
+    again = subprocess.run([sys.executable, str(ROOT / "build_workbook.py")], capture_output=True, text=True,
+                           cwd=tmp_path)
+    assert again.returncode == 2 and "planner.xlsx" in again.stderr and "--force" in again.stderr
+    assert "Traceback" not in again.stderr and (tmp_path / "planner.xlsx").read_bytes() == b"mine"
+    forced = subprocess.run([sys.executable, str(ROOT / "build_workbook.py"), "--force"], capture_output=True,
+                            text=True, cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert zipfile.is_zipfile(tmp_path / "planner.xlsx")
     bad = subprocess.run([sys.executable, str(ROOT / "build_workbook.py"), "--scenario", "no-such-plan"],
                          capture_output=True, text=True, cwd=tmp_path)
     assert bad.returncode == 2 and "scenario" in bad.stderr and "Traceback" not in bad.stderr
