@@ -69,6 +69,22 @@ if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
 fi
 # --- END xlwings Lite test setup ---------------------------------------------------------------------
 
+# --- BEGIN PDF text tools (tests/test_workbook_libreoffice.py) -----------------------------------------
+# pdftotext (poppler-utils) reads the text of the workbook's PDF print-out in the tests.
+if ! command -v pdftotext >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "test.sh: installing poppler-utils (Debian) ..."
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends poppler-utils >/dev/null
+  elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    sudo apt-get update -qq
+    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends poppler-utils >/dev/null
+  else
+    echo "test.sh: pdftotext not found and cannot be installed here; the PDF tests will skip (they run when CI=true)."
+  fi
+fi
+# --- END PDF text tools ----------------------------------------------------------------------------
+
 "$PY" -m pip install -q --disable-pip-version-check -e ".[test]"
 
 # PyTorch judges the activation formulas (tests/test_activations_torch.py; the 'torch' extra):

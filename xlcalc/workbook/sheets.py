@@ -328,18 +328,22 @@ def start_sheet(ctx: Ctx) -> int:
     b.put(s, "B1", "LLM training plan \u2014 GPUs, days, cost", "title")
     b.put(s, "B2", "Plan")
     b.put(s, "C2", plan_title(ctx), "formula")
-    b.put(s, "B3", "Scenario")
-    b.put(s, "C3", Var("Scenario_Name"), "formula")
-    b.put(s, "B4", "Input check")
-    b.put(s, "C4", input_check(), "formula")
-    b.merges += [(s, f"C{r}:D{r}") for r in (2, 3, 4)]
-    check = ref_text(s, "C4")
-    row = 6
+    b.put(s, "B3", "Input check")
+    b.put(s, "C3", input_check(), "formula")
+    b.merges += [(s, f"C{r}:D{r}") for r in (2, 3)]
+    check = ref_text(s, "C3")
+    b.put(s, "B4", "Looked-up inputs are numbers")
+    b.put(s, "C4", and_(*(IsNumber(Var(n)) for n in CHECKED)), "formula", BOOL_FORMAT)
+    ready = ref_text(s, "C4")
+    row = 5
     b.put(s, f"B{row}", "Key results", "group")
     for name, label in KEY_RESULTS:
         row += 1
         b.put(s, f"B{row}", label)
-        b.put(s, f"C{row}", IfError(Var(name), Var(check)), "formula", _format_of(name))
+        value: Any = Var(name)
+        if name in OUTPUT_BY_NAME:  # a result: the message of the first missing input, never an error value
+            value = if_(Var(ready), IfError(value, Var(check)), Var(check))
+        b.put(s, f"C{row}", value, "formula", _format_of(name))
     row += 2
     lines = (
         ("What this is", "A live planning workbook from xlcalc. Every number is a formula over named inputs, "
