@@ -289,16 +289,38 @@ def test_key_results_are_numbers_or_a_readable_message_for_every_preset(lo):
                 assert gpu.id in v and "type it in" in v, (name, label, v)  # says which GPU, what to type where
             else:
                 assert isinstance(v, (int, float)) and math.isfinite(v), (name, label, v)
-        if gpu.half_tflops is None:  # the catalog has no published peak: the cell asks for one by name
-            assert results["Training days on those GPUs"] == \
-                f"{gpu.id}: no published dense 16-bit peak TFLOPS on the GPUs sheet \u2014 type it in Peak_TFLOPS"
-        if gpu.half_tflops is not None and gpu.gpus_per_node is None:
-            assert isinstance(results["Training days on those GPUs"], float)
-            assert "GPUs_per_Node" in results["GPUs to provision for the deadline"]
+        missing = _first_missing(gpu)
+        if missing:  # the catalog lacks a figure: the check names it and the cell to type it in
+            assert results["Input check"] == _message(gpu, *missing[0]), name
+        else:
+            assert results["Input check"] == "OK: every key result is computed", name
+        # each result waits for the figures it needs (days: the peak; the deadline plan: also GPUs per node;
+        # the fit: the GPU memory) and shows the number or the message of the first one missing
+        for label, needs in (("Training days on those GPUs", {"Peak_TFLOPS"}),
+                             ("Total cost incl. training tax (USD)", {"Peak_TFLOPS"}),
+                             ("GPUs to provision for the deadline", {"Peak_TFLOPS", "GPUs_per_Node"}),
+                             ("Fits in one GPU?", {"GPU_Memory_GB"})):
+            gaps = [m for m in missing if m[1] in needs]
+            if gaps:
+                assert results[label] == _message(gpu, *gaps[0]), (name, label)
+            else:
+                assert isinstance(results[label], (int, float)), (name, label, results[label])
         for ws in (wb["Start"], wb["Inputs"]):
             errors = [f"{ws.title}!{x.coordinate}={x.value}" for row in ws.iter_rows() for x in row
                       if isinstance(x.value, str) and x.value.startswith(ERROR_VALUES)]
             assert not errors, (name, errors[:5])
+
+
+def _first_missing(gpu):
+    """The figures the GPU catalog does not publish, in the order the Start sheet checks them."""
+    return [(what, cell) for value, what, cell in ((gpu.half_tflops, "dense 16-bit peak TFLOPS", "Peak_TFLOPS"),
+                                                   (gpu.memory_gb, "memory (GB)", "GPU_Memory_GB"),
+                                                   (gpu.gpus_per_node, "GPUs per node", "GPUs_per_Node"))
+            if value is None]
+
+
+def _message(gpu, what, cell):
+    return f"{gpu.id}: no published {what} on the GPUs sheet \u2014 type it in {cell}"
 
 
 def test_model_preset_sets_the_catalog_architecture(lo):

@@ -64,6 +64,9 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             model_ref = b.put(s, f"{col}{row}", "as on Inputs", "note")
         else:
             model_ref = b.put(s, f"{col}{row}", sc.model or "", "text_input")
+            b.validations.append({"sheet": s, "at": f"{col}{row}", "label": "Model preset",
+                                  "list": "=" + id_range(ctx.models),
+                                  "allowed": "a model id from the Models sheet, or empty"})
         row += 1
         b.put(s, f"A{row}", "GPU type")
         gpu_ref = b.put(s, f"{col}{row}", sc.gpu or "", "text_input")

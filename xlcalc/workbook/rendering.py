@@ -33,6 +33,11 @@ def _deps(name: str, seen: dict[str, set[str]]) -> set[str]:
 _DEPS: dict[str, set[str]] = {}
 
 
+def dependencies(name: str) -> set[str]:
+    """Every defined name (inputs and results) the named result ``name`` depends on."""
+    return set(_deps(name, _DEPS))
+
+
 def _over(name: str, varmap: Mapping[str, Expr], inline: bool) -> Expr:
     expr = output_expr(OUTPUT_BY_NAME[name])
     mapping: dict[str, Expr] = {}

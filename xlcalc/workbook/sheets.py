@@ -7,13 +7,13 @@ from typing import Any
 
 from .. import catalog
 from ..recipes import get_recipe
-from ..expr import Func, Var, and_, eq, if_, wrap
+from ..expr import Expr, Func, Var, and_, eq, if_, wrap
 from ..formulas import memory
 from ..inputs import spec
 from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, OUTPUT_BY_NAME, Scenario
 from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, Table
 from .model import Book, Concat, IfError, IsNumber, ref_text
-from .rendering import BOOL_FORMAT, catalog_lookup, display_format, output_formula, preset_or
+from .rendering import BOOL_FORMAT, catalog_lookup, dependencies, display_format, output_formula, preset_or
 
 BUDGET_FIELDS = ("failure_frac", "experiments_frac", "data_usd", "people_usd", "other_usd", "budget_usd")
 TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes"}
@@ -85,7 +85,10 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
     b.put(sheet, f"B{row}", value, "input", fmt)
     b.name(cell.name, sheet, f"B{row}")
     b.put(sheet, f"C{row}", s.unit)
-    b.put(sheet, f"D{row}", f"{cell.name}: {s.allowed}. {s.doc}", "note")
+    looked_up = isinstance(value, Expr) and not isinstance(value, Var)
+    preset = ("GPU_Type" if field in GPU_DERIVED else "Model_Preset" if field in MODEL_DERIVED else "Recipe_Id")
+    how = f" Looked up by {preset}; a number typed here wins." if looked_up else ""
+    b.put(sheet, f"D{row}", f"{cell.name}: {s.allowed}. {s.doc}.{how}".replace("..", "."), "note")
     b.wrap.add((sheet, f"D{row}"))
     b.validations.append({"sheet": sheet, "at": f"B{row}", "spec": s, "label": f"{cell.label} ({cell.name})"})
 
@@ -298,6 +301,21 @@ def input_check() -> Any:
     return expr
 
 
+def key_result(name: str, check: str) -> Any:
+    """A result as the summary shows it: the number, or the message of a looked-up input it needs.
+
+    A result waits for each looked-up input it depends on to be a number (a catalog gap holds a
+    message, and a comparison with text would give a silently wrong TRUE/FALSE), then shows its
+    value, or the input check's message in place of an error value.
+    """
+    if name not in OUTPUT_BY_NAME:
+        return Var(name)
+    expr: Any = IfError(Var(name), Var(check))
+    for dep in reversed([n for n in CHECKED if n in dependencies(name)]):
+        expr = if_(IsNumber(Var(dep)), expr, Var(dep))
+    return expr
+
+
 # (defined name, label on the Start sheet); GPUs, days and cost first: page 1 of a print-out
 KEY_RESULTS = (
     ("N_GPUs", "GPUs in the plan"),
@@ -332,18 +350,12 @@ def start_sheet(ctx: Ctx) -> int:
     b.put(s, "C3", input_check(), "formula")
     b.merges += [(s, f"C{r}:D{r}") for r in (2, 3)]
     check = ref_text(s, "C3")
-    b.put(s, "B4", "Looked-up inputs are numbers")
-    b.put(s, "C4", and_(*(IsNumber(Var(n)) for n in CHECKED)), "formula", BOOL_FORMAT)
-    ready = ref_text(s, "C4")
-    row = 5
+    row = 4
     b.put(s, f"B{row}", "Key results", "group")
     for name, label in KEY_RESULTS:
         row += 1
         b.put(s, f"B{row}", label)
-        value: Any = Var(name)
-        if name in OUTPUT_BY_NAME:  # a result: the message of the first missing input, never an error value
-            value = if_(Var(ready), IfError(value, Var(check)), Var(check))
-        b.put(s, f"C{row}", value, "formula", _format_of(name))
+        b.put(s, f"C{row}", key_result(name, check), "formula", _format_of(name))
     row += 2
     lines = (
         ("What this is", "A live planning workbook from xlcalc. Every number is a formula over named inputs, "
