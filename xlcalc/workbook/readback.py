@@ -11,6 +11,7 @@ engine's results are compared with the values the workbook shows.
 from __future__ import annotations
 
 import math
+import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,6 +116,7 @@ def _value(wb: Any, name: str) -> Any:
 
 
 _MISSING = object()
+_NO_PRESET = re.compile(r'^=IF\((?:GPU_Type|Model_Preset|Recipe_Id)="",(?P<number>[0-9.]+(?:E[+-]?[0-9]+)?),')
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -137,6 +139,7 @@ def read_workbook(path: str | Path) -> ReadBack:
         wb = openpyxl.load_workbook(path, data_only=True, read_only=False, keep_links=False)
     except Exception as exc:  # openpyxl raises many types on malformed parts
         raise WorkbookError(f"{path}: cannot be read as a workbook ({type(exc).__name__}: {exc})") from None
+    formulas = None
     try:
         missing = [c.name for c in INPUTS if c.name not in wb.defined_names]
         if missing:
@@ -155,6 +158,13 @@ def read_workbook(path: str | Path) -> ReadBack:
                           else "recipe" if cell.field in RECIPE_DERIVED else None)
                 if preset and data.get(preset):
                     continue  # a look-up not yet recalculated: the preset fills it, as in the workbook
+                if preset:  # no preset picked: the look-up cell's own number, IF(preset="", number, ...)
+                    if formulas is None:
+                        formulas = openpyxl.load_workbook(path, read_only=False, keep_links=False)
+                    m = _NO_PRESET.match(str(_value(formulas, cell.name) or ""))
+                    if m:
+                        data[cell.field] = float(m["number"])
+                        continue
                 raise InputError(cell.name, None, "a value (the cell is empty or was never calculated)")
             data[cell.field] = v
         scenario = Scenario.build(**data)
@@ -173,3 +183,5 @@ def read_workbook(path: str | Path) -> ReadBack:
         return rb
     finally:
         wb.close()
+        if formulas is not None:
+            formulas.close()

@@ -52,23 +52,23 @@ def derived_value(ctx: Ctx, scenario: Scenario, field: str, gpu_key: str, model_
     number is written: a typed override wins over the preset.
     """
     value = getattr(scenario, field)
-    label = INPUT_BY_FIELD[field].name
     if field in RECIPE_DERIVED and recipe_key:
-        t, preset, column = ctx.recipes, scenario.recipe, RECIPE_DERIVED[field]
+        t, key, preset, column = ctx.recipes, recipe_key, scenario.recipe, RECIPE_DERIVED[field]
         catalog_value = getattr(get_recipe(preset), column) if preset else None
     elif field in GPU_DERIVED:
-        t, preset, column, recipe_key = ctx.gpus, scenario.gpu, GPU_DERIVED[field], gpu_key
+        t, key, preset, column = ctx.gpus, gpu_key, scenario.gpu, GPU_DERIVED[field]
         catalog_value = getattr(catalog.get_gpu(preset), column) if preset else None
     elif field in MODEL_DERIVED:
         from .catalogs import _row_value
-        t, preset, column, recipe_key = ctx.models, scenario.model, MODEL_DERIVED[field], model_key
+        t, key, preset, column = ctx.models, model_key, scenario.model, MODEL_DERIVED[field]
         catalog_value = _row_value(catalog.get_model(preset), column) if preset else None
     else:
         return value
     if preset and catalog_value != value:
         return value  # the scenario's own number wins over its preset
-    lookup = catalog_lookup(recipe_key, t.sheet, t.col("id"), t.col(column), t.first_row, t.last_row, WHAT[field], label)
-    return preset_or(recipe_key, value, lookup)
+    lookup = catalog_lookup(key, t.sheet, t.col("id"), t.col(column), t.first_row, t.last_row, WHAT[field],
+                            INPUT_BY_FIELD[field].name)
+    return preset_or(key, value, lookup)
 
 
 def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
