@@ -17,7 +17,7 @@ BOX = Border(left=THIN, right=THIN, top=THIN, bottom=THIN)
 STYLES = {
     "title": {"font": Font(bold=True, size=14, color="1F4E78")},
     "header": {"font": Font(bold=True, color="FFFFFF"), "fill": HEADER_FILL},
-    "group": {"font": Font(bold=True, color="1F4E78")},
+    "group": {"font": Font(bold=True, color="1F4E78"), "alignment": Alignment(vertical="top")},
     "label": {},
     "note": {"font": Font(italic=True, color="595959"), "alignment": Alignment(wrap_text=False)},
     "text": {"alignment": Alignment(wrap_text=True, vertical="top")},

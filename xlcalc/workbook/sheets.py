@@ -350,7 +350,7 @@ def start_sheet(ctx: Ctx) -> int:
     b.put(s, "C3", input_check(), "formula")
     b.merges += [(s, f"C{r}:D{r}") for r in (2, 3)]
     check = ref_text(s, "C3")
-    row = 4
+    row = 5
     b.put(s, f"B{row}", "Key results", "group")
     for name, label in KEY_RESULTS:
         row += 1
