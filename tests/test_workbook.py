@@ -510,3 +510,16 @@ def test_every_template_builds(template, tmp_path):
     lay = build(tmp_path / "t.xlsx", [sc])
     assert lay.scenario == sc
     assert all(math.isfinite(v) for v in evaluate(sc).values() if not isinstance(v, bool))
+
+
+def test_a_true_false_rule_gives_its_cells_the_words_format():
+    """Any cell coloured by TRUE/FALSE reads as words (and LibreOffice 7.4 can export it to PDF)."""
+    from xlcalc.expr import Var
+    from xlcalc.workbook import layout
+    from xlcalc.workbook.writer import to_workbook
+
+    lay = layout([load_scenario(TEMPLATES / "seed002-70b-a800.toml")])
+    lay.book.put("Time", "F20", Var("Fits_GPU"), "formula")
+    lay.book.rules.append(("Time", "F20", "good_if_true"))
+    wb = to_workbook(lay.book)
+    assert wb["Time"]["F20"].number_format == '"TRUE";"TRUE";"FALSE"'

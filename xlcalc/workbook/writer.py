@@ -22,6 +22,7 @@ from ..expr import Expr
 from ..inputs import InputSpec, _fmt
 from .layout import BAD_FILL, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, WIDTHS
 from .model import Book, identity
+from .rendering import BOOL_FORMAT
 
 SHEET_ORDER = ("Start", "Inputs", "Memory", "Time", "Budget", "Scenarios", "Sensitivity", "Parallelism",
                "GPUs", "Models", "Recipes", "References")
@@ -181,6 +182,13 @@ def to_workbook(book: Book) -> Workbook:
     for sheet, rng, rule in book.rules:
         ws = wb[sheet]
         if rule == "good_if_true":
+            # TRUE/FALSE as words; LibreOffice 7.4 also fails to export a PDF of a boolean cell in
+            # General format that carries this rule ("Unspecified Application Error")
+            cells = ws[rng] if ":" in rng else ((ws[rng],),)
+            for row in cells:
+                for cell in row:
+                    if cell.number_format in (None, "General"):
+                        cell.number_format = BOOL_FORMAT
             ws.conditional_formatting.add(rng, CellIsRule(operator="equal", formula=["TRUE"], fill=GOOD_FILL))
             ws.conditional_formatting.add(rng, CellIsRule(operator="equal", formula=["FALSE"], fill=BAD_FILL))
         elif rule == "bad_if_negative":
