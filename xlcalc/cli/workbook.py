@@ -51,8 +51,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("output", str(out), "a file name ending in .xlsx")
     if out.exists() and not getattr(args, "force", False):
         from ..errors import InputError
-        raise InputError("output", str(out), "a file that does not exist yet (or add --force to overwrite it)",
-                         "the file exists")
+        raise InputError("output", str(out), "a new file name, or given with --force to replace the file",
+                         "it exists already and is left as it is")
     try:
         lay = build(out, scenarios)
     except OSError as exc:
