@@ -118,7 +118,12 @@ def test_seed002_numbers_visible_without_recalculation(values_wb):
     hours = 8.4e23 / (312e12 * 0.4) / 3600
     assert v("GPU_Hours") == pytest.approx(hours, rel=1e-12)
     assert v("Compute_Cost_USD") == pytest.approx(hours * 2.0, rel=1e-12)
-    assert v("Total_Cost_USD") == pytest.approx(hours * 2.0 * 1.15, rel=1e-12)
+    # Goodput (Young's interval): 1 - SQRT(2 delta / M) - R / M with M = 50,677 h / 1024 GPUs, delta = 60 s,
+    # R = 600 s; failures cost 1/goodput - 1 of compute, so the total is compute / goodput.
+    m, d, r = 50_677 / 1024, 60 / 3600, 600 / 3600
+    goodput = 1 - (2 * d / m) ** 0.5 - r / m
+    assert v("Goodput") == pytest.approx(goodput, rel=1e-12)
+    assert v("Total_Cost_USD") == pytest.approx(hours * 2.0 / goodput, rel=1e-12)
     # Seed 002 §7.3 step 2 rounding (FORMULAS.md: exact GPUs for 90 days = 865.6)
     assert v("GPUs_for_Deadline") == pytest.approx(8.4e23 / (312e12 * 0.4 * 90 * 86400), rel=1e-12)
     assert round(v("GPUs_for_Deadline"), 1) == 865.6
@@ -324,9 +329,10 @@ def test_no_macros_no_external_links(seed002):
 def test_charts_reference_cells(seed002):
     with zipfile.ZipFile(seed002[0]) as zf:
         charts = [zf.read(n).decode() for n in zf.namelist() if n.startswith("xl/charts/chart")]
-    assert len(charts) >= 4  # memory, cost, days vs GPUs, cost vs GPUs
+    assert len(charts) >= 5  # memory, cost by category, own vs rent, days vs GPUs, cost vs GPUs
     joined = "\n".join(charts)
-    for ref in ("'Memory'!$B$6:$B$10", "'Budget'!$B$11:$B$14", "'Sensitivity'!"):
+    # cost by category: the seven lines of the Budget total (rows 14-20), own vs rent: both columns, every month
+    for ref in ("'Memory'!$B$6:$B$10", "'Budget'!$B$14:$B$20", "'Budget'!$B$", "'Budget'!$C$", "'Sensitivity'!"):
         assert ref in joined
     assert all("<numRef>" in c for c in charts)
 

@@ -167,6 +167,7 @@ _add("restart_s", "seconds", "Time from a failure until training runs again (det
 _add("goodput", "fraction", "Goodput: the share of wall-clock time that makes training progress", "Goodput", example=0.95, gt=0, le=1, number_format="0.0%")
 _add("interruptions", "", "Unexpected job interruptions counted over a period", example=419, **POS)
 _add("months", "months", "Months (of 365/12 days)", example=12, **POS)
+_add("use_typed_tax", "", "Use the typed failure share instead of the goodput estimate (TRUE/FALSE)", "Use_Typed_Tax", example=False, kind="bool")
 _add("share_frac", "fraction", "A budget line as a share of compute (0.1 = 10%)", example=0.1, ge=0, le=100, number_format="0%")
 _add("amount_usd", "USD", "A budget line as an amount", example=1e6, number_format='"$"#,##0', **NONNEG)
 

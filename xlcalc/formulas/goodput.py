@@ -18,12 +18,13 @@ from __future__ import annotations
 import math
 
 from ..errors import InputError
-from ..expr import sqrt
+from ..expr import if_, sqrt
 from ..registry import formula
 
 __all__ = [
     "cluster_mtbf_h", "gpu_mtbf_from_node_h", "gpu_mtbf_observed_h", "checkpoint_interval_h",
     "goodput_fraction", "failure_frac_from_goodput", "goodput_extra_days", "goodput_extra_usd",
+    "failure_frac_used", "days_with_failures",
 ]
 
 
@@ -111,3 +112,18 @@ def goodput_extra_days(days, goodput):
 def goodput_extra_usd(compute_usd, goodput):
     """Extra dollars a clean run costing compute_usd needs at a goodput below 1."""
     return compute_usd * failure_frac_from_goodput(goodput)
+
+
+@formula(udf="FAILURE_FRAC_USED", unit="fraction", category="goodput",
+         equation="IF(use typed tax, typed failure share, 1 / goodput - 1)",
+         source="issue 12 (goodput replaces the typed tax, which stays as an override); seed 000 (failures 10-20%)")
+def failure_frac_used(use_typed_tax, failure_frac, goodput):
+    """The failure share a plan uses: the goodput estimate, or the typed share when asked for."""
+    return if_(use_typed_tax, failure_frac, failure_frac_from_goodput(goodput))
+
+
+@formula(udf="DAYS_WITH_FAILURES", unit="days", category="goodput",
+         equation="days * (1 + failure share)", source="issue 12")
+def days_with_failures(days, failure_frac):
+    """Wall-clock days of a clean run of `days` once failures, restarts and checkpoints are paid for."""
+    return days * (1 + failure_frac)

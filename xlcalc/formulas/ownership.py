@@ -10,17 +10,20 @@ energy is paid only while the GPUs run.
 from __future__ import annotations
 
 from ..errors import InputError
-from ..expr import ceiling
+from ..expr import ceiling, if_
 from ..registry import formula
 from .cost import capex_cost_usd, power_cost_usd
 
 __all__ = [
-    "rent_cost_usd", "capex_usd_per_gpu_all_in", "kw_per_gpu_all_in", "facility_mw", "racks_needed",
+    "rent_cost_usd", "cluster_capex_usd", "capex_usd_per_gpu_all_in", "kw_per_gpu_all_in", "facility_mw", "racks_needed",
     "hosting_cost_usd", "own_cost_at_utilisation_usd", "own_total_cost_usd", "own_usd_per_gpu_hour",
-    "energy_usd_per_gpu_hour", "breakeven_utilisation", "breakeven_months",
+    "energy_usd_per_gpu_hour", "breakeven_utilisation", "breakeven_months", "rent_over_months_usd",
+    "own_over_months_usd",
 ]
 
 HOURS_PER_YEAR = 8760
+# What a spreadsheet cell shows when the rent does not cover the energy (Python raises InputError instead).
+_NEVER = "never: the rent per GPU-hour does not cover the electricity (USD_per_GPU_Hour <= KW x PUE x USD/kWh)"
 DAYS_PER_MONTH = 365 / 12
 
 
@@ -38,6 +41,13 @@ def rent_cost_usd(n_gpus, usd_per_gpu_hour, days):
 def capex_usd_per_gpu_all_in(capex_usd_per_gpu, capex_usd_per_server, gpus_per_node):
     """Purchase price per GPU including its share of the server it sits in."""
     return capex_usd_per_gpu + capex_usd_per_server / gpus_per_node
+
+
+@formula(udf="CLUSTER_CAPEX_USD", unit="USD", category="cost",
+         equation="GPUs * capex per GPU", source="seed 001 §5.1 (hardware purchase cost)")
+def cluster_capex_usd(n_gpus, capex_usd_per_gpu):
+    """Purchase price of the whole cluster (what owning asks for up front)."""
+    return n_gpus * capex_usd_per_gpu
 
 
 @formula(udf="KW_PER_GPU_ALL_IN", unit="kW", category="cost",
@@ -126,8 +136,8 @@ def _rent_covers_energy(usd_per_gpu_hour, kw_per_gpu, pue, usd_per_kwh, **_):
          check=_rent_covers_energy)
 def breakeven_utilisation(capex_usd_per_gpu, depreciation_years, kw_per_gpu, pue, usd_per_kwh, usd_per_gpu_hour):
     """Break-even utilisation: above it, a busy GPU-hour costs less owned than rented (> 1: never)."""
-    return capex_usd_per_gpu / (depreciation_years * HOURS_PER_YEAR
-                                * (usd_per_gpu_hour - energy_usd_per_gpu_hour(kw_per_gpu, pue, usd_per_kwh)))
+    margin = usd_per_gpu_hour - energy_usd_per_gpu_hour(kw_per_gpu, pue, usd_per_kwh)
+    return if_(margin > 0, capex_usd_per_gpu / (depreciation_years * HOURS_PER_YEAR * margin), _NEVER)
 
 
 @formula(udf="BREAKEVEN_MONTHS", unit="months", category="cost",
@@ -136,5 +146,25 @@ def breakeven_utilisation(capex_usd_per_gpu, depreciation_years, kw_per_gpu, pue
          check=_rent_covers_energy)
 def breakeven_months(capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh, usd_per_gpu_hour, utilisation):
     """Months after which the rent saved by owning (net of electricity) has paid for the GPU."""
-    return capex_usd_per_gpu / ((usd_per_gpu_hour - energy_usd_per_gpu_hour(kw_per_gpu, pue, usd_per_kwh))
-                                * utilisation * HOURS_PER_YEAR / 12)
+    margin = usd_per_gpu_hour - energy_usd_per_gpu_hour(kw_per_gpu, pue, usd_per_kwh)
+    return if_(margin > 0, capex_usd_per_gpu / (margin * utilisation * HOURS_PER_YEAR / 12), _NEVER)
+
+
+@formula(udf="RENT_OVER_MONTHS_USD", unit="USD", category="cost",
+         equation="GPUs * $/GPU-hour * months * 8760/12 * utilisation",
+         source="issue 12 (own vs rent over time: rent is paid for busy hours only)")
+def rent_over_months_usd(n_gpus, usd_per_gpu_hour, months, utilisation):
+    """Cumulative rent after some months for the busy hours of n GPUs."""
+    return n_gpus * usd_per_gpu_hour * months * HOURS_PER_YEAR / 12 * utilisation
+
+
+@formula(udf="OWN_OVER_MONTHS_USD", unit="USD", category="cost",
+         equation="GPUs * capex + GPUs * kW * PUE * $/kWh * months * 8760/12 * utilisation "
+                  "+ racks * $/rack-month * months",
+         source="issue 12 (own vs rent over time: buy up front, then pay energy and hosting)")
+def own_over_months_usd(n_gpus, capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh, kw_per_rack, usd_per_rack_month,
+                        months, utilisation):
+    """Cumulative cash out after some months for owned GPUs: the purchase, then energy and hosting."""
+    return (cluster_capex_usd(n_gpus, capex_usd_per_gpu)
+            + n_gpus * energy_usd_per_gpu_hour(kw_per_gpu, pue, usd_per_kwh) * months * HOURS_PER_YEAR / 12 * utilisation
+            + racks_needed(n_gpus, kw_per_gpu, kw_per_rack) * usd_per_rack_month * months)
