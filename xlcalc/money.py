@@ -1,0 +1,203 @@
+"""Money questions as labelled rows: own vs rent, budget-first plans, goodput, low/base/high ranges.
+
+Pure functions over the registered formulas (no equations of their own): each returns
+:class:`Row` s — key, label, value, unit and the worksheet function that computes the value —
+so the CLI, the docs and a spilled worksheet function can print or return the same rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Optional
+
+from .formulas import budget, cost, goodput, ownership
+from .registry import Formula
+from .scenario import Scenario, evaluate
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str
+    label: str
+    value: Any
+    unit: str
+    udf: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _row(key: str, label: str, f: Formula, **args: Any) -> Row:
+    return Row(key, label, f(**args), f.unit, f.udf_name)
+
+
+# --- budget-first planning ---------------------------------------------------------------------
+
+#: The values BUDGET_PLAN(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, days) spills, in order.
+BUDGET_PLAN_VALUES = ("gpus", "gpu_hours", "params_b", "tokens_t")
+
+
+def budget_plan(budget_usd: float, usd_per_gpu_hour: float, peak_tflops: float, mfu: float, days: float,
+                tokens_per_param: float = 20, params_b: Optional[float] = None) -> list[Row]:
+    """What a budget buys: GPUs for `days`, GPU-hours, FLOPs, the largest compute-optimal model and its
+    tokens (C = 6ND at `tokens_per_param`); with `params_b`, also the tokens the budget buys for that model.
+
+    The first four rows (:data:`BUDGET_PLAN_VALUES`) are the spilled BUDGET_PLAN worksheet function.
+    """
+    common = dict(budget_usd=budget_usd, usd_per_gpu_hour=usd_per_gpu_hour)
+    flops = dict(common, peak_tflops=peak_tflops, mfu=mfu)
+    rows = [
+        _row("gpus", "GPUs the budget pays for over the days", budget.budget_gpus, **common, days=days),
+        _row("gpu_hours", "GPU-hours", cost.gpu_hours_for_budget, **common),
+        _row("params_b", f"Largest compute-optimal model ({tokens_per_param:g} tokens/parameter)",
+             budget.budget_params_b, **flops, tokens_per_param=tokens_per_param),
+        _row("tokens_t", "Its training tokens", budget.budget_tokens_t, **flops, tokens_per_param=tokens_per_param),
+        _row("flops", "Model FLOPs the budget buys", budget.budget_compute_flops, **flops),
+    ]
+    if params_b is not None:
+        rows.append(_row("tokens_for_model_t", f"Tokens the budget buys for a {params_b:g}B model",
+                         budget.budget_tokens_for_model_t, **flops, params_b=params_b))
+    return rows
+
+
+# --- own vs rent -----------------------------------------------------------------------------------
+
+def own_vs_rent(n_gpus: int, days: float, usd_per_gpu_hour: float, capex_usd_per_gpu: float,
+                depreciation_years: float, kw_per_gpu: float, pue: float, usd_per_kwh: float,
+                utilisation: float = 1.0, capex_usd_per_server: float = 0, kw_per_server: float = 0,
+                gpus_per_node: int = 8, kw_per_rack: float = 40, usd_per_rack_month: float = 0) -> list[Row]:
+    """Rent beside own for one run, with break-even utilisation and months.
+
+    Break-even rows hold a readable message instead of a number when the rent does not even
+    cover the electricity (owning never breaks even).
+    """
+    from .errors import InputError
+
+    capex = ownership.capex_usd_per_gpu_all_in(capex_usd_per_gpu, capex_usd_per_server, gpus_per_node)
+    kw = ownership.kw_per_gpu_all_in(kw_per_gpu, kw_per_server, gpus_per_node)
+    rows = [
+        _row("rent_usd", "Rent", ownership.rent_cost_usd, n_gpus=n_gpus, usd_per_gpu_hour=usd_per_gpu_hour, days=days),
+        _row("own_usd", "Own: depreciation + hosting (/ utilisation) + electricity", ownership.own_total_cost_usd,
+             n_gpus=n_gpus, capex_usd_per_gpu=capex, depreciation_years=depreciation_years, days=days,
+             kw_per_gpu=kw, pue=pue, usd_per_kwh=usd_per_kwh, utilisation=utilisation, kw_per_rack=kw_per_rack,
+             usd_per_rack_month=usd_per_rack_month),
+        _row("depreciation_usd", "  of which depreciation for the days used", cost.capex_cost_usd,
+             n_gpus=n_gpus, capex_usd_per_gpu=capex, depreciation_years=depreciation_years, days=days),
+        _row("electricity_usd", "  of which electricity", cost.power_cost_usd,
+             n_gpus=n_gpus, kw_per_gpu=kw, pue=pue, days=days, usd_per_kwh=usd_per_kwh),
+        _row("hosting_usd", "  of which hosting", ownership.hosting_cost_usd, n_gpus=n_gpus, kw_per_gpu=kw,
+             kw_per_rack=kw_per_rack, usd_per_rack_month=usd_per_rack_month, days=days),
+        Row("rent_usd_per_gpu_hour", "Rent per GPU-hour", usd_per_gpu_hour, "USD/GPU-hour"),
+        _row("own_usd_per_gpu_hour", "Own per busy GPU-hour", ownership.own_usd_per_gpu_hour,
+             capex_usd_per_gpu=capex, depreciation_years=depreciation_years, kw_per_gpu=kw, pue=pue,
+             usd_per_kwh=usd_per_kwh, utilisation=utilisation),
+    ]
+    for key, label, f, extra in (
+        ("breakeven_utilisation", "Break-even utilisation (owning is cheaper above it)",
+         ownership.breakeven_utilisation, {"depreciation_years": depreciation_years}),
+        ("breakeven_months", "Break-even: months of rent that pay for a GPU", ownership.breakeven_months,
+         {"utilisation": utilisation}),
+    ):
+        try:
+            rows.append(_row(key, label, f, capex_usd_per_gpu=capex, kw_per_gpu=kw, pue=pue, usd_per_kwh=usd_per_kwh,
+                             usd_per_gpu_hour=usd_per_gpu_hour, **extra))
+        except InputError as exc:
+            rows.append(Row(key, label, f"never ({exc.detail})", f.unit, f.udf_name))
+    rows += [
+        _row("capex_usd", "Purchase price of the cluster", ownership.cluster_capex_usd, n_gpus=n_gpus,
+             capex_usd_per_gpu=capex),
+        _row("facility_mw", "Facility power", ownership.facility_mw, n_gpus=n_gpus, kw_per_gpu=kw, pue=pue),
+        _row("racks", f"Racks at {kw_per_rack:g} kW", ownership.racks_needed, n_gpus=n_gpus, kw_per_gpu=kw,
+             kw_per_rack=kw_per_rack),
+    ]
+    return rows
+
+
+# --- goodput -----------------------------------------------------------------------------------------
+
+def goodput_rows(n_gpus: int, gpu_mtbf_h: float, save_s: float, restart_s: float,
+                 days: Optional[float] = None, compute_usd: Optional[float] = None) -> list[Row]:
+    """Cluster MTBF, Young's checkpoint interval, goodput and what it costs in days and dollars."""
+    g = goodput.goodput_fraction(n_gpus, gpu_mtbf_h, save_s, restart_s)
+    rows = [
+        _row("cluster_mtbf_h", "Cluster MTBF", goodput.cluster_mtbf_h, gpu_mtbf_h=gpu_mtbf_h, n_gpus=n_gpus),
+        _row("checkpoint_interval_h", "Checkpoint interval (Young)", goodput.checkpoint_interval_h,
+             save_s=save_s, n_gpus=n_gpus, gpu_mtbf_h=gpu_mtbf_h),
+        Row("goodput", "Goodput", g, goodput.goodput_fraction.unit, goodput.goodput_fraction.udf_name),
+        _row("failure_frac", "Extra compute for failures and checkpoints", goodput.failure_frac_from_goodput, goodput=g),
+    ]
+    if days is not None:
+        rows.append(_row("extra_days", f"Extra days on a {days:g}-day run", goodput.goodput_extra_days,
+                         days=days, goodput=g))
+    if compute_usd is not None:
+        rows.append(_row("extra_usd", "Extra dollars", goodput.goodput_extra_usd, compute_usd=compute_usd, goodput=g))
+    return rows
+
+
+# --- low / base / high ranges -------------------------------------------------------------------------
+
+#: Illustrative spans as multipliers of the base value (type your own): MFU 0.75-1.25 x (0.3-0.5 at 0.4,
+#: seed 000's 30-50%), price 0.5-1.5 x, tokens 0.8-1.2 x, per-GPU MTBF 0.5-2 x (moves goodput).
+DEFAULT_SPANS: dict[str, tuple[float, float]] = {
+    "mfu": (0.75, 1.25), "usd_per_gpu_hour": (0.5, 1.5), "tokens_t": (0.8, 1.2), "gpu_mtbf_h": (0.5, 2.0),
+}
+RANGE_LABELS = {"mfu": "MFU", "usd_per_gpu_hour": "Price per GPU-hour", "tokens_t": "Training tokens",
+                "gpu_mtbf_h": "GPU MTBF (goodput)"}
+
+
+@dataclass(frozen=True)
+class RangeRow:
+    factor: str
+    label: str
+    low: float
+    base: float
+    high: float
+    days_low: float
+    days_high: float
+    cost_low: float
+    cost_high: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _days_cost(sc: Scenario) -> tuple[float, float]:
+    r = evaluate(sc)
+    return r["Wall_Days"], r["Total_Cost_USD"]
+
+
+def ranges(scenario: Scenario, spans: Optional[dict[str, tuple[float, float]]] = None) -> list[RangeRow]:
+    """Days (wall-clock, with failures) and total cost with one input at a time at its low and high value.
+
+    ``spans`` maps an input (mfu, usd_per_gpu_hour, tokens_t, gpu_mtbf_h) to (low, high) *multipliers*
+    of the scenario's value; rows are sorted by the swing in cost, largest first (a tornado). The last
+    row, "all", moves every input at once to the end that costs more / less.
+    """
+    spans = {**DEFAULT_SPANS, **(spans or {})}
+    out: list[RangeRow] = []
+    worst: dict[str, float] = {}
+    best: dict[str, float] = {}
+    for field, (lo_x, hi_x) in spans.items():
+        base = getattr(scenario, field)
+        lo, hi = base * lo_x, base * hi_x
+        if field == "mfu":
+            hi = min(hi, 1.0)
+        d_lo, c_lo = _days_cost(scenario.model_copy(update={field: lo}))
+        d_hi, c_hi = _days_cost(scenario.model_copy(update={field: hi}))
+        out.append(RangeRow(field, RANGE_LABELS.get(field, field), lo, base, hi, d_lo, d_hi, c_lo, c_hi))
+        worst[field] = lo if c_lo >= c_hi else hi
+        best[field] = hi if c_lo >= c_hi else lo
+    out.sort(key=lambda r: abs(r.cost_high - r.cost_low), reverse=True)
+    d_w, c_w = _days_cost(scenario.model_copy(update=worst))
+    d_b, c_b = _days_cost(scenario.model_copy(update=best))
+    out.append(RangeRow("all", "All at once", float("nan"), float("nan"), float("nan"), d_b, d_w, c_b, c_w))
+    return out
+
+
+def base_days_cost(scenario: Scenario) -> tuple[float, float]:
+    """Wall-clock days and total cost of a scenario at its base values."""
+    return _days_cost(scenario)
+
+
+__all__ = ["Row", "RangeRow", "BUDGET_PLAN_VALUES", "DEFAULT_SPANS", "budget_plan", "own_vs_rent", "goodput_rows",
+           "ranges", "base_days_cost"]
