@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
+from . import catalog
 from .formulas import budget, cost, goodput, ownership
 from .registry import Formula
 from .scenario import Scenario, evaluate
@@ -58,6 +59,37 @@ def budget_plan(budget_usd: float, usd_per_gpu_hour: float, peak_tflops: float, 
         rows.append(_row("tokens_for_model_t", f"Tokens the budget buys for a {params_b:g}B model",
                          budget.budget_tokens_for_model_t, **flops, params_b=params_b))
     return rows
+
+
+#: Seed 001 §5.2: recommended configurations by budget ("based on practical project experience").
+SEED001_TIERS = (
+    {"budget_usd": 1e6, "gpu": "a100-80gb", "gpus": 64, "months": "6-9", "model": "70B"},
+    {"budget_usd": 5e6, "gpu": "a100-80gb", "gpus": 256, "months": "2-3", "model": "100-200B"},
+    {"budget_usd": 5e6, "gpu": "h100-sxm", "gpus": 128, "months": "2-3", "model": "100-200B"},
+    {"budget_usd": 10e6, "gpu": "h100-sxm", "gpus": 512, "months": "1-2", "model": "200-500B"},
+)
+
+
+def seed001_tiers(mfu: float = 0.4) -> list[dict[str, Any]]:
+    """Seed 001's budget tiers beside what the engine derives for them at the GPU's catalog rental rate.
+
+    The A100-80GB has no dated rental rate in the catalog; the A100-40GB capacity-block rate stands in
+    (same peak TFLOP/s). Derived: GPU-hours, the months the budget lasts on the seed's GPU count, and the
+    largest compute-optimal model and its tokens at `mfu` and 20 tokens per parameter.
+    """
+    out = []
+    for t in SEED001_TIERS:
+        gpu = catalog.get_gpu(t["gpu"])
+        default = catalog.price_for(gpu.id)
+        rate = default if default is not None and default.usd_per_gpu_hour is not None else \
+            catalog.rental_price("a100-40gb")
+        by = {r.key: r.value for r in budget_plan(t["budget_usd"], rate.usd_per_gpu_hour, gpu.peak_tflops(), mfu,
+                                                  days=30)}
+        days = cost.days_for_budget(t["budget_usd"], rate.usd_per_gpu_hour, t["gpus"])
+        out.append({**t, "price_id": rate.id, "usd_per_gpu_hour": rate.usd_per_gpu_hour,
+                    "peak_tflops": gpu.peak_tflops(), "mfu": mfu, "gpu_hours": by["gpu_hours"],
+                    "days_on_seed_gpus": days, "params_b": by["params_b"], "tokens_t": by["tokens_t"]})
+    return out
 
 
 # --- own vs rent -----------------------------------------------------------------------------------
@@ -199,5 +231,5 @@ def base_days_cost(scenario: Scenario) -> tuple[float, float]:
     return _days_cost(scenario)
 
 
-__all__ = ["Row", "RangeRow", "BUDGET_PLAN_VALUES", "DEFAULT_SPANS", "budget_plan", "own_vs_rent", "goodput_rows",
+__all__ = ["Row", "RangeRow", "BUDGET_PLAN_VALUES", "DEFAULT_SPANS", "SEED001_TIERS", "seed001_tiers", "budget_plan", "own_vs_rent", "goodput_rows",
            "ranges", "base_days_cost"]

@@ -40,7 +40,7 @@ def number(value: Any, unit: str = "") -> str:
             return f"{v:.3e}"
         if float(round(v, 9)).is_integer() or abs(v) >= 1000:
             return f"{v:,.0f}"
-        return f"{v:,.2f}" if abs(v) >= 1 else f"{v:.4f}"
+        return f"{v:,.2f}" if abs(v) >= 1 else f"{v:.4g}"
     return str(value)
 
 
@@ -86,8 +86,8 @@ def dump_json(data: Any) -> str:
 
 def cli_value(text: str | None):
     """A command-line string as the number it spells, else the text itself (validation happens later)."""
-    if text is None:
-        return None
+    if text is None or not isinstance(text, str):
+        return text  # None, or a default that is already a value
     try:
         f = float(text)
     except ValueError:
