@@ -168,6 +168,9 @@ _add("goodput", "fraction", "Goodput: the share of wall-clock time that makes tr
 _add("interruptions", "", "Unexpected job interruptions counted over a period", example=419, **POS)
 _add("months", "months", "Months (of 365/12 days)", example=12, **POS)
 _add("use_typed_tax", "", "Use the typed failure share instead of the goodput estimate (TRUE/FALSE)", "Use_Typed_Tax", example=False, kind="bool")
+_add("base_value", "", "The base-case value of an input a range moves", example=0.4, **POS)
+_add("range_factor", "ratio", "Multiplier of the base value at the low or high end of a range (0.75 = 25% lower)", example=0.75, gt=0, le=100)
+_add("base_usd", "USD", "The base case's cost, USD", example=1e7, number_format='"$"#,##0', **NONNEG)
 _add("share_frac", "fraction", "A budget line as a share of compute (0.1 = 10%)", example=0.1, ge=0, le=100, number_format="0%")
 _add("amount_usd", "USD", "A budget line as an amount", example=1e6, number_format='"$"#,##0', **NONNEG)
 

@@ -13,7 +13,7 @@ from typing import Any, Optional
 from . import catalog
 from .formulas import budget, cost, goodput, ownership
 from .registry import Formula
-from .scenario import Scenario, evaluate
+from .scenario import RANGES, Scenario, evaluate
 
 
 @dataclass(frozen=True)
@@ -168,11 +168,6 @@ def goodput_rows(n_gpus: int, gpu_mtbf_h: float, save_s: float, restart_s: float
 
 # --- low / base / high ranges -------------------------------------------------------------------------
 
-#: Illustrative spans as multipliers of the base value (type your own): MFU 0.75-1.25 x (0.3-0.5 at 0.4,
-#: seed 000's 30-50%), price 0.5-1.5 x, tokens 0.8-1.2 x, per-GPU MTBF 0.5-2 x (moves goodput).
-DEFAULT_SPANS: dict[str, tuple[float, float]] = {
-    "mfu": (0.75, 1.25), "usd_per_gpu_hour": (0.5, 1.5), "tokens_t": (0.8, 1.2), "gpu_mtbf_h": (0.5, 2.0),
-}
 RANGE_LABELS = {"mfu": "MFU", "usd_per_gpu_hour": "Price per GPU-hour", "tokens_t": "Training tokens",
                 "gpu_mtbf_h": "GPU MTBF (goodput)"}
 
@@ -198,31 +193,29 @@ def _days_cost(sc: Scenario) -> tuple[float, float]:
     return r["Wall_Days"], r["Total_Cost_USD"]
 
 
-def ranges(scenario: Scenario, spans: Optional[dict[str, tuple[float, float]]] = None) -> list[RangeRow]:
+def ranges(scenario: Scenario) -> list[RangeRow]:
     """Days (wall-clock, with failures) and total cost with one input at a time at its low and high value.
 
-    ``spans`` maps an input (mfu, usd_per_gpu_hour, tokens_t, gpu_mtbf_h) to (low, high) *multipliers*
-    of the scenario's value; rows are sorted by the swing in cost, largest first (a tornado). The last
-    row, "all", moves every input at once to the end that costs more / less.
+    The low and high values are the scenario's multipliers (``mfu_low_x`` ... ``mtbf_high_x``, see
+    :data:`xlcalc.scenario.RANGES`) of its base values; rows are sorted by the swing in cost, largest
+    first (a tornado). The last row, "all", moves every input at once to the end that costs less / more.
     """
-    spans = {**DEFAULT_SPANS, **(spans or {})}
     out: list[RangeRow] = []
-    worst: dict[str, float] = {}
-    best: dict[str, float] = {}
-    for field, (lo_x, hi_x) in spans.items():
+    dear: dict[str, float] = {}
+    cheap: dict[str, float] = {}
+    for field, _name, low_x, high_x, f in RANGES:
         base = getattr(scenario, field)
-        lo, hi = base * lo_x, base * hi_x
-        if field == "mfu":
-            hi = min(hi, 1.0)
+        lo = f(base_value=base, range_factor=getattr(scenario, low_x))
+        hi = f(base_value=base, range_factor=getattr(scenario, high_x))
         d_lo, c_lo = _days_cost(scenario.model_copy(update={field: lo}))
         d_hi, c_hi = _days_cost(scenario.model_copy(update={field: hi}))
         out.append(RangeRow(field, RANGE_LABELS.get(field, field), lo, base, hi, d_lo, d_hi, c_lo, c_hi))
-        worst[field] = lo if c_lo >= c_hi else hi
-        best[field] = hi if c_lo >= c_hi else lo
+        dear[field], cheap[field] = (lo, hi) if c_lo >= c_hi else (hi, lo)
     out.sort(key=lambda r: abs(r.cost_high - r.cost_low), reverse=True)
-    d_w, c_w = _days_cost(scenario.model_copy(update=worst))
-    d_b, c_b = _days_cost(scenario.model_copy(update=best))
-    out.append(RangeRow("all", "All at once", float("nan"), float("nan"), float("nan"), d_b, d_w, c_b, c_w))
+    d_dear, c_dear = _days_cost(scenario.model_copy(update=dear))
+    d_cheap, c_cheap = _days_cost(scenario.model_copy(update=cheap))
+    out.append(RangeRow("all", "All at once", float("nan"), float("nan"), float("nan"), d_cheap, d_dear,
+                        c_cheap, c_dear))
     return out
 
 
@@ -231,5 +224,5 @@ def base_days_cost(scenario: Scenario) -> tuple[float, float]:
     return _days_cost(scenario)
 
 
-__all__ = ["Row", "RangeRow", "BUDGET_PLAN_VALUES", "DEFAULT_SPANS", "SEED001_TIERS", "seed001_tiers", "budget_plan", "own_vs_rent", "goodput_rows",
+__all__ = ["Row", "RangeRow", "BUDGET_PLAN_VALUES", "SEED001_TIERS", "seed001_tiers", "budget_plan", "own_vs_rent", "goodput_rows",
            "ranges", "base_days_cost"]

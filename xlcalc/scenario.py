@@ -24,6 +24,7 @@ from . import catalog
 from .errors import InputError
 from .expr import Expr, Var, wrap
 from .formulas import budget, compute, cost, goodput, memory, ownership
+from .formulas import ranges as franges
 from .inputs import spec
 from .recipes import RECIPE_FIELDS, get_recipe
 from .registry import Formula
@@ -93,6 +94,22 @@ INPUTS: tuple[InputCell, ...] = (
     _in("restart_s", "Restart_S", "Restart after a failure (seconds)", "Failures and checkpoints"),
     _in("use_typed_tax", "Use_Typed_Tax", "Use the typed failure share instead (TRUE/FALSE)",
         "Failures and checkpoints"),
+    # -- money: low/high multipliers of the inputs that move the answer most (ranges, tornado) --
+    _in("mfu_low_x", "MFU_Low_X", "MFU: low end (x base)", "Ranges (low and high multipliers)", "range_factor"),
+    _in("mfu_high_x", "MFU_High_X", "MFU: high end (x base, at most 1)", "Ranges (low and high multipliers)",
+        "range_factor"),
+    _in("price_low_x", "Price_Low_X", "Price per GPU-hour: low end (x base)", "Ranges (low and high multipliers)",
+        "range_factor"),
+    _in("price_high_x", "Price_High_X", "Price per GPU-hour: high end (x base)", "Ranges (low and high multipliers)",
+        "range_factor"),
+    _in("tokens_low_x", "Tokens_Low_X", "Tokens: low end (x base)", "Ranges (low and high multipliers)",
+        "range_factor"),
+    _in("tokens_high_x", "Tokens_High_X", "Tokens: high end (x base)", "Ranges (low and high multipliers)",
+        "range_factor"),
+    _in("mtbf_low_x", "MTBF_Low_X", "GPU MTBF (goodput): low end (x base)", "Ranges (low and high multipliers)",
+        "range_factor"),
+    _in("mtbf_high_x", "MTBF_High_X", "GPU MTBF (goodput): high end (x base)", "Ranges (low and high multipliers)",
+        "range_factor"),
 )
 
 INPUT_BY_FIELD = {c.field: c for c in INPUTS}
@@ -160,6 +177,15 @@ class Scenario(BaseModel):
     ckpt_save_s: float = 60
     restart_s: float = 600
     use_typed_tax: bool = False
+    # Ranges: illustrative spans (MFU x0.75-1.25 is seed 000's 30-50% around 40%); type your own.
+    mfu_low_x: float = 0.75
+    mfu_high_x: float = 1.25
+    price_low_x: float = 0.5
+    price_high_x: float = 1.5
+    tokens_low_x: float = 0.8
+    tokens_high_x: float = 1.2
+    mtbf_low_x: float = 0.5
+    mtbf_high_x: float = 2.0
     price_tier: Optional[str] = Field(default=None, description="rental tier of usd_per_gpu_hour when it came "
                                       "from the price catalog")
     price_id: Optional[str] = Field(default=None, description="price catalog row usd_per_gpu_hour came from")
@@ -404,6 +430,14 @@ OUTPUTS: tuple[OutputCell, ...] = (
     _o("Breakeven_Months", ownership.breakeven_months, "Break-even: months of rent that pay for the GPU",
        "#,##0.0", capex_usd_per_gpu="Capex_per_GPU_All_In", kw_per_gpu="KW_per_GPU_All_In", pue="PUE",
        usd_per_kwh="Own_USD_per_kWh", usd_per_gpu_hour="USD_per_GPU_Hour", utilisation="Utilisation"),
+)
+
+# The ranges: scenario field moved -> (its defined name, low and high multiplier fields, range formula).
+RANGES: tuple[tuple[str, str, str, str, Formula], ...] = (
+    ("usd_per_gpu_hour", "USD_per_GPU_Hour", "price_low_x", "price_high_x", franges.range_value),
+    ("mfu", "MFU", "mfu_low_x", "mfu_high_x", franges.range_fraction),
+    ("tokens_t", "Tokens_T", "tokens_low_x", "tokens_high_x", franges.range_value),
+    ("gpu_mtbf_h", "GPU_MTBF_H", "mtbf_low_x", "mtbf_high_x", franges.range_value),
 )
 
 # Results that may be a readable message instead of a number (the inputs make them undefined).

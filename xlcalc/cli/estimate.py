@@ -103,6 +103,5 @@ def ranges_table(rows) -> str:
             body.append((r.label, number(r.low, unit), number(r.base, unit), number(r.high, unit),
                          f"{number(r.days_low)} / {number(r.days_high)}",
                          f"{number(r.cost_low, 'USD')} / {number(r.cost_high, 'USD')}"))
-    return ("Ranges (one input at a time; illustrative spans: MFU x0.75-1.25, price x0.5-1.5, tokens x0.8-1.2, "
-            "MTBF x0.5-2)\n" + table(body, headers=("input", "low", "base", "high", "days low / high",
+    return ("Ranges (one input at a time, low and high ends from --mfu-low-x ... --mtbf-high-x)\n" + table(body, headers=("input", "low", "base", "high", "days low / high",
                                                     "cost low / high")))

@@ -44,6 +44,21 @@ def own_vs_rent_chart(wb: Any, first: int, last: int) -> None:
     ws.add_chart(chart, "F22")
 
 
+def tornado_chart(wb: Any, first: int, last: int) -> None:
+    """Tornado: the change in total cost with each input at its low and high end (every row of the table)."""
+    ws = wb["Budget"]
+    chart = BarChart()
+    chart.type = "bar"
+    chart.grouping = "clustered"
+    chart.overlap = 100
+    chart.title = "What moves the cost most (change vs base, USD)"
+    chart.x_axis.title = "input"
+    chart.add_data(Reference(ws, min_col=6, max_col=7, min_row=first - 1, max_row=last), titles_from_data=True)
+    chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
+    chart.height, chart.width = 8, 16
+    ws.add_chart(chart, f"K{first - 2}")
+
+
 def sensitivity_charts(wb: Any, tables: dict[str, Any]) -> None:
     ws = wb["Sensitivity"]
     anchor_col = 3 + tables["days"]["cols"]

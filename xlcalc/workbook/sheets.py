@@ -8,9 +8,9 @@ from typing import Any
 from .. import catalog
 from ..recipes import get_recipe
 from ..expr import Var
-from ..formulas import memory, ownership
+from ..formulas import memory, ownership, ranges
 from ..inputs import spec
-from ..scenario import INPUT_BY_FIELD, OUTPUT_BY_NAME, Scenario
+from ..scenario import INPUT_BY_FIELD, OUTPUT_BY_NAME, RANGES, Scenario
 from . import charts
 from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, Table
 from .model import Book, ref_text
@@ -289,10 +289,36 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
         if months == 0:
             b.put(s, f"D{row}", f"RENT_OVER_MONTHS_USD: {ownership.rent_over_months_usd.equation}; "
                   f"OWN_OVER_MONTHS_USD: {ownership.own_over_months_usd.equation}", "note")
+    t_last = row
+    row += 2
+    b.put(s, f"A{row}", "Ranges: one input at a time at its low and high end (multipliers on Inputs)", "group")
+    row += 1
+    for col, head in zip("ABCDEFGHI", ("input", "low", "high", "cost at low", "cost at high", "change at low",
+                                        "change at high", "days at low", "days at high")):
+        b.put(s, f"{col}{row}", head, "header")
+    r_first = row + 1
+    for field, name, low_x, high_x, f in RANGES:
+        row += 1
+        out = OUTPUT_BY_NAME["Total_Cost_USD"]
+        fmt = spec(INPUT_BY_FIELD[field].spec_name).number_format
+        b.put(s, f"A{row}", INPUT_BY_FIELD[field].label)
+        for col, mult in (("B", low_x), ("C", high_x)):
+            b.put(s, f"{col}{row}", f(base_value=Var(name), range_factor=Var(INPUT_BY_FIELD[mult].name)), "formula",
+                  fmt if fmt != "General" else "#,##0.00")
+        for val_col, cost_col, change_col, days_col in (("B", "D", "F", "H"), ("C", "E", "G", "I")):
+            varmap = {name: ref_text(s, f"{val_col}{row}")}
+            expr, subs = output_formula("Total_Cost_USD", varmap)
+            b.put(s, f"{cost_col}{row}", expr, "formula", out.number_format, subs)
+            b.put(s, f"{change_col}{row}", ranges.cost_change_usd(
+                total_usd=Var(ref_text(s, f"{cost_col}{row}")), base_usd=Var("Total_Cost_USD")), "formula",
+                '"$"#,##0;-"$"#,##0')
+            expr, subs = output_formula("Wall_Days", varmap)
+            b.put(s, f"{days_col}{row}", expr, "formula", "#,##0.0", subs)
     b.freeze[s] = "A5"
-    rows = {"lines": (first, last), "over_time": (t_first, row)}
+    rows = {"lines": (first, last), "over_time": (t_first, t_last), "ranges": (r_first, row)}
     b.charts.append(lambda wb: charts.cost_chart(wb, *rows["lines"]))
     b.charts.append(lambda wb: charts.own_vs_rent_chart(wb, *rows["over_time"]))
+    b.charts.append(lambda wb: charts.tornado_chart(wb, *rows["ranges"]))
     return rows
 
 
