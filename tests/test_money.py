@@ -285,3 +285,31 @@ def test_money_formatting():
     assert number(0.971, "fraction") == "97.1%"
     assert number(0.30000000000000004) == "0.3"
     assert number(1_869_658.12, "GPU-hours") == "1,869,658"
+
+
+# --- the same dollars in every face ----------------------------------------------------------------------
+
+def test_worksheet_functions_give_the_engines_dollars():
+    pytest.importorskip("xlwings")
+    import importlib
+    if str(ROOT / "udfs") not in sys.path:
+        sys.path.insert(0, str(ROOT / "udfs"))
+    udfs = importlib.import_module("xlcalc_udfs")
+    assert udfs.RENT_COST_USD(128, 10, 30) == 921_600
+    assert udfs.OWN_COST_USD(128, 15000, 3, 30, 0.4, 1.0, 0.08) == pytest.approx(
+        128 * 15000 / (3 * 365) * 30 + 36_864 * 0.08)
+    assert udfs.CHECKPOINT_INTERVAL_H(60, 1000, 50_000) == pytest.approx(math.sqrt(2 * (60 / 3600) * 50))
+    sc = Scenario.build(gpu="h100")
+    r = evaluate(sc)
+    assert udfs.RENT_COST_USD(sc.n_gpus, sc.usd_per_gpu_hour, r["Train_Days"]) == pytest.approx(r["Rent_Cost_USD"])
+
+
+def test_workbook_budget_sheet_states_the_price_and_plots_every_line(tmp_path):
+    from xlcalc.workbook import build
+    lay = build(tmp_path / "plan.xlsx", [Scenario.build(gpu="h100")])
+    cells = lay.book.sheets["Budget"]
+    assert "capacity-block tier" in cells["D3"].value
+    # The pie's rows 14-20 are every line of the total: their sum is the total
+    lines = [lay.book.value("Budget", f"B{r}") for r in range(14, 21)]
+    assert sum(lines) == pytest.approx(lay.book.value_of("Total_Cost_USD"), rel=1e-12)
+    assert lay.book.value_of("Total_Cost_USD") == pytest.approx(evaluate(Scenario.build(gpu="h100"))["Total_Cost_USD"])

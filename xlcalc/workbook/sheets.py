@@ -10,7 +10,7 @@ from ..recipes import get_recipe
 from ..expr import Var
 from ..formulas import memory, ownership, ranges
 from ..inputs import spec
-from ..scenario import INPUT_BY_FIELD, OUTPUT_BY_NAME, RANGES, Scenario
+from ..scenario import INPUT_BY_FIELD, OUTPUT_BY_NAME, RANGES, Scenario, price_note
 from . import charts
 from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, Table
 from .model import Book, ref_text
@@ -239,6 +239,8 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     b.put(s, "A2", "Rent = GPU-hours x price; own = depreciation and hosting (over utilisation) + electricity. "
           "Failures come from goodput (GPU MTBF, checkpoint and restart times on Inputs) unless Use_Typed_Tax "
           "is TRUE. Categories follow seed 003.", "note")
+    formula_row(ctx, s, 3, "Price per GPU-hour used", Var("USD_per_GPU_Hour"), "USD/GPU-hour",
+                f"As built: {price_note(sc)}. Type over USD_per_GPU_Hour on Inputs to use your own.", '"$"#,##0.000')
     b.put(s, "A4", "Failures and checkpoints", "group")
     output_row(ctx, s, 5, "Cluster_MTBF_H")
     output_row(ctx, s, 6, "Ckpt_Interval_H")
