@@ -70,6 +70,17 @@ def render() -> str:
         rows.append((f"{save_s} s", f"{restart_s // 60} min", f"{tau * 60:.1f} min", f"{g:.1%}",
                      f"{x.goodput_extra_days(54, g):.1f}"))
     lines += _md(("checkpoint save", "restart", "checkpoint interval", "goodput", "extra days on 54 days"), rows)
+    lines += ["", "### The workbook's money names", "",
+              "Defined names of the planning workbook, each one cell (inputs on the Inputs and Budget sheets, results on the Budget sheet):",
+              ""]
+    from xlcalc.scenario import INPUTS, OUTPUTS
+    rows = []
+    for group in ("Prices and budget", "Owning the hardware", "Failures and checkpoints",
+                  "Ranges (low and high multipliers)"):
+        rows.append((group, ", ".join(f"`{c.name}`" for c in INPUTS if c.group == group)))
+    rows.append(("Results", ", ".join(f"`{o.name}`" for o in OUTPUTS
+                                      if o.formula.category in ("cost", "goodput", "budget", "ranges"))))
+    lines += _md(("", "names"), rows)
     return "\n".join(lines) + "\n"
 
 

@@ -301,14 +301,15 @@ def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:
 
 def price_note(scenario: "Scenario") -> str:
     """Which rental price a scenario used, in words."""
+    v = scenario.usd_per_gpu_hour
+    rate = f"${v:,.3f}" if round(v, 3) != round(v, 2) else f"${v:,.2f}"
     if scenario.price_id:
         row = next(p for p in catalog.prices() if p.id == scenario.price_id)
-        return (f"${scenario.usd_per_gpu_hour:,.4g}/GPU-hour, {row.tier} tier, price catalog {row.id} "
-                f"({row.date or 'undated'})")
-    if scenario.usd_per_gpu_hour == Scenario.model_fields["usd_per_gpu_hour"].default:
+        return f"{rate}/GPU-hour, {row.tier} tier, price catalog {row.id} ({row.date or 'undated'})"
+    if v == Scenario.model_fields["usd_per_gpu_hour"].default:
         why = f"the price catalog has no rental rate for {scenario.gpu}" if scenario.gpu else "no GPU chosen"
-        return f"${scenario.usd_per_gpu_hour:,.4g}/GPU-hour, example default ({why}; give --usd-per-gpu-hour)"
-    return f"${scenario.usd_per_gpu_hour:,.4g}/GPU-hour, typed (no tier)"
+        return f"{rate}/GPU-hour, example default ({why}; give --usd-per-gpu-hour)"
+    return f"{rate}/GPU-hour, typed (no tier)"
 
 
 def _as_input_error(exc: ValidationError) -> Exception:
@@ -395,7 +396,7 @@ OUTPUTS: tuple[OutputCell, ...] = (
        compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), share_frac="Failure_Frac_Used", amount_usd=0),
     _o("Experiments_USD", budget.budget_line_usd, "Experiments and ablations", '"$"#,##0',
        compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), share_frac="Experiments_Frac", amount_usd=0),
-    _o("Total_Cost_USD", cost.total_cost_usd, "Total cost incl. training tax", '"$"#,##0',
+    _o("Total_Cost_USD", cost.total_cost_usd, "Total cost incl. failures and experiments", '"$"#,##0',
        compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), failure_frac="Failure_Frac_Used",
        experiments_frac="Experiments_Frac", data_usd="Data_USD", people_usd="People_USD", other_usd="Other_USD"),
     _o("USD_per_M_Tokens", cost.usd_per_million_tokens, "Total cost per million tokens", '"$"#,##0.00',

@@ -10,7 +10,7 @@ from .fmt import cli_value, dump_json, number, table
 
 # The results printed as "rent beside own" after the main table.
 OWN_VS_RENT = ("Rent_Cost_USD", "Own_Cost_USD", "Own_USD_per_GPU_Hour", "Breakeven_Utilisation", "Breakeven_Months",
-               "Hardware_Capex_USD", "Facility_MW", "Racks_Needed")
+               "Capex_per_GPU_All_In", "Hardware_Capex_USD", "KW_per_GPU_All_In", "Facility_MW", "Racks_Needed")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
