@@ -313,3 +313,20 @@ def test_workbook_budget_sheet_states_the_price_and_plots_every_line(tmp_path):
     lines = [lay.book.value("Budget", f"B{r}") for r in range(14, 21)]
     assert sum(lines) == pytest.approx(lay.book.value_of("Total_Cost_USD"), rel=1e-12)
     assert lay.book.value_of("Total_Cost_USD") == pytest.approx(evaluate(Scenario.build(gpu="h100"))["Total_Cost_USD"])
+
+
+def test_cli_budget_and_goodput_json(capsys):
+    code, out, _ = run(capsys, "budget", "--budget-usd", "1e6", "--usd-per-gpu-hour", "2", "--peak-tflops", "989",
+                       "--days", "90", "--json")
+    assert code == 0
+    rows = {r["key"]: r["value"] for r in json.loads(out)["rows"]}
+    assert rows["gpus"] == 231 and rows["gpu_hours"] == 500_000
+    code, out, _ = run(capsys, "goodput", "--n-gpus", "16384", "--save-s", "10", "--restart-s", "300", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["gpu_mtbf_h"] == pytest.approx(16384 * 54 * 24 / 419)
+    m = 54 * 24 / 419
+    g = {r["key"]: r["value"] for r in data["rows"]}["goodput"]
+    assert g == pytest.approx(1 - math.sqrt(2 * (10 / 3600) / m) - (300 / 3600) / m)
+    code, out, _ = run(capsys, "budget", "--seed001-tiers", "--json")
+    assert code == 0 and [t["gpus"] for t in json.loads(out)] == [64, 256, 128, 512]
