@@ -330,3 +330,63 @@ def test_cli_budget_and_goodput_json(capsys):
     assert g == pytest.approx(1 - math.sqrt(2 * (10 / 3600) / m) - (300 / 3600) / m)
     code, out, _ = run(capsys, "budget", "--seed001-tiers", "--json")
     assert code == 0 and [t["gpus"] for t in json.loads(out)] == [64, 256, 128, 512]
+
+
+# --- the workbook recalculated by a real engine (LibreOffice) --------------------------------------------
+
+def _named(wb, name):
+    (sheet, at), = wb.defined_names[name].destinations
+    return wb[sheet][at.replace("$", "")]
+
+
+def test_libreoffice_money_cells_equal_the_engine_and_bad_inputs_read_as_sentences(tmp_path):
+    import os
+    import openpyxl
+    from xlcalc.scenario import INPUTS, OUTPUTS
+    from xlcalc.workbook import build
+    from xlcalc.workbook.libreoffice import recalculate, soffice
+    if soffice() is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("CI=true but LibreOffice (soffice) is not installed")
+        pytest.skip("LibreOffice (soffice) is not installed")
+    src = tmp_path / "in"
+    src.mkdir()
+    pristine = tmp_path / "plan.xlsx"
+    build(pristine, [Scenario.build(gpu="h100")])
+    # Own-vs-rent and goodput inputs a finance user might type, and two that make results undefined
+    typed = Scenario.build(gpu="h100", usd_per_gpu_hour=3.1, capex_usd_per_gpu=27_000, capex_usd_per_server=60_000,
+                           depreciation_years=4, utilisation=0.65, kw_per_server=1.8, own_usd_per_kwh=0.11,
+                           kw_per_rack=30, usd_per_rack_month=9_000, gpu_mtbf_h=30_000, ckpt_save_s=45,
+                           restart_s=900, experiments_frac=0.2, data_usd=2e6, people_usd=3e6)
+    cases = {
+        "typed": {c.name: getattr(typed, c.field) for c in INPUTS},  # every input typed through its name
+        "no_progress": {"GPU_MTBF_H": 50},
+        "rent_below_energy": {"USD_per_GPU_Hour": 0.05},
+    }
+    paths = []
+    for name, values in cases.items():
+        wb = openpyxl.load_workbook(pristine)
+        for n, v in values.items():
+            _named(wb, n).value = v
+        wb.save(src / f"{name}.xlsx")
+        paths.append(src / f"{name}.xlsx")
+    out = dict(zip(cases, recalculate(paths, tmp_path / "out")))
+
+    wb = openpyxl.load_workbook(out["typed"], data_only=True)
+    want = evaluate(typed)
+    money_outputs = [o.name for o in OUTPUTS if o.formula.category in ("cost", "goodput", "budget", "ranges")]
+    for name in money_outputs:
+        assert _named(wb, name).value == pytest.approx(want[name], rel=1e-9), name
+    # the Budget sheet's lines sum to its total, and every range row is a number
+    budget = wb["Budget"]
+    assert sum(budget[f"B{r}"].value for r in range(14, 21)) == pytest.approx(want["Total_Cost_USD"], rel=1e-9)
+    rng = {r.factor: r for r in money.ranges(typed)}
+    costs = [budget[f"D{r}"].value for r in range(1, budget.max_row + 1)
+             if budget[f"A{r}"].value == "Price per GPU-hour (USD)" and isinstance(budget[f"D{r}"].value, float)]
+    assert costs == [pytest.approx(rng["usd_per_gpu_hour"].cost_low, rel=1e-9)]
+
+    wb = openpyxl.load_workbook(out["no_progress"], data_only=True)
+    assert str(_named(wb, "Goodput").value).startswith("no progress")
+    wb = openpyxl.load_workbook(out["rent_below_energy"], data_only=True)
+    assert str(_named(wb, "Breakeven_Utilisation").value).startswith("never")
+    assert str(_named(wb, "Breakeven_Months").value).startswith("never")

@@ -58,6 +58,10 @@ def checkpoint_interval_h(save_s, n_gpus, gpu_mtbf_h):
     return sqrt(2 * (save_s / 3600) * cluster_mtbf_h(gpu_mtbf_h, n_gpus))
 
 
+_NO_PROGRESS = ("no progress: failures come faster than checkpoints and restarts (raise GPU_MTBF_H, "
+                "lower Ckpt_Save_S or Restart_S, or use fewer GPUs)")
+
+
 def _min_cluster_mtbf_h(save_s: float, restart_s: float) -> float:
     """Smallest cluster MTBF with goodput > 0: 1 - SQRT(2 delta/M) - R/M = 0 solved for M."""
     d, r = save_s / 3600, restart_s / 3600
@@ -90,7 +94,8 @@ def goodput_fraction(n_gpus, gpu_mtbf_h, save_s, restart_s):
     """Goodput: share of wall-clock time that makes progress, after checkpoint stalls and lost work."""
     tau = checkpoint_interval_h(save_s, n_gpus, gpu_mtbf_h)
     m = cluster_mtbf_h(gpu_mtbf_h, n_gpus)
-    return 1 - (save_s / 3600) / tau - (tau / 2 + restart_s / 3600) / m
+    g = 1 - (save_s / 3600) / tau - (tau / 2 + restart_s / 3600) / m
+    return if_(g > 0, g, _NO_PROGRESS)  # Python raises before this (the check); a cell shows the sentence
 
 
 @formula(udf="FAILURE_FRAC_FROM_GOODPUT", unit="fraction", category="goodput",
