@@ -92,6 +92,13 @@ def seed001_tiers(mfu: float = 0.4) -> list[dict[str, Any]]:
     return out
 
 
+def budget_plan_table(budget_usd: float, usd_per_gpu_hour: float, peak_tflops: float, mfu: float,
+                      days: float) -> list[list[Any]]:
+    """BUDGET_PLAN's spill: [label, value, unit] for GPUs, GPU-hours, parameters (B) and tokens (T)."""
+    rows = {r.key: r for r in budget_plan(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, days)}
+    return [[rows[k].label, rows[k].value, rows[k].unit] for k in BUDGET_PLAN_VALUES]
+
+
 # --- own vs rent -----------------------------------------------------------------------------------
 
 def own_vs_rent(n_gpus: int, days: float, usd_per_gpu_hour: float, capex_usd_per_gpu: float,
@@ -224,5 +231,6 @@ def base_days_cost(scenario: Scenario) -> tuple[float, float]:
     return _days_cost(scenario)
 
 
-__all__ = ["Row", "RangeRow", "BUDGET_PLAN_VALUES", "SEED001_TIERS", "seed001_tiers", "budget_plan", "own_vs_rent", "goodput_rows",
+__all__ = ["Row", "RangeRow", "BUDGET_PLAN_VALUES", "SEED001_TIERS", "seed001_tiers", "budget_plan",
+           "budget_plan_table", "own_vs_rent", "goodput_rows",
            "ranges", "base_days_cost"]
