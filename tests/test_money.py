@@ -90,6 +90,18 @@ def test_breakeven_names_the_inputs_when_rent_does_not_cover_energy():
     assert "never" in x.breakeven_utilisation.excel()
 
 
+def test_budget_lines_as_a_share_an_amount_or_both():
+    # seed 003's categories: a line is compute x share + amount; the total is the sum of the lines
+    sc = Scenario.build(gpu="h100", experiments_frac=0.2, experiments_usd=4e5, data_frac=0.05, data_usd=2e6,
+                        people_usd=3e6, other_usd=1e5)
+    r = evaluate(sc)
+    c = r["Compute_Cost_USD"] + r["Power_Cost_USD"]
+    assert r["Experiments_USD"] == pytest.approx(0.2 * c + 4e5)
+    assert r["Data_Line_USD"] == pytest.approx(0.05 * c + 2e6)
+    assert r["People_Line_USD"] == 3e6
+    assert r["Total_Cost_USD"] == pytest.approx(c * (1 + r["Failure_Frac_Used"]) + 0.25 * c + 4e5 + 2e6 + 3e6 + 1e5)
+
+
 def test_own_cost_at_utilisation_and_hosting():
     # Half-busy hardware charges the run twice the depreciation; hosting: CEILING(1024 x 1 kW / 40 kW) = 26 racks
     full = x.own_cost_at_utilisation_usd(1024, 30000, 3, 30, 1.0, 1.3, 0.08, 1.0)
@@ -309,8 +321,9 @@ def test_workbook_budget_sheet_states_the_price_and_plots_every_line(tmp_path):
     lay = build(tmp_path / "plan.xlsx", [Scenario.build(gpu="h100")])
     cells = lay.book.sheets["Budget"]
     assert "capacity-block tier" in cells["D3"].value
-    # The pie's rows 14-20 are every line of the total: their sum is the total
-    lines = [lay.book.value("Budget", f"B{r}") for r in range(14, 21)]
+    # The pie's rows (21-27, the seven lines under the "line" heading) are every line of the total
+    assert lay.book.sheets["Budget"]["A20"].value == "line"
+    lines = [lay.book.value("Budget", f"B{r}") for r in range(21, 28)]
     assert sum(lines) == pytest.approx(lay.book.value_of("Total_Cost_USD"), rel=1e-12)
     assert lay.book.value_of("Total_Cost_USD") == pytest.approx(evaluate(Scenario.build(gpu="h100"))["Total_Cost_USD"])
 
@@ -357,7 +370,8 @@ def test_libreoffice_money_cells_equal_the_engine_and_bad_inputs_read_as_sentenc
     typed = Scenario.build(gpu="h100", usd_per_gpu_hour=3.1, capex_usd_per_gpu=27_000, capex_usd_per_server=60_000,
                            depreciation_years=4, utilisation=0.65, kw_per_server=1.8, own_usd_per_kwh=0.11,
                            kw_per_rack=30, usd_per_rack_month=9_000, gpu_mtbf_h=30_000, ckpt_save_s=45,
-                           restart_s=900, experiments_frac=0.2, data_usd=2e6, people_usd=3e6)
+                           restart_s=900, experiments_frac=0.2, experiments_usd=4e5, data_frac=0.05, data_usd=2e6,
+                           people_frac=0.1, people_usd=3e6)
     cases = {
         "typed": {c.name: getattr(typed, c.field) for c in INPUTS},  # every input typed through its name
         "no_progress": {"GPU_MTBF_H": 50},
@@ -379,7 +393,7 @@ def test_libreoffice_money_cells_equal_the_engine_and_bad_inputs_read_as_sentenc
         assert _named(wb, name).value == pytest.approx(want[name], rel=1e-9), name
     # the Budget sheet's lines sum to its total, and every range row is a number
     budget = wb["Budget"]
-    assert sum(budget[f"B{r}"].value for r in range(14, 21)) == pytest.approx(want["Total_Cost_USD"], rel=1e-9)
+    assert sum(budget[f"B{r}"].value for r in range(21, 28)) == pytest.approx(want["Total_Cost_USD"], rel=1e-9)
     rng = {r.factor: r for r in money.ranges(typed)}
     costs = [budget[f"D{r}"].value for r in range(1, budget.max_row + 1)
              if budget[f"A{r}"].value == "Price per GPU-hour (USD)" and isinstance(budget[f"D{r}"].value, float)]

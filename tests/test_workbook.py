@@ -331,8 +331,8 @@ def test_charts_reference_cells(seed002):
         charts = [zf.read(n).decode() for n in zf.namelist() if n.startswith("xl/charts/chart")]
     assert len(charts) >= 5  # memory, cost by category, own vs rent, days vs GPUs, cost vs GPUs
     joined = "\n".join(charts)
-    # cost by category: the seven lines of the Budget total (rows 14-20), own vs rent: both columns, every month
-    for ref in ("'Memory'!$B$6:$B$10", "'Budget'!$B$14:$B$20", "'Budget'!$B$", "'Budget'!$C$", "'Sensitivity'!"):
+    # cost by category: the seven lines of the Budget total (rows 21-27), own vs rent: both columns, every month
+    for ref in ("'Memory'!$B$6:$B$10", "'Budget'!$B$21:$B$27", "'Budget'!$B$", "'Budget'!$C$", "'Sensitivity'!"):
         assert ref in joined
     assert all("<numRef>" in c for c in charts)
 

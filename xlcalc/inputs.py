@@ -171,6 +171,10 @@ _add("use_typed_tax", "", "Use the typed failure share instead of the goodput es
 _add("base_value", "", "The base-case value of an input a range moves", example=0.4, **POS)
 _add("range_factor", "ratio", "Multiplier of the base value at the low or high end of a range (0.75 = 25% lower)", example=0.75, gt=0, le=100)
 _add("base_usd", "USD", "The base case's cost, USD", example=1e7, number_format='"$"#,##0', **NONNEG)
+_add("data_frac", "fraction", "Data as a share of compute (added to any amount)", "Data_Frac", example=0.05, ge=0, le=100, number_format="0%")
+_add("people_frac", "fraction", "People as a share of compute (added to any amount)", "People_Frac", example=0.1, ge=0, le=100, number_format="0%")
+_add("experiments_usd", "USD", "Experiments, ablations and failed runs as an amount (added to any share)", "Experiments_USD_Amount", example=5e5, number_format='"$"#,##0', **NONNEG)
+_add("failures_usd", "USD", "Failures, restarts and checkpoints, USD", example=1e5, number_format='"$"#,##0', **NONNEG)
 _add("share_frac", "fraction", "A budget line as a share of compute (0.1 = 10%)", example=0.1, ge=0, le=100, number_format="0%")
 _add("amount_usd", "USD", "A budget line as an amount", example=1e6, number_format='"$"#,##0', **NONNEG)
 

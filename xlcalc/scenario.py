@@ -74,8 +74,12 @@ INPUTS: tuple[InputCell, ...] = (
     _in("usd_per_kwh", "USD_per_kWh", "Electricity (USD/kWh; 0 = in the GPU price)", "Prices and budget"),
     _in("failure_frac", "Failure_Frac", "Failures and restarts (share of compute)", "Prices and budget"),
     _in("experiments_frac", "Experiments_Frac", "Experiments and ablations (share of compute)", "Prices and budget"),
-    _in("data_usd", "Data_USD", "Data (USD)", "Prices and budget"),
-    _in("people_usd", "People_USD", "People (USD)", "Prices and budget"),
+    _in("experiments_usd", "Experiments_USD_Amount", "Experiments and failed runs (USD, added to the share)",
+        "Prices and budget"),
+    _in("data_frac", "Data_Frac", "Data (share of compute)", "Prices and budget"),
+    _in("data_usd", "Data_USD", "Data (USD, added to the share)", "Prices and budget"),
+    _in("people_frac", "People_Frac", "People (share of compute)", "Prices and budget"),
+    _in("people_usd", "People_USD", "People (USD, added to the share)", "Prices and budget"),
     _in("other_usd", "Other_USD", "Storage, network, other (USD)", "Prices and budget"),
     _in("budget_usd", "Budget_USD", "Approved budget (USD)", "Prices and budget"),
     # -- money: owning the hardware (beside renting) --
@@ -156,7 +160,10 @@ class Scenario(BaseModel):
     usd_per_kwh: float = 0.0
     failure_frac: float = 0.15
     experiments_frac: float = 0.0
+    experiments_usd: float = 0
+    data_frac: float = 0
     data_usd: float = 0
+    people_frac: float = 0
     people_usd: float = 0
     other_usd: float = 0
     budget_usd: float = 10_000_000
@@ -394,11 +401,17 @@ OUTPUTS: tuple[OutputCell, ...] = (
     # -- cost categories (seed 003)
     _o("Failures_USD", budget.budget_line_usd, "Failures, restarts, checkpoints", '"$"#,##0',
        compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), share_frac="Failure_Frac_Used", amount_usd=0),
-    _o("Experiments_USD", budget.budget_line_usd, "Experiments and ablations", '"$"#,##0',
-       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), share_frac="Experiments_Frac", amount_usd=0),
-    _o("Total_Cost_USD", cost.total_cost_usd, "Total cost incl. failures and experiments", '"$"#,##0',
-       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), failure_frac="Failure_Frac_Used",
-       experiments_frac="Experiments_Frac", data_usd="Data_USD", people_usd="People_USD", other_usd="Other_USD"),
+    _o("Experiments_USD", budget.budget_line_usd, "Experiments, ablations, failed runs", '"$"#,##0',
+       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), share_frac="Experiments_Frac",
+       amount_usd="Experiments_USD_Amount"),
+    _o("Data_Line_USD", budget.budget_line_usd, "Data: purchase, crawling, labelling, cleaning", '"$"#,##0',
+       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), share_frac="Data_Frac", amount_usd="Data_USD"),
+    _o("People_Line_USD", budget.budget_line_usd, "People", '"$"#,##0',
+       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), share_frac="People_Frac", amount_usd="People_USD"),
+    _o("Total_Cost_USD", budget.budget_total_usd, "Total cost (every line)", '"$"#,##0',
+       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), failures_usd="Failures_USD",
+       experiments_usd="Experiments_USD", data_usd="Data_Line_USD", people_usd="People_Line_USD",
+       other_usd="Other_USD"),
     _o("USD_per_M_Tokens", cost.usd_per_million_tokens, "Total cost per million tokens", '"$"#,##0.00',
        total_usd="Total_Cost_USD", tokens_t="Tokens_T"),
     _o("Budget_Left_USD", cost.budget_left_usd, "Budget left (negative = over)", '"$"#,##0;[Red]-"$"#,##0',

@@ -13,7 +13,7 @@ from .compute import chinchilla_opt_tokens_t, chinchilla_params_b
 
 __all__ = [
     "budget_gpus", "budget_compute_flops", "budget_params_b", "budget_tokens_t", "budget_tokens_for_model_t",
-    "budget_line_usd",
+    "budget_line_usd", "budget_total_usd",
 ]
 
 
@@ -63,3 +63,11 @@ def budget_tokens_for_model_t(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, pa
 def budget_line_usd(compute_usd, share_frac, amount_usd):
     """One budget line given as a share of compute, an amount, or both."""
     return compute_usd * share_frac + amount_usd
+
+
+@formula(udf="BUDGET_TOTAL_USD", unit="USD", category="budget",
+         equation="compute + failures + experiments + data + people + other",
+         source="seed 003 (hardware, data, people, power and facilities, experiments and failed runs)")
+def budget_total_usd(compute_usd, failures_usd, experiments_usd, data_usd, people_usd, other_usd):
+    """Total of a budget's lines by category (compute includes power when it is not in the rental price)."""
+    return compute_usd + failures_usd + experiments_usd + data_usd + people_usd + other_usd

@@ -16,7 +16,8 @@ from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, Table
 from .model import Book, ref_text
 from .rendering import catalog_lookup, output_formula
 
-BUDGET_FIELDS = ("failure_frac", "experiments_frac", "data_usd", "people_usd", "other_usd", "budget_usd")
+BUDGET_FIELDS = ("failure_frac", "experiments_frac", "experiments_usd", "data_frac", "data_usd", "people_frac",
+                 "people_usd", "other_usd", "budget_usd")
 TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes"}
 CHOICE_NAMES = {"Model_Preset": "model", "GPU_Type": "gpu", "Recipe_Id": "recipe"}
 
@@ -225,7 +226,9 @@ def time_sheet(ctx: Ctx) -> None:
 
 # Cost by category (seed 003): every line of the total, in the order the pie chart shows them.
 BUDGET_LINES = ("Compute_Cost_USD", "Power_Cost_USD", "Failures_USD", "Experiments_USD",
-                "data_usd", "people_usd", "other_usd")
+                "Data_Line_USD", "People_Line_USD", "other_usd")
+# Lines given as a share of compute, an amount, or both (seed 003): the inputs above the lines.
+BUDGET_SHARES = ("experiments_frac", "experiments_usd", "data_frac", "data_usd", "people_frac", "people_usd")
 OVER_TIME_MONTHS = (0, 3, 6, 9, 12, 18, 24, 30, 36, 48, 60)
 
 
@@ -248,9 +251,14 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     input_row(ctx, s, 8, "failure_frac", sc.failure_frac)
     output_row(ctx, s, 9, "Failure_Frac_Used")
     output_row(ctx, s, 10, "Wall_Days")
-    input_row(ctx, s, 11, "experiments_frac", sc.experiments_frac)
-    _header_row(b, s, 13, ("line", "USD", "unit", "formula and source"))
-    first = row = 14
+    b.put(s, "A12", "Other lines: a share of compute and power, an amount, or both (seed 003)", "group")
+    row = 12
+    for field in BUDGET_SHARES:
+        row += 1
+        input_row(ctx, s, row, field, getattr(sc, field))
+    row += 2
+    _header_row(b, s, row, ("line", "USD", "unit", "formula and source"))
+    first = row = row + 1
     for line in BUDGET_LINES:
         if line in INPUT_BY_FIELD:
             input_row(ctx, s, row, line, getattr(sc, line))
