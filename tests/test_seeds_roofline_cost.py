@@ -69,7 +69,7 @@ def test_seed_001_owned_cost_model():
     power = 128 * 0.4 * 1.0 * 30 * 24 * 0.10
     assert x.capex_cost_usd(128, 15000, 3, 30) == pytest.approx(capex)
     assert x.power_cost_usd(128, 0.4, 1.0, 30, 0.10) == pytest.approx(power)
-    assert x.owned_cost_usd(128, 15000, 3, 30, 0.4, 1.0, 0.10) == pytest.approx(capex + power)
+    assert x.own_cost_usd(128, 15000, 3, 30, 0.4, 1.0, 0.10) == pytest.approx(capex + power)
 
 
 def test_llama_energy_matches_the_papers_accounting():

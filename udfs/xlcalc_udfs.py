@@ -354,6 +354,86 @@ def CHINCHILLA_OPT_TOKENS_T(compute_flops, tokens_per_param=20):
 
 
 @func(category=CATEGORY)
+@arg("budget_usd", ndim=2, doc="Budget in USD [USD]")
+@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
+@arg("days", ndim=2, doc="Wall-clock days [days]")
+@ret()
+def BUDGET_GPUS(budget_usd, usd_per_gpu_hour, days):
+    """Whole GPUs a budget pays for over a number of days. [GPUs]. INT(budget / ($/GPU-hour * days * 24)). Source: seed 001 §5.2 (budget tiers), done from first principles; issue 12"""
+    return formula_call("budget_gpus", budget_usd, usd_per_gpu_hour, days)
+
+
+@func(category=CATEGORY)
+@arg("budget_usd", ndim=2, doc="Budget in USD [USD]")
+@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("mfu", ndim=2, doc="Model FLOPs utilisation, a fraction of peak (0.4 = 40%) [fraction]")
+@ret()
+def BUDGET_FLOPS(budget_usd, usd_per_gpu_hour, peak_tflops, mfu):
+    """Model FLOPs a budget buys at a price, a GPU's peak and an MFU. [FLOPs]. budget / $/GPU-hour * 3600 * peak TFLOP/s * 1e12 * MFU. Source: seed 002 §7.3 (time model 6PD / (peak x N x MFU)) inverted; issue 12"""
+    return formula_call("budget_compute_flops", budget_usd, usd_per_gpu_hour, peak_tflops, mfu)
+
+
+@func(category=CATEGORY)
+@arg("budget_usd", ndim=2, doc="Budget in USD [USD]")
+@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("mfu", ndim=2, doc="Model FLOPs utilisation, a fraction of peak (0.4 = 40%) [fraction]")
+@arg("tokens_per_param", ndim=2, doc="Training tokens per parameter (Chinchilla: 20) [tokens/parameter]")
+@ret()
+def BUDGET_PARAMS_B(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, tokens_per_param=20):
+    """Largest compute-optimal model a budget trains. [billion parameters]. SQRT(budget FLOPs / (6 * k)), k tokens per parameter. Source: Hoffmann et al. 2022 (Chinchilla) with C = 6ND; issue 12"""
+    return formula_call("budget_params_b", budget_usd, usd_per_gpu_hour, peak_tflops, mfu, tokens_per_param)
+
+
+@func(category=CATEGORY)
+@arg("budget_usd", ndim=2, doc="Budget in USD [USD]")
+@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("mfu", ndim=2, doc="Model FLOPs utilisation, a fraction of peak (0.4 = 40%) [fraction]")
+@arg("tokens_per_param", ndim=2, doc="Training tokens per parameter (Chinchilla: 20) [tokens/parameter]")
+@ret()
+def BUDGET_TOKENS_T(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, tokens_per_param=20):
+    """Training tokens of the largest compute-optimal model a budget trains. [trillion tokens]. k * SQRT(budget FLOPs / (6 * k)). Source: Hoffmann et al. 2022 (Chinchilla) with C = 6ND; issue 12"""
+    return formula_call("budget_tokens_t", budget_usd, usd_per_gpu_hour, peak_tflops, mfu, tokens_per_param)
+
+
+@func(category=CATEGORY)
+@arg("budget_usd", ndim=2, doc="Budget in USD [USD]")
+@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("mfu", ndim=2, doc="Model FLOPs utilisation, a fraction of peak (0.4 = 40%) [fraction]")
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@ret()
+def BUDGET_TOKENS_FOR_MODEL_T(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, params_b):
+    """Training tokens a budget buys for a model of a given size. [trillion tokens]. budget FLOPs / (6 * N) / 1e12. Source: C = 6ND solved for D; issue 12"""
+    return formula_call("budget_tokens_for_model_t", budget_usd, usd_per_gpu_hour, peak_tflops, mfu, params_b)
+
+
+@func(category=CATEGORY)
+@arg("compute_usd", ndim=2, doc="Compute cost of one clean training run [USD]")
+@arg("share_frac", ndim=2, doc="A budget line as a share of compute (0.1 = 10%) [fraction]")
+@arg("amount_usd", ndim=2, doc="A budget line as an amount [USD]")
+@ret()
+def BUDGET_LINE_USD(compute_usd, share_frac, amount_usd):
+    """One budget line given as a share of compute, an amount, or both. [USD]. compute USD * share + amount. Source: seed 003 (cost categories: data, people, power and facilities, experiments and failed runs)"""
+    return formula_call("budget_line_usd", compute_usd, share_frac, amount_usd)
+
+
+@func(category=CATEGORY)
+@arg("compute_usd", ndim=2, doc="Compute cost of one clean training run [USD]")
+@arg("failures_usd", ndim=2, doc="Failures, restarts and checkpoints, USD [USD]")
+@arg("experiments_usd", ndim=2, doc="Experiments, ablations and failed runs as an amount (added to any share) [USD]")
+@arg("data_usd", ndim=2, doc="Data: purchase, crawling, labelling, cleaning [USD]")
+@arg("people_usd", ndim=2, doc="People for the duration of the project [USD]")
+@arg("other_usd", ndim=2, doc="Other lines: storage, network, facilities [USD]")
+@ret()
+def BUDGET_TOTAL_USD(compute_usd, failures_usd, experiments_usd, data_usd, people_usd, other_usd):
+    """Total of a budget's lines by category (compute includes power when it is not in the rental price). [USD]. compute + failures + experiments + data + people + other. Source: seed 003 (hardware, data, people, power and facilities, experiments and failed r..."""
+    return formula_call("budget_total_usd", compute_usd, failures_usd, experiments_usd, data_usd, people_usd, other_usd)
+
+
+@func(category=CATEGORY)
 @arg("gpu_hours", ndim=2, doc="GPU-hours [GPU-hours]")
 @arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
 @ret()
@@ -405,9 +485,9 @@ def POWER_COST_USD(n_gpus, kw_per_gpu, pue, days, usd_per_kwh):
 @arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
 @arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
 @ret()
-def OWNED_COST_USD(n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh):
-    """Compute cost of a run on owned hardware. [USD]. depreciation over the run + electricity. Source: seed 001 §5.1; FORMULAS.md §5"""
-    return formula_call("owned_cost_usd", n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh)
+def OWN_COST_USD(n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh):
+    """Compute cost of a run on owned hardware: straight-line depreciation for the days used, plus energy. [USD]. GPUs * capex per GPU * days / (365 * depreciation years) + GPUs * kW * PUE * days * 24 * $/kWh. Source: seed 001 §5.1 (3-year straight-line depre..."""
+    return formula_call("own_cost_usd", n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh)
 
 
 @func(category=CATEGORY)
@@ -519,6 +599,100 @@ def MEM_QLORA_BASE_GB(params_b, embed_params_b, quant_block=64, double_quant=Tru
 def MEM_QLORA_GB(params_b, embed_params_b, trainable_params_b, quant_block=64, double_quant=True, bytes_weights=2, bytes_trainable=14):
     """Model-state memory of QLoRA fine-tuning on one GPU, GB. [GB per GPU]. 4-bit base (MEM_QLORA_BASE_GB) + k x P' (adapters' weights, gradients and optimizer states). Source: Dettmers et al. 2023 (QLoRA); seed 002 §7.1.2 (LoRA: 2P + 14P', the same with a 1..."""
     return formula_call("mem_qlora_gb", params_b, embed_params_b, trainable_params_b, quant_block, double_quant, bytes_weights, bytes_trainable)
+
+
+@func(category=CATEGORY)
+@arg("gpu_mtbf_h", ndim=2, doc="Mean time between job-stopping failures of one GPU (with its share of the server and network), hours [hours]")
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@ret()
+def CLUSTER_MTBF_H(gpu_mtbf_h, n_gpus):
+    """Mean time between job-stopping failures of the whole cluster. [hours]. M = GPU MTBF / GPUs. Source: issue 12 (a synchronous job stops when any GPU fails)"""
+    return formula_call("cluster_mtbf_h", gpu_mtbf_h, n_gpus)
+
+
+@func(category=CATEGORY)
+@arg("node_mtbf_h", ndim=2, doc="Mean time between job-stopping failures of one server node, hours [hours]")
+@arg("gpus_per_node", ndim=2, doc="GPUs per server node [GPUs]")
+@ret()
+def GPU_MTBF_FROM_NODE_H(node_mtbf_h, gpus_per_node):
+    """Per-GPU MTBF equivalent to a per-node MTBF (same cluster MTBF). [hours]. node MTBF * GPUs per node. Source: issue 12 (per-node MTBF)"""
+    return formula_call("gpu_mtbf_from_node_h", node_mtbf_h, gpus_per_node)
+
+
+@func(category=CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("days", ndim=2, doc="Wall-clock days [days]")
+@arg("interruptions", ndim=2, doc="Unexpected job interruptions counted over a period")
+@ret()
+def GPU_MTBF_OBSERVED_H(n_gpus, days, interruptions):
+    """Per-GPU MTBF implied by the interruptions a run counted (GPU-hours per interruption). [hours]. GPUs * days * 24 / interruptions. Source: Llama 3 paper §3.3.4: 419 unexpected interruptions in 54 days on 16,384 GPUs"""
+    return formula_call("gpu_mtbf_observed_h", n_gpus, days, interruptions)
+
+
+@func(category=CATEGORY)
+@arg("save_s", ndim=2, doc="Time the job stalls to save one checkpoint, seconds [seconds]")
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("gpu_mtbf_h", ndim=2, doc="Mean time between job-stopping failures of one GPU (with its share of the server and network), hours [hours]")
+@ret()
+def CHECKPOINT_INTERVAL_H(save_s, n_gpus, gpu_mtbf_h):
+    """Optimal time between checkpoints (Young's first-order optimum). [hours]. tau = SQRT(2 * delta * M), delta = save_s/3600, M = GPU MTBF / GPUs. Source: Young 1974 (first-order optimum checkpoint interval); issue 12"""
+    return formula_call("checkpoint_interval_h", save_s, n_gpus, gpu_mtbf_h)
+
+
+@func(category=CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("gpu_mtbf_h", ndim=2, doc="Mean time between job-stopping failures of one GPU (with its share of the server and network), hours [hours]")
+@arg("save_s", ndim=2, doc="Time the job stalls to save one checkpoint, seconds [seconds]")
+@arg("restart_s", ndim=2, doc="Time from a failure until training runs again (detect, reschedule, load the checkpoint), seconds [seconds]")
+@ret()
+def GOODPUT(n_gpus, gpu_mtbf_h, save_s, restart_s):
+    """Goodput: share of wall-clock time that makes progress, after checkpoint stalls and lost work. [fraction]. 1 - delta/tau - (tau/2 + R)/M at tau = SQRT(2 delta M); delta = save_s/3600, R = restart_s/3600, M = GPU MTBF / GPUs. Source: Young 1974; Daly 200..."""
+    return formula_call("goodput_fraction", n_gpus, gpu_mtbf_h, save_s, restart_s)
+
+
+@func(category=CATEGORY)
+@arg("goodput", ndim=2, doc="Goodput: the share of wall-clock time that makes training progress [fraction]")
+@ret()
+def FAILURE_FRAC_FROM_GOODPUT(goodput):
+    """Extra compute, as a share of a clean run, that failures and checkpoints cost. [fraction]. 1 / goodput - 1. Source: issue 12 (goodput replaces the typed failure share)"""
+    return formula_call("failure_frac_from_goodput", goodput)
+
+
+@func(category=CATEGORY)
+@arg("days", ndim=2, doc="Wall-clock days [days]")
+@arg("goodput", ndim=2, doc="Goodput: the share of wall-clock time that makes training progress [fraction]")
+@ret()
+def GOODPUT_EXTRA_DAYS(days, goodput):
+    """Extra wall-clock days a clean run of `days` needs at a goodput below 1. [days]. days * (1 / goodput - 1). Source: issue 12"""
+    return formula_call("goodput_extra_days", days, goodput)
+
+
+@func(category=CATEGORY)
+@arg("compute_usd", ndim=2, doc="Compute cost of one clean training run [USD]")
+@arg("goodput", ndim=2, doc="Goodput: the share of wall-clock time that makes training progress [fraction]")
+@ret()
+def GOODPUT_EXTRA_USD(compute_usd, goodput):
+    """Extra dollars a clean run costing compute_usd needs at a goodput below 1. [USD]. compute USD * (1 / goodput - 1). Source: issue 12"""
+    return formula_call("goodput_extra_usd", compute_usd, goodput)
+
+
+@func(category=CATEGORY)
+@arg("use_typed_tax", ndim=2, doc="Use the typed failure share instead of the goodput estimate (TRUE/FALSE)")
+@arg("failure_frac", ndim=2, doc="Failures, restarts and lost work, a fraction of compute (0.15 = 15%) [fraction]")
+@arg("goodput", ndim=2, doc="Goodput: the share of wall-clock time that makes training progress [fraction]")
+@ret()
+def FAILURE_FRAC_USED(use_typed_tax, failure_frac, goodput):
+    """The failure share a plan uses: the goodput estimate, or the typed share when asked for. [fraction]. IF(use typed tax, typed failure share, 1 / goodput - 1). Source: issue 12 (goodput replaces the typed tax, which stays as an override); seed 000 (failur..."""
+    return formula_call("failure_frac_used", use_typed_tax, failure_frac, goodput)
+
+
+@func(category=CATEGORY)
+@arg("days", ndim=2, doc="Wall-clock days [days]")
+@arg("failure_frac", ndim=2, doc="Failures, restarts and lost work, a fraction of compute (0.15 = 15%) [fraction]")
+@ret()
+def DAYS_WITH_FAILURES(days, failure_frac):
+    """Wall-clock days of a clean run of `days` once failures, restarts and checkpoints are paid for. [days]. days * (1 + failure share). Source: issue 12"""
+    return formula_call("days_with_failures", days, failure_frac)
 
 
 @func(category=CATEGORY)
@@ -701,6 +875,185 @@ def MAX_MICRO_BATCH(memory_gb, static_gb, overhead_gb, act_gb_per_sample):
 
 
 @func(category=CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
+@arg("days", ndim=2, doc="Wall-clock days [days]")
+@ret()
+def RENT_COST_USD(n_gpus, usd_per_gpu_hour, days):
+    """Rental bill for n GPUs over a number of days. [USD]. GPUs * $/GPU-hour * days * 24. Source: seed 001 §5.1 (cloud hours x hourly rate); issue 12"""
+    return formula_call("rent_cost_usd", n_gpus, usd_per_gpu_hour, days)
+
+
+@func(category=CATEGORY)
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@arg("capex_usd_per_server", ndim=2, doc="Purchase price of one server without its GPUs (CPUs, memory, NICs, chassis) [USD/server]")
+@arg("gpus_per_node", ndim=2, doc="GPUs per server node [GPUs]")
+@ret()
+def CAPEX_PER_GPU_ALL_IN(capex_usd_per_gpu, capex_usd_per_server, gpus_per_node):
+    """Purchase price per GPU including its share of the server it sits in. [USD/GPU]. capex per GPU + capex per server / GPUs per server. Source: seed 001 §5.1 (card price; DGX A100 server $200,000 for 8 GPUs); seed 003 (H100 server $200-300k)"""
+    return formula_call("capex_usd_per_gpu_all_in", capex_usd_per_gpu, capex_usd_per_server, gpus_per_node)
+
+
+@func(category=CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@ret()
+def CLUSTER_CAPEX_USD(n_gpus, capex_usd_per_gpu):
+    """Purchase price of the whole cluster (what owning asks for up front). [USD]. GPUs * capex per GPU. Source: seed 001 §5.1 (hardware purchase cost)"""
+    return formula_call("cluster_capex_usd", n_gpus, capex_usd_per_gpu)
+
+
+@func(category=CATEGORY)
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("kw_per_server", ndim=2, doc="Power of one server without its GPUs (CPUs, fans, NICs), kW [kW]")
+@arg("gpus_per_node", ndim=2, doc="GPUs per server node [GPUs]")
+@ret()
+def KW_PER_GPU_ALL_IN(kw_per_gpu, kw_per_server, gpus_per_node):
+    """IT power per GPU including its share of the server's own power. [kW]. kW per GPU + kW per server / GPUs per server. Source: seed 003 (a GPU draws 300-700 W, plus the server around it)"""
+    return formula_call("kw_per_gpu_all_in", kw_per_gpu, kw_per_server, gpus_per_node)
+
+
+@func(category=CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@ret()
+def FACILITY_MW(n_gpus, kw_per_gpu, pue):
+    """Facility power the cluster draws from the grid, megawatts. [MW]. GPUs * kW per GPU * PUE / 1000. Source: seed 003 (power and facilities); PUE = facility power / IT power"""
+    return formula_call("facility_mw", n_gpus, kw_per_gpu, pue)
+
+
+@func(category=CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("kw_per_rack", ndim=2, doc="Power one rack can feed and cool, kW (seed 001: 20-40 kW) [kW]")
+@ret()
+def RACKS_NEEDED(n_gpus, kw_per_gpu, kw_per_rack):
+    """Racks needed to power the cluster's IT load at a stated kW per rack. [racks]. CEILING(GPUs * kW per GPU / kW per rack). Source: seed 001 §7.2 (20-40 kW per rack)"""
+    return formula_call("racks_needed", n_gpus, kw_per_gpu, kw_per_rack)
+
+
+@func(category=CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("kw_per_rack", ndim=2, doc="Power one rack can feed and cool, kW (seed 001: 20-40 kW) [kW]")
+@arg("usd_per_rack_month", ndim=2, doc="Hosting (colocation, space, cooling, operations) per rack and month [USD/rack-month]")
+@arg("days", ndim=2, doc="Wall-clock days [days]")
+@ret()
+def HOSTING_COST_USD(n_gpus, kw_per_gpu, kw_per_rack, usd_per_rack_month, days):
+    """Hosting (colocation, cooling, operations) of the racks over a number of days. [USD]. racks * $/rack-month * days / (365/12). Source: seed 003 (data centre: racks, cooling, UPS); issue 12 (hosting per rack)"""
+    return formula_call("hosting_cost_usd", n_gpus, kw_per_gpu, kw_per_rack, usd_per_rack_month, days)
+
+
+@func(category=CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
+@arg("days", ndim=2, doc="Wall-clock days [days]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
+@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
+@ret()
+def OWN_COST_AT_UTILISATION_USD(n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh, utilisation):
+    """Cost of a run on owned GPUs that are busy only a share of their life (the run bears the idle hours). [USD]. depreciation over the run / utilisation + electricity. Source: seed 001 §5.1; issue 12 (utilisation: idle hours are paid for too)"""
+    return formula_call("own_cost_at_utilisation_usd", n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh, utilisation)
+
+
+@func(category=CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
+@arg("days", ndim=2, doc="Wall-clock days [days]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
+@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
+@arg("kw_per_rack", ndim=2, doc="Power one rack can feed and cool, kW (seed 001: 20-40 kW) [kW]")
+@arg("usd_per_rack_month", ndim=2, doc="Hosting (colocation, space, cooling, operations) per rack and month [USD/rack-month]")
+@ret()
+def OWN_TOTAL_COST_USD(n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh, utilisation, kw_per_rack, usd_per_rack_month):
+    """All-in cost of a run on owned hardware: depreciation, hosting (both / utilisation) and energy. [USD]. (depreciation + hosting) over the run / utilisation + electricity. Source: seed 001 §5.1, §7.2; seed 003 (hardware, power and facilities); issue 12"""
+    return formula_call("own_total_cost_usd", n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh, utilisation, kw_per_rack, usd_per_rack_month)
+
+
+@func(category=CATEGORY)
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
+@ret()
+def ENERGY_USD_PER_GPU_HOUR(kw_per_gpu, pue, usd_per_kwh):
+    """Electricity cost of one busy GPU-hour. [USD/GPU-hour]. kW per GPU * PUE * $/kWh. Source: seed 001 §5.1 (electricity, priced per kWh)"""
+    return formula_call("energy_usd_per_gpu_hour", kw_per_gpu, pue, usd_per_kwh)
+
+
+@func(category=CATEGORY)
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
+@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
+@ret()
+def OWN_USD_PER_GPU_HOUR(capex_usd_per_gpu, depreciation_years, kw_per_gpu, pue, usd_per_kwh, utilisation):
+    """What one busy GPU-hour costs on owned hardware (the price to compare with a rental rate). [USD/GPU-hour]. capex / (years * 8760 * utilisation) + kW * PUE * $/kWh. Source: seed 001 §5.1; issue 12"""
+    return formula_call("own_usd_per_gpu_hour", capex_usd_per_gpu, depreciation_years, kw_per_gpu, pue, usd_per_kwh, utilisation)
+
+
+@func(category=CATEGORY)
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
+@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
+@ret()
+def BREAKEVEN_UTILISATION(capex_usd_per_gpu, depreciation_years, kw_per_gpu, pue, usd_per_kwh, usd_per_gpu_hour):
+    """Break-even utilisation: above it, a busy GPU-hour costs less owned than rented (> 1: never). [fraction]. capex / (years * 8760 * (rent $/GPU-hour - kW * PUE * $/kWh)). Source: issue 12 (share of hours a GPU must be busy for owning to cost no more per b..."""
+    return formula_call("breakeven_utilisation", capex_usd_per_gpu, depreciation_years, kw_per_gpu, pue, usd_per_kwh, usd_per_gpu_hour)
+
+
+@func(category=CATEGORY)
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
+@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
+@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
+@ret()
+def BREAKEVEN_MONTHS(capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh, usd_per_gpu_hour, utilisation):
+    """Months after which the rent saved by owning (net of electricity) has paid for the GPU. [months]. capex / ((rent $/GPU-hour - kW * PUE * $/kWh) * utilisation * 8760 / 12). Source: issue 12 (months of renting that cost as much as buying)"""
+    return formula_call("breakeven_months", capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh, usd_per_gpu_hour, utilisation)
+
+
+@func(category=CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
+@arg("months", ndim=2, doc="Months (of 365/12 days) [months]")
+@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
+@ret()
+def RENT_OVER_MONTHS_USD(n_gpus, usd_per_gpu_hour, months, utilisation):
+    """Cumulative rent after some months for the busy hours of n GPUs. [USD]. GPUs * $/GPU-hour * months * 8760/12 * utilisation. Source: issue 12 (own vs rent over time: rent is paid for busy hours only)"""
+    return formula_call("rent_over_months_usd", n_gpus, usd_per_gpu_hour, months, utilisation)
+
+
+@func(category=CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
+@arg("kw_per_rack", ndim=2, doc="Power one rack can feed and cool, kW (seed 001: 20-40 kW) [kW]")
+@arg("usd_per_rack_month", ndim=2, doc="Hosting (colocation, space, cooling, operations) per rack and month [USD/rack-month]")
+@arg("months", ndim=2, doc="Months (of 365/12 days) [months]")
+@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
+@ret()
+def OWN_OVER_MONTHS_USD(n_gpus, capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh, kw_per_rack, usd_per_rack_month, months, utilisation):
+    """Cumulative cash out after some months for owned GPUs: the purchase, then energy and hosting. [USD]. GPUs * capex + GPUs * kW * PUE * $/kWh * months * 8760/12 * utilisation + racks * $/rack-month * months. Source: issue 12 (own vs rent over time: buy up..."""
+    return formula_call("own_over_months_usd", n_gpus, capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh, kw_per_rack, usd_per_rack_month, months, utilisation)
+
+
+@func(category=CATEGORY)
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
 @arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
@@ -736,6 +1089,33 @@ def ALLREDUCE_BYTES(size_bytes, ranks):
 def ALLGATHER_BYTES(size_bytes, ranks):
     """Bytes each rank sends in a ring all-gather or reduce-scatter of S bytes in total. [bytes per rank]. S*(n-1)/n (all-gather or reduce-scatter). Source: NCCL tests PERFORMANCE.md"""
     return formula_call("allgather_bytes", size_bytes, ranks)
+
+
+@func(category=CATEGORY)
+@arg("base_value", ndim=2, doc="The base-case value of an input a range moves")
+@arg("range_factor", ndim=2, doc="Multiplier of the base value at the low or high end of a range (0.75 = 25% lower) [ratio]")
+@ret()
+def RANGE_VALUE(base_value, range_factor):
+    """An input at the low or high end of its range. [unit of the input]. base value * multiplier. Source: issue 12 (low/base/high ranges)"""
+    return formula_call("range_value", base_value, range_factor)
+
+
+@func(category=CATEGORY)
+@arg("base_value", ndim=2, doc="The base-case value of an input a range moves")
+@arg("range_factor", ndim=2, doc="Multiplier of the base value at the low or high end of a range (0.75 = 25% lower) [ratio]")
+@ret()
+def RANGE_FRACTION(base_value, range_factor):
+    """A share (such as MFU) at the low or high end of its range, at most 1. [fraction]. MIN(base value * multiplier, 1). Source: issue 12 (low/base/high ranges; a share stays <= 1)"""
+    return formula_call("range_fraction", base_value, range_factor)
+
+
+@func(category=CATEGORY)
+@arg("total_usd", ndim=2, doc="A total cost in USD [USD]")
+@arg("base_usd", ndim=2, doc="The base case's cost, USD [USD]")
+@ret()
+def COST_CHANGE_USD(total_usd, base_usd):
+    """How much a case costs more (or, negative, less) than the base case. [USD]. cost - base cost. Source: issue 12 (tornado: the swing of each input)"""
+    return formula_call("cost_change_usd", total_usd, base_usd)
 
 
 @func(category=CATEGORY)
@@ -1302,11 +1682,18 @@ FORMULA_UDFS: tuple[str, ...] = (
     "CHINCHILLA_TOKENS_T",
     "CHINCHILLA_PARAMS_B",
     "CHINCHILLA_OPT_TOKENS_T",
+    "BUDGET_GPUS",
+    "BUDGET_FLOPS",
+    "BUDGET_PARAMS_B",
+    "BUDGET_TOKENS_T",
+    "BUDGET_TOKENS_FOR_MODEL_T",
+    "BUDGET_LINE_USD",
+    "BUDGET_TOTAL_USD",
     "CLOUD_COST_USD",
     "CAPEX_COST_USD",
     "ENERGY_MWH",
     "POWER_COST_USD",
-    "OWNED_COST_USD",
+    "OWN_COST_USD",
     "TRAINING_TAX_USD",
     "TOTAL_COST_USD",
     "USD_PER_M_TOKENS",
@@ -1317,6 +1704,16 @@ FORMULA_UDFS: tuple[str, ...] = (
     "NF4_BYTES_PER_PARAM",
     "MEM_QLORA_BASE_GB",
     "MEM_QLORA_GB",
+    "CLUSTER_MTBF_H",
+    "GPU_MTBF_FROM_NODE_H",
+    "GPU_MTBF_OBSERVED_H",
+    "CHECKPOINT_INTERVAL_H",
+    "GOODPUT",
+    "FAILURE_FRAC_FROM_GOODPUT",
+    "GOODPUT_EXTRA_DAYS",
+    "GOODPUT_EXTRA_USD",
+    "FAILURE_FRAC_USED",
+    "DAYS_WITH_FAILURES",
     "MEM_WEIGHTS_GB",
     "MEM_GRADS_GB",
     "MEM_OPTIMIZER_GB",
@@ -1331,10 +1728,28 @@ FORMULA_UDFS: tuple[str, ...] = (
     "MEM_TOTAL_GB",
     "FITS_IN_GPU",
     "MAX_MICRO_BATCH",
+    "RENT_COST_USD",
+    "CAPEX_PER_GPU_ALL_IN",
+    "CLUSTER_CAPEX_USD",
+    "KW_PER_GPU_ALL_IN",
+    "FACILITY_MW",
+    "RACKS_NEEDED",
+    "HOSTING_COST_USD",
+    "OWN_COST_AT_UTILISATION_USD",
+    "OWN_TOTAL_COST_USD",
+    "ENERGY_USD_PER_GPU_HOUR",
+    "OWN_USD_PER_GPU_HOUR",
+    "BREAKEVEN_UTILISATION",
+    "BREAKEVEN_MONTHS",
+    "RENT_OVER_MONTHS_USD",
+    "OWN_OVER_MONTHS_USD",
     "PIPELINE_BUBBLE",
     "PIPELINE_BUBBLE_SHARE",
     "ALLREDUCE_BYTES",
     "ALLGATHER_BYTES",
+    "RANGE_VALUE",
+    "RANGE_FRACTION",
+    "COST_CHANGE_USD",
     "T_MATH_S",
     "T_COMM_S",
     "TIME_LOWER_S",
@@ -1396,29 +1811,51 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "ATTENTION_CORE_FLOPS",
     "ATTENTION_GEMM_BYTES_PER_TOKEN",
     "ATTENTION_SOFTMAX_BYTES_PER_TOKEN",
+    "BREAKEVEN_MONTHS",
+    "BREAKEVEN_UTILISATION",
     "BUBBLE_TIME_S",
+    "BUDGET_FLOPS",
+    "BUDGET_GPUS",
     "BUDGET_LEFT_USD",
+    "BUDGET_LINE_USD",
+    "BUDGET_PARAMS_B",
+    "BUDGET_TOKENS_FOR_MODEL_T",
+    "BUDGET_TOKENS_T",
+    "BUDGET_TOTAL_USD",
     "CAPEX_COST_USD",
+    "CAPEX_PER_GPU_ALL_IN",
     "CATALOG_UDFS",
+    "CHECKPOINT_INTERVAL_H",
     "CHINCHILLA_OPT_TOKENS_T",
     "CHINCHILLA_PARAMS_B",
     "CHINCHILLA_TOKENS_T",
     "CLOUD_COST_USD",
+    "CLUSTER_CAPEX_USD",
+    "CLUSTER_MTBF_H",
     "COMPUTE_TIME_S",
+    "COST_CHANGE_USD",
     "CRITICAL_INTENSITY",
     "DAYS_FOR_BUDGET",
     "DAYS_FROM_THROUGHPUT",
+    "DAYS_WITH_FAILURES",
     "DP_COMM_BYTES",
     "DP_COMM_TIME_S",
     "DP_SIZE",
     "ELEMENTWISE_BYTES_PER_TOKEN",
     "ELEMENTWISE_TIME_S",
     "ENERGY_MWH",
+    "ENERGY_USD_PER_GPU_HOUR",
     "EXPOSED_COMM_S",
+    "FACILITY_MW",
+    "FAILURE_FRAC_FROM_GOODPUT",
+    "FAILURE_FRAC_USED",
     "FITS_IN_GPU",
     "FLASH_ATTENTION_TIME_S",
     "FLOPS_PER_TOKEN",
     "GEMM_WAVE_EFFICIENCY",
+    "GOODPUT",
+    "GOODPUT_EXTRA_DAYS",
+    "GOODPUT_EXTRA_USD",
     "GPUS_FOR_DAYS",
     "GPUS_WHOLE_NODES",
     "GPUS_WITH_SPARE",
@@ -1426,12 +1863,16 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "GPU_HOURS_AT_THROUGHPUT",
     "GPU_HOURS_FOR_BUDGET",
     "GPU_LIST",
+    "GPU_MTBF_FROM_NODE_H",
+    "GPU_MTBF_OBSERVED_H",
     "GPU_SPEC",
     "GROUP_BANDWIDTH_GB_S",
     "HARDWARE_FLOPS_PER_TOKEN",
     "HFU_FROM_MFU",
+    "HOSTING_COST_USD",
     "HW_FLOPS_FACTOR",
     "IMPLIED_MFU",
+    "KW_PER_GPU_ALL_IN",
     "LAYER_ACTIVATION_BYTES",
     "LAYER_MATMUL_FLOPS",
     "LINEAR_LAYER_TIME_S",
@@ -1459,7 +1900,11 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "MODEL_SPEC",
     "NF4_BYTES_PER_PARAM",
     "OPTIMIZER_STEP_S",
-    "OWNED_COST_USD",
+    "OWN_COST_AT_UTILISATION_USD",
+    "OWN_COST_USD",
+    "OWN_OVER_MONTHS_USD",
+    "OWN_TOTAL_COST_USD",
+    "OWN_USD_PER_GPU_HOUR",
     "PIPELINE_BUBBLE",
     "PIPELINE_BUBBLE_SHARE",
     "PIPELINE_P2P_TIME_S",
@@ -1467,6 +1912,11 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "PLAN",
     "PLANNER_UDFS",
     "POWER_COST_USD",
+    "RACKS_NEEDED",
+    "RANGE_FRACTION",
+    "RANGE_VALUE",
+    "RENT_COST_USD",
+    "RENT_OVER_MONTHS_USD",
     "REPLICAS_NEEDED",
     "STAGE_ACTIVATIONS_GB",
     "STAGE_ATTENTION_FLOPS",

@@ -213,13 +213,34 @@ class Model(_Row):
         return (self.derived_params(active=True) - self.embedding_params()) / 1e9
 
 
+PRICE_TIERS = ("on-demand", "reserved-1y", "reserved-3y", "spot", "capacity-block", "assumed")
+"""Rental tiers: on-demand, reserved for 1 or 3 years, spot (pre-emptible), capacity block (a short
+reservation booked ahead, e.g. AWS EC2 Capacity Blocks) and "assumed" (a rate a report assumed)."""
+
+
 class Price(_Row):
-    """A default price: per GPU-hour for rental, per GPU for purchase."""
+    """A price row for one GPU: a rental rate of one tier, a purchase price, or both; dated and sourced."""
 
     gpu: str = Field(description="id of the GPU row this price is for")
+    tier: Optional[Literal[PRICE_TIERS]] = Field(  # type: ignore[valid-type]
+        default=None, description="rental tier of usd_per_gpu_hour (required when it is given)")
     usd_per_gpu_hour: Optional[float] = Field(default=None, ge=0)
     capex_usd_per_gpu: Optional[float] = Field(default=None, ge=0)
+    capex_usd_per_server: Optional[float] = Field(
+        default=None, ge=0, description="purchase price of a whole server with its GPUs, where a source gives one")
+    gpus_per_server: Optional[int] = Field(default=None, ge=1)
+    default: bool = Field(default=False, description="the GPU's default price when no tier is asked for")
     date: str = ""
+
+    @model_validator(mode="after")
+    def _tier_with_rate(self) -> "Price":
+        if self.usd_per_gpu_hour is not None and self.tier is None:
+            raise ValueError("a rental rate (usd_per_gpu_hour) needs its tier: " + ", ".join(PRICE_TIERS))
+        if self.usd_per_gpu_hour is None and self.tier is not None:
+            raise ValueError(f"tier = {self.tier!r} without a usd_per_gpu_hour")
+        if (self.capex_usd_per_server is None) != (self.gpus_per_server is None):
+            raise ValueError("capex_usd_per_server and gpus_per_server go together")
+        return self
 
 
 class _Catalog(BaseModel):
@@ -305,8 +326,20 @@ def models() -> tuple[Model, ...]:
 
 @lru_cache(maxsize=None)
 def prices() -> tuple[Price, ...]:
-    """The default prices (``xlcalc/data/prices.toml``)."""
-    return load("prices")
+    """The prices (``xlcalc/data/prices.toml``): at most one rate per GPU and tier, one default per GPU."""
+    rows = load("prices")
+    seen: set[tuple[str, str]] = set()
+    defaults: set[str] = set()
+    for p in rows:
+        if p.tier is not None:
+            if (p.gpu, p.tier) in seen:
+                raise CatalogError(f"catalog prices.toml: two {p.tier} rates for {p.gpu}")
+            seen.add((p.gpu, p.tier))
+        if p.default:
+            if p.gpu in defaults:
+                raise CatalogError(f"catalog prices.toml: two default prices for {p.gpu}")
+            defaults.add(p.gpu)
+    return rows
 
 
 def _find(rows: tuple, label: str, what: str):
@@ -327,10 +360,52 @@ def get_model(label: str) -> Model:
 
 
 def price_for(gpu_label: str) -> Price | None:
-    """The default price row for a GPU (any of its names), or None when no source gives one."""
+    """The default price row for a GPU (any of its names), or None when no source gives one.
+
+    The default is the row marked ``default = true``, else the GPU's first row.
+    """
+    gpu = get_gpu(gpu_label)
+    rows = [p for p in prices() if p.gpu == gpu.id]
+    for p in rows:
+        if p.default:
+            return p
+    return rows[0] if rows else None
+
+
+def rental_price(gpu_label: str, tier: str | None = None) -> Price:
+    """The rental price row of a GPU at a tier (None: the GPU's default rental rate).
+
+    A tier the catalog has no price for raises :class:`~xlcalc.errors.InputError` naming the GPU and the
+    tier, and the tiers it does have; the price is never guessed.
+    """
+    from .errors import InputError
+
+    gpu = get_gpu(gpu_label)
+    rows = [p for p in prices() if p.gpu == gpu.id and p.usd_per_gpu_hour is not None]
+    have = ", ".join(f'"{p.tier}"' for p in rows) or "none"
+    if tier is None:
+        default = price_for(gpu.id)
+        if default is not None and default.usd_per_gpu_hour is not None:
+            return default
+        if rows:
+            return rows[0]
+        raise InputError("usd_per_gpu_hour", None, f"given: the price catalog has no rental rate for {gpu.id}",
+                         "give --usd-per-gpu-hour")
+    key = str(tier).strip().lower()
+    if key not in PRICE_TIERS:
+        raise InputError("price_tier", tier, "one of " + ", ".join(f'"{t}"' for t in PRICE_TIERS))
+    for p in rows:
+        if p.tier == key:
+            return p
+    raise InputError("price_tier", tier, f"a tier the price catalog has a {gpu.id} rate for: {have}",
+                     f"no sourced {key} price for {gpu.id}; give usd_per_gpu_hour instead")
+
+
+def purchase_price(gpu_label: str) -> Price | None:
+    """The price row with a purchase price (capex) for a GPU, or None when no source gives one."""
     gpu = get_gpu(gpu_label)
     for p in prices():
-        if p.gpu == gpu.id:
+        if p.gpu == gpu.id and p.capex_usd_per_gpu is not None:
             return p
     return None
 

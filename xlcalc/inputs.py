@@ -154,6 +154,30 @@ _add("other_usd", "USD", "Other lines: storage, network, facilities", "Other_USD
 _add("total_usd", "USD", "A total cost in USD", example=1e7, number_format='"$"#,##0', **NONNEG)
 _add("budget_usd", "USD", "Budget in USD", "Budget_USD", example=1e7, number_format='"$"#,##0', **POS)
 
+# --- money: own vs rent, goodput, budget-first planning ------------------------------
+_add("capex_usd_per_server", "USD/server", "Purchase price of one server without its GPUs (CPUs, memory, NICs, chassis)", "Capex_USD_per_Server", example=50000, number_format='"$"#,##0', **NONNEG)
+_add("kw_per_server", "kW", "Power of one server without its GPUs (CPUs, fans, NICs), kW", "KW_per_Server", example=2.0, **NONNEG)
+_add("utilisation", "fraction", "Share of the hardware's hours that are busy with paid work (1 = always busy)", "Utilisation", example=0.7, gt=0, le=1, number_format="0%")
+_add("kw_per_rack", "kW", "Power one rack can feed and cool, kW (seed 001: 20-40 kW)", "KW_per_Rack", example=40, **POS)
+_add("usd_per_rack_month", "USD/rack-month", "Hosting (colocation, space, cooling, operations) per rack and month", "USD_per_Rack_Month", example=0, number_format='"$"#,##0', **NONNEG)
+_add("gpu_mtbf_h", "hours", "Mean time between job-stopping failures of one GPU (with its share of the server and network), hours", "GPU_MTBF_H", example=50677, **POS)
+_add("node_mtbf_h", "hours", "Mean time between job-stopping failures of one server node, hours", "Node_MTBF_H", example=6335, **POS)
+_add("save_s", "seconds", "Time the job stalls to save one checkpoint, seconds", "Ckpt_Save_S", example=60, **POS)
+_add("restart_s", "seconds", "Time from a failure until training runs again (detect, reschedule, load the checkpoint), seconds", "Restart_S", example=600, **NONNEG)
+_add("goodput", "fraction", "Goodput: the share of wall-clock time that makes training progress", "Goodput", example=0.95, gt=0, le=1, number_format="0.0%")
+_add("interruptions", "", "Unexpected job interruptions counted over a period", example=419, **POS)
+_add("months", "months", "Months (of 365/12 days)", example=12, **POS)
+_add("use_typed_tax", "", "Use the typed failure share instead of the goodput estimate (TRUE/FALSE)", "Use_Typed_Tax", example=False, kind="bool")
+_add("base_value", "", "The base-case value of an input a range moves", example=0.4, **POS)
+_add("range_factor", "ratio", "Multiplier of the base value at the low or high end of a range (0.75 = 25% lower)", example=0.75, gt=0, le=100)
+_add("base_usd", "USD", "The base case's cost, USD", example=1e7, number_format='"$"#,##0', **NONNEG)
+_add("data_frac", "fraction", "Data as a share of compute (added to any amount)", "Data_Frac", example=0.05, ge=0, le=100, number_format="0%")
+_add("people_frac", "fraction", "People as a share of compute (added to any amount)", "People_Frac", example=0.1, ge=0, le=100, number_format="0%")
+_add("experiments_usd", "USD", "Experiments, ablations and failed runs as an amount (added to any share)", "Experiments_USD_Amount", example=5e5, number_format='"$"#,##0', **NONNEG)
+_add("failures_usd", "USD", "Failures, restarts and checkpoints, USD", example=1e5, number_format='"$"#,##0', **NONNEG)
+_add("share_frac", "fraction", "A budget line as a share of compute (0.1 = 10%)", example=0.1, ge=0, le=100, number_format="0%")
+_add("amount_usd", "USD", "A budget line as an amount", example=1e6, number_format='"$"#,##0', **NONNEG)
+
 
 # --- step-time model (planner) ------------------------------------------------------
 _add("kv_heads", "", "Key/value heads (GQA; = heads for multi-head attention)", "KV_Heads", example=8, **COUNT)

@@ -23,7 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from . import catalog
 from .errors import InputError
 from .expr import Expr, Var, wrap
-from .formulas import compute, cost, memory
+from .formulas import budget, compute, cost, goodput, memory, ownership
+from .formulas import ranges as franges
 from .inputs import spec
 from .recipes import RECIPE_FIELDS, get_recipe
 from .registry import Formula
@@ -73,10 +74,46 @@ INPUTS: tuple[InputCell, ...] = (
     _in("usd_per_kwh", "USD_per_kWh", "Electricity (USD/kWh; 0 = in the GPU price)", "Prices and budget"),
     _in("failure_frac", "Failure_Frac", "Failures and restarts (share of compute)", "Prices and budget"),
     _in("experiments_frac", "Experiments_Frac", "Experiments and ablations (share of compute)", "Prices and budget"),
-    _in("data_usd", "Data_USD", "Data (USD)", "Prices and budget"),
-    _in("people_usd", "People_USD", "People (USD)", "Prices and budget"),
+    _in("experiments_usd", "Experiments_USD_Amount", "Experiments and failed runs (USD, added to the share)",
+        "Prices and budget"),
+    _in("data_frac", "Data_Frac", "Data (share of compute)", "Prices and budget"),
+    _in("data_usd", "Data_USD", "Data (USD, added to the share)", "Prices and budget"),
+    _in("people_frac", "People_Frac", "People (share of compute)", "Prices and budget"),
+    _in("people_usd", "People_USD", "People (USD, added to the share)", "Prices and budget"),
     _in("other_usd", "Other_USD", "Storage, network, other (USD)", "Prices and budget"),
     _in("budget_usd", "Budget_USD", "Approved budget (USD)", "Prices and budget"),
+    # -- money: owning the hardware (beside renting) --
+    _in("capex_usd_per_gpu", "Capex_USD_per_GPU", "Purchase price per GPU (USD)", "Owning the hardware"),
+    _in("capex_usd_per_server", "Capex_USD_per_Server", "Server without GPUs (USD per server)", "Owning the hardware"),
+    _in("depreciation_years", "Depreciation_Years", "Depreciation (years)", "Owning the hardware"),
+    _in("utilisation", "Utilisation", "Utilisation of owned hardware (share of hours busy)", "Owning the hardware"),
+    _in("kw_per_server", "KW_per_Server", "Server power without GPUs (kW)", "Owning the hardware"),
+    _in("own_usd_per_kwh", "Own_USD_per_kWh", "Electricity for owned hardware (USD/kWh)", "Owning the hardware",
+        "usd_per_kwh"),
+    _in("kw_per_rack", "KW_per_Rack", "Power per rack (kW)", "Owning the hardware"),
+    _in("usd_per_rack_month", "USD_per_Rack_Month", "Hosting per rack and month (USD)", "Owning the hardware"),
+    # -- money: failures, checkpoints and goodput (replace the typed failure share) --
+    _in("gpu_mtbf_h", "GPU_MTBF_H", "MTBF per GPU (hours)", "Failures and checkpoints"),
+    _in("ckpt_save_s", "Ckpt_Save_S", "Checkpoint save stall (seconds)", "Failures and checkpoints", "save_s"),
+    _in("restart_s", "Restart_S", "Restart after a failure (seconds)", "Failures and checkpoints"),
+    _in("use_typed_tax", "Use_Typed_Tax", "Use the typed failure share instead (TRUE/FALSE)",
+        "Failures and checkpoints"),
+    # -- money: low/high multipliers of the inputs that move the answer most (ranges, tornado) --
+    _in("mfu_low_x", "MFU_Low_X", "MFU: low end (x base)", "Ranges (low and high multipliers)", "range_factor"),
+    _in("mfu_high_x", "MFU_High_X", "MFU: high end (x base, at most 1)", "Ranges (low and high multipliers)",
+        "range_factor"),
+    _in("price_low_x", "Price_Low_X", "Price per GPU-hour: low end (x base)", "Ranges (low and high multipliers)",
+        "range_factor"),
+    _in("price_high_x", "Price_High_X", "Price per GPU-hour: high end (x base)", "Ranges (low and high multipliers)",
+        "range_factor"),
+    _in("tokens_low_x", "Tokens_Low_X", "Tokens: low end (x base)", "Ranges (low and high multipliers)",
+        "range_factor"),
+    _in("tokens_high_x", "Tokens_High_X", "Tokens: high end (x base)", "Ranges (low and high multipliers)",
+        "range_factor"),
+    _in("mtbf_low_x", "MTBF_Low_X", "GPU MTBF (goodput): low end (x base)", "Ranges (low and high multipliers)",
+        "range_factor"),
+    _in("mtbf_high_x", "MTBF_High_X", "GPU MTBF (goodput): high end (x base)", "Ranges (low and high multipliers)",
+        "range_factor"),
 )
 
 INPUT_BY_FIELD = {c.field: c for c in INPUTS}
@@ -123,10 +160,42 @@ class Scenario(BaseModel):
     usd_per_kwh: float = 0.0
     failure_frac: float = 0.15
     experiments_frac: float = 0.0
+    experiments_usd: float = 0
+    data_frac: float = 0
     data_usd: float = 0
+    people_frac: float = 0
     people_usd: float = 0
     other_usd: float = 0
     budget_usd: float = 10_000_000
+    # Owning: seed 001 §5.1 (A100 $15,000 per card, 3-year depreciation); seed 001 §7.2 (20-40 kW per rack);
+    # electricity: US industrial average prices run about 7-9 cents/kWh in most states (EIA Electric Power
+    # Monthly, Table 5.6.B, 2024). Utilisation 1: the hardware is busy whenever it is not idle for this run.
+    capex_usd_per_gpu: float = 15_000
+    capex_usd_per_server: float = 0
+    depreciation_years: float = 3
+    utilisation: float = 1.0
+    kw_per_server: float = 0
+    own_usd_per_kwh: float = 0.08
+    kw_per_rack: float = 40
+    usd_per_rack_month: float = 0
+    # Failures: the per-GPU MTBF that Llama 3's 419 unexpected interruptions in 54 days on 16,384 GPUs imply
+    # (16,384 x 54 x 24 / 419 GPU-hours); checkpoint and restart times are example values - give your own.
+    gpu_mtbf_h: float = 50_677
+    ckpt_save_s: float = 60
+    restart_s: float = 600
+    use_typed_tax: bool = False
+    # Ranges: illustrative spans (MFU x0.75-1.25 is seed 000's 30-50% around 40%); type your own.
+    mfu_low_x: float = 0.75
+    mfu_high_x: float = 1.25
+    price_low_x: float = 0.5
+    price_high_x: float = 1.5
+    tokens_low_x: float = 0.8
+    tokens_high_x: float = 1.2
+    mtbf_low_x: float = 0.5
+    mtbf_high_x: float = 2.0
+    price_tier: Optional[str] = Field(default=None, description="rental tier of usd_per_gpu_hour when it came "
+                                      "from the price catalog")
+    price_id: Optional[str] = Field(default=None, description="price catalog row usd_per_gpu_hour came from")
 
     @model_validator(mode="before")
     @classmethod
@@ -179,7 +248,9 @@ class Scenario(BaseModel):
         if values.get("recipe"):
             r = get_recipe(str(values["recipe"]))
             merged.update({field: getattr(r, attr) for field, attr in RECIPE_FIELDS.items()})
-        merged.update({k: v for k, v in values.items() if v is not None})
+        prices = _catalog_prices(values)
+        merged.update(prices)
+        merged.update({k: v for k, v in values.items() if v is not None and k not in prices})
         if values.get("model"):
             merged["model"] = catalog.get_model(values["model"]).id
         if values.get("gpu"):
@@ -198,6 +269,54 @@ class Scenario(BaseModel):
     def cell_values(self) -> dict[str, Any]:
         """Input values by defined name."""
         return {c.name: getattr(self, c.field) for c in INPUTS}
+
+
+def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:
+    """Rental rate (and tier) and purchase price from the price catalog for the chosen GPU.
+
+    A typed usd_per_gpu_hour wins (no tier); a price_tier the catalog has no rate for is an error
+    naming the GPU and the tier.
+    """
+    out: dict[str, Any] = {}
+    tier = values.get("price_tier")
+    gpu = values.get("gpu")
+    if values.get("usd_per_gpu_hour") is not None:
+        if tier or values.get("price_id"):  # a saved scenario keeps its tier while the price is still the tier's
+            row = next((p for p in catalog.prices() if p.id == values.get("price_id")), None)
+            if row is None or row.usd_per_gpu_hour != values["usd_per_gpu_hour"] or row.tier != tier or (
+                    gpu and row.gpu != catalog.get_gpu(gpu).id):
+                out.update(price_tier=None, price_id=None)
+        return out
+    if tier and not gpu:
+        raise InputError("price_tier", tier, "used with a GPU (gpu = ...) whose catalog prices it picks from")
+    if gpu:
+        row = None
+        if tier:
+            row = catalog.rental_price(gpu, tier)
+        else:
+            default = catalog.price_for(gpu)
+            if default is not None and default.usd_per_gpu_hour is not None:
+                row = default
+        if row is not None:
+            out.update(usd_per_gpu_hour=row.usd_per_gpu_hour, price_tier=row.tier, price_id=row.id)
+        if values.get("capex_usd_per_gpu") is None:
+            buy = catalog.purchase_price(gpu)
+            if buy is not None:
+                out["capex_usd_per_gpu"] = buy.capex_usd_per_gpu
+    return out
+
+
+def price_note(scenario: "Scenario") -> str:
+    """Which rental price a scenario used, in words."""
+    v = scenario.usd_per_gpu_hour
+    rate = f"${v:,.3f}" if round(v, 3) != round(v, 2) else f"${v:,.2f}"
+    if scenario.price_id:
+        row = next(p for p in catalog.prices() if p.id == scenario.price_id)
+        return f"{rate}/GPU-hour, {row.tier} tier, price catalog {row.id} ({row.date or 'undated'})"
+    if v == Scenario.model_fields["usd_per_gpu_hour"].default:
+        why = f"the price catalog has no rental rate for {scenario.gpu}" if scenario.gpu else "no GPU chosen"
+        return f"{rate}/GPU-hour, example default ({why}; give --usd-per-gpu-hour)"
+    return f"{rate}/GPU-hour, typed (no tier)"
 
 
 def _as_input_error(exc: ValidationError) -> Exception:
@@ -268,17 +387,75 @@ OUTPUTS: tuple[OutputCell, ...] = (
        gpu_hours="GPU_Hours", usd_per_gpu_hour="USD_per_GPU_Hour"),
     _o("Power_Cost_USD", cost.power_cost_usd, "Power (if not in the GPU price)", '"$"#,##0',
        n_gpus="N_GPUs", kw_per_gpu="KW_per_GPU", pue="PUE", days="Train_Days", usd_per_kwh="USD_per_kWh"),
-    _o("Training_Tax_USD", cost.training_tax_usd, "Training tax: failures, restarts, experiments", '"$"#,##0',
-       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), failure_frac="Failure_Frac",
-       experiments_frac="Experiments_Frac"),
-    _o("Total_Cost_USD", cost.total_cost_usd, "Total cost incl. training tax", '"$"#,##0',
-       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), failure_frac="Failure_Frac",
-       experiments_frac="Experiments_Frac", data_usd="Data_USD", people_usd="People_USD", other_usd="Other_USD"),
+    # -- goodput: failures and checkpoints -> the failure share (the typed share stays as an override)
+    _o("Cluster_MTBF_H", goodput.cluster_mtbf_h, "Cluster MTBF (hours between job-stopping failures)", "#,##0.00",
+       gpu_mtbf_h="GPU_MTBF_H", n_gpus="N_GPUs"),
+    _o("Ckpt_Interval_H", goodput.checkpoint_interval_h, "Checkpoint interval, Young's optimum (hours)", "#,##0.00",
+       save_s="Ckpt_Save_S", n_gpus="N_GPUs", gpu_mtbf_h="GPU_MTBF_H"),
+    _o("Goodput", goodput.goodput_fraction, "Goodput (share of time making progress)", "0.0%",
+       n_gpus="N_GPUs", gpu_mtbf_h="GPU_MTBF_H", save_s="Ckpt_Save_S", restart_s="Restart_S"),
+    _o("Failure_Frac_Used", goodput.failure_frac_used, "Failure share used (goodput, or the typed share)", "0.0%",
+       use_typed_tax="Use_Typed_Tax", failure_frac="Failure_Frac", goodput="Goodput"),
+    _o("Wall_Days", goodput.days_with_failures, "Wall-clock days incl. failures and checkpoints", "#,##0.00",
+       days="Train_Days", failure_frac="Failure_Frac_Used"),
+    # -- cost categories (seed 003)
+    _o("Failures_USD", budget.budget_line_usd, "Failures, restarts, checkpoints", '"$"#,##0',
+       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), share_frac="Failure_Frac_Used", amount_usd=0),
+    _o("Experiments_USD", budget.budget_line_usd, "Experiments, ablations, failed runs", '"$"#,##0',
+       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), share_frac="Experiments_Frac",
+       amount_usd="Experiments_USD_Amount"),
+    _o("Data_Line_USD", budget.budget_line_usd, "Data: purchase, crawling, labelling, cleaning", '"$"#,##0',
+       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), share_frac="Data_Frac", amount_usd="Data_USD"),
+    _o("People_Line_USD", budget.budget_line_usd, "People", '"$"#,##0',
+       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), share_frac="People_Frac", amount_usd="People_USD"),
+    _o("Total_Cost_USD", budget.budget_total_usd, "Total cost (every line)", '"$"#,##0',
+       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), failures_usd="Failures_USD",
+       experiments_usd="Experiments_USD", data_usd="Data_Line_USD", people_usd="People_Line_USD",
+       other_usd="Other_USD"),
     _o("USD_per_M_Tokens", cost.usd_per_million_tokens, "Total cost per million tokens", '"$"#,##0.00',
        total_usd="Total_Cost_USD", tokens_t="Tokens_T"),
     _o("Budget_Left_USD", cost.budget_left_usd, "Budget left (negative = over)", '"$"#,##0;[Red]-"$"#,##0',
        budget_usd="Budget_USD", total_usd="Total_Cost_USD"),
+    # -- own vs rent (the clean run; failures and other lines come on top of either)
+    _o("Rent_Cost_USD", ownership.rent_cost_usd, "Rent: GPUs x price x hours of the clean run", '"$"#,##0',
+       n_gpus="N_GPUs", usd_per_gpu_hour="USD_per_GPU_Hour", days="Train_Days"),
+    _o("Capex_per_GPU_All_In", ownership.capex_usd_per_gpu_all_in, "Purchase price per GPU incl. server share",
+       '"$"#,##0', capex_usd_per_gpu="Capex_USD_per_GPU", capex_usd_per_server="Capex_USD_per_Server",
+       gpus_per_node="GPUs_per_Node"),
+    _o("KW_per_GPU_All_In", ownership.kw_per_gpu_all_in, "Power per GPU incl. server share (kW)", "#,##0.000",
+       kw_per_gpu="KW_per_GPU", kw_per_server="KW_per_Server", gpus_per_node="GPUs_per_Node"),
+    _o("Hardware_Capex_USD", ownership.cluster_capex_usd, "Purchase price of the cluster", '"$"#,##0',
+       n_gpus="N_GPUs", capex_usd_per_gpu="Capex_per_GPU_All_In"),
+    _o("Facility_MW", ownership.facility_mw, "Facility power (MW, incl. PUE)", "#,##0.00",
+       n_gpus="N_GPUs", kw_per_gpu="KW_per_GPU_All_In", pue="PUE"),
+    _o("Racks_Needed", ownership.racks_needed, "Racks at the stated kW per rack", "#,##0",
+       n_gpus="N_GPUs", kw_per_gpu="KW_per_GPU_All_In", kw_per_rack="KW_per_Rack"),
+    _o("Own_Cost_USD", ownership.own_total_cost_usd,
+       "Own: depreciation and hosting / utilisation + electricity", '"$"#,##0',
+       n_gpus="N_GPUs", capex_usd_per_gpu="Capex_per_GPU_All_In", depreciation_years="Depreciation_Years",
+       days="Train_Days", kw_per_gpu="KW_per_GPU_All_In", pue="PUE", usd_per_kwh="Own_USD_per_kWh",
+       utilisation="Utilisation", kw_per_rack="KW_per_Rack", usd_per_rack_month="USD_per_Rack_Month"),
+    _o("Own_USD_per_GPU_Hour", ownership.own_usd_per_gpu_hour, "Own: cost of one busy GPU-hour", '"$"#,##0.000',
+       capex_usd_per_gpu="Capex_per_GPU_All_In", depreciation_years="Depreciation_Years",
+       kw_per_gpu="KW_per_GPU_All_In", pue="PUE", usd_per_kwh="Own_USD_per_kWh", utilisation="Utilisation"),
+    _o("Breakeven_Utilisation", ownership.breakeven_utilisation, "Break-even utilisation (own cheaper above)",
+       "0.0%", capex_usd_per_gpu="Capex_per_GPU_All_In", depreciation_years="Depreciation_Years",
+       kw_per_gpu="KW_per_GPU_All_In", pue="PUE", usd_per_kwh="Own_USD_per_kWh", usd_per_gpu_hour="USD_per_GPU_Hour"),
+    _o("Breakeven_Months", ownership.breakeven_months, "Break-even: months of rent that pay for the GPU",
+       "#,##0.0", capex_usd_per_gpu="Capex_per_GPU_All_In", kw_per_gpu="KW_per_GPU_All_In", pue="PUE",
+       usd_per_kwh="Own_USD_per_kWh", usd_per_gpu_hour="USD_per_GPU_Hour", utilisation="Utilisation"),
 )
+
+# The ranges: scenario field moved -> (its defined name, low and high multiplier fields, range formula).
+RANGES: tuple[tuple[str, str, str, str, Formula], ...] = (
+    ("usd_per_gpu_hour", "USD_per_GPU_Hour", "price_low_x", "price_high_x", franges.range_value),
+    ("mfu", "MFU", "mfu_low_x", "mfu_high_x", franges.range_fraction),
+    ("tokens_t", "Tokens_T", "tokens_low_x", "tokens_high_x", franges.range_value),
+    ("gpu_mtbf_h", "GPU_MTBF_H", "mtbf_low_x", "mtbf_high_x", franges.range_value),
+)
+
+# Results that may be a readable message instead of a number (the inputs make them undefined).
+MESSAGE_OUTPUTS = frozenset({"Breakeven_Utilisation", "Breakeven_Months"})  # nothing else depends on them
 
 OUTPUT_BY_NAME = {o.name: o for o in OUTPUTS}
 
@@ -288,7 +465,12 @@ def evaluate(scenario: Scenario) -> dict[str, Any]:
     env: dict[str, Any] = scenario.cell_values()
     for out in OUTPUTS:
         args = {k: v.evaluate(env) for k, v in out.args.items()}
-        env[out.name] = out.formula(**args)
+        try:
+            env[out.name] = out.formula(**args)
+        except InputError as exc:
+            if out.name not in MESSAGE_OUTPUTS:
+                raise
+            env[out.name] = str(exc)
     return {o.name: env[o.name] for o in OUTPUTS}
 
 

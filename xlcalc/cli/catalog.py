@@ -56,9 +56,9 @@ def run(args: argparse.Namespace) -> int:
         body = [(m.id, m.name, m.layers, m.hidden, m.heads, m.kv, f"{m.params_b:.2f}", _n(m.published_params_b))
                 for m in rows]
     else:
-        headers = ("id", "gpu", "USD/GPU-hour", "capex USD/GPU", "date")
-        body = [(p.id, p.gpu, _n(p.usd_per_gpu_hour), _n(p.capex_usd_per_gpu), p.date) for p in rows]
-    print(table(body, headers=headers, align="ll"))
+        headers = ("id", "gpu", "tier", "USD/GPU-hour", "capex USD/GPU", "date")
+        body = [(p.id, p.gpu, p.tier or "", _n(p.usd_per_gpu_hour), _n(p.capex_usd_per_gpu), p.date) for p in rows]
+    print(table(body, headers=headers, align="lll" if args.kind == "prices" else "ll"))
     print(f"\n{len(rows)} {args.kind}. Show one with its source: xlcalc catalog {args.kind} NAME")
     return 0
 

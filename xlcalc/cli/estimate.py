@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import argparse
 
-from ..scenario import INPUTS, OUTPUTS, Scenario, evaluate
+from ..errors import InputError
+from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario, evaluate, price_note
 from .fmt import cli_value, dump_json, number, table
+
+# The results printed as "rent beside own" after the main table.
+OWN_VS_RENT = ("Rent_Cost_USD", "Own_Cost_USD", "Own_USD_per_GPU_Hour", "Breakeven_Utilisation", "Breakeven_Months",
+               "Capex_per_GPU_All_In", "Hardware_Capex_USD", "KW_per_GPU_All_In", "Facility_MW", "Racks_Needed")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "estimate",
-        help="time, GPUs, memory and cost of a training run",
+        help="time, GPUs, memory and cost of a training run (rent beside own)",
         description=(
-            "Estimate FLOPs, days, GPU-hours, GPUs for a deadline, memory per GPU and cost. "
+            "Estimate FLOPs, days, GPU-hours, GPUs for a deadline, memory per GPU and cost, with renting and "
+            "owning side by side and goodput (failures and checkpoints) priced in. "
             "Defaults are seed 002's case (70B, 2T tokens, 1024 A800 at MFU 0.4). "
-            "--model and --gpu fill the architecture and the GPU figures from the catalogs; "
+            "--model and --gpu fill the architecture, the GPU figures and the GPU's catalog price; "
             "explicit flags win."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -24,26 +30,78 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="model preset id, e.g. llama2-70b (see: xlcalc catalog models)")
     p.add_argument("--gpu", help="GPU name, e.g. A800, H100 (see: xlcalc catalog gpus)")
     p.add_argument("--recipe", help="bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8")
+    p.add_argument("--price-tier", help="rental tier of the GPU's catalog price: on-demand, reserved-1y, "
+                   "reserved-3y, spot, capacity-block, assumed (default: the GPU's default price)")
     defaults = Scenario()
     for cell in INPUTS:
         flag = "--" + cell.field.replace("_", "-")
         p.add_argument(flag, dest=cell.field, default=None, metavar="X",
                        help=f"{cell.label} (default {getattr(defaults, cell.field)})")
+    p.add_argument("--ranges", action="store_true",
+                   help="also print low/base/high days and cost for MFU, price, tokens and GPU MTBF (a tornado)")
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     values = {c.field: cli_value(getattr(args, c.field)) for c in INPUTS}
-    scenario = Scenario.build(model=args.model, gpu=args.gpu, recipe=args.recipe, **values)
+    if args.price_tier and values.get("usd_per_gpu_hour") is not None:
+        raise InputError("price_tier", args.price_tier, "left out when --usd-per-gpu-hour is given",
+                         "a tier picks a catalog price; a typed price has none")
+    scenario = Scenario.build(model=args.model, gpu=args.gpu, recipe=args.recipe, price_tier=args.price_tier,
+                              **values)
     results = evaluate(scenario)
+    rng = None
+    if args.ranges:
+        from ..money import ranges
+
+        rng = ranges(scenario)
     if args.json:
-        print(dump_json({"scenario": scenario.model_dump(), "results": results}))
+        data = {"scenario": scenario.model_dump(), "price": price_note(scenario), "results": results}
+        if rng is not None:
+            data["ranges"] = [r.as_dict() for r in rng]
+        print(dump_json(data))
         return 0
     print(f"Scenario: {scenario.params_b:g}B params, {scenario.tokens_t:g}T tokens, "
-          f"{scenario.n_gpus} GPUs at {scenario.peak_tflops:g} TFLOP/s, MFU {scenario.mfu:g}, "
+          f"{scenario.n_gpus:,} GPUs at {scenario.peak_tflops:g} TFLOP/s, MFU {scenario.mfu:g}, "
           f"TP={scenario.tp} PP={scenario.pp} ZeRO-{scenario.zero_stage} recompute={scenario.recompute}")
+    print(f"Price: {price_note(scenario)}")
+    print(f"Failures: {_failure_note(scenario, results)}")
     print()
-    rows = [(o.label, number(results[o.name], o.unit), o.unit) for o in OUTPUTS]
+    rows = [(o.label, number(results[o.name], o.unit), o.unit) for o in OUTPUTS if o.name not in OWN_VS_RENT]
     print(table(rows, headers=("result", "value", "unit"), align="lrl"))
+    print()
+    print(f"Rent beside own (the clean run of {number(results['Train_Days'])} days on {scenario.n_gpus:,} GPUs; "
+          f"own: {number(scenario.capex_usd_per_gpu, 'USD')} per GPU, {scenario.depreciation_years:g}-year "
+          f"depreciation, utilisation {scenario.utilisation:.0%}, {number(scenario.own_usd_per_kwh, 'USD')}/kWh)")
+    rows = [(OUTPUT_BY_NAME[n].label, number(results[n], OUTPUT_BY_NAME[n].unit), OUTPUT_BY_NAME[n].unit)
+            for n in OWN_VS_RENT]
+    print(table(rows, headers=("", "value", "unit"), align="lrl"))
+    if rng is not None:
+        print()
+        print(ranges_table(rng))
     return 0
+
+
+def _failure_note(sc: Scenario, results: dict) -> str:
+    if sc.use_typed_tax:
+        return f"typed share {sc.failure_frac:.1%} of compute (--use-typed-tax)"
+    return (f"goodput {results['Goodput']:.1%} from a per-GPU MTBF of {sc.gpu_mtbf_h:,.0f} h, "
+            f"{sc.ckpt_save_s:g} s checkpoint saves, {sc.restart_s:g} s restarts -> "
+            f"{results['Failure_Frac_Used']:.1%} extra compute")
+
+
+def ranges_table(rows) -> str:
+    """Low/base/high table, largest cost swing first."""
+    body = []
+    for r in rows:
+        if r.factor == "all":
+            body.append((r.label, "", "", "", f"{number(r.days_low)} - {number(r.days_high)}",
+                         f"{number(r.cost_low, 'USD')} - {number(r.cost_high, 'USD')}"))
+        else:
+            unit = {"usd_per_gpu_hour": "USD", "mfu": "fraction"}.get(r.factor, "")
+            body.append((r.label, number(r.low, unit), number(r.base, unit), number(r.high, unit),
+                         f"{number(r.days_low)} / {number(r.days_high)}",
+                         f"{number(r.cost_low, 'USD')} / {number(r.cost_high, 'USD')}"))
+    return ("Ranges (one input at a time, low and high ends from --mfu-low-x ... --mtbf-high-x)\n" + table(body, headers=("input", "low", "base", "high", "days low / high",
+                                                    "cost low / high")))

@@ -7,21 +7,57 @@ import math
 from typing import Any, Iterable, Sequence
 
 
+def money(value: float, cents: bool | None = None) -> str:
+    """Dollars as a person writes them: $48,966,413, -$48,966,413, $4.92 (cents below $100)."""
+    v = float(value)
+    if not math.isfinite(v):
+        return str(value)
+    a = abs(v)
+    if cents is None:
+        cents = a < 100 and a != 0
+    text = f"{a:,.2f}" if cents else f"{a:,.0f}"
+    if cents and round(a, 3) != round(a, 2):  # a rate such as $4.916/GPU-hour keeps its third decimal
+        text = f"{a:,.3f}"
+    if cents and a < 0.01 and a != 0:
+        text = f"{a:.4g}"
+    sign = "-" if v < 0 and any(c in "123456789" for c in text) else ""
+    return f"{sign}${text}"
+
+
 def number(value: Any, unit: str = "") -> str:
+    """A value for a table: money as money, fractions as per cent, counts with separators, no float noise."""
     if isinstance(value, bool):
         return "yes" if value else "NO"
     if isinstance(value, (int, float)):
         v = float(value)
         if not math.isfinite(v):
-            return str(value)
+            return "-" if math.isnan(v) else str(value)
         if unit.startswith("USD"):
-            return f"${v:,.0f}" if abs(v) >= 100 or v == 0 else f"${v:,.2f}"
+            return money(v)
+        if unit == "fraction":
+            return f"{v:.1%}" if abs(v) < 10 else f"{v:,.0%}"
         if v != 0 and (abs(v) >= 1e9 or abs(v) < 1e-3):
             return f"{v:.3e}"
-        if float(v).is_integer() or abs(v) >= 1000:
+        if float(round(v, 9)).is_integer() or abs(v) >= 1000:
             return f"{v:,.0f}"
-        return f"{v:,.2f}" if abs(v) >= 1 else f"{v:.4f}"
+        return f"{v:,.2f}" if abs(v) >= 1 else f"{v:.4g}"
     return str(value)
+
+
+def price_line(gpu: str | None, typed: float | None, tier: str | None = None) -> str:
+    """"Price: ..." — the rental price a result used, with its tier, catalog row and date."""
+    from .. import catalog
+
+    if typed is not None:
+        return f"Price: {money(typed, cents=True)}/GPU-hour, typed (no tier)"
+    if gpu is None:
+        return "Price: none (no GPU and no --usd-per-gpu-hour)"
+    try:
+        row = catalog.rental_price(gpu, tier)
+    except Exception as exc:  # no rate in the catalog: say so instead of a number
+        return f"Price: none ({exc})"
+    return (f"Price: {money(row.usd_per_gpu_hour, cents=True)}/GPU-hour, {row.tier} tier, "
+            f"price catalog {row.id} ({row.date or 'undated'})")
 
 
 def table(rows: Iterable[Sequence[Any]], headers: Sequence[str] | None = None, align: str = "") -> str:
@@ -50,8 +86,8 @@ def dump_json(data: Any) -> str:
 
 def cli_value(text: str | None):
     """A command-line string as the number it spells, else the text itself (validation happens later)."""
-    if text is None:
-        return None
+    if text is None or not isinstance(text, str):
+        return text  # None, or a default that is already a value
     try:
         f = float(text)
     except ValueError:

@@ -7,7 +7,7 @@ import argparse
 from pydantic import ValidationError
 
 from ..errors import InputError
-from .fmt import cli_value, dump_json, number, table
+from .fmt import price_line, cli_value, dump_json, number, table
 
 _SETTINGS = (
     ("matmul_efficiency", "share of peak the matmuls reach in training (default: the GPU's catalog value, "
@@ -124,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
             "plans": [p.model_dump() for p in result.plans[:top]],
             "rejected": [r.model_dump() for r in result.rejected[:20]],
             "evaluated": result.evaluated, "feasible": result.feasible,
+            "price": price_line(args.gpu, cli_value(args.usd_per_gpu_hour)),
         }))
         return 0
     rows = [[i, p.tp, p.pp, p.dp, p.zero_stage, "on" if p.seq_parallel else "off", p.recompute, p.micro_batch,
@@ -132,6 +133,7 @@ def run(args: argparse.Namespace) -> int:
             for i, p in enumerate(result.plans[:top], 1)]
     print(table(rows, ["#", "TP", "PP", "DP", "ZeRO", "SP", "recompute", "mb", "v", "GB/GPU", "MFU",
                        "tok/s/GPU", "days", "cost"]))
+    print(price_line(args.gpu, cli_value(args.usd_per_gpu_hour)))
     print()
     print(explain(result, top=min(top, 3)))
     return 0 if result.plans else 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..registry import formula
 
 __all__ = [
-    "cloud_cost_usd", "capex_cost_usd", "energy_mwh", "power_cost_usd", "owned_cost_usd",
+    "cloud_cost_usd", "capex_cost_usd", "energy_mwh", "power_cost_usd", "own_cost_usd",
     "training_tax_usd", "total_cost_usd", "usd_per_million_tokens", "gpu_hours_for_budget", "days_for_budget", "budget_left_usd",
 ]
 
@@ -41,10 +41,11 @@ def power_cost_usd(n_gpus, kw_per_gpu, pue, days, usd_per_kwh):
     return energy_mwh(n_gpus, kw_per_gpu, pue, days) * 1000 * usd_per_kwh
 
 
-@formula(udf="OWNED_COST_USD", unit="USD", category="cost",
-         equation="depreciation over the run + electricity", source="seed 001 §5.1; FORMULAS.md §5")
-def owned_cost_usd(n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh):
-    """Compute cost of a run on owned hardware."""
+@formula(udf="OWN_COST_USD", unit="USD", category="cost",
+         equation="GPUs * capex per GPU * days / (365 * depreciation years) + GPUs * kW * PUE * days * 24 * $/kWh",
+         source="seed 001 §5.1 (3-year straight-line depreciation + electricity); issue 12")
+def own_cost_usd(n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh):
+    """Compute cost of a run on owned hardware: straight-line depreciation for the days used, plus energy."""
     return (capex_cost_usd(n_gpus, capex_usd_per_gpu, depreciation_years, days)
             + power_cost_usd(n_gpus, kw_per_gpu, pue, days, usd_per_kwh))
 

@@ -56,7 +56,6 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
     par = compare.parallelism_sheet(ctx)
     catalogs.references_sheet(book)
     book.charts.append(lambda wb: charts.memory_chart(wb, mem_rows["Weights"], mem_rows["Other"]))
-    book.charts.append(charts.cost_chart)
     book.charts.append(lambda wb: charts.sensitivity_charts(wb, tables))
     return Layout(book, main, columns, maps, {"sensitivity": tables, "parallelism": par})
 

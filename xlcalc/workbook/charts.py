@@ -20,14 +20,43 @@ def memory_chart(wb: Any, first: int = 6, last: int = 10) -> None:
     ws.add_chart(chart, f"A{ws.max_row + 2}")  # below the table: it covers no text
 
 
-def cost_chart(wb: Any, first: int = 11, last: int = 14) -> None:
+def cost_chart(wb: Any, first: int, last: int) -> None:
+    """Cost by category: every line of the Budget sheet's total (rows first..last)."""
     ws = wb["Budget"]
     chart = PieChart()
-    chart.title = "Cost breakdown (USD)"
+    chart.title = "Cost by category (USD)"
     chart.add_data(Reference(ws, min_col=2, min_row=first, max_row=last), titles_from_data=False)
     chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
     chart.height, chart.width = 8, 14
     ws.add_chart(chart, "F4")
+
+
+def own_vs_rent_chart(wb: Any, first: int, last: int) -> None:
+    """Own vs rent over time: cumulative cash of both, one line each, over every month of the table."""
+    ws = wb["Budget"]
+    chart = LineChart()
+    chart.title = "Own vs rent over time (cumulative USD)"
+    chart.y_axis.title = "USD"
+    chart.x_axis.title = "months"
+    chart.add_data(Reference(ws, min_col=2, max_col=3, min_row=first - 1, max_row=last), titles_from_data=True)
+    chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
+    chart.height, chart.width = 8, 14
+    ws.add_chart(chart, "F22")
+
+
+def tornado_chart(wb: Any, first: int, last: int) -> None:
+    """Tornado: the change in total cost with each input at its low and high end (every row of the table)."""
+    ws = wb["Budget"]
+    chart = BarChart()
+    chart.type = "bar"
+    chart.grouping = "clustered"
+    chart.overlap = 100
+    chart.title = "What moves the cost most (change vs base, USD)"
+    chart.x_axis.title = "input"
+    chart.add_data(Reference(ws, min_col=6, max_col=7, min_row=first - 1, max_row=last), titles_from_data=True)
+    chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
+    chart.height, chart.width = 8, 16
+    ws.add_chart(chart, f"K{first - 2}")
 
 
 SENSITIVITY_CHARTS = (("days", "Training days vs GPU count", "days"),

@@ -8,14 +8,16 @@ from typing import Any
 from .. import catalog
 from ..recipes import get_recipe
 from ..expr import Expr, Func, Var, and_, eq, if_, wrap
-from ..formulas import memory
+from ..formulas import memory, ownership, ranges
 from ..inputs import spec
-from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, OUTPUT_BY_NAME, Scenario
+from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, OUTPUT_BY_NAME, RANGES, Scenario, price_note
+from . import charts
 from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, Table
 from .model import Book, Concat, IfError, IsNumber, ref_text
 from .rendering import BOOL_FORMAT, catalog_lookup, dependencies, display_format, output_formula, preset_or
 
-BUDGET_FIELDS = ("failure_frac", "experiments_frac", "data_usd", "people_usd", "other_usd", "budget_usd")
+BUDGET_FIELDS = ("failure_frac", "experiments_frac", "experiments_usd", "data_frac", "data_usd", "people_frac",
+                 "people_usd", "other_usd", "budget_usd")
 TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes"}
 CHOICE_NAMES = {"Model_Preset": "model", "GPU_Type": "gpu", "Recipe_Id": "recipe"}
 
@@ -243,28 +245,112 @@ def time_sheet(ctx: Ctx) -> None:
 
 # --- Budget -----------------------------------------------------------------------------------
 
-def budget_sheet(ctx: Ctx) -> None:
+# Cost by category (seed 003): every line of the total, in the order the pie chart shows them.
+BUDGET_LINES = ("Compute_Cost_USD", "Power_Cost_USD", "Failures_USD", "Experiments_USD",
+                "Data_Line_USD", "People_Line_USD", "other_usd")
+# Lines given as a share of compute, an amount, or both (seed 003): the inputs above the lines.
+BUDGET_SHARES = ("experiments_frac", "experiments_usd", "data_frac", "data_usd", "people_frac", "people_usd")
+OVER_TIME_MONTHS = (0, 3, 6, 9, 12, 18, 24, 30, 36, 48, 60)
+
+
+def budget_sheet(ctx: Ctx) -> dict[str, Any]:
+    """Goodput, cost by category, estimate vs budget, own vs rent and its table over time.
+
+    Returns the rows the money charts plot (see :mod:`xlcalc.workbook.charts`).
+    """
     s, b, sc = "Budget", ctx.book, ctx.scenario
     b.put(s, "A1", "Budget — finance may edit the yellow lines", "title")
-    b.put(s, "A2", "Compute = GPU-hours x price (Inputs sheet). The training tax (failures, restarts, "
-          "experiments) is a share of compute and power (seed 000, seed 003).", "note")
-    b.put(s, "A4", "Assumptions", "group")
-    input_row(ctx, s, 5, "failure_frac", sc.failure_frac)
-    input_row(ctx, s, 6, "experiments_frac", sc.experiments_frac)
-    _header_row(b, s, 8, ("line", "USD", "unit", "formula and source"))
-    output_row(ctx, s, 9, "Compute_Cost_USD")
-    output_row(ctx, s, 10, "Power_Cost_USD")
-    output_row(ctx, s, 11, "Training_Tax_USD")
-    input_row(ctx, s, 12, "data_usd", sc.data_usd)
-    input_row(ctx, s, 13, "people_usd", sc.people_usd)
-    input_row(ctx, s, 14, "other_usd", sc.other_usd)
-    output_row(ctx, s, 15, "Total_Cost_USD")
-    output_row(ctx, s, 16, "USD_per_M_Tokens")
-    b.put(s, "A18", "Estimate vs budget", "group")
-    input_row(ctx, s, 19, "budget_usd", sc.budget_usd)
-    output_row(ctx, s, 20, "Budget_Left_USD")
-    b.rules.append((s, "B20", "bad_if_negative"))
+    b.put(s, "A2", "Rent = GPU-hours x price; own = depreciation and hosting (over utilisation) + electricity. "
+          "Failures come from goodput (GPU MTBF, checkpoint and restart times on Inputs) unless Use_Typed_Tax "
+          "is TRUE. Categories follow seed 003.", "note")
+    formula_row(ctx, s, 3, "Price per GPU-hour used", Var("USD_per_GPU_Hour"), "USD/GPU-hour",
+                f"As built: {price_note(sc)}. Type over USD_per_GPU_Hour on Inputs to use your own.", '"$"#,##0.000')
+    b.put(s, "A4", "Failures and checkpoints", "group")
+    output_row(ctx, s, 5, "Cluster_MTBF_H")
+    output_row(ctx, s, 6, "Ckpt_Interval_H")
+    output_row(ctx, s, 7, "Goodput")
+    input_row(ctx, s, 8, "failure_frac", sc.failure_frac)
+    output_row(ctx, s, 9, "Failure_Frac_Used")
+    output_row(ctx, s, 10, "Wall_Days")
+    b.put(s, "A12", "Other lines: a share of compute and power, an amount, or both (seed 003)", "group")
+    row = 12
+    for field in BUDGET_SHARES:
+        row += 1
+        input_row(ctx, s, row, field, getattr(sc, field))
+    row += 2
+    _header_row(b, s, row, ("line", "USD", "unit", "formula and source"))
+    first = row = row + 1
+    for line in BUDGET_LINES:
+        if line in INPUT_BY_FIELD:
+            input_row(ctx, s, row, line, getattr(sc, line))
+        else:
+            output_row(ctx, s, row, line)
+        row += 1
+    last = row - 1
+    output_row(ctx, s, row, "Total_Cost_USD")
+    output_row(ctx, s, row + 1, "USD_per_M_Tokens")
+    row += 3
+    b.put(s, f"A{row}", "Estimate vs budget", "group")
+    input_row(ctx, s, row + 1, "budget_usd", sc.budget_usd)
+    output_row(ctx, s, row + 2, "Budget_Left_USD")
+    b.rules.append((s, f"B{row + 2}", "bad_if_negative"))
+    row += 4
+    b.put(s, f"A{row}", "Own vs rent (the clean run; failures and the other lines come on top of either)", "group")
+    for name in ("Rent_Cost_USD", "Own_Cost_USD", "Own_USD_per_GPU_Hour", "Breakeven_Utilisation",
+                 "Breakeven_Months", "Capex_per_GPU_All_In", "Hardware_Capex_USD", "KW_per_GPU_All_In",
+                 "Facility_MW", "Racks_Needed"):
+        row += 1
+        output_row(ctx, s, row, name)
+    row += 2
+    b.put(s, f"A{row}", "Own vs rent over time (cumulative cash for the cluster at its utilisation)", "group")
+    row += 1
+    _header_row(b, s, row, ("months", "rent (USD)", "own (USD)", "formula and source"))
+    t_first = row + 1
+    for months in OVER_TIME_MONTHS:
+        row += 1
+        b.put(s, f"A{row}", months, "formula", "0")
+        b.put(s, f"B{row}", ownership.rent_over_months_usd(
+            n_gpus=Var("N_GPUs"), usd_per_gpu_hour=Var("USD_per_GPU_Hour"), months=Var(ref_text(s, f"A{row}")),
+            utilisation=Var("Utilisation")), "formula", '"$"#,##0')
+        b.put(s, f"C{row}", ownership.own_over_months_usd(
+            n_gpus=Var("N_GPUs"), capex_usd_per_gpu=Var("Capex_per_GPU_All_In"), kw_per_gpu=Var("KW_per_GPU_All_In"),
+            pue=Var("PUE"), usd_per_kwh=Var("Own_USD_per_kWh"), kw_per_rack=Var("KW_per_Rack"),
+            usd_per_rack_month=Var("USD_per_Rack_Month"), months=Var(ref_text(s, f"A{row}")), utilisation=Var("Utilisation")),
+            "formula", '"$"#,##0')
+        if months == 0:
+            b.put(s, f"D{row}", f"RENT_OVER_MONTHS_USD: {ownership.rent_over_months_usd.equation}; "
+                  f"OWN_OVER_MONTHS_USD: {ownership.own_over_months_usd.equation}", "note")
+    t_last = row
+    row += 2
+    b.put(s, f"A{row}", "Ranges: one input at a time at its low and high end (multipliers on Inputs)", "group")
+    row += 1
+    for col, head in zip("ABCDEFGHI", ("input", "low", "high", "cost at low", "cost at high", "change at low",
+                                        "change at high", "days at low", "days at high")):
+        b.put(s, f"{col}{row}", head, "header")
+    r_first = row + 1
+    for field, name, low_x, high_x, f in RANGES:
+        row += 1
+        out = OUTPUT_BY_NAME["Total_Cost_USD"]
+        fmt = spec(INPUT_BY_FIELD[field].spec_name).number_format
+        b.put(s, f"A{row}", INPUT_BY_FIELD[field].label)
+        for col, mult in (("B", low_x), ("C", high_x)):
+            b.put(s, f"{col}{row}", f(base_value=Var(name), range_factor=Var(INPUT_BY_FIELD[mult].name)), "formula",
+                  fmt if fmt != "General" else "#,##0.00")
+        for val_col, cost_col, change_col, days_col in (("B", "D", "F", "H"), ("C", "E", "G", "I")):
+            varmap = {name: ref_text(s, f"{val_col}{row}")}
+            expr, subs = output_formula("Total_Cost_USD", varmap)
+            b.put(s, f"{cost_col}{row}", expr, "formula", out.number_format, subs)
+            b.put(s, f"{change_col}{row}", ranges.cost_change_usd(
+                total_usd=Var(ref_text(s, f"{cost_col}{row}")), base_usd=Var("Total_Cost_USD")), "formula",
+                '"$"#,##0;-"$"#,##0')
+            expr, subs = output_formula("Wall_Days", varmap)
+            b.put(s, f"{days_col}{row}", expr, "formula", "#,##0.0", subs)
     b.freeze[s] = "A5"
+    rows = {"lines": (first, last), "over_time": (t_first, t_last), "ranges": (r_first, row)}
+    b.charts.append(lambda wb: charts.cost_chart(wb, *rows["lines"]))
+    b.charts.append(lambda wb: charts.own_vs_rent_chart(wb, *rows["over_time"]))
+    b.charts.append(lambda wb: charts.tornado_chart(wb, *rows["ranges"]))
+    return rows
 
 
 # --- Start -----------------------------------------------------------------------------------------

@@ -1,0 +1,406 @@
+"""Money: own vs rent, goodput, budget-first plans, ranges and their bad-input messages.
+
+Expected values come from the seeds (seed 001's CostCalculator example and budget tiers), the Llama 3
+paper's interruption count, Young's formula written out by hand, and independent arithmetic.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import xlcalc as x
+from xlcalc import catalog, money
+from xlcalc.cli import main
+from xlcalc.cli.fmt import money as fmt_money, number
+from xlcalc.errors import InputError
+from xlcalc.scenario import Scenario, evaluate
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+# --- seed 001 §5.1: CostCalculator, 128 A100 for 30 days -------------------------------------------
+
+def test_seed001_example_with_the_seeds_own_assumptions():
+    # The seed's code: depreciation = 128 * 15000 / (3 * 365) per day, times 30 days; electricity =
+    # 128 * 0.4 * 24 * 30 with no price (i.e. $1 per kWh); it prints the sum.
+    depreciation = 128 * 15000 / (3 * 365) * 30          # 52,602.74
+    kwh = 128 * 0.4 * 24 * 30                             # 36,864 kWh
+    assert x.capex_cost_usd(128, 15000, 3, 30) == pytest.approx(depreciation)
+    assert x.energy_mwh(128, 0.4, 1.0, 30) * 1000 == pytest.approx(kwh)
+    seed_total = depreciation + kwh                       # the seed's printout: $89,467
+    assert f"${x.own_cost_usd(128, 15000, 3, 30, 0.4, 1.0, 1.0):,.0f}" == "$89,467" == f"${seed_total:,.0f}"
+    # Its cloud branch: $10 per A100-hour x 30 x 24 hours x 128 GPUs
+    assert x.rent_cost_usd(128, 10, 30) == 10 * 30 * 24 * 128 == 921_600
+
+
+def test_seed001_electricity_priced_per_kwh():
+    # The same electricity at $0.08/kWh (PUE 1, as the seed) is 36,864 kWh x 0.08 = $2,949.12, not $36,864.
+    assert x.power_cost_usd(128, 0.4, 1.0, 30, 0.08) == pytest.approx(36_864 * 0.08)
+    rows = {r.key: r.value for r in money.own_vs_rent(128, 30, 10, 15000, 3, 0.4, 1.0, 0.08)}
+    assert rows["own_usd"] == pytest.approx(128 * 15000 / (3 * 365) * 30 + 36_864 * 0.08)
+    assert rows["rent_usd"] == 921_600
+
+
+def test_cli_cost_defaults_are_the_seed001_example(capsys):
+    code, out, _ = run(capsys, "cost", "--json")
+    assert code == 0
+    data = json.loads(out)
+    rows = {r["key"]: r["value"] for r in data["rows"]}
+    assert rows["rent_usd"] == 921_600
+    assert rows["depreciation_usd"] == pytest.approx(128 * 15000 / (3 * 365) * 30)
+    assert rows["electricity_usd"] == pytest.approx(36_864 * 0.08)
+    assert "seed 001" in data["price"]
+    code, out, _ = run(capsys, "cost")
+    assert code == 0 and "$921,600" in out and "BREAKEVEN_UTILISATION" in out
+
+
+# --- own vs rent: break-even --------------------------------------------------------------------------
+
+def test_breakeven_utilisation_and_months_by_hand():
+    capex, years, kw, pue, kwh, price = 30000, 3, 1.0, 1.3, 0.08, 4.916
+    energy = kw * pue * kwh                                 # $0.104 per GPU-hour
+    u = capex / (years * 8760 * (price - energy))
+    assert x.breakeven_utilisation(capex, years, kw, pue, kwh, price) == pytest.approx(u)
+    # At that utilisation a busy owned GPU-hour costs exactly the rent
+    assert x.own_usd_per_gpu_hour(capex, years, kw, pue, kwh, u) == pytest.approx(price)
+    # Months of renting at 100% busy that add up to the purchase, net of electricity
+    assert x.breakeven_months(capex, kw, pue, kwh, price, 1.0) == pytest.approx(capex / ((price - energy) * 730))
+
+
+def test_breakeven_names_the_inputs_when_rent_does_not_cover_energy():
+    with pytest.raises(InputError) as e:
+        x.breakeven_utilisation(30000, 3, 1.0, 1.3, 0.08, 0.10)  # energy $0.104 > rent $0.10
+    msg = str(e.value)
+    assert e.value.name == "usd_per_gpu_hour"
+    for name in ("kw_per_gpu", "pue", "usd_per_kwh"):
+        assert name in msg
+    # The worksheet face shows a readable message instead of a negative share
+    assert "never" in x.breakeven_utilisation.excel()
+
+
+def test_budget_lines_as_a_share_an_amount_or_both():
+    # seed 003's categories: a line is compute x share + amount; the total is the sum of the lines
+    sc = Scenario.build(gpu="h100", experiments_frac=0.2, experiments_usd=4e5, data_frac=0.05, data_usd=2e6,
+                        people_usd=3e6, other_usd=1e5)
+    r = evaluate(sc)
+    c = r["Compute_Cost_USD"] + r["Power_Cost_USD"]
+    assert r["Experiments_USD"] == pytest.approx(0.2 * c + 4e5)
+    assert r["Data_Line_USD"] == pytest.approx(0.05 * c + 2e6)
+    assert r["People_Line_USD"] == 3e6
+    assert r["Total_Cost_USD"] == pytest.approx(c * (1 + r["Failure_Frac_Used"]) + 0.25 * c + 4e5 + 2e6 + 3e6 + 1e5)
+
+
+def test_own_cost_at_utilisation_and_hosting():
+    # Half-busy hardware charges the run twice the depreciation; hosting: CEILING(1024 x 1 kW / 40 kW) = 26 racks
+    full = x.own_cost_at_utilisation_usd(1024, 30000, 3, 30, 1.0, 1.3, 0.08, 1.0)
+    half = x.own_cost_at_utilisation_usd(1024, 30000, 3, 30, 1.0, 1.3, 0.08, 0.5)
+    dep = 1024 * 30000 * 30 / (3 * 365)
+    assert half - full == pytest.approx(dep)
+    assert x.racks_needed(1024, 1.0, 40) == 26
+    assert x.hosting_cost_usd(1024, 1.0, 40, 5000, 365) == pytest.approx(26 * 5000 * 12)
+    assert x.facility_mw(1024, 1.0, 1.3) == pytest.approx(1.3312)
+    assert x.capex_usd_per_gpu_all_in(15000, 200000, 8) == 40000  # seed 001: DGX A100 $200,000 for 8 GPUs
+
+
+# --- goodput: Young/Daly ------------------------------------------------------------------------------
+
+def test_checkpoint_interval_is_youngs_formula():
+    # tau = SQRT(2 * delta * M), delta = 60 s, M = 50,000 h / 1,000 GPUs = 50 h -> SQRT(2 * (1/60) * 50) = 1.291 h
+    assert x.checkpoint_interval_h(60, 1000, 50_000) == pytest.approx(math.sqrt(2 * (60 / 3600) * 50))
+    assert x.cluster_mtbf_h(50_000, 1000) == 50
+
+
+def test_goodput_equals_the_closed_form_and_youngs_interval_is_the_optimum():
+    n, mtbf, save_s, restart_s = 2048, 40_000, 120, 900
+    m, d, r = mtbf / n, save_s / 3600, restart_s / 3600
+    closed = 1 - math.sqrt(2 * d / m) - r / m          # 1 - delta/tau - (tau/2 + R)/M at tau = SQRT(2 delta M)
+    assert x.goodput_fraction(n, mtbf, save_s, restart_s) == pytest.approx(closed, rel=1e-12)
+    # Scanning the interval: no tau does better than Young's (to first order the optimum)
+    lost = lambda tau: d / tau + (tau / 2 + r) / m  # noqa: E731
+    tau0 = math.sqrt(2 * d * m)
+    assert all(lost(tau0) <= lost(tau0 * k) + 1e-15 for k in (0.5, 0.8, 0.95, 1.05, 1.25, 2))
+
+
+def test_llama3_interruptions_as_a_goodput_estimate():
+    # Llama 3 paper §3.3.4: 419 unexpected interruptions in 54 days on 16,384 GPUs ("one every three hours")
+    mtbf = x.gpu_mtbf_observed_h(16384, 54, 419)
+    assert mtbf == pytest.approx(16384 * 54 * 24 / 419)     # 50,677 GPU-hours per interruption
+    assert x.cluster_mtbf_h(mtbf, 16384) == pytest.approx(54 * 24 / 419)  # 3.09 h
+    # With 10 s saves and 5 min restarts the estimate agrees with the paper's ">90% effective training time"
+    m = 54 * 24 / 419
+    g = 1 - math.sqrt(2 * (10 / 3600) / m) - (300 / 3600) / m
+    assert x.goodput_fraction(16384, mtbf, 10, 300) == pytest.approx(g) and g > 0.90
+    # ... and 1-minute saves with 10-minute restarts would have cost 18.7% extra compute
+    g2 = 1 - math.sqrt(2 * (60 / 3600) / m) - (600 / 3600) / m
+    assert x.failure_frac_from_goodput(x.goodput_fraction(16384, mtbf, 60, 600)) == pytest.approx(1 / g2 - 1)
+    assert x.goodput_extra_days(54, g2) == pytest.approx(54 * (1 / g2 - 1))
+
+
+def test_goodput_at_or_below_zero_is_an_error_naming_the_input():
+    with pytest.raises(InputError) as e:
+        x.goodput_fraction(100_000, 50_000, 600, 3600)     # M = 0.5 h: a 10-minute save and a 1-hour restart
+    assert e.value.name == "gpu_mtbf_h" and "cannot make progress" in str(e.value)
+    # The minimum MTBF it states does give goodput >= 0
+    need = float(str(e.value).split("more than ")[1].split(" hours")[0].replace(",", ""))
+    assert x.goodput_fraction(100_000, need * 1.001, 600, 3600) > 0
+
+
+def test_node_mtbf():
+    assert x.gpu_mtbf_from_node_h(5000, 8) == 40_000
+
+
+# --- budget-first planning ------------------------------------------------------------------------------
+
+def test_budget_plan_values_by_hand():
+    rows = {r.key: r.value for r in money.budget_plan(1e6, 2.0, 989, 0.4, 90, params_b=70)}
+    hours = 1e6 / 2.0
+    flops = hours * 3600 * 989e12 * 0.4
+    n = math.sqrt(flops / (6 * 20))
+    assert rows["gpus"] == math.floor(1e6 / (2.0 * 90 * 24)) == 231
+    assert rows["gpu_hours"] == hours
+    assert rows["params_b"] == pytest.approx(n / 1e9)
+    assert rows["tokens_t"] == pytest.approx(20 * n / 1e12)
+    assert rows["tokens_for_model_t"] == pytest.approx(flops / (6 * 70e9) / 1e12)
+    assert tuple(money.BUDGET_PLAN_VALUES) == ("gpus", "gpu_hours", "params_b", "tokens_t")
+
+
+def test_seed001_tiers_beside_the_derived_plans():
+    # Seed 001 §5.2: $1M -> 64 A100, 6-9 months, 70B; $5M -> 256 A100 or 128 H100, 2-3 months, 100-200B;
+    # $10M -> 512 H100, 1-2 months, 200-500B. Derived at the catalog rates, MFU 0.4, 20 tokens/parameter.
+    tiers = money.seed001_tiers(0.4)
+    assert [(t["budget_usd"], t["gpus"]) for t in tiers] == [(1e6, 64), (5e6, 256), (5e6, 128), (10e6, 512)]
+    t1 = tiers[0]
+    assert t1["usd_per_gpu_hour"] == pytest.approx(14.75 / 8, abs=5e-4)     # A100 capacity block
+    months = 1e6 / (14.75 / 8) / 64 / 24 / (365 / 12)
+    assert t1["days_on_seed_gpus"] / (365 / 12) == pytest.approx(months, rel=1e-3)  # 11.6 months, seed: 6-9
+    assert t1["params_b"] == pytest.approx(math.sqrt(1e6 / 1.844 * 3600 * 312e12 * 0.4 / 120) / 1e9, rel=1e-9)
+    t4 = tiers[3]
+    assert t4["days_on_seed_gpus"] == pytest.approx(10e6 / 4.916 / 512 / 24)   # 5.4 months, seed: 1-2
+
+
+def test_docs_money_table_is_up_to_date():
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_money_docs.py"), "--check"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+# --- ranges ---------------------------------------------------------------------------------------------
+
+def test_ranges_move_cost_as_the_arithmetic_says():
+    sc = Scenario.build(gpu="h100")
+    base = evaluate(sc)["Total_Cost_USD"]
+    rows = {r.factor: r for r in money.ranges(sc)}
+    # Power is in the rental price (0 $/kWh), so cost is linear in price: x0.5 and x1.5
+    assert rows["usd_per_gpu_hour"].cost_low == pytest.approx(base * 0.5)
+    assert rows["usd_per_gpu_hour"].cost_high == pytest.approx(base * 1.5)
+    # Days scale as 1/MFU and linearly with tokens
+    base_days = evaluate(sc)["Wall_Days"]
+    assert rows["mfu"].days_low == pytest.approx(base_days / 0.75)
+    assert rows["tokens_t"].days_high == pytest.approx(base_days * 1.2)
+    assert rows["all"].cost_low < min(r.cost_low for r in rows.values() if r.factor != "all")
+
+
+# --- the price catalog and its tiers --------------------------------------------------------------------
+
+def test_price_tiers_come_from_the_catalog_with_source_and_date():
+    on_demand = catalog.rental_price("H100", "on-demand")
+    assert on_demand.usd_per_gpu_hour == pytest.approx(98.32 / 8, abs=5e-3)   # price-aws-p5-ondemand-thirdparty
+    assert on_demand.source and on_demand.date
+    assert catalog.rental_price("H100").tier == "capacity-block"
+    for p in catalog.prices():
+        assert (p.usd_per_gpu_hour is None) == (p.tier is None)
+
+
+def test_a_tier_without_a_price_names_the_gpu_and_the_tier(capsys):
+    with pytest.raises(InputError) as e:
+        catalog.rental_price("H100", "spot")
+    assert "h100-sxm" in str(e.value) and "spot" in str(e.value)
+    with pytest.raises(InputError):
+        Scenario.build(gpu="h100", price_tier="reserved-3y")
+    code, _, err = run(capsys, "estimate", "--gpu", "h100", "--price-tier", "spot")
+    assert code == 2 and "spot" in err and "h100-sxm" in err and "Traceback" not in err
+
+
+def test_estimate_states_its_price_and_gives_the_same_dollars_as_the_formulas(capsys):
+    code, out, _ = run(capsys, "estimate", "--gpu", "h100", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert "capacity-block" in data["price"] and "4.916" in data["price"]
+    r, sc = data["results"], data["scenario"]
+    assert r["Rent_Cost_USD"] == pytest.approx(x.rent_cost_usd(sc["n_gpus"], 4.916, r["Train_Days"]))
+    assert r["Own_Cost_USD"] == pytest.approx(x.own_total_cost_usd(
+        sc["n_gpus"], 30000, 3, r["Train_Days"], 1.0, 1.3, 0.08, 1.0, 40, 0))
+    code, out, _ = run(capsys, "estimate", "--gpu", "h100")
+    assert "Price: $4.916/GPU-hour, capacity-block tier" in out and "Rent beside own" in out
+
+
+def test_plan_states_its_price(capsys):
+    from xlcalc.cli.fmt import price_line
+    assert price_line("h100", None).startswith("Price: $4.916/GPU-hour, capacity-block tier")
+    assert price_line("h100", 3.0) == "Price: $3.00/GPU-hour, typed (no tier)"
+    assert "no rental rate" in price_line("a100-80gb", None)
+
+
+# --- bad input: a message naming the input, in Python and the CLI ------------------------------------
+
+@pytest.mark.parametrize("argv, name", [
+    (("budget", "--budget-usd", "-1000000", "--gpu", "h100"), "budget_usd"),
+    (("cost", "--utilisation", "1.2"), "utilisation"),
+    (("cost", "--depreciation-years", "0"), "depreciation_years"),
+    (("goodput", "--gpu-mtbf-h", "0"), "gpu_mtbf_h"),
+    (("goodput", "--gpu-mtbf-h", "-5"), "gpu_mtbf_h"),
+    (("cost", "--gpu", "h100", "--price-tier", "reserved-1y"), "price_tier"),
+    (("estimate", "--utilisation", "1.5"), "utilisation"),
+    (("estimate", "--gpu-mtbf-h", "0"), "gpu_mtbf_h"),
+])
+def test_cli_money_errors_name_the_input(capsys, argv, name):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith(f"xlcalc {argv[0]}: error: {name} = ") and "Traceback" not in err
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: x.gpu_hours_for_budget(-1e6, 2), "budget_usd"),
+    (lambda: x.own_cost_at_utilisation_usd(8, 30000, 3, 30, 1, 1.3, 0.08, 1.01), "utilisation"),
+    (lambda: x.own_cost_usd(8, 30000, 0, 30, 1, 1.3, 0.08), "depreciation_years"),
+    (lambda: x.cluster_mtbf_h(0, 8), "gpu_mtbf_h"),
+    (lambda: x.checkpoint_interval_h(60, 8, -1), "gpu_mtbf_h"),
+    (lambda: catalog.rental_price("h200", "on-demand"), "price_tier"),
+])
+def test_python_money_errors_name_the_input(call, name):
+    with pytest.raises(InputError) as e:
+        call()
+    assert e.value.name == name
+
+
+# --- money as money -------------------------------------------------------------------------------------
+
+def test_money_formatting():
+    assert fmt_money(-48_966_413) == "-$48,966,413"
+    assert fmt_money(48_966_413.4) == "$48,966,413"
+    assert number(6.45032e6, "USD") == "$6,450,320"
+    assert number(4.916, "USD/GPU-hour") == "$4.916"
+    assert number(0.4, "USD/GPU-hour") == "$0.40"
+    assert number(-0.0, "USD") == "$0"
+    assert number(0.971, "fraction") == "97.1%"
+    assert number(0.30000000000000004) == "0.3"
+    assert number(1_869_658.12, "GPU-hours") == "1,869,658"
+
+
+# --- the same dollars in every face ----------------------------------------------------------------------
+
+def test_worksheet_functions_give_the_engines_dollars():
+    pytest.importorskip("xlwings")
+    import importlib
+    if str(ROOT / "udfs") not in sys.path:
+        sys.path.insert(0, str(ROOT / "udfs"))
+    udfs = importlib.import_module("xlcalc_udfs")
+    assert udfs.RENT_COST_USD(128, 10, 30) == 921_600
+    assert udfs.OWN_COST_USD(128, 15000, 3, 30, 0.4, 1.0, 0.08) == pytest.approx(
+        128 * 15000 / (3 * 365) * 30 + 36_864 * 0.08)
+    assert udfs.CHECKPOINT_INTERVAL_H(60, 1000, 50_000) == pytest.approx(math.sqrt(2 * (60 / 3600) * 50))
+    sc = Scenario.build(gpu="h100")
+    r = evaluate(sc)
+    assert udfs.RENT_COST_USD(sc.n_gpus, sc.usd_per_gpu_hour, r["Train_Days"]) == pytest.approx(r["Rent_Cost_USD"])
+
+
+def test_workbook_budget_sheet_states_the_price_and_plots_every_line(tmp_path):
+    from xlcalc.workbook import build
+    lay = build(tmp_path / "plan.xlsx", [Scenario.build(gpu="h100")])
+    cells = lay.book.sheets["Budget"]
+    assert "capacity-block tier" in cells["D3"].value
+    # The pie's rows (21-27, the seven lines under the "line" heading) are every line of the total
+    assert lay.book.sheets["Budget"]["A20"].value == "line"
+    lines = [lay.book.value("Budget", f"B{r}") for r in range(21, 28)]
+    assert sum(lines) == pytest.approx(lay.book.value_of("Total_Cost_USD"), rel=1e-12)
+    assert lay.book.value_of("Total_Cost_USD") == pytest.approx(evaluate(Scenario.build(gpu="h100"))["Total_Cost_USD"])
+
+
+def test_cli_budget_and_goodput_json(capsys):
+    code, out, _ = run(capsys, "budget", "--budget-usd", "1e6", "--usd-per-gpu-hour", "2", "--peak-tflops", "989",
+                       "--days", "90", "--json")
+    assert code == 0
+    rows = {r["key"]: r["value"] for r in json.loads(out)["rows"]}
+    assert rows["gpus"] == 231 and rows["gpu_hours"] == 500_000
+    code, out, _ = run(capsys, "goodput", "--n-gpus", "16384", "--save-s", "10", "--restart-s", "300", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["gpu_mtbf_h"] == pytest.approx(16384 * 54 * 24 / 419)
+    m = 54 * 24 / 419
+    g = {r["key"]: r["value"] for r in data["rows"]}["goodput"]
+    assert g == pytest.approx(1 - math.sqrt(2 * (10 / 3600) / m) - (300 / 3600) / m)
+    code, out, _ = run(capsys, "budget", "--seed001-tiers", "--json")
+    assert code == 0 and [t["gpus"] for t in json.loads(out)] == [64, 256, 128, 512]
+
+
+# --- the workbook recalculated by a real engine (LibreOffice) --------------------------------------------
+
+def _named(wb, name):
+    (sheet, at), = wb.defined_names[name].destinations
+    return wb[sheet][at.replace("$", "")]
+
+
+def test_libreoffice_money_cells_equal_the_engine_and_bad_inputs_read_as_sentences(tmp_path):
+    import os
+    import openpyxl
+    from xlcalc.scenario import INPUTS, OUTPUTS
+    from xlcalc.workbook import build
+    from xlcalc.workbook.libreoffice import recalculate, soffice
+    if soffice() is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("CI=true but LibreOffice (soffice) is not installed")
+        pytest.skip("LibreOffice (soffice) is not installed")
+    src = tmp_path / "in"
+    src.mkdir()
+    pristine = tmp_path / "plan.xlsx"
+    build(pristine, [Scenario.build(gpu="h100")])
+    # Own-vs-rent and goodput inputs a finance user might type, and two that make results undefined
+    typed = Scenario.build(gpu="h100", usd_per_gpu_hour=3.1, capex_usd_per_gpu=27_000, capex_usd_per_server=60_000,
+                           depreciation_years=4, utilisation=0.65, kw_per_server=1.8, own_usd_per_kwh=0.11,
+                           kw_per_rack=30, usd_per_rack_month=9_000, gpu_mtbf_h=30_000, ckpt_save_s=45,
+                           restart_s=900, experiments_frac=0.2, experiments_usd=4e5, data_frac=0.05, data_usd=2e6,
+                           people_frac=0.1, people_usd=3e6)
+    cases = {
+        "typed": {c.name: getattr(typed, c.field) for c in INPUTS},  # every input typed through its name
+        "no_progress": {"GPU_MTBF_H": 50},
+        "rent_below_energy": {"USD_per_GPU_Hour": 0.05},
+    }
+    paths = []
+    for name, values in cases.items():
+        wb = openpyxl.load_workbook(pristine)
+        for n, v in values.items():
+            _named(wb, n).value = v
+        wb.save(src / f"{name}.xlsx")
+        paths.append(src / f"{name}.xlsx")
+    out = dict(zip(cases, recalculate(paths, tmp_path / "out")))
+
+    wb = openpyxl.load_workbook(out["typed"], data_only=True)
+    want = evaluate(typed)
+    money_outputs = [o.name for o in OUTPUTS if o.formula.category in ("cost", "goodput", "budget", "ranges")]
+    for name in money_outputs:
+        assert _named(wb, name).value == pytest.approx(want[name], rel=1e-9), name
+    # the Budget sheet's lines sum to its total, and every range row is a number
+    budget = wb["Budget"]
+    assert sum(budget[f"B{r}"].value for r in range(21, 28)) == pytest.approx(want["Total_Cost_USD"], rel=1e-9)
+    rng = {r.factor: r for r in money.ranges(typed)}
+    costs = [budget[f"D{r}"].value for r in range(1, budget.max_row + 1)
+             if budget[f"A{r}"].value == "Price per GPU-hour (USD)" and isinstance(budget[f"D{r}"].value, float)]
+    assert costs == [pytest.approx(rng["usd_per_gpu_hour"].cost_low, rel=1e-9)]
+
+    wb = openpyxl.load_workbook(out["no_progress"], data_only=True)
+    assert str(_named(wb, "Goodput").value).startswith("no progress")
+    wb = openpyxl.load_workbook(out["rent_below_energy"], data_only=True)
+    assert str(_named(wb, "Breakeven_Utilisation").value).startswith("never")
+    assert str(_named(wb, "Breakeven_Months").value).startswith("never")

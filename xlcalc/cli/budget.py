@@ -1,0 +1,115 @@
+"""``xlcalc budget``: budget-first planning — what a budget buys in GPUs, days, GPU-hours and model size."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import catalog
+from ..errors import InputError
+from ..formulas import ownership
+from ..inputs import check_value
+from ..money import budget_plan, seed001_tiers
+from .cost import resolve_price
+from .fmt import cli_value, dump_json, money, number, table
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "budget", help="budget-first plan: GPUs, days, GPU-hours, the largest compute-optimal model",
+        description=(
+            "What a budget buys: GPU-hours (budget / price), GPUs for --days, model FLOPs (GPU-hours x peak x MFU) "
+            "and the largest compute-optimal model with its tokens (C = 6ND, --tokens-per-param, Chinchilla 20); "
+            "with --params-b the tokens the budget buys for that model. --gpu fills peak TFLOP/s and the catalog "
+            "price; --own prices a GPU-hour as owned hardware instead (depreciation at --utilisation + energy)."),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter, allow_abbrev=False,
+    )
+    p.add_argument("--budget-usd", metavar="X", help="budget, USD (e.g. 1e6); required unless --seed001-tiers")
+    p.add_argument("--gpu", help="GPU name, e.g. H100 (fills peak TFLOP/s and the rental rate)")
+    p.add_argument("--price-tier", help="on-demand, reserved-1y, reserved-3y, spot, capacity-block or assumed")
+    p.add_argument("--usd-per-gpu-hour", metavar="X", help="rental rate, USD/GPU-hour (default: the GPU's catalog rate)")
+    p.add_argument("--peak-tflops", metavar="X", help="dense peak TFLOP/s per GPU (default: the GPU's)")
+    p.add_argument("--mfu", metavar="X", default="0.4", help="model FLOPs utilisation (seed 000: 0.3-0.5)")
+    p.add_argument("--days", metavar="X", default="90", help="deadline: days the GPUs run")
+    p.add_argument("--tokens-per-param", metavar="X", default="20", help="tokens per parameter (Chinchilla: 20)")
+    p.add_argument("--params-b", metavar="X", help="a model size, billions: also show the tokens the budget buys for it")
+    g = p.add_argument_group("owning instead of renting (--own)")
+    g.add_argument("--own", action="store_true", help="price a GPU-hour as owned hardware")
+    g.add_argument("--capex-usd-per-gpu", metavar="X", help="purchase price per GPU (default: the GPU's catalog price)")
+    g.add_argument("--depreciation-years", metavar="X", default="3", help="depreciation life (seed 001: 3)")
+    g.add_argument("--utilisation", metavar="X", default="1", help="share of hours the owned GPUs are busy")
+    g.add_argument("--kw-per-gpu", metavar="X", default="1.0", help="power per GPU incl. server share, kW")
+    g.add_argument("--pue", metavar="X", default="1.3", help="data-centre PUE")
+    g.add_argument("--usd-per-kwh", metavar="X", default="0.08", help="electricity, USD/kWh")
+    p.add_argument("--seed001-tiers", action="store_true",
+                   help="instead: seed 001's three budget tiers beside what the engine derives for them")
+    p.add_argument("--json", action="store_true", help="print JSON for scripts")
+    p.set_defaults(func=run)
+
+
+def _own_rate(args: argparse.Namespace) -> tuple[float, str]:
+    capex = cli_value(args.capex_usd_per_gpu)
+    if capex is None:
+        buy = catalog.purchase_price(args.gpu) if args.gpu else None
+        if buy is None:
+            raise InputError("capex_usd_per_gpu", None, "given with --own (the price catalog has no purchase price"
+                             + (f" for {args.gpu})" if args.gpu else " without --gpu)"))
+        capex = buy.capex_usd_per_gpu
+    inputs = dict(capex_usd_per_gpu=capex, depreciation_years=cli_value(args.depreciation_years),
+                  kw_per_gpu=cli_value(args.kw_per_gpu), pue=cli_value(args.pue), usd_per_kwh=cli_value(args.usd_per_kwh),
+                  utilisation=cli_value(args.utilisation))
+    rate = ownership.own_usd_per_gpu_hour(**inputs)
+    return rate, (f"Price: {money(rate, cents=True)}/busy GPU-hour owned ({money(capex)} per GPU over "
+                  f"{inputs['depreciation_years']:g} years at {inputs['utilisation']:.0%} utilisation + energy)")
+
+
+def _peak(gpu: str | None, typed) -> float:
+    if typed is not None:
+        return check_value("peak_tflops", typed)
+    if gpu is None:
+        raise InputError("peak_tflops", None, "given (or --gpu NAME to take the GPU's)")
+    return catalog.get_gpu(gpu).peak_tflops()
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.seed001_tiers:
+        return _tiers(args)
+    if args.budget_usd is None:
+        raise InputError("budget_usd", None, "given: --budget-usd X (e.g. 1e6)")
+    if args.own:
+        price, note = _own_rate(args)
+    else:
+        price, note = resolve_price(args.gpu, args.price_tier, cli_value(args.usd_per_gpu_hour))
+        if args.gpu is None and args.usd_per_gpu_hour is None:
+            raise InputError("usd_per_gpu_hour", None, "given (or --gpu NAME to take the GPU's catalog rate)")
+    rows = budget_plan(
+        budget_usd=cli_value(args.budget_usd), usd_per_gpu_hour=price, peak_tflops=_peak(args.gpu, cli_value(args.peak_tflops)),
+        mfu=cli_value(args.mfu), days=cli_value(args.days), tokens_per_param=cli_value(args.tokens_per_param),
+        params_b=cli_value(args.params_b),
+    )
+    if args.json:
+        print(dump_json({"price": note, "rows": [r.as_dict() for r in rows]}))
+        return 0
+    print(f"Budget {money(cli_value(args.budget_usd))}, {number(cli_value(args.days))} days, MFU "
+          f"{number(cli_value(args.mfu), 'fraction')}" + (f", {args.gpu}" if args.gpu else ""))
+    print(note)
+    print()
+    print(table([(r.label, number(r.value, r.unit), r.unit, r.udf) for r in rows],
+                headers=("", "value", "unit", "worksheet function"), align="lrll"))
+    return 0
+
+
+def _tiers(args: argparse.Namespace) -> int:
+    rows = seed001_tiers(cli_value(args.mfu))
+    if args.json:
+        print(dump_json(rows))
+        return 0
+    print(tiers_table(rows))
+    return 0
+
+
+def tiers_table(rows: list[dict]) -> str:
+    body = [(money(r["budget_usd"]), f"{r['gpus']} x {r['gpu']}", r["months"], r["model"],
+             f"{money(r['usd_per_gpu_hour'], cents=True)} ({r['price_id']})", number(r["gpu_hours"]),
+             f"{r['days_on_seed_gpus'] / (365 / 12):.1f}", f"{r['params_b']:.0f}B / {r['tokens_t']:.1f}T")
+            for r in rows]
+    return table(body, headers=("budget", "seed: GPUs", "seed: months", "seed: model", "price used", "GPU-hours",
+                                "months on those GPUs", "compute-optimal N / D"), align="llll")

@@ -1,0 +1,97 @@
+"""``xlcalc cost``: own vs rent for one run — rent, all-in own cost, break-even utilisation and months."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import catalog
+from ..inputs import check_value
+from ..money import own_vs_rent
+from .fmt import cli_value, dump_json, money, number, price_line, table
+
+# Seed 001 §5.1's CostCalculator example: 128 A100-80GB for 30 days, $15,000 per card, 3-year depreciation,
+# 0.4 kW per GPU; its cloud rate $10 per A100-hour. Its electricity line has no price: we price it per kWh.
+SEED001 = {"n_gpus": 128, "days": 30, "capex_usd_per_gpu": 15000, "depreciation_years": 3, "kw_per_gpu": 0.4,
+           "pue": 1.0, "usd_per_kwh": 0.08, "usd_per_gpu_hour": 10.0}
+
+FLAGS = (
+    ("n_gpus", "GPUs", SEED001["n_gpus"]),
+    ("days", "days of the run", SEED001["days"]),
+    ("capex_usd_per_gpu", "purchase price per GPU, USD (default: the GPU's catalog price, else seed 001's $15,000)",
+     None),
+    ("capex_usd_per_server", "server without its GPUs, USD per server", 0),
+    ("gpus_per_node", "GPUs per server (default: the GPU's, else 8)", None),
+    ("depreciation_years", "depreciation life, years", SEED001["depreciation_years"]),
+    ("utilisation", "share of the owned hardware's hours that are busy (0-1]", 1.0),
+    ("kw_per_gpu", "power per GPU, kW", SEED001["kw_per_gpu"]),
+    ("kw_per_server", "server power without its GPUs, kW", 0),
+    ("pue", "data-centre PUE (>= 1)", SEED001["pue"]),
+    ("usd_per_kwh", "electricity, USD/kWh (example: about 7-9 cents for US industry, EIA 2024)",
+     SEED001["usd_per_kwh"]),
+    ("kw_per_rack", "power per rack, kW (seed 001: 20-40)", 40),
+    ("usd_per_rack_month", "hosting per rack and month, USD", 0),
+)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "cost", help="own vs rent: rent, own (depreciation, energy, hosting), break-even utilisation and months",
+        description=(
+            "Own vs rent for one run. Defaults are seed 001's example (128 A100 for 30 days at $15,000 per card, "
+            "3-year straight-line depreciation, 0.4 kW per GPU; its $10/GPU-hour cloud rate), with the electricity "
+            "priced per kWh. --gpu takes the rental rate (its default tier, or --price-tier) and the purchase "
+            "price from the price catalog."),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter, allow_abbrev=False,
+    )
+    p.add_argument("--gpu", help="GPU name, e.g. H100 (see: xlcalc catalog prices)")
+    p.add_argument("--price-tier", help="on-demand, reserved-1y, reserved-3y, spot, capacity-block or assumed")
+    p.add_argument("--usd-per-gpu-hour", metavar="X",
+                   help="rental rate, USD/GPU-hour (default: the GPU's catalog rate, else seed 001's $10)")
+    for name, text, default in FLAGS:
+        p.add_argument("--" + name.replace("_", "-"), dest=name, metavar="X", default=default, help=text)
+    p.add_argument("--json", action="store_true", help="print JSON for scripts")
+    p.set_defaults(func=run)
+
+
+def resolve_price(gpu: str | None, tier: str | None, typed) -> tuple[float, str]:
+    """Rental rate and the sentence that says where it came from."""
+    from ..errors import InputError
+
+    if typed is not None:
+        if tier:
+            raise InputError("price_tier", tier, "left out when --usd-per-gpu-hour is given",
+                             "a tier picks a catalog price; a typed price has none")
+        return check_value("usd_per_gpu_hour", typed), price_line(None, check_value("usd_per_gpu_hour", typed))
+    if gpu is None:
+        if tier:
+            raise InputError("price_tier", tier, "used with --gpu (the GPU whose catalog prices it picks from)")
+        return SEED001["usd_per_gpu_hour"], (f"Price: {money(SEED001['usd_per_gpu_hour'], cents=True)}/GPU-hour, "
+                                             "seed 001's A100 cloud rate (give --gpu or --usd-per-gpu-hour)")
+    row = catalog.rental_price(gpu, tier)
+    return row.usd_per_gpu_hour, price_line(gpu, None, tier)
+
+
+def run(args: argparse.Namespace) -> int:
+    price, note = resolve_price(args.gpu, args.price_tier, cli_value(args.usd_per_gpu_hour))
+    values = {name: cli_value(getattr(args, name)) for name, _, _ in FLAGS}
+    if values["capex_usd_per_gpu"] is None:
+        buy = catalog.purchase_price(args.gpu) if args.gpu else None
+        values["capex_usd_per_gpu"] = buy.capex_usd_per_gpu if buy else SEED001["capex_usd_per_gpu"]
+    if values["gpus_per_node"] is None:
+        values["gpus_per_node"] = (catalog.get_gpu(args.gpu).gpus_per_node if args.gpu else None) or 8
+    rows = own_vs_rent(usd_per_gpu_hour=price, **values)
+    if args.json:
+        print(dump_json({"inputs": {**values, "usd_per_gpu_hour": price}, "price": note,
+                         "rows": [r.as_dict() for r in rows]}))
+        return 0
+    print(f"Own vs rent: {number(values['n_gpus'])} GPUs for {number(values['days'])} days")
+    print(note)
+    print(f"Own: {money(values['capex_usd_per_gpu'])} per GPU + {money(values['capex_usd_per_server'])} per server "
+          f"of {values['gpus_per_node']}, {number(values['depreciation_years'])}-year depreciation, utilisation "
+          f"{number(values['utilisation'], 'fraction')}, {number(values['kw_per_gpu'])} kW per GPU x PUE "
+          f"{number(values['pue'])} at {money(values['usd_per_kwh'], cents=True)}/kWh, "
+          f"{money(values['usd_per_rack_month'])} per rack-month")
+    print()
+    print(table([(r.label, number(r.value, r.unit), r.unit, r.udf) for r in rows],
+                headers=("", "value", "unit", "worksheet function"), align="lrll"))
+    return 0
