@@ -4,6 +4,7 @@ and functions that spill a table.
     GPU_SPEC(gpu, field)     MODEL_SPEC(model, field)     one catalog value
     GPU_LIST()               MODEL_LIST()                 the catalogs: header row + one row each
     PLAN(model, gpu, ...)                                 the planner's best layouts, spilled
+    BUDGET_PLAN(budget_usd, usd_per_gpu_hour, ...)        what a budget buys: GPUs, GPU-hours, model, tokens
 
 To add one more (e.g. a table that spills rows): write it below as an ordinary function with
 the xlwings decorators, exactly like PLAN (``@func(category=CATEGORY)``, one ``@arg(...,
@@ -152,9 +153,34 @@ def PLAN(model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t=None, scaleo
     return plan_table(result, count)
 
 
+# -- money ----------------------------------------------------------------------------------------
+
+
+@func(category=CATEGORY)
+@arg("budget_usd", ndim=2, doc="Budget for compute, USD [USD]")
+@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("mfu", ndim=2, doc="Model FLOPs utilisation, a fraction of peak (0.4 = 40%)")
+@arg("days", ndim=2, doc="Wall-clock days the run may take [days]")
+@ret()
+def BUDGET_PLAN(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, days):
+    """What a compute budget buys in a deadline: GPUs, GPU-hours, the compute-optimal model (billions of parameters) and its tokens (trillions) at 20 tokens per parameter and C = 6ND; spills [label, value, unit] rows."""  # noqa: E501
+    from xlcalc.money import budget_plan_table
+
+    v = {k: one_cell(k, a) for k, a in zip(("budget_usd", "usd_per_gpu_hour", "peak_tflops", "mfu", "days"),
+                                           (budget_usd, usd_per_gpu_hour, peak_tflops, mfu, days))}
+    missing = [k for k, x in v.items() if x is None]
+    if missing:
+        raise InputError(", ".join(missing), None, "given (every input of BUDGET_PLAN is required)")
+    return budget_plan_table(**v)
+
+
+MONEY_UDFS: tuple[str, ...] = ("BUDGET_PLAN",)
+
+
 # -- the list the generator reads (scripts/make_udfs.py) -------------------------------------------
 
 CATALOG_UDFS: tuple[str, ...] = ("GPU_SPEC", "MODEL_SPEC", "GPU_LIST", "MODEL_LIST")
 PLANNER_UDFS: tuple[str, ...] = ("PLAN",)
-TABLE_UDFS: tuple[str, ...] = CATALOG_UDFS + PLANNER_UDFS
+TABLE_UDFS: tuple[str, ...] = CATALOG_UDFS + PLANNER_UDFS + MONEY_UDFS
 """Every worksheet function of this file, in the order the generator imports them."""

@@ -18,6 +18,7 @@ use templates/lite/main.py, generated from the same registry.
 
 from xlcalc_udf_runtime import CATEGORY, formula_call
 from xlcalc_udf_tables import (  # hand-written: catalog look-ups and tables
+    BUDGET_PLAN,
     CATALOG_UDFS,
     GPU_LIST,
     GPU_SPEC,
@@ -1819,6 +1820,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "BUDGET_LEFT_USD",
     "BUDGET_LINE_USD",
     "BUDGET_PARAMS_B",
+    "BUDGET_PLAN",
     "BUDGET_TOKENS_FOR_MODEL_T",
     "BUDGET_TOKENS_T",
     "BUDGET_TOTAL_USD",
