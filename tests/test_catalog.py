@@ -15,7 +15,7 @@ from xlcalc.errors import CatalogError
 GIB = 2**30
 
 REQUIRED_GPUS = ["V100", "A100 40GB", "A100 80GB", "A800", "H100 SXM", "H100 PCIe", "H800", "H200", "B200",
-                 "MI300X", "Ascend 910B", "TPU v4", "TPU v5e", "TPU v5p", "TPU v6e"]
+                 "MI300X", "Ascend 910B", "TPU v4", "TPU v5e", "TPU v5p", "TPU v6e", "H100 NVL", "GB200", "MI325X"]
 REQUIRED_MODELS = ["gpt3-175b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3.1-8b", "llama3.1-70b",
                    "llama3.1-405b", "bloom-176b", "opt-175b", "chinchilla-70b", "deepseek-v3"]
 
@@ -60,7 +60,11 @@ HARDWARE = {
     "a100-80gb": ("hw-a100", dict(bf16_tflops=312, fp16_tflops=312, memory_gb=80, tdp_w=400)),
     "a100-40gb": ("hw-a100", dict(bf16_tflops=312, fp16_tflops=312, memory_gb=40)),
     "v100": ("hw-v100", dict(fp16_tflops=125)),
-    "b200": ("hw-b200", dict(bf16_tflops=2250, fp8_tflops=4500, memory_gb=192, hbm_tb_s=8, tdp_w=1000)),
+    "b200": ("hw-b200", dict(bf16_tflops=2250, fp8_tflops=4500, hbm_tb_s=8, tdp_w=1000)),
+    # hw-b200 gb200_variant_1200w: 2500 bf16 / 5000 fp8 dense
+    "gb200": ("hw-b200", dict(bf16_tflops=2500, fp8_tflops=5000)),
+    # hw-h100-nvl: "14GiB memory extra per chip ... (3.9TBps vs 3.35TBps)"
+    "h100-nvl": ("hw-h100-nvl", dict(memory_gb=94, hbm_tb_s=3.9)),
     "mi300x": ("hw-mi300x", dict(bf16_tflops=1307.4, fp16_tflops=1307.4, fp8_tflops=2614.9, memory_gb=192,
                                  hbm_tb_s=5.3, tdp_w=750)),
     "tpu-v4": ("hw-tpu-v4", dict(bf16_tflops=275, hbm_tb_s=1.2)),
@@ -68,6 +72,7 @@ HARDWARE = {
     "tpu-v5p": ("hw-tpu-v5p", dict(bf16_tflops=459, memory_gb=95, hbm_tb_s=2.765)),
     "tpu-v6e": ("hw-tpu-v6e", dict(bf16_tflops=918, memory_gb=32, hbm_tb_s=1.638, scaleup_gb_s=800 / 2)),
     "h800": ("hw-h800", dict(scaleup_gb_s=160, scaleout_gb_s=50, gpus_per_node=8)),
+    "mi325x": ("hw-mi325x", dict()),
 }
 
 
@@ -108,17 +113,43 @@ def test_seed_values():
 
 def test_no_guessed_values():
     h800 = get_gpu("H800")
-    for field in ("bf16_tflops", "fp16_tflops", "fp8_tflops", "memory_gb", "hbm_tb_s", "tdp_w"):
-        assert getattr(h800, field) is None, field  # hw-h800: "not found in the sources at hand"
-    assert get_gpu("A800").bf16_tflops is None        # seed 002 gives FP16 only
+    assert h800.tdp_w is None                         # no H800 TDP in the sources at hand
+    assert h800.matmul_efficiency is None and h800.matmul_efficiency_from == "h100-sxm"  # no H800 MAMF: same die
+    assert get_gpu("A800").matmul_efficiency is None and get_gpu("A800").matmul_efficiency_from == "a100-80gb"
     assert get_gpu("910B").bf16_tflops is None        # seed 002 gives FP16 only
     assert get_gpu("V100").bf16_tflops is None        # no BF16 on V100 (hw-v100: FP16 tensor)
-    assert get_gpu("H100 PCIe").hbm_tb_s is None      # published only as "> 2.0 TB/s"
-    assert get_gpu("H200").hbm_tb_s is None           # hw-h200-sxm: not in the sources
     assert get_gpu("tpu-v4").tdp_w is None            # measured power, not a TDP
     assert get_gpu("tpu-v5p").scaleup_gb_s is None    # 4800 Gbps, direction not stated
-    for label in ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "V100", "H100 PCIe"):
+    for label in ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "V100"):
         assert get_gpu(label).gpus_per_node is None, label
+        assert get_gpu(label).scaleout_gb_s is None, label
+
+
+# Issue 11: what plan needs, for every GPU a plan must work out of the box on, from the vendor's reference system
+# (datasheet; DGX/HGX networking: one NIC per GPU) -- written out here from the sources in gpus.toml, not computed.
+PLANNING = {
+    # id: (bf16 TFLOPS, memory GB, HBM TB/s, scale-up GB/s per direction, NIC GB/s per GPU, NVLink domain)
+    "a800": (312, 80, 2.039, 400 / 2, 200 / 8, 8),         # A800 datasheet; 200 Gb/s HDR per GPU
+    "a100-40gb": (312, 40, 1.555, 600 / 2, 200 / 8, 8),    # A100 datasheet; DGX A100
+    "a100-80gb": (312, 80, 2.039, 600 / 2, 200 / 8, 8),
+    "h100-sxm": (989.4, 80, 3.35, 900 / 2, 400 / 8, 8),    # DGX H100: 8 x 400 Gb/s ConnectX-7
+    "h100-pcie": (756.5, 80, 2.0, 600 / 2, 200 / 8, 2),    # NVLink bridge pairs; 2-8-5-200
+    "h100-nvl": (835.5, 94, 3.9, 600 / 2, 200 / 8, 2),
+    "h800": (989.4, 80, 3.35, 160, 50, 8),                 # DeepSeek-V3's achievable NVLink / IB
+    "h200": (989.5, 141, 4.8, 900 / 2, 400 / 8, 8),
+    "b200": (2250, 180, 8, 1800 / 2, 400 / 8, 8),
+    "gb200": (2500, 186, 8, 1800 / 2, 400 / 8, 72),        # NVL72: one NVLink domain of 72 GPUs
+    "mi300x": (1307.4, 192, 5.3, 896 / 2, 400 / 8, 8),     # 7 x 128 GB/s Infinity Fabric
+    "mi325x": (1307.4, 256, 6, 896 / 2, 400 / 8, 8),
+}
+
+
+@pytest.mark.parametrize("gpu_id", sorted(PLANNING))
+def test_catalog_complete_for_planning(gpu_id):
+    g = get_gpu(gpu_id)
+    got = (g.half_tflops, g.memory_gb, g.hbm_tb_s, g.scaleup_gb_s, g.scaleout_gb_s, g.nvlink_domain)
+    assert got == pytest.approx(PLANNING[gpu_id]), gpu_id
+    assert g.gpus_per_node and (g.matmul_efficiency or g.training_matmul_efficiency or g.matmul_efficiency_from)
 
 
 def test_peak_tflops():
@@ -128,8 +159,8 @@ def test_peak_tflops():
     assert get_gpu("A800").peak_tflops() == 312 and get_gpu("A800").half_tflops == 312
     assert get_gpu("910B").peak_tflops() == 320
     assert get_gpu("V100").peak_tflops("fp16") == 125
-    with pytest.raises(CatalogError, match="H800.*16-bit"):
-        get_gpu("H800").peak_tflops()
+    with pytest.raises(CatalogError, match="Ascend 910B.*BF16"):
+        get_gpu("910B").peak_tflops("bf16")
     with pytest.raises(CatalogError, match="BF16"):
         get_gpu("V100").peak_tflops("bf16")
     with pytest.raises(CatalogError, match="fp4"):

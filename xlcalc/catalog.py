@@ -43,6 +43,14 @@ class GPU(_Row):
     scaleout_gb_s: Optional[float] = Field(default=None, gt=0, description="per-GPU scale-out (InfiniBand/RoCE) bandwidth, GB/s")
     tdp_w: Optional[float] = Field(default=None, gt=0)
     gpus_per_node: Optional[int] = Field(default=None, ge=1, description="accelerators per server node, where published")
+    nvlink_domain: Optional[int] = Field(
+        default=None, ge=1,
+        description="GPUs sharing one scale-up (NVLink/Infinity Fabric) fabric in the vendor's reference system: "
+                    "8 on a DGX/HGX board, 72 on GB200 NVL72, 2 for bridged PCIe cards")
+    matmul_efficiency_from: Optional[str] = Field(
+        default=None,
+        description="id of the GPU (same compute die) whose measured matmul efficiency this GPU uses when no "
+                    "microbenchmark of its own is published")
     matmul_efficiency: Optional[float] = Field(
         default=None, gt=0, le=1, description="maximum achievable share of peak in bf16 GEMMs, single-GPU microbenchmark")
     training_matmul_efficiency: Optional[float] = Field(

@@ -221,6 +221,12 @@ _add("logits_bytes", "bytes", "Bytes of the output layer's logits for one micro-
 _add("layer_params", "parameters", "Parameters of one transformer layer (a count, not billions)", example=2e8, **POS)
 _add("embedding_params", "parameters", "Parameters of one vocab x hidden table, plus learned positions (a count)", example=5e8, **NONNEG)
 _add("tied_embeddings", "", "Input embedding and output layer share one table (TRUE/FALSE)", example=False, kind="bool")
+_add("cp", "GPUs", "Context-parallel size c (each sequence split over c GPUs)", "CP_Size", example=1, **COUNT)
+_add("nvlink_domain", "GPUs", "GPUs sharing one scale-up (NVLink) fabric: 8 on DGX/HGX, 72 on GB200 NVL72", "NVLink_Domain", example=8, **COUNT)
+_add("stride_gpus", "GPUs", "Rank distance between neighbouring members of a communicating group (DP: t*c; PP: t*c*d)", example=8, **COUNT)
+_add("ranks_per_domain", "GPUs", "Members of a communicating group inside one scale-up domain", example=1, **COUNT)
+_add("passes", "", "Ring passes of a collective: 2 for all-reduce, 1 for all-gather or reduce-scatter", example=2, **NONNEG)
+_add("cp_overlap", "fraction", "Share of the attention compute that hides the context-parallel KV exchange (Megatron ring attention: 1)", example=1, **FRACTION)
 
 # --- fine-tuning ------------------------------------------------------------------------
 _add("lora_rank", "", "LoRA rank r of each adapter (B is d x r, A is r x k)", "LoRA_Rank", example=16, kind="int", ge=1, le=65536)

@@ -15,7 +15,10 @@ _SETTINGS = (
     ("attention_efficiency", "share of peak of the attention core (default 0.35)"),
     ("link_efficiency", "achieved collective bandwidth / link bandwidth (default 0.8)"),
     ("dp_overlap", "share of the overlap window that hides DP communication (default 0.5)"),
-    ("tp_overlap", "share of TP communication hidden behind compute (default 0)"),
+    ("tp_overlap", "share of TP communication hidden behind compute (default 0; async TP / TP comm overlap: ~1)"),
+    ("pp_overlap", "share of pipeline send/receive hidden behind compute (default 0)"),
+    ("cp_overlap", "share of the attention compute that hides the CP KV exchange (default 1)"),
+    ("fp8_efficiency_ratio", "FP8 matmul efficiency relative to bf16 (default 0.883, MAMF H100 fp8/bf16)"),
     ("overhead_gb", "other memory per GPU: CUDA context, NCCL, fragmentation, GB (default 4)"),
     ("peak_tflops", "override the GPU's dense bf16/fp16 peak TFLOP/s"),
     ("memory_gb", "override the GPU's memory, GB"),
@@ -23,6 +26,7 @@ _SETTINGS = (
     ("scaleup_gb_s", "override the scale-up (NVLink) bandwidth per GPU and direction, GB/s"),
     ("scaleout_gb_s", "override the scale-out (InfiniBand) bandwidth per GPU and direction, GB/s"),
     ("gpus_per_node", "override GPUs per node"),
+    ("nvlink_domain", "override GPUs per NVLink domain (8 on DGX/HGX, 72 on GB200 NVL72)"),
     ("usd_per_gpu_hour", "price per GPU-hour (default: the price catalog's)"),
     ("bytes_weights", "bytes/param of weights (default 2)"),
     ("bytes_grads", "bytes/param of gradients (default 4, fp32 main grads)"),
@@ -64,6 +68,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--recompute", help="none, selective or full")
     g.add_argument("--micro-batch", help="micro-batch size")
     g.add_argument("--virtual-stages", help="interleaved virtual stages per GPU")
+    g.add_argument("--cp", help="context-parallel size (each sequence split over this many GPUs)")
+    g.add_argument("--layers-per-stage", help="layers of each pipeline stage, comma-separated (uneven stages, "
+                                              "e.g. 7,8,8,...,8,7); sets PP")
+    g.add_argument("--fp8", action="store_true", help="FP8 linear layers (Transformer Engine recipe), rest bf16")
+    g.add_argument("--max-micro-batch", help="largest micro-batch to search (default: as far as memory allows)")
     g.add_argument("--seq-parallel", action=argparse.BooleanOptionalAction, default=None,
                    help="pin sequence parallelism on (--seq-parallel) or off (--no-seq-parallel)")
     g = p.add_argument_group("step-time model settings")
@@ -87,6 +96,15 @@ def _settings(args: argparse.Namespace):
         err = exc.errors()[0]
         name = str(err["loc"][0]) if err.get("loc") else "settings"
         raise InputError(name, err.get("input"), err.get("msg", "a valid value")) from None
+
+
+def _layers_per_stage(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    parts = [x.strip() for x in text.split(",") if x.strip()]
+    if not parts or not all(x.isdigit() and int(x) > 0 for x in parts):
+        raise InputError("layers_per_stage", text, "whole numbers >= 1 separated by commas, one per pipeline stage")
+    return [int(x) for x in parts]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,7 +132,9 @@ def run(args: argparse.Namespace) -> int:
         global_batch_tokens=gbt, tokens_t=cli_value(args.tokens_t), deadline_days=cli_value(args.deadline_days),
         settings=_settings(args), tp=cli_value(args.tp), pp=cli_value(args.pp), zero_stage=cli_value(args.zero_stage),
         recompute=args.recompute, micro_batch=cli_value(args.micro_batch), seq_parallel=args.seq_parallel,
-        virtual_stages=cli_value(args.virtual_stages), top=max(top, 10),
+        virtual_stages=cli_value(args.virtual_stages), cp=cli_value(args.cp),
+        stage_layers=_layers_per_stage(args.layers_per_stage), fp8=args.fp8,
+        max_micro_batch=cli_value(args.max_micro_batch), top=max(top, 10),
     )
     if args.json:
         print(dump_json({
@@ -125,14 +145,15 @@ def run(args: argparse.Namespace) -> int:
             "rejected": [r.model_dump() for r in result.rejected[:20]],
             "evaluated": result.evaluated, "feasible": result.feasible,
             "price": price_line(args.gpu, cli_value(args.usd_per_gpu_hour)),
+            "rejected_by_reason": result.rejected_by_reason, "params_b": result.params_b,
         }))
-        return 0
-    rows = [[i, p.tp, p.pp, p.dp, p.zero_stage, "on" if p.seq_parallel else "off", p.recompute, p.micro_batch,
-             p.virtual_stages, number(p.memory_gb), f"{p.mfu:.1%}", number(p.tokens_per_s_per_gpu), number(p.days),
-             number(p.cost_usd, "USD") if p.cost_usd is not None else "-"]
+        return 0 if result.plans else 1
+    rows = [[i, p.tp, p.pp, p.cp, p.dp, p.zero_stage, "on" if p.seq_parallel else "off", p.recompute, p.micro_batch,
+             p.virtual_stages, number(p.memory_gb), f"{p.mfu:.1%}", f"{p.mfu_6nd:.1%}", number(p.tokens_per_s_per_gpu),
+             number(p.days), number(p.cost_usd, "USD") if p.cost_usd is not None else "-"]
             for i, p in enumerate(result.plans[:top], 1)]
-    print(table(rows, ["#", "TP", "PP", "DP", "ZeRO", "SP", "recompute", "mb", "v", "GB/GPU", "MFU",
-                       "tok/s/GPU", "days", "cost"]))
+    print(table(rows, ["#", "TP", "PP", "CP", "DP", "ZeRO", "SP", "recompute", "mb", "v", "GB/GPU", "MFU",
+                       "MFU 6ND", "tok/s/GPU", "days", "cost"]))
     print(price_line(args.gpu, cli_value(args.usd_per_gpu_hour)))
     print()
     print(explain(result, top=min(top, 3)))

@@ -7,7 +7,7 @@ Conventions: bf16 activations (2 bytes), GB = 1e9 bytes, GB/s = 1e9 bytes/s, TFL
 
 from __future__ import annotations
 
-from ..expr import and_, ceiling, eq, if_, max_, not_, or_
+from ..expr import and_, ceiling, eq, floor_int, if_, max_, min_, not_, or_
 from ..registry import formula
 from .parallel import allgather_bytes, allreduce_bytes, pipeline_bubble
 from .roofline import time_lower_s
@@ -23,6 +23,8 @@ __all__ = [
     "stage_matmul_flops", "stage_linear_time_s", "stage_attention_flops", "flash_attention_time_s",
     "stage_unfused_attention_time_s", "elementwise_time_s", "tp_comm_time_s", "group_bandwidth_gb_s",
     "pipeline_p2p_time_s", "dp_comm_bytes", "dp_comm_time_s",
+    "attention_core_time_s", "ranks_per_domain", "collective_time_s", "dp_comm_time_hierarchical_s",
+    "cp_comm_bytes_per_layer", "cp_comm_time_s",
 ]
 
 
@@ -488,3 +490,99 @@ def dp_comm_time_s(params_per_gpu, dp, microbatch_s, bandwidth_gb_s, link_effici
             / (bandwidth_gb_s * link_efficiency * 1e9))
     window = microbatch_s * if_(zero_stage >= 3, microbatches, 1)
     return exposed_comm_s(comm, window, overlap_frac)
+
+
+# --- hardware-aware terms: attention kernel, hierarchical collectives, context parallelism -----------
+
+
+@formula(
+    udf="ATTENTION_CORE_TIME_S", unit="seconds", category="steptime",
+    equation=(
+        "MAX(0.5*flops / (peak*1e12 * MIN(attention eff, matmul eff)), flops / (peak*1e12 * matmul eff)) "
+        "(causal: half the s x s block computed; never cheaper per counted FLOP than a GEMM)"
+    ),
+    source="Dao 2023 (FlashAttention-2 computes the unmasked causal half); Shah et al. 2024 (FlashAttention-3: "
+           "FlashAttention-2 reaches about 35% of H100 peak); the attention kernel is no more efficient than the "
+           "GEMMs around it, per FLOP the MFU counts",
+)
+def attention_core_time_s(flops, peak_tflops, attention_efficiency, matmul_efficiency):
+    """Time of the fused causal attention core: its own kernel efficiency, never cheaper per counted FLOP than a GEMM."""
+    kernel = 0.5 * flops / (peak_tflops * 1e12 * min_(attention_efficiency, matmul_efficiency))
+    return max_(kernel, flops / (peak_tflops * 1e12 * matmul_efficiency))
+
+
+@formula(
+    udf="RANKS_PER_DOMAIN", unit="GPUs", category="steptime",
+    equation="MAX(1, MIN(ranks, FLOOR(domain / stride)))",
+    source="Megatron-LM rank order tp-cp-ep-dp-pp (RankGenerator): a group whose members are `stride` ranks apart "
+           "has FLOOR(domain/stride) of them inside each scale-up (NVLink) domain",
+)
+def ranks_per_domain(ranks, stride_gpus, nvlink_domain):
+    """How many members of a communicating group share one NVLink domain."""
+    return max_(1, min_(ranks, floor_int(nvlink_domain / stride_gpus)))
+
+
+@formula(
+    udf="COLLECTIVE_TIME_S", unit="seconds", category="steptime",
+    equation=(
+        "passes * [S*(g-1)/g / scale-up + S/g*(k-1)/k / scale-out] / link efficiency, g = ranks per domain, "
+        "k = ranks/g (hierarchical: reduce-scatter inside the domain, ring across domains on 1/g of the data, "
+        "all-gather inside)"
+    ),
+    source="NCCL tests PERFORMANCE.md (ring all-reduce 2S(n-1)/n, all-gather S(n-1)/n); hierarchical all-reduce "
+           "(Jia et al. 2018 'Highly scalable deep learning training system with mixed-precision', §4; NCCL tree/"
+           "NVLS algorithms): a group inside one domain never touches the NIC",
+)
+def collective_time_s(size_bytes, ranks, ranks_per_domain, scaleup_gb_s, scaleout_gb_s, link_efficiency, passes=2):
+    """Time of a ring collective of S bytes over a group that spans one or more NVLink domains."""
+    g = ranks_per_domain
+    k = ranks / g
+    inside = size_bytes * (g - 1) / g / (scaleup_gb_s * 1e9)
+    across = if_(k > 1, size_bytes / g * (k - 1) / k / (scaleout_gb_s * 1e9), 0)
+    return passes * (inside + across) / link_efficiency
+
+
+@formula(
+    udf="DP_COMM_TIME_HIERARCHICAL_S", unit="seconds", category="steptime",
+    equation=(
+        "EXPOSED_COMM_S(ZeRO 0: all-reduce of grads; ZeRO 1-2: reduce-scatter of grads + all-gather of weights; "
+        "ZeRO 3: + 2m weight all-gathers; each COLLECTIVE_TIME_S over the DP group, "
+        "window = t_microbatch (ZeRO 0-2) or m*t_microbatch (ZeRO 3), overlap)"
+    ),
+    source="Rajbhandari et al. 2020 §5-7 (ZeRO communication volume); COLLECTIVE_TIME_S (hierarchical)",
+)
+def dp_comm_time_hierarchical_s(params_per_gpu, dp, ranks_per_domain, microbatch_s, scaleup_gb_s, scaleout_gb_s,
+                                link_efficiency, zero_stage=0, microbatches=1, grad_bytes=4, bytes_weights=2,
+                                overlap_frac=0.5):
+    """Exposed data-parallel communication time of one step, priced on NVLink inside a domain and the NIC across."""
+    grads = collective_time_s(params_per_gpu * grad_bytes, dp, ranks_per_domain, scaleup_gb_s, scaleout_gb_s,
+                              link_efficiency, if_(eq(zero_stage, 0), 2, 1))
+    gathers = if_(eq(zero_stage, 0), 0, if_(zero_stage >= 3, 2 * microbatches, 1))
+    weights = collective_time_s(params_per_gpu * bytes_weights, dp, ranks_per_domain, scaleup_gb_s, scaleout_gb_s,
+                                link_efficiency, gathers)
+    window = microbatch_s * if_(zero_stage >= 3, microbatches, 1)
+    return exposed_comm_s(grads + weights, window, overlap_frac)
+
+
+@formula(
+    udf="CP_COMM_BYTES_PER_LAYER", unit="bytes per GPU", category="steptime",
+    equation="3*(c-1) * 2*2*(tokens/c)*kv*dh/t (K and V of the local chunk passed round the ring: forward once, "
+             "backward K,V and their gradients)",
+    source="Megatron-LM context parallelism (ring attention with P2P KV exchange; Liu et al. 2023, Ring Attention)",
+)
+def cp_comm_bytes_per_layer(tokens, kv_heads, head_dim, cp, tp=1):
+    """Bytes one GPU sends per layer and micro-batch for context parallelism."""
+    return 3 * (cp - 1) * 2 * 2 * (tokens / cp) * kv_heads * head_dim / tp
+
+
+@formula(
+    udf="CP_COMM_TIME_S", unit="seconds", category="steptime",
+    equation="EXPOSED_COMM_S(L/p * CP_COMM_BYTES_PER_LAYER / (GB/s * link efficiency * 1e9), attention time, overlap)",
+    source="Megatron-LM context parallelism: the KV exchange of the next chunk overlaps the attention of this one",
+)
+def cp_comm_time_s(layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_gb_s, link_efficiency, window_s,
+                   tp=1, cp_overlap=1):
+    """Exposed context-parallel communication of one stage and micro-batch."""
+    comm = layers_per_stage * cp_comm_bytes_per_layer(tokens, kv_heads, head_dim, cp, tp) / (
+        bandwidth_gb_s * link_efficiency * 1e9)
+    return exposed_comm_s(comm, window_s, cp_overlap)

@@ -18,20 +18,23 @@ def explain(result: PlanResult, top: int = 3, rejected: int = 6) -> str:
         f"{result.matmul_efficiency:.1%} of peak ({result.matmul_efficiency_basis}).",
     ]
     if not result.plans:
-        lines.append("No configuration fits in GPU memory.")
+        why = ", ".join(f"{k}: {v:,}" for k, v in sorted(result.rejected_by_reason.items(), key=lambda kv: -kv[1]))
+        lines.append("No configuration fits." + (f" Left out, by reason: {why}." if why else ""))
     for i, p in enumerate(result.plans[:top], 1):
         cost = f", ${p.cost_usd:,.0f}" if p.cost_usd is not None else ""
         lines += [
             "",
             f"#{i}  {p.label()}",
-            f"    MFU {p.mfu:.1%} (HFU {p.hfu:.1%}), {p.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
+            f"    MFU {p.mfu:.1%} (HFU {p.hfu:.1%}; 6·N·D convention of estimate: {p.mfu_6nd:.1%}), "
+            f"{p.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
             f"{p.days:.1f} days, {p.gpu_hours:,.0f} GPU-hours{cost}",
             f"    memory {p.memory_gb:.1f} GB: weights {p.weights_gb:.1f}, gradients {p.grads_gb:.1f}, "
             f"optimizer {p.optimizer_gb:.1f}, activations {p.activations_gb:.1f}, "
             f"ZeRO-3 buffer {p.zero3_buffer_gb:.1f}, other {p.overhead_gb:.1f}",
             f"    step {p.step_s:.2f} s ({p.microbatches} micro-batches): compute {p.compute_s:.2f} s "
-            f"({_pct(p.compute_s, p.step_s)}), TP comm {p.tp_comm_s:.2f} ({_pct(p.tp_comm_s, p.step_s)}), "
-            f"PP p2p {p.pp_comm_s:.2f}, DP comm exposed {p.dp_comm_s:.2f} ({_pct(p.dp_comm_s, p.step_s)}), "
+            f"({_pct(p.compute_s, p.step_s)}), recompute {p.recompute_s:.2f} ({_pct(p.recompute_s, p.step_s)}), "
+            f"exposed communication: TP {p.tp_comm_s:.2f} ({_pct(p.tp_comm_s, p.step_s)}), "
+            f"CP {p.cp_comm_s:.2f}, PP {p.pp_comm_s:.2f}, DP {p.dp_comm_s:.2f} ({_pct(p.dp_comm_s, p.step_s)}); "
             f"bubble {p.bubble_s:.2f} ({_pct(p.bubble_s, p.step_s)}), optimizer {p.optimizer_s:.3f}",
         ]
     if result.rejected and rejected:

@@ -7,7 +7,7 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import catalog
-from ..errors import InputError
+from ..errors import CatalogError, InputError
 from ..formulas import compute as fc
 from ..formulas import cost as fcost
 from ..formulas import steptime as fs
@@ -33,6 +33,9 @@ class Plan(BaseModel):
     micro_batch: int
     virtual_stages: int
     microbatches: int
+    cp: int = 1
+    stage_layers: Optional[list[int]] = Field(default=None, description="layers of each pipeline stage when uneven")
+    fp8: bool = False
     memory_gb: float
     fits: bool
     weights_gb: float
@@ -45,10 +48,14 @@ class Plan(BaseModel):
     compute_s: float
     tp_comm_s: float
     pp_comm_s: float
+    cp_comm_s: float
     dp_comm_s: float
     bubble_s: float
+    recompute_s: float
     optimizer_s: float
-    mfu: float
+    mfu: float = Field(description="model FLOPs utilisation, attention and logits counted (Megatron/PaLM convention)")
+    mfu_6nd: float = Field(description="MFU in the 6*N*D convention of estimate, TRAIN_DAYS and the workbook: "
+                                       "TRAIN_DAYS(params_b, tokens_t, peak, GPUs, mfu_6nd) = days")
     hfu: float
     tokens_per_s_per_gpu: float
     days: float
@@ -58,8 +65,24 @@ class Plan(BaseModel):
     def label(self) -> str:
         sp = ", SP" if self.seq_parallel else ""
         v = f", v={self.virtual_stages}" if self.virtual_stages > 1 else ""
-        return (f"TP={self.tp}, PP={self.pp}, DP={self.dp}, ZeRO-{self.zero_stage}{sp}, "
-                f"recompute {self.recompute}, micro-batch {self.micro_batch}{v}")
+        cp = f", CP={self.cp}" if self.cp > 1 else ""
+        stages = f" (stages {_stages_text(self.stage_layers)})" if self.stage_layers else ""
+        fp8 = ", FP8" if self.fp8 else ""
+        return (f"TP={self.tp}, PP={self.pp}{stages}{cp}, DP={self.dp}, ZeRO-{self.zero_stage}{sp}, "
+                f"recompute {self.recompute}, micro-batch {self.micro_batch}{v}{fp8}")
+
+
+def _stages_text(layers: list[int]) -> str:
+    """126 layers on 16 stages -> "7, 8 x 14, 7"."""
+    out: list[str] = []
+    i = 0
+    while i < len(layers):
+        j = i
+        while j < len(layers) and layers[j] == layers[i]:
+            j += 1
+        out.append(str(layers[i]) if j - i == 1 else f"{layers[i]} x {j - i}")
+        i = j
+    return ", ".join(out)
 
 
 class Rejection(BaseModel):
@@ -86,24 +109,32 @@ class PlanResult(BaseModel):
     matmul_efficiency: float = Field(description="share of peak the step-time model gives the matmuls")
     matmul_efficiency_basis: str = Field(description="where that share came from: given, or which catalog figure")
     settings: Settings
+    params_b: float = Field(description="parameters N of the 6*N*D convention (active parameters for MoE)")
     plans: list[Plan]
     rejected: list[Rejection]
     evaluated: int
     feasible: int
+    rejected_by_reason: dict[str, int] = Field(default_factory=dict,
+                                               description="configurations left out, counted by reason")
 
 
 def _divisors(n: int) -> list[int]:
     return [k for k in range(1, n + 1) if n % k == 0]
 
 
-def _plan_of(pred: Prediction, n: int, tokens_t: float, price: Optional[float]) -> Plan:
+def _plan_of(pred: Prediction, n: int, tokens_t: float, price: Optional[float], params_b: float,
+             peak_tflops: float) -> Plan:
     c = pred.config
     days = fs.train_days_at_throughput.raw(tokens_t=tokens_t, tokens_per_s=pred.tokens_per_s_per_gpu, n_gpus=n)
     hours = fs.gpu_hours_at_throughput.raw(tokens_t=tokens_t, tokens_per_s=pred.tokens_per_s_per_gpu)
     cost = fcost.cloud_cost_usd.raw(gpu_hours=hours, usd_per_gpu_hour=price) if price is not None else None
+    # the 6ND convention: days = 6*N*D / (peak * GPUs * MFU) exactly when MFU = 6*N*throughput / peak
+    mfu_6nd = 6 * params_b * 1e9 * pred.tokens_per_s_per_gpu / (peak_tflops * 1e12)
     return Plan(
         tp=c.tp, pp=c.pp, dp=c.dp, zero_stage=c.zero_stage, seq_parallel=c.seq_parallel, recompute=c.recompute,
-        micro_batch=c.micro_batch, virtual_stages=c.virtual_stages, microbatches=pred.microbatches,
+        micro_batch=c.micro_batch, virtual_stages=c.virtual_stages, microbatches=pred.microbatches, cp=c.cp,
+        stage_layers=list(c.stage_layers) if c.stage_layers else None, fp8=c.fp8, mfu_6nd=mfu_6nd,
+        cp_comm_s=pred.cp_comm_s, recompute_s=pred.recompute_s,
         memory_gb=pred.memory_gb, fits=pred.fits, weights_gb=pred.weights_gb, grads_gb=pred.grads_gb,
         optimizer_gb=pred.optimizer_gb, zero3_buffer_gb=pred.zero3_buffer_gb, activations_gb=pred.activations_gb,
         overhead_gb=pred.overhead_gb, step_s=pred.step_s, compute_s=pred.compute_s, tp_comm_s=pred.tp_comm_s,
@@ -113,14 +144,61 @@ def _plan_of(pred: Prediction, n: int, tokens_t: float, price: Optional[float]) 
     )
 
 
+def uneven_stages(layers: int, pp: int) -> Optional[tuple[int, ...]]:
+    """Meta's Llama 3 layout when L is not a multiple of p: the first and the last stage hold one layer fewer
+    (126 layers on 16 stages: 7, 8 x 14, 7), or only the last one (L + 1 = k*p). None when neither fits."""
+    if pp < 2:
+        return None
+    if (layers + 2) % pp == 0 and (layers + 2) // pp >= 2:
+        k = (layers + 2) // pp
+        return (k - 1,) + (k,) * (pp - 2) + (k - 1,)
+    if (layers + 1) % pp == 0 and (layers + 1) // pp >= 2:
+        k = (layers + 1) // pp
+        return (k,) * (pp - 1) + (k - 1,)
+    return None
+
+
+def _stage_options(arch: Arch, pp, stage_layers) -> list[tuple[int, Optional[tuple[int, ...]]]]:
+    if stage_layers is not None:
+        return [(len(stage_layers), tuple(stage_layers))]
+    out = []
+    for p in range(1, arch.layers + 1):
+        if pp is not None and p != pp:
+            continue
+        if arch.layers % p == 0:
+            out.append((p, None))
+        else:
+            u = uneven_stages(arch.layers, p)
+            if u is not None:
+                out.append((p, u))
+    return out
+
+
 def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, global_batch: int, *,
            tp=None, pp=None, zero_stage=None, recompute=None, micro_batch=None, seq_parallel=None,
-           virtual_stages=None, max_micro_batch: int = 8, max_virtual_stages: int = 8):
-    """Evaluate every configuration; return (fitting predictions, non-fitting predictions at micro-batch 1, count)."""
-    tps = [t for t in _divisors(arch.heads) if arch.kv_heads % t == 0 and t <= hw.gpus_per_node and n_gpus % t == 0]
+           virtual_stages=None, cp=None, stage_layers=None, fp8: bool = False, max_micro_batch: Optional[int] = None,
+           max_virtual_stages: int = 8, min_cp_tokens: int = 4096):
+    """Evaluate every configuration; return (fitting predictions, non-fitting predictions at micro-batch 1, count,
+    rejections counted by reason).
+
+    Micro-batches grow until memory runs out (or ``max_micro_batch``); context parallelism is searched in powers of
+    two while each GPU keeps at least ``min_cp_tokens`` tokens of a sequence (a pinned ``cp`` is honoured).
+    """
+    reasons: dict[str, int] = {}
+
+    def reject(why: str, k: int = 1) -> None:
+        reasons[why] = reasons.get(why, 0) + k
+
+    tps = [t for t in _divisors(arch.heads) if arch.kv_heads % t == 0 and t <= hw.nvlink_domain and n_gpus % t == 0]
     if tp is not None:
         tps = [t for t in tps if t == tp]
-    pps = [p for p in _divisors(arch.layers) if pp is None or p == pp]
+        if not tps:
+            reject(f"TP={tp} does not divide the {n_gpus} GPUs")
+    if cp is not None:
+        cps = [cp]
+    else:
+        cps = [1] + [2 ** k for k in range(1, 12) if seq_len % (2 * 2 ** k) == 0 and seq_len // 2 ** k >= min_cp_tokens]
+    stage_opts = _stage_options(arch, pp, stage_layers)
     zeros = [zero_stage] if zero_stage is not None else [0, 1, 2, 3]
     rcs = [recompute] if recompute is not None else list(RECOMPUTE)
     fits: list[Prediction] = []
@@ -128,37 +206,58 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
     count = 0
     for t in tps:
         sps = [seq_parallel] if seq_parallel is not None else ([False, True] if t > 1 else [False])
-        for p in pps:
-            if n_gpus % (t * p):
+        for c in cps:
+            if seq_len % c:
+                reject("sequence length not divisible by CP")
                 continue
-            d = n_gpus // (t * p)
-            if global_batch % d:
-                continue
-            per_replica = global_batch // d
-            mbs = [b for b in range(1, min(max_micro_batch, per_replica) + 1) if per_replica % b == 0]
-            if micro_batch is not None:
-                mbs = [b for b in mbs if b == micro_batch]
-            lps = arch.layers // p
-            for z in zeros:
-                if z > 0 and d == 1:
+            for p, layout in stage_opts:
+                if n_gpus % (t * c * p):
+                    reject("GPUs not divisible by TP x CP x PP")
                     continue
-                for sp in sps:
-                    for rc in rcs:
-                        for b in mbs:
-                            m = per_replica // b
-                            vs = [1] + [v for v in range(2, max_virtual_stages + 1)
-                                        if p > 1 and lps % v == 0 and m % p == 0]
-                            if virtual_stages is not None:
-                                vs = [v for v in vs if v == virtual_stages]
-                            for v in vs:
-                                count += 1
-                                cfg = Config(t, p, d, z, sp, rc, b, v)
-                                pred = memory(arch, hw, st, cfg, seq_len, m)
-                                if pred.fits:
-                                    fits.append(timing(pred, arch, hw, st, seq_len, global_batch))
-                                elif b == mbs[0] and v == 1:
-                                    misses.append(pred)
-    return fits, misses, count
+                d = n_gpus // (t * c * p)
+                if global_batch % d:
+                    reject("global batch not divisible by DP")
+                    continue
+                per_replica = global_batch // d
+                mbs = [b for b in range(1, per_replica + 1) if per_replica % b == 0
+                       and (max_micro_batch is None or b <= max_micro_batch)]
+                if micro_batch is not None:
+                    mbs = [b for b in mbs if b == micro_batch]
+                    if not mbs:
+                        reject("pinned micro-batch does not divide the per-replica batch")
+                        continue
+                lps = arch.layers // p
+                for z in zeros:
+                    if z > 0 and d * c == 1:
+                        continue
+                    for sp in sps:
+                        for rc in rcs:
+                            for b in mbs:
+                                m = per_replica // b
+                                vs = [1]
+                                if layout is None:
+                                    vs += [v for v in range(2, max_virtual_stages + 1)
+                                           if p > 1 and lps % v == 0 and m % p == 0]
+                                if virtual_stages is not None:
+                                    vs = [v for v in vs if v == virtual_stages]
+                                    if not vs:
+                                        reject("pinned virtual stages do not divide the stage")
+                                        continue
+                                too_big = False
+                                for v in vs:
+                                    count += 1
+                                    cfg = Config(t, p, d, z, sp, rc, b, v, c, layout, fp8)
+                                    pred = memory(arch, hw, st, cfg, seq_len // c, m)
+                                    if pred.fits:
+                                        fits.append(timing(pred, arch, hw, st, seq_len, global_batch))
+                                    else:
+                                        reject("does not fit in GPU memory")
+                                        if b == mbs[0] and v == 1:
+                                            misses.append(pred)
+                                        too_big = too_big or v == 1
+                                if too_big:  # activations grow with the micro-batch: larger ones fit no better
+                                    break
+    return fits, misses, count, reasons
 
 
 def _resolve_model(model, arch: Arch | None) -> Arch:
@@ -173,50 +272,71 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
          seq_len: int, global_batch_tokens: float, tokens_t: float | None = None, deadline_days: float | None = None,
          settings: Settings | None = None, tp: int | None = None, pp: int | None = None, zero_stage: int | None = None,
          recompute: str | None = None, micro_batch: int | None = None, seq_parallel: bool | None = None,
-         virtual_stages: int | None = None, top: int = 10, max_micro_batch: int = 8) -> PlanResult:
+         virtual_stages: int | None = None, cp: int | None = None, stage_layers: list[int] | None = None,
+         fp8: bool = False, top: int = 10, max_micro_batch: int | None = None) -> PlanResult:
     """Plan the parallelism of a training run: every configuration that fits, best (fastest, then cheapest) first.
 
     ``n_gpus`` fixes the cluster; without it, ``deadline_days`` asks for the smallest cluster (whole nodes) whose
     best plan finishes ``tokens_t`` trillion tokens in time. ``global_batch_tokens`` is rounded to whole sequences.
+    ``stage_layers`` pins the layers of each pipeline stage (uneven stages, e.g. Llama 3 405B: 7, 8 x 14, 7);
+    ``fp8`` runs the blocks' linear layers in FP8 (the GPU's FP8 peak), the rest in bf16.
     """
     st = settings or Settings()
     a = _resolve_model(model, arch)
-    hw = resolve_hardware(gpu, st)
+    n_checked = check_value("n_gpus", n_gpus) if n_gpus is not None else None
+    hw = resolve_hardware(gpu, st, n_gpus=n_checked)
     seq_len = check_value("seq_len", seq_len)
     if global_batch_tokens is None or global_batch_tokens < seq_len:
         raise InputError("global_batch_tokens", global_batch_tokens, f"at least one sequence (>= seq_len = {seq_len})")
     global_batch = int(round(global_batch_tokens / seq_len))
     tokens_t = check_value("tokens_t", tokens_t) if tokens_t is not None else fc.chinchilla_tokens_t.raw(params_b=a.params_b)
     pins = dict(tp=tp, pp=pp, zero_stage=zero_stage, recompute=recompute, micro_batch=micro_batch,
-                seq_parallel=seq_parallel, virtual_stages=virtual_stages)
+                seq_parallel=seq_parallel, virtual_stages=virtual_stages, cp=cp)
     for name, value in pins.items():
         if value is not None:
             pins[name] = check_value(name, value)
     if pins["tp"] is not None and (a.heads % pins["tp"] or a.kv_heads % pins["tp"]):
         raise InputError("tp", pins["tp"], f"a divisor of heads = {a.heads} and kv heads = {a.kv_heads}")
-    if pins["tp"] is not None and pins["tp"] > hw.gpus_per_node:
-        raise InputError("tp", pins["tp"], f"at most the GPUs per node ({hw.gpus_per_node}): TP stays inside a node")
-    if pins["pp"] is not None and a.layers % pins["pp"]:
-        raise InputError("pp", pins["pp"], f"a divisor of layers = {a.layers}")
+    if pins["tp"] is not None and pins["tp"] > hw.nvlink_domain:
+        raise InputError("tp", pins["tp"], f"at most the GPUs of one NVLink domain ({hw.nvlink_domain}): "
+                                           "TP stays on NVLink")
+    if pins["cp"] is not None and seq_len % pins["cp"]:
+        raise InputError("cp", pins["cp"], f"a divisor of seq_len = {seq_len}")
+    if stage_layers is not None:
+        stage_layers = [check_value("layers", x) for x in stage_layers]
+        if sum(stage_layers) != a.layers:
+            raise InputError("layers_per_stage", ",".join(map(str, stage_layers)),
+                             f"layers per stage adding up to the model's {a.layers} layers")
+        if pins["pp"] is not None and pins["pp"] != len(stage_layers):
+            raise InputError("pp", pins["pp"], f"the number of stages given in layers_per_stage ({len(stage_layers)})")
+        pins["pp"] = len(stage_layers)
+    elif pins["pp"] is not None and a.layers % pins["pp"] and uneven_stages(a.layers, pins["pp"]) is None:
+        raise InputError("pp", pins["pp"], f"a divisor of layers = {a.layers}, or a stage count whose first and last "
+                                           "stages can hold one layer fewer (L + 2 or L + 1 a multiple of PP); "
+                                           "or give layers_per_stage")
+    if fp8 and hw.fp8_tflops is None:
+        raise CatalogError(f"{hw.name}: the GPU catalog has no FP8 peak; FP8 training needs one")
 
     def run(n: int) -> PlanResult:
-        fits, misses, count = search(a, hw, st, n, seq_len, global_batch, max_micro_batch=max_micro_batch, **pins)
+        fits, misses, count, reasons = search(a, hw, st, n, seq_len, global_batch, max_micro_batch=max_micro_batch,
+                                              stage_layers=stage_layers, fp8=fp8, **pins)
         fits.sort(key=lambda p: (p.step_s, p.memory_gb))
-        plans = [_plan_of(p, n, tokens_t, hw.usd_per_gpu_hour) for p in fits[:top]]
+        plans = [_plan_of(p, n, tokens_t, hw.usd_per_gpu_hour, a.params_b, hw.peak_tflops) for p in fits[:top]]
         return PlanResult(
             model=a.name, gpu=hw.name, n_gpus=n, seq_len=seq_len, global_batch=global_batch, tokens_t=tokens_t,
             gpu_memory_gb=hw.memory_gb, matmul_efficiency=hw.matmul_efficiency,
-            matmul_efficiency_basis=hw.matmul_efficiency_basis, settings=st, plans=plans, rejected=_rejections(misses, hw.memory_gb),
-            evaluated=count, feasible=len(fits),
+            matmul_efficiency_basis=hw.matmul_efficiency_basis, settings=st, params_b=a.params_b, plans=plans,
+            rejected=_rejections(misses, hw.memory_gb), evaluated=count, feasible=len(fits),
+            rejected_by_reason=reasons,
         )
 
-    if n_gpus is not None:
-        return run(check_value("n_gpus", n_gpus))
+    if n_checked is not None:
+        return run(n_checked)
     if deadline_days is None:
         raise InputError("n_gpus", None, "a GPU count, or a deadline in days to size the cluster for")
     deadline = check_value("days", deadline_days)
     node = hw.gpus_per_node
-    sizes = sorted({node * k * f for k in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048) for f in (1, 1.5)
+    sizes = sorted({node * k * f for k in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096) for f in (1, 1.5)
                     if float(k * f).is_integer()})
     lo, hi, best = 0, len(sizes) - 1, None
     while lo <= hi:

@@ -10,15 +10,15 @@ inputs were validated once at the boundary.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import catalog
-from ..errors import CatalogError, InputError
 from ..formulas import memory as fm
 from ..formulas import steptime as fs
-from ..inputs import check_value
+from .architecture import Arch, arch_from_flags, arch_from_model  # noqa: F401  (re-exported)
+from .hardware import SM_COUNT, Hardware, resolve_hardware  # noqa: F401  (re-exported)
 
 __all__ = ["Settings", "Hardware", "Arch", "Config", "Prediction", "evaluate", "resolve_hardware", "arch_from_model",
            "arch_from_flags", "stage_params"]
@@ -42,7 +42,13 @@ class Settings(BaseModel):
     link_efficiency: float = Field(
         default=0.8, gt=0, le=1,
         description="Achieved collective bus bandwidth / link bandwidth (NCCL ring on NVLink or InfiniBand: 0.7-0.9).")
-    tp_overlap: float = Field(default=0.0, ge=0, le=1, description="Share of TP communication hidden behind compute (0: Megatron default, no overlap).")
+    tp_overlap: float = Field(default=0.0, ge=0, le=1, description="Share of TP communication hidden behind compute (0: Megatron default, no overlap; async TP / TP comm overlap hides most of it).")
+    pp_overlap: float = Field(default=0.0, ge=0, le=1, description="Share of pipeline send/receive hidden behind compute (Megatron --overlap-p2p-communication with interleaving).")
+    cp_overlap: float = Field(default=1.0, ge=0, le=1, description="Share of the attention compute that hides the context-parallel KV exchange (Megatron ring attention overlaps the next chunk's KV with this chunk's attention).")
+    fp8_efficiency_ratio: float = Field(
+        default=0.883, gt=0, le=1,
+        description="Share of the FP8 peak the FP8 matmuls reach, relative to the bf16 matmul efficiency: ml-engineering "
+                    "MAMF table, H100 SXM fp8 70.9% / bf16 80.3% = 0.883.")
     dp_overlap: float = Field(
         default=0.5, ge=0, le=1,
         description="Share of one micro-batch's compute (ZeRO 0-2) or of the whole step's compute (ZeRO-3) that "
@@ -69,135 +75,9 @@ class Settings(BaseModel):
     scaleout_gb_s: Optional[float] = Field(default=None, gt=0, description="Override the GPU's scale-out bandwidth per direction (GB/s).")
     peak_tflops: Optional[float] = Field(default=None, gt=0, description="Override the GPU's dense bf16 (else fp16) peak TFLOP/s.")
     memory_gb: Optional[float] = Field(default=None, gt=0, description="Override the GPU's memory (GB).")
-    gpus_per_node: Optional[int] = Field(default=None, ge=1, description="Override GPUs per node (TP stays inside a node).")
+    gpus_per_node: Optional[int] = Field(default=None, ge=1, description="Override GPUs per node.")
+    nvlink_domain: Optional[int] = Field(default=None, ge=1, description="Override the GPUs sharing one NVLink domain (TP stays inside it; groups inside it never use the NIC).")
     usd_per_gpu_hour: Optional[float] = Field(default=None, ge=0, description="Price per GPU-hour; None: the price catalog's, if any.")
-
-
-# Streaming multiprocessors, from the vendors' architecture documents. A GPU not listed gets no wave
-# quantization unless Settings.sm_count gives its count.
-SM_COUNT = {
-    "a100-80gb": 108,   # NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs
-    "a100-40gb": 108,   # same
-    "a800": 108,        # A100 silicon: 312 TFLOPS = 108 SMs x 4 tensor cores x 512 FLOP/clock x 1.41 GHz
-    "h100-sxm": 132,    # NVIDIA H100 Tensor Core GPU Architecture whitepaper: H100 SXM5 132 SMs
-}
-
-
-@dataclass(frozen=True)
-class Hardware:
-    name: str
-    peak_tflops: float
-    memory_gb: float
-    hbm_tb_s: float
-    scaleup_gb_s: float
-    scaleout_gb_s: float
-    gpus_per_node: int
-    matmul_efficiency: float
-    usd_per_gpu_hour: Optional[float]
-    sm_count: Optional[int] = None
-    matmul_efficiency_basis: str = ""  # where matmul_efficiency came from, for the explanation
-
-
-def _need(value, gpu_name: str, what: str, flag: str, example: str):
-    if value is None:
-        raise CatalogError(
-            f"{gpu_name}: the GPU catalog has no {what}; give it with {flag} (for example {example})"
-        )
-    return value
-
-
-def resolve_hardware(gpu: str | catalog.GPU, settings: Settings) -> Hardware:
-    """The GPU's figures, with the settings' overrides; a missing figure is an error naming the flag."""
-    row = gpu if isinstance(gpu, catalog.GPU) else catalog.get_gpu(gpu)
-    peak = settings.peak_tflops or row.bf16_tflops or getattr(row, "fp16_tflops", None)
-    price = settings.usd_per_gpu_hour
-    if price is None:
-        try:
-            p = catalog.price_for(row.id)
-            price = p.usd_per_gpu_hour if p else None
-        except CatalogError:
-            price = None
-    return Hardware(
-        name=row.name,
-        peak_tflops=_need(peak, row.name, "dense bf16/fp16 TFLOPS", "--peak-tflops", "312"),
-        memory_gb=_need(settings.memory_gb or row.memory_gb, row.name, "memory size", "--memory-gb", "80"),
-        hbm_tb_s=_need(settings.hbm_tb_s or row.hbm_tb_s, row.name, "HBM bandwidth", "--hbm-tb-s", "2.0 for A100/A800 80GB"),
-        scaleup_gb_s=_need(settings.scaleup_gb_s or row.scaleup_gb_s, row.name, "scale-up (NVLink) bandwidth",
-                           "--scaleup-gb-s", "300 for A100 NVLink 600 GB/s, 200 for A800 400 GB/s"),
-        scaleout_gb_s=_need(settings.scaleout_gb_s or row.scaleout_gb_s, row.name, "scale-out (InfiniBand) bandwidth",
-                            "--scaleout-gb-s", "25 for one 200 Gb/s HDR port per GPU, 50 for 400 Gb/s NDR"),
-        gpus_per_node=settings.gpus_per_node or row.gpus_per_node,
-        matmul_efficiency=_need(settings.matmul_efficiency or row.training_matmul_efficiency or row.matmul_efficiency,
-                                row.name, "matmul efficiency", "--matmul-efficiency", "0.8"),
-        matmul_efficiency_basis=(
-            "given" if settings.matmul_efficiency else
-            "catalog, fitted to published training runs" if row.training_matmul_efficiency else
-            "catalog, single-GPU microbenchmark" if row.matmul_efficiency else ""),
-        usd_per_gpu_hour=price,
-        sm_count=(settings.sm_count or SM_COUNT.get(row.id)) if settings.wave_quantization else None,
-    )
-
-
-@dataclass(frozen=True)
-class Arch:
-    """A transformer architecture reduced to what the step-time model needs."""
-
-    name: str
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    ffn_hidden: float      # active FFN inner size per layer, averaged over layers (MoE: active experts)
-    gated_ffn: bool
-    vocab: int
-    layer_params: float    # parameters of one layer, averaged over layers (MoE: all experts)
-    largest_layer_params: float
-    embedding_params: float  # one vocab x hidden table (+ positions)
-    tied_embeddings: bool
-    params_b: float
-    moe: bool = False
-
-
-def arch_from_model(model: catalog.Model) -> Arch:
-    L = model.layers
-    embedding = model.vocab * model.hidden + (model.seq_len * model.hidden if model.learned_positions else 0)
-    moe_layers = L - model.dense_layers if model.experts else 0
-    dense_layers = L - moe_layers
-    total_layer_params = dense_layers * model.layer_params(False)
-    largest = model.layer_params(False)
-    active_ffn = dense_layers * model.ffn_hidden
-    if moe_layers:
-        total_layer_params += moe_layers * model.layer_params(True)
-        largest = max(largest, model.layer_params(True))
-        active_ffn += moe_layers * (model.experts_active + model.shared_experts) * (model.moe_ffn_hidden or 0)
-    return Arch(
-        name=model.name, layers=L, hidden=model.hidden, heads=model.heads, kv_heads=model.kv, head_dim=model.dh,
-        ffn_hidden=active_ffn / L, gated_ffn=model.gated_ffn, vocab=model.vocab,
-        layer_params=total_layer_params / L, largest_layer_params=largest, embedding_params=embedding,
-        tied_embeddings=model.tied_embeddings, params_b=model.params_b, moe=bool(model.experts),
-    )
-
-
-def arch_from_flags(layers: int, hidden: int, heads: int, kv_heads: int | None = None, ffn_hidden: int | None = None,
-                    vocab: int = 32000, gated_ffn: bool | None = None, seq_len: int = 2048) -> Arch:
-    """An architecture from its numbers (validated; FFN defaults to 4h, or 8h/3 rounded when gated)."""
-    layers = check_value("layers", layers)
-    hidden = check_value("hidden", hidden)
-    heads = check_value("heads", heads)
-    kv = check_value("kv_heads", kv_heads if kv_heads is not None else heads)
-    vocab = check_value("vocab", vocab)
-    if hidden % heads:
-        raise InputError("heads", heads, f"a divisor of hidden = {hidden}")
-    if heads % kv:
-        raise InputError("kv_heads", kv, f"a divisor of heads = {heads}")
-    gated = bool(gated_ffn) if gated_ffn is not None else False
-    ffn = check_value("ffn_hidden", ffn_hidden if ffn_hidden is not None else 4 * hidden)
-    model = catalog.Model(
-        id="custom", name=f"custom {layers}x{hidden}", source="architecture flags", layers=layers, hidden=hidden,
-        heads=heads, kv_heads=kv, ffn_hidden=ffn, gated_ffn=gated, vocab=vocab, seq_len=seq_len, published_params_b=1,
-    )
-    return arch_from_model(model)
 
 
 @dataclass(frozen=True)
@@ -210,6 +90,13 @@ class Config:
     recompute: str
     micro_batch: int
     virtual_stages: int = 1
+    cp: int = 1                                  # context parallelism: each sequence split over cp GPUs
+    stage_layers: Optional[tuple[int, ...]] = None  # layers of each pipeline stage; None = L/p each
+    fp8: bool = False                            # linear layers of the transformer blocks in FP8
+
+    @property
+    def n_gpus(self) -> int:
+        return self.tp * self.cp * self.pp * self.dp
 
 
 @dataclass
@@ -230,8 +117,10 @@ class Prediction:
     compute_s: float = 0.0
     tp_comm_s: float = 0.0
     pp_comm_s: float = 0.0
+    cp_comm_s: float = 0.0
     dp_comm_s: float = 0.0
     bubble_s: float = 0.0
+    recompute_s: float = 0.0
     optimizer_s: float = 0.0
     mfu: float = 0.0
     hfu: float = 0.0
@@ -268,83 +157,147 @@ def memory(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, mi
     )
 
 
-def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: int, global_batch: int) -> Prediction:
-    """Fill in the step time, its breakdown, MFU, HFU and throughput of a configuration."""
-    cfg = pred.config
-    t, p, d, z, b, v = cfg.tp, cfg.pp, cfg.dp, cfg.zero_stage, cfg.micro_batch, cfg.virtual_stages
-    m = pred.microbatches
-    rc = cfg.recompute
-    tokens_mb = seq_len * b
-    layers_stage = arch.layers / p
-    peak = hw.peak_tflops
-    shape = dict(hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads, head_dim=arch.head_dim,
-                 ffn_hidden=arch.ffn_hidden, vocab=arch.vocab, gated_ffn=arch.gated_ffn)
-    if hw.sm_count:
-        # every linear layer of the stage: forward (twice with full recompute), input and weight gradient,
-        # each charged for its whole waves of output tiles
-        t_mm = fs.stage_linear_time_s.raw(layers_per_stage=layers_stage, tokens=tokens_mb, **shape, peak_tflops=peak,
-                                          matmul_efficiency=hw.matmul_efficiency, sm_count=hw.sm_count, tp=t,
-                                          recompute=rc)
+def stage_layers(arch: Arch, cfg: Config) -> tuple[int, ...] | tuple[float, ...]:
+    """Layers of each pipeline stage: the pinned list, else L/p each."""
+    if cfg.stage_layers is not None:
+        return cfg.stage_layers
+    return (arch.layers / cfg.pp,) * cfg.pp
+
+
+@lru_cache(maxsize=65536)
+def _per_layer(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden: float, vocab: int, gated_ffn: bool,
+               tokens: int, seq_len: int, tp: int, seq_parallel: bool, recompute: str, peak: float, mm_peak: float,
+               eff: float, sm_count: Optional[int], hbm_tb_s: float, flash: bool, attention_efficiency: float,
+               elementwise_factor: float) -> tuple[float, float, float]:
+    """(compute time of one layer, its attention part, the logit layer's compute) for one micro-batch on one GPU.
+
+    Every term of a stage's compute is linear in its layers, so a stage of n layers takes n x layer (+ logit
+    layer on the last stage); evaluated once per shape and cached across the search.
+    """
+    shape = dict(hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim, ffn_hidden=ffn_hidden,
+                 vocab=vocab, gated_ffn=gated_ffn, tp=tp, recompute=recompute)
+    if sm_count:
+        def mm(n, pk):
+            return fs.stage_linear_time_s.raw(layers_per_stage=n, tokens=tokens, **shape, peak_tflops=pk,
+                                              matmul_efficiency=eff, sm_count=sm_count)
     else:
-        mm_flops = fs.stage_matmul_flops.raw(layers_per_stage=layers_stage, tokens=tokens_mb, **shape, tp=t,
-                                             recompute=rc)
-        t_mm = fs.compute_time_s.raw(flops=mm_flops, peak_tflops=peak, matmul_efficiency=hw.matmul_efficiency)
-    att_flops = fs.stage_attention_flops.raw(layers_per_stage=layers_stage, tokens=tokens_mb, seq_len=seq_len,
-                                             heads=arch.heads, head_dim=arch.head_dim, tp=t, recompute=rc)
-    if st.flash_attention:
-        t_att = fs.flash_attention_time_s.raw(flops=att_flops, peak_tflops=peak,
-                                              attention_efficiency=st.attention_efficiency)
+        def mm(n, pk):
+            flops = fs.stage_matmul_flops.raw(layers_per_stage=n, tokens=tokens, **shape)
+            return fs.compute_time_s.raw(flops=flops, peak_tflops=pk, matmul_efficiency=eff)
+    logits = mm(0, peak)
+    layer_mm = mm(1, mm_peak) - (logits if mm_peak == peak else mm(0, mm_peak))
+    att_flops = fs.stage_attention_flops.raw(layers_per_stage=1, tokens=tokens, seq_len=seq_len, heads=heads,
+                                             head_dim=head_dim, tp=tp, recompute=recompute)
+    if flash:
+        att = fs.attention_core_time_s.raw(flops=att_flops, peak_tflops=peak, attention_efficiency=attention_efficiency,
+                                           matmul_efficiency=eff)
     else:
         # QK^T and AV as batched matmuls at their roofline; softmax, mask and dropout over the s x s scores
         # at HBM speed (no FlashAttention)
-        t_att = fs.stage_unfused_attention_time_s.raw(
-            flops=att_flops, layers_per_stage=layers_stage, tokens=tokens_mb, seq_len=seq_len, heads=arch.heads,
-            peak_tflops=peak, matmul_efficiency=hw.matmul_efficiency, hbm_tb_s=hw.hbm_tb_s, tp=t, recompute=rc)
-    t_ew = fs.elementwise_time_s.raw(layers_per_stage=layers_stage, tokens=tokens_mb, hidden=arch.hidden,
-                                     ffn_hidden=arch.ffn_hidden, vocab=arch.vocab, hbm_tb_s=hw.hbm_tb_s,
-                                     gated_ffn=arch.gated_ffn, tp=t, seq_parallel=cfg.seq_parallel, recompute=rc,
-                                     elementwise_factor=st.elementwise_factor)
-    compute_mb = t_mm + t_att + t_ew
-    # tensor parallelism, inside a node
+        att = fs.stage_unfused_attention_time_s.raw(
+            flops=att_flops, layers_per_stage=1, tokens=tokens, seq_len=seq_len, heads=heads, peak_tflops=peak,
+            matmul_efficiency=eff, hbm_tb_s=hbm_tb_s, tp=tp, recompute=recompute)
+    ew = dict(tokens=tokens, hidden=hidden, ffn_hidden=ffn_hidden, hbm_tb_s=hbm_tb_s, gated_ffn=gated_ffn, tp=tp,
+              seq_parallel=seq_parallel, recompute=recompute, elementwise_factor=elementwise_factor)
+    ew_layer = fs.elementwise_time_s.raw(layers_per_stage=1, vocab=0, **ew)
+    ew_logits = fs.elementwise_time_s.raw(layers_per_stage=0, vocab=vocab, **ew)
+    return layer_mm + att + ew_layer, att, logits + ew_logits
+
+
+def _compute_mb(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int,
+                rc: str) -> tuple[float, float, float]:
+    """Per micro-batch on one GPU: (one layer's compute, its attention part, the logit layer's compute)."""
+    t, c, b = cfg.tp, cfg.cp, cfg.micro_batch
+    peak = hw.peak_tflops
+    # FP8 (Transformer Engine recipe): the blocks' linear layers at the FP8 peak; attention, logits, norms in bf16
+    mm_peak = (hw.fp8_tflops or peak) * st.fp8_efficiency_ratio if cfg.fp8 else peak
+    return _per_layer(arch.hidden, arch.heads, arch.kv_heads, arch.head_dim, arch.ffn_hidden, arch.vocab,
+                      arch.gated_ffn, seq_len * b // c, seq_len, t, cfg.seq_parallel, rc, peak, mm_peak,
+                      hw.matmul_efficiency, hw.sm_count, hw.hbm_tb_s, st.flash_attention, st.attention_efficiency,
+                      st.elementwise_factor)
+
+
+def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: int, global_batch: int) -> Prediction:
+    """Fill in the step time, its breakdown by part, MFU, HFU and throughput of a configuration.
+
+    The slowest pipeline stage sets the pace: each stage's layers (uneven stages allowed), the last stage
+    also the logit layer. Groups are placed in Megatron-LM's rank order tp-cp-dp-pp, so a group whose
+    members share an NVLink domain is priced on NVLink, the rest on the NIC (COLLECTIVE_TIME_S).
+    """
+    cfg = pred.config
+    t, p, d, z, b, v, c = cfg.tp, cfg.pp, cfg.dp, cfg.zero_stage, cfg.micro_batch, cfg.virtual_stages, cfg.cp
+    m = pred.microbatches
+    rc = cfg.recompute
+    tokens_mb = seq_len * b // c
+    layers = stage_layers(arch, cfg)
+    layer_s, att_layer_s, logits_s = _compute_mb(arch, hw, st, cfg, seq_len, rc)
+    # the slowest stage: the heaviest of the layers-only stages, or the last stage with the logit layer
+    layers_slow = layers[-1]
+    compute_mb = layers[-1] * layer_s + logits_s
+    if p > 1 and max(layers[:-1]) * layer_s > compute_mb:
+        layers_slow = max(layers[:-1])
+        compute_mb = layers_slow * layer_s
+    last = layers_slow == layers[-1] and compute_mb > layers_slow * layer_s
+    t_att = layers_slow * att_layer_s
+    recompute_mb = 0.0
+    if rc != "none":
+        plain_layer, _, plain_logits = _compute_mb(arch, hw, st, cfg, seq_len, "none")
+        recompute_mb = max(0.0, compute_mb - layers_slow * plain_layer - (plain_logits if last else 0.0))
+    domain = hw.nvlink_domain
+    scaleout = hw.scaleout_gb_s or float("inf")  # None only when the whole cluster is one domain
+    # tensor parallelism, inside the NVLink domain
     t_tp = 0.0
     if t > 1:
-        t_tp = fs.tp_comm_time_s.raw(layers_per_stage=layers_stage, seq_len=seq_len, micro_batch=b, hidden=arch.hidden,
-                                     tp=t, scaleup_gb_s=hw.scaleup_gb_s, link_efficiency=st.link_efficiency,
-                                     recompute=rc, tp_overlap=st.tp_overlap)
-    links = dict(gpus_per_node=hw.gpus_per_node, scaleup_gb_s=hw.scaleup_gb_s, scaleout_gb_s=hw.scaleout_gb_s)
-    # pipeline point-to-point: activation forward and gradient backward per micro-batch and virtual stage
+        t_tp = fs.tp_comm_time_s.raw(layers_per_stage=layers_slow, seq_len=seq_len // c, micro_batch=b,
+                                     hidden=arch.hidden, tp=t, scaleup_gb_s=hw.scaleup_gb_s,
+                                     link_efficiency=st.link_efficiency, recompute=rc, tp_overlap=st.tp_overlap)
+    # context parallelism: KV ring over t*c consecutive ranks, hidden behind the attention
+    t_cp = 0.0
+    if c > 1:
+        bw = fs.group_bandwidth_gb_s.raw(span_gpus=t * c, gpus_per_node=domain, scaleup_gb_s=hw.scaleup_gb_s,
+                                         scaleout_gb_s=scaleout)
+        t_cp = fs.cp_comm_time_s.raw(layers_per_stage=layers_slow, tokens=seq_len * b, kv_heads=arch.kv_heads,
+                                     head_dim=arch.head_dim, cp=c, bandwidth_gb_s=bw,
+                                     link_efficiency=st.link_efficiency, window_s=t_att, tp=t,
+                                     cp_overlap=st.cp_overlap)
+    # pipeline point-to-point: activation forward and gradient backward per micro-batch and virtual stage;
+    # neighbouring stages are t*c*d ranks apart
     t_p2p = 0.0
     if p > 1:
-        t_p2p = fs.pipeline_p2p_time_s.raw(tokens=tokens_mb, hidden=arch.hidden,
-                                           bandwidth_gb_s=fs.group_bandwidth_gb_s.raw(span_gpus=t * p, **links),
+        bw = fs.group_bandwidth_gb_s.raw(span_gpus=t * c * d * p, gpus_per_node=domain,
+                                         scaleup_gb_s=hw.scaleup_gb_s, scaleout_gb_s=scaleout)
+        t_p2p = fs.pipeline_p2p_time_s.raw(tokens=tokens_mb, hidden=arch.hidden, bandwidth_gb_s=bw,
                                            link_efficiency=st.link_efficiency, tp=t, virtual_stages=v)
-    mb_s = compute_mb + t_tp + t_p2p
-    # data parallelism
+        t_p2p *= 1 - st.pp_overlap
+    mb_s = compute_mb + t_tp + t_cp + t_p2p
+    # data parallelism (gradients reduced over dp x cp ranks, t apart), hierarchical
     psi = stage_params(arch, p) / t
     t_dp = 0.0
-    if d > 1:
-        t_dp = fs.dp_comm_time_s.raw(params_per_gpu=psi, dp=d, microbatch_s=mb_s,
-                                     bandwidth_gb_s=fs.group_bandwidth_gb_s.raw(span_gpus=t * p * d, **links),
-                                     link_efficiency=st.link_efficiency, zero_stage=z, microbatches=m,
-                                     grad_bytes=st.grad_bytes, bytes_weights=st.bytes_weights,
-                                     overlap_frac=st.dp_overlap)
+    dpc = d * c
+    if dpc > 1:
+        g = fs.ranks_per_domain.raw(ranks=dpc, stride_gpus=t, nvlink_domain=domain)
+        t_dp = fs.dp_comm_time_hierarchical_s.raw(
+            params_per_gpu=psi, dp=dpc, ranks_per_domain=g, microbatch_s=mb_s, scaleup_gb_s=hw.scaleup_gb_s,
+            scaleout_gb_s=scaleout, link_efficiency=st.link_efficiency, zero_stage=z, microbatches=m,
+            grad_bytes=st.grad_bytes, bytes_weights=st.bytes_weights, overlap_frac=st.dp_overlap)
     t_opt = fs.optimizer_step_s.raw(params_per_gpu_b=psi / 1e9, hbm_tb_s=hw.hbm_tb_s, zero_stage=z, dp=d,
                                     bytes_per_param_step=st.bytes_per_param_step)
     step = fs.step_time_s.raw(microbatches=m, microbatch_s=mb_s, pp=p, virtual_stages=v, comm_s=t_dp, compute_s=t_opt)
-    n = t * p * d
+    n = cfg.n_gpus
     tokens = global_batch * seq_len
-    mfpt = fs.model_flops_per_token.raw(layers=arch.layers, hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
-                                        head_dim=arch.head_dim, ffn_hidden=arch.ffn_hidden, vocab=arch.vocab,
-                                        seq_len=seq_len, gated_ffn=arch.gated_ffn)
-    hfpt = fs.hardware_flops_per_token.raw(layers=arch.layers, hidden=arch.hidden, heads=arch.heads,
-                                           kv_heads=arch.kv_heads, head_dim=arch.head_dim, ffn_hidden=arch.ffn_hidden,
-                                           vocab=arch.vocab, seq_len=seq_len, gated_ffn=arch.gated_ffn, recompute=rc)
-    bubble = fs.bubble_time_s.raw(pp=p, microbatches=m, microbatch_s=mb_s, virtual_stages=v)
+    flops_kw = dict(layers=arch.layers, hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
+                    head_dim=arch.head_dim, ffn_hidden=arch.ffn_hidden, vocab=arch.vocab, seq_len=seq_len,
+                    gated_ffn=arch.gated_ffn)
+    mfpt = fs.model_flops_per_token.raw(**flops_kw)
+    hfpt = fs.hardware_flops_per_token.raw(**flops_kw, recompute=rc)
+    peak = hw.peak_tflops
     pred.step_s = step
-    pred.compute_s = m * compute_mb
+    pred.compute_s = m * (compute_mb - recompute_mb)
+    pred.recompute_s = m * recompute_mb
     pred.tp_comm_s = m * t_tp
+    pred.cp_comm_s = m * t_cp
     pred.pp_comm_s = m * t_p2p
-    pred.bubble_s = bubble
+    pred.bubble_s = fs.bubble_time_s.raw(pp=p, microbatches=m, microbatch_s=mb_s, virtual_stages=v)
     pred.dp_comm_s = t_dp
     pred.optimizer_s = t_opt
     pred.mfu = fs.mfu_from_step.raw(flops_per_token=mfpt, tokens=tokens, step_s=step, n_gpus=n, peak_tflops=peak)
@@ -357,6 +310,6 @@ def evaluate(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, 
     """Memory and step time of one configuration (global_batch in sequences)."""
     per_replica = global_batch / cfg.dp
     microbatches = int(round(per_replica / cfg.micro_batch))
-    pred = memory(arch, hw, st, cfg, seq_len, microbatches)
+    pred = memory(arch, hw, st, cfg, seq_len // cfg.cp, microbatches)
     return timing(pred, arch, hw, st, seq_len, global_batch)
 
