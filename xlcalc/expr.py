@@ -461,17 +461,22 @@ def is_expr(*values: Any) -> bool:
     return any(isinstance(v, Expr) for v in values)
 
 
+# > 0 while a registered formula computes numbers (the registry's validated call or ``.raw``): every argument
+# is then a plain value, so the helpers below skip their is-this-an-expression checks (fast dispatch).
+_numeric = 0
+
+
 # -- helpers usable in formula bodies ------------------------------------------
 
 def if_(cond: Any, then: Any, otherwise: Any) -> Any:
     """``IF(cond, then, otherwise)``. With plain values both branches are already computed."""
-    if is_expr(cond, then, otherwise):
+    if not _numeric and is_expr(cond, then, otherwise):
         return Func("IF", (wrap(cond), wrap(then), wrap(otherwise)))
     return then if cond else otherwise
 
 
 def _fn(name: str, *args: Any) -> Any:
-    if is_expr(*args):
+    if not _numeric and is_expr(*args):
         return Func(name, tuple(wrap(a) for a in args))
     return EXCEL_FUNCTIONS[name](*args)
 
@@ -531,6 +536,6 @@ def not_(x: Any) -> Any:
 
 def eq(a: Any, b: Any) -> Any:
     """``a = b`` (text compared case-insensitively, as spreadsheets do)."""
-    if is_expr(a, b):
+    if not _numeric and is_expr(a, b):
         return BinOp("=", wrap(a), wrap(b))
     return _py_eq(a, b)

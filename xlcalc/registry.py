@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from . import expr as _expr
 from .errors import InputError
 from .expr import Call, Expr, Names, Var, wrap
 from .inputs import InputSpec, spec
@@ -24,7 +25,9 @@ from .validate import validate_one
 
 REGISTRY: dict[str, "Formula"] = {}
 
-_raw_depth = 0  # >0 while a validated formula runs: nested calls skip re-validation
+# Fast dispatch: while a formula computes numbers (``expr._numeric`` > 0), a formula called from inside it gets
+# plain values that were validated at the boundary, so it skips what only the faces need -- signature binding
+# (Python binds the arguments and applies the defaults itself), the is-this-an-expression checks and validation.
 
 
 @dataclass
@@ -79,14 +82,13 @@ class Formula:
         return clean
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        global _raw_depth
+        if _expr._numeric:  # nested inside a formula computing numbers: the fast path
+            return self.func(*args, **kwargs)
         values = self.bind(*args, **kwargs)
         if any(isinstance(v, Expr) for v in values.values()):
             return Call(self, {k: wrap(v) for k, v in values.items()})
-        if _raw_depth:
-            return self.func(**values)
         clean = self.validate(values)
-        _raw_depth += 1
+        _expr._numeric += 1
         try:
             result = self.func(**clean)
         except ZeroDivisionError:
@@ -94,19 +96,18 @@ class Formula:
                 self.name, clean, "inputs for which the result is defined", "division by zero"
             ) from None
         finally:
-            _raw_depth -= 1
+            _expr._numeric -= 1
         if isinstance(result, float) and not math.isfinite(result):
             raise InputError(self.name, clean, "inputs for which the result is finite")
         return result
 
     def raw(self, **values: Any) -> Any:
-        """Compute without validation (for inner loops whose inputs were validated once)."""
-        global _raw_depth
-        _raw_depth += 1
+        """Compute without validation (for inner loops whose inputs were validated once), numbers only."""
+        _expr._numeric += 1
         try:
-            return self.func(**{**self.defaults, **values})
+            return self.func(**values)
         finally:
-            _raw_depth -= 1
+            _expr._numeric -= 1
 
     # -- the workbook face ---------------------------------------------------
     def excel(self, names: Names | None = None, subs: Mapping[Any, str] | None = None) -> str:
