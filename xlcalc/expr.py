@@ -502,6 +502,8 @@ NOISE_DIGITS = 9
 
 def ceiling(x: Any, significance: Any = 1) -> Any:
     """``CEILING(ROUND(x, 9), significance)``: round up to a multiple of ``significance`` (x >= 0)."""
+    if _numeric:
+        return _ceiling(_round(x, NOISE_DIGITS), significance)
     return _fn("CEILING", _fn("ROUND", x, NOISE_DIGITS), significance)
 
 

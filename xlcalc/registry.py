@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import inspect
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -41,6 +42,7 @@ class Formula:
     category: str
     returns: str = "number"  # number | bool
     check: Callable[..., None] | None = None
+    memo: bool = False  # cache numeric results of nested positional calls (a pure, often-repeated formula)
     params: tuple[str, ...] = ()
     defaults: dict[str, Any] = field(default_factory=dict)
     expr: Expr = field(init=False, repr=False)
@@ -57,6 +59,15 @@ class Formula:
         self.expr = wrap(self.func(**{p: Var(p) for p in self.params}))
         self.__doc__ = self.func.__doc__
         self.__name__ = self.name
+        self._cache: dict[tuple, Any] | None = {} if self.memo else None
+        # the body itself, for inner loops running inside :func:`numeric` on validated numbers (the planner's
+        # search): no validation and no bookkeeping at all
+        self.fast = self.func
+
+    def cache_clear(self) -> None:
+        """Forget the memoised results (``memo=True`` formulas)."""
+        if self._cache is not None:
+            self._cache.clear()
 
     # -- the Python face ------------------------------------------------------
     @property
@@ -83,7 +94,14 @@ class Formula:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if _expr._numeric:  # nested inside a formula computing numbers: the fast path
-            return self.func(*args, **kwargs)
+            cache = self._cache
+            if cache is None or kwargs:
+                return self.func(*args, **kwargs)
+            try:
+                return cache[args]
+            except KeyError:
+                result = cache[args] = self.func(*args)
+                return result
         values = self.bind(*args, **kwargs)
         if any(isinstance(v, Expr) for v in values.values()):
             return Call(self, {k: wrap(v) for k, v in values.items()})
@@ -103,6 +121,8 @@ class Formula:
 
     def raw(self, **values: Any) -> Any:
         """Compute without validation (for inner loops whose inputs were validated once), numbers only."""
+        if _expr._numeric:  # already computing numbers (e.g. inside :func:`numeric`): call the body directly
+            return self.func(**values)
         _expr._numeric += 1
         try:
             return self.func(**values)
@@ -124,6 +144,19 @@ class Formula:
         return text if len(text) <= 255 else text[:252] + "..."
 
 
+@contextmanager
+def numeric():
+    """Compute numbers only inside this block: every ``Formula.raw`` and nested call takes the fast path.
+
+    For inner loops (the planner's search) whose inputs were validated once at the boundary.
+    """
+    _expr._numeric += 1
+    try:
+        yield
+    finally:
+        _expr._numeric -= 1
+
+
 def formula(
     *,
     udf: str,
@@ -133,6 +166,7 @@ def formula(
     category: str,
     returns: str = "number",
     check: Callable[..., None] | None = None,
+    memo: bool = False,
 ) -> Callable[[Callable[..., Any]], Formula]:
     """Register a formula. The body must use only arithmetic and the helpers of :mod:`xlcalc.expr`."""
 
@@ -142,7 +176,7 @@ def formula(
             raise ValueError(f"formula {name} is defined twice")
         f = Formula(
             name=name, func=func, udf_name=udf, unit=unit, equation=equation,
-            source=source, category=category, returns=returns, check=check,
+            source=source, category=category, returns=returns, check=check, memo=memo,
         )
         REGISTRY[name] = f
         return f

@@ -87,7 +87,7 @@ def compute_time_s(flops, peak_tflops, matmul_efficiency):
 
 
 @formula(
-    udf="GEMM_WAVE_EFFICIENCY", unit="fraction", category="steptime",
+    udf="GEMM_WAVE_EFFICIENCY", unit="fraction", category="steptime", memo=True,
     equation=(
         "MAX over tile (r,c) in {(256,128),(128,256)} of rows*cols / "
         "(CEILING(CEILING(rows/r)*CEILING(cols/c) / SMs) * SMs * r*c)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -12,7 +13,9 @@ from ..formulas import compute as fc
 from ..formulas import cost as fcost
 from ..formulas import steptime as fs
 from ..inputs import check_value
-from .steptime import Arch, Config, Hardware, Prediction, Settings, arch_from_model, memory, resolve_hardware, timing
+from ..registry import numeric
+from .steptime import (Arch, Config, Hardware, Prediction, Settings, arch_from_model, memory, resolve_hardware,
+                       sequence_compute_bound, step_lower_bound, timing)
 
 __all__ = ["Plan", "Rejection", "PlanResult", "plan", "plan_table", "search"]
 
@@ -177,14 +180,19 @@ def _stage_options(arch: Arch, pp, stage_layers) -> list[tuple[int, Optional[tup
 def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, global_batch: int, *,
            tp=None, pp=None, zero_stage=None, recompute=None, micro_batch=None, seq_parallel=None,
            virtual_stages=None, cp=None, stage_layers=None, fp8: bool = False, max_micro_batch: Optional[int] = None,
-           max_virtual_stages: int = 8, min_cp_tokens: int = 4096):
+           max_virtual_stages: int = 8, min_cp_tokens: int = 4096, keep: Optional[int] = None):
     """Evaluate every configuration; return (fitting predictions, non-fitting predictions at micro-batch 1, count,
     rejections counted by reason).
 
     Micro-batches grow until memory runs out (or ``max_micro_batch``); context parallelism is searched in powers of
     two while each GPU keeps at least ``min_cp_tokens`` tokens of a sequence (a pinned ``cp`` is honoured).
+    With ``keep``, only the ``keep`` fastest plans matter: a configuration whose step cannot be shorter than the
+    ``keep``-th best found so far (its compute and bubble alone, STEP_LOWER_BOUND) is counted and left out
+    without its memory and communication being evaluated (branch and bound).
     """
+    keep = keep if keep is not None else float("inf")
     reasons: dict[str, int] = {}
+    best: list[float] = []  # the `keep` shortest step times so far, negated (a max-heap)
 
     def reject(why: str, k: int = 1) -> None:
         reasons[why] = reasons.get(why, 0) + k
@@ -204,8 +212,9 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
     fits: list[Prediction] = []
     misses: list[Prediction] = []
     count = 0
+    # the layouts (TP, CP, PP and its stages, DP), most promising first so that the bound below bites early
+    layouts = []
     for t in tps:
-        sps = [seq_parallel] if seq_parallel is not None else ([False, True] if t > 1 else [False])
         for c in cps:
             if seq_len % c:
                 reject("sequence length not divisible by CP")
@@ -226,37 +235,71 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                     if not mbs:
                         reject("pinned micro-batch does not divide the per-replica batch")
                         continue
-                lps = arch.layers // p
-                for z in zeros:
-                    if z > 0 and d * c == 1:
-                        continue
-                    for sp in sps:
-                        for rc in rcs:
-                            for b in mbs:
-                                m = per_replica // b
-                                vs = [1]
-                                if layout is None:
-                                    vs += [v for v in range(2, max_virtual_stages + 1)
-                                           if p > 1 and lps % v == 0 and m % p == 0]
-                                if virtual_stages is not None:
-                                    vs = [v for v in vs if v == virtual_stages]
-                                    if not vs:
-                                        reject("pinned virtual stages do not divide the stage")
-                                        continue
-                                too_big = False
-                                for v in vs:
-                                    count += 1
-                                    cfg = Config(t, p, d, z, sp, rc, b, v, c, layout, fp8)
-                                    pred = memory(arch, hw, st, cfg, seq_len // c, m)
-                                    if pred.fits:
-                                        fits.append(timing(pred, arch, hw, st, seq_len, global_batch))
-                                    else:
-                                        reject("does not fit in GPU memory")
-                                        if b == mbs[0] and v == 1:
-                                            misses.append(pred)
-                                        too_big = too_big or v == 1
-                                if too_big:  # activations grow with the micro-batch: larger ones fit no better
-                                    break
+                # the fewest-bubble schedule any micro-batch could reach: interleaving up to max_virtual_stages
+                vmax = 1 if layout is not None or p == 1 else max_virtual_stages
+                probe = Config(t, p, d, 0, t > 1, "none", 1, vmax, c, layout, fp8)
+                bound = step_lower_bound(arch, hw, st, probe, seq_len, per_replica,
+                                         sequence_compute_bound(arch, hw, st, probe, seq_len))
+                layouts.append((bound, t, c, p, layout, d, per_replica, mbs, vmax))
+    layouts.sort(key=lambda x: x[0])
+    # Branch and bound. A layout's (or a recomputation/SP choice's) bound is its compute at the plain matmul
+    # efficiency with the fewest-bubble schedule it allows (no recomputation and SP for the layout's bound):
+    # every configuration under it takes at least that long, so once `keep` plans are faster it is left out whole.
+    for bound, t, c, p, layout, d, per_replica, mbs, vmax in layouts:
+        if len(best) >= keep and bound >= -best[0]:
+            reject("layouts that cannot beat the best plans (lower bound), not searched further")
+            continue
+        sps = [seq_parallel] if seq_parallel is not None else ([False, True] if t > 1 else [False])
+        lps = arch.layers // p
+        zs = [z for z in zeros if z == 0 or d * c > 1]
+        for sp in sps:
+            for rc in rcs:
+                probe = Config(t, p, d, 0, sp, rc, 1, vmax, c, layout, fp8)
+                per_seq = sequence_compute_bound(arch, hw, st, probe, seq_len)
+                if len(best) >= keep and step_lower_bound(arch, hw, st, probe, seq_len, per_replica,
+                                                          per_seq) >= -best[0]:
+                    reject("SP/recompute choices that cannot beat the best plans (lower bound), not searched "
+                           "further")
+                    continue
+                too_big: set[int] = set()  # ZeRO stages whose smaller micro-batch already did not fit
+                for b in mbs:
+                    m = per_replica // b
+                    vs = [1]
+                    if layout is None:
+                        vs += [v for v in range(2, max_virtual_stages + 1) if p > 1 and lps % v == 0 and m % p == 0]
+                    if virtual_stages is not None:
+                        vs = [v for v in vs if v == virtual_stages]
+                        if not vs:
+                            reject("pinned virtual stages do not divide the stage")
+                            continue
+                    live = [z for z in zs if z not in too_big]
+                    if not live:
+                        break  # activations grow with the micro-batch: larger ones fit no better
+                    for v in vs:
+                        # the bound does not depend on the ZeRO stage: one bound for all of them
+                        probe = Config(t, p, d, 0, sp, rc, b, v, c, layout, fp8)
+                        if len(best) >= keep and (
+                                step_lower_bound(arch, hw, st, probe, seq_len, m, b * per_seq) >= -best[0]
+                                or step_lower_bound(arch, hw, st, probe, seq_len, m) >= -best[0]):
+                            count += len(live)
+                            reject("cannot beat the best plans (lower bound on its step time)", len(live))
+                            continue
+                        for z in live:
+                            count += 1
+                            cfg = Config(t, p, d, z, sp, rc, b, v, c, layout, fp8)
+                            pred = memory(arch, hw, st, cfg, seq_len // c, m)
+                            if pred.fits:
+                                fits.append(timing(pred, arch, hw, st, seq_len, global_batch))
+                                if len(best) < keep:
+                                    heapq.heappush(best, -fits[-1].step_s)
+                                elif fits[-1].step_s < -best[0]:
+                                    heapq.heapreplace(best, -fits[-1].step_s)
+                            else:
+                                reject("does not fit in GPU memory")
+                                if b == mbs[0] and v == 1:
+                                    misses.append(pred)
+                                if v == 1:
+                                    too_big.add(z)
     return fits, misses, count, reasons
 
 
@@ -318,8 +361,10 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         raise CatalogError(f"{hw.name}: the GPU catalog has no FP8 peak; FP8 training needs one")
 
     def run(n: int) -> PlanResult:
-        fits, misses, count, reasons = search(a, hw, st, n, seq_len, global_batch, max_micro_batch=max_micro_batch,
-                                              stage_layers=stage_layers, fp8=fp8, **pins)
+        with numeric():  # inputs validated above: every formula in the search takes the fast path
+            fits, misses, count, reasons = search(a, hw, st, n, seq_len, global_batch,
+                                                  max_micro_batch=max_micro_batch, stage_layers=stage_layers,
+                                                  fp8=fp8, keep=top, **pins)
         fits.sort(key=lambda p: (p.step_s, p.memory_gb))
         plans = [_plan_of(p, n, tokens_t, hw.usd_per_gpu_hour, a.params_b, hw.peak_tflops) for p in fits[:top]]
         return PlanResult(
@@ -351,7 +396,11 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     return best
 
 
-def _rejections(misses: list[Prediction], cap: float) -> list[Rejection]:
+def _rejections(misses: list[Prediction], cap: float, limit: int = 50) -> list[Rejection]:
+    # the plainest alternatives first: fewer pipeline stages, no ZeRO, no SP, no recompute
+    order = {r: i for i, r in enumerate(RECOMPUTE)}
+    misses = sorted(misses, key=lambda p: (p.config.pp, p.config.zero_stage, p.config.seq_parallel,
+                                           order[p.config.recompute], -p.config.tp))[:limit]
     out = []
     for p in misses:
         c = p.config
@@ -364,9 +413,6 @@ def _rejections(misses: list[Prediction], cap: float) -> list[Rejection]:
                     f"(weights {p.weights_gb:.0f}, gradients {p.grads_gb:.0f}, optimizer {p.optimizer_gb:.0f}, "
                     f"activations {p.activations_gb:.0f}, other {p.overhead_gb + p.zero3_buffer_gb:.0f})"),
         ))
-    # the plainest alternatives first: fewer pipeline stages, no ZeRO, no SP, no recompute
-    order = {r: i for i, r in enumerate(RECOMPUTE)}
-    out.sort(key=lambda r: (r.pp, r.zero_stage, r.seq_parallel, order[r.recompute], -r.tp))
     return out
 
 

@@ -17,11 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..formulas import memory as fm
 from ..formulas import steptime as fs
+from ..registry import numeric
 from .architecture import Arch, arch_from_flags, arch_from_model  # noqa: F401  (re-exported)
 from .hardware import SM_COUNT, Hardware, resolve_hardware  # noqa: F401  (re-exported)
 
 __all__ = ["Settings", "Hardware", "Arch", "Config", "Prediction", "evaluate", "resolve_hardware", "arch_from_model",
-           "arch_from_flags", "stage_params"]
+           "arch_from_flags", "stage_params", "stage_layers", "step_lower_bound", "sequence_compute_bound"]
 
 
 class Settings(BaseModel):
@@ -165,6 +166,26 @@ def stage_layers(arch: Arch, cfg: Config) -> tuple[int, ...] | tuple[float, ...]
 
 
 @lru_cache(maxsize=65536)
+def _matmul_times(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden: float, vocab: int,
+                  gated_ffn: bool, tokens: int, tp: int, recompute: str, peak: float, mm_peak: float, eff: float,
+                  sm_count: Optional[int]) -> tuple[float, float]:
+    """(matmul time of one layer, of the logit layer) for some tokens on one GPU; only full recomputation changes
+    them (a second forward), so selective and no recomputation share one entry of the cache."""
+    shape = dict(hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim, ffn_hidden=ffn_hidden,
+                 vocab=vocab, gated_ffn=gated_ffn, tp=tp, recompute=recompute)
+    if sm_count:
+        def mm(n, pk):
+            return fs.stage_linear_time_s.fast(layers_per_stage=n, tokens=tokens, **shape, peak_tflops=pk,
+                                               matmul_efficiency=eff, sm_count=sm_count)
+    else:
+        def mm(n, pk):
+            flops = fs.stage_matmul_flops.fast(layers_per_stage=n, tokens=tokens, **shape)
+            return fs.compute_time_s.fast(flops=flops, peak_tflops=pk, matmul_efficiency=eff)
+    logits = mm(0, peak)
+    return mm(1, mm_peak) - (logits if mm_peak == peak else mm(0, mm_peak)), logits
+
+
+@lru_cache(maxsize=65536)
 def _per_layer(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden: float, vocab: int, gated_ffn: bool,
                tokens: int, seq_len: int, tp: int, seq_parallel: bool, recompute: str, peak: float, mm_peak: float,
                eff: float, sm_count: Optional[int], hbm_tb_s: float, flash: bool, attention_efficiency: float,
@@ -174,33 +195,23 @@ def _per_layer(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden
     Every term of a stage's compute is linear in its layers, so a stage of n layers takes n x layer (+ logit
     layer on the last stage); evaluated once per shape and cached across the search.
     """
-    shape = dict(hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim, ffn_hidden=ffn_hidden,
-                 vocab=vocab, gated_ffn=gated_ffn, tp=tp, recompute=recompute)
-    if sm_count:
-        def mm(n, pk):
-            return fs.stage_linear_time_s.raw(layers_per_stage=n, tokens=tokens, **shape, peak_tflops=pk,
-                                              matmul_efficiency=eff, sm_count=sm_count)
-    else:
-        def mm(n, pk):
-            flops = fs.stage_matmul_flops.raw(layers_per_stage=n, tokens=tokens, **shape)
-            return fs.compute_time_s.raw(flops=flops, peak_tflops=pk, matmul_efficiency=eff)
-    logits = mm(0, peak)
-    layer_mm = mm(1, mm_peak) - (logits if mm_peak == peak else mm(0, mm_peak))
-    att_flops = fs.stage_attention_flops.raw(layers_per_stage=1, tokens=tokens, seq_len=seq_len, heads=heads,
+    layer_mm, logits = _matmul_times(hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, gated_ffn, tokens, tp,
+                                     "full" if recompute == "full" else "none", peak, mm_peak, eff, sm_count)
+    att_flops = fs.stage_attention_flops.fast(layers_per_stage=1, tokens=tokens, seq_len=seq_len, heads=heads,
                                              head_dim=head_dim, tp=tp, recompute=recompute)
     if flash:
-        att = fs.attention_core_time_s.raw(flops=att_flops, peak_tflops=peak, attention_efficiency=attention_efficiency,
+        att = fs.attention_core_time_s.fast(flops=att_flops, peak_tflops=peak, attention_efficiency=attention_efficiency,
                                            matmul_efficiency=eff)
     else:
         # QK^T and AV as batched matmuls at their roofline; softmax, mask and dropout over the s x s scores
         # at HBM speed (no FlashAttention)
-        att = fs.stage_unfused_attention_time_s.raw(
+        att = fs.stage_unfused_attention_time_s.fast(
             flops=att_flops, layers_per_stage=1, tokens=tokens, seq_len=seq_len, heads=heads, peak_tflops=peak,
             matmul_efficiency=eff, hbm_tb_s=hbm_tb_s, tp=tp, recompute=recompute)
     ew = dict(tokens=tokens, hidden=hidden, ffn_hidden=ffn_hidden, hbm_tb_s=hbm_tb_s, gated_ffn=gated_ffn, tp=tp,
               seq_parallel=seq_parallel, recompute=recompute, elementwise_factor=elementwise_factor)
-    ew_layer = fs.elementwise_time_s.raw(layers_per_stage=1, vocab=0, **ew)
-    ew_logits = fs.elementwise_time_s.raw(layers_per_stage=0, vocab=vocab, **ew)
+    ew_layer = fs.elementwise_time_s.fast(layers_per_stage=1, vocab=0, **ew)
+    ew_logits = fs.elementwise_time_s.fast(layers_per_stage=0, vocab=vocab, **ew)
     return layer_mm + att + ew_layer, att, logits + ew_logits
 
 
@@ -215,6 +226,39 @@ def _compute_mb(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: in
                       arch.gated_ffn, seq_len * b // c, seq_len, t, cfg.seq_parallel, rc, peak, mm_peak,
                       hw.matmul_efficiency, hw.sm_count, hw.hbm_tb_s, st.flash_attention, st.attention_efficiency,
                       st.elementwise_factor)
+
+
+def _slowest_stage(layers, layer_s: float, logits_s: float, p: int) -> tuple[float, float, bool]:
+    """(compute of the slowest stage per micro-batch, its layers, whether it is the last stage)."""
+    compute_mb = layers[-1] * layer_s + logits_s
+    if p > 1 and max(layers[:-1]) * layer_s > compute_mb:
+        return max(layers[:-1]) * layer_s, max(layers[:-1]), False
+    return compute_mb, layers[-1], True
+
+
+def sequence_compute_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int) -> float:
+    """Compute of one sequence on the slowest stage with no tile or wave quantization (every matmul at the plain
+    efficiency): a bound below the compute of any micro-batch, b sequences taking at least b times this."""
+    peak = hw.peak_tflops
+    mm_peak = (hw.fp8_tflops or peak) * st.fp8_efficiency_ratio if cfg.fp8 else peak
+    layer_s, _, logits_s = _per_layer(arch.hidden, arch.heads, arch.kv_heads, arch.head_dim, arch.ffn_hidden,
+                                      arch.vocab, arch.gated_ffn, seq_len // cfg.cp, seq_len, cfg.tp,
+                                      cfg.seq_parallel, cfg.recompute, peak, mm_peak, hw.matmul_efficiency, None,
+                                      hw.hbm_tb_s, st.flash_attention, st.attention_efficiency,
+                                      st.elementwise_factor)
+    return _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, cfg.pp)[0]
+
+
+def step_lower_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, microbatches: int,
+                     microbatch_s: Optional[float] = None) -> float:
+    """A step can be no shorter than its slowest stage's compute over the micro-batches plus the bubble
+    (STEP_TIME_S without communication or optimizer): the search's bound for leaving a configuration out.
+    ``microbatch_s`` given: a cheaper, looser bound from it (e.g. b x :func:`sequence_compute_bound`)."""
+    if microbatch_s is None:
+        layer_s, _, logits_s = _compute_mb(arch, hw, st, cfg, seq_len, cfg.recompute)
+        microbatch_s = _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, cfg.pp)[0]
+    return fs.step_time_s.fast(microbatches=microbatches, microbatch_s=microbatch_s, pp=cfg.pp,
+                               virtual_stages=cfg.virtual_stages, comm_s=0, compute_s=0)
 
 
 def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: int, global_batch: int) -> Prediction:
@@ -232,12 +276,7 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     layers = stage_layers(arch, cfg)
     layer_s, att_layer_s, logits_s = _compute_mb(arch, hw, st, cfg, seq_len, rc)
     # the slowest stage: the heaviest of the layers-only stages, or the last stage with the logit layer
-    layers_slow = layers[-1]
-    compute_mb = layers[-1] * layer_s + logits_s
-    if p > 1 and max(layers[:-1]) * layer_s > compute_mb:
-        layers_slow = max(layers[:-1])
-        compute_mb = layers_slow * layer_s
-    last = layers_slow == layers[-1] and compute_mb > layers_slow * layer_s
+    compute_mb, layers_slow, last = _slowest_stage(layers, layer_s, logits_s, p)
     t_att = layers_slow * att_layer_s
     recompute_mb = 0.0
     if rc != "none":
@@ -248,15 +287,15 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     # tensor parallelism, inside the NVLink domain
     t_tp = 0.0
     if t > 1:
-        t_tp = fs.tp_comm_time_s.raw(layers_per_stage=layers_slow, seq_len=seq_len // c, micro_batch=b,
+        t_tp = fs.tp_comm_time_s.fast(layers_per_stage=layers_slow, seq_len=seq_len // c, micro_batch=b,
                                      hidden=arch.hidden, tp=t, scaleup_gb_s=hw.scaleup_gb_s,
                                      link_efficiency=st.link_efficiency, recompute=rc, tp_overlap=st.tp_overlap)
     # context parallelism: KV ring over t*c consecutive ranks, hidden behind the attention
     t_cp = 0.0
     if c > 1:
-        bw = fs.group_bandwidth_gb_s.raw(span_gpus=t * c, gpus_per_node=domain, scaleup_gb_s=hw.scaleup_gb_s,
+        bw = fs.group_bandwidth_gb_s.fast(span_gpus=t * c, gpus_per_node=domain, scaleup_gb_s=hw.scaleup_gb_s,
                                          scaleout_gb_s=scaleout)
-        t_cp = fs.cp_comm_time_s.raw(layers_per_stage=layers_slow, tokens=seq_len * b, kv_heads=arch.kv_heads,
+        t_cp = fs.cp_comm_time_s.fast(layers_per_stage=layers_slow, tokens=seq_len * b, kv_heads=arch.kv_heads,
                                      head_dim=arch.head_dim, cp=c, bandwidth_gb_s=bw,
                                      link_efficiency=st.link_efficiency, window_s=t_att, tp=t,
                                      cp_overlap=st.cp_overlap)
@@ -264,9 +303,9 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     # neighbouring stages are t*c*d ranks apart
     t_p2p = 0.0
     if p > 1:
-        bw = fs.group_bandwidth_gb_s.raw(span_gpus=t * c * d * p, gpus_per_node=domain,
+        bw = fs.group_bandwidth_gb_s.fast(span_gpus=t * c * d * p, gpus_per_node=domain,
                                          scaleup_gb_s=hw.scaleup_gb_s, scaleout_gb_s=scaleout)
-        t_p2p = fs.pipeline_p2p_time_s.raw(tokens=tokens_mb, hidden=arch.hidden, bandwidth_gb_s=bw,
+        t_p2p = fs.pipeline_p2p_time_s.fast(tokens=tokens_mb, hidden=arch.hidden, bandwidth_gb_s=bw,
                                            link_efficiency=st.link_efficiency, tp=t, virtual_stages=v)
         t_p2p *= 1 - st.pp_overlap
     mb_s = compute_mb + t_tp + t_cp + t_p2p
@@ -275,21 +314,21 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     t_dp = 0.0
     dpc = d * c
     if dpc > 1:
-        g = fs.ranks_per_domain.raw(ranks=dpc, stride_gpus=t, nvlink_domain=domain)
-        t_dp = fs.dp_comm_time_hierarchical_s.raw(
+        g = fs.ranks_per_domain.fast(ranks=dpc, stride_gpus=t, nvlink_domain=domain)
+        t_dp = fs.dp_comm_time_hierarchical_s.fast(
             params_per_gpu=psi, dp=dpc, ranks_per_domain=g, microbatch_s=mb_s, scaleup_gb_s=hw.scaleup_gb_s,
             scaleout_gb_s=scaleout, link_efficiency=st.link_efficiency, zero_stage=z, microbatches=m,
             grad_bytes=st.grad_bytes, bytes_weights=st.bytes_weights, overlap_frac=st.dp_overlap)
-    t_opt = fs.optimizer_step_s.raw(params_per_gpu_b=psi / 1e9, hbm_tb_s=hw.hbm_tb_s, zero_stage=z, dp=d,
+    t_opt = fs.optimizer_step_s.fast(params_per_gpu_b=psi / 1e9, hbm_tb_s=hw.hbm_tb_s, zero_stage=z, dp=d,
                                     bytes_per_param_step=st.bytes_per_param_step)
-    step = fs.step_time_s.raw(microbatches=m, microbatch_s=mb_s, pp=p, virtual_stages=v, comm_s=t_dp, compute_s=t_opt)
+    step = fs.step_time_s.fast(microbatches=m, microbatch_s=mb_s, pp=p, virtual_stages=v, comm_s=t_dp, compute_s=t_opt)
     n = cfg.n_gpus
     tokens = global_batch * seq_len
     flops_kw = dict(layers=arch.layers, hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
                     head_dim=arch.head_dim, ffn_hidden=arch.ffn_hidden, vocab=arch.vocab, seq_len=seq_len,
                     gated_ffn=arch.gated_ffn)
-    mfpt = fs.model_flops_per_token.raw(**flops_kw)
-    hfpt = fs.hardware_flops_per_token.raw(**flops_kw, recompute=rc)
+    mfpt = fs.model_flops_per_token.fast(**flops_kw)
+    hfpt = fs.hardware_flops_per_token.fast(**flops_kw, recompute=rc)
     peak = hw.peak_tflops
     pred.step_s = step
     pred.compute_s = m * (compute_mb - recompute_mb)
@@ -297,12 +336,12 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     pred.tp_comm_s = m * t_tp
     pred.cp_comm_s = m * t_cp
     pred.pp_comm_s = m * t_p2p
-    pred.bubble_s = fs.bubble_time_s.raw(pp=p, microbatches=m, microbatch_s=mb_s, virtual_stages=v)
+    pred.bubble_s = fs.bubble_time_s.fast(pp=p, microbatches=m, microbatch_s=mb_s, virtual_stages=v)
     pred.dp_comm_s = t_dp
     pred.optimizer_s = t_opt
-    pred.mfu = fs.mfu_from_step.raw(flops_per_token=mfpt, tokens=tokens, step_s=step, n_gpus=n, peak_tflops=peak)
-    pred.hfu = fs.mfu_from_step.raw(flops_per_token=hfpt, tokens=tokens, step_s=step, n_gpus=n, peak_tflops=peak)
-    pred.tokens_per_s_per_gpu = fs.tokens_per_s_per_gpu.raw(tokens=tokens, step_s=step, n_gpus=n)
+    pred.mfu = fs.mfu_from_step.fast(flops_per_token=mfpt, tokens=tokens, step_s=step, n_gpus=n, peak_tflops=peak)
+    pred.hfu = fs.mfu_from_step.fast(flops_per_token=hfpt, tokens=tokens, step_s=step, n_gpus=n, peak_tflops=peak)
+    pred.tokens_per_s_per_gpu = fs.tokens_per_s_per_gpu.fast(tokens=tokens, step_s=step, n_gpus=n)
     return pred
 
 
@@ -310,6 +349,7 @@ def evaluate(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, 
     """Memory and step time of one configuration (global_batch in sequences)."""
     per_replica = global_batch / cfg.dp
     microbatches = int(round(per_replica / cfg.micro_batch))
-    pred = memory(arch, hw, st, cfg, seq_len // cfg.cp, microbatches)
-    return timing(pred, arch, hw, st, seq_len, global_batch)
+    with numeric():
+        pred = memory(arch, hw, st, cfg, seq_len // cfg.cp, microbatches)
+        return timing(pred, arch, hw, st, seq_len, global_batch)
 
