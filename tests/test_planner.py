@@ -11,18 +11,11 @@ from xlcalc import catalog
 from xlcalc.errors import CatalogError, InputError
 from xlcalc.planner import Settings, arch_from_flags, plan, plan_table
 
-# A800 figures the catalog leaves empty: NVLink 400 GB/s both directions -> 200 per direction; one 200 Gb/s
-# HDR port per GPU -> 25 GB/s; HBM2e 2.0 TB/s as the A100 80GB; A800 is A100 silicon (the A100's matmul
-# efficiency in training, fitted to the published A100 runs: docs/validation.md).
-A800 = Settings(hbm_tb_s=2.0, scaleup_gb_s=200, scaleout_gb_s=25,
-                matmul_efficiency=catalog.get_gpu("a100-80gb").training_matmul_efficiency)
-
-
 @pytest.fixture(scope="module")
 def seed002():
-    # seed 002 §7.3: Llama 2 70B, 2T tokens, 1024 A800 80 GB, seq 4096, ~4M-token batches
-    return plan("llama2-70b", gpu="a800", n_gpus=1024, seq_len=4096, global_batch_tokens=4 * 2**20,
-                tokens_t=2, settings=A800)
+    # seed 002 §7.3: Llama 2 70B, 2T tokens, 1024 A800 80 GB, seq 4096, ~4M-token batches -- out of the box: every
+    # A800 figure from the catalog (datasheet, HGX reference system), nothing given
+    return plan("llama2-70b", gpu="a800", n_gpus=1024, seq_len=4096, global_batch_tokens=4 * 2**20, tokens_t=2)
 
 
 def test_seed002_top_plan_fits_with_tp_inside_node(seed002):
@@ -124,3 +117,127 @@ def test_cli_errors_are_one_line():
     assert out.returncode == 2 and "Traceback" not in out.stderr and "--scaleout-gb-s" in out.stderr
     out = _cli("--model", "nope", "--gpu", "H100", "--gpus", "8", "--seq-len", "4096", "--global-batch-tokens", "1e6")
     assert out.returncode == 2 and "unknown model" in out.stderr
+
+
+# --- issue 11: out of the box on every GPU, today's layouts, one MFU convention ---------------------------------
+
+PLANNING_GPUS = ("a800", "a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h100-nvl", "h800", "h200", "b200",
+                 "gb200", "mi300x", "mi325x")
+
+
+@pytest.mark.parametrize("gpu", PLANNING_GPUS)
+def test_plan_out_of_the_box_on_every_gpu(gpu):
+    # only a model, a GPU type, a GPU count and tokens: one GPU (a 1.3B model, no network needed) and a cluster
+    small = arch_from_flags(24, 2048, 16, vocab=32000)
+    one = plan(arch=small, gpu=gpu, n_gpus=1, seq_len=2048, global_batch_tokens=2**20, tokens_t=0.03)
+    assert one.plans and one.plans[0].dp == one.plans[0].tp == 1 and one.plans[0].fits
+    many = plan("llama2-70b", gpu=gpu, n_gpus=512, seq_len=4096, global_batch_tokens=4 * 2**20, tokens_t=2)
+    best = many.plans[0]
+    assert best.fits and best.memory_gb <= catalog.get_gpu(gpu).memory_gb
+    assert best.tp * best.pp * best.cp * best.dp == 512 and 0 < best.mfu < 1
+
+
+def test_plan_sizes_a_cluster_for_a_deadline_out_of_the_box():
+    res = plan("llama2-7b", gpu="h200", seq_len=4096, global_batch_tokens=4 * 2**20, tokens_t=2, deadline_days=30)
+    assert res.plans[0].days <= 30 and res.n_gpus % 8 == 0
+
+
+def test_seed002_fits_in_80_gb_out_of_the_box(seed002):
+    assert seed002.gpu_memory_gb == 80 and seed002.plans and all(p.memory_gb <= 80 for p in seed002.plans)
+    assert "A100" in seed002.matmul_efficiency_basis  # the A800 is A100 silicon: its measured efficiency
+
+
+def test_llama31_405b_published_layout_accepted():
+    # Llama 3 paper §3.3: 16K H100, TP 8, PP 16, 126 layers with one layer fewer on the first and the last stage,
+    # seq 8192, 16M-token batches; CP 16 for the 131,072-token stage
+    res = plan("llama3.1-405b", gpu="h100", n_gpus=16384, seq_len=8192, global_batch_tokens=16 * 2**20,
+               tokens_t=15.6, tp=8, pp=16, cp=1)
+    assert res.plans, res.rejected_by_reason
+    p = res.plans[0]
+    assert (p.tp, p.pp, p.dp) == (8, 16, 128) and p.stage_layers == [7] + [8] * 14 + [7]
+    assert "stages 7, 8 x 14, 7" in p.label()
+    long = plan("llama3.1-405b", gpu="h100", n_gpus=16384, seq_len=131072, global_batch_tokens=16 * 2**20,
+                tokens_t=0.8, tp=8, pp=16, cp=16)
+    assert long.plans, long.rejected_by_reason
+    assert (long.plans[0].cp, long.plans[0].dp) == (16, 8) and long.plans[0].cp_comm_s >= 0
+    # the same layout given stage by stage
+    explicit = plan("llama3.1-405b", gpu="h100", n_gpus=16384, seq_len=8192, global_batch_tokens=16 * 2**20,
+                    tokens_t=15.6, tp=8, stage_layers=[7] + [8] * 14 + [7], cp=1)
+    assert explicit.plans[0].step_s == pytest.approx(p.step_s)
+    with pytest.raises(InputError, match="layers_per_stage"):
+        plan("llama3.1-405b", gpu="h100", n_gpus=16384, seq_len=8192, global_batch_tokens=16 * 2**20,
+             stage_layers=[8] * 16)
+
+
+def test_uneven_stages_70_layers_on_pp12():
+    # 70 layers on 12 stages: 5, 6 x 10, 5 (first and last one layer fewer)
+    arch = arch_from_flags(70, 4096, 32, vocab=32000)
+    res = plan(arch=arch, gpu="h100", n_gpus=96, seq_len=4096, global_batch_tokens=2**20, pp=12, tp=8)
+    assert res.plans and res.plans[0].stage_layers == [5] + [6] * 10 + [5]
+
+
+def test_pinned_micro_batch_16_is_honoured():
+    arch = arch_from_flags(24, 2048, 16, vocab=32000)
+    res = plan(arch=arch, gpu="h100", n_gpus=8, seq_len=2048, global_batch_tokens=256 * 2048, micro_batch=16)
+    assert res.plans and all(p.micro_batch == 16 for p in res.plans)
+    # unpinned, the search is not capped at 8: it goes up the per-replica batch's divisors until memory runs out
+    from xlcalc.planner.hardware import resolve_hardware
+    from xlcalc.planner.search import search
+    from xlcalc.registry import numeric
+    st = Settings()
+    with numeric():
+        fits, _, _, reasons = search(arch, resolve_hardware("h100", st, 8), st, 8, 2048, 256, tp=1, pp=1,
+                                     zero_stage=0, recompute="full", seq_parallel=False)
+    assert {p.config.micro_batch for p in fits} == {1, 2, 4, 8, 16, 32}  # DP 8: 32 sequences per replica
+
+
+def test_a_search_that_finds_nothing_counts_rejections_by_reason():
+    res = plan("llama3.1-405b", gpu="h100", n_gpus=8, seq_len=8192, global_batch_tokens=8 * 8192, tokens_t=1)
+    assert not res.plans and res.rejected_by_reason.get("does not fit in GPU memory", 0) > 0
+    out = _cli("--model", "llama3.1-405b", "--gpu", "H100", "--gpus", "8", "--seq-len", "8192",
+               "--global-batch-tokens", "65536", "--json")
+    data = json.loads(out.stdout)
+    assert out.returncode == 1 and data["plans"] == [] and data["rejected_by_reason"]["does not fit in GPU memory"] > 0
+
+
+def test_branch_and_bound_finds_the_exhaustive_best_plans():
+    from xlcalc.planner.hardware import resolve_hardware
+    from xlcalc.planner.search import search
+    from xlcalc.planner.steptime import arch_from_model
+    from xlcalc.registry import numeric
+    st = Settings()
+    arch = arch_from_model(catalog.get_model("llama3.1-8b"))
+    hw = resolve_hardware("h100", st, 64)
+    with numeric():
+        bounded, _, n_bounded, _ = search(arch, hw, st, 64, 8192, 128, keep=10)
+        full, _, n_full, _ = search(arch, hw, st, 64, 8192, 128)
+    assert sorted(p.step_s for p in bounded)[:10] == sorted(p.step_s for p in full)[:10]
+    assert n_bounded < n_full
+
+
+def test_time_by_part_adds_up(seed002):
+    p = seed002.plans[0]
+    parts = (p.compute_s + p.recompute_s + p.tp_comm_s + p.cp_comm_s + p.pp_comm_s + p.bubble_s + p.dp_comm_s
+             + p.optimizer_s)
+    assert parts == pytest.approx(p.step_s)
+
+
+def test_one_mfu_convention_across_faces(seed002):
+    # plan's days equal estimate's, the TRAIN_DAYS worksheet function's and the workbook formula's days at the
+    # plan's MFU (its 6*N*D convention, mfu_6nd) and tokens: TRAIN_DAYS = 6*N*D / (peak * GPUs * MFU)
+    from xlcalc.formulas import compute
+    p = seed002.plans[0]
+    args = dict(params_b=seed002.params_b, tokens_t=seed002.tokens_t, peak_tflops=312, n_gpus=1024, mfu=p.mfu_6nd)
+    assert compute.train_days(**args) == pytest.approx(p.days, rel=0.01)              # Python face / UDF body
+    assert compute.train_days.expr.evaluate(args) == pytest.approx(p.days, rel=0.01)  # the workbook's formula
+    out = subprocess.run([sys.executable, "-m", "xlcalc", "estimate", "--params-b", str(seed002.params_b),
+                          "--tokens-t", "2", "--peak-tflops", "312", "--n-gpus", "1024", "--mfu", str(p.mfu_6nd),
+                          "--json"], capture_output=True, text=True, cwd=ROOT)
+    assert json.loads(out.stdout)["results"]["Train_Days"] == pytest.approx(p.days, rel=0.01)
+    # and the convention is stated beside the number
+    assert "6·N·D" in explain_text(seed002)
+
+
+def explain_text(result):
+    from xlcalc.planner import explain
+    return explain(result)

@@ -220,3 +220,91 @@ def test_dp_comm_time_overlap_window():
     assert fs.dp_comm_time_s(1e9, 8, 0.2, 25, 0.8, 3, 4) == pytest.approx(0.475)
     # a long micro-batch hides all of it
     assert fs.dp_comm_time_s(1e9, 8, 1.0, 25, 0.8, 0) == 0
+
+
+# --- issue 11: hierarchical collectives, the attention kernel, context parallelism ---------------------------
+
+
+def test_collective_inside_one_nvlink_domain_never_touches_the_nic():
+    # 1 GB ring all-reduce over the 8 GPUs of one DGX H100: 2 * S * 7/8 over NVLink 450 GB/s at 80%
+    t = fs.collective_time_s(1e9, 8, 8, 450, 0.001, 0.8, 2)
+    assert t == pytest.approx(2 * 1e9 * 7 / 8 / 450e9 / 0.8)
+
+
+def test_hierarchical_collective_hand_count():
+    # 16 ranks, 8 per domain (two nodes): reduce-scatter inside (S*7/8 on NVLink), ring across the 2 domains on
+    # 1/8 of the data (S/8 * 1/2 on the NIC), all-gather inside; x2 passes for an all-reduce
+    inside = 1e9 * 7 / 8 / 450e9
+    across = 1e9 / 8 * 1 / 2 / 50e9
+    assert fs.collective_time_s(1e9, 16, 8, 450, 50, 0.8, 2) == pytest.approx(2 * (inside + across) / 0.8)
+    # one member per domain (TP 8 fills the node): the flat ring over the NIC, 2 * S * 15/16
+    assert fs.collective_time_s(1e9, 16, 1, 450, 50, 1, 2) == pytest.approx(2 * 1e9 * 15 / 16 / 50e9)
+
+
+def test_ranks_per_domain_follow_megatron_rank_order():
+    assert fs.ranks_per_domain(16, 1, 8) == 8     # DP with TP 1: 8 members on each DGX
+    assert fs.ranks_per_domain(16, 8, 8) == 1     # DP with TP 8: one member per DGX
+    assert fs.ranks_per_domain(64, 8, 72) == 9    # GB200 NVL72, TP 8: 72 / 8 = 9 members per rack
+    assert fs.ranks_per_domain(4, 8, 72) == 4     # a group smaller than the rack's share
+
+
+def test_attention_never_cheaper_per_flop_than_a_gemm():
+    flops, peak = 1e15, 1000
+    # a kernel at 35% on the causal half it computes: 0.5 * 1e15 / (0.35 * 1e15) s
+    assert fs.attention_core_time_s(flops, peak, 0.35, 0.75) == pytest.approx(0.5 / 0.35)
+    # a kernel claimed faster than the GEMMs is charged at the GEMM rate on every counted FLOP
+    assert fs.attention_core_time_s(flops, peak, 0.9, 0.6) == pytest.approx(1 / 0.6)
+    for eff in (0.2, 0.5, 0.8, 1.0):
+        assert fs.attention_core_time_s(flops, peak, eff, 0.7) >= flops / (peak * 1e12 * 0.7)
+
+
+def test_cp_kv_exchange_hand_count():
+    # CP 4, 8192 tokens, 8 KV heads of 128, TP 8: K and V of 2048 tokens x 1 head x 128 x 2 bytes = 1 MiB;
+    # passed 3 x (4 - 1) times (forward once; backward K, V and their gradients)
+    kv = 2 * 2 * 2048 * 8 * 128 / 8
+    assert fs.cp_comm_bytes_per_layer(8192, 8, 128, 4, 8) == pytest.approx(3 * 3 * kv)
+    assert fs.cp_comm_bytes_per_layer(8192, 8, 128, 1, 8) == 0
+
+
+def test_dp_traffic_of_a_group_inside_a_node_is_priced_on_nvlink():
+    # issue 11: 13B on 16 H100 was priced on the NIC. TP 1, DP 16 over two DGX H100: 8 members per node
+    from xlcalc.planner import Config, Settings, arch_from_flags, evaluate
+    from xlcalc.planner.hardware import resolve_hardware
+    arch = arch_from_flags(40, 5120, 40, vocab=32000)
+    cfg = Config(tp=1, pp=1, dp=16, zero_stage=1, seq_parallel=False, recompute="full", micro_batch=1)
+    st = Settings(dp_overlap=0)
+    hier = evaluate(arch, resolve_hardware("h100", st, 16), st, cfg, 4096, 256)
+    flat_st = Settings(dp_overlap=0, nvlink_domain=1)  # as if every GPU were alone on its NIC
+    flat = evaluate(arch, resolve_hardware("h100", flat_st, 16), flat_st, cfg, 4096, 256)
+    # grads reduce-scatter (4 bytes) + weights all-gather (2 bytes) of 13B params, hand count
+    p = 40 * (12 * 5120**2 + 2 * 5120) + 2 * 32000 * 5120  # layers (QKVO, 4h FFN, 2 norms) + untied tables
+    hand_hier = (4 + 2) * p * (7 / 8 / 450e9 + 1 / 8 * 1 / 2 / 50e9) / 0.8
+    hand_flat = (4 + 2) * p * 15 / 16 / 50e9 / 0.8
+    assert hier.dp_comm_s == pytest.approx(hand_hier, rel=1e-9)
+    assert flat.dp_comm_s == pytest.approx(hand_flat, rel=1e-9)
+    assert hier.mfu > flat.mfu
+
+
+def test_fast_dispatch_nested_calls_skip_binding_but_faces_still_validate():
+    # issue 11: inside a formula computing numbers, nested formula calls take the fast path (Python binds the
+    # arguments); the faces still validate and build expressions
+    from xlcalc import expr
+    from xlcalc.errors import InputError
+    from xlcalc.formulas import compute, steptime as fs
+    from xlcalc.registry import numeric
+
+    with pytest.raises(InputError, match="mfu"):
+        compute.train_days(70, 2, 312, 1024, 1.5)
+    assert isinstance(compute.train_days(expr.Var("params_b"), 2, 312, 1024, 0.4), expr.Expr)
+    assert expr._numeric == 0
+    with numeric():
+        assert expr._numeric == 1
+        # 8 ranks in one domain: 2 * 1e9 * 7/8 / 450e9 / 0.8, positional arguments and a default (passes = 2)
+        assert fs.collective_time_s(1e9, 8, 8, 450, 50, 0.8) == pytest.approx(2 * 1e9 * 7 / 8 / 450e9 / 0.8)
+        assert fs.gemm_wave_efficiency(2048, 4608, 108) == pytest.approx(288 / 324)  # memoised: same answer
+        assert fs.gemm_wave_efficiency(2048, 4608, 108) == pytest.approx(288 / 324)
+    assert expr._numeric == 0
+    with pytest.raises(ZeroDivisionError):
+        with numeric():
+            fs.compute_time_s.raw(flops=1, peak_tflops=0, matmul_efficiency=0.5)
+    assert expr._numeric == 0  # left even after an error
