@@ -14,12 +14,14 @@ def explain(result: PlanResult, top: int = 3, rejected: int = 6) -> str:
         f"{result.model} on {result.n_gpus} x {result.gpu} ({result.gpu_memory_gb:.0f} GB), seq {result.seq_len}, "
         f"global batch {result.global_batch} sequences ({result.global_batch * result.seq_len:,} tokens), "
         f"{result.tokens_t:g} T tokens",
-        f"{result.evaluated} configurations evaluated, {result.feasible} fit. Matmuls at "
+        f"{result.evaluated:,} configurations considered, {result.feasible:,} evaluated in full fit. Matmuls at "
         f"{result.matmul_efficiency:.1%} of peak ({result.matmul_efficiency_basis}).",
     ]
+    if result.rejected_by_reason:
+        lines.append("Left out: " + "; ".join(
+            f"{k} {v:,}" for k, v in sorted(result.rejected_by_reason.items(), key=lambda kv: -kv[1])) + ".")
     if not result.plans:
-        why = ", ".join(f"{k}: {v:,}" for k, v in sorted(result.rejected_by_reason.items(), key=lambda kv: -kv[1]))
-        lines.append("No configuration fits." + (f" Left out, by reason: {why}." if why else ""))
+        lines.append("No configuration fits (the reasons are counted above).")
     for i, p in enumerate(result.plans[:top], 1):
         cost = f", ${p.cost_usd:,.0f}" if p.cost_usd is not None else ""
         lines += [

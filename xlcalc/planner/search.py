@@ -99,6 +99,7 @@ class Rejection(BaseModel):
     micro_batch: int
     memory_gb: float
     reason: str
+    cp: int = 1
 
 
 class PlanResult(BaseModel):
@@ -236,7 +237,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                         reject("pinned micro-batch does not divide the per-replica batch")
                         continue
                 # the fewest-bubble schedule any micro-batch could reach: interleaving up to max_virtual_stages
-                vmax = 1 if layout is not None or p == 1 else max_virtual_stages
+                vmax = 1 if p == 1 else max_virtual_stages
                 probe = Config(t, p, d, 0, t > 1, "none", 1, vmax, c, layout, fp8)
                 bound = step_lower_bound(arch, hw, st, probe, seq_len, per_replica,
                                          sequence_compute_bound(arch, hw, st, probe, seq_len))
@@ -264,9 +265,13 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                 too_big: set[int] = set()  # ZeRO stages whose smaller micro-batch already did not fit
                 for b in mbs:
                     m = per_replica // b
-                    vs = [1]
-                    if layout is None:
-                        vs += [v for v in range(2, max_virtual_stages + 1) if p > 1 and lps % v == 0 and m % p == 0]
+                    # interleaving: v chunks of equal layers per stage; with uneven stages (first and last one
+                    # layer fewer) the L + 2 "layers" (embedding and output counted as one each) split into p x v
+                    # chunks, as Llama 3 405B's interleaved schedule
+                    chunks = lps if layout is None else arch.layers + 2
+                    vs = [1] + [v for v in range(2, max_virtual_stages + 1)
+                                if p > 1 and m % p == 0 and (chunks % v == 0 if layout is None
+                                                             else chunks % (p * v) == 0)]
                     if virtual_stages is not None:
                         vs = [v for v in vs if v == virtual_stages]
                         if not vs:
@@ -408,8 +413,8 @@ def _rejections(misses: list[Prediction], cap: float, limit: int = 50) -> list[R
         rc = "no recompute" if c.recompute == "none" else f"{c.recompute} recompute"
         out.append(Rejection(
             tp=c.tp, pp=c.pp, zero_stage=c.zero_stage, seq_parallel=c.seq_parallel, recompute=c.recompute,
-            micro_batch=c.micro_batch, memory_gb=p.memory_gb,
-            reason=(f"TP={c.tp}, PP={c.pp}, ZeRO-{c.zero_stage}{sp}, {rc}: needs {p.memory_gb:.0f} GB of {cap:.0f} "
+            micro_batch=c.micro_batch, memory_gb=p.memory_gb, cp=c.cp,
+            reason=(f"TP={c.tp}, PP={c.pp}{f', CP={c.cp}' if c.cp > 1 else ''}, ZeRO-{c.zero_stage}{sp}, {rc}: needs {p.memory_gb:.0f} GB of {cap:.0f} "
                     f"(weights {p.weights_gb:.0f}, gradients {p.grads_gb:.0f}, optimizer {p.optimizer_gb:.0f}, "
                     f"activations {p.activations_gb:.0f}, other {p.overhead_gb + p.zero3_buffer_gb:.0f})"),
         ))
