@@ -253,11 +253,34 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
         sps = [seq_parallel] if seq_parallel is not None else ([False, True] if t > 1 else [False])
         lps = arch.layers // p
         zs = [z for z in zeros if z == 0 or d * c > 1]
+        # Memory per ZeRO stage: if the leanest variant (full recomputation, SP, the smallest micro-batch, no
+        # interleaving: the fewest activations in flight) does not fit, no variant of that ZeRO stage does. The
+        # plainest variant is evaluated too, for the list of rejected alternatives.
+        lean_rc = next(r for r in ("full", "selective", "none") if r in rcs)
+        plain_rc = next(r for r in ("none", "selective", "full") if r in rcs)
+        fitting_zs = []
+        for z in zs:
+            lean = Config(t, p, d, z, sps[-1], lean_rc, mbs[0], 1, c, layout, fp8)
+            count += 1
+            pred = memory(arch, hw, st, lean, seq_len // c, per_replica // mbs[0])
+            if pred.fits:
+                fitting_zs.append(z)
+                continue
+            reject("does not fit in GPU memory")
+            plain = Config(t, p, d, z, sps[0], plain_rc, mbs[0], 1, c, layout, fp8)
+            if plain == lean or z != zs[0]:  # the list of rejected alternatives shows the plainest: no or least ZeRO
+                misses.append(pred)
+            else:
+                misses.append(memory(arch, hw, st, plain, seq_len // c, per_replica // mbs[0]))
+            reject("heavier variants of a configuration that does not fit, not evaluated")
+        zs = fitting_zs
+        if not zs:
+            continue
         for sp in sps:
             for rc in rcs:
-                probe = Config(t, p, d, 0, sp, rc, 1, vmax, c, layout, fp8)
-                per_seq = sequence_compute_bound(arch, hw, st, probe, seq_len)
-                if len(best) >= keep and step_lower_bound(arch, hw, st, probe, seq_len, per_replica,
+                group = Config(t, p, d, 0, sp, rc, 1, vmax, c, layout, fp8)
+                per_seq = sequence_compute_bound(arch, hw, st, group, seq_len)
+                if len(best) >= keep and step_lower_bound(arch, hw, st, group, seq_len, per_replica,
                                                           per_seq) >= -best[0]:
                     reject("SP/recompute choices that cannot beat the best plans (lower bound), not searched "
                            "further")
@@ -265,6 +288,11 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                 too_big: set[int] = set()  # ZeRO stages whose smaller micro-batch already did not fit
                 for b in mbs:
                     m = per_replica // b
+                    # b sequences per micro-batch: at least b x per_seq each and a bubble that grows with b, so once
+                    # the bound at the fewest-bubble schedule cannot win, no larger micro-batch can
+                    if len(best) >= keep and step_lower_bound(arch, hw, st, group, seq_len, m, b * per_seq) >= -best[0]:
+                        reject("micro-batches that cannot beat the best plans (lower bound), not searched further")
+                        break
                     # interleaving: v chunks of equal layers per stage; with uneven stages (first and last one
                     # layer fewer) the L + 2 "layers" (embedding and output counted as one each) split into p x v
                     # chunks, as Llama 3 405B's interleaved schedule
@@ -290,6 +318,10 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                             reject("cannot beat the best plans (lower bound on its step time)", len(live))
                             continue
                         for z in live:
+                            if z in too_big:  # v = 1 holds the fewest activations: if it did not fit, neither does v
+                                count += 1
+                                reject("heavier variants of a configuration that does not fit, not evaluated")
+                                continue
                             count += 1
                             cfg = Config(t, p, d, z, sp, rc, b, v, c, layout, fp8)
                             pred = memory(arch, hw, st, cfg, seq_len // c, m)
@@ -401,7 +433,7 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     return best
 
 
-def _rejections(misses: list[Prediction], cap: float, limit: int = 50) -> list[Rejection]:
+def _rejections(misses: list[Prediction], cap: float, limit: int = 20) -> list[Rejection]:
     # the plainest alternatives first: fewer pipeline stages, no ZeRO, no SP, no recompute
     order = {r: i for i, r in enumerate(RECOMPUTE)}
     misses = sorted(misses, key=lambda p: (p.config.pp, p.config.zero_stage, p.config.seq_parallel,

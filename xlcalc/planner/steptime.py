@@ -128,6 +128,7 @@ class Prediction:
     tokens_per_s_per_gpu: float = 0.0
 
 
+@lru_cache(maxsize=4096)
 def stage_params(arch: Arch, pp: int) -> float:
     """Parameters of the largest pipeline stage (layers plus the embedding and/or output table)."""
     return fs.pipeline_stage_params.raw(layers=arch.layers, pp=pp, layer_params=arch.layer_params,
