@@ -134,7 +134,7 @@ def _plan_of(pred: Prediction, n: int, tokens_t: float, price: Optional[float], 
     cost = fcost.cloud_cost_usd.raw(gpu_hours=hours, usd_per_gpu_hour=price) if price is not None else None
     # the 6ND convention: days = 6*N*D / (peak * GPUs * MFU) exactly when MFU = 6*N*throughput / peak
     mfu_6nd = 6 * params_b * 1e9 * pred.tokens_per_s_per_gpu / (peak_tflops * 1e12)
-    return Plan(
+    return Plan.model_construct(  # computed here from validated inputs: no re-validation
         tp=c.tp, pp=c.pp, dp=c.dp, zero_stage=c.zero_stage, seq_parallel=c.seq_parallel, recompute=c.recompute,
         micro_batch=c.micro_batch, virtual_stages=c.virtual_stages, microbatches=pred.microbatches, cp=c.cp,
         stage_layers=list(c.stage_layers) if c.stage_layers else None, fp8=c.fp8, mfu_6nd=mfu_6nd,
@@ -253,29 +253,12 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
         sps = [seq_parallel] if seq_parallel is not None else ([False, True] if t > 1 else [False])
         lps = arch.layers // p
         zs = [z for z in zeros if z == 0 or d * c > 1]
-        # Memory per ZeRO stage: if the leanest variant (full recomputation, SP, the smallest micro-batch, no
-        # interleaving: the fewest activations in flight) does not fit, no variant of that ZeRO stage does. The
-        # plainest variant is evaluated too, for the list of rejected alternatives.
+        # Memory per ZeRO stage: when a variant does not fit, the leanest variant of its ZeRO stage (full
+        # recomputation, SP, the smallest micro-batch, no interleaving: the fewest activations in flight) is tried
+        # once; if that does not fit either, no variant of that ZeRO stage does, and the rest are not evaluated.
         lean_rc = next(r for r in ("full", "selective", "none") if r in rcs)
-        plain_rc = next(r for r in ("none", "selective", "full") if r in rcs)
-        fitting_zs = []
-        for z in zs:
-            lean = Config(t, p, d, z, sps[-1], lean_rc, mbs[0], 1, c, layout, fp8)
-            count += 1
-            pred = memory(arch, hw, st, lean, seq_len // c, per_replica // mbs[0])
-            if pred.fits:
-                fitting_zs.append(z)
-                continue
-            reject("does not fit in GPU memory")
-            plain = Config(t, p, d, z, sps[0], plain_rc, mbs[0], 1, c, layout, fp8)
-            if plain == lean or z != zs[0]:  # the list of rejected alternatives shows the plainest: no or least ZeRO
-                misses.append(pred)
-            else:
-                misses.append(memory(arch, hw, st, plain, seq_len // c, per_replica // mbs[0]))
-            reject("heavier variants of a configuration that does not fit, not evaluated")
-        zs = fitting_zs
-        if not zs:
-            continue
+        dead: set[int] = set()
+        lean_checked: set[int] = set()
         for sp in sps:
             for rc in rcs:
                 group = Config(t, p, d, 0, sp, rc, 1, vmax, c, layout, fp8)
@@ -305,7 +288,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                         if not vs:
                             reject("pinned virtual stages do not divide the stage")
                             continue
-                    live = [z for z in zs if z not in too_big]
+                    live = [z for z in zs if z not in too_big and z not in dead]
                     if not live:
                         break  # activations grow with the micro-batch: larger ones fit no better
                     for v in vs:
@@ -318,7 +301,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                             reject("cannot beat the best plans (lower bound on its step time)", len(live))
                             continue
                         for z in live:
-                            if z in too_big:  # v = 1 holds the fewest activations: if it did not fit, neither does v
+                            if z in too_big or z in dead:  # v = 1 holds the fewest activations: neither does v
                                 count += 1
                                 reject("heavier variants of a configuration that does not fit, not evaluated")
                                 continue
@@ -337,6 +320,14 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                                     misses.append(pred)
                                 if v == 1:
                                     too_big.add(z)
+                                if z not in lean_checked:
+                                    lean_checked.add(z)
+                                    lean = Config(t, p, d, z, sps[-1], lean_rc, mbs[0], 1, c, layout, fp8)
+                                    if lean != cfg and not memory(arch, hw, st, lean, seq_len // c,
+                                                                  per_replica // mbs[0]).fits:
+                                        dead.add(z)
+                                    elif lean == cfg:
+                                        dead.add(z)
     return fits, misses, count, reasons
 
 
@@ -443,7 +434,7 @@ def _rejections(misses: list[Prediction], cap: float, limit: int = 20) -> list[R
         c = p.config
         sp = ", SP" if c.seq_parallel else ""
         rc = "no recompute" if c.recompute == "none" else f"{c.recompute} recompute"
-        out.append(Rejection(
+        out.append(Rejection.model_construct(
             tp=c.tp, pp=c.pp, zero_stage=c.zero_stage, seq_parallel=c.seq_parallel, recompute=c.recompute,
             micro_batch=c.micro_batch, memory_gb=p.memory_gb, cp=c.cp,
             reason=(f"TP={c.tp}, PP={c.pp}{f', CP={c.cp}' if c.cp > 1 else ''}, ZeRO-{c.zero_stage}{sp}, {rc}: needs {p.memory_gb:.0f} GB of {cap:.0f} "

@@ -252,14 +252,29 @@ def sequence_compute_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, 
 
 def step_lower_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, microbatches: int,
                      microbatch_s: Optional[float] = None) -> float:
-    """A step can be no shorter than its slowest stage's compute over the micro-batches plus the bubble
-    (STEP_TIME_S without communication or optimizer): the search's bound for leaving a configuration out.
+    """A step can be no shorter than its slowest stage's compute and exposed TP communication over the
+    micro-batches plus the bubble (STEP_TIME_S without the other communication or the optimizer): the search's
+    bound for leaving a configuration out.
     ``microbatch_s`` given: a cheaper, looser bound from it (e.g. b x :func:`sequence_compute_bound`)."""
-    if microbatch_s is None:
+    if microbatch_s is None:  # the slowest stage's compute and its exposed TP communication
         layer_s, _, logits_s = _compute_mb(arch, hw, st, cfg, seq_len, cfg.recompute)
-        microbatch_s = _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, cfg.pp)[0]
+        microbatch_s, layers_slow, _ = _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, cfg.pp)
+        if cfg.tp > 1:
+            microbatch_s += fs.tp_comm_time_s.fast(
+                layers_per_stage=layers_slow, seq_len=seq_len // cfg.cp, micro_batch=cfg.micro_batch,
+                hidden=arch.hidden, tp=cfg.tp, scaleup_gb_s=hw.scaleup_gb_s, link_efficiency=st.link_efficiency,
+                recompute=cfg.recompute, tp_overlap=st.tp_overlap)
     return fs.step_time_s.fast(microbatches=microbatches, microbatch_s=microbatch_s, pp=cfg.pp,
                                virtual_stages=cfg.virtual_stages, comm_s=0, compute_s=0)
+
+
+@lru_cache(maxsize=1024)
+def _flops_per_token(arch: Arch, seq_len: int, recompute: str) -> tuple[float, float]:
+    """(model FLOPs, hardware FLOPs) per token: MODEL_FLOPS_PER_TOKEN and HARDWARE_FLOPS_PER_TOKEN."""
+    kw = dict(layers=arch.layers, hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
+              head_dim=arch.head_dim, ffn_hidden=arch.ffn_hidden, vocab=arch.vocab, seq_len=seq_len,
+              gated_ffn=arch.gated_ffn)
+    return fs.model_flops_per_token.raw(**kw), fs.hardware_flops_per_token.raw(**kw, recompute=recompute)
 
 
 def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: int, global_batch: int) -> Prediction:
@@ -325,11 +340,7 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     step = fs.step_time_s.fast(microbatches=m, microbatch_s=mb_s, pp=p, virtual_stages=v, comm_s=t_dp, compute_s=t_opt)
     n = cfg.n_gpus
     tokens = global_batch * seq_len
-    flops_kw = dict(layers=arch.layers, hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
-                    head_dim=arch.head_dim, ffn_hidden=arch.ffn_hidden, vocab=arch.vocab, seq_len=seq_len,
-                    gated_ffn=arch.gated_ffn)
-    mfpt = fs.model_flops_per_token.fast(**flops_kw)
-    hfpt = fs.hardware_flops_per_token.fast(**flops_kw, recompute=rc)
+    mfpt, hfpt = _flops_per_token(arch, seq_len, rc)
     peak = hw.peak_tflops
     pred.step_s = step
     pred.compute_s = m * (compute_mb - recompute_mb)
