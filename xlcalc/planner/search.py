@@ -328,6 +328,22 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                                         dead.add(z)
                                     elif lean == cfg:
                                         dead.add(z)
+    # the plainest alternatives (fewest stages, no CP, no ZeRO, no SP, no recomputation) for the explanation of
+    # what was rejected, whether or not the bound left them out
+    plainest: dict[int, tuple] = {}
+    for _, t, c, p, layout, d, per_replica, mbs, _ in layouts:
+        if t not in plainest or (c, p) < plainest[t][:2]:
+            plainest[t] = (c, p, layout, d, per_replica, mbs)
+    seen = {(q.config.tp, q.config.cp, q.config.pp, q.config.zero_stage, q.config.seq_parallel, q.config.recompute)
+            for q in misses}
+    for t, (c, p, layout, d, per_replica, mbs) in plainest.items():
+        z, sp, rc = zeros[0], (seq_parallel if seq_parallel is not None else False), rcs[0]
+        if (t, c, p, z, sp, rc) in seen:
+            continue
+        pred = memory(arch, hw, st, Config(t, p, d, z, sp, rc, mbs[0], 1, c, layout, fp8), seq_len // c,
+                      per_replica // mbs[0])
+        if not pred.fits:
+            misses.append(pred)
     return fits, misses, count, reasons
 
 
