@@ -86,8 +86,14 @@ def test_bad_inputs_are_clear():
              settings=Settings(scaleout_gb_s=50), tp=3)
     with pytest.raises(InputError, match="n_gpus"):
         plan(arch=arch, gpu="h100", n_gpus=0, seq_len=4096, global_batch_tokens=2**20, settings=Settings(scaleout_gb_s=50))
-    with pytest.raises(CatalogError, match="scale-out"):
-        plan(arch=arch, gpu="h100", n_gpus=64, seq_len=4096, global_batch_tokens=2**20)
+    # a catalog row missing several figures: ONE error names every one and the flag that supplies it
+    row = catalog.GPU(id="test-gpu", name="Test GPU", source="test row", vendor="test", bf16_tflops=100,
+                      memory_gb=80)
+    with pytest.raises(CatalogError) as err:
+        plan(arch=arch, gpu=row, n_gpus=64, seq_len=4096, global_batch_tokens=2**20)
+    for flag in ("--hbm-tb-s", "--scaleup-gb-s", "--scaleout-gb-s", "--gpus-per-node", "--matmul-efficiency"):
+        assert flag in str(err.value), flag
+    assert "--peak-tflops" not in str(err.value) and "--memory-gb" not in str(err.value)
     with pytest.raises(InputError, match="kv_heads"):
         arch_from_flags(32, 4096, 32, kv_heads=5)
 
@@ -111,10 +117,13 @@ def test_cli_json_contract():
 
 
 def test_cli_errors_are_one_line():
-    # the catalog has the A800's HBM and NVLink (product brief) but no InfiniBand figure
-    out = _cli("--model", "llama2-70b", "--gpu", "A800", "--gpus", "1024", "--seq-len", "4096",
+    # TPU v4: the catalog has its peak, memory and HBM (Cloud TPU docs) but no ICI, host network or node size
+    out = _cli("--model", "llama2-70b", "--gpu", "tpu-v4", "--gpus", "1024", "--seq-len", "4096",
                "--global-batch-tokens", "4194304")
-    assert out.returncode == 2 and "Traceback" not in out.stderr and "--scaleout-gb-s" in out.stderr
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    for flag in ("--scaleup-gb-s", "--scaleout-gb-s", "--gpus-per-node", "--matmul-efficiency"):
+        assert flag in out.stderr, flag
     out = _cli("--model", "nope", "--gpu", "H100", "--gpus", "8", "--seq-len", "4096", "--global-batch-tokens", "1e6")
     assert out.returncode == 2 and "unknown model" in out.stderr
 
