@@ -1660,6 +1660,89 @@ def DP_COMM_TIME_S(params_per_gpu, dp, microbatch_s, bandwidth_gb_s, link_effici
     return formula_call("dp_comm_time_s", params_per_gpu, dp, microbatch_s, bandwidth_gb_s, link_efficiency, zero_stage, microbatches, grad_bytes, bytes_weights, overlap_frac)
 
 
+@func(category=CATEGORY)
+@arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("attention_efficiency", ndim=2, doc="Achievable share of peak in the fused attention kernel [fraction]")
+@arg("matmul_efficiency", ndim=2, doc="Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak) [fraction]")
+@ret()
+def ATTENTION_CORE_TIME_S(flops, peak_tflops, attention_efficiency, matmul_efficiency):
+    """Time of the fused causal attention core: its own kernel efficiency, never cheaper per counted FLOP than a GEMM. [seconds]. MAX(0.5*flops / (peak*1e12 * MIN(attention eff, matmul eff)), flops / (peak*1e12 * matmul eff)) (causal: half the s x s block com..."""
+    return formula_call("attention_core_time_s", flops, peak_tflops, attention_efficiency, matmul_efficiency)
+
+
+@func(category=CATEGORY)
+@arg("ranks", ndim=2, doc="Number of ranks in the collective [GPUs]")
+@arg("stride_gpus", ndim=2, doc="Rank distance between neighbouring members of a communicating group (DP: t*c; PP: t*c*d) [GPUs]")
+@arg("nvlink_domain", ndim=2, doc="GPUs sharing one scale-up (NVLink) fabric: 8 on DGX/HGX, 72 on GB200 NVL72 [GPUs]")
+@ret()
+def RANKS_PER_DOMAIN(ranks, stride_gpus, nvlink_domain):
+    """How many members of a communicating group share one NVLink domain. [GPUs]. MAX(1, MIN(ranks, FLOOR(domain / stride))). Source: Megatron-LM rank order tp-cp-ep-dp-pp (RankGenerator): a group whose members are `stride` ranks apart has FLOOR(domain/stride..."""
+    return formula_call("ranks_per_domain", ranks, stride_gpus, nvlink_domain)
+
+
+@func(category=CATEGORY)
+@arg("size_bytes", ndim=2, doc="Size of the buffer being reduced or gathered, bytes [bytes]")
+@arg("ranks", ndim=2, doc="Number of ranks in the collective [GPUs]")
+@arg("ranks_per_domain", ndim=2, doc="Members of a communicating group inside one scale-up domain [GPUs]")
+@arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
+@arg("passes", ndim=2, doc="Ring passes of a collective: 2 for all-reduce, 1 for all-gather or reduce-scatter")
+@ret()
+def COLLECTIVE_TIME_S(size_bytes, ranks, ranks_per_domain, scaleup_gb_s, scaleout_gb_s, link_efficiency, passes=2):
+    """Time of a ring collective of S bytes over a group that spans one or more NVLink domains. [seconds]. passes * [S*(g-1)/g / scale-up + S/g*(k-1)/k / scale-out] / link efficiency, g = ranks per domain, k = ranks/g (hierarchical: reduce-scatter inside the ..."""
+    return formula_call("collective_time_s", size_bytes, ranks, ranks_per_domain, scaleup_gb_s, scaleout_gb_s, link_efficiency, passes)
+
+
+@func(category=CATEGORY)
+@arg("params_per_gpu", ndim=2, doc="Parameters held by one GPU before ZeRO sharding (a count, not billions) [parameters]")
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("ranks_per_domain", ndim=2, doc="Members of a communicating group inside one scale-up domain [GPUs]")
+@arg("microbatch_s", ndim=2, doc="Time of one micro-batch (forward + backward) on one pipeline stage [seconds]")
+@arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
+@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
+@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
+@arg("grad_bytes", ndim=2, doc="Bytes per gradient element in the data-parallel reduction (Megatron bf16: fp32 = 4) [bytes/param]")
+@arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
+@arg("overlap_frac", ndim=2, doc="Share of a communication that can hide behind its overlap window [fraction]")
+@ret()
+def DP_COMM_TIME_HIERARCHICAL_S(params_per_gpu, dp, ranks_per_domain, microbatch_s, scaleup_gb_s, scaleout_gb_s, link_efficiency, zero_stage=0, microbatches=1, grad_bytes=4, bytes_weights=2, overlap_frac=0.5):
+    """Exposed data-parallel communication time of one step, priced on NVLink inside a domain and the NIC across. [seconds]. EXPOSED_COMM_S(ZeRO 0: all-reduce of grads; ZeRO 1-2: reduce-scatter of grads + all-gather of weights; ZeRO 3: + 2m weight all-gathers..."""
+    return formula_call("dp_comm_time_hierarchical_s", params_per_gpu, dp, ranks_per_domain, microbatch_s, scaleup_gb_s, scaleout_gb_s, link_efficiency, zero_stage, microbatches, grad_bytes, bytes_weights, overlap_frac)
+
+
+@func(category=CATEGORY)
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("cp", ndim=2, doc="Context-parallel size (the sequence is split over cp GPUs) [GPUs]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@ret()
+def CP_COMM_BYTES_PER_LAYER(tokens, kv_heads, head_dim, cp, tp=1):
+    """Bytes one GPU sends per layer and micro-batch for context parallelism. [bytes per GPU]. 3*(c-1) * 2*2*(tokens/c)*kv*dh/t (K and V of the local chunk passed round the ring: forward once, backward K,V and their gradients). Source: Megatron-LM context par..."""
+    return formula_call("cp_comm_bytes_per_layer", tokens, kv_heads, head_dim, cp, tp)
+
+
+@func(category=CATEGORY)
+@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("cp", ndim=2, doc="Context-parallel size (the sequence is split over cp GPUs) [GPUs]")
+@arg("bandwidth_gb_s", ndim=2, doc="Bandwidth, GB/s (1e9 bytes/s) [GB/s]")
+@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
+@arg("window_s", ndim=2, doc="Compute time a communication can overlap with [seconds]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("cp_overlap", ndim=2, doc="Share of the attention compute that hides the context-parallel KV exchange (Megatron ring attention: 1) [fraction]")
+@ret()
+def CP_COMM_TIME_S(layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_gb_s, link_efficiency, window_s, tp=1, cp_overlap=1):
+    """Exposed context-parallel communication of one stage and micro-batch. [seconds]. EXPOSED_COMM_S(L/p * CP_COMM_BYTES_PER_LAYER / (GB/s * link efficiency * 1e9), attention time, overlap). Source: Megatron-LM context parallelism: the KV exchange of the nex..."""
+    return formula_call("cp_comm_time_s", layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_gb_s, link_efficiency, window_s, tp, cp_overlap)
+
+
 FORMULA_UDFS: tuple[str, ...] = (
     "ACT_ATTENTION_BYTES",
     "ACT_FFN_BYTES",
@@ -1795,6 +1878,12 @@ FORMULA_UDFS: tuple[str, ...] = (
     "PIPELINE_P2P_TIME_S",
     "DP_COMM_BYTES",
     "DP_COMM_TIME_S",
+    "ATTENTION_CORE_TIME_S",
+    "RANKS_PER_DOMAIN",
+    "COLLECTIVE_TIME_S",
+    "DP_COMM_TIME_HIERARCHICAL_S",
+    "CP_COMM_BYTES_PER_LAYER",
+    "CP_COMM_TIME_S",
 )
 UDF_NAMES: tuple[str, ...] = FORMULA_UDFS + TABLE_UDFS
 __all__ = [  # every worksheet function, and the lists of the hand-written ones
@@ -1810,6 +1899,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "ARITHMETIC_INTENSITY",
     "ATTAINABLE_TFLOPS",
     "ATTENTION_CORE_FLOPS",
+    "ATTENTION_CORE_TIME_S",
     "ATTENTION_GEMM_BYTES_PER_TOKEN",
     "ATTENTION_SOFTMAX_BYTES_PER_TOKEN",
     "BREAKEVEN_MONTHS",
@@ -1834,13 +1924,17 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "CLOUD_COST_USD",
     "CLUSTER_CAPEX_USD",
     "CLUSTER_MTBF_H",
+    "COLLECTIVE_TIME_S",
     "COMPUTE_TIME_S",
     "COST_CHANGE_USD",
+    "CP_COMM_BYTES_PER_LAYER",
+    "CP_COMM_TIME_S",
     "CRITICAL_INTENSITY",
     "DAYS_FOR_BUDGET",
     "DAYS_FROM_THROUGHPUT",
     "DAYS_WITH_FAILURES",
     "DP_COMM_BYTES",
+    "DP_COMM_TIME_HIERARCHICAL_S",
     "DP_COMM_TIME_S",
     "DP_SIZE",
     "ELEMENTWISE_BYTES_PER_TOKEN",
@@ -1917,6 +2011,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "RACKS_NEEDED",
     "RANGE_FRACTION",
     "RANGE_VALUE",
+    "RANKS_PER_DOMAIN",
     "RENT_COST_USD",
     "RENT_OVER_MONTHS_USD",
     "REPLICAS_NEEDED",
