@@ -308,3 +308,44 @@ def test_fast_dispatch_nested_calls_skip_binding_but_faces_still_validate():
         with numeric():
             fs.compute_time_s.raw(flops=1, peak_tflops=0, matmul_efficiency=0.5)
     assert expr._numeric == 0  # left even after an error
+
+
+# --- PyTorch per-op selective checkpointing (torchtitan: saves every other matmul and the attention kernel) ----
+
+def test_op_selective_hardware_flops():
+    from xlcalc.formulas import steptime as fs
+
+    # GPT layer, h = 1024, a = 16, d = 64, F = 4h: matmuls 24 h^2 per token forward (Narayanan et al. 2021)
+    h, layers, seq, vocab = 1024, 4, 2048, 50000
+    args = dict(layers=layers, hidden=h, heads=16, kv_heads=16, head_dim=64, ffn_hidden=4 * h, vocab=vocab,
+                seq_len=seq)
+    model = 3 * (layers * (24 * h * h + 4 * seq * h) + 2 * h * vocab)
+    assert fs.hardware_flops_per_token(**args, recompute="none") == model
+    # every other matmul's forward is recomputed, the attention kernel is saved
+    assert fs.hardware_flops_per_token(**args, recompute="op_selective") == model + layers * 24 * h * h / 2
+
+
+def test_op_selective_linear_time():
+    from xlcalc.formulas import steptime as fs
+
+    # shapes that fill whole waves: a linear layer takes fwd + 2 x fwd; per-op SAC adds half a forward
+    shape = dict(layers_per_stage=1, tokens=256 * 132, hidden=128 * 132, heads=132, kv_heads=132, head_dim=128,
+                 ffn_hidden=4 * 128 * 132, vocab=128 * 132, peak_tflops=989, matmul_efficiency=0.5, sm_count=1)
+    none = fs.stage_linear_time_s(**shape, recompute="none")
+    full = fs.stage_linear_time_s(**shape, recompute="full")
+    op = fs.stage_linear_time_s(**shape, recompute="op_selective")
+    logits = fs.linear_layer_time_s(256 * 132, 128 * 132, 128 * 132, 989, 0.5, 1)
+    assert (op - logits) / (none - logits) == pytest.approx(3.5 / 3)
+    assert (full - logits) / (none - logits) == pytest.approx(4 / 3)
+
+
+def test_pinned_op_selective_plans():
+    from xlcalc.planner import plan
+
+    r = plan("llama3.1-8b", gpu="h100", n_gpus=8, seq_len=8192, global_batch_tokens=8 * 8192, recompute="op_selective")
+    assert r.plans and all(p.recompute == "op_selective" for p in r.plans)
+    none = plan("llama3.1-8b", gpu="h100", n_gpus=8, seq_len=8192, global_batch_tokens=8 * 8192, recompute="none",
+                tp=r.plans[0].tp, pp=r.plans[0].pp, micro_batch=r.plans[0].micro_batch,
+                zero_stage=r.plans[0].zero_stage)
+    if none.plans:  # recomputing half the matmuls can only cost time
+        assert r.plans[0].step_s > none.plans[0].step_s

@@ -1259,7 +1259,7 @@ def MODEL_FLOPS_PER_TOKEN(layers, hidden, heads, kv_heads, head_dim, ffn_hidden,
 @arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @ret()
 def HARDWARE_FLOPS_PER_TOKEN(layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq_len, gated_ffn=False, recompute="none"):
-    """FLOPs the hardware does per token, recomputation included (the HFU numerator). [FLOPs per token]. model FLOPs + recomputed forward: full + L*(matmul + attention core); selective + L*attention core. Source: Korthikanti et al. 2022 §5 (selective recomput..."""
+    """FLOPs the hardware does per token, recomputation included (the HFU numerator). [FLOPs per token]. model FLOPs + recomputed forward: full + L*(matmul + attention core); selective + L*attention core; op_selective + L*matmul/2. Source: Korthikanti et al. ..."""
     return formula_call("hardware_flops_per_token", layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq_len, gated_ffn, recompute)
 
 
@@ -1506,7 +1506,7 @@ def LOGITS_MATMUL_FLOPS(hidden, vocab, tokens, tp=1):
 @arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @ret()
 def STAGE_MATMUL_FLOPS(layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, gated_ffn=False, tp=1, recompute="none"):
-    """Matmul FLOPs of one pipeline stage for some tokens on one GPU, logit layer included. [FLOPs per GPU]. L/p * LAYER_MATMUL_FLOPS * tokens / t * (4 with full recompute, else 3) + LOGITS_MATMUL_FLOPS. Source: Narayanan et al. 2021 §5.1 (forward + backward ..."""
+    """Matmul FLOPs of one pipeline stage for some tokens on one GPU, logit layer included. [FLOPs per GPU]. L/p * LAYER_MATMUL_FLOPS * tokens / t * (4 with full recompute, 3.5 with op_selective, else 3) + LOGITS_MATMUL_FLOPS. Source: Narayanan et al. 2021 §5..."""
     return formula_call("stage_matmul_flops", layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, gated_ffn, tp, recompute)
 
 

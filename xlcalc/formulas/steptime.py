@@ -64,15 +64,19 @@ def model_flops_per_token(layers, hidden, heads, kv_heads, head_dim, ffn_hidden,
 
 @formula(
     udf="HARDWARE_FLOPS_PER_TOKEN", unit="FLOPs per token", category="steptime",
-    equation="model FLOPs + recomputed forward: full + L*(matmul + attention core); selective + L*attention core",
-    source="Korthikanti et al. 2022 §5 (selective recomputes QK^T, softmax, AV); Narayanan et al. 2021 (96 = 4/3 x 72)",
+    equation=("model FLOPs + recomputed forward: full + L*(matmul + attention core); selective + L*attention core; "
+              "op_selective + L*matmul/2"),
+    source="Korthikanti et al. 2022 §5 (selective recomputes QK^T, softmax, AV); Narayanan et al. 2021 (96 = 4/3 x 72); "
+           "torchtitan per-op selective checkpointing (saves every other mm and the attention kernel, recomputes "
+           "the rest)",
 )
 def hardware_flops_per_token(layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq_len,
                              gated_ffn=False, recompute="none"):
     """FLOPs the hardware does per token, recomputation included (the HFU numerator)."""
     mm = layer_matmul_flops(hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn)
     att = attention_core_flops(seq_len, heads, head_dim)
-    extra = if_(eq(recompute, "full"), layers * (mm + att), if_(eq(recompute, "selective"), layers * att, 0))
+    extra = if_(eq(recompute, "full"), layers * (mm + att),
+                if_(eq(recompute, "selective"), layers * att, if_(eq(recompute, "op_selective"), layers * mm / 2, 0)))
     return model_flops_per_token(layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq_len, gated_ffn) + extra
 
 
@@ -332,14 +336,14 @@ def logits_matmul_flops(hidden, vocab, tokens, tp=1):
 
 @formula(
     udf="STAGE_MATMUL_FLOPS", unit="FLOPs per GPU", category="steptime",
-    equation="L/p * LAYER_MATMUL_FLOPS * tokens / t * (4 with full recompute, else 3) + LOGITS_MATMUL_FLOPS",
+    equation="L/p * LAYER_MATMUL_FLOPS * tokens / t * (4 with full recompute, 3.5 with op_selective, else 3) + LOGITS_MATMUL_FLOPS",
     source="Narayanan et al. 2021 §5.1 (forward + backward = 3 x forward; full recomputation adds a forward: 4 x)",
 )
 def stage_matmul_flops(layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab,
                        gated_ffn=False, tp=1, recompute="none"):
     """Matmul FLOPs of one pipeline stage for some tokens on one GPU, logit layer included."""
     per_layer = layer_matmul_flops(hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn)
-    passes = if_(eq(recompute, "full"), 4, 3)
+    passes = if_(eq(recompute, "full"), 4, if_(eq(recompute, "op_selective"), 3.5, 3))
     return layers_per_stage * per_layer * tokens / tp * passes + logits_matmul_flops(hidden, vocab, tokens, tp)
 
 
@@ -347,7 +351,8 @@ def stage_matmul_flops(layers_per_stage, tokens, hidden, heads, kv_heads, head_d
     udf="STAGE_LINEAR_TIME_S", unit="seconds", category="steptime",
     equation=(
         "L/p * [LINEAR_LAYER_TIME_S of Q,K,V (h x (a+2kv)*dh/t), attention output (a*dh/t x h), FFN up and gate "
-        "(h x F*(2 if gated)/t), FFN down (F/t x h); forward twice with full recompute] + logits (h x V/t)"
+        "(h x F*(2 if gated)/t), FFN down (F/t x h); forward twice with full recompute, 1.5 times with "
+        "op_selective (every other matmul recomputed)] + logits (h x V/t)"
     ),
     source="Megatron-LM layer (Shoeybi et al. 2019: column-parallel QKV and FFN up, row-parallel output and "
            "FFN down, vocab-parallel logits); wave quantization per GEMM_WAVE_EFFICIENCY",
@@ -355,7 +360,7 @@ def stage_matmul_flops(layers_per_stage, tokens, hidden, heads, kv_heads, head_d
 def stage_linear_time_s(layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab,
                         peak_tflops, matmul_efficiency, sm_count, gated_ffn=False, tp=1, recompute="none"):
     """Matmul time of one pipeline stage for some tokens on one GPU, each matmul in whole waves of tiles."""
-    fwd = if_(eq(recompute, "full"), 2, 1)
+    fwd = if_(eq(recompute, "full"), 2, if_(eq(recompute, "op_selective"), 1.5, 1))
 
     def linear(k, n, passes):
         return linear_layer_time_s(tokens, k, n, peak_tflops, matmul_efficiency, sm_count, passes)
@@ -410,8 +415,8 @@ def stage_unfused_attention_time_s(flops, layers_per_stage, tokens, seq_len, hea
         "* tokens / (HBM*1e12)"
     ),
     source=(
-        "memory-bound kernels at HBM bandwidth (seed 004 roofline); full recomputation reruns the forward "
-        "third of the traffic; loss over fp32 logits: 16 bytes per logit (forward read 4 + write 4, "
+        "memory-bound kernels at HBM bandwidth (seed 004 roofline); full and per-op selective recomputation "
+        "(torchtitan: every non-matmul op recomputed) rerun the forward third of the traffic; loss over fp32 logits: 16 bytes per logit (forward read 4 + write 4, "
         "backward read 4 + write 4)"
     ),
 )
@@ -419,7 +424,7 @@ def elementwise_time_s(layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_
                        seq_parallel=False, recompute="none", elementwise_factor=1):
     """Time of the non-matmul kernels (norms, residuals, dropout, activation, loss) of one stage on one GPU."""
     per_layer = elementwise_bytes_per_token(hidden, ffn_hidden, gated_ffn, tp, seq_parallel, elementwise_factor)
-    passes = if_(eq(recompute, "full"), 4 / 3, 1)
+    passes = if_(or_(eq(recompute, "full"), eq(recompute, "op_selective")), 4 / 3, 1)
     return (layers_per_stage * per_layer * passes + 16 * vocab / tp * elementwise_factor) * tokens / (hbm_tb_s * 1e12)
 
 

@@ -256,7 +256,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
         # Memory per ZeRO stage: when a variant does not fit, the leanest variant of its ZeRO stage (full
         # recomputation, SP, the smallest micro-batch, no interleaving: the fewest activations in flight) is tried
         # once; if that does not fit either, no variant of that ZeRO stage does, and the rest are not evaluated.
-        lean_rc = next(r for r in ("full", "selective", "none") if r in rcs)
+        lean_rc = next((r for r in ("full", "op_selective", "selective", "none") if r in rcs), rcs[0])
         dead: set[int] = set()
         lean_checked: set[int] = set()
         for sp in sps:
@@ -444,7 +444,7 @@ def _rejections(misses: list[Prediction], cap: float, limit: int = 20) -> list[R
     # the plainest alternatives first: fewer pipeline stages, no ZeRO, no SP, no recompute
     order = {r: i for i, r in enumerate(RECOMPUTE)}
     misses = sorted(misses, key=lambda p: (p.config.pp, p.config.zero_stage, p.config.seq_parallel,
-                                           order[p.config.recompute], -p.config.tp))[:limit]
+                                           order.get(p.config.recompute, len(order)), -p.config.tp))[:limit]
     out = []
     for p in misses:
         c = p.config

@@ -197,7 +197,8 @@ def _per_layer(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden
     layer on the last stage); evaluated once per shape and cached across the search.
     """
     layer_mm, logits = _matmul_times(hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, gated_ffn, tokens, tp,
-                                     "full" if recompute == "full" else "none", peak, mm_peak, eff, sm_count)
+                                     recompute if recompute in ("full", "op_selective") else "none", peak, mm_peak,
+                                     eff, sm_count)
     att_flops = fs.stage_attention_flops.fast(layers_per_stage=1, tokens=tokens, seq_len=seq_len, heads=heads,
                                              head_dim=head_dim, tp=tp, recompute=recompute)
     if flash:

@@ -64,7 +64,7 @@ GPU_STAND_IN = {
 GPU_MEMORY_GB = {"H100 (96GB HBM2e, 500 W, Grand Teton)": 96.0}
 
 SHARDING_ZERO = {"fsdp_full_shard": 3, "zero3": 3, "megatron_fsdp": 3, "fsdp_grad_op": 2, "zero1": 1, "none": 0}
-RECOMPUTE = {"none": "none", "full": "full", "megatron_selective": "selective", "selective_op": "selective",
+RECOMPUTE = {"none": "none", "full": "full", "megatron_selective": "selective", "selective_op": "op_selective",
              "selective_other": "selective"}
 
 
