@@ -6,6 +6,8 @@ import json
 import math
 from typing import Any, Iterable, Sequence
 
+from ..errors import InputError
+
 
 def money(value: float, cents: bool | None = None) -> str:
     """Dollars as a person writes them: $48,966,413, -$48,966,413, $4.92 (cents below $100)."""
@@ -54,7 +56,10 @@ def price_line(gpu: str | None, typed: float | None, tier: str | None = None) ->
         return "Price: none (no GPU and no --usd-per-gpu-hour)"
     try:
         row = catalog.rental_price(gpu, tier)
-    except Exception as exc:  # no rate in the catalog: say so instead of a number
+    except InputError as exc:  # no rate in the catalog: say so instead of a number
+        if exc.name == "usd_per_gpu_hour":
+            return f"Price: none — the price catalog has no rental rate for {catalog.get_gpu(gpu).id}; " \
+                   "give --usd-per-gpu-hour for costs"
         return f"Price: none ({exc})"
     return (f"Price: {money(row.usd_per_gpu_hour, cents=True)}/GPU-hour, {row.tier} tier, "
             f"price catalog {row.id} ({row.date or 'undated'})")
