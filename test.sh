@@ -15,18 +15,27 @@ if "$PY" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join
   PY=.venv/bin/python
 fi
 
+# Debian packages the tests need: installed with apt when missing (as root, or through sudo);
+# elsewhere the tests that need them skip with a reason (never when CI=true).
+apt_updated=
+apt_install() {  # apt_install WHAT PACKAGE...
+  local what=$1; shift
+  local sudo=
+  if [ "$(id -u)" != 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then sudo=sudo; else sudo=none; fi
+  fi
+  if [ "$sudo" = none ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "test.sh: $what not found and cannot be installed here; its tests will skip (they run when CI=true)."
+    return 0
+  fi
+  echo "test.sh: installing $* (Debian) ..."
+  if [ -z "$apt_updated" ]; then $sudo apt-get update -qq; apt_updated=1; fi
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
 # LibreOffice (headless Calc) recomputes the planning workbook in the tests.
 if ! command -v soffice >/dev/null 2>&1 && ! command -v libreoffice >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "test.sh: installing libreoffice-calc-nogui (Debian) ..."
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libreoffice-calc-nogui >/dev/null
-  elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-    sudo apt-get update -qq
-    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends libreoffice-calc-nogui >/dev/null
-  else
-    echo "test.sh: LibreOffice not found and cannot be installed here; its tests will skip (they run when CI=true)."
-  fi
+  apt_install LibreOffice libreoffice-calc-nogui
 fi
 
 # --- BEGIN xlwings Lite test setup (tests/test_lite_pyodide.py) --------------------------------------
@@ -36,16 +45,7 @@ fi
 PYODIDE_VERSION=314.0.7
 PYODIDE_CACHE=.cache/pyodide
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "test.sh: installing nodejs and npm (Debian) ..."
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
-  elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-    sudo apt-get update -qq
-    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
-  else
-    echo "test.sh: node/npm not found and cannot be installed here; the Pyodide test will skip (it runs when CI=true)."
-  fi
+  apt_install node/npm nodejs npm
 fi
 lite_setup() {
   if [ "$(node -p "require('./$PYODIDE_CACHE/node_modules/pyodide/package.json').version" 2>/dev/null)" != "$PYODIDE_VERSION" ]; then
@@ -72,16 +72,7 @@ fi
 # --- BEGIN PDF text tools (tests/test_workbook_libreoffice.py) -----------------------------------------
 # pdftotext (poppler-utils) reads the text of the workbook's PDF print-out in the tests.
 if ! command -v pdftotext >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "test.sh: installing poppler-utils (Debian) ..."
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends poppler-utils >/dev/null
-  elif command -v sudo >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-    sudo apt-get update -qq
-    sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends poppler-utils >/dev/null
-  else
-    echo "test.sh: pdftotext not found and cannot be installed here; the PDF tests will skip (they run when CI=true)."
-  fi
+  apt_install pdftotext poppler-utils
 fi
 # --- END PDF text tools ----------------------------------------------------------------------------
 
