@@ -28,7 +28,7 @@ def cost_chart(wb: Any, first: int, last: int) -> None:
     chart.add_data(Reference(ws, min_col=2, min_row=first, max_row=last), titles_from_data=False)
     chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
     chart.height, chart.width = 8, 14
-    ws.add_chart(chart, "F4")
+    ws.add_chart(chart, f"A{ws.max_row + 2}")  # below the Budget tables, beside own vs rent: covers no text
 
 
 def own_vs_rent_chart(wb: Any, first: int, last: int) -> None:
@@ -41,7 +41,7 @@ def own_vs_rent_chart(wb: Any, first: int, last: int) -> None:
     chart.add_data(Reference(ws, min_col=2, max_col=3, min_row=first - 1, max_row=last), titles_from_data=True)
     chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
     chart.height, chart.width = 8, 14
-    ws.add_chart(chart, "F22")
+    ws.add_chart(chart, f"D{ws.max_row + 2}")  # right of the cost pie, below the tables
 
 
 def tornado_chart(wb: Any, first: int, last: int) -> None:
@@ -55,8 +55,8 @@ def tornado_chart(wb: Any, first: int, last: int) -> None:
     chart.x_axis.title = "input"
     chart.add_data(Reference(ws, min_col=6, max_col=7, min_row=first - 1, max_row=last), titles_from_data=True)
     chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
-    chart.height, chart.width = 8, 16
-    ws.add_chart(chart, f"K{first - 2}")
+    chart.height, chart.width = 8, 20
+    ws.add_chart(chart, f"A{ws.max_row + 20}")  # under the two charts above, a page of its own
 
 
 SENSITIVITY_CHARTS = (("days", "Training days vs GPU count", "days"),
