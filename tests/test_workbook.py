@@ -410,6 +410,18 @@ def test_memory_chart_sits_below_its_table():
     assert [b.id for b in ws.row_breaks.brk] == [int(row) - 1]  # and prints on a page of its own
 
 
+def test_budget_charts_sit_below_its_tables():
+    from xlcalc.workbook import layout
+    from xlcalc.workbook.writer import to_workbook
+
+    wb = to_workbook(layout([load_scenario(TEMPLATES / "seed002-70b-a800.toml")]).book)
+    ws = wb["Budget"]
+    last_text = max(c.row for row in ws.iter_rows() for c in row if c.value is not None)
+    anchors = [re.fullmatch(r"([A-Z]+)(\d+)", c.anchor).groups() for c in ws._charts]
+    assert len(anchors) == 3  # cost by category, own vs rent, tornado
+    assert all(int(row) > last_text for _, row in anchors)  # none covers a cell with text
+
+
 def test_page_setup_fits_every_sheet_to_one_page_wide(formulas_wb):
     for ws in formulas_wb.worksheets:
         assert ws.print_area, ws.title
