@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping
 __all__ = [
     "Expr", "Num", "Text", "Bool", "Var", "BinOp", "Neg", "Func", "Call",
     "wrap", "is_expr", "if_", "min_", "max_", "sqrt", "ceiling", "roundup",
-    "floor_int", "eq", "and_", "or_", "not_", "log2", "abs_", "render_number",
+    "floor_int", "eq", "concat", "as_text", "round_", "and_", "or_", "not_", "log2", "abs_", "render_number",
     "EXCEL_FUNCTIONS",
 ]
 
@@ -54,7 +54,7 @@ def render_number(value: float | int) -> str:
 
 
 # Operator precedence for rendering (higher binds tighter).
-_PREC = {"=": 1, "<>": 1, "<": 1, "<=": 1, ">": 1, ">=": 1, "+": 2, "-": 2, "*": 3, "/": 3, "^": 4}
+_PREC = {"=": 1, "<>": 1, "<": 1, "<=": 1, ">": 1, ">=": 1, "&": 1.5, "+": 2, "-": 2, "*": 3, "/": 3, "^": 4}
 _ATOM = 9
 
 _PY_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
@@ -69,7 +69,18 @@ _PY_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
     ">=": lambda a, b: a >= b,
     "=": lambda a, b: _py_eq(a, b),
     "<>": lambda a, b: not _py_eq(a, b),
+    "&": lambda a, b: as_text(a) + as_text(b),
 }
+
+
+def as_text(value: Any) -> str:
+    """A value as Excel's ``&`` writes it: whole numbers without a decimal point, 15 significant digits."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)):
+        v = float(value)
+        return str(int(v)) if v.is_integer() and abs(v) < 1e15 else format(v, ".15g")
+    return str(value)
 
 
 def _py_eq(a: Any, b: Any) -> bool:
@@ -516,6 +527,11 @@ def floor_int(x: Any) -> Any:
     return _fn("INT", _fn("ROUND", x, NOISE_DIGITS))
 
 
+def round_(x: Any, digits: Any = 0) -> Any:
+    """``ROUND(x, digits)`` (half away from zero, as Excel)."""
+    return _fn("ROUND", x, digits)
+
+
 def log2(x: Any) -> Any:
     return _fn("LOG", x, 2)
 
@@ -534,6 +550,16 @@ def or_(*args: Any) -> Any:
 
 def not_(x: Any) -> Any:
     return _fn("NOT", x)
+
+
+def concat(*parts: Any) -> Any:
+    """Text joined with Excel's ``&`` (numbers written as :func:`as_text` does)."""
+    if is_expr(*parts):
+        out = wrap(parts[0])
+        for p in parts[1:]:
+            out = BinOp("&", out, wrap(p))
+        return out
+    return "".join(as_text(p) for p in parts)
 
 
 def eq(a: Any, b: Any) -> Any:

@@ -253,6 +253,53 @@ _add("shared_ffn_hidden", "", "Inner size of the shared experts' feed-forward, a
 _add("ep", "GPUs", "Expert-parallel size (experts split over ep GPUs, tokens exchanged all-to-all)", "EP_Size", example=1, **COUNT)
 _add("etp", "GPUs", "Expert tensor-parallel size (each expert's feed-forward split over etp GPUs)", "ETP_Size", example=1, **COUNT)
 
+# --- stage memory model and layout (xlcalc.stage_memory, xlcalc.layout) ----------------
+_add("dp_shard", "GPUs", "GPUs the ZeRO/FSDP states are sharded over (HSDP: the shard group); 0 = the whole DP group",
+     "DP_Shard", example=0, kind="int", ge=0)
+_add("first_stage_layers", "", "Layers on the first pipeline stage (0 = an even split L/p)", "First_Stage_Layers",
+     example=0, kind="int", ge=0)
+_add("last_stage_layers", "", "Layers on the last pipeline stage (0 = an even split L/p)", "Last_Stage_Layers",
+     example=0, kind="int", ge=0)
+_add("stage", "", 'Pipeline stage: "first" (input embedding, most micro-batches in flight) or "last" (output layer, '
+     'logits and loss)', "Stage", example="first", kind="choice", choices=("first", "last"))
+_add("optimizer_offload", "", "Optimizer states offloaded to CPU memory (TRUE/FALSE)", "Optimizer_Offload",
+     example=False, kind="bool")
+_add("bytes_fp8", "bytes/param", "Bytes per parameter of FP8 weight copies (0 without FP8; 1 = one FP8 copy, "
+     "2 = with its transpose)", "Bytes_FP8", example=0, **NONNEG)
+_add("prefetch_layers", "layers", "Layers whose ZeRO-3/FSDP parameters are gathered ahead (prefetch) besides the "
+     "one computing", "Prefetch_Layers", example=0, kind="int", ge=0)
+_add("comm_buffer_gb", "GB", "Communication buckets per GPU (e.g. PyTorch DDP bucket_cap_mb = 25: 0.025), GB",
+     "Comm_Buffer_GB", example=0, **NONNEG)
+_add("logits_buffer_bytes", "bytes/logit", "Bytes per logit the last stage holds for the loss (Megatron fused "
+     "vocab-parallel cross-entropy: 4, fp32 logits; unfused PyTorch loss: 2 bf16 + 4 fp32 + 4 fp32 log-softmax = 10)",
+     "Logits_Buffer_Bytes", example=4, **NONNEG)
+_add("cluster_gpus", "GPUs", "GPUs in the cluster for the layout check (0 = not given: DP is given directly)",
+     example=0, kind="int", ge=0)
+_add("batch_sequences", "sequences", "Global batch in sequences for the layout check (0 = not given)", example=0,
+     kind="int", ge=0)
+_add("stage_layers", "", "Transformer layers on one pipeline stage", example=20, **NONNEG)
+_add("stage_params_b", "billion parameters", "Parameters held by one pipeline stage before TP/ZeRO splitting, billions",
+     example=17.5, **NONNEG)
+_add("layer_params_b", "billion parameters", "Parameters of one transformer layer, billions", example=0.86, **NONNEG)
+_add("inflight_microbatches", "micro-batches", "Micro-batches whose activations a stage holds at its peak",
+     example=4, **NONNEG)
+_add("stored_act_bytes", "bytes", "Activation bytes one layer keeps for one micro-batch under the recompute mode",
+     example=1e9, **NONNEG)
+_add("full_act_bytes", "bytes", "Activation bytes of one layer for one micro-batch without recomputation", example=1e9,
+     **NONNEG)
+_add("weights_gb", "GB", "Weight memory per GPU, GB", example=10, **NONNEG)
+_add("grads_gb", "GB", "Gradient memory per GPU, GB", example=10, **NONNEG)
+_add("optimizer_gb", "GB", "Optimizer-state memory per GPU, GB", example=10, **NONNEG)
+_add("fp8_gb", "GB", "FP8 weight copies per GPU, GB", example=0, **NONNEG)
+_add("gathered_gb", "GB", "Gathered ZeRO-3/FSDP parameters and prefetch per GPU, GB", example=0, **NONNEG)
+_add("recompute_gb", "GB", "Recompute working set per GPU (one layer re-materialised in its backward), GB", example=0,
+     **NONNEG)
+_add("logits_gb", "GB", "Logits and loss buffers per GPU, GB", example=1, **NONNEG)
+_add("first_part_gb", "GB", "One part of the first pipeline stage's memory per GPU, GB", example=10, **NONNEG)
+_add("last_part_gb", "GB", "The same part of the last pipeline stage's memory per GPU, GB", example=10, **NONNEG)
+_add("first_stage_gb", "GB", "Memory per GPU of the first pipeline stage, GB", example=60, **NONNEG)
+_add("last_stage_gb", "GB", "Memory per GPU of the last pipeline stage, GB", example=60, **NONNEG)
+
 
 def spec(name: str) -> InputSpec:
     try:

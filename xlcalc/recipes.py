@@ -1,4 +1,9 @@
-"""Byte recipes for model states: bytes per parameter of weights, gradients and optimizer states."""
+"""Byte recipes for model states, and every default of the stage memory model — in this one place.
+
+``DEFAULT_RECIPE`` and ``MEMORY_DEFAULTS`` are what ``xlcalc memory``, ``estimate``, ``plan``, the worksheet
+functions and the workbook assume when an input is left out; each face states the recipe it used
+(:func:`recipe_label`).
+"""
 
 from __future__ import annotations
 
@@ -40,3 +45,45 @@ def get_recipe(name: str) -> Recipe:
         from .errors import InputError
 
         raise InputError("recipe", name, "one of " + ", ".join(RECIPES)) from None
+
+
+# The recipe every face assumes when none is given: bf16 mixed precision as Megatron-LM trains (bf16 weights,
+# fp32 main gradients, fp32 master weights + Adam m, v). 2 + 4 + 12 = 18 bytes per parameter.
+DEFAULT_RECIPE = "megatron"
+
+# Every other default of the stage memory model (xlcalc.stage_memory), with where it comes from.
+MEMORY_DEFAULTS: dict[str, object] = {
+    # CUDA context, NCCL workspaces, allocator reserve and fragmentation: a flat allowance per GPU (GB)
+    "overhead_gb": 4.0,
+    # Communication buckets beyond the gradient buffer (Megatron's contiguous grad buffer is the gradients) (GB)
+    "comm_buffer_gb": 0.0,
+    # Logits kept for the loss: Megatron's vocab-parallel cross-entropy on fp32 logits (bytes per logit)
+    "logits_buffer_bytes": 4.0,
+    "bytes_fp8": 0.0,            # no FP8 weight copies (bf16 training)
+    "prefetch_layers": 0,        # ZeRO-3 gathers one layer at a time (DeepSpeed's estimate)
+    "optimizer_offload": False,
+    "dp_shard": 0,               # ZeRO/FSDP shards over the whole data-parallel group
+    "cp": 1,
+    "first_stage_layers": 0,     # even pipeline split
+    "last_stage_layers": 0,
+    "virtual_stages": 1,
+    "microbatches": 1000000,     # as many micro-batches as the pipeline can hold in flight
+    "flash_attention": True,
+    "tied_embeddings": False,
+    # the layout when a question leaves it out: one GPU, no sharding, no recomputation, one sequence
+    "tp": 1, "pp": 1, "dp": 1, "zero_stage": 0, "seq_parallel": False, "recompute": "none", "micro_batch": 1,
+}
+
+
+def recipe_label(bytes_weights: float, bytes_grads: float, bytes_optimizer: float) -> str:
+    """The recipe a face used, in words: its id when the bytes match one, else "custom"."""
+    for r in RECIPES.values():
+        if (r.weights, r.grads, r.optimizer) == (bytes_weights, bytes_grads, bytes_optimizer):
+            return f"{r.id} {r.weights:g}+{r.grads:g}+{r.optimizer:g} bytes/param"
+    return f"custom {bytes_weights:g}+{bytes_grads:g}+{bytes_optimizer:g} bytes/param"
+
+
+def default_bytes() -> dict[str, float]:
+    """Bytes per parameter of the default recipe, by input name."""
+    r = RECIPES[DEFAULT_RECIPE]
+    return {field: getattr(r, attr) for field, attr in RECIPE_FIELDS.items()}

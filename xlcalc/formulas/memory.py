@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from .. import layout
 from ..errors import InputError
-from ..expr import eq, floor_int, if_, max_
+from ..expr import and_, eq, floor_int, if_, max_, min_, not_, or_
 from ..registry import formula
 
 __all__ = [
     "mem_weights_gb", "mem_grads_gb", "mem_optimizer_gb", "mem_static_gb", "mem_zero3_buffer_gb", "mem_lora_gb", "act_layer_bytes_general", "act_layer_bytes", "mem_act_gb",
     "act_inflight_factor", "mem_act_pipeline_gb", "mem_total_gb", "fits_in_gpu", "max_micro_batch",
+    "layout_message", "stage_layers", "layer_params_b", "stage_params_b", "stage_inflight_microbatches",
+    "mem_stage_act_gb", "mem_recompute_working_gb", "mem_logits_gb", "mem_gathered_params_gb", "mem_stage_total_gb",
+    "mem_peak_gb", "mem_states_gb", "peak_stage_part_gb",
 ]
 
 
@@ -89,20 +93,37 @@ def _heads_divisible(*, heads, tp, **_):
     udf="ACT_LAYER_BYTES_GENERAL", unit="bytes per layer", category="memory",
     equation=(
         "s*b*[10h/(t if SP) + (4*a*dh + 4*kv*dh + (6 if gated else 4)*F)/t] + 5*a*s^2*b/t "
-        "(s^2 term only without flash attention and recompute); full recompute: 2*s*b*h (/t with SP)"
+        "(s^2 term only without flash attention and recompute); full recompute: 2*s*b*h (/t with SP); "
+        "op_selective: s*b*[2h/(t if SP) + (2*a*dh [Q] + 2*kv*dh [V] + 2*F [W1] + 2*a*dh + 4*a [attention out, "
+        "log-sum-exp])/t + 2h if gated [W2]]"
     ),
-    source="Korthikanti et al. 2022 Table 2 (34 = 10 + 24: Q,K 4h, V 2h, proj 2h, FFN 16h), generalised to GQA, any F, SwiGLU",
+    source="Korthikanti et al. 2022 Table 2 (34 = 10 + 24: Q,K 4h, V 2h, proj 2h, FFN 16h), generalised to GQA, any F, "
+           "SwiGLU; op_selective: torchtitan's per-op policy saves SDPA outputs and every other mm output "
+           "(mm 1, 3, 5, 7 of Q, K, V, O, W1, W3, W2)",
 )
 def act_layer_bytes_general(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False,
                             tp=1, seq_parallel=False, recompute="none", flash_attention=True):
-    """Activation bytes of one layer for GQA, any FFN size, gated FFN and FlashAttention."""
+    """Activation bytes of one layer for GQA, any FFN size, gated FFN and FlashAttention.
+
+    ``op_selective`` is PyTorch's per-op selective activation checkpointing with torchtitan's policy
+    (``torchtitan/models/llama3/parallelize.py``, ``_save_list`` and ``_custom_policy``): the block's input
+    is kept, and of the ops in ``_save_list`` (``aten.mm``, the SDPA kernels, reduce-scatter, ``max``) the
+    outputs are saved except every second ``mm`` ("Saves output of all compute ops, except every second mm").
+    A Llama block calls mm for Q, K, V, O, W1, W3, W2 in that order, so the outputs of Q (2*a*dh), V
+    (2*kv*dh), W1 (2F) and, in a gated FFN, W2 (2h, the row-parallel output before its reduction) are saved,
+    with the attention output (2*a*dh) and its fp32 log-sum-exp (4*a); per token, 16-bit activations.
+    """
     sb = seq_len * micro_batch
     replicated = if_(seq_parallel, 10 * hidden / tp, 10 * hidden)
     split = (4 * heads * head_dim + 4 * kv_heads * head_dim + if_(gated_ffn, 6, 4) * ffn_hidden) / tp
     scores = if_(flash_attention, 0, 5 * heads * seq_len / tp)
     stored = sb * (replicated + split)
     full = if_(seq_parallel, 2 * sb * hidden / tp, 2 * sb * hidden)
-    return if_(eq(recompute, "full"), full, if_(eq(recompute, "selective"), stored, stored + sb * scores))
+    layer_input = if_(seq_parallel, 2 * hidden / tp, 2 * hidden)
+    op_saved = sb * (layer_input + (2 * heads * head_dim + 2 * kv_heads * head_dim + 2 * ffn_hidden
+                                    + 2 * heads * head_dim + 4 * heads) / tp + if_(gated_ffn, 2 * hidden, 0))
+    return if_(eq(recompute, "full"), full, if_(eq(recompute, "selective"), stored,
+                                                if_(eq(recompute, "op_selective"), op_saved, stored + sb * scores)))
 
 
 @formula(
@@ -183,3 +204,157 @@ def fits_in_gpu(total_gb, memory_gb):
 def max_micro_batch(memory_gb, static_gb, overhead_gb, act_gb_per_sample):
     """Largest micro-batch whose activations fit beside the model states (0 = not even 1)."""
     return max_(0, floor_int((memory_gb - static_gb - overhead_gb) / act_gb_per_sample))
+
+
+# --- the stage memory model's equations (composed in xlcalc.stage_memory) -------------------------------
+
+@formula(
+    udf="LAYOUT_MESSAGE", unit="text", category="memory", returns="text",
+    equation="the first violated constraint of xlcalc.layout, as 'x = v is not allowed: x must be ... (why)'; "
+             "empty when heads | hidden, kv | heads, TP | heads and kv, PP | layers (or the uneven split shares "
+             "evenly), CP | seq, TP*PP*CP | GPUs, DP_shard | DP, EP | experts, DP*b | batch",
+    source="Megatron-LM argument checks (arguments.py: divisibility of heads, layers, world size, batch)",
+)
+def layout_message(hidden, heads, layers, seq_len, kv_heads, first_stage_layers=0, last_stage_layers=0, tp=1, pp=1,
+                   cp=1, dp=1, cluster_gpus=0, dp_shard=0, experts=0, ep=1, micro_batch=1, batch_sequences=0):
+    """Why a parallel layout does not split the model and batch into whole pieces ("" if it does)."""
+    return layout.layout_message(dict(
+        hidden=hidden, heads=heads, layers=layers, seq_len=seq_len, kv_heads=kv_heads,
+        first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers, tp=tp, pp=pp, cp=cp, dp=dp,
+        cluster_gpus=cluster_gpus, dp_shard=dp_shard, experts=experts, ep=ep, micro_batch=micro_batch,
+        batch_sequences=batch_sequences))
+
+
+@formula(
+    udf="STAGE_LAYERS", unit="layers", category="memory",
+    equation="L/p; uneven: the given first/last stage layers, the middle stages share the rest evenly; p = 1: L",
+    source="Narayanan et al. 2021 §2.2 (L/p layers per stage); Llama 3 paper §3.3.2 (fewer layers on the first and "
+           "last stage)",
+)
+def stage_layers(layers, pp, stage="first", first_stage_layers=0, last_stage_layers=0):
+    """Transformer layers on the first or the last pipeline stage."""
+    first, _, last = layout.stage_layer_counts(dict(layers=layers, pp=pp, first_stage_layers=first_stage_layers,
+                                                    last_stage_layers=last_stage_layers))
+    return if_(eq(stage, "first"), first, last)
+
+
+@formula(
+    udf="LAYER_PARAMS_B", unit="billion parameters", category="memory",
+    equation="(N - (2 - tied)*V*h/1e9) / L",
+    source="a decoder's parameters: L layers plus the input embedding and output layer, V*h each (one if tied)",
+)
+def layer_params_b(params_b, layers, hidden, vocab, tied_embeddings=False):
+    """Parameters of one transformer layer, billions, from the model's total (MoE: all experts, averaged)."""
+    return (params_b - if_(tied_embeddings, 1, 2) * vocab * hidden / 1e9) / layers
+
+
+@formula(
+    udf="STAGE_PARAMS_B", unit="billion parameters", category="memory",
+    equation="stage layers * layer params + V*h/1e9 * (p = 1: 2 - tied; first stage: input embedding; "
+             "last stage: output layer, a copy of the table when tied)",
+    source="Megatron-LM: the first stage holds the embedding, the last the output layer (with tied embeddings a "
+           "copy whose gradient is all-reduced with the first's); Narayanan et al. 2021 §3.2",
+)
+def stage_params_b(stage_layers, layer_params_b, hidden, vocab, pp=1, tied_embeddings=False):
+    """Parameters of one pipeline stage (first or last) before TP and ZeRO split them, billions."""
+    tables = if_(and_(eq(pp, 1), not_(tied_embeddings)), 2, 1)
+    return stage_layers * layer_params_b + tables * vocab * hidden / 1e9
+
+
+@formula(
+    udf="STAGE_INFLIGHT_MICROBATCHES", unit="micro-batches", category="memory",
+    equation="first stage: MIN(m, p) * (1 + (p-1)/(p*v) if v > 1); last stage: 1",
+    source="Korthikanti et al. 2022 §4.2.3 (1F1B: the first stage holds p micro-batches in flight; interleaved "
+           "schedule: x (1 + (p-1)/(p*v))); Narayanan et al. 2021 §2.2",
+)
+def stage_inflight_microbatches(pp, stage="first", virtual_stages=1, microbatches=1000000):
+    """Micro-batches whose activations a pipeline stage holds at its peak."""
+    interleave = if_(virtual_stages > 1, 1 + (pp - 1) / (pp * virtual_stages), 1)
+    return if_(eq(stage, "first"), min_(microbatches, pp) * interleave, 1)
+
+
+@formula(
+    udf="MEM_STAGE_ACT_GB", unit="GB per GPU", category="memory",
+    equation="stage layers * per-layer bytes * in-flight micro-batches / 1e9",
+    source="Korthikanti et al. 2022 §4.2.3",
+)
+def mem_stage_act_gb(stage_layers, stored_act_bytes, inflight_microbatches):
+    """Activations a pipeline stage keeps for its in-flight micro-batches, GB per GPU."""
+    return stage_layers * stored_act_bytes * inflight_microbatches / 1e9
+
+
+@formula(
+    udf="MEM_RECOMPUTE_WORKING_GB", unit="GB per GPU", category="memory",
+    equation="MAX(0, bytes of one layer without recompute - bytes the mode keeps for it) / 1e9",
+    source="Chen et al. 2016 (arXiv 1604.06174) §3: a recomputed segment's activations are live again during its "
+           "backward; Korthikanti et al. 2022 §5",
+)
+def mem_recompute_working_gb(full_act_bytes, stored_act_bytes):
+    """The recompute working set: one layer's activations re-materialised during its backward, GB per GPU."""
+    return max_(0, full_act_bytes - stored_act_bytes) / 1e9
+
+
+@formula(
+    udf="MEM_LOGITS_GB", unit="GB per GPU", category="memory",
+    equation="bytes per logit * s*b*V/(t*c) / 1e9 on the last stage (every stage when p = 1), else 0",
+    source="Megatron-LM: logits cast to fp32 for the vocab-parallel cross-entropy (4 bytes, V split over t; "
+           "Shoeybi et al. 2019 §3); context parallelism splits the sequence",
+)
+def mem_logits_gb(seq_len, micro_batch, vocab, tp=1, cp=1, logits_buffer_bytes=4, pp=1, stage="last"):
+    """Logits and loss buffers of one micro-batch on the last pipeline stage, GB per GPU."""
+    on_stage = or_(eq(pp, 1), eq(stage, "last"))
+    return if_(on_stage, logits_buffer_bytes * seq_len * micro_batch * vocab / (tp * cp) / 1e9, 0)
+
+
+@formula(
+    udf="MEM_GATHERED_PARAMS_GB", unit="GB per GPU", category="memory",
+    equation="ZeRO-3 / FSDP full shard: 4 bytes * layer params / t * (1 + prefetched layers); else 0",
+    source="DeepSpeed memory docs (estimate_zero3_model_states_mem_needs: largest_layer_memory = "
+           "4*largest_layer_params); PyTorch FSDP prefetches the next layer's all-gather",
+)
+def mem_gathered_params_gb(layer_params_b, tp=1, zero_stage=0, prefetch_layers=0):
+    """Parameters ZeRO-3/FSDP gathers whole for the layer computing (and those prefetched), GB per GPU."""
+    return if_(zero_stage >= 3, 4 * layer_params_b / tp * (1 + prefetch_layers), 0)
+
+
+@formula(
+    udf="MEM_STAGE_TOTAL_GB", unit="GB per GPU", category="memory",
+    equation="weights + gradients + optimizer + FP8 copies + gathered parameters + activations + recompute "
+             "working set + logits + communication buckets + other",
+    source="seed 002 §7.1.3 (states + activations + overhead), by part",
+)
+def mem_stage_total_gb(weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb,
+                       logits_gb, comm_buffer_gb=0, overhead_gb=0):
+    """Memory per GPU of one pipeline stage: the sum of its parts."""
+    return (weights_gb + grads_gb + optimizer_gb + fp8_gb + gathered_gb + activations_gb + recompute_gb + logits_gb
+            + comm_buffer_gb + overhead_gb)
+
+
+@formula(
+    udf="MEM_PEAK_GB", unit="GB per GPU", category="memory",
+    equation="MAX(first stage, last stage)",
+    source="the GPU of the heaviest stage sets the memory a layout needs",
+)
+def mem_peak_gb(first_stage_gb, last_stage_gb):
+    """Memory per GPU a layout needs: its heavier pipeline stage."""
+    return max_(first_stage_gb, last_stage_gb)
+
+
+@formula(
+    udf="MEM_STATES_GB", unit="GB per GPU", category="memory",
+    equation="weights + gradients + optimizer + FP8 copies + gathered parameters",
+    source="Rajbhandari et al. 2019 (ZeRO) §3.1: model states; DeepSpeed ZeRO-3 gathered layer",
+)
+def mem_states_gb(weights_gb, grads_gb, optimizer_gb, fp8_gb=0, gathered_gb=0):
+    """Model-state memory of one pipeline stage per GPU (everything that does not grow with the micro-batch)."""
+    return weights_gb + grads_gb + optimizer_gb + fp8_gb + gathered_gb
+
+
+@formula(
+    udf="PEAK_STAGE_PART_GB", unit="GB per GPU", category="memory",
+    equation="first stage's part if first stage total >= last stage total, else the last stage's",
+    source="the GPU of the heaviest stage sets the memory a layout needs",
+)
+def peak_stage_part_gb(first_stage_gb, last_stage_gb, first_part_gb, last_part_gb):
+    """A part of the memory of the heavier pipeline stage."""
+    return if_(first_stage_gb >= last_stage_gb, first_part_gb, last_part_gb)

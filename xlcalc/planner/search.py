@@ -13,6 +13,7 @@ from ..formulas import compute as fc
 from ..formulas import cost as fcost
 from ..formulas import steptime as fs
 from ..inputs import check_value
+from ..layout import check_layout
 from ..registry import numeric
 from .steptime import (Arch, Config, Hardware, Prediction, Settings, arch_from_model, memory, resolve_hardware,
                        sequence_compute_bound, step_lower_bound, timing)
@@ -404,7 +405,13 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     if fp8 and hw.fp8_tflops is None:
         raise CatalogError(f"{hw.name}: the GPU catalog has no FP8 peak; FP8 training needs one")
 
+    shape = dict(hidden=a.heads * a.head_dim, heads=a.heads, layers=a.layers, seq_len=seq_len, kv_heads=a.kv_heads)
+
     def run(n: int) -> PlanResult:
+        if pins["tp"] is not None and pins["pp"] is not None and stage_layers is None and not a.layers % pins["pp"]:
+            # a pinned layout: GPUs and batch checked whole by the one layout check (xlcalc.layout)
+            check_layout(**shape, tp=pins["tp"], pp=pins["pp"], cp=pins["cp"] or 1, cluster_gpus=n,
+                         batch_sequences=global_batch, micro_batch=pins["micro_batch"] or 1)
         with numeric():  # inputs validated above: every formula in the search takes the fast path
             fits, misses, count, reasons = search(a, hw, st, n, seq_len, global_batch,
                                                   max_micro_batch=max_micro_batch, stage_layers=stage_layers,

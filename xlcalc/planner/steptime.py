@@ -20,6 +20,10 @@ from ..formulas import steptime as fs
 from ..registry import numeric
 from .architecture import Arch, arch_from_flags, arch_from_model  # noqa: F401  (re-exported)
 from .hardware import SM_COUNT, Hardware, resolve_hardware  # noqa: F401  (re-exported)
+from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, default_bytes
+from .. import stage_memory as sm
+
+_BYTES = default_bytes()
 
 __all__ = ["Settings", "Hardware", "Arch", "Config", "Prediction", "evaluate", "resolve_hardware", "arch_from_model",
            "arch_from_flags", "stage_params", "stage_layers", "step_lower_bound", "sequence_compute_bound"]
@@ -66,11 +70,15 @@ class Settings(BaseModel):
                     "(A100/A800 108, H100 SXM 132), else no wave quantization.")
     elementwise_factor: float = Field(default=1.0, ge=0, description="Multiplier on the counted HBM traffic of norms, residuals, dropout, activation.")
     grad_bytes: float = Field(default=4, gt=0, description="Bytes per gradient element in the data-parallel reduction (Megatron bf16 reduces fp32 grads).")
-    bytes_weights: float = Field(default=2, ge=0, description="Bytes per parameter: weights (bf16).")
-    bytes_grads: float = Field(default=4, ge=0, description="Bytes per parameter: gradients (fp32 main grads, Megatron recipe).")
-    bytes_optimizer: float = Field(default=12, ge=0, description="Bytes per parameter: fp32 master weights + Adam m, v.")
+    bytes_weights: float = Field(default=_BYTES["bytes_weights"], ge=0,
+                                 description=f"Bytes per parameter: weights (recipe {DEFAULT_RECIPE}).")
+    bytes_grads: float = Field(default=_BYTES["bytes_grads"], ge=0,
+                               description=f"Bytes per parameter: gradients (recipe {DEFAULT_RECIPE}).")
+    bytes_optimizer: float = Field(default=_BYTES["bytes_optimizer"], ge=0,
+                                   description=f"Bytes per parameter: optimizer states (recipe {DEFAULT_RECIPE}).")
     bytes_per_param_step: float = Field(default=30, ge=0, description="HBM bytes per parameter the Adam step reads and writes.")
-    overhead_gb: float = Field(default=4.0, ge=0, description="Other memory per GPU: CUDA context, NCCL buffers, fragmentation (GB).")
+    overhead_gb: float = Field(default=MEMORY_DEFAULTS["overhead_gb"], ge=0,
+                               description="Other memory per GPU: CUDA context, NCCL buffers, fragmentation (GB).")
     hbm_tb_s: Optional[float] = Field(default=None, gt=0, description="Override the GPU's HBM bandwidth (TB/s).")
     scaleup_gb_s: Optional[float] = Field(default=None, gt=0, description="Override the GPU's scale-up bandwidth per direction (GB/s).")
     scaleout_gb_s: Optional[float] = Field(default=None, gt=0, description="Override the GPU's scale-out bandwidth per direction (GB/s).")
@@ -135,26 +143,34 @@ def stage_params(arch: Arch, pp: int) -> float:
                                         embedding_params=arch.embedding_params, tied_embeddings=arch.tied_embeddings)
 
 
+def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatches: int) -> dict:
+    """The inputs of the stage memory model (xlcalc.stage_memory) for one configuration."""
+    return {
+        **sm.defaults(),
+        "params_b": arch.params_b, "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads,
+        "kv_heads": arch.kv_heads, "head_dim": arch.head_dim, "ffn_hidden": max(1, round(arch.ffn_hidden)),
+        "gated_ffn": arch.gated_ffn, "vocab": arch.vocab, "tied_embeddings": arch.tied_embeddings,
+        "seq_len": seq_len, "micro_batch": cfg.micro_batch, "microbatches": microbatches, "tp": cfg.tp, "pp": cfg.pp,
+        "dp": cfg.dp, "zero_stage": cfg.zero_stage, "seq_parallel": cfg.seq_parallel, "recompute": cfg.recompute,
+        "virtual_stages": cfg.virtual_stages, "flash_attention": st.flash_attention, "cp": cfg.cp,
+        "first_stage_layers": cfg.stage_layers[0] if cfg.stage_layers and cfg.pp > 1 else 0,
+        "last_stage_layers": cfg.stage_layers[-1] if cfg.stage_layers and cfg.pp > 1 else 0,
+        "bytes_weights": st.bytes_weights, "bytes_grads": st.bytes_grads, "bytes_optimizer": st.bytes_optimizer,
+        "overhead_gb": st.overhead_gb,
+    }
+
+
 def memory(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, microbatches: int) -> Prediction:
-    """Memory per GPU of the heaviest pipeline stage."""
-    t, p, d, z = cfg.tp, cfg.pp, cfg.dp, cfg.zero_stage
-    psi_b = stage_params(arch, p) / 1e9  # the heaviest stage's parameters; the formulas divide by tp (pp = 1 here)
-    w = fm.mem_weights_gb.raw(params_b=psi_b, zero_stage=z, dp=d, tp=t, pp=1, bytes_weights=st.bytes_weights)
-    g = fm.mem_grads_gb.raw(params_b=psi_b, zero_stage=z, dp=d, tp=t, pp=1, bytes_grads=st.bytes_grads)
-    o = fm.mem_optimizer_gb.raw(params_b=psi_b, zero_stage=z, dp=d, tp=t, pp=1, bytes_optimizer=st.bytes_optimizer)
-    buffer = fm.mem_zero3_buffer_gb.raw(largest_layer_params_b=arch.largest_layer_params / t / 1e9) if z >= 3 else 0.0
-    layer = fm.act_layer_bytes_general.raw(
-        seq_len=seq_len, micro_batch=cfg.micro_batch, hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
-        head_dim=arch.head_dim, ffn_hidden=arch.ffn_hidden, gated_ffn=arch.gated_ffn, tp=t,
-        seq_parallel=cfg.seq_parallel, recompute=cfg.recompute, flash_attention=st.flash_attention)
-    inflight = fm.act_inflight_factor.raw(pp=p, virtual_stages=cfg.virtual_stages, microbatches=microbatches)
-    logits = fs.logits_memory_bytes.raw(seq_len=seq_len, micro_batch=cfg.micro_batch, vocab=arch.vocab, tp=t)
-    act = fs.stage_activations_gb.raw(layers=arch.layers, layer_act_bytes=layer, inflight_factor=inflight,
-                                      logits_bytes=logits, pp=p)
-    total = fm.mem_total_gb.raw(static_gb=w + g + o + buffer, activations_gb=act, overhead_gb=st.overhead_gb)
+    """Memory per GPU of the heavier pipeline stage, by the stage memory model (xlcalc.stage_memory)."""
+    env = sm.evaluate(memory_inputs(arch, st, cfg, seq_len, microbatches), validated=True)
+    stage = "First" if env["Mem_First_Total_GB"] >= env["Mem_Last_Total_GB"] else "Last"
+    total = env["Mem_Total_GB"]
     return Prediction(
-        config=cfg, microbatches=microbatches, weights_gb=w, grads_gb=g, optimizer_gb=o, zero3_buffer_gb=buffer,
-        activations_gb=act, overhead_gb=st.overhead_gb, memory_gb=total,
+        config=cfg, microbatches=microbatches, weights_gb=env[f"Mem_{stage}_Weights_GB"],
+        grads_gb=env[f"Mem_{stage}_Grads_GB"], optimizer_gb=env[f"Mem_{stage}_Optimizer_GB"],
+        zero3_buffer_gb=env[f"Mem_{stage}_Gathered_GB"] + env[f"Mem_{stage}_FP8_GB"],
+        activations_gb=env[f"Mem_{stage}_Activations_GB"] + env["Mem_Recompute_GB"] + env[f"Mem_{stage}_Logits_GB"],
+        overhead_gb=env["Overhead_GB"] + env["Comm_Buffer_GB"], memory_gb=total,
         fits=bool(fm.fits_in_gpu.raw(total_gb=total, memory_gb=hw.memory_gb)),
     )
 

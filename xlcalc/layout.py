@@ -1,0 +1,201 @@
+"""Layouts checked once, for every face: does a parallel layout split the model and the batch into whole pieces?
+
+Each :data:`CONSTRAINTS` entry names the input it blames, when it applies, the condition, and the words
+of the message. The same table gives
+
+* :func:`check_layout` — Python, the CLI and the planner: raises :class:`~xlcalc.errors.InputError` for
+  the first violated constraint;
+* :func:`layout_message` — the same message as text (``""`` when the layout is whole), written with the
+  helpers of :mod:`xlcalc.expr` so that the registered formula ``LAYOUT_MESSAGE`` renders it for the
+  workbook (``IF`` and ``&``) and the worksheet functions.
+
+A violation is never a number and never "does not fit in memory": it is this message.
+
+Inputs (input-spec names): ``hidden, heads, kv_heads, layers, pp, first_stage_layers, last_stage_layers,
+tp, cp, dp, cluster_gpus, dp_shard, experts, ep, seq_len, micro_batch, batch_sequences``. ``cluster_gpus``
+(0 = not given) checks GPUs = TP x PP x CP x DP and sets DP; ``batch_sequences`` (0 = not given) checks
+the global batch against DP x micro-batch; ``first_stage_layers`` / ``last_stage_layers`` (0 = even)
+describe an uneven pipeline split whose middle stages share the remaining layers evenly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from .errors import InputError
+from .expr import and_, as_text, concat, eq, floor_int, if_, is_expr, max_, not_, or_, round_
+
+__all__ = ["CONSTRAINTS", "LAYOUT_INPUTS", "LAYOUT_DEFAULTS", "check_layout", "layout_message", "stage_layer_counts",
+           "data_parallel"]
+
+# Inputs of the check with the value meaning "not given / no constraint".
+LAYOUT_DEFAULTS: dict[str, Any] = {
+    "kv_heads": 0, "first_stage_layers": 0, "last_stage_layers": 0, "tp": 1, "pp": 1, "cp": 1, "dp": 1,
+    "cluster_gpus": 0, "dp_shard": 0, "experts": 0, "ep": 1, "micro_batch": 1, "batch_sequences": 0,
+}
+LAYOUT_INPUTS = ("hidden", "heads", "layers", "seq_len", *LAYOUT_DEFAULTS)
+
+V = Mapping[str, Any]
+
+
+def _divides(divisor: Any, n: Any) -> Any:
+    """n is a whole multiple of divisor (INT(ROUND(n/divisor, 9))*divisor = n)."""
+    return eq(floor_int(n / divisor) * divisor, n)
+
+
+def data_parallel(v: V) -> Any:
+    """DP: given, or GPUs / (TP x PP x CP) when the cluster size is given."""
+    return if_(v["cluster_gpus"] > 0, v["cluster_gpus"] / (v["tp"] * v["pp"] * v["cp"]), v["dp"])
+
+
+def _given_ends(v: V) -> Any:
+    return if_(v["first_stage_layers"] > 0, 1, 0) + if_(v["last_stage_layers"] > 0, 1, 0)
+
+
+def _middle_stages(v: V) -> Any:
+    """Stages that share the layers not given to an end stage explicitly."""
+    return v["pp"] - _given_ends(v)
+
+
+def _rest_layers(v: V) -> Any:
+    return v["layers"] - v["first_stage_layers"] - v["last_stage_layers"]
+
+
+def stage_layer_counts(v: V) -> tuple[Any, Any, Any]:
+    """(first, middle, last) stage layers: even L/p, or the given end stages and the rest shared evenly."""
+    shared = _rest_layers(v) / max_(_middle_stages(v), 1)
+    uneven = and_(v["pp"] > 1, _given_ends(v) > 0)
+    middle = if_(uneven, shared, v["layers"] / v["pp"])
+    first = if_(eq(v["pp"], 1), v["layers"], if_(v["first_stage_layers"] > 0, v["first_stage_layers"], middle))
+    last = if_(eq(v["pp"], 1), v["layers"], if_(v["last_stage_layers"] > 0, v["last_stage_layers"], middle))
+    return first, middle, last
+
+
+def _r2(x: Any) -> Any:
+    return round_(x, 2)
+
+
+@dataclass(frozen=True)
+class Constraint:
+    key: str                              # a short id (tests, docs)
+    name: str                             # the input the message blames
+    violated: Callable[[V], Any]          # true when the layout breaks the constraint
+    allowed: Callable[[V], tuple]         # words and values: what the input must be
+    detail: Callable[[V], tuple]          # why, with the offending arithmetic
+
+
+CONSTRAINTS: tuple[Constraint, ...] = (
+    Constraint(
+        "heads_hidden", "heads",
+        lambda v: not_(_divides(v["heads"], v["hidden"])),
+        lambda v: ("a divisor of hidden = ", v["hidden"]),
+        lambda v: ("the head size hidden/heads = ", _r2(v["hidden"] / v["heads"]), " is not a whole number"),
+    ),
+    Constraint(
+        "kv_heads", "kv_heads",
+        lambda v: and_(v["kv_heads"] > 0, not_(_divides(max_(v["kv_heads"], 1), v["heads"]))),
+        lambda v: ("a divisor of heads = ", v["heads"]),
+        lambda v: ("each key/value head serves a whole group of query heads",),
+    ),
+    Constraint(
+        "tp_heads", "tp",
+        lambda v: not_(_divides(v["tp"], v["heads"])),
+        lambda v: ("a divisor of heads = ", v["heads"]),
+        lambda v: ("tensor parallelism splits whole attention heads: heads/TP = ", _r2(v["heads"] / v["tp"]),),
+    ),
+    Constraint(
+        "tp_kv_heads", "tp",
+        lambda v: and_(v["kv_heads"] > 0, not_(_divides(v["tp"], max_(v["kv_heads"], 1)))),
+        lambda v: ("a divisor of kv_heads = ", v["kv_heads"]),
+        lambda v: ("tensor parallelism splits whole key/value heads: kv_heads/TP = ",
+                   _r2(v["kv_heads"] / v["tp"]),),
+    ),
+    Constraint(
+        "pp_layers", "pp",
+        lambda v: and_(eq(_given_ends(v), 0), not_(_divides(v["pp"], v["layers"]))),
+        lambda v: ("a divisor of layers = ", v["layers"]),
+        lambda v: ("every pipeline stage holds whole layers: layers/PP = ", _r2(v["layers"] / v["pp"]),
+                   "; or give first_stage_layers and last_stage_layers for an uneven split"),
+    ),
+    Constraint(
+        "uneven_split", "pp",
+        lambda v: and_(v["pp"] > 1, _given_ends(v) > 0, or_(
+            and_(eq(_middle_stages(v), 0), not_(eq(_rest_layers(v), 0))),
+            and_(_middle_stages(v) > 0, or_(_rest_layers(v) < _middle_stages(v),
+                                            not_(_divides(max_(_middle_stages(v), 1), max_(_rest_layers(v), 1))))))),
+        lambda v: ("a stage count whose middle stages share the layers left by first_stage_layers = ",
+                   v["first_stage_layers"], " and last_stage_layers = ", v["last_stage_layers"], " evenly"),
+        lambda v: (v["layers"], " layers - ", v["first_stage_layers"] + v["last_stage_layers"], " = ",
+                   _rest_layers(v), " layers over ", _middle_stages(v), " other stages"),
+    ),
+    Constraint(
+        "cp_seq", "cp",
+        lambda v: not_(_divides(v["cp"], v["seq_len"])),
+        lambda v: ("a divisor of seq_len = ", v["seq_len"]),
+        lambda v: ("context parallelism splits the sequence into whole pieces: seq_len/CP = ",
+                   _r2(v["seq_len"] / v["cp"])),
+    ),
+    Constraint(
+        "gpus_replicas", "n_gpus",
+        lambda v: and_(v["cluster_gpus"] > 0, not_(_divides(v["tp"] * v["pp"] * v["cp"], max_(v["cluster_gpus"], 1)))),
+        lambda v: ("a multiple of TP x PP x CP = ", v["tp"] * v["pp"] * v["cp"]),
+        lambda v: ("data parallelism needs whole model replicas: GPUs/(TP x PP x CP) = ",
+                   _r2(v["cluster_gpus"] / (v["tp"] * v["pp"] * v["cp"]))),
+    ),
+    Constraint(
+        "dp_shard", "dp_shard",
+        lambda v: and_(v["dp_shard"] > 0, not_(_divides(max_(v["dp_shard"], 1), data_parallel(v)))),
+        lambda v: ("a divisor of DP = ", _r2(data_parallel(v))),
+        lambda v: ("ZeRO/FSDP shards the states over whole groups of the data-parallel ranks",),
+    ),
+    Constraint(
+        "experts_ep", "ep",
+        lambda v: and_(v["experts"] > 0, not_(_divides(v["ep"], max_(v["experts"], 1)))),
+        lambda v: ("a divisor of experts = ", v["experts"]),
+        lambda v: ("expert parallelism gives every GPU whole experts: experts/EP = ", _r2(v["experts"] / v["ep"])),
+    ),
+    Constraint(
+        "batch_dp", "global_batch",
+        lambda v: and_(v["batch_sequences"] > 0,
+                       not_(_divides(data_parallel(v) * v["micro_batch"], max_(v["batch_sequences"], 1)))),
+        lambda v: ("a multiple of DP x micro-batch = ", _r2(data_parallel(v)), " x ", v["micro_batch"], " = ",
+                   _r2(data_parallel(v) * v["micro_batch"])),
+        lambda v: ("every data-parallel rank runs whole micro-batches",),
+    ),
+)
+
+
+def _value_of(c: Constraint, v: V) -> Any:
+    return {"n_gpus": v["cluster_gpus"], "global_batch": v["batch_sequences"]}.get(c.name, v.get(c.name))
+
+
+def _complete(values: V) -> dict[str, Any]:
+    v = {**LAYOUT_DEFAULTS, **{k: x for k, x in values.items() if x is not None}}
+    missing = [k for k in LAYOUT_INPUTS if k not in v]
+    if missing:
+        raise TypeError(f"layout check needs {', '.join(missing)}")
+    return v
+
+
+def layout_message(values: V) -> Any:
+    """The message of the first violated constraint, ``""`` for a whole layout (numbers or an expression)."""
+    v = _complete(values)
+    out: Any = ""
+    for c in reversed(CONSTRAINTS):
+        text = concat(c.name, " = ", _value_of(c, v), " is not allowed: ", c.name, " must be ", *c.allowed(v),
+                      " (", *c.detail(v), ")")
+        out = if_(c.violated(v), text, out)
+    return out
+
+
+def check_layout(**values: Any) -> None:
+    """Raise :class:`InputError` naming the first constraint a layout breaks (inputs as in :data:`LAYOUT_INPUTS`)."""
+    v = _complete(values)
+    if any(is_expr(x) for x in v.values()):
+        raise TypeError("check_layout takes numbers; layout_message builds the expression")
+    for c in CONSTRAINTS:
+        if c.violated(v):
+            allowed = "".join(as_text(p) for p in c.allowed(v))
+            detail = "".join(as_text(p) for p in c.detail(v))
+            raise InputError(c.name, _value_of(c, v), allowed, detail)

@@ -1,0 +1,356 @@
+"""One model of a pipeline stage's memory per GPU, for every face.
+
+The model is a list of named steps (:func:`memory_steps`), each *one registered formula* of
+:mod:`xlcalc.formulas.memory` applied to expressions over input names and earlier steps:
+
+* ``xlcalc memory``, ``xlcalc plan`` and Python evaluate the steps with numbers (:func:`evaluate`,
+  :func:`stage_memory`);
+* ``xlcalc estimate`` and the workbook take the same steps as named outputs of the scenario
+  (:mod:`xlcalc.scenario`), each written as an Excel formula over defined names;
+* the worksheet functions are the registered formulas themselves (``MEM_STAGE_TOTAL_GB``,
+  ``MEM_WEIGHTS_GB``, ...), and the layout check is ``LAYOUT_MESSAGE``.
+
+The first and the last pipeline stage differ (the first holds the input embedding and the most
+micro-batches in flight, the last the output layer and the logits), so every part is given per stage;
+the memory a layout needs is the heavier stage's. Every term is an explicit input with its default in
+:mod:`xlcalc.recipes` (``DEFAULT_RECIPE``, ``MEMORY_DEFAULTS``).
+
+Parts of a stage (GB = 1e9 bytes per GPU):
+
+========================  =====================================================================
+weights                   stage params / TP (/ shard group under ZeRO-3, FSDP full shard, HSDP)
+gradients                 ... (/ shard group under ZeRO-2 and 3, FSDP grad-op shard)
+optimizer                 ... (/ shard group under ZeRO-1, 2, 3); 0 when offloaded to the CPU
+fp8_copies                FP8 weight copies (bytes_fp8 per parameter), sharded as the weights
+gathered_params           ZeRO-3/FSDP: the layer gathered whole, and the prefetched layers
+activations               stage layers x per-layer bytes (one call: ACT_LAYER_BYTES_GENERAL) x in flight
+recompute_working         one layer's activations re-materialised during its backward
+logits                    logits and loss buffers (last stage; every stage when PP = 1)
+comm_buffers              communication buckets
+other                     CUDA context, NCCL, allocator reserve and fragmentation
+========================  =====================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from .errors import InputError
+from .expr import Expr, Num, Var, if_, wrap
+from .formulas import memory as fm
+from .inputs import check_value, spec
+from .layout import LAYOUT_DEFAULTS, check_layout
+from .recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, default_bytes, get_recipe, recipe_label
+from . import registry
+from .registry import Formula
+
+__all__ = ["Step", "PARTS", "STAGES", "MODEL_INPUTS", "SHARDING", "memory_steps", "evaluate", "stage_memory",
+           "StageMemory", "defaults"]
+
+STAGES = ("First", "Last")
+
+# (key, label) of each part, in the order the tables list them
+PARTS: tuple[tuple[str, str], ...] = (
+    ("weights", "Weights"),
+    ("gradients", "Gradients"),
+    ("optimizer", "Optimizer states"),
+    ("fp8_copies", "FP8 weight copies"),
+    ("gathered_params", "Gathered ZeRO-3/FSDP parameters"),
+    ("activations", "Activations (in-flight micro-batches)"),
+    ("recompute_working", "Recompute working set"),
+    ("logits", "Logits and loss buffers"),
+    ("comm_buffers", "Communication buckets"),
+    ("other", "Other (CUDA context, NCCL, allocator)"),
+)
+
+# ZeRO / FSDP sharding by name -> ZeRO stage (HSDP: full shard inside dp_shard GPUs, replicated across groups)
+SHARDING = {"none": 0, "zero0": 0, "zero1": 1, "zero2": 2, "zero3": 3, "fsdp_grad_op": 2, "fsdp_full_shard": 3,
+            "hsdp": 3}
+
+# Every input of the model (input-spec names); those not in ``defaults()`` must be given.
+MODEL_INPUTS = (
+    "params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "gated_ffn", "vocab", "tied_embeddings",
+    "seq_len", "micro_batch", "microbatches", "tp", "pp", "cp", "dp", "dp_shard", "zero_stage", "seq_parallel",
+    "recompute", "virtual_stages", "first_stage_layers", "last_stage_layers", "flash_attention",
+    "bytes_weights", "bytes_grads", "bytes_optimizer", "bytes_fp8", "optimizer_offload", "prefetch_layers",
+    "comm_buffer_gb", "logits_buffer_bytes", "overhead_gb",
+    # layout-only inputs (0 = not given)
+    "cluster_gpus", "batch_sequences", "experts", "ep",
+)
+
+
+def defaults() -> dict[str, Any]:
+    """The model's defaults: the default recipe's bytes and MEMORY_DEFAULTS (xlcalc.recipes)."""
+    return {**default_bytes(), **MEMORY_DEFAULTS, "cluster_gpus": 0, "batch_sequences": 0, "experts": 0, "ep": 1}
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str                       # defined name in the workbook; key of evaluate()'s result
+    formula: Formula
+    args: dict[str, Expr]
+    label: str
+    part: str | None = None         # a PARTS key when the step is one part of a stage
+    of: str | None = None           # the stage: "First" | "Last" | None (shared)
+    guarded: bool = True            # shows the layout message instead of a number when the layout is not whole
+
+    def expr(self) -> Expr:
+        return self.formula(**self.args)
+
+
+def _default_sources() -> dict[str, Expr]:
+    return {k: Var(spec(k).excel_name) for k in MODEL_INPUTS}
+
+
+def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None) -> tuple[Step, ...]:
+    """The model's steps over ``src`` (input-spec name -> expression; default: each input's defined name).
+
+    ``capacity`` (an expression, e.g. ``Var("GPU_Memory_GB")``) adds the fit and the largest micro-batch.
+    """
+    s = {**_default_sources(), **{k: wrap(v) for k, v in (src or {}).items()}}
+    steps: list[Step] = []
+
+    def add(name: str, formula: Formula, label: str, part: str | None = None, of: str | None = None,
+            guarded: bool = True, **args: Any) -> Var:
+        steps.append(Step(name, formula, {k: wrap(v) for k, v in args.items()}, label, part, of, guarded))
+        return Var(name)
+
+    layout_args = {k: s[k] for k in ("hidden", "heads", "layers", "seq_len", "kv_heads", "first_stage_layers",
+                                     "last_stage_layers", "tp", "pp", "cp", "dp", "cluster_gpus", "dp_shard",
+                                     "experts", "ep", "micro_batch", "batch_sequences")}
+    add("Layout_Check", fm.layout_message, "Layout check (empty: every piece whole)", guarded=False, **layout_args)
+    layer_b = add("Layer_Params_B", fm.layer_params_b, "Parameters of one layer (billions)",
+                  params_b=s["params_b"], layers=s["layers"], hidden=s["hidden"], vocab=s["vocab"],
+                  tied_embeddings=s["tied_embeddings"])
+
+    def layer_activations(name: str, label: str, recompute: Any) -> Var:
+        # THE call of the per-layer activation bytes (one place: switch the formula here)
+        return add(name, fm.act_layer_bytes_general, label,
+                   seq_len=s["seq_len"] / s["cp"], micro_batch=s["micro_batch"], hidden=s["hidden"],
+                   heads=s["heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"],
+                   ffn_hidden=s["ffn_hidden"], gated_ffn=s["gated_ffn"], tp=s["tp"], seq_parallel=s["seq_parallel"],
+                   recompute=recompute, flash_attention=s["flash_attention"])
+
+    act = layer_activations("Layer_Act_Bytes", "Activation bytes one layer keeps per micro-batch", s["recompute"])
+    act_none = layer_activations("Layer_Act_Bytes_No_Recompute", "Activation bytes of one layer without recompute",
+                                 "none")
+    recompute = add("Mem_Recompute_GB", fm.mem_recompute_working_gb, "Recompute working set", part="recompute_working",
+                    full_act_bytes=act_none, stored_act_bytes=act)
+    shard = if_(s["dp_shard"] > 0, s["dp_shard"], s["dp"])
+    totals: dict[str, Var] = {}
+    states: dict[str, Expr] = {}
+    acts: dict[str, Expr] = {}
+    for st in STAGES:
+        stage = st.lower()
+        n = add(f"Stage_Layers_{st}", fm.stage_layers, f"Layers on the {stage} stage", of=st, layers=s["layers"],
+                pp=s["pp"], stage=stage, first_stage_layers=s["first_stage_layers"],
+                last_stage_layers=s["last_stage_layers"])
+        params = add(f"Stage_Params_B_{st}", fm.stage_params_b, f"Parameters of the {stage} stage (billions)",
+                     of=st, stage_layers=n, layer_params_b=layer_b, hidden=s["hidden"], vocab=s["vocab"],
+                     pp=s["pp"], tied_embeddings=s["tied_embeddings"])
+        common = dict(params_b=params, zero_stage=s["zero_stage"], dp=shard, tp=s["tp"], pp=1)
+        w = add(f"Mem_{st}_Weights_GB", fm.mem_weights_gb, "Weights", "weights", st,
+                bytes_weights=s["bytes_weights"], **common)
+        g = add(f"Mem_{st}_Grads_GB", fm.mem_grads_gb, "Gradients", "gradients", st,
+                bytes_grads=s["bytes_grads"], **common)
+        o = add(f"Mem_{st}_Optimizer_GB", fm.mem_optimizer_gb, "Optimizer states", "optimizer", st,
+                bytes_optimizer=if_(s["optimizer_offload"], 0, s["bytes_optimizer"]), **common)
+        f8 = add(f"Mem_{st}_FP8_GB", fm.mem_weights_gb, "FP8 weight copies", "fp8_copies", st,
+                 bytes_weights=s["bytes_fp8"], **common)
+        gat = add(f"Mem_{st}_Gathered_GB", fm.mem_gathered_params_gb, "Gathered ZeRO-3/FSDP parameters",
+                  "gathered_params", st, layer_params_b=layer_b, tp=s["tp"], zero_stage=s["zero_stage"],
+                  prefetch_layers=s["prefetch_layers"])
+        fl = add(f"Inflight_{st}", fm.stage_inflight_microbatches, f"Micro-batches in flight on the {stage} stage",
+                 of=st, pp=s["pp"], stage=stage, virtual_stages=s["virtual_stages"], microbatches=s["microbatches"])
+        a = add(f"Mem_{st}_Activations_GB", fm.mem_stage_act_gb, "Activations", "activations", st,
+                stage_layers=n, stored_act_bytes=act, inflight_microbatches=fl)
+        lg = add(f"Mem_{st}_Logits_GB", fm.mem_logits_gb, "Logits and loss buffers", "logits", st,
+                 seq_len=s["seq_len"], micro_batch=s["micro_batch"], vocab=s["vocab"], tp=s["tp"], cp=s["cp"],
+                 logits_buffer_bytes=s["logits_buffer_bytes"], pp=s["pp"], stage=stage)
+        totals[st] = add(f"Mem_{st}_Total_GB", fm.mem_stage_total_gb, f"Total, {stage} stage", "total", st,
+                         weights_gb=w, grads_gb=g, optimizer_gb=o, fp8_gb=f8, gathered_gb=gat, activations_gb=a,
+                         recompute_gb=recompute, logits_gb=lg, comm_buffer_gb=s["comm_buffer_gb"],
+                         overhead_gb=s["overhead_gb"])
+        states[st] = w + g + o + f8 + gat
+        acts[st] = a + recompute + lg
+    peak = dict(first_stage_gb=totals["First"], last_stage_gb=totals["Last"])
+    add("Mem_Static_GB", fm.peak_stage_part_gb, "Model states per GPU, heavier stage (GB)",
+        first_part_gb=states["First"], last_part_gb=states["Last"], **peak)
+    add("Mem_Activations_GB", fm.peak_stage_part_gb, "Activations, recompute and logits per GPU, heavier stage (GB)",
+        first_part_gb=acts["First"], last_part_gb=acts["Last"], **peak)
+    total = add("Mem_Total_GB", fm.mem_peak_gb, "Memory per GPU, heavier stage (GB)", **peak)
+    if capacity is not None:
+        add("Fits_GPU", fm.fits_in_gpu, "Fits in one GPU?", total_gb=total, memory_gb=capacity)
+        add("Max_Micro_Batch", fm.max_micro_batch, "Largest micro-batch that fits (heavier stage)",
+            memory_gb=capacity, static_gb=Var("Mem_Static_GB"), overhead_gb=s["overhead_gb"] + s["comm_buffer_gb"],
+            act_gb_per_sample=Var("Mem_Activations_GB") / s["micro_batch"])
+    return tuple(steps)
+
+
+# --- evaluating the steps with numbers -----------------------------------------------------------
+
+_COMPILED: dict[bool, list[tuple[str, Callable[..., Any], list[tuple[str, Callable[[dict], Any]]]]]] = {}
+_EXCEL_NAME = {k: spec(k).excel_name for k in (*MODEL_INPUTS, "memory_gb")}
+
+
+def _getter(e: Expr) -> Callable[[dict], Any]:
+    if isinstance(e, Var):
+        name = e.name
+        return lambda env: env[name]
+    if isinstance(e, Num):
+        value = e.value
+        return lambda env: value
+    return e.evaluate
+
+
+def _compiled(capacity: bool):
+    if capacity not in _COMPILED:
+        steps = memory_steps(capacity=Var("GPU_Memory_GB") if capacity else None)
+        # the layout check runs once in resolve(), as check_layout (the same constraints as Layout_Check)
+        _COMPILED[capacity] = [(st.name, st.formula.func, [(k, _getter(e)) for k, e in st.args.items()])
+                               for st in steps if st.name != "Layout_Check"]
+    return _COMPILED[capacity]
+
+
+def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Validated inputs of the model: defaults filled, the sharding name applied, the layout checked.
+
+    Raises :class:`InputError` naming every missing input at once, a bad value, or the layout constraint broken.
+    """
+    v = {k: x for k, x in values.items() if x is not None}
+    sharding = v.pop("sharding", None)
+    if sharding is not None:
+        key = str(sharding).strip().lower()
+        if key not in SHARDING:
+            raise InputError("sharding", sharding, "one of " + ", ".join(SHARDING))
+        if "zero_stage" in v and v["zero_stage"] != SHARDING[key]:
+            raise InputError("zero_stage", v["zero_stage"], f"{SHARDING[key]} with sharding = {key!r} (or left out)")
+        v["zero_stage"] = SHARDING[key]
+        if key == "hsdp" and not v.get("dp_shard"):
+            raise InputError("dp_shard", v.get("dp_shard"), "the GPUs of one HSDP shard group (a divisor of DP)",
+                             "HSDP shards inside a group and replicates across groups")
+    if v.get("kv_heads") is None and "heads" in v:
+        v["kv_heads"] = v["heads"]
+    if v.get("ffn_hidden") is None and "hidden" in v:
+        v["ffn_hidden"] = 4 * v["hidden"]
+    v.setdefault("gated_ffn", False)
+    merged = {**defaults(), **v}
+    missing = [k for k in MODEL_INPUTS if k not in merged and k != "head_dim"]
+    if missing:
+        raise InputError(", ".join(missing), None, "given (the memory model needs them)",
+                         f"missing: {', '.join(missing)}")
+    unknown = sorted(set(merged) - set(MODEL_INPUTS) - {"memory_gb"})
+    if unknown:
+        raise TypeError(f"the memory model has no input {', '.join(unknown)}")
+    head_dim = merged.pop("head_dim", None)
+    clean = {k: check_value(k, x) for k, x in merged.items()}
+    if clean["cluster_gpus"]:
+        clean["dp"] = clean["cluster_gpus"] // (clean["tp"] * clean["pp"] * clean["cp"]) or 1
+    check_layout(**{k: clean[k] for k in LAYOUT_DEFAULTS.keys() | {"hidden", "heads", "layers", "seq_len"}})
+    # the head size: given (MLA, Gemma-style models), else hidden/heads (whole: the layout check saw to it)
+    clean["head_dim"] = check_value("head_dim", head_dim if head_dim is not None else clean["hidden"] // clean["heads"])
+    return clean
+
+
+def evaluate(values: Mapping[str, Any], *, validated: bool = False) -> dict[str, Any]:
+    """Every step of the model by name, for numbers (``memory_gb`` adds the fit and the largest micro-batch).
+
+    ``validated=True`` skips :func:`resolve` (the planner's inner loop checks its inputs once).
+    """
+    clean = dict(values) if validated else resolve(values)
+    capacity = clean.get("memory_gb") is not None
+    env: dict[str, Any] = {_EXCEL_NAME[k]: x for k, x in clean.items()}
+    registry._raw_depth += 1  # inputs validated: formulas nested in these bodies skip validation (Formula.raw)
+    try:
+        for name, func, getters in _compiled(capacity):
+            env[name] = func(**{k: g(env) for k, g in getters})
+    finally:
+        registry._raw_depth -= 1
+    return env
+
+
+@dataclass
+class StageMemory:
+    """A memory answer explained: each part per stage, the totals, the heavier stage against the capacity."""
+
+    inputs: dict[str, Any]
+    recipe: str
+    parts_gb: dict[str, dict[str, float]]      # stage ("first"/"last") -> part -> GB
+    totals_gb: dict[str, float]                # stage -> GB
+    stage_layers: dict[str, float]
+    memory_gb: float                           # the heavier stage
+    peak_stage: str
+    static_gb: float
+    activations_gb: float
+    capacity_gb: float | None = None
+    fits: bool | None = None
+    max_micro_batch: int | None = None
+    values: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "recipe": self.recipe, "inputs": self.inputs,
+            "stages": {st: {"layers": self.stage_layers[st], "parts_gb": self.parts_gb[st],
+                            "total_gb": self.totals_gb[st]} for st in self.parts_gb},
+            "peak_stage": self.peak_stage, "total_gb": self.memory_gb, "static_gb": self.static_gb,
+            "activations_gb": self.activations_gb,
+        }
+        if self.capacity_gb is not None:
+            out.update(capacity_gb=self.capacity_gb, fits=self.fits, max_micro_batch=self.max_micro_batch,
+                       headroom_gb=self.capacity_gb - self.memory_gb)
+        return out
+
+
+def explain(env: Mapping[str, Any], inputs: Mapping[str, Any]) -> StageMemory:
+    """A :class:`StageMemory` from :func:`evaluate`'s result."""
+    names = {st.part: st.name for st in memory_steps() if st.part and st.of == "First"}
+    parts: dict[str, dict[str, float]] = {}
+    for st in STAGES:
+        row = {}
+        for key, _label in PARTS:
+            if key == "comm_buffers":
+                row[key] = env["Comm_Buffer_GB"]
+            elif key == "other":
+                row[key] = env["Overhead_GB"]
+            elif key == "recompute_working":
+                row[key] = env["Mem_Recompute_GB"]
+            else:
+                row[key] = env[names[key].replace("_First_", f"_{st}_")]
+        parts[st.lower()] = row
+    totals = {st.lower(): env[f"Mem_{st}_Total_GB"] for st in STAGES}
+    cap = env.get("GPU_Memory_GB")
+    return StageMemory(
+        inputs=dict(inputs), recipe=recipe_label(inputs["bytes_weights"], inputs["bytes_grads"],
+                                                 inputs["bytes_optimizer"]),
+        parts_gb=parts, totals_gb=totals, stage_layers={st.lower(): env[f"Stage_Layers_{st}"] for st in STAGES},
+        memory_gb=env["Mem_Total_GB"], peak_stage="first" if totals["first"] >= totals["last"] else "last",
+        static_gb=env["Mem_Static_GB"], activations_gb=env["Mem_Activations_GB"],
+        capacity_gb=cap, fits=env.get("Fits_GPU"),
+        max_micro_batch=int(env["Max_Micro_Batch"]) if "Max_Micro_Batch" in env else None, values=dict(env),
+    )
+
+
+def stage_memory(**values: Any) -> StageMemory:
+    """The memory answer for some inputs (input-spec names; ``memory_gb`` for the fit; ``sharding`` by name)."""
+    clean = resolve(values)
+    return explain(evaluate(clean, validated=True), clean)
+
+
+def recipe_bytes(recipe: str | None) -> dict[str, float]:
+    """Bytes per parameter of a recipe by input name (None: the default recipe)."""
+    r = get_recipe(recipe or DEFAULT_RECIPE)
+    return {"bytes_weights": r.weights, "bytes_grads": r.grads, "bytes_optimizer": r.optimizer}
+
+
+def model_inputs(model: Any) -> dict[str, Any]:
+    """The model's inputs from a catalog model (MoE: the FFN size of the active experts, averaged over layers)."""
+    L = model.layers
+    moe_layers = L - model.dense_layers if model.experts else 0
+    ffn = (L - moe_layers) * model.ffn_hidden
+    if moe_layers:
+        ffn += moe_layers * (model.experts_active + model.shared_experts) * (model.moe_ffn_hidden or 0)
+    return dict(params_b=model.params_b, layers=L, hidden=model.hidden, heads=model.heads, kv_heads=model.kv,
+                head_dim=model.dh, ffn_hidden=max(1, round(ffn / L)), gated_ffn=model.gated_ffn, vocab=model.vocab,
+                tied_embeddings=model.tied_embeddings, seq_len=model.seq_len,
+                experts=model.experts or 0)
