@@ -5,7 +5,7 @@ of the message. The same table gives
 
 * :func:`check_layout` — Python, the CLI and the planner: raises :class:`~xlcalc.errors.InputError` for
   the first violated constraint;
-* :func:`layout_message` — the same message as text (``""`` when the layout is whole), written with the
+* :func:`layout_message` — the same message as text (:data:`LAYOUT_OK` when the layout is whole), written with the
   helpers of :mod:`xlcalc.expr` so that the registered formula ``LAYOUT_MESSAGE`` renders it for the
   workbook (``IF`` and ``&``) and the worksheet functions.
 
@@ -26,8 +26,10 @@ from typing import Any, Callable, Mapping
 from .errors import InputError
 from .expr import and_, as_text, concat, eq, floor_int, if_, is_expr, max_, not_, or_, round_
 
-__all__ = ["CONSTRAINTS", "LAYOUT_INPUTS", "LAYOUT_DEFAULTS", "check_layout", "layout_message", "stage_layer_counts",
+__all__ = ["LAYOUT_OK", "CONSTRAINTS", "LAYOUT_INPUTS", "LAYOUT_DEFAULTS", "check_layout", "check_replicas", "layout_message", "stage_layer_counts",
            "data_parallel"]
+
+LAYOUT_OK = "OK"  # the message of a layout that splits into whole pieces
 
 # Inputs of the check with the value meaning "not given / no constraint".
 LAYOUT_DEFAULTS: dict[str, Any] = {
@@ -179,14 +181,27 @@ def _complete(values: V) -> dict[str, Any]:
 
 
 def layout_message(values: V) -> Any:
-    """The message of the first violated constraint, ``""`` for a whole layout (numbers or an expression)."""
+    """The message of the first violated constraint, LAYOUT_OK for a whole layout (numbers or an expression)."""
     v = _complete(values)
-    out: Any = ""
+    out: Any = LAYOUT_OK
     for c in reversed(CONSTRAINTS):
         text = concat(c.name, " = ", _value_of(c, v), " is not allowed: ", c.name, " must be ", *c.allowed(v),
                       " (", *c.detail(v), ")")
         out = if_(c.violated(v), text, out)
     return out
+
+
+def check_replicas(n_gpus: int, tp: int = 1, pp: int = 1, cp: int = 1) -> None:
+    """The GPUs-by-TP x PP x CP constraint alone (for DATA_PARALLEL_SIZE)."""
+    _raise_if(next(c for c in CONSTRAINTS if c.key == "gpus_replicas"),
+              {**LAYOUT_DEFAULTS, "tp": tp, "pp": pp, "cp": cp, "cluster_gpus": n_gpus})
+
+
+def _raise_if(c: Constraint, v: V) -> None:
+    if c.violated(v):
+        allowed = "".join(as_text(p) for p in c.allowed(v))
+        detail = "".join(as_text(p) for p in c.detail(v))
+        raise InputError(c.name, _value_of(c, v), allowed, detail)
 
 
 def check_layout(**values: Any) -> None:
@@ -195,7 +210,4 @@ def check_layout(**values: Any) -> None:
     if any(is_expr(x) for x in v.values()):
         raise TypeError("check_layout takes numbers; layout_message builds the expression")
     for c in CONSTRAINTS:
-        if c.violated(v):
-            allowed = "".join(as_text(p) for p in c.allowed(v))
-            detail = "".join(as_text(p) for p in c.detail(v))
-            raise InputError(c.name, _value_of(c, v), allowed, detail)
+        _raise_if(c, v)

@@ -22,13 +22,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from . import catalog
 from .errors import InputError
-from .expr import Expr, Var, wrap
+from .expr import Expr, Var, eq, if_, wrap
 from .formulas import budget, compute, cost, goodput, memory, ownership
 from .formulas import ranges as franges
 from .inputs import spec
-from .recipes import RECIPE_FIELDS, get_recipe
+from .layout import LAYOUT_OK, check_layout
+from .recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, default_bytes, get_recipe
+from .stage_memory import memory_steps, model_inputs
 from .registry import Formula
 from .validate import validate_one
+
+
+_BYTES = default_bytes()
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,22 @@ INPUTS: tuple[InputCell, ...] = (
     _in("bytes_grads", "Bytes_Grads", "Bytes/param: gradients", "Parallelism and memory"),
     _in("bytes_optimizer", "Bytes_Optimizer", "Bytes/param: optimizer states", "Parallelism and memory"),
     _in("overhead_gb", "Overhead_GB", "Other memory per GPU (GB)", "Parallelism and memory"),
+    _in("kv_heads", "KV_Heads", "Key/value heads (GQA; = heads for MHA)", "Stage memory"),
+    _in("ffn_hidden", "FFN_Hidden", "FFN inner size F", "Stage memory"),
+    _in("gated_ffn", "Gated_FFN", "Gated FFN (SwiGLU) (TRUE/FALSE)", "Stage memory"),
+    _in("vocab", "Vocab", "Vocabulary size V", "Stage memory"),
+    _in("tied_embeddings", "Tied_Embeddings", "Tied input/output embeddings (TRUE/FALSE)", "Stage memory"),
+    _in("flash_attention", "Flash_Attention", "Fused (Flash) attention (TRUE/FALSE)", "Stage memory"),
+    _in("cp", "CP_Size", "Context parallel (CP)", "Stage memory"),
+    _in("virtual_stages", "Virtual_Stages", "Interleaved virtual stages per GPU (1 = 1F1B)", "Stage memory"),
+    _in("first_stage_layers", "First_Stage_Layers", "Layers on the first stage (0 = even split)", "Stage memory"),
+    _in("last_stage_layers", "Last_Stage_Layers", "Layers on the last stage (0 = even split)", "Stage memory"),
+    _in("dp_shard", "DP_Shard", "ZeRO/FSDP shard group (0 = all of DP; HSDP: the group)", "Stage memory"),
+    _in("optimizer_offload", "Optimizer_Offload", "Optimizer states offloaded to CPU (TRUE/FALSE)", "Stage memory"),
+    _in("bytes_fp8", "Bytes_FP8", "Bytes/param: FP8 weight copies (0 = none)", "Stage memory"),
+    _in("prefetch_layers", "Prefetch_Layers", "ZeRO-3/FSDP layers prefetched", "Stage memory"),
+    _in("comm_buffer_gb", "Comm_Buffer_GB", "Communication buckets per GPU (GB)", "Stage memory"),
+    _in("logits_buffer_bytes", "Logits_Buffer_Bytes", "Bytes per logit held for the loss", "Stage memory"),
     _in("deadline_days", "Deadline_Days", "Deadline (days)", "Deadline", "days"),
     _in("spare_frac", "Spare_Frac", "Spare GPUs (share)", "Deadline"),
     _in("usd_per_gpu_hour", "USD_per_GPU_Hour", "Price per GPU-hour (USD)", "Prices and budget"),
@@ -121,7 +142,8 @@ INPUT_BY_NAME = {c.name: c for c in INPUTS}
 
 
 class Scenario(BaseModel):
-    """Every input of a plan. Defaults are seed 002's 70B-on-A800 case."""
+    """Every input of a plan. Defaults are seed 002's 70B-on-A800 case (MHA, F = 4h as its activation formula),
+    with the default precision recipe (xlcalc.recipes.DEFAULT_RECIPE)."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -148,10 +170,27 @@ class Scenario(BaseModel):
     seq_parallel: bool = True
     recompute: str = "selective"
     micro_batch: int = 1
-    bytes_weights: float = 2
-    bytes_grads: float = 4
-    bytes_optimizer: float = 8
-    overhead_gb: float = 4
+    # bytes per parameter and the stage memory model's other defaults: xlcalc.recipes (one place for every face)
+    bytes_weights: float = _BYTES["bytes_weights"]
+    bytes_grads: float = _BYTES["bytes_grads"]
+    bytes_optimizer: float = _BYTES["bytes_optimizer"]
+    overhead_gb: float = MEMORY_DEFAULTS["overhead_gb"]
+    kv_heads: int = 64
+    ffn_hidden: int = 32768
+    gated_ffn: bool = False
+    vocab: int = 32000
+    tied_embeddings: bool = MEMORY_DEFAULTS["tied_embeddings"]
+    flash_attention: bool = MEMORY_DEFAULTS["flash_attention"]
+    cp: int = MEMORY_DEFAULTS["cp"]
+    virtual_stages: int = MEMORY_DEFAULTS["virtual_stages"]
+    first_stage_layers: int = MEMORY_DEFAULTS["first_stage_layers"]
+    last_stage_layers: int = MEMORY_DEFAULTS["last_stage_layers"]
+    dp_shard: int = MEMORY_DEFAULTS["dp_shard"]
+    optimizer_offload: bool = MEMORY_DEFAULTS["optimizer_offload"]
+    bytes_fp8: float = MEMORY_DEFAULTS["bytes_fp8"]
+    prefetch_layers: int = MEMORY_DEFAULTS["prefetch_layers"]
+    comm_buffer_gb: float = MEMORY_DEFAULTS["comm_buffer_gb"]
+    logits_buffer_bytes: float = MEMORY_DEFAULTS["logits_buffer_bytes"]
     deadline_days: float = 90
     spare_frac: float = 0.05
     usd_per_gpu_hour: float = 2.0
@@ -213,14 +252,15 @@ class Scenario(BaseModel):
 
     @model_validator(mode="after")
     def _check_parallelism(self) -> "Scenario":
-        if self.heads % self.tp:
-            raise InputError("tp", self.tp, f"a divisor of heads = {self.heads}")
-        if self.n_gpus % (self.tp * self.pp):
-            raise InputError(
-                "n_gpus", self.n_gpus, f"a multiple of TP x PP = {self.tp * self.pp}",
-                "data parallelism needs whole model replicas",
-            )
+        check_layout(**self.layout_values())  # the one layout check (xlcalc.layout), as the workbook's Layout_Check
         return self
+
+    def layout_values(self) -> dict[str, Any]:
+        """The inputs of the layout check."""
+        return dict(hidden=self.hidden, heads=self.heads, layers=self.layers, seq_len=self.seq_len,
+                    kv_heads=self.kv_heads, first_stage_layers=self.first_stage_layers,
+                    last_stage_layers=self.last_stage_layers, tp=self.tp, pp=self.pp, cp=self.cp,
+                    cluster_gpus=self.n_gpus, dp_shard=self.dp_shard, micro_batch=self.micro_batch)
 
     @classmethod
     def build(cls, **values: Any) -> "Scenario":
@@ -231,9 +271,11 @@ class Scenario(BaseModel):
         merged: dict[str, Any] = {}
         if values.get("model"):
             m = catalog.get_model(values["model"])
+            arch = model_inputs(m)
             merged.update(
                 params_b=round(m.params_b, 3), hidden=m.hidden, layers=m.layers,
-                heads=m.heads, seq_len=m.seq_len,
+                heads=m.heads, seq_len=m.seq_len, kv_heads=arch["kv_heads"], ffn_hidden=arch["ffn_hidden"],
+                gated_ffn=arch["gated_ffn"], vocab=arch["vocab"], tied_embeddings=arch["tied_embeddings"],
             )
         if values.get("gpu"):
             g = catalog.get_gpu(values["gpu"])
@@ -338,6 +380,7 @@ class OutputCell:
     label: str
     unit: str
     number_format: str = "#,##0.00"
+    guarded: bool = False     # shows the layout message (Layout_Check) instead of a number for a broken layout
 
     def expr(self) -> Expr:
         return self.formula(**self.args)
@@ -349,9 +392,21 @@ def _o(name: str, formula: Formula, label: str, fmt: str = "#,##0.00", **args: A
 
 
 V = Var
+
+# The stage memory model (xlcalc.stage_memory) over the scenario's names: every step a named result.
+MEMORY_SOURCES = {"dp": V("DP_Size"), "cluster_gpus": V("N_GPUs"), "head_dim": V("Hidden") / V("Heads"),
+                  "microbatches": MEMORY_DEFAULTS["microbatches"], "batch_sequences": 0, "experts": 0, "ep": 1}
+_MEMORY_LABELS = {"First": "first stage", "Last": "last stage"}
+_MEMORY_OUTPUTS = tuple(
+    OutputCell(st.name, st.formula, st.args,
+               f"{st.label}, {_MEMORY_LABELS[st.of]} (GB)" if st.part and st.of else st.label,
+               st.formula.unit, "General" if st.formula.returns in ("bool", "text") else
+               ("0.##" if st.name.startswith(("Stage_Layers", "Inflight")) else "#,##0.00"), st.guarded)
+    for st in memory_steps(MEMORY_SOURCES, capacity=V("GPU_Memory_GB"))
+)
 OUTPUTS: tuple[OutputCell, ...] = (
-    _o("DP_Size", compute.data_parallel_size, "Data parallel (DP = GPUs / (TP x PP))", "0.##",
-       n_gpus="N_GPUs", tp="TP_Size", pp="PP_Size"),
+    _o("DP_Size", compute.data_parallel_size, "Data parallel (DP = GPUs / (TP x PP x CP))", "0.##",
+       n_gpus="N_GPUs", tp="TP_Size", pp="PP_Size", cp="CP_Size"),
     _o("Train_FLOPs", compute.train_flops, "Training FLOPs (6ND)", "0.00E+00",
        params_b="Params_B", tokens_t="Tokens_T"),
     _o("Train_Days", compute.train_days, "Training days", "#,##0.00",
@@ -360,29 +415,16 @@ OUTPUTS: tuple[OutputCell, ...] = (
        params_b="Params_B", tokens_t="Tokens_T", peak_tflops="Peak_TFLOPS", mfu="MFU"),
     _o("GPUs_for_Deadline", compute.gpus_for_days, "GPUs for the deadline (exact)", "#,##0.0",
        params_b="Params_B", tokens_t="Tokens_T", peak_tflops="Peak_TFLOPS", mfu="MFU", days="Deadline_Days"),
-    _o("Replicas_for_Deadline", compute.replicas_needed, "Model replicas (TP x PP GPUs each)", "#,##0",
-       gpus_needed="GPUs_for_Deadline", replica_gpus=V("TP_Size") * V("PP_Size")),
+    _o("Replicas_for_Deadline", compute.replicas_needed, "Model replicas (TP x PP x CP GPUs each)", "#,##0",
+       gpus_needed="GPUs_for_Deadline", replica_gpus=V("TP_Size") * V("PP_Size") * V("CP_Size")),
     _o("GPUs_with_Spare", compute.gpus_with_spare, "GPUs in whole replicas + spare", "#,##0.0",
-       gpus_needed="GPUs_for_Deadline", replica_gpus=V("TP_Size") * V("PP_Size"), spare_frac="Spare_Frac"),
+       gpus_needed="GPUs_for_Deadline", replica_gpus=V("TP_Size") * V("PP_Size") * V("CP_Size"),
+       spare_frac="Spare_Frac"),
     _o("GPUs_to_Provision", compute.gpus_whole_nodes, "GPUs to provision (whole nodes)", "#,##0",
-       gpus_needed="GPUs_for_Deadline", replica_gpus=V("TP_Size") * V("PP_Size"), spare_frac="Spare_Frac",
+       gpus_needed="GPUs_for_Deadline", replica_gpus=V("TP_Size") * V("PP_Size") * V("CP_Size"),
+       spare_frac="Spare_Frac",
        gpus_per_node="GPUs_per_Node"),
-    _o("Mem_Static_GB", memory.mem_static_gb, "Model states per GPU (GB)", "#,##0.00",
-       params_b="Params_B", zero_stage="ZeRO_Stage", dp="DP_Size", tp="TP_Size", pp="PP_Size",
-       bytes_weights="Bytes_Weights", bytes_grads="Bytes_Grads", bytes_optimizer="Bytes_Optimizer"),
-    _o("Mem_Activations_GB", memory.mem_act_gb, "Activations per GPU (GB)", "#,##0.00",
-       seq_len="Seq_Len", micro_batch="Micro_Batch", hidden="Hidden", layers="Layers", heads="Heads",
-       tp="TP_Size", seq_parallel="Seq_Parallel", recompute="Recompute"),
-    _o("Mem_Total_GB", memory.mem_total_gb, "Total per GPU (GB)", "#,##0.00",
-       static_gb="Mem_Static_GB", activations_gb="Mem_Activations_GB", overhead_gb="Overhead_GB"),
-    _o("Fits_GPU", memory.fits_in_gpu, "Fits in one GPU?", "General",
-       total_gb="Mem_Total_GB", memory_gb="GPU_Memory_GB"),
-    _o("Act_GB_per_Sample", memory.mem_act_gb, "Activations per GPU at micro-batch 1 (GB)", "#,##0.00",
-       seq_len="Seq_Len", micro_batch=1, hidden="Hidden", layers="Layers", heads="Heads",
-       tp="TP_Size", seq_parallel="Seq_Parallel", recompute="Recompute"),
-    _o("Max_Micro_Batch", memory.max_micro_batch, "Largest micro-batch that fits", "0",
-       memory_gb="GPU_Memory_GB", static_gb="Mem_Static_GB", overhead_gb="Overhead_GB",
-       act_gb_per_sample="Act_GB_per_Sample"),
+    *_MEMORY_OUTPUTS,
     _o("Compute_Cost_USD", cost.cloud_cost_usd, "Compute (GPU-hours x price)", '"$"#,##0',
        gpu_hours="GPU_Hours", usd_per_gpu_hour="USD_per_GPU_Hour"),
     _o("Power_Cost_USD", cost.power_cost_usd, "Power (if not in the GPU price)", '"$"#,##0',
@@ -490,7 +532,19 @@ def output_excel(out: OutputCell, names: dict[str, str] | None = None) -> str:
 
 
 def output_expr(out: OutputCell) -> Expr:
-    """The formula of a named result as one expression over the defined names."""
+    """The formula of a named result as one expression over the defined names.
+
+    A memory result reads ``IF(Layout_Check="OK", <formula>, Layout_Check)``: a broken layout shows the layout
+    check's message in the cell, never a number.
+    """
+    expr = plain_expr(out)
+    if out.guarded:
+        return if_(eq(Var("Layout_Check"), LAYOUT_OK), expr, Var("Layout_Check"))
+    return expr
+
+
+def plain_expr(out: OutputCell) -> Expr:
+    """The formula of a named result without the layout guard (for results written inside another's formula)."""
     return out.formula.expr.substitute(out.args)
 
 

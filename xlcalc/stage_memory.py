@@ -119,7 +119,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None) -> 
     layout_args = {k: s[k] for k in ("hidden", "heads", "layers", "seq_len", "kv_heads", "first_stage_layers",
                                      "last_stage_layers", "tp", "pp", "cp", "dp", "cluster_gpus", "dp_shard",
                                      "experts", "ep", "micro_batch", "batch_sequences")}
-    add("Layout_Check", fm.layout_message, "Layout check (empty: every piece whole)", guarded=False, **layout_args)
+    add("Layout_Check", fm.layout_message, "Layout check (OK: every piece whole)", guarded=False, **layout_args)
     layer_b = add("Layer_Params_B", fm.layer_params_b, "Parameters of one layer (billions)",
                   params_b=s["params_b"], layers=s["layers"], hidden=s["hidden"], vocab=s["vocab"],
                   tied_embeddings=s["tied_embeddings"])

@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 
 from ..errors import InputError
+from ..recipes import DEFAULT_RECIPE
 from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario, evaluate, price_note
+from ..stage_memory import explain, memory_steps
 from .fmt import cli_value, dump_json, number, table
+from .memory import stage_table
 
 # The results printed as "rent beside own" after the main table.
 OWN_VS_RENT = ("Rent_Cost_USD", "Own_Cost_USD", "Own_USD_per_GPU_Hour", "Breakeven_Utilisation", "Breakeven_Months",
@@ -29,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--model", help="model preset id, e.g. llama2-70b (see: xlcalc catalog models)")
     p.add_argument("--gpu", help="GPU name, e.g. A800, H100 (see: xlcalc catalog gpus)")
-    p.add_argument("--recipe", help="bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8")
+    p.add_argument("--recipe", help=f"bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8 "
+                                    f"(default {DEFAULT_RECIPE})")
     p.add_argument("--price-tier", help="rental tier of the GPU's catalog price: on-demand, reserved-1y, "
                    "reserved-3y, spot, capacity-block, assumed (default: the GPU's default price)")
     defaults = Scenario()
@@ -51,25 +55,33 @@ def run(args: argparse.Namespace) -> int:
     scenario = Scenario.build(model=args.model, gpu=args.gpu, recipe=args.recipe, price_tier=args.price_tier,
                               **values)
     results = evaluate(scenario)
+    memory = explain({**scenario.cell_values(), **results}, scenario.model_dump()).to_json()
+    memory.pop("inputs")
     rng = None
     if args.ranges:
         from ..money import ranges
 
         rng = ranges(scenario)
     if args.json:
-        data = {"scenario": scenario.model_dump(), "price": price_note(scenario), "results": results}
+        data = {"scenario": scenario.model_dump(), "price": price_note(scenario), "recipe": memory["recipe"],
+                "results": results, "memory": memory}
         if rng is not None:
             data["ranges"] = [r.as_dict() for r in rng]
         print(dump_json(data))
         return 0
     print(f"Scenario: {scenario.params_b:g}B params, {scenario.tokens_t:g}T tokens, "
           f"{scenario.n_gpus:,} GPUs at {scenario.peak_tflops:g} TFLOP/s, MFU {scenario.mfu:g}, "
-          f"TP={scenario.tp} PP={scenario.pp} ZeRO-{scenario.zero_stage} recompute={scenario.recompute}")
+          f"TP={scenario.tp} PP={scenario.pp} CP={scenario.cp} ZeRO-{scenario.zero_stage} "
+          f"recompute={scenario.recompute}")
     print(f"Price: {price_note(scenario)}")
+    print(f"Memory: recipe {memory['recipe']}; other memory {scenario.overhead_gb:g} GB")
     print(f"Failures: {_failure_note(scenario, results)}")
     print()
-    rows = [(o.label, number(results[o.name], o.unit), o.unit) for o in OUTPUTS if o.name not in OWN_VS_RENT]
+    rows = [(o.label, number(results[o.name], o.unit), o.unit) for o in OUTPUTS
+            if o.name not in OWN_VS_RENT and o.name not in _MEMORY_DETAIL]
     print(table(rows, headers=("result", "value", "unit"), align="lrl"))
+    print()
+    print(stage_table(memory))
     print()
     print(f"Rent beside own (the clean run of {number(results['Train_Days'])} days on {scenario.n_gpus:,} GPUs; "
           f"own: {number(scenario.capex_usd_per_gpu, 'USD')} per GPU, {scenario.depreciation_years:g}-year "
@@ -81,6 +93,11 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(ranges_table(rng))
     return 0
+
+
+# memory steps shown in the per-stage table instead of the results table
+_MEMORY_DETAIL = {st.name for st in memory_steps() if st.name not in
+                  ("Mem_Static_GB", "Mem_Activations_GB", "Mem_Total_GB", "Fits_GPU", "Max_Micro_Batch")}
 
 
 def _failure_note(sc: Scenario, results: dict) -> str:

@@ -1,105 +1,132 @@
-"""``xlcalc memory``: memory per GPU with its breakdown, and whether it fits."""
+"""``xlcalc memory``: memory per GPU by part and pipeline stage, against the GPU's memory."""
 
 from __future__ import annotations
 
 import argparse
 
 from .. import catalog
-from ..formulas import memory as mem
-from ..recipes import RECIPES, get_recipe
-from ..validate import validate_one
-from ..inputs import spec
+from ..errors import CatalogError
+from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES
+from ..stage_memory import PARTS, SHARDING, model_inputs, recipe_bytes, stage_memory
 from .fmt import cli_value, dump_json, number, table
+
+# flag -> input name (values validated by the model, every input spec's rule)
+_NUMBER_FLAGS = (
+    ("params-b", "parameters, billions (default: from --model)"),
+    ("layers", "layers L (default: from --model)"),
+    ("hidden", "hidden size h (default: from --model)"),
+    ("heads", "attention heads a (default: from --model)"),
+    ("kv-heads", "key/value heads (default: from --model, else = heads)"),
+    ("head-dim", "head size (default: from --model, else hidden/heads)"),
+    ("ffn-hidden", "FFN inner size F (default: from --model, else 4h)"),
+    ("vocab", "vocabulary size V (default: from --model)"),
+    ("seq-len", "sequence length (default: the model's, else 2048)"),
+    ("micro-batch", "micro-batch size, sequences (default 1)"),
+    ("tp", "tensor-parallel size (default 1)"),
+    ("pp", "pipeline-parallel size (default 1)"),
+    ("cp", "context-parallel size (default 1)"),
+    ("dp", "data-parallel size; ZeRO/FSDP shard over it (default 1, or from --n-gpus)"),
+    ("n-gpus", "GPUs in all: DP = GPUs/(TP x PP x CP), checked whole"),
+    ("dp-shard", "GPUs one ZeRO/FSDP shard group spans (HSDP; default: all of DP)"),
+    ("zero-stage", "ZeRO stage 0-3 (default 0; or --sharding)"),
+    ("ep", "expert-parallel size (checked against the model's experts)"),
+    ("virtual-stages", "interleaved virtual stages per GPU (default 1: plain 1F1B)"),
+    ("microbatches", "micro-batches per step per pipeline (default: enough to fill the pipeline)"),
+    ("global-batch", "global batch in sequences: checked against DP x micro-batch, sets --microbatches"),
+    ("first-stage-layers", "layers on the first pipeline stage (uneven split; default even)"),
+    ("last-stage-layers", "layers on the last pipeline stage (uneven split; default even)"),
+    ("bytes-weights", "override the recipe: bytes/param for weights"),
+    ("bytes-grads", "override the recipe: bytes/param for gradients"),
+    ("bytes-optimizer", "override the recipe: bytes/param for optimizer states"),
+    ("bytes-fp8", f"bytes/param of FP8 weight copies (default {MEMORY_DEFAULTS['bytes_fp8']:g})"),
+    ("prefetch-layers", f"ZeRO-3/FSDP layers prefetched (default {MEMORY_DEFAULTS['prefetch_layers']})"),
+    ("comm-buffer-gb", f"communication buckets per GPU, GB (default {MEMORY_DEFAULTS['comm_buffer_gb']:g})"),
+    ("logits-buffer-bytes", f"bytes per logit held for the loss (default {MEMORY_DEFAULTS['logits_buffer_bytes']:g};"
+                            " unfused PyTorch loss: 10)"),
+    ("overhead-gb", f"CUDA context, NCCL, allocator reserve, GB (default {MEMORY_DEFAULTS['overhead_gb']:g})"),
+    ("memory-gb", "GPU memory to check against, GB (default: from --gpu)"),
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "memory",
-        help="memory per GPU: weights, gradients, optimizer, activations, overhead; does it fit",
+        help="memory per GPU by part and pipeline stage; does it fit",
         description=(
-            "Memory per GPU under TP/PP/DP, ZeRO and activation recomputation "
-            "(ZeRO paper; Korthikanti et al. 2022). Give the model by --model or by its architecture."
+            "Memory per GPU of the first and the last pipeline stage, by part (weights, gradients, optimizer, "
+            "FP8 copies, gathered ZeRO-3/FSDP parameters, activations, recompute working set, logits, buckets, "
+            "other), under TP/PP/CP/DP, ZeRO/FSDP/HSDP and activation recomputation — the same model as "
+            "estimate, plan, the worksheet functions and the workbook. Give the model by --model or by its "
+            "architecture. A layout that does not split into whole pieces is an error naming the constraint."
         ),
         allow_abbrev=False,
     )
-    p.add_argument("--model", help="model preset id, e.g. llama2-70b")
-    p.add_argument("--params-b", help="parameters, billions (default: from --model)")
-    p.add_argument("--layers", help="layers L (default: from --model)")
-    p.add_argument("--hidden", help="hidden size h (default: from --model)")
-    p.add_argument("--heads", help="attention heads a (default: from --model)")
-    p.add_argument("--seq-len", help="sequence length (default: the model's, else 2048)")
-    p.add_argument("--micro-batch", default="1", help="micro-batch size (default 1)")
-    p.add_argument("--tp", default="1", help="tensor-parallel size (default 1)")
-    p.add_argument("--pp", default="1", help="pipeline-parallel size (default 1)")
-    p.add_argument("--dp", default="1", help="data-parallel size, ZeRO shards over it (default 1)")
-    p.add_argument("--zero-stage", default="0", help="ZeRO stage 0-3 (default 0)")
+    p.add_argument("--model", help="model preset id, e.g. llama3.1-8b (see: xlcalc catalog models)")
+    for flag, text in _NUMBER_FLAGS:
+        p.add_argument("--" + flag, help=text)
+    p.add_argument("--sharding", choices=sorted(SHARDING),
+                   help="ZeRO/FSDP by name: fsdp_full_shard = ZeRO-3, fsdp_grad_op = ZeRO-2, hsdp = ZeRO-3 "
+                        "inside --dp-shard GPUs")
     p.add_argument("--seq-parallel", action="store_true", help="sequence parallelism on")
-    p.add_argument("--recompute", default="none", help="none, selective or full (default none)")
-    p.add_argument("--recipe", default="zero", choices=sorted(RECIPES),
-                   help="bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8 (default zero)")
-    p.add_argument("--bytes-weights", help="override the recipe: bytes/param for weights")
-    p.add_argument("--bytes-grads", help="override the recipe: bytes/param for gradients")
-    p.add_argument("--bytes-optimizer", help="override the recipe: bytes/param for optimizer states")
-    p.add_argument("--overhead-gb", default="0", help="CUDA context, NCCL buffers, fragmentation, GB (default 0)")
-    p.add_argument("--gpu", help="GPU to check the fit against, e.g. A800")
+    p.add_argument("--recompute", default="none",
+                   help="none, selective (Megatron), op_selective (PyTorch per-op SAC) or full (default none)")
+    p.add_argument("--no-flash-attention", action="store_true", help="attention stores the s x s scores")
+    p.add_argument("--gated-ffn", action="store_true", default=None, help="gated FFN (SwiGLU)")
+    p.add_argument("--tied-embeddings", action="store_true", default=None, help="input and output share one table")
+    p.add_argument("--optimizer-offload", action="store_true", help="optimizer states in CPU memory")
+    p.add_argument("--recipe", choices=sorted(RECIPES),
+                   help=f"bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8 "
+                        f"(default {DEFAULT_RECIPE})")
+    p.add_argument("--gpu", help="GPU to check the fit against, e.g. h100-sxm")
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
     p.set_defaults(func=run)
 
 
-def _arch(args: argparse.Namespace) -> dict:
-    arch: dict = {}
+def values_from_args(args: argparse.Namespace) -> dict:
+    """The stage memory model's inputs from the flags (a model preset first, explicit flags win)."""
+    v: dict = {}
     if args.model:
-        m = catalog.get_model(args.model)
-        arch = dict(params_b=m.params_b, layers=m.layers, hidden=m.hidden, heads=m.heads, seq_len=m.seq_len)
-    for key in ("params_b", "layers", "hidden", "heads", "seq_len"):
-        given = cli_value(getattr(args, key))
+        v.update(model_inputs(catalog.get_model(args.model)))
+    v.setdefault("seq_len", 2048)
+    v.update(recipe_bytes(args.recipe))
+    for flag, _ in _NUMBER_FLAGS:
+        given = cli_value(getattr(args, flag.replace("-", "_")))
         if given is not None:
-            arch[key] = given
-    arch.setdefault("seq_len", 2048)
-    for key in ("params_b", "layers", "hidden", "heads"):
-        if key not in arch:
-            from ..errors import InputError
-
-            raise InputError(key, None, spec(key).allowed, "give --model or --" + key.replace("_", "-"))
-    return arch
+            v[flag.replace("-", "_")] = given
+    if "n_gpus" in v:
+        v["cluster_gpus"] = v.pop("n_gpus")
+    if "global_batch" in v:
+        v["batch_sequences"] = v.pop("global_batch")
+    if args.sharding:
+        v["sharding"] = args.sharding
+    v["seq_parallel"] = args.seq_parallel
+    v["recompute"] = args.recompute
+    v["optimizer_offload"] = args.optimizer_offload
+    v["flash_attention"] = not args.no_flash_attention
+    for flag in ("gated_ffn", "tied_embeddings"):
+        if getattr(args, flag):
+            v[flag] = True
+    if args.gpu:
+        gpu = catalog.get_gpu(args.gpu)
+        if v.get("memory_gb") is None:
+            if gpu.memory_gb is None:
+                raise CatalogError(f"{gpu.name}: no published memory size in the catalog; give --memory-gb")
+            v["memory_gb"] = gpu.memory_gb
+    return v
 
 
 def compute(args: argparse.Namespace) -> dict:
-    arch = _arch(args)
-    recipe = get_recipe(args.recipe)
-    bw = cli_value(args.bytes_weights) if args.bytes_weights is not None else recipe.weights
-    bg = cli_value(args.bytes_grads) if args.bytes_grads is not None else recipe.grads
-    bo = cli_value(args.bytes_optimizer) if args.bytes_optimizer is not None else recipe.optimizer
-    par = dict(zero_stage=cli_value(args.zero_stage), dp=cli_value(args.dp), tp=cli_value(args.tp), pp=cli_value(args.pp))
-    p = arch["params_b"]
-    weights = mem.mem_weights_gb(p, bytes_weights=bw, **par)
-    grads = mem.mem_grads_gb(p, bytes_grads=bg, **par)
-    optimizer = mem.mem_optimizer_gb(p, bytes_optimizer=bo, **par)
-    static = mem.mem_static_gb(p, bytes_weights=bw, bytes_grads=bg, bytes_optimizer=bo, **par)
-    act_args = dict(seq_len=arch["seq_len"], hidden=arch["hidden"], layers=arch["layers"], heads=arch["heads"],
-                    tp=par["tp"], seq_parallel=args.seq_parallel, recompute=args.recompute)
-    activations = mem.mem_act_gb(micro_batch=cli_value(args.micro_batch), **act_args)
-    overhead = validate_one(spec("overhead_gb"), cli_value(args.overhead_gb))
-    total = mem.mem_total_gb(static, activations, overhead)
-    out = {
-        "inputs": {**arch, **par, "micro_batch": cli_value(args.micro_batch), "seq_parallel": args.seq_parallel,
-                   "recompute": args.recompute, "bytes_weights": bw, "bytes_grads": bg, "bytes_optimizer": bo},
-        "breakdown_gb": {"weights": weights, "gradients": grads, "optimizer": optimizer,
-                         "activations": activations, "overhead": overhead},
-        "static_gb": static,
-        "total_gb": total,
-    }
-    if args.gpu:
-        gpu = catalog.get_gpu(args.gpu)
-        if gpu.memory_gb is None:
-            from ..errors import CatalogError
+    values = values_from_args(args)
+    if values.get("batch_sequences") and "microbatches" not in values:
+        # checked whole by the layout check; m = B / (DP x b)
+        from ..stage_memory import resolve
 
-            raise CatalogError(f"{gpu.name}: no published memory size in the catalog")
-        out["gpu"] = gpu.id
-        out["gpu_memory_gb"] = gpu.memory_gb
-        out["fits"] = mem.fits_in_gpu(total, gpu.memory_gb)
-        out["max_micro_batch"] = mem.max_micro_batch(
-            gpu.memory_gb, static, overhead, mem.mem_act_gb(micro_batch=1, **act_args))
+        clean = resolve(values)
+        values["microbatches"] = clean["batch_sequences"] // (clean["dp"] * clean["micro_batch"])
+    answer = stage_memory(**values)
+    out = answer.to_json()
+    if args.gpu:
+        out["gpu"] = catalog.get_gpu(args.gpu).id
     return out
 
 
@@ -109,17 +136,29 @@ def run(args: argparse.Namespace) -> int:
         print(dump_json(out))
         return 0
     i = out["inputs"]
-    print(f"{i['params_b']:g}B params, L={i['layers']} h={i['hidden']} a={i['heads']} s={i['seq_len']} "
-          f"b={i['micro_batch']}; TP={i['tp']} PP={i['pp']} DP={i['dp']} ZeRO-{i['zero_stage']} "
-          f"SP={'on' if i['seq_parallel'] else 'off'} recompute={i['recompute']}; "
-          f"bytes/param {i['bytes_weights']:g}+{i['bytes_grads']:g}+{i['bytes_optimizer']:g}")
+    print(f"{i['params_b']:g}B params, L={i['layers']} h={i['hidden']} a={i['heads']} kv={i['kv_heads']} "
+          f"s={i['seq_len']} b={i['micro_batch']}; TP={i['tp']} PP={i['pp']} CP={i['cp']} DP={i['dp']} "
+          f"ZeRO-{i['zero_stage']} SP={'on' if i['seq_parallel'] else 'off'} recompute={i['recompute']}")
+    print(f"recipe: {out['recipe']}; other memory {i['overhead_gb']:g} GB")
     print()
-    rows = [(k, f"{v:,.2f}") for k, v in out["breakdown_gb"].items()]
-    rows.append(("total", f"{out['total_gb']:,.2f}"))
-    print(table(rows, headers=("per GPU", "GB")))
-    if "fits" in out:
+    print(stage_table(out))
+    print()
+    line = f"memory per GPU: {out['total_gb']:,.2f} GB ({out['peak_stage']} stage)"
+    if "capacity_gb" in out:
         verdict = "fits" if out["fits"] else "does NOT fit"
-        print()
-        print(f"{out['gpu']}: {out['total_gb']:.1f} GB of {out['gpu_memory_gb']:g} GB -> {verdict}; "
-              f"largest micro-batch that fits: {number(out['max_micro_batch'])}")
+        where = out.get("gpu", "GPU")
+        line += (f" of {out['capacity_gb']:g} GB on {where} -> {verdict} "
+                 f"(headroom {out['headroom_gb']:,.2f} GB); largest micro-batch that fits: "
+                 f"{number(out['max_micro_batch'])}")
+    print(line)
     return 0
+
+
+def stage_table(out: dict) -> str:
+    """The memory by part of the first and last stage (StageMemory.to_json()) as a text table."""
+    stages = out["stages"]
+    rows = [("layers on the stage", number(stages["first"]["layers"]), number(stages["last"]["layers"]))]
+    for key, label in PARTS:
+        rows.append((label, f"{stages['first']['parts_gb'][key]:,.2f}", f"{stages['last']['parts_gb'][key]:,.2f}"))
+    rows.append(("total", f"{stages['first']['total_gb']:,.2f}", f"{stages['last']['total_gb']:,.2f}"))
+    return table(rows, headers=("per GPU, GB", "first stage", "last stage"))

@@ -12,6 +12,12 @@ __all__ = [
     "data_parallel_size", "chinchilla_tokens_t", "chinchilla_params_b", "chinchilla_opt_tokens_t",
 ]
 
+def _whole_replicas(*, n_gpus, tp, pp, cp, **_):
+    from ..layout import check_replicas  # the one layout check: its message names the constraint
+
+    check_replicas(n_gpus, tp, pp, cp)
+
+
 SECONDS_PER_DAY = 86400
 SECONDS_PER_HOUR = 3600
 
@@ -123,12 +129,13 @@ def days_from_throughput(params_b, tokens_t, n_gpus, achieved_tflops, full_recom
 
 @formula(
     udf="DP_SIZE", unit="GPUs", category="compute",
-    equation="DP = GPUs / (TP * PP)",
-    source="Narayanan et al. 2021 §2 (n = p * t * d)",
+    equation="DP = GPUs / (TP * PP * CP), whole (GPUs a multiple of TP * PP * CP: xlcalc.layout)",
+    source="Narayanan et al. 2021 §2 (n = p * t * d); context parallelism adds a factor (Megatron-Core CP)",
+    check=_whole_replicas,
 )
-def data_parallel_size(n_gpus, tp=1, pp=1):
+def data_parallel_size(n_gpus, tp=1, pp=1, cp=1):
     """Data-parallel size: how many model replicas the GPUs form."""
-    return n_gpus / (tp * pp)
+    return n_gpus / (tp * pp * cp)
 
 
 @formula(

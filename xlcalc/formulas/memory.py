@@ -211,13 +211,13 @@ def max_micro_batch(memory_gb, static_gb, overhead_gb, act_gb_per_sample):
 @formula(
     udf="LAYOUT_MESSAGE", unit="text", category="memory", returns="text",
     equation="the first violated constraint of xlcalc.layout, as 'x = v is not allowed: x must be ... (why)'; "
-             "empty when heads | hidden, kv | heads, TP | heads and kv, PP | layers (or the uneven split shares "
+             "OK when heads | hidden, kv | heads, TP | heads and kv, PP | layers (or the uneven split shares "
              "evenly), CP | seq, TP*PP*CP | GPUs, DP_shard | DP, EP | experts, DP*b | batch",
     source="Megatron-LM argument checks (arguments.py: divisibility of heads, layers, world size, batch)",
 )
 def layout_message(hidden, heads, layers, seq_len, kv_heads, first_stage_layers=0, last_stage_layers=0, tp=1, pp=1,
                    cp=1, dp=1, cluster_gpus=0, dp_shard=0, experts=0, ep=1, micro_batch=1, batch_sequences=0):
-    """Why a parallel layout does not split the model and batch into whole pieces ("" if it does)."""
+    """Why a parallel layout does not split the model and batch into whole pieces ("OK" if it does)."""
     return layout.layout_message(dict(
         hidden=hidden, heads=heads, layers=layers, seq_len=seq_len, kv_heads=kv_heads,
         first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers, tp=tp, pp=pp, cp=cp, dp=dp,

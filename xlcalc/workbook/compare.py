@@ -182,9 +182,15 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
 # --- Parallelism ------------------------------------------------------------------------------------------
 
 PAR_HEAD = ("TP", "PP", "ZeRO stage", "Recompute", "Seq. parallel", "DP", "Model states GB",
-            "Activations GB", "Total GB", "Fits GPU", "Largest micro-batch")
+            "Activations GB", "Total GB", "Fits GPU", "Largest micro-batch", "First stage GB", "Last stage GB",
+            "Layout check", "Layers, first stage", "Layers, last stage", "Params B, first stage",
+            "Params B, last stage", "Layer activation bytes", "... without recompute", "In flight, first stage")
 PAR_INPUTS = ("TP_Size", "PP_Size", "ZeRO_Stage", "Recompute", "Seq_Parallel")
-PAR_OUTPUTS = ("DP_Size", "Mem_Static_GB", "Mem_Activations_GB", "Mem_Total_GB", "Fits_GPU", "Max_Micro_Batch")
+# Layout_Check and the stage totals in cells of their own: the results that use them stay short
+PAR_OUTPUTS = ("DP_Size", "Mem_Static_GB", "Mem_Activations_GB", "Mem_Total_GB", "Fits_GPU", "Max_Micro_Batch",
+               "Mem_First_Total_GB", "Mem_Last_Total_GB", "Layout_Check", "Stage_Layers_First", "Stage_Layers_Last",
+               "Stage_Params_B_First", "Stage_Params_B_Last", "Layer_Act_Bytes", "Layer_Act_Bytes_No_Recompute",
+               "Inflight_First")
 
 
 def candidate_configs(sc: Scenario) -> list[tuple[int, int, int, str, bool]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..expr import Expr, Var, eq, if_
-from ..scenario import OUTPUT_BY_NAME, OUTPUTS, output_expr
+from ..scenario import OUTPUT_BY_NAME, OUTPUTS, output_expr, plain_expr
 from .model import Lookup
 
 
@@ -38,14 +38,15 @@ def dependencies(name: str) -> set[str]:
     return set(_deps(name, _DEPS))
 
 
-def _over(name: str, varmap: Mapping[str, Expr], inline: bool) -> Expr:
-    expr = output_expr(OUTPUT_BY_NAME[name])
+def _over(name: str, varmap: Mapping[str, Expr], inline: bool, top: bool = True) -> Expr:
+    # a memory result carries its layout guard only as a cell of its own, not where another result inlines it
+    expr = output_expr(OUTPUT_BY_NAME[name]) if top else plain_expr(OUTPUT_BY_NAME[name])
     mapping: dict[str, Expr] = {}
     for v in expr.variables():
         if v in varmap:
             mapping[v] = varmap[v]
         elif inline and v in OUTPUT_BY_NAME and _deps(v, _DEPS) & set(varmap):
-            mapping[v] = _over(v, varmap, inline)
+            mapping[v] = _over(v, varmap, inline, top=False)
     return expr.substitute(mapping)
 
 

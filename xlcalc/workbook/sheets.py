@@ -10,7 +10,10 @@ from ..recipes import get_recipe
 from ..expr import Expr, Func, Var, and_, eq, if_, wrap
 from ..formulas import memory, ownership, ranges
 from ..inputs import spec
-from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, OUTPUT_BY_NAME, RANGES, Scenario, price_note
+from ..layout import LAYOUT_OK
+from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS
+from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, MEMORY_SOURCES, OUTPUT_BY_NAME, RANGES, Scenario, price_note
+from ..stage_memory import PARTS, memory_steps
 from . import charts
 from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, Table
 from .model import Book, Concat, IfError, IsNumber, ref_text
@@ -188,37 +191,78 @@ def _header_row(b, s: str, row: int, names: tuple[str, ...]) -> None:
 # --- Memory ----------------------------------------------------------------------------
 
 def memory_sheet(ctx: Ctx) -> dict[str, int]:
+    """Memory per GPU by part and pipeline stage (first and last), against the GPU's memory.
+
+    Every cell is a step of the one stage memory model (xlcalc.stage_memory) under its defined name; a layout
+    that does not split into whole pieces shows the layout check's message in every memory cell.
+    """
     s, b = "Memory", ctx.book
-    b.put(s, "A1", "Memory per GPU", "title")
-    b.put(s, "A2", "Model states under ZeRO over DP = GPUs/(TP x PP); activations by Korthikanti et al. 2022 "
-          "for all layers (first stage of a 1F1B pipeline); GB = 1e9 bytes.", "note")
-    _header_row(b, s, 4, ("per GPU", "value", "unit", "formula and source"))
-    rows: dict[str, int] = {}
+    b.put(s, "A1", "Memory per GPU, by part and pipeline stage", "title")
+    b.put(s, "A2", "The first stage holds the input embedding and the most micro-batches in flight, the last the "
+          "output layer and the logits; the GPU of the heavier stage sets the memory. GB = 1e9 bytes.", "note")
+    output_row(ctx, s, 4, "Layout_Check", label="Layout check (OK = every piece whole)")
     output_row(ctx, s, 5, "DP_Size")
-    static = OUTPUT_BY_NAME["Mem_Static_GB"]
-    parts = (("Weights", memory.mem_weights_gb, "bytes_weights"), ("Gradients", memory.mem_grads_gb, "bytes_grads"),
-             ("Optimizer states", memory.mem_optimizer_gb, "bytes_optimizer"))
-    for i, (label, part, own) in enumerate(parts):
-        args = {k: v for k, v in static.args.items() if not k.startswith("bytes_") or k == own}
-        formula_row(ctx, s, 6 + i, f"  {label}", part(**args), "GB",
-                    f"{part.udf_name}: {part.equation}. Source: {part.source}",
-                    "#,##0.00", _subs_named("DP_Size"))
-        rows[label] = 6 + i
-    output_row(ctx, s, 9, "Mem_Activations_GB")
-    rows["Activations"] = 9
-    formula_row(ctx, s, 10, "Other (CUDA context, buffers, fragmentation)", Var("Overhead_GB"), "GB",
-                "Overhead_GB from the Inputs sheet", "#,##0.00")
-    rows["Other"] = 10
-    output_row(ctx, s, 11, "Mem_Static_GB")
-    output_row(ctx, s, 12, "Mem_Total_GB")
-    formula_row(ctx, s, 13, "GPU memory", Var("GPU_Memory_GB"), "GB", "GPU_Memory_GB from the Inputs sheet",
+    _header_row(b, s, 7, ("per GPU", "first stage", "last stage", "formula and source"))
+    rows: dict[str, int] = {}
+    row = 8
+    steps = {st.name: st for st in memory_steps(MEMORY_SOURCES, capacity=Var("GPU_Memory_GB"))}
+    stage_rows = [("Layers on the stage", "Stage_Layers_First", "Stage_Layers_Last"),
+                  ("Parameters of the stage (billions)", "Stage_Params_B_First", "Stage_Params_B_Last")]
+    part_names = {st.part: st.name for st in steps.values() if st.part and st.of == "First"}
+    for key, label in PARTS:
+        if key == "comm_buffers":
+            stage_rows.append((label, Var("Comm_Buffer_GB"), Var("Comm_Buffer_GB")))
+        elif key == "other":
+            stage_rows.append((label, Var("Overhead_GB"), Var("Overhead_GB")))
+        elif key == "recompute_working":
+            stage_rows.append((label, "Mem_Recompute_GB", Var("Mem_Recompute_GB")))
+        else:
+            stage_rows.append((label, part_names[key], part_names[key].replace("_First_", "_Last_")))
+    stage_rows.append(("Total per GPU", "Mem_First_Total_GB", "Mem_Last_Total_GB"))
+    for label, first, last in stage_rows:
+        b.put(s, f"A{row}", label, "header" if label.startswith("Total") else "label")
+        note = ""
+        for col, item in (("B", first), ("C", last)):
+            if isinstance(item, str):
+                out = OUTPUT_BY_NAME[item]
+                expr, subs = output_formula(item, None, inline=True)
+                b.put(s, f"{col}{row}", expr, "output", out.number_format, subs)
+                b.name(item, s, f"{col}{row}")
+                note = f"{out.formula.udf_name}: {out.formula.equation}. Source: {out.formula.source}"
+            else:
+                b.put(s, f"{col}{row}", _guarded(item), "formula", "#,##0.00")
+                note = note or f"{item.name} from the Inputs sheet"
+        b.put(s, f"D{row}", note, "note")
+        rows[label] = row
+        row += 1
+    rows["Weights"], rows["Other"] = rows["Weights"], rows[PARTS[-1][1]]
+    row += 1
+    b.put(s, f"A{row}", "Against the GPU", "group")
+    row += 1
+    output_row(ctx, s, row, "Mem_Total_GB")
+    formula_row(ctx, s, row + 1, "GPU memory", Var("GPU_Memory_GB"), "GB", "GPU_Memory_GB from the Inputs sheet",
                 "#,##0.00")
-    output_row(ctx, s, 14, "Fits_GPU")
-    b.rules.append((s, "B14", "good_if_true"))
-    output_row(ctx, s, 15, "Act_GB_per_Sample")
-    output_row(ctx, s, 16, "Max_Micro_Batch")
-    b.freeze[s] = "A5"
+    output_row(ctx, s, row + 2, "Fits_GPU")
+    b.rules.append((s, f"B{row + 2}", "good_if_true"))
+    output_row(ctx, s, row + 3, "Mem_Static_GB")
+    output_row(ctx, s, row + 4, "Mem_Activations_GB")
+    output_row(ctx, s, row + 5, "Max_Micro_Batch")
+    row += 7
+    b.put(s, f"A{row}", "Working (one layer, shared by the stages)", "group")
+    row += 1
+    for name in ("Layer_Params_B", "Layer_Act_Bytes", "Layer_Act_Bytes_No_Recompute", "Inflight_First",
+                 "Inflight_Last"):
+        output_row(ctx, s, row, name)
+        row += 1
+    b.put(s, f"A{row + 1}", f"Defaults (recipe {DEFAULT_RECIPE}, other memory {MEMORY_DEFAULTS['overhead_gb']:g} GB, "
+          "logits, buckets): xlcalc.recipes — the same for the CLI, the planner and the worksheet functions.", "note")
+    b.freeze[s] = "A8"
     return rows
+
+
+def _guarded(expr: Any) -> Any:
+    """An input shown on the Memory sheet: the layout message instead of the number for a broken layout."""
+    return if_(eq(Var("Layout_Check"), LAYOUT_OK), expr, Var("Layout_Check"))
 
 
 # --- Time ---------------------------------------------------------------------------------
