@@ -244,6 +244,14 @@ class Scenario(BaseModel):
         data = dict(data)
         if data.get("recipe") is not None:
             data["recipe"] = get_recipe(str(data["recipe"])).id if str(data["recipe"]).strip() else None
+        # architecture left out: multi-head attention (kv heads = heads) and F = 4h, as seed 002's formulas
+        if data.get("kv_heads") is None and data.get("heads") is not None:
+            data["kv_heads"] = data["heads"]
+        if data.get("ffn_hidden") is None and data.get("hidden") is not None:
+            hidden = data["hidden"]
+            data["ffn_hidden"] = 4 * hidden if isinstance(hidden, (int, float)) and not isinstance(hidden, bool) else None
+            if data["ffn_hidden"] is None:
+                data.pop("ffn_hidden")
         for field, value in list(data.items()):
             cell = INPUT_BY_FIELD.get(field)
             if cell is not None and value is not None:
