@@ -43,21 +43,29 @@ def test_estimate_prints_a_table_for_people(capsys):
 
 
 def test_estimate_takes_a_precision_recipe(capsys):
-    # Megatron recipe 2 + 4 + 12 bytes/param, ZeRO-1 over DP = 1024 / 16 = 64, 70B / (TP 4 x PP 4) per GPU:
-    # (2 + 4) * 70/16 + 12 * 70/16 / 64 GB
+    # Megatron recipe 2 + 4 + 12 bytes/param, ZeRO-1 over DP = 1024 / 16 = 64; the first of PP 4 stages holds
+    # 20 of 80 layers ((70e9 - 2 x 32000 x 8192) / 80 parameters each) and the 32000 x 8192 input embedding, / TP 4:
+    # (2 + 4) * psi + 12 * psi / 64 GB
     code, out, _ = run(capsys, "estimate", "--recipe", "megatron", "--params-b", "70", "--json")
     assert code == 0
-    assert json.loads(out)["results"]["Mem_Static_GB"] == pytest.approx(6 * 70 / 16 + 12 * 70 / 16 / 64)
+    vh = 32000 * 8192 / 1e9
+    psi = (20 * (70 - 2 * vh) / 80 + vh) / 4
+    data = json.loads(out)
+    assert data["results"]["Mem_Static_GB"] == pytest.approx(6 * psi + 12 * psi / 64)
+    assert data["recipe"].startswith("megatron 2+4+12")
 
 
 def test_memory_breakdown_seed_002_tp8(capsys):
     # seed 002 §7.3 step 1: 14 bytes/param x 70B / TP 8 = 122.5 GB of model states
+    # (one pipeline stage: it holds every parameter, both embedding tables included)
     code, out, _ = run(capsys, "memory", "--params-b", "70", "--layers", "80", "--hidden", "8192", "--heads", "64",
-                       "--seq-len", "4096", "--tp", "8", "--recipe", "seed002", "--gpu", "A800", "--json")
+                       "--vocab", "32000", "--seq-len", "4096", "--tp", "8", "--recipe", "seed002", "--gpu", "A800",
+                       "--json")
     assert code == 0
     data = json.loads(out)
     assert data["static_gb"] == pytest.approx(122.5)
-    b = data["breakdown_gb"]
+    assert data["recipe"].startswith("seed002 2+4+8")
+    b = data["stages"]["first"]["parts_gb"]
     assert b["weights"] == pytest.approx(2 * 70 / 8) and b["gradients"] == pytest.approx(4 * 70 / 8)
     assert b["optimizer"] == pytest.approx(8 * 70 / 8)
     assert data["total_gb"] == pytest.approx(sum(b.values()))
@@ -67,7 +75,8 @@ def test_memory_breakdown_seed_002_tp8(capsys):
 def test_memory_table_shows_each_component(capsys):
     code, out, _ = run(capsys, "memory", "--model", "llama2-70b", "--tp", "8", "--gpu", "A800")
     assert code == 0
-    for word in ("weights", "gradients", "optimizer", "activations", "overhead", "total", "does NOT fit"):
+    for word in ("Weights", "Gradients", "Optimizer", "Activations", "Logits", "Other", "total", "first stage",
+                 "recipe: megatron", "does NOT fit"):
         assert word in out
 
 

@@ -62,7 +62,10 @@ def test_recipe_id_round_trips_without_recalculation(built, tmp_path):
     rb = read_workbook(edited)
     sc = rb.scenario
     assert (sc.recipe, sc.bytes_weights, sc.bytes_grads, sc.bytes_optimizer) == ("fp32", 4, 4, 8)
-    psi = 70 / 16  # ZeRO-1 over DP = 64: (4 + 4) * psi + 8 * psi / 64
+    # ZeRO-1 over DP = 64: (4 + 4) * psi + 8 * psi / 64; psi = the first of 4 stages' parameters / TP 4:
+    # 20 of the 80 layers ((70e9 - 2 x 32000 x 8192) / 80 parameters each) and the 32000 x 8192 input embedding
+    vh = 32000 * 8192 / 1e9
+    psi = (20 * (70 - 2 * vh) / 80 + vh) / 4
     assert rb.results["Mem_Static_GB"] == pytest.approx(8 * psi + 8 * psi / 64, rel=1e-12)
     assert "Mem_Static_GB" in rb.missing_cache and not rb.disagreements
 

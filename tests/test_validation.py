@@ -50,7 +50,7 @@ def test_whole_floats_are_accepted_for_counts():
 
 
 def test_scenario_checks_parallelism_against_the_cluster():
-    with pytest.raises(InputError, match="n_gpus = 1000 .* multiple of TP x PP = 16"):
+    with pytest.raises(InputError, match=r"n_gpus = 1000 .* multiple of TP x PP x CP = 16 \(data parallelism needs whole model replicas"):
         Scenario.build(n_gpus=1000, tp=4, pp=4)
     with pytest.raises(InputError, match="tp = 3"):
         Scenario.build(tp=3, n_gpus=3 * 4 * 8)
