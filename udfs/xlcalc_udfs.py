@@ -291,10 +291,11 @@ def DAYS_FROM_THROUGHPUT(params_b, tokens_t, n_gpus, achieved_tflops, full_recom
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("cp", ndim=2, doc="Context-parallel size (the sequence is split over cp GPUs) [GPUs]")
 @ret()
-def DP_SIZE(n_gpus, tp=1, pp=1):
-    """Data-parallel size: how many model replicas the GPUs form. [GPUs]. DP = GPUs / (TP * PP). Source: Narayanan et al. 2021 §2 (n = p * t * d)"""
-    return formula_call("data_parallel_size", n_gpus, tp, pp)
+def DP_SIZE(n_gpus, tp=1, pp=1, cp=1):
+    """Data-parallel size: how many model replicas the GPUs form. [GPUs]. DP = GPUs / (TP * PP * CP), whole (GPUs a multiple of TP * PP * CP: xlcalc.layout). Source: Narayanan et al. 2021 §2 (n = p * t * d); context parallelism adds a factor (Megatron-Core CP)"""
+    return formula_call("data_parallel_size", n_gpus, tp, pp, cp)
 
 
 @func(category=CATEGORY)
@@ -873,6 +874,172 @@ def FITS_IN_GPU(total_gb, memory_gb):
 def MAX_MICRO_BATCH(memory_gb, static_gb, overhead_gb, act_gb_per_sample):
     """Largest micro-batch whose activations fit beside the model states (0 = not even 1). [sequences]. INT((GPU memory - states - overhead) / activations at micro-batch 1), at least 0. Source: Korthikanti et al. 2022 (activations are linear in b)"""
     return formula_call("max_micro_batch", memory_gb, static_gb, overhead_gb, act_gb_per_sample)
+
+
+@func(category=CATEGORY)
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("layers", ndim=2, doc="Transformer layers L")
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("first_stage_layers", ndim=2, doc="Layers on the first pipeline stage (0 = an even split L/p)")
+@arg("last_stage_layers", ndim=2, doc="Layers on the last pipeline stage (0 = an even split L/p)")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("cp", ndim=2, doc="Context-parallel size (the sequence is split over cp GPUs) [GPUs]")
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("cluster_gpus", ndim=2, doc="GPUs in the cluster for the layout check (0 = not given: DP is given directly) [GPUs]")
+@arg("dp_shard", ndim=2, doc="GPUs the ZeRO/FSDP states are sharded over (HSDP: the shard group); 0 = the whole DP group [GPUs]")
+@arg("experts", ndim=2, doc="Routed experts of a mixture-of-experts layer (0 = dense feed-forward)")
+@arg("ep", ndim=2, doc="Expert-parallel size (experts split over ep GPUs, tokens exchanged all-to-all) [GPUs]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("batch_sequences", ndim=2, doc="Global batch in sequences for the layout check (0 = not given) [sequences]")
+@ret()
+def LAYOUT_MESSAGE(hidden, heads, layers, seq_len, kv_heads, first_stage_layers=0, last_stage_layers=0, tp=1, pp=1, cp=1, dp=1, cluster_gpus=0, dp_shard=0, experts=0, ep=1, micro_batch=1, batch_sequences=0):
+    """Why a parallel layout does not split the model and batch into whole pieces ("OK" if it does). [text]. the first violated constraint of xlcalc.layout, as 'x = v is not allowed: x must be ... (why)'; OK when heads | hidden, kv | heads, TP | heads and kv,..."""
+    return formula_call("layout_message", hidden, heads, layers, seq_len, kv_heads, first_stage_layers, last_stage_layers, tp, pp, cp, dp, cluster_gpus, dp_shard, experts, ep, micro_batch, batch_sequences)
+
+
+@func(category=CATEGORY)
+@arg("layers", ndim=2, doc="Transformer layers L")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("stage", ndim=2, doc="Pipeline stage: \"first\" (input embedding, most micro-batches in flight) or \"last\" (output layer, logits and loss)")
+@arg("first_stage_layers", ndim=2, doc="Layers on the first pipeline stage (0 = an even split L/p)")
+@arg("last_stage_layers", ndim=2, doc="Layers on the last pipeline stage (0 = an even split L/p)")
+@ret()
+def STAGE_LAYERS(layers, pp, stage="first", first_stage_layers=0, last_stage_layers=0):
+    """Transformer layers on the first or the last pipeline stage. [layers]. L/p; uneven: the given first/last stage layers, the middle stages share the rest evenly; p = 1: L. Source: Narayanan et al. 2021 §2.2 (L/p layers per stage); Llama 3 paper §3.3.2 (fe..."""
+    return formula_call("stage_layers", layers, pp, stage, first_stage_layers, last_stage_layers)
+
+
+@func(category=CATEGORY)
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("layers", ndim=2, doc="Transformer layers L")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
+@arg("tied_embeddings", ndim=2, doc="Input embedding and output layer share one table (TRUE/FALSE)")
+@ret()
+def LAYER_PARAMS_B(params_b, layers, hidden, vocab, tied_embeddings=False):
+    """Parameters of one transformer layer, billions, from the model's total (MoE: all experts, averaged). [billion parameters]. (N - (2 - tied)*V*h/1e9) / L. Source: a decoder's parameters: L layers plus the input embedding and output layer, V*h each (one if..."""
+    return formula_call("layer_params_b", params_b, layers, hidden, vocab, tied_embeddings)
+
+
+@func(category=CATEGORY)
+@arg("stage_layers", ndim=2, doc="Transformer layers on one pipeline stage")
+@arg("layer_params_b", ndim=2, doc="Parameters of one transformer layer, billions [billion parameters]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("tied_embeddings", ndim=2, doc="Input embedding and output layer share one table (TRUE/FALSE)")
+@ret()
+def STAGE_PARAMS_B(stage_layers, layer_params_b, hidden, vocab, pp=1, tied_embeddings=False):
+    """Parameters of one pipeline stage (first or last) before TP and ZeRO split them, billions. [billion parameters]. stage layers * layer params + V*h/1e9 * (p = 1: 2 - tied; first stage: input embedding; last stage: output layer, a copy of the table when t..."""
+    return formula_call("stage_params_b", stage_layers, layer_params_b, hidden, vocab, pp, tied_embeddings)
+
+
+@func(category=CATEGORY)
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("stage", ndim=2, doc="Pipeline stage: \"first\" (input embedding, most micro-batches in flight) or \"last\" (output layer, logits and loss)")
+@arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
+@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
+@ret()
+def STAGE_INFLIGHT_MICROBATCHES(pp, stage="first", virtual_stages=1, microbatches=1000000):
+    """Micro-batches whose activations a pipeline stage holds at its peak. [micro-batches]. first stage: MIN(m, p) * (1 + (p-1)/(p*v) if v > 1); last stage: 1. Source: Korthikanti et al. 2022 §4.2.3 (1F1B: the first stage holds p micro-batches in flight; inte..."""
+    return formula_call("stage_inflight_microbatches", pp, stage, virtual_stages, microbatches)
+
+
+@func(category=CATEGORY)
+@arg("stage_layers", ndim=2, doc="Transformer layers on one pipeline stage")
+@arg("stored_act_bytes", ndim=2, doc="Activation bytes one layer keeps for one micro-batch under the recompute mode [bytes]")
+@arg("inflight_microbatches", ndim=2, doc="Micro-batches whose activations a stage holds at its peak [micro-batches]")
+@ret()
+def MEM_STAGE_ACT_GB(stage_layers, stored_act_bytes, inflight_microbatches):
+    """Activations a pipeline stage keeps for its in-flight micro-batches, GB per GPU. [GB per GPU]. stage layers * per-layer bytes * in-flight micro-batches / 1e9. Source: Korthikanti et al. 2022 §4.2.3"""
+    return formula_call("mem_stage_act_gb", stage_layers, stored_act_bytes, inflight_microbatches)
+
+
+@func(category=CATEGORY)
+@arg("full_act_bytes", ndim=2, doc="Activation bytes of one layer for one micro-batch without recomputation [bytes]")
+@arg("stored_act_bytes", ndim=2, doc="Activation bytes one layer keeps for one micro-batch under the recompute mode [bytes]")
+@ret()
+def MEM_RECOMPUTE_WORKING_GB(full_act_bytes, stored_act_bytes):
+    """The recompute working set: one layer's activations re-materialised during its backward, GB per GPU. [GB per GPU]. MAX(0, bytes of one layer without recompute - bytes the mode keeps for it) / 1e9. Source: Chen et al. 2016 (arXiv 1604.06174) §3: a recomp..."""
+    return formula_call("mem_recompute_working_gb", full_act_bytes, stored_act_bytes)
+
+
+@func(category=CATEGORY)
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("cp", ndim=2, doc="Context-parallel size (the sequence is split over cp GPUs) [GPUs]")
+@arg("logits_buffer_bytes", ndim=2, doc="Bytes per logit the last stage holds for the loss (Megatron fused vocab-parallel cross-entropy: 4, fp32 logits; unfused PyTorch loss: 2 bf16 + 4 fp32 + 4 fp32 log-softmax = 10) [bytes/logit]")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("stage", ndim=2, doc="Pipeline stage: \"first\" (input embedding, most micro-batches in flight) or \"last\" (output layer, logits and loss)")
+@ret()
+def MEM_LOGITS_GB(seq_len, micro_batch, vocab, tp=1, cp=1, logits_buffer_bytes=4, pp=1, stage="last"):
+    """Logits and loss buffers of one micro-batch on the last pipeline stage, GB per GPU. [GB per GPU]. bytes per logit * s*b*V/(t*c) / 1e9 on the last stage (every stage when p = 1), else 0. Source: Megatron-LM: logits cast to fp32 for the vocab-parallel cro..."""
+    return formula_call("mem_logits_gb", seq_len, micro_batch, vocab, tp, cp, logits_buffer_bytes, pp, stage)
+
+
+@func(category=CATEGORY)
+@arg("layer_params_b", ndim=2, doc="Parameters of one transformer layer, billions [billion parameters]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
+@arg("prefetch_layers", ndim=2, doc="Layers whose ZeRO-3/FSDP parameters are gathered ahead (prefetch) besides the one computing [layers]")
+@ret()
+def MEM_GATHERED_PARAMS_GB(layer_params_b, tp=1, zero_stage=0, prefetch_layers=0):
+    """Parameters ZeRO-3/FSDP gathers whole for the layer computing (and those prefetched), GB per GPU. [GB per GPU]. ZeRO-3 / FSDP full shard: 4 bytes * layer params / t * (1 + prefetched layers); else 0. Source: DeepSpeed memory docs (estimate_zero3_model_s..."""
+    return formula_call("mem_gathered_params_gb", layer_params_b, tp, zero_stage, prefetch_layers)
+
+
+@func(category=CATEGORY)
+@arg("weights_gb", ndim=2, doc="Weight memory per GPU, GB [GB]")
+@arg("grads_gb", ndim=2, doc="Gradient memory per GPU, GB [GB]")
+@arg("optimizer_gb", ndim=2, doc="Optimizer-state memory per GPU, GB [GB]")
+@arg("fp8_gb", ndim=2, doc="FP8 weight copies per GPU, GB [GB]")
+@arg("gathered_gb", ndim=2, doc="Gathered ZeRO-3/FSDP parameters and prefetch per GPU, GB [GB]")
+@arg("activations_gb", ndim=2, doc="Activation memory per GPU, GB [GB]")
+@arg("recompute_gb", ndim=2, doc="Recompute working set per GPU (one layer re-materialised in its backward), GB [GB]")
+@arg("logits_gb", ndim=2, doc="Logits and loss buffers per GPU, GB [GB]")
+@arg("comm_buffer_gb", ndim=2, doc="Communication buckets per GPU (e.g. PyTorch DDP bucket_cap_mb = 25: 0.025), GB [GB]")
+@arg("overhead_gb", ndim=2, doc="Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB [GB]")
+@ret()
+def MEM_STAGE_TOTAL_GB(weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb, logits_gb, comm_buffer_gb=0, overhead_gb=0):
+    """Memory per GPU of one pipeline stage: the sum of its parts. [GB per GPU]. weights + gradients + optimizer + FP8 copies + gathered parameters + activations + recompute working set + logits + communication buckets + other. Source: seed 002 §7.1.3 (states..."""
+    return formula_call("mem_stage_total_gb", weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb, logits_gb, comm_buffer_gb, overhead_gb)
+
+
+@func(category=CATEGORY)
+@arg("first_stage_gb", ndim=2, doc="Memory per GPU of the first pipeline stage, GB [GB]")
+@arg("last_stage_gb", ndim=2, doc="Memory per GPU of the last pipeline stage, GB [GB]")
+@ret()
+def MEM_PEAK_GB(first_stage_gb, last_stage_gb):
+    """Memory per GPU a layout needs: its heavier pipeline stage. [GB per GPU]. MAX(first stage, last stage). Source: the GPU of the heaviest stage sets the memory a layout needs"""
+    return formula_call("mem_peak_gb", first_stage_gb, last_stage_gb)
+
+
+@func(category=CATEGORY)
+@arg("weights_gb", ndim=2, doc="Weight memory per GPU, GB [GB]")
+@arg("grads_gb", ndim=2, doc="Gradient memory per GPU, GB [GB]")
+@arg("optimizer_gb", ndim=2, doc="Optimizer-state memory per GPU, GB [GB]")
+@arg("fp8_gb", ndim=2, doc="FP8 weight copies per GPU, GB [GB]")
+@arg("gathered_gb", ndim=2, doc="Gathered ZeRO-3/FSDP parameters and prefetch per GPU, GB [GB]")
+@ret()
+def MEM_STATES_GB(weights_gb, grads_gb, optimizer_gb, fp8_gb=0, gathered_gb=0):
+    """Model-state memory of one pipeline stage per GPU (everything that does not grow with the micro-batch). [GB per GPU]. weights + gradients + optimizer + FP8 copies + gathered parameters. Source: Rajbhandari et al. 2019 (ZeRO) §3.1: model states; DeepSpee..."""
+    return formula_call("mem_states_gb", weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb)
+
+
+@func(category=CATEGORY)
+@arg("first_stage_gb", ndim=2, doc="Memory per GPU of the first pipeline stage, GB [GB]")
+@arg("last_stage_gb", ndim=2, doc="Memory per GPU of the last pipeline stage, GB [GB]")
+@arg("first_part_gb", ndim=2, doc="One part of the first pipeline stage's memory per GPU, GB [GB]")
+@arg("last_part_gb", ndim=2, doc="The same part of the last pipeline stage's memory per GPU, GB [GB]")
+@ret()
+def PEAK_STAGE_PART_GB(first_stage_gb, last_stage_gb, first_part_gb, last_part_gb):
+    """A part of the memory of the heavier pipeline stage. [GB per GPU]. first stage's part if first stage total >= last stage total, else the last stage's. Source: the GPU of the heaviest stage sets the memory a layout needs"""
+    return formula_call("peak_stage_part_gb", first_stage_gb, last_stage_gb, first_part_gb, last_part_gb)
 
 
 @func(category=CATEGORY)
@@ -1743,6 +1910,46 @@ def CP_COMM_TIME_S(layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_g
     return formula_call("cp_comm_time_s", layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_gb_s, link_efficiency, window_s, tp, cp_overlap)
 
 
+@func(category=CATEGORY)
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("layers", ndim=2, doc="Transformer layers L")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("cp", ndim=2, doc="Context-parallel size (the sequence is split over cp GPUs) [GPUs]")
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
+@arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
+@arg("tied_embeddings", ndim=2, doc="Input embedding and output layer share one table (TRUE/FALSE)")
+@arg("flash_attention", ndim=2, doc="Fused (Flash) attention: no s x s tensors stored, causal half computed (TRUE/FALSE)")
+@arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
+@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
+@arg("first_stage_layers", ndim=2, doc="Layers on the first pipeline stage (0 = an even split L/p)")
+@arg("last_stage_layers", ndim=2, doc="Layers on the last pipeline stage (0 = an even split L/p)")
+@arg("dp_shard", ndim=2, doc="GPUs the ZeRO/FSDP states are sharded over (HSDP: the shard group); 0 = the whole DP group [GPUs]")
+@arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
+@arg("bytes_grads", ndim=2, doc="Bytes per parameter for gradients (bf16: 2, fp32: 4) [bytes/param]")
+@arg("bytes_optimizer", ndim=2, doc="Bytes per parameter for optimizer states (Adam fp32 m+v: 8, +master: 12) [bytes/param]")
+@arg("optimizer_offload", ndim=2, doc="Optimizer states offloaded to CPU memory (TRUE/FALSE)")
+@arg("bytes_fp8", ndim=2, doc="Bytes per parameter of FP8 weight copies (0 without FP8; 1 = one FP8 copy, 2 = with its transpose) [bytes/param]")
+@arg("prefetch_layers", ndim=2, doc="Layers whose ZeRO-3/FSDP parameters are gathered ahead (prefetch) besides the one computing [layers]")
+@arg("comm_buffer_gb", ndim=2, doc="Communication buckets per GPU (e.g. PyTorch DDP bucket_cap_mb = 25: 0.025), GB [GB]")
+@arg("logits_buffer_bytes", ndim=2, doc="Bytes per logit the last stage holds for the loss (Megatron fused vocab-parallel cross-entropy: 4, fp32 logits; unfused PyTorch loss: 2 bf16 + 4 fp32 + 4 fp32 log-softmax = 10) [bytes/logit]")
+@arg("overhead_gb", ndim=2, doc="Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB [GB]")
+@ret()
+def MEM_PER_GPU_GB(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch=1, tp=1, pp=1, cp=1, dp=1, zero_stage=0, seq_parallel=False, recompute="none", gated_ffn=False, tied_embeddings=False, flash_attention=True, virtual_stages=1, microbatches=1000000, first_stage_layers=0, last_stage_layers=0, dp_shard=0, bytes_weights=2, bytes_grads=4, bytes_optimizer=12, optimizer_offload=False, bytes_fp8=0.0, prefetch_layers=0, comm_buffer_gb=0.0, logits_buffer_bytes=4.0, overhead_gb=4.0):
+    """Memory per GPU of a training layout: the heavier of its first and last pipeline stage (the whole model). [GB per GPU]. MAX over the first and last pipeline stage of weights + gradients + optimizer + FP8 copies + gathered parameters + activations + reco..."""
+    return formula_call("mem_per_gpu_gb", params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch, tp, pp, cp, dp, zero_stage, seq_parallel, recompute, gated_ffn, tied_embeddings, flash_attention, virtual_stages, microbatches, first_stage_layers, last_stage_layers, dp_shard, bytes_weights, bytes_grads, bytes_optimizer, optimizer_offload, bytes_fp8, prefetch_layers, comm_buffer_gb, logits_buffer_bytes, overhead_gb)
+
+
 FORMULA_UDFS: tuple[str, ...] = (
     "ACT_ATTENTION_BYTES",
     "ACT_FFN_BYTES",
@@ -1812,6 +2019,19 @@ FORMULA_UDFS: tuple[str, ...] = (
     "MEM_TOTAL_GB",
     "FITS_IN_GPU",
     "MAX_MICRO_BATCH",
+    "LAYOUT_MESSAGE",
+    "STAGE_LAYERS",
+    "LAYER_PARAMS_B",
+    "STAGE_PARAMS_B",
+    "STAGE_INFLIGHT_MICROBATCHES",
+    "MEM_STAGE_ACT_GB",
+    "MEM_RECOMPUTE_WORKING_GB",
+    "MEM_LOGITS_GB",
+    "MEM_GATHERED_PARAMS_GB",
+    "MEM_STAGE_TOTAL_GB",
+    "MEM_PEAK_GB",
+    "MEM_STATES_GB",
+    "PEAK_STAGE_PART_GB",
     "RENT_COST_USD",
     "CAPEX_PER_GPU_ALL_IN",
     "CLUSTER_CAPEX_USD",
@@ -1884,6 +2104,7 @@ FORMULA_UDFS: tuple[str, ...] = (
     "DP_COMM_TIME_HIERARCHICAL_S",
     "CP_COMM_BYTES_PER_LAYER",
     "CP_COMM_TIME_S",
+    "MEM_PER_GPU_GB",
 )
 UDF_NAMES: tuple[str, ...] = FORMULA_UDFS + TABLE_UDFS
 __all__ = [  # every worksheet function, and the lists of the hand-written ones
@@ -1971,6 +2192,8 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "KW_PER_GPU_ALL_IN",
     "LAYER_ACTIVATION_BYTES",
     "LAYER_MATMUL_FLOPS",
+    "LAYER_PARAMS_B",
+    "LAYOUT_MESSAGE",
     "LINEAR_LAYER_TIME_S",
     "LOGITS_MATMUL_FLOPS",
     "LOGITS_MEMORY_BYTES",
@@ -1980,11 +2203,19 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "MEGATRON_ITER_FLOPS",
     "MEM_ACT_GB",
     "MEM_ACT_PIPELINE_GB",
+    "MEM_GATHERED_PARAMS_GB",
     "MEM_GRADS_GB",
+    "MEM_LOGITS_GB",
     "MEM_LORA_GB",
     "MEM_OPTIMIZER_GB",
+    "MEM_PEAK_GB",
+    "MEM_PER_GPU_GB",
     "MEM_QLORA_BASE_GB",
     "MEM_QLORA_GB",
+    "MEM_RECOMPUTE_WORKING_GB",
+    "MEM_STAGE_ACT_GB",
+    "MEM_STAGE_TOTAL_GB",
+    "MEM_STATES_GB",
     "MEM_STATIC_GB",
     "MEM_TOTAL_GB",
     "MEM_WEIGHTS_GB",
@@ -2001,6 +2232,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "OWN_OVER_MONTHS_USD",
     "OWN_TOTAL_COST_USD",
     "OWN_USD_PER_GPU_HOUR",
+    "PEAK_STAGE_PART_GB",
     "PIPELINE_BUBBLE",
     "PIPELINE_BUBBLE_SHARE",
     "PIPELINE_P2P_TIME_S",
@@ -2017,8 +2249,11 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "REPLICAS_NEEDED",
     "STAGE_ACTIVATIONS_GB",
     "STAGE_ATTENTION_FLOPS",
+    "STAGE_INFLIGHT_MICROBATCHES",
+    "STAGE_LAYERS",
     "STAGE_LINEAR_TIME_S",
     "STAGE_MATMUL_FLOPS",
+    "STAGE_PARAMS_B",
     "STAGE_UNFUSED_ATTENTION_TIME_S",
     "STEP_TIME_S",
     "TIME_LOWER_S",

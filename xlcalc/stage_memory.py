@@ -43,7 +43,7 @@ from .inputs import check_value, spec
 from .layout import LAYOUT_DEFAULTS, check_layout
 from .recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, default_bytes, get_recipe, recipe_label
 from . import registry
-from .registry import Formula
+from .registry import Formula, formula
 
 __all__ = ["Step", "PARTS", "STAGES", "MODEL_INPUTS", "SHARDING", "memory_steps", "evaluate", "stage_memory",
            "StageMemory", "defaults"]
@@ -354,3 +354,45 @@ def model_inputs(model: Any) -> dict[str, Any]:
                 head_dim=model.dh, ffn_hidden=max(1, round(ffn / L)), gated_ffn=model.gated_ffn, vocab=model.vocab,
                 tied_embeddings=model.tied_embeddings, seq_len=model.seq_len,
                 experts=model.experts or 0)
+
+
+# --- the composed model as one worksheet function ---------------------------------------------------
+
+_D = defaults()
+
+
+def _udf_layout_check(**v: Any) -> None:
+    check_layout(**{k: v[k] for k in ("hidden", "heads", "layers", "seq_len", "kv_heads", "tp", "pp", "cp", "dp",
+                                      "dp_shard", "first_stage_layers", "last_stage_layers", "micro_batch")})
+
+
+def _compose(values: dict[str, Any], result: str) -> Any:
+    """One step of the model for numbers (validated) or, with expressions, as one inlined expression."""
+    v = {**_D, **values, "head_dim": values["hidden"] / values["heads"]}
+    if not any(isinstance(x, Expr) for x in v.values()):
+        return evaluate(v, validated=True)[result]
+    env: dict[str, Expr] = {}
+    for st in memory_steps({k: v[k] for k in MODEL_INPUTS}):
+        if st.name != "Layout_Check":
+            env[st.name] = st.formula.expr.substitute({k: a.substitute(env) for k, a in st.args.items()})
+    return env[result]
+
+
+@formula(
+    udf="MEM_PER_GPU_GB", unit="GB per GPU", category="memory", check=_udf_layout_check,
+    equation="MAX over the first and last pipeline stage of weights + gradients + optimizer + FP8 copies + gathered "
+             "parameters + activations + recompute working set + logits + buckets + other (xlcalc.stage_memory)",
+    source="the stage memory model: ZeRO (Rajbhandari et al. 2019), Korthikanti et al. 2022, Narayanan et al. 2021",
+)
+def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch=1, tp=1, pp=1,
+                   cp=1, dp=1, zero_stage=0, seq_parallel=False, recompute="none", gated_ffn=False,
+                   tied_embeddings=_D["tied_embeddings"], flash_attention=_D["flash_attention"],
+                   virtual_stages=_D["virtual_stages"], microbatches=_D["microbatches"],
+                   first_stage_layers=_D["first_stage_layers"], last_stage_layers=_D["last_stage_layers"],
+                   dp_shard=_D["dp_shard"], bytes_weights=_D["bytes_weights"], bytes_grads=_D["bytes_grads"],
+                   bytes_optimizer=_D["bytes_optimizer"], optimizer_offload=_D["optimizer_offload"],
+                   bytes_fp8=_D["bytes_fp8"], prefetch_layers=_D["prefetch_layers"],
+                   comm_buffer_gb=_D["comm_buffer_gb"], logits_buffer_bytes=_D["logits_buffer_bytes"],
+                   overhead_gb=_D["overhead_gb"]):
+    """Memory per GPU of a training layout: the heavier of its first and last pipeline stage (the whole model)."""
+    return _compose(dict(locals()), "Mem_Total_GB")

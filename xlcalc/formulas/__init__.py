@@ -14,5 +14,7 @@ from .ranges import *  # noqa: F401,F403
 from .roofline import *  # noqa: F401,F403
 from .steptime import *  # noqa: F401,F403
 
+from .. import stage_memory as _stage_memory  # noqa: E402  registers MEM_PER_GPU_GB, the composed stage model
+
 __all__ = [*activations.__all__, *compute.__all__, *memory.__all__, *parallel.__all__, *roofline.__all__, *cost.__all__, *steptime.__all__, *finetune.__all__,
            *ownership.__all__, *goodput.__all__, *budget.__all__, *ranges.__all__]
