@@ -410,11 +410,12 @@ _MEMORY_OUTPUTS = tuple(
                f"{st.label}, {_MEMORY_LABELS[st.of]} (GB)" if st.part and st.of else st.label,
                st.formula.unit, "General" if st.formula.returns in ("bool", "text") else
                ("0.##" if st.name.startswith(("Stage_Layers", "Inflight")) else "#,##0.00"), st.guarded)
-    for st in memory_steps(MEMORY_SOURCES, capacity=V("GPU_Memory_GB"))
+    for st in memory_steps(MEMORY_SOURCES, capacity=V("GPU_Memory_GB"), layout_dp=1)  # DP from N_GPUs there
 )
 OUTPUTS: tuple[OutputCell, ...] = (
-    _o("DP_Size", compute.data_parallel_size, "Data parallel (DP = GPUs / (TP x PP x CP))", "0.##",
-       n_gpus="N_GPUs", tp="TP_Size", pp="PP_Size", cp="CP_Size"),
+    OutputCell("DP_Size", compute.data_parallel_size, {"n_gpus": V("N_GPUs"), "tp": V("TP_Size"),
+               "pp": V("PP_Size"), "cp": V("CP_Size")}, "Data parallel (DP = GPUs / (TP x PP x CP))",
+               compute.data_parallel_size.unit, "0.##", guarded=True),
     _o("Train_FLOPs", compute.train_flops, "Training FLOPs (6ND)", "0.00E+00",
        params_b="Params_B", tokens_t="Tokens_T"),
     _o("Train_Days", compute.train_days, "Training days", "#,##0.00",

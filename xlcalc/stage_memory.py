@@ -103,10 +103,12 @@ def _default_sources() -> dict[str, Expr]:
     return {k: Var(spec(k).excel_name) for k in MODEL_INPUTS}
 
 
-def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None) -> tuple[Step, ...]:
+def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, layout_dp: Any = None
+                 ) -> tuple[Step, ...]:
     """The model's steps over ``src`` (input-spec name -> expression; default: each input's defined name).
 
-    ``capacity`` (an expression, e.g. ``Var("GPU_Memory_GB")``) adds the fit and the largest micro-batch.
+    ``capacity`` (an expression, e.g. ``Var("GPU_Memory_GB")``) adds the fit and the largest micro-batch;
+    ``layout_dp`` replaces DP in the layout check (a workbook whose DP cell shows the check's message).
     """
     s = {**_default_sources(), **{k: wrap(v) for k, v in (src or {}).items()}}
     steps: list[Step] = []
@@ -119,6 +121,8 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None) -> 
     layout_args = {k: s[k] for k in ("hidden", "heads", "layers", "seq_len", "kv_heads", "first_stage_layers",
                                      "last_stage_layers", "tp", "pp", "cp", "dp", "cluster_gpus", "dp_shard",
                                      "experts", "ep", "micro_batch", "batch_sequences")}
+    if layout_dp is not None:
+        layout_args["dp"] = wrap(layout_dp)
     add("Layout_Check", fm.layout_message, "Layout check (OK: every piece whole)", guarded=False, **layout_args)
     layer_b = add("Layer_Params_B", fm.layer_params_b, "Parameters of one layer (billions)",
                   params_b=s["params_b"], layers=s["layers"], hidden=s["hidden"], vocab=s["vocab"],

@@ -141,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
             "model": result.model, "gpu": result.gpu, "n_gpus": result.n_gpus, "seq_len": result.seq_len,
             "global_batch": result.global_batch, "tokens_t": result.tokens_t,
             "matmul_efficiency": result.matmul_efficiency, "matmul_efficiency_basis": result.matmul_efficiency_basis,
+            "recipe": result.recipe,
             "plans": [p.model_dump() for p in result.plans[:top]],
             "rejected": [r.model_dump() for r in result.rejected[:20]],
             "evaluated": result.evaluated, "feasible": result.feasible,
@@ -155,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
     print(table(rows, ["#", "TP", "PP", "CP", "DP", "ZeRO", "SP", "recompute", "mb", "v", "GB/GPU", "MFU",
                        "MFU 6ND", "tok/s/GPU", "days", "cost"]))
     print(price_line(args.gpu, cli_value(args.usd_per_gpu_hour)))
+    print(f"memory: recipe {result.recipe}, other memory {result.settings.overhead_gb:g} GB per GPU")
     print()
     print(explain(result, top=min(top, 3)))
     return 0 if result.plans else 1

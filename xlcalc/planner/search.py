@@ -14,6 +14,7 @@ from ..formulas import cost as fcost
 from ..formulas import steptime as fs
 from ..inputs import check_value
 from ..layout import check_layout
+from ..recipes import recipe_label
 from ..registry import numeric
 from .steptime import (Arch, Config, Hardware, Prediction, Settings, arch_from_model, memory, resolve_hardware,
                        sequence_compute_bound, step_lower_bound, timing)
@@ -115,6 +116,7 @@ class PlanResult(BaseModel):
     matmul_efficiency_basis: str = Field(description="where that share came from: given, or which catalog figure")
     settings: Settings
     params_b: float = Field(description="parameters N of the 6*N*D convention (active parameters for MoE)")
+    recipe: str = Field(default="", description="bytes per parameter the memory model used (xlcalc.recipes)")
     plans: list[Plan]
     rejected: list[Rejection]
     evaluated: int
@@ -421,7 +423,8 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         return PlanResult(
             model=a.name, gpu=hw.name, n_gpus=n, seq_len=seq_len, global_batch=global_batch, tokens_t=tokens_t,
             gpu_memory_gb=hw.memory_gb, matmul_efficiency=hw.matmul_efficiency,
-            matmul_efficiency_basis=hw.matmul_efficiency_basis, settings=st, params_b=a.params_b, plans=plans,
+            matmul_efficiency_basis=hw.matmul_efficiency_basis, settings=st, params_b=a.params_b,
+            recipe=recipe_label(st.bytes_weights, st.bytes_grads, st.bytes_optimizer), plans=plans,
             rejected=_rejections(misses, hw.memory_gb), evaluated=count, feasible=len(fits),
             rejected_by_reason=reasons,
         )

@@ -1,0 +1,251 @@
+"""One memory question through every face, and every layout violation through every face.
+
+Faces: ``xlcalc memory``, ``xlcalc estimate``, ``xlcalc plan`` (layout pinned), the worksheet functions
+(udfs/xlcalc_udfs.py) and the workbook recalculated by LibreOffice. The same question gives the same memory
+per GPU (within 1%) and, left at the defaults, the same recipe; a layout that does not split into whole
+pieces gives the message naming the constraint, never a number and never "does not fit in memory".
+Skips where LibreOffice or xlwings is absent, except under CI=true, where it fails.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from xlcalc import catalog
+from xlcalc.cli import main
+from xlcalc.errors import InputError
+from xlcalc.recipes import DEFAULT_RECIPE, RECIPES
+from xlcalc.registry import get_formula
+from xlcalc.scenario import Scenario
+from xlcalc.stage_memory import stage_memory
+from xlcalc.workbook import build
+from xlcalc.workbook.libreoffice import recalculate, soffice
+
+ROOT = Path(__file__).resolve().parent.parent
+CI = os.environ.get("CI", "").lower() == "true"
+
+# The question: Llama 3.1 8B, 8K sequences, micro-batch 1, TP 2 x PP 2 on 64 H100 (DP 16), ZeRO-1, sequence
+# parallelism, Megatron selective recompute; everything else at each face's defaults.
+MODEL, GPU = "llama3.1-8b", "h100-sxm"
+LAYOUT = dict(tp=2, pp=2, n_gpus=64, zero_stage=1, seq_len=8192, micro_batch=1)
+GLOBAL_BATCH = 128  # sequences: 8 micro-batches per pipeline, more than PP, so the first stage holds PP in flight
+DEFAULT = RECIPES[DEFAULT_RECIPE]
+RECIPE_WORDS = f"{DEFAULT.id} {DEFAULT.weights:g}+{DEFAULT.grads:g}+{DEFAULT.optimizer:g} bytes/param"
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def cli_memory(capsys, *extra):
+    return run(capsys, "memory", "--model", MODEL, "--seq-len", "8192", "--micro-batch", "1", "--tp", "2", "--pp", "2",
+               "--n-gpus", "64", "--zero-stage", "1", "--seq-parallel", "--recompute", "selective",
+               "--global-batch", str(GLOBAL_BATCH), "--gpu", GPU, *extra)
+
+
+def cli_estimate(capsys, *extra):
+    return run(capsys, "estimate", "--model", MODEL, "--gpu", GPU, "--seq-len", "8192", "--micro-batch", "1",
+               "--tp", "2", "--pp", "2", "--n-gpus", "64", "--zero-stage", "1", "--seq-parallel", "true",
+               "--recompute", "selective", *extra)
+
+
+def cli_plan(capsys, *extra):
+    return run(capsys, "plan", "--model", MODEL, "--gpu", GPU, "--gpus", "64", "--seq-len", "8192",
+               "--global-batch-tokens", str(GLOBAL_BATCH * 8192), "--tp", "2", "--pp", "2", "--zero-stage", "1",
+               "--seq-parallel", "--recompute", "selective", "--micro-batch", "1", "--virtual-stages", "1",
+               "--scaleout-gb-s", "50", *extra)
+
+
+def udf_module():
+    try:
+        importlib.import_module("xlwings")
+    except ImportError:
+        if CI:
+            pytest.fail("CI=true but xlwings is not installed")
+        pytest.skip("xlwings is not installed: the worksheet functions cannot be imported")
+    if str(ROOT / "udfs") not in sys.path:
+        sys.path.insert(0, str(ROOT / "udfs"))
+    return importlib.import_module("xlcalc_udfs")
+
+
+def udf_args() -> list:
+    m = catalog.get_model(MODEL)
+    # MEM_PER_GPU_GB(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch, tp, pp, cp,
+    #                dp, zero_stage, seq_parallel, recompute, gated_ffn, ...): the rest left empty (defaults)
+    return [m.params_b, m.layers, m.hidden, m.heads, m.kv, m.ffn_hidden, m.vocab, 8192, 1, 2, 2, 1, 16, 1, True,
+            "selective", m.gated_ffn]
+
+
+def require_libreoffice():
+    if soffice() is None:
+        if CI:
+            pytest.fail("CI=true but LibreOffice (soffice) is not installed")
+        pytest.skip("LibreOffice (soffice) is not installed")
+
+
+def named_cell(wb, name):
+    (sheet, at), = wb.defined_names[name].destinations
+    return wb[sheet][at.replace("$", "")]
+
+
+# Layout violations: (id, scenario/memory values, expected words of the message)
+VIOLATIONS = {
+    "pp_layers": (dict(model="llama2-70b", tp=4, pp=3, n_gpus=96),
+                  "pp = 3 is not allowed: pp must be a divisor of layers = 80 (every pipeline stage holds whole "
+                  "layers"),
+    "head_size": (dict(params_b=7, layers=32, hidden=4000, heads=64, tp=4, pp=4, n_gpus=64),
+                  "heads = 64 is not allowed: heads must be a divisor of hidden = 4000"),
+    "replicas": (dict(model="llama2-70b", tp=4, pp=4, n_gpus=1000),
+                 "n_gpus = 1000 is not allowed: n_gpus must be a multiple of TP x PP x CP = 16 (data parallelism "
+                 "needs whole model replicas: GPUs/(TP x PP x CP) = 62.5)"),
+    "tp_heads": (dict(model="llama2-70b", tp=3, pp=4, n_gpus=96),
+                 "tp = 3 is not allowed: tp must be a divisor of heads = 64"),
+}
+
+
+@pytest.fixture(scope="module")
+def recalculated():
+    """The question and each violation as workbooks, recalculated by LibreOffice in one run."""
+    require_libreoffice()
+    work = Path(tempfile.mkdtemp(prefix="xlcalc-mem-"))
+    src, out = work / "in", work / "out"
+    src.mkdir()
+    question = Scenario.build(model=MODEL, gpu=GPU, seq_parallel=True, recompute="selective", **LAYOUT)
+    build(src / "question.xlsx", [question])
+    names = ["question"]
+    base = Scenario.build(model="llama2-70b", gpu=GPU, tp=4, pp=4, n_gpus=1024)
+    build(work / "base.xlsx", [base])
+    cells = {"pp_layers": {"PP_Size": 3, "N_GPUs": 96}, "head_size": {"Hidden": 4000},
+             "replicas": {"N_GPUs": 1000}, "tp_heads": {"TP_Size": 3, "N_GPUs": 96}}
+    for key, values in cells.items():
+        wb = openpyxl.load_workbook(work / "base.xlsx")
+        for name, value in values.items():
+            named_cell(wb, name).value = value
+        wb.save(src / f"{key}.xlsx")
+        names.append(key)
+    paths = recalculate([src / f"{n}.xlsx" for n in names], out)
+    yield {n: openpyxl.load_workbook(p, data_only=True) for n, p in zip(names, paths)}
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def test_one_question_same_memory_and_recipe_on_every_face(capsys, recalculated):
+    code, out, _ = cli_memory(capsys, "--json")
+    assert code == 0
+    memory = json.loads(out)
+    code, out, _ = cli_estimate(capsys, "--json")
+    assert code == 0
+    estimate = json.loads(out)
+    code, out, _ = cli_plan(capsys, "--json")
+    assert code == 0
+    plan = json.loads(out)
+    assert len(plan["plans"]) == 1 and (plan["plans"][0]["tp"], plan["plans"][0]["pp"]) == (2, 2)
+    udfs = udf_module()
+    udf = udfs.MEM_PER_GPU_GB(*udf_args())
+    wb = recalculated["question"]
+    workbook = named_cell(wb, "Mem_Total_GB").value
+
+    answers = {"memory": memory["total_gb"], "estimate": estimate["results"]["Mem_Total_GB"],
+               "plan": plan["plans"][0]["memory_gb"], "udf": udf, "workbook": workbook}
+    ref = answers["memory"]
+    assert ref > 10  # weights, gradients and optimizer states of 8B over TP 2 x PP 2 alone are 9 GB
+    for face, gb in answers.items():
+        assert isinstance(gb, float), (face, gb)
+        assert abs(gb - ref) <= 0.01 * ref, answers
+
+    # left at their defaults, every face used the same recipe, and says so
+    assert memory["recipe"] == estimate["recipe"] == plan["recipe"] == RECIPE_WORDS
+    assert (named_cell(wb, "Bytes_Weights").value, named_cell(wb, "Bytes_Grads").value,
+            named_cell(wb, "Bytes_Optimizer").value) == (DEFAULT.weights, DEFAULT.grads, DEFAULT.optimizer)
+    d = get_formula("MEM_PER_GPU_GB").defaults  # the worksheet function's optional byte counts
+    assert (d["bytes_weights"], d["bytes_grads"], d["bytes_optimizer"]) == (DEFAULT.weights, DEFAULT.grads,
+                                                                           DEFAULT.optimizer)
+    # the same overhead: a plan's other memory is the memory command's
+    assert plan["plans"][0]["overhead_gb"] == memory["stages"]["first"]["parts_gb"]["other"]
+    # the text faces state the recipe too
+    _, text, _ = cli_memory(capsys)
+    assert f"recipe: {RECIPE_WORDS}" in text
+    _, text, _ = cli_estimate(capsys)
+    assert f"recipe: {RECIPE_WORDS}" in text
+    _, text, _ = cli_plan(capsys)
+    assert f"recipe {RECIPE_WORDS}" in text
+
+
+def _memory_values(values: dict) -> dict:
+    v = dict(values)
+    if "model" in v:
+        m = catalog.get_model(v.pop("model"))
+        v.update(params_b=m.params_b, layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=m.kv,
+                 ffn_hidden=m.ffn_hidden, gated_ffn=m.gated_ffn, vocab=m.vocab)
+    v.setdefault("vocab", 32000)
+    v.setdefault("seq_len", 4096)
+    v["cluster_gpus"] = v.pop("n_gpus")
+    return v
+
+
+def _flags(values: dict) -> list[str]:
+    out = []
+    for k, x in values.items():
+        out += ["--" + k.replace("_", "-"), str(x)]
+    return out
+
+
+@pytest.mark.parametrize("key", list(VIOLATIONS))
+def test_layout_violation_gets_its_message_on_every_face(capsys, recalculated, key):
+    values, words = VIOLATIONS[key]
+    # Python: the stage model and the scenario
+    with pytest.raises(InputError) as exc:
+        stage_memory(**_memory_values(values))
+    assert words in str(exc.value)
+    with pytest.raises(InputError) as exc:
+        Scenario.build(**values)
+    assert words in str(exc.value)
+    # CLI: memory, estimate, plan (pinned): exit code 2, the message, no traceback, no memory verdict
+    flags = _flags({k: v for k, v in values.items()})
+    mem_flags = [f.replace("--n-gpus", "--n-gpus") for f in flags]
+    for argv in (["memory", *mem_flags, "--seq-len", "4096", "--vocab", "32000"],
+                 ["estimate", *flags],
+                 ["plan", *[f.replace("--n-gpus", "--gpus").replace("--params-b", "--tokens-t") for f in flags],
+                  "--gpu", GPU, "--scaleout-gb-s", "50", "--seq-len", "4096", "--global-batch-tokens",
+                  str(4096 * 960)]):
+        if argv[0] == "plan" and key == "head_size":
+            argv = ["plan", "--layers", "32", "--hidden", "4000", "--heads", "64", "--tp", "4", "--pp", "4",
+                    "--gpus", "64", "--gpu", GPU, "--scaleout-gb-s", "50", "--seq-len", "4096",
+                    "--global-batch-tokens", str(4096 * 960)]
+        code, out, err = run(capsys, *argv)
+        assert code == 2, (argv, out, err)
+        assert words.split(" (")[0] in err, (argv, err)
+        assert "Traceback" not in err and "memory" not in err.split("error: ", 1)[1].lower()[:40], err
+        assert out == ""
+    # the worksheet functions: the cell shows the message
+    udfs = udf_module()
+    v = _memory_values(values)
+    args = [v["params_b"], v["layers"], v["hidden"], v["heads"], v.get("kv_heads", v["heads"]),
+            v.get("ffn_hidden", 4 * v["hidden"]), v["vocab"], v["seq_len"], 1, v["tp"], v["pp"], 1,
+            max(1, v["cluster_gpus"] // (v["tp"] * v["pp"])), 1, False, "none"]
+    if key == "replicas":
+        with pytest.raises(ValueError, match=r"n_gpus = 1000 is not allowed"):
+            udfs.DP_SIZE(1000, 4, 4)
+        msg = udfs.LAYOUT_MESSAGE(v["hidden"], v["heads"], v["layers"], v["seq_len"], v["kv_heads"], 0, 0, 4, 4, 1,
+                                  1, 1000)
+        assert words in msg
+    else:
+        with pytest.raises(ValueError) as exc:
+            udfs.MEM_PER_GPU_GB(*args)
+        assert words.split(" (")[0] in str(exc.value)
+    # the workbook, recalculated by LibreOffice: the message in the cells, never a number or an error value
+    wb = recalculated[key]
+    for name in ("Layout_Check", "Mem_Total_GB", "Mem_First_Total_GB", "Mem_Last_Weights_GB", "Mem_Static_GB",
+                 "Fits_GPU", "Max_Micro_Batch", "DP_Size"):
+        value = named_cell(wb, name).value
+        assert isinstance(value, str) and words in value, (name, value)
