@@ -1,0 +1,180 @@
+"""The stage memory model's terms, each against a paper, a framework's documented behaviour or hand arithmetic."""
+
+from __future__ import annotations
+
+import pytest
+
+from xlcalc import formulas as x
+from xlcalc.errors import InputError
+from xlcalc.layout import check_layout, layout_message
+from xlcalc.recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES
+from xlcalc.stage_memory import evaluate, mem_per_gpu_gb, resolve, stage_memory
+
+# Llama 3.1 8B (model card / config.json): 32 layers, h 4096, 32 heads, 8 KV heads, F 14336 (SwiGLU), V 128256
+LLAMA8B = dict(params_b=8.03, layers=32, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336, gated_ffn=True,
+               vocab=128256)
+
+
+def gb(**kw):
+    return stage_memory(**{**LLAMA8B, "seq_len": 8192, **kw})
+
+
+def test_uneven_stages_llama3_405b():
+    # Llama 3 paper §3.3.2: 126 layers on 16 stages with one layer fewer on the first and the last stage:
+    # 7 + 14 x 8 + 7 = 126
+    assert x.stage_layers(126, 16, "first", 7, 7) == 7
+    assert x.stage_layers(126, 16, "last", 7, 7) == 7
+    check_layout(hidden=16384, heads=128, layers=126, seq_len=8192, kv_heads=8, tp=8, pp=16,
+                 first_stage_layers=7, last_stage_layers=7)
+    # only the first given: the other 15 stages share 126 - 6 = 120 layers, 8 each
+    assert x.stage_layers(126, 16, "last", 6, 0) == 8
+    # pp = 1 holds everything whatever the split says
+    assert x.stage_layers(80, 1, "last", 0, 0) == 80
+
+
+def test_inflight_microbatches_korthikanti():
+    # Korthikanti et al. 2022 §4.2.3: 1F1B's first stage holds p micro-batches; interleaved x (1 + (p-1)/(p v));
+    # fewer micro-batches than stages: m
+    assert x.stage_inflight_microbatches(8, "first") == 8
+    assert x.stage_inflight_microbatches(8, "first", 3) == pytest.approx(8 * (1 + 7 / 24))
+    assert x.stage_inflight_microbatches(8, "first", 1, 4) == 4
+    assert x.stage_inflight_microbatches(8, "last") == 1
+    # the old closed form: L layers' worth of activations on the first stage = (L/p layers) x p micro-batches
+    layer = x.act_layer_bytes(2048, 1, 12288, 96, 8, True, "selective")
+    assert x.mem_stage_act_gb(96 / 8, layer, x.stage_inflight_microbatches(8, "first", 3)) == pytest.approx(
+        x.mem_act_pipeline_gb(2048, 1, 12288, 96, 96, 8, True, "selective", 8, 3))
+
+
+def test_stage_params_hold_the_tables_where_megatron_puts_them():
+    vh = 128256 * 4096 / 1e9
+    layer = x.layer_params_b(8.03, 32, 4096, 128256)
+    assert layer == pytest.approx((8.03 - 2 * vh) / 32)
+    # PP = 1: every layer and both tables (untied) = the whole model
+    assert x.stage_params_b(32, layer, 4096, 128256, 1) == pytest.approx(8.03)
+    # PP = 4: first stage 8 layers + input embedding; last stage 8 layers + output layer
+    assert x.stage_params_b(8, layer, 4096, 128256, 4) == pytest.approx(8 * layer + vh)
+
+
+def test_op_selective_saves_what_torchtitans_policy_saves():
+    # torchtitan _save_list / _custom_policy: block input 2h, mm outputs 1, 3, 5, 7 of (Q, K, V, O, W1, W3, W2):
+    # Q 2*a*dh, V 2*kv*dh, W1 2F, W2 2h; SDPA output 2*a*dh and fp32 log-sum-exp 4*a; per token, bytes
+    per_token = 2 * 4096 + 2 * 32 * 128 + 2 * 8 * 128 + 2 * 14336 + 2 * 4096 + 2 * 32 * 128 + 4 * 32
+    assert per_token == 63616
+    got = x.act_layer_bytes_general(8192, 1, 4096, 32, 8, 128, 14336, True, recompute="op_selective")
+    assert got == 8192 * 63616
+
+
+def test_recompute_working_set_is_one_layer_rematerialised():
+    # Korthikanti Table 2 with flash attention (no s^2 term): no recompute keeps sbh(34) for F = 4h, MHA;
+    # full recompute keeps the layer input 2sbh; during one layer's backward its 34sbh are live again
+    s, b, h = 2048, 1, 4096
+    none = x.act_layer_bytes_general(s, b, h, 32, 32, 128, 4 * h, False, 1, False, "none", True)
+    full = x.act_layer_bytes_general(s, b, h, 32, 32, 128, 4 * h, False, 1, False, "full", True)
+    assert (none, full) == (34 * s * b * h, 2 * s * b * h)
+    assert x.mem_recompute_working_gb(none, full) == pytest.approx(32 * s * b * h / 1e9)
+    assert x.mem_recompute_working_gb(none, none) == 0
+
+
+def test_logits_on_the_last_stage_only():
+    # Megatron: fp32 logits (4 bytes), vocabulary split over t; s 8192, V 128256, t 2
+    want = 4 * 8192 * 128256 / 2 / 1e9
+    assert x.mem_logits_gb(8192, 1, 128256, 2, 1, 4, 4, "last") == pytest.approx(want)
+    assert x.mem_logits_gb(8192, 1, 128256, 2, 1, 4, 4, "first") == 0
+    assert x.mem_logits_gb(8192, 1, 128256, 2, 1, 4, 1, "first") == pytest.approx(want)  # one stage holds both
+    assert x.mem_logits_gb(8192, 1, 128256, 2, 2, 4, 4, "last") == pytest.approx(want / 2)  # CP splits s
+
+
+def test_sharding_by_name_and_group():
+    # FSDP full shard = ZeRO-3 over DP; grad-op shard = ZeRO-2; HSDP = ZeRO-3 inside the shard group
+    full = gb(dp=64, sharding="fsdp_full_shard")
+    z3 = gb(dp=64, zero_stage=3)
+    assert full.memory_gb == z3.memory_gb
+    hsdp = gb(dp=64, sharding="hsdp", dp_shard=8)
+    p = full.parts_gb["first"]
+    h = hsdp.parts_gb["first"]
+    # the states are sharded over 8 GPUs instead of 64: 8x larger
+    for part in ("weights", "gradients", "optimizer"):
+        assert h[part] == pytest.approx(8 * p[part])
+    grad_op = gb(dp=64, sharding="fsdp_grad_op").parts_gb["first"]
+    assert grad_op["weights"] == pytest.approx(64 * p["weights"]) and grad_op["gradients"] == pytest.approx(
+        p["gradients"])
+    with pytest.raises(InputError, match="dp_shard = 3 is not allowed: dp_shard must be a divisor of DP = 64"):
+        gb(dp=64, sharding="hsdp", dp_shard=3)
+    with pytest.raises(InputError, match="dp_shard"):
+        gb(dp=64, sharding="hsdp")
+
+
+def test_offload_fp8_prefetch_buckets_are_explicit_terms():
+    base = gb(dp=8, zero_stage=3)
+    b = base.parts_gb["first"]
+    off = gb(dp=8, zero_stage=3, optimizer_offload=True).parts_gb["first"]
+    assert off["optimizer"] == 0 and off["weights"] == b["weights"]
+    fp8 = gb(dp=8, zero_stage=3, bytes_fp8=1).parts_gb["first"]
+    assert fp8["fp8_copies"] == pytest.approx(b["weights"] / RECIPES[DEFAULT_RECIPE].weights)  # 1 byte vs 2
+    pre = gb(dp=8, zero_stage=3, prefetch_layers=1).parts_gb["first"]
+    assert pre["gathered_params"] == pytest.approx(2 * b["gathered_params"])
+    # DeepSpeed: 4 bytes x the largest layer's parameters
+    assert b["gathered_params"] == pytest.approx(4 * x.layer_params_b(8.03, 32, 4096, 128256))
+    assert gb(dp=8, comm_buffer_gb=0.025).parts_gb["first"]["comm_buffers"] == 0.025
+
+
+def test_context_parallel_splits_activations_and_logits():
+    one = gb(cp=1, recompute="full", pp=1).parts_gb["first"]
+    two = gb(cp=2, recompute="full", pp=1).parts_gb["first"]
+    assert two["activations"] == pytest.approx(one["activations"] / 2)
+    assert two["logits"] == pytest.approx(one["logits"] / 2)
+
+
+def test_any_micro_batch_scales_activations():
+    one = gb(micro_batch=1).parts_gb["first"]
+    three = gb(micro_batch=3).parts_gb["first"]
+    for part in ("activations", "recompute_working", "logits"):
+        assert three[part] == pytest.approx(3 * one[part])
+    assert three["weights"] == one["weights"]
+
+
+def test_defaults_live_in_one_place():
+    d = resolve({**LLAMA8B, "seq_len": 8192})
+    r = RECIPES[DEFAULT_RECIPE]
+    assert (d["bytes_weights"], d["bytes_grads"], d["bytes_optimizer"]) == (r.weights, r.grads, r.optimizer)
+    assert d["overhead_gb"] == MEMORY_DEFAULTS["overhead_gb"]
+    from xlcalc.planner import Settings
+    from xlcalc.scenario import Scenario
+    st, sc = Settings(), Scenario()
+    assert (st.bytes_weights, st.bytes_grads, st.bytes_optimizer, st.overhead_gb) == (
+        r.weights, r.grads, r.optimizer, MEMORY_DEFAULTS["overhead_gb"])
+    assert (sc.bytes_weights, sc.bytes_grads, sc.bytes_optimizer, sc.overhead_gb) == (
+        r.weights, r.grads, r.optimizer, MEMORY_DEFAULTS["overhead_gb"])
+
+
+def test_first_and_last_stage_differ():
+    m = gb(tp=2, pp=4, dp=8, zero_stage=1)
+    f, l = m.parts_gb["first"], m.parts_gb["last"]
+    assert f["activations"] == pytest.approx(4 * l["activations"])  # 4 micro-batches in flight vs 1
+    assert f["logits"] == 0 and l["logits"] > 0
+    assert m.memory_gb == max(m.totals_gb.values())
+    assert sum(f.values()) == pytest.approx(m.totals_gb["first"])
+
+
+def test_layout_message_and_check_say_the_same():
+    bad = dict(hidden=8192, heads=64, layers=80, seq_len=4096, kv_heads=8, tp=4, pp=3)
+    with pytest.raises(InputError) as exc:
+        check_layout(**bad)
+    assert layout_message(bad) == str(exc.value)
+    assert layout_message({**bad, "pp": 4}) == "OK"
+    for extra, words in ((dict(pp=4, cp=3), "cp = 3 is not allowed: cp must be a divisor of seq_len = 4096"),
+                         (dict(pp=4, experts=64, ep=3), "ep = 3 is not allowed: ep must be a divisor of experts = 64"),
+                         (dict(pp=4, cluster_gpus=1024, batch_sequences=100),
+                          "global_batch = 100 is not allowed: global_batch must be a multiple of DP x micro-batch "
+                          "= 64 x 1 = 64"),
+                         (dict(pp=4, kv_heads=5), "kv_heads = 5 is not allowed: kv_heads must be a divisor of heads"),
+                         (dict(pp=4, tp=16), "tp = 16 is not allowed: tp must be a divisor of kv_heads = 8")):
+        with pytest.raises(InputError, match=words.replace("(", r"\(")):
+            check_layout(**{**bad, **extra})
+
+
+def test_evaluate_equals_the_worksheet_function():
+    v = resolve({**LLAMA8B, "seq_len": 4096, "tp": 2, "pp": 2, "dp": 4, "zero_stage": 1, "recompute": "selective"})
+    total = evaluate(v, validated=True)["Mem_Total_GB"]
+    assert mem_per_gpu_gb(8.03, 32, 4096, 32, 8, 14336, 128256, 4096, 1, 2, 2, 1, 4, 1, False, "selective",
+                            True) == total
