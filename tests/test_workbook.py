@@ -385,8 +385,8 @@ def test_sensitivity_and_memory_charts_plot_their_whole_tables(seed002, formulas
     assert len(mem) == 1
     _, _, first, _, last = _rows(mem[0][0])
     labels = [formulas_wb["Memory"][f"A{r}"].value.strip() for r in range(first, last + 1)]
-    assert labels == ["Weights", "Gradients", "Optimizer states", "Activations per GPU (GB)",
-                      "Other (CUDA context, buffers, fragmentation)"]
+    from xlcalc.stage_memory import PARTS
+    assert labels == [label for _, label in PARTS]  # every part of the (first) stage, weights to other
 
 
 def test_monthly_spend_grows_with_the_gpu_count(seed002, values_wb):
