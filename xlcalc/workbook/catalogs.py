@@ -33,7 +33,8 @@ RECIPE_COLUMNS = (
 # Scenario field -> catalog column it is looked up from
 RECIPE_DERIVED = dict(RECIPE_FIELDS)
 GPU_DERIVED = {"peak_tflops": "half_tflops", "gpu_memory_gb": "memory_gb", "gpus_per_node": "gpus_per_node"}
-MODEL_DERIVED = {"params_b": "params_b", "layers": "layers", "hidden": "hidden", "heads": "heads", "seq_len": "seq_len"}
+MODEL_DERIVED = {"params_b": "params_b", "layers": "layers", "hidden": "hidden", "heads": "heads", "seq_len": "seq_len",
+                 "kv_heads": "kv_heads", "ffn_hidden": "ffn_hidden", "vocab": "vocab"}
 
 
 @dataclass(frozen=True)

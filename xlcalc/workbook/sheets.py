@@ -44,7 +44,8 @@ def id_range(table: Table) -> str:
 WHAT = {"peak_tflops": "dense 16-bit peak TFLOPS", "gpu_memory_gb": "memory (GB)", "gpus_per_node": "GPUs per node",
         "params_b": "parameter count", "layers": "layer count", "hidden": "hidden size", "heads": "head count",
         "seq_len": "sequence length", "bytes_weights": "bytes per weight", "bytes_grads": "bytes per gradient",
-        "bytes_optimizer": "optimizer bytes per parameter"}
+        "bytes_optimizer": "optimizer bytes per parameter", "kv_heads": "key/value head count",
+        "ffn_hidden": "FFN size", "vocab": "vocabulary size"}
 
 
 def derived_value(ctx: Ctx, scenario: Scenario, field: str, gpu_key: str, model_key: str,
