@@ -176,7 +176,7 @@ def test_one_question_same_memory_and_recipe_on_every_face(capsys, recalculated)
     _, text, _ = cli_memory(capsys)
     assert f"recipe: {RECIPE_WORDS}" in text
     _, text, _ = cli_estimate(capsys)
-    assert f"recipe: {RECIPE_WORDS}" in text
+    assert f"Memory: recipe {RECIPE_WORDS}" in text
     _, text, _ = cli_plan(capsys)
     assert f"recipe {RECIPE_WORDS}" in text
 
