@@ -42,6 +42,7 @@ from .formulas import memory as fm
 from .inputs import check_value, spec
 from .layout import LAYOUT_DEFAULTS, check_layout
 from .recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, default_bytes, get_recipe, recipe_label
+from . import expr as _expr
 from . import registry
 from .registry import Formula, formula
 
@@ -210,7 +211,11 @@ def _getter(e: Expr) -> Callable[[dict], Any]:
 
 def _compiled(capacity: bool):
     if capacity not in _COMPILED:
-        steps = memory_steps(capacity=Var("GPU_Memory_GB") if capacity else None)
+        saved, _expr._numeric = _expr._numeric, 0  # the steps are built as expressions, even inside numeric()
+        try:
+            steps = memory_steps(capacity=Var("GPU_Memory_GB") if capacity else None)
+        finally:
+            _expr._numeric = saved
         # the layout check runs once in resolve(), as check_layout (the same constraints as Layout_Check)
         _COMPILED[capacity] = [(st.name, st.formula.func, [(k, _getter(e)) for k, e in st.args.items()])
                                for st in steps if st.name != "Layout_Check"]
@@ -265,12 +270,9 @@ def evaluate(values: Mapping[str, Any], *, validated: bool = False) -> dict[str,
     clean = dict(values) if validated else resolve(values)
     capacity = clean.get("memory_gb") is not None
     env: dict[str, Any] = {_EXCEL_NAME[k]: x for k, x in clean.items()}
-    registry._raw_depth += 1  # inputs validated: formulas nested in these bodies skip validation (Formula.raw)
-    try:
+    with registry.numeric():  # inputs validated: formulas nested in these bodies take the fast path
         for name, func, getters in _compiled(capacity):
             env[name] = func(**{k: g(env) for k, g in getters})
-    finally:
-        registry._raw_depth -= 1
     return env
 
 
