@@ -150,7 +150,9 @@ def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatc
         "params_b": arch.params_b, "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads,
         "kv_heads": arch.kv_heads, "head_dim": arch.head_dim, "ffn_hidden": max(1, round(arch.ffn_hidden)),
         "gated_ffn": arch.gated_ffn, "vocab": arch.vocab, "tied_embeddings": arch.tied_embeddings,
-        "seq_len": seq_len * cfg.cp, "micro_batch": cfg.micro_batch,  # seq_len: one GPU's part of the sequence "microbatches": microbatches, "tp": cfg.tp, "pp": cfg.pp,
+        # seq_len arrives as one GPU's part of the sequence (seq_len // cp); the model takes the whole and splits it by cp
+        "seq_len": seq_len * cfg.cp, "micro_batch": cfg.micro_batch, "microbatches": microbatches,
+        "tp": cfg.tp, "pp": cfg.pp,
         "dp": cfg.dp, "zero_stage": cfg.zero_stage, "seq_parallel": cfg.seq_parallel, "recompute": cfg.recompute,
         "virtual_stages": cfg.virtual_stages, "flash_attention": st.flash_attention, "cp": cfg.cp,
         "first_stage_layers": cfg.stage_layers[0] if cfg.stage_layers and cfg.pp > 1 else 0,
