@@ -63,7 +63,7 @@ def cli_estimate(capsys, *extra):
 def cli_plan(capsys, *extra):
     return run(capsys, "plan", "--model", MODEL, "--gpu", GPU, "--gpus", "64", "--seq-len", "8192",
                "--global-batch-tokens", str(GLOBAL_BATCH * 8192), "--tp", "2", "--pp", "2", "--zero-stage", "1",
-               "--seq-parallel", "--recompute", "selective", "--micro-batch", "1", "--virtual-stages", "1",
+               "--seq-parallel", "--recompute", "selective", "--micro-batch", "1", "--virtual-stages", "1", "--cp", "1",
                "--scaleout-gb-s", "50", *extra)
 
 
@@ -101,9 +101,10 @@ def named_cell(wb, name):
 
 # Layout violations: (id, scenario/memory values, expected words of the message)
 VIOLATIONS = {
-    "pp_layers": (dict(model="llama2-70b", tp=4, pp=3, n_gpus=96),
-                  "pp = 3 is not allowed: pp must be a divisor of layers = 80 (every pipeline stage holds whole "
-                  "layers"),
+    # PP 7 on 80 layers: neither an even split nor the planner's uneven one (L + 2 or L + 1 a multiple of PP;
+    # PP 3 on 80 layers is 27, 27, 26 there)
+    "pp_layers": (dict(model="llama2-70b", tp=4, pp=7, n_gpus=224),
+                  "pp = 7 is not allowed: pp must be a divisor of layers = 80"),
     "head_size": (dict(params_b=7, layers=32, hidden=4000, heads=64, tp=4, pp=4, n_gpus=64),
                   "heads = 64 is not allowed: heads must be a divisor of hidden = 4000"),
     "replicas": (dict(model="llama2-70b", tp=4, pp=4, n_gpus=1000),
@@ -126,7 +127,7 @@ def recalculated():
     names = ["question"]
     base = Scenario.build(model="llama2-70b", gpu=GPU, tp=4, pp=4, n_gpus=1024)
     build(work / "base.xlsx", [base])
-    cells = {"pp_layers": {"PP_Size": 3, "N_GPUs": 96}, "head_size": {"Hidden": 4000},
+    cells = {"pp_layers": {"PP_Size": 7, "N_GPUs": 224}, "head_size": {"Hidden": 4000},
              "replicas": {"N_GPUs": 1000}, "tp_heads": {"TP_Size": 3, "N_GPUs": 96}}
     for key, values in cells.items():
         wb = openpyxl.load_workbook(work / "base.xlsx")

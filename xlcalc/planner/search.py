@@ -410,9 +410,13 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     shape = dict(hidden=a.heads * a.head_dim, heads=a.heads, layers=a.layers, seq_len=seq_len, kv_heads=a.kv_heads)
 
     def run(n: int) -> PlanResult:
-        if pins["tp"] is not None and pins["pp"] is not None and stage_layers is None and not a.layers % pins["pp"]:
-            # a pinned layout: GPUs and batch checked whole by the one layout check (xlcalc.layout)
+        if pins["tp"] is not None and pins["pp"] is not None:
+            # a pinned layout: GPUs and batch checked whole by the one layout check (xlcalc.layout), with the
+            # stages the search will use (given, even, or Meta's uneven split)
+            ends = stage_layers or (uneven_stages(a.layers, pins["pp"]) if a.layers % pins["pp"] else None)
+            first, last = (ends[0], ends[-1]) if ends and pins["pp"] > 1 else (0, 0)
             check_layout(**shape, tp=pins["tp"], pp=pins["pp"], cp=pins["cp"] or 1, cluster_gpus=n,
+                         first_stage_layers=first, last_stage_layers=last,
                          batch_sequences=global_batch, micro_batch=pins["micro_batch"] or 1)
         with numeric():  # inputs validated above: every formula in the search takes the fast path
             fits, misses, count, reasons = search(a, hw, st, n, seq_len, global_batch,
