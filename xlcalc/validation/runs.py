@@ -45,8 +45,14 @@ PROFILE_TEXT = {
 # Megatron-LM 2021-22 (megatron/training.py train_step): the data-parallel all-reduce runs after the whole
 # forward-backward schedule (dp_overlap 0); --fp16 without --accumulate-allreduce-grads-in-fp32 reduces fp16
 # gradients (grad_bytes 2); no FlashAttention (2022).
+# PyTorch FSDP (Composer / llm-foundry, torchtitan's FSDP2): the sharded parameters stay fp32 and compute gathers
+# them in bf16 (mixed-precision param_dtype), gradients are sharded fp32, AdamW keeps m and v in fp32: 4 + 4 + 8
+# bytes per parameter (xlcalc.recipes "fp32"), not Megatron's 2 + 4 + 12.
+FSDP_BYTES = dict(bytes_weights=4, bytes_grads=4, bytes_optimizer=8)
 PROFILE_SETTINGS = {
     "megatron-2021": dict(dp_overlap=0.0, grad_bytes=2, flash_attention=False),
+    "fsdp-eager": FSDP_BYTES,
+    "fsdp-compiled": FSDP_BYTES,
 }
 
 # Scale-out bandwidth per GPU of the vendors' reference systems, used only where the GPU catalog has none.
