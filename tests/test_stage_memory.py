@@ -125,6 +125,17 @@ def test_context_parallel_splits_activations_and_logits():
     assert two["logits"] == pytest.approx(one["logits"] / 2)
 
 
+def test_zero_shards_over_dp_times_cp():
+    # Megatron-Core's distributed optimizer shards over the data-parallel group with context parallelism
+    # (get_data_parallel_group(with_context_parallel=True)); torchtitan's FSDP2 over the dp_shard x cp mesh:
+    # DP 2 x CP 4 shards the states as DP 8 does
+    for z in (1, 2, 3):
+        a = gb(dp=2, cp=4, zero_stage=z, pp=1).parts_gb["first"]
+        b = gb(dp=8, cp=1, zero_stage=z, pp=1).parts_gb["first"]
+        for part in ("weights", "gradients", "optimizer"):
+            assert a[part] == pytest.approx(b[part])
+
+
 def test_any_micro_batch_scales_activations():
     one = gb(micro_batch=1).parts_gb["first"]
     three = gb(micro_batch=3).parts_gb["first"]

@@ -254,7 +254,7 @@ _add("ep", "GPUs", "Expert-parallel size (experts split over ep GPUs, tokens exc
 _add("etp", "GPUs", "Expert tensor-parallel size (each expert's feed-forward split over etp GPUs)", "ETP_Size", example=1, **COUNT)
 
 # --- stage memory model and layout (xlcalc.stage_memory, xlcalc.layout) ----------------
-_add("dp_shard", "GPUs", "GPUs the ZeRO/FSDP states are sharded over (HSDP: the shard group); 0 = the whole DP group",
+_add("dp_shard", "GPUs", "GPUs the ZeRO/FSDP states are sharded over (HSDP: the shard group); 0 = the whole DP x CP group",
      "DP_Shard", example=0, kind="int", ge=0)
 _add("first_stage_layers", "", "Layers on the first pipeline stage (0 = an even split L/p)", "First_Stage_Layers",
      example=0, kind="int", ge=0)

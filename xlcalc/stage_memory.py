@@ -142,7 +142,10 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
                                  "none")
     recompute = add("Mem_Recompute_GB", fm.mem_recompute_working_gb, "Recompute working set", part="recompute_working",
                     full_act_bytes=act_none, stored_act_bytes=act)
-    shard = if_(s["dp_shard"] > 0, s["dp_shard"], s["dp"])
+    # ZeRO / FSDP shard over the data-parallel GPUs of a stage, context-parallel ones included: Megatron's
+    # distributed optimizer uses the DP x CP group (get_data_parallel_group(with_context_parallel=True)),
+    # torchtitan's FSDP2 the dp_shard x cp mesh
+    shard = if_(s["dp_shard"] > 0, s["dp_shard"], s["dp"] * s["cp"])
     totals: dict[str, Var] = {}
     states: dict[str, Expr] = {}
     acts: dict[str, Expr] = {}
