@@ -143,3 +143,36 @@ def test_cli_shows_the_model_of_a_config():
     bad = subprocess.run([sys.executable, "-m", "xlcalc", "catalog", "models", "--config", "missing.json"],
                          capture_output=True, text=True, cwd=root)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr and "config" in bad.stderr
+
+
+@pytest.mark.parametrize("command", [
+    ["memory", "--seq-len", "4096", "--json"],
+    ["estimate", "--seq-len", "4096", "--tp", "1", "--pp", "1", "--n-gpus", "64", "--json"],
+    ["plan", "--gpu", "h100", "--gpus", "8", "--seq-len", "4096", "--global-batch-tokens", "1048576", "--json"],
+])
+def test_commands_take_a_config_instead_of_a_model(command):
+    """The Llama-2-7B config and the catalog's llama2-7b row are one architecture: every command gives the same
+    answer for both, and refuses to be given both."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+
+    def xlcalc(*args):
+        return subprocess.run([sys.executable, "-m", "xlcalc", command[0], *args, *command[1:]],
+                              capture_output=True, text=True, cwd=root)
+
+    cfg = str(CONFIGS / "llama-2-7b.json")
+    from_config, from_catalog = xlcalc("--config", cfg), xlcalc("--model", "llama2-7b")
+    assert from_config.returncode == 0, from_config.stderr
+    a, b = json.loads(from_config.stdout), json.loads(from_catalog.stdout)
+    if command[0] == "estimate":
+        a, b = a["results"], b["results"]
+    elif command[0] == "plan":
+        a, b = a["plans"], b["plans"]
+    else:
+        a, b = a["per_stage"] if "per_stage" in a else a, b["per_stage"] if "per_stage" in b else b
+        a.pop("inputs", None), b.pop("inputs", None)
+    assert a == b
+    both = xlcalc("--config", cfg, "--model", "llama2-7b")
+    assert both.returncode == 2 and "--model" in both.stderr and "Traceback" not in both.stderr

@@ -277,6 +277,16 @@ class Scenario(BaseModel):
         Explicit values win over presets. A user mistake raises :class:`InputError`.
         """
         merged: dict[str, Any] = {}
+        if isinstance(values.get("model"), catalog.Model):
+            # a model with no catalog row (e.g. from a Hugging Face config.json): its figures are typed in
+            m = values["model"]
+            values = {**values, "model": None}
+            arch = model_inputs(m)
+            merged.update(
+                params_b=round(m.params_b, 3), hidden=m.hidden, layers=m.layers,
+                heads=m.heads, kv_heads=arch["kv_heads"], ffn_hidden=arch["ffn_hidden"],
+                gated_ffn=arch["gated_ffn"], vocab=arch["vocab"], tied_embeddings=arch["tied_embeddings"],
+            )
         if values.get("model"):
             m = catalog.get_model(values["model"])
             arch = model_inputs(m)

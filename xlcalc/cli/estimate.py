@@ -6,6 +6,7 @@ import argparse
 
 from ..errors import InputError
 from ..recipes import DEFAULT_RECIPE
+from .models import add_config_flag, config_model
 from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario, evaluate, price_note
 from ..stage_memory import explain, memory_steps
 from .fmt import cli_value, dump_json, number, table
@@ -31,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         allow_abbrev=False,
     )
     p.add_argument("--model", help="model preset id, e.g. llama2-70b (see: xlcalc catalog models)")
+    add_config_flag(p)
     p.add_argument("--gpu", help="GPU name, e.g. A800, H100 (see: xlcalc catalog gpus)")
     p.add_argument("--recipe", help=f"bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8 "
                                     f"(default {DEFAULT_RECIPE})")
@@ -52,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if args.price_tier and values.get("usd_per_gpu_hour") is not None:
         raise InputError("price_tier", args.price_tier, "left out when --usd-per-gpu-hour is given",
                          "a tier picks a catalog price; a typed price has none")
-    scenario = Scenario.build(model=args.model, gpu=args.gpu, recipe=args.recipe, price_tier=args.price_tier,
+    scenario = Scenario.build(model=config_model(args) or args.model, gpu=args.gpu, recipe=args.recipe, price_tier=args.price_tier,
                               **values)
     results = evaluate(scenario)
     memory = explain({**scenario.cell_values(), **results}, scenario.model_dump()).to_json()

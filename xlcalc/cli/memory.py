@@ -8,6 +8,7 @@ from .. import catalog
 from ..errors import CatalogError
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES
 from ..stage_memory import PARTS, SHARDING, model_inputs, recipe_bytes, stage_memory
+from .models import add_config_flag, config_model
 from .fmt import cli_value, dump_json, number, table
 
 # flag -> input name (values validated by the model, every input spec's rule)
@@ -78,6 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8 "
                         f"(default {DEFAULT_RECIPE})")
     p.add_argument("--gpu", help="GPU to check the fit against, e.g. h100-sxm")
+    add_config_flag(p)
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
     p.set_defaults(func=run)
 
@@ -85,7 +87,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def values_from_args(args: argparse.Namespace) -> dict:
     """The stage memory model's inputs from the flags (a model preset first, explicit flags win)."""
     v: dict = {}
-    if args.model:
+    from_config = config_model(args)
+    if from_config is not None:
+        v.update(model_inputs(from_config))
+    elif args.model:
         v.update(model_inputs(catalog.get_model(args.model)))
     v.setdefault("seq_len", 2048)
     v.update(recipe_bytes(args.recipe))

@@ -7,6 +7,7 @@ import argparse
 from pydantic import ValidationError
 
 from ..errors import InputError
+from .models import add_config_flag, config_model
 from .fmt import price_line, cli_value, dump_json, number, table
 
 _SETTINGS = (
@@ -47,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     g = p.add_argument_group("model (a preset or the architecture)")
     g.add_argument("--model", help="model preset id, e.g. llama2-70b")
+    add_config_flag(g)
     g.add_argument("--layers", help="layers L")
     g.add_argument("--hidden", help="hidden size h")
     g.add_argument("--heads", help="attention heads a")
@@ -111,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
     from ..planner import arch_from_flags, explain, plan
 
     arch = None
-    if args.model is None:
+    model = config_model(args) or args.model
+    if model is None:
         missing = [f for f in ("layers", "hidden", "heads") if getattr(args, f) is None]
         if missing:
             raise InputError(missing[0], None, "given (or use --model ID)")
@@ -128,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(gbt, (int, float)):
         raise InputError("global_batch_tokens", args.global_batch_tokens, "a number of tokens")
     result = plan(
-        args.model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.gpus), seq_len=cli_value(args.seq_len),
+        model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.gpus), seq_len=cli_value(args.seq_len),
         global_batch_tokens=gbt, tokens_t=cli_value(args.tokens_t), deadline_days=cli_value(args.deadline_days),
         settings=_settings(args), tp=cli_value(args.tp), pp=cli_value(args.pp), zero_stage=cli_value(args.zero_stage),
         recompute=args.recompute, micro_batch=cli_value(args.micro_batch), seq_parallel=args.seq_parallel,
