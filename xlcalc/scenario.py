@@ -278,23 +278,13 @@ class Scenario(BaseModel):
         """
         merged: dict[str, Any] = {}
         if isinstance(values.get("model"), catalog.Model):
-            # a model with no catalog row (e.g. from a Hugging Face config.json): its figures are typed in
-            m = values["model"]
+            # a model with no catalog row (e.g. from a Hugging Face config.json): its figures are typed in;
+            # its file gives no training sequence length, so the scenario's stays
+            merged.update(_architecture(values["model"]))
             values = {**values, "model": None}
-            arch = model_inputs(m)
-            merged.update(
-                params_b=round(m.params_b, 3), hidden=m.hidden, layers=m.layers,
-                heads=m.heads, kv_heads=arch["kv_heads"], ffn_hidden=arch["ffn_hidden"],
-                gated_ffn=arch["gated_ffn"], vocab=arch["vocab"], tied_embeddings=arch["tied_embeddings"],
-            )
         if values.get("model"):
             m = catalog.get_model(values["model"])
-            arch = model_inputs(m)
-            merged.update(
-                params_b=round(m.params_b, 3), hidden=m.hidden, layers=m.layers,
-                heads=m.heads, seq_len=m.seq_len, kv_heads=arch["kv_heads"], ffn_hidden=arch["ffn_hidden"],
-                gated_ffn=arch["gated_ffn"], vocab=arch["vocab"], tied_embeddings=arch["tied_embeddings"],
-            )
+            merged.update(_architecture(m), seq_len=m.seq_len)
         if values.get("gpu"):
             g = catalog.get_gpu(values["gpu"])
             if g.half_tflops is not None:
@@ -377,6 +367,14 @@ def price_note(scenario: "Scenario") -> str:
         why = f"the price catalog has no rental rate for {scenario.gpu}" if scenario.gpu else "no GPU chosen"
         return f"{rate}/GPU-hour, example default ({why}; give --usd-per-gpu-hour)"
     return f"{rate}/GPU-hour, typed (no tier)"
+
+
+def _architecture(m: catalog.Model) -> dict[str, Any]:
+    """The scenario's architecture fields from a model (catalog row or config.json)."""
+    arch = model_inputs(m)
+    return dict(params_b=round(m.params_b, 3), hidden=m.hidden, layers=m.layers, heads=m.heads,
+                kv_heads=arch["kv_heads"], ffn_hidden=arch["ffn_hidden"], gated_ffn=arch["gated_ffn"],
+                vocab=arch["vocab"], tied_embeddings=arch["tied_embeddings"])
 
 
 def _as_input_error(exc: ValidationError) -> Exception:
