@@ -347,5 +347,5 @@ def test_pinned_op_selective_plans():
     none = plan("llama3.1-8b", gpu="h100", n_gpus=8, seq_len=8192, global_batch_tokens=8 * 8192, recompute="none",
                 tp=r.plans[0].tp, pp=r.plans[0].pp, micro_batch=r.plans[0].micro_batch,
                 zero_stage=r.plans[0].zero_stage)
-    if none.plans:  # recomputing half the matmuls can only cost time
-        assert r.plans[0].step_s > none.plans[0].step_s
+    assert none.plans  # the same layout without recomputation fits too (it holds more activations)
+    assert r.plans[0].step_s > none.plans[0].step_s  # recomputing half the matmuls can only cost time
