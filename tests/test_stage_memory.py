@@ -189,3 +189,44 @@ def test_evaluate_equals_the_worksheet_function():
     total = evaluate(v, validated=True)["Mem_Total_GB"]
     assert mem_per_gpu_gb(8.03, 32, 4096, 32, 8, 14336, 128256, 4096, 1, 2, 2, 1, 4, 1, False, "selective",
                             True) == total
+
+
+# Llama 3.1 8B per token and layer, 16-bit activations, RMSNorm, FlashAttention, TP 1 (bytes), written out by hand
+# from the tensors autograd saves (docs/activations.md): a = 32 heads, kv = 8, d = 128, h = 4096, F = 14336
+_H, _A, _KV, _D, _F = 4096, 32, 8, 128, 14336
+_ATTENTION = ((2 * _H + 4 + 2 * _H)             # norm input, 1/rms (fp32), norm output kept by wq/wk/wv
+              + 2 * _A * _D + 4 * _KV * _D      # q and k after RoPE, v
+              + 2 * _A * _D + 4 * _A)           # attention output, fp32 log-sum-exp
+_FFN = (2 * _H + 4 + 2 * _H) + 8 * _F           # norm; w1 out, SiLU out, w3 out, product (4 x 2F)
+HAND = {
+    "none": _ATTENTION + _FFN,
+    "selective": _ATTENTION + _FFN - 4 * _A,    # Megatron: the attention core (here its log-sum-exp) recomputed
+    # torchtitan per-op SAC: block input, wq, wv, SDPA output + log-sum-exp, w1, w2 (every 2nd mm recomputed)
+    "op_selective": 2 * _H + 2 * _A * _D + 2 * _KV * _D + 2 * _A * _D + 4 * _A + 2 * _F + 2 * _H,
+    "full": 2 * _H,                             # the checkpointed block's input
+}
+
+
+@pytest.mark.parametrize("mode", sorted(HAND))
+def test_stage_activations_are_the_tensor_count(mode):
+    # the stage model's per-layer activation term is LAYER_ACTIVATION_BYTES (xlcalc.formulas.activations, checked
+    # against PyTorch's saved tensors): whole sequence and CP given, the tokens split by CP
+    assert HAND["none"] == 168072 and HAND["op_selective"] == 63616
+    for cp in (1, 4):
+        env = evaluate(resolve({**LLAMA8B, "seq_len": 8192, "cp": cp, "recompute": mode}), validated=True)
+        tokens = 8192 // cp
+        assert env["Layer_Act_Bytes"] == tokens * HAND[mode]
+        assert env["Layer_Act_Bytes_No_Recompute"] == tokens * HAND["none"]
+        # the recompute working set: one layer's tensors re-materialised in its backward, once per GPU
+        assert env["Mem_Recompute_GB"] == pytest.approx(tokens * (HAND["none"] - HAND[mode]) / 1e9)
+        assert env["Mem_First_Activations_GB"] == pytest.approx(32 * tokens * HAND[mode] / 1e9)
+
+
+def test_stage_activations_with_tensor_and_sequence_parallelism():
+    # TP 2 with SP: the norm/residual region split over 2; heads, KV heads and F split over 2; SP adds nothing
+    # under none (the all-gathered norm output is the linear layers' input, kept once: l*h*r)
+    t = 2
+    attention = (2 * _H + 4 + 2 * _H) / t + 2 * (_A // t) * _D + 4 * (_KV // t) * _D + 2 * (_A // t) * _D + 4 * (_A // t)
+    ffn = (2 * _H + 4 + 2 * _H) / t + 8 * _F / t
+    env = evaluate(resolve({**LLAMA8B, "seq_len": 4096, "tp": t, "seq_parallel": True}), validated=True)
+    assert env["Layer_Act_Bytes"] == pytest.approx(4096 * (attention + ffn))

@@ -23,7 +23,7 @@ gradients                 ... (/ shard group under ZeRO-2 and 3, FSDP grad-op sh
 optimizer                 ... (/ shard group under ZeRO-1, 2, 3); 0 when offloaded to the CPU
 fp8_copies                FP8 weight copies (bytes_fp8 per parameter), sharded as the weights
 gathered_params           ZeRO-3/FSDP: the layer gathered whole, and the prefetched layers
-activations               stage layers x per-layer bytes (one call: ACT_LAYER_BYTES_GENERAL) x in flight
+activations               stage layers x per-layer bytes (one call: LAYER_ACTIVATION_BYTES) x in flight
 recompute_working         one layer's activations re-materialised during its backward
 logits                    logits and loss buffers (last stage; every stage when PP = 1)
 comm_buffers              communication buckets
@@ -38,6 +38,7 @@ from typing import Any, Callable, Mapping
 
 from .errors import InputError
 from .expr import Expr, Num, Var, if_, wrap
+from .formulas import activations as fa
 from .formulas import memory as fm
 from .inputs import check_value, spec
 from .layout import LAYOUT_DEFAULTS, check_layout
@@ -116,6 +117,8 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
 
     def add(name: str, formula: Formula, label: str, part: str | None = None, of: str | None = None,
             guarded: bool = True, **args: Any) -> Var:
+        # every parameter explicit (the defaults too): the workbook writes a step from its arguments alone
+        args = {**formula.defaults, **args}
         steps.append(Step(name, formula, {k: wrap(v) for k, v in args.items()}, label, part, of, guarded))
         return Var(name)
 
@@ -130,12 +133,14 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
                   tied_embeddings=s["tied_embeddings"])
 
     def layer_activations(name: str, label: str, recompute: Any) -> Var:
-        # THE call of the per-layer activation bytes (one place: switch the formula here)
-        return add(name, fm.act_layer_bytes_general, label,
-                   seq_len=s["seq_len"] / s["cp"], micro_batch=s["micro_batch"], hidden=s["hidden"],
+        # THE call of the per-layer activation bytes: the tensor-by-tensor count of xlcalc.formulas.activations
+        # (checked against PyTorch's saved tensors, docs/activations.md); whole sequence and CP given, the
+        # formula splits the tokens by CP
+        return add(name, fa.layer_activation_bytes, label,
+                   seq_len=s["seq_len"], micro_batch=s["micro_batch"], hidden=s["hidden"],
                    heads=s["heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"],
-                   ffn_hidden=s["ffn_hidden"], gated_ffn=s["gated_ffn"], tp=s["tp"], seq_parallel=s["seq_parallel"],
-                   recompute=recompute, flash_attention=s["flash_attention"])
+                   ffn_hidden=s["ffn_hidden"], gated_ffn=s["gated_ffn"], flash_attention=s["flash_attention"],
+                   tp=s["tp"], seq_parallel=s["seq_parallel"], cp=s["cp"], recompute=recompute)
 
     act = layer_activations("Layer_Act_Bytes", "Activation bytes one layer keeps per micro-batch", s["recompute"])
     act_none = layer_activations("Layer_Act_Bytes_No_Recompute", "Activation bytes of one layer without recompute",
