@@ -250,3 +250,64 @@ def test_layout_violation_gets_its_message_on_every_face(capsys, recalculated, k
                  "Fits_GPU", "Max_Micro_Batch", "DP_Size"):
         value = named_cell(wb, name).value
         assert isinstance(value, str) and words in value, (name, value)
+
+
+# An uneven pipeline: Llama 3.1 70B's 80 layers on PP 3 as 27, 27, 26 (what the planner picks for PP 3), TP 4,
+# 96 GPUs (DP 8), ZeRO-1, full recompute, 8 micro-batches per step
+UNEVEN = ["--seq-len", "8192", "--micro-batch", "1", "--tp", "4", "--zero-stage", "1", "--recompute", "full"]
+
+
+def test_uneven_split_same_memory_on_every_face(capsys):
+    code, out, err = run(capsys, "memory", "--model", "llama3.1-70b", *UNEVEN, "--n-gpus", "96", "--global-batch",
+                         "64", "--layers-per-stage", "27,27,26", "--json")
+    assert code == 0, err
+    memory = json.loads(out)
+    assert (memory["stages"]["first"]["layers"], memory["stages"]["last"]["layers"]) == (27, 26)
+    code, out, err = run(capsys, "estimate", "--model", "llama3.1-70b", "--gpu", GPU, *UNEVEN, "--n-gpus", "96",
+                         "--seq-parallel", "false", "--layers-per-stage", "27,27,26", "--json")
+    assert code == 0, err
+    estimate = json.loads(out)
+    plans = {}
+    for split in (["--layers-per-stage", "27,27,26"], ["--pp", "3"]):
+        code, out, err = run(capsys, "plan", "--model", "llama3.1-70b", "--gpu", GPU, "--gpus", "96", *UNEVEN[:6],
+                             "--zero-stage", "1", "--recompute", "full", "--no-seq-parallel", "--virtual-stages",
+                             "1", "--cp", "1", "--global-batch-tokens", str(64 * 8192), "--scaleout-gb-s", "50",
+                             *split, "--json")
+        assert code == 0, err
+        plans[split[0]] = json.loads(out)["plans"][0]
+    py = stage_memory(**{**_memory_values(dict(model="llama3.1-70b", n_gpus=96)), "seq_len": 8192}, tp=4, pp=3,
+                      first_stage_layers=27, last_stage_layers=26, zero_stage=1, recompute="full", microbatches=8)
+    answers = {"memory": memory["total_gb"], "estimate": estimate["results"]["Mem_Total_GB"],
+               "plan (layers per stage)": plans["--layers-per-stage"]["memory_gb"],
+               "plan (PP 3)": plans["--pp"]["memory_gb"], "python": py.memory_gb}
+    # 27 layers of 70B (0.86 B parameters each) over TP 4: 2 + 4 bytes per parameter of weights and gradients
+    # alone are > 34 GB
+    assert answers["memory"] > 34
+    for face, gb in answers.items():
+        assert abs(gb - answers["memory"]) <= 0.01 * answers["memory"], answers
+    assert plans["--pp"]["stage_layers"] == [27, 27, 26]
+
+
+@pytest.mark.parametrize("split, words", [
+    ("27,27,27", "layers_per_stage = '27,27,27' is not allowed: layers_per_stage must be layers per stage adding "
+                 "up to the model's 80 layers (27 + 27 + 27 = 81)"),
+    ("20,30,10,20", "layers_per_stage = '20,30,10,20' is not allowed: layers_per_stage must be a split whose "
+                    "middle stages hold equal layers"),
+])
+def test_impossible_split_refused_on_every_face(capsys, split, words):
+    for argv in (["memory", "--model", "llama3.1-70b", *UNEVEN, "--layers-per-stage", split],
+                 ["estimate", "--model", "llama3.1-70b", "--gpu", GPU, *UNEVEN, "--layers-per-stage", split],
+                 ["plan", "--model", "llama3.1-70b", "--gpu", GPU, "--gpus", "96", *UNEVEN[:6],
+                  "--global-batch-tokens", str(64 * 8192), "--scaleout-gb-s", "50", "--layers-per-stage", split]):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == "", (argv, out, err)
+        assert words.replace(" = '", " = ").replace("' is", " is") in err.replace("'", "") or words in err, (argv, err)
+        assert "Traceback" not in err
+
+
+def test_pp_that_does_not_divide_the_layers_names_the_split(capsys):
+    words = "pp = 3 is not allowed: pp must be a divisor of layers = 80"
+    for argv in (["memory", "--model", "llama3.1-70b", *UNEVEN, "--pp", "3"],
+                 ["estimate", "--model", "llama3.1-70b", "--gpu", GPU, *UNEVEN, "--pp", "3", "--n-gpus", "96"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and words in err and "layers_per_stage" in err, (argv, err)

@@ -27,7 +27,7 @@ from .errors import InputError
 from .expr import and_, as_text, concat, eq, floor_int, if_, is_expr, max_, not_, or_, round_
 
 __all__ = ["LAYOUT_OK", "CONSTRAINTS", "LAYOUT_INPUTS", "LAYOUT_DEFAULTS", "check_layout", "check_replicas", "layout_message", "stage_layer_counts",
-           "data_parallel"]
+           "data_parallel", "parse_layers_per_stage", "stage_split"]
 
 LAYOUT_OK = "OK"  # the message of a layout that splits into whole pieces
 
@@ -118,7 +118,7 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         lambda v: and_(eq(_given_ends(v), 0), not_(_divides(v["pp"], v["layers"]))),
         lambda v: ("a divisor of layers = ", v["layers"]),
         lambda v: ("every pipeline stage holds whole layers: layers/PP = ", _r2(v["layers"] / v["pp"]),
-                   "; or give first_stage_layers and last_stage_layers for an uneven split"),
+                   "; or give an uneven split: layers_per_stage, or first_stage_layers and last_stage_layers"),
     ),
     Constraint(
         "uneven_split", "pp",
@@ -211,3 +211,36 @@ def check_layout(**values: Any) -> None:
         raise TypeError("check_layout takes numbers; layout_message builds the expression")
     for c in CONSTRAINTS:
         _raise_if(c, v)
+
+
+def parse_layers_per_stage(text: Any) -> list[int]:
+    """``"27,27,26"`` (or a list) as layers per pipeline stage: whole numbers >= 1, one per stage."""
+    parts = [str(x).strip() for x in (text.split(",") if isinstance(text, str) else text)]
+    parts = [x for x in parts if x]
+    if not parts or not all(x.isdigit() and int(x) > 0 for x in parts):
+        raise InputError("layers_per_stage", text, "whole numbers >= 1 separated by commas, one per pipeline stage")
+    return [int(x) for x in parts]
+
+
+def stage_split(layers_per_stage: Any, layers: int, pp: int | None = None) -> dict[str, int]:
+    """An explicit pipeline split as the layout inputs every face takes: ``pp``, ``first_stage_layers`` and
+    ``last_stage_layers`` (0 and 0 for an even split).
+
+    The split must add up to the model's layers, have ``pp`` stages when PP is given too, and hold equal layers on
+    its middle stages: the stage model (and this check) describe a pipeline by its first, its last and its middle
+    stages (27, 27, 26 and 7, 8 x 14, 7 are such splits; 20, 30, 10, 20 is not). Raises :class:`InputError`.
+    """
+    stages = parse_layers_per_stage(layers_per_stage)
+    text = ",".join(map(str, stages))
+    if sum(stages) != layers:
+        raise InputError("layers_per_stage", text, f"layers per stage adding up to the model's {layers} layers",
+                         " + ".join(map(str, stages)) + f" = {sum(stages)}")
+    if pp is not None and pp != len(stages):
+        raise InputError("pp", pp, f"the number of stages given in layers_per_stage ({len(stages)}: {text})")
+    middle = stages[1:-1]
+    if len(set(middle)) > 1:
+        raise InputError("layers_per_stage", text, "a split whose middle stages hold equal layers",
+                         "the memory model describes a pipeline by its first, its last and its middle stages")
+    if len(stages) == 1 or len(set(stages)) == 1:
+        return {"pp": len(stages), "first_stage_layers": 0, "last_stage_layers": 0}
+    return {"pp": len(stages), "first_stage_layers": stages[0], "last_stage_layers": stages[-1]}

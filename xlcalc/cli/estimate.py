@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import InputError
+from ..layout import stage_split
 from ..recipes import DEFAULT_RECIPE
 from .models import add_config_flag, config_model
 from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario, evaluate, price_note
@@ -43,6 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         flag = "--" + cell.field.replace("_", "-")
         p.add_argument(flag, dest=cell.field, default=None, metavar="X",
                        help=f"{cell.label} (default {getattr(defaults, cell.field)})")
+    p.add_argument("--layers-per-stage", metavar="LIST",
+                   help="layers of each pipeline stage, comma-separated, e.g. 27,27,26 for 80 layers on PP 3 (sets "
+                        "--pp, --first-stage-layers and --last-stage-layers; the middle stages hold equal layers)")
     p.add_argument("--ranges", action="store_true",
                    help="also print low/base/high days and cost for MFU, price, tokens and GPU MTBF (a tornado)")
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
@@ -54,6 +58,18 @@ def run(args: argparse.Namespace) -> int:
     if args.price_tier and values.get("usd_per_gpu_hour") is not None:
         raise InputError("price_tier", args.price_tier, "left out when --usd-per-gpu-hour is given",
                          "a tier picks a catalog price; a typed price has none")
+    if args.layers_per_stage is not None:
+        if values.get("first_stage_layers") is not None or values.get("last_stage_layers") is not None:
+            raise InputError("layers_per_stage", args.layers_per_stage,
+                             "left out when --first-stage-layers / --last-stage-layers are given")
+        # the model's layers (the split is checked against them before the layout is)
+        layers = Scenario.build(model=config_model(args) or args.model, gpu=args.gpu, recipe=args.recipe,
+                                price_tier=args.price_tier,
+                                **{k: x for k, x in values.items() if k not in ("pp", "first_stage_layers",
+                                                                                "last_stage_layers")}).layers
+        split = stage_split(args.layers_per_stage, int(layers), int(float(values["pp"])) if values.get("pp") else None)
+        values.update(pp=split["pp"], first_stage_layers=split["first_stage_layers"],
+                      last_stage_layers=split["last_stage_layers"])
     scenario = Scenario.build(model=config_model(args) or args.model, gpu=args.gpu, recipe=args.recipe, price_tier=args.price_tier,
                               **values)
     results = evaluate(scenario)

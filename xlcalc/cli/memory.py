@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from .. import catalog
-from ..errors import CatalogError
+from ..errors import CatalogError, InputError
+from ..layout import stage_split
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES
 from ..stage_memory import PARTS, SHARDING, model_inputs, recipe_bytes, stage_memory
 from .models import add_config_flag, config_model
@@ -68,6 +69,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sharding", choices=sorted(SHARDING),
                    help="ZeRO/FSDP by name: fsdp_full_shard = ZeRO-3, fsdp_grad_op = ZeRO-2, hsdp = ZeRO-3 "
                         "inside --dp-shard GPUs")
+    p.add_argument("--layers-per-stage", metavar="LIST",
+                   help="layers of each pipeline stage, comma-separated, e.g. 27,27,26 for 80 layers on PP 3 "
+                        "(sets --pp; the middle stages hold equal layers)")
     p.add_argument("--seq-parallel", action="store_true", help="sequence parallelism on")
     p.add_argument("--recompute", default="none",
                    help="none, selective (Megatron), op_selective (PyTorch per-op SAC) or full (default none)")
@@ -98,6 +102,14 @@ def values_from_args(args: argparse.Namespace) -> dict:
         given = cli_value(getattr(args, flag.replace("-", "_")))
         if given is not None:
             v[flag.replace("-", "_")] = given
+    if args.layers_per_stage is not None:
+        if v.get("first_stage_layers") is not None or v.get("last_stage_layers") is not None:
+            raise InputError("layers_per_stage", args.layers_per_stage,
+                             "left out when --first-stage-layers / --last-stage-layers are given")
+        if "layers" not in v:
+            raise InputError("layers", None, "given (--model, --config or --layers) with --layers-per-stage")
+        v.update(stage_split(args.layers_per_stage, int(float(v["layers"])),
+                             int(float(v["pp"])) if v.get("pp") is not None else None))
     if "n_gpus" in v:
         v["cluster_gpus"] = v.pop("n_gpus")
     if "global_batch" in v:

@@ -13,7 +13,7 @@ from ..formulas import compute as fc
 from ..formulas import cost as fcost
 from ..formulas import steptime as fs
 from ..inputs import check_value
-from ..layout import check_layout
+from ..layout import check_layout, stage_split
 from ..recipes import recipe_label
 from ..registry import numeric
 from .steptime import (Arch, Config, Hardware, Prediction, Settings, arch_from_model, memory, resolve_hardware,
@@ -394,11 +394,8 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         raise InputError("cp", pins["cp"], f"a divisor of seq_len = {seq_len}")
     if stage_layers is not None:
         stage_layers = [check_value("layers", x) for x in stage_layers]
-        if sum(stage_layers) != a.layers:
-            raise InputError("layers_per_stage", ",".join(map(str, stage_layers)),
-                             f"layers per stage adding up to the model's {a.layers} layers")
-        if pins["pp"] is not None and pins["pp"] != len(stage_layers):
-            raise InputError("pp", pins["pp"], f"the number of stages given in layers_per_stage ({len(stage_layers)})")
+        # the one check of an explicit split (xlcalc.layout): adds up, PP stages, middle stages equal
+        stage_split(stage_layers, a.layers, pins["pp"])
         pins["pp"] = len(stage_layers)
     elif pins["pp"] is not None and a.layers % pins["pp"] and uneven_stages(a.layers, pins["pp"]) is None:
         raise InputError("pp", pins["pp"], f"a divisor of layers = {a.layers}, or a stage count whose first and last "
