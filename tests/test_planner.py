@@ -250,3 +250,12 @@ def test_one_mfu_convention_across_faces(seed002):
 def explain_text(result):
     from xlcalc.planner import explain
     return explain(result)
+
+
+def test_pinned_interleaving_beyond_the_search_range_is_honoured():
+    # NeMo 24.07's Llama 2 13B on 16 H100: TP 1, PP 4, 10 virtual stages (40 layers: one layer per chunk); the
+    # search tries up to 8 chunks by itself, a pinned 10 is the user's schedule, not a reason to find nothing
+    res = plan("llama2-13b", gpu="h100-sxm", n_gpus=16, seq_len=4096, global_batch_tokens=128 * 4096, tokens_t=1,
+               tp=1, pp=4, virtual_stages=10, micro_batch=1, top=1)
+    assert res.plans and res.plans[0].virtual_stages == 10
+    assert "pinned virtual stages do not divide the stage" not in res.rejected_by_reason

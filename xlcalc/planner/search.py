@@ -194,6 +194,9 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
     ``keep``-th best found so far (its compute and bubble alone, STEP_LOWER_BOUND) is counted and left out
     without its memory and communication being evaluated (branch and bound).
     """
+    if virtual_stages is not None:
+        # a pinned schedule is honoured beyond the search's own range (NeMo interleaves 10 or 20 chunks per stage)
+        max_virtual_stages = max(max_virtual_stages, virtual_stages)
     keep = keep if keep is not None else float("inf")
     reasons: dict[str, int] = {}
     best: list[float] = []  # the `keep` shortest step times so far, negated (a max-heap)
