@@ -383,11 +383,11 @@ def diagnosis(v: dict) -> list[str]:
     if pp:
         s = summary(pp, "predicted_gb")
         out.append(f"- **FSDP with pipeline parallelism** ({s['n']} records, median signed error "
-                   f"{_pct(s['median_signed'])}): torchtitan does not reshard parameters after the forward when it "
-                   "pipelines (the records' notes quote parallelize_llama.py), so a stage keeps its layers' gathered "
-                   "bf16 parameters through the step, and PyTorch's pipeline stages accumulate unsharded gradients "
-                   "until the last micro-batch's backward. The model gathers one layer at a time "
-                   "(`MEM_GATHERED_PARAMS_GB`) and keeps sharded gradients: it has no term for either yet.")
+                   f"{_pct(s['median_signed'])}, within 15%: {_share(s['within'])}): torchtitan does not reshard "
+                   "parameters after the forward when it pipelines (the records' notes quote parallelize_llama.py) and "
+                   "PyTorch's pipeline stages accumulate unsharded gradients until the last micro-batch's backward; "
+                   "the model holds the whole stage gathered (2 bytes) with its unsharded gradients "
+                   "(`MEM_GATHERED_PARAMS_GB`). What remains is not explained by a term the sources state.")
     meg = [r for r in scored if r.inputs.get("bytes_optimizer") == 12]
     if meg:
         s = summary(meg, "predicted_gb")

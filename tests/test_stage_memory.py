@@ -230,3 +230,17 @@ def test_stage_activations_with_tensor_and_sequence_parallelism():
     ffn = (2 * _H + 4 + 2 * _H) / t + 8 * _F / t
     env = evaluate(resolve({**LLAMA8B, "seq_len": 4096, "tp": t, "seq_parallel": True}), validated=True)
     assert env["Layer_Act_Bytes"] == pytest.approx(4096 * (attention + ffn))
+
+
+def test_fsdp_under_pipelining_keeps_the_stage_gathered_with_unsharded_gradients():
+    # DeepSpeed refuses ZeRO-2/3 with pipelines, so ZeRO-3 with PP > 1 is PyTorch FSDP2 under pipelining: no reshard
+    # after forward (torchtitan), no reshard after backward and no gradient sync until the last micro-batch
+    # (torch.distributed.pipelining), unsharded gradients accumulated in the reduce dtype (FSDP2): per GPU
+    # (2 + bytes_grads) x stage params / TP. Llama 3.1 8B, PP 4 (8 layers + a table per stage), TP 2, fp32 gradients
+    layer = x.layer_params_b(8.03, 32, 4096, 128256)
+    stage = 8 * layer + 128256 * 4096 / 1e9
+    assert x.mem_gathered_params_gb(layer, 2, 3, 0, 4, stage, 4) == pytest.approx(6 * stage / 2)
+    assert x.mem_gathered_params_gb(layer, 2, 3, 0, 1, stage, 4) == pytest.approx(4 * layer / 2)  # DeepSpeed
+    assert x.mem_gathered_params_gb(layer, 2, 1, 0, 4, stage, 4) == 0                         # not sharded
+    m = gb(tp=2, pp=4, dp=8, zero_stage=3, bytes_grads=4)
+    assert m.parts_gb["first"]["gathered_params"] == pytest.approx(6 * stage / 2)

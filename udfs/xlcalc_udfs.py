@@ -987,10 +987,13 @@ def MEM_LOGITS_GB(seq_len, micro_batch, vocab, tp=1, cp=1, logits_buffer_bytes=4
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
 @arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
 @arg("prefetch_layers", ndim=2, doc="Layers whose ZeRO-3/FSDP parameters are gathered ahead (prefetch) besides the one computing [layers]")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("stage_params_b", ndim=2, doc="Parameters held by one pipeline stage before TP/ZeRO splitting, billions [billion parameters]")
+@arg("bytes_grads", ndim=2, doc="Bytes per parameter for gradients (bf16: 2, fp32: 4) [bytes/param]")
 @ret()
-def MEM_GATHERED_PARAMS_GB(layer_params_b, tp=1, zero_stage=0, prefetch_layers=0):
-    """Parameters ZeRO-3/FSDP gathers whole for the layer computing (and those prefetched), GB per GPU. [GB per GPU]. ZeRO-3 / FSDP full shard: 4 bytes * layer params / t * (1 + prefetched layers); else 0. Source: DeepSpeed memory docs (estimate_zero3_model_s..."""
-    return formula_call("mem_gathered_params_gb", layer_params_b, tp, zero_stage, prefetch_layers)
+def MEM_GATHERED_PARAMS_GB(layer_params_b, tp=1, zero_stage=0, prefetch_layers=0, pp=1, stage_params_b=0, bytes_grads=4):
+    """Parameters ZeRO-3/FSDP gathers whole for the layer computing (and those prefetched), GB per GPU. [GB per GPU]. ZeRO-3 / FSDP full shard: 4 bytes * layer params / t * (1 + prefetched layers); with pipeline parallelism (p > 1): (2 + gradient bytes) * sta..."""
+    return formula_call("mem_gathered_params_gb", layer_params_b, tp, zero_stage, prefetch_layers, pp, stage_params_b, bytes_grads)
 
 
 @func(category=CATEGORY)

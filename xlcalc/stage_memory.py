@@ -22,7 +22,8 @@ weights                   stage params / TP (/ shard group under ZeRO-3, FSDP fu
 gradients                 ... (/ shard group under ZeRO-2 and 3, FSDP grad-op shard)
 optimizer                 ... (/ shard group under ZeRO-1, 2, 3); 0 when offloaded to the CPU
 fp8_copies                FP8 weight copies (bytes_fp8 per parameter), sharded as the weights
-gathered_params           ZeRO-3/FSDP: the layer gathered whole, and the prefetched layers
+gathered_params           ZeRO-3/FSDP: the layer gathered whole, and the prefetched layers; pipelined (PyTorch
+                          FSDP2 + pipelining): the whole stage gathered and its gradients unsharded
 activations               stage layers x per-layer bytes (one call: LAYER_ACTIVATION_BYTES) x in flight
 recompute_working         one layer's activations re-materialised during its backward
 logits                    logits and loss buffers (last stage; every stage when PP = 1)
@@ -173,7 +174,8 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
                  bytes_weights=s["bytes_fp8"], **common)
         gat = add(f"Mem_{st}_Gathered_GB", fm.mem_gathered_params_gb, "Gathered ZeRO-3/FSDP parameters",
                   "gathered_params", st, layer_params_b=layer_b, tp=s["tp"], zero_stage=s["zero_stage"],
-                  prefetch_layers=s["prefetch_layers"])
+                  prefetch_layers=s["prefetch_layers"], pp=s["pp"], stage_params_b=params,
+                  bytes_grads=s["bytes_grads"])
         fl = add(f"Inflight_{st}", fm.stage_inflight_microbatches, f"Micro-batches in flight on the {stage} stage",
                  of=st, pp=s["pp"], stage=stage, virtual_stages=s["virtual_stages"], microbatches=s["microbatches"])
         a = add(f"Mem_{st}_Activations_GB", fm.mem_stage_act_gb, "Activations", "activations", st,

@@ -308,13 +308,27 @@ def mem_logits_gb(seq_len, micro_batch, vocab, tp=1, cp=1, logits_buffer_bytes=4
 
 @formula(
     udf="MEM_GATHERED_PARAMS_GB", unit="GB per GPU", category="memory",
-    equation="ZeRO-3 / FSDP full shard: 4 bytes * layer params / t * (1 + prefetched layers); else 0",
+    equation="ZeRO-3 / FSDP full shard: 4 bytes * layer params / t * (1 + prefetched layers); with pipeline "
+             "parallelism (p > 1): (2 + gradient bytes) * stage params / t; else 0",
     source="DeepSpeed memory docs (estimate_zero3_model_states_mem_needs: largest_layer_memory = "
-           "4*largest_layer_params); PyTorch FSDP prefetches the next layer's all-gather",
+           "4*largest_layer_params); PyTorch FSDP prefetches the next layer's all-gather. Pipelined: DeepSpeed refuses "
+           "ZeRO-2/3 with pipelines (PipelineEngine: 'ZeRO-2 and ZeRO-3 are incompatible with pipeline "
+           "parallelism'), so ZeRO-3 with p > 1 is PyTorch FSDP2 under torch.distributed.pipelining: torchtitan does "
+           "not reshard after forward ('For PP, do not reshard after forward to avoid per-microbatch all-gathers'), "
+           "the pipeline stage sets reshard_after_backward and requires_gradient_sync to False until the last "
+           "micro-batch's backward (stage.py, backward_maybe_with_nosync), and FSDP2 accumulates the unsharded "
+           "gradients in the reduce dtype (FSDPParam.to_accumulated_grad_if_needed)",
 )
-def mem_gathered_params_gb(layer_params_b, tp=1, zero_stage=0, prefetch_layers=0):
-    """Parameters ZeRO-3/FSDP gathers whole for the layer computing (and those prefetched), GB per GPU."""
-    return if_(zero_stage >= 3, 4 * layer_params_b / tp * (1 + prefetch_layers), 0)
+def mem_gathered_params_gb(layer_params_b, tp=1, zero_stage=0, prefetch_layers=0, pp=1, stage_params_b=0,
+                           bytes_grads=4):
+    """Parameters ZeRO-3/FSDP gathers whole for the layer computing (and those prefetched), GB per GPU.
+
+    With pipeline parallelism the whole stage stays gathered (16-bit) through the step and its gradients
+    accumulate unsharded (``bytes_grads`` each) until the last micro-batch: (2 + bytes_grads) x stage params / t.
+    """
+    pipelined = (2 + bytes_grads) * stage_params_b / tp
+    one_layer = 4 * layer_params_b / tp * (1 + prefetch_layers)
+    return if_(zero_stage >= 3, if_(pp > 1, pipelined, one_layer), 0)
 
 
 @formula(
