@@ -130,8 +130,6 @@ def inputs_of(rec: dict) -> tuple[dict, list[str]]:
         raise Skip("MoE: the stage model has no expert-parallel sharding of expert weights yet")
     if extra.get("activation_offload"):
         raise Skip("activations offloaded to the CPU: not in the stage model")
-    if extra.get("optimizer_in_backward"):
-        raise Skip("optimizer step fused into the backward (gradients freed per parameter): not in the stage model")
     if extra.get("fsdp_cpu_offload") or lay.get("optimizer_offload"):
         raise Skip("parameters, gradients and optimizer offloaded to the CPU: not in the stage model")
     if "paged" in (extra.get("optimizer") or "").lower() or "8-bit" in rec["precision"].get("optimizer", "").lower():
@@ -147,6 +145,8 @@ def inputs_of(rec: dict) -> tuple[dict, list[str]]:
     if lay.get("dp_replicate", 1) not in (1, None):
         raise Skip("HSDP replicas: not read yet")
     stack = _stack(rec)
+    if extra.get("optimizer_in_backward") and stack != "torchtune":
+        raise Skip("optimizer step fused into the backward outside torchtune: not read yet")
     tp, pp, cp = lay["tp"], lay["pp"], lay.get("cp") or 1
     dp = rec["n_gpus"] // (tp * pp * cp)
     v: dict[str, Any] = dict(
@@ -163,6 +163,10 @@ def inputs_of(rec: dict) -> tuple[dict, list[str]]:
             v["seq_parallel"] = bool(extra.get("sequence_parallel", True))
     elif stack == "torchtune":
         v.update(BYTES["torchtune-bf16"])
+        if extra.get("optimizer_in_backward"):
+            # torchtune's OptimizerInBackward: "reduces peak memory usage by freeing gradients immediately after
+            # they are applied" - no gradient memory beyond one parameter's at a time
+            v["bytes_grads"] = 0
         chunked = "Chunked" in (extra.get("loss") or "")
         v["logits_buffer_bytes"] = LOGITS_PYTORCH_CHUNKED if chunked else LOGITS_PYTORCH
     else:

@@ -78,5 +78,10 @@ def test_records_read_as_stated(mv):
     assert (v["bytes_weights"], v["bytes_grads"], v["bytes_optimizer"]) == (4, 4, 8)   # FSDP2: fp32 sharded
     v, _ = mv.inputs_of(recs["torchtune-llama3.2-3b-a100x1-packed-mb2"])
     assert v["overhead_gb"] == 0 and v["tied_embeddings"]                 # peak active: live tensors only
+    # torchtune's OptimizerInBackward frees each gradient as soon as it is applied (its docs)
+    v, _ = mv.inputs_of(recs["torchtune-llama3.2-3b-a100x1-packed-compile-chunkedce-ac-optinbwd-mb2"])
+    assert v["bytes_grads"] == 0 and v["recompute"] == "full" and v["logits_buffer_bytes"] == 6
+    with pytest.raises(mv.Skip, match="offloaded"):
+        mv.inputs_of(recs["torchtune-llama3.2-3b-a100x1-packed-compile-chunkedce-ac-optinbwd-actoffload-mb2"])
     with pytest.raises(mv.Skip, match="LoRA"):
         mv.inputs_of(recs["torchtune-llama3.1-8b-4090x1-lora-mb2"])
