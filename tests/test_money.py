@@ -223,14 +223,47 @@ def test_price_tiers_come_from_the_catalog_with_source_and_date():
         assert (p.usd_per_gpu_hour is None) == (p.tier is None)
 
 
+# Per GPU-hour = the record's price / hours / GPUs of the machine (written out from published.json's fields)
+GCP_TIERS = [
+    ("h100-sxm", "reserved-1y", "price-gcp-a3-highgpu-8g-us-central1", "usd_per_month_1y", 730 * 8),
+    ("h100-sxm", "reserved-3y", "price-gcp-a3-highgpu-8g-us-central1", "usd_per_month_3y", 730 * 8),
+    ("h100-sxm", "spot", "price-gcp-a3-highgpu-8g-us-central1", "usd_per_instance_hour_spot", 8),
+    ("a100-40gb", "on-demand", "price-gcp-a2-highgpu-1g-us-central1", "usd_per_instance_hour", 1),
+    ("a100-40gb", "reserved-1y", "price-gcp-a2-highgpu-1g-us-central1", "usd_per_month_1y", 730),
+    ("a100-40gb", "reserved-3y", "price-gcp-a2-highgpu-1g-us-central1", "usd_per_month_3y", 730),
+    ("a100-40gb", "spot", "price-gcp-a2-highgpu-1g-us-central1", "usd_per_instance_hour_spot", 1),
+    ("a100-80gb", "on-demand", "price-gcp-a2-ultragpu-1g-us-central1", "usd_per_instance_hour", 1),
+    ("a100-80gb", "spot", "price-gcp-a2-ultragpu-1g-us-central1", "usd_per_instance_hour_spot", 1),
+]
+
+
+@pytest.mark.parametrize("gpu, tier, record, field, per", GCP_TIERS)
+def test_tier_rates_are_the_published_prices_per_gpu_hour(gpu, tier, record, field, per):
+    from conftest import published_records
+    rec = published_records()[record]
+    row = catalog.rental_price(gpu, tier)
+    assert row.usd_per_gpu_hour == pytest.approx(rec["fields"][field] / per, abs=5e-4)
+    assert record in row.source and row.date == "2025-03-06"
+    assert rec["source"]["url"].startswith("https://") and str(rec["fields"][field]) in rec["source"]["quote"]
+
+
+def test_a_gpu_with_tiers_but_no_default_rate_is_never_priced_silently(capsys):
+    with pytest.raises(InputError) as e:
+        catalog.rental_price("a100-80gb")
+    assert e.value.name == "usd_per_gpu_hour" and '"on-demand", "spot"' in str(e.value)
+    assert Scenario.build(gpu="a100-80gb", price_tier="spot").usd_per_gpu_hour == 2.027
+    code, out, _ = run(capsys, "estimate", "--gpu", "a100-80gb", "--price-tier", "on-demand")
+    assert code == 0 and "Price: $5.069/GPU-hour, on-demand tier, price catalog a100-80gb-gcp-on-demand" in out
+
+
 def test_a_tier_without_a_price_names_the_gpu_and_the_tier(capsys):
     with pytest.raises(InputError) as e:
-        catalog.rental_price("H100", "spot")
-    assert "h100-sxm" in str(e.value) and "spot" in str(e.value)
+        catalog.rental_price("H200", "spot")
+    assert "h200" in str(e.value) and "spot" in str(e.value)
     with pytest.raises(InputError):
-        Scenario.build(gpu="h100", price_tier="reserved-3y")
-    code, _, err = run(capsys, "estimate", "--gpu", "h100", "--price-tier", "spot")
-    assert code == 2 and "spot" in err and "h100-sxm" in err and "Traceback" not in err
+        Scenario.build(gpu="h800", price_tier="reserved-3y")
+    code, _, err = run(capsys, "estimate", "--gpu", "h200", "--price-tier", "spot")
+    assert code == 2 and "spot" in err and "h200" in err and "Traceback" not in err
 
 
 def test_estimate_states_its_price_and_gives_the_same_dollars_as_the_formulas(capsys):
@@ -250,7 +283,10 @@ def test_plan_states_its_price(capsys):
     from xlcalc.cli.fmt import price_line
     assert price_line("h100", None).startswith("Price: $4.916/GPU-hour, capacity-block tier")
     assert price_line("h100", 3.0) == "Price: $3.00/GPU-hour, typed (no tier)"
-    assert "no rental rate" in price_line("a100-80gb", None)
+    assert "no rental rate for v100" in price_line("v100", None)
+    # tiers but no default rate: the line names the tiers to pick from (never one picked silently)
+    line = price_line("a100-80gb", None)
+    assert "no default rental rate for a100-80gb" in line and "on-demand, spot" in line
 
 
 # --- bad input: a message naming the input, in Python and the CLI ------------------------------------
@@ -261,7 +297,7 @@ def test_plan_states_its_price(capsys):
     (("cost", "--depreciation-years", "0"), "depreciation_years"),
     (("goodput", "--gpu-mtbf-h", "0"), "gpu_mtbf_h"),
     (("goodput", "--gpu-mtbf-h", "-5"), "gpu_mtbf_h"),
-    (("cost", "--gpu", "h100", "--price-tier", "reserved-1y"), "price_tier"),
+    (("cost", "--gpu", "h200", "--price-tier", "reserved-1y"), "price_tier"),
     (("estimate", "--utilisation", "1.5"), "utilisation"),
     (("estimate", "--gpu-mtbf-h", "0"), "gpu_mtbf_h"),
 ])
@@ -319,8 +355,8 @@ def test_worksheet_functions_give_the_engines_dollars():
 def test_workbook_budget_sheet_states_the_price_and_plots_every_line(tmp_path):
     from xlcalc.workbook import build
     lay = build(tmp_path / "plan.xlsx", [Scenario.build(gpu="h100")])
-    cells = lay.book.sheets["Budget"]
-    assert "capacity-block tier" in cells["D3"].value
+    assert lay.book.value("Budget", "D3").startswith(
+        "$4.916/GPU-hour, capacity-block tier, price catalog h100-sxm-aws-capacity-block (")
     # The pie's rows (21-27, the seven lines under the "line" heading) are every line of the total
     assert lay.book.sheets["Budget"]["A20"].value == "line"
     lines = [lay.book.value("Budget", f"B{r}") for r in range(21, 28)]

@@ -391,12 +391,13 @@ def rental_price(gpu_label: str, tier: str | None = None) -> Price:
     gpu = get_gpu(gpu_label)
     rows = [p for p in prices() if p.gpu == gpu.id and p.usd_per_gpu_hour is not None]
     have = ", ".join(f'"{p.tier}"' for p in rows) or "none"
-    if tier is None:
+    if tier is None:  # the default row (price_for), as a scenario takes it: a tier is never picked silently
         default = price_for(gpu.id)
         if default is not None and default.usd_per_gpu_hour is not None:
             return default
         if rows:
-            return rows[0]
+            raise InputError("usd_per_gpu_hour", None, f"given: the price catalog has no default rental rate for "
+                             f"{gpu.id}", f"pick a price tier ({gpu.id} has {have}) or give --usd-per-gpu-hour")
         raise InputError("usd_per_gpu_hour", None, f"given: the price catalog has no rental rate for {gpu.id}",
                          "give --usd-per-gpu-hour")
     key = str(tier).strip().lower()

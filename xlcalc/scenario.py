@@ -364,8 +364,11 @@ def price_note(scenario: "Scenario") -> str:
         row = next(p for p in catalog.prices() if p.id == scenario.price_id)
         return f"{rate}/GPU-hour, {row.tier} tier, price catalog {row.id} ({row.date or 'undated'})"
     if v == Scenario.model_fields["usd_per_gpu_hour"].default:
-        why = f"the price catalog has no rental rate for {scenario.gpu}" if scenario.gpu else "no GPU chosen"
-        return f"{rate}/GPU-hour, example default ({why}; give --usd-per-gpu-hour)"
+        tiers = [p.tier for p in catalog.prices() if p.gpu == scenario.gpu and p.tier] if scenario.gpu else []
+        why = (f"the price catalog has no default rental rate for {scenario.gpu}, only {', '.join(tiers)}" if tiers
+               else f"the price catalog has no rental rate for {scenario.gpu}" if scenario.gpu else "no GPU chosen")
+        hint = "give --price-tier or --usd-per-gpu-hour" if tiers else "give --usd-per-gpu-hour"
+        return f"{rate}/GPU-hour, example default ({why}; {hint})"
     return f"{rate}/GPU-hour, typed (no tier)"
 
 

@@ -37,11 +37,12 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
     book = Book()
     book.sheets.update({t: {} for t in ("Start", "Inputs", "Memory", "Time", "Budget", "Scenarios",
                                         "Sensitivity", "Parallelism", "GPUs", "Models", "Recipes",
-                                        "References")})
+                                        "Prices", "References")})
     gpus = catalogs.gpu_sheet(book)
     models = catalogs.model_sheet(book)
     recipes = catalogs.recipe_sheet(book)
-    ctx = sheets.Ctx(book, main, gpus, models, recipes)
+    prices = catalogs.price_sheet(book)
+    ctx = sheets.Ctx(book, main, gpus, models, recipes, prices)
     sheets.start_sheet(ctx)
     sheets.inputs_sheet(ctx)
     mem_rows = sheets.memory_sheet(ctx)

@@ -103,6 +103,71 @@ def recipe_sheet(book: Book) -> Table:
     )
 
 
+PRICE_COLUMNS = (
+    ("key", "key (GPU|tier)", 24), ("gpu", "GPU id", 14), ("tier", "tier", 15),
+    ("usd_per_gpu_hour", "USD per GPU-hour", 12), ("date", "date", 22), ("id", "price id", 28),
+    ("source", "source", 80), ("notes", "notes", 60),
+)
+TIER_MEANINGS = {
+    "on-demand": "pay as you go, no commitment",
+    "reserved-1y": "committed for one year (reserved instance, savings plan, committed-use discount)",
+    "reserved-3y": "committed for three years",
+    "spot": "pre-emptible spare capacity: can be taken back at short notice",
+    "capacity-block": "a short reservation booked ahead (e.g. AWS EC2 Capacity Blocks)",
+    "assumed": "a rate a published report assumed, not a provider quote",
+}
+
+
+@dataclass(frozen=True)
+class PriceTable(Table):
+    """The Prices sheet: rental rates keyed by GPU|tier, and the list of tiers the dropdown offers."""
+
+    tier_first: int = 0
+    tier_last: int = 0
+
+
+def price_key(gpu: str, tier: str) -> str:
+    """The key of a rental rate on the Prices sheet (what the look-up matches: GPU_Type&"|"&Price_Tier)."""
+    return f"{gpu}|{tier}"
+
+
+def price_sheet(book: Book) -> PriceTable:
+    """Rental rates per GPU and tier from the price catalog (xlcalc/data/prices.toml), each with date and source.
+
+    A GPU and tier the catalog has no rate for has no row: the Inputs sheet's look-up then says so.
+    """
+    s = "Prices"
+    rows = [p for p in catalog.prices() if p.usd_per_gpu_hour is not None and p.tier is not None]
+    book.put(s, "A1", "Rental prices per GPU-hour, by GPU and tier", "title")
+    book.put(s, "A2", "From the price catalog, each with its date and source. Inputs looks USD_per_GPU_Hour up here by "
+             "GPU_Type and Price_Tier; a pair with no row has no sourced price. Type your own quote over "
+             "USD_per_GPU_Hour on Inputs, or over a yellow rate here.", "note")
+    for j, (_, header, width) in enumerate(PRICE_COLUMNS, start=1):
+        book.put(s, coord(j, 3), header, "header")
+        book.widths.setdefault(s, {})[coord(j, 1)[:-1]] = width
+    for i, p in enumerate(rows):
+        values = {"key": price_key(p.gpu, p.tier), "gpu": p.gpu, "tier": p.tier,
+                  "usd_per_gpu_hour": p.usd_per_gpu_hour, "date": p.date or "undated", "id": p.id,
+                  "source": p.source, "notes": p.notes}
+        for j, (field, _, _) in enumerate(PRICE_COLUMNS, start=1):
+            kind = "input" if field == "usd_per_gpu_hour" else "text" if field in ("source", "notes") else "label"
+            fmt = '"$"#,##0.000' if field == "usd_per_gpu_hour" else None
+            book.put(s, coord(j, FIRST + i), values[field], kind, fmt)
+    last = FIRST + max(len(rows), 1) - 1
+    head = last + 2
+    book.put(s, f"A{head}", "Price tiers (the Price_Tier dropdown on Inputs)", "group")
+    book.put(s, f"A{head + 1}", "tier", "header")
+    book.put(s, f"B{head + 1}", "what it is", "header")
+    book.merges.append((s, f"B{head + 1}:D{head + 1}"))
+    for k, tier in enumerate(catalog.PRICE_TIERS):
+        book.put(s, f"A{head + 2 + k}", tier, "label")
+        book.put(s, f"B{head + 2 + k}", TIER_MEANINGS[tier], "text")
+        book.merges.append((s, f"B{head + 2 + k}:D{head + 2 + k}"))
+    book.freeze[s] = "B4"
+    return PriceTable(s, tuple(c[0] for c in PRICE_COLUMNS), FIRST, last, head + 2,
+                      head + 1 + len(catalog.PRICE_TIERS))
+
+
 def references_sheet(book: Book) -> None:
     s = "References"
     book.put(s, "A1", "Formulas and sources", "title")

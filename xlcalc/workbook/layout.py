@@ -42,6 +42,7 @@ WIDTHS = {
     "GPUs": {},
     "Models": {},
     "Recipes": {},
+    "Prices": {},
     "References": {"A": 26, "B": 22, "C": 60, "D": 16, "E": 70, "F": 70},
 }
 DEFAULT_WIDTH = 14

@@ -12,17 +12,17 @@ from ..formulas import memory, ownership, ranges
 from ..inputs import spec
 from ..layout import LAYOUT_OK
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS
-from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, MEMORY_SOURCES, OUTPUT_BY_NAME, RANGES, Scenario, price_note
+from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, MEMORY_SOURCES, OUTPUT_BY_NAME, RANGES, Scenario
 from ..stage_memory import PARTS, memory_steps
 from . import charts
-from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, Table
+from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, PriceTable, Table
 from .model import Book, Concat, IfError, IsNumber, ref_text
 from .rendering import BOOL_FORMAT, catalog_lookup, dependencies, display_format, output_formula, preset_or
 
 BUDGET_FIELDS = ("failure_frac", "experiments_frac", "experiments_usd", "data_frac", "data_usd", "people_frac",
                  "people_usd", "other_usd", "budget_usd")
 TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes"}
-CHOICE_NAMES = {"Model_Preset": "model", "GPU_Type": "gpu", "Recipe_Id": "recipe"}
+CHOICE_NAMES = {"Model_Preset": "model", "GPU_Type": "gpu", "Recipe_Id": "recipe", "Price_Tier": "price_tier"}
 
 
 @dataclass
@@ -32,6 +32,7 @@ class Ctx:
     gpus: Table
     models: Table
     recipes: Table
+    prices: PriceTable | None = None
 
 
 def id_range(table: Table) -> str:
@@ -160,6 +161,15 @@ def inputs_sheet(ctx: Ctx) -> None:
                         sc.gpu or "", gpu_ids, "a GPU id from the GPUs sheet, or empty for your own numbers")
             row += 1
         for field in fields:
+            if field == "usd_per_gpu_hour" and ctx.prices is not None:  # the tier dropdown heads the price it fills
+                _choice_row(ctx, s, row, "Price tier (fills the price per GPU-hour from the Prices sheet)",
+                            "Price_Tier", sc.price_tier or "", tier_range(ctx.prices),
+                            "a tier from the Prices sheet (on-demand, reserved-1y, reserved-3y, spot, ...), "
+                            "or empty for your own price")
+                row += 1
+                input_row(ctx, s, row, field, price_value(ctx, sc))
+                row += 1
+                continue
             if field == "bytes_weights":  # the recipe dropdown heads the three byte counts it fills
                 _choice_row(ctx, s, row, "Precision recipe (fills bytes per parameter)", "Recipe_Id",
                             sc.recipe or "", recipe_ids,
@@ -171,6 +181,55 @@ def inputs_sheet(ctx: Ctx) -> None:
     b.put(s, f"A{row}", "Cells with a formula in yellow (e.g. Peak_TFLOPS, Bytes_Grads) are looked up from "
           "the preset or recipe; type a number over them to use your own value.", "note")
     b.freeze[s] = "A5"
+
+
+def tier_range(prices: PriceTable) -> str:
+    """Absolute reference text of the Prices sheet's list of tiers (the Price_Tier dropdown)."""
+    return ref_text(prices.sheet, f"A{prices.tier_first}") + f":$A${prices.tier_last}"
+
+
+NO_GPU_FOR_TIER = ("Price_Tier needs a GPU_Type to look a price up: pick a GPU, or clear Price_Tier "
+                   "and type a price in USD_per_GPU_Hour")
+
+
+def price_lookup(prices: PriceTable, field: str, gpu: Any = None, tier: Any = None) -> Any:
+    """``INDEX(Prices!<field>, MATCH(GPU_Type&"|"&Price_Tier, Prices!<key>, 0))``: a column of the Prices sheet's
+    row for the chosen GPU and tier (raises/#N/A when the catalog has no rate for them)."""
+    key = Concat(gpu if gpu is not None else Var("GPU_Type"), "|", tier if tier is not None else Var("Price_Tier"))
+    return catalog_lookup(key, prices.sheet, prices.col("key"), prices.col(field), prices.first_row,
+                          prices.last_row)
+
+
+def price_value(ctx: Ctx, scenario: Scenario) -> Any:
+    """USD_per_GPU_Hour's cell: the Prices sheet's rate for GPU_Type at Price_Tier, or the scenario's number.
+
+    ``IF(Price_Tier="", number, IF(GPU_Type="", <message>, IFERROR(<look-up>, <message>)))``: with no tier
+    picked the typed number stands; a GPU and tier the catalog has no rate for reads "<gpu>: no published
+    <tier> price on the Prices sheet - type it in USD_per_GPU_Hour" (never #N/A). A number typed over the
+    cell wins, as over any look-up.
+    """
+    assert ctx.prices is not None
+    gpu, tier = Var("GPU_Type"), Var("Price_Tier")
+    missing = Concat(gpu, ": no published ", tier, " price on the Prices sheet \u2014 type it in USD_per_GPU_Hour")
+    looked_up = IfError(price_lookup(ctx.prices, "usd_per_gpu_hour"), missing)
+    return if_(eq(tier, ""), scenario.usd_per_gpu_hour, if_(eq(gpu, ""), NO_GPU_FOR_TIER, looked_up))
+
+
+def price_used(ctx: Ctx) -> Any:
+    """The price and tier the sheet used, in words (as the CLI states it, xlcalc.scenario.price_note):
+
+    "$4.916/GPU-hour, capacity-block tier, price catalog <id> (<date>)", "$3.1/GPU-hour, typed over the spot
+    price", "$2/GPU-hour, typed (no tier)", or the price cell's message when it holds no number.
+    """
+    usd, tier = Var("USD_per_GPU_Hour"), Var("Price_Tier")
+    if ctx.prices is None:
+        return Concat("$", Func("ROUND", (usd, wrap(3))), "/GPU-hour")
+    catalog_rate = IfError(price_lookup(ctx.prices, "usd_per_gpu_hour"), -1)
+    from_catalog = Concat(tier, " tier, price catalog ", price_lookup(ctx.prices, "id"), " (",
+                          price_lookup(ctx.prices, "date"), ")")
+    which = if_(eq(tier, ""), "typed (no tier)",
+                if_(eq(usd, catalog_rate), from_catalog, Concat("typed over the ", tier, " price")))
+    return if_(IsNumber(usd), Concat("$", Func("ROUND", (usd, wrap(3))), "/GPU-hour, ", which), usd)
 
 
 def _choice_row(ctx: Ctx, sheet: str, row: int, label: str, name: str, value: str, list_ref: str, allowed: str) -> None:
@@ -308,8 +367,8 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     b.put(s, "A2", "Rent = GPU-hours x price; own = depreciation and hosting (over utilisation) + electricity. "
           "Failures come from goodput (GPU MTBF, checkpoint and restart times on Inputs) unless Use_Typed_Tax "
           "is TRUE. Categories follow seed 003.", "note")
-    formula_row(ctx, s, 3, "Price per GPU-hour used", Var("USD_per_GPU_Hour"), "USD/GPU-hour",
-                f"As built: {price_note(sc)}. Type over USD_per_GPU_Hour on Inputs to use your own.", '"$"#,##0.000')
+    formula_row(ctx, s, 3, "Price per GPU-hour used", Var("USD_per_GPU_Hour"), "USD/GPU-hour", "", '"$"#,##0.000')
+    b.put(s, "D3", Concat(price_used(ctx), ". Pick Price_Tier or type over USD_per_GPU_Hour on Inputs."), "formula")
     b.put(s, "A4", "Failures and checkpoints", "group")
     output_row(ctx, s, 5, "Cluster_MTBF_H")
     output_row(ctx, s, 6, "Ckpt_Interval_H")
@@ -418,7 +477,7 @@ def plan_title(ctx: Ctx, ref: Any = None) -> Concat:
 
 
 CHECKED = ("Peak_TFLOPS", "GPU_Memory_GB", "GPUs_per_Node", "Params_B", "Seq_Len", "Hidden", "Layers", "Heads",
-           "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer")
+           "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer", "USD_per_GPU_Hour")
 KEY_CHECK = ("Train_Days", "GPUs_to_Provision", "Total_Cost_USD")
 
 
@@ -487,6 +546,8 @@ def start_sheet(ctx: Ctx) -> int:
         row += 1
         b.put(s, f"B{row}", label)
         b.put(s, f"C{row}", key_result(name, check), "formula", _format_of(name))
+        if name == "USD_per_GPU_Hour":  # the price and tier the costs above used, beside the price
+            b.put(s, f"D{row}", price_used(ctx), "formula")
     row += 2
     lines = (
         ("What this is", "A live planning workbook from xlcalc. Every number is a formula over named inputs, "

@@ -25,7 +25,7 @@ from .model import Book, identity
 from .rendering import BOOL_FORMAT
 
 SHEET_ORDER = ("Start", "Inputs", "Memory", "Time", "Budget", "Scenarios", "Sensitivity", "Parallelism",
-               "GPUs", "Models", "Recipes", "References")
+               "GPUs", "Models", "Recipes", "Prices", "References")
 FORMULA_LEAD = ("=", "+", "-", "@")
 
 
@@ -86,7 +86,7 @@ def add_validation(ws, v: dict[str, Any]) -> None:
 
 # sheets printed landscape (wide tables); the rest portrait
 LANDSCAPE = {"Start", "Inputs", "Memory", "Time", "Budget", "Scenarios", "Sensitivity", "Parallelism", "GPUs",
-             "Models", "Recipes", "References"}
+             "Models", "Recipes", "Prices", "References"}
 ROW_CM, CHAR_CM = 0.53, 0.2  # default row height; width of one character of column width (Calibri 11)
 
 
