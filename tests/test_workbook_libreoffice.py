@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import json
 import math
 import os
 import random
@@ -35,6 +36,9 @@ SEED002 = ROOT / "templates" / "seed002-70b-a800.toml"
 CANARY = {("Time", "B6"): 12345.0, ("Memory", "B23"): -1.0}  # Train_Days, Mem_Total_GB cached wrong
 HOSTILE_NAME = '=HYPERLINK("http://example.invalid","click")'
 N_GENERATED = 4
+# a GPU with a sourced rate at each tier (the catalog's rows), picked in GPU_Type and Price_Tier as a user would
+TIER_PICKS = {"on-demand": "h100-sxm", "reserved-1y": "a100-40gb", "reserved-3y": "h100-sxm", "spot": "a100-80gb",
+              "capacity-block": "h200", "assumed": "h800"}
 
 
 def require_libreoffice() -> None:
@@ -42,6 +46,12 @@ def require_libreoffice() -> None:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail("CI=true but LibreOffice (soffice) is not installed; .ci/run installs libreoffice-calc-nogui")
         pytest.skip("LibreOffice (soffice) is not installed: install libreoffice-calc-nogui to run the real-engine tests")
+
+
+def tier_scenario(base: Scenario, gpu: str, tier: str) -> Scenario:
+    """The Inputs plan on another GPU priced at a tier: what picking GPU_Type and Price_Tier means to the engine."""
+    data = gpu_variant(base, gpu).model_dump(exclude={"usd_per_gpu_hour", "price_tier", "price_id"})
+    return Scenario.build(**{**data, "name": base.name, "price_tier": tier})
 
 
 def generated_scenario(rng: random.Random, k: int) -> Scenario:
@@ -121,6 +131,14 @@ def recalculated() -> dict:
     set_inputs(pristine, src / "recipe_override.xlsx", {"Recipe_Id": "megatron", "Bytes_Grads": 3})
     cases["recipe_override"] = {"scenario": Scenario.build(**{**no_bytes, "recipe": "megatron", "bytes_grads": 3})}
 
+    for tier, gpu in TIER_PICKS.items():
+        set_inputs(pristine, src / f"tier_{tier}.xlsx", {"GPU_Type": gpu, "Price_Tier": tier})
+        cases[f"tier_{tier}"] = {"scenario": tier_scenario(base_sc, gpu, tier)}
+    # a price typed over the tier's look-up wins, and the sheet says so
+    set_inputs(pristine, src / "tier_typed.xlsx", {"GPU_Type": "h100-sxm", "Price_Tier": "spot", "USD_per_GPU_Hour": 3.1})
+    cases["tier_typed"] = {"scenario": gpu_variant(base_sc, "h100-sxm").model_copy(
+        update={"name": base_sc.name, "usd_per_gpu_hour": 3.1, "price_tier": None, "price_id": None})}
+
     hostile = Scenario.build(name=HOSTILE_NAME, notes="@SUM(1)+2", gpu="h100")
     build(src / "hostile.xlsx", [hostile])
     cases["hostile"] = {"scenario": hostile}
@@ -128,7 +146,8 @@ def recalculated() -> dict:
     # every model preset and every GPU of the dropdowns, picked in the cells as a user would
     gpu_ids, model_ids = [g.id for g in catalog.gpus()], [m.id for m in catalog.models()]
     for k in range(max(len(gpu_ids), len(model_ids))):
-        picks = {"Model_Preset": model_ids[k % len(model_ids)], "GPU_Type": gpu_ids[k % len(gpu_ids)]}
+        picks = {"Model_Preset": model_ids[k % len(model_ids)], "GPU_Type": gpu_ids[k % len(gpu_ids)],
+                 "Price_Tier": catalog.PRICE_TIERS[k % len(catalog.PRICE_TIERS)]}
         set_inputs(pristine, src / f"preset{k}.xlsx", picks)
         cases[f"preset{k}"] = {"picks": picks}
 
@@ -156,7 +175,8 @@ def _close(got, want) -> bool:
 
 
 @pytest.mark.parametrize("case", ["seed002", *(f"gen{k}" for k in range(N_GENERATED)), "gpu_switch",
-                                  "recipe_megatron", "recipe_override", "hostile"])
+                                  "recipe_megatron", "recipe_override", "hostile",
+                                  *(f"tier_{t}" for t in TIER_PICKS), "tier_typed"])
 def test_every_named_output_equals_the_engine(lo, case):
     c = lo["cases"][case]
     wb = openpyxl.load_workbook(c["output"], data_only=True)
@@ -280,6 +300,9 @@ def test_every_model_preset_and_gpu_was_tried(lo):
     picks = [c["picks"] for c in _preset_cases(lo).values()]
     assert {p["GPU_Type"] for p in picks} == {g.id for g in catalog.gpus()}
     assert {p["Model_Preset"] for p in picks} == {m.id for m in catalog.models()}
+    assert {p["Price_Tier"] for p in picks} == set(catalog.PRICE_TIERS)
+    priced = [p for p in picks if _price_gap(p) is None]
+    assert priced and len(priced) < len(picks)  # both: a sourced rate, and a tier the GPU has no rate for
 
 
 def test_key_results_are_numbers_or_a_readable_message_for_every_preset(lo):
@@ -304,19 +327,30 @@ def test_key_results_are_numbers_or_a_readable_message_for_every_preset(lo):
             else:
                 assert isinstance(v, (int, float)) and math.isfinite(v), (name, label, v)
         missing = _first_missing(gpu)
+        price_gap = _price_gap(c["picks"])
         if missing:  # the catalog lacks a figure: the check names it and the cell to type it in
             assert results["Input check"] == _message(gpu, *missing[0]), name
+        elif price_gap:  # no rate at the picked tier: the check names the GPU, the tier and where to type a price
+            assert results["Input check"] == price_gap, name
         else:
             assert results["Input check"] == "OK: every key result is computed", name
+        if price_gap:
+            assert results["Price assumed per GPU-hour (USD)"] == price_gap, name
+        else:
+            assert results["Price assumed per GPU-hour (USD)"] == catalog.rental_price(gpu.id, c["picks"]["Price_Tier"]
+                                                                                     ).usd_per_gpu_hour, name
         # each result waits for the figures it needs (days: the peak; the deadline plan: also GPUs per node;
-        # the fit: the GPU memory) and shows the number or the message of the first one missing
+        # the fit: the GPU memory; the dollars: also the price) and shows the number or the first one's message
         for label, needs in (("Training days on those GPUs", {"Peak_TFLOPS"}),
-                             ("Total cost incl. training tax (USD)", {"Peak_TFLOPS"}),
+                             ("Total cost incl. training tax (USD)", {"Peak_TFLOPS", "USD_per_GPU_Hour"}),
+                             ("Compute: GPU-hours x price (USD)", {"Peak_TFLOPS", "USD_per_GPU_Hour"}),
                              ("GPUs to provision for the deadline", {"Peak_TFLOPS", "GPUs_per_Node"}),
                              ("Fits in one GPU?", {"GPU_Memory_GB"})):
-            gaps = [m for m in missing if m[1] in needs]
+            gaps = [_message(gpu, *m) for m in missing if m[1] in needs]
+            if price_gap and "USD_per_GPU_Hour" in needs:
+                gaps.append(price_gap)
             if gaps:
-                assert results[label] == _message(gpu, *gaps[0]), (name, label)
+                assert results[label] == gaps[0], (name, label)
             elif label in memory_labels and layout != "OK":
                 assert results[label] == layout, (name, label)
             else:
@@ -333,6 +367,14 @@ def _first_missing(gpu):
                                                    (gpu.memory_gb, "memory (GB)", "GPU_Memory_GB"),
                                                    (gpu.gpus_per_node, "GPUs per node", "GPUs_per_Node"))
             if value is None]
+
+
+def _price_gap(picks):
+    """The message the price cell shows when the catalog has no rate for the picked GPU and tier, else None."""
+    gpu, tier = catalog.get_gpu(picks["GPU_Type"]).id, picks["Price_Tier"]
+    if any(p.gpu == gpu and p.tier == tier and p.usd_per_gpu_hour is not None for p in catalog.prices()):
+        return None
+    return f"{gpu}: no published {tier} price on the Prices sheet \u2014 type it in USD_per_GPU_Hour"
 
 
 def _message(gpu, what, cell):
@@ -412,7 +454,7 @@ def test_pdf_export_straight_from_the_xlsx_has_the_key_results_on_page_one():
     assert "Start" in page1 and "page 1 of" in page1
     whole = _pdf_text(pdf)
     pages = whole.count("\f")
-    assert 8 <= pages <= 25, pages     # every sheet fits to one page wide: no 66-page print-out
+    assert 8 <= pages <= 28, pages     # every sheet fits to one page wide: no 66-page print-out
     for error in ERROR_VALUES:
         assert error not in whole, error
 
@@ -429,3 +471,44 @@ def test_pdf_of_a_gpu_without_a_published_figure_shows_the_message():
     assert _message(gpu, *_first_missing(gpu)[0]) in page1
     for error in ERROR_VALUES:
         assert error not in page1, error
+
+
+# --- price tiers: the same dollars and the same price statement as the engine and the CLI ------------------------
+
+def _price_row(wb):
+    ws = wb["Start"]
+    return next(r for r in range(1, ws.max_row + 1) if ws[f"B{r}"].value == "Price assumed per GPU-hour (USD)")
+
+
+@pytest.mark.parametrize("tier", list(TIER_PICKS))
+def test_a_picked_tier_prices_the_plan_and_states_price_and_tier_as_the_cli(lo, tier, capsys):
+    from xlcalc.cli import main
+    from xlcalc.scenario import price_note
+
+    c = lo["cases"][f"tier_{tier}"]
+    wb = openpyxl.load_workbook(c["output"], data_only=True)
+    row = catalog.rental_price(TIER_PICKS[tier], tier)
+    assert named_cell(wb, "USD_per_GPU_Hour").value == row.usd_per_gpu_hour
+    r = _price_row(wb)
+    shown, cli = wb["Start"][f"D{r}"].value, price_note(c["scenario"])
+    # "$<rate>/GPU-hour, <tier> tier, price catalog <id> (<date>)": the same words after the rate
+    assert shown.split("/GPU-hour, ", 1)[1] == cli.split("/GPU-hour, ", 1)[1] == \
+        f"{tier} tier, price catalog {row.id} ({row.date})"
+    assert float(shown.split("/", 1)[0].lstrip("$")) == row.usd_per_gpu_hour
+    assert wb["Budget"]["D3"].value.startswith(shown)
+    # the CLI's estimate of the same plan at the same tier: the same dollars
+    sc = c["scenario"]
+    assert main(["estimate", "--gpu", sc.gpu, "--price-tier", tier, "--recipe", "seed002", "--overhead-gb", "4",
+                 "--capex-usd-per-gpu", str(sc.capex_usd_per_gpu), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {c.field: data["scenario"][c.field] for c in INPUTS} == {c.field: getattr(sc, c.field) for c in INPUTS}
+    assert data["price"] == cli
+    for name in ("Compute_Cost_USD", "Total_Cost_USD", "Rent_Cost_USD", "Own_Cost_USD", "Budget_Left_USD"):
+        assert named_cell(wb, name).value == pytest.approx(data["results"][name], rel=1e-9), name
+
+
+def test_a_price_typed_over_the_tier_wins_and_the_sheet_says_so(lo):
+    wb = openpyxl.load_workbook(lo["cases"]["tier_typed"]["output"], data_only=True)
+    assert named_cell(wb, "USD_per_GPU_Hour").value == 3.1
+    assert wb["Start"][f"D{_price_row(wb)}"].value == "$3.1/GPU-hour, typed over the spot price"
+    assert named_cell(wb, "Compute_Cost_USD").value == pytest.approx(named_cell(wb, "GPU_Hours").value * 3.1, rel=1e-12)

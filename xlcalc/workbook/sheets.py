@@ -471,9 +471,11 @@ def plan_title(ctx: Ctx, ref: Any = None) -> Concat:
     gpu = v("GPU_Type")
     gpu_name = IfError(catalog_lookup(gpu, g.sheet, g.col("id"), g.col("name"), g.first_row, g.last_row), gpu)
     gpu_text = if_(eq(gpu, ""), Concat("GPUs of ", v("Peak_TFLOPS"), " TFLOP/s"), gpu_name)
+    usd = v("USD_per_GPU_Hour")  # a price tier with no rate leaves a message there, not a number
+    price = if_(IsNumber(usd), Concat("$", Func("ROUND", (usd, wrap(2))), " per GPU-hour"), "no price per GPU-hour")
     return Concat(Func("ROUND", (v("Params_B"), wrap(1))), "B parameters, ", Func("ROUND", (v("Tokens_T"), wrap(2))),
                   "T tokens on ", v("N_GPUs"), " x ", gpu_text, " at MFU ", Func("ROUND", (v("MFU") * 100, wrap(1))),
-                  "%, $", Func("ROUND", (v("USD_per_GPU_Hour"), wrap(2))), " per GPU-hour")
+                  "%, ", price)
 
 
 CHECKED = ("Peak_TFLOPS", "GPU_Memory_GB", "GPUs_per_Node", "Params_B", "Seq_Len", "Hidden", "Layers", "Heads",
