@@ -388,6 +388,48 @@ def _named(wb, name):
     return wb[sheet][at.replace("$", "")]
 
 
+# A money input out of its bounds (a value pasted past the cell's validation) and the sentence that names it
+BAD_CELLS = [
+    ("Budget_USD", -1e6, "Budget_USD = -1000000 is not allowed: Budget_USD must be a number > 0"),
+    ("Utilisation", 1.5, "Utilisation = 1.5 is not allowed: Utilisation must be a number > 0 and <= 1"),
+    ("Depreciation_Years", 0, "Depreciation_Years = 0 is not allowed: Depreciation_Years must be a number > 0"),
+    ("GPU_MTBF_H", 0, "GPU_MTBF_H = 0 is not allowed: GPU_MTBF_H must be a number > 0"),
+    ("GPU_MTBF_H", -5, "GPU_MTBF_H = -5 is not allowed: GPU_MTBF_H must be a number > 0"),
+]
+
+
+@pytest.fixture(scope="module")
+def h100_book():
+    from xlcalc.workbook import layout
+    return layout([Scenario.build(gpu="h100")]).book
+
+
+@pytest.mark.parametrize("name, value, message", BAD_CELLS)
+def test_workbook_names_a_money_input_out_of_bounds(h100_book, name, value, message):
+    """The engine's evaluation of the cells (LibreOffice's below): the input check, the money check on Budget and
+    each key result that depends on the input show the sentence; the rest stay numbers."""
+    b = h100_book
+    sheet, at = b.names[name]
+    before = b.sheets[sheet][at].value
+    b.sheets[sheet][at].value = value
+    b._memo.clear()
+    try:
+        _check_bad_cell(b, name, message)
+    finally:
+        b.sheets[sheet][at].value = before
+        b._memo.clear()
+
+
+def _check_bad_cell(b, name, message):
+    assert b.value("Start", "C3") == b.value("Budget", "F1") == message
+    start = {b.sheets["Start"][f"B{r}"].value: b.value("Start", f"C{r}") for r in range(4, 20) if f"B{r}" in b.sheets["Start"]}
+    assert isinstance(start["Training days on those GPUs"], float)
+    if name in ("Budget_USD",):
+        assert start["Budget left (negative = over)"] == message
+    if name == "GPU_MTBF_H":
+        assert start["Total cost incl. training tax (USD)"] == message
+
+
 def test_libreoffice_money_cells_equal_the_engine_and_bad_inputs_read_as_sentences(tmp_path):
     import os
     import openpyxl
@@ -412,6 +454,8 @@ def test_libreoffice_money_cells_equal_the_engine_and_bad_inputs_read_as_sentenc
         "typed": {c.name: getattr(typed, c.field) for c in INPUTS},  # every input typed through its name
         "no_progress": {"GPU_MTBF_H": 50},
         "rent_below_energy": {"USD_per_GPU_Hour": 0.05},
+        **{f"bad{k}": {name: value} for k, (name, value, _) in enumerate(BAD_CELLS)},
+        "no_tier_price": {"GPU_Type": "h200", "Price_Tier": "reserved-3y"},
     }
     paths = []
     for name, values in cases.items():
@@ -434,6 +478,17 @@ def test_libreoffice_money_cells_equal_the_engine_and_bad_inputs_read_as_sentenc
     costs = [budget[f"D{r}"].value for r in range(1, budget.max_row + 1)
              if budget[f"A{r}"].value == "Price per GPU-hour (USD)" and isinstance(budget[f"D{r}"].value, float)]
     assert costs == [pytest.approx(rng["usd_per_gpu_hour"].cost_low, rel=1e-9)]
+
+    # bad input written past the cells' validation: the input check (Start) and the money check (Budget) name it
+    for k, (name, value, message) in enumerate(BAD_CELLS):
+        wb = openpyxl.load_workbook(out[f"bad{k}"], data_only=True)
+        assert wb["Start"]["C3"].value == message, (name, wb["Start"]["C3"].value)
+        assert wb["Budget"]["F1"].value == message, name
+    wb = openpyxl.load_workbook(out["no_tier_price"], data_only=True)
+    message = "h200: no published reserved-3y price on the Prices sheet \u2014 type it in USD_per_GPU_Hour"
+    assert _named(wb, "USD_per_GPU_Hour").value == wb["Start"]["C3"].value == message
+    start = {wb["Start"][f"B{r}"].value: wb["Start"][f"C{r}"].value for r in range(4, 20)}
+    assert start["Total cost incl. training tax (USD)"] == start["Compute: GPU-hours x price (USD)"] == message
 
     wb = openpyxl.load_workbook(out["no_progress"], data_only=True)
     assert str(_named(wb, "Goodput").value).startswith("no progress")

@@ -46,18 +46,18 @@ def make_profile(root: Path) -> str:
     return root.resolve().as_uri()
 
 
-def recalculate(paths: Sequence[str | Path], outdir: str | Path, timeout: float = 240) -> list[Path]:
+def recalculate(paths: Sequence[str | Path], outdir: str | Path, timeout: float | None = None) -> list[Path]:
     """Open each workbook in LibreOffice, recalculate everything, save as .xlsx into ``outdir``."""
     return convert(paths, outdir, "xlsx:Calc MS Excel 2007 XML", ".xlsx", timeout)
 
 
-def to_pdf(paths: Sequence[str | Path], outdir: str | Path, timeout: float = 240) -> list[Path]:
+def to_pdf(paths: Sequence[str | Path], outdir: str | Path, timeout: float | None = None) -> list[Path]:
     """``soffice --convert-to pdf`` straight from each .xlsx (recalculated on load), as a user would print it."""
     return convert(paths, outdir, "pdf", ".pdf", timeout)
 
 
 def convert(paths: Sequence[str | Path], outdir: str | Path, target: str, suffix: str,
-            timeout: float = 240) -> list[Path]:
+            timeout: float | None = None) -> list[Path]:
     """Convert each file with ``soffice --convert-to target`` in one run (fresh profile, full recalculation)."""
     binary = soffice()
     if binary is None:
@@ -65,6 +65,8 @@ def convert(paths: Sequence[str | Path], outdir: str | Path, target: str, suffix
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
     srcs = [Path(p).resolve() for p in paths]
+    if timeout is None:  # a shared, loaded machine takes several seconds per workbook
+        timeout = 120 + 20 * len(srcs)
     if any(p.parent == outdir.resolve() for p in srcs):
         raise ValueError("the output folder must differ from the input files' folder")
     with tempfile.TemporaryDirectory(prefix="xlcalc-lo-") as tmp:

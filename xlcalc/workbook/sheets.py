@@ -369,6 +369,8 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
           "is TRUE. Categories follow seed 003.", "note")
     formula_row(ctx, s, 3, "Price per GPU-hour used", Var("USD_per_GPU_Hour"), "USD/GPU-hour", "", '"$"#,##0.000')
     b.put(s, "D3", Concat(price_used(ctx), ". Pick Price_Tier or type over USD_per_GPU_Hour on Inputs."), "formula")
+    b.put(s, "E1", "Money inputs")
+    b.put(s, "F1", bounds_check("OK: every money input is within its bounds"), "formula")
     b.put(s, "A4", "Failures and checkpoints", "group")
     output_row(ctx, s, 5, "Cluster_MTBF_H")
     output_row(ctx, s, 6, "Ckpt_Interval_H")
@@ -481,13 +483,44 @@ def plan_title(ctx: Ctx, ref: Any = None) -> Concat:
 CHECKED = ("Peak_TFLOPS", "GPU_Memory_GB", "GPUs_per_Node", "Params_B", "Seq_Len", "Hidden", "Layers", "Heads",
            "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer", "USD_per_GPU_Hour")
 KEY_CHECK = ("Train_Days", "GPUs_to_Provision", "Total_Cost_USD")
+# The money inputs whose bounds the sheets check (a value pasted or written past the cell's validation): budget,
+# prices, owning, failures and checkpoints. Each out of bounds gives "<Name> = <value> is not allowed: <Name> must
+# be <what is allowed>", the words of xlcalc.errors.InputError.
+MONEY_GROUPS = ("Prices and budget", "Owning the hardware", "Failures and checkpoints")
+BOUNDED = tuple(c.name for c in INPUT_BY_FIELD.values() if c.group in MONEY_GROUPS
+                and spec(c.spec_name).kind in ("float", "int"))
+
+
+def within_bounds(name: str) -> Any:
+    """TRUE when the input named ``name`` is a number within its spec's bounds (a looked-up input that holds a
+    message counts as within: its own message is shown first)."""
+    s, x = spec(INPUT_BY_NAME[name].spec_name), Var(name)
+    tests = [x > s.gt if s.gt is not None else None, x >= s.ge if s.ge is not None else None,
+             x < s.lt if s.lt is not None else None, x <= s.le if s.le is not None else None]
+    tests = [t for t in tests if t is not None]
+    inside = and_(*tests) if len(tests) > 1 else (tests[0] if tests else True)
+    return if_(IsNumber(x), inside, name in CHECKED)
+
+
+def bounds_message(name: str) -> Any:
+    s = spec(INPUT_BY_NAME[name].spec_name)
+    return Concat(name, " = ", Var(name), f" is not allowed: {name} must be {s.allowed}")
+
+
+def bounds_check(ok: Any, names: Any = BOUNDED) -> Any:
+    """``ok`` when every input of ``names`` is within its bounds, else the first one's message."""
+    expr = ok
+    for name in reversed(tuple(names)):
+        expr = if_(within_bounds(name), expr, bounds_message(name))
+    return expr
 
 
 def input_check() -> Any:
-    """The first looked-up input that is not a number (its cell holds the message), else OK or a hint."""
+    """The first looked-up input that is not a number (its cell holds the message), then the first money input
+    out of its bounds, else OK or a hint."""
     ok = if_(and_(*(IsNumber(Var(n)) for n in KEY_CHECK)), "OK: every key result is computed",
              "A result cannot be computed: check the yellow cells on the Inputs sheet (a number is missing)")
-    expr: Any = ok
+    expr: Any = bounds_check(ok)
     for name in reversed(CHECKED):
         expr = if_(IsNumber(Var(name)), expr, Var(name))
     return expr
@@ -501,9 +534,10 @@ def key_result(name: str, check: str) -> Any:
     value, or the input check's message in place of an error value.
     """
     if name not in OUTPUT_BY_NAME:
-        return Var(name)
-    expr: Any = IfError(Var(name), Var(check))
-    for dep in reversed([n for n in CHECKED if n in dependencies(name)]):
+        return bounds_check(Var(name), [name]) if name in BOUNDED and name not in CHECKED else Var(name)
+    deps = dependencies(name)
+    expr: Any = bounds_check(IfError(Var(name), Var(check)), [n for n in BOUNDED if n in deps])
+    for dep in reversed([n for n in CHECKED if n in deps]):
         expr = if_(IsNumber(Var(dep)), expr, Var(dep))
     return expr
 
