@@ -166,3 +166,22 @@ def test_round_trip_through_libreoffice():
         assert rb.ok and not rb.missing_cache, name
     over = read_workbook(cases["recipe_override"]["output"]).scenario
     assert (over.recipe, over.bytes_weights, over.bytes_grads, over.bytes_optimizer) == ("megatron", 2, 3, 12)
+
+
+def test_price_tier_round_trips_and_a_tier_without_a_rate_names_gpu_and_tier(tmp_path):
+    from xlcalc.scenario import Scenario
+    sc = Scenario.build(gpu="h100", price_tier="spot")
+    path = tmp_path / "tier.xlsx"
+    build(path, [sc])
+    rb = read_workbook(path)
+    assert rb.ok and rb.scenario.price_tier == "spot" and rb.scenario.usd_per_gpu_hour == sc.usd_per_gpu_hour
+    # the GPU switched to one without a spot rate: the price cell held the message, the engine names both
+    wb = openpyxl.load_workbook(path)
+    for name, value in (("GPU_Type", "h200"),
+                        ("USD_per_GPU_Hour", "h200: no published spot price on the Prices sheet")):
+        (sheet, at), = wb.defined_names[name].destinations
+        wb[sheet][at.replace("$", "")].value = value
+    wb.save(tmp_path / "gap.xlsx")
+    with pytest.raises(InputError) as e:
+        read_workbook(tmp_path / "gap.xlsx")
+    assert e.value.name == "price_tier" and "h200" in str(e.value) and "spot" in str(e.value)

@@ -116,7 +116,7 @@ def _value(wb: Any, name: str) -> Any:
 
 
 _MISSING = object()
-_NO_PRESET = re.compile(r'^=IF\((?:GPU_Type|Model_Preset|Recipe_Id)="",(?P<number>[0-9.]+(?:E[+-]?[0-9]+)?),')
+_NO_PRESET = re.compile(r'^=IF\((?:GPU_Type|Model_Preset|Recipe_Id|Price_Tier)="",(?P<number>[0-9.]+(?:E[+-]?[0-9]+)?),')
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -125,6 +125,30 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
         return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-12)
     return a == b
+
+
+def _read_price_tier(data: dict[str, Any]) -> None:
+    """Price_Tier (workbooks that have it) and the price cell it fills, as the engine takes them.
+
+    The tier's catalog rate (or a price cell not yet recalculated) keeps its tier; a price typed over the
+    look-up stays a typed price (no tier); a tier the catalog has no rate for the GPU stays that tier, so the
+    engine names the GPU and the tier (the cell held that message instead of a number).
+    """
+    from .. import catalog
+
+    tier = data.get("price_tier")
+    if tier is None or "usd_per_gpu_hour" not in data:
+        return
+    usd = data["usd_per_gpu_hour"]
+    try:
+        rate = catalog.rental_price(data["gpu"], tier).usd_per_gpu_hour if data.get("gpu") else None
+    except (InputError, ValueError):
+        rate = None
+    typed = isinstance(usd, (int, float)) and not isinstance(usd, bool)
+    if (rate is None and not typed) or (rate is not None and typed and _same(usd, rate)):
+        del data["usd_per_gpu_hour"]
+    else:
+        del data["price_tier"]
 
 
 def read_workbook(path: str | Path) -> ReadBack:
@@ -151,11 +175,15 @@ def read_workbook(path: str | Path) -> ReadBack:
             if v is _MISSING or v is None or v == "":
                 continue
             data[fieldname] = str(v)
+        tier = _value(wb, "Price_Tier")
+        if tier is not _MISSING and tier is not None and str(tier).strip():
+            data["price_tier"] = str(tier).strip()
         for cell in INPUTS:
             v = _value(wb, cell.name)
             if v is None:
                 preset = ("gpu" if cell.field in GPU_DERIVED else "model" if cell.field in MODEL_DERIVED
-                          else "recipe" if cell.field in RECIPE_DERIVED else None)
+                          else "recipe" if cell.field in RECIPE_DERIVED
+                          else "price_tier" if cell.field == "usd_per_gpu_hour" else None)
                 if preset and data.get(preset):
                     continue  # a look-up not yet recalculated: the preset fills it, as in the workbook
                 if preset:  # no preset picked: the look-up cell's own number, IF(preset="", number, ...)
@@ -167,6 +195,7 @@ def read_workbook(path: str | Path) -> ReadBack:
                         continue
                 raise InputError(cell.name, None, "a value (the cell is empty or was never calculated)")
             data[cell.field] = v
+        _read_price_tier(data)
         scenario = Scenario.build(**data)
         results = evaluate(scenario)
         cached: dict[str, Any] = {}
