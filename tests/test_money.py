@@ -352,6 +352,39 @@ def test_worksheet_functions_give_the_engines_dollars():
     assert udfs.RENT_COST_USD(sc.n_gpus, sc.usd_per_gpu_hour, r["Train_Days"]) == pytest.approx(r["Rent_Cost_USD"])
 
 
+@pytest.mark.parametrize("gpu, tier", [("h100", None), ("h100", "spot"), ("a100-40gb", "reserved-3y"),
+                                       ("a100-80gb", "on-demand")])
+def test_worksheet_functions_price_a_tier_as_estimate_does_and_say_which(capsys, gpu, tier):
+    """GPU_PRICE and GPU_PRICE_NOTE: the dollars and the words of `xlcalc estimate` at the same GPU and tier."""
+    pytest.importorskip("xlwings")
+    import importlib
+    if str(ROOT / "udfs") not in sys.path:
+        sys.path.insert(0, str(ROOT / "udfs"))
+    udfs = importlib.import_module("xlcalc_udfs")
+    code, out, _ = run(capsys, "estimate", "--gpu", gpu, *(("--price-tier", tier) if tier else ()), "--json")
+    data = json.loads(out)
+    price = udfs.GPU_PRICE(gpu, tier)
+    assert price == data["scenario"]["usd_per_gpu_hour"] == catalog.rental_price(gpu, tier).usd_per_gpu_hour
+    assert udfs.GPU_PRICE_NOTE(gpu, tier) == data["price"]
+    r, n = data["results"], data["scenario"]["n_gpus"]
+    assert udfs.RENT_COST_USD(n, price, r["Train_Days"]) == pytest.approx(r["Rent_Cost_USD"], rel=1e-12)
+    assert udfs.CLOUD_COST_USD(r["GPU_Hours"], price) == pytest.approx(r["Compute_Cost_USD"], rel=1e-12)
+
+
+def test_worksheet_price_of_a_tier_without_a_rate_names_gpu_and_tier():
+    pytest.importorskip("xlwings")
+    import importlib
+    if str(ROOT / "udfs") not in sys.path:
+        sys.path.insert(0, str(ROOT / "udfs"))
+    udfs = importlib.import_module("xlcalc_udfs")
+    with pytest.raises(InputError) as e:
+        udfs.GPU_PRICE("h200", "spot")
+    assert e.value.name == "price_tier" and "h200" in str(e.value) and "spot" in str(e.value)
+    with pytest.raises(InputError) as e:
+        udfs.GPU_PRICE("a100-80gb", None)
+    assert e.value.name == "usd_per_gpu_hour" and "no default rental rate for a100-80gb" in str(e.value)
+
+
 def test_workbook_budget_sheet_states_the_price_and_plots_every_line(tmp_path):
     from xlcalc.workbook import build
     lay = build(tmp_path / "plan.xlsx", [Scenario.build(gpu="h100")])

@@ -175,7 +175,44 @@ def BUDGET_PLAN(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, days):
     return budget_plan_table(**v)
 
 
-MONEY_UDFS: tuple[str, ...] = ("BUDGET_PLAN",)
+def _tier(value: Any) -> str | None:
+    return None if is_empty(value) else text("tier", value, "a price tier: " + ", ".join(catalog.PRICE_TIERS))
+
+
+def _price_one(cell: dict[str, Any]) -> float:
+    gpu = text("gpu", cell["gpu"], "a GPU name from GPU_LIST()")
+    return catalog.rental_price(gpu, _tier(cell["tier"])).usd_per_gpu_hour
+
+
+def _price_note_one(cell: dict[str, Any]) -> str:
+    from xlcalc.cli.fmt import price_line
+
+    gpu = text("gpu", cell["gpu"], "a GPU name from GPU_LIST()")
+    row = catalog.rental_price(gpu, _tier(cell["tier"]))  # raises the error naming the GPU and the tier
+    return price_line(gpu, None, row.tier).removeprefix("Price: ")
+
+
+@func(category=CATEGORY)
+@arg("gpu", ndim=2, doc="GPU name or alias, e.g. \"H100\" (see GPU_LIST())")
+@arg("tier", ndim=2, doc="Price tier: on-demand, reserved-1y, reserved-3y, spot, capacity-block or assumed; "
+                         "empty = the GPU's default rate")
+@ret()
+def GPU_PRICE(gpu, tier=None):
+    """Rental price of one GPU-hour from the price catalog at a tier, USD, e.g. GPU_PRICE("H100","spot"). A tier the catalog has no sourced price for is an error naming the GPU and the tier (never a guess); GPU_PRICE_NOTE says which row was used."""  # noqa: E501
+    return broadcast(_price_one, {"gpu": gpu, "tier": tier})
+
+
+@func(category=CATEGORY)
+@arg("gpu", ndim=2, doc="GPU name or alias, e.g. \"H100\" (see GPU_LIST())")
+@arg("tier", ndim=2, doc="Price tier: on-demand, reserved-1y, reserved-3y, spot, capacity-block or assumed; "
+                         "empty = the GPU's default rate")
+@ret()
+def GPU_PRICE_NOTE(gpu, tier=None):
+    """The price GPU_PRICE uses, in words, as the CLI and the workbook state it: "$4.916/GPU-hour, capacity-block tier, price catalog <row> (<date>)"."""  # noqa: E501
+    return broadcast(_price_note_one, {"gpu": gpu, "tier": tier})
+
+
+MONEY_UDFS: tuple[str, ...] = ("BUDGET_PLAN", "GPU_PRICE", "GPU_PRICE_NOTE")
 
 
 # -- the list the generator reads (scripts/make_udfs.py) -------------------------------------------
