@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the LLM training planning workbook: a live-formula .xlsx.
 
-    python build_workbook.py [-o planner.xlsx] [--scenario templates/<name>.toml ...]
+    python build_workbook.py [-o planner.xlsx] [--scenario NAME-or-FILE.toml ...]   (NAME: a preset of xlcalc/presets/)
 """
 
 from __future__ import annotations

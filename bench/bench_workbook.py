@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import openpyxl  # noqa: E402
 
-from xlcalc.scenario import load_scenario  # noqa: E402
-from xlcalc.workbook import TEMPLATES, build, layout  # noqa: E402
+from xlcalc import presets  # noqa: E402
+from xlcalc.workbook import build, layout  # noqa: E402
 from xlcalc.workbook.libreoffice import recalculate, soffice  # noqa: E402
 
 
@@ -38,7 +38,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    sc = [load_scenario(TEMPLATES / "seed002-70b-a800.toml")]
+    sc = [presets.load("seed002-70b-a800")]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         lay = layout(sc)

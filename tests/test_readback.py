@@ -18,7 +18,7 @@ from xlcalc.workbook import readback
 from xlcalc.workbook.readback import WorkbookError, read_workbook
 
 ROOT = Path(__file__).resolve().parent.parent
-SEED002 = ROOT / "templates" / "seed002-70b-a800.toml"
+SEED002 = ROOT / "xlcalc" / "presets" / "seed002-70b-a800.toml"
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_edit_without_recalculation_is_reported(built, tmp_path):
 
 def test_recipe_id_round_trips_without_recalculation(built, tmp_path):
     """Recipe_Id picked in the workbook, not yet recalculated: the recipe fills the byte counts."""
-    assert read_workbook(built).scenario.recipe == "seed002"  # templates/seed002-70b-a800.toml
+    assert read_workbook(built).scenario.recipe == "seed002"  # xlcalc/presets/seed002-70b-a800.toml
     wb = openpyxl.load_workbook(built)
     (sheet, at), = wb.defined_names["Recipe_Id"].destinations
     wb[sheet][at.replace("$", "")].value = "fp32"

@@ -18,7 +18,7 @@ from xlcalc.scenario import INPUTS, OUTPUTS, evaluate, load_scenario, output_exc
 from xlcalc.workbook import build
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES = ROOT / "templates"
+TEMPLATES = ROOT / "xlcalc" / "presets"  # the scenario presets (package data)
 
 CONTRACT_INPUTS = ("Params_B Tokens_T Peak_TFLOPS N_GPUs MFU Seq_Len Micro_Batch Hidden Layers Heads TP_Size "
                    "PP_Size ZeRO_Stage Seq_Parallel Recompute Bytes_Weights Bytes_Grads Bytes_Optimizer "
@@ -212,7 +212,7 @@ def _list_cells(wb, formula1):
 def test_recipe_dropdown_lists_the_recipe_ids(formulas_wb):
     from xlcalc.recipes import RECIPES
 
-    assert named(formulas_wb, "Recipe_Id").value == "seed002"  # templates/seed002-70b-a800.toml
+    assert named(formulas_wb, "Recipe_Id").value == "seed002"  # xlcalc/presets/seed002-70b-a800.toml
     assert not named(formulas_wb, "Recipe_Id").protection.locked
     dv = _validation_of(formulas_wb, "Recipe_Id")
     assert dv.type == "list" and dv.formula1.startswith("Recipes!$A$")

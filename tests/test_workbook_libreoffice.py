@@ -32,7 +32,7 @@ from xlcalc.workbook.compare import gpu_variant
 from xlcalc.workbook.libreoffice import recalculate, soffice
 
 ROOT = Path(__file__).resolve().parent.parent
-SEED002 = ROOT / "templates" / "seed002-70b-a800.toml"
+SEED002 = ROOT / "xlcalc" / "presets" / "seed002-70b-a800.toml"
 CANARY = {("Time", "B6"): 12345.0, ("Memory", "B23"): -1.0}  # Train_Days, Mem_Total_GB cached wrong
 HOSTILE_NAME = '=HYPERLINK("http://example.invalid","click")'
 N_GENERATED = 4

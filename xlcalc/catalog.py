@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import tomllib
 from functools import lru_cache
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -17,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from .errors import CatalogError
 
-DATA = Path(__file__).parent / "data"
+DATA: Traversable = files(__package__ or "xlcalc") / "data"  # package data, read through importlib.resources
 
 
 class _Row(BaseModel):
@@ -280,10 +282,10 @@ def load(kind: str, path: str | Path | None = None) -> tuple:
     if kind not in _KINDS:
         raise CatalogError(f"unknown catalog kind {kind!r}; valid kinds: {', '.join(_KINDS)}")
     filename, schema, key = _KINDS[kind]
-    path = Path(path) if path is not None else DATA / filename
-    label = path.name if path.parent == DATA else str(path)
+    source: Traversable = Path(path) if path is not None else DATA / filename
+    label = filename if path is None else str(path)
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(source.read_text(encoding="utf-8"))
     except OSError as exc:
         raise CatalogError(f"catalog {label} cannot be read: {exc.strerror or exc}") from exc
     except tomllib.TOMLDecodeError as exc:

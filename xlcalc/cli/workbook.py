@@ -15,7 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--force", action="store_true",
                         help="overwrite the output file if it exists")
     parser.add_argument("--scenario", action="append", default=[], metavar="TOML",
-                        help="a scenario preset (templates/<name>.toml, or just <name>); repeat to compare "
+                        help="a scenario: a TOML file, or the name of a preset shipped with xlcalc "
+                             "(xlcalc/presets/<name>.toml, e.g. seed000-100b-h100); repeat to compare "
                              "several side by side. The first one fills the Inputs sheet. Default: seed 002's "
                              "70B on A800, compared with H100 and Ascend 910B")
 
@@ -27,24 +28,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def resolve_template(label: str) -> Path:
-    from ..workbook import TEMPLATES
+def scenario_from(label: str) -> Scenario:
+    """A scenario from ``--scenario``: a TOML file, or a preset shipped with xlcalc by name (xlcalc.presets)."""
+    from .. import presets
 
     path = Path(label)
-    if path.exists() or path.suffix == ".toml" and path.parent != Path("."):
-        return path
-    candidate = TEMPLATES / (label if label.endswith(".toml") else f"{label}.toml")
-    return candidate if candidate.exists() else path
+    if path.exists() or path.parent != Path(".") or label.endswith(".toml") and presets.find(label) is None:
+        return load_scenario(path)
+    return presets.load(label)  # a shipped preset, or a message naming them all
 
 
 def run(args: argparse.Namespace) -> int:
     from ..workbook import build
 
     if args.scenario:
-        scenarios = [load_scenario(resolve_template(s)) for s in args.scenario]
+        scenarios = [scenario_from(s) for s in args.scenario]
     else:
-        scenarios = [load_scenario(resolve_template("seed002-70b-a800"))] if resolve_template(
-            "seed002-70b-a800").exists() else [Scenario.build(gpu="a800")]
+        scenarios = [scenario_from("seed002-70b-a800")]
     out = Path(args.output)
     if out.suffix.lower() != ".xlsx":
         from ..errors import InputError

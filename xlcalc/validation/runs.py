@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Optional
 
@@ -18,7 +20,8 @@ from ..errors import CatalogError
 from ..formulas import steptime as fs
 from ..planner.steptime import arch_from_model
 
-RUNS_JSON = Path(__file__).resolve().parent.parent / "data" / "reference" / "throughput_runs.json"
+# package data, read through importlib.resources
+RUNS_JSON: Traversable = files("xlcalc") / "data" / "reference" / "throughput_runs.json"
 # Software-stack profiles: one fitted matmul efficiency each.
 PROFILES = {
     "megatron-bridge-perf-summary": "megatron",
@@ -128,8 +131,8 @@ class Skip:
     reason: str
 
 
-def load_runs(path: Path | str = RUNS_JSON) -> list[dict]:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+def load_runs(path: Traversable | str = RUNS_JSON) -> list[dict]:
+    return json.loads((Path(path) if isinstance(path, str) else path).read_text(encoding="utf-8"))
 
 
 def _model(rec: dict) -> catalog.Model:

@@ -16,9 +16,7 @@ from . import cache, catalogs, charts, compare, sheets
 from .model import Book
 from .writer import to_workbook
 
-__all__ = ["build", "layout", "Layout", "TEMPLATES"]
-
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+__all__ = ["build", "layout", "Layout"]
 
 
 @dataclass
