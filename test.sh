@@ -7,13 +7,16 @@ cd "$(dirname "$0")"
 
 PY=${PYTHON:-python3}
 
-# A system Python that refuses pip installs (PEP 668, e.g. Debian's own python3): use a virtual environment.
-if "$PY" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'; then
-  if [ ! -x .venv/bin/python ]; then
-    "$PY" -m venv .venv || { echo "test.sh: python3 -m venv failed; install python3-venv (apt-get install python3-venv)"; exit 1; }
-  fi
-  PY=.venv/bin/python
+# The tests run against the package as a user installs it: built from this checkout and installed
+# (not editable) into a virtual environment of its own, .venv (git ignores it), so nothing else on the
+# machine is touched and nothing beside the checkout is used.
+if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+  echo "test.sh: xlcalc needs Python 3.11 or newer ($("$PY" -V 2>&1)); set PYTHON=python3.11 or newer"; exit 1
 fi
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv || { echo "test.sh: python3 -m venv failed; install python3-venv (apt-get install python3-venv)"; exit 1; }
+fi
+PY=.venv/bin/python
 
 # Debian packages the tests need: installed with apt when missing (as root, or through sudo);
 # elsewhere the tests that need them skip with a reason (never when CI=true).
@@ -76,7 +79,13 @@ if ! command -v pdftotext >/dev/null 2>&1; then
 fi
 # --- END PDF text tools ----------------------------------------------------------------------------
 
-"$PY" -m pip install -q --disable-pip-version-check -e ".[test]"
+# The package with its test extras (pytest, hypothesis, ruff, mypy, ...), then the package itself again
+# so that .venv holds exactly this checkout's code (the version number does not change between edits).
+# build/ is setuptools' scratch directory: a stale one could put deleted modules into the wheel.
+rm -rf build
+"$PY" -m pip install -q --disable-pip-version-check ".[test]"
+"$PY" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall .
+rm -rf build
 
 # PyTorch judges the activation formulas (tests/test_activations_torch.py; the 'torch' extra):
 # `pip install torch==2.13.0` takes the CPU build pip is configured with. Skipped when torch is
@@ -86,4 +95,14 @@ if ! "$PY" -c 'import torch' >/dev/null 2>&1; then
     || echo "test.sh: torch==2.13.0 could not be installed; the PyTorch activation tests will skip (they fail when CI=true)."
 fi
 
+# Lint and type checks (configured in pyproject.toml: ruff's rules, mypy strict on the engine); any
+# finding fails the run.
+echo "test.sh: ruff check"
+"$PY" -m ruff check --quiet .
+echo "test.sh: mypy"
+"$PY" -m mypy
+
+# pytest imports xlcalc from .venv's site-packages, not from the checkout (tests/conftest.py;
+# tests/test_packaging.py asserts it): PYTHONSAFEPATH keeps the working directory off sys.path.
+export XLCALC_TEST_INSTALLED=1 PYTHONSAFEPATH=1
 exec "$PY" -m pytest "$@"

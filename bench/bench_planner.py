@@ -66,9 +66,9 @@ def _one_config(repeat: int) -> tuple[float, float]:
     from llm_analysis.config import ModelConfig, ParallelismConfig, get_gpu_config_by_name
 
     sys.path.insert(0, str(ROOT))
+    from xlcalc.formulas.steptime import gemm_wave_efficiency
     from xlcalc.planner import Config, Settings, arch_from_flags, evaluate
     from xlcalc.planner.hardware import resolve_hardware
-    from xlcalc.formulas.steptime import gemm_wave_efficiency
     from xlcalc.planner.steptime import _matmul_times, _per_layer
 
     gpu = get_gpu_config_by_name("a100-sxm-80gb")

@@ -3,7 +3,18 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# Which xlcalc the tests import. ./test.sh (and so CI) installs the package into a virtual environment
+# (non-editable) and sets XLCALC_TEST_INSTALLED=1: the tests then import that installed copy from
+# site-packages, never the checkout, and subprocesses (python -m xlcalc, build_workbook.py) do too
+# (PYTHONSAFEPATH: no script directory or working directory first on sys.path). Otherwise, e.g.
+# `python -m pytest` in a checkout, the tests import this checkout's code. tests/test_packaging.py
+# asserts which one was imported.
+INSTALLED = os.environ.get("XLCALC_TEST_INSTALLED") == "1"
+if INSTALLED:
+    os.environ["PYTHONSAFEPATH"] = "1"
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", str(ROOT)) and Path(p).resolve() != ROOT]
+else:
+    sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hypothesis import settings  # noqa: E402

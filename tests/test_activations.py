@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import published_records
 from xlcalc import InputError
 from xlcalc.formulas.activations import act_recompute_working_bytes, layer_activation_bytes
-from conftest import published_records
 
 # GPT-3 175B as Korthikanti et al. count it: MHA, FFN 4h (GELU), LayerNorm, dropout, no flash.
 S, B, H, A = 2048, 1, 12288, 96

@@ -13,7 +13,6 @@ under CI=true, where it fails.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 
 import pytest
 

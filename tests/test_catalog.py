@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
-from conftest import published_records
 
+from conftest import published_records
 from xlcalc import catalog
 from xlcalc.catalog import GPU_FIELDS, MODEL_FIELDS, get_gpu, get_model, price_for
 from xlcalc.errors import CatalogError

@@ -12,8 +12,8 @@ import json
 import re
 
 import pytest
-from conftest import REFERENCE
 
+from conftest import REFERENCE
 from xlcalc.catalog import get_gpu, get_model
 
 PEAKS = REFERENCE / "memory_peaks.json"

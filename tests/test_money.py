@@ -17,7 +17,8 @@ import pytest
 import xlcalc as x
 from xlcalc import catalog, money
 from xlcalc.cli import main
-from xlcalc.cli.fmt import money as fmt_money, number
+from xlcalc.cli.fmt import money as fmt_money
+from xlcalc.cli.fmt import number
 from xlcalc.errors import InputError
 from xlcalc.scenario import Scenario, evaluate
 
@@ -465,7 +466,9 @@ def _check_bad_cell(b, name, message):
 
 def test_libreoffice_money_cells_equal_the_engine_and_bad_inputs_read_as_sentences(tmp_path):
     import os
+
     import openpyxl
+
     from xlcalc.scenario import INPUTS, OUTPUTS
     from xlcalc.workbook import build
     from xlcalc.workbook.libreoffice import recalculate, soffice

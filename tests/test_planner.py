@@ -11,6 +11,7 @@ from xlcalc import catalog
 from xlcalc.errors import CatalogError, InputError
 from xlcalc.planner import Settings, arch_from_flags, plan, plan_table
 
+
 @pytest.fixture(scope="module")
 def seed002():
     # seed 002 §7.3: Llama 2 70B, 2T tokens, 1024 A800 80 GB, seq 4096, ~4M-token batches -- out of the box: every

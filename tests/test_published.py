@@ -8,11 +8,9 @@ literals against the reference file when it is present.
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from conftest import published_records
 
+from conftest import published_records
 from xlcalc.formulas.compute import (
     days_from_throughput,
     gpu_hours,

@@ -13,8 +13,7 @@ import pytest
 from xlcalc.cli import main as cli_main
 from xlcalc.errors import InputError
 from xlcalc.scenario import INPUTS, load_scenario
-from xlcalc.workbook import build
-from xlcalc.workbook import readback
+from xlcalc.workbook import build, readback
 from xlcalc.workbook.readback import WorkbookError, read_workbook
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xlcalc import InputError, all_formulas
 from strategies import inputs_for
+from xlcalc import InputError, all_formulas
 
 formulas_pkg = pytest.importorskip("formulas", reason="the 'formulas' package evaluates Excel text in-process")
 

@@ -290,7 +290,8 @@ def test_fast_dispatch_nested_calls_skip_binding_but_faces_still_validate():
     # arguments); the faces still validate and build expressions
     from xlcalc import expr
     from xlcalc.errors import InputError
-    from xlcalc.formulas import compute, steptime as fs
+    from xlcalc.formulas import compute
+    from xlcalc.formulas import steptime as fs
     from xlcalc.registry import numeric
 
     with pytest.raises(InputError, match="mfu"):

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 
 import pytest
+
 from conftest import REFERENCE, published_records
 
 RUNS = json.loads((REFERENCE / "throughput_runs.json").read_text(encoding="utf-8"))
@@ -187,6 +188,5 @@ def test_the_description_states_the_counts_of_the_file():
     assert len(stated) >= 9
     for sid, n in stated:
         assert per_source[sid] == int(n), (sid, n, per_source[sid])
-    stated_ids = {sid for sid, _ in stated}
     for sid in per_source:  # every source has its paragraph
         assert f"`{sid}`" in text, sid

@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import xlcalc
+from strategies import inputs_for
 from xlcalc import InputError, catalog
 from xlcalc.inputs import spec
-from strategies import inputs_for
 
 pytest.importorskip("xlwings")
 

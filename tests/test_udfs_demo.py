@@ -135,7 +135,7 @@ def test_scenarios_spill_one_result_per_row_and_the_bad_row_shows_its_message(wb
 def test_demo_matches_its_generator(tmp_path, wb):
     fresh = load_workbook(build_demo.build(tmp_path / "demo.xlsx"))
     for title in ("Demo", "Scenarios"):
-        def cells(book):
+        def cells(book, title=title):
             return {c.coordinate: (getattr(c.value, "text", c.value), getattr(c.value, "ref", None))
                     for row in book[title].iter_rows() for c in row if c.value is not None}
         assert cells(wb) == cells(fresh), f"templates/udf_demo.xlsx sheet {title} is stale: run python udfs/build_demo.py --force"

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import xlcalc
+from strategies import inputs_for
 from xlcalc.inputs import all_specs, spec
 from xlcalc.validate import validate_one
-from strategies import inputs_for
 
 pytest.importorskip("xlwings")
 

@@ -169,7 +169,7 @@ def test_macro_options_carry_description_category_and_argument_docs(registered):
     calls = {args[0]: kwargs for args, kwargs in registered.book.Application.macro_options}
     assert len(calls) == len(registered.book.Application.macro_options)  # each once
     assert set(calls) == {f"'{BOOK_NAME}'!{n}" for n in registered.module.UDF_NAMES}
-    for name, (params, _, help_text, docs) in _expected().items():
+    for name, (_params, _, help_text, docs) in _expected().items():
         options = calls[f"'{BOOK_NAME}'!{name}"]
         assert options["Description"] == help_text and len(help_text) <= 255
         assert options["Category"] == "xlcalc"

@@ -97,7 +97,7 @@ def set_inputs(src: Path, dst: Path, values: dict) -> None:
     wb.save(dst)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def recalculated() -> dict:
     """Build the test files, recalculate them all in one LibreOffice run; cached for the session."""
     require_libreoffice()
@@ -414,7 +414,7 @@ def _pdftotext():
         pytest.skip("pdftotext (poppler-utils) is not installed")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def printed() -> dict:
     require_libreoffice()
     from xlcalc.workbook.libreoffice import to_pdf

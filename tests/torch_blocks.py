@@ -49,7 +49,7 @@ import gc
 import math
 import weakref
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache
 
 import torch
 import torch.nn.functional as F
@@ -348,7 +348,7 @@ def formula_bytes(shape: Shape, tp: int, etp: int, seq: int, batch: int, mode: s
 
 # --- checkpointing ------------------------------------------------------------------------------
 
-@lru_cache(maxsize=None)
+@cache
 def _save_ops() -> frozenset:
     from torch._functorch.partitioners import get_default_op_list
 
@@ -515,5 +515,5 @@ def saved_tensor_bytes(layer: Layer, batch: int, seq: int, mode: str = "none") -
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = run(layer, x0.clone(), mode)
+        run(layer, x0.clone(), mode)
     return sum(seen.values())

@@ -26,11 +26,12 @@ from __future__ import annotations
 import gc
 import itertools
 import math
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Any, Callable
+from typing import Any
 
 from xlcalc.errors import InputError
-from xlcalc.expr import EXCEL_FUNCTIONS, BinOp, Bool, Call, Func, Neg, Num, Text, Var, _PY_BINOPS
+from xlcalc.expr import _PY_BINOPS, EXCEL_FUNCTIONS, BinOp, Bool, Call, Func, Neg, Num, Text, Var
 from xlcalc.inputs import spec
 from xlcalc.registry import Formula, get_formula
 from xlcalc.validate import validate_one

@@ -9,7 +9,7 @@ H100 SXM); an unknown name lists the valid ones.
 from __future__ import annotations
 
 import tomllib
-from functools import lru_cache
+from functools import cache
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -322,19 +322,19 @@ def _norm(label: str) -> str:
     return "".join(ch for ch in label.lower() if ch.isalnum() or ch == ".")
 
 
-@lru_cache(maxsize=None)
+@cache
 def gpus() -> tuple[GPU, ...]:
     """The GPU catalog (``xlcalc/data/gpus.toml``)."""
     return load("gpus")
 
 
-@lru_cache(maxsize=None)
+@cache
 def models() -> tuple[Model, ...]:
     """The model catalog (``xlcalc/data/models.toml``)."""
     return load("models")
 
 
-@lru_cache(maxsize=None)
+@cache
 def prices() -> tuple[Price, ...]:
     """The prices (``xlcalc/data/prices.toml``): at most one rate per GPU and tier, one default per GPU."""
     rows = load("prices")

@@ -18,7 +18,8 @@ argument they build a node.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 __all__ = [
     "Expr", "Num", "Text", "Bool", "Var", "BinOp", "Neg", "Func", "Call",

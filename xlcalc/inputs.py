@@ -66,10 +66,10 @@ def _title(name: str) -> str:
     return "_".join(p.capitalize() for p in name.split("_"))
 
 
-POS = {"gt": 0}
-NONNEG = {"ge": 0}
-COUNT = {"kind": "int", "ge": 1}
-FRACTION = {"ge": 0, "le": 1}
+POS: dict[str, Any] = {"gt": 0}
+NONNEG: dict[str, Any] = {"ge": 0}
+COUNT: dict[str, Any] = {"kind": "int", "ge": 1}
+FRACTION: dict[str, Any] = {"ge": 0, "le": 1}
 
 # --- model and data ------------------------------------------------------------
 _add("params_b", "billion parameters", "Model parameters, in billions (70 = 70e9)", "Params_B", example=70, **POS)

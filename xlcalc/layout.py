@@ -20,8 +20,9 @@ describe an uneven pipeline split whose middle stages share the remaining layers
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from .errors import InputError
 from .expr import and_, as_text, concat, eq, floor_int, if_, is_expr, max_, not_, or_, round_

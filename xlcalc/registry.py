@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from . import expr as _expr
 from .errors import InputError

@@ -14,24 +14,24 @@ the very same outputs as Excel formulas (``output_excel``), so the two cannot dr
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from . import catalog
 from .errors import InputError
 from .expr import Expr, Var, eq, if_, wrap
-from .formulas import budget, compute, cost, goodput, memory, ownership
+from .formulas import budget, compute, cost, goodput, ownership
 from .formulas import ranges as franges
 from .inputs import spec
 from .layout import LAYOUT_OK, check_layout
 from .recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, default_bytes, get_recipe
-from .stage_memory import memory_steps, model_inputs
 from .registry import Formula
+from .stage_memory import memory_steps, model_inputs
 from .validate import validate_one
-
 
 _BYTES = default_bytes()
 

@@ -34,9 +34,12 @@ other                     CUDA context, NCCL, allocator reserve and fragmentatio
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
+from . import expr as _expr
+from . import registry
 from .errors import InputError
 from .expr import Expr, Num, Var, if_, wrap
 from .formulas import activations as fa
@@ -44,8 +47,6 @@ from .formulas import memory as fm
 from .inputs import check_value, spec
 from .layout import LAYOUT_DEFAULTS, check_layout
 from .recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, default_bytes, get_recipe, recipe_label
-from . import expr as _expr
-from . import registry
 from .registry import Formula, formula
 
 __all__ = ["Step", "PARTS", "STAGES", "MODEL_INPUTS", "SHARDING", "memory_steps", "evaluate", "stage_memory",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
@@ -22,7 +22,7 @@ def _lower(value: Any) -> Any:
     return value.strip().lower() if isinstance(value, str) else value
 
 
-@lru_cache(maxsize=None)
+@cache
 def _adapter(spec: InputSpec) -> TypeAdapter:
     bounds = {k: getattr(spec, k) for k in ("gt", "ge", "lt", "le") if getattr(spec, k) is not None}
     if spec.kind == "bool":

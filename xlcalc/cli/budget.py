@@ -12,6 +12,7 @@ from ..money import budget_plan, seed001_tiers
 from .cost import resolve_price
 from .fmt import cli_value, dump_json, money, number, table
 
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "budget", help="budget-first plan: GPUs, days, GPU-hours, the largest compute-optimal model",

@@ -7,11 +7,11 @@ import argparse
 from ..errors import InputError
 from ..layout import stage_split
 from ..recipes import DEFAULT_RECIPE
-from .models import add_config_flag, config_model
 from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario, evaluate, price_note
 from ..stage_memory import explain, memory_steps
 from .fmt import cli_value, dump_json, number, table
 from .memory import stage_table
+from .models import add_config_flag, config_model
 
 # The results printed as "rent beside own" after the main table.
 OWN_VS_RENT = ("Rent_Cost_USD", "Own_Cost_USD", "Own_USD_per_GPU_Hour", "Breakeven_Utilisation", "Breakeven_Months",

@@ -9,8 +9,8 @@ from ..errors import CatalogError, InputError
 from ..layout import stage_split
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES
 from ..stage_memory import PARTS, SHARDING, model_inputs, recipe_bytes, stage_memory
-from .models import add_config_flag, config_model
 from .fmt import cli_value, dump_json, number, table
+from .models import add_config_flag, config_model
 
 # flag -> input name (values validated by the model, every input spec's rule)
 _NUMBER_FLAGS = (

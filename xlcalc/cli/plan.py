@@ -7,8 +7,8 @@ import argparse
 from pydantic import ValidationError
 
 from ..errors import InputError
+from .fmt import cli_value, dump_json, number, price_line, table
 from .models import add_config_flag, config_model
-from .fmt import price_line, cli_value, dump_json, number, table
 
 _SETTINGS = (
     ("matmul_efficiency", "share of peak the matmuls reach in training (default: the GPU's catalog value, "

@@ -16,8 +16,19 @@ from ..inputs import check_value
 from ..layout import check_layout, stage_split
 from ..recipes import recipe_label
 from ..registry import numeric
-from .steptime import (Arch, Config, Hardware, Prediction, Settings, arch_from_model, memory, resolve_hardware,
-                       sequence_compute_bound, step_lower_bound, timing)
+from .steptime import (
+    Arch,
+    Config,
+    Hardware,
+    Prediction,
+    Settings,
+    arch_from_model,
+    memory,
+    resolve_hardware,
+    sequence_compute_bound,
+    step_lower_bound,
+    timing,
+)
 
 __all__ = ["Plan", "Rejection", "PlanResult", "plan", "plan_table", "search"]
 

@@ -15,13 +15,13 @@ from typing import Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import stage_memory as sm
 from ..formulas import memory as fm
 from ..formulas import steptime as fs
+from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, default_bytes
 from ..registry import numeric
 from .architecture import Arch, arch_from_flags, arch_from_model  # noqa: F401  (re-exported)
 from .hardware import SM_COUNT, Hardware, resolve_hardware  # noqa: F401  (re-exported)
-from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, default_bytes
-from .. import stage_memory as sm
 
 _BYTES = default_bytes()
 

@@ -7,6 +7,7 @@ from .adapter import REFERENCE_EFFICIENCY
 from .runs import GPU_STAND_IN, PROFILE_TEXT, Query, Skip
 from .scoring import Scored, best_constant, headline, summary
 
+
 def _pct(x: float) -> str:
     return "–" if x != x else f"{x:.0%}"
 

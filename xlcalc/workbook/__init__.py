@@ -7,9 +7,10 @@ stores the engine's value of every formula cell as its cached value.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..scenario import Scenario
 from . import cache, catalogs, charts, compare, sheets

@@ -15,8 +15,9 @@ import re
 import shutil
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 from xml.sax.saxutils import escape
 
 from defusedxml import ElementTree as SafeET
@@ -74,7 +75,7 @@ def inject(path: str | Path, values: Mapping[tuple[str, str], Any]) -> int:
                 if cells:
                     text = data.decode("utf-8")
 
-                    def fill(m: re.Match) -> str:
+                    def fill(m: re.Match, cells: dict = cells) -> str:  # called right away, in this iteration
                         nonlocal count
                         r, f = m["r"], m["f"]
                         attrs = _TYPE.sub("", m["attrs"])

@@ -6,13 +6,12 @@ from typing import Any
 
 from .. import catalog
 from ..expr import Var
-from ..scenario import INPUTS, OUTPUTS, OUTPUT_BY_NAME, Scenario
+from ..inputs import spec
+from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario
 from .catalogs import GPU_DERIVED
 from .model import coord, ref_text
 from .rendering import BOOL_FORMAT, display_format, output_formula
 from .sheets import Ctx, derived_value, id_range, plan_title
-
-from ..inputs import spec
 
 COMPARE_GPUS = ("a800", "h100-sxm", "ascend-910b")
 

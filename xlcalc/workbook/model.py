@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from openpyxl.utils.cell import coordinate_from_string, get_column_letter
 

@@ -10,7 +10,8 @@ table look-up (workbook plumbing, not a model formula).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..expr import Expr, Var, eq, if_
 from ..scenario import OUTPUT_BY_NAME, OUTPUTS, output_expr, plain_expr

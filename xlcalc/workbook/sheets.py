@@ -6,12 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import catalog
-from ..recipes import get_recipe
 from ..expr import Expr, Func, Var, and_, eq, if_, wrap
-from ..formulas import memory, ownership, ranges
+from ..formulas import ownership, ranges
 from ..inputs import spec
 from ..layout import LAYOUT_OK
-from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS
+from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, get_recipe
 from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, MEMORY_SOURCES, OUTPUT_BY_NAME, RANGES, Scenario
 from ..stage_memory import PARTS, memory_steps
 from . import charts
