@@ -13,7 +13,7 @@ from functools import cache
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Any, Literal, Optional, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -76,7 +76,7 @@ class GPU(_Row):
         fields = {"half": "half_tflops", "bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops"}
         if precision not in fields:
             raise CatalogError(f"precision {precision!r} is not one of: {', '.join(fields)}")
-        value = getattr(self, fields[precision])
+        value: float | None = getattr(self, fields[precision])
         if value is None:
             what = "16-bit (BF16 or FP16)" if precision == "half" else precision.upper()
             raise CatalogError(
@@ -269,11 +269,11 @@ class _PriceFile(_Catalog):
     price: list[Price]
 
 
-_KINDS = {"gpus": ("gpus.toml", _GPUFile, "gpu"), "models": ("models.toml", _ModelFile, "model"),
+_KINDS: dict[str, tuple[str, type[_Catalog], str]] = {"gpus": ("gpus.toml", _GPUFile, "gpu"), "models": ("models.toml", _ModelFile, "model"),
           "prices": ("prices.toml", _PriceFile, "price")}
 
 
-def load(kind: str, path: str | Path | None = None) -> tuple:
+def load(kind: str, path: str | Path | None = None) -> tuple[Any, ...]:
     """Read and validate one catalog file: ``kind`` is "gpus", "models" or "prices".
 
     ``path`` defaults to the packaged file in ``xlcalc/data/``. Any problem (missing file, TOML
@@ -305,7 +305,7 @@ def load(kind: str, path: str | Path | None = None) -> tuple:
     return tuple(rows)
 
 
-def _describe(raw: dict, key: str, err: dict) -> str:
+def _describe(raw: dict[str, Any], key: str, err: Any) -> str:
     """One validation error as "row <id>: field = value: message"."""
     loc = list(err.get("loc", ()))
     where = ".".join(str(p) for p in loc) or key
@@ -352,7 +352,10 @@ def prices() -> tuple[Price, ...]:
     return rows
 
 
-def _find(rows: tuple, label: str, what: str):
+_R = TypeVar("_R", bound=_Row)
+
+
+def _find(rows: tuple[_R, ...], label: str, what: str) -> _R:
     key = _norm(str(label))
     for row in rows:
         if key in {_norm(row.id), _norm(row.name), *(_norm(a) for a in row.aliases)}:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "Expr", "Num", "Text", "Bool", "Var", "BinOp", "Neg", "Func", "Call",
@@ -88,7 +88,7 @@ def _py_eq(a: Any, b: Any) -> bool:
     # Excel compares text case-insensitively.
     if isinstance(a, str) and isinstance(b, str):
         return a.lower() == b.lower()
-    return a == b
+    return cast(bool, a == b)
 
 
 Names = Mapping[str, str] | Callable[[str], str]
@@ -270,7 +270,7 @@ class BinOp(Expr):
         self.op, self.left, self.right = op, left, right
 
     @property
-    def prec(self) -> int:  # type: ignore[override]
+    def prec(self) -> float:  # type: ignore[override]
         return _PREC[self.op]
 
     def children(self) -> tuple[Expr, ...]:
@@ -422,7 +422,7 @@ class Call(Expr):
         return tuple(self.args.values())
 
     def inline(self) -> Expr:
-        return self.formula.expr.substitute(self.args)
+        return cast(Expr, self.formula.expr.substitute(self.args))
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         values = {k: v.evaluate(env) for k, v in self.args.items()}

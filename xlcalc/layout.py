@@ -84,8 +84,8 @@ class Constraint:
     key: str                              # a short id (tests, docs)
     name: str                             # the input the message blames
     violated: Callable[[V], Any]          # true when the layout breaks the constraint
-    allowed: Callable[[V], tuple]         # words and values: what the input must be
-    detail: Callable[[V], tuple]          # why, with the offending arithmetic
+    allowed: Callable[[V], tuple[Any, ...]]  # words and values: what the input must be
+    detail: Callable[[V], tuple[Any, ...]]   # why, with the offending arithmetic
 
 
 CONSTRAINTS: tuple[Constraint, ...] = (

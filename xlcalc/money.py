@@ -62,7 +62,7 @@ def budget_plan(budget_usd: float, usd_per_gpu_hour: float, peak_tflops: float, 
 
 
 #: Seed 001 §5.2: recommended configurations by budget ("based on practical project experience").
-SEED001_TIERS = (
+SEED001_TIERS: tuple[dict[str, Any], ...] = (
     {"budget_usd": 1e6, "gpu": "a100-80gb", "gpus": 64, "months": "6-9", "model": "70B"},
     {"budget_usd": 5e6, "gpu": "a100-80gb", "gpus": 256, "months": "2-3", "model": "100-200B"},
     {"budget_usd": 5e6, "gpu": "h100-sxm", "gpus": 128, "months": "2-3", "model": "100-200B"},
@@ -83,6 +83,7 @@ def seed001_tiers(mfu: float = 0.4) -> list[dict[str, Any]]:
         default = catalog.price_for(gpu.id)
         rate = default if default is not None and default.usd_per_gpu_hour is not None else \
             catalog.rental_price("a100-40gb")
+        assert rate.usd_per_gpu_hour is not None  # a default with a rate, or rental_price's row (always has one)
         by = {r.key: r.value for r in budget_plan(t["budget_usd"], rate.usd_per_gpu_hour, gpu.peak_tflops(), mfu,
                                                   days=30)}
         days = cost.days_for_budget(t["budget_usd"], rate.usd_per_gpu_hour, t["gpus"])

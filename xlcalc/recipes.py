@@ -8,6 +8,7 @@ functions and the workbook assume when an input is left out; each face states th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def get_recipe(name: str) -> Recipe:
 DEFAULT_RECIPE = "megatron"
 
 # Every other default of the stage memory model (xlcalc.stage_memory), with where it comes from.
-MEMORY_DEFAULTS: dict[str, object] = {
+MEMORY_DEFAULTS: dict[str, Any] = {
     # CUDA context, NCCL workspaces, allocator reserve and fragmentation: a flat allowance per GPU (GB)
     "overhead_gb": 4.0,
     # Communication buckets beyond the gradient buffer (Megatron's contiguous grad buffer is the gradients) (GB)

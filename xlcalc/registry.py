@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,7 +60,7 @@ class Formula:
         self.expr = wrap(self.func(**{p: Var(p) for p in self.params}))
         self.__doc__ = self.func.__doc__
         self.__name__ = self.name
-        self._cache: dict[tuple, Any] | None = {} if self.memo else None
+        self._cache: dict[tuple[Any, ...], Any] | None = {} if self.memo else None
         # the body itself, for inner loops running inside :func:`numeric` on validated numbers (the planner's
         # search): no validation and no bookkeeping at all
         self.fast = self.func
@@ -146,7 +146,7 @@ class Formula:
 
 
 @contextmanager
-def numeric():
+def numeric() -> Iterator[None]:
     """Compute numbers only inside this block: every ``Formula.raw`` and nested call takes the fast path.
 
     For inner loops (the planner's search) whose inputs were validated once at the boundary.

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from . import expr as _expr
 from . import registry
@@ -100,7 +100,7 @@ class Step:
     guarded: bool = True            # shows the layout message instead of a number when the layout is not whole
 
     def expr(self) -> Expr:
-        return self.formula(**self.args)
+        return cast(Expr, self.formula(**self.args))
 
 
 def _default_sources() -> dict[str, Expr]:
@@ -124,7 +124,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         steps.append(Step(name, formula, {k: wrap(v) for k, v in args.items()}, label, part, of, guarded))
         return Var(name)
 
-    layout_args = {k: s[k] for k in ("hidden", "heads", "layers", "seq_len", "kv_heads", "first_stage_layers",
+    layout_args: dict[str, Any] = {k: s[k] for k in ("hidden", "heads", "layers", "seq_len", "kv_heads", "first_stage_layers",
                                      "last_stage_layers", "tp", "pp", "cp", "dp", "cluster_gpus", "dp_shard",
                                      "experts", "ep", "micro_batch", "batch_sequences")}
     if layout_dp is not None:
@@ -190,7 +190,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
                          overhead_gb=s["overhead_gb"])
         states[st] = w + g + o + f8 + gat
         acts[st] = a + recompute + lg
-    peak = dict(first_stage_gb=totals["First"], last_stage_gb=totals["Last"])
+    peak: dict[str, Any] = dict(first_stage_gb=totals["First"], last_stage_gb=totals["Last"])
     add("Mem_Static_GB", fm.peak_stage_part_gb, "Model states per GPU, heavier stage (GB)",
         first_part_gb=states["First"], last_part_gb=states["Last"], **peak)
     add("Mem_Activations_GB", fm.peak_stage_part_gb, "Activations, recompute and logits per GPU, heavier stage (GB)",
@@ -206,11 +206,12 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
 
 # --- evaluating the steps with numbers -----------------------------------------------------------
 
-_COMPILED: dict[bool, list[tuple[str, Callable[..., Any], list[tuple[str, Callable[[dict], Any]]]]]] = {}
+_Getter = Callable[[dict[str, Any]], Any]
+_COMPILED: dict[bool, list[tuple[str, Callable[..., Any], list[tuple[str, _Getter]]]]] = {}
 _EXCEL_NAME = {k: spec(k).excel_name for k in (*MODEL_INPUTS, "memory_gb")}
 
 
-def _getter(e: Expr) -> Callable[[dict], Any]:
+def _getter(e: Expr) -> _Getter:
     if isinstance(e, Var):
         name = e.name
         return lambda env: env[name]
@@ -220,7 +221,7 @@ def _getter(e: Expr) -> Callable[[dict], Any]:
     return e.evaluate
 
 
-def _compiled(capacity: bool):
+def _compiled(capacity: bool) -> list[tuple[str, Callable[..., Any], list[tuple[str, _Getter]]]]:
     if capacity not in _COMPILED:
         saved, _expr._numeric = _expr._numeric, 0  # the steps are built as expressions, even inside numeric()
         try:
@@ -401,7 +402,7 @@ def _compose(values: dict[str, Any], result: str) -> Any:
              "parameters + activations + recompute working set + logits + buckets + other (xlcalc.stage_memory)",
     source="the stage memory model: ZeRO (Rajbhandari et al. 2019), Korthikanti et al. 2022, Narayanan et al. 2021",
 )
-def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch=1, tp=1, pp=1,
+def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch=1, tp=1, pp=1,  # type: ignore[no-untyped-def]  # a formula body (see pyproject.toml)
                    cp=1, dp=1, zero_stage=0, seq_parallel=False, recompute="none", gated_ffn=False,
                    tied_embeddings=_D["tied_embeddings"], flash_attention=_D["flash_attention"],
                    virtual_stages=_D["virtual_stages"], microbatches=_D["microbatches"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from .. import catalog
 from ..errors import InputError
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("config", args.config, "given with 'xlcalc catalog models' and no NAME")
         _show(_dump(model_from_hf_config(args.config)), args.json)
         return 0
-    rows = {"gpus": catalog.gpus, "models": catalog.models, "prices": catalog.prices}[args.kind]()
+    rows: tuple[Any, ...] = {"gpus": catalog.gpus, "models": catalog.models, "prices": catalog.prices}[args.kind]()
     if args.name:
         find = {"gpus": catalog.get_gpu, "models": catalog.get_model, "prices": _get_price}[args.kind]
         _show(_dump(find(args.name)), args.json)
@@ -48,8 +49,8 @@ def run(args: argparse.Namespace) -> int:
         print(dump_json([_dump(r) for r in rows]))
         return 0
     if args.kind == "gpus":
-        headers = ("id", "name", "BF16 TFLOPS", "FP8 TFLOPS", "memory GB", "HBM TB/s", "TDP W")
-        body = [(g.id, g.name, _n(g.bf16_tflops), _n(g.fp8_tflops), _n(g.memory_gb), _n(g.hbm_tb_s), _n(g.tdp_w))
+        headers: tuple[str, ...] = ("id", "name", "BF16 TFLOPS", "FP8 TFLOPS", "memory GB", "HBM TB/s", "TDP W")
+        body: list[tuple[Any, ...]] = [(g.id, g.name, _n(g.bf16_tflops), _n(g.fp8_tflops), _n(g.memory_gb), _n(g.hbm_tb_s), _n(g.tdp_w))
                 for g in rows]
     elif args.kind == "models":
         headers = ("id", "name", "layers", "hidden", "heads", "kv", "params B (derived)", "published B")

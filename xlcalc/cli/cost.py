@@ -68,6 +68,7 @@ def resolve_price(gpu: str | None, tier: str | None, typed) -> tuple[float, str]
         return SEED001["usd_per_gpu_hour"], (f"Price: {money(SEED001['usd_per_gpu_hour'], cents=True)}/GPU-hour, "
                                              "seed 001's A100 cloud rate (give --gpu or --usd-per-gpu-hour)")
     row = catalog.rental_price(gpu, tier)
+    assert row.usd_per_gpu_hour is not None  # rental_price returns a row with a rate
     return row.usd_per_gpu_hour, price_line(gpu, None, tier)
 
 

@@ -67,6 +67,7 @@ def price_line(gpu: str | None, typed: float | None, tier: str | None = None) ->
             return f"Price: none — the price catalog has no rental rate for {gid}; " \
                    "give --usd-per-gpu-hour for costs"
         return f"Price: none ({exc})"
+    assert row.usd_per_gpu_hour is not None  # rental_price returns a row with a rate
     return (f"Price: {money(row.usd_per_gpu_hour, cents=True)}/GPU-hour, {row.tier} tier, "
             f"price catalog {row.id} ({row.date or 'undated'})")
 

@@ -8,3 +8,6 @@
 from .search import Plan, PlanResult, Rejection, plan, plan_table, search  # noqa: F401
 from .steptime import Arch, Config, Hardware, Prediction, Settings, arch_from_flags, arch_from_model, evaluate  # noqa: F401
 from .explain import explain  # noqa: F401
+
+__all__ = ["Plan", "PlanResult", "Rejection", "plan", "plan_table", "search", "Arch", "Config", "Hardware",
+           "Prediction", "Settings", "arch_from_flags", "arch_from_model", "evaluate", "explain"]

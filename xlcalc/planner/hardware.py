@@ -9,7 +9,7 @@ bandwidth is needed only when the cluster is larger than one scale-up (NVLink) d
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from .. import catalog
 from ..errors import CatalogError
@@ -89,7 +89,7 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int
     eff, basis = _efficiency(row, settings)
     node = settings.gpus_per_node or row.gpus_per_node or row.nvlink_domain
     domain = settings.nvlink_domain or row.nvlink_domain or node
-    values = dict(
+    values: dict[str, Any] = dict(
         peak_tflops=settings.peak_tflops or row.half_tflops,
         memory_gb=settings.memory_gb or row.memory_gb,
         hbm_tb_s=settings.hbm_tb_s or row.hbm_tb_s,
@@ -111,8 +111,8 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int
     return Hardware(
         name=row.name, peak_tflops=values["peak_tflops"], memory_gb=values["memory_gb"],
         hbm_tb_s=values["hbm_tb_s"], scaleup_gb_s=values["scaleup_gb_s"],
-        scaleout_gb_s=values.get("scaleout_gb_s"), gpus_per_node=node, matmul_efficiency=eff,
+        scaleout_gb_s=values.get("scaleout_gb_s"), gpus_per_node=values["gpus_per_node"], matmul_efficiency=values["matmul_efficiency"],
         matmul_efficiency_basis=basis, usd_per_gpu_hour=price,
         sm_count=(settings.sm_count or SM_COUNT.get(row.id)) if settings.wave_quantization else None,
-        nvlink_domain=domain, fp8_tflops=row.fp8_tflops,
+        nvlink_domain=cast(int, domain), fp8_tflops=row.fp8_tflops,  # domain falls back on the node, checked above
     )

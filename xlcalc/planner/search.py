@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import heapq
-from typing import Optional
+from collections.abc import Sequence
+from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -176,10 +177,11 @@ def uneven_stages(layers: int, pp: int) -> Optional[tuple[int, ...]]:
     return None
 
 
-def _stage_options(arch: Arch, pp, stage_layers) -> list[tuple[int, Optional[tuple[int, ...]]]]:
+def _stage_options(arch: Arch, pp: Optional[int],
+                   stage_layers: Optional[Sequence[int]]) -> list[tuple[int, Optional[tuple[int, ...]]]]:
     if stage_layers is not None:
         return [(len(stage_layers), tuple(stage_layers))]
-    out = []
+    out: list[tuple[int, Optional[tuple[int, ...]]]] = []
     for p in range(1, arch.layers + 1):
         if pp is not None and p != pp:
             continue
@@ -193,9 +195,12 @@ def _stage_options(arch: Arch, pp, stage_layers) -> list[tuple[int, Optional[tup
 
 
 def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, global_batch: int, *,
-           tp=None, pp=None, zero_stage=None, recompute=None, micro_batch=None, seq_parallel=None,
-           virtual_stages=None, cp=None, stage_layers=None, fp8: bool = False, max_micro_batch: Optional[int] = None,
-           max_virtual_stages: int = 8, min_cp_tokens: int = 4096, keep: Optional[int] = None):
+           tp: Optional[int] = None, pp: Optional[int] = None, zero_stage: Optional[int] = None,
+           recompute: Optional[str] = None, micro_batch: Optional[int] = None, seq_parallel: Optional[bool] = None,
+           virtual_stages: Optional[int] = None, cp: Optional[int] = None,
+           stage_layers: Optional[Sequence[int]] = None, fp8: bool = False, max_micro_batch: Optional[int] = None,
+           max_virtual_stages: int = 8, min_cp_tokens: int = 4096, keep: Optional[float] = None,
+           ) -> tuple[list[Prediction], list[Prediction], int, dict[str, int]]:
     """Evaluate every configuration; return (fitting predictions, non-fitting predictions at micro-batch 1, count,
     rejections counted by reason).
 
@@ -347,7 +352,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                                         dead.add(z)
     # the plainest alternatives (fewest stages, no CP, no ZeRO, no SP, no recomputation) for the explanation of
     # what was rejected, whether or not the bound left them out
-    plainest: dict[int, tuple] = {}
+    plainest: dict[int, tuple[Any, ...]] = {}
     for _, t, c, p, layout, d, per_replica, mbs, _ in layouts:
         if t not in plainest or (c, p) < plainest[t][:2]:
             plainest[t] = (c, p, layout, d, per_replica, mbs)
@@ -364,7 +369,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
     return fits, misses, count, reasons
 
 
-def _resolve_model(model, arch: Arch | None) -> Arch:
+def _resolve_model(model: Any, arch: Arch | None) -> Arch:
     if arch is not None:
         return arch
     if model is None:
@@ -394,7 +399,7 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         raise InputError("global_batch_tokens", global_batch_tokens, f"at least one sequence (>= seq_len = {seq_len})")
     global_batch = int(round(global_batch_tokens / seq_len))
     tokens_t = check_value("tokens_t", tokens_t) if tokens_t is not None else fc.chinchilla_tokens_t.raw(params_b=a.params_b)
-    pins = dict(tp=tp, pp=pp, zero_stage=zero_stage, recompute=recompute, micro_batch=micro_batch,
+    pins: dict[str, Any] = dict(tp=tp, pp=pp, zero_stage=zero_stage, recompute=recompute, micro_batch=micro_batch,
                 seq_parallel=seq_parallel, virtual_stages=virtual_stages, cp=cp)
     for name, value in pins.items():
         if value is not None:
@@ -489,9 +494,9 @@ PLAN_COLUMNS = ("rank", "tp", "pp", "dp", "zero_stage", "seq_parallel", "recompu
                 "memory_gb", "step_s", "mfu", "tokens_per_s_per_gpu", "days", "cost_usd")
 
 
-def plan_table(result: PlanResult, top: int = 5) -> list[list]:
+def plan_table(result: PlanResult, top: int = 5) -> list[list[Any]]:
     """Header row plus one row per plan (best first): a table a worksheet function can spill."""
-    rows: list[list] = [list(PLAN_COLUMNS)]
+    rows: list[list[Any]] = [list(PLAN_COLUMNS)]
     for i, p in enumerate(result.plans[:top], 1):
         d = p.model_dump()
         rows.append([i] + [d[k] for k in PLAN_COLUMNS[1:]])

@@ -9,9 +9,10 @@ inputs were validated once at the boundary.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Optional
+from typing import Any, Optional, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -139,11 +140,12 @@ class Prediction:
 @lru_cache(maxsize=4096)
 def stage_params(arch: Arch, pp: int) -> float:
     """Parameters of the largest pipeline stage (layers plus the embedding and/or output table)."""
-    return fs.pipeline_stage_params.raw(layers=arch.layers, pp=pp, layer_params=arch.layer_params,
-                                        embedding_params=arch.embedding_params, tied_embeddings=arch.tied_embeddings)
+    return cast(float, fs.pipeline_stage_params.raw(
+        layers=arch.layers, pp=pp, layer_params=arch.layer_params, embedding_params=arch.embedding_params,
+        tied_embeddings=arch.tied_embeddings))
 
 
-def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatches: int) -> dict:
+def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatches: int) -> dict[str, Any]:
     """The inputs of the stage memory model (xlcalc.stage_memory) for one configuration."""
     return {
         **sm.defaults(),
@@ -193,11 +195,11 @@ def _matmul_times(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hid
     shape = dict(hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim, ffn_hidden=ffn_hidden,
                  vocab=vocab, gated_ffn=gated_ffn, tp=tp, recompute=recompute)
     if sm_count:
-        def mm(n, pk):
+        def mm(n: int, pk: float) -> Any:
             return fs.stage_linear_time_s.fast(layers_per_stage=n, tokens=tokens, **shape, peak_tflops=pk,
                                                matmul_efficiency=eff, sm_count=sm_count)
     else:
-        def mm(n, pk):
+        def mm(n: int, pk: float) -> Any:
             flops = fs.stage_matmul_flops.fast(layers_per_stage=n, tokens=tokens, **shape)
             return fs.compute_time_s.fast(flops=flops, peak_tflops=pk, matmul_efficiency=eff)
     logits = mm(0, peak)
@@ -248,7 +250,7 @@ def _compute_mb(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: in
                       st.elementwise_factor)
 
 
-def _slowest_stage(layers, layer_s: float, logits_s: float, p: int) -> tuple[float, float, bool]:
+def _slowest_stage(layers: Sequence[float], layer_s: float, logits_s: float, p: int) -> tuple[float, float, bool]:
     """(compute of the slowest stage per micro-batch, its layers, whether it is the last stage)."""
     compute_mb = layers[-1] * layer_s + logits_s
     if p > 1 and max(layers[:-1]) * layer_s > compute_mb:
@@ -283,8 +285,8 @@ def step_lower_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_le
                 layers_per_stage=layers_slow, seq_len=seq_len // cfg.cp, micro_batch=cfg.micro_batch,
                 hidden=arch.hidden, tp=cfg.tp, scaleup_gb_s=hw.scaleup_gb_s, link_efficiency=st.link_efficiency,
                 recompute=cfg.recompute, tp_overlap=st.tp_overlap)
-    return fs.step_time_s.fast(microbatches=microbatches, microbatch_s=microbatch_s, pp=cfg.pp,
-                               virtual_stages=cfg.virtual_stages, comm_s=0, compute_s=0)
+    return cast(float, fs.step_time_s.fast(microbatches=microbatches, microbatch_s=microbatch_s, pp=cfg.pp,
+                                           virtual_stages=cfg.virtual_stages, comm_s=0, compute_s=0))
 
 
 @lru_cache(maxsize=1024)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from ..planner import Settings, plan
 from ..planner import steptime as pst
@@ -67,9 +67,9 @@ def predict(q: Query, caps: frozenset[str] | None = None) -> Curve:
     """
     caps = capabilities() if caps is None else caps
     arch = arch_from_model(q.model)
-    pins = dict(tp=q.tp, pp=q.pp, zero_stage=q.zero_stage, recompute=q.recompute, micro_batch=q.micro_batch,
+    pins: dict[str, Any] = dict(tp=q.tp, pp=q.pp, zero_stage=q.zero_stage, recompute=q.recompute, micro_batch=q.micro_batch,
                 seq_parallel=q.seq_parallel, virtual_stages=q.virtual_stages)
-    extra = {}
+    extra: dict[str, Any] = {}
     if "cp" in caps:
         extra["cp"] = q.cp
     if "fp8" in caps:
@@ -78,10 +78,10 @@ def predict(q: Query, caps: frozenset[str] | None = None) -> Curve:
         extra["stage_layers"] = list(q.stage_layers)
     if "ep" in caps:
         extra["ep"] = q.ep
-    kw = dict(arch=arch, gpu=q.gpu, n_gpus=q.n_gpus, seq_len=q.seq_len,
+    kw: dict[str, Any] = dict(arch=arch, gpu=q.gpu, n_gpus=q.n_gpus, seq_len=q.seq_len,
               global_batch_tokens=q.global_batch * q.seq_len, tokens_t=1, top=1)
     res = plan(**kw, settings=_settings(q, REFERENCE_EFFICIENCY), **pins, **extra)
-    fields = dict(tp=q.tp, pp=q.pp, dp=q.dp)
+    fields: dict[str, Any] = dict(tp=q.tp, pp=q.pp, dp=q.dp)
     if res.plans:
         best = res.plans[0]
         fields.update(zero_stage=best.zero_stage, seq_parallel=best.seq_parallel, recompute=best.recompute,

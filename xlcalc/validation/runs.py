@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional, cast
 
 from .. import catalog
 from ..errors import CatalogError
@@ -52,7 +52,7 @@ PROFILE_TEXT = {
 # them in bf16 (mixed-precision param_dtype), gradients are sharded fp32, AdamW keeps m and v in fp32: 4 + 4 + 8
 # bytes per parameter (xlcalc.recipes "fp32"), not Megatron's 2 + 4 + 12.
 FSDP_BYTES = dict(bytes_weights=4, bytes_grads=4, bytes_optimizer=8)
-PROFILE_SETTINGS = {
+PROFILE_SETTINGS: dict[str, dict[str, Any]] = {
     "megatron-2021": dict(dp_overlap=0.0, grad_bytes=2, flash_attention=False),
     "fsdp-eager": FSDP_BYTES,
     "fsdp-compiled": FSDP_BYTES,
@@ -214,7 +214,7 @@ def _measured_tokens_s(rec: dict, arch, seq_len: int, recompute: Optional[str]) 
 
 def _peak_of_record(rec: dict) -> float:
     _, row = _gpu(rec)
-    return row.bf16_tflops or row.fp16_tflops
+    return cast(float, row.bf16_tflops or row.fp16_tflops)  # to_query skips a GPU with neither
 
 
 def to_query(rec: dict) -> Query | Skip:
@@ -238,20 +238,20 @@ def to_query(rec: dict) -> Query | Skip:
         return Skip(rid, src, f"architecture not expressible: {e}")
     arch = arch_from_model(model)
     seq = lay["seq_len"]
-    recompute = RECOMPUTE.get(rec.get("recompute")) if rec.get("recompute") else None
+    recompute = RECOMPUTE.get(rec["recompute"]) if rec.get("recompute") else None
     tokens, basis = _measured_tokens_s(rec, arch, seq, recompute)
     if tokens is None:
         return Skip(rid, src, basis)
     profile = PROFILES.get(src)
     if profile is None:
         return Skip(rid, src, f"no software-stack profile for source {src}")
-    extra = dict(PROFILE_SETTINGS.get(profile, {}))
+    extra: dict[str, Any] = dict(PROFILE_SETTINGS.get(profile, {}))
     if not row.scaleout_gb_s and gid in SCALEOUT_GB_S:
         extra["scaleout_gb_s"] = SCALEOUT_GB_S[gid]
     if rec["gpu"] in GPU_MEMORY_GB:
         extra["memory_gb"] = GPU_MEMORY_GB[rec["gpu"]]
     if src == "narayanan2021" and lay.get("sharding") is None:
-        zero = 0  # PTD-P: tensor + pipeline + plain data parallelism (ZeRO only as the §5.2 baseline)
+        zero: int | None = 0  # PTD-P: tensor + pipeline + plain data parallelism (ZeRO only as the §5.2 baseline)
     else:
         zero = SHARDING_ZERO.get(lay.get("sharding"))
     tp, pp, cp = lay["tp"], lay["pp"], lay.get("cp") or 1

@@ -53,7 +53,7 @@ def fit_constant_mfu(mfus: list[float], weights: list[float] | None = None) -> f
 
 def best_constant(mfus: list[float]) -> float:
     """The hindsight-best constant MFU on these runs: most within the tolerance, then smallest median error."""
-    best, key = None, None
+    best, key = 0.0, None  # the first k sets both
     for k in range(1, 1000):
         c = k / 1000
         errs = [abs(c / m - 1) for m in mfus]

@@ -89,7 +89,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
                 value: Any = Var(cell.name)  # follows the Inputs sheet
             else:
                 value = derived_value(ctx, sc, cell.field, gpu_ref, model_ref, recipe_ref)
-            fmt = spec(cell.spec_name).number_format
+            fmt: str | None = spec(cell.spec_name).number_format
             fmt = BOOL_FORMAT if spec(cell.spec_name).kind == "bool" else (None if fmt == "General" else fmt)
             varmap[cell.name] = b.put(s, f"{col}{row}", value, "input", fmt)
             b.validations.append({"sheet": s, "at": f"{col}{row}", "spec": spec(cell.spec_name),

@@ -265,7 +265,7 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
     rows: dict[str, int] = {}
     row = 8
     steps = {st.name: st for st in memory_steps(MEMORY_SOURCES, capacity=Var("GPU_Memory_GB"), layout_dp=1)}
-    stage_rows = [("Layers on the stage", "Stage_Layers_First", "Stage_Layers_Last"),
+    stage_rows: list[tuple[str, Any, Any]] = [("Layers on the stage", "Stage_Layers_First", "Stage_Layers_Last"),
                   ("Parameters of the stage (billions)", "Stage_Params_B_First", "Stage_Params_B_Last")]
     part_names = {st.part: st.name for st in steps.values() if st.part and st.of == "First"}
     for key, label in PARTS:

@@ -166,7 +166,7 @@ def to_workbook(book: Book) -> Workbook:
         ws = wb.create_sheet(title)
         for at, c in book.sheets[title].items():
             write_cell(ws, at, c.value, c.kind, c.number_format, c.subs)
-        widths = {c: DEFAULT_WIDTH for c in "ABCDEFGHIJKL"}
+        widths: dict[str, float] = {c: DEFAULT_WIDTH for c in "ABCDEFGHIJKL"}
         widths.update(WIDTHS.get(title, {}))
         widths.update(book.widths.get(title, {}))
         for col, width in widths.items():
