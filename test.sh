@@ -8,15 +8,17 @@ cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
 
 # The tests run against the package as a user installs it: built from this checkout and installed
-# (not editable) into a virtual environment of its own, .venv (git ignores it), so nothing else on the
-# machine is touched and nothing beside the checkout is used.
+# (not editable) into a virtual environment of its own, .cache/test-venv (git ignores .cache), so nothing
+# else on the machine (nor a .venv of your own) is touched and nothing beside the checkout is used.
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
   echo "test.sh: xlcalc needs Python 3.11 or newer ($("$PY" -V 2>&1)); set PYTHON=python3.11 or newer"; exit 1
 fi
-if [ ! -x .venv/bin/python ]; then
-  "$PY" -m venv .venv || { echo "test.sh: python3 -m venv failed; install python3-venv (apt-get install python3-venv)"; exit 1; }
+VENV=.cache/test-venv
+if [ ! -x "$VENV/bin/python" ]; then
+  mkdir -p .cache
+  "$PY" -m venv "$VENV" || { echo "test.sh: python3 -m venv failed; install python3-venv (apt-get install python3-venv)"; exit 1; }
 fi
-PY=.venv/bin/python
+PY=$VENV/bin/python
 
 # Debian packages the tests need: installed with apt when missing (as root, or through sudo);
 # elsewhere the tests that need them skip with a reason (never when CI=true).
@@ -80,7 +82,7 @@ fi
 # --- END PDF text tools ----------------------------------------------------------------------------
 
 # The package with its test extras (pytest, hypothesis, ruff, mypy, ...), then the package itself again
-# so that .venv holds exactly this checkout's code (the version number does not change between edits).
+# so that the test venv holds exactly this checkout's code (the version number does not change between edits).
 # build/ is setuptools' scratch directory: a stale one could put deleted modules into the wheel.
 rm -rf build
 "$PY" -m pip install -q --disable-pip-version-check ".[test]"
@@ -102,7 +104,7 @@ echo "test.sh: ruff check"
 echo "test.sh: mypy"
 "$PY" -m mypy
 
-# pytest imports xlcalc from .venv's site-packages, not from the checkout (tests/conftest.py;
+# pytest imports xlcalc from the test venv's site-packages, not from the checkout (tests/conftest.py;
 # tests/test_packaging.py asserts it): PYTHONSAFEPATH keeps the working directory off sys.path.
 export XLCALC_TEST_INSTALLED=1 PYTHONSAFEPATH=1
 exec "$PY" -m pytest "$@"

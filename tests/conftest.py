@@ -4,7 +4,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 # Which xlcalc the tests import. ./test.sh (and so CI) installs the package into a virtual environment
-# (non-editable) and sets XLCALC_TEST_INSTALLED=1: the tests then import that installed copy from
+# (.cache/test-venv, non-editable) and sets XLCALC_TEST_INSTALLED=1: the tests then import that installed copy from
 # site-packages, never the checkout, and subprocesses (python -m xlcalc, build_workbook.py) do too
 # (PYTHONSAFEPATH: no script directory or working directory first on sys.path). Otherwise, e.g.
 # `python -m pytest` in a checkout, the tests import this checkout's code. tests/test_packaging.py

@@ -1,7 +1,7 @@
 """The package installs and checks itself: which xlcalc the tests import, what the wheel ships, the
 presets as package data, and the CLI from outside the repository.
 
-./test.sh (and so CI) installs the package non-editable into .venv and sets XLCALC_TEST_INSTALLED=1
+./test.sh (and so CI) installs the package non-editable into .cache/test-venv and sets XLCALC_TEST_INSTALLED=1
 (tests/conftest.py); under CI=true the tests must run against that installed copy.
 """
 
@@ -50,7 +50,7 @@ def test_tests_import_the_package_they_mean_to():
     if INSTALLED or CI:
         assert not _under(imported, ROOT), (
             f"the tests imported xlcalc from the checkout ({imported}); under CI=true they must import the "
-            "installed package: run ./test.sh (it installs the package into .venv and sets XLCALC_TEST_INSTALLED=1)")
+            "installed package: run ./test.sh (it installs the package into .cache/test-venv and sets XLCALC_TEST_INSTALLED=1)")
         assert "site-packages" in imported.parts, imported
     else:
         assert imported == PKG.resolve(), f"python -m pytest in a checkout imported {imported}, not {PKG}"
