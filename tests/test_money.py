@@ -516,7 +516,7 @@ def test_libreoffice_money_cells_equal_the_engine_and_bad_inputs_read_as_sentenc
     assert costs == [pytest.approx(rng["usd_per_gpu_hour"].cost_low, rel=1e-9)]
 
     # bad input written past the cells' validation: the input check (Start) and the money check (Budget) name it
-    for k, (name, value, message) in enumerate(BAD_CELLS):
+    for k, (name, _value, message) in enumerate(BAD_CELLS):
         wb = openpyxl.load_workbook(out[f"bad{k}"], data_only=True)
         assert wb["Start"]["C3"].value == message, (name, wb["Start"]["C3"].value)
         assert wb["Budget"]["F1"].value == message, name

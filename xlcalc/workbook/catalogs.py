@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .. import catalog
 from ..recipes import RECIPE_FIELDS, RECIPES
@@ -137,7 +138,7 @@ def price_sheet(book: Book) -> PriceTable:
     A GPU and tier the catalog has no rate for has no row: the Inputs sheet's look-up then says so.
     """
     s = "Prices"
-    rows = [p for p in catalog.prices() if p.usd_per_gpu_hour is not None and p.tier is not None]
+    rows: list[Any] = [p for p in catalog.prices() if p.usd_per_gpu_hour is not None and p.tier is not None]
     book.put(s, "A1", "Rental prices per GPU-hour, by GPU and tier", "title")
     book.put(s, "A2", "From the price catalog, each with its date and source. Inputs looks USD_per_GPU_Hour up here by "
              "GPU_Type and Price_Tier; a pair with no row has no sourced price. Type your own quote over "
