@@ -80,8 +80,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tied-embeddings", action="store_true", default=None, help="input and output share one table")
     p.add_argument("--optimizer-offload", action="store_true", help="optimizer states in CPU memory")
     p.add_argument("--recipe", choices=sorted(RECIPES),
-                   help=f"bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8 "
-                        f"(default {DEFAULT_RECIPE})")
+                   help=f"bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8, "
+                        f"torchtune 2+2+4, qlora 2+2+8 (default {DEFAULT_RECIPE})")
     p.add_argument("--gpu", help="GPU to check the fit against, e.g. h100-sxm")
     add_config_flag(p)
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
