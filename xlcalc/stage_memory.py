@@ -357,6 +357,9 @@ class StageMemory:
                             "total_gb": self.totals_gb[st]} for st in self.parts_gb},
             "peak_stage": self.peak_stage, "total_gb": self.memory_gb, "static_gb": self.static_gb,
             "activations_gb": self.activations_gb,
+            # fine-tuning: the parameters that are trained (all of them for a full job) and the adapters
+            "trainable_params_b": self.values.get("Trainable_Params_B"),
+            "adapter_params_b": self.values.get("Adapter_Params_B"),
         }
         if self.capacity_gb is not None:
             out.update(capacity_gb=self.capacity_gb, fits=self.fits, max_micro_batch=self.max_micro_batch,
