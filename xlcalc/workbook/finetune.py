@@ -20,14 +20,17 @@ def finetune_sheet(ctx: Ctx) -> dict[str, int]:
     """Lay out the sheet; return the rows of its key cells by name."""
     s, b, sc = SHEET, ctx.book, ctx.scenario
     b.put(s, "A1", "Fine-tuning: full, LoRA or QLoRA", "title")
-    b.put(s, "A2", "Job = full trains every weight (pre-training's memory and 6ND). LoRA freezes the base in 16 bit "
-          "and trains low-rank adapters; QLoRA stores the frozen base in 4-bit NF4. The recipe (Inputs sheet) gives "
-          "the bytes of the trained parameters: for a fine-tune pick torchtune (pure bf16) or qlora (QLoRA's script). "
-          "Model, GPU, tokens, MFU and price come from the Inputs sheet and its presets.", "note")
-    b.wrap.add((s, "A2"))
+    for r, text in enumerate((
+            "Job = full trains every weight: pre-training's memory and 6ND. LoRA freezes the base in 16 bit and "
+            "trains low-rank adapters;",
+            "QLoRA stores the frozen base in 4-bit NF4. The recipe (Inputs sheet) gives the bytes of what is trained: "
+            "for a fine-tune pick torchtune or qlora.",
+            "Model, GPU, tokens, MFU and price come from the Inputs sheet and its presets; the Memory, Time and "
+            "Budget sheets answer for this job."), start=2):
+        b.put(s, f"A{r}", text, "note")
     rows: dict[str, int] = {}
-    _header_row(b, s, 4, ("input", "value", "unit", "what is allowed"))
-    row = 5
+    _header_row(b, s, 6, ("input", "value", "unit", "what is allowed"))
+    row = 7
     for field in FIELDS:
         input_row(ctx, s, row, field, getattr(sc, field))
         rows[field] = row
@@ -79,10 +82,12 @@ def finetune_sheet(ctx: Ctx) -> dict[str, int]:
                 f"{compute.train_days.udf_name}: {compute.train_days.equation} (6ND), for comparison", "#,##0.00")
     rows["Full_Days"] = row
     row += 2
-    b.put(s, f"A{row}", "Not counted: LoRA dropout copies of the adapters' inputs (0 in torchtune and PEFT by "
-          "default), the rank-r intermediates (2r bytes per token and adapted matrix), QLoRA's dequantised 16-bit "
-          "copy of the one matrix being multiplied. A paged optimizer's states count as GPU memory (they leave "
-          "the GPU only when it runs out); states held on the CPU are Optimizer_Offload.", "note")
-    b.wrap.add((s, f"A{row}"))
-    b.freeze[s] = "A5"
+    for text in ("Not counted: LoRA dropout's copy of each adapted matrix's input (torchtune and PEFT default to "
+                 "none), the rank-r intermediates (2r bytes per token and matrix),",
+                 "and QLoRA's dequantised 16-bit copy of the one matrix being multiplied. A paged optimizer's states "
+                 "count as GPU memory (they leave the GPU only when it runs out);",
+                 "states held on the CPU are Optimizer_Offload (Inputs sheet)."):
+        b.put(s, f"A{row}", text, "note")
+        row += 1
+    b.freeze[s] = "A7"
     return rows
