@@ -147,9 +147,10 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
                   params_b=s["params_b"], layers=s["layers"], hidden=s["hidden"], vocab=s["vocab"],
                   tied_embeddings=s["tied_embeddings"])
     # --- fine-tuning: the adapters of the whole model and the parameters that are trained --------------------
-    adapter_shape = dict(hidden=s["hidden"], heads=s["heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"],
-                         ffn_hidden=s["ffn_hidden"], lora_rank=s["lora_rank"], lora_targets=s["lora_targets"],
-                         gated_ffn=s["gated_ffn"], job=s["job"])
+    adapter_shape: dict[str, Any] = dict(
+        hidden=s["hidden"], heads=s["heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"],
+        ffn_hidden=s["ffn_hidden"], lora_rank=s["lora_rank"], lora_targets=s["lora_targets"], gated_ffn=s["gated_ffn"],
+        job=s["job"])
     add("Adapter_Params_B", ff.adapter_params_b, "LoRA adapter parameters of the model (billions; 0 = full job)",
         layers=s["layers"], **adapter_shape)
     add("Trainable_Params_B", ff.ft_trainable_params_b, "Trained parameters (billions: all, or the adapters)",
@@ -169,16 +170,16 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     act_none = layer_activations("Layer_Act_Bytes_No_Recompute", "Activation bytes of one layer without recompute",
                                  "none")
     # --- fine-tuning: what a frozen base does not keep (0 for a full job) -------------------------------------
-    frozen = dict(seq_len=s["seq_len"] / s["cp"], micro_batch=s["micro_batch"], hidden=s["hidden"],
-                  ffn_hidden=s["ffn_hidden"], tp=s["tp"], seq_parallel=s["seq_parallel"], job=s["job"],
-                  lora_targets=s["lora_targets"])
-    act = act - add("Layer_Act_Frozen_Saving", ff.act_frozen_saving_bytes,
-                    "Activation bytes a frozen base does not keep (one layer)", recompute=s["recompute"], **frozen)
-    act_none = act_none - add("Layer_Act_Frozen_Saving_No_Recompute", ff.act_frozen_saving_bytes,
-                              "Activation bytes a frozen base does not keep (one layer, no recompute)",
-                              recompute="none", **frozen)
+    frozen: dict[str, Any] = dict(
+        seq_len=s["seq_len"] / s["cp"], micro_batch=s["micro_batch"], hidden=s["hidden"], ffn_hidden=s["ffn_hidden"],
+        tp=s["tp"], seq_parallel=s["seq_parallel"], job=s["job"], lora_targets=s["lora_targets"])
+    kept = act - add("Layer_Act_Frozen_Saving", ff.act_frozen_saving_bytes,
+                     "Activation bytes a frozen base does not keep (one layer)", recompute=s["recompute"], **frozen)
+    kept_none = act_none - add("Layer_Act_Frozen_Saving_No_Recompute", ff.act_frozen_saving_bytes,
+                               "Activation bytes a frozen base does not keep (one layer, no recompute)",
+                               recompute="none", **frozen)
     recompute = add("Mem_Recompute_GB", fm.mem_recompute_working_gb, "Recompute working set", part="recompute_working",
-                    full_act_bytes=act_none, stored_act_bytes=act)
+                    full_act_bytes=kept_none, stored_act_bytes=kept)
     # ZeRO / FSDP shard over the data-parallel GPUs of a stage, context-parallel ones included: Megatron's
     # distributed optimizer uses the DP x CP group (get_data_parallel_group(with_context_parallel=True)),
     # torchtitan's FSDP2 the dp_shard x cp mesh
@@ -224,7 +225,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         fl = add(f"Inflight_{st}", fm.stage_inflight_microbatches, f"Micro-batches in flight on the {stage} stage",
                  of=st, pp=s["pp"], stage=stage, virtual_stages=s["virtual_stages"], microbatches=s["microbatches"])
         a = add(f"Mem_{st}_Activations_GB", fm.mem_stage_act_gb, "Activations", "activations", st,
-                stage_layers=n, stored_act_bytes=act, inflight_microbatches=fl)
+                stage_layers=n, stored_act_bytes=kept, inflight_microbatches=fl)
         lg = add(f"Mem_{st}_Logits_GB", fm.mem_logits_gb, "Logits and loss buffers", "logits", st,
                  seq_len=s["seq_len"], micro_batch=s["micro_batch"], vocab=s["vocab"], tp=s["tp"], cp=s["cp"],
                  logits_buffer_bytes=s["logits_buffer_bytes"], pp=s["pp"], stage=stage)
