@@ -174,9 +174,9 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         seq_len=s["seq_len"] / s["cp"], micro_batch=s["micro_batch"], hidden=s["hidden"], ffn_hidden=s["ffn_hidden"],
         tp=s["tp"], seq_parallel=s["seq_parallel"], job=s["job"], lora_targets=s["lora_targets"])
     kept = act - add("Layer_Act_Frozen_Saving", ff.act_frozen_saving_bytes,
-                     "Activation bytes a frozen base does not keep (one layer)", recompute=s["recompute"], **frozen)
+                     "Activation bytes a frozen base drops (one layer)", recompute=s["recompute"], **frozen)
     kept_none = act_none - add("Layer_Act_Frozen_Saving_No_Recompute", ff.act_frozen_saving_bytes,
-                               "Activation bytes a frozen base does not keep (one layer, no recompute)",
+                               "Activation bytes a frozen base drops, no recompute",
                                recompute="none", **frozen)
     recompute = add("Mem_Recompute_GB", fm.mem_recompute_working_gb, "Recompute working set", part="recompute_working",
                     full_act_bytes=kept_none, stored_act_bytes=kept)

@@ -135,10 +135,8 @@ def mem_ft_weights_gb(params_b, embed_params_b, trainable_params_b, job="lora", 
     udf="ACT_FROZEN_SAVING_BYTES", unit="bytes per layer", category="fine-tuning",
     equation=("lora or qlora, adapters not on the FFN (qv, qkv, attention), recompute none or selective: "
               "s*b*(2h [FFN input, / t with SP] + 2F/t [down-projection input]); else 0"),
-    source=("PyTorch autograd saves a matmul's input only to form its weight gradient (derivatives.yaml: mm's mat2 "
-            "gradient uses self), so a frozen matrix without an adapter keeps no input; checked in "
-            "tests/test_finetune_torch.py; the other tensors of ACT_LAYER_BYTES_GENERAL are needed for the input "
-            "gradients (norms, attention, SwiGLU) or by an adapter (q, k, v, o inputs)"),
+    source=("PyTorch autograd keeps a matmul's input only for its weight gradient (derivatives.yaml, mm), so a frozen "
+            "matrix without an adapter keeps none; checked against PyTorch in tests/test_finetune_torch.py"),
 )
 def act_frozen_saving_bytes(seq_len, micro_batch, hidden, ffn_hidden, tp=1, seq_parallel=False, recompute="none",
                             job="lora", lora_targets="all_linear"):
