@@ -224,3 +224,14 @@ def test_finetuning_sheet_inputs_are_validated_choices(tmp_path):
         assert not wb[sheet][cell].protection.locked
     assert named_cell(wb, "LoRA_Rank").value == 8
     assert "Job" not in [c.value for c in wb["Inputs"]["A"]]  # the job's inputs live on the FineTuning sheet only
+
+
+def test_pipelined_fsdp_holds_the_frozen_stage_gathered_without_its_gradients():
+    # ZeRO-3 under PP keeps the whole stage gathered (FSDP2 under torch.distributed.pipelining) with its gradients
+    # unsharded: (2 + bytes_grads) x stage params for a full job; a frozen stage has no gradients, 16-bit or NF4.
+    m = catalog.get_model("llama2-7b")
+    common = dict(model_inputs(m), seq_len=2048, pp=2, dp=4, zero_stage=3, recompute="full")
+    for job, bytes_per_param in (("full", 2 + 4), ("lora", 2), ("qlora", NF4)):
+        a = stage_memory(**common, job=job)
+        stage_b = a.values["Stage_Params_B_First"]
+        assert a.parts_gb["first"]["gathered_params"] == pytest.approx(bytes_per_param * stage_b, rel=1e-12), job
