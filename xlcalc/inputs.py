@@ -264,6 +264,9 @@ _add("stage", "", 'Pipeline stage: "first" (input embedding, most micro-batches 
      'logits and loss)', "Stage", example="first", kind="choice", choices=("first", "last"))
 _add("optimizer_offload", "", "Optimizer states offloaded to CPU memory (TRUE/FALSE)", "Optimizer_Offload",
      example=False, kind="bool")
+_add("grads_freed", "", "Gradients freed between steps (PyTorch zero_grad(set_to_none=True), one micro-batch per "
+     "step, no pipeline): the peak is the larger of activations and gradients, not their sum (TRUE/FALSE)",
+     "Grads_Freed", example=False, kind="bool")
 _add("bytes_fp8", "bytes/param", "Bytes per parameter of FP8 weight copies (0 without FP8; 1 = one FP8 copy, "
      "2 = with its transpose)", "Bytes_FP8", example=0, **NONNEG)
 _add("prefetch_layers", "layers", "Layers whose ZeRO-3/FSDP parameters are gathered ahead (prefetch) besides the "

@@ -83,6 +83,7 @@ INPUTS: tuple[InputCell, ...] = (
     _in("last_stage_layers", "Last_Stage_Layers", "Layers on the last stage (0 = even split)", "Stage memory"),
     _in("dp_shard", "DP_Shard", "ZeRO/FSDP shard group (0 = all of DP; HSDP: the group)", "Stage memory"),
     _in("optimizer_offload", "Optimizer_Offload", "Optimizer states offloaded to CPU (TRUE/FALSE)", "Stage memory"),
+    _in("grads_freed", "Grads_Freed", "Gradients freed between steps (TRUE/FALSE)", "Stage memory"),
     _in("bytes_fp8", "Bytes_FP8", "Bytes/param: FP8 weight copies (0 = none)", "Stage memory"),
     _in("prefetch_layers", "Prefetch_Layers", "ZeRO-3/FSDP layers prefetched", "Stage memory"),
     _in("comm_buffer_gb", "Comm_Buffer_GB", "Communication buckets per GPU (GB)", "Stage memory"),
@@ -187,6 +188,7 @@ class Scenario(BaseModel):
     last_stage_layers: int = MEMORY_DEFAULTS["last_stage_layers"]
     dp_shard: int = MEMORY_DEFAULTS["dp_shard"]
     optimizer_offload: bool = MEMORY_DEFAULTS["optimizer_offload"]
+    grads_freed: bool = MEMORY_DEFAULTS["grads_freed"]
     bytes_fp8: float = MEMORY_DEFAULTS["bytes_fp8"]
     prefetch_layers: int = MEMORY_DEFAULTS["prefetch_layers"]
     comm_buffer_gb: float = MEMORY_DEFAULTS["comm_buffer_gb"]

@@ -77,7 +77,7 @@ MODEL_INPUTS = (
     "params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "gated_ffn", "vocab", "tied_embeddings",
     "seq_len", "micro_batch", "microbatches", "tp", "pp", "cp", "dp", "dp_shard", "zero_stage", "seq_parallel",
     "recompute", "virtual_stages", "first_stage_layers", "last_stage_layers", "flash_attention",
-    "bytes_weights", "bytes_grads", "bytes_optimizer", "bytes_fp8", "optimizer_offload", "prefetch_layers",
+    "bytes_weights", "bytes_grads", "bytes_optimizer", "bytes_fp8", "optimizer_offload", "grads_freed", "prefetch_layers",
     "comm_buffer_gb", "logits_buffer_bytes", "overhead_gb",
     # layout-only inputs (0 = not given)
     "cluster_gpus", "batch_sequences", "experts", "ep",
@@ -187,7 +187,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         totals[st] = add(f"Mem_{st}_Total_GB", fm.mem_stage_total_gb, f"Total, {stage} stage", "total", st,
                          weights_gb=w, grads_gb=g, optimizer_gb=o, fp8_gb=f8, gathered_gb=gat, activations_gb=a,
                          recompute_gb=recompute, logits_gb=lg, comm_buffer_gb=s["comm_buffer_gb"],
-                         overhead_gb=s["overhead_gb"])
+                         overhead_gb=s["overhead_gb"], grads_freed=s["grads_freed"], pp=s["pp"])
         states[st] = w + g + o + f8 + gat
         acts[st] = a + recompute + lg
     peak: dict[str, Any] = dict(first_stage_gb=totals["First"], last_stage_gb=totals["Last"])
@@ -408,7 +408,7 @@ def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab,
                    virtual_stages=_D["virtual_stages"], microbatches=_D["microbatches"],
                    first_stage_layers=_D["first_stage_layers"], last_stage_layers=_D["last_stage_layers"],
                    dp_shard=_D["dp_shard"], bytes_weights=_D["bytes_weights"], bytes_grads=_D["bytes_grads"],
-                   bytes_optimizer=_D["bytes_optimizer"], optimizer_offload=_D["optimizer_offload"],
+                   bytes_optimizer=_D["bytes_optimizer"], optimizer_offload=_D["optimizer_offload"], grads_freed=_D["grads_freed"],
                    bytes_fp8=_D["bytes_fp8"], prefetch_layers=_D["prefetch_layers"],
                    comm_buffer_gb=_D["comm_buffer_gb"], logits_buffer_bytes=_D["logits_buffer_bytes"],
                    overhead_gb=_D["overhead_gb"]):

@@ -79,6 +79,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gated-ffn", action="store_true", default=None, help="gated FFN (SwiGLU)")
     p.add_argument("--tied-embeddings", action="store_true", default=None, help="input and output share one table")
     p.add_argument("--optimizer-offload", action="store_true", help="optimizer states in CPU memory")
+    p.add_argument("--grads-freed", action="store_true",
+                   help="gradients set to None between steps (PyTorch zero_grad default; one micro-batch, no "
+                        "pipeline): peak = larger of activations and gradients, not their sum")
     p.add_argument("--recipe", choices=sorted(RECIPES),
                    help=f"bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8 "
                         f"(default {DEFAULT_RECIPE})")
@@ -119,6 +122,7 @@ def values_from_args(args: argparse.Namespace) -> dict:
     v["seq_parallel"] = args.seq_parallel
     v["recompute"] = args.recompute
     v["optimizer_offload"] = args.optimizer_offload
+    v["grads_freed"] = args.grads_freed
     v["flash_attention"] = not args.no_flash_attention
     for flag in ("gated_ffn", "tied_embeddings"):
         if getattr(args, flag):
@@ -157,6 +161,9 @@ def run(args: argparse.Namespace) -> int:
           f"s={i['seq_len']} b={i['micro_batch']}; TP={i['tp']} PP={i['pp']} CP={i['cp']} DP={i['dp']} "
           f"ZeRO-{i['zero_stage']} SP={'on' if i['seq_parallel'] else 'off'} recompute={i['recompute']}")
     print(f"recipe: {out['recipe']}; other memory {i['overhead_gb']:g} GB")
+    if i.get("grads_freed") and i.get("pp") == 1:
+        print("gradients freed between steps: the total holds the larger of the gradients and activations + "
+              "recompute + logits, not both")
     print()
     print(stage_table(out))
     print()
