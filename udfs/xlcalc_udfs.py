@@ -1946,16 +1946,16 @@ def CP_COMM_TIME_S(layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_g
 @arg("bytes_grads", ndim=2, doc="Bytes per parameter for gradients (bf16: 2, fp32: 4) [bytes/param]")
 @arg("bytes_optimizer", ndim=2, doc="Bytes per parameter for optimizer states (Adam fp32 m+v: 8, +master: 12) [bytes/param]")
 @arg("optimizer_offload", ndim=2, doc="Optimizer states offloaded to CPU memory (TRUE/FALSE)")
-@arg("grads_freed", ndim=2, doc="Gradients freed between steps (PyTorch zero_grad(set_to_none=True), one micro-batch per step, no pipeline): the peak is the larger of activations and gradients, not their sum (TRUE/FALSE)")
 @arg("bytes_fp8", ndim=2, doc="Bytes per parameter of FP8 weight copies (0 without FP8; 1 = one FP8 copy, 2 = with its transpose) [bytes/param]")
 @arg("prefetch_layers", ndim=2, doc="Layers whose ZeRO-3/FSDP parameters are gathered ahead (prefetch) besides the one computing [layers]")
 @arg("comm_buffer_gb", ndim=2, doc="Communication buckets per GPU (e.g. PyTorch DDP bucket_cap_mb = 25: 0.025), GB [GB]")
 @arg("logits_buffer_bytes", ndim=2, doc="Bytes per logit the last stage holds for the loss (Megatron fused vocab-parallel cross-entropy: 4, fp32 logits; unfused PyTorch loss: 2 bf16 + 4 fp32 + 4 fp32 log-softmax = 10) [bytes/logit]")
 @arg("overhead_gb", ndim=2, doc="Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB [GB]")
+@arg("grads_freed", ndim=2, doc="Gradients freed between steps (PyTorch zero_grad(set_to_none=True), one micro-batch per step, no pipeline): the peak is the larger of activations and gradients, not their sum (TRUE/FALSE)")
 @ret()
-def MEM_PER_GPU_GB(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch=1, tp=1, pp=1, cp=1, dp=1, zero_stage=0, seq_parallel=False, recompute="none", gated_ffn=False, tied_embeddings=False, flash_attention=True, virtual_stages=1, microbatches=1000000, first_stage_layers=0, last_stage_layers=0, dp_shard=0, bytes_weights=2, bytes_grads=4, bytes_optimizer=12, optimizer_offload=False, grads_freed=False, bytes_fp8=0.0, prefetch_layers=0, comm_buffer_gb=0.0, logits_buffer_bytes=4.0, overhead_gb=4.0):
+def MEM_PER_GPU_GB(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch=1, tp=1, pp=1, cp=1, dp=1, zero_stage=0, seq_parallel=False, recompute="none", gated_ffn=False, tied_embeddings=False, flash_attention=True, virtual_stages=1, microbatches=1000000, first_stage_layers=0, last_stage_layers=0, dp_shard=0, bytes_weights=2, bytes_grads=4, bytes_optimizer=12, optimizer_offload=False, bytes_fp8=0.0, prefetch_layers=0, comm_buffer_gb=0.0, logits_buffer_bytes=4.0, overhead_gb=4.0, grads_freed=False):
     """Memory per GPU of a training layout: the heavier of its first and last pipeline stage (the whole model). [GB per GPU]. MAX over the first and last pipeline stage of weights + gradients + optimizer + FP8 copies + gathered parameters + activations + reco..."""
-    return formula_call("mem_per_gpu_gb", params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch, tp, pp, cp, dp, zero_stage, seq_parallel, recompute, gated_ffn, tied_embeddings, flash_attention, virtual_stages, microbatches, first_stage_layers, last_stage_layers, dp_shard, bytes_weights, bytes_grads, bytes_optimizer, optimizer_offload, grads_freed, bytes_fp8, prefetch_layers, comm_buffer_gb, logits_buffer_bytes, overhead_gb)
+    return formula_call("mem_per_gpu_gb", params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch, tp, pp, cp, dp, zero_stage, seq_parallel, recompute, gated_ffn, tied_embeddings, flash_attention, virtual_stages, microbatches, first_stage_layers, last_stage_layers, dp_shard, bytes_weights, bytes_grads, bytes_optimizer, optimizer_offload, bytes_fp8, prefetch_layers, comm_buffer_gb, logits_buffer_bytes, overhead_gb, grads_freed)
 
 
 FORMULA_UDFS: tuple[str, ...] = (

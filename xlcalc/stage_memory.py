@@ -408,9 +408,9 @@ def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab,
                    virtual_stages=_D["virtual_stages"], microbatches=_D["microbatches"],
                    first_stage_layers=_D["first_stage_layers"], last_stage_layers=_D["last_stage_layers"],
                    dp_shard=_D["dp_shard"], bytes_weights=_D["bytes_weights"], bytes_grads=_D["bytes_grads"],
-                   bytes_optimizer=_D["bytes_optimizer"], optimizer_offload=_D["optimizer_offload"], grads_freed=_D["grads_freed"],
+                   bytes_optimizer=_D["bytes_optimizer"], optimizer_offload=_D["optimizer_offload"],
                    bytes_fp8=_D["bytes_fp8"], prefetch_layers=_D["prefetch_layers"],
                    comm_buffer_gb=_D["comm_buffer_gb"], logits_buffer_bytes=_D["logits_buffer_bytes"],
-                   overhead_gb=_D["overhead_gb"]):
+                   overhead_gb=_D["overhead_gb"], grads_freed=_D["grads_freed"]):
     """Memory per GPU of a training layout: the heavier of its first and last pipeline stage (the whole model)."""
     return _compose(dict(locals()), "Mem_Total_GB")
