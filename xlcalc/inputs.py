@@ -274,7 +274,8 @@ _add("prefetch_layers", "layers", "Layers whose ZeRO-3/FSDP parameters are gathe
 _add("comm_buffer_gb", "GB", "Communication buckets per GPU (e.g. PyTorch DDP bucket_cap_mb = 25: 0.025), GB",
      "Comm_Buffer_GB", example=0, **NONNEG)
 _add("logits_buffer_bytes", "bytes/logit", "Bytes per logit the last stage holds for the loss (Megatron fused "
-     "vocab-parallel cross-entropy: 4, fp32 logits; unfused PyTorch loss: 2 bf16 + 4 fp32 + 4 fp32 log-softmax = 10)",
+     "vocab-parallel cross-entropy: 4, fp32 logits; unfused PyTorch loss on upcast logits, its backward: 4 fp32 "
+     "log-softmax + 4 its gradient + 4 the input gradient = 12; the same compiled: 2 + 2 = 4)",
      "Logits_Buffer_Bytes", example=4, **NONNEG)
 _add("cluster_gpus", "GPUs", "GPUs in the cluster for the layout check (0 = not given: DP is given directly)",
      example=0, kind="int", ge=0)

@@ -44,7 +44,7 @@ _NUMBER_FLAGS = (
     ("prefetch-layers", f"ZeRO-3/FSDP layers prefetched (default {MEMORY_DEFAULTS['prefetch_layers']})"),
     ("comm-buffer-gb", f"communication buckets per GPU, GB (default {MEMORY_DEFAULTS['comm_buffer_gb']:g})"),
     ("logits-buffer-bytes", f"bytes per logit held for the loss (default {MEMORY_DEFAULTS['logits_buffer_bytes']:g};"
-                            " unfused PyTorch loss: 10)"),
+                            " unfused PyTorch loss: 12, compiled: 4)"),
     ("overhead-gb", f"CUDA context, NCCL, allocator reserve, GB (default {MEMORY_DEFAULTS['overhead_gb']:g})"),
     ("memory-gb", "GPU memory to check against, GB (default: from --gpu)"),
 )
