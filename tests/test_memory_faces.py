@@ -340,5 +340,5 @@ def test_gradients_freed_same_memory_on_every_face(capsys):
     assert memory["total_gb"] == pytest.approx(kept["total_gb"] - grads)
     answers = {"memory": memory["total_gb"], "estimate": estimate["results"]["Mem_Total_GB"], "udf": udf,
                "python": py.memory_gb}
-    for face, gb in answers.items():
+    for gb in answers.values():
         assert abs(gb - answers["memory"]) <= 0.01 * answers["memory"], answers
