@@ -54,11 +54,13 @@ def as_json(v: dict) -> dict:
     """The results as plain data: headline, fitted efficiencies, calibration per source, runs scored and not."""
     cal = {s: {k: c[k] for k in ("profile_used", "efficiency", "constant")} | {"calibration_runs": len(c["efficiency_ids"])}
            for s, c in v["calibration"].items()}
-    runs = [dict(id=s.query.id, source_id=s.query.source_id, gpu=s.query.gpu_label, n_gpus=s.query.n_gpus,
-                 precision=s.query.precision, basis=s.query.basis, measured_mfu=s.query.measured_mfu,
-                 predicted_mfu=s.predicted_mfu, error=s.error, constant_mfu=s.constant, constant_error=s.constant_error,
-                 configuration=s.curve.config, fits=s.curve.fits) for s in v["scored"]]
-    return dict(headline=V.headline(v), fitted=v["fitted"], calibration=cal, runs=runs,
+    def rows(scored):
+        return [dict(id=s.query.id, source_id=s.query.source_id, gpu=s.query.gpu_label, n_gpus=s.query.n_gpus,
+                     precision=s.query.precision, basis=s.query.basis, measured_mfu=s.query.measured_mfu,
+                     predicted_mfu=s.predicted_mfu, error=s.error, constant_mfu=s.constant,
+                     constant_error=s.constant_error, configuration=s.curve.config, fits=s.curve.fits) for s in scored]
+    return dict(headline=V.headline(v), fitted=v["fitted"], calibration=cal, runs=rows(v["scored"]),
+                scored_apart=rows(v.get("apart", [])),
                 not_scored=[dict(id=k.id, source_id=k.source_id, reason=k.reason) for k in v["skipped"]])
 
 

@@ -139,10 +139,21 @@ def test_baselines_are_on_exactly_the_scored_runs(full):
 
 def test_every_record_is_scored_or_listed_with_a_reason(full, records):
     scored = {s.query.id for s in full["scored"]}
+    apart = {s.query.id for s in full["apart"]}
     skipped = {k.id: k.reason for k in full["skipped"]}
-    assert not scored & set(skipped)
-    assert scored | set(skipped) == {r["id"] for r in records}
+    assert not scored & set(skipped) and not apart & (scored | set(skipped))
+    assert scored | apart | set(skipped) == {r["id"] for r in records}
     assert all(reason.strip() for reason in skipped.values())
+
+
+def test_runs_on_gpus_without_published_figures_stay_out_of_headline_and_calibration(full):
+    # torchtitan's 96 GB / 500 W H100: its peak is not published, so its runs are scored apart
+    assert full["apart"] and all(s.query.gpu_label in V.SCORED_APART for s in full["apart"])
+    assert not any(s.query.gpu_label in V.SCORED_APART for s in full["scored"])
+    apart = {s.query.id for s in full["apart"]}
+    for cal in full["calibration"].values():
+        assert not apart & set(cal["efficiency_ids"] + cal["constant_ids"])
+    assert V.headline(full)["runs"] == len(full["scored"])
 
 
 def test_megatron_bridge_reruns_of_a_recipe_are_scored_once(records):
@@ -222,4 +233,5 @@ def test_json_output_carries_the_same_runs(full, monkeypatch, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["headline"]["runs"] == len(data["runs"]) == len(full["scored"])
     assert len(data["not_scored"]) == len(full["skipped"])
+    assert len(data["scored_apart"]) == len(full["apart"])
     assert set(data["calibration"]) == set(full["calibration"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import catalog
 from .adapter import REFERENCE_EFFICIENCY
-from .runs import GPU_STAND_IN, PROFILE_TEXT, Query, Skip
+from .runs import GPU_STAND_IN, PROFILE_TEXT, SCORED_APART, Query, Skip
 from .scoring import Scored, best_constant, headline, summary
 
 
@@ -167,7 +167,16 @@ def render(v: dict) -> str:
         "whole forward-backward schedule (`dp_overlap = 0`), in fp16 (`grad_bytes = 2`), without FlashAttention;",
         "Narayanan et al. 2021 use plain data parallelism (ZeRO-0). PyTorch FSDP (profiles `fsdp-eager`,",
         "`fsdp-compiled`) keeps fp32 sharded parameters, fp32 gradients and Adam m, v (4 + 4 + 8 bytes per",
-        "parameter, recipe `fp32`) and gathers bf16 copies for compute. Scale-out bandwidth where the catalog has",
+        "parameter, recipe `fp32`) and gathers bf16 copies for compute. Their attention kernels are",
+        "FlashAttention-2 class (llm-foundry `attn_impl: flash`, torchtitan PyTorch SDPA), written for Ampere:",
+        "on Hopper they reach 0.70 of their A100 share of peak (`attention_by_generation`; FlashAttention-2 reaches",
+        "50% of peak on A100, Dao 2023, and 35% on H100, Shah et al. 2024); Megatron-Core's cuDNN fused attention",
+        "gets no such factor. FP8 runs count the casts of the GEMM operands as HBM traffic (`fp8_cast_bytes` = 4:",
+        "Transformer Engine's cast-transpose reads 2 bytes and writes 1 + 1 transposed per element): llm-foundry's",
+        "te.Linear casts every operand in its own kernel; Megatron-Core (te.LayerNormLinear/LayerNormMLP) and",
+        "torchtitan (float8 under torch.compile) fuse the forward casts into the norm and activation",
+        "(`fp8_forward_casts_fused`), the backward output gradients are cast in every stack. Each option's effect",
+        "is measured by `python scripts/stepmodel_experiments.py`. Scale-out bandwidth where the catalog has",
         "none: the vendors' reference systems (DGX A100 25 GB/s, DGX H100 / HGX H200 50 GB/s per GPU).",
         "GPUs a source does not name exactly: " + "; ".join(f"{k}: {v[1]}" for k, v in GPU_STAND_IN.items()) + ".",
         "Megatron-Bridge measures the same recipes in release after release: only the newest release of each",
@@ -236,6 +245,19 @@ def render(v: dict) -> str:
         L.append(f"| {q.id} | {q.source_id} | {q.gpu_label} | {q.n_gpus} | {q.layout()} | {q.seq_len} | {q.precision} | "
                  f"{q.basis} | {q.measured_mfu:.3f} | {s.predicted_mfu:.3f} | {s.error:+.1%} | {s.constant:.3f} | "
                  f"{s.constant_error:+.1%} | {cfg} |")
+    apart: list[Scored] = v.get("apart", [])
+    if apart:
+        L += ["", f"## Scored apart: GPUs whose figures no source gives ({len(apart)} runs, not in the headline)", "",
+              "Predicted with a stand-in GPU's figures and the constants their source gets in the leave-one-source-out",
+              "calibration; kept out of the headline and out of every calibration because the MFU basis itself (the",
+              "part's peak) is not published:", "",
+              *[f"- {gpu}: {why}." for gpu, why in SCORED_APART.items()], ""]
+        L += _table("GPU (as the source names it)", {g: [s for s in apart if s.query.gpu_label == g]
+                                                    for g in dict.fromkeys(s.query.gpu_label for s in apart)})
+        L += ["", "| run | GPUs | layout | seq | precision | measured MFU (stand-in peak) | predicted MFU | error |",
+              "|---|---:|---|---:|---|---:|---:|---:|",
+              *[f"| {s.query.id} | {s.query.n_gpus} | {s.query.layout()} | {s.query.seq_len} | {s.query.precision} | "
+                f"{s.query.measured_mfu:.3f} | {s.predicted_mfu:.3f} | {s.error:+.1%} |" for s in apart]]
     skipped: list[Skip] = v["skipped"]
     L += ["", f"## Not scored ({len(skipped)} of {v['records']} records)", ""]
     reasons: dict[str, int] = {}

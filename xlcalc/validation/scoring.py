@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..errors import CatalogError, InputError
 from .adapter import GRID, GRID_STEP, Curve, capabilities, predict, unsupported
-from .runs import PROFILES, Query, Skip, deduplicate, load_runs, to_query
+from .runs import PROFILES, SCORED_APART, Query, Skip, deduplicate, load_runs, to_query
 
 TOLERANCE = 0.15
 
@@ -149,9 +149,33 @@ def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> 
             ok.append(q)
         except (InputError, CatalogError) as e:
             skipped.append(Skip(q.id, q.source_id, f"the planner refuses it: {e}"))
+    apart = [q for q in ok if q.gpu_label in SCORED_APART]
+    ok = [q for q in ok if q.gpu_label not in SCORED_APART]
     result = loso(ok, curves) if ok else dict(scored=[], calibration={}, fitted={}, in_sample=[])
-    result.update(records=len(records), skipped=skipped, capabilities=sorted(caps))
+    result.update(records=len(records), skipped=skipped, capabilities=sorted(caps),
+                  apart=score_apart(apart, ok, curves, result["calibration"]))
     return result
+
+
+def score_apart(apart: list[Query], ok: list[Query], curves: dict[str, Curve], calibration: dict) -> list[Scored]:
+    """Runs kept out of the headline and of every calibration (SCORED_APART), each predicted with the constants
+    its source gets in the leave-one-source-out calibration, or fitted on all headline runs if the source has
+    none there (its profile's runs, else all pooled)."""
+    source_of = {q.id: q.source_id for q in ok}
+    logc = {q.id: [math.log(t / q.measured_tokens_s) for t in curves[q.id].tokens_s] for q in ok + apart}
+    out = []
+    for q in apart:
+        c = calibration.get(q.source_id)
+        if c is None:
+            same = [x for x in ok if x.profile == q.profile]
+            used, label = (same, q.profile) if same else (ok, "pooled")
+            ids = [x.id for x in used]
+            c = dict(profile_used=label, efficiency=fit_efficiency([logc[i] for i in ids], source_weights(ids, source_of)),
+                     constant=fit_constant_mfu([x.measured_mfu for x in ok], source_weights([x.id for x in ok], source_of)))
+        pred = q.measured_tokens_s * math.exp(log_error_at(logc[q.id], c["efficiency"]))
+        out.append(Scored(q, curves[q.id], c["profile_used"], c["efficiency"], pred, pred / q.measured_tokens_s - 1,
+                          c["constant"], c["constant"] / q.measured_mfu - 1))
+    return out
 
 
 def headline(v: dict) -> dict:
