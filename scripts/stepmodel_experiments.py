@@ -24,12 +24,13 @@ sys.path.insert(0, str(ROOT))
 from xlcalc import validation as V  # noqa: E402
 from xlcalc.validation import adapter as A  # noqa: E402
 
-FA2 = ("fsdp-eager", "fsdp-compiled")  # profiles whose attention kernel is FlashAttention-2 class
+FA2 = ("llm-foundry", "fsdp-eager", "fsdp-compiled")  # profiles whose attention kernel is FlashAttention-2 class
 OFF = dict(matmul_efficiency_of_mamf=False, attention_by_generation=False, fp8_cast_bytes=0.0,
            fp8_forward_casts_fused=False)
 # C: FP8 casts as each stack does them (4 bytes per operand element; Transformer Engine's fused norm/activation
 # casts in Megatron-style stacks, inductor-fused casts in torchtitan; llm-foundry's te.Linear casts unfused)
 C = {"*": dict(fp8_cast_bytes=4.0, fp8_forward_casts_fused=True),
+     "llm-foundry": dict(fp8_cast_bytes=4.0, fp8_forward_casts_fused=False),
      "fsdp-eager": dict(fp8_cast_bytes=4.0, fp8_forward_casts_fused=False)}
 B2 = {p: dict(attention_by_generation=True) for p in FA2}
 

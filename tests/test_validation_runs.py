@@ -112,7 +112,7 @@ def test_a_sources_own_measurements_never_move_its_calibration(small):
 def test_a_profile_no_other_source_shares_falls_back_to_the_pool(small):
     queries, curves = small
     cal = V.loso(queries, curves)["calibration"]
-    assert cal["llm-foundry-benchmarks"]["profile_used"] == "pooled"  # fsdp-eager: llm-foundry only
+    assert cal["llm-foundry-benchmarks"]["profile_used"] == "pooled"  # profile llm-foundry: this source only
     assert cal["narayanan2021"]["profile_used"] == "megatron-2021"
     ids = cal["narayanan2021"]["efficiency_ids"]
     assert ids and all(i.startswith(("megatron-a100-mfu-hfu", "korthikanti22")) for i in ids)

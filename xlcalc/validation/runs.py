@@ -34,13 +34,15 @@ PROFILES = {
     "narayanan2021": "megatron-2021",
     "korthikanti2022": "megatron-2021",
     "megatron-lm-readme-a100": "megatron-2021",
-    "llm-foundry-benchmarks": "fsdp-eager",
+    "llm-foundry-benchmarks": "llm-foundry",
+    "torchtitan-performance-a100": "fsdp-eager",  # torchtitan of April 2024: compile = false in every train config
     "torchtitan-benchmarks": "fsdp-compiled",
 }
 PROFILE_TEXT = {
     "megatron": "Megatron-Core / NeMo / Megatron-Bridge and Megatron-style 3D/4D stacks (2023-2026)",
     "megatron-2021": "Megatron-LM of 2021-22 on A100 (no FlashAttention, fp16 gradients reduced after the backward pass)",
-    "fsdp-eager": "PyTorch FSDP without compilation (Composer / llm-foundry)",
+    "llm-foundry": "Composer / llm-foundry of 2023: PyTorch FSDP before torch 2.0, FlashAttention, MPT models",
+    "fsdp-eager": "PyTorch FSDP2 without compilation (torchtitan of 2024, eager)",
     "fsdp-compiled": "PyTorch FSDP2 with torch.compile (torchtitan)",
 }
 
@@ -65,6 +67,7 @@ FP8_CASTS_FUSED = dict(fp8_cast_bytes=4.0, fp8_forward_casts_fused=True)
 PROFILE_SETTINGS: dict[str, dict[str, Any]] = {
     "megatron": FP8_CASTS_FUSED,
     "megatron-2021": dict(dp_overlap=0.0, grad_bytes=2, flash_attention=False),
+    "llm-foundry": dict(**FSDP_BYTES, attention_by_generation=True, fp8_cast_bytes=4.0, fp8_forward_casts_fused=False),
     "fsdp-eager": dict(**FSDP_BYTES, attention_by_generation=True, fp8_cast_bytes=4.0, fp8_forward_casts_fused=False),
     "fsdp-compiled": dict(**FSDP_BYTES, attention_by_generation=True, **FP8_CASTS_FUSED),
 }
