@@ -407,10 +407,50 @@ def test_fp8_casts_add_hbm_time_only_to_fp8_runs():
     from xlcalc.planner.hardware import resolve_hardware
     from xlcalc.planner.steptime import Config, _compute_mb, arch_from_model
     arch = arch_from_model(catalog.get_model("llama3.1-8b"))
-    base, cast = Settings(matmul_efficiency=0.6), Settings(matmul_efficiency=0.6, fp8_cast_bytes=4)
+    base = Settings(matmul_efficiency=0.6, fp8_cast_bytes=0)
+    cast = Settings(matmul_efficiency=0.6, fp8_cast_bytes=4, fp8_forward_casts_fused=False)
     for fp8 in (False, True):
         cfg = Config(tp=1, pp=1, dp=8, zero_stage=3, seq_parallel=False, recompute="none", micro_batch=2, fp8=fp8)
         a, _, _ = _compute_mb(arch, resolve_hardware("h100-sxm", base, 8), base, cfg, 4096, "none")
         b, _, _ = _compute_mb(arch, resolve_hardware("h100-sxm", cast, 8), cast, cfg, 4096, "none")
         expected = 4 * (26624 + 43008) * 8192 / 3.35e12 if fp8 else 0.0
         assert b - a == pytest.approx(expected)
+    # the default (Megatron-Core with Transformer Engine): forward casts fused, only the attention output's remains
+    cfg = Config(tp=1, pp=1, dp=8, zero_stage=3, seq_parallel=False, recompute="none", micro_batch=2, fp8=True)
+    default = Settings(matmul_efficiency=0.6)
+    a, _, _ = _compute_mb(arch, resolve_hardware("h100-sxm", base, 8), base, cfg, 4096, "none")
+    c, _, _ = _compute_mb(arch, resolve_hardware("h100-sxm", default, 8), default, cfg, 4096, "none")
+    assert c - a == pytest.approx(4 * (4096 + 43008) * 8192 / 3.35e12)
+
+
+def test_a_stack_fills_the_settings_not_given_and_its_efficiency_is_the_default():
+    from xlcalc.errors import InputError
+    from xlcalc.planner import Settings
+    from xlcalc.planner.hardware import resolve_hardware
+    from xlcalc.planner.stacks import STACKS, get_stack
+    st = Settings(stack="llm-foundry")
+    # PyTorch FSDP mixed precision: 4 + 4 + 8 bytes per parameter; FA2-class attention; unfused FP8 casts
+    assert (st.bytes_weights, st.bytes_grads, st.bytes_optimizer) == (4, 4, 8)
+    assert st.attention_by_generation and not st.fp8_forward_casts_fused
+    assert Settings(stack="llm-foundry", bytes_weights=2).bytes_weights == 2  # given values win
+    hw = resolve_hardware("h100-sxm", st, 8)
+    assert hw.matmul_efficiency == STACKS["llm-foundry"].matmul_efficiency and "stack llm-foundry" in hw.matmul_efficiency_basis
+    assert resolve_hardware("h100-sxm", Settings(stack="llm-foundry", matmul_efficiency=0.5), 8).matmul_efficiency == 0.5
+    assert hw.attention_factor == pytest.approx(0.70)
+    with pytest.raises(InputError, match="megatron"):
+        get_stack("deepspeed-2019")
+    for stack in STACKS.values():  # every fact names where it is stated
+        assert stack.facts and all(what and where for what, where in stack.facts)
+        Settings(**stack.settings)
+
+
+def test_plan_cli_stack_flag(capsys):
+    from xlcalc.cli import main
+    rc = main(["plan", "--model", "llama3.1-8b", "--gpu", "h100", "--gpus", "8", "--seq-len", "8192",
+               "--global-batch-tokens", "1048576", "--stack", "fsdp-compiled", "--json"])
+    import json
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["matmul_efficiency_basis"].startswith("stack fsdp-compiled")
+    assert main(["plan", "--model", "llama3.1-8b", "--gpu", "h100", "--gpus", "8", "--seq-len", "8192",
+                 "--global-batch-tokens", "1048576", "--stack", "nope"]) == 2
+    assert "one of megatron" in capsys.readouterr().err

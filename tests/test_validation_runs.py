@@ -235,3 +235,15 @@ def test_json_output_carries_the_same_runs(full, monkeypatch, capsys):
     assert len(data["not_scored"]) == len(full["skipped"])
     assert len(data["scored_apart"]) == len(full["apart"])
     assert set(data["calibration"]) == set(full["calibration"])
+
+
+def test_stacks_carry_the_efficiency_fitted_to_their_runs(full):
+    # the planner's --stack default is the efficiency the validation fits on all of that stack's runs
+    from xlcalc.planner.stacks import STACKS
+    assert set(full["fitted"]) <= set(STACKS)
+    for profile, eff in full["fitted"].items():
+        assert STACKS[profile].matmul_efficiency == pytest.approx(eff, abs=5e-4), profile
+    # every source of the runs belongs to exactly one stack
+    owners = [s for stack in STACKS.values() for s in stack.sources]
+    assert len(owners) == len(set(owners))
+    assert {s.query.source_id for s in full["scored"]} <= set(owners)

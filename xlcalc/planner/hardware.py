@@ -13,6 +13,7 @@ from typing import Any, Optional, cast
 
 from .. import catalog
 from ..errors import CatalogError
+from .stacks import STACKS
 
 __all__ = ["Hardware", "resolve_hardware", "SM_COUNT", "FLASH_ATTENTION_2_SHARE", "attention_factor"]
 
@@ -93,6 +94,9 @@ def _efficiency(row: catalog.GPU, settings: Any) -> tuple[Optional[float], str]:
         return settings.matmul_efficiency, "given (the GPU has no measured MAMF to take a share of)"
     if settings.matmul_efficiency:
         return settings.matmul_efficiency, "given"
+    stack = STACKS.get(getattr(settings, "stack", None) or "")
+    if stack is not None and stack.matmul_efficiency:
+        return stack.matmul_efficiency, f"stack {stack.id}, fitted to its published runs (docs/validation.md)"
     if row.training_matmul_efficiency:
         return row.training_matmul_efficiency, "catalog, fitted to published training runs"
     if row.matmul_efficiency:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Optional, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .. import stage_memory as sm
 from ..formulas import memory as fm
@@ -23,6 +23,7 @@ from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, default_bytes
 from ..registry import numeric
 from .architecture import Arch, arch_from_flags, arch_from_model  # noqa: F401  (re-exported)
 from .hardware import SM_COUNT, Hardware, resolve_hardware  # noqa: F401  (re-exported)
+from .stacks import STACKS
 
 _BYTES = default_bytes()
 
@@ -34,6 +35,27 @@ class Settings(BaseModel):
     """Every constant of the step-time and memory model, with its default and where it comes from."""
 
     model_config = ConfigDict(extra="forbid")
+
+    stack: Optional[str] = Field(
+        default=None,
+        description="Named software-stack profile (xlcalc.planner.stacks: megatron, megatron-2021, llm-foundry, "
+                    "fsdp-eager, fsdp-compiled): its documented facts fill every field not given, and its matmul "
+                    "efficiency fitted to its published runs is the default. None: the planner's defaults.")
+
+    @field_validator("stack")
+    @classmethod
+    def _known_stack(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and v.strip().lower() not in STACKS:
+            raise ValueError("one of " + ", ".join(STACKS))
+        return v.strip().lower() if v is not None else None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stack_facts(cls, data):
+        """A stack's facts fill the fields the caller did not give."""
+        if isinstance(data, dict) and isinstance(data.get("stack"), str) and data["stack"].strip().lower() in STACKS:
+            data = {**STACKS[data["stack"].strip().lower()].settings, **data}
+        return data
 
     matmul_efficiency: Optional[float] = Field(
         default=None, gt=0, le=1,
@@ -56,13 +78,14 @@ class Settings(BaseModel):
                     "0.70 of its A100 share of peak (FLASH_ATTENTION_2_SHARE: 50% on A100, Dao 2023; 35% on H100, "
                     "Shah et al. 2024), so the attention core takes 1/0.70 as long per FLOP. False: one share on every GPU.")
     fp8_cast_bytes: float = Field(
-        default=0.0, ge=0,
+        default=4.0, ge=0,
         description="HBM bytes per element of every FP8 GEMM operand cast from bf16 (activation inputs forward, "
                     "output gradients backward): 4 for an unfused Transformer Engine cast-transpose (read 2 bytes, "
                     "write the FP8 tensor and its transpose, 1 byte each); 0 when the cast is fused into the kernel "
-                    "that produces the operand. Counted as non-matmul traffic of FP8 runs (FP8_CAST_BYTES_PER_TOKEN).")
+                    "that produces the operand. Counted as non-matmul traffic of FP8 runs (FP8_CAST_BYTES_PER_TOKEN). "
+                    "Default: Megatron-Core with Transformer Engine (4 bytes, forward casts fused).")
     fp8_forward_casts_fused: bool = Field(
-        default=False,
+        default=True,
         description="The norms and the MLP activation write their outputs directly in FP8 (Transformer Engine "
                     "LayerNormLinear / LayerNormMLP, as Megatron-Core uses them): of the forward GEMM operands only "
                     "the attention output is cast separately; the backward output gradients are cast either way.")

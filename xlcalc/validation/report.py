@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import catalog
+from ..planner.stacks import STACKS
 from .adapter import REFERENCE_EFFICIENCY
 from .runs import GPU_STAND_IN, PROFILE_TEXT, SCORED_APART, Query, Skip
 from .scoring import Scored, best_constant, headline, summary
@@ -163,20 +164,14 @@ def render(v: dict) -> str:
         L.append(f"| {p} | {PROFILE_TEXT[p]} | {', '.join(srcs)} | {eff:.3f} |")
     L += [
         "",
-        "Pinned software facts: Megatron-LM 2021-22 (profile `megatron-2021`) all-reduces gradients after the",
-        "whole forward-backward schedule (`dp_overlap = 0`), in fp16 (`grad_bytes = 2`), without FlashAttention;",
-        "Narayanan et al. 2021 use plain data parallelism (ZeRO-0). PyTorch FSDP (profiles `llm-foundry`,",
-        "`fsdp-eager`, `fsdp-compiled`) keeps fp32 sharded parameters, fp32 gradients and Adam m, v (4 + 4 + 8 bytes per",
-        "parameter, recipe `fp32`) and gathers bf16 copies for compute. Their attention kernels are",
-        "FlashAttention-2 class (llm-foundry `attn_impl: flash`, torchtitan PyTorch SDPA), written for Ampere:",
-        "on Hopper they reach 0.70 of their A100 share of peak (`attention_by_generation`; FlashAttention-2 reaches",
-        "50% of peak on A100, Dao 2023, and 35% on H100, Shah et al. 2024); Megatron-Core's cuDNN fused attention",
-        "gets no such factor. FP8 runs count the casts of the GEMM operands as HBM traffic (`fp8_cast_bytes` = 4:",
-        "Transformer Engine's cast-transpose reads 2 bytes and writes 1 + 1 transposed per element): llm-foundry's",
-        "te.Linear casts every operand in its own kernel; Megatron-Core (te.LayerNormLinear/LayerNormMLP) and",
-        "torchtitan (float8 under torch.compile) fuse the forward casts into the norm and activation",
-        "(`fp8_forward_casts_fused`), the backward output gradients are cast in every stack. Each option's effect",
-        "is measured by `python scripts/stepmodel_experiments.py`. Scale-out bandwidth where the catalog has",
+        "Pinned software facts (`xlcalc.planner.stacks`, each with where it is stated; `xlcalc plan --stack ID`",
+        "plans with the same facts and the efficiency fitted on all the stack's runs):",
+        "",
+        *[f"- `{st.id}`: " + "; ".join(f"{what} ({where})" for what, where in st.facts) + "."
+          for st in STACKS.values()],
+        "",
+        "Narayanan et al. 2021 use plain data parallelism (ZeRO-0). Each option's effect on these figures is measured",
+        "by `python scripts/stepmodel_experiments.py`. Scale-out bandwidth where the catalog has",
         "none: the vendors' reference systems (DGX A100 25 GB/s, DGX H100 / HGX H200 50 GB/s per GPU).",
         "GPUs a source does not name exactly: " + "; ".join(f"{k}: {v[1]}" for k, v in GPU_STAND_IN.items()) + ".",
         "Megatron-Bridge measures the same recipes in release after release: only the newest release of each",

@@ -18,59 +18,16 @@ from typing import Any, Optional, cast
 from .. import catalog
 from ..errors import CatalogError
 from ..formulas import steptime as fs
+from ..planner.stacks import STACKS
 from ..planner.steptime import arch_from_model
 
 # package data, read through importlib.resources
 RUNS_JSON: Traversable = files("xlcalc") / "data" / "reference" / "throughput_runs.json"
-# Software-stack profiles: one fitted matmul efficiency each.
-PROFILES = {
-    "megatron-bridge-perf-summary": "megatron",
-    "megatron-moe-modelzoo": "megatron",
-    "nemo-perf-summary-24.07": "megatron",
-    "megatron-lm-readme-h100": "megatron",
-    "megascale2024": "megatron",           # Megatron-LM rows and MegaScale (a Megatron-LM derivative)
-    "llama3-paper": "megatron",            # Meta's 4D stack: TP/PP/CP + FSDP, Megatron-style schedules
-    "deepseek-v3-report": "megatron",      # HAI-LLM: PP/EP + ZeRO-1, Megatron-style 3D layout
-    "narayanan2021": "megatron-2021",
-    "korthikanti2022": "megatron-2021",
-    "megatron-lm-readme-a100": "megatron-2021",
-    "llm-foundry-benchmarks": "llm-foundry",
-    "torchtitan-performance-a100": "fsdp-eager",  # torchtitan of April 2024: compile = false in every train config
-    "torchtitan-benchmarks": "fsdp-compiled",
-}
-PROFILE_TEXT = {
-    "megatron": "Megatron-Core / NeMo / Megatron-Bridge and Megatron-style 3D/4D stacks (2023-2026)",
-    "megatron-2021": "Megatron-LM of 2021-22 on A100 (no FlashAttention, fp16 gradients reduced after the backward pass)",
-    "llm-foundry": "Composer / llm-foundry of 2023: PyTorch FSDP before torch 2.0, FlashAttention, MPT models",
-    "fsdp-eager": "PyTorch FSDP2 without compilation (torchtitan of 2024, eager)",
-    "fsdp-compiled": "PyTorch FSDP2 with torch.compile (torchtitan)",
-}
-
-# Settings the documented software of a profile implies (everything else: the planner's defaults).
-# Megatron-LM 2021-22 (megatron/training.py train_step): the data-parallel all-reduce runs after the whole
-# forward-backward schedule (dp_overlap 0); --fp16 without --accumulate-allreduce-grads-in-fp32 reduces fp16
-# gradients (grad_bytes 2); no FlashAttention (2022).
-# PyTorch FSDP (Composer / llm-foundry, torchtitan's FSDP2): the sharded parameters stay fp32 and compute gathers
-# them in bf16 (mixed-precision param_dtype), gradients are sharded fp32, AdamW keeps m and v in fp32: 4 + 4 + 8
-# bytes per parameter (xlcalc.recipes "fp32"), not Megatron's 2 + 4 + 12.
-FSDP_BYTES = dict(bytes_weights=4, bytes_grads=4, bytes_optimizer=8)
-# Attention kernel: llm-foundry (attn_impl: flash, flash-attn 2023) and torchtitan (PyTorch SDPA, flash backend) run
-# FlashAttention-2-class kernels written for Ampere, which reach 0.70 of their A100 share of peak on Hopper
-# (attention_by_generation; Dao 2023, Shah et al. 2024); Megatron-Core runs Transformer Engine's cuDNN fused
-# attention, tuned for each generation (no such factor).
-# FP8 casts (fp8_cast_bytes, Transformer Engine cast-transpose: read 2 bytes, write 1 + 1 transposed): llm-foundry's
-# FP8 (Composer amp_fp8) swaps the linear layers for te.Linear, so norms and activation stay separate bf16 kernels
-# and every operand is cast on its own; Megatron-Core uses te.LayerNormLinear / LayerNormMLP, whose norm and
-# activation write FP8 themselves (fp8_forward_casts_fused); torchtitan's float8 under torch.compile fuses the
-# forward casts into the producing kernels the same way. The backward output gradients are cast in every stack.
-FP8_CASTS_FUSED = dict(fp8_cast_bytes=4.0, fp8_forward_casts_fused=True)
-PROFILE_SETTINGS: dict[str, dict[str, Any]] = {
-    "megatron": FP8_CASTS_FUSED,
-    "megatron-2021": dict(dp_overlap=0.0, grad_bytes=2, flash_attention=False),
-    "llm-foundry": dict(**FSDP_BYTES, attention_by_generation=True, fp8_cast_bytes=4.0, fp8_forward_casts_fused=False),
-    "fsdp-eager": dict(**FSDP_BYTES, attention_by_generation=True, fp8_cast_bytes=4.0, fp8_forward_casts_fused=False),
-    "fsdp-compiled": dict(**FSDP_BYTES, attention_by_generation=True, **FP8_CASTS_FUSED),
-}
+# Software-stack profiles (xlcalc.planner.stacks): one fitted matmul efficiency each; the stack's documented facts
+# are its Settings.
+PROFILES = {src: stack.id for stack in STACKS.values() for src in stack.sources}
+PROFILE_TEXT = {stack.id: stack.name for stack in STACKS.values()}
+PROFILE_SETTINGS: dict[str, dict[str, Any]] = {stack.id: dict(stack.settings) for stack in STACKS.values()}
 
 # Scale-out bandwidth per GPU of the vendors' reference systems, used only where the GPU catalog has none.
 # DGX A100: eight 200 Gb/s HDR HCAs per 8 GPUs = 25 GB/s per GPU (also Narayanan et al. 2021 §5; llm-foundry's
