@@ -69,7 +69,13 @@ STACKS: dict[str, Stack] = {s.id: s for s in (
     Stack(
         id="llm-foundry", name="Composer / llm-foundry of 2023: PyTorch FSDP, FlashAttention-class kernels, MPT models",
         settings=dict(**_FSDP_BYTES, attention_by_generation=True, fp8_cast_bytes=4.0, fp8_forward_casts_fused=False),
-        facts=(_FSDP_FACT, _FA2_FACT, _TE_CAST,
+        facts=(_FSDP_FACT,
+               ("Ampere-era FlashAttention kernels: the benchmark script sets attn_impl (default 'triton', MPT's "
+                "Triton port of FlashAttention; sweep.sh passes no other) and installs flash-attn 1.0.7 for the H100 "
+                "FP8 runs; FlashAttention-2's H100/A100 share ratio (0.70) is taken as theirs (attention_by_generation)",
+                "llm-foundry scripts/train/benchmarking/submit_benchmarks.py and sweep.sh at commit b2a43a1; Dao 2023; "
+                "Shah et al. 2024"),
+               _TE_CAST,
                ("FP8 (Composer amp_fp8) swaps the linear layers for te.Linear: norms and activation stay separate "
                 "bf16 kernels and every FP8 operand is cast on its own (fp8_forward_casts_fused False)",
                 "llm-foundry scripts/train/benchmarking/submit_benchmarks.py (TransformerEngine v0.10 for H100 FP8)")),
