@@ -42,6 +42,8 @@ GPU_STAND_IN = {
         "h100-sxm", "torchtitan's Grand Teton H100 (96 GB, 500 W, peak not published); H100 SXM figures and peak, 96 GB"),
 }
 GPU_MEMORY_GB = {"H100 (96GB HBM2e, 500 W, Grand Teton)": 96.0}
+# HBM bandwidth the source states for such a GPU (torchtitan's doc: "96GB HBM2e with 2.4 TB/sec")
+GPU_HBM_TB_S = {"H100 (96GB HBM2e, 500 W, Grand Teton)": 2.4}
 
 # GPUs whose figures no source gives: their runs are predicted with a stand-in's figures and scored apart, out of
 # the headline and out of every calibration, until a source gives the part's peak, clocks or MAMF.
@@ -230,6 +232,8 @@ def to_query(rec: dict) -> Query | Skip:
         extra["scaleout_gb_s"] = SCALEOUT_GB_S[gid]
     if rec["gpu"] in GPU_MEMORY_GB:
         extra["memory_gb"] = GPU_MEMORY_GB[rec["gpu"]]
+    if rec["gpu"] in GPU_HBM_TB_S:
+        extra["hbm_tb_s"] = GPU_HBM_TB_S[rec["gpu"]]
     if src == "narayanan2021" and lay.get("sharding") is None:
         zero: int | None = 0  # PTD-P: tensor + pipeline + plain data parallelism (ZeRO only as the §5.2 baseline)
     else:
