@@ -60,8 +60,8 @@ _original = A._settings
 
 
 def _with(variant: dict):
-    def settings(q, eff):
-        return _original(q, eff).model_copy(update=variant.get("*", {}) | variant.get(q.profile, {}))
+    def settings(q, eff, factor=1.0):
+        return _original(q, eff, factor).model_copy(update=variant.get("*", {}) | variant.get(q.profile, {}))
     return settings
 
 

@@ -90,6 +90,7 @@ def test_no_calibration_includes_a_run_of_the_source_it_predicts(full):
         assert all(source_of[i] != src for i in cal["efficiency_ids"] + cal["constant_ids"])
     for s in full["scored"]:
         assert s.efficiency == full["calibration"][s.query.source_id]["efficiency"]
+        assert s.factor == full["calibration"][s.query.source_id]["factor"]
 
 
 def test_a_sources_own_measurements_never_move_its_calibration(small):
@@ -101,6 +102,7 @@ def test_a_sources_own_measurements_never_move_its_calibration(small):
              for q in queries]
     after = V.loso(moved, curves)
     assert after["calibration"][target]["efficiency"] == base["calibration"][target]["efficiency"]
+    assert after["calibration"][target]["factor"] == base["calibration"][target]["factor"]
     assert after["calibration"][target]["constant"] == base["calibration"][target]["constant"]
     others_changed = [s for s in base["calibration"] if s != target
                       and after["calibration"][s]["constant"] != base["calibration"][s]["constant"]]
@@ -239,7 +241,9 @@ def test_json_output_carries_the_same_runs(full, monkeypatch, capsys):
 
 def test_stacks_carry_the_efficiency_fitted_to_their_runs(full):
     # the planner's --stack default is the efficiency the validation fits on all of that stack's runs
-    from xlcalc.planner.stacks import STACKS
+    from xlcalc.planner.stacks import NONMATMUL_FACTOR, STACKS
+    assert full["fitted_factor"] == NONMATMUL_FACTOR
+    assert all(stack.settings["elementwise_factor"] == NONMATMUL_FACTOR for stack in STACKS.values())
     assert set(full["fitted"]) <= set(STACKS)
     for profile, eff in full["fitted"].items():
         assert STACKS[profile].matmul_efficiency == pytest.approx(eff, abs=5e-4), profile

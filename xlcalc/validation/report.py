@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import catalog
 from ..planner.stacks import STACKS
-from .adapter import REFERENCE_EFFICIENCY
+from .adapter import FACTOR_GRID, REFERENCE_EFFICIENCY
 from .runs import GPU_STAND_IN, PROFILE_TEXT, SCORED_APART, Query, Skip
 from .scoring import Scored, best_constant, headline, summary
 
@@ -150,11 +150,18 @@ def render(v: dict) -> str:
         "count hardware FLOPs (Narayanan et al. 2021, the 2021 Megatron-LM README) are converted with our",
         "hardware FLOP count (recomputed forward included).",
         "",
-        "**Free constants.** One: the share of peak the matmuls reach in a training step, fitted per",
-        "software-stack profile (weighted so every source counts once, whatever its number of runs). A source",
-        "whose profile no other source shares is predicted with the value fitted to all other sources pooled.",
-        "Every other constant is a default of `xlcalc.planner.Settings`; the profiles' documented software",
-        "facts are pinned (below).",
+        "**Free constants.** Two kinds. The share of peak the matmuls reach in a training step, one per",
+        "software-stack profile, fitted so the source-weighted mean log error is zero (every source counts once,",
+        "whatever its number of runs); a source whose profile no other source shares is predicted with the value",
+        "fitted to all other sources pooled. And one non-matmul time factor shared by every stack",
+        "(`Settings.elementwise_factor`: the counted HBM traffic of norms, activations, residuals and the loss takes",
+        f"this many times its time at peak bandwidth), chosen from {', '.join(f'{f:g}' for f in FACTOR_GRID)} as the",
+        "one whose efficiencies give the smallest source-weighted mean squared log error on the other sources. Both",
+        "are fitted leave one source out. Every other constant is a default of `xlcalc.planner.Settings`; the",
+        "profiles' documented software facts are pinned (below).",
+        "",
+        f"Fitted on all runs (not a prediction; `xlcalc plan --stack ID` uses these): non-matmul factor "
+        f"{v.get('fitted_factor', 1.0):g}.",
         "",
         "| profile | stack | sources | efficiency fitted on all its runs |",
         "|---|---|---|---:|",
@@ -204,10 +211,11 @@ def render(v: dict) -> str:
     for s in sc:
         _bucket(by_src, s.query.source_id, s)
     cal = v["calibration"]
-    extra = {"_head": ["calibrated on", "efficiency"]}
+    extra = {"_head": ["calibrated on", "efficiency", "non-matmul factor"]}
     for src in by_src:
         c = cal[src]
-        extra[src] = [f"{c['profile_used']} ({len(c['efficiency_ids'])} runs of other sources)", f"{c['efficiency']:.3f}"]
+        extra[src] = [f"{c['profile_used']} ({len(c['efficiency_ids'])} runs of other sources)", f"{c['efficiency']:.3f}",
+                      f"{c.get('factor', 1.0):g}"]
     L += _table("source", by_src, extra)
     L += ["", "## Per GPU", ""]
     by_gpu: dict[str, list[Scored]] = {}
