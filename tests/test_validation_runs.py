@@ -251,3 +251,18 @@ def test_stacks_carry_the_efficiency_fitted_to_their_runs(full):
     owners = [s for stack in STACKS.values() for s in stack.sources]
     assert len(owners) == len(set(owners))
     assert {s.query.source_id for s in full["scored"]} <= set(owners)
+
+
+def test_fit_factor_picks_the_factor_whose_shape_matches_the_measurements():
+    # toy runs of one profile: log(pred/measured) = (eff - 0.7) * slope + (factor - 2) * x_run, so at factor 2
+    # every run has zero error at efficiency 0.7, and any other factor leaves errors of opposite signs
+    from xlcalc.validation.scoring import fit_factor
+    xs = {"a": 0.1, "b": -0.1, "c": 0.05, "d": -0.05}
+    queries = [dataclasses.replace(_toy_query(), id=i, source_id=f"s{n % 2}") for n, i in enumerate(xs)]
+    logcs = {f: {i: [(e - 0.7) + (f - 2.0) * x for e in V.GRID] for i, x in xs.items()} for f in V.FACTOR_GRID}
+    assert fit_factor(queries, logcs, {q.id: q.source_id for q in queries}) == 2.0
+
+
+def _toy_query():
+    return dataclasses.replace(
+        next(q for q in (V.to_query(r) for r in V.load_runs()) if isinstance(q, V.Query)), profile="toy")
