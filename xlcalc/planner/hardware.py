@@ -90,7 +90,8 @@ def _efficiency(row: catalog.GPU, settings: Any) -> tuple[Optional[float], str]:
     if settings.matmul_efficiency and getattr(settings, "matmul_efficiency_of_mamf", False):
         mamf = _mamf(row)
         if mamf:
-            return settings.matmul_efficiency * mamf, f"given as a share ({settings.matmul_efficiency:g}) of the GPU's MAMF ({mamf:g})"
+            return (settings.matmul_efficiency * mamf,
+                    f"given as a share ({settings.matmul_efficiency:g}) of the GPU's MAMF ({mamf:g})")
         return settings.matmul_efficiency, "given (the GPU has no measured MAMF to take a share of)"
     if settings.matmul_efficiency:
         return settings.matmul_efficiency, "given"

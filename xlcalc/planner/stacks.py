@@ -80,7 +80,8 @@ STACKS: dict[str, Stack] = {s.id: s for s in (
         facts=(_FSDP_FACT,
                ("Ampere-era FlashAttention kernels: the benchmark script sets attn_impl (default 'triton', MPT's "
                 "Triton port of FlashAttention; sweep.sh passes no other) and installs flash-attn 1.0.7 for the H100 "
-                "FP8 runs; FlashAttention-2's H100/A100 share ratio (0.70) is taken as theirs (attention_by_generation)",
+                "FP8 runs; FlashAttention-2's H100/A100 share ratio (0.70) is taken as theirs "
+                "(attention_by_generation)",
                 "llm-foundry scripts/train/benchmarking/submit_benchmarks.py and sweep.sh at commit b2a43a1; Dao 2023; "
                 "Shah et al. 2024"),
                _TE_CAST,
