@@ -379,10 +379,10 @@ def test_matmul_efficiency_as_share_of_mamf():
 
 def test_flash_attention_2_generation_factor():
     # FlashAttention-2: 50% of peak on A100 (Dao 2023), 35% on H100 (Shah et al. 2024): 0.35 / 0.50 = 0.70
+    from xlcalc import catalog
     from xlcalc.planner import Settings, evaluate
     from xlcalc.planner.hardware import attention_factor, resolve_hardware
     from xlcalc.planner.steptime import Config, arch_from_model
-    from xlcalc import catalog
     assert attention_factor("h100-sxm", True) == pytest.approx(0.70)
     assert attention_factor("a100-80gb", True) == 1.0
     assert attention_factor("b200", True) == 1.0  # no published FlashAttention-2 share: no factor

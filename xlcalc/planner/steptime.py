@@ -51,7 +51,7 @@ class Settings(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _stack_facts(cls, data):
+    def _stack_facts(cls, data: Any) -> Any:
         """A stack's facts fill the fields the caller did not give."""
         if isinstance(data, dict) and isinstance(data.get("stack"), str) and data["stack"].strip().lower() in STACKS:
             data = {**STACKS[data["stack"].strip().lower()].settings, **data}

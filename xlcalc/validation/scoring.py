@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from typing import cast
 
 from ..errors import CatalogError, InputError
 from .adapter import FACTOR_GRID, GRID, GRID_STEP, Curve, capabilities, predict, unsupported
@@ -185,7 +186,7 @@ def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> 
     ok = [q for q in ok if q.gpu_label not in SCORED_APART]
     result = loso(ok, curves) if ok else dict(scored=[], calibration={}, fitted={}, fitted_factor=1.0, in_sample=[])
     result.update(records=len(records), skipped=skipped, capabilities=sorted(caps),
-                  apart=score_apart(apart, ok, curves, result["calibration"]))
+                  apart=score_apart(apart, ok, curves, cast(dict, result["calibration"])))
     return result
 
 
