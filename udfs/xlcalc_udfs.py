@@ -1522,6 +1522,24 @@ def ELEMENTWISE_BYTES_PER_TOKEN(hidden, ffn_hidden, gated_ffn=False, tp=1, seq_p
 
 
 @func(category=CATEGORY)
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@arg("fp8_cast_bytes", ndim=2, doc="HBM bytes per element of each FP8 GEMM operand cast from bf16 (Transformer Engine cast-transpose: read 2, write 1 + 1 transposed = 4) [bytes]")
+@arg("fp8_forward_fused", ndim=2, doc="The norms and the MLP activation write FP8 directly, so only the attention output is cast in the forward pass (Transformer Engine LayerNormLinear/LayerNormMLP) (TRUE/FALSE)")
+@ret()
+def FP8_CAST_BYTES_PER_TOKEN(hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False, tp=1, seq_parallel=False, recompute="none", fp8_cast_bytes=4, fp8_forward_fused=False):
+    """HBM bytes of the casts to FP8 of one layer's GEMM operands per token (forward, its recomputation, backward). [bytes per token per layer]. bytes per element * [forward operands (h [QKV in] + h [FC1 in])/(t if SP) + (a*dh [out-proj in] + F [FC2 in])/t (f..."""
+    return formula_call("fp8_cast_bytes_per_token", hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn, tp, seq_parallel, recompute, fp8_cast_bytes, fp8_forward_fused)
+
+
+@func(category=CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -2082,6 +2100,7 @@ FORMULA_UDFS: tuple[str, ...] = (
     "ATTENTION_GEMM_BYTES_PER_TOKEN",
     "UNFUSED_ATTENTION_TIME_S",
     "ELEMENTWISE_BYTES_PER_TOKEN",
+    "FP8_CAST_BYTES_PER_TOKEN",
     "TP_COMM_BYTES_PER_LAYER",
     "EXPOSED_COMM_S",
     "BUBBLE_TIME_S",
@@ -2177,6 +2196,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "FITS_IN_GPU",
     "FLASH_ATTENTION_TIME_S",
     "FLOPS_PER_TOKEN",
+    "FP8_CAST_BYTES_PER_TOKEN",
     "GEMM_WAVE_EFFICIENCY",
     "GOODPUT",
     "GOODPUT_EXTRA_DAYS",

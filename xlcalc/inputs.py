@@ -199,6 +199,8 @@ _add("microbatch_s", "seconds", "Time of one micro-batch (forward + backward) on
 _add("step_s", "seconds", "Time of one training step (iteration)", example=10, **POS)
 _add("bytes_per_param_step", "bytes/param", "HBM bytes read + written per parameter by the optimizer step (Adam fp32: 30)", example=30, **NONNEG)
 _add("elementwise_factor", "", "Multiplier on the counted HBM traffic of non-matmul kernels (norms, residuals, activations); 0 = ignore", example=1, **NONNEG)
+_add("fp8_cast_bytes", "bytes", "HBM bytes per element of each FP8 GEMM operand cast from bf16 (Transformer Engine cast-transpose: read 2, write 1 + 1 transposed = 4)", example=4, **NONNEG)
+_add("fp8_forward_fused", "", "The norms and the MLP activation write FP8 directly, so only the attention output is cast in the forward pass (Transformer Engine LayerNormLinear/LayerNormMLP) (TRUE/FALSE)", example=False, kind="bool")
 _add("grad_bytes", "bytes/param", "Bytes per gradient element in the data-parallel reduction (Megatron bf16: fp32 = 4)", example=4, **POS)
 _add("tokens_per_s", "tokens/s per GPU", "Training throughput per GPU, tokens per second", example=3000, **POS)
 _add("params_per_gpu_b", "billion parameters", "Parameters held by one GPU before ZeRO sharding, in billions", example=1.0, **POS)

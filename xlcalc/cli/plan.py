@@ -20,6 +20,8 @@ _SETTINGS = (
     ("pp_overlap", "share of pipeline send/receive hidden behind compute (default 0)"),
     ("cp_overlap", "share of the attention compute that hides the CP KV exchange (default 1)"),
     ("fp8_efficiency_ratio", "FP8 matmul efficiency relative to bf16 (default 0.883, MAMF H100 fp8/bf16)"),
+    ("fp8_cast_bytes", "HBM bytes per element of each FP8 GEMM operand cast (default 4: Transformer Engine "
+                       "cast-transpose; 0: casts not counted)"),
     ("overhead_gb", "other memory per GPU: CUDA context, NCCL, fragmentation, GB (default 4)"),
     ("peak_tflops", "override the GPU's dense bf16/fp16 peak TFLOP/s"),
     ("memory_gb", "override the GPU's memory, GB"),
@@ -80,7 +82,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("step-time model settings")
     for name, text in _SETTINGS:
         g.add_argument("--" + name.replace("_", "-"), help=text)
+    g.add_argument("--stack", help="software-stack profile whose documented facts and fitted matmul efficiency "
+                                   "to use: megatron, megatron-2021, llm-foundry, fsdp-eager, fsdp-compiled")
     g.add_argument("--no-flash-attention", action="store_true", help="unfused attention: s x s scores stored")
+    g.add_argument("--efficiency-of-mamf", action="store_true",
+                   help="read --matmul-efficiency as a share of the GPU's measured MAMF, not of its peak")
+    g.add_argument("--attention-by-generation", action="store_true",
+                   help="FlashAttention-2-class attention (written for Ampere): 0.70 of its A100 share of peak on Hopper")
+    g.add_argument("--fp8-unfused-casts", action="store_true",
+                   help="every FP8 operand cast in its own kernel (te.Linear alone), not fused into norms and activation")
     p.add_argument("--top", default="5", help="plans to show (default 5)")
     p.add_argument("--json", action="store_true", help='print {"plans": [...], "rejected": [...]} for scripts')
     p.set_defaults(func=run)
@@ -90,8 +100,17 @@ def _settings(args: argparse.Namespace):
     from ..planner import Settings
 
     values = {name: cli_value(getattr(args, name)) for name, _ in _SETTINGS if getattr(args, name) is not None}
+    if args.stack is not None:
+        from ..planner.stacks import get_stack
+        values["stack"] = get_stack(args.stack).id
     if args.no_flash_attention:
         values["flash_attention"] = False
+    if args.efficiency_of_mamf:
+        values["matmul_efficiency_of_mamf"] = True
+    if args.attention_by_generation:
+        values["attention_by_generation"] = True
+    if args.fp8_unfused_casts:
+        values["fp8_forward_casts_fused"] = False
     try:
         return Settings(**values)
     except ValidationError as exc:

@@ -24,7 +24,7 @@ __all__ = [
     "stage_unfused_attention_time_s", "elementwise_time_s", "tp_comm_time_s", "group_bandwidth_gb_s",
     "pipeline_p2p_time_s", "dp_comm_bytes", "dp_comm_time_s",
     "attention_core_time_s", "ranks_per_domain", "collective_time_s", "dp_comm_time_hierarchical_s",
-    "cp_comm_bytes_per_layer", "cp_comm_time_s",
+    "cp_comm_bytes_per_layer", "cp_comm_time_s", "fp8_cast_bytes_per_token",
 ]
 
 
@@ -188,6 +188,31 @@ def elementwise_bytes_per_token(hidden, ffn_hidden, gated_ffn=False, tp=1, seq_p
     replicated = if_(seq_parallel, 15 * hidden / tp, 15 * hidden)
     split = if_(gated_ffn, 3, 2) * ffn_hidden / tp
     return elementwise_factor * 6 * (replicated + split)
+
+
+@formula(
+    udf="FP8_CAST_BYTES_PER_TOKEN", unit="bytes per token per layer", category="steptime",
+    equation=(
+        "bytes per element * [forward operands (h [QKV in] + h [FC1 in])/(t if SP) + (a*dh [out-proj in] + F [FC2 in])/t "
+        "(forward fused: a*dh/t only), "
+        "x2 with full recompute, x1.5 with op_selective; + backward output gradients (h [out-proj] + h [FC2])/(t if SP) "
+        "+ ((a+2kv)*dh [QKV] + F*(2 if gated else 1) [FC1])/t]"
+    ),
+    source="Transformer Engine FP8 recipe (Micikevicius et al. 2022, FP8 Formats for Deep Learning): each FP8 GEMM "
+           "operand is cast from bf16 — the activation inputs of the forward GEMMs and the output gradients of the "
+           "backward ones; Hopper FP8 GEMMs take only the TN layout, so a cast writes the tensor and its transpose",
+)
+def fp8_cast_bytes_per_token(hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False, tp=1,
+                             seq_parallel=False, recompute="none", fp8_cast_bytes=4, fp8_forward_fused=False):
+    """HBM bytes of the casts to FP8 of one layer's GEMM operands per token (forward, its recomputation, backward).
+
+    ``fp8_forward_fused``: the norms and the activation write their output in FP8 (Transformer Engine's
+    LayerNormLinear and LayerNormMLP), so of the forward operands only the attention output is cast."""
+    replicated = if_(seq_parallel, 2 * hidden / tp, 2 * hidden)
+    forward = if_(fp8_forward_fused, heads * head_dim / tp, replicated + (heads * head_dim + ffn_hidden) / tp)
+    passes = if_(eq(recompute, "full"), 2, if_(eq(recompute, "op_selective"), 1.5, 1))
+    backward = replicated + ((heads + 2 * kv_heads) * head_dim + ffn_hidden * if_(gated_ffn, 2, 1)) / tp
+    return fp8_cast_bytes * (forward * passes + backward)
 
 
 @formula(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Optional, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .. import stage_memory as sm
 from ..formulas import memory as fm
@@ -23,6 +23,7 @@ from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, default_bytes
 from ..registry import numeric
 from .architecture import Arch, arch_from_flags, arch_from_model  # noqa: F401  (re-exported)
 from .hardware import SM_COUNT, Hardware, resolve_hardware  # noqa: F401  (re-exported)
+from .stacks import STACKS
 
 _BYTES = default_bytes()
 
@@ -35,6 +36,27 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    stack: Optional[str] = Field(
+        default=None,
+        description="Named software-stack profile (xlcalc.planner.stacks: megatron, megatron-2021, llm-foundry, "
+                    "fsdp-eager, fsdp-compiled): its documented facts fill every field not given, and its matmul "
+                    "efficiency fitted to its published runs is the default. None: the planner's defaults.")
+
+    @field_validator("stack")
+    @classmethod
+    def _known_stack(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and v.strip().lower() not in STACKS:
+            raise ValueError("one of " + ", ".join(STACKS))
+        return v.strip().lower() if v is not None else None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stack_facts(cls, data: Any) -> Any:
+        """A stack's facts fill the fields the caller did not give."""
+        if isinstance(data, dict) and isinstance(data.get("stack"), str) and data["stack"].strip().lower() in STACKS:
+            data = {**STACKS[data["stack"].strip().lower()].settings, **data}
+        return data
+
     matmul_efficiency: Optional[float] = Field(
         default=None, gt=0, le=1,
         description="Share of peak the GPU's matmuls reach in a training step. None: the GPU's catalog "
@@ -44,6 +66,29 @@ class Settings(BaseModel):
         default=0.35, gt=0, le=1,
         description="Share of peak reached by the attention core (scores and weighted sum), on the FLOPs it computes "
                     "(fused: the causal half). Shah et al. 2024 (FlashAttention-3): FlashAttention-2 reaches 35% of peak on H100.")
+    matmul_efficiency_of_mamf: bool = Field(
+        default=False,
+        description="Read matmul_efficiency as a share of the GPU's maximum achievable matmul FLOPS (its catalog "
+                    "matmul_efficiency, measured: ml-engineering MAMF table, A100 SXM 85.9%, H100 SXM 80.1% of peak) "
+                    "instead of a share of peak: the software stack's derate on top of what the GPU itself sustains "
+                    "under its clocks and power cap.")
+    attention_by_generation: bool = Field(
+        default=False,
+        description="The attention kernel is FlashAttention-2 class (written for Ampere): on a Hopper GPU it reaches "
+                    "0.70 of its A100 share of peak (FLASH_ATTENTION_2_SHARE: 50% on A100, Dao 2023; 35% on H100, "
+                    "Shah et al. 2024), so the attention core takes 1/0.70 as long per FLOP. False: one share on every GPU.")
+    fp8_cast_bytes: float = Field(
+        default=4.0, ge=0,
+        description="HBM bytes per element of every FP8 GEMM operand cast from bf16 (activation inputs forward, "
+                    "output gradients backward): 4 for an unfused Transformer Engine cast-transpose (read 2 bytes, "
+                    "write the FP8 tensor and its transpose, 1 byte each); 0 when the cast is fused into the kernel "
+                    "that produces the operand. Counted as non-matmul traffic of FP8 runs (FP8_CAST_BYTES_PER_TOKEN). "
+                    "Default: Megatron-Core with Transformer Engine (4 bytes, forward casts fused).")
+    fp8_forward_casts_fused: bool = Field(
+        default=True,
+        description="The norms and the MLP activation write their outputs directly in FP8 (Transformer Engine "
+                    "LayerNormLinear / LayerNormMLP, as Megatron-Core uses them): of the forward GEMM operands only "
+                    "the attention output is cast separately; the backward output gradients are cast either way.")
     flash_attention: bool = Field(default=True, description="Fused attention: no s x s activations, causal half computed.")
     link_efficiency: float = Field(
         default=0.8, gt=0, le=1,
@@ -210,7 +255,8 @@ def _matmul_times(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hid
 def _per_layer(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden: float, vocab: int, gated_ffn: bool,
                tokens: int, seq_len: int, tp: int, seq_parallel: bool, recompute: str, peak: float, mm_peak: float,
                eff: float, sm_count: Optional[int], hbm_tb_s: float, flash: bool, attention_efficiency: float,
-               elementwise_factor: float) -> tuple[float, float, float]:
+               elementwise_factor: float, attention_factor: float = 1.0,
+               fp8_cast_bytes: float = 0.0, fp8_forward_fused: bool = False) -> tuple[float, float, float]:
     """(compute time of one layer, its attention part, the logit layer's compute) for one micro-batch on one GPU.
 
     Every term of a stage's compute is linear in its layers, so a stage of n layers takes n x layer (+ logit
@@ -222,8 +268,11 @@ def _per_layer(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden
     att_flops = fs.stage_attention_flops.fast(layers_per_stage=1, tokens=tokens, seq_len=seq_len, heads=heads,
                                              head_dim=head_dim, tp=tp, recompute=recompute)
     if flash:
-        att = fs.attention_core_time_s.fast(flops=att_flops, peak_tflops=peak, attention_efficiency=attention_efficiency,
-                                           matmul_efficiency=eff)
+        # attention_factor < 1: a FlashAttention-2-class kernel on a newer GPU than it was written for reaches that
+        # share of its A100 efficiency, on both the kernel's rate and the GEMM-rate floor
+        att = fs.attention_core_time_s.fast(flops=att_flops, peak_tflops=peak,
+                                           attention_efficiency=attention_efficiency * attention_factor,
+                                           matmul_efficiency=eff * attention_factor)
     else:
         # QK^T and AV as batched matmuls at their roofline; softmax, mask and dropout over the s x s scores
         # at HBM speed (no FlashAttention)
@@ -234,6 +283,11 @@ def _per_layer(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden
               seq_parallel=seq_parallel, recompute=recompute, elementwise_factor=elementwise_factor)
     ew_layer = fs.elementwise_time_s.fast(layers_per_stage=1, vocab=0, **ew)
     ew_logits = fs.elementwise_time_s.fast(layers_per_stage=0, vocab=vocab, **ew)
+    if fp8_cast_bytes:  # FP8 run: the casts of the block GEMMs' operands, at HBM speed
+        ew_layer += fs.fp8_cast_bytes_per_token.fast(
+            hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim, ffn_hidden=ffn_hidden,
+            gated_ffn=gated_ffn, tp=tp, seq_parallel=seq_parallel, recompute=recompute,
+            fp8_cast_bytes=fp8_cast_bytes, fp8_forward_fused=fp8_forward_fused) * tokens / (hbm_tb_s * 1e12)
     return layer_mm + att + ew_layer, att, logits + ew_logits
 
 
@@ -247,7 +301,8 @@ def _compute_mb(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: in
     return _per_layer(arch.hidden, arch.heads, arch.kv_heads, arch.head_dim, arch.ffn_hidden, arch.vocab,
                       arch.gated_ffn, seq_len * b // c, seq_len, t, cfg.seq_parallel, rc, peak, mm_peak,
                       hw.matmul_efficiency, hw.sm_count, hw.hbm_tb_s, st.flash_attention, st.attention_efficiency,
-                      st.elementwise_factor)
+                      st.elementwise_factor, hw.attention_factor, st.fp8_cast_bytes if cfg.fp8 else 0.0,
+                      st.fp8_forward_casts_fused)
 
 
 def _slowest_stage(layers: Sequence[float], layer_s: float, logits_s: float, p: int) -> tuple[float, float, bool]:
@@ -267,7 +322,8 @@ def sequence_compute_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, 
                                       arch.vocab, arch.gated_ffn, seq_len // cfg.cp, seq_len, cfg.tp,
                                       cfg.seq_parallel, cfg.recompute, peak, mm_peak, hw.matmul_efficiency, None,
                                       hw.hbm_tb_s, st.flash_attention, st.attention_efficiency,
-                                      st.elementwise_factor)
+                                      st.elementwise_factor, hw.attention_factor,
+                                      st.fp8_cast_bytes if cfg.fp8 else 0.0, st.fp8_forward_casts_fused)
     return _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, cfg.pp)[0]
 
 

@@ -18,45 +18,16 @@ from typing import Any, Optional, cast
 from .. import catalog
 from ..errors import CatalogError
 from ..formulas import steptime as fs
+from ..planner.stacks import STACKS
 from ..planner.steptime import arch_from_model
 
 # package data, read through importlib.resources
 RUNS_JSON: Traversable = files("xlcalc") / "data" / "reference" / "throughput_runs.json"
-# Software-stack profiles: one fitted matmul efficiency each.
-PROFILES = {
-    "megatron-bridge-perf-summary": "megatron",
-    "megatron-moe-modelzoo": "megatron",
-    "nemo-perf-summary-24.07": "megatron",
-    "megatron-lm-readme-h100": "megatron",
-    "megascale2024": "megatron",           # Megatron-LM rows and MegaScale (a Megatron-LM derivative)
-    "llama3-paper": "megatron",            # Meta's 4D stack: TP/PP/CP + FSDP, Megatron-style schedules
-    "deepseek-v3-report": "megatron",      # HAI-LLM: PP/EP + ZeRO-1, Megatron-style 3D layout
-    "narayanan2021": "megatron-2021",
-    "korthikanti2022": "megatron-2021",
-    "megatron-lm-readme-a100": "megatron-2021",
-    "llm-foundry-benchmarks": "fsdp-eager",
-    "torchtitan-benchmarks": "fsdp-compiled",
-}
-PROFILE_TEXT = {
-    "megatron": "Megatron-Core / NeMo / Megatron-Bridge and Megatron-style 3D/4D stacks (2023-2026)",
-    "megatron-2021": "Megatron-LM of 2021-22 on A100 (no FlashAttention, fp16 gradients reduced after the backward pass)",
-    "fsdp-eager": "PyTorch FSDP without compilation (Composer / llm-foundry)",
-    "fsdp-compiled": "PyTorch FSDP2 with torch.compile (torchtitan)",
-}
-
-# Settings the documented software of a profile implies (everything else: the planner's defaults).
-# Megatron-LM 2021-22 (megatron/training.py train_step): the data-parallel all-reduce runs after the whole
-# forward-backward schedule (dp_overlap 0); --fp16 without --accumulate-allreduce-grads-in-fp32 reduces fp16
-# gradients (grad_bytes 2); no FlashAttention (2022).
-# PyTorch FSDP (Composer / llm-foundry, torchtitan's FSDP2): the sharded parameters stay fp32 and compute gathers
-# them in bf16 (mixed-precision param_dtype), gradients are sharded fp32, AdamW keeps m and v in fp32: 4 + 4 + 8
-# bytes per parameter (xlcalc.recipes "fp32"), not Megatron's 2 + 4 + 12.
-FSDP_BYTES = dict(bytes_weights=4, bytes_grads=4, bytes_optimizer=8)
-PROFILE_SETTINGS: dict[str, dict[str, Any]] = {
-    "megatron-2021": dict(dp_overlap=0.0, grad_bytes=2, flash_attention=False),
-    "fsdp-eager": FSDP_BYTES,
-    "fsdp-compiled": FSDP_BYTES,
-}
+# Software-stack profiles (xlcalc.planner.stacks): one fitted matmul efficiency each; the stack's documented facts
+# are its Settings.
+PROFILES = {src: stack.id for stack in STACKS.values() for src in stack.sources}
+PROFILE_TEXT = {stack.id: stack.name for stack in STACKS.values()}
+PROFILE_SETTINGS: dict[str, dict[str, Any]] = {stack.id: dict(stack.settings) for stack in STACKS.values()}
 
 # Scale-out bandwidth per GPU of the vendors' reference systems, used only where the GPU catalog has none.
 # DGX A100: eight 200 Gb/s HDR HCAs per 8 GPUs = 25 GB/s per GPU (also Narayanan et al. 2021 §5; llm-foundry's
@@ -71,6 +42,17 @@ GPU_STAND_IN = {
         "h100-sxm", "torchtitan's Grand Teton H100 (96 GB, 500 W, peak not published); H100 SXM figures and peak, 96 GB"),
 }
 GPU_MEMORY_GB = {"H100 (96GB HBM2e, 500 W, Grand Teton)": 96.0}
+# HBM bandwidth the source states for such a GPU (torchtitan's doc: "96GB HBM2e with 2.4 TB/sec")
+GPU_HBM_TB_S = {"H100 (96GB HBM2e, 500 W, Grand Teton)": 2.4}
+
+# GPUs whose figures no source gives: their runs are predicted with a stand-in's figures and scored apart, out of
+# the headline and out of every calibration, until a source gives the part's peak, clocks or MAMF.
+SCORED_APART = {
+    "H100 (96GB HBM2e, 500 W, Grand Teton)": (
+        "torchtitan's benchmark doc: 'the actual peak TFLOPs number is between SXM and NVL, and we don't know its "
+        "exact value'; 96 GB HBM2e at 2.4 TB/s and a 500 W power limit, against the H100 SXM's 80 GB HBM3 at "
+        "3.35 TB/s and 700 W: neither the peak nor the sustained GEMM rate (MAMF) of this part is published"),
+}
 
 SHARDING_ZERO = {"fsdp_full_shard": 3, "zero3": 3, "megatron_fsdp": 3, "fsdp_grad_op": 2, "zero1": 1, "none": 0}
 RECOMPUTE = {"none": "none", "full": "full", "megatron_selective": "selective", "selective_op": "op_selective",
@@ -250,6 +232,8 @@ def to_query(rec: dict) -> Query | Skip:
         extra["scaleout_gb_s"] = SCALEOUT_GB_S[gid]
     if rec["gpu"] in GPU_MEMORY_GB:
         extra["memory_gb"] = GPU_MEMORY_GB[rec["gpu"]]
+    if rec["gpu"] in GPU_HBM_TB_S:
+        extra["hbm_tb_s"] = GPU_HBM_TB_S[rec["gpu"]]
     if src == "narayanan2021" and lay.get("sharding") is None:
         zero: int | None = 0  # PTD-P: tensor + pipeline + plain data parallelism (ZeRO only as the §5.2 baseline)
     else:
