@@ -54,25 +54,31 @@ def is_empty(value: Any) -> bool:
 
 
 def _cell_values(formula: Formula, values: dict[str, Any]) -> dict[str, Any]:
-    """Empty cells -> the input's default; a required input left empty is an error."""
+    """Empty cells -> the input's default; required inputs left empty are one error naming each of them."""
     out = {}
+    empty = []
     for name, value in values.items():
         if is_empty(value):
             if name not in formula.defaults:
-                raise InputError(name, None, spec(name).allowed, "the input is required; the cell is empty")
+                empty.append(InputError(name, None, spec(name).allowed, "the input is required; the cell is empty"))
+                continue
             value = formula.defaults[name]
         out[name] = value
+    if empty:
+        raise InputError.all(empty)
     return out
 
 
 def compute(formula: Formula, values: dict[str, Any]) -> Any:
-    """One scenario: the registry formula validates and computes."""
+    """One scenario: the registry formula validates and computes (and names the inputs to blame when the
+    result would not be a finite number)."""
+    clean = _cell_values(formula, values)
     try:
-        result = formula(**_cell_values(formula, values))
-    except ArithmeticError as exc:  # e.g. float overflow on absurd inputs
-        raise ValueError(f"{formula.udf_name}: these inputs give no finite result ({exc})") from None
+        result = formula(**clean)
+    except ArithmeticError:  # e.g. float overflow inside a helper: name the inputs, not the formula
+        raise formula.undefined(formula.validate(formula.bind(**clean)), "overflows") from None
     if isinstance(result, float) and not math.isfinite(result):  # the registry already refuses these
-        raise ValueError(f"{formula.udf_name}: these inputs give no finite result")
+        raise formula.undefined(formula.validate(formula.bind(**clean)), "has no finite result")
     return result
 
 
