@@ -430,11 +430,13 @@ def all_specs() -> dict[str, InputSpec]:
     return dict(_SPECS)
 
 
-def check_value(name: str, value: Any) -> Any:
-    """Validate and normalise one value of input ``name``; raise :class:`InputError` if not allowed."""
+def check_value(name: str, value: Any, label: str | None = None) -> Any:
+    """Validate and normalise one value of input ``name``; raise :class:`InputError` if not allowed.
+
+    ``label`` names the value in the message when the caller calls it something else."""
     from .validate import validate_one
 
-    return validate_one(spec(name), value)
+    return validate_one(spec(name), value, name=label)
 
 
 __all__ = ["InputSpec", "InputError", "spec", "all_specs", "check_value"]

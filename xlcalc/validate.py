@@ -216,7 +216,10 @@ def _allowed_text(err: Mapping[str, Any], s: InputSpec | None) -> str:
     words = {"greater_than": "> {gt}", "greater_than_equal": ">= {ge}", "less_than": "< {lt}",
              "less_than_equal": "<= {le}"}
     if kind in words:
-        return "a number " + words[kind].format(**{k: ctx.get(k) for k in ("gt", "ge", "lt", "le")})
+        from .inputs import _fmt
+
+        bound = {k: _fmt(ctx[k]) if isinstance(ctx.get(k), (int, float)) else ctx.get(k) for k in ("gt", "ge", "lt", "le")}
+        return "a number " + words[kind].format(**bound)
     if kind == "literal_error":
         return "one of " + str(ctx.get("expected", ""))
     if kind in ("int_parsing", "int_type", "int_from_float"):
