@@ -459,3 +459,26 @@ def test_any_bad_cell_of_any_worksheet_function_shows_a_message_naming_it(data):
     with pytest.raises(ValueError) as info:
         getattr(udfs, f.udf_name)(*args)
     assert f"{p} = " in str(info.value) and spec(p).allowed in str(info.value)
+
+
+# -- xlcalc read: a workbook that disagrees ------------------------------------------------
+
+def test_read_lists_every_cell_that_disagrees_and_exits_non_zero(tmp_path):
+    import openpyxl
+
+    from xlcalc.scenario import load_scenario
+    from xlcalc.workbook import build, cache
+
+    path = tmp_path / "planner.xlsx"
+    build(path, [load_scenario(ROOT / "templates" / "seed002-70b-a800.toml")])
+    wb = openpyxl.load_workbook(path)
+    where = {n: next(iter(wb.defined_names[n].destinations)) for n in ("Train_Days", "GPU_Hours", "Total_Cost_USD")}
+    cache.inject(path, {(sheet, cell.replace("$", "")): 99.0 for sheet, cell in where.values()})
+    code, out, _ = cli("read", str(path))
+    assert code == 1
+    listed = out.split("DISAGREEMENTS between the workbook and the engine:")[1]
+    assert all(name in listed for name in where), out
+    code, out, _ = cli("read", str(path), "--json")
+    import json
+
+    assert code == 1 and {d["name"] for d in json.loads(out)["disagreements"]} >= set(where)
