@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
                 for g in rows]
     elif args.kind == "models":
         headers = ("id", "name", "layers", "hidden", "heads", "kv", "params B (derived)", "published B")
-        body = [(m.id, m.name, m.layers, m.hidden, m.heads, m.kv, f"{m.params_b:.2f}", _n(m.published_params_b))
+        body = [(m.id, m.name, m.layers, m.hidden, m.heads, m.kv, f"{m.params_b:.2f}",
+                 "" if m.published_params_b is None else f"{m.published_params_b:,.2f}")
                 for m in rows]
     else:
         headers = ("id", "gpu", "tier", "USD/GPU-hour", "capex USD/GPU", "date")
