@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import difflib
 import math
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 
 class InputError(ValueError):
@@ -24,7 +25,7 @@ class InputError(ValueError):
         super().__init__(_line(name, value, allowed, detail))
 
     @classmethod
-    def all(cls, errors: Iterable["InputError"]) -> "InputError":
+    def all(cls, errors: Iterable[InputError]) -> InputError:
         """One error reporting every mistake of ``errors`` (each one's own error when there is one)."""
         flat: list[InputError] = []
         for e in errors:
@@ -91,7 +92,9 @@ def _show(value: Any) -> str:
     if isinstance(value, str):
         return repr(value) if len(value) <= 40 else repr(value[:37] + "...")
     if isinstance(value, int) and abs(value) >= 10 ** 16:
-        return f"{float(value):.3g}" if abs(value) < 10 ** 308 else f"an integer of {len(str(abs(value)))} digits"
+        if abs(value) < 10 ** 308:
+            return f"{float(value):.3g}"
+        return f"a{' negative' if value < 0 else 'n'} integer of {len(str(abs(value)))} digits"
     if isinstance(value, float) and math.isfinite(value):
         return f"{value:g}" if (abs(value) >= 1e16 or 0 < abs(value) < 1e-4) else repr(value)
     text = repr(value)

@@ -13,14 +13,16 @@ import functools
 import inspect
 import math
 import numbers
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from functools import cache
-from typing import Annotated, Any, Callable, Literal, Mapping, Sequence, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 
 from .errors import InputError, missing
-from .inputs import InputSpec, spec as _spec
+from .inputs import InputSpec
+from .inputs import spec as _spec
 
 
 def _lower(value: Any) -> Any:
@@ -45,9 +47,9 @@ def validate_one(spec: InputSpec, value: Any, name: str | None = None) -> Any:
     label = name or spec.name
     if spec.kind in ("float", "int"):
         return _number(spec, value, label)
-    if spec.kind == "bool" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        if value not in (0, 1):
-            raise InputError(label, value, spec.allowed, "TRUE/FALSE, or 1/0")
+    if spec.kind == "bool" and isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and value not in (0, 1):
+        raise InputError(label, value, spec.allowed, "TRUE/FALSE, or 1/0")
     try:
         return _adapter(spec).validate_python(value)
     except ValidationError:
@@ -71,8 +73,9 @@ def _number(spec: InputSpec, value: Any, label: str) -> Any:
         raise InputError(label, value, spec.allowed, f"not a number (a {type(value).__name__})")
     try:
         x = float(value)
-    except (OverflowError, ValueError, TypeError):
-        raise InputError(label, value, spec.allowed, _above(spec) if value > 0 else "a number too large for a float") \
+    except (OverflowError, ValueError, TypeError):  # an integer beyond any float
+        positive = str(value).lstrip()[:1] != "-"
+        raise InputError(label, value, spec.allowed, _above(spec) if positive else "a number too large for a float") \
             from None
     if not math.isfinite(x):
         raise InputError(label, value, spec.allowed, "not a finite number")
