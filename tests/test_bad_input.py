@@ -297,10 +297,9 @@ def cli_cases() -> list[Case]:
         name = flag.replace("-", "_")
         value = text if not _is_number(text) else float(text) if not float(text).is_integer() or "e" in text \
             or text in ("inf", "nan") else int(float(text))
-        extra = ("tp = 8",) if flag == "pp" else ()
         args = ["memory", "--model", "llama2-70b", f"--{flag}={text}"] + (["--tp", "8"] if flag in ("pp", "n-gpus")
                                                                              else [])
-        cases.append(Case("cli", " ".join(args), lambda a=args: cli(*a), (name,), value, (words,), extra[:0]))
+        cases.append(Case("cli", " ".join(args), lambda a=args: cli(*a), (name,), value, (words,)))
     for command in ("estimate", "memory", "plan", "cost", "budget"):
         for flag in ("--gpu", "--model") if command in ("estimate", "memory", "plan") else ("--gpu",):
             base = {"plan": ["--seq-len", "4096", "--global-batch-tokens", "4e6", "--gpus", "64"],
@@ -327,7 +326,7 @@ def cli_cases() -> list[Case]:
         Case("cli", "plan --global-batch-tokens lots",
              lambda: cli("plan", "--model", "llama2-70b", "--gpu", "h100", "--seq-len", "4096",
                          "--global-batch-tokens", "lots", "--gpus", "64"), ("global_batch_tokens",), "lots"),
-        Case("cli", "cost --spare... --utilisation 70", lambda: cli("cost", "--utilisation", "70"), ("utilisation",),
+        Case("cli", "cost --utilisation 70", lambda: cli("cost", "--utilisation", "70"), ("utilisation",),
              70, ("<= 1",), ("for 70% type 0.7",)),
         Case("cli", "cost --n-gpus 0", lambda: cli("cost", "--n-gpus", "0"), ("n_gpus",), 0, (">= 1",)),
         Case("cli", "cost --usd-per-gpu-hour -2", lambda: cli("cost", "--usd-per-gpu-hour", "-2"),
