@@ -17,20 +17,21 @@ import io
 import math
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import xlcalc
+from strategies import bad_value_for
 from xlcalc.cli import main
 from xlcalc.errors import InputError
 from xlcalc.inputs import spec
 from xlcalc.scenario import INPUTS, Scenario
-from strategies import bad_value_for
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "udfs") not in sys.path:
@@ -223,7 +224,8 @@ def udf_cases() -> list[Case]:
         args = [base[p] for p in f.params]
         required = [p for p in f.params if p not in f.defaults]
         if required:
-            cases.append(Case("udf", f"={f.udf_name}(empty cells)", lambda fn=fn, n=len(f.params): fn(*[None] * n),
+            empty = [None] * len(f.params)
+            cases.append(Case("udf", f"={f.udf_name}(empty cells)", lambda fn=fn, e=empty: fn(*e),
                               tuple(required), None, ("the cell is empty",)))
         numbers = [i for i, p in enumerate(f.params) if spec(p).kind in NUMBER]
         for i in numbers[:1]:

@@ -26,8 +26,8 @@ from __future__ import annotations
 import gc
 import itertools
 import math
-from collections.abc import Callable
 import operator
+from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
 

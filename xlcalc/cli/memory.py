@@ -8,8 +8,8 @@ from .. import catalog
 from ..errors import CatalogError, InputError
 from ..layout import stage_split
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES
-from ..validate import validate_all
 from ..stage_memory import PARTS, SHARDING, model_inputs, recipe_bytes, stage_memory
+from ..validate import validate_all
 from .fmt import cli_value, dump_json, number, table
 from .models import add_config_flag, config_model
 

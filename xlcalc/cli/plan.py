@@ -6,10 +6,10 @@ import argparse
 
 from pydantic import ValidationError
 
-from .fmt import cli_value, dump_json, number, price_line, table
 from ..errors import InputError, missing
 from ..inputs import spec
 from ..validate import from_pydantic
+from .fmt import cli_value, dump_json, number, price_line, table
 from .models import add_config_flag, config_model
 
 _SETTINGS = (

@@ -18,8 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..inputs import spec
     from ..scenario import INPUT_BY_FIELD, OUTPUT_BY_NAME
-    from .fmt import number
     from ..workbook.readback import WorkbookError, read_workbook
+    from .fmt import number
 
     try:
         rb = read_workbook(args.path)

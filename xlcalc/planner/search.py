@@ -14,10 +14,10 @@ from ..formulas import compute as fc
 from ..formulas import cost as fcost
 from ..formulas import steptime as fs
 from ..inputs import check_value
-from ..validate import checked_inputs
 from ..layout import check_layout, stage_split
 from ..recipes import recipe_label
 from ..registry import numeric
+from ..validate import checked_inputs
 from .steptime import (
     Arch,
     Config,
