@@ -471,7 +471,7 @@ def test_read_lists_every_cell_that_disagrees_and_exits_non_zero(tmp_path):
     from xlcalc.workbook import build, cache
 
     path = tmp_path / "planner.xlsx"
-    build(path, [load_scenario(ROOT / "templates" / "seed002-70b-a800.toml")])
+    build(path, [load_scenario(ROOT / "xlcalc" / "presets" / "seed002-70b-a800.toml")])
     wb = openpyxl.load_workbook(path)
     where = {n: next(iter(wb.defined_names[n].destinations)) for n in ("Train_Days", "GPU_Hours", "Total_Cost_USD")}
     cache.inject(path, {(sheet, cell.replace("$", "")): 99.0 for sheet, cell in where.values()})
