@@ -31,7 +31,7 @@ from .layout import LAYOUT_OK, check_layout
 from .recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, default_bytes, get_recipe
 from .registry import Formula
 from .stage_memory import memory_steps, model_inputs
-from .validate import validate_one
+from .validate import from_pydantic, validate_one
 
 _BYTES = default_bytes()
 
@@ -254,10 +254,16 @@ class Scenario(BaseModel):
             data["ffn_hidden"] = 4 * hidden if isinstance(hidden, (int, float)) and not isinstance(hidden, bool) else None
             if data["ffn_hidden"] is None:
                 data.pop("ffn_hidden")
+        errors = []
         for field, value in list(data.items()):
             cell = INPUT_BY_FIELD.get(field)
             if cell is not None and value is not None:
-                data[field] = validate_one(spec(cell.spec_name), value)
+                try:
+                    data[field] = validate_one(spec(cell.spec_name), value, name=field)
+                except InputError as exc:
+                    errors.append(exc)
+        if errors:  # every input that is not allowed, at once
+            raise InputError.all(errors)
         return data
 
     @model_validator(mode="after")
@@ -279,6 +285,11 @@ class Scenario(BaseModel):
         Explicit values win over presets. A user mistake raises :class:`InputError`.
         """
         merged: dict[str, Any] = {}
+        blank = [InputError(k, values[k], f"a {k} name from the catalog (xlcalc catalog), or left out")
+                 for k in ("model", "gpu", "recipe", "price_tier") if isinstance(values.get(k), str)
+                 and not values[k].strip()]
+        if blank:  # an empty name is a mistake, not "the default"
+            raise InputError.all(blank)
         if isinstance(values.get("model"), catalog.Model):
             # a model with no catalog row (e.g. from a Hugging Face config.json): its figures are typed in;
             # its file gives no training sequence length, so the scenario's stays
@@ -383,12 +394,8 @@ def _architecture(m: catalog.Model) -> dict[str, Any]:
 
 
 def _as_input_error(exc: ValidationError) -> Exception:
-    err = exc.errors()[0]
-    original = err.get("ctx", {}).get("error")
-    if isinstance(original, InputError):
-        return original
-    loc = ".".join(str(p) for p in err.get("loc", ())) or "scenario"
-    return InputError(loc, err.get("input"), err.get("msg", "a valid value"))
+    """Every field pydantic refused, in the one message format (each input checked by its spec)."""
+    return from_pydantic(exc, {c.field: c.spec_name for c in INPUTS})
 
 
 # --- the named results ---------------------------------------------------------------

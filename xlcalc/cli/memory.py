@@ -9,6 +9,7 @@ from ..errors import CatalogError, InputError
 from ..layout import stage_split
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES
 from ..stage_memory import PARTS, SHARDING, model_inputs, recipe_bytes, stage_memory
+from ..validate import validate_all
 from .fmt import cli_value, dump_json, number, table
 from .models import add_config_flag, config_model
 
@@ -113,6 +114,8 @@ def values_from_args(args: argparse.Namespace) -> dict:
             raise InputError("layers", None, "given (--model, --config or --layers) with --layers-per-stage")
         v.update(stage_split(args.layers_per_stage, int(float(v["layers"])),
                              int(float(v["pp"])) if v.get("pp") is not None else None))
+    # checked as typed (--n-gpus 0 is a mistake; the model's cluster_gpus = 0 would mean "not given")
+    validate_all({k: v[k] for k in ("n_gpus", "global_batch") if k in v})
     if "n_gpus" in v:
         v["cluster_gpus"] = v.pop("n_gpus")
     if "global_batch" in v:

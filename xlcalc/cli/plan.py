@@ -6,7 +6,9 @@ import argparse
 
 from pydantic import ValidationError
 
-from ..errors import InputError
+from ..errors import InputError, missing
+from ..inputs import spec
+from ..validate import from_pydantic
 from .fmt import cli_value, dump_json, number, price_line, table
 from .models import add_config_flag, config_model
 
@@ -114,9 +116,7 @@ def _settings(args: argparse.Namespace):
     try:
         return Settings(**values)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        name = str(err["loc"][0]) if err.get("loc") else "settings"
-        raise InputError(name, err.get("input"), err.get("msg", "a valid value")) from None
+        raise from_pydantic(exc) from None
 
 
 def _layers_per_stage(text: str | None) -> list[int] | None:
@@ -134,9 +134,10 @@ def run(args: argparse.Namespace) -> int:
     arch = None
     model = config_model(args) or args.model
     if model is None:
-        missing = [f for f in ("layers", "hidden", "heads") if getattr(args, f) is None]
-        if missing:
-            raise InputError(missing[0], None, "given (or use --model ID)")
+        lacking = [f for f in ("layers", "hidden", "heads") if getattr(args, f) is None]
+        if lacking:
+            raise missing(lacking, lambda n: f"{spec(n).allowed} (or give --model ID or --config PATH)",
+                          where="plan without --model")
         arch = arch_from_flags(
             layers=cli_value(args.layers), hidden=cli_value(args.hidden), heads=cli_value(args.heads),
             kv_heads=cli_value(args.kv_heads), ffn_hidden=cli_value(args.ffn_hidden),
@@ -147,8 +148,6 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(top, int) or top < 1:
         raise InputError("top", args.top, "a whole number >= 1")
     gbt = cli_value(args.global_batch_tokens)
-    if not isinstance(gbt, (int, float)):
-        raise InputError("global_batch_tokens", args.global_batch_tokens, "a number of tokens")
     result = plan(
         model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.gpus), seq_len=cli_value(args.seq_len),
         global_batch_tokens=gbt, tokens_t=cli_value(args.tokens_t), deadline_days=cli_value(args.deadline_days),

@@ -13,7 +13,7 @@ def explain(result: PlanResult, top: int = 3, rejected: int = 6) -> str:
     lines = [
         f"{result.model} on {result.n_gpus} x {result.gpu} ({result.gpu_memory_gb:.0f} GB), seq {result.seq_len}, "
         f"global batch {result.global_batch} sequences ({result.global_batch * result.seq_len:,} tokens), "
-        f"{result.tokens_t:g} T tokens",
+        f"{result.tokens_t:.3g} T tokens",
         f"{result.evaluated:,} configurations considered, {result.feasible:,} evaluated in full fit. Matmuls at "
         f"{result.matmul_efficiency:.1%} of peak ({result.matmul_efficiency_basis}).",
     ]

@@ -17,6 +17,7 @@ from ..inputs import check_value
 from ..layout import check_layout, stage_split
 from ..recipes import recipe_label
 from ..registry import numeric
+from ..validate import checked_inputs
 from .steptime import (
     Arch,
     Config,
@@ -377,6 +378,10 @@ def _resolve_model(model: Any, arch: Arch | None) -> Arch:
     return arch_from_model(model if isinstance(model, catalog.Model) else catalog.get_model(model))
 
 
+@checked_inputs(n_gpus="n_gpus", seq_len="seq_len", global_batch_tokens="tokens", tokens_t="tokens_t",
+                deadline_days="days", tp="tp", pp="pp", zero_stage="zero_stage", recompute="recompute",
+                micro_batch="micro_batch", seq_parallel="seq_parallel", virtual_stages="virtual_stages", cp="cp",
+                fp8="seq_parallel", top="microbatches", max_micro_batch="micro_batch")
 def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, gpu: str, n_gpus: int | None = None,
          seq_len: int, global_batch_tokens: float, tokens_t: float | None = None, deadline_days: float | None = None,
          settings: Settings | None = None, tp: int | None = None, pp: int | None = None, zero_stage: int | None = None,
