@@ -399,7 +399,7 @@ _LIMITS: dict[str, tuple[float, str]] = {
     "bytes_weights": (64, "bytes_param"), "bytes_grads": (64, "bytes_param"), "bytes_optimizer": (64, "bytes_param"),
     "bytes_trainable": (64, "bytes_param"), "bytes_fp8": (64, "bytes_param"), "bytes_per_element": (64, "bytes_param"),
     "bytes_per_param_step": (640, "bytes_param"), "grad_bytes": (64, "bytes_param"),
-    "logits_buffer_bytes": (64, "bytes_param"),
+    "logits_buffer_bytes": (64, "bytes_param"), "fp8_cast_bytes": (64, "bytes_param"),
     "days": (1e8, "days"), "months": (1200, "months"), "depreciation_years": (100, "years"),
     "gpu_mtbf_h": (1e11, "hours"), "node_mtbf_h": (1e11, "hours"),
     "save_s": (1e6, "seconds"), "restart_s": (1e6, "seconds"),
