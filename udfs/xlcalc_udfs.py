@@ -1936,6 +1936,65 @@ def CP_COMM_TIME_S(layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_g
 
 
 @func(category=CATEGORY)
+@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("topk", ndim=2, doc="Experts each token is routed to (top-k)")
+@arg("ep", ndim=2, doc="Expert-parallel size (experts split over ep GPUs, tokens exchanged all-to-all) [GPUs]")
+@arg("ranks_per_domain", ndim=2, doc="Members of a communicating group inside one scale-up domain [GPUs]")
+@arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
+@arg("window_s", ndim=2, doc="Compute time a communication can overlap with [seconds]")
+@arg("a2a_bytes", ndim=2, doc="Bytes per element of the tokens an expert-parallel all-to-all sends (bf16: 2; FP8 dispatch with bf16 combine, DeepSeek-V3: 1.5) [bytes]")
+@arg("max_nodes_per_token", ndim=2, doc="Node-limited routing: scale-up domains a token's experts may span, each reached once over the NIC (DeepSeek-V3: 4; 0 = no limit)")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@arg("ep_overlap", ndim=2, doc="Share of the stage's compute that hides the expert-parallel all-to-all (0: none; DeepSeek-V3 DualPipe, Megatron --overlap-moe-expert-parallel-comm: up to 1) [fraction]")
+@ret()
+def EP_ALLTOALL_TIME_S(layers_per_stage, tokens, hidden, topk, ep, ranks_per_domain, scaleup_gb_s, scaleout_gb_s, link_efficiency, window_s, a2a_bytes=2, max_nodes_per_token=0, recompute="none", ep_overlap=0):
+    """Exposed expert-parallel all-to-all (dispatch and combine) time of one stage and one micro-batch. [seconds]. EXPOSED_COMM_S(moe layers * (4, or 6 with full recompute) * MAX(inside / scale-up, across / scale-out) / link efficiency, window, EP overlap); o..."""
+    return formula_call("ep_alltoall_time_s", layers_per_stage, tokens, hidden, topk, ep, ranks_per_domain, scaleup_gb_s, scaleout_gb_s, link_efficiency, window_s, a2a_bytes, max_nodes_per_token, recompute, ep_overlap)
+
+
+@func(category=CATEGORY)
+@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("topk", ndim=2, doc="Experts each token is routed to (top-k)")
+@arg("hbm_tb_s", ndim=2, doc="Memory (HBM) bandwidth of one GPU, TB/s [TB/s]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@arg("elementwise_factor", ndim=2, doc="Multiplier on the counted HBM traffic of non-matmul kernels (norms, residuals, activations); 0 = ignore")
+@ret()
+def MOE_PERMUTE_TIME_S(layers_per_stage, tokens, hidden, topk, hbm_tb_s, recompute="none", elementwise_factor=1):
+    """Time of the MoE layers' token permutation and unpermutation (memory-bound) of one stage on one GPU. [seconds]. moe layers * 12*k*h bytes per token * (4/3 with full recompute) * factor * tokens / (HBM*1e12). Source: Megatron-Core MoE token permutation (..."""
+    return formula_call("moe_permute_time_s", layers_per_stage, tokens, hidden, topk, hbm_tb_s, recompute, elementwise_factor)
+
+
+@func(category=CATEGORY)
+@arg("stage_params_b", ndim=2, doc="Parameters held by one pipeline stage before TP/ZeRO splitting, billions [billion parameters]")
+@arg("stage_layers", ndim=2, doc="Transformer layers on one pipeline stage")
+@arg("layers", ndim=2, doc="Transformer layers L")
+@arg("expert_params_b", ndim=2, doc="Routed-expert parameters of the whole model, in billions (the part expert parallelism splits over EP GPUs; 0 = dense) [billion parameters]")
+@arg("ep", ndim=2, doc="Expert-parallel size (experts split over ep GPUs, tokens exchanged all-to-all) [GPUs]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("expert_tp", ndim=2, doc="Expert tensor-parallel size: GPUs each expert's feed-forward is split over (0 = TP, Megatron-Core's default; 1 = whole experts, EP then spans the TP GPUs too) [GPUs]")
+@ret()
+def EXPERT_HELD_PARAMS_B(stage_params_b, stage_layers, layers, expert_params_b=0, ep=1, tp=1, expert_tp=0):
+    """Parameters of a stage one GPU holds before ZeRO, in units of the TP split: the routed experts / (EP x ETP). [billion parameters]. stage params - stage layers/L * expert params * (1 - TP/(EP*ETP)), ETP = expert TP (0: = TP); the memory model then divide..."""
+    return formula_call("expert_held_params_b", stage_params_b, stage_layers, layers, expert_params_b, ep, tp, expert_tp)
+
+
+@func(category=CATEGORY)
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("stage_params_b", ndim=2, doc="Parameters held by one pipeline stage before TP/ZeRO splitting, billions [billion parameters]")
+@ret()
+def EXPERT_SHARD_GROUP(dp, params_b, stage_params_b):
+    """The effective ZeRO/FSDP group of a stage whose routed experts are split over EP (``dp``: its shard GPUs, [GPUs]. DP (the shard GPUs) * held params / stage params. Source: ZeRO/FSDP sharding with expert parallelism: the dense part shards over the DP x C..."""
+    return formula_call("expert_shard_group", dp, params_b, stage_params_b)
+
+
+@func(category=CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("layers", ndim=2, doc="Transformer layers L")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -2131,6 +2190,10 @@ FORMULA_UDFS: tuple[str, ...] = (
     "DP_COMM_TIME_HIERARCHICAL_S",
     "CP_COMM_BYTES_PER_LAYER",
     "CP_COMM_TIME_S",
+    "EP_ALLTOALL_TIME_S",
+    "MOE_PERMUTE_TIME_S",
+    "EXPERT_HELD_PARAMS_B",
+    "EXPERT_SHARD_GROUP",
     "MEM_PER_GPU_GB",
 )
 UDF_NAMES: tuple[str, ...] = FORMULA_UDFS + TABLE_UDFS
@@ -2189,6 +2252,9 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "ELEMENTWISE_TIME_S",
     "ENERGY_MWH",
     "ENERGY_USD_PER_GPU_HOUR",
+    "EP_ALLTOALL_TIME_S",
+    "EXPERT_HELD_PARAMS_B",
+    "EXPERT_SHARD_GROUP",
     "EXPOSED_COMM_S",
     "FACILITY_MW",
     "FAILURE_FRAC_FROM_GOODPUT",
@@ -2255,6 +2321,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "MODEL_LIST",
     "MODEL_PARALLEL_MIN_DIM",
     "MODEL_SPEC",
+    "MOE_PERMUTE_TIME_S",
     "NF4_BYTES_PER_PARAM",
     "OPTIMIZER_STEP_S",
     "OWN_COST_AT_UTILISATION_USD",

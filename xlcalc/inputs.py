@@ -86,6 +86,7 @@ FRACTION: dict[str, Any] = {"ge": 0, "le": 1}
 
 # --- model and data ------------------------------------------------------------
 _add("params_b", "billion parameters", "Model parameters, in billions (70 = 70e9)", "Params_B", example=70, **POS)
+_add("active_params_b", "billion parameters", "Parameters each token uses, in billions: a mixture of experts' active parameters, the N of 6*N*D (0 = all parameters, a dense model)", "Active_Params_B", example=0, **NONNEG)
 _add("tokens_t", "trillion tokens", "Training tokens, in trillions (2 = 2e12)", "Tokens_T", example=2, **POS)
 _add("trainable_params_b", "billion parameters", "Trainable (e.g. LoRA adapter) parameters, in billions", example=0.1, **NONNEG)
 _add("tokens_per_param", "tokens/parameter", "Training tokens per parameter (Chinchilla: 20)", example=20, **POS)
@@ -266,6 +267,11 @@ _add("capacity_factor", "ratio", "Expert capacity factor: buffer rows per expert
 _add("expert_ffn_hidden", "", "Inner size of one routed expert's feed-forward", "Expert_FFN_Hidden", example=14336, kind="int", ge=0)
 _add("shared_ffn_hidden", "", "Inner size of the shared experts' feed-forward, all shared experts together (0 = none)", "Shared_FFN_Hidden", example=0, kind="int", ge=0)
 _add("ep", "GPUs", "Expert-parallel size (experts split over ep GPUs, tokens exchanged all-to-all)", "EP_Size", example=1, **COUNT)
+_add("a2a_bytes", "bytes", "Bytes per element of the tokens an expert-parallel all-to-all sends (bf16: 2; FP8 dispatch with bf16 combine, DeepSeek-V3: 1.5)", "A2A_Bytes", example=2, gt=0, le=4)
+_add("max_nodes_per_token", "", "Node-limited routing: scale-up domains a token's experts may span, each reached once over the NIC (DeepSeek-V3: 4; 0 = no limit)", "Max_Nodes_per_Token", example=0, kind="int", ge=0)
+_add("ep_overlap", "fraction", "Share of the stage's compute that hides the expert-parallel all-to-all (0: none; DeepSeek-V3 DualPipe, Megatron --overlap-moe-expert-parallel-comm: up to 1)", "EP_Overlap", example=0, **FRACTION)
+_add("expert_tp", "GPUs", "Expert tensor-parallel size: GPUs each expert's feed-forward is split over (0 = TP, Megatron-Core's default; 1 = whole experts, EP then spans the TP GPUs too)", "Expert_TP", example=0, kind="int", ge=0)
+_add("expert_params_b", "billion parameters", "Routed-expert parameters of the whole model, in billions (the part expert parallelism splits over EP GPUs; 0 = dense)", "Expert_Params_B", example=0, **NONNEG)
 _add("etp", "GPUs", "Expert tensor-parallel size (each expert's feed-forward split over etp GPUs)", "ETP_Size", example=1, **COUNT)
 
 # --- stage memory model and layout (xlcalc.stage_memory, xlcalc.layout) ----------------

@@ -51,6 +51,7 @@ def _in(field: str, name: str, label: str, group: str, spec_name: str | None = N
 
 INPUTS: tuple[InputCell, ...] = (
     _in("params_b", "Params_B", "Parameters (billions)", "Model and data"),
+    _in("active_params_b", "Active_Params_B", "Active parameters per token, MoE (billions; 0 = all)", "Model and data"),
     _in("tokens_t", "Tokens_T", "Training tokens (trillions)", "Model and data"),
     _in("seq_len", "Seq_Len", "Sequence length (tokens)", "Model and data"),
     _in("hidden", "Hidden", "Hidden size h", "Model and data"),
@@ -155,6 +156,7 @@ class Scenario(BaseModel):
     recipe: Optional[str] = Field(default=None, description="precision recipe id (fills the bytes per parameter)")
 
     params_b: float = 70
+    active_params_b: float = 0  # a mixture of experts' active parameters: the N of 6*N*D (0 = params_b)
     tokens_t: float = 2
     seq_len: int = 4096
     hidden: int = 8192
@@ -388,7 +390,8 @@ def price_note(scenario: "Scenario") -> str:
 def _architecture(m: catalog.Model) -> dict[str, Any]:
     """The scenario's architecture fields from a model (catalog row or config.json)."""
     arch = model_inputs(m)
-    return dict(params_b=round(m.params_b, 3), hidden=m.hidden, layers=m.layers, heads=m.heads,
+    return dict(params_b=round(m.params_b, 3), active_params_b=round(m.active_params_b, 3) if m.experts else 0,
+                hidden=m.hidden, layers=m.layers, heads=m.heads,
                 kv_heads=arch["kv_heads"], ffn_hidden=arch["ffn_hidden"], gated_ffn=arch["gated_ffn"],
                 vocab=arch["vocab"], tied_embeddings=arch["tied_embeddings"])
 
@@ -423,7 +426,8 @@ V = Var
 
 # The stage memory model (xlcalc.stage_memory) over the scenario's names: every step a named result.
 MEMORY_SOURCES = {"dp": V("DP_Size"), "cluster_gpus": V("N_GPUs"), "head_dim": V("Hidden") / V("Heads"),
-                  "microbatches": MEMORY_DEFAULTS["microbatches"], "batch_sequences": 0, "experts": 0, "ep": 1}
+                  "microbatches": MEMORY_DEFAULTS["microbatches"], "batch_sequences": 0, "experts": 0, "ep": 1,
+                  "expert_params_b": 0, "expert_tp": 0}
 _MEMORY_LABELS = {"First": "first stage", "Last": "last stage"}
 _MEMORY_OUTPUTS = tuple(
     OutputCell(st.name, st.formula, st.args,
@@ -432,18 +436,20 @@ _MEMORY_OUTPUTS = tuple(
                ("0.##" if st.name.startswith(("Stage_Layers", "Inflight")) else "#,##0.00"), st.guarded)
     for st in memory_steps(MEMORY_SOURCES, capacity=V("GPU_Memory_GB"), layout_dp=1)  # DP from N_GPUs there
 )
+# N of 6*N*D: an MoE's active parameters, else all of them (one convention for estimate, plan and the workbook)
+N_PARAMS = if_(V("Active_Params_B") > 0, V("Active_Params_B"), V("Params_B"))
 OUTPUTS: tuple[OutputCell, ...] = (
     OutputCell("DP_Size", compute.data_parallel_size, {"n_gpus": V("N_GPUs"), "tp": V("TP_Size"),
                "pp": V("PP_Size"), "cp": V("CP_Size")}, "Data parallel (DP = GPUs / (TP x PP x CP))",
                compute.data_parallel_size.unit, "0.##", guarded=True),
     _o("Train_FLOPs", compute.train_flops, "Training FLOPs (6ND)", "0.00E+00",
-       params_b="Params_B", tokens_t="Tokens_T"),
+       params_b=N_PARAMS, tokens_t="Tokens_T"),
     _o("Train_Days", compute.train_days, "Training days", "#,##0.00",
-       params_b="Params_B", tokens_t="Tokens_T", peak_tflops="Peak_TFLOPS", n_gpus="N_GPUs", mfu="MFU"),
+       params_b=N_PARAMS, tokens_t="Tokens_T", peak_tflops="Peak_TFLOPS", n_gpus="N_GPUs", mfu="MFU"),
     _o("GPU_Hours", compute.gpu_hours, "GPU-hours", "#,##0",
-       params_b="Params_B", tokens_t="Tokens_T", peak_tflops="Peak_TFLOPS", mfu="MFU"),
+       params_b=N_PARAMS, tokens_t="Tokens_T", peak_tflops="Peak_TFLOPS", mfu="MFU"),
     _o("GPUs_for_Deadline", compute.gpus_for_days, "GPUs for the deadline (exact)", "#,##0.0",
-       params_b="Params_B", tokens_t="Tokens_T", peak_tflops="Peak_TFLOPS", mfu="MFU", days="Deadline_Days"),
+       params_b=N_PARAMS, tokens_t="Tokens_T", peak_tflops="Peak_TFLOPS", mfu="MFU", days="Deadline_Days"),
     _o("Replicas_for_Deadline", compute.replicas_needed, "Model replicas (TP x PP x CP GPUs each)", "#,##0",
        gpus_needed="GPUs_for_Deadline", replica_gpus=V("TP_Size") * V("PP_Size") * V("CP_Size")),
     _o("GPUs_with_Spare", compute.gpus_with_spare, "GPUs in whole replicas + spare", "#,##0.0",

@@ -81,12 +81,15 @@ MODEL_INPUTS = (
     "comm_buffer_gb", "logits_buffer_bytes", "overhead_gb",
     # layout-only inputs (0 = not given)
     "cluster_gpus", "batch_sequences", "experts", "ep",
+    # mixture of experts: routed-expert parameters, split over ep GPUs (0 = dense)
+    "expert_params_b", "expert_tp",
 )
 
 
 def defaults() -> dict[str, Any]:
     """The model's defaults: the default recipe's bytes and MEMORY_DEFAULTS (xlcalc.recipes)."""
-    return {**default_bytes(), **MEMORY_DEFAULTS, "cluster_gpus": 0, "batch_sequences": 0, "experts": 0, "ep": 1}
+    return {**default_bytes(), **MEMORY_DEFAULTS, "cluster_gpus": 0, "batch_sequences": 0, "experts": 0, "ep": 1,
+            "expert_params_b": 0, "expert_tp": 0}
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,13 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     # distributed optimizer uses the DP x CP group (get_data_parallel_group(with_context_parallel=True)),
     # torchtitan's FSDP2 the dp_shard x cp mesh
     shard = if_(s["dp_shard"] > 0, s["dp_shard"], s["dp"] * s["cp"])
+    # a dense model (expert_params_b the constant 0, as in the workbook): no expert terms in the formulas
+    dense = isinstance(s["expert_params_b"], Num) and s["expert_params_b"].value == 0
+    expert_args: dict[str, Any] = dict(layers=s["layers"], expert_params_b=s["expert_params_b"], ep=s["ep"], tp=s["tp"],
+                                       expert_tp=s["expert_tp"])
+    if not dense:
+        layer_held = add("Layer_Params_Held_B", expert_held_params_b, "Parameters of one layer one GPU gathers "
+                         "under ZeRO-3 (billions)", stage_params_b=layer_b, stage_layers=1, **expert_args)
     totals: dict[str, Var] = {}
     states: dict[str, Expr] = {}
     acts: dict[str, Expr] = {}
@@ -164,7 +174,19 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         params = add(f"Stage_Params_B_{st}", fm.stage_params_b, f"Parameters of the {stage} stage (billions)",
                      of=st, stage_layers=n, layer_params_b=layer_b, hidden=s["hidden"], vocab=s["vocab"],
                      pp=s["pp"], tied_embeddings=s["tied_embeddings"])
-        common = dict(params_b=params, zero_stage=s["zero_stage"], dp=shard, tp=s["tp"], pp=1)
+        # expert parallelism: the stage's routed experts split over ep GPUs, their ZeRO/FSDP shard group the
+        # other dp x cp / ep GPUs (Megatron's expert data-parallel group). Held on one GPU: dense + experts/ep;
+        # sharded: (dense + experts) / shard either way. One (params, group) pair gives both.
+        if dense:
+            held, group = params, shard
+        else:
+            held = add(f"Stage_Params_Held_B_{st}", expert_held_params_b,
+                       f"Parameters one GPU of the {stage} stage holds, in units of the TP split (billions)", of=st,
+                       stage_params_b=params, stage_layers=n, **expert_args)
+            group = add(f"Shard_Group_{st}", expert_shard_group, f"ZeRO/FSDP shard group of the {stage} stage, "
+                        "experts and the rest together", of=st, dp=shard, params_b=held,
+                        stage_params_b=params)
+        common = dict(params_b=held, zero_stage=s["zero_stage"], dp=group, tp=s["tp"], pp=1)
         w = add(f"Mem_{st}_Weights_GB", fm.mem_weights_gb, "Weights", "weights", st,
                 bytes_weights=s["bytes_weights"], **common)
         g = add(f"Mem_{st}_Grads_GB", fm.mem_grads_gb, "Gradients", "gradients", st,
@@ -174,9 +196,9 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         f8 = add(f"Mem_{st}_FP8_GB", fm.mem_weights_gb, "FP8 weight copies", "fp8_copies", st,
                  bytes_weights=s["bytes_fp8"], **common)
         gat = add(f"Mem_{st}_Gathered_GB", fm.mem_gathered_params_gb, "Gathered ZeRO-3/FSDP parameters",
-                  "gathered_params", st, layer_params_b=layer_b, tp=s["tp"], zero_stage=s["zero_stage"],
-                  prefetch_layers=s["prefetch_layers"], pp=s["pp"], stage_params_b=params,
-                  bytes_grads=s["bytes_grads"])
+                  "gathered_params", st, layer_params_b=layer_b if dense else layer_held,
+                  tp=s["tp"], zero_stage=s["zero_stage"], prefetch_layers=s["prefetch_layers"], pp=s["pp"],
+                  stage_params_b=held, bytes_grads=s["bytes_grads"])
         fl = add(f"Inflight_{st}", fm.stage_inflight_microbatches, f"Micro-batches in flight on the {stage} stage",
                  of=st, pp=s["pp"], stage=stage, virtual_stages=s["virtual_stages"], microbatches=s["microbatches"])
         a = add(f"Mem_{st}_Activations_GB", fm.mem_stage_act_gb, "Activations", "activations", st,
@@ -204,10 +226,38 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     return tuple(steps)
 
 
+@formula(
+    udf="EXPERT_HELD_PARAMS_B", unit="billion parameters", category="memory",
+    equation="stage params - stage layers/L * expert params * (1 - TP/(EP*ETP)), ETP = expert TP (0: = TP); "
+             "the memory model then divides by TP",
+    source="expert parallelism (Lepikhin et al. 2020, GShard; Megatron-Core MoE: EP x expert-TP x expert-DP = TP x CP x "
+           "DP): each GPU holds 1/(EP*ETP) of every MoE layer's routed experts and 1/TP of the rest; routed experts "
+           "spread evenly over the layers",
+)
+def expert_held_params_b(stage_params_b: Any, stage_layers: Any, layers: Any, expert_params_b: Any = 0, ep: Any = 1,
+                         tp: Any = 1, expert_tp: Any = 0) -> Any:
+    """Parameters of a stage one GPU holds before ZeRO, in units of the TP split: the routed experts / (EP x ETP)."""
+    etp = if_(expert_tp > 0, expert_tp, tp)
+    return stage_params_b - stage_layers / layers * expert_params_b * (1 - tp / (ep * etp))
+
+
+@formula(
+    udf="EXPERT_SHARD_GROUP", unit="GPUs", category="memory",
+    equation="DP (the shard GPUs) * held params / stage params",
+    source="ZeRO/FSDP sharding with expert parallelism: the dense part shards over the DP x CP GPUs, the routed "
+           "experts over DP x CP / EP (x TP / ETP), so every GPU keeps (dense + experts) / (TP x shard) of each "
+           "sharded state; this is the group that, applied to the held parameters, gives that share",
+)
+def expert_shard_group(dp: Any, params_b: Any, stage_params_b: Any) -> Any:
+    """The effective ZeRO/FSDP group of a stage whose routed experts are split over EP (``dp``: its shard GPUs,
+    ``params_b``: the parameters one GPU holds, EXPERT_HELD_PARAMS_B)."""
+    return dp * params_b / stage_params_b
+
+
 # --- evaluating the steps with numbers -----------------------------------------------------------
 
 _Getter = Callable[[dict[str, Any]], Any]
-_COMPILED: dict[bool, list[tuple[str, Callable[..., Any], list[tuple[str, _Getter]]]]] = {}
+_COMPILED: dict[tuple[bool, bool], list[tuple[str, Callable[..., Any], list[tuple[str, _Getter]]]]] = {}
 _EXCEL_NAME = {k: spec(k).excel_name for k in (*MODEL_INPUTS, "memory_gb")}
 
 
@@ -221,17 +271,20 @@ def _getter(e: Expr) -> _Getter:
     return e.evaluate
 
 
-def _compiled(capacity: bool) -> list[tuple[str, Callable[..., Any], list[tuple[str, _Getter]]]]:
-    if capacity not in _COMPILED:
+def _compiled(capacity: bool, moe: bool = True) -> list[tuple[str, Callable[..., Any], list[tuple[str, _Getter]]]]:
+    """The steps as (name, function, argument getters); ``moe=False``: the dense model's steps (no expert terms)."""
+    key = (capacity, moe)
+    if key not in _COMPILED:
         saved, _expr._numeric = _expr._numeric, 0  # the steps are built as expressions, even inside numeric()
         try:
-            steps = memory_steps(capacity=Var("GPU_Memory_GB") if capacity else None)
+            steps = memory_steps(None if moe else {"expert_params_b": 0},
+                                 capacity=Var("GPU_Memory_GB") if capacity else None)
         finally:
             _expr._numeric = saved
         # the layout check runs once in resolve(), as check_layout (the same constraints as Layout_Check)
-        _COMPILED[capacity] = [(st.name, st.formula.func, [(k, _getter(e)) for k, e in st.args.items()])
-                               for st in steps if st.name != "Layout_Check"]
-    return _COMPILED[capacity]
+        _COMPILED[key] = [(st.name, st.formula.func, [(k, _getter(e)) for k, e in st.args.items()])
+                          for st in steps if st.name != "Layout_Check"]
+    return _COMPILED[key]
 
 
 def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -283,7 +336,7 @@ def evaluate(values: Mapping[str, Any], *, validated: bool = False) -> dict[str,
     capacity = clean.get("memory_gb") is not None
     env: dict[str, Any] = {_EXCEL_NAME[k]: x for k, x in clean.items()}
     with registry.numeric():  # inputs validated: formulas nested in these bodies take the fast path
-        for name, func, getters in _compiled(capacity):
+        for name, func, getters in _compiled(capacity, bool(clean.get("expert_params_b"))):
             env[name] = func(**{k: g(env) for k, g in getters})
     return env
 
@@ -371,7 +424,9 @@ def model_inputs(model: Any) -> dict[str, Any]:
     return dict(params_b=model.params_b, layers=L, hidden=model.hidden, heads=model.heads, kv_heads=model.kv,
                 head_dim=model.dh, ffn_hidden=max(1, round(ffn / L)), gated_ffn=model.gated_ffn, vocab=model.vocab,
                 tied_embeddings=model.tied_embeddings, seq_len=model.seq_len,
-                experts=model.experts or 0)
+                experts=model.experts or 0,
+                expert_params_b=(moe_layers * model.experts * model.ffn_params(model.moe_ffn_hidden or 1) / 1e9
+                                 if moe_layers else 0))
 
 
 # --- the composed model as one worksheet function ---------------------------------------------------

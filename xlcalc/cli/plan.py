@@ -21,6 +21,11 @@ _SETTINGS = (
     ("tp_overlap", "share of TP communication hidden behind compute (default 0; async TP / TP comm overlap: ~1)"),
     ("pp_overlap", "share of pipeline send/receive hidden behind compute (default 0)"),
     ("cp_overlap", "share of the attention compute that hides the CP KV exchange (default 1)"),
+    ("ep_overlap", "share of a stage's compute that hides the MoE all-to-all (default 0; DeepSeek-V3 DualPipe: 1)"),
+    ("a2a_bytes", "bytes per element the MoE all-to-all sends (default 2, bf16; FP8 dispatch + bf16 combine: 1.5)"),
+    ("max_nodes_per_token", "node-limited MoE routing: NVLink domains a token's experts may span (default 0, no "
+                            "limit; DeepSeek-V3: 4)"),
+    ("comm_sms", "SMs kept by communication kernels that overlap compute (default 0; DeepSeek-V3: 20 of 132)"),
     ("fp8_efficiency_ratio", "FP8 matmul efficiency relative to bf16 (default 0.883, MAMF H100 fp8/bf16)"),
     ("fp8_cast_bytes", "HBM bytes per element of each FP8 GEMM operand cast (default 4: Transformer Engine "
                        "cast-transpose; 0: casts not counted)"),
@@ -44,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "plan",
         help="parallelism planner: best TP/PP/DP/ZeRO/recompute, predicted step time, MFU, days",
         description=(
-            "Enumerate tensor, pipeline and data parallelism, ZeRO 0-3, sequence parallelism, recomputation, "
+            "Enumerate tensor, pipeline, context, expert (MoE) and data parallelism, ZeRO 0-3, sequence parallelism, recomputation, "
             "micro-batch and interleaving; keep the configurations that fit in GPU memory; rank them by the "
             "predicted step time (then cost) and explain the best ones and the rejected alternatives."
         ),
@@ -75,6 +80,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--micro-batch", help="micro-batch size")
     g.add_argument("--virtual-stages", help="interleaved virtual stages per GPU")
     g.add_argument("--cp", help="context-parallel size (each sequence split over this many GPUs)")
+    g.add_argument("--ep", help="expert-parallel size of an MoE (experts split over this many GPUs of TP x CP x DP)")
+    g.add_argument("--etp", help="expert tensor-parallel size of an MoE: TP (default) or 1 (whole experts)")
     g.add_argument("--layers-per-stage", help="layers of each pipeline stage, comma-separated (uneven stages, "
                                               "e.g. 7,8,8,...,8,7); sets PP")
     g.add_argument("--fp8", action="store_true", help="FP8 linear layers (Transformer Engine recipe), rest bf16")
@@ -153,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         global_batch_tokens=gbt, tokens_t=cli_value(args.tokens_t), deadline_days=cli_value(args.deadline_days),
         settings=_settings(args), tp=cli_value(args.tp), pp=cli_value(args.pp), zero_stage=cli_value(args.zero_stage),
         recompute=args.recompute, micro_batch=cli_value(args.micro_batch), seq_parallel=args.seq_parallel,
-        virtual_stages=cli_value(args.virtual_stages), cp=cli_value(args.cp),
+        virtual_stages=cli_value(args.virtual_stages), cp=cli_value(args.cp), ep=cli_value(args.ep), etp=cli_value(args.etp),
         stage_layers=_layers_per_stage(args.layers_per_stage), fp8=args.fp8,
         max_micro_batch=cli_value(args.max_micro_batch), top=max(top, 10),
     )
@@ -170,11 +177,11 @@ def run(args: argparse.Namespace) -> int:
             "rejected_by_reason": result.rejected_by_reason, "params_b": result.params_b,
         }))
         return 0 if result.plans else 1
-    rows = [[i, p.tp, p.pp, p.cp, p.dp, p.zero_stage, "on" if p.seq_parallel else "off", p.recompute, p.micro_batch,
+    rows = [[i, p.tp, p.pp, p.cp, p.ep, p.dp, p.zero_stage, "on" if p.seq_parallel else "off", p.recompute, p.micro_batch,
              p.virtual_stages, number(p.memory_gb), f"{p.mfu:.1%}", f"{p.mfu_6nd:.1%}", number(p.tokens_per_s_per_gpu),
              number(p.days), number(p.cost_usd, "USD") if p.cost_usd is not None else "-"]
             for i, p in enumerate(result.plans[:top], 1)]
-    print(table(rows, ["#", "TP", "PP", "CP", "DP", "ZeRO", "SP", "recompute", "mb", "v", "GB/GPU", "MFU",
+    print(table(rows, ["#", "TP", "PP", "CP", "EP", "DP", "ZeRO", "SP", "recompute", "mb", "v", "GB/GPU", "MFU",
                        "MFU 6ND", "tok/s/GPU", "days", "cost"]))
     print(price_line(args.gpu, cli_value(args.usd_per_gpu_hour)))
     print(f"memory: recipe {result.recipe}, other memory {result.settings.overhead_gb:g} GB per GPU")

@@ -86,6 +86,8 @@ def predict(q: Query, caps: frozenset[str] | None = None) -> Curve:
         extra["stage_layers"] = list(q.stage_layers)
     if "ep" in caps:
         extra["ep"] = q.ep
+        if q.etp:
+            extra["etp"] = q.etp
     kw: dict[str, Any] = dict(arch=arch, gpu=q.gpu, n_gpus=q.n_gpus, seq_len=q.seq_len,
               global_batch_tokens=q.global_batch * q.seq_len, tokens_t=1, top=1)
     res = plan(**kw, settings=_settings(q, REFERENCE_EFFICIENCY), **pins, **extra)

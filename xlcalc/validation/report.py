@@ -63,6 +63,7 @@ _DIAGNOSIS = [
     ("model", _size_band),
     ("recompute", lambda q: q.recompute or "not stated"),
     ("profile", lambda q: q.profile),
+    ("architecture", lambda q: "MoE" if q.moe else "dense"),
     ("profile x GPU", lambda q: f"{q.profile} on {q.gpu_label}"),
 ]
 

@@ -17,9 +17,8 @@ from typing import Any, Optional, cast
 
 from .. import catalog
 from ..errors import CatalogError
-from ..formulas import steptime as fs
 from ..planner.stacks import STACKS
-from ..planner.steptime import arch_from_model
+from ..planner.steptime import arch_from_model, flops_per_token
 
 # package data, read through importlib.resources
 RUNS_JSON: Traversable = files("xlcalc") / "data" / "reference" / "throughput_runs.json"
@@ -28,6 +27,13 @@ RUNS_JSON: Traversable = files("xlcalc") / "data" / "reference" / "throughput_ru
 PROFILES = {src: stack.id for stack in STACKS.values() for src in stack.sources}
 PROFILE_TEXT = {stack.id: stack.name for stack in STACKS.values()}
 PROFILE_SETTINGS: dict[str, dict[str, Any]] = {stack.id: dict(stack.settings) for stack in STACKS.values()}
+
+# Settings a source documents for its own runs (not fitted): DeepSeek-V3 Technical Report §3.2.1-3.2.2 and §3.3 --
+# DualPipe overlaps the all-to-all with computation (ep_overlap 1), node-limited routing sends each token to at most
+# 4 nodes, 20 of the H800's 132 SMs run the communication, dispatch in FP8 and combine in BF16 (1.5 bytes on average).
+SOURCE_SETTINGS = {
+    "deepseek-v3-report": dict(ep_overlap=1.0, max_nodes_per_token=4, comm_sms=20, a2a_bytes=1.5),
+}
 
 # Scale-out bandwidth per GPU of the vendors' reference systems, used only where the GPU catalog has none.
 # DGX A100: eight 200 Gb/s HDR HCAs per 8 GPUs = 25 GB/s per GPU (also Narayanan et al. 2021 §5; llm-foundry's
@@ -91,6 +97,7 @@ class Query:
     basis: str                      # where measured_tokens_s comes from
     settings: tuple = ()            # extra Settings of the profile and system, as (name, value) pairs
     stage_layers: Optional[tuple[int, ...]] = None
+    etp: Optional[int] = None       # expert tensor-parallel size the source states (MoE), None: not stated
 
     @property
     def measured_mfu(self) -> float:
@@ -174,13 +181,10 @@ def _measured_tokens_s(rec: dict, arch, seq_len: int, recompute: Optional[str]) 
                 "global batch x sequence / stated step time / GPUs")
     conv = me.get("flops_convention", "")
     tflops = me.get("tflops_per_gpu") or derived.get("tflops_per_gpu")
-    shape = dict(layers=arch.layers, hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
-                 head_dim=arch.head_dim, ffn_hidden=arch.ffn_hidden, vocab=arch.vocab, seq_len=seq_len,
-                 gated_ffn=arch.gated_ffn)
     if conv.startswith("hardware"):
         if tflops is None:
             return None, "no TFLOP/s"
-        hf = fs.hardware_flops_per_token.raw(**shape, recompute=recompute or "full")
+        hf = flops_per_token(arch, seq_len, recompute or "full")[1]
         return tflops * 1e12 / hf, "hardware TFLOP/s / our hardware FLOPs per token (recompute counted)"
     if conv.startswith("model"):
         if tflops is None and me.get("mfu"):
@@ -190,7 +194,7 @@ def _measured_tokens_s(rec: dict, arch, seq_len: int, recompute: Optional[str]) 
             basis = "model TFLOP/s / our model FLOPs per token"
         if tflops is None:
             return None, "no TFLOP/s"
-        return tflops * 1e12 / fs.model_flops_per_token.raw(**shape), basis
+        return tflops * 1e12 / flops_per_token(arch, seq_len)[0], basis
     return None, f"no throughput in a known convention ({conv})"
 
 
@@ -227,7 +231,7 @@ def to_query(rec: dict) -> Query | Skip:
     profile = PROFILES.get(src)
     if profile is None:
         return Skip(rid, src, f"no software-stack profile for source {src}")
-    extra: dict[str, Any] = dict(PROFILE_SETTINGS.get(profile, {}))
+    extra: dict[str, Any] = {**PROFILE_SETTINGS.get(profile, {}), **SOURCE_SETTINGS.get(src, {})}
     if not row.scaleout_gb_s and gid in SCALEOUT_GB_S:
         extra["scaleout_gb_s"] = SCALEOUT_GB_S[gid]
     if rec["gpu"] in GPU_MEMORY_GB:
@@ -240,9 +244,7 @@ def to_query(rec: dict) -> Query | Skip:
         zero = SHARDING_ZERO.get(lay.get("sharding"))
     tp, pp, cp = lay["tp"], lay["pp"], lay.get("cp") or 1
     dp = rec["n_gpus"] // (tp * pp * cp)
-    mfpt = fs.model_flops_per_token.raw(layers=arch.layers, hidden=arch.hidden, heads=arch.heads,
-                                        kv_heads=arch.kv_heads, head_dim=arch.head_dim, ffn_hidden=arch.ffn_hidden,
-                                        vocab=arch.vocab, seq_len=seq, gated_ffn=arch.gated_ffn)
+    mfpt = flops_per_token(arch, seq)[0]
     stages = None
     if pp > 1 and arch.layers % pp:
         stages = _uneven(arch.layers, pp)
@@ -254,20 +256,21 @@ def to_query(rec: dict) -> Query | Skip:
         precision=_precision(rec), moe=bool(model.experts), model=model, params_b=model.params_b,
         flops_per_token=mfpt, peak_tflops=peak, measured_tokens_s=float(tokens), basis=basis,
         settings=tuple(sorted(extra.items())), stage_layers=stages,
+        etp=lay.get("expert_tp") if model.experts else None,
     )
 
 
 def _uneven(layers: int, pp: int) -> tuple[int, ...]:
-    """Stages as even as possible, the first and last one short (Llama 3: 126 layers on PP16 = 7, 8 x 14, 7)."""
+    """Middle stages even, the first and the last stage short (Llama 3: 126 layers on PP16 = 7, 8 x 14, 7; DeepSeek-V3's
+    61 on PP4 = 15, 16, 16, 14), as Megatron-Core's num_layers_in_first/last_pipeline_stage and the layout check
+    describe an uneven split."""
     base, rem = divmod(layers, pp)
     if rem == 0:
         return (base,) * pp
     big = base + 1
-    short = pp * big - layers  # stages one layer short, taken from both ends
-    out = [big] * pp
-    for i in range(short):
-        out[i // 2 if i % 2 == 0 else pp - 1 - i // 2] -= 1
-    return tuple(out)
+    mid = big if layers - (pp - 2) * big >= 2 else base
+    ends = layers - (pp - 2) * mid  # what the first and last stage hold together (the first one the more)
+    return (ends - ends // 2,) + (mid,) * (pp - 2) + (ends // 2,)
 
 
 def release(rid: str) -> tuple:

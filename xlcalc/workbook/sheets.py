@@ -42,7 +42,7 @@ def id_range(table: Table) -> str:
 
 # what a preset fills, in the message shown when its catalog has no figure
 WHAT = {"peak_tflops": "dense 16-bit peak TFLOPS", "gpu_memory_gb": "memory (GB)", "gpus_per_node": "GPUs per node",
-        "params_b": "parameter count", "layers": "layer count", "hidden": "hidden size", "heads": "head count",
+        "params_b": "parameter count", "active_params_b": "active parameter count", "layers": "layer count", "hidden": "hidden size", "heads": "head count",
         "seq_len": "sequence length", "bytes_weights": "bytes per weight", "bytes_grads": "bytes per gradient",
         "bytes_optimizer": "optimizer bytes per parameter", "kv_heads": "key/value head count",
         "ffn_hidden": "FFN size", "vocab": "vocabulary size"}
