@@ -370,7 +370,8 @@ _REASONS = {
 _LIMITS: dict[str, tuple[float, str]] = {
     "params_b": (1e5, "params"), "trainable_params_b": (1e5, "params"), "nonembed_params_b": (1e5, "params"),
     "embed_params_b": (1e5, "params"), "largest_layer_params_b": (1e5, "params"), "params_per_gpu_b": (1e5, "params"),
-    "stage_params_b": (1e5, "params"), "layer_params_b": (1e5, "params"),
+    "stage_params_b": (1e5, "params"), "layer_params_b": (1e5, "params"), "active_params_b": (1e5, "params"),
+    "expert_params_b": (1e5, "params"),
     "params_per_gpu": (1e14, "params"), "layer_params": (1e14, "params"), "embedding_params": (1e14, "params"),
     "tokens_t": (1e3, "tokens"), "tokens_per_param": (1e6, "tokens_param"),
     "compute_flops": (1e33, "flops"), "flops": (1e33, "flops"), "flops_per_token": (1e18, "flops"),
@@ -389,7 +390,7 @@ _LIMITS: dict[str, tuple[float, str]] = {
     "heads": (1e5, "heads"), "kv_heads": (1e5, "heads"), "vocab": (1e7, "vocab"),
     "experts": (1e6, "count"), "topk": (1e6, "count"),
     "n_gpus": (1e7, "gpus"), "tp": (1e7, "gpus"), "pp": (1e7, "gpus"), "dp": (1e7, "gpus"), "cp": (1e7, "gpus"),
-    "ep": (1e7, "gpus"), "etp": (1e7, "gpus"), "dp_shard": (1e7, "gpus"), "cluster_gpus": (1e7, "gpus"),
+    "ep": (1e7, "gpus"), "etp": (1e7, "gpus"), "expert_tp": (1e7, "gpus"), "max_nodes_per_token": (1e7, "gpus"), "dp_shard": (1e7, "gpus"), "cluster_gpus": (1e7, "gpus"),
     "replica_gpus": (1e7, "gpus"), "ranks": (1e7, "gpus"), "span_gpus": (1e7, "gpus"), "stride_gpus": (1e7, "gpus"),
     "ranks_per_domain": (1e7, "gpus"), "nvlink_domain": (1e7, "gpus"), "gpus_per_node": (1e5, "gpus"),
     "sm_count": (1e6, "count"), "tile_rows": (1e6, "count"), "tile_cols": (1e6, "count"),
