@@ -16,8 +16,18 @@ from ..stage_memory import PARTS, memory_steps
 from . import charts
 from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, PriceTable, Table
 from .model import Book, Concat, IfError, IsNumber, ref_text
-from .rendering import (BOOL_FORMAT, LOOKED_UP, catalog_lookup, dependencies, display_format, guarded, guarded_output,
-                        needs, output_formula, preset_or)
+from .rendering import (
+    BOOL_FORMAT,
+    LOOKED_UP,
+    catalog_lookup,
+    dependencies,
+    display_format,
+    guarded,
+    guarded_output,
+    needs,
+    output_formula,
+    preset_or,
+)
 
 BUDGET_FIELDS = ("failure_frac", "experiments_frac", "experiments_usd", "data_frac", "data_usd", "people_frac",
                  "people_usd", "other_usd", "budget_usd")
