@@ -355,7 +355,10 @@ def test_key_results_are_numbers_or_a_readable_message_for_every_preset(lo):
                 assert results[label] == layout, (name, label)
             else:
                 assert isinstance(results[label], (int, float)), (name, label, results[label])
-        for ws in (wb["Start"], wb["Inputs"]):
+        if price_gap:  # every cell priced on the other sheets shows the price cell's message, not #VALUE!
+            for result in ("Compute_Cost_USD", "Total_Cost_USD", "Budget_Left_USD", "Rent_Cost_USD"):
+                assert named_cell(wb, result).value == price_gap, (name, result)
+        for ws in wb.worksheets:  # no error value on any sheet
             errors = [f"{ws.title}!{x.coordinate}={x.value}" for row in ws.iter_rows() for x in row
                       if isinstance(x.value, str) and x.value.startswith(ERROR_VALUES)]
             assert not errors, (name, errors[:5])
