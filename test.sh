@@ -81,6 +81,11 @@ if ! command -v pdftotext >/dev/null 2>&1; then
 fi
 # --- END PDF text tools ----------------------------------------------------------------------------
 
+# A C++ compiler: torch.compile's CPU backend builds its kernels with it (tests/test_memory_loss_torch.py).
+if ! command -v g++ >/dev/null 2>&1 && ! command -v c++ >/dev/null 2>&1; then
+  apt_install "a C++ compiler" g++
+fi
+
 # The package with its test extras (pytest, hypothesis, ruff, mypy, ...), then the package itself again
 # so that the test venv holds exactly this checkout's code (the version number does not change between edits).
 # build/ is setuptools' scratch directory: a stale one could put deleted modules into the wheel.

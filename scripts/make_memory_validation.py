@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -49,13 +50,38 @@ BYTES = {
     "megatron-bf16-grads": dict(bytes_weights=2, bytes_grads=2, bytes_optimizer=12),
 }
 
-# Logits and loss buffers, bytes per logit. Megatron's vocab-parallel cross-entropy on fp32 logits: 4 (the
-# model's default). PyTorch's unfused loss F.cross_entropy(logits.float(), ...): the bf16 logits (2), their fp32
-# copy (4) and log-softmax's fp32 output kept for the backward (4) live at once: 10 (xlcalc memory
-# --logits-buffer-bytes). A chunked loss (torchtune CEWithChunkedOutputLoss, torchtitan ChunkedLossWrapper)
-# upcasts one chunk at a time: the bf16 logits (2) and the fp32 log-softmax outputs of every chunk (4): 6.
-LOGITS_PYTORCH = 10.0
-LOGITS_PYTORCH_CHUNKED = 6.0
+# Logits and loss buffers, bytes per logit at the loss's peak, all activations still held (the start of the
+# backward). Counted tensor by tensor and measured on CPU by tests/test_memory_loss_torch.py:
+# * Megatron's vocab-parallel cross-entropy on fp32 logits: 4 (the model's default);
+# * PyTorch eager F.cross_entropy(logits.float(), ...) with the bf16 logits deleted before the backward (torchtitan,
+#   torchtune): in the backward, log-softmax's saved fp32 output, the fp32 gradient nll_loss gives it and the fp32
+#   gradient it gives back live at once: 4 + 4 + 4 = 12 (the forward's 2 + 4 + 4 = 10 is lower);
+# * the same loss under torch.compile: the graph saves the bf16 logits and gives a bf16 gradient: 2 + 2 = 4;
+# * torchtune's CEWithChunkedOutputLoss (K = 8 chunks of bf16 logits, each upcast alone): every chunk's bf16 logits
+#   and fp32 log-softmax output, one chunk's fp32 copy: 2 + 4 + 4/K = 6.5; compiled per chunk: 2 + 2/K = 2.25;
+# * torchtitan's ChunkedLossWrapper (output layer, loss and backward one chunk at a time): the eager loss of one
+#   chunk, 12/K, or compiled 4/K, and its fp32 gradient accumulator of the hidden states (4 bytes x hidden per
+#   token, 4 x hidden / V per logit).
+LOSS_CHUNKS = 8
+LOSS_BYTES = {
+    ("plain", False): 12.0, ("plain", True): 4.0,
+    ("chunked", False): 2 + 4 + 4 / LOSS_CHUNKS, ("chunked", True): 2 + 2 / LOSS_CHUNKS,
+    ("per_chunk", False): 12 / LOSS_CHUNKS, ("per_chunk", True): 4 / LOSS_CHUNKS,
+}
+
+# Does a torchtitan run compile its loss? torchtitan compiles the loss with the model (training.compile) from
+# commit bbb1b616e (2025-04-02, "refactor train_spec.loss_fn to build_loss_fn & chunked loss"); before it, train.py
+# left it out ("TODO: compiling loss function causes CUDA errors", commit e8977b007, 2024-12-18). The version a
+# record's notes name decides; the ChunkedLossWrapper configs of the NVFP4 guide compile the model only
+# (CompileConfig(enable=True, components=["model"]), torchtitan/models/llama3/config_registry.py at 73aed7f6c).
+TORCHTITAN_LOSS_COMPILED = {
+    "9dec370": (False, "2024-12-26: the loss is not compiled"),
+    "0.0.2": (False, "beside torchao 890e0ac8 of 2025-02-28: before torchtitan compiled its loss "
+                     "(2025-04-02)"),
+    "e7c0cae": (True, "2025-06-13: the loss is compiled with the model"),
+    "2c8b594": (True, "2025-08-08: the loss is compiled with the model"),
+    "6fc499f": (True, "2025-08-14: the loss is compiled with the model"),
+}
 
 
 class Skip(Exception):
@@ -119,6 +145,28 @@ def _stack(rec: dict) -> str:
     raise Skip(f"no byte recipe for parameters kept as {params!r}")
 
 
+def _loss_bytes(rec: dict, m: dict, assumed: list[str]) -> float:
+    """Bytes per logit of a PyTorch loss as the record's stack runs it (LOSS_BYTES)."""
+    loss = (rec.get("extra_settings") or {}).get("loss") or ""
+    kind = "per_chunk" if "ChunkedLossWrapper" in loss else "chunked" if "Chunked" in loss else "plain"
+    if kind == "per_chunk":
+        compiled = False                       # the NVFP4 guide's configs compile components=["model"]
+    elif rec["source_id"] == "torchtune-readme":
+        compiled = bool(rec["compile"])        # the recipe compiles the loss with the model (training.compile_loss)
+    elif not rec["compile"]:
+        compiled = False
+    else:
+        found = re.search(r"torchtitan ([0-9a-f]{7}|\d+\.\d+\.\d+)", rec.get("notes") or "")
+        if not found or found.group(1) not in TORCHTITAN_LOSS_COMPILED:
+            raise Skip("torchtitan version not stated: whether the loss is compiled is unknown")
+        compiled, why = TORCHTITAN_LOSS_COMPILED[found.group(1)]
+        assumed.append(f"loss {'compiled' if compiled else 'not compiled'} (torchtitan {found.group(1)}, {why})")
+    per_logit = LOSS_BYTES[(kind, compiled)]
+    if kind == "per_chunk":
+        per_logit += 4 * m["hidden"] / m["vocab"]
+    return per_logit
+
+
 def inputs_of(rec: dict) -> tuple[dict, list[str]]:
     """The stage memory model's inputs for a record, and what was assumed beyond the record's own fields."""
     assumed: list[str] = []
@@ -157,18 +205,21 @@ def inputs_of(rec: dict) -> tuple[dict, list[str]]:
     )
     if stack == "fsdp2":
         v.update(BYTES["fsdp2"])
-        chunked = "Chunked" in (extra.get("loss") or "")
-        v["logits_buffer_bytes"] = LOGITS_PYTORCH_CHUNKED if chunked else LOGITS_PYTORCH
+        # torchtitan's train step calls optimizers.zero_grad() (PyTorch's default set_to_none=True)
+        v["grads_freed"] = True
+        v["logits_buffer_bytes"] = _loss_bytes(rec, m, assumed)
         if tp > 1:
             v["seq_parallel"] = bool(extra.get("sequence_parallel", True))
     elif stack == "torchtune":
         v.update(BYTES["torchtune-bf16"])
+        # full_finetune_single_device calls optimizer.zero_grad(set_to_none=True); the README's command sets
+        # gradient_accumulation_steps=1
+        v["grads_freed"] = True
         if extra.get("optimizer_in_backward"):
             # torchtune's OptimizerInBackward: "reduces peak memory usage by freeing gradients immediately after
             # they are applied" - no gradient memory beyond one parameter's at a time
             v["bytes_grads"] = 0
-        chunked = "Chunked" in (extra.get("loss") or "")
-        v["logits_buffer_bytes"] = LOGITS_PYTORCH_CHUNKED if chunked else LOGITS_PYTORCH
+        v["logits_buffer_bytes"] = _loss_bytes(rec, m, assumed)
     else:
         v.update(BYTES["megatron-bf16-grads"])
         if tp > 1:
@@ -286,9 +337,15 @@ def render(v: dict) -> str:
         "`xlcalc memory`, `estimate`, `plan`, the worksheet functions and the workbook share) as its source states",
         "them: model, GPUs, TP/PP/CP/DP, ZeRO/FSDP, micro-batch, pipeline schedule and split, recompute mode, and",
         "the byte recipe of its software stack (FSDP2: fp32 sharded parameters, fp32 gradients, fp32 Adam m, v =",
-        "4 + 4 + 8; torchtune bf16: 2 + 2 + 4; Megatron Bridge with bf16 gradients: 2 + 2 + 12) and its loss",
-        f"(PyTorch's unfused loss {LOGITS_PYTORCH:g} bytes per logit, a chunked one {LOGITS_PYTORCH_CHUNKED:g},",
-        "Megatron's 4). Everything else is the model's defaults (`xlcalc/recipes.py`), including 4 GB of other",
+        "4 + 4 + 8; torchtune bf16: 2 + 2 + 4; Megatron Bridge with bf16 gradients: 2 + 2 + 12), its loss as the",
+        "stack runs it (bytes per logit at the loss's peak, counted and measured on CPU by",
+        "`tests/test_memory_loss_torch.py`: PyTorch eager cross-entropy on upcast logits "
+        f"{LOSS_BYTES[('plain', False)]:g}, compiled {LOSS_BYTES[('plain', True)]:g};",
+        f"torchtune's chunked loss {LOSS_BYTES[('chunked', False)]:g}, compiled {LOSS_BYTES[('chunked', True)]:g}; "
+        f"torchtitan's per-chunk wrapper {LOSS_BYTES[('per_chunk', False)]:g} + 4 x hidden / V; Megatron's 4),",
+        "and the gradients' lifetime: PyTorch stacks set gradients to None between steps (`zero_grad()`), so",
+        "without a pipeline the peak is the larger of gradients and activations (`grads_freed`); Megatron's",
+        "gradient buffer persists. Everything else is the model's defaults (`xlcalc/recipes.py`), including 4 GB of other",
         "memory per GPU — except where the source measured PyTorch's peak *active* or *allocated* bytes, which count",
         "live tensors only (no CUDA context, NCCL buffers or cached blocks): there other memory is 0. Nothing is",
         "fitted to these records. Measured GiB are converted to GB (1 GiB = 1.074 GB); a figure printed as GB that",
@@ -367,7 +424,8 @@ def same_inputs(scored: list[Row]) -> list[list[Row]]:
     out = []
     for rs in groups.values():
         lo, hi = min(r.measured_gb for r in rs), max(r.measured_gb for r in rs)
-        if hi > (1 + WITHIN) * lo:
+        # one prediction p is within 15% of measurements from p/1.15 to p/0.85: wider groups cannot all be
+        if hi * (1 - WITHIN) > lo * (1 + WITHIN):
             out.append(sorted(rs, key=lambda r: r.measured_gb))
     return out
 
@@ -380,10 +438,9 @@ def diagnosis(v: dict) -> list[str]:
         out.append(f"- **The same inputs, different measurements.** {len(rs)} records of "
                    f"{', '.join(sorted({r.source for r in rs}))} have identical inputs for the model and were "
                    f"measured from {lo.measured_gb:.1f} GB ({lo.rec['gpu']}) to {hi.measured_gb:.1f} GB "
-                   f"({hi.rec['gpu']}): {(hi.measured_gb / lo.measured_gb - 1) * 100:.0f}% apart, more than the "
-                   "15% band. No model of these inputs can be within 15% of all of them; the records differ in what "
-                   "the model does not take (GPU, software versions, torch.compile, matmul precision: see each "
-                   "record's notes).")
+                   f"({hi.rec['gpu']}): {(hi.measured_gb / lo.measured_gb - 1) * 100:.0f}% apart, more than one "
+                   "prediction can be within 15% of (1.15 / 0.85 = 35% apart). The records differ in what the model "
+                   "does not take (see each record's notes).")
     pp = [r for r in scored if r.inputs["pp"] > 1 and r.inputs["zero_stage"] >= 3]
     if pp:
         s = summary(pp, "predicted_gb")
@@ -393,29 +450,56 @@ def diagnosis(v: dict) -> list[str]:
                    "PyTorch's pipeline stages accumulate unsharded gradients until the last micro-batch's backward; "
                    "the model holds the whole stage gathered (2 bytes) with its unsharded gradients "
                    "(`MEM_GATHERED_PARAMS_GB`). What remains is not explained by a term the sources state.")
+    fp4 = [r for r in scored if "nvfp4" in (r.rec["precision"].get("matmul") or "")]
+    if fp4:
+        s = summary(fp4, "predicted_gb")
+        out.append(f"- **NVFP4** ({s['n']} record, signed error {_pct(s['median_signed'])}): the model counts saved "
+                   "linear-layer inputs in bf16 (or `linear_input_bytes`) and has no term for 4-bit ones; its MXFP8 "
+                   "and BF16 twins reserved 95-98% of the device (the record's notes), so their peaks may be bounded "
+                   "by the capacity, not by demand.")
     meg = [r for r in scored if r.inputs.get("bytes_optimizer") == 12]
     if meg:
         s = summary(meg, "predicted_gb")
+        left = ", ".join(f"{r.measured_gb - (r.predicted_gb - _act(r)):.1f} GB where the model counts {_act(r):.1f} GB"
+                         for r in meg)
         out.append(f"- **Megatron with FP8** ({s['n']} records, median signed error {_pct(s['median_signed'])}): "
-                   "the activation term is PyTorch eager's count (docs/activations.md). Megatron-Core's fused "
-                   "SwiGLU keeps only its input (6F instead of 8F bytes per token) and Transformer Engine keeps "
-                   "FP8 linear-layer inputs (1 byte instead of 2); the stage model does not take either yet. The "
-                   "source does not say whether its figure is allocated or reserved memory.")
+                   "the measurement less the model's states (bf16 weights and gradients, fp32 master weights and "
+                   f"Adam m, v sharded over DP) and other memory leaves for activations, logits and recompute {left}. Megatron-Core's fused "
+                   "SwiGLU keeps 6F instead of 8F bytes per token and Transformer Engine keeps FP8 linear-layer "
+                   "inputs (`linear_input_bytes`), which the model does not take for these records: no source states "
+                   "them for this recipe. The source does not say whether its figure is allocated or reserved "
+                   "memory, nor whether the weights are kept in FP8 only.")
+    full = [r for r in scored if r.inputs["recompute"] == "full" and r.inputs["tp"] > 1 and r.error(r.predicted_gb)
+            < -WITHIN]
+    if full:
+        s = summary(full, "predicted_gb")
+        out.append(f"- **Full recompute with TP under FSDP** ({s['n']} records below the band, median signed "
+                   f"error {_pct(s['median_signed'])}): the torchtitan runs of Llama 3.1 70B and 405B with FP8 "
+                   "(Dec 2024). Peak reserved memory counts the caching allocator's cached blocks beyond live tensors "
+                   "(fragmentation across micro-batches and the all-gather/reduce-scatter buffers of FSDP); the model's "
+                   "4 GB of other memory is a flat allowance, and no source states these runs' peak active memory.")
     comp = [r for r in scored if r.rec.get("compile") and r.inputs["recompute"] == "none"]
     if comp:
         s = summary(comp, "predicted_gb")
         out.append(f"- **torch.compile without recomputation** ({s['n']} records, median signed error "
                    f"{_pct(s['median_signed'])}): compiled blocks fuse elementwise ops and save fewer tensors than "
                    "the eager count the model uses.")
-    tune = [r for r in scored if r.source == "torchtune-readme" and r.inputs["recompute"] == "full"]
-    if tune:
-        s = summary(tune, "predicted_gb")
-        out.append(f"- **Gradients and activations at once** ({s['n']} torchtune record(s) with full recompute, "
-                   f"median signed error {_pct(s['median_signed'])}): the model adds all gradients to all "
-                   "activations, but a PyTorch step that sets gradients to None frees them between steps, so at the "
-                   "start of the backward (the activations' peak) few gradients exist yet. Megatron's contiguous "
-                   "gradient buffer does persist; the model takes the conservative sum for every stack.")
+    freed = [r for r in scored if r.inputs.get("grads_freed") and r.inputs["pp"] == 1]
+    if freed:
+        s = summary(freed, "predicted_gb")
+        out.append(f"- **Gradients freed between steps** ({s['n']} records of PyTorch stacks without a pipeline, "
+                   f"median signed error {_pct(s['median_signed'])}, within 15%: {_share(s['within'])}): torchtitan "
+                   "and torchtune call `zero_grad()` (set to None), so the gradients appear during the backward as "
+                   "the activations are freed; the model takes the larger of the two moments (`grads_freed`). "
+                   "Megatron's contiguous gradient buffer persists, and a pipeline stage accumulates gradients over "
+                   "its micro-batches: there the model adds them.")
     return out
+
+
+def _act(r: Row) -> float:
+    """Activations, recompute working set and logits of a row's heavier stage (GB)."""
+    p = r.parts_gb
+    return p["activations"] + p["recompute_working"] + p["logits"]
 
 
 def as_json(v: dict) -> dict:

@@ -311,3 +311,34 @@ def test_pp_that_does_not_divide_the_layers_names_the_split(capsys):
                  ["estimate", "--model", "llama3.1-70b", "--gpu", GPU, *UNEVEN, "--pp", "3", "--n-gpus", "96"]):
         code, out, err = run(capsys, *argv)
         assert code == 2 and words in err and "layers_per_stage" in err, (argv, err)
+
+
+def test_gradients_freed_same_memory_on_every_face(capsys):
+    # Llama 3.1 8B under FSDP on 8 GPUs, per-op selective recompute, fp32 gradients, gradients set to None between
+    # steps (PyTorch's zero_grad): the memory command, estimate, the worksheet function and Python agree, and the
+    # gradients (8.03e9 x 4 / 8 = 4.0 GB) are not added to the activations
+    args = ["--model", MODEL, "--seq-len", "8192", "--micro-batch", "1", "--tp", "1", "--pp", "1", "--n-gpus", "8",
+            "--zero-stage", "3",
+            "--recompute", "op_selective", "--bytes-grads", "4"]
+    code, out, err = run(capsys, "memory", *args, "--grads-freed", "--json")
+    assert code == 0, err
+    memory = json.loads(out)
+    code, out, err = run(capsys, "memory", *args, "--json")
+    assert code == 0, err
+    kept = json.loads(out)
+    code, out, err = run(capsys, "estimate", "--gpu", GPU, *args, "--grads-freed", "true", "--json")
+    assert code == 0, err
+    estimate = json.loads(out)
+    m = catalog.get_model(MODEL)
+    udf = udf_module().MEM_PER_GPU_GB(m.params_b, m.layers, m.hidden, m.heads, m.kv, m.ffn_hidden, m.vocab, 8192, 1,
+                                      1, 1, 1, 8, 3, False, "op_selective", m.gated_ffn, bytes_grads=4,
+                                      grads_freed=True)
+    py = stage_memory(**{**_memory_values(dict(model=MODEL, n_gpus=8)), "seq_len": 8192}, zero_stage=3,
+                      recompute="op_selective", bytes_grads=4, grads_freed=True)
+    grads = kept["stages"]["first"]["parts_gb"]["gradients"]
+    assert grads == pytest.approx(m.params_b * 4 / 8, rel=1e-3)
+    assert memory["total_gb"] == pytest.approx(kept["total_gb"] - grads)
+    answers = {"memory": memory["total_gb"], "estimate": estimate["results"]["Mem_Total_GB"], "udf": udf,
+               "python": py.memory_gb}
+    for gb in answers.values():
+        assert abs(gb - answers["memory"]) <= 0.01 * answers["memory"], answers

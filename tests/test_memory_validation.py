@@ -80,8 +80,29 @@ def test_records_read_as_stated(mv):
     assert v["overhead_gb"] == 0 and v["tied_embeddings"]                 # peak active: live tensors only
     # torchtune's OptimizerInBackward frees each gradient as soon as it is applied (its docs)
     v, _ = mv.inputs_of(recs["torchtune-llama3.2-3b-a100x1-packed-compile-chunkedce-ac-optinbwd-mb2"])
-    assert v["bytes_grads"] == 0 and v["recompute"] == "full" and v["logits_buffer_bytes"] == 6
+    # torchtune compiles its chunked loss with the model (training.compile_loss): 8 chunks of bf16 logits saved
+    # and one chunk's bf16 gradient, 2 + 2/8 bytes per logit; zero_grad(set_to_none=True) frees the gradients
+    assert v["bytes_grads"] == 0 and v["recompute"] == "full" and v["logits_buffer_bytes"] == 2 + 2 / 8
+    assert v["grads_freed"]
     with pytest.raises(mv.Skip, match="offloaded"):
         mv.inputs_of(recs["torchtune-llama3.2-3b-a100x1-packed-compile-chunkedce-ac-optinbwd-actoffload-mb2"])
     with pytest.raises(mv.Skip, match="LoRA"):
         mv.inputs_of(recs["torchtune-llama3.1-8b-4090x1-lora-mb2"])
+
+
+def test_loss_as_the_stack_runs_it(mv):
+    recs = {r["id"]: r for r in json.loads(mv.RECORDS.read_text(encoding="utf-8"))}
+    # torchtitan 9dec370 (Dec 2024) leaves the loss out of torch.compile: eager cross-entropy on fp32 logits,
+    # whose backward holds the log-softmax output, its gradient and the input gradient, 4 + 4 + 4 bytes
+    v, assumed = mv.inputs_of(recs["torchtitan-2412-llama3.1-8b-h100x8-fsdp-compile-sac-op-mb2"])
+    assert v["logits_buffer_bytes"] == 12 and v["grads_freed"] and "not compiled" in assumed[0]
+    # torchtitan e7c0cae (June 2025) compiles it: bf16 logits saved and a bf16 gradient
+    v, assumed = mv.inputs_of(recs["trainy-2506-llama3.1-8b-h200x32-fsdp-compile-fp8-sac-op-mb2"])
+    assert v["logits_buffer_bytes"] == 4 and "compiled" in assumed[0]
+    # the NVFP4 guide's ChunkedLossWrapper: output layer, eager loss and backward one chunk of 8 at a time, and a
+    # fp32 gradient accumulator of the hidden states (4 x 4096 bytes per token over 128256 logits per token)
+    v, _ = mv.inputs_of(recs["torchtitan-2608-llama3.1-8b-blackwellx4-fsdp4-compile-bf16-sac-op-mb32-seq2048"])
+    assert v["logits_buffer_bytes"] == pytest.approx(12 / 8 + 4 * 4096 / 128256)
+    # Megatron's gradient buffer persists across steps: no grads_freed
+    v, _ = mv.inputs_of(recs["megatron-bridge-llama3-70b-sft-h100x32-tp8-pp4-vpp5-dp1-fp8cs-sel-core-attn-mb1"])
+    assert not v.get("grads_freed")

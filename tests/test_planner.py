@@ -132,7 +132,7 @@ def test_cli_errors_are_one_line():
 # --- issue 11: out of the box on every GPU, today's layouts, one MFU convention ---------------------------------
 
 PLANNING_GPUS = ("a800", "a100-40gb", "a100-80gb", "h100-sxm", "h100-pcie", "h100-nvl", "h800", "h200", "b200",
-                 "gb200", "mi300x", "mi325x")
+                 "gb200", "b300", "gb300", "mi300x", "mi325x")
 
 
 @pytest.mark.parametrize("gpu", PLANNING_GPUS)
@@ -177,6 +177,21 @@ def test_llama31_405b_published_layout_accepted():
     with pytest.raises(InputError, match="layers_per_stage"):
         plan("llama3.1-405b", gpu="h100", n_gpus=16384, seq_len=8192, global_batch_tokens=16 * 2**20,
              stage_layers=[8] * 16)
+
+
+@pytest.mark.parametrize("n_gpus, cp, dp, seq_len, published_mfu",
+                         [(8192, 1, 64, 8192, 0.43), (16384, 1, 128, 8192, 0.41), (16384, 16, 8, 131072, 0.38)])
+def test_llama31_405b_published_layout_mfu_within_15_percent(n_gpus, cp, dp, seq_len, published_mfu):
+    # Llama 3 paper §3.3.2, Table 4 (BF16 MFU):
+    #   "8,192 | 8 | 1 | 16 | 64 | 8,192 | 32 | 16M | 430 | 43%"
+    #   "16,384 | 8 | 1 | 16 | 128 | 8,192 | 16 | 16M | 400 | 41%"
+    #   "16,384 | 8 | 16 | 16 | 8 | 131,072 | 16 | 16M | 380 | 38%"
+    # (GPUs | TP | CP | PP | DP | seq | batch per DP | tokens per batch | TFLOPs/GPU | MFU)
+    res = plan("llama3.1-405b", gpu="h100", n_gpus=n_gpus, seq_len=seq_len, global_batch_tokens=16 * 2**20,
+               tokens_t=15.6, tp=8, pp=16, cp=cp)
+    p = res.plans[0]
+    assert (p.tp, p.pp, p.cp, p.dp) == (8, 16, cp, dp)
+    assert p.mfu == pytest.approx(published_mfu, rel=0.15)
 
 
 def test_uneven_stages_70_layers_on_pp12():

@@ -350,3 +350,107 @@ def test_pinned_op_selective_plans():
                 zero_stage=r.plans[0].zero_stage)
     assert none.plans  # the same layout without recomputation fits too (it holds more activations)
     assert r.plans[0].step_s > none.plans[0].step_s  # recomputing half the matmuls can only cost time
+
+
+def test_fp8_cast_bytes_hand_count():
+    # Llama 3 8B layer (h 4096, 32 heads, 8 KV heads, dh 128, SwiGLU F 14336), TP 1, 4 bytes per element
+    # (Transformer Engine cast-transpose: read bf16 2 bytes, write FP8 1 byte and its transpose 1 byte).
+    # Forward operands: QKV input 4096, attention-output input 4096, FC1 input 4096, FC2 input 14336 = 26624;
+    # backward output gradients: QKV out 4096 + 2*1024 = 6144, out-proj 4096, FC1 (gate + up) 28672, FC2 4096 = 43008.
+    assert fs.fp8_cast_bytes_per_token(4096, 32, 8, 128, 14336, True) == 4 * (26624 + 43008)
+    # full recompute casts the forward operands twice; fused forward casts leave only the attention output (4096)
+    assert fs.fp8_cast_bytes_per_token(4096, 32, 8, 128, 14336, True, recompute="full") == 4 * (2 * 26624 + 43008)
+    assert fs.fp8_cast_bytes_per_token(4096, 32, 8, 128, 14336, True, fp8_forward_fused=True) == 4 * (4096 + 43008)
+    # TP 8 with sequence parallelism: every term split 8 ways
+    assert fs.fp8_cast_bytes_per_token(4096, 32, 8, 128, 14336, True, 8, True) == pytest.approx(4 * (26624 + 43008) / 8)
+
+
+def test_matmul_efficiency_as_share_of_mamf():
+    # ml-engineering MAMF table: H100 SXM 792.1 of 989 TFLOPS = 0.801 (catalog matmul_efficiency); a stack at 0.7 of it
+    from xlcalc.planner import Settings
+    from xlcalc.planner.hardware import resolve_hardware
+    hw = resolve_hardware("h100-sxm", Settings(matmul_efficiency=0.7, matmul_efficiency_of_mamf=True), 8)
+    assert hw.matmul_efficiency == pytest.approx(0.7 * 0.801)
+    # the H800 has no MAMF of its own: the H100 SXM's (same die, matmul_efficiency_from)
+    hw = resolve_hardware("h800", Settings(matmul_efficiency=0.7, matmul_efficiency_of_mamf=True), 8)
+    assert hw.matmul_efficiency == pytest.approx(0.7 * 0.801)
+    assert resolve_hardware("h100-sxm", Settings(matmul_efficiency=0.7), 8).matmul_efficiency == 0.7
+
+
+def test_flash_attention_2_generation_factor():
+    # FlashAttention-2: 50% of peak on A100 (Dao 2023), 35% on H100 (Shah et al. 2024): 0.35 / 0.50 = 0.70
+    from xlcalc import catalog
+    from xlcalc.planner import Settings, evaluate
+    from xlcalc.planner.hardware import attention_factor, resolve_hardware
+    from xlcalc.planner.steptime import Config, arch_from_model
+    assert attention_factor("h100-sxm", True) == pytest.approx(0.70)
+    assert attention_factor("a100-80gb", True) == 1.0
+    assert attention_factor("b200", True) == 1.0  # no published FlashAttention-2 share: no factor
+    assert attention_factor("h100-sxm", False) == 1.0
+    # on H100 the attention part of a layer takes 1/0.70 as long, nothing else changes
+    arch = arch_from_model(catalog.get_model("llama3.1-8b"))
+    cfg = Config(tp=1, pp=1, dp=8, zero_stage=3, seq_parallel=False, recompute="none", micro_batch=1)
+    off, on = Settings(matmul_efficiency=0.6), Settings(matmul_efficiency=0.6, attention_by_generation=True)
+    a = evaluate(arch, resolve_hardware("h100-sxm", off, 8), off, cfg, 8192, 64)
+    b = evaluate(arch, resolve_hardware("h100-sxm", on, 8), on, cfg, 8192, 64)
+    from xlcalc.planner.steptime import _compute_mb
+    _, att_off, _ = _compute_mb(arch, resolve_hardware("h100-sxm", off, 8), off, cfg, 8192, "none")
+    _, att_on, _ = _compute_mb(arch, resolve_hardware("h100-sxm", on, 8), on, cfg, 8192, "none")
+    assert att_on == pytest.approx(att_off / 0.70)
+    assert b.compute_s - a.compute_s == pytest.approx(a.microbatches * 32 * (att_on - att_off))
+
+
+def test_fp8_casts_add_hbm_time_only_to_fp8_runs():
+    # the casts of one Llama 3 8B layer per micro-batch at HBM speed: bytes x tokens / (3.35 TB/s)
+    from xlcalc import catalog
+    from xlcalc.planner import Settings
+    from xlcalc.planner.hardware import resolve_hardware
+    from xlcalc.planner.steptime import Config, _compute_mb, arch_from_model
+    arch = arch_from_model(catalog.get_model("llama3.1-8b"))
+    base = Settings(matmul_efficiency=0.6, fp8_cast_bytes=0)
+    cast = Settings(matmul_efficiency=0.6, fp8_cast_bytes=4, fp8_forward_casts_fused=False)
+    for fp8 in (False, True):
+        cfg = Config(tp=1, pp=1, dp=8, zero_stage=3, seq_parallel=False, recompute="none", micro_batch=2, fp8=fp8)
+        a, _, _ = _compute_mb(arch, resolve_hardware("h100-sxm", base, 8), base, cfg, 4096, "none")
+        b, _, _ = _compute_mb(arch, resolve_hardware("h100-sxm", cast, 8), cast, cfg, 4096, "none")
+        expected = 4 * (26624 + 43008) * 8192 / 3.35e12 if fp8 else 0.0
+        assert b - a == pytest.approx(expected)
+    # the default (Megatron-Core with Transformer Engine): forward casts fused, only the attention output's remains
+    cfg = Config(tp=1, pp=1, dp=8, zero_stage=3, seq_parallel=False, recompute="none", micro_batch=2, fp8=True)
+    default = Settings(matmul_efficiency=0.6)
+    a, _, _ = _compute_mb(arch, resolve_hardware("h100-sxm", base, 8), base, cfg, 4096, "none")
+    c, _, _ = _compute_mb(arch, resolve_hardware("h100-sxm", default, 8), default, cfg, 4096, "none")
+    assert c - a == pytest.approx(4 * (4096 + 43008) * 8192 / 3.35e12)
+
+
+def test_a_stack_fills_the_settings_not_given_and_its_efficiency_is_the_default():
+    from xlcalc.errors import InputError
+    from xlcalc.planner import Settings
+    from xlcalc.planner.hardware import resolve_hardware
+    from xlcalc.planner.stacks import STACKS, get_stack
+    st = Settings(stack="llm-foundry")
+    # PyTorch FSDP mixed precision: 4 + 4 + 8 bytes per parameter; FA2-class attention; unfused FP8 casts
+    assert (st.bytes_weights, st.bytes_grads, st.bytes_optimizer) == (4, 4, 8)
+    assert st.attention_by_generation and not st.fp8_forward_casts_fused
+    assert Settings(stack="llm-foundry", bytes_weights=2).bytes_weights == 2  # given values win
+    hw = resolve_hardware("h100-sxm", st, 8)
+    assert hw.matmul_efficiency == STACKS["llm-foundry"].matmul_efficiency and "stack llm-foundry" in hw.matmul_efficiency_basis
+    assert resolve_hardware("h100-sxm", Settings(stack="llm-foundry", matmul_efficiency=0.5), 8).matmul_efficiency == 0.5
+    assert hw.attention_factor == pytest.approx(0.70)
+    with pytest.raises(InputError, match="megatron"):
+        get_stack("deepspeed-2019")
+    for stack in STACKS.values():  # every fact names where it is stated
+        assert stack.facts and all(what and where for what, where in stack.facts)
+        Settings(**stack.settings)
+
+
+def test_plan_cli_stack_flag(capsys):
+    from xlcalc.cli import main
+    rc = main(["plan", "--model", "llama3.1-8b", "--gpu", "h100", "--gpus", "8", "--seq-len", "8192",
+               "--global-batch-tokens", "1048576", "--stack", "fsdp-compiled", "--json"])
+    import json
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 and out["matmul_efficiency_basis"].startswith("stack fsdp-compiled")
+    assert main(["plan", "--model", "llama3.1-8b", "--gpu", "h100", "--gpus", "8", "--seq-len", "8192",
+                 "--global-batch-tokens", "1048576", "--stack", "nope"]) == 2
+    assert "one of megatron" in capsys.readouterr().err

@@ -162,7 +162,7 @@ def test_empty_cells_mean_the_default():
 
 def test_empty_required_cell_is_an_error_naming_the_input():
     with pytest.raises(ValueError, match=r"^params_b = \(empty\) is not allowed: params_b must be a number > 0 "
-                                         r"\(the input is required; the cell is empty\)$"):
+                                         r"and <= 100,000 \(the input is required; the cell is empty\)$"):
         udfs.TRAIN_DAYS(None, 2, 312, 1024, 0.4)
 
 
@@ -179,10 +179,10 @@ def test_counts_as_floats_and_booleans_and_text_options():
 
 
 BAD_INPUTS = [
-    ("TRAIN_DAYS", (70, 2, 312, 1024, 1.5), r"^mfu = 1.5 is not allowed: mfu must be a number > 0 and <= 1$"),
-    ("TRAIN_DAYS", (70, 2, 312, 0, 0.4), r"^n_gpus = 0 is not allowed: n_gpus must be a whole number >= 1$"),
-    ("TRAIN_DAYS", (-70, 2, 312, 1024, 0.4), r"^params_b = -70 is not allowed: params_b must be a number > 0$"),
-    ("TRAIN_DAYS", ("abc", 2, 312, 1024, 0.4), r"^params_b = 'abc' is not allowed: params_b must be a number > 0 \(not a number\)$"),
+    ("TRAIN_DAYS", (70, 2, 312, 1024, 1.5), r"^mfu = 1.5 is not allowed: mfu must be a number > 0 and <= 1 \(a fraction: 1.5 would be 150%; for 1.5% type 0.015\)$"),
+    ("TRAIN_DAYS", (70, 2, 312, 0, 0.4), r"^n_gpus = 0 is not allowed: n_gpus must be a whole number >= 1 and <= 10,000,000$"),
+    ("TRAIN_DAYS", (-70, 2, 312, 1024, 0.4), r"^params_b = -70 is not allowed: params_b must be a number > 0 and <= 100,000$"),
+    ("TRAIN_DAYS", ("abc", 2, 312, 1024, 0.4), r"^params_b = 'abc' is not allowed: params_b must be a number > 0 and <= 100,000 \(text, not a number\)$"),
     ("MEM_STATIC_GB", (70, 5), r"^zero_stage = 5 is not allowed: zero_stage must be a whole number >= 0 and <= 3$"),
     ("MEM_ACT_GB", (4096, 1, 8192, 80, 64, 8, False, "sometimes"),
      r"""^recompute = 'sometimes' is not allowed: recompute must be one of "none", "selective", "op_selective", "full"$"""),

@@ -129,7 +129,7 @@ def test_scenarios_spill_one_result_per_row_and_the_bad_row_shows_its_message(wb
         if m <= 1:
             assert out[i][0] == pytest.approx(6 * p * 1e9 * 2e12 / (312e12 * 1024 * m) / 86400)
         else:
-            assert out[i][0] == f"#VALUE! row {i + 1}, column 1: mfu = 1.5 is not allowed: mfu must be a number > 0 and <= 1"
+            assert out[i][0] == f"#VALUE! row {i + 1}, column 1: mfu = 1.5 is not allowed: mfu must be a number > 0 and <= 1 (a fraction: 1.5 would be 150%; for 1.5% type 0.015)"
 
 
 def test_demo_matches_its_generator(tmp_path, wb):

@@ -157,7 +157,7 @@ def test_bad_rows_keep_their_own_message_and_the_rest_compute(mode):
     mfu = [[0.4], [1.5], [None], ["abc"], [0.4], [True]]
     out = udfs.TRAIN_DAYS(70, 2, 312, 1024, mfu)
     assert round(out[0][0], 2) == round(out[4][0], 2) == 76.08
-    assert out[1][0] == "#VALUE! row 2, column 1: mfu = 1.5 is not allowed: mfu must be a number > 0 and <= 1"
+    assert out[1][0] == "#VALUE! row 2, column 1: mfu = 1.5 is not allowed: mfu must be a number > 0 and <= 1 (a fraction: 1.5 would be 150%; for 1.5% type 0.015)"
     assert out[2][0].startswith("#VALUE! row 3, column 1: mfu = (empty) is not allowed")
     assert out[3][0].startswith("#VALUE! row 4, column 1: mfu = 'abc' is not allowed")
     assert out[5][0].startswith("#VALUE! row 6, column 1: mfu = True is not allowed")
@@ -166,7 +166,7 @@ def test_bad_rows_keep_their_own_message_and_the_rest_compute(mode):
 def test_a_bad_constant_argument_marks_every_cell(mode):
     out = udfs.TRAIN_DAYS([[70], [7]], 2, 312, 0, 0.4)
     assert [r[0] for r in out] == [
-        f"#VALUE! row {i}, column 1: n_gpus = 0 is not allowed: n_gpus must be a whole number >= 1" for i in (1, 2)]
+        f"#VALUE! row {i}, column 1: n_gpus = 0 is not allowed: n_gpus must be a whole number >= 1 and <= 10,000,000" for i in (1, 2)]
 
 
 def test_empty_cells_in_a_column_take_the_default(mode):

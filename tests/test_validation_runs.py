@@ -90,6 +90,7 @@ def test_no_calibration_includes_a_run_of_the_source_it_predicts(full):
         assert all(source_of[i] != src for i in cal["efficiency_ids"] + cal["constant_ids"])
     for s in full["scored"]:
         assert s.efficiency == full["calibration"][s.query.source_id]["efficiency"]
+        assert s.factor == full["calibration"][s.query.source_id]["factor"]
 
 
 def test_a_sources_own_measurements_never_move_its_calibration(small):
@@ -101,6 +102,7 @@ def test_a_sources_own_measurements_never_move_its_calibration(small):
              for q in queries]
     after = V.loso(moved, curves)
     assert after["calibration"][target]["efficiency"] == base["calibration"][target]["efficiency"]
+    assert after["calibration"][target]["factor"] == base["calibration"][target]["factor"]
     assert after["calibration"][target]["constant"] == base["calibration"][target]["constant"]
     others_changed = [s for s in base["calibration"] if s != target
                       and after["calibration"][s]["constant"] != base["calibration"][s]["constant"]]
@@ -112,7 +114,7 @@ def test_a_sources_own_measurements_never_move_its_calibration(small):
 def test_a_profile_no_other_source_shares_falls_back_to_the_pool(small):
     queries, curves = small
     cal = V.loso(queries, curves)["calibration"]
-    assert cal["llm-foundry-benchmarks"]["profile_used"] == "pooled"  # fsdp-eager: llm-foundry only
+    assert cal["llm-foundry-benchmarks"]["profile_used"] == "pooled"  # profile llm-foundry: this source only
     assert cal["narayanan2021"]["profile_used"] == "megatron-2021"
     ids = cal["narayanan2021"]["efficiency_ids"]
     assert ids and all(i.startswith(("megatron-a100-mfu-hfu", "korthikanti22")) for i in ids)
@@ -139,10 +141,21 @@ def test_baselines_are_on_exactly_the_scored_runs(full):
 
 def test_every_record_is_scored_or_listed_with_a_reason(full, records):
     scored = {s.query.id for s in full["scored"]}
+    apart = {s.query.id for s in full["apart"]}
     skipped = {k.id: k.reason for k in full["skipped"]}
-    assert not scored & set(skipped)
-    assert scored | set(skipped) == {r["id"] for r in records}
+    assert not scored & set(skipped) and not apart & (scored | set(skipped))
+    assert scored | apart | set(skipped) == {r["id"] for r in records}
     assert all(reason.strip() for reason in skipped.values())
+
+
+def test_runs_on_gpus_without_published_figures_stay_out_of_headline_and_calibration(full):
+    # torchtitan's 96 GB / 500 W H100: its peak is not published, so its runs are scored apart
+    assert full["apart"] and all(s.query.gpu_label in V.SCORED_APART for s in full["apart"])
+    assert not any(s.query.gpu_label in V.SCORED_APART for s in full["scored"])
+    apart = {s.query.id for s in full["apart"]}
+    for cal in full["calibration"].values():
+        assert not apart & set(cal["efficiency_ids"] + cal["constant_ids"])
+    assert V.headline(full)["runs"] == len(full["scored"])
 
 
 def test_megatron_bridge_reruns_of_a_recipe_are_scored_once(records):
@@ -222,4 +235,34 @@ def test_json_output_carries_the_same_runs(full, monkeypatch, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["headline"]["runs"] == len(data["runs"]) == len(full["scored"])
     assert len(data["not_scored"]) == len(full["skipped"])
+    assert len(data["scored_apart"]) == len(full["apart"])
     assert set(data["calibration"]) == set(full["calibration"])
+
+
+def test_stacks_carry_the_efficiency_fitted_to_their_runs(full):
+    # the planner's --stack default is the efficiency the validation fits on all of that stack's runs
+    from xlcalc.planner.stacks import NONMATMUL_FACTOR, STACKS
+    assert full["fitted_factor"] == NONMATMUL_FACTOR
+    assert all(stack.settings["elementwise_factor"] == NONMATMUL_FACTOR for stack in STACKS.values())
+    assert set(full["fitted"]) <= set(STACKS)
+    for profile, eff in full["fitted"].items():
+        assert STACKS[profile].matmul_efficiency == pytest.approx(eff, abs=5e-4), profile
+    # every source of the runs belongs to exactly one stack
+    owners = [s for stack in STACKS.values() for s in stack.sources]
+    assert len(owners) == len(set(owners))
+    assert {s.query.source_id for s in full["scored"]} <= set(owners)
+
+
+def test_fit_factor_picks_the_factor_whose_shape_matches_the_measurements():
+    # toy runs of one profile: log(pred/measured) = (eff - 0.7) * slope + (factor - 2) * x_run, so at factor 2
+    # every run has zero error at efficiency 0.7, and any other factor leaves errors of opposite signs
+    from xlcalc.validation.scoring import fit_factor
+    xs = {"a": 0.1, "b": -0.1, "c": 0.05, "d": -0.05}
+    queries = [dataclasses.replace(_toy_query(), id=i, source_id=f"s{n % 2}") for n, i in enumerate(xs)]
+    logcs = {f: {i: [(e - 0.7) + (f - 2.0) * x for e in V.GRID] for i, x in xs.items()} for f in V.FACTOR_GRID}
+    assert fit_factor(queries, logcs, {q.id: q.source_id for q in queries}) == 2.0
+
+
+def _toy_query():
+    return dataclasses.replace(
+        next(q for q in (V.to_query(r) for r in V.load_runs()) if isinstance(q, V.Query)), profile="toy")

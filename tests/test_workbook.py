@@ -75,10 +75,26 @@ def test_defined_names_are_the_contract_and_each_names_one_cell(formulas_wb):
         named(formulas_wb, out.name)
 
 
+def _peel_guards(text):
+    """A formula without its ``IF(ISNUMBER(X), ..., X)`` wrappers; returns (inner formula, the Xs in order)."""
+    body, names = text[1:], []
+    while body.startswith("IF(ISNUMBER("):
+        name = body[len("IF(ISNUMBER("):].split(")", 1)[0]
+        assert body.endswith(f",{name})"), body[-60:]
+        body = body[len(f"IF(ISNUMBER({name}),"):-len(f",{name})")]
+        names.append(name)
+    return "=" + body, names
+
+
 def test_named_results_are_the_engines_formula_text(formulas_wb):
-    """Each named result's cell holds exactly xlcalc.scenario.output_excel(out): one definition."""
+    """Each named result's cell holds exactly xlcalc.scenario.output_excel(out): one definition, wrapped only in
+    the checks that show a looked-up input's message (no catalog figure, no price at the tier) in place of #VALUE!."""
+    from xlcalc.workbook.rendering import LOOKED_UP, dependencies
+
     for out in OUTPUTS:
-        assert named(formulas_wb, out.name).value == output_excel(out), out.name
+        inner, guards = _peel_guards(named(formulas_wb, out.name).value)
+        assert inner == output_excel(out), out.name
+        assert guards == [n for n in LOOKED_UP if n in dependencies(out.name)], out.name
 
 
 def test_every_formula_uses_only_portable_functions(formulas_wb):

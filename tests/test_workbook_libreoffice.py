@@ -355,7 +355,10 @@ def test_key_results_are_numbers_or_a_readable_message_for_every_preset(lo):
                 assert results[label] == layout, (name, label)
             else:
                 assert isinstance(results[label], (int, float)), (name, label, results[label])
-        for ws in (wb["Start"], wb["Inputs"]):
+        if price_gap:  # every cell priced on the other sheets shows the price cell's message, not #VALUE!
+            for result in ("Compute_Cost_USD", "Total_Cost_USD", "Budget_Left_USD", "Rent_Cost_USD"):
+                assert named_cell(wb, result).value == price_gap, (name, result)
+        for ws in wb.worksheets:  # no error value on any sheet
             errors = [f"{ws.title}!{x.coordinate}={x.value}" for row in ws.iter_rows() for x in row
                       if isinstance(x.value, str) and x.value.startswith(ERROR_VALUES)]
             assert not errors, (name, errors[:5])
@@ -392,7 +395,9 @@ def test_model_preset_sets_the_catalog_architecture(lo):
         days = start_key_results(wb)["Training days on those GPUs"]
         g = catalog.get_gpu(c["picks"]["GPU_Type"])
         if g.half_tflops is not None:  # 6 N D / (peak x GPUs x MFU), seed 002's 2T tokens, 1024 GPUs, MFU 0.4
-            want = 6 * round(m.params_b, 3) * 1e9 * 2e12 / (g.half_tflops * 1e12 * 1024 * 0.4) / 86400
+            n = round(m.active_params_b if m.experts else m.params_b, 3)  # an MoE: N = its active parameters
+            assert named_cell(wb, "Active_Params_B").value == pytest.approx(n if m.experts else 0, abs=5e-4), name
+            want = 6 * n * 1e9 * 2e12 / (g.half_tflops * 1e12 * 1024 * 0.4) / 86400
             assert days == pytest.approx(want, rel=1e-9), name
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import gc
 import itertools
 import math
+import operator
 from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
@@ -54,25 +55,31 @@ def is_empty(value: Any) -> bool:
 
 
 def _cell_values(formula: Formula, values: dict[str, Any]) -> dict[str, Any]:
-    """Empty cells -> the input's default; a required input left empty is an error."""
+    """Empty cells -> the input's default; required inputs left empty are one error naming each of them."""
     out = {}
+    empty = []
     for name, value in values.items():
         if is_empty(value):
             if name not in formula.defaults:
-                raise InputError(name, None, spec(name).allowed, "the input is required; the cell is empty")
+                empty.append(InputError(name, None, spec(name).allowed, "the input is required; the cell is empty"))
+                continue
             value = formula.defaults[name]
         out[name] = value
+    if empty:
+        raise InputError.all(empty)
     return out
 
 
 def compute(formula: Formula, values: dict[str, Any]) -> Any:
-    """One scenario: the registry formula validates and computes."""
+    """One scenario: the registry formula validates and computes (and names the inputs to blame when the
+    result would not be a finite number)."""
+    clean = _cell_values(formula, values)
     try:
-        result = formula(**_cell_values(formula, values))
-    except ArithmeticError as exc:  # e.g. float overflow on absurd inputs
-        raise ValueError(f"{formula.udf_name}: these inputs give no finite result ({exc})") from None
+        result = formula(**clean)
+    except ArithmeticError:  # e.g. float overflow inside a helper: name the inputs, not the formula
+        raise formula.undefined(formula.validate(formula.bind(**clean)), "overflows") from None
     if isinstance(result, float) and not math.isfinite(result):  # the registry already refuses these
-        raise ValueError(f"{formula.udf_name}: these inputs give no finite result")
+        raise formula.undefined(formula.validate(formula.bind(**clean)), "has no finite result")
     return result
 
 
@@ -164,12 +171,12 @@ def formula_call(name: str, *args: Any) -> Any:
     if formula is None:
         formula = _FORMULAS[name] = get_formula(name)
     values = dict(zip(formula.params, args))
-    grids, rows, cols = _split(values)
-    if not grids:
+    if not any(isinstance(v, (list, tuple)) for v in args):  # one cell
         return compute(formula, values)
-    if rows == cols == 1:
-        return compute(formula, _cell(values, grids, 0, 0))
     with _gc_paused():
+        grids, rows, cols = _split(values)
+        if rows == cols == 1:
+            return compute(formula, _cell(values, grids, 0, 0))
         return _columns(formula, values, grids, rows, cols)
 
 
@@ -304,7 +311,7 @@ def _columns(formula: Formula, values: dict[str, Any], grids: dict[str, list[lis
         except ValueError as exc:
             result[k] = error_text(exc, i, j)
     if cols == 1:
-        return list(map(list, zip(result)))
+        return [[x] for x in result]
     return [result[i * cols:(i + 1) * cols] for i in range(rows)]
 
 
@@ -338,8 +345,7 @@ class _ListPass:
             raise _Fallback from exc
         if not isinstance(out, list):
             out = [out] * self.n
-        redo = {k for k, x in enumerate(out) if isinstance(x, float) and not math.isfinite(x)}
-        return out, redo
+        return out, _not_finite(out)
 
     def eval(self, node: Any, env: dict[str, Any]) -> Any:
         if isinstance(node, Var):
@@ -347,10 +353,11 @@ class _ListPass:
         if isinstance(node, (Num, Bool, Text)):
             return node.value
         if isinstance(node, BinOp):
-            return self.apply(_PY_BINOPS[node.op], (self.eval(node.left, env), self.eval(node.right, env)))
+            fn = _OPERATORS.get(node.op) or _PY_BINOPS[node.op]
+            return self.apply(fn, (self.eval(node.left, env), self.eval(node.right, env)))
         if isinstance(node, Neg):
             x = self.eval(node.operand, env)
-            return [-v for v in x] if isinstance(x, list) else -x
+            return list(map(operator.neg, x)) if isinstance(x, list) else -x
         if isinstance(node, Func):
             args = tuple(self.eval(a, env) for a in node.args)  # both IF branches, as a single cell does
             if node.name == "IF":
@@ -363,14 +370,30 @@ class _ListPass:
     def apply(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         if not any(isinstance(a, list) for a in args):
             return fn(*args)
-        if len(args) == 2:
+        if len(args) == 2:  # map over C-level operators: no Python frame per row
             a, b = args
             if isinstance(a, list) and isinstance(b, list):
                 return list(map(fn, a, b))
             if isinstance(a, list):
-                return [fn(x, b) for x in a]
-            return [fn(a, y) for y in b]
+                return list(map(fn, a, itertools.repeat(b)))
+            return list(map(fn, itertools.repeat(a), b))
         return list(map(fn, *(a if isinstance(a, list) else itertools.repeat(a, self.n) for a in args)))
+
+
+# The same operations as expr's _PY_BINOPS (a + b, a / b, a ** b, a < b, ...) as the operator module's C functions.
+_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "^": operator.pow,
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+def _not_finite(out: list[Any]) -> set[int]:
+    """Rows whose result is a float that is not finite (inf or NaN): they go the single-cell way."""
+    try:
+        if math.isfinite(math.fsum(out)):  # every row a finite number (fsum: no spurious overflow)
+            return set()
+    except (TypeError, OverflowError, ValueError):  # text or booleans among the results, or a huge sum
+        pass
+    return {k for k, x in enumerate(out) if isinstance(x, float) and not math.isfinite(x)}
 
 
 _NUMPY_OPS = {"+": "add", "-": "subtract", "*": "multiply", "/": "true_divide", "^": "power",

@@ -139,13 +139,13 @@ def PLAN(model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t=None, scaleo
             or not 1 <= count <= 100:
         raise InputError("top", count, "a whole number from 1 to 100")
     count = int(count)
-    settings = Settings(scaleout_gb_s=check_value("bandwidth_gb_s", v["scaleout_gb_s"])) \
+    settings = Settings(scaleout_gb_s=check_value("bandwidth_gb_s", v["scaleout_gb_s"], "scaleout_gb_s")) \
         if v["scaleout_gb_s"] is not None else Settings()
     if v["global_batch_tokens"] is None:
         raise InputError("global_batch_tokens", None, "a number of tokens per step, e.g. 4194304")
     result = plan(model_name, gpu=gpu_name, n_gpus=check_value("n_gpus", v["n_gpus"]),
                   seq_len=check_value("seq_len", v["seq_len"]),
-                  global_batch_tokens=check_value("tokens", v["global_batch_tokens"]),
+                  global_batch_tokens=check_value("tokens", v["global_batch_tokens"], "global_batch_tokens"),
                   tokens_t=v["tokens_t"], settings=settings, top=count)
     if not result.plans:
         why = result.rejected[0].reason if result.rejected else "no configuration fits in GPU memory"

@@ -1097,7 +1097,7 @@ def MEM_RECOMPUTE_WORKING_GB(full_act_bytes, stored_act_bytes):
 @arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
 @arg("cp", ndim=2, doc="Context-parallel size (the sequence is split over cp GPUs) [GPUs]")
-@arg("logits_buffer_bytes", ndim=2, doc="Bytes per logit the last stage holds for the loss (Megatron fused vocab-parallel cross-entropy: 4, fp32 logits; unfused PyTorch loss: 2 bf16 + 4 fp32 + 4 fp32 log-softmax = 10) [bytes/logit]")
+@arg("logits_buffer_bytes", ndim=2, doc="Bytes per logit the last stage holds for the loss (Megatron fused vocab-parallel cross-entropy: 4, fp32 logits; unfused PyTorch loss on upcast logits, its backward: 4 fp32 log-softmax + 4 its gradient + 4 the input gradient = 12; the same compiled: 2 + 2 ")
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @arg("stage", ndim=2, doc="Pipeline stage: \"first\" (input embedding, most micro-batches in flight) or \"last\" (output layer, logits and loss)")
 @ret()
@@ -1131,10 +1131,12 @@ def MEM_GATHERED_PARAMS_GB(layer_params_b, tp=1, zero_stage=0, prefetch_layers=0
 @arg("logits_gb", ndim=2, doc="Logits and loss buffers per GPU, GB [GB]")
 @arg("comm_buffer_gb", ndim=2, doc="Communication buckets per GPU (e.g. PyTorch DDP bucket_cap_mb = 25: 0.025), GB [GB]")
 @arg("overhead_gb", ndim=2, doc="Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB [GB]")
+@arg("grads_freed", ndim=2, doc="Gradients freed between steps (PyTorch zero_grad(set_to_none=True), one micro-batch per step, no pipeline): the peak is the larger of activations and gradients, not their sum (TRUE/FALSE)")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @ret()
-def MEM_STAGE_TOTAL_GB(weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb, logits_gb, comm_buffer_gb=0, overhead_gb=0):
-    """Memory per GPU of one pipeline stage: the sum of its parts. [GB per GPU]. weights + gradients + optimizer + FP8 copies + gathered parameters + activations + recompute working set + logits + communication buckets + other. Source: seed 002 §7.1.3 (states..."""
-    return formula_call("mem_stage_total_gb", weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb, logits_gb, comm_buffer_gb, overhead_gb)
+def MEM_STAGE_TOTAL_GB(weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb, logits_gb, comm_buffer_gb=0, overhead_gb=0, grads_freed=False, pp=1):
+    """Memory per GPU of one pipeline stage: its parts at the step's peak moment. [GB per GPU]. weights + optimizer + FP8 copies + gathered parameters + buckets + other + (gradients + activations + recompute working set + logits); with grads_freed and PP = 1:..."""
+    return formula_call("mem_stage_total_gb", weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb, logits_gb, comm_buffer_gb, overhead_gb, grads_freed, pp)
 
 
 @func(category=CATEGORY)
@@ -1642,6 +1644,24 @@ def ELEMENTWISE_BYTES_PER_TOKEN(hidden, ffn_hidden, gated_ffn=False, tp=1, seq_p
 
 
 @func(category=CATEGORY)
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@arg("fp8_cast_bytes", ndim=2, doc="HBM bytes per element of each FP8 GEMM operand cast from bf16 (Transformer Engine cast-transpose: read 2, write 1 + 1 transposed = 4) [bytes]")
+@arg("fp8_forward_fused", ndim=2, doc="The norms and the MLP activation write FP8 directly, so only the attention output is cast in the forward pass (Transformer Engine LayerNormLinear/LayerNormMLP) (TRUE/FALSE)")
+@ret()
+def FP8_CAST_BYTES_PER_TOKEN(hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False, tp=1, seq_parallel=False, recompute="none", fp8_cast_bytes=4, fp8_forward_fused=False):
+    """HBM bytes of the casts to FP8 of one layer's GEMM operands per token (forward, its recomputation, backward). [bytes per token per layer]. bytes per element * [forward operands (h [QKV in] + h [FC1 in])/(t if SP) + (a*dh [out-proj in] + F [FC2 in])/t (f..."""
+    return formula_call("fp8_cast_bytes_per_token", hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn, tp, seq_parallel, recompute, fp8_cast_bytes, fp8_forward_fused)
+
+
+@func(category=CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -2038,6 +2058,65 @@ def CP_COMM_TIME_S(layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_g
 
 
 @func(category=CATEGORY)
+@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("topk", ndim=2, doc="Experts each token is routed to (top-k)")
+@arg("ep", ndim=2, doc="Expert-parallel size (experts split over ep GPUs, tokens exchanged all-to-all) [GPUs]")
+@arg("ranks_per_domain", ndim=2, doc="Members of a communicating group inside one scale-up domain [GPUs]")
+@arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
+@arg("window_s", ndim=2, doc="Compute time a communication can overlap with [seconds]")
+@arg("a2a_bytes", ndim=2, doc="Bytes per element of the tokens an expert-parallel all-to-all sends (bf16: 2; FP8 dispatch with bf16 combine, DeepSeek-V3: 1.5) [bytes]")
+@arg("max_nodes_per_token", ndim=2, doc="Node-limited routing: scale-up domains a token's experts may span, each reached once over the NIC (DeepSeek-V3: 4; 0 = no limit)")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@arg("ep_overlap", ndim=2, doc="Share of the stage's compute that hides the expert-parallel all-to-all (0: none; DeepSeek-V3 DualPipe, Megatron --overlap-moe-expert-parallel-comm: up to 1) [fraction]")
+@ret()
+def EP_ALLTOALL_TIME_S(layers_per_stage, tokens, hidden, topk, ep, ranks_per_domain, scaleup_gb_s, scaleout_gb_s, link_efficiency, window_s, a2a_bytes=2, max_nodes_per_token=0, recompute="none", ep_overlap=0):
+    """Exposed expert-parallel all-to-all (dispatch and combine) time of one stage and one micro-batch. [seconds]. EXPOSED_COMM_S(moe layers * (4, or 6 with full recompute) * MAX(inside / scale-up, across / scale-out) / link efficiency, window, EP overlap); o..."""
+    return formula_call("ep_alltoall_time_s", layers_per_stage, tokens, hidden, topk, ep, ranks_per_domain, scaleup_gb_s, scaleout_gb_s, link_efficiency, window_s, a2a_bytes, max_nodes_per_token, recompute, ep_overlap)
+
+
+@func(category=CATEGORY)
+@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("topk", ndim=2, doc="Experts each token is routed to (top-k)")
+@arg("hbm_tb_s", ndim=2, doc="Memory (HBM) bandwidth of one GPU, TB/s [TB/s]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@arg("elementwise_factor", ndim=2, doc="Multiplier on the counted HBM traffic of non-matmul kernels (norms, residuals, activations); 0 = ignore")
+@ret()
+def MOE_PERMUTE_TIME_S(layers_per_stage, tokens, hidden, topk, hbm_tb_s, recompute="none", elementwise_factor=1):
+    """Time of the MoE layers' token permutation and unpermutation (memory-bound) of one stage on one GPU. [seconds]. moe layers * 12*k*h bytes per token * (4/3 with full recompute) * factor * tokens / (HBM*1e12). Source: Megatron-Core MoE token permutation (..."""
+    return formula_call("moe_permute_time_s", layers_per_stage, tokens, hidden, topk, hbm_tb_s, recompute, elementwise_factor)
+
+
+@func(category=CATEGORY)
+@arg("stage_params_b", ndim=2, doc="Parameters held by one pipeline stage before TP/ZeRO splitting, billions [billion parameters]")
+@arg("stage_layers", ndim=2, doc="Transformer layers on one pipeline stage")
+@arg("layers", ndim=2, doc="Transformer layers L")
+@arg("expert_params_b", ndim=2, doc="Routed-expert parameters of the whole model, in billions (the part expert parallelism splits over EP GPUs; 0 = dense) [billion parameters]")
+@arg("ep", ndim=2, doc="Expert-parallel size (experts split over ep GPUs, tokens exchanged all-to-all) [GPUs]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("expert_tp", ndim=2, doc="Expert tensor-parallel size: GPUs each expert's feed-forward is split over (0 = TP, Megatron-Core's default; 1 = whole experts, EP then spans the TP GPUs too) [GPUs]")
+@ret()
+def EXPERT_HELD_PARAMS_B(stage_params_b, stage_layers, layers, expert_params_b=0, ep=1, tp=1, expert_tp=0):
+    """Parameters of a stage one GPU holds before ZeRO, in units of the TP split: the routed experts / (EP x ETP). [billion parameters]. stage params - stage layers/L * expert params * (1 - TP/(EP*ETP)), ETP = expert TP (0: = TP); the memory model then divide..."""
+    return formula_call("expert_held_params_b", stage_params_b, stage_layers, layers, expert_params_b, ep, tp, expert_tp)
+
+
+@func(category=CATEGORY)
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("stage_params_b", ndim=2, doc="Parameters held by one pipeline stage before TP/ZeRO splitting, billions [billion parameters]")
+@ret()
+def EXPERT_SHARD_GROUP(dp, params_b, stage_params_b):
+    """The effective ZeRO/FSDP group of a stage whose routed experts are split over EP (``dp``: its shard GPUs, [GPUs]. DP (the shard GPUs) * held params / stage params. Source: ZeRO/FSDP sharding with expert parallelism: the dense part shards over the DP x C..."""
+    return formula_call("expert_shard_group", dp, params_b, stage_params_b)
+
+
+@func(category=CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("layers", ndim=2, doc="Transformer layers L")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -2069,17 +2148,18 @@ def CP_COMM_TIME_S(layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_g
 @arg("bytes_fp8", ndim=2, doc="Bytes per parameter of FP8 weight copies (0 without FP8; 1 = one FP8 copy, 2 = with its transpose) [bytes/param]")
 @arg("prefetch_layers", ndim=2, doc="Layers whose ZeRO-3/FSDP parameters are gathered ahead (prefetch) besides the one computing [layers]")
 @arg("comm_buffer_gb", ndim=2, doc="Communication buckets per GPU (e.g. PyTorch DDP bucket_cap_mb = 25: 0.025), GB [GB]")
-@arg("logits_buffer_bytes", ndim=2, doc="Bytes per logit the last stage holds for the loss (Megatron fused vocab-parallel cross-entropy: 4, fp32 logits; unfused PyTorch loss: 2 bf16 + 4 fp32 + 4 fp32 log-softmax = 10) [bytes/logit]")
+@arg("logits_buffer_bytes", ndim=2, doc="Bytes per logit the last stage holds for the loss (Megatron fused vocab-parallel cross-entropy: 4, fp32 logits; unfused PyTorch loss on upcast logits, its backward: 4 fp32 log-softmax + 4 its gradient + 4 the input gradient = 12; the same compiled: 2 + 2 ")
 @arg("overhead_gb", ndim=2, doc="Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB [GB]")
+@arg("grads_freed", ndim=2, doc="Gradients freed between steps (PyTorch zero_grad(set_to_none=True), one micro-batch per step, no pipeline): the peak is the larger of activations and gradients, not their sum (TRUE/FALSE)")
 @arg("job", ndim=2, doc="Training job: \"full\" (every weight trained, as pre-training), \"lora\" (frozen 16-bit base + low-rank adapters) or \"qlora\" (frozen 4-bit NF4 base + adapters)")
 @arg("lora_rank", ndim=2, doc="LoRA rank r of each adapter (B is d x r, A is r x k)")
 @arg("lora_targets", ndim=2, doc="Matrices that get LoRA adapters: \"qv\" (LoRA paper), \"qkv\", \"attention\" (q, k, v, o) or \"all_linear\" (QLoRA: attention and FFN)")
 @arg("quant_block", ndim=2, doc="Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64) [parameters]")
 @arg("double_quant", ndim=2, doc="Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)")
 @ret()
-def MEM_PER_GPU_GB(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch=1, tp=1, pp=1, cp=1, dp=1, zero_stage=0, seq_parallel=False, recompute="none", gated_ffn=False, tied_embeddings=False, flash_attention=True, virtual_stages=1, microbatches=1000000, first_stage_layers=0, last_stage_layers=0, dp_shard=0, bytes_weights=2, bytes_grads=4, bytes_optimizer=12, optimizer_offload=False, bytes_fp8=0.0, prefetch_layers=0, comm_buffer_gb=0.0, logits_buffer_bytes=4.0, overhead_gb=4.0, job="full", lora_rank=8, lora_targets="all_linear", quant_block=64, double_quant=True):
+def MEM_PER_GPU_GB(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch=1, tp=1, pp=1, cp=1, dp=1, zero_stage=0, seq_parallel=False, recompute="none", gated_ffn=False, tied_embeddings=False, flash_attention=True, virtual_stages=1, microbatches=1000000, first_stage_layers=0, last_stage_layers=0, dp_shard=0, bytes_weights=2, bytes_grads=4, bytes_optimizer=12, optimizer_offload=False, bytes_fp8=0.0, prefetch_layers=0, comm_buffer_gb=0.0, logits_buffer_bytes=4.0, overhead_gb=4.0, grads_freed=False, job="full", lora_rank=8, lora_targets="all_linear", quant_block=64, double_quant=True):
     """Memory per GPU of a training layout: the heavier of its first and last pipeline stage (the whole model). [GB per GPU]. MAX over the first and last pipeline stage of weights + gradients + optimizer + FP8 copies + gathered parameters + activations + reco..."""
-    return formula_call("mem_per_gpu_gb", params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch, tp, pp, cp, dp, zero_stage, seq_parallel, recompute, gated_ffn, tied_embeddings, flash_attention, virtual_stages, microbatches, first_stage_layers, last_stage_layers, dp_shard, bytes_weights, bytes_grads, bytes_optimizer, optimizer_offload, bytes_fp8, prefetch_layers, comm_buffer_gb, logits_buffer_bytes, overhead_gb, job, lora_rank, lora_targets, quant_block, double_quant)
+    return formula_call("mem_per_gpu_gb", params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch, tp, pp, cp, dp, zero_stage, seq_parallel, recompute, gated_ffn, tied_embeddings, flash_attention, virtual_stages, microbatches, first_stage_layers, last_stage_layers, dp_shard, bytes_weights, bytes_grads, bytes_optimizer, optimizer_offload, bytes_fp8, prefetch_layers, comm_buffer_gb, logits_buffer_bytes, overhead_gb, grads_freed, job, lora_rank, lora_targets, quant_block, double_quant)
 
 
 FORMULA_UDFS: tuple[str, ...] = (
@@ -2215,6 +2295,7 @@ FORMULA_UDFS: tuple[str, ...] = (
     "ATTENTION_GEMM_BYTES_PER_TOKEN",
     "UNFUSED_ATTENTION_TIME_S",
     "ELEMENTWISE_BYTES_PER_TOKEN",
+    "FP8_CAST_BYTES_PER_TOKEN",
     "TP_COMM_BYTES_PER_LAYER",
     "EXPOSED_COMM_S",
     "BUBBLE_TIME_S",
@@ -2245,6 +2326,10 @@ FORMULA_UDFS: tuple[str, ...] = (
     "DP_COMM_TIME_HIERARCHICAL_S",
     "CP_COMM_BYTES_PER_LAYER",
     "CP_COMM_TIME_S",
+    "EP_ALLTOALL_TIME_S",
+    "MOE_PERMUTE_TIME_S",
+    "EXPERT_HELD_PARAMS_B",
+    "EXPERT_SHARD_GROUP",
     "MEM_PER_GPU_GB",
 )
 UDF_NAMES: tuple[str, ...] = FORMULA_UDFS + TABLE_UDFS
@@ -2305,6 +2390,9 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "ELEMENTWISE_TIME_S",
     "ENERGY_MWH",
     "ENERGY_USD_PER_GPU_HOUR",
+    "EP_ALLTOALL_TIME_S",
+    "EXPERT_HELD_PARAMS_B",
+    "EXPERT_SHARD_GROUP",
     "EXPOSED_COMM_S",
     "FACILITY_MW",
     "FAILURE_FRAC_FROM_GOODPUT",
@@ -2312,6 +2400,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "FITS_IN_GPU",
     "FLASH_ATTENTION_TIME_S",
     "FLOPS_PER_TOKEN",
+    "FP8_CAST_BYTES_PER_TOKEN",
     "FT_FLOPS_PER_TOKEN",
     "FT_GPUS_FOR_DAYS",
     "FT_GPU_HOURS",
@@ -2377,6 +2466,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "MODEL_LIST",
     "MODEL_PARALLEL_MIN_DIM",
     "MODEL_SPEC",
+    "MOE_PERMUTE_TIME_S",
     "NF4_BYTES_PER_PARAM",
     "OPTIMIZER_STEP_S",
     "OWN_COST_AT_UTILISATION_USD",

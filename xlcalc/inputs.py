@@ -6,7 +6,7 @@ thing (and is checked the same way) in every formula, UDF and workbook cell.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .errors import InputError
@@ -26,6 +26,7 @@ class InputSpec:
     excel_name: str = ""
     number_format: str = "General"
     example: Any = None  # a typical value (docs, generated tests)
+    limit_reason: str = ""  # why the upper bound is where it is (shown when a value is above it)
 
     @property
     def allowed(self) -> str:
@@ -46,13 +47,25 @@ class InputSpec:
             parts.append(f"<= {_fmt(self.le)}")
         return noun + (" " + " and ".join(parts) if parts else "")
 
+    @property
+    def is_fraction(self) -> bool:
+        """A share from 0 to 1 (a value such as 5 is most likely a percentage)."""
+        return self.kind == "float" and self.le == 1 and (self.ge == 0 or self.gt == 0)
+
     def help(self) -> str:
         unit = f" [{self.unit}]" if self.unit else ""
         return f"{self.doc}{unit}"
 
 
 def _fmt(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else str(x)
+    """A bound as a person reads it: 100,000 or 1e+13 or 0.5."""
+    x = float(x)
+    if x.is_integer() and abs(x) < 1e9:
+        return f"{int(x):,}"
+    if x.is_integer() or abs(x) >= 1e9:
+        return f"{x:.0e}".replace("e+0", "e+")
+    return f"{x:g}"
+
 
 
 _SPECS: dict[str, InputSpec] = {}
@@ -73,6 +86,7 @@ FRACTION: dict[str, Any] = {"ge": 0, "le": 1}
 
 # --- model and data ------------------------------------------------------------
 _add("params_b", "billion parameters", "Model parameters, in billions (70 = 70e9)", "Params_B", example=70, **POS)
+_add("active_params_b", "billion parameters", "Parameters each token uses, in billions: a mixture of experts' active parameters, the N of 6*N*D (0 = all parameters, a dense model)", "Active_Params_B", example=0, **NONNEG)
 _add("tokens_t", "trillion tokens", "Training tokens, in trillions (2 = 2e12)", "Tokens_T", example=2, **POS)
 _add("trainable_params_b", "billion parameters", "Trainable (e.g. LoRA adapter) parameters, in billions", example=0.1, **NONNEG)
 _add("tokens_per_param", "tokens/parameter", "Training tokens per parameter (Chinchilla: 20)", example=20, **POS)
@@ -199,6 +213,8 @@ _add("microbatch_s", "seconds", "Time of one micro-batch (forward + backward) on
 _add("step_s", "seconds", "Time of one training step (iteration)", example=10, **POS)
 _add("bytes_per_param_step", "bytes/param", "HBM bytes read + written per parameter by the optimizer step (Adam fp32: 30)", example=30, **NONNEG)
 _add("elementwise_factor", "", "Multiplier on the counted HBM traffic of non-matmul kernels (norms, residuals, activations); 0 = ignore", example=1, **NONNEG)
+_add("fp8_cast_bytes", "bytes", "HBM bytes per element of each FP8 GEMM operand cast from bf16 (Transformer Engine cast-transpose: read 2, write 1 + 1 transposed = 4)", example=4, **NONNEG)
+_add("fp8_forward_fused", "", "The norms and the MLP activation write FP8 directly, so only the attention output is cast in the forward pass (Transformer Engine LayerNormLinear/LayerNormMLP) (TRUE/FALSE)", example=False, kind="bool")
 _add("grad_bytes", "bytes/param", "Bytes per gradient element in the data-parallel reduction (Megatron bf16: fp32 = 4)", example=4, **POS)
 _add("tokens_per_s", "tokens/s per GPU", "Training throughput per GPU, tokens per second", example=3000, **POS)
 _add("params_per_gpu_b", "billion parameters", "Parameters held by one GPU before ZeRO sharding, in billions", example=1.0, **POS)
@@ -252,6 +268,11 @@ _add("capacity_factor", "ratio", "Expert capacity factor: buffer rows per expert
 _add("expert_ffn_hidden", "", "Inner size of one routed expert's feed-forward", "Expert_FFN_Hidden", example=14336, kind="int", ge=0)
 _add("shared_ffn_hidden", "", "Inner size of the shared experts' feed-forward, all shared experts together (0 = none)", "Shared_FFN_Hidden", example=0, kind="int", ge=0)
 _add("ep", "GPUs", "Expert-parallel size (experts split over ep GPUs, tokens exchanged all-to-all)", "EP_Size", example=1, **COUNT)
+_add("a2a_bytes", "bytes", "Bytes per element of the tokens an expert-parallel all-to-all sends (bf16: 2; FP8 dispatch with bf16 combine, DeepSeek-V3: 1.5)", "A2A_Bytes", example=2, gt=0, le=4)
+_add("max_nodes_per_token", "", "Node-limited routing: scale-up domains a token's experts may span, each reached once over the NIC (DeepSeek-V3: 4; 0 = no limit)", "Max_Nodes_per_Token", example=0, kind="int", ge=0)
+_add("ep_overlap", "fraction", "Share of the stage's compute that hides the expert-parallel all-to-all (0: none; DeepSeek-V3 DualPipe, Megatron --overlap-moe-expert-parallel-comm: up to 1)", "EP_Overlap", example=0, **FRACTION)
+_add("expert_tp", "GPUs", "Expert tensor-parallel size: GPUs each expert's feed-forward is split over (0 = TP, Megatron-Core's default; 1 = whole experts, EP then spans the TP GPUs too)", "Expert_TP", example=0, kind="int", ge=0)
+_add("expert_params_b", "billion parameters", "Routed-expert parameters of the whole model, in billions (the part expert parallelism splits over EP GPUs; 0 = dense)", "Expert_Params_B", example=0, **NONNEG)
 _add("etp", "GPUs", "Expert tensor-parallel size (each expert's feed-forward split over etp GPUs)", "ETP_Size", example=1, **COUNT)
 
 # --- stage memory model and layout (xlcalc.stage_memory, xlcalc.layout) ----------------
@@ -265,6 +286,9 @@ _add("stage", "", 'Pipeline stage: "first" (input embedding, most micro-batches 
      'logits and loss)', "Stage", example="first", kind="choice", choices=("first", "last"))
 _add("optimizer_offload", "", "Optimizer states offloaded to CPU memory (TRUE/FALSE)", "Optimizer_Offload",
      example=False, kind="bool")
+_add("grads_freed", "", "Gradients freed between steps (PyTorch zero_grad(set_to_none=True), one micro-batch per "
+     "step, no pipeline): the peak is the larger of activations and gradients, not their sum (TRUE/FALSE)",
+     "Grads_Freed", example=False, kind="bool")
 _add("bytes_fp8", "bytes/param", "Bytes per parameter of FP8 weight copies (0 without FP8; 1 = one FP8 copy, "
      "2 = with its transpose)", "Bytes_FP8", example=0, **NONNEG)
 _add("prefetch_layers", "layers", "Layers whose ZeRO-3/FSDP parameters are gathered ahead (prefetch) besides the "
@@ -272,7 +296,8 @@ _add("prefetch_layers", "layers", "Layers whose ZeRO-3/FSDP parameters are gathe
 _add("comm_buffer_gb", "GB", "Communication buckets per GPU (e.g. PyTorch DDP bucket_cap_mb = 25: 0.025), GB",
      "Comm_Buffer_GB", example=0, **NONNEG)
 _add("logits_buffer_bytes", "bytes/logit", "Bytes per logit the last stage holds for the loss (Megatron fused "
-     "vocab-parallel cross-entropy: 4, fp32 logits; unfused PyTorch loss: 2 bf16 + 4 fp32 + 4 fp32 log-softmax = 10)",
+     "vocab-parallel cross-entropy: 4, fp32 logits; unfused PyTorch loss on upcast logits, its backward: 4 fp32 "
+     "log-softmax + 4 its gradient + 4 the input gradient = 12; the same compiled: 2 + 2 = 4)",
      "Logits_Buffer_Bytes", example=4, **NONNEG)
 _add("cluster_gpus", "GPUs", "GPUs in the cluster for the layout check (0 = not given: DP is given directly)",
      example=0, kind="int", ge=0)
@@ -302,6 +327,112 @@ _add("first_stage_gb", "GB", "Memory per GPU of the first pipeline stage, GB", e
 _add("last_stage_gb", "GB", "Memory per GPU of the last pipeline stage, GB", example=60, **NONNEG)
 
 
+# --- upper bounds: a value above one of these is a typing mistake, not a plan ----------------------------
+# Each bound sits far above the largest value any published run or product has, with the reason stated;
+# a value past it gets the reason in its message. Fractions (shares of 0 to 1) are capped at 1, so a
+# percentage typed as a whole number (5 for 5%) is refused with a hint instead of meaning 500%.
+_REASONS = {
+    "params": "100 trillion parameters, over 60x the largest published model (Switch Transformer C, 1.6T)",
+    "tokens": "1,000 trillion tokens, over 3x Epoch AI's estimate of all public human text (~300T tokens)",
+    "gpus": "10 million GPUs, 50x the largest announced training clusters (~200,000 GPUs)",
+    "width": "about 50x the widest published model (hidden 20,480, Megatron-Turing NLG 530B)",
+    "depth": "about 80x the deepest published LLM (126 layers, Llama 3.1 405B)",
+    "heads": "far above any published model (128 heads, Llama 3.1 405B)",
+    "seq": "10x the longest published context window (10M tokens, Llama 4 Scout)",
+    "vocab": "about 40x the largest published vocabulary (256,000, Gemma)",
+    "batch": "far above any published global batch (Llama 3.1: 16M tokens = 4,096 sequences of 4,096)",
+    "microbatch": "a micro-batch no GPU memory holds",
+    "usd": "$10 trillion, about 20x the largest announced AI infrastructure programme ($500B)",
+    "usd_rate": "over 50x the highest rate in the price catalog ($12.29/GPU-hour)",
+    "usd_gpu": "over 20x the catalog's highest purchase price per GPU ($30,000), server share included",
+    "usd_server": "100x a fully equipped 8-GPU server without its GPUs",
+    "usd_kwh": "over 20x the highest retail electricity prices (about $0.40/kWh)",
+    "usd_rack": "over 100x typical colocation prices per rack and month",
+    "days": "about 270,000 years, beyond even one GPU training the largest model for the most tokens",
+    "years": "100 years of depreciation",
+    "months": "100 years",
+    "hours": "10 million years between failures",
+    "seconds": "about 11 days stalled for one checkpoint or restart",
+    "gb": "about 400x the largest GPU memory in the catalog (256 GB)",
+    "gb_part": "an exabyte per GPU, beyond any model within the params_b bound on one GPU",
+    "usd_total": "a million times world GDP: beyond any run within the other inputs' bounds",
+    "tflops": "about 70x the highest dense peak of any GPU (about 15 PFLOP/s at FP4)",
+    "tb_s": "over 100x the fastest HBM (8 TB/s)",
+    "gb_s": "over 1,000x the fastest link per GPU (NVLink 5: 900 GB/s one way)",
+    "kw_gpu": "about 50x the power of one of today's GPUs with its server share (about 2 kW)",
+    "kw_server": "about 50x the power of a server without its GPUs",
+    "kw_rack": "10 MW in one rack, about 80x the densest racks (GB200 NVL72: about 130 kW)",
+    "bytes_param": "8x fp64: no number format stores more per parameter",
+    "count": "far above any published model or cluster",
+    "flops": "over 1,000x the compute any params_b and tokens_t within their bounds need (6ND)",
+    "tokens_param": "over 1,000x the most over-trained published models (a few thousand tokens per parameter)",
+    "ratio": "a multiplier no range or buffer needs",
+}
+_LIMITS: dict[str, tuple[float, str]] = {
+    "params_b": (1e5, "params"), "trainable_params_b": (1e5, "params"), "nonembed_params_b": (1e5, "params"),
+    "embed_params_b": (1e5, "params"), "largest_layer_params_b": (1e5, "params"), "params_per_gpu_b": (1e5, "params"),
+    "stage_params_b": (1e5, "params"), "layer_params_b": (1e5, "params"), "active_params_b": (1e5, "params"),
+    "expert_params_b": (1e5, "params"),
+    "params_per_gpu": (1e14, "params"), "layer_params": (1e14, "params"), "embedding_params": (1e14, "params"),
+    "tokens_t": (1e3, "tokens"), "tokens_per_param": (1e6, "tokens_param"),
+    "compute_flops": (1e33, "flops"), "flops": (1e33, "flops"), "flops_per_token": (1e18, "flops"),
+    "seq_len": (1e8, "seq"), "tokens": (1e15, "tokens"),
+    "micro_batch": (1e6, "microbatch"), "global_batch": (1e8, "batch"), "batch_sequences": (1e8, "batch"),
+    "microbatches": (1e8, "batch"), "inflight_microbatches": (1e8, "batch"),
+    "hidden": (1e6, "width"), "ffn_hidden": (1e7, "width"), "expert_ffn_hidden": (1e7, "width"),
+    "shared_ffn_hidden": (1e7, "width"), "head_dim": (1e6, "width"), "q_lora_rank": (1e6, "width"),
+    "kv_lora_rank": (1e6, "width"), "qk_rope_head_dim": (1e6, "width"), "qk_nope_head_dim": (1e6, "width"),
+    "v_head_dim": (1e6, "width"), "in_features": (1e7, "width"), "out_features": (1e7, "width"),
+    "rows": (1e9, "count"), "inner": (1e7, "width"), "cols": (1e9, "count"), "gemm_rows": (1e12, "count"),
+    "gemm_cols": (1e9, "count"),
+    "layers": (1e4, "depth"), "stage_layers": (1e4, "depth"), "layers_per_stage": (1e4, "depth"),
+    "first_stage_layers": (1e4, "depth"), "last_stage_layers": (1e4, "depth"), "prefetch_layers": (1e4, "depth"),
+    "virtual_stages": (1e4, "depth"), "forward_passes": (1e3, "count"),
+    "heads": (1e5, "heads"), "kv_heads": (1e5, "heads"), "vocab": (1e7, "vocab"),
+    "experts": (1e6, "count"), "topk": (1e6, "count"),
+    "n_gpus": (1e7, "gpus"), "tp": (1e7, "gpus"), "pp": (1e7, "gpus"), "dp": (1e7, "gpus"), "cp": (1e7, "gpus"),
+    "ep": (1e7, "gpus"), "etp": (1e7, "gpus"), "expert_tp": (1e7, "gpus"), "max_nodes_per_token": (1e7, "gpus"), "dp_shard": (1e7, "gpus"), "cluster_gpus": (1e7, "gpus"),
+    "replica_gpus": (1e7, "gpus"), "ranks": (1e7, "gpus"), "span_gpus": (1e7, "gpus"), "stride_gpus": (1e7, "gpus"),
+    "ranks_per_domain": (1e7, "gpus"), "nvlink_domain": (1e7, "gpus"), "gpus_per_node": (1e5, "gpus"),
+    "sm_count": (1e6, "count"), "tile_rows": (1e6, "count"), "tile_cols": (1e6, "count"),
+    "peak_tflops": (1e6, "tflops"), "achieved_tflops": (1e6, "tflops"), "hbm_tb_s": (1e3, "tb_s"),
+    "link_gb_s": (1e6, "gb_s"), "bandwidth_gb_s": (1e6, "gb_s"), "scaleup_gb_s": (1e6, "gb_s"),
+    "scaleout_gb_s": (1e6, "gb_s"),
+    "memory_gb": (1e5, "gb"), "static_gb": (1e9, "gb_part"), "activations_gb": (1e9, "gb_part"),
+    "act_gb_per_sample": (1e9, "gb_part"), "overhead_gb": (1e9, "gb_part"), "total_gb": (1e9, "gb_part"),
+    "comm_buffer_gb": (1e9, "gb_part"), "weights_gb": (1e9, "gb_part"), "grads_gb": (1e9, "gb_part"),
+    "optimizer_gb": (1e9, "gb_part"), "fp8_gb": (1e9, "gb_part"), "gathered_gb": (1e9, "gb_part"),
+    "recompute_gb": (1e9, "gb_part"), "logits_gb": (1e9, "gb_part"), "first_part_gb": (1e9, "gb_part"),
+    "last_part_gb": (1e9, "gb_part"), "first_stage_gb": (1e9, "gb_part"), "last_stage_gb": (1e9, "gb_part"),
+    "bytes_weights": (64, "bytes_param"), "bytes_grads": (64, "bytes_param"), "bytes_optimizer": (64, "bytes_param"),
+    "bytes_trainable": (64, "bytes_param"), "bytes_fp8": (64, "bytes_param"), "bytes_per_element": (64, "bytes_param"),
+    "bytes_per_param_step": (640, "bytes_param"), "grad_bytes": (64, "bytes_param"),
+    "logits_buffer_bytes": (64, "bytes_param"), "fp8_cast_bytes": (64, "bytes_param"),
+    "days": (1e8, "days"), "months": (1200, "months"), "depreciation_years": (100, "years"),
+    "gpu_mtbf_h": (1e11, "hours"), "node_mtbf_h": (1e11, "hours"),
+    "save_s": (1e6, "seconds"), "restart_s": (1e6, "seconds"),
+    "usd_per_gpu_hour": (1e3, "usd_rate"), "capex_usd_per_gpu": (1e6, "usd_gpu"),
+    "capex_usd_per_server": (1e7, "usd_server"), "usd_per_kwh": (10, "usd_kwh"),
+    "usd_per_rack_month": (1e7, "usd_rack"),
+    "kw_per_gpu": (100, "kw_gpu"), "kw_per_server": (1000, "kw_server"), "kw_per_rack": (1e4, "kw_rack"),
+    "compute_usd": (1e20, "usd_total"), "data_usd": (1e13, "usd"), "people_usd": (1e13, "usd"), "other_usd": (1e13, "usd"),
+    "total_usd": (1e20, "usd_total"), "budget_usd": (1e13, "usd"), "base_usd": (1e20, "usd_total"),
+    "experiments_usd": (1e13, "usd"), "failures_usd": (1e20, "usd_total"), "amount_usd": (1e13, "usd"),
+    "capacity_factor": (64, "ratio"), "range_factor": (100, "ratio"), "inflight_factor": (1e6, "ratio"),
+    "elementwise_factor": (1e3, "ratio"), "passes": (1e3, "ratio"), "interruptions": (1e9, "count"),
+}
+# Left without an upper bound: results of other formulas that a worksheet function also takes (GPU-hours, GPUs
+# needed, bytes, seconds, throughput); they are as large as the bounded inputs they come from make them.
+# Shares of 0 to 1 (they were allowed up to 10 or 100): a budget line larger than compute is given as an amount.
+_FRACTIONS = ("spare_frac", "failure_frac", "experiments_frac", "data_frac", "people_frac", "share_frac")
+
+for _name in _FRACTIONS:
+    _SPECS[_name] = replace(_SPECS[_name], le=1)
+for _name, (_bound, _why) in _LIMITS.items():
+    if _name in _SPECS:
+        _SPECS[_name] = replace(_SPECS[_name], le=_bound, limit_reason=_REASONS[_why])
+
+
 def spec(name: str) -> InputSpec:
     try:
         return _SPECS[name]
@@ -313,11 +444,13 @@ def all_specs() -> dict[str, InputSpec]:
     return dict(_SPECS)
 
 
-def check_value(name: str, value: Any) -> Any:
-    """Validate and normalise one value of input ``name``; raise :class:`InputError` if not allowed."""
+def check_value(name: str, value: Any, label: str | None = None) -> Any:
+    """Validate and normalise one value of input ``name``; raise :class:`InputError` if not allowed.
+
+    ``label`` names the value in the message when the caller calls it something else."""
     from .validate import validate_one
 
-    return validate_one(spec(name), value)
+    return validate_one(spec(name), value, name=label)
 
 
 __all__ = ["InputSpec", "InputError", "spec", "all_specs", "check_value"]

@@ -159,6 +159,13 @@ CONSTRAINTS: tuple[Constraint, ...] = (
         lambda v: ("expert parallelism gives every GPU whole experts: experts/EP = ", _r2(v["experts"] / v["ep"])),
     ),
     Constraint(
+        "ep_dp", "ep",
+        lambda v: and_(v["ep"] > 1, not_(_divides(v["ep"], max_(data_parallel(v) * v["cp"] * v["tp"], 1)))),
+        lambda v: ("a divisor of TP x CP x DP = ", _r2(data_parallel(v) * v["cp"] * v["tp"])),
+        lambda v: ("the expert-parallel group is carved out of the tensor-, context- and data-parallel GPUs of a "
+                   "stage (Megatron-Core: EP x expert-TP x expert-DP = TP x CP x DP)",),
+    ),
+    Constraint(
         "batch_dp", "global_batch",
         lambda v: and_(v["batch_sequences"] > 0,
                        not_(_divides(data_parallel(v) * v["micro_batch"], max_(v["batch_sequences"], 1)))),

@@ -68,6 +68,10 @@ MEMORY_DEFAULTS: dict[str, Any] = {
     "bytes_fp8": 0.0,            # no FP8 weight copies (bf16 training)
     "prefetch_layers": 0,        # ZeRO-3 gathers one layer at a time (DeepSpeed's estimate)
     "optimizer_offload": False,
+    # Gradients persist across steps (Megatron-Core's contiguous gradient buffer), so they are added to the
+    # activations' peak. PyTorch's Optimizer.zero_grad() sets them to None (set_to_none=True, the default since
+    # PyTorch 2.0): set grads_freed to take the later of the two moments instead (xlcalc.formulas.memory).
+    "grads_freed": False,
     "dp_shard": 0,               # ZeRO/FSDP shards over the whole data-parallel group
     "cp": 1,
     "first_stage_layers": 0,     # even pipeline split

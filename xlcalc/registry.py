@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import expr as _expr
-from .errors import InputError
+from .errors import InputError, UnknownNameError
 from .expr import Call, Expr, Names, Var, wrap
 from .inputs import InputSpec, spec
-from .validate import validate_one
+from .validate import call_error, validate_all
 
 REGISTRY: dict[str, "Formula"] = {}
 
@@ -80,15 +80,18 @@ class Formula:
         return (self.func.__doc__ or self.name).strip().splitlines()[0].strip()
 
     def bind(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """Arguments by input name, defaults applied. Arguments that do not bind raise :class:`InputError`
+        naming every missing input at once (or the unknown name with its close matches)."""
         try:
             bound = self.signature.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise TypeError(f"{self.name}{self.signature}: {exc}") from None
+        except TypeError:
+            raise call_error(self.name, self.signature, args, kwargs) from None
         bound.apply_defaults()
         return dict(bound.arguments)
 
     def validate(self, values: Mapping[str, Any]) -> dict[str, Any]:
-        clean = {k: validate_one(spec(k), v) for k, v in values.items()}
+        """Every input checked; one :class:`InputError` names every input that is not allowed."""
+        clean = validate_all(values)
         if self.check is not None:
             self.check(**clean)
         return clean
@@ -111,14 +114,40 @@ class Formula:
         try:
             result = self.func(**clean)
         except ZeroDivisionError:
-            raise InputError(
-                self.name, clean, "inputs for which the result is defined", "division by zero"
-            ) from None
+            raise self.undefined(clean, "divides by zero") from None
+        except OverflowError:
+            raise self.undefined(clean, "overflows") from None
         finally:
             _expr._numeric -= 1
         if isinstance(result, float) and not math.isfinite(result):
-            raise InputError(self.name, clean, "inputs for which the result is finite")
+            raise self.undefined(clean, "overflows" if not math.isnan(result) else "has no defined result")
         return result
+
+    def undefined(self, clean: Mapping[str, Any], what: str) -> InputError:
+        """The error for inputs that are each allowed but give no finite result together: it names the
+        inputs to blame -- those whose typical value (the input's example) gives a finite result again
+        with every other input as given -- not the formula."""
+        blamed = []
+        for name, value in clean.items():
+            s = spec(name)
+            if s.kind not in ("float", "int") or s.example is None or value == s.example:
+                continue
+            try:
+                trial = self.raw(**{**clean, name: s.example})
+            except (ArithmeticError, ValueError, TypeError):
+                continue
+            if not (isinstance(trial, float) and not math.isfinite(trial)):
+                blamed.append(name)
+        if not blamed:  # no single input: every number far from its typical value, else every number
+            far = [n for n, v in clean.items() if spec(n).kind in ("float", "int") and spec(n).example
+                   and isinstance(v, (int, float)) and not isinstance(v, bool)
+                   and (v == 0 or abs(math.log10(abs(v) / abs(spec(n).example))) > 3)]
+            blamed = far or [n for n in clean if spec(n).kind in ("float", "int")]
+        others = ", ".join(f"{n} = {clean[n]!r}" for n in clean if n not in blamed)
+        detail = f"{self.udf_name} {what} with it" + (f" and {others}" if others else "")
+        return InputError.all(
+            InputError(n, clean[n], f"{spec(n).allowed}, and one that gives {self.udf_name} a finite result",
+                       detail) for n in blamed)
 
     def raw(self, **values: Any) -> Any:
         """Compute without validation (for inner loops whose inputs were validated once), numbers only."""
@@ -192,9 +221,12 @@ def all_formulas() -> list[Formula]:
 
 
 def get_formula(name: str) -> Formula:
+    """A formula by its Python name or its worksheet-function name (any case); an unknown name raises
+    :class:`~xlcalc.errors.UnknownNameError` (a KeyError) naming it and the close matches."""
     all_formulas()
-    key = name.lower()
+    key = str(name).strip().lower()
     for f in REGISTRY.values():
         if f.name == key or f.udf_name.lower() == key:
             return f
-    raise KeyError(f"no formula named {name!r}")
+    known = [f.name for f in REGISTRY.values()] + [f.udf_name for f in REGISTRY.values()]
+    raise UnknownNameError("formula", name, known)

@@ -31,7 +31,7 @@ from .layout import LAYOUT_OK, check_layout
 from .recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, default_bytes, get_recipe
 from .registry import Formula
 from .stage_memory import memory_steps, model_inputs
-from .validate import validate_one
+from .validate import from_pydantic, validate_one
 
 _BYTES = default_bytes()
 
@@ -51,6 +51,7 @@ def _in(field: str, name: str, label: str, group: str, spec_name: str | None = N
 
 INPUTS: tuple[InputCell, ...] = (
     _in("params_b", "Params_B", "Parameters (billions)", "Model and data"),
+    _in("active_params_b", "Active_Params_B", "Active parameters per token, MoE (billions; 0 = all)", "Model and data"),
     _in("tokens_t", "Tokens_T", "Training tokens (trillions)", "Model and data"),
     _in("seq_len", "Seq_Len", "Sequence length (tokens)", "Model and data"),
     _in("hidden", "Hidden", "Hidden size h", "Model and data"),
@@ -83,6 +84,7 @@ INPUTS: tuple[InputCell, ...] = (
     _in("last_stage_layers", "Last_Stage_Layers", "Layers on the last stage (0 = even split)", "Stage memory"),
     _in("dp_shard", "DP_Shard", "ZeRO/FSDP shard group (0 = all of DP; HSDP: the group)", "Stage memory"),
     _in("optimizer_offload", "Optimizer_Offload", "Optimizer states offloaded to CPU (TRUE/FALSE)", "Stage memory"),
+    _in("grads_freed", "Grads_Freed", "Gradients freed between steps (TRUE/FALSE)", "Stage memory"),
     _in("bytes_fp8", "Bytes_FP8", "Bytes/param: FP8 weight copies (0 = none)", "Stage memory"),
     _in("prefetch_layers", "Prefetch_Layers", "ZeRO-3/FSDP layers prefetched", "Stage memory"),
     _in("comm_buffer_gb", "Comm_Buffer_GB", "Communication buckets per GPU (GB)", "Stage memory"),
@@ -158,6 +160,7 @@ class Scenario(BaseModel):
     recipe: Optional[str] = Field(default=None, description="precision recipe id (fills the bytes per parameter)")
 
     params_b: float = 70
+    active_params_b: float = 0  # a mixture of experts' active parameters: the N of 6*N*D (0 = params_b)
     tokens_t: float = 2
     seq_len: int = 4096
     hidden: int = 8192
@@ -191,6 +194,7 @@ class Scenario(BaseModel):
     last_stage_layers: int = MEMORY_DEFAULTS["last_stage_layers"]
     dp_shard: int = MEMORY_DEFAULTS["dp_shard"]
     optimizer_offload: bool = MEMORY_DEFAULTS["optimizer_offload"]
+    grads_freed: bool = MEMORY_DEFAULTS["grads_freed"]
     bytes_fp8: float = MEMORY_DEFAULTS["bytes_fp8"]
     prefetch_layers: int = MEMORY_DEFAULTS["prefetch_layers"]
     comm_buffer_gb: float = MEMORY_DEFAULTS["comm_buffer_gb"]
@@ -259,10 +263,16 @@ class Scenario(BaseModel):
             data["ffn_hidden"] = 4 * hidden if isinstance(hidden, (int, float)) and not isinstance(hidden, bool) else None
             if data["ffn_hidden"] is None:
                 data.pop("ffn_hidden")
+        errors = []
         for field, value in list(data.items()):
             cell = INPUT_BY_FIELD.get(field)
             if cell is not None and value is not None:
-                data[field] = validate_one(spec(cell.spec_name), value)
+                try:
+                    data[field] = validate_one(spec(cell.spec_name), value, name=field)
+                except InputError as exc:
+                    errors.append(exc)
+        if errors:  # every input that is not allowed, at once
+            raise InputError.all(errors)
         return data
 
     @model_validator(mode="after")
@@ -284,6 +294,11 @@ class Scenario(BaseModel):
         Explicit values win over presets. A user mistake raises :class:`InputError`.
         """
         merged: dict[str, Any] = {}
+        blank = [InputError(k, values[k], f"a {k} name from the catalog (xlcalc catalog), or left out")
+                 for k in ("model", "gpu", "recipe", "price_tier") if isinstance(values.get(k), str)
+                 and not values[k].strip()]
+        if blank:  # an empty name is a mistake, not "the default"
+            raise InputError.all(blank)
         if isinstance(values.get("model"), catalog.Model):
             # a model with no catalog row (e.g. from a Hugging Face config.json): its figures are typed in;
             # its file gives no training sequence length, so the scenario's stays
@@ -382,18 +397,15 @@ def price_note(scenario: "Scenario") -> str:
 def _architecture(m: catalog.Model) -> dict[str, Any]:
     """The scenario's architecture fields from a model (catalog row or config.json)."""
     arch = model_inputs(m)
-    return dict(params_b=round(m.params_b, 3), hidden=m.hidden, layers=m.layers, heads=m.heads,
+    return dict(params_b=round(m.params_b, 3), active_params_b=round(m.active_params_b, 3) if m.experts else 0,
+                hidden=m.hidden, layers=m.layers, heads=m.heads,
                 kv_heads=arch["kv_heads"], ffn_hidden=arch["ffn_hidden"], gated_ffn=arch["gated_ffn"],
                 vocab=arch["vocab"], tied_embeddings=arch["tied_embeddings"])
 
 
 def _as_input_error(exc: ValidationError) -> Exception:
-    err = exc.errors()[0]
-    original = err.get("ctx", {}).get("error")
-    if isinstance(original, InputError):
-        return original
-    loc = ".".join(str(p) for p in err.get("loc", ())) or "scenario"
-    return InputError(loc, err.get("input"), err.get("msg", "a valid value"))
+    """Every field pydantic refused, in the one message format (each input checked by its spec)."""
+    return from_pydantic(exc, {c.field: c.spec_name for c in INPUTS})
 
 
 # --- the named results ---------------------------------------------------------------
@@ -422,7 +434,8 @@ V = Var
 # The stage memory model (xlcalc.stage_memory) over the scenario's names: every step a named result.
 MEMORY_SOURCES = {"dp": V("DP_Size"), "cluster_gpus": V("N_GPUs"), "head_dim": V("Hidden") / V("Heads"),
                   "microbatches": MEMORY_DEFAULTS["microbatches"], "batch_sequences": 0, "experts": 0, "ep": 1,
-                  "quant_block": MEMORY_DEFAULTS["quant_block"], "double_quant": MEMORY_DEFAULTS["double_quant"]}
+                  "quant_block": MEMORY_DEFAULTS["quant_block"], "double_quant": MEMORY_DEFAULTS["double_quant"],
+                  "expert_params_b": 0, "expert_tp": 0}
 _MEMORY_LABELS = {"First": "first stage", "Last": "last stage"}
 _MEMORY_OUTPUTS = tuple(
     OutputCell(st.name, st.formula, st.args,
@@ -431,23 +444,26 @@ _MEMORY_OUTPUTS = tuple(
                ("0.##" if st.name.startswith(("Stage_Layers", "Inflight")) else "#,##0.00"), st.guarded)
     for st in memory_steps(MEMORY_SOURCES, capacity=V("GPU_Memory_GB"), layout_dp=1)  # DP from N_GPUs there
 )
+# N of 6*N*D: an MoE's active parameters, else all of them (one convention for estimate, plan and the workbook)
+N_PARAMS = if_(V("Active_Params_B") > 0, V("Active_Params_B"), V("Params_B"))
 OUTPUTS: tuple[OutputCell, ...] = (
     OutputCell("DP_Size", compute.data_parallel_size, {"n_gpus": V("N_GPUs"), "tp": V("TP_Size"),
                "pp": V("PP_Size"), "cp": V("CP_Size")}, "Data parallel (DP = GPUs / (TP x PP x CP))",
                compute.data_parallel_size.unit, "0.##", guarded=True),
     # the memory steps first: the time of a fine-tuning job needs their Trainable_Params_B
     *_MEMORY_OUTPUTS,
-    # time: 6ND for a full job (pre-training or full fine-tuning), 4ND + 6N'D for LoRA/QLoRA (frozen base)
+    # time: 6ND for a full job (pre-training or full fine-tuning), 4ND + 6N'D for LoRA/QLoRA (frozen base); N of
+    # an MoE is its active parameters
     _o("Train_FLOPs", finetune.ft_train_flops, "Training FLOPs (6ND; LoRA/QLoRA 4ND + 6N'D)", "0.00E+00",
-       params_b="Params_B", tokens_t="Tokens_T", trainable_params_b="Trainable_Params_B", job="Job"),
+       params_b=N_PARAMS, tokens_t="Tokens_T", trainable_params_b="Trainable_Params_B", job="Job"),
     _o("Train_Days", finetune.ft_train_days, "Training days", "#,##0.00",
-       params_b="Params_B", tokens_t="Tokens_T", trainable_params_b="Trainable_Params_B", peak_tflops="Peak_TFLOPS",
+       params_b=N_PARAMS, tokens_t="Tokens_T", trainable_params_b="Trainable_Params_B", peak_tflops="Peak_TFLOPS",
        n_gpus="N_GPUs", mfu="MFU", job="Job"),
     _o("GPU_Hours", finetune.ft_gpu_hours, "GPU-hours", "#,##0",
-       params_b="Params_B", tokens_t="Tokens_T", trainable_params_b="Trainable_Params_B", peak_tflops="Peak_TFLOPS",
+       params_b=N_PARAMS, tokens_t="Tokens_T", trainable_params_b="Trainable_Params_B", peak_tflops="Peak_TFLOPS",
        mfu="MFU", job="Job"),
     _o("GPUs_for_Deadline", finetune.ft_gpus_for_days, "GPUs for the deadline (exact)", "#,##0.0",
-       params_b="Params_B", tokens_t="Tokens_T", trainable_params_b="Trainable_Params_B", peak_tflops="Peak_TFLOPS",
+       params_b=N_PARAMS, tokens_t="Tokens_T", trainable_params_b="Trainable_Params_B", peak_tflops="Peak_TFLOPS",
        mfu="MFU", days="Deadline_Days", job="Job"),
     _o("Replicas_for_Deadline", compute.replicas_needed, "Model replicas (TP x PP x CP GPUs each)", "#,##0",
        gpus_needed="GPUs_for_Deadline", replica_gpus=V("TP_Size") * V("PP_Size") * V("CP_Size")),

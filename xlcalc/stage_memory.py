@@ -88,18 +88,21 @@ MODEL_INPUTS = (
     "params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "gated_ffn", "vocab", "tied_embeddings",
     "seq_len", "micro_batch", "microbatches", "tp", "pp", "cp", "dp", "dp_shard", "zero_stage", "seq_parallel",
     "recompute", "virtual_stages", "first_stage_layers", "last_stage_layers", "flash_attention",
-    "bytes_weights", "bytes_grads", "bytes_optimizer", "bytes_fp8", "optimizer_offload", "prefetch_layers",
+    "bytes_weights", "bytes_grads", "bytes_optimizer", "bytes_fp8", "optimizer_offload", "grads_freed", "prefetch_layers",
     "comm_buffer_gb", "logits_buffer_bytes", "overhead_gb",
     # layout-only inputs (0 = not given)
     "cluster_gpus", "batch_sequences", "experts", "ep",
     # fine-tuning (job = full: pre-training's model states)
     "job", "lora_rank", "lora_targets", "quant_block", "double_quant",
+    # mixture of experts: routed-expert parameters, split over ep GPUs (0 = dense)
+    "expert_params_b", "expert_tp",
 )
 
 
 def defaults() -> dict[str, Any]:
     """The model's defaults: the default recipe's bytes and MEMORY_DEFAULTS (xlcalc.recipes)."""
-    return {**default_bytes(), **MEMORY_DEFAULTS, "cluster_gpus": 0, "batch_sequences": 0, "experts": 0, "ep": 1}
+    return {**default_bytes(), **MEMORY_DEFAULTS, "cluster_gpus": 0, "batch_sequences": 0, "experts": 0, "ep": 1,
+            "expert_params_b": 0, "expert_tp": 0}
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,13 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     # distributed optimizer uses the DP x CP group (get_data_parallel_group(with_context_parallel=True)),
     # torchtitan's FSDP2 the dp_shard x cp mesh
     shard = if_(s["dp_shard"] > 0, s["dp_shard"], s["dp"] * s["cp"])
+    # a dense model (expert_params_b the constant 0, as in the workbook): no expert terms in the formulas
+    dense = isinstance(s["expert_params_b"], Num) and s["expert_params_b"].value == 0
+    expert_args: dict[str, Any] = dict(layers=s["layers"], expert_params_b=s["expert_params_b"], ep=s["ep"], tp=s["tp"],
+                                       expert_tp=s["expert_tp"])
+    if not dense:
+        layer_held = add("Layer_Params_Held_B", expert_held_params_b, "Parameters of one layer one GPU gathers "
+                         "under ZeRO-3 (billions)", stage_params_b=layer_b, stage_layers=1, **expert_args)
     totals: dict[str, Var] = {}
     states: dict[str, Expr] = {}
     acts: dict[str, Expr] = {}
@@ -195,18 +205,29 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         params = add(f"Stage_Params_B_{st}", fm.stage_params_b, f"Parameters of the {stage} stage (billions)",
                      of=st, stage_layers=n, layer_params_b=layer_b, hidden=s["hidden"], vocab=s["vocab"],
                      pp=s["pp"], tied_embeddings=s["tied_embeddings"])
-        common = dict(params_b=params, zero_stage=s["zero_stage"], dp=shard, tp=s["tp"], pp=1)
+        # expert parallelism: the stage's routed experts split over ep GPUs, their ZeRO/FSDP shard group the
+        # other dp x cp / ep GPUs (Megatron's expert data-parallel group). Held on one GPU: dense + experts/ep;
+        # sharded: (dense + experts) / shard either way. One (params, group) pair gives both.
+        if dense:
+            held, group = params, shard
+        else:
+            held = add(f"Stage_Params_Held_B_{st}", expert_held_params_b,
+                       f"Parameters one GPU of the {stage} stage holds, in units of the TP split (billions)", of=st,
+                       stage_params_b=params, stage_layers=n, **expert_args)
+            group = add(f"Shard_Group_{st}", expert_shard_group, f"ZeRO/FSDP shard group of the {stage} stage, "
+                        "experts and the rest together", of=st, dp=shard, params_b=held,
+                        stage_params_b=params)
         # --- fine-tuning: adapters on the stage; gradients and optimizer states of the trained parameters only --
         adapters = add(f"Stage_Adapter_Params_B_{st}", ff.adapter_params_b,
                        f"LoRA adapter parameters of the {stage} stage (billions)", of=st, layers=n, **adapter_shape)
         trained = add(f"Stage_Trainable_B_{st}", ff.ft_trainable_params_b,
-                      f"Trained parameters of the {stage} stage (billions)", of=st, params_b=params,
+                      f"Trained parameters of the {stage} stage (billions)", of=st, params_b=held,
                       trainable_params_b=adapters, job=s["job"])
         w = add(f"Mem_{st}_Weights_GB", ff.mem_ft_weights_gb, "Weights", "weights", st,
-                params_b=params, embed_params_b=params - n * layer_b, trainable_params_b=adapters, job=s["job"],
-                zero_stage=s["zero_stage"], dp=shard, tp=s["tp"], bytes_weights=s["bytes_weights"],
+                params_b=held, embed_params_b=params - n * layer_b, trainable_params_b=adapters, job=s["job"],
+                zero_stage=s["zero_stage"], dp=group, tp=s["tp"], bytes_weights=s["bytes_weights"],
                 quant_block=s["quant_block"], double_quant=s["double_quant"])
-        common = dict(common, params_b=trained)
+        common = dict(params_b=trained, zero_stage=s["zero_stage"], dp=group, tp=s["tp"], pp=1)
         g = add(f"Mem_{st}_Grads_GB", fm.mem_grads_gb, "Gradients", "gradients", st,
                 bytes_grads=s["bytes_grads"], **common)
         o = add(f"Mem_{st}_Optimizer_GB", fm.mem_optimizer_gb, "Optimizer states", "optimizer", st,
@@ -218,9 +239,9 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         nf4 = ff.nf4_bytes_per_param(s["quant_block"], s["double_quant"])
         gathered_share = if_(eq(s["job"], "full"), 1, if_(eq(s["job"], "qlora"), nf4 / 4, 0.5))
         gat = add(f"Mem_{st}_Gathered_GB", fm.mem_gathered_params_gb, "Gathered ZeRO-3/FSDP parameters",
-                  "gathered_params", st, layer_params_b=layer_b * gathered_share, tp=s["tp"],
-                  zero_stage=s["zero_stage"], prefetch_layers=s["prefetch_layers"], pp=s["pp"],
-                  stage_params_b=params * if_(eq(s["job"], "qlora"), nf4 / 2, 1),
+                  "gathered_params", st, layer_params_b=(layer_b if dense else layer_held) * gathered_share,
+                  tp=s["tp"], zero_stage=s["zero_stage"], prefetch_layers=s["prefetch_layers"], pp=s["pp"],
+                  stage_params_b=held * if_(eq(s["job"], "qlora"), nf4 / 2, 1),
                   bytes_grads=if_(eq(s["job"], "full"), s["bytes_grads"], 0))
         fl = add(f"Inflight_{st}", fm.stage_inflight_microbatches, f"Micro-batches in flight on the {stage} stage",
                  of=st, pp=s["pp"], stage=stage, virtual_stages=s["virtual_stages"], microbatches=s["microbatches"])
@@ -232,7 +253,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         totals[st] = add(f"Mem_{st}_Total_GB", fm.mem_stage_total_gb, f"Total, {stage} stage", "total", st,
                          weights_gb=w, grads_gb=g, optimizer_gb=o, fp8_gb=f8, gathered_gb=gat, activations_gb=a,
                          recompute_gb=recompute, logits_gb=lg, comm_buffer_gb=s["comm_buffer_gb"],
-                         overhead_gb=s["overhead_gb"])
+                         overhead_gb=s["overhead_gb"], grads_freed=s["grads_freed"], pp=s["pp"])
         states[st] = w + g + o + f8 + gat
         acts[st] = a + recompute + lg
     peak: dict[str, Any] = dict(first_stage_gb=totals["First"], last_stage_gb=totals["Last"])
@@ -249,10 +270,38 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     return tuple(steps)
 
 
+@formula(
+    udf="EXPERT_HELD_PARAMS_B", unit="billion parameters", category="memory",
+    equation="stage params - stage layers/L * expert params * (1 - TP/(EP*ETP)), ETP = expert TP (0: = TP); "
+             "the memory model then divides by TP",
+    source="expert parallelism (Lepikhin et al. 2020, GShard; Megatron-Core MoE: EP x expert-TP x expert-DP = TP x CP x "
+           "DP): each GPU holds 1/(EP*ETP) of every MoE layer's routed experts and 1/TP of the rest; routed experts "
+           "spread evenly over the layers",
+)
+def expert_held_params_b(stage_params_b: Any, stage_layers: Any, layers: Any, expert_params_b: Any = 0, ep: Any = 1,
+                         tp: Any = 1, expert_tp: Any = 0) -> Any:
+    """Parameters of a stage one GPU holds before ZeRO, in units of the TP split: the routed experts / (EP x ETP)."""
+    etp = if_(expert_tp > 0, expert_tp, tp)
+    return stage_params_b - stage_layers / layers * expert_params_b * (1 - tp / (ep * etp))
+
+
+@formula(
+    udf="EXPERT_SHARD_GROUP", unit="GPUs", category="memory",
+    equation="DP (the shard GPUs) * held params / stage params",
+    source="ZeRO/FSDP sharding with expert parallelism: the dense part shards over the DP x CP GPUs, the routed "
+           "experts over DP x CP / EP (x TP / ETP), so every GPU keeps (dense + experts) / (TP x shard) of each "
+           "sharded state; this is the group that, applied to the held parameters, gives that share",
+)
+def expert_shard_group(dp: Any, params_b: Any, stage_params_b: Any) -> Any:
+    """The effective ZeRO/FSDP group of a stage whose routed experts are split over EP (``dp``: its shard GPUs,
+    ``params_b``: the parameters one GPU holds, EXPERT_HELD_PARAMS_B)."""
+    return dp * params_b / stage_params_b
+
+
 # --- evaluating the steps with numbers -----------------------------------------------------------
 
 _Getter = Callable[[dict[str, Any]], Any]
-_COMPILED: dict[bool, list[tuple[str, Callable[..., Any], list[tuple[str, _Getter]]]]] = {}
+_COMPILED: dict[tuple[bool, bool], list[tuple[str, Callable[..., Any], list[tuple[str, _Getter]]]]] = {}
 _EXCEL_NAME = {k: spec(k).excel_name for k in (*MODEL_INPUTS, "memory_gb")}
 
 
@@ -266,17 +315,20 @@ def _getter(e: Expr) -> _Getter:
     return e.evaluate
 
 
-def _compiled(capacity: bool) -> list[tuple[str, Callable[..., Any], list[tuple[str, _Getter]]]]:
-    if capacity not in _COMPILED:
+def _compiled(capacity: bool, moe: bool = True) -> list[tuple[str, Callable[..., Any], list[tuple[str, _Getter]]]]:
+    """The steps as (name, function, argument getters); ``moe=False``: the dense model's steps (no expert terms)."""
+    key = (capacity, moe)
+    if key not in _COMPILED:
         saved, _expr._numeric = _expr._numeric, 0  # the steps are built as expressions, even inside numeric()
         try:
-            steps = memory_steps(capacity=Var("GPU_Memory_GB") if capacity else None)
+            steps = memory_steps(None if moe else {"expert_params_b": 0},
+                                 capacity=Var("GPU_Memory_GB") if capacity else None)
         finally:
             _expr._numeric = saved
         # the layout check runs once in resolve(), as check_layout (the same constraints as Layout_Check)
-        _COMPILED[capacity] = [(st.name, st.formula.func, [(k, _getter(e)) for k, e in st.args.items()])
-                               for st in steps if st.name != "Layout_Check"]
-    return _COMPILED[capacity]
+        _COMPILED[key] = [(st.name, st.formula.func, [(k, _getter(e)) for k, e in st.args.items()])
+                          for st in steps if st.name != "Layout_Check"]
+    return _COMPILED[key]
 
 
 def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -328,7 +380,7 @@ def evaluate(values: Mapping[str, Any], *, validated: bool = False) -> dict[str,
     capacity = clean.get("memory_gb") is not None
     env: dict[str, Any] = {_EXCEL_NAME[k]: x for k, x in clean.items()}
     with registry.numeric():  # inputs validated: formulas nested in these bodies take the fast path
-        for name, func, getters in _compiled(capacity):
+        for name, func, getters in _compiled(capacity, bool(clean.get("expert_params_b"))):
             env[name] = func(**{k: g(env) for k, g in getters})
     return env
 
@@ -419,7 +471,9 @@ def model_inputs(model: Any) -> dict[str, Any]:
     return dict(params_b=model.params_b, layers=L, hidden=model.hidden, heads=model.heads, kv_heads=model.kv,
                 head_dim=model.dh, ffn_hidden=max(1, round(ffn / L)), gated_ffn=model.gated_ffn, vocab=model.vocab,
                 tied_embeddings=model.tied_embeddings, seq_len=model.seq_len,
-                experts=model.experts or 0)
+                experts=model.experts or 0,
+                expert_params_b=(moe_layers * model.experts * model.ffn_params(model.moe_ffn_hidden or 1) / 1e9
+                                 if moe_layers else 0))
 
 
 # --- the composed model as one worksheet function ---------------------------------------------------
@@ -459,7 +513,8 @@ def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab,
                    bytes_optimizer=_D["bytes_optimizer"], optimizer_offload=_D["optimizer_offload"],
                    bytes_fp8=_D["bytes_fp8"], prefetch_layers=_D["prefetch_layers"],
                    comm_buffer_gb=_D["comm_buffer_gb"], logits_buffer_bytes=_D["logits_buffer_bytes"],
-                   overhead_gb=_D["overhead_gb"], job=_D["job"], lora_rank=_D["lora_rank"],
-                   lora_targets=_D["lora_targets"], quant_block=_D["quant_block"], double_quant=_D["double_quant"]):
+                   overhead_gb=_D["overhead_gb"], grads_freed=_D["grads_freed"], job=_D["job"],
+                   lora_rank=_D["lora_rank"], lora_targets=_D["lora_targets"], quant_block=_D["quant_block"],
+                   double_quant=_D["double_quant"]):
     """Memory per GPU of a training layout: the heavier of its first and last pipeline stage (the whole model)."""
     return _compose(dict(locals()), "Mem_Total_GB")

@@ -33,8 +33,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        _refuse_empty(args)
         return int(args.func(args) or 0)
-    except (InputError, CatalogError) as exc:
+    except InputError as exc:
+        if len(exc.problems) > 1:  # every mistake on its own line
+            lines = "\n".join(f"  - {p}" for p in exc.problems)
+            print(f"xlcalc {args.command}: error: {len(exc.problems)} inputs are not allowed:\n{lines}",
+                  file=sys.stderr)
+        else:
+            print(f"xlcalc {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except CatalogError as exc:
         print(f"xlcalc {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into head & co.
@@ -42,3 +51,11 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def _refuse_empty(args: argparse.Namespace) -> None:
+    """A flag given an empty value (``--gpu ''``) is a mistake, never "use the default": every one is named."""
+    empty = [InputError(name, value, "a value, not empty (leave the flag out to use its default)")
+             for name, value in vars(args).items() if isinstance(value, str) and not value.strip()]
+    if empty:
+        raise InputError.all(empty)

@@ -8,7 +8,7 @@ from typing import Any
 from .. import catalog
 from ..errors import InputError
 from ..hf_config import model_from_hf_config
-from .fmt import dump_json, table
+from .fmt import dump_json, money, table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -54,11 +54,13 @@ def run(args: argparse.Namespace) -> int:
                 for g in rows]
     elif args.kind == "models":
         headers = ("id", "name", "layers", "hidden", "heads", "kv", "params B (derived)", "published B")
-        body = [(m.id, m.name, m.layers, m.hidden, m.heads, m.kv, f"{m.params_b:.2f}", _n(m.published_params_b))
+        body = [(m.id, m.name, m.layers, m.hidden, m.heads, m.kv, f"{m.params_b:.2f}",
+                 "" if m.published_params_b is None else f"{m.published_params_b:,.2f}")
                 for m in rows]
     else:
         headers = ("id", "gpu", "tier", "USD/GPU-hour", "capex USD/GPU", "date")
-        body = [(p.id, p.gpu, p.tier or "", _n(p.usd_per_gpu_hour), _n(p.capex_usd_per_gpu), p.date) for p in rows]
+        body = [(p.id, p.gpu, p.tier or "", _usd(p.usd_per_gpu_hour, cents=True), _usd(p.capex_usd_per_gpu), p.date)
+                for p in rows]
     print(table(body, headers=headers, align="lll" if args.kind == "prices" else "ll"))
     print(f"\n{len(rows)} {args.kind}. Show one with its source: xlcalc catalog {args.kind} NAME")
     return 0
@@ -74,6 +76,10 @@ def _show(row: dict, as_json: bool) -> None:
 
 def _n(v) -> str:
     return "" if v is None else f"{v:,.10g}"
+
+
+def _usd(v, cents: bool = False) -> str:
+    return "" if v is None else money(v, cents=cents)
 
 
 def _get_price(name: str):

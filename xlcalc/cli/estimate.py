@@ -91,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
             data["ranges"] = [r.as_dict() for r in rng]
         print(dump_json(data))
         return 0
-    print(f"Scenario: {scenario.params_b:g}B params, {scenario.tokens_t:g}T tokens, "
+    active = f" ({scenario.active_params_b:g}B active: N of 6ND)" if scenario.active_params_b else ""
+    print(f"Scenario: {scenario.params_b:g}B params{active}, {scenario.tokens_t:g}T tokens, "
           f"{scenario.n_gpus:,} GPUs at {scenario.peak_tflops:g} TFLOP/s, MFU {scenario.mfu:g}, "
           f"TP={scenario.tp} PP={scenario.pp} CP={scenario.cp} ZeRO-{scenario.zero_stage} "
           f"recompute={scenario.recompute}")

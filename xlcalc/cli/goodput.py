@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import InputError
+from ..errors import InputError, missing
 from ..formulas import goodput
 from ..money import goodput_rows
 from .fmt import cli_value, dump_json, number, table
@@ -52,10 +52,10 @@ def mtbf_from_args(args: argparse.Namespace) -> tuple[float, str]:
     run = dict(LLAMA3)
     source = "Llama 3 paper §3.3.4: 419 unexpected interruptions in 54 days on 16,384 GPUs"
     if args.interruptions is not None:
-        missing = [f for f in ("over_days", "over_gpus") if getattr(args, f) is None]
-        if missing:
-            raise InputError(missing[0], None, "given with --interruptions",
-                             "missing: " + ", ".join("--" + m.replace("_", "-") for m in missing))
+        lacking = [f for f in ("over_days", "over_gpus") if getattr(args, f) is None]
+        if lacking:
+            raise missing(lacking, lambda n: "given with --interruptions (" + {
+                "over_days": "the days", "over_gpus": "the GPUs"}[n] + " of the run they were counted over)")
         run = {"n_gpus": cli_value(args.over_gpus), "days": cli_value(args.over_days),
                "interruptions": cli_value(args.interruptions)}
         source = f"{args.interruptions} interruptions in {args.over_days} days on {args.over_gpus} GPUs"

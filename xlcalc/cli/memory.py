@@ -9,6 +9,7 @@ from ..errors import CatalogError, InputError
 from ..layout import stage_split
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES
 from ..stage_memory import PARTS, SHARDING, model_inputs, recipe_bytes, stage_memory
+from ..validate import validate_all
 from .fmt import cli_value, dump_json, number, table
 from .models import add_config_flag, config_model
 
@@ -44,7 +45,7 @@ _NUMBER_FLAGS = (
     ("prefetch-layers", f"ZeRO-3/FSDP layers prefetched (default {MEMORY_DEFAULTS['prefetch_layers']})"),
     ("comm-buffer-gb", f"communication buckets per GPU, GB (default {MEMORY_DEFAULTS['comm_buffer_gb']:g})"),
     ("logits-buffer-bytes", f"bytes per logit held for the loss (default {MEMORY_DEFAULTS['logits_buffer_bytes']:g};"
-                            " unfused PyTorch loss: 10)"),
+                            " unfused PyTorch loss: 12, compiled: 4)"),
     ("overhead-gb", f"CUDA context, NCCL, allocator reserve, GB (default {MEMORY_DEFAULTS['overhead_gb']:g})"),
     ("memory-gb", "GPU memory to check against, GB (default: from --gpu)"),
 )
@@ -79,6 +80,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gated-ffn", action="store_true", default=None, help="gated FFN (SwiGLU)")
     p.add_argument("--tied-embeddings", action="store_true", default=None, help="input and output share one table")
     p.add_argument("--optimizer-offload", action="store_true", help="optimizer states in CPU memory")
+    p.add_argument("--grads-freed", action="store_true",
+                   help="gradients set to None between steps (PyTorch zero_grad default; one micro-batch, no "
+                        "pipeline): peak = larger of activations and gradients, not their sum")
     p.add_argument("--recipe", choices=sorted(RECIPES),
                    help=f"bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8, "
                         f"torchtune 2+2+4, qlora 2+2+8 (default {DEFAULT_RECIPE})")
@@ -111,6 +115,8 @@ def values_from_args(args: argparse.Namespace) -> dict:
             raise InputError("layers", None, "given (--model, --config or --layers) with --layers-per-stage")
         v.update(stage_split(args.layers_per_stage, int(float(v["layers"])),
                              int(float(v["pp"])) if v.get("pp") is not None else None))
+    # checked as typed (--n-gpus 0 is a mistake; the model's cluster_gpus = 0 would mean "not given")
+    validate_all({k: v[k] for k in ("n_gpus", "global_batch") if k in v})
     if "n_gpus" in v:
         v["cluster_gpus"] = v.pop("n_gpus")
     if "global_batch" in v:
@@ -120,6 +126,7 @@ def values_from_args(args: argparse.Namespace) -> dict:
     v["seq_parallel"] = args.seq_parallel
     v["recompute"] = args.recompute
     v["optimizer_offload"] = args.optimizer_offload
+    v["grads_freed"] = args.grads_freed
     v["flash_attention"] = not args.no_flash_attention
     v.update(finetune_values(args))
     for flag in ("gated_ffn", "tied_embeddings"):
@@ -251,6 +258,9 @@ def run(args: argparse.Namespace) -> int:
           f"ZeRO-{i['zero_stage']} SP={'on' if i['seq_parallel'] else 'off'} recompute={i['recompute']}")
     print(f"recipe: {out['recipe']}; other memory {i['overhead_gb']:g} GB")
     print(job_line(out))
+    if i.get("grads_freed") and i.get("pp") == 1:
+        print("gradients freed between steps: the total holds the larger of the gradients and activations + "
+              "recompute + logits, not both")
     print()
     print(stage_table(out))
     print()

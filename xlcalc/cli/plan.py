@@ -6,7 +6,9 @@ import argparse
 
 from pydantic import ValidationError
 
-from ..errors import InputError
+from ..errors import InputError, missing
+from ..inputs import spec
+from ..validate import from_pydantic
 from .fmt import cli_value, dump_json, number, price_line, table
 from .models import add_config_flag, config_model
 
@@ -19,7 +21,14 @@ _SETTINGS = (
     ("tp_overlap", "share of TP communication hidden behind compute (default 0; async TP / TP comm overlap: ~1)"),
     ("pp_overlap", "share of pipeline send/receive hidden behind compute (default 0)"),
     ("cp_overlap", "share of the attention compute that hides the CP KV exchange (default 1)"),
+    ("ep_overlap", "share of a stage's compute that hides the MoE all-to-all (default 0; DeepSeek-V3 DualPipe: 1)"),
+    ("a2a_bytes", "bytes per element the MoE all-to-all sends (default 2, bf16; FP8 dispatch + bf16 combine: 1.5)"),
+    ("max_nodes_per_token", "node-limited MoE routing: NVLink domains a token's experts may span (default 0, no "
+                            "limit; DeepSeek-V3: 4)"),
+    ("comm_sms", "SMs kept by communication kernels that overlap compute (default 0; DeepSeek-V3: 20 of 132)"),
     ("fp8_efficiency_ratio", "FP8 matmul efficiency relative to bf16 (default 0.883, MAMF H100 fp8/bf16)"),
+    ("fp8_cast_bytes", "HBM bytes per element of each FP8 GEMM operand cast (default 4: Transformer Engine "
+                       "cast-transpose; 0: casts not counted)"),
     ("overhead_gb", "other memory per GPU: CUDA context, NCCL, fragmentation, GB (default 4)"),
     ("peak_tflops", "override the GPU's dense bf16/fp16 peak TFLOP/s"),
     ("memory_gb", "override the GPU's memory, GB"),
@@ -40,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "plan",
         help="parallelism planner: best TP/PP/DP/ZeRO/recompute, predicted step time, MFU, days",
         description=(
-            "Enumerate tensor, pipeline and data parallelism, ZeRO 0-3, sequence parallelism, recomputation, "
+            "Enumerate tensor, pipeline, context, expert (MoE) and data parallelism, ZeRO 0-3, sequence parallelism, recomputation, "
             "micro-batch and interleaving; keep the configurations that fit in GPU memory; rank them by the "
             "predicted step time (then cost) and explain the best ones and the rejected alternatives."
         ),
@@ -71,6 +80,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--micro-batch", help="micro-batch size")
     g.add_argument("--virtual-stages", help="interleaved virtual stages per GPU")
     g.add_argument("--cp", help="context-parallel size (each sequence split over this many GPUs)")
+    g.add_argument("--ep", help="expert-parallel size of an MoE (experts split over this many GPUs of TP x CP x DP)")
+    g.add_argument("--etp", help="expert tensor-parallel size of an MoE: TP (default) or 1 (whole experts)")
     g.add_argument("--layers-per-stage", help="layers of each pipeline stage, comma-separated (uneven stages, "
                                               "e.g. 7,8,8,...,8,7); sets PP")
     g.add_argument("--fp8", action="store_true", help="FP8 linear layers (Transformer Engine recipe), rest bf16")
@@ -80,7 +91,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("step-time model settings")
     for name, text in _SETTINGS:
         g.add_argument("--" + name.replace("_", "-"), help=text)
+    g.add_argument("--stack", help="software-stack profile whose documented facts and fitted matmul efficiency "
+                                   "to use: megatron, megatron-2021, llm-foundry, fsdp-eager, fsdp-compiled")
     g.add_argument("--no-flash-attention", action="store_true", help="unfused attention: s x s scores stored")
+    g.add_argument("--efficiency-of-mamf", action="store_true",
+                   help="read --matmul-efficiency as a share of the GPU's measured MAMF, not of its peak")
+    g.add_argument("--attention-by-generation", action="store_true",
+                   help="FlashAttention-2-class attention (written for Ampere): 0.70 of its A100 share of peak on Hopper")
+    g.add_argument("--fp8-unfused-casts", action="store_true",
+                   help="every FP8 operand cast in its own kernel (te.Linear alone), not fused into norms and activation")
     p.add_argument("--top", default="5", help="plans to show (default 5)")
     p.add_argument("--json", action="store_true", help='print {"plans": [...], "rejected": [...]} for scripts')
     p.set_defaults(func=run)
@@ -90,14 +109,21 @@ def _settings(args: argparse.Namespace):
     from ..planner import Settings
 
     values = {name: cli_value(getattr(args, name)) for name, _ in _SETTINGS if getattr(args, name) is not None}
+    if args.stack is not None:
+        from ..planner.stacks import get_stack
+        values["stack"] = get_stack(args.stack).id
     if args.no_flash_attention:
         values["flash_attention"] = False
+    if args.efficiency_of_mamf:
+        values["matmul_efficiency_of_mamf"] = True
+    if args.attention_by_generation:
+        values["attention_by_generation"] = True
+    if args.fp8_unfused_casts:
+        values["fp8_forward_casts_fused"] = False
     try:
         return Settings(**values)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        name = str(err["loc"][0]) if err.get("loc") else "settings"
-        raise InputError(name, err.get("input"), err.get("msg", "a valid value")) from None
+        raise from_pydantic(exc) from None
 
 
 def _layers_per_stage(text: str | None) -> list[int] | None:
@@ -115,9 +141,10 @@ def run(args: argparse.Namespace) -> int:
     arch = None
     model = config_model(args) or args.model
     if model is None:
-        missing = [f for f in ("layers", "hidden", "heads") if getattr(args, f) is None]
-        if missing:
-            raise InputError(missing[0], None, "given (or use --model ID)")
+        lacking = [f for f in ("layers", "hidden", "heads") if getattr(args, f) is None]
+        if lacking:
+            raise missing(lacking, lambda n: f"{spec(n).allowed} (or give --model ID or --config PATH)",
+                          where="plan without --model")
         arch = arch_from_flags(
             layers=cli_value(args.layers), hidden=cli_value(args.hidden), heads=cli_value(args.heads),
             kv_heads=cli_value(args.kv_heads), ffn_hidden=cli_value(args.ffn_hidden),
@@ -128,14 +155,12 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(top, int) or top < 1:
         raise InputError("top", args.top, "a whole number >= 1")
     gbt = cli_value(args.global_batch_tokens)
-    if not isinstance(gbt, (int, float)):
-        raise InputError("global_batch_tokens", args.global_batch_tokens, "a number of tokens")
     result = plan(
         model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.gpus), seq_len=cli_value(args.seq_len),
         global_batch_tokens=gbt, tokens_t=cli_value(args.tokens_t), deadline_days=cli_value(args.deadline_days),
         settings=_settings(args), tp=cli_value(args.tp), pp=cli_value(args.pp), zero_stage=cli_value(args.zero_stage),
         recompute=args.recompute, micro_batch=cli_value(args.micro_batch), seq_parallel=args.seq_parallel,
-        virtual_stages=cli_value(args.virtual_stages), cp=cli_value(args.cp),
+        virtual_stages=cli_value(args.virtual_stages), cp=cli_value(args.cp), ep=cli_value(args.ep), etp=cli_value(args.etp),
         stage_layers=_layers_per_stage(args.layers_per_stage), fp8=args.fp8,
         max_micro_batch=cli_value(args.max_micro_batch), top=max(top, 10),
     )
@@ -152,11 +177,11 @@ def run(args: argparse.Namespace) -> int:
             "rejected_by_reason": result.rejected_by_reason, "params_b": result.params_b,
         }))
         return 0 if result.plans else 1
-    rows = [[i, p.tp, p.pp, p.cp, p.dp, p.zero_stage, "on" if p.seq_parallel else "off", p.recompute, p.micro_batch,
+    rows = [[i, p.tp, p.pp, p.cp, p.ep, p.dp, p.zero_stage, "on" if p.seq_parallel else "off", p.recompute, p.micro_batch,
              p.virtual_stages, number(p.memory_gb), f"{p.mfu:.1%}", f"{p.mfu_6nd:.1%}", number(p.tokens_per_s_per_gpu),
              number(p.days), number(p.cost_usd, "USD") if p.cost_usd is not None else "-"]
             for i, p in enumerate(result.plans[:top], 1)]
-    print(table(rows, ["#", "TP", "PP", "CP", "DP", "ZeRO", "SP", "recompute", "mb", "v", "GB/GPU", "MFU",
+    print(table(rows, ["#", "TP", "PP", "CP", "EP", "DP", "ZeRO", "SP", "recompute", "mb", "v", "GB/GPU", "MFU",
                        "MFU 6ND", "tok/s/GPU", "days", "cost"]))
     print(price_line(args.gpu, cli_value(args.usd_per_gpu_hour)))
     print(f"memory: recipe {result.recipe}, other memory {result.settings.overhead_gb:g} GB per GPU")

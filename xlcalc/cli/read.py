@@ -16,8 +16,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..scenario import OUTPUT_BY_NAME
+    from ..inputs import spec
+    from ..scenario import INPUT_BY_FIELD, OUTPUT_BY_NAME
     from ..workbook.readback import WorkbookError, read_workbook
+    from .fmt import number
 
     try:
         rb = read_workbook(args.path)
@@ -31,10 +33,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"Scenario: {sc.name}" + (f"  (model {sc.model})" if sc.model else "") + (f"  (GPU {sc.gpu})" if sc.gpu else ""))
     for field, value in sc.model_dump().items():
         if field not in ("name", "notes", "model", "gpu"):
-            print(f"  {field:18} {value}")
+            cell = INPUT_BY_FIELD.get(field)
+            unit = spec(cell.spec_name).unit if cell else ""
+            shown = number(value, unit) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+            print(f"  {field:20} {shown}")
     print("Results (engine):")
     for name, value in rb.results.items():
-        shown = f"{value:,.6g}" if isinstance(value, float) else str(value)
+        shown = number(value, OUTPUT_BY_NAME[name].unit) if isinstance(value, (int, float)) else str(value)
         print(f"  {name:22} {shown:>16}  {OUTPUT_BY_NAME[name].unit}")
     if rb.missing_cache:
         print(f"Not recalculated in the file (open and save it in a spreadsheet to compare): "

@@ -83,7 +83,7 @@ def _region(tp, seq_parallel):
         "T = s*b/cp, a = heads/t, k = max(kv/t, 1), r = 1/t with SP else 1, n = 4 (RMSNorm) or 8 (LayerNorm); "
         "none (GQA, flash): T*[r*(2h + n + l*h + h if dropout) + 2a*d + 4k*d + 2a*d + 4a]; unfused: 2a*s "
         "(5a*s with dropout) for 4a, k = a; MLA: docs/activations.md; selective: without 4a or 2a*s; "
-        "op_selective: T*[2h*r + 2a*d + 2k*d + 2a*d + 4a (+2h/t SP)]; full: 2T*h*r"
+        "op_selective: T*[2h*r + 2a*d + 2k*d + 2a*d + 4a (+2h/t SP with TP > 1)]; full: 2T*h*r"
     ),
     source=_SRC, check=_check_layout,
 )
@@ -110,7 +110,7 @@ def act_attention_bytes(seq_len, micro_batch, hidden, heads, kv_heads, head_dim,
     op_selective — layer input 2h*r, then the outputs of saved ops: GQA wq 2*a*d and wv 2*k*d;
     MLA with q_lora_rank: wq_a 2*qr, wkv_a 2*(kvr + dr), wo 2h (5 mms: odd ones saved); MLA
     without: wq 2*a*(dn + dr), wkv_b 2*a*(dn + dv); attention output 2*a*d plus flash 4*a or the
-    unfused QK^T 2*a*S; with sequence parallelism the reduce-scatter after wo 2h/t.
+    unfused QK^T 2*a*S; with sequence parallelism (TP > 1) the reduce-scatter after wo 2h/t.
     full — layer input 2h*r.
     """
     t = _tokens(seq_len, micro_batch, cp)
@@ -137,7 +137,7 @@ def act_attention_bytes(seq_len, micro_batch, hidden, heads, kv_heads, head_dim,
                        2 * a * dq + 2 * a * (qk_nope_head_dim + v_head_dim)),
                    2 * a * head_dim + 2 * kv * head_dim)
     core_saved = 2 * a * d_out + if_(flash_attention, 4 * a, 2 * a * keys)
-    op_sel = 2 * hidden * r + saved_mm + core_saved + if_(seq_parallel, 2 * hidden / tp, 0)
+    op_sel = 2 * hidden * r + saved_mm + core_saved + if_(and_(seq_parallel, tp > 1), 2 * hidden / tp, 0)
     per_token = if_(eq(recompute, "full"), 2 * hidden * r,
                     if_(eq(recompute, "op_selective"), op_sel,
                         if_(eq(recompute, "selective"), kept, kept + core)))
@@ -149,7 +149,7 @@ def act_attention_bytes(seq_len, micro_batch, hidden, heads, kv_heads, head_dim,
     equation=(
         "T = s*b/cp, F = ffn/t, r = 1/t with SP; none and selective: T*[r*(2h + n + l*h + h if dropout) + "
         "(6 + l)F gated or (2 + l)F plain]; op_selective: T*[gated 2F + 2h, plain 2F (after 4 attention mms; "
-        "after 5: gated 2F, plain 2h) + 2h/t with SP]; full: 0 (the layer input is counted with attention)"
+        "after 5: gated 2F, plain 2h) + 2h/t with SP and TP > 1]; full: 0 (the layer input is counted with attention)"
     ),
     source=_SRC,
 )
@@ -166,7 +166,7 @@ def act_ffn_bytes(seq_len, micro_batch, hidden, ffn_hidden, gated_ffn=True, norm
     op_selective — the FFN's mms continue the block's count: after an even number of attention mms
     (GQA: 4; MLA without q_lora_rank: 4) w1 (5th) and w2 (7th) of SwiGLU are saved: 2F + 2h;
     plain: w1 2F. After an odd number (MLA with q_lora_rank: 5) SwiGLU saves w3 2F, plain w2 2h.
-    With sequence parallelism the reduce-scatter after w2 adds 2h/t.
+    With sequence parallelism (TP > 1) the reduce-scatter after w2 adds 2h/t.
     full — nothing beyond the layer input (counted in ACT_ATTENTION_BYTES).
     """
     t = _tokens(seq_len, micro_batch, cp)
@@ -177,7 +177,7 @@ def act_ffn_bytes(seq_len, micro_batch, hidden, ffn_hidden, gated_ffn=True, norm
     kept = r * (2 * hidden + stats + linear_input_bytes * hidden + if_(dropout, hidden, 0)) + inner
     odd = and_(kv_lora_rank > 0, q_lora_rank > 0)  # attention ran 5 mms: the FFN's first mm is recomputed
     saved = if_(gated_ffn, if_(odd, 2 * f, 2 * f + 2 * hidden), if_(odd, 2 * hidden, 2 * f))
-    op_sel = saved + if_(seq_parallel, 2 * hidden / tp, 0)
+    op_sel = saved + if_(and_(seq_parallel, tp > 1), 2 * hidden / tp, 0)
     per_token = if_(eq(recompute, "full"), 0, if_(eq(recompute, "op_selective"), op_sel, kept))
     return t * per_token
 

@@ -333,15 +333,26 @@ def mem_gathered_params_gb(layer_params_b, tp=1, zero_stage=0, prefetch_layers=0
 
 @formula(
     udf="MEM_STAGE_TOTAL_GB", unit="GB per GPU", category="memory",
-    equation="weights + gradients + optimizer + FP8 copies + gathered parameters + activations + recompute "
-             "working set + logits + communication buckets + other",
-    source="seed 002 §7.1.3 (states + activations + overhead), by part",
+    equation="weights + optimizer + FP8 copies + gathered parameters + buckets + other + (gradients + activations + "
+             "recompute working set + logits); with grads_freed and PP = 1: MAX(gradients, activations + recompute "
+             "working set + logits) instead of their sum",
+    source="seed 002 §7.1.3 (states + activations + overhead), by part; PyTorch Optimizer.zero_grad(set_to_none=True) "
+           "(default since 2.0): gradients are None from the optimizer step to the backward, and the activations "
+           "are freed as the backward makes the gradients",
 )
 def mem_stage_total_gb(weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb,
-                       logits_gb, comm_buffer_gb=0, overhead_gb=0):
-    """Memory per GPU of one pipeline stage: the sum of its parts."""
-    return (weights_gb + grads_gb + optimizer_gb + fp8_gb + gathered_gb + activations_gb + recompute_gb + logits_gb
-            + comm_buffer_gb + overhead_gb)
+                       logits_gb, comm_buffer_gb=0, overhead_gb=0, grads_freed=False, pp=1):
+    """Memory per GPU of one pipeline stage: its parts at the step's peak moment.
+
+    Gradients that persist across steps (Megatron-Core's contiguous buffer) are there at the activations' peak,
+    the start of the backward: the parts add up. Gradients set to None by ``zero_grad()`` appear during the
+    backward, layer by layer, as the activations of those layers are freed: at the start of the backward there
+    are none, at the optimizer step all of them and no activations, so the stage needs the larger of the two.
+    A pipeline stage accumulates gradients over its micro-batches while others are in flight: there the sum holds.
+    """
+    moment = if_(and_(grads_freed, eq(pp, 1)), max_(grads_gb, activations_gb + recompute_gb + logits_gb),
+                 grads_gb + activations_gb + recompute_gb + logits_gb)
+    return weights_gb + optimizer_gb + fp8_gb + gathered_gb + moment + comm_buffer_gb + overhead_gb
 
 
 @formula(

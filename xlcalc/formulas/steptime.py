@@ -24,7 +24,8 @@ __all__ = [
     "stage_unfused_attention_time_s", "elementwise_time_s", "tp_comm_time_s", "group_bandwidth_gb_s",
     "pipeline_p2p_time_s", "dp_comm_bytes", "dp_comm_time_s",
     "attention_core_time_s", "ranks_per_domain", "collective_time_s", "dp_comm_time_hierarchical_s",
-    "cp_comm_bytes_per_layer", "cp_comm_time_s",
+    "cp_comm_bytes_per_layer", "cp_comm_time_s", "ep_alltoall_time_s", "fp8_cast_bytes_per_token",
+    "moe_permute_time_s",
 ]
 
 
@@ -188,6 +189,31 @@ def elementwise_bytes_per_token(hidden, ffn_hidden, gated_ffn=False, tp=1, seq_p
     replicated = if_(seq_parallel, 15 * hidden / tp, 15 * hidden)
     split = if_(gated_ffn, 3, 2) * ffn_hidden / tp
     return elementwise_factor * 6 * (replicated + split)
+
+
+@formula(
+    udf="FP8_CAST_BYTES_PER_TOKEN", unit="bytes per token per layer", category="steptime",
+    equation=(
+        "bytes per element * [forward operands (h [QKV in] + h [FC1 in])/(t if SP) + (a*dh [out-proj in] + F [FC2 in])/t "
+        "(forward fused: a*dh/t only), "
+        "x2 with full recompute, x1.5 with op_selective; + backward output gradients (h [out-proj] + h [FC2])/(t if SP) "
+        "+ ((a+2kv)*dh [QKV] + F*(2 if gated else 1) [FC1])/t]"
+    ),
+    source="Transformer Engine FP8 recipe (Micikevicius et al. 2022, FP8 Formats for Deep Learning): each FP8 GEMM "
+           "operand is cast from bf16 — the activation inputs of the forward GEMMs and the output gradients of the "
+           "backward ones; Hopper FP8 GEMMs take only the TN layout, so a cast writes the tensor and its transpose",
+)
+def fp8_cast_bytes_per_token(hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False, tp=1,
+                             seq_parallel=False, recompute="none", fp8_cast_bytes=4, fp8_forward_fused=False):
+    """HBM bytes of the casts to FP8 of one layer's GEMM operands per token (forward, its recomputation, backward).
+
+    ``fp8_forward_fused``: the norms and the activation write their output in FP8 (Transformer Engine's
+    LayerNormLinear and LayerNormMLP), so of the forward operands only the attention output is cast."""
+    replicated = if_(seq_parallel, 2 * hidden / tp, 2 * hidden)
+    forward = if_(fp8_forward_fused, heads * head_dim / tp, replicated + (heads * head_dim + ffn_hidden) / tp)
+    passes = if_(eq(recompute, "full"), 2, if_(eq(recompute, "op_selective"), 1.5, 1))
+    backward = replicated + ((heads + 2 * kv_heads) * head_dim + ffn_hidden * if_(gated_ffn, 2, 1)) / tp
+    return fp8_cast_bytes * (forward * passes + backward)
 
 
 @formula(
@@ -591,3 +617,55 @@ def cp_comm_time_s(layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_g
     comm = layers_per_stage * cp_comm_bytes_per_layer(tokens, kv_heads, head_dim, cp, tp) / (
         bandwidth_gb_s * link_efficiency * 1e9)
     return exposed_comm_s(comm, window_s, cp_overlap)
+
+
+# --- mixture of experts: expert-parallel all-to-all ---------------------------------------------------
+
+
+@formula(
+    udf="EP_ALLTOALL_TIME_S", unit="seconds", category="steptime",
+    equation=(
+        "EXPOSED_COMM_S(moe layers * (4, or 6 with full recompute) * MAX(inside / scale-up, across / scale-out) "
+        "/ link efficiency, window, EP overlap); one copy = tokens*h*bytes; inside = copy*k*(g-1)/ep; "
+        "across = copy*k*(ep-g)/ep, or with node-limited routing copy*MIN(k, nodes)*(ep/g-1)/(ep/g)"
+    ),
+    source=(
+        "Lepikhin et al. 2020 (GShard: dispatch and combine all-to-all of each MoE layer, forward and backward); "
+        "Megatron-LM MoE alltoall token dispatcher (rank order tp-cp-ep-dp-pp); DeepSeek-V3 Technical Report "
+        "§3.2.2 (node-limited routing: each token to at most 4 nodes, sent once per node over InfiniBand and "
+        "forwarded over NVLink; dispatch in FP8, combine in BF16; DualPipe hides the all-to-all behind compute)"
+    ),
+)
+def ep_alltoall_time_s(layers_per_stage, tokens, hidden, topk, ep, ranks_per_domain, scaleup_gb_s, scaleout_gb_s,
+                       link_efficiency, window_s, a2a_bytes=2, max_nodes_per_token=0, recompute="none",
+                       ep_overlap=0):
+    """Exposed expert-parallel all-to-all (dispatch and combine) time of one stage and one micro-batch.
+
+    NVLink inside a scale-up domain and the NIC across domains run at the same time: the slower sets the pace.
+    """
+    g = ranks_per_domain
+    domains = ep / g
+    copy = tokens * hidden * a2a_bytes
+    inside = copy * topk * (g - 1) / ep
+    across_copies = if_(max_nodes_per_token > 0, min_(topk, max_nodes_per_token) * (domains - 1) / domains,
+                        topk * (ep - g) / ep)
+    across = copy * across_copies
+    passes = if_(eq(recompute, "full"), 6, 4)
+    comm = layers_per_stage * passes * max_(inside / (scaleup_gb_s * 1e9), across / (scaleout_gb_s * 1e9)) / link_efficiency
+    return exposed_comm_s(comm, window_s, ep_overlap)
+
+
+@formula(
+    udf="MOE_PERMUTE_TIME_S", unit="seconds", category="steptime",
+    equation="moe layers * 12*k*h bytes per token * (4/3 with full recompute) * factor * tokens / (HBM*1e12)",
+    source=(
+        "Megatron-Core MoE token permutation (moe_utils permute/unpermute): the forward gathers each token's k copies "
+        "for its experts (read and write k*h bf16 values, 2*k*h bytes each way) and scatters them back weighted "
+        "(the same again); the backward moves twice the forward's bytes, as ELEMENTWISE_TIME_S counts kernels; "
+        "memory-bound at HBM bandwidth (seed 004 roofline)"
+    ),
+)
+def moe_permute_time_s(layers_per_stage, tokens, hidden, topk, hbm_tb_s, recompute="none", elementwise_factor=1):
+    """Time of the MoE layers' token permutation and unpermutation (memory-bound) of one stage on one GPU."""
+    passes = if_(eq(recompute, "full"), 4 / 3, 1)
+    return layers_per_stage * 12 * topk * hidden * passes * elementwise_factor * tokens / (hbm_tb_s * 1e12)

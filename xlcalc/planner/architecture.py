@@ -34,6 +34,29 @@ class Arch:
     tied_embeddings: bool
     params_b: float
     moe: bool = False
+    # MoE (0 for a dense model): the 6*N*D convention and MFU count the active parameters
+    active_params_b: float = 0.0   # parameters each token uses, billions (dense: params_b)
+    experts: int = 0               # routed experts per MoE layer
+    experts_active: int = 0        # routed experts each token goes to (top-k)
+    moe_layers: int = 0            # layers with routed experts
+    expert_params: float = 0.0     # routed-expert parameters of all layers (the part expert parallelism splits)
+    # attention projections as the step-time model charges them: (heads, kv heads, head size) of a GQA block with
+    # the same matmul FLOPs. MHA/GQA: the model's own; MLA: a block of 1 head whose projections have MLA's parameters
+    proj_heads: int = 0
+    proj_kv_heads: int = 0
+    proj_head_dim: int = 0
+
+    @property
+    def projection_shape(self) -> tuple[int, int, int]:
+        """(heads, kv heads, head size) of the attention projections' matmuls."""
+        if self.proj_heads:
+            return self.proj_heads, self.proj_kv_heads, self.proj_head_dim
+        return self.heads, self.kv_heads, self.head_dim
+
+    @property
+    def n_params_b(self) -> float:
+        """N of the 6*N*D convention: the active parameters of an MoE, all parameters of a dense model."""
+        return self.active_params_b or self.params_b
 
 
 def arch_from_model(model: catalog.Model) -> Arch:
@@ -48,11 +71,23 @@ def arch_from_model(model: catalog.Model) -> Arch:
         total_layer_params += moe_layers * model.layer_params(True)
         largest = max(largest, model.layer_params(True))
         active_ffn += moe_layers * (model.experts_active + model.shared_experts) * (model.moe_ffn_hidden or 0)
+    expert_params = moe_layers * model.experts * model.ffn_params(model.moe_ffn_hidden or 1) if moe_layers else 0
+    head_dim, proj = model.dh, (0, 0, 0)
+    if model.kv_lora_rank:
+        # MLA (DeepSeek-V2/V3): the attention core works on q/k heads of nope + rope and v heads of v_head_dim,
+        # charged as heads of their mean size; the projections (low-rank q and kv, output) as one GQA-shaped block
+        # of the same parameters: 1 query and 1 kv head of size attention params / (4h)
+        rope = model.qk_rope_head_dim or 0
+        head_dim = round((model.dh + rope + (model.v_head_dim or model.dh)) / 2)
+        proj = (1, 1, max(1, round(model.attention_params() / (4 * model.hidden))))
     return Arch(
-        name=model.name, layers=L, hidden=model.hidden, heads=model.heads, kv_heads=model.kv, head_dim=model.dh,
+        name=model.name, layers=L, hidden=model.hidden, heads=model.heads, kv_heads=model.kv, head_dim=head_dim,
         ffn_hidden=active_ffn / L, gated_ffn=model.gated_ffn, vocab=model.vocab,
         layer_params=total_layer_params / L, largest_layer_params=largest, embedding_params=embedding,
         tied_embeddings=model.tied_embeddings, params_b=model.params_b, moe=bool(model.experts),
+        active_params_b=model.active_params_b, experts=model.experts, experts_active=model.experts_active,
+        moe_layers=moe_layers, expert_params=expert_params,
+        proj_heads=proj[0], proj_kv_heads=proj[1], proj_head_dim=proj[2],
     )
 
 

@@ -13,7 +13,7 @@ def explain(result: PlanResult, top: int = 3, rejected: int = 6) -> str:
     lines = [
         f"{result.model} on {result.n_gpus} x {result.gpu} ({result.gpu_memory_gb:.0f} GB), seq {result.seq_len}, "
         f"global batch {result.global_batch} sequences ({result.global_batch * result.seq_len:,} tokens), "
-        f"{result.tokens_t:g} T tokens",
+        f"{result.tokens_t:.3g} T tokens",
         f"{result.evaluated:,} configurations considered, {result.feasible:,} evaluated in full fit. Matmuls at "
         f"{result.matmul_efficiency:.1%} of peak ({result.matmul_efficiency_basis}).",
     ]
@@ -27,7 +27,8 @@ def explain(result: PlanResult, top: int = 3, rejected: int = 6) -> str:
         lines += [
             "",
             f"#{i}  {p.label()}",
-            f"    MFU {p.mfu:.1%} (HFU {p.hfu:.1%}; 6·N·D convention of estimate: {p.mfu_6nd:.1%}), "
+            f"    MFU {p.mfu:.1%} (HFU {p.hfu:.1%}; 6·N·D convention of estimate, N = {result.params_b:,.1f} B"
+            f"{' active' if result.moe else ''}: {p.mfu_6nd:.1%}), "
             f"{p.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
             f"{p.days:.1f} days, {p.gpu_hours:,.0f} GPU-hours{cost}",
             f"    memory {p.memory_gb:.1f} GB: weights {p.weights_gb:.1f}, gradients {p.grads_gb:.1f}, "
@@ -36,7 +37,8 @@ def explain(result: PlanResult, top: int = 3, rejected: int = 6) -> str:
             f"    step {p.step_s:.2f} s ({p.microbatches} micro-batches): compute {p.compute_s:.2f} s "
             f"({_pct(p.compute_s, p.step_s)}), recompute {p.recompute_s:.2f} ({_pct(p.recompute_s, p.step_s)}), "
             f"exposed communication: TP {p.tp_comm_s:.2f} ({_pct(p.tp_comm_s, p.step_s)}), "
-            f"CP {p.cp_comm_s:.2f}, PP {p.pp_comm_s:.2f}, DP {p.dp_comm_s:.2f} ({_pct(p.dp_comm_s, p.step_s)}); "
+            f"CP {p.cp_comm_s:.2f}, PP {p.pp_comm_s:.2f}, EP {p.ep_comm_s:.2f} ({_pct(p.ep_comm_s, p.step_s)}), "
+            f"DP {p.dp_comm_s:.2f} ({_pct(p.dp_comm_s, p.step_s)}); "
             f"bubble {p.bubble_s:.2f} ({_pct(p.bubble_s, p.step_s)}), optimizer {p.optimizer_s:.3f}",
         ]
     if result.rejected and rejected:

@@ -13,8 +13,9 @@ from typing import Any, Optional, cast
 
 from .. import catalog
 from ..errors import CatalogError
+from .stacks import STACKS
 
-__all__ = ["Hardware", "resolve_hardware", "SM_COUNT"]
+__all__ = ["Hardware", "resolve_hardware", "SM_COUNT", "FLASH_ATTENTION_2_SHARE", "attention_factor"]
 
 # Streaming multiprocessors, from the vendors' architecture documents. A GPU not listed gets no wave
 # quantization unless Settings.sm_count gives its count.
@@ -25,6 +26,25 @@ SM_COUNT = {
     "h100-sxm": 132,    # NVIDIA H100 Tensor Core GPU Architecture whitepaper: H100 SXM5 132 SMs
     "h800": 132,        # published.json hw-h800 (DeepSeek-V3 report: 132 SMs)
 }
+
+# Share of the dense bf16 peak the FlashAttention-2 kernel reaches (forward + backward, causal), by GPU generation:
+# Dao 2023 (FlashAttention-2, abstract: "reaching 50-73% of the theoretical maximum FLOPs/s on A100"; the causal
+# forward + backward is at the low end), Shah et al. 2024 (FlashAttention-3, abstract: "FlashAttention-2 achieving
+# only 35% utilization on H100"). A stack whose attention kernel was written for Ampere (FlashAttention-2, PyTorch
+# SDPA's flash backend) reaches 0.35 / 0.50 = 0.70 of its A100 share on Hopper (Settings.attention_by_generation).
+# A GPU not listed (Blackwell, AMD) gets no such factor: no source gives FlashAttention-2's share there.
+FLASH_ATTENTION_2_SHARE = {
+    "a100-80gb": 0.50, "a100-40gb": 0.50, "a800": 0.50,
+    "h100-sxm": 0.35, "h100-pcie": 0.35, "h100-nvl": 0.35, "h800": 0.35, "h200": 0.35,
+}
+
+
+def attention_factor(gpu_id: str, by_generation: bool) -> float:
+    """The attention kernel's share of peak on this GPU relative to A100 (1.0 when off or the GPU is not listed)."""
+    share = FLASH_ATTENTION_2_SHARE.get(gpu_id)
+    if not by_generation or share is None:
+        return 1.0
+    return share / FLASH_ATTENTION_2_SHARE["a100-80gb"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +62,7 @@ class Hardware:
     matmul_efficiency_basis: str = ""  # where matmul_efficiency came from, for the explanation
     nvlink_domain: int = 8             # GPUs sharing one scale-up fabric (TP, and groups inside it, stay there)
     fp8_tflops: Optional[float] = None
+    attention_factor: float = 1.0      # attention kernel's share of peak relative to A100 (FLASH_ATTENTION_2_SHARE)
 
 
 # what the step-time model needs: (attribute, description, flag, example)
@@ -56,9 +77,27 @@ _NEEDS = {
 }
 
 
+def _mamf(row: catalog.GPU) -> Optional[float]:
+    """The GPU's measured maximum achievable matmul FLOPS as a share of peak (its own, or its die's)."""
+    if row.matmul_efficiency:
+        return row.matmul_efficiency
+    if row.matmul_efficiency_from:
+        return catalog.get_gpu(row.matmul_efficiency_from).matmul_efficiency
+    return None
+
+
 def _efficiency(row: catalog.GPU, settings: Any) -> tuple[Optional[float], str]:
+    if settings.matmul_efficiency and getattr(settings, "matmul_efficiency_of_mamf", False):
+        mamf = _mamf(row)
+        if mamf:
+            return (settings.matmul_efficiency * mamf,
+                    f"given as a share ({settings.matmul_efficiency:g}) of the GPU's MAMF ({mamf:g})")
+        return settings.matmul_efficiency, "given (the GPU has no measured MAMF to take a share of)"
     if settings.matmul_efficiency:
         return settings.matmul_efficiency, "given"
+    stack = STACKS.get(getattr(settings, "stack", None) or "")
+    if stack is not None and stack.matmul_efficiency:
+        return stack.matmul_efficiency, f"stack {stack.id}, fitted to its published runs (docs/validation.md)"
     if row.training_matmul_efficiency:
         return row.training_matmul_efficiency, "catalog, fitted to published training runs"
     if row.matmul_efficiency:
@@ -115,4 +154,5 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int
         matmul_efficiency_basis=basis, usd_per_gpu_hour=price,
         sm_count=(settings.sm_count or SM_COUNT.get(row.id)) if settings.wave_quantization else None,
         nvlink_domain=cast(int, domain), fp8_tflops=row.fp8_tflops,  # domain falls back on the node, checked above
+        attention_factor=attention_factor(row.id, getattr(settings, "attention_by_generation", False)),
     )

@@ -17,6 +17,7 @@ from ..inputs import check_value
 from ..layout import check_layout, stage_split
 from ..recipes import recipe_label
 from ..registry import numeric
+from ..validate import checked_inputs
 from .steptime import (
     Arch,
     Config,
@@ -53,6 +54,8 @@ class Plan(BaseModel):
     cp: int = 1
     stage_layers: Optional[list[int]] = Field(default=None, description="layers of each pipeline stage when uneven")
     fp8: bool = False
+    ep: int = Field(default=1, description="expert parallelism: each MoE layer's experts split over ep GPUs")
+    etp: int = Field(default=0, description="expert tensor parallelism (0: = TP; 1: whole experts, EP spans TP)")
     memory_gb: float
     fits: bool
     weights_gb: float
@@ -66,13 +69,15 @@ class Plan(BaseModel):
     tp_comm_s: float
     pp_comm_s: float
     cp_comm_s: float
+    ep_comm_s: float = Field(default=0.0, description="exposed expert-parallel all-to-all per step, seconds")
     dp_comm_s: float
     bubble_s: float
     recompute_s: float
     optimizer_s: float
     mfu: float = Field(description="model FLOPs utilisation, attention and logits counted (Megatron/PaLM convention)")
-    mfu_6nd: float = Field(description="MFU in the 6*N*D convention of estimate, TRAIN_DAYS and the workbook: "
-                                       "TRAIN_DAYS(params_b, tokens_t, peak, GPUs, mfu_6nd) = days")
+    mfu_6nd: float = Field(description="MFU in the 6*N*D convention of estimate, TRAIN_DAYS and the workbook "
+                                       "(N: active parameters of an MoE): TRAIN_DAYS(N, tokens_t, peak, GPUs, "
+                                       "mfu_6nd) = days")
     hfu: float
     tokens_per_s_per_gpu: float
     days: float
@@ -85,7 +90,9 @@ class Plan(BaseModel):
         cp = f", CP={self.cp}" if self.cp > 1 else ""
         stages = f" (stages {_stages_text(self.stage_layers)})" if self.stage_layers else ""
         fp8 = ", FP8" if self.fp8 else ""
-        return (f"TP={self.tp}, PP={self.pp}{stages}{cp}, DP={self.dp}, ZeRO-{self.zero_stage}{sp}, "
+        ep = f", EP={self.ep}" if self.ep > 1 else ""
+        ep += f", ETP={self.etp}" if self.etp and self.etp != self.tp else ""
+        return (f"TP={self.tp}, PP={self.pp}{stages}{cp}, DP={self.dp}{ep}, ZeRO-{self.zero_stage}{sp}, "
                 f"recompute {self.recompute}, micro-batch {self.micro_batch}{v}{fp8}")
 
 
@@ -114,6 +121,7 @@ class Rejection(BaseModel):
     memory_gb: float
     reason: str
     cp: int = 1
+    ep: int = 1
 
 
 class PlanResult(BaseModel):
@@ -129,6 +137,7 @@ class PlanResult(BaseModel):
     settings: Settings
     params_b: float = Field(description="parameters N of the 6*N*D convention (active parameters for MoE)")
     recipe: str = Field(default="", description="bytes per parameter the memory model used (xlcalc.recipes)")
+    moe: bool = Field(default=False, description="a mixture of experts: params_b and mfu_6nd count active parameters")
     plans: list[Plan]
     rejected: list[Rejection]
     evaluated: int
@@ -152,8 +161,8 @@ def _plan_of(pred: Prediction, n: int, tokens_t: float, price: Optional[float], 
     return Plan.model_construct(  # computed here from validated inputs: no re-validation
         tp=c.tp, pp=c.pp, dp=c.dp, zero_stage=c.zero_stage, seq_parallel=c.seq_parallel, recompute=c.recompute,
         micro_batch=c.micro_batch, virtual_stages=c.virtual_stages, microbatches=pred.microbatches, cp=c.cp,
-        stage_layers=list(c.stage_layers) if c.stage_layers else None, fp8=c.fp8, mfu_6nd=mfu_6nd,
-        cp_comm_s=pred.cp_comm_s, recompute_s=pred.recompute_s,
+        stage_layers=list(c.stage_layers) if c.stage_layers else None, fp8=c.fp8, mfu_6nd=mfu_6nd, ep=c.ep, etp=c.etp,
+        cp_comm_s=pred.cp_comm_s, ep_comm_s=pred.ep_comm_s, recompute_s=pred.recompute_s,
         memory_gb=pred.memory_gb, fits=pred.fits, weights_gb=pred.weights_gb, grads_gb=pred.grads_gb,
         optimizer_gb=pred.optimizer_gb, zero3_buffer_gb=pred.zero3_buffer_gb, activations_gb=pred.activations_gb,
         overhead_gb=pred.overhead_gb, step_s=pred.step_s, compute_s=pred.compute_s, tp_comm_s=pred.tp_comm_s,
@@ -197,15 +206,17 @@ def _stage_options(arch: Arch, pp: Optional[int],
 def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, global_batch: int, *,
            tp: Optional[int] = None, pp: Optional[int] = None, zero_stage: Optional[int] = None,
            recompute: Optional[str] = None, micro_batch: Optional[int] = None, seq_parallel: Optional[bool] = None,
-           virtual_stages: Optional[int] = None, cp: Optional[int] = None,
-           stage_layers: Optional[Sequence[int]] = None, fp8: bool = False, max_micro_batch: Optional[int] = None,
-           max_virtual_stages: int = 8, min_cp_tokens: int = 4096, keep: Optional[float] = None,
+           virtual_stages: Optional[int] = None, cp: Optional[int] = None, ep: Optional[int] = None,
+           etp: Optional[int] = None, stage_layers: Optional[Sequence[int]] = None, fp8: bool = False,
+           max_micro_batch: Optional[int] = None, max_virtual_stages: int = 8, min_cp_tokens: int = 4096,
+           keep: Optional[float] = None,
            ) -> tuple[list[Prediction], list[Prediction], int, dict[str, int]]:
     """Evaluate every configuration; return (fitting predictions, non-fitting predictions at micro-batch 1, count,
     rejections counted by reason).
 
     Micro-batches grow until memory runs out (or ``max_micro_batch``); context parallelism is searched in powers of
-    two while each GPU keeps at least ``min_cp_tokens`` tokens of a sequence (a pinned ``cp`` is honoured).
+    two while each GPU keeps at least ``min_cp_tokens`` tokens of a sequence (a pinned ``cp`` is honoured); expert
+    parallelism (MoE) over every divisor of the experts that divides DP x CP (a pinned ``ep`` is honoured).
     With ``keep``, only the ``keep`` fastest plans matter: a configuration whose step cannot be shorter than the
     ``keep``-th best found so far (its compute and bubble alone, STEP_LOWER_BOUND) is counted and left out
     without its memory and communication being evaluated (branch and bound).
@@ -251,6 +262,17 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                     reject("global batch not divisible by DP")
                     continue
                 per_replica = global_batch // d
+                if arch.experts:
+                    # (EP, expert TP): experts tensor-split as the dense layers (ETP = TP, EP inside DP x CP), or
+                    # whole (ETP = 1, EP over TP x CP x DP); 0 stands for ETP = TP
+                    eps = [(x, y) for x in _divisors(arch.experts) for y in ((0, 1) if t > 1 and x > 1 else (0,))
+                           if (t * c * d) % (x * (y or t)) == 0 and (ep is None or x == ep)
+                           and (etp is None or (y or t) == etp)]
+                    if not eps:
+                        reject("EP x expert-TP does not divide TP x CP x DP")
+                        continue
+                else:
+                    eps = [(1, 0)]
                 mbs = [b for b in range(1, per_replica + 1) if per_replica % b == 0
                        and (max_micro_batch is None or b <= max_micro_batch)]
                 if micro_batch is not None:
@@ -263,12 +285,13 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                 probe = Config(t, p, d, 0, t > 1, "none", 1, vmax, c, layout, fp8)
                 bound = step_lower_bound(arch, hw, st, probe, seq_len, per_replica,
                                          sequence_compute_bound(arch, hw, st, probe, seq_len))
-                layouts.append((bound, t, c, p, layout, d, per_replica, mbs, vmax))
+                for e, et in eps:
+                    layouts.append((bound, t, c, p, layout, d, per_replica, mbs, vmax, e, et))
     layouts.sort(key=lambda x: x[0])
     # Branch and bound. A layout's (or a recomputation/SP choice's) bound is its compute at the plain matmul
     # efficiency with the fewest-bubble schedule it allows (no recomputation and SP for the layout's bound):
     # every configuration under it takes at least that long, so once `keep` plans are faster it is left out whole.
-    for bound, t, c, p, layout, d, per_replica, mbs, vmax in layouts:
+    for bound, t, c, p, layout, d, per_replica, mbs, vmax, e, et in layouts:
         if len(best) >= keep and bound >= -best[0]:
             reject("layouts that cannot beat the best plans (lower bound), not searched further")
             continue
@@ -283,7 +306,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
         lean_checked: set[int] = set()
         for sp in sps:
             for rc in rcs:
-                group = Config(t, p, d, 0, sp, rc, 1, vmax, c, layout, fp8)
+                group = Config(t, p, d, 0, sp, rc, 1, vmax, c, layout, fp8, e, et)
                 per_seq = sequence_compute_bound(arch, hw, st, group, seq_len)
                 if len(best) >= keep and step_lower_bound(arch, hw, st, group, seq_len, per_replica,
                                                           per_seq) >= -best[0]:
@@ -315,7 +338,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                         break  # activations grow with the micro-batch: larger ones fit no better
                     for v in vs:
                         # the bound does not depend on the ZeRO stage: one bound for all of them
-                        probe = Config(t, p, d, 0, sp, rc, b, v, c, layout, fp8)
+                        probe = Config(t, p, d, 0, sp, rc, b, v, c, layout, fp8, e, et)
                         if len(best) >= keep and (
                                 step_lower_bound(arch, hw, st, probe, seq_len, m, b * per_seq) >= -best[0]
                                 or step_lower_bound(arch, hw, st, probe, seq_len, m) >= -best[0]):
@@ -328,7 +351,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                                 reject("heavier variants of a configuration that does not fit, not evaluated")
                                 continue
                             count += 1
-                            cfg = Config(t, p, d, z, sp, rc, b, v, c, layout, fp8)
+                            cfg = Config(t, p, d, z, sp, rc, b, v, c, layout, fp8, e, et)
                             pred = memory(arch, hw, st, cfg, seq_len // c, m)
                             if pred.fits:
                                 fits.append(timing(pred, arch, hw, st, seq_len, global_batch))
@@ -344,7 +367,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                                     too_big.add(z)
                                 if z not in lean_checked:
                                     lean_checked.add(z)
-                                    lean = Config(t, p, d, z, sps[-1], lean_rc, mbs[0], 1, c, layout, fp8)
+                                    lean = Config(t, p, d, z, sps[-1], lean_rc, mbs[0], 1, c, layout, fp8, e, et)
                                     if lean != cfg and not memory(arch, hw, st, lean, seq_len // c,
                                                                   per_replica // mbs[0]).fits:
                                         dead.add(z)
@@ -353,16 +376,16 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
     # the plainest alternatives (fewest stages, no CP, no ZeRO, no SP, no recomputation) for the explanation of
     # what was rejected, whether or not the bound left them out
     plainest: dict[int, tuple[Any, ...]] = {}
-    for _, t, c, p, layout, d, per_replica, mbs, _ in layouts:
-        if t not in plainest or (c, p) < plainest[t][:2]:
-            plainest[t] = (c, p, layout, d, per_replica, mbs)
+    for _, t, c, p, layout, d, per_replica, mbs, _, e, et in layouts:
+        if t not in plainest or (c, p, -e) < (plainest[t][0], plainest[t][1], -plainest[t][6]):
+            plainest[t] = (c, p, layout, d, per_replica, mbs, e, et)
     seen = {(q.config.tp, q.config.cp, q.config.pp, q.config.zero_stage, q.config.seq_parallel, q.config.recompute)
             for q in misses}
-    for t, (c, p, layout, d, per_replica, mbs) in plainest.items():
+    for t, (c, p, layout, d, per_replica, mbs, e, et) in plainest.items():
         z, sp, rc = zeros[0], (seq_parallel if seq_parallel is not None else False), rcs[0]
         if (t, c, p, z, sp, rc) in seen:
             continue
-        pred = memory(arch, hw, st, Config(t, p, d, z, sp, rc, mbs[0], 1, c, layout, fp8), seq_len // c,
+        pred = memory(arch, hw, st, Config(t, p, d, z, sp, rc, mbs[0], 1, c, layout, fp8, e, et), seq_len // c,
                       per_replica // mbs[0])
         if not pred.fits:
             misses.append(pred)
@@ -377,18 +400,25 @@ def _resolve_model(model: Any, arch: Arch | None) -> Arch:
     return arch_from_model(model if isinstance(model, catalog.Model) else catalog.get_model(model))
 
 
+@checked_inputs(n_gpus="n_gpus", seq_len="seq_len", global_batch_tokens="tokens", tokens_t="tokens_t",
+                deadline_days="days", tp="tp", pp="pp", zero_stage="zero_stage", recompute="recompute",
+                micro_batch="micro_batch", seq_parallel="seq_parallel", virtual_stages="virtual_stages", cp="cp",
+                fp8="seq_parallel", top="microbatches", max_micro_batch="micro_batch")
 def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, gpu: str, n_gpus: int | None = None,
          seq_len: int, global_batch_tokens: float, tokens_t: float | None = None, deadline_days: float | None = None,
          settings: Settings | None = None, tp: int | None = None, pp: int | None = None, zero_stage: int | None = None,
          recompute: str | None = None, micro_batch: int | None = None, seq_parallel: bool | None = None,
-         virtual_stages: int | None = None, cp: int | None = None, stage_layers: list[int] | None = None,
+         virtual_stages: int | None = None, cp: int | None = None, ep: int | None = None, etp: int | None = None,
+         stage_layers: list[int] | None = None,
          fp8: bool = False, top: int = 10, max_micro_batch: int | None = None) -> PlanResult:
     """Plan the parallelism of a training run: every configuration that fits, best (fastest, then cheapest) first.
 
     ``n_gpus`` fixes the cluster; without it, ``deadline_days`` asks for the smallest cluster (whole nodes) whose
     best plan finishes ``tokens_t`` trillion tokens in time. ``global_batch_tokens`` is rounded to whole sequences.
     ``stage_layers`` pins the layers of each pipeline stage (uneven stages, e.g. Llama 3 405B: 7, 8 x 14, 7);
-    ``fp8`` runs the blocks' linear layers in FP8 (the GPU's FP8 peak), the rest in bf16.
+    ``fp8`` runs the blocks' linear layers in FP8 (the GPU's FP8 peak), the rest in bf16. ``ep`` and ``etp`` pin
+    expert parallelism and expert tensor parallelism of an MoE (searched otherwise; ETP is TP or 1). MFU in the 6*N*D convention (``mfu_6nd``) and ``params_b`` count an
+    MoE's active parameters.
     """
     st = settings or Settings()
     a = _resolve_model(model, arch)
@@ -400,7 +430,7 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     global_batch = int(round(global_batch_tokens / seq_len))
     tokens_t = check_value("tokens_t", tokens_t) if tokens_t is not None else fc.chinchilla_tokens_t.raw(params_b=a.params_b)
     pins: dict[str, Any] = dict(tp=tp, pp=pp, zero_stage=zero_stage, recompute=recompute, micro_batch=micro_batch,
-                seq_parallel=seq_parallel, virtual_stages=virtual_stages, cp=cp)
+                                seq_parallel=seq_parallel, virtual_stages=virtual_stages, cp=cp, ep=ep, etp=etp)
     for name, value in pins.items():
         if value is not None:
             pins[name] = check_value(name, value)
@@ -409,6 +439,13 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     if pins["tp"] is not None and pins["tp"] > hw.nvlink_domain:
         raise InputError("tp", pins["tp"], f"at most the GPUs of one NVLink domain ({hw.nvlink_domain}): "
                                            "TP stays on NVLink")
+    if pins["ep"] is not None and pins["ep"] > 1 and not a.experts:
+        raise InputError("ep", pins["ep"], f"1 for a dense model ({a.name} has no routed experts)")
+    if pins["etp"] is not None and not a.experts:
+        raise InputError("etp", pins["etp"], f"left out for a dense model ({a.name} has no routed experts)")
+    if pins["ep"] is not None and a.experts and a.experts % pins["ep"]:
+        raise InputError("ep", pins["ep"], f"a divisor of experts = {a.experts}",
+                         f"expert parallelism gives every GPU whole experts: experts/EP = {a.experts / pins['ep']:g}")
     if pins["cp"] is not None and seq_len % pins["cp"]:
         raise InputError("cp", pins["cp"], f"a divisor of seq_len = {seq_len}")
     if stage_layers is not None:
@@ -432,19 +469,19 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
             ends = stage_layers or (uneven_stages(a.layers, pins["pp"]) if a.layers % pins["pp"] else None)
             first, last = (ends[0], ends[-1]) if ends and pins["pp"] > 1 else (0, 0)
             check_layout(**shape, tp=pins["tp"], pp=pins["pp"], cp=pins["cp"] or 1, cluster_gpus=n,
-                         first_stage_layers=first, last_stage_layers=last,
+                         first_stage_layers=first, last_stage_layers=last, experts=a.experts, ep=pins["ep"] or 1,
                          batch_sequences=global_batch, micro_batch=pins["micro_batch"] or 1)
         with numeric():  # inputs validated above: every formula in the search takes the fast path
             fits, misses, count, reasons = search(a, hw, st, n, seq_len, global_batch,
                                                   max_micro_batch=max_micro_batch, stage_layers=stage_layers,
                                                   fp8=fp8, keep=top, **pins)
         fits.sort(key=lambda p: (p.step_s, p.memory_gb))
-        plans = [_plan_of(p, n, tokens_t, hw.usd_per_gpu_hour, a.params_b, hw.peak_tflops) for p in fits[:top]]
+        plans = [_plan_of(p, n, tokens_t, hw.usd_per_gpu_hour, a.n_params_b, hw.peak_tflops) for p in fits[:top]]
         return PlanResult(
             model=a.name, gpu=hw.name, n_gpus=n, seq_len=seq_len, global_batch=global_batch, tokens_t=tokens_t,
             gpu_memory_gb=hw.memory_gb, matmul_efficiency=hw.matmul_efficiency,
-            matmul_efficiency_basis=hw.matmul_efficiency_basis, settings=st, params_b=a.params_b,
-            recipe=recipe_label(st.bytes_weights, st.bytes_grads, st.bytes_optimizer), plans=plans,
+            matmul_efficiency_basis=hw.matmul_efficiency_basis, settings=st, params_b=a.n_params_b,
+            recipe=recipe_label(st.bytes_weights, st.bytes_grads, st.bytes_optimizer), plans=plans, moe=a.moe,
             rejected=_rejections(misses, hw.memory_gb), evaluated=count, feasible=len(fits),
             rejected_by_reason=reasons,
         )
@@ -482,8 +519,8 @@ def _rejections(misses: list[Prediction], cap: float, limit: int = 20) -> list[R
         rc = "no recompute" if c.recompute == "none" else f"{c.recompute} recompute"
         out.append(Rejection.model_construct(
             tp=c.tp, pp=c.pp, zero_stage=c.zero_stage, seq_parallel=c.seq_parallel, recompute=c.recompute,
-            micro_batch=c.micro_batch, memory_gb=p.memory_gb, cp=c.cp,
-            reason=(f"TP={c.tp}, PP={c.pp}{f', CP={c.cp}' if c.cp > 1 else ''}, ZeRO-{c.zero_stage}{sp}, {rc}: needs {p.memory_gb:.0f} GB of {cap:.0f} "
+            micro_batch=c.micro_batch, memory_gb=p.memory_gb, cp=c.cp, ep=c.ep,
+            reason=(f"TP={c.tp}, PP={c.pp}{f', CP={c.cp}' if c.cp > 1 else ''}{f', EP={c.ep}' if c.ep > 1 else ''}, ZeRO-{c.zero_stage}{sp}, {rc}: needs {p.memory_gb:.0f} GB of {cap:.0f} "
                     f"(weights {p.weights_gb:.0f}, gradients {p.grads_gb:.0f}, optimizer {p.optimizer_gb:.0f}, "
                     f"activations {p.activations_gb:.0f}, other {p.overhead_gb + p.zero3_buffer_gb:.0f})"),
         ))

@@ -14,26 +14,50 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Optional, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .. import stage_memory as sm
+from ..errors import CatalogError, InputError
 from ..formulas import memory as fm
 from ..formulas import steptime as fs
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, default_bytes
 from ..registry import numeric
 from .architecture import Arch, arch_from_flags, arch_from_model  # noqa: F401  (re-exported)
 from .hardware import SM_COUNT, Hardware, resolve_hardware  # noqa: F401  (re-exported)
+from .stacks import STACKS
 
 _BYTES = default_bytes()
 
 __all__ = ["Settings", "Hardware", "Arch", "Config", "Prediction", "evaluate", "resolve_hardware", "arch_from_model",
-           "arch_from_flags", "stage_params", "stage_layers", "step_lower_bound", "sequence_compute_bound"]
+           "arch_from_flags", "stage_params", "stage_layers", "step_lower_bound", "sequence_compute_bound",
+           "flops_per_token"]
 
 
 class Settings(BaseModel):
     """Every constant of the step-time and memory model, with its default and where it comes from."""
 
     model_config = ConfigDict(extra="forbid")
+
+    stack: Optional[str] = Field(
+        default=None,
+        description="Named software-stack profile (xlcalc.planner.stacks: megatron, megatron-2021, llm-foundry, "
+                    "fsdp-eager, fsdp-compiled): its documented facts fill every field not given, and its matmul "
+                    "efficiency fitted to its published runs is the default. None: the planner's defaults.")
+
+    @field_validator("stack")
+    @classmethod
+    def _known_stack(cls, v: Optional[str]) -> Optional[str]:
+        if v is not None and v.strip().lower() not in STACKS:
+            raise ValueError("one of " + ", ".join(STACKS))
+        return v.strip().lower() if v is not None else None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stack_facts(cls, data: Any) -> Any:
+        """A stack's facts fill the fields the caller did not give."""
+        if isinstance(data, dict) and isinstance(data.get("stack"), str) and data["stack"].strip().lower() in STACKS:
+            data = {**STACKS[data["stack"].strip().lower()].settings, **data}
+        return data
 
     matmul_efficiency: Optional[float] = Field(
         default=None, gt=0, le=1,
@@ -44,6 +68,29 @@ class Settings(BaseModel):
         default=0.35, gt=0, le=1,
         description="Share of peak reached by the attention core (scores and weighted sum), on the FLOPs it computes "
                     "(fused: the causal half). Shah et al. 2024 (FlashAttention-3): FlashAttention-2 reaches 35% of peak on H100.")
+    matmul_efficiency_of_mamf: bool = Field(
+        default=False,
+        description="Read matmul_efficiency as a share of the GPU's maximum achievable matmul FLOPS (its catalog "
+                    "matmul_efficiency, measured: ml-engineering MAMF table, A100 SXM 85.9%, H100 SXM 80.1% of peak) "
+                    "instead of a share of peak: the software stack's derate on top of what the GPU itself sustains "
+                    "under its clocks and power cap.")
+    attention_by_generation: bool = Field(
+        default=False,
+        description="The attention kernel is FlashAttention-2 class (written for Ampere): on a Hopper GPU it reaches "
+                    "0.70 of its A100 share of peak (FLASH_ATTENTION_2_SHARE: 50% on A100, Dao 2023; 35% on H100, "
+                    "Shah et al. 2024), so the attention core takes 1/0.70 as long per FLOP. False: one share on every GPU.")
+    fp8_cast_bytes: float = Field(
+        default=4.0, ge=0,
+        description="HBM bytes per element of every FP8 GEMM operand cast from bf16 (activation inputs forward, "
+                    "output gradients backward): 4 for an unfused Transformer Engine cast-transpose (read 2 bytes, "
+                    "write the FP8 tensor and its transpose, 1 byte each); 0 when the cast is fused into the kernel "
+                    "that produces the operand. Counted as non-matmul traffic of FP8 runs (FP8_CAST_BYTES_PER_TOKEN). "
+                    "Default: Megatron-Core with Transformer Engine (4 bytes, forward casts fused).")
+    fp8_forward_casts_fused: bool = Field(
+        default=True,
+        description="The norms and the MLP activation write their outputs directly in FP8 (Transformer Engine "
+                    "LayerNormLinear / LayerNormMLP, as Megatron-Core uses them): of the forward GEMM operands only "
+                    "the attention output is cast separately; the backward output gradients are cast either way.")
     flash_attention: bool = Field(default=True, description="Fused attention: no s x s activations, causal half computed.")
     link_efficiency: float = Field(
         default=0.8, gt=0, le=1,
@@ -51,6 +98,24 @@ class Settings(BaseModel):
     tp_overlap: float = Field(default=0.0, ge=0, le=1, description="Share of TP communication hidden behind compute (0: Megatron default, no overlap; async TP / TP comm overlap hides most of it).")
     pp_overlap: float = Field(default=0.0, ge=0, le=1, description="Share of pipeline send/receive hidden behind compute (Megatron --overlap-p2p-communication with interleaving).")
     cp_overlap: float = Field(default=1.0, ge=0, le=1, description="Share of the attention compute that hides the context-parallel KV exchange (Megatron ring attention overlaps the next chunk's KV with this chunk's attention).")
+    ep_overlap: float = Field(
+        default=0.0, ge=0, le=1,
+        description="Share of a stage's compute that hides the expert-parallel all-to-all (0: Megatron's default "
+                    "dispatcher, no overlap; DeepSeek-V3's DualPipe overlaps the forward of one micro-batch with "
+                    "the backward of another and hides it: 1).")
+    a2a_bytes: float = Field(
+        default=2.0, gt=0, le=4,
+        description="Bytes per element of the tokens the all-to-all sends (bf16: 2; DeepSeek-V3 dispatches in FP8 "
+                    "and combines in bf16: 1.5 on average).")
+    max_nodes_per_token: int = Field(
+        default=0, ge=0,
+        description="Node-limited routing: NVLink domains one token's experts may span, each reached once over the "
+                    "NIC and forwarded on NVLink (DeepSeek-V3: 4). 0: no limit, every remote expert copy crosses.")
+    comm_sms: int = Field(
+        default=0, ge=0,
+        description="Streaming multiprocessors kept busy by communication kernels that overlap compute (DeepSeek-V3 "
+                    "Technical Report §3.2.2: 20 of the H800's 132 SMs run the all-to-all); compute runs on the rest. "
+                    "0: communication takes no SMs from compute.")
     fp8_efficiency_ratio: float = Field(
         default=0.883, gt=0, le=1,
         description="Share of the FP8 peak the FP8 matmuls reach, relative to the bf16 matmul efficiency: ml-engineering "
@@ -103,6 +168,12 @@ class Config:
     cp: int = 1                                  # context parallelism: each sequence split over cp GPUs
     stage_layers: Optional[tuple[int, ...]] = None  # layers of each pipeline stage; None = L/p each
     fp8: bool = False                            # linear layers of the transformer blocks in FP8
+    ep: int = 1                                  # expert parallelism: experts split over ep GPUs of TP x CP x DP
+    etp: int = 0                                 # expert tensor parallelism (0: = TP, Megatron-Core's default)
+
+    @property
+    def expert_tp(self) -> int:
+        return self.etp or self.tp
 
     @property
     def n_gpus(self) -> int:
@@ -128,6 +199,7 @@ class Prediction:
     tp_comm_s: float = 0.0
     pp_comm_s: float = 0.0
     cp_comm_s: float = 0.0
+    ep_comm_s: float = 0.0
     dp_comm_s: float = 0.0
     bubble_s: float = 0.0
     recompute_s: float = 0.0
@@ -145,6 +217,11 @@ def stage_params(arch: Arch, pp: int) -> float:
         tied_embeddings=arch.tied_embeddings))
 
 
+def stage_expert_params(arch: Arch, pp: int) -> float:
+    """Routed-expert parameters of the largest pipeline stage (its share of the layers; 0 for a dense model)."""
+    return arch.expert_params / pp
+
+
 def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatches: int) -> dict[str, Any]:
     """The inputs of the stage memory model (xlcalc.stage_memory) for one configuration."""
     return {
@@ -160,7 +237,8 @@ def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatc
         "first_stage_layers": cfg.stage_layers[0] if cfg.stage_layers and cfg.pp > 1 else 0,
         "last_stage_layers": cfg.stage_layers[-1] if cfg.stage_layers and cfg.pp > 1 else 0,
         "bytes_weights": st.bytes_weights, "bytes_grads": st.bytes_grads, "bytes_optimizer": st.bytes_optimizer,
-        "overhead_gb": st.overhead_gb,
+        "overhead_gb": st.overhead_gb, "expert_params_b": arch.expert_params / 1e9, "ep": cfg.ep,
+        "expert_tp": cfg.etp,
     }
 
 
@@ -210,20 +288,27 @@ def _matmul_times(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hid
 def _per_layer(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden: float, vocab: int, gated_ffn: bool,
                tokens: int, seq_len: int, tp: int, seq_parallel: bool, recompute: str, peak: float, mm_peak: float,
                eff: float, sm_count: Optional[int], hbm_tb_s: float, flash: bool, attention_efficiency: float,
-               elementwise_factor: float) -> tuple[float, float, float]:
+               elementwise_factor: float, attention_factor: float = 1.0,
+               fp8_cast_bytes: float = 0.0, fp8_forward_fused: bool = False,
+               projection: tuple[int, int, int] | None = None) -> tuple[float, float, float]:
     """(compute time of one layer, its attention part, the logit layer's compute) for one micro-batch on one GPU.
 
     Every term of a stage's compute is linear in its layers, so a stage of n layers takes n x layer (+ logit
-    layer on the last stage); evaluated once per shape and cached across the search.
+    layer on the last stage); evaluated once per shape and cached across the search. ``projection``: (heads, kv
+    heads, head size) of the attention projections when they differ from the attention core's (MLA).
     """
-    layer_mm, logits = _matmul_times(hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, gated_ffn, tokens, tp,
+    ph, pkv, pdh = projection or (heads, kv_heads, head_dim)
+    layer_mm, logits = _matmul_times(hidden, ph, pkv, pdh, ffn_hidden, vocab, gated_ffn, tokens, tp,
                                      recompute if recompute in ("full", "op_selective") else "none", peak, mm_peak,
                                      eff, sm_count)
     att_flops = fs.stage_attention_flops.fast(layers_per_stage=1, tokens=tokens, seq_len=seq_len, heads=heads,
                                              head_dim=head_dim, tp=tp, recompute=recompute)
     if flash:
-        att = fs.attention_core_time_s.fast(flops=att_flops, peak_tflops=peak, attention_efficiency=attention_efficiency,
-                                           matmul_efficiency=eff)
+        # attention_factor < 1: a FlashAttention-2-class kernel on a newer GPU than it was written for reaches that
+        # share of its A100 efficiency, on both the kernel's rate and the GEMM-rate floor
+        att = fs.attention_core_time_s.fast(flops=att_flops, peak_tflops=peak,
+                                           attention_efficiency=attention_efficiency * attention_factor,
+                                           matmul_efficiency=eff * attention_factor)
     else:
         # QK^T and AV as batched matmuls at their roofline; softmax, mask and dropout over the s x s scores
         # at HBM speed (no FlashAttention)
@@ -234,6 +319,11 @@ def _per_layer(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden
               seq_parallel=seq_parallel, recompute=recompute, elementwise_factor=elementwise_factor)
     ew_layer = fs.elementwise_time_s.fast(layers_per_stage=1, vocab=0, **ew)
     ew_logits = fs.elementwise_time_s.fast(layers_per_stage=0, vocab=vocab, **ew)
+    if fp8_cast_bytes:  # FP8 run: the casts of the block GEMMs' operands, at HBM speed
+        ew_layer += fs.fp8_cast_bytes_per_token.fast(
+            hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim, ffn_hidden=ffn_hidden,
+            gated_ffn=gated_ffn, tp=tp, seq_parallel=seq_parallel, recompute=recompute,
+            fp8_cast_bytes=fp8_cast_bytes, fp8_forward_fused=fp8_forward_fused) * tokens / (hbm_tb_s * 1e12)
     return layer_mm + att + ew_layer, att, logits + ew_logits
 
 
@@ -241,13 +331,33 @@ def _compute_mb(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: in
                 rc: str) -> tuple[float, float, float]:
     """Per micro-batch on one GPU: (one layer's compute, its attention part, the logit layer's compute)."""
     t, c, b = cfg.tp, cfg.cp, cfg.micro_batch
-    peak = hw.peak_tflops
+    peak = _compute_peak(hw, st)
     # FP8 (Transformer Engine recipe): the blocks' linear layers at the FP8 peak; attention, logits, norms in bf16
-    mm_peak = (hw.fp8_tflops or peak) * st.fp8_efficiency_ratio if cfg.fp8 else peak
-    return _per_layer(arch.hidden, arch.heads, arch.kv_heads, arch.head_dim, arch.ffn_hidden, arch.vocab,
-                      arch.gated_ffn, seq_len * b // c, seq_len, t, cfg.seq_parallel, rc, peak, mm_peak,
-                      hw.matmul_efficiency, hw.sm_count, hw.hbm_tb_s, st.flash_attention, st.attention_efficiency,
-                      st.elementwise_factor)
+    mm_peak = (hw.fp8_tflops or hw.peak_tflops) * peak / hw.peak_tflops * st.fp8_efficiency_ratio if cfg.fp8 else peak
+    layer_s, att_s, logits_s = _per_layer(
+        arch.hidden, arch.heads, arch.kv_heads, arch.head_dim, arch.ffn_hidden, arch.vocab, arch.gated_ffn,
+        seq_len * b // c, seq_len, t, cfg.seq_parallel, rc, peak, mm_peak, hw.matmul_efficiency, hw.sm_count,
+        hw.hbm_tb_s, st.flash_attention, st.attention_efficiency, st.elementwise_factor, hw.attention_factor,
+        st.fp8_cast_bytes if cfg.fp8 else 0.0, st.fp8_forward_casts_fused, arch.projection_shape)
+    if arch.moe_layers:
+        # token permutation for the experts, averaged over the layers as the FFN is (each TP rank its share)
+        layer_s += fs.moe_permute_time_s.fast(layers_per_stage=arch.moe_layers / arch.layers,
+                                              tokens=seq_len * b // c / t, hidden=arch.hidden,
+                                              topk=arch.experts_active, hbm_tb_s=hw.hbm_tb_s, recompute=rc,
+                                              elementwise_factor=st.elementwise_factor)
+    return layer_s, att_s, logits_s
+
+
+def _compute_peak(hw: Hardware, st: Settings) -> float:
+    """The bf16 peak the compute kernels get: all SMs, or those communication kernels leave (Settings.comm_sms)."""
+    if not st.comm_sms:
+        return hw.peak_tflops
+    sms = hw.sm_count or st.sm_count
+    if not sms:
+        raise CatalogError(f"{hw.name}: comm_sms needs the GPU's SM count (give sm_count)")
+    if st.comm_sms >= sms:
+        raise InputError("comm_sms", st.comm_sms, f"fewer than the GPU's {sms} SMs")
+    return hw.peak_tflops * (sms - st.comm_sms) / sms
 
 
 def _slowest_stage(layers: Sequence[float], layer_s: float, logits_s: float, p: int) -> tuple[float, float, bool]:
@@ -261,13 +371,15 @@ def _slowest_stage(layers: Sequence[float], layer_s: float, logits_s: float, p: 
 def sequence_compute_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int) -> float:
     """Compute of one sequence on the slowest stage with no tile or wave quantization (every matmul at the plain
     efficiency): a bound below the compute of any micro-batch, b sequences taking at least b times this."""
-    peak = hw.peak_tflops
-    mm_peak = (hw.fp8_tflops or peak) * st.fp8_efficiency_ratio if cfg.fp8 else peak
+    peak = _compute_peak(hw, st)
+    mm_peak = (hw.fp8_tflops or hw.peak_tflops) * peak / hw.peak_tflops * st.fp8_efficiency_ratio if cfg.fp8 else peak
     layer_s, _, logits_s = _per_layer(arch.hidden, arch.heads, arch.kv_heads, arch.head_dim, arch.ffn_hidden,
                                       arch.vocab, arch.gated_ffn, seq_len // cfg.cp, seq_len, cfg.tp,
                                       cfg.seq_parallel, cfg.recompute, peak, mm_peak, hw.matmul_efficiency, None,
                                       hw.hbm_tb_s, st.flash_attention, st.attention_efficiency,
-                                      st.elementwise_factor)
+                                      st.elementwise_factor, hw.attention_factor,
+                                      st.fp8_cast_bytes if cfg.fp8 else 0.0, st.fp8_forward_casts_fused,
+                                      arch.projection_shape)
     return _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, cfg.pp)[0]
 
 
@@ -295,7 +407,23 @@ def _flops_per_token(arch: Arch, seq_len: int, recompute: str) -> tuple[float, f
     kw = dict(layers=arch.layers, hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
               head_dim=arch.head_dim, ffn_hidden=arch.ffn_hidden, vocab=arch.vocab, seq_len=seq_len,
               gated_ffn=arch.gated_ffn)
-    return fs.model_flops_per_token.raw(**kw), fs.hardware_flops_per_token.raw(**kw, recompute=recompute)
+    model, hardware = fs.model_flops_per_token.raw(**kw), fs.hardware_flops_per_token.raw(**kw, recompute=recompute)
+    if arch.projection_shape != (arch.heads, arch.kv_heads, arch.head_dim):
+        # MLA: the projections' matmuls by their own shape (forward + backward, + a forward with full recompute)
+        ph, pkv, pdh = arch.projection_shape
+        shape = dict(hidden=arch.hidden, ffn_hidden=arch.ffn_hidden, gated_ffn=arch.gated_ffn)
+        delta = arch.layers * (fs.layer_matmul_flops.raw(heads=ph, kv_heads=pkv, head_dim=pdh, **shape)
+                               - fs.layer_matmul_flops.raw(heads=arch.heads, kv_heads=arch.kv_heads,
+                                                           head_dim=arch.head_dim, **shape))
+        model += 3 * delta
+        hardware += (4 if recompute == "full" else 3.5 if recompute == "op_selective" else 3) * delta
+    return model, hardware
+
+
+def flops_per_token(arch: Arch, seq_len: int, recompute: str = "none") -> tuple[float, float]:
+    """(model FLOPs, hardware FLOPs) per trained token of an architecture: MODEL_FLOPS_PER_TOKEN and
+    HARDWARE_FLOPS_PER_TOKEN, MLA's projections by their own parameters, an MoE's active experts only."""
+    return _flops_per_token(arch, seq_len, recompute)
 
 
 def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: int, global_batch: int) -> Prediction:
@@ -345,19 +473,45 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
         t_p2p = fs.pipeline_p2p_time_s.fast(tokens=tokens_mb, hidden=arch.hidden, bandwidth_gb_s=bw,
                                            link_efficiency=st.link_efficiency, tp=t, virtual_stages=v)
         t_p2p *= 1 - st.pp_overlap
-    mb_s = compute_mb + t_tp + t_cp + t_p2p
-    # data parallelism (gradients reduced over dp x cp ranks, t apart), hierarchical
-    psi = stage_params(arch, p) / t
+    # expert parallelism: dispatch and combine all-to-all of the stage's MoE layers over ep ranks expert-TP apart
+    # (Megatron-Core's expert rank order etp-ep-edp over the stage's TP x CP x DP GPUs), tokens split over TP
+    # (sequence parallel), NVLink inside a domain
+    t_ep = 0.0
+    e, et = cfg.ep, cfg.expert_tp
+    if e > 1 and arch.moe_layers:
+        g = fs.ranks_per_domain.fast(ranks=e, stride_gpus=et, nvlink_domain=domain)
+        t_ep = fs.ep_alltoall_time_s.fast(
+            layers_per_stage=layers_slow * arch.moe_layers / arch.layers, tokens=tokens_mb / t, hidden=arch.hidden,
+            topk=arch.experts_active, ep=e, ranks_per_domain=g, scaleup_gb_s=hw.scaleup_gb_s, scaleout_gb_s=scaleout,
+            link_efficiency=st.link_efficiency, window_s=compute_mb, a2a_bytes=st.a2a_bytes,
+            max_nodes_per_token=st.max_nodes_per_token, recompute=rc, ep_overlap=st.ep_overlap)
+    mb_s = compute_mb + t_tp + t_cp + t_p2p + t_ep
+    # data parallelism (gradients reduced over dp x cp ranks, t apart), hierarchical; routed experts are split over
+    # ep x expert-TP of the stage's t x c x d GPUs and reduced over the rest (the expert data-parallel group,
+    # ep x expert-TP apart)
+    psi_expert = stage_expert_params(arch, p) / et / e
+    edp = t * c * d // (e * et)
+    psi_dense = (stage_params(arch, p) - stage_expert_params(arch, p)) / t
+    psi = psi_dense + psi_expert
     t_dp = 0.0
     dpc = d * c
+    dp_kw = dict(microbatch_s=mb_s, scaleup_gb_s=hw.scaleup_gb_s, scaleout_gb_s=scaleout,
+                 link_efficiency=st.link_efficiency, zero_stage=z, microbatches=m, grad_bytes=st.grad_bytes,
+                 bytes_weights=st.bytes_weights, overlap_frac=st.dp_overlap)
     if dpc > 1:
         g = fs.ranks_per_domain.fast(ranks=dpc, stride_gpus=t, nvlink_domain=domain)
-        t_dp = fs.dp_comm_time_hierarchical_s.fast(
-            params_per_gpu=psi, dp=dpc, ranks_per_domain=g, microbatch_s=mb_s, scaleup_gb_s=hw.scaleup_gb_s,
-            scaleout_gb_s=scaleout, link_efficiency=st.link_efficiency, zero_stage=z, microbatches=m,
-            grad_bytes=st.grad_bytes, bytes_weights=st.bytes_weights, overlap_frac=st.dp_overlap)
-    t_opt = fs.optimizer_step_s.fast(params_per_gpu_b=psi / 1e9, hbm_tb_s=hw.hbm_tb_s, zero_stage=z, dp=d,
+        t_dp = fs.dp_comm_time_hierarchical_s.fast(params_per_gpu=psi_dense if e > 1 else psi, dp=dpc,
+                                                   ranks_per_domain=g, **dp_kw)
+    if e > 1 and edp > 1 and psi_expert > 0:
+        g = fs.ranks_per_domain.fast(ranks=edp, stride_gpus=e * et, nvlink_domain=domain)
+        t_dp += fs.dp_comm_time_hierarchical_s.fast(params_per_gpu=psi_expert, dp=edp, ranks_per_domain=g,
+                                                    **dp_kw)
+    # the optimizer's shard: ZeRO splits each GPU's states over its data-parallel group (experts: expert DP)
+    t_opt = fs.optimizer_step_s.fast(params_per_gpu_b=psi_dense / 1e9, hbm_tb_s=hw.hbm_tb_s, zero_stage=z, dp=d,
                                     bytes_per_param_step=st.bytes_per_param_step)
+    if psi_expert > 0:
+        t_opt += fs.optimizer_step_s.fast(params_per_gpu_b=psi_expert / 1e9, hbm_tb_s=hw.hbm_tb_s, zero_stage=z,
+                                         dp=max(1, edp // c), bytes_per_param_step=st.bytes_per_param_step)
     step = fs.step_time_s.fast(microbatches=m, microbatch_s=mb_s, pp=p, virtual_stages=v, comm_s=t_dp, compute_s=t_opt)
     n = cfg.n_gpus
     tokens = global_batch * seq_len
@@ -368,6 +522,7 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     pred.recompute_s = m * recompute_mb
     pred.tp_comm_s = m * t_tp
     pred.cp_comm_s = m * t_cp
+    pred.ep_comm_s = m * t_ep
     pred.pp_comm_s = m * t_p2p
     pred.bubble_s = fs.bubble_time_s.fast(pp=p, microbatches=m, microbatch_s=mb_s, virtual_stages=v)
     pred.dp_comm_s = t_dp

@@ -7,7 +7,7 @@ Only this module knows the planner's API. :func:`capabilities` reads from it wha
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..planner import Settings, plan
@@ -19,6 +19,10 @@ from .runs import Query
 GRID_STEP = 0.05
 GRID = [round(0.30 + GRID_STEP * i, 2) for i in range(15)]  # 0.30 ... 1.00
 REFERENCE_EFFICIENCY = 0.70  # efficiency at which the planner chooses what a source leaves unstated
+# Non-matmul time factors (Settings.elementwise_factor: the counted HBM traffic of norms, activations, residuals
+# and the loss x this factor at peak bandwidth, i.e. bytes moved / bytes counted over achieved / peak bandwidth)
+# at which every run is predicted; the calibration picks one, shared by all stacks, on the other sources.
+FACTOR_GRID = [1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0]
 
 
 def capabilities() -> frozenset[str]:
@@ -47,13 +51,17 @@ def unsupported(q: Query, caps: frozenset[str]) -> Optional[str]:
 class Curve:
     """A run's predicted tokens/s per GPU at each efficiency of GRID, and the configuration predicted."""
 
-    tokens_s: list[float]
+    tokens_s: list[float]           # at non-matmul factor 1
     config: str
     fits: bool                      # the planner's memory model lets the configuration fit
+    by_factor: dict = field(default_factory=dict)  # non-matmul factor of FACTOR_GRID -> tokens/s at each of GRID
+
+    def at(self, factor: float) -> list[float]:
+        return self.by_factor.get(factor, self.tokens_s) if self.by_factor else self.tokens_s
 
 
-def _settings(q: Query, eff: float) -> Settings:
-    return Settings(matmul_efficiency=eff, **dict(q.settings))
+def _settings(q: Query, eff: float, factor: float = 1.0) -> Settings:
+    return Settings(**{**dict(q.settings), "matmul_efficiency": eff, "elementwise_factor": factor})
 
 
 def predict(q: Query, caps: frozenset[str] | None = None) -> Curve:
@@ -78,6 +86,8 @@ def predict(q: Query, caps: frozenset[str] | None = None) -> Curve:
         extra["stage_layers"] = list(q.stage_layers)
     if "ep" in caps:
         extra["ep"] = q.ep
+        if q.etp:
+            extra["etp"] = q.etp
     kw: dict[str, Any] = dict(arch=arch, gpu=q.gpu, n_gpus=q.n_gpus, seq_len=q.seq_len,
               global_batch_tokens=q.global_batch * q.seq_len, tokens_t=1, top=1)
     res = plan(**kw, settings=_settings(q, REFERENCE_EFFICIENCY), **pins, **extra)
@@ -103,13 +113,16 @@ def predict(q: Query, caps: frozenset[str] | None = None) -> Curve:
         label = (f"TP={cfg.tp}, PP={cfg.pp}, DP={cfg.dp}, ZeRO-{cfg.zero_stage}{', SP' if cfg.seq_parallel else ''}, "
                  f"recompute {cfg.recompute}, micro-batch {cfg.micro_batch}"
                  + (f", v={cfg.virtual_stages}" if cfg.virtual_stages > 1 else ""))
-    out = []
-    for eff in GRID:
-        st = _settings(q, eff)
-        hw = _resolve(q, st)
-        pred = pst.evaluate(arch, hw, st, cfg, q.seq_len, q.global_batch)
-        out.append(pred.tokens_per_s_per_gpu)
-    return Curve(tokens_s=out, config=label, fits=fits)
+    by_factor = {}
+    for factor in FACTOR_GRID:
+        out = []
+        for eff in GRID:
+            st = _settings(q, eff, factor)
+            hw = _resolve(q, st)
+            pred = pst.evaluate(arch, hw, st, cfg, q.seq_len, q.global_batch)
+            out.append(pred.tokens_per_s_per_gpu)
+        by_factor[factor] = out
+    return Curve(tokens_s=by_factor[1.0], config=label, fits=fits, by_factor=by_factor)
 
 
 def _resolve(q: Query, st: Settings):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from .. import catalog
-from .adapter import REFERENCE_EFFICIENCY
-from .runs import GPU_STAND_IN, PROFILE_TEXT, Query, Skip
+from ..planner.stacks import STACKS
+from .adapter import FACTOR_GRID, REFERENCE_EFFICIENCY
+from .runs import GPU_STAND_IN, PROFILE_TEXT, SCORED_APART, Query, Skip
 from .scoring import Scored, best_constant, headline, summary
 
 
@@ -62,6 +63,7 @@ _DIAGNOSIS = [
     ("model", _size_band),
     ("recompute", lambda q: q.recompute or "not stated"),
     ("profile", lambda q: q.profile),
+    ("architecture", lambda q: "MoE" if q.moe else "dense"),
     ("profile x GPU", lambda q: f"{q.profile} on {q.gpu_label}"),
 ]
 
@@ -149,11 +151,18 @@ def render(v: dict) -> str:
         "count hardware FLOPs (Narayanan et al. 2021, the 2021 Megatron-LM README) are converted with our",
         "hardware FLOP count (recomputed forward included).",
         "",
-        "**Free constants.** One: the share of peak the matmuls reach in a training step, fitted per",
-        "software-stack profile (weighted so every source counts once, whatever its number of runs). A source",
-        "whose profile no other source shares is predicted with the value fitted to all other sources pooled.",
-        "Every other constant is a default of `xlcalc.planner.Settings`; the profiles' documented software",
-        "facts are pinned (below).",
+        "**Free constants.** Two kinds. The share of peak the matmuls reach in a training step, one per",
+        "software-stack profile, fitted so the source-weighted mean log error is zero (every source counts once,",
+        "whatever its number of runs); a source whose profile no other source shares is predicted with the value",
+        "fitted to all other sources pooled. And one non-matmul time factor shared by every stack",
+        "(`Settings.elementwise_factor`: the counted HBM traffic of norms, activations, residuals and the loss takes",
+        f"this many times its time at peak bandwidth), chosen from {', '.join(f'{f:g}' for f in FACTOR_GRID)} as the",
+        "one whose efficiencies give the smallest source-weighted mean squared log error on the other sources. Both",
+        "are fitted leave one source out. Every other constant is a default of `xlcalc.planner.Settings`; the",
+        "profiles' documented software facts are pinned (below).",
+        "",
+        f"Fitted on all runs (not a prediction; `xlcalc plan --stack ID` uses these): non-matmul factor "
+        f"{v.get('fitted_factor', 1.0):g}.",
         "",
         "| profile | stack | sources | efficiency fitted on all its runs |",
         "|---|---|---|---:|",
@@ -163,11 +172,14 @@ def render(v: dict) -> str:
         L.append(f"| {p} | {PROFILE_TEXT[p]} | {', '.join(srcs)} | {eff:.3f} |")
     L += [
         "",
-        "Pinned software facts: Megatron-LM 2021-22 (profile `megatron-2021`) all-reduces gradients after the",
-        "whole forward-backward schedule (`dp_overlap = 0`), in fp16 (`grad_bytes = 2`), without FlashAttention;",
-        "Narayanan et al. 2021 use plain data parallelism (ZeRO-0). PyTorch FSDP (profiles `fsdp-eager`,",
-        "`fsdp-compiled`) keeps fp32 sharded parameters, fp32 gradients and Adam m, v (4 + 4 + 8 bytes per",
-        "parameter, recipe `fp32`) and gathers bf16 copies for compute. Scale-out bandwidth where the catalog has",
+        "Pinned software facts (`xlcalc.planner.stacks`, each with where it is stated; `xlcalc plan --stack ID`",
+        "plans with the same facts and the efficiency fitted on all the stack's runs):",
+        "",
+        *[f"- `{st.id}`: " + "; ".join(f"{what} ({where})" for what, where in st.facts) + "."
+          for st in STACKS.values()],
+        "",
+        "Narayanan et al. 2021 use plain data parallelism (ZeRO-0). Each option's effect on these figures is measured",
+        "by `python scripts/stepmodel_experiments.py`. Scale-out bandwidth where the catalog has",
         "none: the vendors' reference systems (DGX A100 25 GB/s, DGX H100 / HGX H200 50 GB/s per GPU).",
         "GPUs a source does not name exactly: " + "; ".join(f"{k}: {v[1]}" for k, v in GPU_STAND_IN.items()) + ".",
         "Megatron-Bridge measures the same recipes in release after release: only the newest release of each",
@@ -200,10 +212,11 @@ def render(v: dict) -> str:
     for s in sc:
         _bucket(by_src, s.query.source_id, s)
     cal = v["calibration"]
-    extra = {"_head": ["calibrated on", "efficiency"]}
+    extra = {"_head": ["calibrated on", "efficiency", "non-matmul factor"]}
     for src in by_src:
         c = cal[src]
-        extra[src] = [f"{c['profile_used']} ({len(c['efficiency_ids'])} runs of other sources)", f"{c['efficiency']:.3f}"]
+        extra[src] = [f"{c['profile_used']} ({len(c['efficiency_ids'])} runs of other sources)", f"{c['efficiency']:.3f}",
+                      f"{c.get('factor', 1.0):g}"]
     L += _table("source", by_src, extra)
     L += ["", "## Per GPU", ""]
     by_gpu: dict[str, list[Scored]] = {}
@@ -236,6 +249,19 @@ def render(v: dict) -> str:
         L.append(f"| {q.id} | {q.source_id} | {q.gpu_label} | {q.n_gpus} | {q.layout()} | {q.seq_len} | {q.precision} | "
                  f"{q.basis} | {q.measured_mfu:.3f} | {s.predicted_mfu:.3f} | {s.error:+.1%} | {s.constant:.3f} | "
                  f"{s.constant_error:+.1%} | {cfg} |")
+    apart: list[Scored] = v.get("apart", [])
+    if apart:
+        L += ["", f"## Scored apart: GPUs whose figures no source gives ({len(apart)} runs, not in the headline)", "",
+              "Predicted with a stand-in GPU's figures and the constants their source gets in the leave-one-source-out",
+              "calibration; kept out of the headline and out of every calibration because the MFU basis itself (the",
+              "part's peak) is not published:", "",
+              *[f"- {gpu}: {why}." for gpu, why in SCORED_APART.items()], ""]
+        L += _table("GPU (as the source names it)", {g: [s for s in apart if s.query.gpu_label == g]
+                                                    for g in dict.fromkeys(s.query.gpu_label for s in apart)})
+        L += ["", "| run | GPUs | layout | seq | precision | measured MFU (stand-in peak) | predicted MFU | error |",
+              "|---|---:|---|---:|---|---:|---:|---:|",
+              *[f"| {s.query.id} | {s.query.n_gpus} | {s.query.layout()} | {s.query.seq_len} | {s.query.precision} | "
+                f"{s.query.measured_mfu:.3f} | {s.predicted_mfu:.3f} | {s.error:+.1%} |" for s in apart]]
     skipped: list[Skip] = v["skipped"]
     L += ["", f"## Not scored ({len(skipped)} of {v['records']} records)", ""]
     reasons: dict[str, int] = {}

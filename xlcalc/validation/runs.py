@@ -17,45 +17,22 @@ from typing import Any, Optional, cast
 
 from .. import catalog
 from ..errors import CatalogError
-from ..formulas import steptime as fs
-from ..planner.steptime import arch_from_model
+from ..planner.stacks import STACKS
+from ..planner.steptime import arch_from_model, flops_per_token
 
 # package data, read through importlib.resources
 RUNS_JSON: Traversable = files("xlcalc") / "data" / "reference" / "throughput_runs.json"
-# Software-stack profiles: one fitted matmul efficiency each.
-PROFILES = {
-    "megatron-bridge-perf-summary": "megatron",
-    "megatron-moe-modelzoo": "megatron",
-    "nemo-perf-summary-24.07": "megatron",
-    "megatron-lm-readme-h100": "megatron",
-    "megascale2024": "megatron",           # Megatron-LM rows and MegaScale (a Megatron-LM derivative)
-    "llama3-paper": "megatron",            # Meta's 4D stack: TP/PP/CP + FSDP, Megatron-style schedules
-    "deepseek-v3-report": "megatron",      # HAI-LLM: PP/EP + ZeRO-1, Megatron-style 3D layout
-    "narayanan2021": "megatron-2021",
-    "korthikanti2022": "megatron-2021",
-    "megatron-lm-readme-a100": "megatron-2021",
-    "llm-foundry-benchmarks": "fsdp-eager",
-    "torchtitan-benchmarks": "fsdp-compiled",
-}
-PROFILE_TEXT = {
-    "megatron": "Megatron-Core / NeMo / Megatron-Bridge and Megatron-style 3D/4D stacks (2023-2026)",
-    "megatron-2021": "Megatron-LM of 2021-22 on A100 (no FlashAttention, fp16 gradients reduced after the backward pass)",
-    "fsdp-eager": "PyTorch FSDP without compilation (Composer / llm-foundry)",
-    "fsdp-compiled": "PyTorch FSDP2 with torch.compile (torchtitan)",
-}
+# Software-stack profiles (xlcalc.planner.stacks): one fitted matmul efficiency each; the stack's documented facts
+# are its Settings.
+PROFILES = {src: stack.id for stack in STACKS.values() for src in stack.sources}
+PROFILE_TEXT = {stack.id: stack.name for stack in STACKS.values()}
+PROFILE_SETTINGS: dict[str, dict[str, Any]] = {stack.id: dict(stack.settings) for stack in STACKS.values()}
 
-# Settings the documented software of a profile implies (everything else: the planner's defaults).
-# Megatron-LM 2021-22 (megatron/training.py train_step): the data-parallel all-reduce runs after the whole
-# forward-backward schedule (dp_overlap 0); --fp16 without --accumulate-allreduce-grads-in-fp32 reduces fp16
-# gradients (grad_bytes 2); no FlashAttention (2022).
-# PyTorch FSDP (Composer / llm-foundry, torchtitan's FSDP2): the sharded parameters stay fp32 and compute gathers
-# them in bf16 (mixed-precision param_dtype), gradients are sharded fp32, AdamW keeps m and v in fp32: 4 + 4 + 8
-# bytes per parameter (xlcalc.recipes "fp32"), not Megatron's 2 + 4 + 12.
-FSDP_BYTES = dict(bytes_weights=4, bytes_grads=4, bytes_optimizer=8)
-PROFILE_SETTINGS: dict[str, dict[str, Any]] = {
-    "megatron-2021": dict(dp_overlap=0.0, grad_bytes=2, flash_attention=False),
-    "fsdp-eager": FSDP_BYTES,
-    "fsdp-compiled": FSDP_BYTES,
+# Settings a source documents for its own runs (not fitted): DeepSeek-V3 Technical Report §3.2.1-3.2.2 and §3.3 --
+# DualPipe overlaps the all-to-all with computation (ep_overlap 1), node-limited routing sends each token to at most
+# 4 nodes, 20 of the H800's 132 SMs run the communication, dispatch in FP8 and combine in BF16 (1.5 bytes on average).
+SOURCE_SETTINGS = {
+    "deepseek-v3-report": dict(ep_overlap=1.0, max_nodes_per_token=4, comm_sms=20, a2a_bytes=1.5),
 }
 
 # Scale-out bandwidth per GPU of the vendors' reference systems, used only where the GPU catalog has none.
@@ -71,6 +48,17 @@ GPU_STAND_IN = {
         "h100-sxm", "torchtitan's Grand Teton H100 (96 GB, 500 W, peak not published); H100 SXM figures and peak, 96 GB"),
 }
 GPU_MEMORY_GB = {"H100 (96GB HBM2e, 500 W, Grand Teton)": 96.0}
+# HBM bandwidth the source states for such a GPU (torchtitan's doc: "96GB HBM2e with 2.4 TB/sec")
+GPU_HBM_TB_S = {"H100 (96GB HBM2e, 500 W, Grand Teton)": 2.4}
+
+# GPUs whose figures no source gives: their runs are predicted with a stand-in's figures and scored apart, out of
+# the headline and out of every calibration, until a source gives the part's peak, clocks or MAMF.
+SCORED_APART = {
+    "H100 (96GB HBM2e, 500 W, Grand Teton)": (
+        "torchtitan's benchmark doc: 'the actual peak TFLOPs number is between SXM and NVL, and we don't know its "
+        "exact value'; 96 GB HBM2e at 2.4 TB/s and a 500 W power limit, against the H100 SXM's 80 GB HBM3 at "
+        "3.35 TB/s and 700 W: neither the peak nor the sustained GEMM rate (MAMF) of this part is published"),
+}
 
 SHARDING_ZERO = {"fsdp_full_shard": 3, "zero3": 3, "megatron_fsdp": 3, "fsdp_grad_op": 2, "zero1": 1, "none": 0}
 RECOMPUTE = {"none": "none", "full": "full", "megatron_selective": "selective", "selective_op": "op_selective",
@@ -109,6 +97,7 @@ class Query:
     basis: str                      # where measured_tokens_s comes from
     settings: tuple = ()            # extra Settings of the profile and system, as (name, value) pairs
     stage_layers: Optional[tuple[int, ...]] = None
+    etp: Optional[int] = None       # expert tensor-parallel size the source states (MoE), None: not stated
 
     @property
     def measured_mfu(self) -> float:
@@ -192,13 +181,10 @@ def _measured_tokens_s(rec: dict, arch, seq_len: int, recompute: Optional[str]) 
                 "global batch x sequence / stated step time / GPUs")
     conv = me.get("flops_convention", "")
     tflops = me.get("tflops_per_gpu") or derived.get("tflops_per_gpu")
-    shape = dict(layers=arch.layers, hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
-                 head_dim=arch.head_dim, ffn_hidden=arch.ffn_hidden, vocab=arch.vocab, seq_len=seq_len,
-                 gated_ffn=arch.gated_ffn)
     if conv.startswith("hardware"):
         if tflops is None:
             return None, "no TFLOP/s"
-        hf = fs.hardware_flops_per_token.raw(**shape, recompute=recompute or "full")
+        hf = flops_per_token(arch, seq_len, recompute or "full")[1]
         return tflops * 1e12 / hf, "hardware TFLOP/s / our hardware FLOPs per token (recompute counted)"
     if conv.startswith("model"):
         if tflops is None and me.get("mfu"):
@@ -208,7 +194,7 @@ def _measured_tokens_s(rec: dict, arch, seq_len: int, recompute: Optional[str]) 
             basis = "model TFLOP/s / our model FLOPs per token"
         if tflops is None:
             return None, "no TFLOP/s"
-        return tflops * 1e12 / fs.model_flops_per_token.raw(**shape), basis
+        return tflops * 1e12 / flops_per_token(arch, seq_len)[0], basis
     return None, f"no throughput in a known convention ({conv})"
 
 
@@ -245,20 +231,20 @@ def to_query(rec: dict) -> Query | Skip:
     profile = PROFILES.get(src)
     if profile is None:
         return Skip(rid, src, f"no software-stack profile for source {src}")
-    extra: dict[str, Any] = dict(PROFILE_SETTINGS.get(profile, {}))
+    extra: dict[str, Any] = {**PROFILE_SETTINGS.get(profile, {}), **SOURCE_SETTINGS.get(src, {})}
     if not row.scaleout_gb_s and gid in SCALEOUT_GB_S:
         extra["scaleout_gb_s"] = SCALEOUT_GB_S[gid]
     if rec["gpu"] in GPU_MEMORY_GB:
         extra["memory_gb"] = GPU_MEMORY_GB[rec["gpu"]]
+    if rec["gpu"] in GPU_HBM_TB_S:
+        extra["hbm_tb_s"] = GPU_HBM_TB_S[rec["gpu"]]
     if src == "narayanan2021" and lay.get("sharding") is None:
         zero: int | None = 0  # PTD-P: tensor + pipeline + plain data parallelism (ZeRO only as the §5.2 baseline)
     else:
         zero = SHARDING_ZERO.get(lay.get("sharding"))
     tp, pp, cp = lay["tp"], lay["pp"], lay.get("cp") or 1
     dp = rec["n_gpus"] // (tp * pp * cp)
-    mfpt = fs.model_flops_per_token.raw(layers=arch.layers, hidden=arch.hidden, heads=arch.heads,
-                                        kv_heads=arch.kv_heads, head_dim=arch.head_dim, ffn_hidden=arch.ffn_hidden,
-                                        vocab=arch.vocab, seq_len=seq, gated_ffn=arch.gated_ffn)
+    mfpt = flops_per_token(arch, seq)[0]
     stages = None
     if pp > 1 and arch.layers % pp:
         stages = _uneven(arch.layers, pp)
@@ -270,20 +256,21 @@ def to_query(rec: dict) -> Query | Skip:
         precision=_precision(rec), moe=bool(model.experts), model=model, params_b=model.params_b,
         flops_per_token=mfpt, peak_tflops=peak, measured_tokens_s=float(tokens), basis=basis,
         settings=tuple(sorted(extra.items())), stage_layers=stages,
+        etp=lay.get("expert_tp") if model.experts else None,
     )
 
 
 def _uneven(layers: int, pp: int) -> tuple[int, ...]:
-    """Stages as even as possible, the first and last one short (Llama 3: 126 layers on PP16 = 7, 8 x 14, 7)."""
+    """Middle stages even, the first and the last stage short (Llama 3: 126 layers on PP16 = 7, 8 x 14, 7; DeepSeek-V3's
+    61 on PP4 = 15, 16, 16, 14), as Megatron-Core's num_layers_in_first/last_pipeline_stage and the layout check
+    describe an uneven split."""
     base, rem = divmod(layers, pp)
     if rem == 0:
         return (base,) * pp
     big = base + 1
-    short = pp * big - layers  # stages one layer short, taken from both ends
-    out = [big] * pp
-    for i in range(short):
-        out[i // 2 if i % 2 == 0 else pp - 1 - i // 2] -= 1
-    return tuple(out)
+    mid = big if layers - (pp - 2) * big >= 2 else base
+    ends = layers - (pp - 2) * mid  # what the first and last stage hold together (the first one the more)
+    return (ends - ends // 2,) + (mid,) * (pp - 2) + (ends // 2,)
 
 
 def release(rid: str) -> tuple:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from typing import cast
 
 from ..errors import CatalogError, InputError
-from .adapter import GRID, GRID_STEP, Curve, capabilities, predict, unsupported
-from .runs import PROFILES, Query, Skip, deduplicate, load_runs, to_query
+from .adapter import FACTOR_GRID, GRID, GRID_STEP, Curve, capabilities, predict, unsupported
+from .runs import PROFILES, SCORED_APART, Query, Skip, deduplicate, load_runs, to_query
 
 TOLERANCE = 0.15
 
@@ -80,25 +81,57 @@ class Scored:
     error: float
     constant: float                 # constant MFU fitted on the other sources
     constant_error: float
+    factor: float = 1.0             # non-matmul time factor fitted on the other sources
 
     @property
     def predicted_mfu(self) -> float:
         return self.predicted_tokens_s * self.query.flops_per_token / (self.query.peak_tflops * 1e12)
 
 
+def _profile_fit(train: list[Query], logc: dict[str, list[float]], source_of: dict[str, str]) -> dict[str, float]:
+    """Each profile's efficiency fitted on its runs of ``train``, and the pooled one (key None)."""
+    effs: dict = {}
+    for p in dict.fromkeys(q.profile for q in train):
+        ids = [q.id for q in train if q.profile == p]
+        effs[p] = fit_efficiency([logc[i] for i in ids], source_weights(ids, source_of))
+    ids = [q.id for q in train]
+    effs[None] = fit_efficiency([logc[i] for i in ids], source_weights(ids, source_of))
+    return effs
+
+
+def fit_factor(train: list[Query], logcs: dict[float, dict[str, list[float]]],
+               source_of: dict[str, str]) -> float:
+    """The non-matmul time factor of FACTOR_GRID that, with each profile's efficiency fitted at it, gives the
+    smallest source-weighted mean squared log error on ``train``."""
+    ids = [q.id for q in train]
+    w = source_weights(ids, source_of)
+    best, best_loss = FACTOR_GRID[0], float("inf")
+    for f in FACTOR_GRID:
+        effs = _profile_fit(train, logcs[f], source_of)
+        loss = sum(wi * log_error_at(logcs[f][q.id], effs[q.profile]) ** 2 for wi, q in zip(w, train)) / sum(w)
+        if loss < best_loss - 1e-12:
+            best, best_loss = f, loss
+    return best
+
+
 def loso(queries: list[Query], curves: dict[str, Curve]) -> dict:
     """Leave-one-source-out: each source predicted with constants fitted on the other sources only.
 
-    Returns ``scored`` (one :class:`Scored` per run), ``calibration`` (source -> the ids each fit used,
-    the profile used, the efficiency and the constant MFU) and ``fitted`` (profile -> efficiency on all runs).
+    The constants: one matmul efficiency per software-stack profile, and one non-matmul time factor shared by all
+    (FACTOR_GRID), both fitted on the other sources. Returns ``scored`` (one :class:`Scored` per run),
+    ``calibration`` (source -> the ids each fit used, the profile used, the efficiency, the factor and the
+    constant MFU), ``fitted`` (profile -> efficiency on all runs) and ``fitted_factor`` (the factor on all runs).
     """
     source_of = {q.id: q.source_id for q in queries}
-    logc = {q.id: [math.log(t / q.measured_tokens_s) for t in curves[q.id].tokens_s] for q in queries}
+    logcs = {f: {q.id: [math.log(t / q.measured_tokens_s) for t in curves[q.id].at(f)] for q in queries}
+             for f in FACTOR_GRID}
     sources = list(dict.fromkeys(q.source_id for q in queries))
     scored: list[Scored] = []
     calibration = {}
     for s in sources:
         train = [q for q in queries if q.source_id != s]
+        factor = fit_factor(train, logcs, source_of)
+        logc = logcs[factor]
         profile = PROFILES[s]
         same = [q for q in train if q.profile == profile]
         used, label = (same, profile) if same else (train, "pooled")
@@ -107,19 +140,19 @@ def loso(queries: list[Query], curves: dict[str, Curve]) -> dict:
         tids = [q.id for q in train]
         const = fit_constant_mfu([q.measured_mfu for q in train], source_weights(tids, source_of))
         calibration[s] = dict(efficiency_ids=ids, constant_ids=tids, profile_used=label, efficiency=eff,
-                              constant=const)
+                              constant=const, factor=factor)
         for q in queries:
             if q.source_id != s:
                 continue
             pred = q.measured_tokens_s * math.exp(log_error_at(logc[q.id], eff))
             scored.append(Scored(q, curves[q.id], label, eff, pred, pred / q.measured_tokens_s - 1, const,
-                                 const / q.measured_mfu - 1))
-    fitted = {}
-    for p in dict.fromkeys(q.profile for q in queries):
-        ids = [q.id for q in queries if q.profile == p]
-        fitted[p] = fit_efficiency([logc[i] for i in ids], source_weights(ids, source_of))
+                                 const / q.measured_mfu - 1, factor))
+    fitted_factor = fit_factor(queries, logcs, source_of) if queries else 1.0
+    logc = logcs[fitted_factor]
+    fitted = {p: e for p, e in _profile_fit(queries, logc, source_of).items() if p is not None} if queries else {}
     in_sample = [math.exp(log_error_at(logc[s.query.id], fitted[s.query.profile])) - 1 for s in scored]
-    return dict(scored=scored, calibration=calibration, fitted=fitted, in_sample=in_sample)
+    return dict(scored=scored, calibration=calibration, fitted=fitted, fitted_factor=fitted_factor,
+                in_sample=in_sample)
 
 
 def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> dict:
@@ -149,9 +182,36 @@ def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> 
             ok.append(q)
         except (InputError, CatalogError) as e:
             skipped.append(Skip(q.id, q.source_id, f"the planner refuses it: {e}"))
-    result = loso(ok, curves) if ok else dict(scored=[], calibration={}, fitted={}, in_sample=[])
-    result.update(records=len(records), skipped=skipped, capabilities=sorted(caps))
+    apart = [q for q in ok if q.gpu_label in SCORED_APART]
+    ok = [q for q in ok if q.gpu_label not in SCORED_APART]
+    result = loso(ok, curves) if ok else dict(scored=[], calibration={}, fitted={}, fitted_factor=1.0, in_sample=[])
+    result.update(records=len(records), skipped=skipped, capabilities=sorted(caps),
+                  apart=score_apart(apart, ok, curves, cast(dict, result["calibration"])))
     return result
+
+
+def score_apart(apart: list[Query], ok: list[Query], curves: dict[str, Curve], calibration: dict) -> list[Scored]:
+    """Runs kept out of the headline and of every calibration (SCORED_APART), each predicted with the constants
+    its source gets in the leave-one-source-out calibration, or fitted on all headline runs if the source has
+    none there (its profile's runs, else all pooled)."""
+    source_of = {q.id: q.source_id for q in ok}
+    logcs = {f: {q.id: [math.log(t / q.measured_tokens_s) for t in curves[q.id].at(f)] for q in ok + apart}
+             for f in FACTOR_GRID}
+    out = []
+    for q in apart:
+        c = calibration.get(q.source_id)
+        if c is None:
+            factor = fit_factor(ok, logcs, source_of)
+            same = [x for x in ok if x.profile == q.profile]
+            used, label = (same, q.profile) if same else (ok, "pooled")
+            ids = [x.id for x in used]
+            c = dict(profile_used=label, factor=factor,
+                     efficiency=fit_efficiency([logcs[factor][i] for i in ids], source_weights(ids, source_of)),
+                     constant=fit_constant_mfu([x.measured_mfu for x in ok], source_weights([x.id for x in ok], source_of)))
+        pred = q.measured_tokens_s * math.exp(log_error_at(logcs[c["factor"]][q.id], c["efficiency"]))
+        out.append(Scored(q, curves[q.id], c["profile_used"], c["efficiency"], pred, pred / q.measured_tokens_s - 1,
+                          c["constant"], c["constant"] / q.measured_mfu - 1, c["factor"]))
+    return out
 
 
 def headline(v: dict) -> dict:

@@ -21,6 +21,7 @@ GPU_COLUMNS = (
 )
 MODEL_COLUMNS = (
     ("id", "id", 16), ("name", "name", 26), ("params_b", "params B (from architecture)", 14),
+    ("active_params_b", "active params B (MoE; 0 = dense)", 12),
     ("published_params_b", "params B (published)", 12), ("layers", "layers L", 9), ("hidden", "hidden h", 9),
     ("heads", "heads a", 9), ("kv_heads", "KV heads", 9), ("ffn_hidden", "FFN hidden", 10),
     ("vocab", "vocab", 9), ("seq_len", "seq len", 9), ("source", "source", 90),
@@ -34,7 +35,7 @@ RECIPE_COLUMNS = (
 # Scenario field -> catalog column it is looked up from
 RECIPE_DERIVED = dict(RECIPE_FIELDS)
 GPU_DERIVED = {"peak_tflops": "half_tflops", "gpu_memory_gb": "memory_gb", "gpus_per_node": "gpus_per_node"}
-MODEL_DERIVED = {"params_b": "params_b", "layers": "layers", "hidden": "hidden", "heads": "heads", "seq_len": "seq_len",
+MODEL_DERIVED = {"params_b": "params_b", "active_params_b": "active_params_b", "layers": "layers", "hidden": "hidden", "heads": "heads", "seq_len": "seq_len",
                  "kv_heads": "kv_heads", "ffn_hidden": "ffn_hidden", "vocab": "vocab"}
 
 
@@ -57,6 +58,8 @@ def model_params_b(m: catalog.Model) -> float:
 def _row_value(row, field: str):
     if field == "params_b":
         return model_params_b(row)
+    if field == "active_params_b":  # as the Scenario preset fills it: 0 for a dense model
+        return round(row.active_params_b, 3) if row.experts else 0
     if field == "kv_heads":
         return row.kv_heads or row.heads
     return getattr(row, field)

@@ -10,7 +10,7 @@ from ..inputs import spec
 from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario
 from .catalogs import GPU_DERIVED
 from .model import coord, ref_text
-from .rendering import BOOL_FORMAT, display_format, output_formula
+from .rendering import BOOL_FORMAT, dependencies, display_format, guarded, guarded_output, output_formula
 from .sheets import Ctx, derived_value, id_range, plan_title
 
 COMPARE_GPUS = ("a800", "h100-sxm", "ascend-910b")
@@ -105,6 +105,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         for out in OUTPUTS:
             r = int(varmap[out.name].rsplit("$", 1)[1])
             expr, subs = output_formula(out.name, varmap, inline=True)
+            expr = guarded_output(out.name, expr, varmap)
             b.put(s, f"A{r}", out.label)
             b.put(s, f"B{r}", out.unit)
             b.put(s, f"{col}{r}", expr, "formula", display_format(out), subs)
@@ -167,9 +168,11 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
                 at = coord(2 + j, head + 1 + i)
                 if name is None:  # spend rate: this grid point's total cost over its days
                     expr = Var(tables["cost"]["cells"][i][j]) / Var(tables["days"]["cells"][i][j]) * 30
+                    expr = guarded(expr, dependencies("Total_Cost_USD") | dependencies("Train_Days"))
                     cells[i].append(b.put(s, at, expr, "formula", '"$"#,##0'))
                     continue
                 expr, subs = output_formula(name, {"N_GPUs": row_refs[i], "MFU": col_refs[j]})
+                expr = guarded_output(name, expr)
                 cells[i].append(b.put(s, at, expr, "formula", OUTPUT_BY_NAME[name].number_format, subs))
         tables[key] = {"head": head, "rows": len(gpus), "cols": len(mfus), "mfu_refs": col_refs,
                        "gpu_refs": row_refs, "cells": cells}
@@ -230,6 +233,7 @@ def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
             varmap[name] = ref_text(s, coord(j, r))
         for j, name in enumerate(PAR_OUTPUTS, start=len(PAR_INPUTS) + 1):
             expr, subs = output_formula(name, varmap)
+            expr = guarded_output(name, expr, varmap)
             b.put(s, coord(j, r), expr, "formula", display_format(OUTPUT_BY_NAME[name]), subs)
     last = first + len(configs) - 1
     b.rules.append((s, f"J{first}:J{last}", "good_if_true"))

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..expr import Expr, Var, eq, if_
 from ..scenario import OUTPUT_BY_NAME, OUTPUTS, output_expr, plain_expr
-from .model import Lookup
+from .model import IsNumber, Lookup
 
 
 def _deps(name: str, seen: dict[str, set[str]]) -> set[str]:
@@ -99,3 +99,40 @@ def display_format(out: Any) -> str:
     if getattr(out.formula, "returns", "number") == "bool" and out.number_format in (None, "General"):
         return BOOL_FORMAT
     return out.number_format
+
+
+# Inputs whose cell may hold a message instead of a number: a preset's look-up where the catalog has no figure, the
+# price of a GPU at a tier with no sourced rate, the purchase price of a GPU without one.
+LOOKED_UP = ("Peak_TFLOPS", "GPU_Memory_GB", "GPUs_per_Node", "Params_B", "Seq_Len", "Hidden", "Layers", "Heads",
+             "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer", "USD_per_GPU_Hour", "Capex_USD_per_GPU")
+
+
+def needs(expr: Expr) -> set[str]:
+    """Every defined name an expression depends on: its variables and, for named results, theirs."""
+    out: set[str] = set()
+    for v in expr.variables():
+        out.add(v)
+        if v in OUTPUT_BY_NAME:
+            out |= dependencies(v)
+    return out
+
+
+def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None) -> Any:
+    """``IF(ISNUMBER(input), expr, input)`` for each looked-up input of ``deps`` (first one outermost).
+
+    A cell that depends on an input holding a message (no catalog figure, no price at the tier) shows that message
+    instead of #VALUE!. ``refs`` maps defined names to the cells that stand for them (a Scenarios column).
+    """
+    for name in reversed([n for n in LOOKED_UP if n in deps]):
+        ref = Var((refs or {}).get(name, name))
+        expr = if_(IsNumber(ref), expr, ref)
+    return expr
+
+
+def guarded_output(name: str, expr: Any, refs: Mapping[str, str] | None = None) -> Any:
+    """A named result's cell guarded by the looked-up inputs it depends on (see :func:`guarded`)."""
+    deps = dependencies(name)
+    for ref in (refs or {}).values():  # a named result standing for an input (the GPUs to provision for N_GPUs)
+        if ref in OUTPUT_BY_NAME:
+            deps |= dependencies(ref)
+    return guarded(expr, deps, refs)

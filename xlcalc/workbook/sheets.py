@@ -16,7 +16,18 @@ from ..stage_memory import PARTS, memory_steps
 from . import charts
 from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, PriceTable, Table
 from .model import Book, Concat, IfError, IsNumber, ref_text
-from .rendering import BOOL_FORMAT, catalog_lookup, dependencies, display_format, output_formula, preset_or
+from .rendering import (
+    BOOL_FORMAT,
+    LOOKED_UP,
+    catalog_lookup,
+    dependencies,
+    display_format,
+    guarded,
+    guarded_output,
+    needs,
+    output_formula,
+    preset_or,
+)
 
 BUDGET_FIELDS = ("failure_frac", "experiments_frac", "experiments_usd", "data_frac", "data_usd", "people_frac",
                  "people_usd", "other_usd", "budget_usd")
@@ -42,7 +53,7 @@ def id_range(table: Table) -> str:
 
 # what a preset fills, in the message shown when its catalog has no figure
 WHAT = {"peak_tflops": "dense 16-bit peak TFLOPS", "gpu_memory_gb": "memory (GB)", "gpus_per_node": "GPUs per node",
-        "params_b": "parameter count", "layers": "layer count", "hidden": "hidden size", "heads": "head count",
+        "params_b": "parameter count", "active_params_b": "active parameter count", "layers": "layer count", "hidden": "hidden size", "heads": "head count",
         "seq_len": "sequence length", "bytes_weights": "bytes per weight", "bytes_grads": "bytes per gradient",
         "bytes_optimizer": "optimizer bytes per parameter", "kv_heads": "key/value head count",
         "ffn_hidden": "FFN size", "vocab": "vocabulary size"}
@@ -104,6 +115,7 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
     """A named result (or the same result over other cells) with its equation and source."""
     out = OUTPUT_BY_NAME[name]
     expr, subs = output_formula(name, varmap, inline=True)
+    expr = guarded_output(name, expr, varmap)
     b = ctx.book
     b.put(sheet, f"A{row}", label or out.label)
     ref = b.put(sheet, f"B{row}", expr, "output" if define else "formula", display_format(out), subs)
@@ -285,7 +297,7 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
             if isinstance(item, str):
                 out = OUTPUT_BY_NAME[item]
                 expr, subs = output_formula(item, None, inline=True)
-                b.put(s, f"{col}{row}", expr, "output", out.number_format, subs)
+                b.put(s, f"{col}{row}", guarded_output(item, expr), "output", out.number_format, subs)
                 b.name(item, s, f"{col}{row}")
                 note = f"{out.formula.udf_name}: {out.formula.equation}. Source: {out.formula.source}"
             else:
@@ -414,14 +426,15 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     for months in OVER_TIME_MONTHS:
         row += 1
         b.put(s, f"A{row}", months, "formula", "0")
-        b.put(s, f"B{row}", ownership.rent_over_months_usd(
+        rent = ownership.rent_over_months_usd(
             n_gpus=Var("N_GPUs"), usd_per_gpu_hour=Var("USD_per_GPU_Hour"), months=Var(ref_text(s, f"A{row}")),
-            utilisation=Var("Utilisation")), "formula", '"$"#,##0')
-        b.put(s, f"C{row}", ownership.own_over_months_usd(
+            utilisation=Var("Utilisation"))
+        b.put(s, f"B{row}", guarded(rent, needs(rent)), "formula", '"$"#,##0')
+        own = ownership.own_over_months_usd(
             n_gpus=Var("N_GPUs"), capex_usd_per_gpu=Var("Capex_per_GPU_All_In"), kw_per_gpu=Var("KW_per_GPU_All_In"),
             pue=Var("PUE"), usd_per_kwh=Var("Own_USD_per_kWh"), kw_per_rack=Var("KW_per_Rack"),
-            usd_per_rack_month=Var("USD_per_Rack_Month"), months=Var(ref_text(s, f"A{row}")), utilisation=Var("Utilisation")),
-            "formula", '"$"#,##0')
+            usd_per_rack_month=Var("USD_per_Rack_Month"), months=Var(ref_text(s, f"A{row}")), utilisation=Var("Utilisation"))
+        b.put(s, f"C{row}", guarded(own, needs(own)), "formula", '"$"#,##0')
         if months == 0:
             b.put(s, f"D{row}", f"RENT_OVER_MONTHS_USD: {ownership.rent_over_months_usd.equation}; "
                   f"OWN_OVER_MONTHS_USD: {ownership.own_over_months_usd.equation}", "note")
@@ -439,17 +452,20 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
         fmt = spec(INPUT_BY_FIELD[field].spec_name).number_format
         b.put(s, f"A{row}", INPUT_BY_FIELD[field].label)
         for col, mult in (("B", low_x), ("C", high_x)):
-            b.put(s, f"{col}{row}", f(base_value=Var(name), range_factor=Var(INPUT_BY_FIELD[mult].name)), "formula",
-                  fmt if fmt != "General" else "#,##0.00")
+            end = f(base_value=Var(name), range_factor=Var(INPUT_BY_FIELD[mult].name))
+            b.put(s, f"{col}{row}", guarded(end, needs(end)), "formula", fmt if fmt != "General" else "#,##0.00")
         for val_col, cost_col, change_col, days_col in (("B", "D", "F", "H"), ("C", "E", "G", "I")):
+            # the range's end stands for the input; every other looked-up input is checked by name
             varmap = {name: ref_text(s, f"{val_col}{row}")}
             expr, subs = output_formula("Total_Cost_USD", varmap)
-            b.put(s, f"{cost_col}{row}", expr, "formula", out.number_format, subs)
-            b.put(s, f"{change_col}{row}", ranges.cost_change_usd(
-                total_usd=Var(ref_text(s, f"{cost_col}{row}")), base_usd=Var("Total_Cost_USD")), "formula",
-                '"$"#,##0;-"$"#,##0')
+            b.put(s, f"{cost_col}{row}", guarded_output("Total_Cost_USD", expr, varmap), "formula",
+                  out.number_format, subs)
+            change = ranges.cost_change_usd(total_usd=Var(ref_text(s, f"{cost_col}{row}")),
+                                            base_usd=Var("Total_Cost_USD"))
+            b.put(s, f"{change_col}{row}", guarded(change, needs(change) | dependencies("Total_Cost_USD")), "formula",
+                  '"$"#,##0;-"$"#,##0')
             expr, subs = output_formula("Wall_Days", varmap)
-            b.put(s, f"{days_col}{row}", expr, "formula", "#,##0.0", subs)
+            b.put(s, f"{days_col}{row}", guarded_output("Wall_Days", expr, varmap), "formula", "#,##0.0", subs)
     b.freeze[s] = "A5"
     rows = {"lines": (first, last), "over_time": (t_first, t_last), "ranges": (r_first, row)}
     b.charts.append(lambda wb: charts.cost_chart(wb, *rows["lines"]))
@@ -498,7 +514,7 @@ def within_bounds(name: str) -> Any:
              x < s.lt if s.lt is not None else None, x <= s.le if s.le is not None else None]
     tests = [t for t in tests if t is not None]
     inside = and_(*tests) if len(tests) > 1 else (tests[0] if tests else True)
-    return if_(IsNumber(x), inside, name in CHECKED)
+    return if_(IsNumber(x), inside, name in LOOKED_UP)
 
 
 def bounds_message(name: str) -> Any:

@@ -1,0 +1,162 @@
+"""Measure step-time model variants with the leave-one-source-out harness of scripts/make_validation.py.
+
+    python scripts/stepmodel_experiments.py              each variant's leave-one-source-out headline and groups
+    python scripts/stepmodel_experiments.py --pairs      llm-foundry A100/H100 pairs (same model, sequence, GPUs):
+                                                         measured vs predicted H100/A100 MFU ratio, per variant
+    python scripts/stepmodel_experiments.py --fp8-pairs  llm-foundry H100 FP8 vs bf16 pairs, per variant
+
+A variant is a set of :class:`xlcalc.planner.Settings` overrides per software-stack profile ("*": every
+profile), applied on top of the profile settings of ``xlcalc/validation/runs.py``; the free constant (a matmul
+efficiency per profile) is refitted leave-one-source-out for every variant, exactly as the validation does. The
+first variant is what the validation runs today; the others switch one sourced option off or on.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from xlcalc import validation as V  # noqa: E402
+from xlcalc.validation import adapter as A  # noqa: E402
+
+FA2 = ("llm-foundry", "fsdp-eager", "fsdp-compiled")  # profiles whose attention kernel is FlashAttention-2 class
+OFF = dict(matmul_efficiency_of_mamf=False, attention_by_generation=False, fp8_cast_bytes=0.0,
+           fp8_forward_casts_fused=False)
+# C: FP8 casts as each stack does them (4 bytes per operand element; Transformer Engine's fused norm/activation
+# casts in Megatron-style stacks, inductor-fused casts in torchtitan; llm-foundry's te.Linear casts unfused)
+C = {"*": dict(fp8_cast_bytes=4.0, fp8_forward_casts_fused=True),
+     "llm-foundry": dict(fp8_cast_bytes=4.0, fp8_forward_casts_fused=False),
+     "fsdp-eager": dict(fp8_cast_bytes=4.0, fp8_forward_casts_fused=False)}
+B2 = {p: dict(attention_by_generation=True) for p in FA2}
+
+
+def _merge(*variants: dict) -> dict:
+    """One variant from several: the "*" settings of each, then each profile's own on top."""
+    star, prof = dict(OFF), {}
+    for v in variants:
+        star.update(v.get("*", {}))
+        for k, d in v.items():
+            if k != "*":
+                prof.setdefault(k, {}).update(d)
+    return {"*": star, **{k: {**star, **d} for k, d in prof.items()}}
+
+
+VARIANTS = [
+    ("as validated (runs.PROFILE_SETTINGS)", {}),
+    ("none of A, B2, C", _merge()),
+    ("A: GEMM efficiency a share of the GPU's MAMF", _merge({"*": dict(matmul_efficiency_of_mamf=True)})),
+    ("B2: FA2-class attention x 0.70 on Hopper (llm-foundry, torchtitan)", _merge(B2)),
+    ("C: FP8 casts as each stack does them", _merge(C)),
+    ("B2 + C", _merge(B2, C)),
+    ("A + B2 + C", _merge({"*": dict(matmul_efficiency_of_mamf=True)}, B2, C)),
+]
+
+_original = A._settings
+
+
+def _with(variant: dict):
+    def settings(q, eff, factor=1.0):
+        return _original(q, eff, factor).model_copy(update=variant.get("*", {}) | variant.get(q.profile, {}))
+    return settings
+
+
+def run(variant: dict) -> dict:
+    A._settings = _with(variant)
+    try:
+        return V.validate()
+    finally:
+        A._settings = _original
+
+
+def _summary(rows) -> str:
+    if not rows:
+        return "–, –, –"
+    e = [s.error for s in rows]
+    a = [abs(x) for x in e]
+    return (f"{statistics.median(a) * 100:.1f}%, {sum(x <= V.TOLERANCE for x in a) / len(a) * 100:.0f}%, "
+            f"{statistics.median(e) * 100:+.1f}%")
+
+
+def groups(scored) -> dict:
+    out: dict = {}
+    for s in scored:
+        q = s.query
+        out.setdefault(f"GPU {q.gpu_label}", []).append(s)
+        out.setdefault(f"source {q.source_id}", []).append(s)
+        out.setdefault(f"precision {q.precision}", []).append(s)
+        out.setdefault("sequence ≥ 8k" if q.seq_len >= 8192 else "sequence < 8k", []).append(s)
+    return out
+
+
+def pairs(v: dict, name: str) -> None:
+    runs = {}
+    for sc in v["scored"]:
+        m = re.match(r"llmfoundry-(a100|h100)-bf16-(mpt\w+)-s(\d+)-g(\d+)-", sc.query.id)
+        if m and not sc.query.id.endswith("large"):
+            runs[(m.group(2), int(m.group(3)), int(m.group(4)), m.group(1))] = sc
+    rows = []
+    for (model, seq, n, gpu), a in runs.items():
+        h = runs.get((model, seq, n, "h100"))
+        if gpu == "a100" and h is not None:
+            rows.append((seq, h.query.measured_mfu / a.query.measured_mfu, h.predicted_mfu / a.predicted_mfu))
+    out = []
+    for label, sel in (("all", lambda r: True), ("seq ≤ 4k", lambda r: r[0] <= 4096), ("seq ≥ 16k", lambda r: r[0] >= 16384)):
+        g = [r for r in rows if sel(r)]
+        out.append(f"{label} ({len(g)}): measured {statistics.median(r[1] for r in g):.2f}, "
+                   f"predicted {statistics.median(r[2] for r in g):.2f}")
+    print(f"| {name} | " + " | ".join(out) + " |")
+
+
+def fp8_pairs(v: dict, name: str) -> None:
+    runs = {}
+    for sc in v["scored"]:
+        m = re.match(r"llmfoundry-h100-(bf16|fp8)-(mpt\w+)-s(\d+)-g(\d+)-", sc.query.id)
+        if m:
+            runs.setdefault((m.group(2), int(m.group(3)), int(m.group(4)), m.group(1)), sc)
+    rows = [(runs[k[:3] + ("bf16",)], sc) for k, sc in runs.items() if k[3] == "fp8" and k[:3] + ("bf16",) in runs]
+    if not rows:
+        print(f"| {name} | no FP8/bf16 pair scored |")
+        return
+    meas = [f.query.measured_mfu / b.query.measured_mfu for b, f in rows]
+    pred = [f.predicted_mfu / b.predicted_mfu for b, f in rows]
+    print(f"| {name} | {len(rows)} | {statistics.median(meas):.2f} ({min(meas):.2f}-{max(meas):.2f}) | "
+          f"{statistics.median(pred):.2f} |")
+
+
+def main() -> None:
+    results = [(name, run(variant)) for name, variant in VARIANTS]
+    if "--pairs" in sys.argv:
+        print("| variant | llm-foundry H100/A100 MFU, median of pairs |")
+        print("|---|---|")
+        for name, v in results:
+            pairs(v, name)
+        return
+    if "--fp8-pairs" in sys.argv:
+        print("| variant | pairs | measured FP8/bf16 MFU | predicted |")
+        print("|---|---:|---:|---:|")
+        for name, v in results:
+            fp8_pairs(v, name)
+        return
+    print("| variant | runs | median error | within 15% | median signed | best constant: median | within 15% |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, v in results:
+        h = V.headline(v)
+        m, c = h["model"], h["hindsight"]
+        print(f"| {name} | {m['n']} | {m['median'] * 100:.1f}% | {m['within'] * 100:.0f}% | {m['bias'] * 100:+.1f}% | "
+              f"{c['median'] * 100:.1f}% | {c['within'] * 100:.0f}% |")
+    print()
+    keys = sorted(groups(results[0][1]["scored"]))
+    print("| group | runs | " + " | ".join(f"{i}: median, within 15%, signed" for i in range(len(results))) + " |")
+    print("|---|---:|" + "---|" * len(results))
+    for k in keys:
+        cells = [_summary(groups(v["scored"]).get(k, [])) for _, v in results]
+        print(f"| {k} | {len(groups(results[0][1]['scored']).get(k, []))} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""Bytes per logit the loss holds at its peak, measured with PyTorch on CPU.
+
+scripts/make_memory_validation.py reads each record's loss as its stack runs it (``LOSS_BYTES``): PyTorch eager
+cross-entropy on upcast bf16 logits, the same under torch.compile, torchtune's chunked loss eager and compiled.
+Those constants are counted tensor by tensor (the script's comment); here a child process runs the loss's forward
+and backward on bf16 logits of 4096 tokens x 32768 classes after the gradients already exist, and the rise of its
+resident memory peak (VmHWM, reset through /proc/self/clear_refs; tensors this large are mmap-ed and returned
+when freed) divided by the logits is compared with the count. Needs torch (the 'torch' extra) and Linux; skipped
+without them (and the compiled cases without a C++ compiler), except under CI=true, where it fails.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+try:
+    import torch  # noqa: F401
+except ImportError:  # pragma: no cover - depends on the environment
+    if os.environ.get("CI", "").lower() == "true":
+        raise
+    pytest.skip("torch is not installed: pip install torch==2.13.0 (the 'torch' extra) to run these tests",
+                allow_module_level=True)
+
+if not Path("/proc/self/clear_refs").exists():  # pragma: no cover
+    if os.environ.get("CI", "").lower() == "true":
+        raise RuntimeError("the loss measurement needs Linux's /proc/self/clear_refs")
+    pytest.skip("needs Linux's /proc/self/clear_refs (resident peak reset)", allow_module_level=True)
+
+COMPILER = shutil.which("g++") or shutil.which("c++")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CHILD = textwrap.dedent('''
+    import gc, sys
+    import torch
+    import torch.nn.functional as F
+    mode = sys.argv[1]
+    T, V, D, K = 4096, 32768, 64, 8
+    torch.manual_seed(0)
+    h = torch.randn(T, D, dtype=torch.bfloat16, requires_grad=True)
+    W = torch.randn(V, D, dtype=torch.bfloat16, requires_grad=True)
+    labels = torch.randint(0, V, (T,))
+
+    def ce(logits, labels):                       # torchtitan's cross_entropy_loss, torchtune's per chunk
+        return F.cross_entropy(logits.float(), labels, reduction="sum")
+
+    fn = torch.compile(ce) if mode.endswith("compiled") else ce
+
+    def step():
+        if mode.startswith("chunked"):            # torchtune CEWithChunkedOutputLoss: the output layer per chunk
+            logits = [hc @ W.t() for hc in h.tensor_split(K)]
+            loss = sum(fn(c, t) for c, t in zip(logits, labels.tensor_split(K)))
+        else:
+            logits = h @ W.t()
+            loss = fn(logits, labels)
+        del logits                                # both stacks delete the logits before the backward
+        loss.backward()
+
+    step()                                        # warm-up (compiles)
+    W.grad.zero_(); h.grad.zero_(); gc.collect()  # the gradients exist: only the loss's buffers rise
+
+    def status(key):
+        for line in open("/proc/self/status"):
+            if line.startswith(key):
+                return int(line.split()[1]) * 1024
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")                              # reset the resident peak (VmHWM) to the current size
+    base = status("VmRSS:")
+    step()
+    print((status("VmHWM:") - base) / (T * V))
+''')
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("make_memory_validation_loss", ROOT / "scripts" /
+                                                  "make_memory_validation.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod          # its dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def measure(mode: str) -> float:
+    out = subprocess.run([sys.executable, "-c", CHILD, mode], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+# (mode, the script's LOSS_BYTES key, the count by hand)
+CASES = [
+    ("plain", ("plain", False), 4 + 4 + 4),        # backward: log-softmax output, its gradient, the input gradient
+    ("plain-compiled", ("plain", True), 2 + 2),    # the bf16 logits saved, the bf16 gradient
+    ("chunked", ("chunked", False), 2 + 4 + 4 / 8),  # all bf16 chunks + fp32 log-softmax outputs + one fp32 copy
+    ("chunked-compiled", ("chunked", True), 2 + 2 / 8),
+]
+
+
+@pytest.mark.parametrize("mode,key,count", CASES, ids=[c[0] for c in CASES])
+def test_loss_bytes_per_logit(mode, key, count):
+    if mode.endswith("compiled") and COMPILER is None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail("CI=true but no C++ compiler (g++) for torch.compile's CPU backend")
+        pytest.skip("no C++ compiler (g++) for torch.compile's CPU backend (test.sh installs it)")
+    assert _script().LOSS_BYTES[key] == pytest.approx(count)
+    measured = measure(mode)
+    assert measured == pytest.approx(count, rel=0.05), f"{mode}: measured {measured:.2f} bytes per logit"

@@ -1,0 +1,124 @@
+"""Named software-stack profiles: what a training stack does that the step-time model must know.
+
+Each :class:`Stack` is a set of :class:`xlcalc.planner.Settings` values, every one a documented fact about the
+software with its source, plus the stack's matmul efficiency fitted to its published runs. ``xlcalc plan
+--stack ID`` plans with them; the validation (:mod:`xlcalc.validation`) predicts each source's runs with its
+stack's facts and fits the efficiency leave-one-source-out. A value no source gives is not set (the planner's
+default applies), never guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+__all__ = ["Stack", "STACKS", "NONMATMUL_FACTOR", "get_stack"]
+
+
+@dataclass(frozen=True)
+class Stack:
+    id: str
+    name: str
+    settings: dict[str, Any]                        # Settings fields the stack pins
+    facts: tuple[tuple[str, str], ...]              # (what the stack does, where that is stated)
+    # matmul share of peak fitted to all of the stack's published runs at NONMATMUL_FACTOR (docs/validation.md,
+    # "efficiency fitted on all its runs"; a test checks it against scripts/make_validation.py); None: the GPU
+    # catalog's default
+    matmul_efficiency: Optional[float] = None
+    sources: tuple[str, ...] = field(default=())    # source_id of throughput_runs.json measured on this stack
+
+
+# The non-matmul time factor fitted with the stacks' efficiencies on all the published runs (one for every stack;
+# docs/validation.md, a test checks it): the counted HBM traffic of norms, activations, residuals and the loss
+# takes this many times its time at peak bandwidth (bytes moved / bytes counted over achieved / peak bandwidth).
+NONMATMUL_FACTOR = 4.0
+_FIT = dict(elementwise_factor=NONMATMUL_FACTOR)
+
+# PyTorch FSDP with mixed precision: fp32 sharded parameters, fp32 gradients, Adam m and v in fp32 (recipe fp32)
+_FSDP_BYTES = dict(bytes_weights=4, bytes_grads=4, bytes_optimizer=8)
+_FSDP_FACT = ("PyTorch FSDP keeps fp32 sharded parameters, fp32 gradients and Adam m, v (4 + 4 + 8 bytes per "
+              "parameter) and gathers bf16 copies for compute",
+              "torchtitan parallelize_llama.py MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32); "
+              "Composer FSDP mixed precision DEFAULT")
+_FA2_FACT = ("FlashAttention-2-class attention kernel written for Ampere: on Hopper it reaches 0.70 of its A100 "
+             "share of peak (attention_by_generation)",
+             "Dao 2023 (FlashAttention-2 reaches 50-73% of peak on A100); Shah et al. 2024 (FlashAttention-3: "
+             "FlashAttention-2 achieves 35% of peak on H100)")
+_TE_CAST = ("FP8 operands cast by Transformer Engine's cast-transpose: read 2 bytes, write 1 + 1 transposed "
+            "(fp8_cast_bytes = 4)", "Micikevicius et al. 2022 (FP8 formats); Hopper FP8 GEMMs take only the TN layout")
+
+STACKS: dict[str, Stack] = {s.id: s for s in (
+    Stack(
+        id="megatron", name="Megatron-Core / NeMo / Megatron-Bridge and Megatron-style 3D/4D stacks (2023-2026)",
+        settings=dict(**_FIT, fp8_cast_bytes=4.0, fp8_forward_casts_fused=True),
+        facts=(_TE_CAST,
+               ("te.LayerNormLinear / te.LayerNormMLP write the norm and activation outputs in FP8, so only the "
+                "attention output and the backward gradients are cast separately (fp8_forward_casts_fused)",
+                "Megatron-Core transformer_engine spec (TELayerNormColumnParallelLinear, fused LayerNorm-MLP)"),
+               ("cuDNN / Transformer Engine fused attention, tuned for each GPU generation: no generation factor",
+                "Megatron-Core TEDotProductAttention")),
+        matmul_efficiency=0.792,
+        sources=("megatron-bridge-perf-summary", "megatron-moe-modelzoo", "nemo-perf-summary-24.07",
+                 "megatron-lm-readme-h100", "megascale2024", "llama3-paper", "deepseek-v3-report"),
+    ),
+    Stack(
+        id="megatron-2021", name="Megatron-LM of 2021-22 on A100 (no FlashAttention, fp16 gradients reduced after "
+                                 "the backward pass)",
+        settings=dict(**_FIT, dp_overlap=0.0, grad_bytes=2, flash_attention=False),
+        facts=(("the data-parallel all-reduce runs after the whole forward-backward schedule (dp_overlap 0)",
+                "Megatron-LM 2021 megatron/training.py train_step"),
+               ("--fp16 without --accumulate-allreduce-grads-in-fp32 reduces fp16 gradients (grad_bytes 2)",
+                "Megatron-LM 2021 arguments.py"),
+               ("no FlashAttention (2021-22): the s x s scores go through HBM", "FlashAttention appeared in 2022")),
+        matmul_efficiency=0.665,
+        sources=("narayanan2021", "korthikanti2022", "megatron-lm-readme-a100"),
+    ),
+    Stack(
+        id="llm-foundry", name="Composer / llm-foundry of 2023: PyTorch FSDP, FlashAttention-class kernels, MPT models",
+        settings=dict(**_FIT, **_FSDP_BYTES, attention_by_generation=True, fp8_cast_bytes=4.0,
+                      fp8_forward_casts_fused=False),
+        facts=(_FSDP_FACT,
+               ("Ampere-era FlashAttention kernels: the benchmark script sets attn_impl (default 'triton', MPT's "
+                "Triton port of FlashAttention; sweep.sh passes no other) and installs flash-attn 1.0.7 for the H100 "
+                "FP8 runs; FlashAttention-2's H100/A100 share ratio (0.70) is taken as theirs "
+                "(attention_by_generation)",
+                "llm-foundry scripts/train/benchmarking/submit_benchmarks.py and sweep.sh at commit b2a43a1; Dao 2023; "
+                "Shah et al. 2024"),
+               _TE_CAST,
+               ("FP8 (Composer amp_fp8) swaps the linear layers for te.Linear: norms and activation stay separate "
+                "bf16 kernels and every FP8 operand is cast on its own (fp8_forward_casts_fused False)",
+                "llm-foundry scripts/train/benchmarking/submit_benchmarks.py (TransformerEngine v0.10 for H100 FP8)")),
+        matmul_efficiency=0.805,
+        sources=("llm-foundry-benchmarks",),
+    ),
+    Stack(
+        id="fsdp-eager", name="PyTorch FSDP2 without compilation (torchtitan of 2024, eager)",
+        settings=dict(**_FIT, **_FSDP_BYTES, attention_by_generation=True, fp8_cast_bytes=4.0,
+                      fp8_forward_casts_fused=False),
+        facts=(_FSDP_FACT, _FA2_FACT,
+               ("compile = false: every operator its own kernel, FP8 casts included", "torchtitan train_configs "
+                "(April 2024)")),
+        matmul_efficiency=0.757,
+        sources=("torchtitan-performance-a100",),
+    ),
+    Stack(
+        id="fsdp-compiled", name="PyTorch FSDP2 with torch.compile (torchtitan)",
+        settings=dict(**_FIT, **_FSDP_BYTES, attention_by_generation=True, fp8_cast_bytes=4.0,
+                      fp8_forward_casts_fused=True),
+        facts=(_FSDP_FACT, _FA2_FACT,
+               ("torch.compile fuses the float8 casts into the kernels that produce the operands",
+                "torchtitan torchtitan/components/quantization/float8.md: '`torch.compile` fuses the float8 "
+                "scaling/casting kernels'")),
+        matmul_efficiency=0.774,
+        sources=("torchtitan-benchmarks",),
+    ),
+)}
+
+
+def get_stack(stack_id: str) -> Stack:
+    """The stack named ``stack_id``; an InputError lists the known ones."""
+    from ..errors import InputError
+    try:
+        return STACKS[stack_id.strip().lower()]
+    except KeyError:
+        raise InputError("stack", stack_id, "one of " + ", ".join(STACKS)) from None
