@@ -235,7 +235,7 @@ def test_recipe_dropdown_lists_the_recipe_ids(formulas_wb):
     dv = _validation_of(formulas_wb, "Recipe_Id")
     assert dv.type == "list" and dv.formula1.startswith("Recipes!$A$")
     assert "Recipe_Id" in dv.error and "Recipes sheet" in dv.error
-    assert _list_cells(formulas_wb, dv.formula1) == list(RECIPES) == ["zero", "megatron", "seed002", "fp32"]
+    assert _list_cells(formulas_wb, dv.formula1) == list(RECIPES) == ["zero", "megatron", "seed002", "fp32", "torchtune", "qlora"]
 
 
 def test_recipes_sheet_holds_each_recipe_with_its_source(formulas_wb):
@@ -267,7 +267,7 @@ def test_scenario_recipe_fills_the_bytes_and_explicit_bytes_win():
     assert (sc.bytes_weights, sc.bytes_grads, sc.bytes_optimizer) == (4, 4, 12)
     assert Scenario.build().recipe is None
     with pytest.raises(InputError, match=r"recipe = 'bf16' is not allowed: recipe must be one of "
-                                         r"zero, megatron, seed002, fp32"):
+                                         r"zero, megatron, seed002, fp32, torchtune, qlora"):
         Scenario.build(recipe="bf16")
 
 

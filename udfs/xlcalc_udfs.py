@@ -562,11 +562,11 @@ def BUDGET_LEFT_USD(budget_usd, total_usd):
 @arg("head_dim", ndim=2, doc="Dimension of one attention head")
 @arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
 @arg("lora_rank", ndim=2, doc="LoRA rank r of each adapter (B is d x r, A is r x k)")
-@arg("lora_targets", ndim=2, doc="Matrices that get LoRA adapters: \"qv\" (LoRA paper), \"attention\" (q, k, v, o) or \"all_linear\" (QLoRA: attention and FFN)")
+@arg("lora_targets", ndim=2, doc="Matrices that get LoRA adapters: \"qv\" (LoRA paper), \"qkv\", \"attention\" (q, k, v, o) or \"all_linear\" (QLoRA: attention and FFN)")
 @arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
 @ret()
 def LORA_PARAMS_B(hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets="all_linear", gated_ffn=True):
-    """Trainable parameters of LoRA adapters of rank r on the chosen matrices of every layer, billions. [billion parameters]. r x sum over adapted d_in x d_out matrices of (d_in + d_out) x L; qv: q (h, a*dh), v (h, kv*dh); attention: + k (h, kv*dh), o (a*dh, ..."""
+    """Trainable parameters of LoRA adapters of rank r on the chosen matrices of every layer, billions. [billion parameters]. r x sum over adapted d_in x d_out matrices of (d_in + d_out) x L; qv: q (h, a*dh), v (h, kv*dh); qkv: + k (h, kv*dh); attention: + o ..."""
     return formula_call("lora_params_b", hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets, gated_ffn)
 
 
@@ -603,6 +603,128 @@ def MEM_QLORA_BASE_GB(params_b, embed_params_b, quant_block=64, double_quant=Tru
 def MEM_QLORA_GB(params_b, embed_params_b, trainable_params_b, quant_block=64, double_quant=True, bytes_weights=2, bytes_trainable=14):
     """Model-state memory of QLoRA fine-tuning on one GPU, GB. [GB per GPU]. 4-bit base (MEM_QLORA_BASE_GB) + k x P' (adapters' weights, gradients and optimizer states). Source: Dettmers et al. 2023 (QLoRA); seed 002 §7.1.2 (LoRA: 2P + 14P', the same with a 1..."""
     return formula_call("mem_qlora_gb", params_b, embed_params_b, trainable_params_b, quant_block, double_quant, bytes_weights, bytes_trainable)
+
+
+@func(category=CATEGORY)
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("layers", ndim=2, doc="Transformer layers L")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("lora_rank", ndim=2, doc="LoRA rank r of each adapter (B is d x r, A is r x k)")
+@arg("lora_targets", ndim=2, doc="Matrices that get LoRA adapters: \"qv\" (LoRA paper), \"qkv\", \"attention\" (q, k, v, o) or \"all_linear\" (QLoRA: attention and FFN)")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
+@arg("job", ndim=2, doc="Training job: \"full\" (every weight trained, as pre-training), \"lora\" (frozen 16-bit base + low-rank adapters) or \"qlora\" (frozen 4-bit NF4 base + adapters)")
+@ret()
+def ADAPTER_PARAMS_B(hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets="all_linear", gated_ffn=True, job="lora"):
+    """LoRA adapter parameters of a job on some layers, billions (none for a full fine-tune). [billion parameters]. job = full: 0; lora or qlora: LORA_PARAMS_B over the given layers (e.g. the layers of one pipeline stage). Source: Hu et al. 2021 (LoRA) §4: r(..."""
+    return formula_call("adapter_params_b", hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets, gated_ffn, job)
+
+
+@func(category=CATEGORY)
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("trainable_params_b", ndim=2, doc="Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]")
+@arg("job", ndim=2, doc="Training job: \"full\" (every weight trained, as pre-training), \"lora\" (frozen 16-bit base + low-rank adapters) or \"qlora\" (frozen 4-bit NF4 base + adapters)")
+@ret()
+def FT_TRAINABLE_PARAMS_B(params_b, trainable_params_b, job="lora"):
+    """Parameters that get gradients and optimizer states, billions: all of them, or only the adapters. [billion parameters]. job = full: every parameter P; lora or qlora: the adapters' P'. Source: Hu et al. 2021 (LoRA) §4.2: W0 frozen, only A and B receive g..."""
+    return formula_call("ft_trainable_params_b", params_b, trainable_params_b, job)
+
+
+@func(category=CATEGORY)
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("embed_params_b", ndim=2, doc="Embedding and output-layer parameters, in billions (kept in 16 bit under QLoRA) [billion parameters]")
+@arg("trainable_params_b", ndim=2, doc="Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]")
+@arg("job", ndim=2, doc="Training job: \"full\" (every weight trained, as pre-training), \"lora\" (frozen 16-bit base + low-rank adapters) or \"qlora\" (frozen 4-bit NF4 base + adapters)")
+@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
+@arg("quant_block", ndim=2, doc="Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64) [parameters]")
+@arg("double_quant", ndim=2, doc="Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)")
+@ret()
+def MEM_FT_WEIGHTS_GB(params_b, embed_params_b, trainable_params_b, job="lora", zero_stage=0, dp=1, tp=1, bytes_weights=2, quant_block=64, double_quant=True):
+    """Weights of a (fine-tuning) job per GPU, GB: base model (trained, 16-bit frozen or NF4) plus adapters. [GB per GPU]. full: w x P; lora: 2 x P (frozen 16-bit base) + w x P' (adapters); qlora: (P - E) x NF4 bytes + 2 x E + w x P'; / tp, / dp under ZeRO-3 ..."""
+    return formula_call("mem_ft_weights_gb", params_b, embed_params_b, trainable_params_b, job, zero_stage, dp, tp, bytes_weights, quant_block, double_quant)
+
+
+@func(category=CATEGORY)
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@arg("job", ndim=2, doc="Training job: \"full\" (every weight trained, as pre-training), \"lora\" (frozen 16-bit base + low-rank adapters) or \"qlora\" (frozen 4-bit NF4 base + adapters)")
+@arg("lora_targets", ndim=2, doc="Matrices that get LoRA adapters: \"qv\" (LoRA paper), \"qkv\", \"attention\" (q, k, v, o) or \"all_linear\" (QLoRA: attention and FFN)")
+@ret()
+def ACT_FROZEN_SAVING_BYTES(seq_len, micro_batch, hidden, ffn_hidden, tp=1, seq_parallel=False, recompute="none", job="lora", lora_targets="all_linear"):
+    """Activation bytes per layer a frozen base does not keep (subtract from ACT_LAYER_BYTES_GENERAL). [bytes per layer]. lora or qlora, adapters not on the FFN (qv, qkv, attention), recompute none or selective: s*b*(2h [FFN input, / t with SP] + 2F/t [down-p..."""
+    return formula_call("act_frozen_saving_bytes", seq_len, micro_batch, hidden, ffn_hidden, tp, seq_parallel, recompute, job, lora_targets)
+
+
+@func(category=CATEGORY)
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("trainable_params_b", ndim=2, doc="Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]")
+@arg("job", ndim=2, doc="Training job: \"full\" (every weight trained, as pre-training), \"lora\" (frozen 16-bit base + low-rank adapters) or \"qlora\" (frozen 4-bit NF4 base + adapters)")
+@ret()
+def FT_FLOPS_PER_TOKEN(params_b, trainable_params_b, job="lora"):
+    """Model FLOPs per trained token of a job (the MFU convention: no recompute counted). [FLOPs/token]. full: 6N; lora or qlora: 4N + 6N' (forward 2N, backward gradients of the activations 2N, no weight gradients of the frozen base; the adapters' own forward..."""
+    return formula_call("ft_flops_per_token", params_b, trainable_params_b, job)
+
+
+@func(category=CATEGORY)
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
+@arg("trainable_params_b", ndim=2, doc="Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]")
+@arg("job", ndim=2, doc="Training job: \"full\" (every weight trained, as pre-training), \"lora\" (frozen 16-bit base + low-rank adapters) or \"qlora\" (frozen 4-bit NF4 base + adapters)")
+@ret()
+def FT_TRAIN_FLOPS(params_b, tokens_t, trainable_params_b, job="lora"):
+    """Model FLOPs of a training or fine-tuning job over D tokens. [FLOPs]. FT_FLOPS_PER_TOKEN x D (full: 6ND). Source: Kaplan et al. 2020 §2.1 (6N: forward 2N, backward 4N, half of it the weight gradients); Hu et al. 2021 (LoRA) §4.2: 'a 25% speedup during t..."""
+    return formula_call("ft_train_flops", params_b, tokens_t, trainable_params_b, job)
+
+
+@func(category=CATEGORY)
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
+@arg("trainable_params_b", ndim=2, doc="Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("mfu", ndim=2, doc="Model FLOPs utilisation, a fraction of peak (0.4 = 40%) [fraction]")
+@arg("job", ndim=2, doc="Training job: \"full\" (every weight trained, as pre-training), \"lora\" (frozen 16-bit base + low-rank adapters) or \"qlora\" (frozen 4-bit NF4 base + adapters)")
+@ret()
+def FT_TRAIN_DAYS(params_b, tokens_t, trainable_params_b, peak_tflops, n_gpus, mfu, job="lora"):
+    """Days of a training or fine-tuning job at a model-FLOPs utilisation. [days]. FT_TRAIN_FLOPS / (peak x GPUs x MFU) / 86400 (full: TRAIN_DAYS). Source: Kaplan et al. 2020 §2.1 (6N: forward 2N, backward 4N, half of it the weight gradients); Hu et al. 2021 ..."""
+    return formula_call("ft_train_days", params_b, tokens_t, trainable_params_b, peak_tflops, n_gpus, mfu, job)
+
+
+@func(category=CATEGORY)
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
+@arg("trainable_params_b", ndim=2, doc="Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("mfu", ndim=2, doc="Model FLOPs utilisation, a fraction of peak (0.4 = 40%) [fraction]")
+@arg("job", ndim=2, doc="Training job: \"full\" (every weight trained, as pre-training), \"lora\" (frozen 16-bit base + low-rank adapters) or \"qlora\" (frozen 4-bit NF4 base + adapters)")
+@ret()
+def FT_GPU_HOURS(params_b, tokens_t, trainable_params_b, peak_tflops, mfu, job="lora"):
+    """GPU-hours of a training or fine-tuning job. [GPU-hours]. FT_TRAIN_FLOPS / (peak x MFU) / 3600 (full: GPU_HOURS). Source: Kaplan et al. 2020 §2.1 (6N: forward 2N, backward 4N, half of it the weight gradients); Hu et al. 2021 (LoRA) §4.2: 'a 25% speedup ..."""
+    return formula_call("ft_gpu_hours", params_b, tokens_t, trainable_params_b, peak_tflops, mfu, job)
+
+
+@func(category=CATEGORY)
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
+@arg("trainable_params_b", ndim=2, doc="Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("mfu", ndim=2, doc="Model FLOPs utilisation, a fraction of peak (0.4 = 40%) [fraction]")
+@arg("days", ndim=2, doc="Wall-clock days [days]")
+@arg("job", ndim=2, doc="Training job: \"full\" (every weight trained, as pre-training), \"lora\" (frozen 16-bit base + low-rank adapters) or \"qlora\" (frozen 4-bit NF4 base + adapters)")
+@ret()
+def FT_GPUS_FOR_DAYS(params_b, tokens_t, trainable_params_b, peak_tflops, mfu, days, job="lora"):
+    """GPUs a training or fine-tuning job needs to finish in some days (exact, not rounded). [GPUs]. FT_TRAIN_FLOPS / (peak x MFU x days x 86400) (full: GPUS_FOR_DAYS). Source: Kaplan et al. 2020 §2.1 (6N: forward 2N, backward 4N, half of it the weight gradie..."""
+    return formula_call("ft_gpus_for_days", params_b, tokens_t, trainable_params_b, peak_tflops, mfu, days, job)
 
 
 @func(category=CATEGORY)
@@ -2029,10 +2151,15 @@ def EXPERT_SHARD_GROUP(dp, params_b, stage_params_b):
 @arg("logits_buffer_bytes", ndim=2, doc="Bytes per logit the last stage holds for the loss (Megatron fused vocab-parallel cross-entropy: 4, fp32 logits; unfused PyTorch loss on upcast logits, its backward: 4 fp32 log-softmax + 4 its gradient + 4 the input gradient = 12; the same compiled: 2 + 2 ")
 @arg("overhead_gb", ndim=2, doc="Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB [GB]")
 @arg("grads_freed", ndim=2, doc="Gradients freed between steps (PyTorch zero_grad(set_to_none=True), one micro-batch per step, no pipeline): the peak is the larger of activations and gradients, not their sum (TRUE/FALSE)")
+@arg("job", ndim=2, doc="Training job: \"full\" (every weight trained, as pre-training), \"lora\" (frozen 16-bit base + low-rank adapters) or \"qlora\" (frozen 4-bit NF4 base + adapters)")
+@arg("lora_rank", ndim=2, doc="LoRA rank r of each adapter (B is d x r, A is r x k)")
+@arg("lora_targets", ndim=2, doc="Matrices that get LoRA adapters: \"qv\" (LoRA paper), \"qkv\", \"attention\" (q, k, v, o) or \"all_linear\" (QLoRA: attention and FFN)")
+@arg("quant_block", ndim=2, doc="Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64) [parameters]")
+@arg("double_quant", ndim=2, doc="Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)")
 @ret()
-def MEM_PER_GPU_GB(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch=1, tp=1, pp=1, cp=1, dp=1, zero_stage=0, seq_parallel=False, recompute="none", gated_ffn=False, tied_embeddings=False, flash_attention=True, virtual_stages=1, microbatches=1000000, first_stage_layers=0, last_stage_layers=0, dp_shard=0, bytes_weights=2, bytes_grads=4, bytes_optimizer=12, optimizer_offload=False, bytes_fp8=0.0, prefetch_layers=0, comm_buffer_gb=0.0, logits_buffer_bytes=4.0, overhead_gb=4.0, grads_freed=False):
+def MEM_PER_GPU_GB(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch=1, tp=1, pp=1, cp=1, dp=1, zero_stage=0, seq_parallel=False, recompute="none", gated_ffn=False, tied_embeddings=False, flash_attention=True, virtual_stages=1, microbatches=1000000, first_stage_layers=0, last_stage_layers=0, dp_shard=0, bytes_weights=2, bytes_grads=4, bytes_optimizer=12, optimizer_offload=False, bytes_fp8=0.0, prefetch_layers=0, comm_buffer_gb=0.0, logits_buffer_bytes=4.0, overhead_gb=4.0, grads_freed=False, job="full", lora_rank=8, lora_targets="all_linear", quant_block=64, double_quant=True):
     """Memory per GPU of a training layout: the heavier of its first and last pipeline stage (the whole model). [GB per GPU]. MAX over the first and last pipeline stage of weights + gradients + optimizer + FP8 copies + gathered parameters + activations + reco..."""
-    return formula_call("mem_per_gpu_gb", params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch, tp, pp, cp, dp, zero_stage, seq_parallel, recompute, gated_ffn, tied_embeddings, flash_attention, virtual_stages, microbatches, first_stage_layers, last_stage_layers, dp_shard, bytes_weights, bytes_grads, bytes_optimizer, optimizer_offload, bytes_fp8, prefetch_layers, comm_buffer_gb, logits_buffer_bytes, overhead_gb, grads_freed)
+    return formula_call("mem_per_gpu_gb", params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch, tp, pp, cp, dp, zero_stage, seq_parallel, recompute, gated_ffn, tied_embeddings, flash_attention, virtual_stages, microbatches, first_stage_layers, last_stage_layers, dp_shard, bytes_weights, bytes_grads, bytes_optimizer, optimizer_offload, bytes_fp8, prefetch_layers, comm_buffer_gb, logits_buffer_bytes, overhead_gb, grads_freed, job, lora_rank, lora_targets, quant_block, double_quant)
 
 
 FORMULA_UDFS: tuple[str, ...] = (
@@ -2080,6 +2207,15 @@ FORMULA_UDFS: tuple[str, ...] = (
     "NF4_BYTES_PER_PARAM",
     "MEM_QLORA_BASE_GB",
     "MEM_QLORA_GB",
+    "ADAPTER_PARAMS_B",
+    "FT_TRAINABLE_PARAMS_B",
+    "MEM_FT_WEIGHTS_GB",
+    "ACT_FROZEN_SAVING_BYTES",
+    "FT_FLOPS_PER_TOKEN",
+    "FT_TRAIN_FLOPS",
+    "FT_TRAIN_DAYS",
+    "FT_GPU_HOURS",
+    "FT_GPUS_FOR_DAYS",
     "CLUSTER_MTBF_H",
     "GPU_MTBF_FROM_NODE_H",
     "GPU_MTBF_OBSERVED_H",
@@ -2200,11 +2336,13 @@ UDF_NAMES: tuple[str, ...] = FORMULA_UDFS + TABLE_UDFS
 __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "ACT_ATTENTION_BYTES",
     "ACT_FFN_BYTES",
+    "ACT_FROZEN_SAVING_BYTES",
     "ACT_INFLIGHT_FACTOR",
     "ACT_LAYER_BYTES",
     "ACT_LAYER_BYTES_GENERAL",
     "ACT_MOE_BYTES",
     "ACT_RECOMPUTE_WORKING_BYTES",
+    "ADAPTER_PARAMS_B",
     "ALLGATHER_BYTES",
     "ALLREDUCE_BYTES",
     "ARITHMETIC_INTENSITY",
@@ -2263,6 +2401,12 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "FLASH_ATTENTION_TIME_S",
     "FLOPS_PER_TOKEN",
     "FP8_CAST_BYTES_PER_TOKEN",
+    "FT_FLOPS_PER_TOKEN",
+    "FT_GPUS_FOR_DAYS",
+    "FT_GPU_HOURS",
+    "FT_TRAINABLE_PARAMS_B",
+    "FT_TRAIN_DAYS",
+    "FT_TRAIN_FLOPS",
     "GEMM_WAVE_EFFICIENCY",
     "GOODPUT",
     "GOODPUT_EXTRA_DAYS",
@@ -2299,6 +2443,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "MEGATRON_ITER_FLOPS",
     "MEM_ACT_GB",
     "MEM_ACT_PIPELINE_GB",
+    "MEM_FT_WEIGHTS_GB",
     "MEM_GATHERED_PARAMS_GB",
     "MEM_GRADS_GB",
     "MEM_LOGITS_GB",

@@ -246,7 +246,8 @@ _add("cp_overlap", "fraction", "Share of the attention compute that hides the co
 
 # --- fine-tuning ------------------------------------------------------------------------
 _add("lora_rank", "", "LoRA rank r of each adapter (B is d x r, A is r x k)", "LoRA_Rank", example=16, kind="int", ge=1, le=65536)
-_add("lora_targets", "", 'Matrices that get LoRA adapters: "qv" (LoRA paper), "attention" (q, k, v, o) or "all_linear" (QLoRA: attention and FFN)', "LoRA_Targets", example="all_linear", kind="choice", choices=("qv", "attention", "all_linear"))
+_add("job", "", 'Training job: "full" (every weight trained, as pre-training), "lora" (frozen 16-bit base + low-rank adapters) or "qlora" (frozen 4-bit NF4 base + adapters)', "Job", example="lora", kind="choice", choices=("full", "lora", "qlora"))
+_add("lora_targets", "", 'Matrices that get LoRA adapters: "qv" (LoRA paper), "qkv", "attention" (q, k, v, o) or "all_linear" (QLoRA: attention and FFN)', "LoRA_Targets", example="all_linear", kind="choice", choices=("qv", "qkv", "attention", "all_linear"))
 _add("quant_block", "parameters", "Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64)", "Quant_Block", example=64, kind="int", ge=1, le=1048576)
 _add("double_quant", "", "Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)", "Double_Quant", example=True, kind="bool")
 _add("embed_params_b", "billion parameters", "Embedding and output-layer parameters, in billions (kept in 16 bit under QLoRA)", "Embed_Params_B", example=1.05, **NONNEG)

@@ -31,6 +31,11 @@ RECIPES: dict[str, Recipe] = {
         Recipe("megatron", 2, 4, 12, "Megatron-LM docs (dist_optimizer.md): bf16 weights, fp32 main grads, fp32 master + m + v"),
         Recipe("seed002", 2, 4, 8, "seed 002 §7.1.2: fp16 weights, fp32 grads, Adam m + v, no master copy (14 B)"),
         Recipe("fp32", 4, 4, 8, "plain fp32 Adam: fp32 weights and grads, m + v"),
+        # fine-tuning recipes (the bytes of the *trained* parameters: all of them, or the LoRA adapters)
+        Recipe("torchtune", 2, 2, 4, "pure bf16 as torchtune trains (dtype bf16): bf16 weights and grads, AdamW m, v in "
+                                "the parameters' dtype, no fp32 master copy"),
+        Recipe("qlora", 2, 2, 8, "QLoRA's qlora.py (--bf16): adapters and their grads in bf16, paged_adamw_32bit "
+                                 "m, v in fp32"),
     )
 }
 
@@ -75,6 +80,12 @@ MEMORY_DEFAULTS: dict[str, Any] = {
     "microbatches": 1000000,     # as many micro-batches as the pipeline can hold in flight
     "flash_attention": True,
     "tied_embeddings": False,
+    # fine-tuning (xlcalc.formulas.finetune): "full" trains every weight, as pre-training
+    "job": "full",
+    "lora_rank": 8,              # PEFT LoraConfig and torchtune's Llama 3.1 8B LoRA recipe: r = 8
+    "lora_targets": "all_linear",  # QLoRA §4: adapters on every linear layer are needed to match full fine-tuning
+    "quant_block": 64,           # QLoRA §3: NF4 blocks of 64 weights, constants double-quantised in blocks of 256
+    "double_quant": True,
     # the layout when a question leaves it out: one GPU, no sharding, no recomputation, one sequence
     "tp": 1, "pp": 1, "dp": 1, "zero_stage": 0, "seq_parallel": False, "recompute": "none", "micro_batch": 1,
 }

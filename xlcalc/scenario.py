@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from . import catalog
 from .errors import InputError
 from .expr import Expr, Var, eq, if_, wrap
-from .formulas import budget, compute, cost, goodput, ownership
+from .formulas import budget, compute, cost, finetune, goodput, ownership
 from .formulas import ranges as franges
 from .inputs import spec
 from .layout import LAYOUT_OK, check_layout
@@ -89,6 +89,10 @@ INPUTS: tuple[InputCell, ...] = (
     _in("prefetch_layers", "Prefetch_Layers", "ZeRO-3/FSDP layers prefetched", "Stage memory"),
     _in("comm_buffer_gb", "Comm_Buffer_GB", "Communication buckets per GPU (GB)", "Stage memory"),
     _in("logits_buffer_bytes", "Logits_Buffer_Bytes", "Bytes per logit held for the loss", "Stage memory"),
+    # -- fine-tuning (job = full: every weight trained, as pre-training; the FineTuning sheet)
+    _in("job", "Job", "Job: full, lora or qlora", "Fine-tuning"),
+    _in("lora_rank", "LoRA_Rank", "LoRA rank r", "Fine-tuning"),
+    _in("lora_targets", "LoRA_Targets", "Matrices with adapters (qv, qkv, attention, all_linear)", "Fine-tuning"),
     _in("deadline_days", "Deadline_Days", "Deadline (days)", "Deadline", "days"),
     _in("spare_frac", "Spare_Frac", "Spare GPUs (share)", "Deadline"),
     _in("usd_per_gpu_hour", "USD_per_GPU_Hour", "Price per GPU-hour (USD)", "Prices and budget"),
@@ -195,6 +199,9 @@ class Scenario(BaseModel):
     prefetch_layers: int = MEMORY_DEFAULTS["prefetch_layers"]
     comm_buffer_gb: float = MEMORY_DEFAULTS["comm_buffer_gb"]
     logits_buffer_bytes: float = MEMORY_DEFAULTS["logits_buffer_bytes"]
+    job: str = MEMORY_DEFAULTS["job"]
+    lora_rank: int = MEMORY_DEFAULTS["lora_rank"]
+    lora_targets: str = MEMORY_DEFAULTS["lora_targets"]
     deadline_days: float = 90
     spare_frac: float = 0.05
     usd_per_gpu_hour: float = 2.0
@@ -427,6 +434,7 @@ V = Var
 # The stage memory model (xlcalc.stage_memory) over the scenario's names: every step a named result.
 MEMORY_SOURCES = {"dp": V("DP_Size"), "cluster_gpus": V("N_GPUs"), "head_dim": V("Hidden") / V("Heads"),
                   "microbatches": MEMORY_DEFAULTS["microbatches"], "batch_sequences": 0, "experts": 0, "ep": 1,
+                  "quant_block": MEMORY_DEFAULTS["quant_block"], "double_quant": MEMORY_DEFAULTS["double_quant"],
                   "expert_params_b": 0, "expert_tp": 0}
 _MEMORY_LABELS = {"First": "first stage", "Last": "last stage"}
 _MEMORY_OUTPUTS = tuple(
@@ -442,14 +450,21 @@ OUTPUTS: tuple[OutputCell, ...] = (
     OutputCell("DP_Size", compute.data_parallel_size, {"n_gpus": V("N_GPUs"), "tp": V("TP_Size"),
                "pp": V("PP_Size"), "cp": V("CP_Size")}, "Data parallel (DP = GPUs / (TP x PP x CP))",
                compute.data_parallel_size.unit, "0.##", guarded=True),
-    _o("Train_FLOPs", compute.train_flops, "Training FLOPs (6ND)", "0.00E+00",
-       params_b=N_PARAMS, tokens_t="Tokens_T"),
-    _o("Train_Days", compute.train_days, "Training days", "#,##0.00",
-       params_b=N_PARAMS, tokens_t="Tokens_T", peak_tflops="Peak_TFLOPS", n_gpus="N_GPUs", mfu="MFU"),
-    _o("GPU_Hours", compute.gpu_hours, "GPU-hours", "#,##0",
-       params_b=N_PARAMS, tokens_t="Tokens_T", peak_tflops="Peak_TFLOPS", mfu="MFU"),
-    _o("GPUs_for_Deadline", compute.gpus_for_days, "GPUs for the deadline (exact)", "#,##0.0",
-       params_b=N_PARAMS, tokens_t="Tokens_T", peak_tflops="Peak_TFLOPS", mfu="MFU", days="Deadline_Days"),
+    # the memory steps first: the time of a fine-tuning job needs their Trainable_Params_B
+    *_MEMORY_OUTPUTS,
+    # time: 6ND for a full job (pre-training or full fine-tuning), 4ND + 6N'D for LoRA/QLoRA (frozen base); N of
+    # an MoE is its active parameters
+    _o("Train_FLOPs", finetune.ft_train_flops, "Training FLOPs (6ND; LoRA/QLoRA 4ND + 6N'D)", "0.00E+00",
+       params_b=N_PARAMS, tokens_t="Tokens_T", trainable_params_b="Trainable_Params_B", job="Job"),
+    _o("Train_Days", finetune.ft_train_days, "Training days", "#,##0.00",
+       params_b=N_PARAMS, tokens_t="Tokens_T", trainable_params_b="Trainable_Params_B", peak_tflops="Peak_TFLOPS",
+       n_gpus="N_GPUs", mfu="MFU", job="Job"),
+    _o("GPU_Hours", finetune.ft_gpu_hours, "GPU-hours", "#,##0",
+       params_b=N_PARAMS, tokens_t="Tokens_T", trainable_params_b="Trainable_Params_B", peak_tflops="Peak_TFLOPS",
+       mfu="MFU", job="Job"),
+    _o("GPUs_for_Deadline", finetune.ft_gpus_for_days, "GPUs for the deadline (exact)", "#,##0.0",
+       params_b=N_PARAMS, tokens_t="Tokens_T", trainable_params_b="Trainable_Params_B", peak_tflops="Peak_TFLOPS",
+       mfu="MFU", days="Deadline_Days", job="Job"),
     _o("Replicas_for_Deadline", compute.replicas_needed, "Model replicas (TP x PP x CP GPUs each)", "#,##0",
        gpus_needed="GPUs_for_Deadline", replica_gpus=V("TP_Size") * V("PP_Size") * V("CP_Size")),
     _o("GPUs_with_Spare", compute.gpus_with_spare, "GPUs in whole replicas + spare", "#,##0.0",
@@ -459,7 +474,6 @@ OUTPUTS: tuple[OutputCell, ...] = (
        gpus_needed="GPUs_for_Deadline", replica_gpus=V("TP_Size") * V("PP_Size") * V("CP_Size"),
        spare_frac="Spare_Frac",
        gpus_per_node="GPUs_per_Node"),
-    *_MEMORY_OUTPUTS,
     _o("Compute_Cost_USD", cost.cloud_cost_usd, "Compute (GPU-hours x price)", '"$"#,##0',
        gpu_hours="GPU_Hours", usd_per_gpu_hour="USD_per_GPU_Hour"),
     _o("Power_Cost_USD", cost.power_cost_usd, "Power (if not in the GPU price)", '"$"#,##0',

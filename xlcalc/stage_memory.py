@@ -30,6 +30,16 @@ logits                    logits and loss buffers (last stage; every stage when 
 comm_buffers              communication buckets
 other                     CUDA context, NCCL, allocator reserve and fragmentation
 ========================  =====================================================================
+
+Fine-tuning (``job``; the marked *fine-tuning* lines of :func:`memory_steps`, formulas in
+:mod:`xlcalc.formulas.finetune`): ``full`` is pre-training's model exactly. ``lora`` and ``qlora`` freeze the
+base — 16-bit weights, or NF4 with its block constants on the decoder's linear layers (embeddings and output
+layer stay 16-bit) — and train LoRA adapters (``lora_rank`` on ``lora_targets``): the recipe's bytes of weights,
+gradients and optimizer states apply to the adapters only; ZeRO-3/FSDP shard the frozen base as well. The
+activations drop what a frozen matrix without an adapter keeps only for its weight gradient
+(ACT_FROZEN_SAVING_BYTES). A paged optimizer (bitsandbytes' paged AdamW) allocates its states in CUDA unified
+memory: they count here as GPU memory, since they leave the GPU only when it runs out; states held on the
+CPU are ``optimizer_offload``.
 """
 
 from __future__ import annotations
@@ -41,8 +51,9 @@ from typing import Any, cast
 from . import expr as _expr
 from . import registry
 from .errors import InputError
-from .expr import Expr, Num, Var, if_, wrap
+from .expr import Expr, Num, Var, eq, if_, wrap
 from .formulas import activations as fa
+from .formulas import finetune as ff
 from .formulas import memory as fm
 from .inputs import check_value, spec
 from .layout import LAYOUT_DEFAULTS, check_layout
@@ -81,6 +92,8 @@ MODEL_INPUTS = (
     "comm_buffer_gb", "logits_buffer_bytes", "overhead_gb",
     # layout-only inputs (0 = not given)
     "cluster_gpus", "batch_sequences", "experts", "ep",
+    # fine-tuning (job = full: pre-training's model states)
+    "job", "lora_rank", "lora_targets", "quant_block", "double_quant",
     # mixture of experts: routed-expert parameters, split over ep GPUs (0 = dense)
     "expert_params_b", "expert_tp",
 )
@@ -136,6 +149,15 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     layer_b = add("Layer_Params_B", fm.layer_params_b, "Parameters of one layer (billions)",
                   params_b=s["params_b"], layers=s["layers"], hidden=s["hidden"], vocab=s["vocab"],
                   tied_embeddings=s["tied_embeddings"])
+    # --- fine-tuning: the adapters of the whole model and the parameters that are trained --------------------
+    adapter_shape: dict[str, Any] = dict(
+        hidden=s["hidden"], heads=s["heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"],
+        ffn_hidden=s["ffn_hidden"], lora_rank=s["lora_rank"], lora_targets=s["lora_targets"], gated_ffn=s["gated_ffn"],
+        job=s["job"])
+    add("Adapter_Params_B", ff.adapter_params_b, "LoRA adapter parameters of the model (billions; 0 = full job)",
+        layers=s["layers"], **adapter_shape)
+    add("Trainable_Params_B", ff.ft_trainable_params_b, "Trained parameters (billions: all, or the adapters)",
+        params_b=s["params_b"], trainable_params_b=Var("Adapter_Params_B"), job=s["job"])
 
     def layer_activations(name: str, label: str, recompute: Any) -> Var:
         # THE call of the per-layer activation bytes: the tensor-by-tensor count of xlcalc.formulas.activations
@@ -150,8 +172,17 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     act = layer_activations("Layer_Act_Bytes", "Activation bytes one layer keeps per micro-batch", s["recompute"])
     act_none = layer_activations("Layer_Act_Bytes_No_Recompute", "Activation bytes of one layer without recompute",
                                  "none")
+    # --- fine-tuning: what a frozen base does not keep (0 for a full job) -------------------------------------
+    frozen: dict[str, Any] = dict(
+        seq_len=s["seq_len"] / s["cp"], micro_batch=s["micro_batch"], hidden=s["hidden"], ffn_hidden=s["ffn_hidden"],
+        tp=s["tp"], seq_parallel=s["seq_parallel"], job=s["job"], lora_targets=s["lora_targets"])
+    kept = act - add("Layer_Act_Frozen_Saving", ff.act_frozen_saving_bytes,
+                     "Activation bytes a frozen base drops (one layer)", recompute=s["recompute"], **frozen)
+    kept_none = act_none - add("Layer_Act_Frozen_Saving_No_Recompute", ff.act_frozen_saving_bytes,
+                               "Activation bytes a frozen base drops, no recompute",
+                               recompute="none", **frozen)
     recompute = add("Mem_Recompute_GB", fm.mem_recompute_working_gb, "Recompute working set", part="recompute_working",
-                    full_act_bytes=act_none, stored_act_bytes=act)
+                    full_act_bytes=kept_none, stored_act_bytes=kept)
     # ZeRO / FSDP shard over the data-parallel GPUs of a stage, context-parallel ones included: Megatron's
     # distributed optimizer uses the DP x CP group (get_data_parallel_group(with_context_parallel=True)),
     # torchtitan's FSDP2 the dp_shard x cp mesh
@@ -186,23 +217,36 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
             group = add(f"Shard_Group_{st}", expert_shard_group, f"ZeRO/FSDP shard group of the {stage} stage, "
                         "experts and the rest together", of=st, dp=shard, params_b=held,
                         stage_params_b=params)
-        common = dict(params_b=held, zero_stage=s["zero_stage"], dp=group, tp=s["tp"], pp=1)
-        w = add(f"Mem_{st}_Weights_GB", fm.mem_weights_gb, "Weights", "weights", st,
-                bytes_weights=s["bytes_weights"], **common)
+        # --- fine-tuning: adapters on the stage; gradients and optimizer states of the trained parameters only --
+        adapters = add(f"Stage_Adapter_Params_B_{st}", ff.adapter_params_b,
+                       f"LoRA adapter parameters of the {stage} stage (billions)", of=st, layers=n, **adapter_shape)
+        trained = add(f"Stage_Trainable_B_{st}", ff.ft_trainable_params_b,
+                      f"Trained parameters of the {stage} stage (billions)", of=st, params_b=held,
+                      trainable_params_b=adapters, job=s["job"])
+        w = add(f"Mem_{st}_Weights_GB", ff.mem_ft_weights_gb, "Weights", "weights", st,
+                params_b=held, embed_params_b=params - n * layer_b, trainable_params_b=adapters, job=s["job"],
+                zero_stage=s["zero_stage"], dp=group, tp=s["tp"], bytes_weights=s["bytes_weights"],
+                quant_block=s["quant_block"], double_quant=s["double_quant"])
+        common = dict(params_b=trained, zero_stage=s["zero_stage"], dp=group, tp=s["tp"], pp=1)
         g = add(f"Mem_{st}_Grads_GB", fm.mem_grads_gb, "Gradients", "gradients", st,
                 bytes_grads=s["bytes_grads"], **common)
         o = add(f"Mem_{st}_Optimizer_GB", fm.mem_optimizer_gb, "Optimizer states", "optimizer", st,
                 bytes_optimizer=if_(s["optimizer_offload"], 0, s["bytes_optimizer"]), **common)
         f8 = add(f"Mem_{st}_FP8_GB", fm.mem_weights_gb, "FP8 weight copies", "fp8_copies", st,
-                 bytes_weights=s["bytes_fp8"], **common)
+                 bytes_weights=s["bytes_fp8"], **dict(common, params_b=params))
+        # fine-tuning: a frozen layer is gathered without gradients (16 bit: 2 of the 4 bytes; NF4: its bytes);
+        # under PP the frozen stage stays gathered in 16 bit or NF4, and only the adapters' gradients accumulate
+        nf4 = ff.nf4_bytes_per_param(s["quant_block"], s["double_quant"])
+        gathered_share = if_(eq(s["job"], "full"), 1, if_(eq(s["job"], "qlora"), nf4 / 4, 0.5))
         gat = add(f"Mem_{st}_Gathered_GB", fm.mem_gathered_params_gb, "Gathered ZeRO-3/FSDP parameters",
-                  "gathered_params", st, layer_params_b=layer_b if dense else layer_held,
+                  "gathered_params", st, layer_params_b=(layer_b if dense else layer_held) * gathered_share,
                   tp=s["tp"], zero_stage=s["zero_stage"], prefetch_layers=s["prefetch_layers"], pp=s["pp"],
-                  stage_params_b=held, bytes_grads=s["bytes_grads"])
+                  stage_params_b=held * if_(eq(s["job"], "qlora"), nf4 / 2, 1),
+                  bytes_grads=if_(eq(s["job"], "full"), s["bytes_grads"], 0))
         fl = add(f"Inflight_{st}", fm.stage_inflight_microbatches, f"Micro-batches in flight on the {stage} stage",
                  of=st, pp=s["pp"], stage=stage, virtual_stages=s["virtual_stages"], microbatches=s["microbatches"])
         a = add(f"Mem_{st}_Activations_GB", fm.mem_stage_act_gb, "Activations", "activations", st,
-                stage_layers=n, stored_act_bytes=act, inflight_microbatches=fl)
+                stage_layers=n, stored_act_bytes=kept, inflight_microbatches=fl)
         lg = add(f"Mem_{st}_Logits_GB", fm.mem_logits_gb, "Logits and loss buffers", "logits", st,
                  seq_len=s["seq_len"], micro_batch=s["micro_batch"], vocab=s["vocab"], tp=s["tp"], cp=s["cp"],
                  logits_buffer_bytes=s["logits_buffer_bytes"], pp=s["pp"], stage=stage)
@@ -366,6 +410,9 @@ class StageMemory:
                             "total_gb": self.totals_gb[st]} for st in self.parts_gb},
             "peak_stage": self.peak_stage, "total_gb": self.memory_gb, "static_gb": self.static_gb,
             "activations_gb": self.activations_gb,
+            # fine-tuning: the parameters that are trained (all of them for a full job) and the adapters
+            "trainable_params_b": self.values.get("Trainable_Params_B"),
+            "adapter_params_b": self.values.get("Adapter_Params_B"),
         }
         if self.capacity_gb is not None:
             out.update(capacity_gb=self.capacity_gb, fits=self.fits, max_micro_batch=self.max_micro_batch,
@@ -466,6 +513,8 @@ def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab,
                    bytes_optimizer=_D["bytes_optimizer"], optimizer_offload=_D["optimizer_offload"],
                    bytes_fp8=_D["bytes_fp8"], prefetch_layers=_D["prefetch_layers"],
                    comm_buffer_gb=_D["comm_buffer_gb"], logits_buffer_bytes=_D["logits_buffer_bytes"],
-                   overhead_gb=_D["overhead_gb"], grads_freed=_D["grads_freed"]):
+                   overhead_gb=_D["overhead_gb"], grads_freed=_D["grads_freed"], job=_D["job"],
+                   lora_rank=_D["lora_rank"], lora_targets=_D["lora_targets"], quant_block=_D["quant_block"],
+                   double_quant=_D["double_quant"]):
     """Memory per GPU of a training layout: the heavier of its first and last pipeline stage (the whole model)."""
     return _compose(dict(locals()), "Mem_Total_GB")

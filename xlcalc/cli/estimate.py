@@ -10,7 +10,7 @@ from ..recipes import DEFAULT_RECIPE
 from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario, evaluate, price_note
 from ..stage_memory import explain, memory_steps
 from .fmt import cli_value, dump_json, number, table
-from .memory import stage_table
+from .memory import FINETUNE_FIELDS, add_finetune_flags, finetune_values, job_line, stage_table
 from .models import add_config_flag, config_model
 
 # The results printed as "rent beside own" after the main table.
@@ -35,12 +35,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="model preset id, e.g. llama2-70b (see: xlcalc catalog models)")
     add_config_flag(p)
     p.add_argument("--gpu", help="GPU name, e.g. A800, H100 (see: xlcalc catalog gpus)")
-    p.add_argument("--recipe", help=f"bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8 "
-                                    f"(default {DEFAULT_RECIPE})")
+    p.add_argument("--recipe", help=f"bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8, "
+                                    f"torchtune 2+2+4, qlora 2+2+8 (default {DEFAULT_RECIPE})")
     p.add_argument("--price-tier", help="rental tier of the GPU's catalog price: on-demand, reserved-1y, "
                    "reserved-3y, spot, capacity-block, assumed (default: the GPU's default price)")
+    add_finetune_flags(p)
     defaults = Scenario()
     for cell in INPUTS:
+        if cell.field in FINETUNE_FIELDS:  # --job, --lora-rank, --lora-targets (and --quant) above
+            continue
         flag = "--" + cell.field.replace("_", "-")
         p.add_argument(flag, dest=cell.field, default=None, metavar="X",
                        help=f"{cell.label} (default {getattr(defaults, cell.field)})")
@@ -54,7 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    values = {c.field: cli_value(getattr(args, c.field)) for c in INPUTS}
+    values = {c.field: cli_value(getattr(args, c.field)) for c in INPUTS if c.field not in FINETUNE_FIELDS}
+    values.update(finetune_values(args))
     if args.price_tier and values.get("usd_per_gpu_hour") is not None:
         raise InputError("price_tier", args.price_tier, "left out when --usd-per-gpu-hour is given",
                          "a tier picks a catalog price; a typed price has none")
@@ -94,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
           f"recompute={scenario.recompute}")
     print(f"Price: {price_note(scenario)}")
     print(f"Memory: recipe {memory['recipe']}; other memory {scenario.overhead_gb:g} GB")
+    print(job_line({**memory, "inputs": scenario.model_dump()}).replace("job: ", "Job: ", 1))
     print(f"Failures: {_failure_note(scenario, results)}")
     print()
     rows = [(o.label, number(results[o.name], o.unit), o.unit) for o in OUTPUTS
@@ -116,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
 
 # memory steps shown in the per-stage table instead of the results table
 _MEMORY_DETAIL = {st.name for st in memory_steps() if st.name not in
-                  ("Mem_Static_GB", "Mem_Activations_GB", "Mem_Total_GB", "Fits_GPU", "Max_Micro_Batch")}
+                  ("Mem_Static_GB", "Mem_Activations_GB", "Mem_Total_GB", "Fits_GPU", "Max_Micro_Batch",
+                   "Trainable_Params_B")}
 
 
 def _failure_note(sc: Scenario, results: dict) -> str:

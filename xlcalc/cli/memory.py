@@ -84,9 +84,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="gradients set to None between steps (PyTorch zero_grad default; one micro-batch, no "
                         "pipeline): peak = larger of activations and gradients, not their sum")
     p.add_argument("--recipe", choices=sorted(RECIPES),
-                   help=f"bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8 "
-                        f"(default {DEFAULT_RECIPE})")
+                   help=f"bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8, "
+                        f"torchtune 2+2+4, qlora 2+2+8 (default {DEFAULT_RECIPE})")
     p.add_argument("--gpu", help="GPU to check the fit against, e.g. h100-sxm")
+    add_finetune_flags(p)
     add_config_flag(p)
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
     p.set_defaults(func=run)
@@ -127,6 +128,7 @@ def values_from_args(args: argparse.Namespace) -> dict:
     v["optimizer_offload"] = args.optimizer_offload
     v["grads_freed"] = args.grads_freed
     v["flash_attention"] = not args.no_flash_attention
+    v.update(finetune_values(args))
     for flag in ("gated_ffn", "tied_embeddings"):
         if getattr(args, flag):
             v[flag] = True
@@ -137,6 +139,97 @@ def values_from_args(args: argparse.Namespace) -> dict:
                 raise CatalogError(f"{gpu.name}: no published memory size in the catalog; give --memory-gb")
             v["memory_gb"] = gpu.memory_gb
     return v
+
+
+# --- fine-tuning flags (memory and estimate) ---------------------------------------------------------------
+
+# the inputs these flags set (estimate takes them from here, not from its generic input flags)
+FINETUNE_FIELDS = ("job", "lora_rank", "lora_targets")
+
+# adapter target sets by the matrices they adapt (Hugging Face / torchtune module names are accepted too)
+TARGET_SETS = {frozenset("qv"): "qv", frozenset("qkv"): "qkv", frozenset("qkvo"): "attention",
+               frozenset(("q", "k", "v", "o", "gate", "up", "down")): "all_linear"}
+_MATRIX_ALIASES = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "output_proj": "o", "wq": "q",
+                   "wk": "k", "wv": "v", "wo": "o", "gate_proj": "gate", "up_proj": "up", "down_proj": "down",
+                   "w1": "gate", "w3": "up", "w2": "down", "fc1": "up", "fc2": "down"}
+_TARGET_NAMES = {"qv": "qv", "qkv": "qkv", "attention": "attention", "all_linear": "all_linear",
+                 "all-linear": "all_linear", "all": "all_linear"}
+
+
+def add_finetune_flags(p: argparse.ArgumentParser) -> None:
+    """--job, --lora-rank, --lora-targets and --quant (the same on memory and estimate)."""
+    g = p.add_argument_group("fine-tuning (LoRA / QLoRA)")
+    g.add_argument("--job", choices=("full", "lora", "qlora"),
+                   help="full trains every weight (as pre-training); lora freezes a 16-bit base and trains "
+                        "adapters; qlora freezes a 4-bit NF4 base (default full, or lora when --lora-rank is given)")
+    g.add_argument("--lora-rank", metavar="R", help="LoRA rank r of each adapter (default 8 with --job lora/qlora)")
+    g.add_argument("--lora-targets", metavar="LIST",
+                   help="matrices with adapters: q,v | q,k,v | q,k,v,o | q,k,v,o,gate,up,down (or the names qv, "
+                        "qkv, attention, all_linear; q_proj, ..., mlp accepted) (default all_linear)")
+    g.add_argument("--quant", choices=("none", "nf4"),
+                   help="nf4: the frozen base in 4-bit NormalFloat with double-quantised constants (QLoRA; "
+                        "implies --job qlora)")
+
+
+def lora_targets(text: str) -> str:
+    """The target set name of a --lora-targets value (a name or a comma list of matrices)."""
+    key = text.strip().lower()
+    if key in _TARGET_NAMES:
+        return _TARGET_NAMES[key]
+    matrices: set[str] = set()
+    for part in key.replace(" ", "").split(","):
+        if not part:
+            continue
+        if part == "mlp":
+            matrices.update(("gate", "up", "down"))
+            continue
+        name = _MATRIX_ALIASES.get(part, part)
+        if name not in ("q", "k", "v", "o", "gate", "up", "down"):
+            raise InputError("lora_targets", text, "matrices among q, k, v, o, gate, up, down (or mlp), "
+                             "or one of qv, qkv, attention, all_linear", f"{part!r} is not a matrix of a layer")
+        matrices.add(name)
+    found = TARGET_SETS.get(frozenset(matrices))
+    if found is None:
+        raise InputError("lora_targets", text, "one of the sets q,v | q,k,v | q,k,v,o | q,k,v,o,gate,up,down",
+                         "the memory model counts these adapter sets")
+    return found
+
+
+def finetune_values(args: argparse.Namespace) -> dict:
+    """The job's inputs from the fine-tuning flags (nothing when none is given: a full job)."""
+    job, quant = args.job, args.quant
+    rank, targets = cli_value(args.lora_rank), args.lora_targets
+    if quant == "nf4":
+        if job in ("full", "lora"):
+            raise InputError("quant", quant, "left out with --job " + job,
+                             "nf4 stores a frozen base: it is --job qlora")
+        job = "qlora"
+    elif quant == "none" and job == "qlora":
+        raise InputError("quant", quant, "nf4 (or left out) with --job qlora", "QLoRA's base is 4-bit NF4")
+    if job is None and (rank is not None or targets is not None):
+        job = "lora"
+    if job == "full" and (rank is not None or targets is not None):
+        raise InputError("lora_rank" if rank is not None else "lora_targets", rank if rank is not None else targets,
+                         "left out with --job full", "a full fine-tune has no adapters")
+    out: dict = {}
+    if job is not None:
+        out["job"] = job
+    if rank is not None:
+        out["lora_rank"] = rank
+    if targets is not None:
+        out["lora_targets"] = lora_targets(targets)
+    return out
+
+
+def job_line(out: dict) -> str:
+    """The job in words, for the text output of memory and estimate."""
+    i = out["inputs"] if "inputs" in out else out
+    if i["job"] == "full":
+        return "job: full (every weight trained: gradients and optimizer states on all parameters)"
+    base = "NF4 4-bit (QLoRA)" if i["job"] == "qlora" else "16-bit"
+    share = out["trainable_params_b"] / i["params_b"]
+    return (f"job: {i['job']}, rank {i['lora_rank']} on {i['lora_targets']}: {number(out['trainable_params_b'] * 1e3)}M "
+            f"adapter parameters trained ({share:.2%} of {i['params_b']:g}B); base frozen in {base}")
 
 
 def compute(args: argparse.Namespace) -> dict:
@@ -164,6 +257,7 @@ def run(args: argparse.Namespace) -> int:
           f"s={i['seq_len']} b={i['micro_batch']}; TP={i['tp']} PP={i['pp']} CP={i['cp']} DP={i['dp']} "
           f"ZeRO-{i['zero_stage']} SP={'on' if i['seq_parallel'] else 'off'} recompute={i['recompute']}")
     print(f"recipe: {out['recipe']}; other memory {i['overhead_gb']:g} GB")
+    print(job_line(out))
     if i.get("grads_freed") and i.get("pp") == 1:
         print("gradients freed between steps: the total holds the larger of the gradients and activations + "
               "recompute + logits, not both")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..scenario import Scenario
-from . import cache, catalogs, charts, compare, sheets
+from . import cache, catalogs, charts, compare, finetune, sheets
 from .model import Book
 from .writer import to_workbook
 
@@ -34,7 +34,7 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
     scenarios = list(scenarios) or [Scenario()]
     main = scenarios[0]
     book = Book()
-    book.sheets.update({t: {} for t in ("Start", "Inputs", "Memory", "Time", "Budget", "Scenarios",
+    book.sheets.update({t: {} for t in ("Start", "Inputs", "Memory", "Time", "Budget", "FineTuning", "Scenarios",
                                         "Sensitivity", "Parallelism", "GPUs", "Models", "Recipes",
                                         "Prices", "References")})
     gpus = catalogs.gpu_sheet(book)
@@ -47,6 +47,7 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
     mem_rows = sheets.memory_sheet(ctx)
     sheets.time_sheet(ctx)
     sheets.budget_sheet(ctx)
+    ft_rows = finetune.finetune_sheet(ctx)
     if len(scenarios) >= 2:
         columns = [(sc, False) for sc in scenarios]
     else:
@@ -57,7 +58,7 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
     catalogs.references_sheet(book)
     book.charts.append(lambda wb: charts.memory_chart(wb, mem_rows["Weights"], mem_rows["Other"]))
     book.charts.append(lambda wb: charts.sensitivity_charts(wb, tables))
-    return Layout(book, main, columns, maps, {"sensitivity": tables, "parallelism": par})
+    return Layout(book, main, columns, maps, {"sensitivity": tables, "parallelism": par, "finetune": ft_rows})
 
 
 def build(path: str | Path, scenarios: Sequence[Scenario] = ()) -> Layout:

@@ -36,6 +36,7 @@ WIDTHS = {
     "Memory": {"A": 48, "B": 16, "C": 14, "D": 60},
     "Time": {"A": 48, "B": 18, "C": 14, "D": 60},
     "Budget": {"A": 48, "B": 18, "C": 14, "D": 60},
+    "FineTuning": {"A": 52, "B": 18, "C": 18, "D": 90},
     "Scenarios": {"A": 40, "B": 16},
     "Sensitivity": {"A": 26},
     "Parallelism": {},

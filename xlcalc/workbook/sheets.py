@@ -158,7 +158,7 @@ def inputs_sheet(ctx: Ctx) -> None:
     row = 5
     groups: dict[str, list[str]] = {}
     for cell in INPUT_BY_FIELD.values():
-        if cell.field not in BUDGET_FIELDS:
+        if cell.field not in BUDGET_FIELDS and cell.group != "Fine-tuning":  # those on the FineTuning sheet
             groups.setdefault(cell.group if cell.group != "Prices and budget" else "Prices", []).append(cell.field)
     for group, fields in groups.items():
         b.put(s, f"A{row}", group, "group")

@@ -24,7 +24,7 @@ from .layout import BAD_FILL, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, WIDTHS
 from .model import Book, identity
 from .rendering import BOOL_FORMAT
 
-SHEET_ORDER = ("Start", "Inputs", "Memory", "Time", "Budget", "Scenarios", "Sensitivity", "Parallelism",
+SHEET_ORDER = ("Start", "Inputs", "Memory", "Time", "Budget", "FineTuning", "Scenarios", "Sensitivity", "Parallelism",
                "GPUs", "Models", "Recipes", "Prices", "References")
 FORMULA_LEAD = ("=", "+", "-", "@")
 
@@ -85,8 +85,8 @@ def add_validation(ws, v: dict[str, Any]) -> None:
 
 
 # sheets printed landscape (wide tables); the rest portrait
-LANDSCAPE = {"Start", "Inputs", "Memory", "Time", "Budget", "Scenarios", "Sensitivity", "Parallelism", "GPUs",
-             "Models", "Recipes", "Prices", "References"}
+LANDSCAPE = {"Start", "Inputs", "Memory", "Time", "Budget", "FineTuning", "Scenarios", "Sensitivity", "Parallelism",
+             "GPUs", "Models", "Recipes", "Prices", "References"}
 ROW_CM, CHAR_CM = 0.53, 0.2  # default row height; width of one character of column width (Calibri 11)
 
 
