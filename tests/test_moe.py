@@ -112,6 +112,10 @@ def test_stage_memory_splits_routed_experts_over_ep():
     assert m.parts_gb["first"]["weights"] == pytest.approx(2 * (2.0 / 2 + 8.0 / 4), rel=1e-9)
     with pytest.raises(InputError, match="ep = 3"):
         stage_memory(**base, ep=3, zero_stage=0)
+    # FP8 weight copies (1 byte per parameter) are split as the weights are: the routed experts / EP
+    for ep in (1, 4, 16):
+        f8 = stage_memory(**base, ep=ep, zero_stage=0, bytes_fp8=1)
+        assert f8.parts_gb["first"]["fp8_copies"] == pytest.approx(10.0 - 8.0 * (1 - 1 / ep), rel=1e-9)
 
 
 def test_all_to_all_time_independent_arithmetic():

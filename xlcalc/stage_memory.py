@@ -233,7 +233,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         o = add(f"Mem_{st}_Optimizer_GB", fm.mem_optimizer_gb, "Optimizer states", "optimizer", st,
                 bytes_optimizer=if_(s["optimizer_offload"], 0, s["bytes_optimizer"]), **common)
         f8 = add(f"Mem_{st}_FP8_GB", fm.mem_weights_gb, "FP8 weight copies", "fp8_copies", st,
-                 bytes_weights=s["bytes_fp8"], **dict(common, params_b=params))
+                 bytes_weights=s["bytes_fp8"], **dict(common, params_b=held))
         # fine-tuning: a frozen layer is gathered without gradients (16 bit: 2 of the 4 bytes; NF4: its bytes);
         # under PP the frozen stage stays gathered in 16 bit or NF4, and only the adapters' gradients accumulate
         nf4 = ff.nf4_bytes_per_param(s["quant_block"], s["double_quant"])
