@@ -10,7 +10,6 @@ The records are the LoRA/QLoRA rows of ``xlcalc/data/reference/memory_peaks.json
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -21,6 +20,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from scripts.docsplice import splice_main  # noqa: E402
 from xlcalc import catalog  # noqa: E402
 from xlcalc.cli.memory import lora_targets  # noqa: E402
 from xlcalc.recipes import RECIPES  # noqa: E402
@@ -214,24 +214,7 @@ def render() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if docs/finetune.md is out of date")
-    args = parser.parse_args()
-    text = OUT.read_text(encoding="utf-8")
-    if BEGIN not in text or END not in text:
-        print(f"docs/finetune.md lacks the markers {BEGIN!r} ... {END!r}", file=sys.stderr)
-        return 1
-    head, rest = text.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    new = head + BEGIN + "\n\n" + render() + "\n" + END + tail
-    if args.check:
-        if new != text:
-            print("docs/finetune.md is out of date: run python scripts/make_finetune_docs.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(new, encoding="utf-8")
-    print("wrote docs/finetune.md")
-    return 0
+    return splice_main(OUT, render, BEGIN, END, "make_finetune_docs.py", __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ seed 001's cost example, and the Llama 3 interruptions as goodput.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import xlcalc as x  # noqa: E402
+from scripts.docsplice import splice_main  # noqa: E402
 from xlcalc import money  # noqa: E402
 from xlcalc.cli.fmt import money as usd  # noqa: E402
 from xlcalc.cli.fmt import number
@@ -86,24 +86,7 @@ def render() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if docs/money.md is out of date")
-    args = parser.parse_args()
-    text = OUT.read_text(encoding="utf-8")
-    if BEGIN not in text or END not in text:
-        print(f"docs/money.md lacks the markers {BEGIN!r} ... {END!r}", file=sys.stderr)
-        return 1
-    head, rest = text.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    new = head + BEGIN + "\n\n" + render() + "\n" + END + tail
-    if args.check:
-        if new != text:
-            print("docs/money.md is out of date: run python scripts/make_money_docs.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(new, encoding="utf-8")
-    print("wrote docs/money.md")
-    return 0
+    return splice_main(OUT, render, BEGIN, END, "make_money_docs.py", __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
