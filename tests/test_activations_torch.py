@@ -12,17 +12,11 @@ under CI=true, where it fails.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-try:
-    import torch  # noqa: F401
-except ImportError:  # pragma: no cover - depends on the machine
-    if os.environ.get("CI", "").lower() == "true":
-        raise
-    pytest.skip("torch is not installed: pip install torch==2.13.0 (the 'torch' extra) to run these tests",
-                allow_module_level=True)
+from requires import require_module
+
+torch = require_module("torch", "torch is not installed: pip install torch==2.13.0 (the 'torch' extra)")
 
 import torch_blocks as tb  # noqa: E402
 

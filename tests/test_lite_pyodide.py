@@ -14,7 +14,6 @@ import ast
 import importlib
 import json
 import math
-import os
 import re
 import shutil
 import subprocess
@@ -22,6 +21,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from requires import require
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "pyodide"
@@ -109,26 +110,19 @@ def _requirements(path: Path) -> list[str]:
     return [re.split(r"[<>=!~ ;\[]", line, maxsplit=1)[0].lower() for line in lines if line]
 
 
-def _need(condition: bool, reason: str) -> None:
-    if not condition:
-        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
-            pytest.fail(f"{reason} (CI=true: this test may not skip; test.sh installs it)")
-        pytest.skip(reason + " (./test.sh installs it)")
-
-
 @pytest.fixture(scope="module")
 def lite(tmp_path_factory):
     req_path, main_path, cell_fn, cell_args, cell_value = _readme_lite_steps()
     node = shutil.which("node")
-    _need(node is not None, "node is not installed")
-    _need((PYODIDE / "pyodide.mjs").exists(), f"npm package pyodide is not in {CACHE.relative_to(ROOT)}")
+    require(node is not None, "node is not installed")
+    require((PYODIDE / "pyodide.mjs").exists(), f"npm package pyodide is not in {CACHE.relative_to(ROOT)}")
     wheels = sorted(p.name for p in WHEELS.glob("*.whl")) if WHEELS.exists() else []
     # every requirement but xlwings (Lite's own) is installed from a cached wheel
     for name in _requirements(req_path):
         if name == "xlwings":
             continue
-        _need(any(w.lower().replace("_", "-").startswith(name + "-") for w in wheels),
-              f"no Pyodide wheel for {name!r} in {WHEELS.relative_to(ROOT)}")
+        require(any(w.lower().replace("_", "-").startswith(name + "-") for w in wheels),
+                f"no Pyodide wheel for {name!r} in {WHEELS.relative_to(ROOT)}")
     calls = [
         (cell_fn, list(cell_args)),                                   # the README's cell
         ("MEM_STATIC_GB", [70, 0, 1, 8, 1, 2, 4, 8]),                 # memory

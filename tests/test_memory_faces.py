@@ -10,8 +10,8 @@ Skips where LibreOffice or xlwings is absent, except under CI=true, where it fai
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -20,6 +20,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+from requires import require
 from xlcalc import catalog
 from xlcalc.cli import main
 from xlcalc.errors import InputError
@@ -31,7 +32,6 @@ from xlcalc.workbook import build
 from xlcalc.workbook.libreoffice import recalculate, soffice
 
 ROOT = Path(__file__).resolve().parent.parent
-CI = os.environ.get("CI", "").lower() == "true"
 
 # The question: Llama 3.1 8B, 8K sequences, micro-batch 1, TP 2 x PP 2 on 64 H100 (DP 16), ZeRO-1, sequence
 # parallelism, Megatron selective recompute; everything else at each face's defaults.
@@ -68,12 +68,7 @@ def cli_plan(capsys, *extra):
 
 
 def udf_module():
-    try:
-        importlib.import_module("xlwings")
-    except ImportError:
-        if CI:
-            pytest.fail("CI=true but xlwings is not installed")
-        pytest.skip("xlwings is not installed: the worksheet functions cannot be imported")
+    require(importlib.util.find_spec("xlwings"), "xlwings is not installed: the worksheet functions cannot be imported")
     if str(ROOT / "udfs") not in sys.path:
         sys.path.insert(0, str(ROOT / "udfs"))
     return importlib.import_module("xlcalc_udfs")
@@ -88,10 +83,7 @@ def udf_args() -> list:
 
 
 def require_libreoffice():
-    if soffice() is None:
-        if CI:
-            pytest.fail("CI=true but LibreOffice (soffice) is not installed")
-        pytest.skip("LibreOffice (soffice) is not installed")
+    require(soffice(), "LibreOffice (soffice) is not installed")
 
 
 def named_cell(wb, name):

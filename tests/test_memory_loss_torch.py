@@ -21,18 +21,12 @@ from pathlib import Path
 
 import pytest
 
-try:
-    import torch  # noqa: F401
-except ImportError:  # pragma: no cover - depends on the environment
-    if os.environ.get("CI", "").lower() == "true":
-        raise
-    pytest.skip("torch is not installed: pip install torch==2.13.0 (the 'torch' extra) to run these tests",
-                allow_module_level=True)
+from requires import require, require_module
 
-if not Path("/proc/self/clear_refs").exists():  # pragma: no cover
-    if os.environ.get("CI", "").lower() == "true":
-        raise RuntimeError("the loss measurement needs Linux's /proc/self/clear_refs")
-    pytest.skip("needs Linux's /proc/self/clear_refs (resident peak reset)", allow_module_level=True)
+torch = require_module("torch", "torch is not installed: pip install torch==2.13.0 (the 'torch' extra)")
+
+require(Path("/proc/self/clear_refs").exists(), "no /proc/self/clear_refs: the loss measurement needs Linux's resident-peak reset",
+        module_level=True)
 
 COMPILER = shutil.which("g++") or shutil.which("c++")
 
@@ -106,10 +100,8 @@ CASES = [
 
 @pytest.mark.parametrize("mode,key,count", CASES, ids=[c[0] for c in CASES])
 def test_loss_bytes_per_logit(mode, key, count):
-    if mode.endswith("compiled") and COMPILER is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("CI=true but no C++ compiler (g++) for torch.compile's CPU backend")
-        pytest.skip("no C++ compiler (g++) for torch.compile's CPU backend (test.sh installs it)")
+    if mode.endswith("compiled"):
+        require(COMPILER, "no C++ compiler (g++) for torch.compile's CPU backend")
     assert _script().LOSS_BYTES[key] == pytest.approx(count)
     measured = measure(mode)
     assert measured == pytest.approx(count, rel=0.05), f"{mode}: measured {measured:.2f} bytes per logit"

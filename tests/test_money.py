@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import xlcalc as x
+from requires import require
 from xlcalc import catalog, money
 from xlcalc.cli import main
 from xlcalc.cli.fmt import money as fmt_money
@@ -466,17 +467,13 @@ def _check_bad_cell(b, name, message):
 
 
 def test_libreoffice_money_cells_equal_the_engine_and_bad_inputs_read_as_sentences(tmp_path):
-    import os
 
     import openpyxl
 
     from xlcalc.scenario import INPUTS, OUTPUTS
     from xlcalc.workbook import build
     from xlcalc.workbook.libreoffice import recalculate, soffice
-    if soffice() is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("CI=true but LibreOffice (soffice) is not installed")
-        pytest.skip("LibreOffice (soffice) is not installed")
+    require(soffice(), "LibreOffice (soffice) is not installed")
     src = tmp_path / "in"
     src.mkdir()
     pristine = tmp_path / "plan.xlsx"

@@ -14,7 +14,6 @@ import atexit
 import functools
 import json
 import math
-import os
 import random
 import shutil
 import tempfile
@@ -24,6 +23,7 @@ import openpyxl
 import pytest
 
 import xlcalc
+from requires import require
 from xlcalc import catalog
 from xlcalc.recipes import RECIPES
 from xlcalc.scenario import INPUTS, OUTPUTS, Scenario, evaluate, load_scenario
@@ -42,10 +42,7 @@ TIER_PICKS = {"on-demand": "h100-sxm", "reserved-1y": "a100-40gb", "reserved-3y"
 
 
 def require_libreoffice() -> None:
-    if soffice() is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("CI=true but LibreOffice (soffice) is not installed; .ci/run installs libreoffice-calc-nogui")
-        pytest.skip("LibreOffice (soffice) is not installed: install libreoffice-calc-nogui to run the real-engine tests")
+    require(soffice(), "LibreOffice (soffice) is not installed: install libreoffice-calc-nogui")
 
 
 def tier_scenario(base: Scenario, gpu: str, tier: str) -> Scenario:
@@ -413,10 +410,7 @@ def test_plan_title_follows_the_picked_presets(lo):
 # --- print: soffice --convert-to pdf straight from the .xlsx -----------------------------------------------
 
 def _pdftotext():
-    if shutil.which("pdftotext") is None:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail("CI=true but pdftotext (poppler-utils) is not installed; test.sh installs it")
-        pytest.skip("pdftotext (poppler-utils) is not installed")
+    require(shutil.which("pdftotext"), "pdftotext (poppler-utils) is not installed")
 
 
 @functools.cache
