@@ -173,6 +173,28 @@ def test_megatron_bridge_reruns_of_a_recipe_are_scored_once(records):
     assert len(kept) - len(kept_bridge) == len(queries) - len(bridge)
 
 
+def test_a_recipe_is_model_gpu_count_and_precision_not_the_layout(records):
+    # Megatron-Bridge's performance summary: Qwen3-30B-A3B on 16 DGX-H100 at FP8 is measured with PP2 EP8 in 26.02
+    # and 26.02.01 (5113 and 9058 tokens/s/GPU) and with PP1 EP16 in 26.04, 26.04.01 and 26.06 (8901, 8960, 8826):
+    # one recipe, scored once, as the newest release (26.06) runs it; the earlier rule keeps one row per layout, and
+    # 26.04.01 apart from 26.06 too: 26.06's table has no FSDP column (sharding not stated) where 26.04.01 says 0.
+    by_id = {r["id"]: r for r in records}
+    ids = [i for i in by_id if i.startswith("mbridge-") and "qwen3-30b-a3b-h100x16-fp8" in i and not i.endswith("-cs")]
+    queries = [V.to_query(by_id[i]) for i in ids]
+    assert len(queries) == 5
+    kept, _ = V.deduplicate(queries, by_id)
+    assert [q.id for q in kept] == ["mbridge-26.06-qwen3-30b-a3b-h100x16-fp8"]
+    assert kept[0].pp == 1 and kept[0].ep == 16
+    kept_wide, _ = V.deduplicate(queries, by_id, "recipe+layout")
+    assert sorted(q.id for q in kept_wide) == ["mbridge-26.02.01-qwen3-30b-a3b-h100x16-fp8",
+                                              "mbridge-26.04.01-qwen3-30b-a3b-h100x16-fp8",
+                                              "mbridge-26.06-qwen3-30b-a3b-h100x16-fp8"]
+    # FP8 current scaling (25.11's FP8-CS) is another precision recipe than 26.06's FP8: not replaced by it
+    cs = V.to_query(by_id["mbridge-25.11-qwen3-30b-a3b-h100x16-fp8-cs"])
+    kept_cs, _ = V.deduplicate(queries + [cs], by_id)
+    assert cs in kept_cs
+
+
 # --- one basis ------------------------------------------------------------------------------------------------
 
 def test_hardware_flops_runs_convert_with_the_papers_formula(records):

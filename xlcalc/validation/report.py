@@ -115,6 +115,27 @@ def _reason_groups(reason: str) -> list[str]:
     return [reason]
 
 
+def _rule_rows(v: dict) -> list[str]:
+    """The headline under both data-selection rules (runs.DEDUP_RULES), and Megatron-Bridge's own figures."""
+    other = v.get("other_rule")
+    if not other or not other.get("scored"):
+        return []
+    rows = ["Which runs are scored, both rules (leave one source out each, constants refitted):", "",
+            "| rule | runs | median error | within 15% | hindsight constant: median error | within 15% | points over "
+            "it | Megatron-Bridge runs | their median error | within 15% |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, res in (("newest release of each model x GPU x count x precision recipe (scored here)", v),
+                      ("newest release of each recipe and layout (earlier rule)", other)):
+        h = headline(res)
+        mb = summary([s.error for s in res["scored"] if s.query.source_id == "megatron-bridge-perf-summary"])
+        nb = sum(s.query.source_id == "megatron-bridge-perf-summary" for s in res["scored"])
+        rows.append(f"| {name} | {h['runs']} | {h['model']['median']:.1%} | {h['model']['within']:.0%} | "
+                    f"{h['hindsight']['median']:.1%} | {h['hindsight']['within']:.0%} | "
+                    f"{(h['model']['within'] - h['hindsight']['within']) * 100:+.0f} | {nb} | {mb['median']:.1%} | "
+                    f"{mb['within']:.0%} |")
+    return rows + [""]
+
+
 def render(v: dict) -> str:
     sc: list[Scored] = v["scored"]
     h = headline(v)
@@ -182,8 +203,14 @@ def render(v: dict) -> str:
         "by `python scripts/stepmodel_experiments.py`. Scale-out bandwidth where the catalog has",
         "none: the vendors' reference systems (DGX A100 25 GB/s, DGX H100 / HGX H200 50 GB/s per GPU).",
         "GPUs a source does not name exactly: " + "; ".join(f"{k}: {v[1]}" for k, v in GPU_STAND_IN.items()) + ".",
-        "Megatron-Bridge measures the same recipes in release after release: only the newest release of each",
-        "recipe is scored.",
+        "**Which runs are scored (a data-selection rule, applied to every source that publishes releases: "
+        "Megatron-Bridge).**",
+        "Megatron-Bridge measures the same recipes in release after release. A recipe is what a user asks of today's",
+        "release: one model on one GPU type and GPU count at one precision recipe (BF16, FP8 current scaling,",
+        "MXFP8, ...); the layout, micro-batch and global batch are the release's answer to it. Only the newest",
+        "release that measures a recipe is scored (every row of it); older releases are listed as not scored. The",
+        "earlier, narrower rule (same recipe only with the same layout and batch, so re-tuned layouts of older",
+        "releases stay in) is scored beside it below.",
         "",
         f"Step-time model features this version expresses (read from the planner's API): "
         f"{', '.join(v['capabilities']) or 'none of FP8, CP, EP, uneven stages'}. Runs that need a feature it",
@@ -200,6 +227,7 @@ def render(v: dict) -> str:
         f"Source-weighted (each source counts once): {h['source_weighted_within']:.0%} of a source's runs within 15% "
         "on average.",
         "",
+        *_rule_rows(v),
         f"Not a prediction, for diagnosis: with each profile's efficiency fitted on all its runs (the scored ones "
         f"included) the model's median error is {summary(v['in_sample'])['median']:.1%}, "
         f"{summary(v['in_sample'])['within']:.0%} within 15%; the gap to the leave-one-source-out figures is the cost "

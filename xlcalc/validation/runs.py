@@ -3,7 +3,7 @@
 :func:`to_query` turns a record of ``xlcalc/data/reference/throughput_runs.json`` into a :class:`Query`
 (architecture, GPU, GPU count, the layout the source pins, precision, the measured tokens/s per GPU and where it
 comes from) or a :class:`Skip` with the reason; :func:`deduplicate` keeps the newest release of each
-Megatron-Bridge recipe.
+Megatron-Bridge recipe (model x GPU type x GPU count x precision recipe).
 """
 
 from __future__ import annotations
@@ -282,25 +282,46 @@ def release(rid: str) -> tuple:
 
 
 def _recipe(q: Query, rec: dict) -> tuple:
-    """What makes two Megatron-Bridge rows the same recipe (everything but the release)."""
-    lay, prec = rec["layout"], rec["precision"]
-    return (rec["model"]["name"], rec["gpu"], q.n_gpus, prec.get("matmul"), prec.get("fp8_recipe"), q.global_batch,
-            q.micro_batch, q.seq_len, q.tp, q.pp, q.cp, q.virtual_stages, q.ep, lay.get("sharding"),
-            lay.get("fsdp_group"))
+    """What makes two Megatron-Bridge rows the same recipe: what a user asks of today's release -- one model on one GPU
+    type and GPU count at one precision recipe (BF16, FP8 current scaling, MXFP8, ...). The layout, micro-batch and
+    global batch are the release's answer to that question, not part of it: a newer release that re-tunes them
+    replaces the older row, as it replaces the older software."""
+    prec = rec["precision"]
+    return (rec["model"]["name"], rec["gpu"], q.n_gpus, prec.get("matmul"), prec.get("fp8_recipe"))
 
 
-def deduplicate(queries: list[Query], records: dict[str, dict]) -> tuple[list[Query], list[Skip]]:
-    """Megatron-Bridge recipes measured again in later releases: keep the newest release of each recipe."""
+def _recipe_and_layout(q: Query, rec: dict) -> tuple:
+    """The earlier, narrower rule: a row is the same recipe only with the same layout, micro-batch and global batch
+    (everything but the release), so one model x GPU x count x precision measured with re-tuned layouts in several
+    releases is scored once per layout. Kept to show the figures under both rules."""
+    lay = rec["layout"]
+    return _recipe(q, rec) + (q.global_batch, q.micro_batch, q.seq_len, q.tp, q.pp, q.cp, q.virtual_stages, q.ep,
+                              lay.get("sharding"), lay.get("fsdp_group"))
+
+
+# Sources that publish the same recipes measured again in release after release (run ids carry the release).
+RELEASED_SOURCES = frozenset({"megatron-bridge-perf-summary"})
+DEDUP_RULES = {"recipe": _recipe, "recipe+layout": _recipe_and_layout}
+DEDUP_RULE = "recipe"
+
+
+def deduplicate(queries: list[Query], records: dict[str, dict],
+                rule: str = DEDUP_RULE) -> tuple[list[Query], list[Skip]]:
+    """Recipes measured again in later releases (:data:`RELEASED_SOURCES`): keep the newest release of each recipe,
+    every row of it (:data:`DEDUP_RULES`: ``recipe`` = model x GPU type x GPU count x precision recipe, the default;
+    ``recipe+layout`` = the same and the layout and batch)."""
+    recipe = DEDUP_RULES[rule]
+
     def key(q: Query) -> tuple:
-        return _recipe(q, records[q.id]) if q.source_id == "megatron-bridge-perf-summary" else ("run", q.id)
+        return recipe(q, records[q.id]) if q.source_id in RELEASED_SOURCES else ("run", q.id)
 
     newest: dict[tuple, Query] = {}
     for q in queries:
         k = key(q)
         if k not in newest or release(q.id) > release(newest[k].id):
             newest[k] = q
-    kept_ids = {q.id for q in newest.values()}
-    kept = [q for q in queries if q.id in kept_ids]
+    kept = [q for q in queries if release(q.id) == release(newest[key(q)].id)]
+    kept_ids = {q.id for q in kept}
     dropped = [Skip(q.id, q.source_id, f"same recipe measured again in a newer release: {newest[key(q)].id}")
                for q in queries if q.id not in kept_ids]
     return kept, dropped

@@ -9,7 +9,7 @@ from typing import cast
 
 from ..errors import CatalogError, InputError
 from .adapter import FACTOR_GRID, GRID, GRID_STEP, Curve, capabilities, predict, unsupported
-from .runs import PROFILES, SCORED_APART, Query, Skip, deduplicate, load_runs, to_query
+from .runs import DEDUP_RULE, PROFILES, SCORED_APART, Query, Skip, deduplicate, load_runs, to_query
 
 TOLERANCE = 0.15
 
@@ -173,20 +173,30 @@ def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> 
             skipped.append(Skip(q.id, q.source_id, why))
         else:
             queries.append(q)
-    queries, dups = deduplicate(queries, by_id)
+    # the runs the earlier rule (recipe+layout) keeps include every run the default rule keeps: predict them once
+    wide, _ = deduplicate(queries, by_id, "recipe+layout")
+    kept, dups = deduplicate(queries, by_id, DEDUP_RULE)
     skipped += dups
-    curves, ok = {}, []
-    for q in queries:
+    kept_ids = {q.id for q in kept}
+    curves, refused = {}, set()
+    for q in wide:
         try:
             curves[q.id] = predict(q, caps)
-            ok.append(q)
         except (InputError, CatalogError) as e:
-            skipped.append(Skip(q.id, q.source_id, f"the planner refuses it: {e}"))
-    apart = [q for q in ok if q.gpu_label in SCORED_APART]
-    ok = [q for q in ok if q.gpu_label not in SCORED_APART]
+            refused.add(q.id)
+            if q.id in kept_ids:
+                skipped.append(Skip(q.id, q.source_id, f"the planner refuses it: {e}"))
+
+    def headline_runs(qs: list[Query]) -> list[Query]:
+        return [q for q in qs if q.id not in refused and q.gpu_label not in SCORED_APART]
+
+    ok = headline_runs(kept)
+    apart = [q for q in kept if q.id not in refused and q.gpu_label in SCORED_APART]
     result = loso(ok, curves) if ok else dict(scored=[], calibration={}, fitted={}, fitted_factor=1.0, in_sample=[])
+    wide_ok = headline_runs(wide)
     result.update(records=len(records), skipped=skipped, capabilities=sorted(caps),
-                  apart=score_apart(apart, ok, curves, cast(dict, result["calibration"])))
+                  apart=score_apart(apart, ok, curves, cast(dict, result["calibration"])),
+                  other_rule=dict(rule="recipe+layout", **(loso(wide_ok, curves) if wide_ok else dict(scored=[]))))
     return result
 
 
