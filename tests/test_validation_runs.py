@@ -195,6 +195,19 @@ def test_a_recipe_is_model_gpu_count_and_precision_not_the_layout(records):
     assert cs in kept_cs
 
 
+def test_megatron_bridge_recompute_is_what_its_performance_configs_set(records):
+    # Megatron-Bridge scripts/performance/configs (commit c8327cf^): Llama 3 70B on GB300 FP8 names no
+    # recompute_num_layers / recompute_modules (CPU offloading instead); Llama 3 8B on H100 FP8-CS has
+    # recompute_num_layers=5; DeepSeek-V3 recomputes 'mla_up_proj' by module. Megatron-Core's default is none.
+    by_id = {r["id"]: r for r in records}
+    assert V.to_query(by_id["mbridge-26.04.01-llama3-70b-gb300x64-fp8"]).recompute == "none"
+    assert V.to_query(by_id["mbridge-26.04.01-gptoss-120b-h100x64-bf16"]).recompute == "none"
+    assert V.to_query(by_id["mbridge-25.11-llama3-8b-h100x8-fp8-cs"]).recompute is None
+    assert V.to_query(by_id["mbridge-26.04.01-dsv3-b200x256-mxfp8"]).recompute is None
+    # a source that states it keeps its own
+    assert V.to_query(by_id["megatron-a100-mfu-hfu-22b"]).recompute == "selective"
+
+
 # --- one basis ------------------------------------------------------------------------------------------------
 
 def test_hardware_flops_runs_convert_with_the_papers_formula(records):

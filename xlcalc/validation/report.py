@@ -211,6 +211,11 @@ def render(v: dict) -> str:
         "release that measures a recipe is scored (every row of it); older releases are listed as not scored. The",
         "earlier, narrower rule (same recipe only with the same layout and batch, so re-tuned layouts of older",
         "releases stay in) is scored beside it below.",
+        "Where a source's table does not state the activation recomputation but its training code sets it, the code's",
+        "setting is pinned (`xlcalc.validation.runs.RECIPE_RECOMPUTE`, with the files it is read from): Megatron-Bridge's",
+        "performance recipes recompute nothing for Llama 3 8B/70B, Llama 3.1 405B, Qwen3-30B-A3B/235B-A22B and",
+        "GPT-OSS-120B (elementwise modules only); DeepSeek-V3 and Kimi K2 recompute MLA up-projections and MLPs by",
+        "module, which the model has no name for, and stay the planner's choice.",
         "",
         f"Step-time model features this version expresses (read from the planner's API): "
         f"{', '.join(v['capabilities']) or 'none of FP8, CP, EP, uneven stages'}. Runs that need a feature it",

@@ -60,6 +60,34 @@ SCORED_APART = {
         "3.35 TB/s and 700 W: neither the peak nor the sustained GEMM rate (MAMF) of this part is published"),
 }
 
+# Activation recomputation a source's own training code sets where its results table does not state it.
+# Megatron-Bridge: Megatron-Core recomputes nothing by default (TransformerConfig.recompute_granularity None), the
+# recipes clear it (cfg.model.recompute_granularity = None, e.g. recipes/llama, recipes/gpt_oss,
+# scripts/performance/configs/qwen/qwen3_llm_pretrain.py), and the performance scripts turn it on only for a
+# workload config that names recompute_num_layers (full, by block) or recompute_modules (selective by module)
+# (scripts/performance/utils/overrides.py _set_recompute_overrides). The workload configs
+# (scripts/performance/configs/*/*_workload_base_configs.py, Megatron-Bridge commit c8327cf^, the last that holds
+# them) name neither for Llama 3 8B and 70B, Llama 3.1 405B and Qwen3-30B-A3B / 235B-A22B on any GPU, and for
+# GPT-OSS-120B only the 'layernorm' and 'moe_act' modules, which recompute no matmul (charged as no recomputation).
+# Kept unstated (the planner's choice): Llama 3 8B on H100 FP8-CS (recompute_num_layers=5) and DeepSeek-V3 / Kimi K2
+# (their configs recompute the MLA up-projections and MLPs by module, which the step-time model has no name for).
+# Some dense configs offload activations to CPU memory instead (cpu_offloading_num_layers), which the memory model
+# does not count: such a run is evaluated at its layout anyway and flagged "does not fit".
+RECIPE_RECOMPUTE: dict[str, dict[str, str]] = {
+    "megatron-bridge-perf-summary": {"Llama 3 8B": "none", "Llama 3 70B": "none", "Llama 3.1 405B": "none",
+                                     "Qwen3-30B-A3B": "none", "Qwen3-235B-A22B": "none", "GPT-OSS 120B": "none"},
+}
+RECIPE_RECOMPUTE_EXCEPT = {("megatron-bridge-perf-summary", "Llama 3 8B", "H100 SXM")}
+
+
+def _recipe_recompute(rec: dict) -> Optional[str]:
+    """Recompute as the source's training code sets it (RECIPE_RECOMPUTE), None where it is not known."""
+    src, name = rec["source_id"], rec["model"]["name"]
+    if (src, name, rec["gpu"]) in RECIPE_RECOMPUTE_EXCEPT:
+        return None
+    return RECIPE_RECOMPUTE.get(src, {}).get(name)
+
+
 SHARDING_ZERO = {"fsdp_full_shard": 3, "zero3": 3, "megatron_fsdp": 3, "fsdp_grad_op": 2, "zero1": 1, "none": 0}
 RECOMPUTE = {"none": "none", "full": "full", "megatron_selective": "selective", "selective_op": "op_selective",
              "selective_other": "selective"}
@@ -224,7 +252,7 @@ def to_query(rec: dict) -> Query | Skip:
         return Skip(rid, src, f"architecture not expressible: {e}")
     arch = arch_from_model(model)
     seq = lay["seq_len"]
-    recompute = RECOMPUTE.get(rec["recompute"]) if rec.get("recompute") else None
+    recompute = RECOMPUTE.get(rec["recompute"]) if rec.get("recompute") else _recipe_recompute(rec)
     tokens, basis = _measured_tokens_s(rec, arch, seq, recompute)
     if tokens is None:
         return Skip(rid, src, basis)
