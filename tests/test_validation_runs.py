@@ -208,6 +208,14 @@ def test_megatron_bridge_recompute_is_what_its_performance_configs_set(records):
     assert V.to_query(by_id["megatron-a100-mfu-hfu-22b"]).recompute == "selective"
 
 
+def test_megatron_bridge_a2a_overlap_only_where_its_config_sets_it(records):
+    # Megatron-Bridge qwen3_workload_base_configs.py (commit c8327cf^): QWEN3_30B_A3B_PRETRAIN_CONFIG_GB300_FP8_MX_V1
+    # (TP1 PP1 EP8) sets moe_a2a_overlap=True; the B200 FP8_MX config (same layout) does not.
+    by_id = {r["id"]: r for r in records}
+    assert dict(V.to_query(by_id["mbridge-26.08-qwen3-30b-a3b-gb300x8-mxfp8"]).settings).get("ep_overlap") == 1.0
+    assert "ep_overlap" not in dict(V.to_query(by_id["mbridge-26.04.01-qwen3-30b-a3b-b200x8-mxfp8"]).settings)
+
+
 # --- one basis ------------------------------------------------------------------------------------------------
 
 def test_hardware_flops_runs_convert_with_the_papers_formula(records):

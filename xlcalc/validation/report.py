@@ -215,7 +215,10 @@ def render(v: dict) -> str:
         "setting is pinned (`xlcalc.validation.runs.RECIPE_RECOMPUTE`, with the files it is read from): Megatron-Bridge's",
         "performance recipes recompute nothing for Llama 3 8B/70B, Llama 3.1 405B, Qwen3-30B-A3B/235B-A22B and",
         "GPT-OSS-120B (elementwise modules only); DeepSeek-V3 and Kimi K2 recompute MLA up-projections and MLPs by",
-        "module, which the model has no name for, and stay the planner's choice.",
+        "module, which the model has no name for, and stay the planner's choice. Likewise the runs whose layout is",
+        "that of a Megatron-Bridge workload config with `moe_a2a_overlap=True` are predicted with the expert-parallel",
+        "all-to-all hidden behind another micro-batch's compute (`ep_overlap` 1; `runs.A2A_OVERLAP_CONFIGS`). Both",
+        "tables are read from one commit of the configs (c8327cf^, July 2026) and stand for every release.",
         "",
         f"Step-time model features this version expresses (read from the planner's API): "
         f"{', '.join(v['capabilities']) or 'none of FP8, CP, EP, uneven stages'}. Runs that need a feature it",

@@ -88,6 +88,39 @@ def _recipe_recompute(rec: dict) -> Optional[str]:
     return RECIPE_RECOMPUTE.get(src, {}).get(name)
 
 
+# Megatron-Bridge workload configs that set moe_a2a_overlap=True (scripts/performance/configs/*_workload_base_configs.py,
+# commit c8327cf^): Megatron-Core's EP all-to-all overlap hides the dispatch / combine of one micro-batch behind the
+# computation of another (Settings.ep_overlap = 1, as DeepSeek-V3's DualPipe). Keyed by (model, GPU as the runs name it,
+# precision recipe, TP, PP, EP): a run is taken to be that config only when its layout is the config's.
+A2A_OVERLAP_CONFIGS = {
+    ("DeepSeek-V3", "B200", "fp8-mx", 1, 8, 32), ("DeepSeek-V3", "B300", "fp8-mx", 1, 8, 8),
+    ("DeepSeek-V3", "GB200", "fp8-mx", 1, 4, 64), ("DeepSeek-V3", "GB300", "fp8-mx", 1, 2, 32),
+    ("Qwen3-235B-A22B", "GB200", "fp8-mx", 1, 8, 32), ("Qwen3-235B-A22B", "GB300", "fp8-mx", 1, 4, 32),
+    ("Qwen3-235B-A22B", "H100 SXM", "bf16", 2, 8, 32), ("Qwen3-235B-A22B", "H100 SXM", "fp8-cs", 2, 8, 32),
+    ("Qwen3-30B-A3B", "B300", "fp8-mx", 1, 1, 8), ("Qwen3-30B-A3B", "GB200", "fp8-mx", 1, 1, 8),
+    ("Qwen3-30B-A3B", "GB300", "fp8-mx", 1, 1, 8),
+    ("GPT-OSS 120B", "GB200", "bf16", 1, 1, 64), ("GPT-OSS 120B", "GB200", "fp8-mx", 1, 1, 64),
+    ("GPT-OSS 120B", "GB300", "fp8-mx", 1, 1, 16),
+}
+
+
+def _precision_recipe(rec: dict) -> str:
+    """bf16, fp8-mx (MXFP8), fp8-cs (current scaling; Megatron-Bridge's H100 'FP8' rows), fp4 ..."""
+    prec = rec["precision"]
+    if prec.get("matmul") != "fp8":
+        return str(prec.get("matmul"))
+    return "fp8-mx" if "MXFP8" in str(prec.get("fp8_recipe")) else "fp8-cs"
+
+
+def _recipe_settings(rec: dict) -> dict[str, Any]:
+    """Settings a run's own training config pins (A2A_OVERLAP_CONFIGS)."""
+    if rec["source_id"] != "megatron-bridge-perf-summary":
+        return {}
+    lay = rec["layout"]
+    key = (rec["model"]["name"], rec["gpu"], _precision_recipe(rec), lay["tp"], lay["pp"], lay.get("ep") or 1)
+    return dict(ep_overlap=1.0) if key in A2A_OVERLAP_CONFIGS else {}
+
+
 SHARDING_ZERO = {"fsdp_full_shard": 3, "zero3": 3, "megatron_fsdp": 3, "fsdp_grad_op": 2, "zero1": 1, "none": 0}
 RECOMPUTE = {"none": "none", "full": "full", "megatron_selective": "selective", "selective_op": "op_selective",
              "selective_other": "selective"}
@@ -259,7 +292,8 @@ def to_query(rec: dict) -> Query | Skip:
     profile = PROFILES.get(src)
     if profile is None:
         return Skip(rid, src, f"no software-stack profile for source {src}")
-    extra: dict[str, Any] = {**PROFILE_SETTINGS.get(profile, {}), **SOURCE_SETTINGS.get(src, {})}
+    extra: dict[str, Any] = {**PROFILE_SETTINGS.get(profile, {}), **SOURCE_SETTINGS.get(src, {}),
+                             **_recipe_settings(rec)}
     if not row.scaleout_gb_s and gid in SCALEOUT_GB_S:
         extra["scaleout_gb_s"] = SCALEOUT_GB_S[gid]
     if rec["gpu"] in GPU_MEMORY_GB:
