@@ -204,6 +204,8 @@ def test_megatron_bridge_recompute_is_what_its_performance_configs_set(records):
     assert V.to_query(by_id["mbridge-26.04.01-gptoss-120b-h100x64-bf16"]).recompute == "none"
     assert V.to_query(by_id["mbridge-25.11-llama3-8b-h100x8-fp8-cs"]).recompute is None
     assert V.to_query(by_id["mbridge-26.04.01-dsv3-b200x256-mxfp8"]).recompute is None
+    # ... but DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V1/V2 (TP1 PP2 EP32) set recompute_modules=[]
+    assert V.to_query(by_id["mbridge-26.08-dsv3-gb300x256-mxfp8"]).recompute == "none"
     # a source that states it keeps its own
     assert V.to_query(by_id["megatron-a100-mfu-hfu-22b"]).recompute == "selective"
 

@@ -78,11 +78,16 @@ RECIPE_RECOMPUTE: dict[str, dict[str, str]] = {
                                      "Qwen3-30B-A3B": "none", "Qwen3-235B-A22B": "none", "GPT-OSS 120B": "none"},
 }
 RECIPE_RECOMPUTE_EXCEPT = {("megatron-bridge-perf-summary", "Llama 3 8B", "H100 SXM")}
+# Single Megatron-Bridge configs of the models above that are left to the planner, keyed as A2A_OVERLAP_CONFIGS:
+# DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_FP8_MX_V1/V2 (TP1 PP2 EP32) set recompute_modules=[] (no recomputation).
+RECIPE_RECOMPUTE_CONFIGS = {("DeepSeek-V3", "GB300", "fp8-mx", 1, 2, 32): "none"}
 
 
 def _recipe_recompute(rec: dict) -> Optional[str]:
     """Recompute as the source's training code sets it (RECIPE_RECOMPUTE), None where it is not known."""
     src, name = rec["source_id"], rec["model"]["name"]
+    if src == "megatron-bridge-perf-summary" and _config_key(rec) in RECIPE_RECOMPUTE_CONFIGS:
+        return RECIPE_RECOMPUTE_CONFIGS[_config_key(rec)]
     if (src, name, rec["gpu"]) in RECIPE_RECOMPUTE_EXCEPT:
         return None
     return RECIPE_RECOMPUTE.get(src, {}).get(name)
@@ -112,13 +117,17 @@ def _precision_recipe(rec: dict) -> str:
     return "fp8-mx" if "MXFP8" in str(prec.get("fp8_recipe")) else "fp8-cs"
 
 
+def _config_key(rec: dict) -> tuple:
+    """(model, GPU as the run names it, precision recipe, TP, PP, EP): which workload config a run is."""
+    lay = rec["layout"]
+    return (rec["model"]["name"], rec["gpu"], _precision_recipe(rec), lay["tp"], lay["pp"], lay.get("ep") or 1)
+
+
 def _recipe_settings(rec: dict) -> dict[str, Any]:
     """Settings a run's own training config pins (A2A_OVERLAP_CONFIGS)."""
     if rec["source_id"] != "megatron-bridge-perf-summary":
         return {}
-    lay = rec["layout"]
-    key = (rec["model"]["name"], rec["gpu"], _precision_recipe(rec), lay["tp"], lay["pp"], lay.get("ep") or 1)
-    return dict(ep_overlap=1.0) if key in A2A_OVERLAP_CONFIGS else {}
+    return dict(ep_overlap=1.0) if _config_key(rec) in A2A_OVERLAP_CONFIGS else {}
 
 
 SHARDING_ZERO = {"fsdp_full_shard": 3, "zero3": 3, "megatron_fsdp": 3, "fsdp_grad_op": 2, "zero1": 1, "none": 0}
