@@ -216,6 +216,10 @@ def test_megatron_bridge_a2a_overlap_only_where_its_config_sets_it(records):
     by_id = {r["id"]: r for r in records}
     assert dict(V.to_query(by_id["mbridge-26.08-qwen3-30b-a3b-gb300x8-mxfp8"]).settings).get("ep_overlap") == 1.0
     assert "ep_overlap" not in dict(V.to_query(by_id["mbridge-26.04.01-qwen3-30b-a3b-b200x8-mxfp8"]).settings)
+    # the Megatron-Core MoE model zoo states it in its Notes cell ('+1f1b overlap'): step 17.6 s against 19.7 s
+    zoo = "moezoo-qwen3-235b-h100x256-bf16-deepep-tp2pp8ep32"
+    assert dict(V.to_query(by_id[zoo + "-1f1b-overlap"]).settings).get("ep_overlap") == 1.0
+    assert "ep_overlap" not in dict(V.to_query(by_id[zoo]).settings)
 
 
 # --- one basis ------------------------------------------------------------------------------------------------

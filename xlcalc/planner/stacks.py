@@ -57,7 +57,7 @@ STACKS: dict[str, Stack] = {s.id: s for s in (
                 "Megatron-Core transformer_engine spec (TELayerNormColumnParallelLinear, fused LayerNorm-MLP)"),
                ("cuDNN / Transformer Engine fused attention, tuned for each GPU generation: no generation factor",
                 "Megatron-Core TEDotProductAttention")),
-        matmul_efficiency=0.783,
+        matmul_efficiency=0.774,
         sources=("megatron-bridge-perf-summary", "megatron-moe-modelzoo", "nemo-perf-summary-24.07",
                  "megatron-lm-readme-h100", "megascale2024", "llama3-paper", "deepseek-v3-report"),
     ),

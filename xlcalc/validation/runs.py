@@ -124,7 +124,10 @@ def _config_key(rec: dict) -> tuple:
 
 
 def _recipe_settings(rec: dict) -> dict[str, Any]:
-    """Settings a run's own training config pins (A2A_OVERLAP_CONFIGS)."""
+    """Settings a run's own training config pins (A2A_OVERLAP_CONFIGS), or its row states: the Megatron-Core MoE
+    model zoo's '+1f1b overlap' (its Notes cell) is the same EP all-to-all overlap with another micro-batch."""
+    if rec["source_id"] == "megatron-moe-modelzoo":
+        return dict(ep_overlap=1.0) if "1f1b overlap" in rec["quote"] else {}
     if rec["source_id"] != "megatron-bridge-perf-summary":
         return {}
     return dict(ep_overlap=1.0) if _config_key(rec) in A2A_OVERLAP_CONFIGS else {}
