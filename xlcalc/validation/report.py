@@ -117,15 +117,17 @@ def _reason_groups(reason: str) -> list[str]:
 
 def _rule_rows(v: dict) -> list[str]:
     """The headline under both data-selection rules (runs.DEDUP_RULES), and Megatron-Bridge's own figures."""
-    other = v.get("other_rule")
-    if not other or not other.get("scored"):
+    others = v.get("other_rules") or {}
+    if not any(o.get("scored") for o in others.values()):
         return []
-    rows = ["Which runs are scored, both rules (leave one source out each, constants refitted):", "",
+    rows = ["Which runs are scored, under each rule (leave one source out each, constants refitted):", "",
             "| rule | runs | median error | within 15% | hindsight constant: median error | within 15% | points over "
             "it | Megatron-Bridge runs | their median error | within 15% |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    names = {"recipe+layout": "newest release of each recipe and layout (earlier rule)",
+             "every release": "every release (no rule)"}
     for name, res in (("newest release of each model x GPU x count x precision recipe (scored here)", v),
-                      ("newest release of each recipe and layout (earlier rule)", other)):
+                      *((names.get(k, k), o) for k, o in others.items() if o.get("scored"))):
         h = headline(res)
         mb = summary([s.error for s in res["scored"] if s.query.source_id == "megatron-bridge-perf-summary"])
         nb = sum(s.query.source_id == "megatron-bridge-perf-summary" for s in res["scored"])
@@ -210,7 +212,7 @@ def render(v: dict) -> str:
         "MXFP8, ...); the layout, micro-batch and global batch are the release's answer to it. Only the newest",
         "release that measures a recipe is scored (every row of it); older releases are listed as not scored. The",
         "earlier, narrower rule (same recipe only with the same layout and batch, so re-tuned layouts of older",
-        "releases stay in) is scored beside it below.",
+        "releases stay in) and no rule at all (every release scored) are scored beside it below.",
         "Where a source's table does not state the activation recomputation but its training code sets it, the code's",
         "setting is pinned (`xlcalc.validation.runs.RECIPE_RECOMPUTE`, with the files it is read from): Megatron-Bridge's",
         "performance recipes recompute nothing for Llama 3 8B/70B, Llama 3.1 405B, Qwen3-30B-A3B/235B-A22B and",

@@ -173,13 +173,13 @@ def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> 
             skipped.append(Skip(q.id, q.source_id, why))
         else:
             queries.append(q)
-    # the runs the earlier rule (recipe+layout) keeps include every run the default rule keeps: predict them once
+    # every release is predicted once: the default rule's runs, the earlier rule's (recipe+layout) and no rule at all
     wide, _ = deduplicate(queries, by_id, "recipe+layout")
     kept, dups = deduplicate(queries, by_id, DEDUP_RULE)
     skipped += dups
     kept_ids = {q.id for q in kept}
     curves, refused = {}, set()
-    for q in wide:
+    for q in queries:
         try:
             curves[q.id] = predict(q, caps)
         except (InputError, CatalogError) as e:
@@ -193,10 +193,13 @@ def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> 
     ok = headline_runs(kept)
     apart = [q for q in kept if q.id not in refused and q.gpu_label in SCORED_APART]
     result = loso(ok, curves) if ok else dict(scored=[], calibration={}, fitted={}, fitted_factor=1.0, in_sample=[])
-    wide_ok = headline_runs(wide)
+    other_rules = {}
+    for rule, runs in (("recipe+layout", wide), ("every release", queries)):
+        rule_ok = headline_runs(runs)
+        other_rules[rule] = loso(rule_ok, curves) if rule_ok else dict(scored=[])
     result.update(records=len(records), skipped=skipped, capabilities=sorted(caps),
                   apart=score_apart(apart, ok, curves, cast(dict, result["calibration"])),
-                  other_rule=dict(rule="recipe+layout", **(loso(wide_ok, curves) if wide_ok else dict(scored=[]))))
+                  other_rules=other_rules)
     return result
 
 
