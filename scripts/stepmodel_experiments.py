@@ -54,6 +54,12 @@ VARIANTS = [
     ("C: FP8 casts as each stack does them", _merge(C)),
     ("B2 + C", _merge(B2, C)),
     ("A + B2 + C", _merge({"*": dict(matmul_efficiency_of_mamf=True)}, B2, C)),
+    # Blackwell SM counts for wave quantization (off today: hardware.SM_COUNT lists none): B200 148 SMs, 74 of 80 per
+    # die (Chips and Cheese, "Nvidia's B200: Keeping the CUDA Juggernaut Rolling", 2025; GB200 the same GPU);
+    # Blackwell Ultra 160 SMs (NVIDIA, "Inside NVIDIA Blackwell Ultra", 2025). Does not improve the headline.
+    ("D: wave quantization on Blackwell (SM counts)",
+     {"gpu": {"b200": dict(sm_count=148), "gb200": dict(sm_count=148), "b300": dict(sm_count=160),
+              "gb300": dict(sm_count=160)}}),
 ]
 
 _original = A._settings
@@ -61,7 +67,8 @@ _original = A._settings
 
 def _with(variant: dict):
     def settings(q, eff, factor=1.0):
-        return _original(q, eff, factor).model_copy(update=variant.get("*", {}) | variant.get(q.profile, {}))
+        return _original(q, eff, factor).model_copy(update=variant.get("*", {}) | variant.get(q.profile, {})
+                                                     | variant.get("gpu", {}).get(q.gpu, {}))
     return settings
 
 
