@@ -184,6 +184,16 @@ def test_elementwise_time_counts_layers_and_loss():
     assert got == pytest.approx(24_629_248 * 4096 / 2e12)
 
 
+def test_elementwise_time_fused_loss_bytes():
+    # one layer, h = 768, F = 3072 (not gated): 6*(15h + 2F) = 6*(11,520 + 6,144) = 105,984 bytes per token; the loss:
+    # a fused cross-entropy on bf16 logits reads each logit in the forward (2 bytes) and reads it and writes its
+    # gradient in the backward (2 + 2): 6 bytes x V = 50,368 = 302,208 bytes per token, against 16 x V = 805,888 over
+    # fp32 logits; 4096 tokens at 2 TB/s
+    got = fs.elementwise_time_s(1, 4096, 768, 3072, 50368, 2.0, loss_bytes=6)
+    assert got == pytest.approx((105_984 + 302_208) * 4096 / 2e12)
+    assert fs.elementwise_time_s(1, 4096, 768, 3072, 50368, 2.0) == pytest.approx((105_984 + 805_888) * 4096 / 2e12)
+
+
 def test_tp_comm_time():
     # 4 ring all-reduces of 2*s*b*h = 2*4096*8192 bytes on t = 8: 4 * 2 * 67,108,864 * 7/8 = 469,762,048 bytes
     # per layer; 80 layers = 37,580,963,840 bytes over 450 GB/s x 0.8 = 360 GB/s -> 0.10439 s

@@ -1898,10 +1898,11 @@ def STAGE_UNFUSED_ATTENTION_TIME_S(flops, layers_per_stage, tokens, seq_len, hea
 @arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
 @arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @arg("elementwise_factor", ndim=2, doc="Multiplier on the counted HBM traffic of non-matmul kernels (norms, residuals, activations); 0 = ignore")
+@arg("loss_bytes", ndim=2, doc="HBM bytes per logit moved by the loss (fp32 logits, unfused: 16; fused cross-entropy on bf16 logits: 6) [bytes]")
 @ret()
-def ELEMENTWISE_TIME_S(layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn=False, tp=1, seq_parallel=False, recompute="none", elementwise_factor=1):
-    """Time of the non-matmul kernels (norms, residuals, dropout, activation, loss) of one stage on one GPU. [seconds]. (L/p * ELEMENTWISE_BYTES_PER_TOKEN * (4/3 with full recompute, else 1) + 16*V/t * factor) * tokens / (HBM*1e12). Source: memory-bound kerne..."""
-    return formula_call("elementwise_time_s", layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn, tp, seq_parallel, recompute, elementwise_factor)
+def ELEMENTWISE_TIME_S(layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn=False, tp=1, seq_parallel=False, recompute="none", elementwise_factor=1, loss_bytes=16):
+    """Time of the non-matmul kernels (norms, residuals, dropout, activation, loss) of one stage on one GPU. [seconds]. (L/p * ELEMENTWISE_BYTES_PER_TOKEN * (4/3 with full recompute, else 1) + loss bytes*V/t * factor) * tokens / (HBM*1e12). Source: memory-bou..."""
+    return formula_call("elementwise_time_s", layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn, tp, seq_parallel, recompute, elementwise_factor, loss_bytes)
 
 
 @func(category=CATEGORY)

@@ -437,21 +437,24 @@ def stage_unfused_attention_time_s(flops, layers_per_stage, tokens, seq_len, hea
 @formula(
     udf="ELEMENTWISE_TIME_S", unit="seconds", category="steptime",
     equation=(
-        "(L/p * ELEMENTWISE_BYTES_PER_TOKEN * (4/3 with full recompute, else 1) + 16*V/t * factor) "
+        "(L/p * ELEMENTWISE_BYTES_PER_TOKEN * (4/3 with full recompute, else 1) + loss bytes*V/t * factor) "
         "* tokens / (HBM*1e12)"
     ),
     source=(
         "memory-bound kernels at HBM bandwidth (seed 004 roofline); full and per-op selective recomputation "
-        "(torchtitan: every non-matmul op recomputed) rerun the forward third of the traffic; loss over fp32 logits: 16 bytes per logit (forward read 4 + write 4, "
-        "backward read 4 + write 4)"
+        "(torchtitan: every non-matmul op recomputed) rerun the forward third of the traffic; loss over fp32 logits: "
+        "16 bytes per logit (forward read 4 + write 4, backward read 4 + write 4); a fused cross-entropy kernel on "
+        "bf16 logits (flash-attn's xentropy, llm-foundry's default loss): 6 (forward read 2, backward read 2 + "
+        "write the gradient 2)"
     ),
 )
 def elementwise_time_s(layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn=False, tp=1,
-                       seq_parallel=False, recompute="none", elementwise_factor=1):
+                       seq_parallel=False, recompute="none", elementwise_factor=1, loss_bytes=16):
     """Time of the non-matmul kernels (norms, residuals, dropout, activation, loss) of one stage on one GPU."""
     per_layer = elementwise_bytes_per_token(hidden, ffn_hidden, gated_ffn, tp, seq_parallel, elementwise_factor)
     passes = if_(or_(eq(recompute, "full"), eq(recompute, "op_selective")), 4 / 3, 1)
-    return (layers_per_stage * per_layer * passes + 16 * vocab / tp * elementwise_factor) * tokens / (hbm_tb_s * 1e12)
+    return ((layers_per_stage * per_layer * passes + loss_bytes * vocab / tp * elementwise_factor) * tokens
+            / (hbm_tb_s * 1e12))
 
 
 @formula(

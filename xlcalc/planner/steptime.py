@@ -92,6 +92,18 @@ class Settings(BaseModel):
                     "LayerNormLinear / LayerNormMLP, as Megatron-Core uses them): of the forward GEMM operands only "
                     "the attention output is cast separately; the backward output gradients are cast either way.")
     flash_attention: bool = Field(default=True, description="Fused attention: no s x s activations, causal half computed.")
+    loss_bytes: float = Field(
+        default=16.0, ge=0,
+        description="HBM bytes per logit the loss moves (ELEMENTWISE_TIME_S): 16 for a cross-entropy over fp32 logits "
+                    "(forward read 4 + write 4, backward read 4 + write 4); 6 for a fused cross-entropy kernel on bf16 "
+                    "logits (flash-attn's xentropy: forward read 2, backward read 2 + write the gradient in place 2), "
+                    "llm-foundry's default loss_fn 'fused_crossentropy' (llmfoundry/models/mpt/modeling_mpt.py, 2023).")
+    gather_bytes: Optional[float] = Field(
+        default=None, gt=0,
+        description="Bytes per parameter element of the ZeRO / FSDP weight all-gathers. None: bytes_weights (the "
+                    "stored weights are gathered as they are). PyTorch FSDP with mixed precision casts each sharded "
+                    "fp32 parameter to param_dtype before the all-gather (MixedPrecision / MixedPrecisionPolicy "
+                    "param_dtype=bfloat16: 2), while its optimizer keeps fp32 shards.")
     link_efficiency: float = Field(
         default=0.8, gt=0, le=1,
         description="Achieved collective bus bandwidth / link bandwidth (NCCL ring on NVLink or InfiniBand: 0.7-0.9).")
@@ -290,7 +302,7 @@ def _per_layer(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden
                eff: float, sm_count: Optional[int], hbm_tb_s: float, flash: bool, attention_efficiency: float,
                elementwise_factor: float, attention_factor: float = 1.0,
                fp8_cast_bytes: float = 0.0, fp8_forward_fused: bool = False,
-               projection: tuple[int, int, int] | None = None) -> tuple[float, float, float]:
+               projection: tuple[int, int, int] | None = None, loss_bytes: float = 16.0) -> tuple[float, float, float]:
     """(compute time of one layer, its attention part, the logit layer's compute) for one micro-batch on one GPU.
 
     Every term of a stage's compute is linear in its layers, so a stage of n layers takes n x layer (+ logit
@@ -318,7 +330,7 @@ def _per_layer(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden
     ew = dict(tokens=tokens, hidden=hidden, ffn_hidden=ffn_hidden, hbm_tb_s=hbm_tb_s, gated_ffn=gated_ffn, tp=tp,
               seq_parallel=seq_parallel, recompute=recompute, elementwise_factor=elementwise_factor)
     ew_layer = fs.elementwise_time_s.fast(layers_per_stage=1, vocab=0, **ew)
-    ew_logits = fs.elementwise_time_s.fast(layers_per_stage=0, vocab=vocab, **ew)
+    ew_logits = fs.elementwise_time_s.fast(layers_per_stage=0, vocab=vocab, loss_bytes=loss_bytes, **ew)
     if fp8_cast_bytes:  # FP8 run: the casts of the block GEMMs' operands, at HBM speed
         ew_layer += fs.fp8_cast_bytes_per_token.fast(
             hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim, ffn_hidden=ffn_hidden,
@@ -338,7 +350,7 @@ def _compute_mb(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: in
         arch.hidden, arch.heads, arch.kv_heads, arch.head_dim, arch.ffn_hidden, arch.vocab, arch.gated_ffn,
         seq_len * b // c, seq_len, t, cfg.seq_parallel, rc, peak, mm_peak, hw.matmul_efficiency, hw.sm_count,
         hw.hbm_tb_s, st.flash_attention, st.attention_efficiency, st.elementwise_factor, hw.attention_factor,
-        st.fp8_cast_bytes if cfg.fp8 else 0.0, st.fp8_forward_casts_fused, arch.projection_shape)
+        st.fp8_cast_bytes if cfg.fp8 else 0.0, st.fp8_forward_casts_fused, arch.projection_shape, st.loss_bytes)
     if arch.moe_layers:
         # token permutation for the experts, averaged over the layers as the FFN is (each TP rank its share)
         layer_s += fs.moe_permute_time_s.fast(layers_per_stage=arch.moe_layers / arch.layers,
@@ -379,7 +391,7 @@ def sequence_compute_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, 
                                       hw.hbm_tb_s, st.flash_attention, st.attention_efficiency,
                                       st.elementwise_factor, hw.attention_factor,
                                       st.fp8_cast_bytes if cfg.fp8 else 0.0, st.fp8_forward_casts_fused,
-                                      arch.projection_shape)
+                                      arch.projection_shape, st.loss_bytes)
     return _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, cfg.pp)[0]
 
 
@@ -497,7 +509,7 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     dpc = d * c
     dp_kw = dict(microbatch_s=mb_s, scaleup_gb_s=hw.scaleup_gb_s, scaleout_gb_s=scaleout,
                  link_efficiency=st.link_efficiency, zero_stage=z, microbatches=m, grad_bytes=st.grad_bytes,
-                 bytes_weights=st.bytes_weights, overlap_frac=st.dp_overlap)
+                 bytes_weights=st.gather_bytes or st.bytes_weights, overlap_frac=st.dp_overlap)
     if dpc > 1:
         g = fs.ranks_per_domain.fast(ranks=dpc, stride_gpus=t, nvlink_domain=domain)
         t_dp = fs.dp_comm_time_hierarchical_s.fast(params_per_gpu=psi_dense if e > 1 else psi, dp=dpc,
