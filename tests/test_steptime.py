@@ -194,6 +194,16 @@ def test_elementwise_time_fused_loss_bytes():
     assert fs.elementwise_time_s(1, 4096, 768, 3072, 50368, 2.0) == pytest.approx((105_984 + 805_888) * 4096 / 2e12)
 
 
+def test_elementwise_bytes_without_dropout():
+    # h = 4096, F = 16384 (not gated), t = 1: with dropout 6*(15h + 2F) = 565,248 bytes per token and layer; without
+    # (p = 0: no dropout kernel) the two 2.5h dropout terms go: 6*(10h + 2F) = 6*(40,960 + 32,768) = 442,368
+    assert fs.elementwise_bytes_per_token(4096, 16384) == pytest.approx(565_248)
+    assert fs.elementwise_bytes_per_token(4096, 16384, dropout=False) == pytest.approx(442_368)
+    # and in the time of 32 layers plus a 16-byte loss over V = 32000 at 2 TB/s, 4096 tokens
+    got = fs.elementwise_time_s(32, 4096, 4096, 16384, 32000, 2.0, dropout=False)
+    assert got == pytest.approx((32 * 442_368 + 512_000) * 4096 / 2e12)
+
+
 def test_tp_comm_time():
     # 4 ring all-reduces of 2*s*b*h = 2*4096*8192 bytes on t = 8: 4 * 2 * 67,108,864 * 7/8 = 469,762,048 bytes
     # per layer; 80 layers = 37,580,963,840 bytes over 450 GB/s x 0.8 = 360 GB/s -> 0.10439 s

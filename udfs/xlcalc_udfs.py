@@ -1637,10 +1637,11 @@ def UNFUSED_ATTENTION_TIME_S(flops, gemm_bytes, softmax_bytes, peak_tflops, matm
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
 @arg("seq_parallel", ndim=2, doc="Sequence parallelism on (TRUE/FALSE)")
 @arg("elementwise_factor", ndim=2, doc="Multiplier on the counted HBM traffic of non-matmul kernels (norms, residuals, activations); 0 = ignore")
+@arg("dropout", ndim=2, doc="Dropout on (keeps a 1-byte mask per element it drops from) (TRUE/FALSE)")
 @ret()
-def ELEMENTWISE_BYTES_PER_TOKEN(hidden, ffn_hidden, gated_ffn=False, tp=1, seq_parallel=False, elementwise_factor=1):
-    """HBM bytes moved by the non-matmul kernels of one layer per token (forward + backward). [bytes per token per layer]. factor * 6*[(2+2+3+3+2.5+2.5)*h/(t if SP) + (3 if gated else 2)*F/t] (fwd 2 bytes each, bwd twice fwd). Source: kernel count of a Megatr..."""
-    return formula_call("elementwise_bytes_per_token", hidden, ffn_hidden, gated_ffn, tp, seq_parallel, elementwise_factor)
+def ELEMENTWISE_BYTES_PER_TOKEN(hidden, ffn_hidden, gated_ffn=False, tp=1, seq_parallel=False, elementwise_factor=1, dropout=True):
+    """HBM bytes moved by the non-matmul kernels of one layer per token (forward + backward). [bytes per token per layer]. factor * 6*[(2+2+3+3+2.5+2.5)*h/(t if SP) + (3 if gated else 2)*F/t] (fwd 2 bytes each, bwd twice fwd); without dropout (p = 0) the two ..."""
+    return formula_call("elementwise_bytes_per_token", hidden, ffn_hidden, gated_ffn, tp, seq_parallel, elementwise_factor, dropout)
 
 
 @func(category=CATEGORY)
@@ -1899,10 +1900,11 @@ def STAGE_UNFUSED_ATTENTION_TIME_S(flops, layers_per_stage, tokens, seq_len, hea
 @arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @arg("elementwise_factor", ndim=2, doc="Multiplier on the counted HBM traffic of non-matmul kernels (norms, residuals, activations); 0 = ignore")
 @arg("loss_bytes", ndim=2, doc="HBM bytes per logit moved by the loss (fp32 logits, unfused: 16; fused cross-entropy on bf16 logits: 6) [bytes]")
+@arg("dropout", ndim=2, doc="Dropout on (keeps a 1-byte mask per element it drops from) (TRUE/FALSE)")
 @ret()
-def ELEMENTWISE_TIME_S(layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn=False, tp=1, seq_parallel=False, recompute="none", elementwise_factor=1, loss_bytes=16):
+def ELEMENTWISE_TIME_S(layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn=False, tp=1, seq_parallel=False, recompute="none", elementwise_factor=1, loss_bytes=16, dropout=True):
     """Time of the non-matmul kernels (norms, residuals, dropout, activation, loss) of one stage on one GPU. [seconds]. (L/p * ELEMENTWISE_BYTES_PER_TOKEN * (4/3 with full recompute, else 1) + loss bytes*V/t * factor) * tokens / (HBM*1e12). Source: memory-bou..."""
-    return formula_call("elementwise_time_s", layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn, tp, seq_parallel, recompute, elementwise_factor, loss_bytes)
+    return formula_call("elementwise_time_s", layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn, tp, seq_parallel, recompute, elementwise_factor, loss_bytes, dropout)
 
 
 @func(category=CATEGORY)

@@ -213,6 +213,7 @@ _add("microbatch_s", "seconds", "Time of one micro-batch (forward + backward) on
 _add("step_s", "seconds", "Time of one training step (iteration)", example=10, **POS)
 _add("bytes_per_param_step", "bytes/param", "HBM bytes read + written per parameter by the optimizer step (Adam fp32: 30)", example=30, **NONNEG)
 _add("elementwise_factor", "", "Multiplier on the counted HBM traffic of non-matmul kernels (norms, residuals, activations); 0 = ignore", example=1, **NONNEG)
+_add("dropout", "", "Dropout layers run (p > 0); FALSE when the model trains without dropout (p = 0: no kernel) (TRUE/FALSE)", example=True, kind="bool")
 _add("loss_bytes", "bytes", "HBM bytes per logit moved by the loss (fp32 logits, unfused: 16; fused cross-entropy on bf16 logits: 6)", example=16, **NONNEG)
 _add("fp8_cast_bytes", "bytes", "HBM bytes per element of each FP8 GEMM operand cast from bf16 (Transformer Engine cast-transpose: read 2, write 1 + 1 transposed = 4)", example=4, **NONNEG)
 _add("fp8_forward_fused", "", "The norms and the MLP activation write FP8 directly, so only the attention output is cast in the forward pass (Transformer Engine LayerNormLinear/LayerNormMLP) (TRUE/FALSE)", example=False, kind="bool")

@@ -181,12 +181,16 @@ def unfused_attention_time_s(flops, gemm_bytes, softmax_bytes, peak_tflops, matm
 
 @formula(
     udf="ELEMENTWISE_BYTES_PER_TOKEN", unit="bytes per token per layer", category="steptime",
-    equation="factor * 6*[(2+2+3+3+2.5+2.5)*h/(t if SP) + (3 if gated else 2)*F/t] (fwd 2 bytes each, bwd twice fwd)",
-    source="kernel count of a Megatron layer: 2 layer norms, 2 residual adds, 2 dropouts, activation; x3 for fwd+bwd",
+    equation="factor * 6*[(2+2+3+3+2.5+2.5)*h/(t if SP) + (3 if gated else 2)*F/t] (fwd 2 bytes each, bwd twice fwd); "
+             "without dropout (p = 0) the two 2.5*h terms drop: 10*h",
+    source="kernel count of a Megatron layer: 2 layer norms, 2 residual adds, 2 dropouts, activation; x3 for fwd+bwd; "
+           "PyTorch's dropout at p = 0 returns its input and launches no kernel (ATen Dropout.cpp)",
 )
-def elementwise_bytes_per_token(hidden, ffn_hidden, gated_ffn=False, tp=1, seq_parallel=False, elementwise_factor=1):
+def elementwise_bytes_per_token(hidden, ffn_hidden, gated_ffn=False, tp=1, seq_parallel=False, elementwise_factor=1,
+                                dropout=True):
     """HBM bytes moved by the non-matmul kernels of one layer per token (forward + backward)."""
-    replicated = if_(seq_parallel, 15 * hidden / tp, 15 * hidden)
+    per_h = if_(dropout, 15, 10)
+    replicated = if_(seq_parallel, per_h * hidden / tp, per_h * hidden)
     split = if_(gated_ffn, 3, 2) * ffn_hidden / tp
     return elementwise_factor * 6 * (replicated + split)
 
@@ -449,9 +453,10 @@ def stage_unfused_attention_time_s(flops, layers_per_stage, tokens, seq_len, hea
     ),
 )
 def elementwise_time_s(layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn=False, tp=1,
-                       seq_parallel=False, recompute="none", elementwise_factor=1, loss_bytes=16):
+                       seq_parallel=False, recompute="none", elementwise_factor=1, loss_bytes=16, dropout=True):
     """Time of the non-matmul kernels (norms, residuals, dropout, activation, loss) of one stage on one GPU."""
-    per_layer = elementwise_bytes_per_token(hidden, ffn_hidden, gated_ffn, tp, seq_parallel, elementwise_factor)
+    per_layer = elementwise_bytes_per_token(hidden, ffn_hidden, gated_ffn, tp, seq_parallel, elementwise_factor,
+                                            dropout)
     passes = if_(or_(eq(recompute, "full"), eq(recompute, "op_selective")), 4 / 3, 1)
     return ((layers_per_stage * per_layer * passes + loss_bytes * vocab / tp * elementwise_factor) * tokens
             / (hbm_tb_s * 1e12))

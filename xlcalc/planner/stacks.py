@@ -76,8 +76,14 @@ STACKS: dict[str, Stack] = {s.id: s for s in (
     Stack(
         id="llm-foundry", name="Composer / llm-foundry of 2023: PyTorch FSDP, FlashAttention-class kernels, MPT models",
         settings=dict(**_FIT, **_FSDP_BYTES, attention_by_generation=True, fp8_cast_bytes=4.0,
-                      fp8_forward_casts_fused=False, loss_bytes=6.0),
+                      fp8_forward_casts_fused=False, loss_bytes=6.0, dropout=False),
         facts=(_FSDP_FACT,
+               ("MPT trains without dropout: resid_pdrop and emb_pdrop default to 0.0 and the MPT yamls set no other; "
+                "PyTorch's dropout at p = 0 returns its input and launches no kernel, so a layer's non-matmul traffic "
+                "has no dropout terms (dropout False)",
+                "llm-foundry llmfoundry/models/mpt/configuration_mpt.py (MPTConfig resid_pdrop=0.0, emb_pdrop=0.0), "
+                "scripts/train/yamls/pretrain/mpt-*.yaml; PyTorch aten/src/ATen/native/Dropout.cpp (p == 0 returns "
+                "the input)"),
                ("the loss is flash-attn's fused cross-entropy kernel on the bf16 logits (loss_fn default "
                 "'fused_crossentropy'): forward reads each logit once (2 bytes), backward reads it and writes its "
                 "gradient in place (2 + 2), 6 bytes per logit instead of 16 over fp32 logits (loss_bytes 6)",
@@ -94,7 +100,7 @@ STACKS: dict[str, Stack] = {s.id: s for s in (
                ("FP8 (Composer amp_fp8) swaps the linear layers for te.Linear: norms and activation stay separate "
                 "bf16 kernels and every FP8 operand is cast on its own (fp8_forward_casts_fused False)",
                 "llm-foundry scripts/train/benchmarking/submit_benchmarks.py (TransformerEngine v0.10 for H100 FP8)")),
-        matmul_efficiency=0.769,
+        matmul_efficiency=0.7,
         sources=("llm-foundry-benchmarks",),
     ),
     Stack(

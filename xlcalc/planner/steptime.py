@@ -98,6 +98,11 @@ class Settings(BaseModel):
                     "(forward read 4 + write 4, backward read 4 + write 4); 6 for a fused cross-entropy kernel on bf16 "
                     "logits (flash-attn's xentropy: forward read 2, backward read 2 + write the gradient in place 2), "
                     "llm-foundry's default loss_fn 'fused_crossentropy' (llmfoundry/models/mpt/modeling_mpt.py, 2023).")
+    dropout: bool = Field(
+        default=True,
+        description="The model trains with dropout after attention and MLP (p > 0): two dropout kernels per layer in "
+                    "the counted non-matmul traffic (ELEMENTWISE_BYTES_PER_TOKEN). False: p = 0, where PyTorch's "
+                    "dropout returns its input and launches no kernel (MPT: resid_pdrop 0.0 by default).")
     gather_bytes: Optional[float] = Field(
         default=None, gt=0,
         description="Bytes per parameter element of the ZeRO / FSDP weight all-gathers. None: bytes_weights (the "
@@ -302,7 +307,8 @@ def _per_layer(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden
                eff: float, sm_count: Optional[int], hbm_tb_s: float, flash: bool, attention_efficiency: float,
                elementwise_factor: float, attention_factor: float = 1.0,
                fp8_cast_bytes: float = 0.0, fp8_forward_fused: bool = False,
-               projection: tuple[int, int, int] | None = None, loss_bytes: float = 16.0) -> tuple[float, float, float]:
+               projection: tuple[int, int, int] | None = None, loss_bytes: float = 16.0,
+               dropout: bool = True) -> tuple[float, float, float]:
     """(compute time of one layer, its attention part, the logit layer's compute) for one micro-batch on one GPU.
 
     Every term of a stage's compute is linear in its layers, so a stage of n layers takes n x layer (+ logit
@@ -328,7 +334,7 @@ def _per_layer(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden
             flops=att_flops, layers_per_stage=1, tokens=tokens, seq_len=seq_len, heads=heads, peak_tflops=peak,
             matmul_efficiency=eff, hbm_tb_s=hbm_tb_s, tp=tp, recompute=recompute)
     ew = dict(tokens=tokens, hidden=hidden, ffn_hidden=ffn_hidden, hbm_tb_s=hbm_tb_s, gated_ffn=gated_ffn, tp=tp,
-              seq_parallel=seq_parallel, recompute=recompute, elementwise_factor=elementwise_factor)
+              seq_parallel=seq_parallel, recompute=recompute, elementwise_factor=elementwise_factor, dropout=dropout)
     ew_layer = fs.elementwise_time_s.fast(layers_per_stage=1, vocab=0, **ew)
     ew_logits = fs.elementwise_time_s.fast(layers_per_stage=0, vocab=vocab, loss_bytes=loss_bytes, **ew)
     if fp8_cast_bytes:  # FP8 run: the casts of the block GEMMs' operands, at HBM speed
@@ -350,7 +356,7 @@ def _compute_mb(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: in
         arch.hidden, arch.heads, arch.kv_heads, arch.head_dim, arch.ffn_hidden, arch.vocab, arch.gated_ffn,
         seq_len * b // c, seq_len, t, cfg.seq_parallel, rc, peak, mm_peak, hw.matmul_efficiency, hw.sm_count,
         hw.hbm_tb_s, st.flash_attention, st.attention_efficiency, st.elementwise_factor, hw.attention_factor,
-        st.fp8_cast_bytes if cfg.fp8 else 0.0, st.fp8_forward_casts_fused, arch.projection_shape, st.loss_bytes)
+        st.fp8_cast_bytes if cfg.fp8 else 0.0, st.fp8_forward_casts_fused, arch.projection_shape, st.loss_bytes, st.dropout)
     if arch.moe_layers:
         # token permutation for the experts, averaged over the layers as the FFN is (each TP rank its share)
         layer_s += fs.moe_permute_time_s.fast(layers_per_stage=arch.moe_layers / arch.layers,
@@ -391,7 +397,7 @@ def sequence_compute_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, 
                                       hw.hbm_tb_s, st.flash_attention, st.attention_efficiency,
                                       st.elementwise_factor, hw.attention_factor,
                                       st.fp8_cast_bytes if cfg.fp8 else 0.0, st.fp8_forward_casts_fused,
-                                      arch.projection_shape, st.loss_bytes)
+                                      arch.projection_shape, st.loss_bytes, st.dropout)
     return _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, cfg.pp)[0]
 
 
