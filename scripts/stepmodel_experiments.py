@@ -33,6 +33,7 @@ C = {"*": dict(fp8_cast_bytes=4.0, fp8_forward_casts_fused=True),
      "llm-foundry": dict(fp8_cast_bytes=4.0, fp8_forward_casts_fused=False),
      "fsdp-eager": dict(fp8_cast_bytes=4.0, fp8_forward_casts_fused=False)}
 B2 = {p: dict(attention_by_generation=True) for p in FA2}
+FSDP = ("llm-foundry", "fsdp-eager", "fsdp-compiled")  # profiles on PyTorch FSDP
 
 
 def _merge(*variants: dict) -> dict:
@@ -60,6 +61,15 @@ VARIANTS = [
     ("D: wave quantization on Blackwell (SM counts)",
      {"gpu": {"b200": dict(sm_count=148), "gb200": dict(sm_count=148), "b300": dict(sm_count=160),
               "gb300": dict(sm_count=160)}}),
+    # llm-foundry's loss and dropout facts (xlcalc.planner.stacks) switched back off, one at a time
+    ("llm-foundry loss over fp32 logits (loss_bytes 16, not its fused cross-entropy)",
+     {"llm-foundry": dict(loss_bytes=16.0)}),
+    ("llm-foundry with dropout kernels (dropout on, not MPT's p = 0)", {"llm-foundry": dict(dropout=True)}),
+    # PyTorch FSDP facts measured but not pinned (they do not improve the headline)
+    ("FSDP all-gathers in bf16 (gather_bytes 2: MixedPrecision param_dtype)",
+     {p: dict(gather_bytes=2.0) for p in FSDP}),
+    ("FSDP ZeRO-3 traffic hidden behind the whole step (dp_overlap 1: forward/backward prefetch)",
+     {p: dict(dp_overlap=1.0) for p in FSDP}),
 ]
 
 _original = A._settings
