@@ -529,3 +529,53 @@ def test_libreoffice_money_cells_equal_the_engine_and_bad_inputs_read_as_sentenc
     wb = openpyxl.load_workbook(out["rent_below_energy"], data_only=True)
     assert str(_named(wb, "Breakeven_Utilisation").value).startswith("never")
     assert str(_named(wb, "Breakeven_Months").value).startswith("never")
+
+
+# --- owning priced from the chosen GPU: the catalog's purchase price, else an error (never a silent $15,000) --
+
+def _catalog_capex() -> dict[str, float]:
+    """Purchase prices straight from the price catalog file (not through the code under test)."""
+    import tomllib
+    rows = tomllib.loads((ROOT / "xlcalc" / "data" / "prices.toml").read_text())
+    return {r["gpu"]: r["capex_usd_per_gpu"] for r in next(iter(rows.values())) if "capex_usd_per_gpu" in r}
+
+
+def test_owning_is_priced_from_the_gpus_catalog_purchase_price(capsys):
+    capex = _catalog_capex()
+    assert capex["h100-sxm"] == 30000 and capex["a100-80gb"] == 15000
+    for gpu in ("h100", "a100-80gb"):
+        code, out, _ = run(capsys, "cost", "--gpu", gpu, "--usd-per-gpu-hour", "3", "--json")
+        data = json.loads(out)
+        gpu_id = catalog.get_gpu(gpu).id
+        assert code == 0 and data["inputs"]["capex_usd_per_gpu"] == capex[gpu_id]
+        assert "price catalog" in data["capex"] and f"${capex[gpu_id]:,.0f}" in data["capex"]
+        assert Scenario.build(gpu=gpu).capex_usd_per_gpu == capex[gpu_id]
+    # seed 001's example keeps its own $15,000, stated as the seed's
+    code, out, _ = run(capsys, "cost")
+    assert code == 0 and "Capex: $15,000 per GPU, seed 001's A100 example" in out
+
+
+def test_a_gpu_without_a_purchase_price_is_never_priced_silently(capsys):
+    assert "h800" not in _catalog_capex()
+    sentence = str(catalog.missing_capex("h800"))
+    for word in ("capex_usd_per_gpu", "--capex-usd-per-gpu", "Capex_USD_per_GPU", "h800"):
+        assert word in sentence
+    with pytest.raises(InputError) as e:
+        catalog.capex_for("h800")
+    assert e.value.name == "capex_usd_per_gpu"
+    # the CLI faces that price owning say the same sentence
+    for argv in (("cost", "--gpu", "h800"), ("budget", "--budget-usd", "1000000", "--gpu", "h800", "--own")):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == "" and sentence in err and "Traceback" not in err
+    # estimate: renting is priced, owning says what to type instead of a number
+    sc = Scenario.build(gpu="h800")
+    assert sc.capex_usd_per_gpu is None
+    r = evaluate(sc)
+    assert isinstance(r["Rent_Cost_USD"], float)
+    assert r["Own_Cost_USD"] == r["Hardware_Capex_USD"] == sentence
+    code, out, _ = run(capsys, "estimate", "--gpu", "h800")
+    assert code == 0 and "Own: not priced - " + sentence in out and "$15,000" not in out
+    # a typed price wins, stated as typed
+    code, out, _ = run(capsys, "cost", "--gpu", "h800", "--capex-usd-per-gpu", "25000", "--json")
+    assert code == 0 and json.loads(out)["inputs"]["capex_usd_per_gpu"] == 25000
+    assert Scenario.build(gpu="h800", capex_usd_per_gpu=25000).capex_usd_per_gpu == 25000

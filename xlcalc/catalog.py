@@ -17,7 +17,7 @@ from typing import Any, Literal, Optional, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .errors import CatalogError
+from .errors import CatalogError, InputError
 
 DATA: Traversable = files(__package__ or "xlcalc") / "data"  # package data, read through importlib.resources
 
@@ -422,6 +422,32 @@ def purchase_price(gpu_label: str) -> Price | None:
         if p.gpu == gpu.id and p.capex_usd_per_gpu is not None:
             return p
     return None
+
+
+def missing_capex(gpu_label: str | None) -> InputError:
+    """The one sentence every face gives when owning is asked for and no purchase price is known.
+
+    It names the input (Python ``capex_usd_per_gpu``, CLI ``--capex-usd-per-gpu``, cell ``Capex_USD_per_GPU``),
+    the GPU, and what to do.
+    """
+    where = (f"the price catalog has no purchase price for {get_gpu(gpu_label).id}" if gpu_label
+             else "no GPU was chosen to look a purchase price up for")
+    return InputError("capex_usd_per_gpu", None, "a purchase price per GPU in USD",
+                      f"{where}: type your quote in capex_usd_per_gpu (CLI --capex-usd-per-gpu, "
+                      "cell Capex_USD_per_GPU) to price owning")
+
+
+def capex_for(gpu_label: str | None) -> Price:
+    """The catalog's purchase-price row for the chosen GPU, or :func:`missing_capex`'s error."""
+    buy = purchase_price(gpu_label) if gpu_label else None
+    if buy is None or buy.capex_usd_per_gpu is None:
+        raise missing_capex(gpu_label)
+    return buy
+
+
+def capex_note(buy: Price) -> str:
+    """Where a purchase price came from, in words (as the rental price is stated)."""
+    return f"${buy.capex_usd_per_gpu:,.0f} per GPU, price catalog {buy.id} ({buy.date or 'undated'})"
 
 
 GPU_FIELDS = tuple(k for k in GPU.model_fields if k not in ("aliases",)) + ("half_tflops",)

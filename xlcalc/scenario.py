@@ -217,10 +217,11 @@ class Scenario(BaseModel):
     people_usd: float = 0
     other_usd: float = 0
     budget_usd: float = 10_000_000
-    # Owning: seed 001 §5.1 (A100 $15,000 per card, 3-year depreciation); seed 001 §7.2 (20-40 kW per rack);
+    # Owning: the chosen GPU's purchase price from the price catalog, else typed (no default: left empty, the
+    # owning results say what to type); seed 001 §5.1 (3-year depreciation); seed 001 §7.2 (20-40 kW per rack);
     # electricity: US industrial average prices run about 7-9 cents/kWh in most states (EIA Electric Power
     # Monthly, Table 5.6.B, 2024). Utilisation 1: the hardware is busy whenever it is not idle for this run.
-    capex_usd_per_gpu: float = 15_000
+    capex_usd_per_gpu: Optional[float] = None
     capex_usd_per_server: float = 0
     depreciation_years: float = 3
     utilisation: float = 1.0
@@ -554,7 +555,13 @@ OUTPUT_BY_NAME = {o.name: o for o in OUTPUTS}
 def evaluate(scenario: Scenario) -> dict[str, Any]:
     """All named results of a scenario, computed by the engine's formulas."""
     env: dict[str, Any] = scenario.cell_values()
+    unpriced = {"Capex_USD_per_GPU"} if scenario.capex_usd_per_gpu is None else set()
     for out in OUTPUTS:
+        if unpriced & {v for a in out.args.values() for v in a.variables()}:
+            # owning with no purchase price: the owning results say what to type (as the workbook's cells do)
+            env[out.name] = str(catalog.missing_capex(scenario.gpu))
+            unpriced.add(out.name)
+            continue
         args = {k: v.evaluate(env) for k, v in out.args.items()}
         try:
             env[out.name] = out.formula(**args)

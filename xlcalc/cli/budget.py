@@ -49,11 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _own_rate(args: argparse.Namespace) -> tuple[float, str]:
     capex = cli_value(args.capex_usd_per_gpu)
     if capex is None:
-        buy = catalog.purchase_price(args.gpu) if args.gpu else None
-        if buy is None:
-            raise InputError("capex_usd_per_gpu", None, "given with --own (the price catalog has no purchase price"
-                             + (f" for {args.gpu})" if args.gpu else " without --gpu)"))
-        capex = buy.capex_usd_per_gpu
+        capex = catalog.capex_for(args.gpu).capex_usd_per_gpu
     inputs = dict(capex_usd_per_gpu=capex, depreciation_years=cli_value(args.depreciation_years),
                   kw_per_gpu=cli_value(args.kw_per_gpu), pue=cli_value(args.pue), usd_per_kwh=cli_value(args.usd_per_kwh),
                   utilisation=cli_value(args.utilisation))

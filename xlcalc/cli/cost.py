@@ -17,7 +17,8 @@ SEED001 = {"n_gpus": 128, "days": 30, "capex_usd_per_gpu": 15000, "depreciation_
 FLAGS = (
     ("n_gpus", "GPUs", SEED001["n_gpus"]),
     ("days", "days of the run", SEED001["days"]),
-    ("capex_usd_per_gpu", "purchase price per GPU, USD (default: the GPU's catalog price, else seed 001's $15,000)",
+    ("capex_usd_per_gpu", "purchase price per GPU, USD (default: the --gpu's catalog price, an error when it has "
+     "none; without --gpu seed 001's $15,000)",
      None),
     ("capex_usd_per_server", "server without its GPUs, USD per server", 0),
     ("gpus_per_node", "GPUs per server (default: the GPU's, else 8)", None),
@@ -72,21 +73,37 @@ def resolve_price(gpu: str | None, tier: str | None, typed) -> tuple[float, str]
     return row.usd_per_gpu_hour, price_line(gpu, None, tier)
 
 
+def resolve_capex(gpu: str | None, values: dict) -> str:
+    """Fill values["capex_usd_per_gpu"] when not typed; return the sentence that says where it came from.
+
+    Typed wins; else the chosen GPU's catalog purchase price; else (no --gpu: seed 001's example) the seed's
+    $15,000 per A100, stated. A GPU the catalog has no purchase price for is an error naming the input.
+    """
+    if values["capex_usd_per_gpu"] is not None:
+        return f"Capex: {money(values['capex_usd_per_gpu'])} per GPU, typed"
+    if gpu is None:
+        values["capex_usd_per_gpu"] = SEED001["capex_usd_per_gpu"]
+        return (f"Capex: {money(SEED001['capex_usd_per_gpu'])} per GPU, seed 001's A100 example "
+                "(give --gpu or --capex-usd-per-gpu)")
+    buy = catalog.capex_for(gpu)
+    values["capex_usd_per_gpu"] = buy.capex_usd_per_gpu
+    return "Capex: " + catalog.capex_note(buy)
+
+
 def run(args: argparse.Namespace) -> int:
     price, note = resolve_price(args.gpu, args.price_tier, cli_value(args.usd_per_gpu_hour))
     values = {name: cli_value(getattr(args, name)) for name, _, _ in FLAGS}
-    if values["capex_usd_per_gpu"] is None:
-        buy = catalog.purchase_price(args.gpu) if args.gpu else None
-        values["capex_usd_per_gpu"] = buy.capex_usd_per_gpu if buy else SEED001["capex_usd_per_gpu"]
+    capex_note = resolve_capex(args.gpu, values)
     if values["gpus_per_node"] is None:
         values["gpus_per_node"] = (catalog.get_gpu(args.gpu).gpus_per_node if args.gpu else None) or 8
     rows = own_vs_rent(usd_per_gpu_hour=price, **values)
     if args.json:
-        print(dump_json({"inputs": {**values, "usd_per_gpu_hour": price}, "price": note,
+        print(dump_json({"inputs": {**values, "usd_per_gpu_hour": price}, "price": note, "capex": capex_note,
                          "rows": [r.as_dict() for r in rows]}))
         return 0
     print(f"Own vs rent: {number(values['n_gpus'])} GPUs for {number(values['days'])} days")
     print(note)
+    print(capex_note)
     print(f"Own: {money(values['capex_usd_per_gpu'])} per GPU + {money(values['capex_usd_per_server'])} per server "
           f"of {values['gpus_per_node']}, {number(values['depreciation_years'])}-year depreciation, utilisation "
           f"{number(values['utilisation'], 'fraction')}, {number(values['kw_per_gpu'])} kW per GPU x PUE "

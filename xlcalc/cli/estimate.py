@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from .. import catalog
 from ..errors import InputError
 from ..layout import stage_split
 from ..recipes import DEFAULT_RECIPE
@@ -108,15 +109,28 @@ def run(args: argparse.Namespace) -> int:
     print(stage_table(memory))
     print()
     print(f"Rent beside own (the clean run of {number(results['Train_Days'])} days on {scenario.n_gpus:,} GPUs; "
-          f"own: {number(scenario.capex_usd_per_gpu, 'USD')} per GPU, {scenario.depreciation_years:g}-year "
+          f"own: {capex_used(scenario)}, {scenario.depreciation_years:g}-year "
           f"depreciation, utilisation {scenario.utilisation:.0%}, {number(scenario.own_usd_per_kwh, 'USD')}/kWh)")
-    rows = [(OUTPUT_BY_NAME[n].label, number(results[n], OUTPUT_BY_NAME[n].unit), OUTPUT_BY_NAME[n].unit)
-            for n in OWN_VS_RENT]
-    print(table(rows, headers=("", "value", "unit"), align="lrl"))
+    if scenario.capex_usd_per_gpu is None:  # renting is priced; owning says what to type
+        print(f"Rent: {number(results['Rent_Cost_USD'], 'USD')}. Own: not priced - {catalog.missing_capex(scenario.gpu)}")
+    else:
+        rows = [(OUTPUT_BY_NAME[n].label, number(results[n], OUTPUT_BY_NAME[n].unit), OUTPUT_BY_NAME[n].unit)
+                for n in OWN_VS_RENT]
+        print(table(rows, headers=("", "value", "unit"), align="lrl"))
     if rng is not None:
         print()
         print(ranges_table(rng))
     return 0
+
+
+def capex_used(scenario: Scenario) -> str:
+    """The purchase price a scenario used, in words: the catalog's row (id, date) or typed."""
+    if scenario.capex_usd_per_gpu is None:
+        return "no purchase price"
+    buy = catalog.purchase_price(scenario.gpu) if scenario.gpu else None
+    if buy is not None and buy.capex_usd_per_gpu == scenario.capex_usd_per_gpu:
+        return catalog.capex_note(buy)
+    return f"{number(scenario.capex_usd_per_gpu, 'USD')} per GPU, typed"
 
 
 # memory steps shown in the per-stage table instead of the results table
