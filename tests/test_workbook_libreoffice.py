@@ -497,13 +497,35 @@ def test_a_picked_tier_prices_the_plan_and_states_price_and_tier_as_the_cli(lo, 
     assert wb["Budget"]["D3"].value.startswith(shown)
     # the CLI's estimate of the same plan at the same tier: the same dollars
     sc = c["scenario"]
+    # (no --capex-usd-per-gpu: both take the GPU's purchase price from the price catalog, or both say it has none)
     assert main(["estimate", "--gpu", sc.gpu, "--price-tier", tier, "--recipe", "seed002", "--overhead-gb", "4",
-                 "--capex-usd-per-gpu", str(sc.capex_usd_per_gpu), "--json"]) == 0
+                 "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert {c.field: data["scenario"][c.field] for c in INPUTS} == {c.field: getattr(sc, c.field) for c in INPUTS}
     assert data["price"] == cli
     for name in ("Compute_Cost_USD", "Total_Cost_USD", "Rent_Cost_USD", "Own_Cost_USD", "Budget_Left_USD"):
-        assert named_cell(wb, name).value == pytest.approx(data["results"][name], rel=1e-9), name
+        assert _close(named_cell(wb, name).value, data["results"][name]), name
+
+
+def test_capex_is_looked_up_from_the_gpu_or_says_it_has_none(lo):
+    import tomllib
+    rows = tomllib.loads((ROOT / "xlcalc" / "data" / "prices.toml").read_text())
+    capex = {}
+    for r in next(iter(rows.values())):  # the first purchase price of each GPU in the catalog file
+        if "capex_usd_per_gpu" in r:
+            capex.setdefault(r["gpu"], r["capex_usd_per_gpu"])
+    seen = set()
+    for tier, gpu in TIER_PICKS.items():
+        wb = openpyxl.load_workbook(lo["cases"][f"tier_{tier}"]["output"], data_only=True)
+        got = named_cell(wb, "Capex_USD_per_GPU").value
+        if gpu in capex:
+            assert got == capex[gpu], (tier, gpu)
+            assert isinstance(named_cell(wb, "Own_Cost_USD").value, float)
+        else:  # a readable message naming the input, the GPU and what to do (the CLI's sentence), never #N/A
+            assert got == str(catalog.missing_capex(gpu)) == named_cell(wb, "Own_Cost_USD").value
+            assert "Capex_USD_per_GPU" in got and gpu in got
+        seen.add(gpu in capex)
+    assert seen == {True, False}
 
 
 def test_a_price_typed_over_the_tier_wins_and_the_sheet_says_so(lo):

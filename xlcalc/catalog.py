@@ -430,11 +430,16 @@ def missing_capex(gpu_label: str | None) -> InputError:
     It names the input (Python ``capex_usd_per_gpu``, CLI ``--capex-usd-per-gpu``, cell ``Capex_USD_per_GPU``),
     the GPU, and what to do.
     """
-    where = (f"the price catalog has no purchase price for {get_gpu(gpu_label).id}" if gpu_label
-             else "no GPU was chosen to look a purchase price up for")
     return InputError("capex_usd_per_gpu", None, "a purchase price per GPU in USD",
-                      f"{where}: type your quote in capex_usd_per_gpu (CLI --capex-usd-per-gpu, "
-                      "cell Capex_USD_per_GPU) to price owning")
+                      missing_capex_detail(get_gpu(gpu_label).id if gpu_label else None))
+
+
+def missing_capex_detail(gpu_id: str | None) -> str:
+    """The detail of :func:`missing_capex` for a GPU id (the workbook builds it around its GPU_Type cell)."""
+    where = (f"the price catalog has no purchase price for {gpu_id}" if gpu_id is not None
+             else "no GPU was chosen to look a purchase price up for")
+    return (f"{where}: type your quote in capex_usd_per_gpu (CLI --capex-usd-per-gpu, cell Capex_USD_per_GPU) "
+            "to price owning")
 
 
 def capex_for(gpu_label: str | None) -> Price:

@@ -353,6 +353,10 @@ def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     tier = values.get("price_tier")
     gpu = values.get("gpu")
+    if gpu and values.get("capex_usd_per_gpu") is None:  # whatever the rental price, owning is the GPU's
+        buy = catalog.purchase_price(gpu)
+        if buy is not None:
+            out["capex_usd_per_gpu"] = buy.capex_usd_per_gpu
     if values.get("usd_per_gpu_hour") is not None:
         if tier or values.get("price_id"):  # a saved scenario keeps its tier while the price is still the tier's
             row = next((p for p in catalog.prices() if p.id == values.get("price_id")), None)
@@ -372,10 +376,6 @@ def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:
                 row = default
         if row is not None:
             out.update(usd_per_gpu_hour=row.usd_per_gpu_hour, price_tier=row.tier, price_id=row.id)
-        if values.get("capex_usd_per_gpu") is None:
-            buy = catalog.purchase_price(gpu)
-            if buy is not None:
-                out["capex_usd_per_gpu"] = buy.capex_usd_per_gpu
     return out
 
 

@@ -128,6 +128,8 @@ class PriceTable(Table):
 
     tier_first: int = 0
     tier_last: int = 0
+    capex_first: int = 0  # the purchase-price table: GPU id in A, USD per GPU in B, date C, price id D, source E
+    capex_last: int = 0
 
 
 def price_key(gpu: str, tier: str) -> str:
@@ -167,9 +169,27 @@ def price_sheet(book: Book) -> PriceTable:
         book.put(s, f"A{head + 2 + k}", tier, "label")
         book.put(s, f"B{head + 2 + k}", TIER_MEANINGS[tier], "text")
         book.merges.append((s, f"B{head + 2 + k}:D{head + 2 + k}"))
+    buy_head = head + 3 + len(catalog.PRICE_TIERS)
+    buys = [p for p in catalog.prices() if p.capex_usd_per_gpu is not None]
+    book.put(s, f"A{buy_head}", "Purchase prices per GPU (Capex_USD_per_GPU on Inputs, looked up by GPU_Type; a GPU "
+             "with no row has no sourced price: type yours over Capex_USD_per_GPU)", "group")
+    for j, header in enumerate(("GPU id", "USD per GPU", "date", "price id", "source"), start=1):
+        book.put(s, coord(j, buy_head + 1), header, "header")
+    seen: set[str] = set()
+    buy_first = buy_head + 2
+    for p in buys:
+        if p.gpu in seen:  # the first row of a GPU is the one the look-up (and catalog.purchase_price) takes
+            continue
+        seen.add(p.gpu)
+        r = buy_first + len(seen) - 1
+        book.put(s, f"A{r}", p.gpu, "label")
+        book.put(s, f"B{r}", p.capex_usd_per_gpu, "input", '"$"#,##0')
+        book.put(s, f"C{r}", p.date or "undated", "label")
+        book.put(s, f"D{r}", p.id, "label")
+        book.put(s, f"E{r}", p.source, "text")
     book.freeze[s] = "B4"
     return PriceTable(s, tuple(c[0] for c in PRICE_COLUMNS), FIRST, last, head + 2,
-                      head + 1 + len(catalog.PRICE_TIERS))
+                      head + 1 + len(catalog.PRICE_TIERS), buy_first, buy_first + max(len(seen), 1) - 1)
 
 
 def references_sheet(book: Book) -> None:

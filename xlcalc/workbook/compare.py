@@ -11,7 +11,7 @@ from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario
 from .catalogs import GPU_DERIVED
 from .model import coord, ref_text
 from .rendering import BOOL_FORMAT, dependencies, display_format, guarded, guarded_output, output_formula
-from .sheets import Ctx, derived_value, id_range, plan_title
+from .sheets import Ctx, capex_value, derived_value, id_range, plan_title
 
 COMPARE_GPUS = ("a800", "h100-sxm", "ascend-910b")
 
@@ -21,6 +21,9 @@ def gpu_variant(base: Scenario, gpu: str) -> Scenario:
     data = base.model_dump()
     for field in GPU_DERIVED:
         data.pop(field, None)
+    buy = catalog.purchase_price(base.gpu) if base.gpu else None
+    if buy is not None and buy.capex_usd_per_gpu == base.capex_usd_per_gpu:
+        data["capex_usd_per_gpu"] = None  # the catalog's purchase price of the base GPU: take the variant's
     data["gpu"] = gpu
     data["name"] = f"the Inputs plan on {catalog.get_gpu(gpu).name}"
     return Scenario.build(**data)
@@ -85,8 +88,10 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         for cell in INPUTS:
             b.put(s, f"A{row}", cell.label)
             b.put(s, f"B{row}", spec(cell.spec_name).unit)
-            if linked and cell.field not in GPU_DERIVED:
-                value: Any = Var(cell.name)  # follows the Inputs sheet
+            if cell.field == "capex_usd_per_gpu" and ctx.prices is not None:  # the column's GPU's purchase price
+                value: Any = capex_value(ctx, sc, gpu_ref)
+            elif linked and cell.field not in GPU_DERIVED:
+                value = Var(cell.name)  # follows the Inputs sheet
             else:
                 value = derived_value(ctx, sc, cell.field, gpu_ref, model_ref, recipe_ref)
             fmt: str | None = spec(cell.spec_name).number_format

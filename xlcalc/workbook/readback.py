@@ -180,6 +180,8 @@ def read_workbook(path: str | Path) -> ReadBack:
             data["price_tier"] = str(tier).strip()
         for cell in INPUTS:
             v = _value(wb, cell.name)
+            if cell.field == "capex_usd_per_gpu" and (v is None or str(v).startswith("capex_usd_per_gpu = (empty)")):
+                continue  # looked up from GPU_Type (not yet calculated), or the GPU has none: the engine does the same
             if v is None:
                 preset = ("gpu" if cell.field in GPU_DERIVED else "model" if cell.field in MODEL_DERIVED
                           else "recipe" if cell.field in RECIPE_DERIVED

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import catalog
+from ..errors import InputError
 from ..expr import Expr, Func, Var, and_, eq, if_, wrap
 from ..formulas import ownership, ranges
 from ..inputs import spec
@@ -181,6 +182,10 @@ def inputs_sheet(ctx: Ctx) -> None:
                 input_row(ctx, s, row, field, price_value(ctx, sc))
                 row += 1
                 continue
+            if field == "capex_usd_per_gpu" and ctx.prices is not None:  # looked up by GPU_Type, as the price
+                input_row(ctx, s, row, field, capex_value(ctx, sc))
+                row += 1
+                continue
             if field == "bytes_weights":  # the recipe dropdown heads the three byte counts it fills
                 _choice_row(ctx, s, row, "Precision recipe (fills bytes per parameter)", "Recipe_Id",
                             sc.recipe or "", recipe_ids,
@@ -224,6 +229,34 @@ def price_value(ctx: Ctx, scenario: Scenario) -> Any:
     missing = Concat(gpu, ": no published ", tier, " price on the Prices sheet \u2014 type it in USD_per_GPU_Hour")
     looked_up = IfError(price_lookup(ctx.prices, "usd_per_gpu_hour"), missing)
     return if_(eq(tier, ""), scenario.usd_per_gpu_hour, if_(eq(gpu, ""), NO_GPU_FOR_TIER, looked_up))
+
+
+def _chunks(text: str, size: int = 200) -> list[str]:
+    """A long text in pieces that Excel accepts as string constants in a formula (at most 255 characters each)."""
+    return [text[i:i + size] for i in range(0, len(text), size)]
+
+
+def capex_value(ctx: Ctx, scenario: Scenario, gpu_key: str = "GPU_Type") -> Any:
+    """Capex_USD_per_GPU's cell: the Prices sheet's purchase price for GPU_Type, or the scenario's typed number.
+
+    ``IFERROR(INDEX/MATCH(GPU_Type, <purchase prices>), <message>)``: a GPU with no purchase price (or none chosen)
+    reads the sentence of xlcalc.catalog.missing_capex, never #N/A. A number typed over the cell wins, as over any
+    look-up; a scenario's own number (one its GPU's catalog price does not give) is written as that number.
+    """
+    assert ctx.prices is not None
+    p = ctx.prices
+    typed = scenario.capex_usd_per_gpu
+    buy = catalog.purchase_price(scenario.gpu) if scenario.gpu else None
+    if typed is not None and (buy is None or buy.capex_usd_per_gpu != typed):
+        return typed
+    gpu = Var(gpu_key)
+    head, tail = catalog.missing_capex_detail("\0").split("\0")
+    line = str(InputError("capex_usd_per_gpu", None, "a purchase price per GPU in USD", "\1"))
+    start, end = line.split("\1")
+    missing = Concat(*_chunks(start + head), gpu, *_chunks(tail + end))
+    no_gpu = Concat(*_chunks(str(catalog.missing_capex(None))))
+    lookup = catalog_lookup(gpu, p.sheet, "A", "B", p.capex_first, p.capex_last)
+    return if_(eq(gpu, ""), no_gpu, IfError(lookup, missing))
 
 
 def price_used(ctx: Ctx) -> Any:
