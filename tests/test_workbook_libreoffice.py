@@ -75,6 +75,7 @@ def generated_scenario(rng: random.Random, k: int) -> Scenario:
         failure_frac=r6(rng.uniform(0, 0.3)), experiments_frac=r6(rng.uniform(0, 1)),
         data_usd=r6(rng.uniform(0, 1e7)), people_usd=r6(rng.uniform(0, 1e7)), other_usd=r6(rng.uniform(0, 1e6)),
         budget_usd=r6(rng.uniform(1e6, 1e9)),
+        capex_usd_per_gpu=r6(rng.uniform(5000, 60000)),  # typed: no GPU preset to look a purchase price up for
     )
 
 
