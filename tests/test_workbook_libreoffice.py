@@ -15,6 +15,7 @@ import functools
 import json
 import math
 import random
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -457,6 +458,25 @@ def test_pdf_export_straight_from_the_xlsx_has_the_key_results_on_page_one():
     assert 8 <= pages <= 30, pages     # every sheet fits to one page wide: no 66-page print-out (14 sheets)
     for error in ERROR_VALUES:
         assert error not in whole, error
+
+
+def test_pdf_via_ods_prints_money_as_money():
+    """The .xlsx saved as .ods, then printed: the Start sheet's cost cells keep their dollar format."""
+    _pdftotext()
+    from xlcalc.workbook.libreoffice import convert
+
+    work = Path(tempfile.mkdtemp(prefix="xlcalc-ods-"))
+    atexit.register(shutil.rmtree, work, True)
+    build(work / "seed002.xlsx", [load_scenario(SEED002)])
+    ods, = convert([work / "seed002.xlsx"], work / "ods", "ods", ".ods")
+    pdf, = convert([ods], work / "pdf", "pdf", ".pdf")
+    page1 = _pdf_text(pdf, 1, 1)
+    lines = {line.split("  ")[0].strip(): line.split()[-1] for line in page1.splitlines() if "  " in line.strip()}
+    for label in ("Total cost incl. training tax (USD)", "Compute: GPU-hours x price (USD)",
+                  "Budget left (negative = over)"):
+        assert re.fullmatch(r"-?\$[0-9]{1,3}(,[0-9]{3})*", lines[label]), (label, lines[label])
+    hours = 8.4e23 / (312e12 * 0.4) / 3600          # seed 002 §7.3, at its $2 per GPU-hour
+    assert lines["Compute: GPU-hours x price (USD)"] == f"${hours * 2.0:,.0f}"
 
 
 def _gap_gpu():

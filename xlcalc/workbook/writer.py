@@ -29,6 +29,9 @@ SHEET_ORDER = ("Start", "Inputs", "Memory", "Time", "Budget", "FineTuning", "Sce
 FORMULA_LEAD = ("=", "+", "-", "@")
 
 
+MONEY_WHOLE = '"$"#,##0;-"$"#,##0'
+
+
 def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, subs: Any) -> None:
     cell = ws[at]
     if isinstance(value, Expr):
@@ -45,7 +48,9 @@ def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, su
     if kind not in EDITABLE:
         cell.protection = Protection(locked=True)
     if number_format:
-        cell.number_format = number_format
+        # Whole dollars with an explicit negative section: LibreOffice's .xlsx -> .ods -> PDF route prints cells of
+        # the one-section "$"#,##0 as bare numbers (3852266.68326226) in this workbook; this form survives the route
+        cell.number_format = MONEY_WHOLE if number_format == '"$"#,##0' else number_format
 
 
 def _numeric_rule(at: str, s: InputSpec) -> str:
