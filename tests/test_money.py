@@ -306,7 +306,16 @@ def test_plan_states_its_price(capsys):
 def test_cli_money_errors_name_the_input(capsys, argv, name):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
-    assert err.startswith(f"xlcalc {argv[0]}: error: {name} = ") and "Traceback" not in err
+    assert err.startswith(f"xlcalc {argv[0]}: error: ") and "Traceback" not in err
+    assert f"error: {name} = " in err or f"  - {name} = " in err  # alone, or among every missing input at once
+
+
+def test_cost_reports_a_missing_rental_rate_and_purchase_price_at_once(capsys):
+    # prices.toml has neither a rental rate nor a purchase price for the B200
+    code, out, err = run(capsys, "cost", "--gpu", "b200")
+    assert code == 2 and out == ""
+    assert "2 inputs are not allowed" in err
+    assert "  - usd_per_gpu_hour = (empty)" in err and "  - capex_usd_per_gpu = (empty)" in err and "b200" in err
 
 
 @pytest.mark.parametrize("call, name", [

@@ -528,6 +528,13 @@ def test_a_picked_tier_prices_the_plan_and_states_price_and_tier_as_the_cli(lo, 
         assert _close(named_cell(wb, name).value, data["results"][name]), name
 
 
+def _budget_capex_note(wb) -> str:
+    """Column D of Budget's own-vs-rent heading: the purchase price the sheet used, in words."""
+    ws = wb["Budget"]
+    row = next(r for r in range(1, ws.max_row + 1) if str(ws[f"A{r}"].value or "").startswith("Own vs rent ("))
+    return ws[f"D{row}"].value
+
+
 def test_capex_is_looked_up_from_the_gpu_or_says_it_has_none(lo):
     import tomllib
     rows = tomllib.loads((ROOT / "xlcalc" / "data" / "prices.toml").read_text())
@@ -539,12 +546,17 @@ def test_capex_is_looked_up_from_the_gpu_or_says_it_has_none(lo):
     for tier, gpu in TIER_PICKS.items():
         wb = openpyxl.load_workbook(lo["cases"][f"tier_{tier}"]["output"], data_only=True)
         got = named_cell(wb, "Capex_USD_per_GPU").value
+        said = _budget_capex_note(wb)  # Budget states the purchase price it used, in the CLI's words
         if gpu in capex:
             assert got == capex[gpu], (tier, gpu)
             assert isinstance(named_cell(wb, "Own_Cost_USD").value, float)
+            buy = catalog.purchase_price(gpu)
+            assert said == f"Purchase price used: ${capex[gpu]:,.0f} per GPU, price catalog {buy.id} ({buy.date or 'undated'})"
+            assert said == "Purchase price used: " + catalog.capex_note(buy)
         else:  # a readable message naming the input, the GPU and what to do (the CLI's sentence), never #N/A
             assert got == str(catalog.missing_capex(gpu)) == named_cell(wb, "Own_Cost_USD").value
             assert "Capex_USD_per_GPU" in got and gpu in got
+            assert said == "Purchase price used: " + got
         seen.add(gpu in capex)
     assert seen == {True, False}
 

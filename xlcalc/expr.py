@@ -370,6 +370,7 @@ EXCEL_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "NOT": lambda a: not a,
     "LOG": lambda x, base=10: math.log(x, base),
     "ABS": abs,
+    "FIXED": lambda x, decimals=2: f"{_round(x, decimals):,.{max(int(decimals), 0)}f}",  # text with thousands commas
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .. import catalog
+from ..errors import InputError
 from ..inputs import check_value
 from ..money import own_vs_rent
 from .fmt import cli_value, dump_json, money, number, price_line, table
@@ -56,7 +57,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def resolve_price(gpu: str | None, tier: str | None, typed) -> tuple[float, str]:
     """Rental rate and the sentence that says where it came from."""
-    from ..errors import InputError
 
     if typed is not None:
         if tier:
@@ -91,9 +91,18 @@ def resolve_capex(gpu: str | None, values: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    price, note = resolve_price(args.gpu, args.price_tier, cli_value(args.usd_per_gpu_hour))
     values = {name: cli_value(getattr(args, name)) for name, _, _ in FLAGS}
-    capex_note = resolve_capex(args.gpu, values)
+    errors: list[InputError] = []  # a missing rental rate and a missing purchase price are reported at once
+    try:
+        price, note = resolve_price(args.gpu, args.price_tier, cli_value(args.usd_per_gpu_hour))
+    except InputError as exc:
+        errors.append(exc)
+    try:
+        capex_note = resolve_capex(args.gpu, values)
+    except InputError as exc:
+        errors.append(exc)
+    if errors:
+        raise InputError.all(errors)
     if values["gpus_per_node"] is None:
         values["gpus_per_node"] = (catalog.get_gpu(args.gpu).gpus_per_node if args.gpu else None) or 8
     rows = own_vs_rent(usd_per_gpu_hour=price, **values)

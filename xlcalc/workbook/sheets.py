@@ -259,6 +259,24 @@ def capex_value(ctx: Ctx, scenario: Scenario, gpu_key: str = "GPU_Type") -> Any:
     return if_(eq(gpu, ""), no_gpu, IfError(lookup, missing))
 
 
+def capex_used(ctx: Ctx) -> Any:
+    """The purchase price the sheet used, in words (as the CLI states it, xlcalc.catalog.capex_note):
+
+    "$30,000 per GPU, price catalog <id> (<date>)", "$25,000 per GPU, typed", or the cell's message when it holds no
+    number (the GPU has no purchase price).
+    """
+    capex = Var("Capex_USD_per_GPU")
+    amount = Concat("$", Func("FIXED", (capex, wrap(0))), " per GPU, ")
+    if ctx.prices is None:
+        return if_(IsNumber(capex), Concat(amount, "typed"), capex)
+    p = ctx.prices
+    gpu = Var("GPU_Type")
+    rate = IfError(catalog_lookup(gpu, p.sheet, "A", "B", p.capex_first, p.capex_last), -1)
+    from_catalog = Concat("price catalog ", catalog_lookup(gpu, p.sheet, "A", "D", p.capex_first, p.capex_last), " (",
+                          catalog_lookup(gpu, p.sheet, "A", "C", p.capex_first, p.capex_last), ")")
+    return if_(IsNumber(capex), Concat(amount, if_(eq(capex, rate), from_catalog, "typed")), capex)
+
+
 def price_used(ctx: Ctx) -> Any:
     """The price and tier the sheet used, in words (as the CLI states it, xlcalc.scenario.price_note):
 
@@ -446,6 +464,7 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     b.rules.append((s, f"B{row + 2}", "bad_if_negative"))
     row += 4
     b.put(s, f"A{row}", "Own vs rent (the clean run; failures and the other lines come on top of either)", "group")
+    b.put(s, f"D{row}", Concat("Purchase price used: ", capex_used(ctx)), "formula")
     for name in ("Rent_Cost_USD", "Own_Cost_USD", "Own_USD_per_GPU_Hour", "Breakeven_Utilisation",
                  "Breakeven_Months", "Capex_per_GPU_All_In", "Hardware_Capex_USD", "KW_per_GPU_All_In",
                  "Facility_MW", "Racks_Needed"):
