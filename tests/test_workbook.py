@@ -29,7 +29,8 @@ CONTRACT_OUTPUTS = ("Train_FLOPs Train_Days GPU_Hours Mem_Static_GB Mem_Activati
 # Classic functions shared by Excel 2016+, LibreOffice, Google Sheets and Numbers.
 PORTABLE = {"IF", "IFERROR", "INDEX", "MATCH", "VLOOKUP", "HLOOKUP", "ROUNDUP", "ROUNDDOWN", "ROUND",
             "CEILING", "FLOOR", "MIN", "MAX", "SUM", "SUMPRODUCT", "INT", "AND", "OR", "NOT", "SQRT",
-            "LOG", "LN", "EXP", "ABS", "ISNUMBER"}
+            "LOG", "LN", "EXP", "ABS", "ISNUMBER",
+            "FIXED"}  # number as text with thousands separators: Excel's classic text functions, LibreOffice, gnumeric
 
 
 def first_stage_psi_b(params_b=70, vocab=32000, hidden=8192, layers=80, pp=4, tp=4):
