@@ -201,7 +201,8 @@ def render(v: dict) -> str:
         *[f"- `{st.id}`: " + "; ".join(f"{what} ({where})" for what, where in st.facts) + "."
           for st in STACKS.values()],
         "",
-        "Narayanan et al. 2021 use plain data parallelism (ZeRO-0). Each option's effect on these figures is measured",
+        "Narayanan et al. 2021 use plain data parallelism (ZeRO-0), and neither they nor the 2021 Megatron-LM README "
+        "use sequence parallelism (introduced by Korthikanti et al. 2022). Each option's effect on these figures is measured",
         "by `python scripts/stepmodel_experiments.py`. Scale-out bandwidth where the catalog has",
         "none: the vendors' reference systems (DGX A100 25 GB/s, DGX H100 / HGX H200 50 GB/s per GPU).",
         "GPUs a source does not name exactly: " + "; ".join(f"{k}: {v[1]}" for k, v in GPU_STAND_IN.items()) + ".",

@@ -35,6 +35,11 @@ SOURCE_SETTINGS = {
     "deepseek-v3-report": dict(ep_overlap=1.0, max_nodes_per_token=4, comm_sms=20, a2a_bytes=1.5),
 }
 
+# Sources whose Megatron-LM predates sequence parallelism, which Korthikanti et al. 2022 introduced (Megatron-LM's
+# --sequence-parallel arrived with it): where their layout does not say, the TP ranks hold the norms, dropouts and
+# residuals of the whole sequence (seq_parallel False) instead of the planner's default (on with TP > 1).
+NO_SEQUENCE_PARALLEL = {"narayanan2021", "megatron-lm-readme-a100"}
+
 # Scale-out bandwidth per GPU of the vendors' reference systems, used only where the GPU catalog has none.
 # DGX A100: eight 200 Gb/s HDR HCAs per 8 GPUs = 25 GB/s per GPU (also Narayanan et al. 2021 §5; llm-foundry's
 # A100 nodes: 1600 Gb/s RoCE per 8 GPUs). DGX H100 / HGX H200: one 400 Gb/s NDR port per GPU = 50 GB/s.
@@ -326,7 +331,9 @@ def to_query(rec: dict) -> Query | Skip:
         id=rid, source_id=src, profile=profile, gpu=gid, gpu_label=rec["gpu"], n_gpus=rec["n_gpus"], tp=tp, pp=pp,
         cp=cp, ep=lay.get("ep") or 1, dp=dp, virtual_stages=lay.get("virtual_stages"),
         micro_batch=lay.get("micro_batch"), global_batch=lay["global_batch_sequences"], seq_len=seq,
-        recompute=recompute, zero_stage=zero, seq_parallel=lay.get("sequence_parallel"),
+        recompute=recompute, zero_stage=zero,
+        seq_parallel=False if src in NO_SEQUENCE_PARALLEL and lay.get("sequence_parallel") is None
+        else lay.get("sequence_parallel"),
         precision=_precision(rec), moe=bool(model.experts), model=model, params_b=model.params_b,
         flops_per_token=mfpt, peak_tflops=peak, measured_tokens_s=float(tokens), basis=basis,
         settings=tuple(sorted(extra.items())), stage_layers=stages,
