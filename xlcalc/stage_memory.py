@@ -51,6 +51,7 @@ from typing import Any, cast
 
 from . import expr as _expr
 from . import registry
+from . import stage_memory_code as _code
 from .errors import InputError
 from .expr import Expr, Num, Var, eq, if_, wrap
 from .formulas import activations as fa
@@ -305,6 +306,11 @@ _Getter = Callable[[dict[str, Any]], Any]
 _CompiledStep = tuple[str, Callable[..., Any], list[tuple[str, _Getter]], Callable[[dict[str, Any]], Any]]
 _COMPILED: dict[tuple[bool, bool], list[_CompiledStep]] = {}
 _MISS = object()
+# the variants of the model as functions of xlcalc.stage_memory_code (scripts/make_memory_code.py):
+# name -> (capacity given, MoE terms)
+VARIANTS = {"dense": (False, False), "dense_fit": (True, False), "moe": (False, True), "moe_fit": (True, True)}
+_CODE: dict[tuple[bool, bool], Callable[[dict[str, Any]], dict[str, Any]]] = {
+    (capacity, moe): getattr(_code, name) for name, (capacity, moe) in VARIANTS.items()}
 _EXCEL_NAME = {k: spec(k).excel_name for k in (*MODEL_INPUTS, "memory_gb")}
 
 
@@ -384,17 +390,21 @@ def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def evaluate(values: Mapping[str, Any], *, validated: bool = False,
-             cache: dict[tuple[Any, ...], Any] | None = None) -> dict[str, Any]:
+             cache: dict[tuple[Any, ...], Any] | None = None, compiled: bool = False) -> dict[str, Any]:
     """Every step of the model by name, for numbers (``memory_gb`` adds the fit and the largest micro-batch).
 
     ``validated=True`` skips :func:`resolve` (the planner's inner loop checks its inputs once). ``cache`` (a dict
     the caller keeps, e.g. one per planner search) memoises each step by the values its arguments read: a step
     whose inputs and earlier steps are those of a configuration already evaluated takes that value again instead
     of being recomputed (the steps are pure functions of those values, so the result is the same).
+    ``compiled=True`` runs the same steps as one plain function of :mod:`xlcalc.stage_memory_code` (generated from
+    them by scripts/make_memory_code.py; tests/test_memory_code.py checks that both give the same numbers).
     """
     clean = dict(values) if validated else resolve(values)
     capacity = clean.get("memory_gb") is not None
     env: dict[str, Any] = {_EXCEL_NAME[k]: x for k, x in clean.items()}
+    if compiled:
+        return _CODE[capacity, bool(clean.get("expert_params_b"))](env)
     with registry.numeric():  # inputs validated: formulas nested in these bodies take the fast path
         for name, func, getters, reads in _compiled(capacity, bool(clean.get("expert_params_b"))):
             if cache is None:

@@ -35,7 +35,9 @@ from .steptime import (
 __all__ = ["Plan", "Rejection", "PlanResult", "plan", "plan_table", "search"]
 
 RECOMPUTE = ("none", "selective", "full")
-MEMOISE = True  # memoise the memory model's steps within a search (False: the reference path, every step computed)
+# the memory model as one plain function (xlcalc.stage_memory_code, generated from its steps); False: the reference
+# path, the steps evaluated one by one
+COMPILED = True
 
 
 class Plan(BaseModel):
@@ -227,9 +229,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
         max_virtual_stages = max(max_virtual_stages, virtual_stages)
     keep = keep if keep is not None else float("inf")
     reasons: dict[str, int] = {}
-    # the memory model's steps memoised across this search's configurations (most steps read only a few inputs:
-    # the weights do not depend on the micro-batch, the activations not on ZeRO); None evaluates every step
-    steps: Optional[dict[tuple[Any, ...], Any]] = {} if MEMOISE else None
+    compiled = COMPILED
     best: list[float] = []  # the `keep` shortest step times so far, negated (a max-heap)
 
     def reject(why: str, k: int = 1) -> None:
@@ -356,7 +356,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                                 continue
                             count += 1
                             cfg = Config(t, p, d, z, sp, rc, b, v, c, layout, fp8, e, et)
-                            pred = memory(arch, hw, st, cfg, seq_len // c, m, steps)
+                            pred = memory(arch, hw, st, cfg, seq_len // c, m, compiled=compiled)
                             if pred.fits:
                                 fits.append(timing(pred, arch, hw, st, seq_len, global_batch))
                                 if len(best) < keep:
@@ -373,7 +373,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                                     lean_checked.add(z)
                                     lean = Config(t, p, d, z, sps[-1], lean_rc, mbs[0], 1, c, layout, fp8, e, et)
                                     if lean != cfg and not memory(arch, hw, st, lean, seq_len // c,
-                                                                  per_replica // mbs[0], steps).fits:
+                                                                  per_replica // mbs[0], compiled=compiled).fits:
                                         dead.add(z)
                                     elif lean == cfg:
                                         dead.add(z)
@@ -390,7 +390,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
         if (t, c, p, z, sp, rc) in seen:
             continue
         pred = memory(arch, hw, st, Config(t, p, d, z, sp, rc, mbs[0], 1, c, layout, fp8, e, et), seq_len // c,
-                      per_replica // mbs[0], steps)
+                      per_replica // mbs[0], compiled=compiled)
         if not pred.fits:
             misses.append(pred)
     return fits, misses, count, reasons

@@ -260,10 +260,10 @@ def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatc
 
 
 def memory(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, microbatches: int,
-           cache: dict[tuple[Any, ...], Any] | None = None) -> Prediction:
-    """Memory per GPU of the heavier pipeline stage, by the stage memory model (xlcalc.stage_memory); ``cache``:
-    the steps memoised across the configurations of one search (``xlcalc.stage_memory.evaluate``)."""
-    env = sm.evaluate(memory_inputs(arch, st, cfg, seq_len, microbatches), validated=True, cache=cache)
+           compiled: bool = True) -> Prediction:
+    """Memory per GPU of the heavier pipeline stage, by the stage memory model (xlcalc.stage_memory); ``compiled``:
+    its steps run as one generated plain function (``xlcalc.stage_memory.evaluate``), else one by one."""
+    env = sm.evaluate(memory_inputs(arch, st, cfg, seq_len, microbatches), validated=True, compiled=compiled)
     stage = "First" if env["Mem_First_Total_GB"] >= env["Mem_Last_Total_GB"] else "Last"
     total = env["Mem_Total_GB"]
     return Prediction(

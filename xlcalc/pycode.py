@@ -1,0 +1,126 @@
+"""Expressions as Python source: the text of a plain function that computes what the formulas compute.
+
+:func:`python_steps` turns a list of named expressions (e.g. the stage memory model's steps) into the body of
+one Python function: every registered formula called inside an expression is inlined (its body's expression
+with the call's arguments put in), sub-expressions used more than once in a step are computed once, and every
+spreadsheet function is the Python function the expressions evaluate with (``xlcalc.expr.EXCEL_FUNCTIONS``).
+``scripts/make_memory_code.py`` writes the result to a module that is committed, so the code the planner runs
+is plain text that grep finds, and a test keeps it equal to what the formulas give.
+
+The numbers are the same as evaluating the expressions: the same operations in the same order on the same
+values. One difference: ``IF`` evaluates only the branch it takes (as spreadsheets do), where a formula body
+called with numbers computes both.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .expr import BinOp, Bool, Call, Expr, Func, Neg, Num, Text, Var
+
+__all__ = ["inline", "python_expr", "python_steps", "PY_FUNCTIONS"]
+
+# spreadsheet function -> the name the generated module imports it under (xlcalc.expr.EXCEL_FUNCTIONS[name])
+PY_FUNCTIONS = {"MIN": "min", "MAX": "max", "SQRT": "_F['SQRT']", "CEILING": "_ceiling", "ROUNDUP": "_roundup",
+                "INT": "_floor_int", "ROUND": "_round", "ABS": "abs", "LOG": "_F['LOG']", "FIXED": "_F['FIXED']"}
+_CMP = {"<", "<=", ">", ">="}
+_ARITH = {"+", "-", "*", "/"}
+
+
+def inline(e: Expr) -> Expr:
+    """The expression with every registered-formula call replaced by the callee's expression."""
+    if isinstance(e, Call):
+        return inline(e.inline())
+    if isinstance(e, BinOp):
+        return BinOp(e.op, inline(e.left), inline(e.right))
+    if isinstance(e, Neg):
+        return Neg(inline(e.operand))
+    if isinstance(e, Func):
+        return Func(e.name, tuple(inline(a) for a in e.args))
+    return e
+
+
+def python_expr(e: Expr, name_of: Callable[[str], str], temps: dict[Any, str] | None = None) -> str:
+    """Python source of an expression without calls (see :func:`inline`), fully parenthesised; ``name_of`` gives
+    a variable's Python name, ``temps`` names sub-expressions computed before (by :meth:`Expr.key`)."""
+    if temps:
+        name = temps.get(e.key())
+        if name is not None:
+            return name
+    r = lambda x: python_expr(x, name_of, temps)  # noqa: E731
+    if isinstance(e, Var):
+        return name_of(e.name)
+    if isinstance(e, (Num, Text, Bool)):
+        return repr(e.value)
+    if isinstance(e, Neg):
+        return f"(-{r(e.operand)})"
+    if isinstance(e, BinOp):
+        a, b = r(e.left), r(e.right)
+        if e.op in _ARITH or e.op in _CMP:
+            return f"({a} {e.op} {b})"
+        if e.op == "^":
+            return f"({a} ** {b})"
+        if e.op == "=":
+            return f"_eq({a}, {b})"
+        if e.op == "<>":
+            return f"(not _eq({a}, {b}))"
+        if e.op == "&":
+            return f"(_text({a}) + _text({b}))"
+        raise ValueError(f"operator {e.op} has no Python form")
+    if isinstance(e, Func):
+        args = [r(a) for a in e.args]
+        if e.name == "IF":
+            return f"({args[1]} if {args[0]} else {args[2]})"
+        if e.name == "AND":
+            return "(" + " and ".join(f"bool({a})" for a in args) + ")"
+        if e.name == "OR":
+            return "(" + " or ".join(f"bool({a})" for a in args) + ")"
+        if e.name == "NOT":
+            return f"(not {args[0]})"
+        if e.name in ("MIN", "MAX"):
+            return f"{PY_FUNCTIONS[e.name]}(({', '.join(args)},))"
+        return f"{PY_FUNCTIONS[e.name]}({', '.join(args)})"
+    raise TypeError(f"{type(e).__name__} has no Python form (inline the calls first)")
+
+
+def _subtrees(e: Expr) -> Iterable[Expr]:
+    yield e
+    for c in e.children():
+        yield from _subtrees(c)
+
+
+def python_steps(steps: Iterable[tuple[str, Expr]], name_of: Callable[[str], str], indent: str = "    ") -> list[str]:
+    """Lines of Python assigning each (name, expression) in order to ``name_of(name)``; calls inlined, and the
+    sub-expressions a step uses more than once computed once, into temporaries before it."""
+    lines: list[str] = []
+    for name, expr in steps:
+        lines += _step_lines(name_of(name), inline(expr), name_of, indent, lines)
+    return lines
+
+
+def _step_lines(target: str, e: Expr, name_of: Callable[[str], str], indent: str, before: list[str]) -> list[str]:
+    """One step: its temporaries (numbered after those ``before``), then the assignment of ``target``."""
+    counts = Counter(s.key() for s in _subtrees(e) if not isinstance(s, (Var, Num, Text, Bool)))
+    temps: dict[Any, str] = {}
+    seen: set[Any] = set()
+    lines: list[str] = []
+    first = sum(line.lstrip().startswith("_t") for line in before)
+
+    def visit(s: Expr) -> None:  # children first, so that a temporary only uses earlier ones
+        k = s.key()
+        if k in seen:
+            return
+        seen.add(k)
+        lazy_if = isinstance(s, Func) and s.name == "IF"
+        for c in s.children()[:1] if lazy_if else s.children():  # IF's branches stay lazy: not hoisted
+            visit(c)
+        if counts.get(k, 0) > 1 and s is not e and not lazy_if:
+            name = f"_t{first + len(temps) + 1}"
+            lines.append(f"{indent}{name} = {python_expr(s, name_of, temps)}")
+            temps[k] = name
+
+    visit(e)
+    lines.append(f"{indent}{target} = {python_expr(e, name_of, temps)}")
+    return lines
