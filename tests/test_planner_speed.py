@@ -30,7 +30,7 @@ CASES = {
 def test_memoised_search_gives_the_reference_plans(name, monkeypatch):
     kw = dict(CASES[name])
     fast = plan(kw.pop("model"), **kw)
-    monkeypatch.setattr(search_module, "MEMOISE", False)
+    monkeypatch.setattr(search_module, "COMPILED", False)
     kw = dict(CASES[name])
     slow = plan(kw.pop("model"), **kw)
     assert fast.plans, f"{name}: no plan"

@@ -62,6 +62,10 @@ def python_expr(e: Expr, name_of: Callable[[str], str], temps: dict[Any, str] | 
             return f"({a} {e.op} {b})"
         if e.op == "^":
             return f"({a} ** {b})"
+        text_cmp = _text_comparison(e)
+        if text_cmp is not None:  # an input against a text: its lower case, computed once (see python_steps)
+            var, text = text_cmp
+            return f"({_lower_name(name_of(var))} {'==' if e.op == '=' else '!='} {text.lower()!r})"
         if e.op == "=":
             return f"_eq({a}, {b})"
         if e.op == "<>":
@@ -85,6 +89,20 @@ def python_expr(e: Expr, name_of: Callable[[str], str], temps: dict[Any, str] | 
     raise TypeError(f"{type(e).__name__} has no Python form (inline the calls first)")
 
 
+def _text_comparison(e: BinOp) -> tuple[str, str] | None:
+    """(variable, text) when ``e`` compares a variable with a text constant by ``=`` or ``<>``."""
+    if e.op not in ("=", "<>"):
+        return None
+    for x, y in ((e.left, e.right), (e.right, e.left)):
+        if isinstance(x, Var) and isinstance(y, Text):
+            return x.name, y.value
+    return None
+
+
+def _lower_name(py_name: str) -> str:
+    return f"_lower_{py_name}"
+
+
 def _subtrees(e: Expr) -> Iterable[Expr]:
     yield e
     for c in e.children():
@@ -93,34 +111,35 @@ def _subtrees(e: Expr) -> Iterable[Expr]:
 
 def python_steps(steps: Iterable[tuple[str, Expr]], name_of: Callable[[str], str], indent: str = "    ") -> list[str]:
     """Lines of Python assigning each (name, expression) in order to ``name_of(name)``; calls inlined, and the
-    sub-expressions a step uses more than once computed once, into temporaries before it."""
-    lines: list[str] = []
-    for name, expr in steps:
-        lines += _step_lines(name_of(name), inline(expr), name_of, indent, lines)
-    return lines
-
-
-def _step_lines(target: str, e: Expr, name_of: Callable[[str], str], indent: str, before: list[str]) -> list[str]:
-    """One step: its temporaries (numbered after those ``before``), then the assignment of ``target``."""
-    counts = Counter(s.key() for s in _subtrees(e) if not isinstance(s, (Var, Num, Text, Bool)))
+    sub-expressions used more than once (in one step or across steps) computed once, into temporaries before the
+    first step that needs them. A sub-expression inside a branch of ``IF`` is not hoisted: branches stay lazy."""
+    exprs = [(name_of(name), inline(expr)) for name, expr in steps]
+    counts: Counter[Any] = Counter()
+    for _, e in exprs:
+        counts.update(s.key() for s in _subtrees(e) if not isinstance(s, (Var, Num, Text, Bool)))
     temps: dict[Any, str] = {}
-    seen: set[Any] = set()
     lines: list[str] = []
-    first = sum(line.lstrip().startswith("_t") for line in before)
+    # a variable compared with texts: compared as spreadsheets do (text case-insensitively, xlcalc.expr._py_eq),
+    # by its lower case computed once
+    compared = sorted({cmp[0] for _, e in exprs for s in _subtrees(e) if isinstance(s, BinOp)
+                       and (cmp := _text_comparison(s)) is not None})
+    for var in compared:
+        v = name_of(var)
+        lines.append(f"{indent}{_lower_name(v)} = {v}.lower() if isinstance({v}, str) else {v}")
 
-    def visit(s: Expr) -> None:  # children first, so that a temporary only uses earlier ones
+    def visit(s: Expr, top: Expr) -> None:  # children first, so that a temporary only uses earlier ones
         k = s.key()
-        if k in seen:
+        if k in temps:
             return
-        seen.add(k)
         lazy_if = isinstance(s, Func) and s.name == "IF"
-        for c in s.children()[:1] if lazy_if else s.children():  # IF's branches stay lazy: not hoisted
-            visit(c)
-        if counts.get(k, 0) > 1 and s is not e and not lazy_if:
-            name = f"_t{first + len(temps) + 1}"
+        for c in s.children()[:1] if lazy_if else s.children():
+            visit(c, top)
+        if counts[k] > 1 and s is not top and not lazy_if and not isinstance(s, (Var, Num, Text, Bool)):
+            name = f"_t{len(temps) + 1}"
             lines.append(f"{indent}{name} = {python_expr(s, name_of, temps)}")
             temps[k] = name
 
-    visit(e)
-    lines.append(f"{indent}{target} = {python_expr(e, name_of, temps)}")
+    for target, e in exprs:
+        visit(e, e)
+        lines.append(f"{indent}{target} = {python_expr(e, name_of, temps)}")
     return lines

@@ -239,10 +239,14 @@ def stage_expert_params(arch: Arch, pp: int) -> float:
     return arch.expert_params / pp
 
 
+# the memory model's defaults (the default recipe and xlcalc.recipes.MEMORY_DEFAULTS: constants), read once
+_MEMORY_DEFAULTS = sm.defaults()
+
+
 def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatches: int) -> dict[str, Any]:
     """The inputs of the stage memory model (xlcalc.stage_memory) for one configuration."""
     return {
-        **sm.defaults(),
+        **_MEMORY_DEFAULTS,
         "params_b": arch.params_b, "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads,
         "kv_heads": arch.kv_heads, "head_dim": arch.head_dim, "ffn_hidden": max(1, round(arch.ffn_hidden)),
         "gated_ffn": arch.gated_ffn, "vocab": arch.vocab, "tied_embeddings": arch.tied_embeddings,
