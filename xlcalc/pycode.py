@@ -42,14 +42,19 @@ def inline(e: Expr) -> Expr:
     return e
 
 
-def python_expr(e: Expr, name_of: Callable[[str], str], temps: dict[Any, str] | None = None) -> str:
+def python_expr(e: Expr, name_of: Callable[[str], str], temps: dict[Any, str] | None = None,
+                lowered: bool = False) -> str:
     """Python source of an expression without calls (see :func:`inline`), fully parenthesised; ``name_of`` gives
-    a variable's Python name, ``temps`` names sub-expressions computed before (by :meth:`Expr.key`)."""
+    a variable's Python name, ``temps`` names sub-expressions computed before (by :meth:`Expr.key`); ``lowered``:
+    a variable compared with a text is read from its lower case, computed before (see :func:`python_steps`)."""
     if temps:
         name = temps.get(e.key())
         if name is not None:
             return name
-    r = lambda x: python_expr(x, name_of, temps)  # noqa: E731
+
+    def r(x: Expr) -> str:
+        return python_expr(x, name_of, temps, lowered)
+
     if isinstance(e, Var):
         return name_of(e.name)
     if isinstance(e, (Num, Text, Bool)):
@@ -62,10 +67,12 @@ def python_expr(e: Expr, name_of: Callable[[str], str], temps: dict[Any, str] | 
             return f"({a} {e.op} {b})"
         if e.op == "^":
             return f"({a} ** {b})"
-        text_cmp = _text_comparison(e)
+        text_cmp = _text_comparison(e) if lowered else None
         if text_cmp is not None:  # an input against a text: its lower case, computed once (see python_steps)
             var, text = text_cmp
             return f"({_lower_name(name_of(var))} {'==' if e.op == '=' else '!='} {text.lower()!r})"
+        if isinstance(e.left, (Num, Bool)) or isinstance(e.right, (Num, Bool)):  # no text on one side: Python's ==
+            return f"({a} {'==' if e.op == '=' else '!='} {b})"
         if e.op == "=":
             return f"_eq({a}, {b})"
         if e.op == "<>":
@@ -136,10 +143,10 @@ def python_steps(steps: Iterable[tuple[str, Expr]], name_of: Callable[[str], str
             visit(c, top)
         if counts[k] > 1 and s is not top and not lazy_if and not isinstance(s, (Var, Num, Text, Bool)):
             name = f"_t{len(temps) + 1}"
-            lines.append(f"{indent}{name} = {python_expr(s, name_of, temps)}")
+            lines.append(f"{indent}{name} = {python_expr(s, name_of, temps, lowered=True)}")
             temps[k] = name
 
     for target, e in exprs:
         visit(e, e)
-        lines.append(f"{indent}{target} = {python_expr(e, name_of, temps)}")
+        lines.append(f"{indent}{target} = {python_expr(e, name_of, temps, lowered=True)}")
     return lines

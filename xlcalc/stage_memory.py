@@ -46,7 +46,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any, cast
 
 from . import expr as _expr
@@ -303,9 +302,8 @@ def expert_shard_group(dp: Any, params_b: Any, stage_params_b: Any) -> Any:
 # --- evaluating the steps with numbers -----------------------------------------------------------
 
 _Getter = Callable[[dict[str, Any]], Any]
-_CompiledStep = tuple[str, Callable[..., Any], list[tuple[str, _Getter]], Callable[[dict[str, Any]], Any]]
+_CompiledStep = tuple[str, Callable[..., Any], list[tuple[str, _Getter]]]
 _COMPILED: dict[tuple[bool, bool], list[_CompiledStep]] = {}
-_MISS = object()
 # the variants of the model as functions of xlcalc.stage_memory_code (scripts/make_memory_code.py):
 # name -> (capacity given, MoE terms)
 VARIANTS = {"dense": (False, False), "dense_fit": (True, False), "moe": (False, True), "moe_fit": (True, True)}
@@ -324,16 +322,9 @@ def _getter(e: Expr) -> _Getter:
     return e.evaluate
 
 
-def _reader(names: set[str]) -> Callable[[dict[str, Any]], Any]:
-    """The values of ``names`` in an environment, as one hashable key (a tuple, or the value when only one)."""
-    if not names:
-        return lambda env: ()
-    return itemgetter(*sorted(names))
-
-
 def _compiled(capacity: bool, moe: bool = True) -> list[_CompiledStep]:
-    """The steps as (name, function, argument getters, the names its arguments read); ``moe=False``: the dense
-    model's steps (no expert terms)."""
+    """The steps as (name, function, argument getters); ``moe=False``: the dense model's steps (no expert
+    terms)."""
     key = (capacity, moe)
     if key not in _COMPILED:
         saved, _expr._numeric = _expr._numeric, 0  # the steps are built as expressions, even inside numeric()
@@ -343,8 +334,7 @@ def _compiled(capacity: bool, moe: bool = True) -> list[_CompiledStep]:
         finally:
             _expr._numeric = saved
         # the layout check runs once in resolve(), as check_layout (the same constraints as Layout_Check)
-        _COMPILED[key] = [(st.name, st.formula.func, [(k, _getter(e)) for k, e in st.args.items()],
-                           _reader(set().union(*(e.variables() for e in st.args.values()))))
+        _COMPILED[key] = [(st.name, st.formula.func, [(k, _getter(e)) for k, e in st.args.items()])
                           for st in steps if st.name != "Layout_Check"]
     return _COMPILED[key]
 
@@ -389,32 +379,23 @@ def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
     return clean
 
 
-def evaluate(values: Mapping[str, Any], *, validated: bool = False,
-             cache: dict[tuple[Any, ...], Any] | None = None, compiled: bool = False) -> dict[str, Any]:
+def evaluate(values: Mapping[str, Any], *, validated: bool = False, compiled: bool = False) -> dict[str, Any]:
     """Every step of the model by name, for numbers (``memory_gb`` adds the fit and the largest micro-batch).
 
-    ``validated=True`` skips :func:`resolve` (the planner's inner loop checks its inputs once). ``cache`` (a dict
-    the caller keeps, e.g. one per planner search) memoises each step by the values its arguments read: a step
-    whose inputs and earlier steps are those of a configuration already evaluated takes that value again instead
-    of being recomputed (the steps are pure functions of those values, so the result is the same).
-    ``compiled=True`` runs the same steps as one plain function of :mod:`xlcalc.stage_memory_code` (generated from
-    them by scripts/make_memory_code.py; tests/test_memory_code.py checks that both give the same numbers).
+    ``validated=True`` skips :func:`resolve` (the planner's inner loop checks its inputs once). ``compiled=True``
+    runs the same steps as one plain function of :mod:`xlcalc.stage_memory_code`, generated from them by
+    scripts/make_memory_code.py (the planner's search; tests/test_memory_code.py checks that both give the same
+    numbers); else each step's formula is called in turn.
     """
     clean = dict(values) if validated else resolve(values)
     capacity = clean.get("memory_gb") is not None
     env: dict[str, Any] = {_EXCEL_NAME[k]: x for k, x in clean.items()}
+    moe = bool(clean.get("expert_params_b"))
     if compiled:
-        return _CODE[capacity, bool(clean.get("expert_params_b"))](env)
+        return _CODE[capacity, moe](env)
     with registry.numeric():  # inputs validated: formulas nested in these bodies take the fast path
-        for name, func, getters, reads in _compiled(capacity, bool(clean.get("expert_params_b"))):
-            if cache is None:
-                env[name] = func(**{k: g(env) for k, g in getters})
-                continue
-            key = (name, reads(env))
-            value = cache.get(key, _MISS)
-            if value is _MISS:
-                value = cache[key] = func(**{k: g(env) for k, g in getters})
-            env[name] = value
+        for name, func, getters in _compiled(capacity, moe):
+            env[name] = func(**{k: g(env) for k, g in getters})
     return env
 
 
