@@ -340,6 +340,11 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                     live = [z for z in zs if z not in too_big and z not in dead]
                     if not live:
                         break  # activations grow with the micro-batch: larger ones fit no better
+                    # interleaved chunks (v > 1) hold (1 + (p-1)/(p v)) x the micro-batches in flight, fewer as v
+                    # grows, and nothing else depends on v: they are tried from the most chunks down, and once one
+                    # does not fit, those with fewer chunks fit no better
+                    vs = vs[:1] + sorted(vs[1:], reverse=True) if vs[:1] == [1] else sorted(vs, reverse=True)
+                    chunks_miss: dict[int, int] = {}  # ZeRO stage -> chunks of an interleaved variant that missed
                     for v in vs:
                         # the bound does not depend on the ZeRO stage: one bound for all of them
                         probe = Config(t, p, d, 0, sp, rc, b, v, c, layout, fp8, e, et)
@@ -350,7 +355,8 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                             reject("cannot beat the best plans (lower bound on its step time)", len(live))
                             continue
                         for z in live:
-                            if z in too_big or z in dead:  # v = 1 holds the fewest activations: neither does v
+                            if z in too_big or z in dead or v < chunks_miss.get(z, 0):
+                                # v = 1 holds the fewest activations: neither does v; or more chunks did not fit
                                 count += 1
                                 reject("heavier variants of a configuration that does not fit, not evaluated")
                                 continue
@@ -369,6 +375,8 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                                     misses.append(pred)
                                 if v == 1:
                                     too_big.add(z)
+                                else:
+                                    chunks_miss[z] = v
                                 if z not in lean_checked:
                                     lean_checked.add(z)
                                     lean = Config(t, p, d, z, sps[-1], lean_rc, mbs[0], 1, c, layout, fp8, e, et)
