@@ -379,6 +379,13 @@ def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
     return clean
 
 
+def compiled_steps(values: dict[str, Any]) -> dict[str, Any]:
+    """Every step by name (not the inputs) for validated inputs by input name, by the compiled model
+    (:mod:`xlcalc.stage_memory_code`): :func:`evaluate` with ``compiled=True`` without the inputs copied under their
+    defined names (the planner's search)."""
+    return _CODE[values.get("memory_gb") is not None, bool(values.get("expert_params_b"))](values)
+
+
 def evaluate(values: Mapping[str, Any], *, validated: bool = False, compiled: bool = False) -> dict[str, Any]:
     """Every step of the model by name, for numbers (``memory_gb`` adds the fit and the largest micro-batch).
 
@@ -392,7 +399,8 @@ def evaluate(values: Mapping[str, Any], *, validated: bool = False, compiled: bo
     env: dict[str, Any] = {_EXCEL_NAME[k]: x for k, x in clean.items()}
     moe = bool(clean.get("expert_params_b"))
     if compiled:
-        return _CODE[capacity, moe](env)
+        env.update(_CODE[capacity, moe](clean))
+        return env
     with registry.numeric():  # inputs validated: formulas nested in these bodies take the fast path
         for name, func, getters in _compiled(capacity, moe):
             env[name] = func(**{k: g(env) for k, g in getters})

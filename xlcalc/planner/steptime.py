@@ -267,7 +267,8 @@ def memory(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, mi
            compiled: bool = True) -> Prediction:
     """Memory per GPU of the heavier pipeline stage, by the stage memory model (xlcalc.stage_memory); ``compiled``:
     its steps run as one generated plain function (``xlcalc.stage_memory.evaluate``), else one by one."""
-    env = sm.evaluate(memory_inputs(arch, st, cfg, seq_len, microbatches), validated=True, compiled=compiled)
+    values = memory_inputs(arch, st, cfg, seq_len, microbatches)
+    env = sm.compiled_steps(values) if compiled else sm.evaluate(values, validated=True)
     stage = "First" if env["Mem_First_Total_GB"] >= env["Mem_Last_Total_GB"] else "Last"
     total = env["Mem_Total_GB"]
     return Prediction(
@@ -275,7 +276,7 @@ def memory(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, mi
         grads_gb=env[f"Mem_{stage}_Grads_GB"], optimizer_gb=env[f"Mem_{stage}_Optimizer_GB"],
         zero3_buffer_gb=env[f"Mem_{stage}_Gathered_GB"] + env[f"Mem_{stage}_FP8_GB"],
         activations_gb=env[f"Mem_{stage}_Activations_GB"] + env["Mem_Recompute_GB"] + env[f"Mem_{stage}_Logits_GB"],
-        overhead_gb=env["Overhead_GB"] + env["Comm_Buffer_GB"], memory_gb=total,
+        overhead_gb=values["overhead_gb"] + values["comm_buffer_gb"], memory_gb=total,
         fits=bool(fm.fits_in_gpu.raw(total_gb=total, memory_gb=hw.memory_gb)),
     )
 
