@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .expr import BinOp, Bool, Call, Expr, Func, Neg, Num, Text, Var
+from .expr import BinOp, Bool, Call, Expr, Func, Neg, Num, Text, Var, wrap
 
 __all__ = ["inline", "python_expr", "python_steps", "PY_FUNCTIONS"]
 
@@ -30,15 +30,33 @@ _ARITH = {"+", "-", "*", "/"}
 
 
 def inline(e: Expr) -> Expr:
-    """The expression with every registered-formula call replaced by the callee's expression."""
+    """The expression with every registered-formula call replaced by the callee's expression, and every part
+    whose operands are all constants computed (e.g. ``"rmsnorm" = "layernorm"`` is FALSE; ``IF`` with a constant
+    condition is the branch it takes)."""
     if isinstance(e, Call):
         return inline(e.inline())
     if isinstance(e, BinOp):
-        return BinOp(e.op, inline(e.left), inline(e.right))
+        return _fold(BinOp(e.op, inline(e.left), inline(e.right)))
     if isinstance(e, Neg):
-        return Neg(inline(e.operand))
+        return _fold(Neg(inline(e.operand)))
     if isinstance(e, Func):
-        return Func(e.name, tuple(inline(a) for a in e.args))
+        args = tuple(inline(a) for a in e.args)
+        if e.name == "IF" and isinstance(args[0], _CONST):
+            return args[1] if args[0].value else args[2]
+        return _fold(Func(e.name, args))
+    return e
+
+
+_CONST = (Num, Text, Bool)
+
+
+def _fold(e: Expr) -> Expr:
+    """A node whose children are constants, as the constant it computes (the same operation on the same values)."""
+    if e.children() and all(isinstance(c, _CONST) for c in e.children()):
+        try:
+            return wrap(e.evaluate({}))
+        except (ArithmeticError, ValueError, TypeError):  # left to fail where it is computed
+            return e
     return e
 
 
