@@ -104,3 +104,27 @@ def test_a_constant_condition_is_folded_when_inputs_are_substituted():
     expr = if_(Var("gated"), 6, 4) * Var("f")
     assert _text(expr.substitute({"gated": Bool(False)})) == "=4*f"
     assert expr.substitute({"gated": Bool(True)}).evaluate({"f": 2}) == 12
+
+
+def test_ceiling_fast_path_is_ceiling_of_round():
+    """CEILING(ROUND(x, 9), 1) computed with numbers takes an inlined path; it must equal the two helpers."""
+    import random
+
+    from xlcalc import expr as _e
+
+    rng = random.Random(0)
+    xs = [rng.uniform(0, 1e6) for _ in range(20000)] + [rng.randint(0, 10**6) / rng.choice([1, 3, 7, 8, 1024])
+                                                          for _ in range(20000)]
+    xs += [864 * 1.05 / 8, 905 * 2 * 1.1, 3.0000000001, 2.9999999999, 0.0, 7.0]
+    with _e_numeric():
+        for x in xs:
+            got = _e.ceiling(x)
+            want = _e._ceiling(_e._round(x, 9), 1)
+            assert got == want and type(got) is type(want), x
+        assert _e.ceiling(864 * 1.05 / 8) == 114  # 113.40000000000001: the documented noise, rounded up once
+
+
+def _e_numeric():
+    from xlcalc.registry import numeric
+
+    return numeric()
