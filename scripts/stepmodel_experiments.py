@@ -65,6 +65,11 @@ VARIANTS = [
     ("llm-foundry loss over fp32 logits (loss_bytes 16, not its fused cross-entropy)",
      {"llm-foundry": dict(loss_bytes=16.0)}),
     ("llm-foundry with dropout kernels (dropout on, not MPT's p = 0)", {"llm-foundry": dict(dropout=True)}),
+    # the attention kernel facts (xlcalc.planner.stacks), switched back one at a time
+    ("llm-foundry attention at FlashAttention-2 speed (attention_kernel_speed 1, not Triton's 0.55)",
+     {"llm-foundry": dict(attention_kernel_speed=1.0)}),
+    ("FA2-class stacks at the planner's default attention share 0.35 on A100, not FlashAttention-2's 0.50",
+     {p: dict(attention_efficiency=0.35) for p in FA2}),
     # PyTorch FSDP facts measured but not pinned (they do not improve the headline)
     ("FSDP all-gathers in bf16 (gather_bytes 2: MixedPrecision param_dtype)",
      {p: dict(gather_bytes=2.0) for p in FSDP}),

@@ -420,6 +420,34 @@ def test_flash_attention_2_generation_factor():
     assert b.compute_s - a.compute_s == pytest.approx(a.microbatches * 32 * (att_on - att_off))
 
 
+def test_triton_flash_attention_runs_at_its_published_speed_of_flash_attention_2():
+    # Dao 2023 §4.1: FlashAttention-2 is 1.3-1.5x faster than FlashAttention in Triton forward, ~2x backward; the
+    # backward has 2.5x the forward's FLOPs: 3.5 / (1.4 x 1 + 2 x 2.5) of FlashAttention-2's speed
+    from xlcalc import catalog
+    from xlcalc.planner import Settings
+    from xlcalc.planner.hardware import resolve_hardware
+    from xlcalc.planner.stacks import STACKS, TRITON_FLASH_ATTENTION_SPEED
+    from xlcalc.planner.steptime import Config, _compute_mb, arch_from_model
+    assert TRITON_FLASH_ATTENTION_SPEED == pytest.approx(3.5 / 6.4)
+    st = Settings(stack="llm-foundry")
+    assert st.attention_kernel_speed == TRITON_FLASH_ATTENTION_SPEED
+    assert st.attention_efficiency == 0.50  # FlashAttention-2 on A100, the low end of Dao 2023's 50-73%
+    assert "attention_kernel_speed" not in STACKS["megatron"].settings  # cuDNN / TE fused attention: no derate
+    # Llama 3 8B at 32k on 8 A100s: 32 heads x 128 = 4096, 4 s^2 d h forward FLOPs counted
+    arch = arch_from_model(catalog.get_model("llama3.1-8b"))
+    cfg = Config(tp=1, pp=1, dp=8, zero_stage=3, seq_parallel=False, recompute="none", micro_batch=1)
+    flops = 3 * 4 * 32768 ** 2 * 4096  # forward + backward (2x), full s x s: the counted FLOPs
+    for speed in (1.0, TRITON_FLASH_ATTENTION_SPEED):
+        s = Settings(matmul_efficiency=0.6, attention_efficiency=0.5, attention_kernel_speed=speed)
+        _, att, _ = _compute_mb(arch, resolve_hardware("a100-80gb", s, 8), s, cfg, 32768, "none")
+        # the kernel computes the causal half at 0.5 x speed of the 312 TFLOP/s peak, never faster than the GEMM
+        # rate (0.6) on the counted FLOPs
+        expected = max(0.5 * flops / (312e12 * 0.5 * speed), flops / (312e12 * 0.6))
+        assert att == pytest.approx(expected, rel=1e-9)
+    # the Triton kernel is slower than the GEMM floor here, FlashAttention-2 is not
+    assert 0.5 / (0.5 * TRITON_FLASH_ATTENTION_SPEED) > 1 / 0.6 > 0.5 / 0.5
+
+
 def test_fp8_casts_add_hbm_time_only_to_fp8_runs():
     # the casts of one Llama 3 8B layer per micro-batch at HBM speed: bytes x tokens / (3.35 TB/s)
     from xlcalc import catalog

@@ -16,6 +16,8 @@ _SETTINGS = (
     ("matmul_efficiency", "share of peak the matmuls reach in training (default: the GPU's catalog value, "
                           "fitted to published runs; docs/validation.md)"),
     ("attention_efficiency", "share of peak of the attention core (default 0.35)"),
+    ("attention_kernel_speed", "speed of the attention kernel relative to FlashAttention-2 on the same GPU "
+                               "(default 1; FlashAttention in Triton: 0.55)"),
     ("link_efficiency", "achieved collective bandwidth / link bandwidth (default 0.8)"),
     ("dp_overlap", "share of the overlap window that hides DP communication (default 0.5)"),
     ("tp_overlap", "share of TP communication hidden behind compute (default 0; async TP / TP comm overlap: ~1)"),

@@ -13,7 +13,6 @@ from typing import Any, Optional, cast
 
 from .. import catalog
 from ..errors import CatalogError
-from .stacks import STACKS
 
 __all__ = ["Hardware", "resolve_hardware", "SM_COUNT", "FLASH_ATTENTION_2_SHARE", "attention_factor"]
 
@@ -95,6 +94,7 @@ def _efficiency(row: catalog.GPU, settings: Any) -> tuple[Optional[float], str]:
         return settings.matmul_efficiency, "given (the GPU has no measured MAMF to take a share of)"
     if settings.matmul_efficiency:
         return settings.matmul_efficiency, "given"
+    from .stacks import STACKS  # stacks reads this module's FLASH_ATTENTION_2_SHARE
     stack = STACKS.get(getattr(settings, "stack", None) or "")
     if stack is not None and stack.matmul_efficiency:
         return stack.matmul_efficiency, f"stack {stack.id}, fitted to its published runs (docs/validation.md)"

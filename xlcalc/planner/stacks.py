@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-__all__ = ["Stack", "STACKS", "NONMATMUL_FACTOR", "get_stack"]
+from .hardware import FLASH_ATTENTION_2_SHARE
+
+__all__ = ["Stack", "STACKS", "NONMATMUL_FACTOR", "TRITON_FLASH_ATTENTION_SPEED", "get_stack"]
 
 
 @dataclass(frozen=True)
@@ -40,10 +42,18 @@ _FSDP_FACT = ("PyTorch FSDP keeps fp32 sharded parameters, fp32 gradients and Ad
               "parameter) and gathers bf16 copies for compute",
               "torchtitan parallelize_llama.py MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32); "
               "Composer FSDP mixed precision DEFAULT")
-_FA2_FACT = ("FlashAttention-2-class attention kernel written for Ampere: on Hopper it reaches 0.70 of its A100 "
-             "share of peak (attention_by_generation)",
+# FlashAttention-2 class kernels: their A100 share of peak (the low end of Dao 2023's 50-73%, causal forward +
+# backward), scaled to each GPU generation by attention_by_generation (0.35 on Hopper, Shah et al. 2024)
+_FA2 = dict(attention_by_generation=True, attention_efficiency=FLASH_ATTENTION_2_SHARE["a100-80gb"])
+_FA2_FACT = ("FlashAttention-2-class attention kernel written for Ampere: 0.50 of peak on A100 on the FLOPs it "
+             "computes, 0.70 of that on Hopper (attention_efficiency 0.50, attention_by_generation)",
              "Dao 2023 (FlashAttention-2 reaches 50-73% of peak on A100); Shah et al. 2024 (FlashAttention-3: "
              "FlashAttention-2 achieves 35% of peak on H100)")
+# FlashAttention in Triton against FlashAttention-2 on the same GPU (Dao 2023 §4.1: FlashAttention-2 is "around
+# 1.3-1.5x faster than FlashAttention in Triton in the forward pass and around 2x faster in the backward pass"; the
+# backward has 2.5x the forward's FLOPs, Dao 2023 §4.1): one forward at 1/1.4 and one backward at 1/2 the speed,
+# 3.5 / (1.4 + 2.5 x 2) = 0.55 of FlashAttention-2's speed over a training step
+TRITON_FLASH_ATTENTION_SPEED = 3.5 / (1.4 + 2.5 * 2)
 _TE_CAST = ("FP8 operands cast by Transformer Engine's cast-transpose: read 2 bytes, write 1 + 1 transposed "
             "(fp8_cast_bytes = 4)", "Micikevicius et al. 2022 (FP8 formats); Hopper FP8 GEMMs take only the TN layout")
 
@@ -75,8 +85,8 @@ STACKS: dict[str, Stack] = {s.id: s for s in (
     ),
     Stack(
         id="llm-foundry", name="Composer / llm-foundry of 2023: PyTorch FSDP, FlashAttention-class kernels, MPT models",
-        settings=dict(**_FIT, **_FSDP_BYTES, attention_by_generation=True, fp8_cast_bytes=4.0,
-                      fp8_forward_casts_fused=False, loss_bytes=6.0, dropout=False),
+        settings=dict(**_FIT, **_FSDP_BYTES, **_FA2, attention_kernel_speed=TRITON_FLASH_ATTENTION_SPEED,
+                      fp8_cast_bytes=4.0, fp8_forward_casts_fused=False, loss_bytes=6.0, dropout=False),
         facts=(_FSDP_FACT,
                ("MPT trains without dropout: resid_pdrop and emb_pdrop default to 0.0 and the MPT yamls set no other; "
                 "PyTorch's dropout at p = 0 returns its input and launches no kernel, so a layer's non-matmul traffic "
@@ -90,38 +100,40 @@ STACKS: dict[str, Stack] = {s.id: s for s in (
                 "llm-foundry llmfoundry/models/mpt/modeling_mpt.py (2023): ComposerMPTCausalLM "
                 "om_model_config.get('loss_fn', 'fused_crossentropy') -> flash_attn.losses.cross_entropy."
                 "CrossEntropyLoss"),
-               ("Ampere-era FlashAttention kernels: the benchmark script sets attn_impl (default 'triton', MPT's "
+               ("Ampere-era FlashAttention in Triton: the benchmark script sets attn_impl (default 'triton', MPT's "
                 "Triton port of FlashAttention; sweep.sh passes no other) and installs flash-attn 1.0.7 for the H100 "
-                "FP8 runs; FlashAttention-2's H100/A100 share ratio (0.70) is taken as theirs "
-                "(attention_by_generation)",
-                "llm-foundry scripts/train/benchmarking/submit_benchmarks.py and sweep.sh at commit b2a43a1; Dao 2023; "
-                "Shah et al. 2024"),
+                "FP8 runs; FlashAttention-2's share of peak (0.50 on A100, 0.70 of it on Hopper) times the Triton "
+                "kernel's speed relative to FlashAttention-2, 1.4x slower forward and 2x slower backward: 0.55 "
+                "(attention_efficiency 0.50, attention_by_generation, attention_kernel_speed)",
+                "llm-foundry scripts/train/benchmarking/submit_benchmarks.py and sweep.sh at commit b2a43a1; Dao 2023 "
+                "§4.1 (FlashAttention-2 1.3-1.5x faster than FlashAttention in Triton forward, 2x backward); Shah et "
+                "al. 2024"),
                _TE_CAST,
                ("FP8 (Composer amp_fp8) swaps the linear layers for te.Linear: norms and activation stay separate "
                 "bf16 kernels and every FP8 operand is cast on its own (fp8_forward_casts_fused False)",
                 "llm-foundry scripts/train/benchmarking/submit_benchmarks.py (TransformerEngine v0.10 for H100 FP8)")),
-        matmul_efficiency=0.7,
+        matmul_efficiency=0.779,
         sources=("llm-foundry-benchmarks",),
     ),
     Stack(
         id="fsdp-eager", name="PyTorch FSDP2 without compilation (torchtitan of 2024, eager)",
-        settings=dict(**_FIT, **_FSDP_BYTES, attention_by_generation=True, fp8_cast_bytes=4.0,
+        settings=dict(**_FIT, **_FSDP_BYTES, **_FA2, fp8_cast_bytes=4.0,
                       fp8_forward_casts_fused=False),
         facts=(_FSDP_FACT, _FA2_FACT,
                ("compile = false: every operator its own kernel, FP8 casts included", "torchtitan train_configs "
                 "(April 2024)")),
-        matmul_efficiency=0.757,
+        matmul_efficiency=0.750,
         sources=("torchtitan-performance-a100",),
     ),
     Stack(
         id="fsdp-compiled", name="PyTorch FSDP2 with torch.compile (torchtitan)",
-        settings=dict(**_FIT, **_FSDP_BYTES, attention_by_generation=True, fp8_cast_bytes=4.0,
+        settings=dict(**_FIT, **_FSDP_BYTES, **_FA2, fp8_cast_bytes=4.0,
                       fp8_forward_casts_fused=True),
         facts=(_FSDP_FACT, _FA2_FACT,
                ("torch.compile fuses the float8 casts into the kernels that produce the operands",
                 "torchtitan torchtitan/components/quantization/float8.md: '`torch.compile` fuses the float8 "
                 "scaling/casting kernels'")),
-        matmul_efficiency=0.774,
+        matmul_efficiency=0.745,
         sources=("torchtitan-benchmarks",),
     ),
 )}

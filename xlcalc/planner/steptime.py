@@ -79,6 +79,13 @@ class Settings(BaseModel):
         description="The attention kernel is FlashAttention-2 class (written for Ampere): on a Hopper GPU it reaches "
                     "0.70 of its A100 share of peak (FLASH_ATTENTION_2_SHARE: 50% on A100, Dao 2023; 35% on H100, "
                     "Shah et al. 2024), so the attention core takes 1/0.70 as long per FLOP. False: one share on every GPU.")
+    attention_kernel_speed: float = Field(
+        default=1.0, gt=0, le=1,
+        description="Speed of the stack's attention kernel relative to FlashAttention-2 on the same GPU (the "
+                    "attention core takes 1/speed as long). 1: FlashAttention-2 or a faster kernel. FlashAttention "
+                    "in Triton (MPT's attn_impl 'triton'): Dao 2023 §4.1, FlashAttention-2 is 1.3-1.5x faster in "
+                    "the forward pass and about 2x in the backward pass, whose FLOPs are 2.5x the forward's: "
+                    "3.5 / (1.4 + 2.5 x 2) = 0.55 (TRITON_FLASH_ATTENTION_SPEED).")
     fp8_cast_bytes: float = Field(
         default=4.0, ge=0,
         description="HBM bytes per element of every FP8 GEMM operand cast from bf16 (activation inputs forward, "
@@ -315,7 +322,7 @@ def _per_layer(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden
                elementwise_factor: float, attention_factor: float = 1.0,
                fp8_cast_bytes: float = 0.0, fp8_forward_fused: bool = False,
                projection: tuple[int, int, int] | None = None, loss_bytes: float = 16.0,
-               dropout: bool = True) -> tuple[float, float, float]:
+               dropout: bool = True, attention_speed: float = 1.0) -> tuple[float, float, float]:
     """(compute time of one layer, its attention part, the logit layer's compute) for one micro-batch on one GPU.
 
     Every term of a stage's compute is linear in its layers, so a stage of n layers takes n x layer (+ logit
@@ -330,10 +337,11 @@ def _per_layer(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden
                                              head_dim=head_dim, tp=tp, recompute=recompute)
     if flash:
         # attention_factor < 1: a FlashAttention-2-class kernel on a newer GPU than it was written for reaches that
-        # share of its A100 efficiency, on both the kernel's rate and the GEMM-rate floor
+        # share of its A100 efficiency, on both the kernel's rate and the GEMM-rate floor; attention_speed < 1: a
+        # slower kernel than FlashAttention-2 on the same GPU (the kernel's rate only)
         att = fs.attention_core_time_s.fast(flops=att_flops, peak_tflops=peak,
-                                           attention_efficiency=attention_efficiency * attention_factor,
-                                           matmul_efficiency=eff * attention_factor)
+                                           attention_efficiency=attention_efficiency * attention_factor
+                                           * attention_speed, matmul_efficiency=eff * attention_factor)
     else:
         # QK^T and AV as batched matmuls at their roofline; softmax, mask and dropout over the s x s scores
         # at HBM speed (no FlashAttention)
@@ -363,7 +371,8 @@ def _compute_mb(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: in
         arch.hidden, arch.heads, arch.kv_heads, arch.head_dim, arch.ffn_hidden, arch.vocab, arch.gated_ffn,
         seq_len * b // c, seq_len, t, cfg.seq_parallel, rc, peak, mm_peak, hw.matmul_efficiency, hw.sm_count,
         hw.hbm_tb_s, st.flash_attention, st.attention_efficiency, st.elementwise_factor, hw.attention_factor,
-        st.fp8_cast_bytes if cfg.fp8 else 0.0, st.fp8_forward_casts_fused, arch.projection_shape, st.loss_bytes, st.dropout)
+        st.fp8_cast_bytes if cfg.fp8 else 0.0, st.fp8_forward_casts_fused, arch.projection_shape, st.loss_bytes, st.dropout,
+        st.attention_kernel_speed)
     if arch.moe_layers:
         # token permutation for the experts, averaged over the layers as the FFN is (each TP rank its share)
         layer_s += fs.moe_permute_time_s.fast(layers_per_stage=arch.moe_layers / arch.layers,
@@ -404,7 +413,7 @@ def sequence_compute_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, 
                                       hw.hbm_tb_s, st.flash_attention, st.attention_efficiency,
                                       st.elementwise_factor, hw.attention_factor,
                                       st.fp8_cast_bytes if cfg.fp8 else 0.0, st.fp8_forward_casts_fused,
-                                      arch.projection_shape, st.loss_bytes, st.dropout)
+                                      arch.projection_shape, st.loss_bytes, st.dropout, st.attention_kernel_speed)
     return _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, cfg.pp)[0]
 
 
