@@ -26,6 +26,7 @@ from .steptime import (
     Settings,
     arch_from_model,
     memory,
+    microbatch_lower_bound,
     resolve_hardware,
     sequence_compute_bound,
     step_lower_bound,
@@ -345,15 +346,20 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                     # does not fit, those with fewer chunks fit no better
                     vs = vs[:1] + sorted(vs[1:], reverse=True) if vs[:1] == [1] else sorted(vs, reverse=True)
                     chunks_miss: dict[int, int] = {}  # ZeRO stage -> chunks of an interleaved variant that missed
+                    mb_bound = None  # the micro-batch's compute and TP communication: the same for every v
                     for v in vs:
                         # the bound does not depend on the ZeRO stage: one bound for all of them
                         probe = Config(t, p, d, 0, sp, rc, b, v, c, layout, fp8, e, et)
-                        if len(best) >= keep and (
-                                step_lower_bound(arch, hw, st, probe, seq_len, m, b * per_seq) >= -best[0]
-                                or step_lower_bound(arch, hw, st, probe, seq_len, m) >= -best[0]):
-                            count += len(live)
-                            reject("cannot beat the best plans (lower bound on its step time)", len(live))
-                            continue
+                        if len(best) >= keep:
+                            out = step_lower_bound(arch, hw, st, probe, seq_len, m, b * per_seq) >= -best[0]
+                            if not out:
+                                if mb_bound is None:
+                                    mb_bound = microbatch_lower_bound(arch, hw, st, probe, seq_len)
+                                out = step_lower_bound(arch, hw, st, probe, seq_len, m, mb_bound) >= -best[0]
+                            if out:
+                                count += len(live)
+                                reject("cannot beat the best plans (lower bound on its step time)", len(live))
+                                continue
                         for z in live:
                             if z in too_big or z in dead or v < chunks_miss.get(z, 0):
                                 # v = 1 holds the fewest activations: neither does v; or more chunks did not fit

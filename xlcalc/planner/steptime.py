@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Optional, cast
+from typing import Any, NamedTuple, Optional, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -179,8 +179,8 @@ class Settings(BaseModel):
     usd_per_gpu_hour: Optional[float] = Field(default=None, ge=0, description="Price per GPU-hour; None: the price catalog's, if any.")
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
+    """One parallel layout and recipe (a named tuple: the search builds thousands of them)."""
     tp: int
     pp: int
     dp: int
@@ -423,16 +423,23 @@ def step_lower_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_le
     micro-batches plus the bubble (STEP_TIME_S without the other communication or the optimizer): the search's
     bound for leaving a configuration out.
     ``microbatch_s`` given: a cheaper, looser bound from it (e.g. b x :func:`sequence_compute_bound`)."""
-    if microbatch_s is None:  # the slowest stage's compute and its exposed TP communication
-        layer_s, _, logits_s = _compute_mb(arch, hw, st, cfg, seq_len, cfg.recompute)
-        microbatch_s, layers_slow, _ = _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, cfg.pp)
-        if cfg.tp > 1:
-            microbatch_s += fs.tp_comm_time_s.fast(
-                layers_per_stage=layers_slow, seq_len=seq_len // cfg.cp, micro_batch=cfg.micro_batch,
-                hidden=arch.hidden, tp=cfg.tp, scaleup_gb_s=hw.scaleup_gb_s, link_efficiency=st.link_efficiency,
-                recompute=cfg.recompute, tp_overlap=st.tp_overlap)
+    if microbatch_s is None:
+        microbatch_s = microbatch_lower_bound(arch, hw, st, cfg, seq_len)
     return cast(float, fs.step_time_s.fast(microbatches=microbatches, microbatch_s=microbatch_s, pp=cfg.pp,
                                            virtual_stages=cfg.virtual_stages, comm_s=0, compute_s=0))
+
+
+def microbatch_lower_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int) -> float:
+    """The slowest stage's compute of one micro-batch and its exposed TP communication (the part of
+    :func:`step_lower_bound` that does not depend on the number of micro-batches or the interleaving)."""
+    layer_s, _, logits_s = _compute_mb(arch, hw, st, cfg, seq_len, cfg.recompute)
+    microbatch_s, layers_slow, _ = _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, cfg.pp)
+    if cfg.tp > 1:
+        microbatch_s += fs.tp_comm_time_s.fast(
+            layers_per_stage=layers_slow, seq_len=seq_len // cfg.cp, micro_batch=cfg.micro_batch,
+            hidden=arch.hidden, tp=cfg.tp, scaleup_gb_s=hw.scaleup_gb_s, link_efficiency=st.link_efficiency,
+            recompute=cfg.recompute, tp_overlap=st.tp_overlap)
+    return microbatch_s
 
 
 @lru_cache(maxsize=1024)
