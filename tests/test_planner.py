@@ -147,6 +147,37 @@ def test_plan_out_of_the_box_on_every_gpu(gpu):
     assert best.tp * best.pp * best.cp * best.dp == 512 and 0 < best.mfu < 1
 
 
+def test_plan_takes_a_catalog_models_published_sequence_and_batch():
+    # Llama 3 paper: pre-training on 8,192-token sequences, 16M tokens per batch = 16 sequences per data-parallel
+    # rank x DP 128 (Table 4) = 2,048 sequences; nothing but the model, GPU, count and tokens given
+    res = plan("llama3.1-405b", gpu="h100", n_gpus=16384, tokens_t=15.6)
+    assert (res.seq_len, res.global_batch) == (8192, 2048) and res.plans
+    assert len(res.assumed) == 2 and "8192" in res.assumed[0] and "16,777,216" in res.assumed[1]
+    given = plan("llama3.1-405b", gpu="h100", n_gpus=16384, tokens_t=15.6, seq_len=8192,
+                 global_batch_tokens=2048 * 8192)
+    assert given.assumed == [] and given.plans[0].step_s == res.plans[0].step_s
+    # DeepSeek-V3 report §4.2: 15,360 sequences of 4,096 tokens after the batch ramp-up
+    assert catalog.get_model("deepseek-v3").global_batch_tokens == 15360 * 4096
+    for m in catalog.models():  # a published batch is a whole number of the model's sequences
+        if m.global_batch_tokens is not None:
+            assert m.global_batch_tokens % m.seq_len == 0, m.id
+
+
+def test_plan_asks_for_a_batch_the_catalog_does_not_have():
+    # Llama 3.1 8B: the paper gives no batch for it; Llama 2 only a rounded "4M tokens": asked for, never guessed
+    for model in ("llama3.1-8b", "llama2-70b"):
+        with pytest.raises(InputError, match="global_batch_tokens") as e:
+            plan(model, gpu="h100", n_gpus=64)
+        assert "--global-batch-tokens" in str(e.value) and "seq_len" not in str(e.value)
+    out = _cli("--layers", "32", "--hidden", "4096", "--heads", "32", "--gpu", "H100", "--gpus", "8")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "--seq-len" in out.stderr and "--global-batch-tokens" in out.stderr  # both at once
+    out = _cli("--model", "llama3.1-405b", "--gpu", "H100", "--gpus", "16384", "--json", "--top", "1")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert (data["seq_len"], data["global_batch"]) == (8192, 2048) and len(data["assumed"]) == 2
+
+
 def test_plan_sizes_a_cluster_for_a_deadline_out_of_the_box():
     res = plan("llama2-7b", gpu="h200", seq_len=4096, global_batch_tokens=4 * 2**20, tokens_t=2, deadline_days=30)
     assert res.plans[0].days <= 30 and res.n_gpus % 8 == 0

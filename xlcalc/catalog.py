@@ -98,6 +98,10 @@ class Model(_Row):
     vocab: int = Field(ge=1)
     tied_embeddings: bool = False
     seq_len: int = Field(default=2048, ge=1, description="pre-training sequence length")
+    global_batch_tokens: Optional[float] = Field(
+        default=None, gt=0, description="pre-training global batch in tokens where the source gives it in whole "
+                                        "sequences (the batch after any ramp-up); None: not published, or only as a "
+                                        "rounded token count (e.g. Llama 2's '4M tokens'): a face that needs it asks")
     biases: bool = Field(default=False, description="linear layers carry biases (GPT-2/3, BLOOM, OPT)")
     learned_positions: bool = Field(default=False, description="a learned position-embedding table of (seq_len + position_offset) x hidden")
     position_offset: int = Field(default=0, ge=0, description="extra rows of the learned position table (OPT: 2)")

@@ -71,8 +71,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--gpu", required=True, help="GPU name from the catalog, e.g. H100, A800")
     g.add_argument("--gpus", help="number of GPUs (or give --deadline-days)")
     g.add_argument("--deadline-days", help="size the cluster: fewest GPUs whose best plan meets this deadline")
-    g.add_argument("--seq-len", required=True, help="sequence length")
-    g.add_argument("--global-batch-tokens", required=True, help="global batch in tokens (rounded to whole sequences)")
+    g.add_argument("--seq-len", help="sequence length (default: a catalog model's pre-training sequence length)")
+    g.add_argument("--global-batch-tokens", help="global batch in tokens, rounded to whole sequences (default: a "
+                                                 "catalog model's published pre-training batch, where the catalog "
+                                                 "has one)")
     g.add_argument("--tokens-t", help="training tokens, trillions (default: 20 per parameter)")
     g = p.add_argument_group("pins (fix a choice instead of searching it)")
     g.add_argument("--tp", help="tensor-parallel size")
@@ -177,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
             "evaluated": result.evaluated, "feasible": result.feasible,
             "price": price_line(args.gpu, cli_value(args.usd_per_gpu_hour)),
             "rejected_by_reason": result.rejected_by_reason, "params_b": result.params_b,
+            "assumed": result.assumed,
         }))
         return 0 if result.plans else 1
     rows = [[i, p.tp, p.pp, p.cp, p.ep, p.dp, p.zero_stage, "on" if p.seq_parallel else "off", p.recompute, p.micro_batch,
@@ -187,6 +190,8 @@ def run(args: argparse.Namespace) -> int:
                        "MFU 6ND", "tok/s/GPU", "days", "cost"]))
     print(price_line(args.gpu, cli_value(args.usd_per_gpu_hour)))
     print(f"memory: recipe {result.recipe}, other memory {result.settings.overhead_gb:g} GB per GPU")
+    for line in result.assumed:
+        print(f"assumed: {line}")
     print()
     print(explain(result, top=min(top, 3)))
     return 0 if result.plans else 1

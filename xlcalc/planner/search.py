@@ -9,7 +9,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import catalog
-from ..errors import CatalogError, InputError
+from ..errors import CatalogError, InputError, missing
 from ..formulas import compute as fc
 from ..formulas import cost as fcost
 from ..formulas import steptime as fs
@@ -148,6 +148,8 @@ class PlanResult(BaseModel):
     feasible: int
     rejected_by_reason: dict[str, int] = Field(default_factory=dict,
                                                description="configurations left out, counted by reason")
+    assumed: list[str] = Field(default_factory=list,
+                               description="inputs not given, taken from the model catalog, each with its origin")
 
 
 def _divisors(n: int) -> list[int]:
@@ -410,6 +412,47 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
     return fits, misses, count, reasons
 
 
+def _catalog_model(model: Any) -> catalog.Model | None:
+    """The model catalog's entry when ``model`` is one (an id, or the catalog's own record), else None."""
+    if isinstance(model, str):
+        return catalog.get_model(model)
+    if isinstance(model, catalog.Model):
+        try:
+            entry = catalog.get_model(model.id)
+        except InputError:
+            return None
+        return entry if entry == model else None
+    return None
+
+
+def _run_defaults(model: Any, arch: Arch | None, gpu: Any, seq_len: Any,
+                  global_batch_tokens: Any) -> tuple[Any, Any, list[str]]:
+    """(seq_len, global_batch_tokens, what was assumed): a catalog model's published pre-training sequence length
+    and global batch where not given; every input still missing (the model and GPU too) raises one InputError
+    naming each."""
+    entry = _catalog_model(model) if arch is None else None
+    assumed: list[str] = []
+    if seq_len is None and entry is not None:
+        seq_len = entry.seq_len
+        assumed.append(f"sequence length {seq_len}: {entry.name}'s pre-training sequence length (model catalog)")
+    if global_batch_tokens is None and entry is not None and entry.global_batch_tokens:
+        global_batch_tokens = entry.global_batch_tokens
+        assumed.append(f"global batch {global_batch_tokens:,.0f} tokens: {entry.name}'s published pre-training "
+                       "batch (model catalog)")
+    lacking = [n for n, v in (("model", model if arch is None else arch), ("gpu", gpu), ("seq_len", seq_len),
+                              ("global_batch_tokens", global_batch_tokens)) if v is None]
+    if lacking:
+        why = {"model": "a model id from the catalog or an architecture (layers, hidden, heads)",
+               "gpu": "a GPU name from the catalog, e.g. H100, A800",
+               "seq_len": "a whole number of tokens >= 1 (CLI --seq-len); a catalog model's default is its "
+                          "pre-training sequence length",
+               "global_batch_tokens": "tokens per step, at least one sequence (CLI --global-batch-tokens); "
+                                      + (f"the model catalog has no published batch of {entry.name} in whole "
+                                         "sequences" if entry is not None else "only a catalog model has a default")}
+        raise missing(lacking, lambda n: why[n], where="plan")
+    return seq_len, global_batch_tokens, assumed
+
+
 def _resolve_model(model: Any, arch: Arch | None) -> Arch:
     if arch is not None:
         return arch
@@ -422,8 +465,10 @@ def _resolve_model(model: Any, arch: Arch | None) -> Arch:
                 deadline_days="days", tp="tp", pp="pp", zero_stage="zero_stage", recompute="recompute",
                 micro_batch="micro_batch", seq_parallel="seq_parallel", virtual_stages="virtual_stages", cp="cp",
                 fp8="seq_parallel", top="microbatches", max_micro_batch="micro_batch")
-def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, gpu: str, n_gpus: int | None = None,
-         seq_len: int, global_batch_tokens: float, tokens_t: float | None = None, deadline_days: float | None = None,
+def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, gpu: str | None = None,
+         n_gpus: int | None = None,
+         seq_len: int | None = None, global_batch_tokens: float | None = None, tokens_t: float | None = None,
+         deadline_days: float | None = None,
          settings: Settings | None = None, tp: int | None = None, pp: int | None = None, zero_stage: int | None = None,
          recompute: str | None = None, micro_batch: int | None = None, seq_parallel: bool | None = None,
          virtual_stages: int | None = None, cp: int | None = None, ep: int | None = None, etp: int | None = None,
@@ -433,14 +478,18 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
 
     ``n_gpus`` fixes the cluster; without it, ``deadline_days`` asks for the smallest cluster (whole nodes) whose
     best plan finishes ``tokens_t`` trillion tokens in time. ``global_batch_tokens`` is rounded to whole sequences.
+    For a catalog model, ``seq_len`` and ``global_batch_tokens`` default to its published pre-training sequence
+    length and batch (``PlanResult.assumed`` says so); a value the catalog does not have is asked for by name.
     ``stage_layers`` pins the layers of each pipeline stage (uneven stages, e.g. Llama 3 405B: 7, 8 x 14, 7);
     ``fp8`` runs the blocks' linear layers in FP8 (the GPU's FP8 peak), the rest in bf16. ``ep`` and ``etp`` pin
     expert parallelism and expert tensor parallelism of an MoE (searched otherwise; ETP is TP or 1). MFU in the 6*N*D convention (``mfu_6nd``) and ``params_b`` count an
     MoE's active parameters.
     """
     st = settings or Settings()
+    seq_len, global_batch_tokens, assumed = _run_defaults(model, arch, gpu, seq_len, global_batch_tokens)
     a = _resolve_model(model, arch)
     n_checked = check_value("n_gpus", n_gpus) if n_gpus is not None else None
+    assert gpu is not None  # _run_defaults named it otherwise
     hw = resolve_hardware(gpu, st, n_gpus=n_checked)
     seq_len = check_value("seq_len", seq_len)
     if global_batch_tokens is None or global_batch_tokens < seq_len:
@@ -501,7 +550,7 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
             matmul_efficiency_basis=hw.matmul_efficiency_basis, settings=st, params_b=a.n_params_b,
             recipe=recipe_label(st.bytes_weights, st.bytes_grads, st.bytes_optimizer), plans=plans, moe=a.moe,
             rejected=_rejections(misses, hw.memory_gb), evaluated=count, feasible=len(fits),
-            rejected_by_reason=reasons,
+            rejected_by_reason=reasons, assumed=assumed,
         )
 
     if n_checked is not None:
