@@ -502,3 +502,32 @@ def test_plan_cli_stack_flag(capsys):
     assert main(["plan", "--model", "llama3.1-8b", "--gpu", "h100", "--gpus", "8", "--seq-len", "8192",
                  "--global-batch-tokens", "1048576", "--stack", "nope"]) == 2
     assert "one of megatron" in capsys.readouterr().err
+
+
+def test_offloaded_optimizer_step_by_hand():
+    # ZeRO-Offload (Ren et al. 2021 §4.1): Adam over the shard in host memory (30 bytes per parameter), then the
+    # 16-bit weights back over PCIe. 8 B parameters, 75 GB/s of DRAM per GPU, 64 GB/s PCIe Gen5 x16 one way:
+    # 30 x 8e9 / 75e9 + 2 x 8e9 / 64e9 = 3.2 + 0.25 s
+    assert fs.offloaded_optimizer_step_s(8, 75, 64) == pytest.approx(3.45)
+    # ZeRO-1 over 8 ranks: each GPU updates and uploads an eighth
+    assert fs.offloaded_optimizer_step_s(8, 75, 64, zero_stage=1, dp=8) == pytest.approx(3.45 / 8)
+
+
+def test_plan_with_the_optimizer_offloaded():
+    from xlcalc.errors import InputError
+    from xlcalc.planner import Settings, plan
+    # Llama 3.1 8B on one 80 GB H100: 16 bytes per parameter of weights, gradients and Adam states (128 GB) do not
+    # fit; with the 12 bytes of fp32 weights and Adam states in CPU memory they do
+    kw = dict(gpu="h100", n_gpus=1, seq_len=8192, global_batch_tokens=2**20, tokens_t=0.1)
+    assert not plan("llama3.1-8b", **kw).plans
+    with pytest.raises(InputError) as e:
+        plan("llama3.1-8b", optimizer_offload=True, **kw)
+    assert "--pcie-gb-s" in str(e.value) and "--host-memory-gb-s" in str(e.value)
+    st = Settings(pcie_gb_s=64, host_memory_gb_s=77)
+    res = plan("llama3.1-8b", optimizer_offload=True, settings=st, **kw)
+    best = res.plans[0]
+    assert best.optimizer_offload and best.optimizer_gb == 0 and best.memory_gb <= 80
+    assert "optimizer offloaded" in best.label()
+    # the step's optimizer part: every parameter (8,030,261,248: transformers num_parameters() of
+    # meta-llama/Llama-3.1-8B) through the CPU's Adam and back over PCIe
+    assert best.optimizer_s == pytest.approx(8.030261248 * (30 / 77 + 2 / 64), rel=1e-3)

@@ -1708,6 +1708,20 @@ def OPTIMIZER_STEP_S(params_per_gpu_b, hbm_tb_s, zero_stage=0, dp=1, bytes_per_p
 
 
 @func(category=CATEGORY)
+@arg("params_per_gpu_b", ndim=2, doc="Parameters held by one GPU before ZeRO sharding, in billions [billion parameters]")
+@arg("host_memory_gb_s", ndim=2, doc="CPU memory bandwidth available to one GPU's offloaded optimizer, GB/s (a server's DRAM bandwidth / its GPUs) [GB/s]")
+@arg("pcie_gb_s", ndim=2, doc="Host link (PCIe) bandwidth of one GPU, one direction, GB/s (PCIe Gen5 x16: 64) [GB/s]")
+@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("bytes_per_param_step", ndim=2, doc="HBM bytes read + written per parameter by the optimizer step (Adam fp32: 30) [bytes/param]")
+@arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
+@ret()
+def OFFLOADED_OPTIMIZER_STEP_S(params_per_gpu_b, host_memory_gb_s, pcie_gb_s, zero_stage=0, dp=1, bytes_per_param_step=30, bytes_weights=2):
+    """Time of an optimizer update offloaded to the CPU: Adam over the shard in host memory, then the updated [seconds]. shard * 1e9 * (bytes per param / host memory bandwidth + weight bytes / PCIe bandwidth), shard = params on the GPU (ZeRO >= 1: params / dp..."""
+    return formula_call("offloaded_optimizer_step_s", params_per_gpu_b, host_memory_gb_s, pcie_gb_s, zero_stage, dp, bytes_per_param_step, bytes_weights)
+
+
+@func(category=CATEGORY)
 @arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
 @arg("microbatch_s", ndim=2, doc="Time of one micro-batch (forward + backward) on one pipeline stage [seconds]")
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
@@ -2303,6 +2317,7 @@ FORMULA_UDFS: tuple[str, ...] = (
     "EXPOSED_COMM_S",
     "BUBBLE_TIME_S",
     "OPTIMIZER_STEP_S",
+    "OFFLOADED_OPTIMIZER_STEP_S",
     "STEP_TIME_S",
     "MFU_FROM_STEP",
     "TOKENS_PER_S_PER_GPU",
@@ -2471,6 +2486,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "MODEL_SPEC",
     "MOE_PERMUTE_TIME_S",
     "NF4_BYTES_PER_PARAM",
+    "OFFLOADED_OPTIMIZER_STEP_S",
     "OPTIMIZER_STEP_S",
     "OWN_COST_AT_UTILISATION_USD",
     "OWN_COST_USD",

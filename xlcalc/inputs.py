@@ -203,6 +203,8 @@ _add("attention_efficiency", "fraction", "Achievable share of peak in the fused 
 _add("link_efficiency", "fraction", "Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth)", "Link_Efficiency", example=0.8, gt=0, le=1, number_format="0%")
 _add("overlap_frac", "fraction", "Share of a communication that can hide behind its overlap window", "Overlap_Frac", example=0.5, **FRACTION)
 _add("scaleup_gb_s", "GB/s", "Scale-up (NVLink) bandwidth per GPU, one direction, GB/s", "Scaleup_GB_s", example=450, **POS)
+_add("pcie_gb_s", "GB/s", "Host link (PCIe) bandwidth of one GPU, one direction, GB/s (PCIe Gen5 x16: 64)", "PCIe_GB_s", example=64, **POS)
+_add("host_memory_gb_s", "GB/s", "CPU memory bandwidth available to one GPU's offloaded optimizer, GB/s (a server's DRAM bandwidth / its GPUs)", "Host_Memory_GB_s", example=75, **POS)
 _add("scaleout_gb_s", "GB/s", "Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s", "Scaleout_GB_s", example=50, **POS)
 _add("tokens", "tokens", "Tokens processed (e.g. per micro-batch or per step)", example=4096, **POS)
 _add("layers_per_stage", "", "Transformer layers on one pipeline stage (L/p)", example=20, **POS)
@@ -399,7 +401,7 @@ _LIMITS: dict[str, tuple[float, str]] = {
     "sm_count": (1e6, "count"), "tile_rows": (1e6, "count"), "tile_cols": (1e6, "count"),
     "peak_tflops": (1e6, "tflops"), "achieved_tflops": (1e6, "tflops"), "hbm_tb_s": (1e3, "tb_s"),
     "link_gb_s": (1e6, "gb_s"), "bandwidth_gb_s": (1e6, "gb_s"), "scaleup_gb_s": (1e6, "gb_s"),
-    "scaleout_gb_s": (1e6, "gb_s"),
+    "scaleout_gb_s": (1e6, "gb_s"), "pcie_gb_s": (1e6, "gb_s"), "host_memory_gb_s": (1e6, "gb_s"),
     "memory_gb": (1e5, "gb"), "static_gb": (1e9, "gb_part"), "activations_gb": (1e9, "gb_part"),
     "act_gb_per_sample": (1e9, "gb_part"), "overhead_gb": (1e9, "gb_part"), "total_gb": (1e9, "gb_part"),
     "comm_buffer_gb": (1e9, "gb_part"), "weights_gb": (1e9, "gb_part"), "grads_gb": (1e9, "gb_part"),

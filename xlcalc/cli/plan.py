@@ -37,6 +37,9 @@ _SETTINGS = (
     ("hbm_tb_s", "override the GPU's HBM bandwidth, TB/s"),
     ("scaleup_gb_s", "override the scale-up (NVLink) bandwidth per GPU and direction, GB/s"),
     ("scaleout_gb_s", "override the scale-out (InfiniBand) bandwidth per GPU and direction, GB/s"),
+    ("pcie_gb_s", "host link (PCIe) bandwidth per GPU and direction, GB/s, for --optimizer-offload (PCIe Gen5 x16: 64)"),
+    ("host_memory_gb_s", "CPU memory bandwidth per GPU, GB/s, for --optimizer-offload (the server's DRAM bandwidth / "
+                         "its GPUs)"),
     ("gpus_per_node", "override GPUs per node"),
     ("nvlink_domain", "override GPUs per NVLink domain (8 on DGX/HGX, 72 on GB200 NVL72)"),
     ("usd_per_gpu_hour", "price per GPU-hour (default: the price catalog's)"),
@@ -89,6 +92,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--layers-per-stage", help="layers of each pipeline stage, comma-separated (uneven stages, "
                                               "e.g. 7,8,8,...,8,7); sets PP")
     g.add_argument("--fp8", action="store_true", help="FP8 linear layers (Transformer Engine recipe), rest bf16")
+    g.add_argument("--optimizer-offload", action="store_true",
+                   help="optimizer states and the Adam step in CPU memory (ZeRO-Offload; needs --pcie-gb-s and "
+                        "--host-memory-gb-s)")
     g.add_argument("--max-micro-batch", help="largest micro-batch to search (default: as far as memory allows)")
     g.add_argument("--seq-parallel", action=argparse.BooleanOptionalAction, default=None,
                    help="pin sequence parallelism on (--seq-parallel) or off (--no-seq-parallel)")
@@ -165,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         settings=_settings(args), tp=cli_value(args.tp), pp=cli_value(args.pp), zero_stage=cli_value(args.zero_stage),
         recompute=args.recompute, micro_batch=cli_value(args.micro_batch), seq_parallel=args.seq_parallel,
         virtual_stages=cli_value(args.virtual_stages), cp=cli_value(args.cp), ep=cli_value(args.ep), etp=cli_value(args.etp),
-        stage_layers=_layers_per_stage(args.layers_per_stage), fp8=args.fp8,
+        stage_layers=_layers_per_stage(args.layers_per_stage), fp8=args.fp8, optimizer_offload=args.optimizer_offload,
         max_micro_batch=cli_value(args.max_micro_batch), top=max(top, 10),
     )
     if args.json:

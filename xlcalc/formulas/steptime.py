@@ -15,7 +15,7 @@ from .roofline import time_lower_s
 __all__ = [
     "layer_matmul_flops", "attention_core_flops", "model_flops_per_token", "hardware_flops_per_token",
     "compute_time_s", "elementwise_bytes_per_token", "tp_comm_bytes_per_layer",
-    "exposed_comm_s", "bubble_time_s", "optimizer_step_s", "step_time_s", "mfu_from_step",
+    "exposed_comm_s", "bubble_time_s", "optimizer_step_s", "offloaded_optimizer_step_s", "step_time_s", "mfu_from_step",
     "tokens_per_s_per_gpu", "train_days_at_throughput", "gpu_hours_at_throughput",
     "gemm_wave_efficiency", "linear_layer_time_s", "attention_softmax_bytes_per_token",
     "attention_gemm_bytes_per_token", "unfused_attention_time_s",
@@ -260,6 +260,22 @@ def optimizer_step_s(params_per_gpu_b, hbm_tb_s, zero_stage=0, dp=1, bytes_per_p
     """Time of the optimizer update, a memory-bound pass over the GPU's optimizer shard."""
     shard = if_(zero_stage >= 1, params_per_gpu_b / dp, params_per_gpu_b)
     return bytes_per_param_step * shard * 1e9 / (hbm_tb_s * 1e12)
+
+
+@formula(
+    udf="OFFLOADED_OPTIMIZER_STEP_S", unit="seconds", category="steptime",
+    equation="shard * 1e9 * (bytes per param / host memory bandwidth + weight bytes / PCIe bandwidth), shard = params "
+             "on the GPU (ZeRO >= 1: params / dp)",
+    source="Ren et al. 2021 (ZeRO-Offload) §4.1, Fig. 5: fp32 parameters and Adam states in CPU memory; the gradients "
+           "move to the CPU during the backward pass, overlapped with it; the CPU's Adam is a memory-bound pass over "
+           "the shard; the updated 16-bit parameters are copied back to the GPU over PCIe before the next step",
+)
+def offloaded_optimizer_step_s(params_per_gpu_b, host_memory_gb_s, pcie_gb_s, zero_stage=0, dp=1,
+                               bytes_per_param_step=30, bytes_weights=2):
+    """Time of an optimizer update offloaded to the CPU: Adam over the shard in host memory, then the updated
+    weights back to the GPU over its PCIe link (the gradient transfer hides behind the backward pass)."""
+    shard = if_(zero_stage >= 1, params_per_gpu_b / dp, params_per_gpu_b)
+    return shard * 1e9 * (bytes_per_param_step / (host_memory_gb_s * 1e9) + bytes_weights / (pcie_gb_s * 1e9))
 
 
 @formula(

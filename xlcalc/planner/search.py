@@ -13,7 +13,7 @@ from ..errors import CatalogError, InputError, missing
 from ..formulas import compute as fc
 from ..formulas import cost as fcost
 from ..formulas import steptime as fs
-from ..inputs import check_value
+from ..inputs import check_value, spec
 from ..layout import check_layout, stage_split
 from ..recipes import recipe_label
 from ..registry import numeric
@@ -60,6 +60,7 @@ class Plan(BaseModel):
     fp8: bool = False
     ep: int = Field(default=1, description="expert parallelism: each MoE layer's experts split over ep GPUs")
     etp: int = Field(default=0, description="expert tensor parallelism (0: = TP; 1: whole experts, EP spans TP)")
+    optimizer_offload: bool = Field(default=False, description="optimizer states and step in CPU memory")
     memory_gb: float
     fits: bool
     weights_gb: float
@@ -94,6 +95,7 @@ class Plan(BaseModel):
         cp = f", CP={self.cp}" if self.cp > 1 else ""
         stages = f" (stages {_stages_text(self.stage_layers)})" if self.stage_layers else ""
         fp8 = ", FP8" if self.fp8 else ""
+        fp8 += ", optimizer offloaded" if self.optimizer_offload else ""
         ep = f", EP={self.ep}" if self.ep > 1 else ""
         ep += f", ETP={self.etp}" if self.etp and self.etp != self.tp else ""
         return (f"TP={self.tp}, PP={self.pp}{stages}{cp}, DP={self.dp}{ep}, ZeRO-{self.zero_stage}{sp}, "
@@ -168,6 +170,7 @@ def _plan_of(pred: Prediction, n: int, tokens_t: float, price: Optional[float], 
         tp=c.tp, pp=c.pp, dp=c.dp, zero_stage=c.zero_stage, seq_parallel=c.seq_parallel, recompute=c.recompute,
         micro_batch=c.micro_batch, virtual_stages=c.virtual_stages, microbatches=pred.microbatches, cp=c.cp,
         stage_layers=list(c.stage_layers) if c.stage_layers else None, fp8=c.fp8, mfu_6nd=mfu_6nd, ep=c.ep, etp=c.etp,
+        optimizer_offload=c.offload,
         cp_comm_s=pred.cp_comm_s, ep_comm_s=pred.ep_comm_s, recompute_s=pred.recompute_s,
         memory_gb=pred.memory_gb, fits=pred.fits, weights_gb=pred.weights_gb, grads_gb=pred.grads_gb,
         optimizer_gb=pred.optimizer_gb, zero3_buffer_gb=pred.zero3_buffer_gb, activations_gb=pred.activations_gb,
@@ -215,7 +218,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
            virtual_stages: Optional[int] = None, cp: Optional[int] = None, ep: Optional[int] = None,
            etp: Optional[int] = None, stage_layers: Optional[Sequence[int]] = None, fp8: bool = False,
            max_micro_batch: Optional[int] = None, max_virtual_stages: int = 8, min_cp_tokens: int = 4096,
-           keep: Optional[float] = None,
+           keep: Optional[float] = None, offload: bool = False,
            ) -> tuple[list[Prediction], list[Prediction], int, dict[str, int]]:
     """Evaluate every configuration; return (fitting predictions, non-fitting predictions at micro-batch 1, count,
     rejections counted by reason).
@@ -225,7 +228,8 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
     parallelism (MoE) over every divisor of the experts that divides DP x CP (a pinned ``ep`` is honoured).
     With ``keep``, only the ``keep`` fastest plans matter: a configuration whose step cannot be shorter than the
     ``keep``-th best found so far (its compute and bubble alone, STEP_LOWER_BOUND) is counted and left out
-    without its memory and communication being evaluated (branch and bound).
+    without its memory and communication being evaluated (branch and bound). ``offload``: every configuration keeps
+    its optimizer states in CPU memory (a recipe choice, like FP8).
     """
     if virtual_stages is not None:
         # a pinned schedule is honoured beyond the search's own range (NeMo interleaves 10 or 20 chunks per stage)
@@ -313,7 +317,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
         lean_checked: set[int] = set()
         for sp in sps:
             for rc in rcs:
-                group = Config(t, p, d, 0, sp, rc, 1, vmax, c, layout, fp8, e, et)
+                group = Config(t, p, d, 0, sp, rc, 1, vmax, c, layout, fp8, e, et, offload)
                 per_seq = sequence_compute_bound(arch, hw, st, group, seq_len)
                 if len(best) >= keep and step_lower_bound(arch, hw, st, group, seq_len, per_replica,
                                                           per_seq) >= -best[0]:
@@ -351,7 +355,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                     mb_bound = None  # the micro-batch's compute and TP communication: the same for every v
                     for v in vs:
                         # the bound does not depend on the ZeRO stage: one bound for all of them
-                        probe = Config(t, p, d, 0, sp, rc, b, v, c, layout, fp8, e, et)
+                        probe = Config(t, p, d, 0, sp, rc, b, v, c, layout, fp8, e, et, offload)
                         if len(best) >= keep:
                             out = step_lower_bound(arch, hw, st, probe, seq_len, m, b * per_seq) >= -best[0]
                             if not out:
@@ -369,7 +373,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                                 reject("heavier variants of a configuration that does not fit, not evaluated")
                                 continue
                             count += 1
-                            cfg = Config(t, p, d, z, sp, rc, b, v, c, layout, fp8, e, et)
+                            cfg = Config(t, p, d, z, sp, rc, b, v, c, layout, fp8, e, et, offload)
                             pred = memory(arch, hw, st, cfg, seq_len // c, m, compiled=compiled)
                             if pred.fits:
                                 fits.append(timing(pred, arch, hw, st, seq_len, global_batch))
@@ -387,7 +391,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                                     chunks_miss[z] = v
                                 if z not in lean_checked:
                                     lean_checked.add(z)
-                                    lean = Config(t, p, d, z, sps[-1], lean_rc, mbs[0], 1, c, layout, fp8, e, et)
+                                    lean = Config(t, p, d, z, sps[-1], lean_rc, mbs[0], 1, c, layout, fp8, e, et, offload)
                                     if lean != cfg and not memory(arch, hw, st, lean, seq_len // c,
                                                                   per_replica // mbs[0], compiled=compiled).fits:
                                         dead.add(z)
@@ -405,7 +409,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
         z, sp, rc = zeros[0], (seq_parallel if seq_parallel is not None else False), rcs[0]
         if (t, c, p, z, sp, rc) in seen:
             continue
-        pred = memory(arch, hw, st, Config(t, p, d, z, sp, rc, mbs[0], 1, c, layout, fp8, e, et), seq_len // c,
+        pred = memory(arch, hw, st, Config(t, p, d, z, sp, rc, mbs[0], 1, c, layout, fp8, e, et, offload), seq_len // c,
                       per_replica // mbs[0], compiled=compiled)
         if not pred.fits:
             misses.append(pred)
@@ -472,8 +476,8 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
          settings: Settings | None = None, tp: int | None = None, pp: int | None = None, zero_stage: int | None = None,
          recompute: str | None = None, micro_batch: int | None = None, seq_parallel: bool | None = None,
          virtual_stages: int | None = None, cp: int | None = None, ep: int | None = None, etp: int | None = None,
-         stage_layers: list[int] | None = None,
-         fp8: bool = False, top: int = 10, max_micro_batch: int | None = None) -> PlanResult:
+         stage_layers: list[int] | None = None, fp8: bool = False, optimizer_offload: bool = False,
+         top: int = 10, max_micro_batch: int | None = None) -> PlanResult:
     """Plan the parallelism of a training run: every configuration that fits, best (fastest, then cheapest) first.
 
     ``n_gpus`` fixes the cluster; without it, ``deadline_days`` asks for the smallest cluster (whole nodes) whose
@@ -482,7 +486,9 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     length and batch (``PlanResult.assumed`` says so); a value the catalog does not have is asked for by name.
     ``stage_layers`` pins the layers of each pipeline stage (uneven stages, e.g. Llama 3 405B: 7, 8 x 14, 7);
     ``fp8`` runs the blocks' linear layers in FP8 (the GPU's FP8 peak), the rest in bf16. ``ep`` and ``etp`` pin
-    expert parallelism and expert tensor parallelism of an MoE (searched otherwise; ETP is TP or 1). MFU in the 6*N*D convention (``mfu_6nd``) and ``params_b`` count an
+    expert parallelism and expert tensor parallelism of an MoE (searched otherwise; ETP is TP or 1).
+    ``optimizer_offload`` keeps the optimizer states in CPU memory and runs the Adam step there (ZeRO-Offload); its
+    time needs the settings' ``pcie_gb_s`` and ``host_memory_gb_s``. MFU in the 6*N*D convention (``mfu_6nd``) and ``params_b`` count an
     MoE's active parameters.
     """
     st = settings or Settings()
@@ -524,6 +530,10 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         raise InputError("pp", pins["pp"], f"a divisor of layers = {a.layers}, or a stage count whose first and last "
                                            "stages can hold one layer fewer (L + 2 or L + 1 a multiple of PP); "
                                            "or give layers_per_stage")
+    if optimizer_offload and (st.pcie_gb_s is None or st.host_memory_gb_s is None):
+        raise missing([n for n in ("pcie_gb_s", "host_memory_gb_s") if getattr(st, n) is None],
+                      lambda n: spec(n).allowed + f" (CLI --{n.replace('_', '-')}; {spec(n).doc})",
+                      where="an offloaded optimizer's step time")
     if fp8 and hw.fp8_tflops is None:
         raise CatalogError(f"{hw.name}: the GPU catalog has no FP8 peak; FP8 training needs one")
 
@@ -541,7 +551,7 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         with numeric():  # inputs validated above: every formula in the search takes the fast path
             fits, misses, count, reasons = search(a, hw, st, n, seq_len, global_batch,
                                                   max_micro_batch=max_micro_batch, stage_layers=stage_layers,
-                                                  fp8=fp8, keep=top, **pins)
+                                                  fp8=fp8, keep=top, offload=optimizer_offload, **pins)
         fits.sort(key=lambda p: (p.step_s, p.memory_gb))
         plans = [_plan_of(p, n, tokens_t, hw.usd_per_gpu_hour, a.n_params_b, hw.peak_tflops) for p in fits[:top]]
         return PlanResult(

@@ -172,6 +172,14 @@ class Settings(BaseModel):
     hbm_tb_s: Optional[float] = Field(default=None, gt=0, description="Override the GPU's HBM bandwidth (TB/s).")
     scaleup_gb_s: Optional[float] = Field(default=None, gt=0, description="Override the GPU's scale-up bandwidth per direction (GB/s).")
     scaleout_gb_s: Optional[float] = Field(default=None, gt=0, description="Override the GPU's scale-out bandwidth per direction (GB/s).")
+    pcie_gb_s: Optional[float] = Field(
+        default=None, gt=0, description="Host link (PCIe) bandwidth of one GPU per direction (GB/s), for an offloaded "
+                                        "optimizer: the GPU datasheet's PCIe figure halved (H100 SXM, PCIe Gen5 x16: "
+                                        "128 GB/s both ways, 64 each). None: asked for when the optimizer is offloaded.")
+    host_memory_gb_s: Optional[float] = Field(
+        default=None, gt=0, description="CPU memory bandwidth per GPU (GB/s) the offloaded Adam step streams its "
+                                        "states through: the server's DRAM bandwidth / its GPUs. None: asked for when "
+                                        "the optimizer is offloaded.")
     peak_tflops: Optional[float] = Field(default=None, gt=0, description="Override the GPU's dense bf16 (else fp16) peak TFLOP/s.")
     memory_gb: Optional[float] = Field(default=None, gt=0, description="Override the GPU's memory (GB).")
     gpus_per_node: Optional[int] = Field(default=None, ge=1, description="Override GPUs per node.")
@@ -194,6 +202,7 @@ class Config(NamedTuple):
     fp8: bool = False                            # linear layers of the transformer blocks in FP8
     ep: int = 1                                  # expert parallelism: experts split over ep GPUs of TP x CP x DP
     etp: int = 0                                 # expert tensor parallelism (0: = TP, Megatron-Core's default)
+    offload: bool = False                        # optimizer states and step in CPU memory (ZeRO-Offload)
 
     @property
     def expert_tp(self) -> int:
@@ -266,7 +275,7 @@ def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatc
         "last_stage_layers": cfg.stage_layers[-1] if cfg.stage_layers and cfg.pp > 1 else 0,
         "bytes_weights": st.bytes_weights, "bytes_grads": st.bytes_grads, "bytes_optimizer": st.bytes_optimizer,
         "overhead_gb": st.overhead_gb, "expert_params_b": arch.expert_params / 1e9, "ep": cfg.ep,
-        "expert_tp": cfg.etp,
+        "expert_tp": cfg.etp, "optimizer_offload": cfg.offload,
     }
 
 
@@ -547,12 +556,22 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
         g = fs.ranks_per_domain.fast(ranks=edp, stride_gpus=e * et, nvlink_domain=domain)
         t_dp += fs.dp_comm_time_hierarchical_s.fast(params_per_gpu=psi_expert, dp=edp, ranks_per_domain=g,
                                                     **dp_kw)
-    # the optimizer's shard: ZeRO splits each GPU's states over its data-parallel group (experts: expert DP)
-    t_opt = fs.optimizer_step_s.fast(params_per_gpu_b=psi_dense / 1e9, hbm_tb_s=hw.hbm_tb_s, zero_stage=z, dp=d,
-                                    bytes_per_param_step=st.bytes_per_param_step)
-    if psi_expert > 0:
-        t_opt += fs.optimizer_step_s.fast(params_per_gpu_b=psi_expert / 1e9, hbm_tb_s=hw.hbm_tb_s, zero_stage=z,
-                                         dp=max(1, edp // c), bytes_per_param_step=st.bytes_per_param_step)
+    # the optimizer's shard: ZeRO splits each GPU's states over its data-parallel group (experts: expert DP); offloaded,
+    # Adam runs in host memory and the updated weights return over PCIe
+    if cfg.offload:
+        host = dict(host_memory_gb_s=st.host_memory_gb_s, pcie_gb_s=st.pcie_gb_s, bytes_weights=st.bytes_weights)
+        t_opt = fs.offloaded_optimizer_step_s.fast(params_per_gpu_b=psi_dense / 1e9, zero_stage=z, dp=d,
+                                                   bytes_per_param_step=st.bytes_per_param_step, **host)
+        if psi_expert > 0:
+            t_opt += fs.offloaded_optimizer_step_s.fast(params_per_gpu_b=psi_expert / 1e9, zero_stage=z,
+                                                        dp=max(1, edp // c),
+                                                        bytes_per_param_step=st.bytes_per_param_step, **host)
+    else:
+        t_opt = fs.optimizer_step_s.fast(params_per_gpu_b=psi_dense / 1e9, hbm_tb_s=hw.hbm_tb_s, zero_stage=z, dp=d,
+                                        bytes_per_param_step=st.bytes_per_param_step)
+        if psi_expert > 0:
+            t_opt += fs.optimizer_step_s.fast(params_per_gpu_b=psi_expert / 1e9, hbm_tb_s=hw.hbm_tb_s, zero_stage=z,
+                                             dp=max(1, edp // c), bytes_per_param_step=st.bytes_per_param_step)
     step = fs.step_time_s.fast(microbatches=m, microbatch_s=mb_s, pp=p, virtual_stages=v, comm_s=t_dp, compute_s=t_opt)
     n = cfg.n_gpus
     tokens = global_batch * seq_len
