@@ -429,11 +429,11 @@ def _catalog_model(model: Any) -> catalog.Model | None:
     return None
 
 
-def _run_defaults(model: Any, arch: Arch | None, gpu: Any, seq_len: Any,
-                  global_batch_tokens: Any) -> tuple[Any, Any, list[str]]:
+def _run_defaults(model: Any, arch: Arch | None, gpu: Any, seq_len: Any, global_batch_tokens: Any,
+                  also_lacking: dict[str, str]) -> tuple[Any, Any, list[str]]:
     """(seq_len, global_batch_tokens, what was assumed): a catalog model's published pre-training sequence length
-    and global batch where not given; every input still missing (the model and GPU too) raises one InputError
-    naming each."""
+    and global batch where not given; every input still missing (the model and GPU too, and ``also_lacking``:
+    name -> what it must be) raises one InputError naming each."""
     entry = _catalog_model(model) if arch is None else None
     assumed: list[str] = []
     if seq_len is None and entry is not None:
@@ -444,7 +444,7 @@ def _run_defaults(model: Any, arch: Arch | None, gpu: Any, seq_len: Any,
         assumed.append(f"global batch {global_batch_tokens:,.0f} tokens: {entry.name}'s published pre-training "
                        "batch (model catalog)")
     lacking = [n for n, v in (("model", model if arch is None else arch), ("gpu", gpu), ("seq_len", seq_len),
-                              ("global_batch_tokens", global_batch_tokens)) if v is None]
+                              ("global_batch_tokens", global_batch_tokens)) if v is None] + list(also_lacking)
     if lacking:
         why = {"model": "a model id from the catalog or an architecture (layers, hidden, heads)",
                "gpu": "a GPU name from the catalog, e.g. H100, A800",
@@ -452,7 +452,8 @@ def _run_defaults(model: Any, arch: Arch | None, gpu: Any, seq_len: Any,
                           "pre-training sequence length",
                "global_batch_tokens": "tokens per step, at least one sequence (CLI --global-batch-tokens); "
                                       + (f"the model catalog has no published batch of {entry.name} in whole "
-                                         "sequences" if entry is not None else "only a catalog model has a default")}
+                                         "sequences" if entry is not None else "only a catalog model has a default"),
+               **also_lacking}
         raise missing(lacking, lambda n: why[n], where="plan")
     return seq_len, global_batch_tokens, assumed
 
@@ -492,7 +493,10 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     MoE's active parameters.
     """
     st = settings or Settings()
-    seq_len, global_batch_tokens, assumed = _run_defaults(model, arch, gpu, seq_len, global_batch_tokens)
+    # an offloaded optimizer's step needs the server's PCIe and DRAM bandwidth, which no catalog holds
+    host = {n: spec(n).allowed + f" (CLI --{n.replace('_', '-')}; {spec(n).doc}; needed by an offloaded optimizer)"
+            for n in ("pcie_gb_s", "host_memory_gb_s") if optimizer_offload and getattr(st, n) is None}
+    seq_len, global_batch_tokens, assumed = _run_defaults(model, arch, gpu, seq_len, global_batch_tokens, host)
     a = _resolve_model(model, arch)
     n_checked = check_value("n_gpus", n_gpus) if n_gpus is not None else None
     assert gpu is not None  # _run_defaults named it otherwise
@@ -530,10 +534,6 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         raise InputError("pp", pins["pp"], f"a divisor of layers = {a.layers}, or a stage count whose first and last "
                                            "stages can hold one layer fewer (L + 2 or L + 1 a multiple of PP); "
                                            "or give layers_per_stage")
-    if optimizer_offload and (st.pcie_gb_s is None or st.host_memory_gb_s is None):
-        raise missing([n for n in ("pcie_gb_s", "host_memory_gb_s") if getattr(st, n) is None],
-                      lambda n: spec(n).allowed + f" (CLI --{n.replace('_', '-')}; {spec(n).doc})",
-                      where="an offloaded optimizer's step time")
     if fp8 and hw.fp8_tflops is None:
         raise CatalogError(f"{hw.name}: the GPU catalog has no FP8 peak; FP8 training needs one")
 
