@@ -274,8 +274,10 @@ def offloaded_optimizer_step_s(params_per_gpu_b, host_memory_gb_s, pcie_gb_s, ze
                                bytes_per_param_step=30, bytes_weights=2):
     """Time of an optimizer update offloaded to the CPU: Adam over the shard in host memory, then the updated
     weights back to the GPU over its PCIe link (the gradient transfer hides behind the backward pass)."""
-    shard = if_(zero_stage >= 1, params_per_gpu_b / dp, params_per_gpu_b)
-    return shard * 1e9 * (bytes_per_param_step / (host_memory_gb_s * 1e9) + bytes_weights / (pcie_gb_s * 1e9))
+    # two memory-bound passes over the same shard (OPTIMIZER_STEP_S): Adam's bytes through host memory, the
+    # weights' bytes through PCIe (GB/s given as TB/s)
+    return (optimizer_step_s(params_per_gpu_b, host_memory_gb_s / 1000, zero_stage, dp, bytes_per_param_step)
+            + optimizer_step_s(params_per_gpu_b, pcie_gb_s / 1000, zero_stage, dp, bytes_weights))
 
 
 @formula(

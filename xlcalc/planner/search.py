@@ -502,7 +502,7 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     assert gpu is not None  # _run_defaults named it otherwise
     hw = resolve_hardware(gpu, st, n_gpus=n_checked)
     seq_len = check_value("seq_len", seq_len)
-    if global_batch_tokens is None or global_batch_tokens < seq_len:
+    if global_batch_tokens < seq_len:
         raise InputError("global_batch_tokens", global_batch_tokens, f"at least one sequence (>= seq_len = {seq_len})")
     global_batch = int(round(global_batch_tokens / seq_len))
     tokens_t = check_value("tokens_t", tokens_t) if tokens_t is not None else fc.chinchilla_tokens_t.raw(params_b=a.params_b)

@@ -558,20 +558,17 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
                                                     **dp_kw)
     # the optimizer's shard: ZeRO splits each GPU's states over its data-parallel group (experts: expert DP); offloaded,
     # Adam runs in host memory and the updated weights return over PCIe
-    if cfg.offload:
-        host = dict(host_memory_gb_s=st.host_memory_gb_s, pcie_gb_s=st.pcie_gb_s, bytes_weights=st.bytes_weights)
-        t_opt = fs.offloaded_optimizer_step_s.fast(params_per_gpu_b=psi_dense / 1e9, zero_stage=z, dp=d,
-                                                   bytes_per_param_step=st.bytes_per_param_step, **host)
-        if psi_expert > 0:
-            t_opt += fs.offloaded_optimizer_step_s.fast(params_per_gpu_b=psi_expert / 1e9, zero_stage=z,
-                                                        dp=max(1, edp // c),
-                                                        bytes_per_param_step=st.bytes_per_param_step, **host)
-    else:
-        t_opt = fs.optimizer_step_s.fast(params_per_gpu_b=psi_dense / 1e9, hbm_tb_s=hw.hbm_tb_s, zero_stage=z, dp=d,
-                                        bytes_per_param_step=st.bytes_per_param_step)
-        if psi_expert > 0:
-            t_opt += fs.optimizer_step_s.fast(params_per_gpu_b=psi_expert / 1e9, hbm_tb_s=hw.hbm_tb_s, zero_stage=z,
-                                             dp=max(1, edp // c), bytes_per_param_step=st.bytes_per_param_step)
+    def optimizer_s(params_b: float, shards: int) -> float:
+        if cfg.offload:
+            return cast(float, fs.offloaded_optimizer_step_s.fast(
+                params_per_gpu_b=params_b, host_memory_gb_s=st.host_memory_gb_s, pcie_gb_s=st.pcie_gb_s,
+                zero_stage=z, dp=shards, bytes_per_param_step=st.bytes_per_param_step, bytes_weights=st.bytes_weights))
+        return cast(float, fs.optimizer_step_s.fast(params_per_gpu_b=params_b, hbm_tb_s=hw.hbm_tb_s, zero_stage=z,
+                                                    dp=shards, bytes_per_param_step=st.bytes_per_param_step))
+
+    t_opt = optimizer_s(psi_dense / 1e9, d)
+    if psi_expert > 0:
+        t_opt += optimizer_s(psi_expert / 1e9, max(1, edp // c))
     step = fs.step_time_s.fast(microbatches=m, microbatch_s=mb_s, pp=p, virtual_stages=v, comm_s=t_dp, compute_s=t_opt)
     n = cfg.n_gpus
     tokens = global_batch * seq_len
