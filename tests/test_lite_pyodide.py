@@ -16,12 +16,12 @@ import json
 import math
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from procs import run_bounded
 from requires import require
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,10 +137,8 @@ def lite(tmp_path_factory):
     runner.write_text(RUNNER % {"mjs": (PYODIDE / "pyodide.mjs").as_posix()}, encoding="utf-8")
     probe = tmp / "probe.py"
     probe.write_text(PROBE.replace("CALLS", repr(json.dumps(calls))), encoding="utf-8")
-    result = subprocess.run(
-        [node, str(runner), str(PYODIDE) + "/", str(WHEELS), str(main_path), str(probe)],
-        capture_output=True, text=True, timeout=600,
-    )
+    result = run_bounded([node, str(runner), str(PYODIDE) + "/", str(WHEELS), str(main_path), str(probe)],
+                         cpu_s=900)
     assert result.returncode == 0, result.stderr[-4000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
     return {"out": out, "calls": calls, "cell": (cell_fn, cell_args, cell_value), "main": main_path}

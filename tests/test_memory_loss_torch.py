@@ -2,8 +2,8 @@
 
 scripts/make_memory_validation.py reads each record's loss as its stack runs it (``LOSS_BYTES``): PyTorch eager
 cross-entropy on upcast bf16 logits, the same under torch.compile, torchtune's chunked loss eager and compiled.
-Those constants are counted tensor by tensor (the script's comment); here a child process runs the loss's forward
-and backward on bf16 logits of 4096 tokens x 32768 classes after the gradients already exist, and the rise of its
+Those constants are counted tensor by tensor (the script's comment); here one child process runs, mode after mode,
+the loss's forward and backward on bf16 logits of 4096 tokens x 32768 classes after the gradients already exist, and the rise of its
 resident memory peak (VmHWM, reset through /proc/self/clear_refs; tensors this large are mmap-ed and returned
 when freed) divided by the logits is compared with the count. Needs torch (the 'torch' extra) and Linux; skipped
 without them (and the compiled cases without a C++ compiler), except under CI=true, where it fails.
@@ -14,13 +14,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from procs import run_bounded
 from requires import require, require_module
 
 torch = require_module("torch", "torch is not installed: pip install torch==2.13.0 (the 'torch' extra)")
@@ -36,40 +36,43 @@ CHILD = textwrap.dedent('''
     import gc, sys
     import torch
     import torch.nn.functional as F
-    mode = sys.argv[1]
     T, V, D, K = 4096, 32768, 64, 8
-    torch.manual_seed(0)
-    h = torch.randn(T, D, dtype=torch.bfloat16, requires_grad=True)
-    W = torch.randn(V, D, dtype=torch.bfloat16, requires_grad=True)
-    labels = torch.randint(0, V, (T,))
-
-    def ce(logits, labels):                       # torchtitan's cross_entropy_loss, torchtune's per chunk
-        return F.cross_entropy(logits.float(), labels, reduction="sum")
-
-    fn = torch.compile(ce) if mode.endswith("compiled") else ce
-
-    def step():
-        if mode.startswith("chunked"):            # torchtune CEWithChunkedOutputLoss: the output layer per chunk
-            logits = [hc @ W.t() for hc in h.tensor_split(K)]
-            loss = sum(fn(c, t) for c, t in zip(logits, labels.tensor_split(K)))
-        else:
-            logits = h @ W.t()
-            loss = fn(logits, labels)
-        del logits                                # both stacks delete the logits before the backward
-        loss.backward()
-
-    step()                                        # warm-up (compiles)
-    W.grad.zero_(); h.grad.zero_(); gc.collect()  # the gradients exist: only the loss's buffers rise
 
     def status(key):
         for line in open("/proc/self/status"):
             if line.startswith(key):
                 return int(line.split()[1]) * 1024
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")                              # reset the resident peak (VmHWM) to the current size
-    base = status("VmRSS:")
-    step()
-    print((status("VmHWM:") - base) / (T * V))
+
+    def ce(logits, labels):                       # torchtitan's cross_entropy_loss, torchtune's per chunk
+        return F.cross_entropy(logits.float(), labels, reduction="sum")
+
+    for mode in sys.argv[1:]:                     # every mode in one process: one start, one compiler pool
+        torch.manual_seed(0)
+        h = torch.randn(T, D, dtype=torch.bfloat16, requires_grad=True)
+        W = torch.randn(V, D, dtype=torch.bfloat16, requires_grad=True)
+        labels = torch.randint(0, V, (T,))
+        torch._dynamo.reset()                     # each compiled mode compiles afresh, as in its own process
+        fn = torch.compile(ce) if mode.endswith("compiled") else ce
+
+        def step():
+            if mode.startswith("chunked"):        # torchtune CEWithChunkedOutputLoss: the output layer per chunk
+                logits = [hc @ W.t() for hc in h.tensor_split(K)]
+                loss = sum(fn(c, t) for c, t in zip(logits, labels.tensor_split(K)))
+            else:
+                logits = h @ W.t()
+                loss = fn(logits, labels)
+            del logits                            # both stacks delete the logits before the backward
+            loss.backward()
+
+        step()                                    # warm-up (compiles)
+        W.grad.zero_(); h.grad.zero_(); gc.collect()  # the gradients exist: only the loss's buffers rise
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")                          # reset the resident peak (VmHWM) to the current size
+        base = status("VmRSS:")
+        step()
+        print(mode, (status("VmHWM:") - base) / (T * V), flush=True)
+        del h, W, labels, step
+        gc.collect()
 ''')
 
 
@@ -82,11 +85,15 @@ def _script():
     return mod
 
 
-def measure(mode: str) -> float:
-    out = subprocess.run([sys.executable, "-c", CHILD, mode], capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+@pytest.fixture(scope="module")
+def measured() -> dict[str, float]:
+    """Bytes per logit of every mode, measured in one child process (one torch start, one compiler pool);
+    torch.compile's kernels are cached under .cache/torchinductor, so a second run skips the C++ builds."""
+    modes = [m for m, _, _ in CASES if COMPILER or not m.endswith("compiled")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TORCHINDUCTOR_CACHE_DIR": str(ROOT / ".cache" / "torchinductor")}
+    out = run_bounded([sys.executable, "-c", CHILD, *modes], cpu_s=1200, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
-    return float(out.stdout.strip().splitlines()[-1])
+    return {line.split()[0]: float(line.split()[1]) for line in out.stdout.strip().splitlines() if line.split()[0] in modes}
 
 
 # (mode, the script's LOSS_BYTES key, the count by hand)
@@ -99,9 +106,8 @@ CASES = [
 
 
 @pytest.mark.parametrize("mode,key,count", CASES, ids=[c[0] for c in CASES])
-def test_loss_bytes_per_logit(mode, key, count):
+def test_loss_bytes_per_logit(mode, key, count, measured):
     if mode.endswith("compiled"):
         require(COMPILER, "no C++ compiler (g++) for torch.compile's CPU backend")
     assert _script().LOSS_BYTES[key] == pytest.approx(count)
-    measured = measure(mode)
-    assert measured == pytest.approx(count, rel=0.05), f"{mode}: measured {measured:.2f} bytes per logit"
+    assert measured[mode] == pytest.approx(count, rel=0.05), f"{mode}: measured {measured[mode]:.2f} bytes per logit"

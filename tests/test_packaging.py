@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import xlcalc
+from procs import run_bounded
 from xlcalc import presets
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,7 +85,7 @@ def test_wheel_ships_the_package_and_its_data(tmp_path):
            "-w", str(tmp_path / "dist"), str(src)]
     if _setuptools_builds_wheels():
         cmd.insert(cmd.index("--no-deps"), "--no-build-isolation")  # no download: the setuptools at hand
-    build = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    build = run_bounded(cmd, cpu_s=600)
     assert build.returncode == 0, build.stdout + build.stderr
     (wheel,) = (tmp_path / "dist").glob("xlcalc-*.whl")
     with zipfile.ZipFile(wheel) as zf:
@@ -119,7 +120,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     else:
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
         cmd = [sys.executable, "-m", "xlcalc", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+    return run_bounded(cmd, cpu_s=300, cwd=cwd, env=env)
 
 
 def test_cli_works_outside_the_repository(tmp_path):

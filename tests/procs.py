@@ -1,0 +1,30 @@
+"""Subprocesses bounded by the work they do, not by the clock: a loaded machine slows a child down, it does
+not make it do more. ``run_bounded`` limits each child process's CPU time (RLIMIT_CPU, inherited by the
+processes it starts) and keeps only a wall-clock guard against a child that waits forever, far above what
+any of these commands takes on a busy 2-core machine (CI itself stops at 90 minutes)."""
+
+from __future__ import annotations
+
+import resource
+import signal
+import subprocess
+from collections.abc import Sequence
+from typing import Any
+
+HANG_GUARD_S = 1800  # a child that sleeps (no CPU) this long is hung, however loaded the machine is
+
+
+def _limit_cpu(cpu_s: int):
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
+    return apply
+
+
+def run_bounded(cmd: Sequence[str], cpu_s: int, **kwargs: Any) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, capture_output=True, text=True, **kwargs)`` with at most ``cpu_s`` CPU seconds per
+    process; a child killed for exceeding it comes back with a return code and a stderr line that say so."""
+    out = subprocess.run(list(cmd), capture_output=True, text=True, timeout=HANG_GUARD_S,
+                         preexec_fn=_limit_cpu(cpu_s), **kwargs)
+    if out.returncode in (-signal.SIGXCPU, -signal.SIGKILL, 128 + signal.SIGXCPU):
+        out.stderr = (out.stderr or "") + f"\n(the command used more than its {cpu_s} CPU seconds: {' '.join(cmd)[:200]})"
+    return out
