@@ -26,6 +26,9 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, CatalogError) as exc:
         print(f"build_workbook.py: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: an existing output file is left as it was
+        print("build_workbook.py: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@ every number comes from a registry formula, which is also what validates the inp
   column of model sizes gives a table). A bad row inside a range gives the text
   ``#VALUE! row 3, column 1: <message>`` in that cell and numbers elsewhere; the same bad
   input given alone raises the error (the cell shows the message).
+* a range, or the result a call would spill, of more than ``MAX_RANGE_CELLS`` (100,000) cells is
+  refused with one message (e.g. a whole column ``A:A`` of 1,048,576 cells: give the rows that
+  hold values, ``A2:A500``), before any work on its cells.
 
 Ranges are fast: each distinct value of an argument is validated once (not once per row),
 and the formula's expression tree is evaluated once over whole columns - with numpy when it
@@ -44,6 +47,8 @@ except ImportError:  # pragma: no cover - exercised in Pyodide
 
 CATEGORY = "xlcalc"
 ERROR_PREFIX = "#VALUE!"
+MAX_RANGE_CELLS = 100_000
+"""The most cells a range argument, or the result a call spills, may have (a whole column has 1,048,576)."""
 USE_NUMPY = _np is not None
 """Evaluate columns with numpy when it is installed (tests switch it off to cover Lite's path)."""
 
@@ -91,16 +96,25 @@ def as_grid(name: str, value: Any) -> list[list[Any]] | None:
         return None
     if len(value) == 0:
         raise ValueError(f"{name}: the range is empty")
+    if len(value) > MAX_RANGE_CELLS:
+        raise _too_big(name, len(value))
     kinds = set(map(type, value))
     if kinds <= {list, tuple} or all(isinstance(row, (list, tuple)) for row in value):
         rows = value if kinds == {list} and isinstance(value, list) else [list(row) for row in value]
         widths = set(map(len, rows))
         if len(widths) != 1 or 0 in widths:
             raise ValueError(f"{name}: the range must be rectangular")
+        if len(rows) * len(rows[0]) > MAX_RANGE_CELLS:
+            raise _too_big(name, len(rows) * len(rows[0]))
         return rows
     if any(isinstance(item, (list, tuple)) for item in value):
         raise ValueError(f"{name}: the range must be a list of values or a list of rows")
     return [[item] for item in value]
+
+
+def _too_big(name: str, cells: int, what: str = "the range") -> ValueError:
+    return ValueError(f"{name}: {what} has {cells:,} cells, more than the {MAX_RANGE_CELLS:,} a call takes; give "
+                      "the rows that hold values (e.g. A2:A500, not the whole column A:A)")
 
 
 def _shape(grids: dict[str, list[list[Any]]]) -> tuple[int, int]:
@@ -112,6 +126,8 @@ def _shape(grids: dict[str, list[list[Any]]]) -> tuple[int, int]:
             raise ValueError(
                 f"{name}: ranges must have the same size, or one row / one column to repeat ({shapes})"
             )
+    if rows * cols > MAX_RANGE_CELLS:
+        raise _too_big(", ".join(grids), rows * cols, "the result (rows of one range by columns of another)")
     return rows, cols
 
 

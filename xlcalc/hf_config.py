@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from .catalog import Model
 from .errors import InputError
+from .untrusted import MAX_DEPTH, check_text, check_value, read_limited
 
 __all__ = ["FAMILIES", "read_hf_config", "model_from_hf_config"]
 
@@ -54,22 +55,60 @@ _NEEDS = {
 }
 
 
+class _HugeNumber(str):
+    """A JSON integer of more digits than any setting has (kept as text, so the key can be named)."""
+
+
+def _parse_int(text: str) -> int | _HugeNumber:
+    return int(text) if len(text) <= 30 else _HugeNumber(text)
+
+
+def _parse_constant(text: str) -> float:
+    return float(text)  # NaN, Infinity, -Infinity: refused by key below
+
+
 def read_hf_config(path: str | Path) -> dict[str, Any]:
-    """The JSON object of a ``config.json`` file (a clear :class:`InputError` for a missing, huge or broken file)."""
-    p = Path(path)
+    """The JSON object of a ``config.json`` file (a clear :class:`InputError` for a missing, huge, special or
+    broken file: the size is checked before anything is read, a FIFO or device is never opened for reading)."""
+    raw = read_limited(path, "config", MAX_CONFIG_BYTES, "config.json file")
     try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise InputError("config", str(path), "a readable config.json file", exc.strerror or str(exc)) from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise InputError("config", str(path), f"a config.json under {MAX_CONFIG_BYTES:,} bytes")
-    try:
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"), parse_int=_parse_int, parse_constant=_parse_constant)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError("config", str(path), "a UTF-8 JSON file", str(exc)) from None
+    except (RecursionError, ValueError) as exc:
+        raise InputError("config", str(path), "a JSON file of model settings",
+                         "nested too deeply" if isinstance(exc, RecursionError) else str(exc)) from None
     if not isinstance(data, dict):
         raise InputError("config", str(path), "a JSON object of model settings (a Hugging Face config.json)")
     return data
+
+
+def _check_untrusted(cfg: Mapping[str, Any], where: str) -> None:
+    """Every key and value of the file: no NaN, infinity, huge number, control character or deep nesting."""
+    for k, v in cfg.items():
+        key = f"{where}: {k}"
+        check_text(key, str(k))
+        if isinstance(v, _HugeNumber):
+            raise InputError(key, f"a number of {len(v.lstrip('-'))} digits", "a number of at most 30 digits")
+        _check_nested(key, v, 1)
+
+
+def _check_nested(key: str, v: Any, depth: int) -> None:
+    if isinstance(v, _HugeNumber):
+        raise InputError(key, f"a number of {len(v.lstrip('-'))} digits", "a number of at most 30 digits")
+    if isinstance(v, dict):
+        if depth >= MAX_DEPTH:
+            raise InputError(key, "(nested)", f"a value nested at most {MAX_DEPTH} levels deep")
+        for k2, v2 in v.items():
+            check_text(f"{key}.{k2}", str(k2))
+            _check_nested(f"{key}.{k2}", v2, depth + 1)
+    elif isinstance(v, list):
+        if depth >= MAX_DEPTH:
+            raise InputError(key, "(nested)", f"a value nested at most {MAX_DEPTH} levels deep")
+        for i, v2 in enumerate(v):
+            _check_nested(f"{key}[{i}]", v2, depth + 1)
+    else:
+        check_value(key, v)
 
 
 def _slug(text: str) -> str:
@@ -77,17 +116,36 @@ def _slug(text: str) -> str:
     return s or "hf-config"
 
 
-def _int(cfg: Mapping[str, Any], key: str, where: str) -> int:
+def _int(cfg: Mapping[str, Any], key: str, where: str, minimum: int = 1) -> int:
+    """A JSON integer (not 4096.0, not "4096", not true) >= ``minimum``."""
     v = cfg[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v) or v < 1:
-        raise InputError(f"{where}: {key}", v, "a whole number >= 1")
-    return int(v)
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise InputError(f"{where}: {key}", v, f"a whole number >= {minimum} (a JSON integer)")
+    return v
+
+
+def _opt_int(cfg: Mapping[str, Any], key: str, where: str, default: int, minimum: int = 0) -> int:
+    """An optional integer key: absent or null gives ``default``."""
+    return default if cfg.get(key) is None else _int(cfg, key, where, minimum)
+
+
+def _opt(cfg: Mapping[str, Any], key: str, where: str, kind: type, what: str, default: Any = None) -> Any:
+    """An optional key of one JSON type (a string "false" is not a boolean)."""
+    v = cfg.get(key)
+    if v is None:
+        return default
+    if not isinstance(v, kind) or kind is not bool and isinstance(v, bool):
+        raise InputError(f"{where}: {key}", v, what)
+    return v
 
 
 def _dense_prefix(cfg: Mapping[str, Any], layers: int, where: str) -> int:
     """Leading dense layers of a Qwen-MoE config (``mlp_only_layers`` + ``decoder_sparse_step``)."""
-    step = cfg.get("decoder_sparse_step", 1) or 1
-    dense = sorted(int(i) for i in (cfg.get("mlp_only_layers") or []))
+    step = _opt_int(cfg, "decoder_sparse_step", where, 1, 1)
+    only = _opt(cfg, "mlp_only_layers", where, list, "a list of layer numbers", [])
+    if not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in only):
+        raise InputError(f"{where}: mlp_only_layers", only, f"a list of layer numbers from 0 to {layers - 1}")
+    dense = sorted(only)
     if step != 1:
         raise InputError(f"{where}: decoder_sparse_step", step,
                          "1 (every layer MoE); other sparse steps are not modelled")
@@ -123,8 +181,9 @@ def model_from_hf_config(config: str | Path | Mapping[str, Any], *, name: str | 
     else:
         raise InputError("config", type(config).__name__, "a path to config.json or its JSON object")
     where = Path(label).name if isinstance(config, (str, Path)) else label
+    _check_untrusted(cfg, where)
     mtype = cfg.get("model_type")
-    if mtype not in FAMILIES:
+    if not isinstance(mtype, str) or mtype not in FAMILIES:
         raise InputError(f"{where}: model_type", mtype, "one of " + ", ".join(sorted(FAMILIES)))
     kind, tied_default = FAMILIES[mtype]
     missing = [k for k in (*_COMMON, *_NEEDS[kind]) if cfg.get(k) is None]
@@ -136,11 +195,12 @@ def model_from_hf_config(config: str | Path | Mapping[str, Any], *, name: str | 
     heads = _int(cfg, "num_attention_heads", where)
     fields: dict[str, Any] = dict(
         layers=layers, hidden=hidden, heads=heads,
-        kv_heads=_int(cfg, "num_key_value_heads", where) if cfg.get("num_key_value_heads") else None,
+        kv_heads=_int(cfg, "num_key_value_heads", where) if cfg.get("num_key_value_heads") is not None else None,
         vocab=_int(cfg, "vocab_size", where), gated_ffn=True,
-        tied_embeddings=bool(cfg.get("tie_word_embeddings", tied_default)),
+        tied_embeddings=_opt(cfg, "tie_word_embeddings", where, bool, "true or false (a JSON boolean, not text)",
+                             tied_default),
     )
-    if cfg.get("head_dim") and kind != "deepseek":
+    if cfg.get("head_dim") is not None and kind != "deepseek":
         fields["head_dim"] = _int(cfg, "head_dim", where)
     if kind == "dense":
         fields["ffn_hidden"] = _int(cfg, "intermediate_size", where)
@@ -150,34 +210,36 @@ def model_from_hf_config(config: str | Path | Mapping[str, Any], *, name: str | 
                       moe_ffn_hidden=_int(cfg, "intermediate_size", where))
     elif kind == "qwen_moe":
         moe = _int(cfg, "moe_intermediate_size", where)
-        shared = cfg.get("shared_expert_intermediate_size") or 0
+        shared = _opt_int(cfg, "shared_expert_intermediate_size", where, 0)
         if shared % moe:
             raise InputError(f"{where}: shared_expert_intermediate_size", shared,
                              f"a multiple of moe_intermediate_size = {moe}")
-        fields.update(ffn_hidden=cfg.get("intermediate_size") or moe, experts=_int(cfg, "num_experts", where),
+        fields.update(ffn_hidden=_opt_int(cfg, "intermediate_size", where, moe, 1), experts=_int(cfg, "num_experts", where),
                       experts_active=_int(cfg, "num_experts_per_tok", where), moe_ffn_hidden=moe,
                       shared_experts=shared // moe, dense_layers=_dense_prefix(cfg, layers, where))
     else:  # deepseek
-        freq = cfg.get("moe_layer_freq", 1)
+        freq = _opt_int(cfg, "moe_layer_freq", where, 1, 1)
         if freq != 1:
             raise InputError(f"{where}: moe_layer_freq", freq, "1 (every layer after the first k is MoE)")
         fields.update(
             ffn_hidden=_int(cfg, "intermediate_size", where), experts=_int(cfg, "n_routed_experts", where),
             experts_active=_int(cfg, "num_experts_per_tok", where),
             moe_ffn_hidden=_int(cfg, "moe_intermediate_size", where),
-            shared_experts=int(cfg.get("n_shared_experts") or 0),
-            dense_layers=int(cfg.get("first_k_dense_replace") or 0),
-            router_bias=mtype == "deepseek_v3" or cfg.get("topk_method") == "noaux_tc",
-            q_lora_rank=cfg.get("q_lora_rank") or None,
+            shared_experts=_opt_int(cfg, "n_shared_experts", where, 0),
+            dense_layers=_opt_int(cfg, "first_k_dense_replace", where, 0),
+            router_bias=_opt(cfg, "topk_method", where, str, "a routing method name (text)") == "noaux_tc"
+            or mtype == "deepseek_v3",
+            q_lora_rank=_opt_int(cfg, "q_lora_rank", where, 0) or None,
             kv_lora_rank=_int(cfg, "kv_lora_rank", where),
             qk_rope_head_dim=_int(cfg, "qk_rope_head_dim", where),
             head_dim=_int(cfg, "qk_nope_head_dim", where),
             v_head_dim=_int(cfg, "v_head_dim", where),
         )
-    title = name or str(cfg.get("_name_or_path") or "") or Path(label).stem
+    title = name or _opt(cfg, "_name_or_path", where, str, "a model name (text)", "") or Path(label).stem
     notes = f"from config.json (model_type {mtype})"
-    if cfg.get("max_position_embeddings"):
-        notes += f"; context window {cfg['max_position_embeddings']} tokens (give the training sequence length)"
+    if cfg.get("max_position_embeddings") is not None:
+        window = _int(cfg, "max_position_embeddings", where)
+        notes += f"; context window {window} tokens (give the training sequence length)"
     try:
         return Model(id=_slug(title), name=title, source=f"Hugging Face config.json: {where}", notes=notes, **fields)
     except ValidationError as exc:

@@ -20,6 +20,7 @@ describe an uneven pipeline split whose middle stages share the remaining layers
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -225,7 +226,7 @@ def parse_layers_per_stage(text: Any) -> list[int]:
     """``"27,27,26"`` (or a list) as layers per pipeline stage: whole numbers >= 1, one per stage."""
     parts = [str(x).strip() for x in (text.split(",") if isinstance(text, str) else text)]
     parts = [x for x in parts if x]
-    if not parts or not all(x.isdigit() and int(x) > 0 for x in parts):
+    if not parts or not all(re.fullmatch(r"[0-9]{1,6}", x) and int(x) > 0 for x in parts):
         raise InputError("layers_per_stage", text, "whole numbers >= 1 separated by commas, one per pipeline stage")
     return [int(x) for x in parts]
 

@@ -13,7 +13,9 @@ the very same outputs as Excel formulas (``output_excel``), so the two cannot dr
 
 from __future__ import annotations
 
+import re
 import tomllib
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +24,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from . import catalog
-from .errors import InputError
+from .errors import InputError, UnknownNameError
 from .expr import Expr, Var, eq, if_, wrap
 from .formulas import budget, compute, cost, finetune, goodput, ownership
 from .formulas import ranges as franges
@@ -31,6 +33,7 @@ from .layout import LAYOUT_OK, check_layout
 from .recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, default_bytes, get_recipe
 from .registry import Formula
 from .stage_memory import memory_steps, model_inputs
+from .untrusted import check_text, check_value, read_limited
 from .validate import from_pydantic, validate_one
 
 _BYTES = default_bytes()
@@ -254,6 +257,15 @@ class Scenario(BaseModel):
         if not isinstance(data, dict):
             return data
         data = dict(data)
+        text_errors = []
+        for field in ("name", "notes"):  # text a workbook stores: no control characters (a notes line break is fine)
+            if isinstance(data.get(field), str):
+                try:
+                    check_text(field, data[field], "\t\n" if field == "notes" else "")
+                except InputError as exc:
+                    text_errors.append(exc)
+        if text_errors:
+            raise InputError.all(text_errors)
         if data.get("recipe") is not None:
             data["recipe"] = get_recipe(str(data["recipe"])).id if str(data["recipe"]).strip() else None
         # architecture left out: multi-head attention (kv heads = heads) and F = 4h, as seed 002's formulas
@@ -278,6 +290,9 @@ class Scenario(BaseModel):
 
     @model_validator(mode="after")
     def _check_parallelism(self) -> "Scenario":
+        if self.active_params_b > self.params_b:
+            raise InputError("active_params_b", self.active_params_b,
+                             f"at most params_b = {self.params_b:g} (the active parameters are a part of all of them)")
         check_layout(**self.layout_values())  # the one layout check (xlcalc.layout), as the workbook's Layout_Check
         return self
 
@@ -612,17 +627,64 @@ def _names_callable(names: Any) -> Callable[[str], str]:
     return lambda n: names.get(n, n)
 
 
+MAX_SCENARIO_BYTES = 1_000_000
+
+
 def load_scenario(path: str | Path) -> Scenario:
-    """Read a scenario preset (TOML: the fields of :class:`Scenario`, presets filled first)."""
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise InputError("scenario", str(path), "a readable TOML file", exc.strerror or str(exc)) from None
-    if len(raw) > 1_000_000:
-        raise InputError("scenario", str(path), "a TOML file under 1 MB")
+    """Read a scenario preset (TOML: the fields of :class:`Scenario`, presets filled first).
+
+    The file is untrusted input: a regular file of at most ``MAX_SCENARIO_BYTES``, every key a field of
+    :class:`Scenario`, every value of the field's TOML type (``seq_parallel = "false"`` is an error, not true;
+    ``layers = 80.5`` or ``80.0`` is not a whole number), no NaN, infinity, huge number or control character;
+    each mistake names its key.
+    """
+    raw = read_limited(path, "scenario", MAX_SCENARIO_BYTES, "scenario TOML file")
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise InputError("scenario", str(path), "a UTF-8 TOML file of scenario fields", str(exc)) from None
-    return Scenario.build(**data)
+    except RecursionError:
+        raise InputError("scenario", str(path), "a TOML file of scenario fields", "nested too deeply") from None
+    except ValueError:  # an integer of more digits than Python converts
+        m = re.search(r"^\s*([^=\n]+?)\s*=\s*[+-]?[0-9_]{400,}", raw.decode("utf-8", "replace"), re.M)
+        raise InputError(m.group(1) if m else "scenario", "a number of thousands of digits",
+                         "a number below 1e18") from None
+    return Scenario.build(**scenario_fields(data))
+
+
+def scenario_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """The keys and values of a scenario file checked as untrusted input (see :func:`load_scenario`)."""
+    fields = Scenario.model_fields
+    errors: list[InputError] = []
+    for key, value in data.items():
+        try:
+            check_text("scenario key", key, "")
+            if key not in fields:
+                raise UnknownNameError("scenario field", key, sorted(fields))
+            if key == "notes" and isinstance(value, str):
+                check_text(key, value, "\t\n")  # notes may hold line breaks
+            else:
+                check_value(key, value)
+            _check_type(key, value, fields[key].annotation)
+        except InputError as exc:
+            errors.append(exc)
+    if errors:
+        raise InputError.all(errors)
+    return dict(data)
+
+
+def _check_type(key: str, value: Any, annotation: Any) -> None:
+    kinds = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
+    kind = kinds[0]
+    if kind is bool:
+        ok, what = isinstance(value, bool), "true or false (a TOML boolean, not text)"
+    elif kind is int:
+        ok, what = isinstance(value, int) and not isinstance(value, bool), "a whole number (a TOML integer)"
+    elif kind is float:
+        ok, what = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+    elif kind is str:
+        ok, what = isinstance(value, str), "text (a TOML string)"
+    else:
+        return
+    if not ok:
+        raise InputError(key, value if isinstance(value, (str, int, float)) else type(value).__name__, what)

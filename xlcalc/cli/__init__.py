@@ -46,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     except CatalogError as exc:
         print(f"xlcalc {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: a file being written was left as it was (xlcalc.workbook.atomic)
+        print(f"xlcalc {args.command}: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # output piped into head & co.
         import os
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from pydantic import ValidationError
 
@@ -140,7 +141,7 @@ def _layers_per_stage(text: str | None) -> list[int] | None:
     if text is None:
         return None
     parts = [x.strip() for x in text.split(",") if x.strip()]
-    if not parts or not all(x.isdigit() and int(x) > 0 for x in parts):
+    if not parts or not all(re.fullmatch(r"[0-9]{1,6}", x) and int(x) > 0 for x in parts):
         raise InputError("layers_per_stage", text, "whole numbers >= 1 separated by commas, one per pipeline stage")
     return [int(x) for x in parts]
 

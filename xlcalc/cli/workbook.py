@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..scenario import Scenario, load_scenario
@@ -13,7 +17,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where to write the workbook (default: ./planner.xlsx). An existing file is never "
                              "overwritten silently: the build stops (exit 2) unless --force is given")
     parser.add_argument("-f", "--force", action="store_true",
-                        help="overwrite the output file if it exists")
+                        help="overwrite the output file if it exists (the new file replaces it in one step: "
+                             "an interrupted build leaves the old file as it was)")
+    parser.add_argument("--follow-symlinks", action="store_true",
+                        help="if the output is a symbolic link, replace the file it points to (without this "
+                             "flag a link is refused)")
     parser.add_argument("--scenario", action="append", default=[], metavar="TOML",
                         help="a scenario: a TOML file, or the name of a preset shipped with xlcalc "
                              "(xlcalc/presets/<name>.toml, e.g. seed000-100b-h100); repeat to compare "
@@ -38,6 +46,23 @@ def scenario_from(label: str) -> Scenario:
     return presets.load(label)  # a shipped preset, or a message naming them all
 
 
+@contextlib.contextmanager
+def _terminate_as_exit() -> Iterator[None]:
+    """SIGTERM (``kill``) ends the build like Ctrl-C does: through the cleanup of its temporary file."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..workbook import build
 
@@ -45,16 +70,17 @@ def run(args: argparse.Namespace) -> int:
         scenarios = [scenario_from(s) for s in args.scenario]
     else:
         scenarios = [scenario_from("seed002-70b-a800")]
+    from ..workbook.atomic import check_target
+
     out = Path(args.output)
     if out.suffix.lower() != ".xlsx":
         from ..errors import InputError
         raise InputError("output", str(out), "a file name ending in .xlsx")
-    if out.exists() and not getattr(args, "force", False):
-        from ..errors import InputError
-        raise InputError("output", str(out), "a new file name, or given with --force to replace the file",
-                         "it exists already and is left as it is")
+    force, follow = bool(getattr(args, "force", False)), bool(getattr(args, "follow_symlinks", False))
+    check_target(out, overwrite=force, follow_symlinks=follow)
     try:
-        lay = build(out, scenarios)
+        with _terminate_as_exit():
+            lay = build(out, scenarios, overwrite=force, follow_symlinks=follow)
     except OSError as exc:
         from ..errors import InputError
         raise InputError("output", str(out), "a path that can be written", exc.strerror or str(exc)) from None

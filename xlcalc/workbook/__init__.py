@@ -7,13 +7,14 @@ stores the engine's value of every formula cell as its cached value.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..scenario import Scenario
-from . import cache, catalogs, charts, compare, finetune, sheets
+from . import atomic, cache, catalogs, charts, compare, finetune, sheets
 from .model import Book
 from .writer import to_workbook
 
@@ -61,13 +62,20 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
     return Layout(book, main, columns, maps, {"sensitivity": tables, "parallelism": par, "finetune": ft_rows})
 
 
-def build(path: str | Path, scenarios: Sequence[Scenario] = ()) -> Layout:
-    """Write the planning workbook to ``path`` (with cached values); return its layout."""
+def build(path: str | Path, scenarios: Sequence[Scenario] = (), *, overwrite: bool = True,
+          follow_symlinks: bool = False) -> Layout:
+    """Write the planning workbook to ``path`` (with cached values); return its layout.
+
+    The write is atomic (:mod:`xlcalc.workbook.atomic`): ``path`` is always the old file or the complete
+    new one, mode 0644. ``overwrite=False`` refuses an existing file; a symbolic link is refused unless
+    ``follow_symlinks``; another build writing ``path`` at the same time is an :class:`InputError`.
+    """
+    atomic.check_target(path, overwrite=overwrite, follow_symlinks=follow_symlinks)  # before the work
     lay = layout(scenarios)
     values = lay.book.cached_values()
     wb = to_workbook(lay.book)
-    path = Path(path)
-    wb.save(path)
-    cache.inject(path, values)
-    path.chmod(0o644)  # readable by others (a temporary file would otherwise stay 0600)
+    saved = io.BytesIO()
+    wb.save(saved)
+    with atomic.write(path, overwrite=overwrite, follow_symlinks=follow_symlinks) as out:
+        cache.inject(saved, values, out)
     return lay

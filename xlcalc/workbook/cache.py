@@ -12,12 +12,10 @@ from __future__ import annotations
 import math
 import posixpath
 import re
-import shutil
-import tempfile
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 from xml.sax.saxutils import escape
 
 from defusedxml import ElementTree as SafeET
@@ -56,9 +54,19 @@ def _value_xml(value: Any) -> tuple[str, str] | None:
     return None
 
 
-def inject(path: str | Path, values: Mapping[tuple[str, str], Any]) -> int:
-    """Write ``values[(sheet, cell)]`` as the cached value of those formula cells; return how many."""
-    path = Path(path)
+def inject(path: str | Path | IO[bytes], values: Mapping[tuple[str, str], Any], out: IO[bytes] | None = None) -> int:
+    """Write ``values[(sheet, cell)]`` as the cached value of those formula cells; return how many.
+
+    ``path`` is the saved workbook (a file name or a binary file); the result goes to ``out``, a binary
+    file, or, without one, replaces the file ``path`` atomically (:func:`xlcalc.workbook.atomic.write`).
+    """
+    if out is None:
+        from .atomic import write
+
+        if not isinstance(path, (str, Path)):
+            raise TypeError("inject() needs out= when path is a file object")
+        with write(path) as f:
+            return inject(path, values, f)
     by_sheet: dict[str, dict[str, Any]] = {}
     for (sheet, at), v in values.items():
         by_sheet.setdefault(sheet, {})[at] = v
@@ -66,9 +74,7 @@ def inject(path: str | Path, values: Mapping[tuple[str, str], Any]) -> int:
     with zipfile.ZipFile(path) as zin:
         parts = sheet_paths(zin)
         wanted = {parts[s]: cells for s, cells in by_sheet.items() if s in parts}
-        tmp = tempfile.NamedTemporaryFile(delete=False, dir=path.parent, suffix=".tmp")
-        tmp.close()
-        with zipfile.ZipFile(tmp.name, "w", zipfile.ZIP_DEFLATED) as zout:
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
             for info in zin.infolist():
                 data = zin.read(info.filename)
                 cells = wanted.get(info.filename)
@@ -89,5 +95,4 @@ def inject(path: str | Path, values: Mapping[tuple[str, str], Any]) -> int:
 
                     data = _CELL.sub(fill, text).encode("utf-8")
                 zout.writestr(info, data)
-    shutil.move(tmp.name, path)
     return count
