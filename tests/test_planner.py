@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -175,7 +176,9 @@ def test_plan_asks_for_a_batch_the_catalog_does_not_have():
     out = _cli("--model", "llama3.1-405b", "--gpu", "H100", "--gpus", "16384", "--json", "--top", "1")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
-    assert (data["seq_len"], data["global_batch"]) == (8192, 2048) and len(data["assumed"]) == 2
+    assert (data["seq_len"], data["global_batch"]) == (8192, 2048) and len(data["assumed"]) == 3
+    assert data["tokens_t"] == 15.6  # Dubey et al. 2024: 405B trained on 15.6T tokens, not 20 per parameter
+    assert any("15.6 T tokens" in line and "published" in line for line in data["assumed"])
 
 
 def test_plan_sizes_a_cluster_for_a_deadline_out_of_the_box():
@@ -306,3 +309,20 @@ def test_pinned_interleaving_beyond_the_search_range_is_honoured():
                tp=1, pp=4, virtual_stages=10, micro_batch=1, top=1)
     assert res.plans and res.plans[0].virtual_stages == 10
     assert "pinned virtual stages do not divide the stage" not in res.rejected_by_reason
+
+
+@pytest.mark.parametrize("bundled", sorted((Path(__file__).parent / "data" / "hf_configs").glob("*.json")),
+                         ids=lambda p: p.stem)
+def test_plan_config_accepts_any_config_json_under_any_file_name(bundled, tmp_path, capsys):
+    """`plan --config` plans a config.json whose model is not in the catalog, named as Hugging Face names it."""
+    from xlcalc.cli import main
+
+    cfg = tmp_path / "config.json"
+    cfg.write_bytes(bundled.read_bytes())
+    code = main(["plan", "--config", str(cfg), "--gpu", "H100", "--gpus", "512", "--seq-len", "4096",
+                 "--global-batch-tokens", str(4096 * 1024), "--json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "unknown model" not in out.err
+    plans = json.loads(out.out)["plans"]
+    assert plans, f"{bundled.name}: no plan fits 512 H100s"

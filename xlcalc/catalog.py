@@ -102,6 +102,9 @@ class Model(_Row):
         default=None, gt=0, description="pre-training global batch in tokens where the source gives it in whole "
                                         "sequences (the batch after any ramp-up); None: not published, or only as a "
                                         "rounded token count (e.g. Llama 2's '4M tokens'): a face that needs it asks")
+    pretrain_tokens_t: Optional[float] = Field(
+        default=None, gt=0, description="pre-training tokens as published, trillions (None: not published, e.g. a "
+                                        "model read from a config.json): the planner's default run length")
     biases: bool = Field(default=False, description="linear layers carry biases (GPT-2/3, BLOOM, OPT)")
     learned_positions: bool = Field(default=False, description="a learned position-embedding table of (seq_len + position_offset) x hidden")
     position_offset: int = Field(default=0, ge=0, description="extra rows of the learned position table (OPT: 2)")

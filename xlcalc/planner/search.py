@@ -496,7 +496,7 @@ def _catalog_model(model: Any) -> catalog.Model | None:
     if isinstance(model, catalog.Model):
         try:
             entry = catalog.get_model(model.id)
-        except InputError:
+        except (InputError, CatalogError):  # a model of a config.json: not in the catalog
             return None
         return entry if entry == model else None
     return None
@@ -578,7 +578,17 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     if global_batch_tokens < seq_len:
         raise InputError("global_batch_tokens", global_batch_tokens, f"at least one sequence (>= seq_len = {seq_len})")
     global_batch = int(round(global_batch_tokens / seq_len))
-    tokens_t = check_value("tokens_t", tokens_t) if tokens_t is not None else fc.chinchilla_tokens_t.raw(params_b=a.params_b)
+    if tokens_t is None:
+        entry = _catalog_model(model) if arch is None else None
+        if entry is not None and entry.pretrain_tokens_t:
+            tokens_t = entry.pretrain_tokens_t
+            assumed.append(f"{tokens_t:g} T tokens: {entry.name}'s published pre-training tokens (model catalog; "
+                           "give --tokens-t for another run length)")
+        else:
+            tokens_t = fc.chinchilla_tokens_t.raw(params_b=a.params_b)
+            assumed.append(f"{tokens_t:.3g} T tokens: 20 per parameter, compute-optimal (Hoffmann et al. 2022); "
+                           "no published token count for this model (give --tokens-t)")
+    tokens_t = check_value("tokens_t", tokens_t)
     pins: dict[str, Any] = dict(tp=tp, pp=pp, zero_stage=zero_stage, recompute=recompute, micro_batch=micro_batch,
                                 seq_parallel=seq_parallel, virtual_stages=virtual_stages, cp=cp, ep=ep, etp=etp)
     for name, value in pins.items():
