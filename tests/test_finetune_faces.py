@@ -9,23 +9,21 @@ LibreOffice and xlwings tests skip where those are absent, except under CI=true,
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import openpyxl
 import pytest
 
-from test_memory_faces import named_cell, require_libreoffice, run, udf_module
+import lo_batch
+from test_memory_faces import named_cell, run, udf_module
 from xlcalc import catalog
 from xlcalc.formulas.finetune import nf4_bytes_per_param
 from xlcalc.recipes import RECIPES
 from xlcalc.scenario import Scenario, evaluate
 from xlcalc.stage_memory import model_inputs, stage_memory
 from xlcalc.workbook import build
-from xlcalc.workbook.libreoffice import recalculate
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -178,20 +176,21 @@ def test_finetune_docs_are_current():
     assert proc.returncode == 0, proc.stderr
 
 
+@lo_batch.register("finetune_faces")
+def _produce(work: Path) -> tuple[list[Path], Scenario]:
+    """A QLoRA plan and the same plan switched to LoRA in the sheet, for the session's one LibreOffice run."""
+    sc = Scenario.build(**SCENARIO)
+    build(work / "qlora.xlsx", [sc])
+    wb = openpyxl.load_workbook(work / "qlora.xlsx")
+    named_cell(wb, "Job").value = "lora"  # the sheet's own input: the same scenario as a LoRA job
+    wb.save(work / "lora.xlsx")
+    return [work / "qlora.xlsx", work / "lora.xlsx"], sc
+
+
 @pytest.fixture(scope="module")
 def recalculated():
-    require_libreoffice()
-    work = Path(tempfile.mkdtemp(prefix="xlcalc-ft-"))
-    src = work / "in"
-    src.mkdir()
-    sc = Scenario.build(**SCENARIO)
-    build(src / "qlora.xlsx", [sc])
-    wb = openpyxl.load_workbook(src / "qlora.xlsx")
-    named_cell(wb, "Job").value = "lora"  # the sheet's own input: the same scenario as a LoRA job
-    wb.save(src / "lora.xlsx")
-    paths = recalculate([src / "qlora.xlsx", src / "lora.xlsx"], work / "out")
-    yield sc, [openpyxl.load_workbook(p, data_only=True) for p in paths]
-    shutil.rmtree(work, ignore_errors=True)
+    paths, sc = lo_batch.results("finetune_faces")
+    return sc, [openpyxl.load_workbook(p, data_only=True) for p in paths]
 
 
 def test_finetuning_sheet_recalculated_by_libreoffice_gives_the_engines_answer(recalculated):

@@ -12,14 +12,13 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import openpyxl
 import pytest
 
+import lo_batch
 from requires import require
 from xlcalc import catalog
 from xlcalc.cli import main
@@ -29,7 +28,7 @@ from xlcalc.registry import get_formula
 from xlcalc.scenario import Scenario
 from xlcalc.stage_memory import stage_memory
 from xlcalc.workbook import build
-from xlcalc.workbook.libreoffice import recalculate, soffice
+from xlcalc.workbook.libreoffice import soffice
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -107,12 +106,10 @@ VIOLATIONS = {
 }
 
 
-@pytest.fixture(scope="module")
-def recalculated():
-    """The question and each violation as workbooks, recalculated by LibreOffice in one run."""
-    require_libreoffice()
-    work = Path(tempfile.mkdtemp(prefix="xlcalc-mem-"))
-    src, out = work / "in", work / "out"
+@lo_batch.register("memory_faces")
+def _produce(work: Path) -> tuple[list[Path], list[str]]:
+    """The question and each violation as workbooks, for the session's one LibreOffice run (tests/lo_batch.py)."""
+    src = work / "in"
     src.mkdir()
     question = Scenario.build(model=MODEL, gpu=GPU, seq_parallel=True, recompute="selective", **LAYOUT)
     build(src / "question.xlsx", [question])
@@ -127,9 +124,13 @@ def recalculated():
             named_cell(wb, name).value = value
         wb.save(src / f"{key}.xlsx")
         names.append(key)
-    paths = recalculate([src / f"{n}.xlsx" for n in names], out)
-    yield {n: openpyxl.load_workbook(p, data_only=True) for n, p in zip(names, paths)}
-    shutil.rmtree(work, ignore_errors=True)
+    return [src / f"{n}.xlsx" for n in names], names
+
+
+@pytest.fixture(scope="module")
+def recalculated():
+    paths, names = lo_batch.results("memory_faces")
+    return {n: openpyxl.load_workbook(p, data_only=True) for n, p in zip(names, paths)}
 
 
 def test_one_question_same_memory_and_recipe_on_every_face(capsys, recalculated):

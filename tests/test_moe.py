@@ -1,12 +1,14 @@
 """Mixture of experts in the planner: expert parallelism, the all-to-all, expert sharding, active-parameter MFU,
 and the DeepSeek-V3 check against its technical report."""
 
+import functools
 import json
 import subprocess
 import sys
 
 import pytest
 
+import lo_batch
 from conftest import ROOT
 from xlcalc import catalog
 from xlcalc.errors import InputError
@@ -39,9 +41,41 @@ def _dsv3(**settings):
                 settings=Settings(**settings))
 
 
+@functools.cache
+def _dsv3_published():
+    return _dsv3(**DSV3_SETTINGS)
+
+
 @pytest.fixture(scope="module")
 def dsv3():
-    return _dsv3(**DSV3_SETTINGS)
+    return _dsv3_published()
+
+
+@functools.cache
+def _mfu_cases():
+    """(plan result, peak TFLOP/s, tokens in T) for DeepSeek-V3 and a dense model, with the scenario each gives."""
+    from xlcalc.scenario import Scenario
+
+    dense = plan("llama2-7b", gpu="h100", n_gpus=64, seq_len=4096, global_batch_tokens=4 * 2**20, tokens_t=2)
+    cases = []
+    for k, (res, peak, tokens_t) in enumerate([(_dsv3_published(), 989.4, DSV3_TOKENS_T), (dense, 989.4, 2.0)]):
+        p = res.plans[0]
+        sc = Scenario.build(name=f"plan {k}", params_b=res.params_b, tokens_t=tokens_t, peak_tflops=peak,
+                            n_gpus=res.n_gpus, mfu=p.mfu_6nd)
+        cases.append((res, peak, tokens_t, sc))
+    return cases
+
+
+@lo_batch.register("moe")
+def _produce_moe(work):
+    """The workbook of each plan's scenario, for the session's one LibreOffice run."""
+    from xlcalc.workbook import build
+
+    books = []
+    for k, (_, _, _, sc) in enumerate(_mfu_cases()):
+        books.append(work / f"plan{k}.xlsx")
+        build(books[-1], [sc])
+    return books, None
 
 
 def test_deepseek_v3_within_25_percent_of_published_gpu_hours(dsv3):
@@ -167,22 +201,17 @@ def test_cli_ep_pin_and_json():
     assert bad.returncode != 0 and "ep = 3" in bad.stderr and "Traceback" not in bad.stderr
 
 
-def test_one_mfu_convention_across_faces_moe_and_dense(dsv3, tmp_path):
+def test_one_mfu_convention_across_faces_moe_and_dense():
     """plan's days = estimate's = TRAIN_DAYS (the worksheet function) = the workbook's Train_Days recalculated by
     LibreOffice, at the plan's mfu_6nd, N (active parameters for an MoE) and tokens, within 1%."""
     sys.path.insert(0, str(ROOT / "udfs"))
     import openpyxl
 
     import xlcalc_udfs as u
-    from test_workbook_libreoffice import named_cell, require_libreoffice
-    from xlcalc.scenario import Scenario
-    from xlcalc.workbook import build
-    from xlcalc.workbook.libreoffice import recalculate
+    from test_workbook_libreoffice import named_cell
 
-    dense = plan("llama2-7b", gpu="h100", n_gpus=64, seq_len=4096, global_batch_tokens=4 * 2**20, tokens_t=2)
-    cases = [(dsv3, 989.4, DSV3_TOKENS_T), (dense, 989.4, 2.0)]
-    books = []
-    for k, (res, peak, tokens_t) in enumerate(cases):
+    cases = _mfu_cases()
+    for res, peak, tokens_t, _ in cases:
         p = res.plans[0]
         args = dict(params_b=res.params_b, tokens_t=tokens_t, peak_tflops=peak, n_gpus=res.n_gpus, mfu=p.mfu_6nd)
         assert compute.train_days(**args) == pytest.approx(p.days, rel=0.01)                    # Python
@@ -191,12 +220,8 @@ def test_one_mfu_convention_across_faces_moe_and_dense(dsv3, tmp_path):
                               "--tokens-t", str(tokens_t), "--peak-tflops", str(peak), "--n-gpus", str(res.n_gpus),
                               "--mfu", str(p.mfu_6nd), "--json"], capture_output=True, text=True, cwd=ROOT)
         assert json.loads(out.stdout)["results"]["Train_Days"] == pytest.approx(p.days, rel=0.01)  # estimate
-        sc = Scenario.build(name=f"plan {k}", params_b=res.params_b, tokens_t=tokens_t, peak_tflops=peak,
-                            n_gpus=res.n_gpus, mfu=p.mfu_6nd)
-        books.append(tmp_path / f"plan{k}.xlsx")
-        build(books[-1], [sc])
-    require_libreoffice()
-    for path, (res, _, _) in zip(recalculate(books, tmp_path / "out"), cases):
+    paths, _ = lo_batch.results("moe")
+    for path, (res, _, _, _) in zip(paths, cases):
         wb = openpyxl.load_workbook(path, data_only=True)
         assert named_cell(wb, "Train_Days").value == pytest.approx(res.plans[0].days, rel=0.01)  # the workbook
 

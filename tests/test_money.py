@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import lo_batch
 import xlcalc as x
-from requires import require
 from xlcalc import catalog, money
 from xlcalc.cli import main
 from xlcalc.cli.fmt import money as fmt_money
@@ -475,24 +475,27 @@ def _check_bad_cell(b, name, message):
         assert start["Total cost incl. training tax (USD)"] == message
 
 
-def test_libreoffice_money_cells_equal_the_engine_and_bad_inputs_read_as_sentences(tmp_path):
+def _money_typed() -> Scenario:
+    """Own-vs-rent and goodput inputs a finance user might type."""
+    return Scenario.build(gpu="h100", usd_per_gpu_hour=3.1, capex_usd_per_gpu=27_000, capex_usd_per_server=60_000,
+                          depreciation_years=4, utilisation=0.65, kw_per_server=1.8, own_usd_per_kwh=0.11,
+                          kw_per_rack=30, usd_per_rack_month=9_000, gpu_mtbf_h=30_000, ckpt_save_s=45,
+                          restart_s=900, experiments_frac=0.2, experiments_usd=4e5, data_frac=0.05, data_usd=2e6,
+                          people_frac=0.1, people_usd=3e6)
 
+
+@lo_batch.register("money")
+def _produce_money(work: Path) -> tuple[list[Path], list[str]]:
+    """The typed plan, two that make results undefined and each bad cell, for the session's one LibreOffice run."""
     import openpyxl
 
-    from xlcalc.scenario import INPUTS, OUTPUTS
+    from xlcalc.scenario import INPUTS
     from xlcalc.workbook import build
-    from xlcalc.workbook.libreoffice import recalculate, soffice
-    require(soffice(), "LibreOffice (soffice) is not installed")
-    src = tmp_path / "in"
+    src = work / "in"
     src.mkdir()
-    pristine = tmp_path / "plan.xlsx"
+    pristine = work / "plan.xlsx"
     build(pristine, [Scenario.build(gpu="h100")])
-    # Own-vs-rent and goodput inputs a finance user might type, and two that make results undefined
-    typed = Scenario.build(gpu="h100", usd_per_gpu_hour=3.1, capex_usd_per_gpu=27_000, capex_usd_per_server=60_000,
-                           depreciation_years=4, utilisation=0.65, kw_per_server=1.8, own_usd_per_kwh=0.11,
-                           kw_per_rack=30, usd_per_rack_month=9_000, gpu_mtbf_h=30_000, ckpt_save_s=45,
-                           restart_s=900, experiments_frac=0.2, experiments_usd=4e5, data_frac=0.05, data_usd=2e6,
-                           people_frac=0.1, people_usd=3e6)
+    typed = _money_typed()
     cases = {
         "typed": {c.name: getattr(typed, c.field) for c in INPUTS},  # every input typed through its name
         "no_progress": {"GPU_MTBF_H": 50},
@@ -507,7 +510,16 @@ def test_libreoffice_money_cells_equal_the_engine_and_bad_inputs_read_as_sentenc
             _named(wb, n).value = v
         wb.save(src / f"{name}.xlsx")
         paths.append(src / f"{name}.xlsx")
-    out = dict(zip(cases, recalculate(paths, tmp_path / "out")))
+    return paths, list(cases)
+
+
+def test_libreoffice_money_cells_equal_the_engine_and_bad_inputs_read_as_sentences():
+    import openpyxl
+
+    from xlcalc.scenario import OUTPUTS
+    paths, names = lo_batch.results("money")
+    out = dict(zip(names, paths))
+    typed = _money_typed()
 
     wb = openpyxl.load_workbook(out["typed"], data_only=True)
     want = evaluate(typed)

@@ -23,6 +23,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+import lo_batch
 import xlcalc
 from requires import require
 from xlcalc import catalog
@@ -30,7 +31,6 @@ from xlcalc.recipes import RECIPES
 from xlcalc.scenario import INPUTS, OUTPUTS, Scenario, evaluate, load_scenario
 from xlcalc.workbook import build, cache
 from xlcalc.workbook.compare import gpu_variant
-from xlcalc.workbook.libreoffice import recalculate, soffice
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED002 = ROOT / "xlcalc" / "presets" / "seed002-70b-a800.toml"
@@ -42,8 +42,7 @@ TIER_PICKS = {"on-demand": "h100-sxm", "reserved-1y": "a100-40gb", "reserved-3y"
               "capacity-block": "h200", "assumed": "h800"}
 
 
-def require_libreoffice() -> None:
-    require(soffice(), "LibreOffice (soffice) is not installed: install libreoffice-calc-nogui")
+require_libreoffice = lo_batch.require_libreoffice
 
 
 def tier_scenario(base: Scenario, gpu: str, tier: str) -> Scenario:
@@ -96,13 +95,10 @@ def set_inputs(src: Path, dst: Path, values: dict) -> None:
     wb.save(dst)
 
 
-@functools.cache
-def recalculated() -> dict:
-    """Build the test files, recalculate them all in one LibreOffice run; cached for the session."""
-    require_libreoffice()
-    work = Path(tempfile.mkdtemp(prefix="xlcalc-wb-"))
-    atexit.register(shutil.rmtree, work, True)
-    src, out = work / "in", work / "out"
+@lo_batch.register("workbook")
+def _produce(work: Path) -> tuple[list[Path], dict]:
+    """The test files, for the session's one LibreOffice run (tests/lo_batch.py)."""
+    src = work / "in"
     src.mkdir()
     base_sc = load_scenario(SEED002)
     pristine = work / "pristine.xlsx"
@@ -152,11 +148,17 @@ def recalculated() -> dict:
 
     for name in cases:
         assert cache.inject(src / f"{name}.xlsx", CANARY) == len(CANARY)  # the stale-cache canary
-    paths = recalculate([src / f"{n}.xlsx" for n in cases], out)
-    for name, path in zip(cases, paths):
         cases[name]["input"] = src / f"{name}.xlsx"
-        cases[name]["output"] = path
-    return {"cases": cases, "pristine": pristine, "layout": base}
+    return [src / f"{n}.xlsx" for n in cases], {"cases": cases, "pristine": pristine, "layout": base}
+
+
+@functools.cache
+def recalculated() -> dict:
+    """The test files recalculated by LibreOffice (the session's one run); cached for the session."""
+    paths, made = lo_batch.results("workbook")
+    for name, path in zip(made["cases"], paths):
+        made["cases"][name]["output"] = path
+    return made
 
 
 @pytest.fixture(scope="module")
@@ -417,8 +419,10 @@ def _pdftotext():
 
 @functools.cache
 def printed() -> dict:
+    """PDFs as a user prints them, in two soffice runs: the seed 002 workbook saved as .ods, then one run printing
+    seed002.xlsx, gap.xlsx (a GPU with a figure left unpublished) and that .ods (as seed002-ods)."""
     require_libreoffice()
-    from xlcalc.workbook.libreoffice import to_pdf
+    from xlcalc.workbook.libreoffice import convert, to_pdf
 
     work = Path(tempfile.mkdtemp(prefix="xlcalc-pdf-"))
     atexit.register(shutil.rmtree, work, True)
@@ -426,7 +430,9 @@ def printed() -> dict:
     src.mkdir()
     build(src / "seed002.xlsx", [load_scenario(SEED002)])
     set_inputs(src / "seed002.xlsx", src / "gap.xlsx", {"GPU_Type": _gap_gpu().id})
-    pdfs = to_pdf([src / "seed002.xlsx", src / "gap.xlsx"], work / "out")
+    ods, = convert([src / "seed002.xlsx"], work / "ods", "ods", ".ods")
+    ods = ods.rename(src / "seed002-ods.ods")
+    pdfs = to_pdf([src / "seed002.xlsx", src / "gap.xlsx", ods], work / "out")
     return {p.stem: p for p in pdfs}
 
 
@@ -463,13 +469,7 @@ def test_pdf_export_straight_from_the_xlsx_has_the_key_results_on_page_one():
 def test_pdf_via_ods_prints_money_as_money():
     """The .xlsx saved as .ods, then printed: the Start sheet's cost cells keep their dollar format."""
     _pdftotext()
-    from xlcalc.workbook.libreoffice import convert
-
-    work = Path(tempfile.mkdtemp(prefix="xlcalc-ods-"))
-    atexit.register(shutil.rmtree, work, True)
-    build(work / "seed002.xlsx", [load_scenario(SEED002)])
-    ods, = convert([work / "seed002.xlsx"], work / "ods", "ods", ".ods")
-    pdf, = convert([ods], work / "pdf", "pdf", ".pdf")
+    pdf = printed()["seed002-ods"]
     page1 = _pdf_text(pdf, 1, 1)
     lines = {line.split("  ")[0].strip(): line.split()[-1] for line in page1.splitlines() if "  " in line.strip()}
     for label in ("Total cost incl. training tax (USD)", "Compute: GPU-hours x price (USD)",
