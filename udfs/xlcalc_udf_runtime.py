@@ -26,10 +26,9 @@ from __future__ import annotations
 import gc
 import itertools
 import math
-import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from xlcalc.errors import InputError
 from xlcalc.expr import _PY_BINOPS, EXCEL_FUNCTIONS, BinOp, Bool, Call, Func, Neg, Num, Text, Var
@@ -119,10 +118,23 @@ def error_text(exc: Exception, i: int, j: int) -> str:
     return f"{ERROR_PREFIX} row {i + 1}, column {j + 1}: {exc}"
 
 
-def _split(values: dict[str, Any]) -> tuple[dict[str, list[list[Any]]], int, int]:
+def _split(values: dict[str, Any], columns: dict[str, list[Any]] | None = None,
+           ) -> tuple[dict[str, list[list[Any]]], int, int]:
+    """The ranges among ``values`` as grids, and their shape; ``columns`` (when given) receives the values
+    of each range that is a column of one-element lists (xlwings' usual column), read in the same pass
+    that checks its rows."""
     grids = {}
     for name, value in values.items():
-        grid = as_grid(name, value)
+        grid = None
+        if columns is not None and type(value) is list and value and type(value[0]) is list \
+                and len(value[0]) == 1 and set(map(type, value)) == {list}:
+            try:
+                columns[name] = [x for (x,) in value]  # raises ValueError on a row of another width
+                grid = value
+            except ValueError:
+                pass
+        if grid is None:
+            grid = as_grid(name, value)
         if grid is not None:
             grids[name] = grid
     if not grids:
@@ -174,10 +186,11 @@ def formula_call(name: str, *args: Any) -> Any:
     if not any(isinstance(v, (list, tuple)) for v in args):  # one cell
         return compute(formula, values)
     with _gc_paused():
-        grids, rows, cols = _split(values)
+        columns: dict[str, list[Any]] = {}
+        grids, rows, cols = _split(values, columns)
         if rows == cols == 1:
             return compute(formula, _cell(values, grids, 0, 0))
-        return _columns(formula, values, grids, rows, cols)
+        return _columns(formula, values, grids, rows, cols, columns)
 
 
 @contextmanager
@@ -261,10 +274,11 @@ def _plainly_allowed(s: Any, column: list[float]) -> bool:
         if not _np.isfinite(a).all() or (s.kind == "int" and not (a == _np.trunc(a)).all()):
             return False
         lo, hi = float(a.min()), float(a.max())
-    else:
-        if not all(map(math.isfinite, column)) or (s.kind == "int" and not all(map(float.is_integer, column))):
+    else:  # a sum of floats is finite only when every one is (inf and NaN stay; an overflow says no)
+        if not math.isfinite(sum(column)) or (s.kind == "int" and not all(map(float.is_integer, column))):
             return False
-        lo, hi = min(column), max(column)
+        lo = min(column) if s.gt is not None or s.ge is not None or s.kind == "int" else 0.0
+        hi = max(column) if s.lt is not None or s.le is not None or s.kind == "int" else 0.0
     if s.kind == "int" and max(abs(lo), abs(hi)) >= 2.0 ** 53:  # beyond exact whole floats: one by one
         return False
     return ((s.gt is None or lo > s.gt) and (s.ge is None or lo >= s.ge)
@@ -272,7 +286,7 @@ def _plainly_allowed(s: Any, column: list[float]) -> bool:
 
 
 def _columns(formula: Formula, values: dict[str, Any], grids: dict[str, list[list[Any]]],
-             rows: int, cols: int) -> list[list[Any]]:
+             rows: int, cols: int, columns: dict[str, list[Any]]) -> list[list[Any]]:
     n = rows * cols
     env: dict[str, Any] = {}
     bad = False
@@ -284,13 +298,15 @@ def _columns(formula: Formula, values: dict[str, Any], grids: dict[str, list[lis
             env[name] = clean(value if g is None else g[0][0])
             bad = bad or env[name] is _BAD
             continue
-        column, has_bad = _clean_column(clean, _flat(g, rows, cols), spec(name))
+        flat = columns[name] if name in columns and cols == 1 and len(g) == rows else _flat(g, rows, cols)
+        column, has_bad = _clean_column(clean, flat, spec(name))
         if has_bad:
             first = next((x for x in column if x is not _BAD), _BAD)
             bad = bad or first is _BAD
             bad_rows.update(k for k, x in enumerate(column) if x is _BAD)
             column = [first if x is _BAD else x for x in column]
         env[name] = column
+    as_rows = False  # result: the values, or (one column) already the rows [[x1], [x2], ...]
     if bad:  # a constant argument (or a whole column) is not allowed: every cell says why
         redo: set[int] | range = range(n)
         result: list[Any] = [None] * n
@@ -302,14 +318,17 @@ def _columns(formula: Formula, values: dict[str, Any], grids: dict[str, list[lis
                         formula.check(**{p: (v[k] if isinstance(v, list) else v) for p, v in env.items()})
                     except ValueError:
                         bad_rows.add(k)
-        result, redo = _evaluate_columns(formula, env, n)
+        result, redo, as_rows = _evaluate_columns(formula, env, n, cols == 1)
         redo = set(redo) | bad_rows
     for k in redo:  # rows that need the single-cell path: its number or its message
         i, j = divmod(k, cols)
         try:
-            result[k] = compute(formula, _cell(values, grids, i, j))
+            value = compute(formula, _cell(values, grids, i, j))
         except ValueError as exc:
-            result[k] = error_text(exc, i, j)
+            value = error_text(exc, i, j)
+        result[k] = [value] if as_rows else value
+    if as_rows:
+        return result
     if cols == 1:
         return [[x] for x in result]
     return [result[i * cols:(i + 1) * cols] for i in range(rows)]
@@ -321,79 +340,163 @@ class _Fallback(Exception):
     """The column pass cannot give the single-cell answer for every row: compute row by row."""
 
 
-def _evaluate_columns(formula: Formula, env: dict[str, Any], n: int) -> tuple[list[Any], set[int] | range]:
-    """The formula over columns of validated values: (results, rows to compute on their own)."""
+def _evaluate_columns(formula: Formula, env: dict[str, Any], n: int, as_rows: bool,
+                      ) -> tuple[list[Any], set[int] | range, bool]:
+    """The formula over columns of validated values: (results, rows to compute on their own, whether the
+    results are rows of one value each - ``as_rows`` asks for them where the pass can build them at once)."""
     try:
         if USE_NUMPY:
-            return _NumpyPass(n).run(formula, env)
-        return _ListPass(n).run(formula, env)
+            return (*_NumpyPass(n).run(formula, env), False)
+        return (*_ListPass(n).run(formula, env, as_rows), as_rows)
     except _Fallback:
-        return [None] * n, range(n)
+        return [None] * n, range(n), False
 
 
 class _ListPass:
     """Columns as Python lists: the same operations in the same order as a single cell, so the
-    same floats. A division by zero or a math error anywhere: every row on its own."""
+    same floats. The formula's expression tree is compiled once per formula and set of columns
+    (see :class:`_RowCode`) into one Python function: the parts without a column computed once,
+    then one loop over the rows. A division by zero or a math error anywhere: every row on its own."""
 
     def __init__(self, n: int):
         self.n = n
 
-    def run(self, formula: Formula, env: dict[str, Any]) -> tuple[list[Any], set[int]]:
+    def run(self, formula: Formula, env: dict[str, Any], as_rows: bool = False) -> tuple[list[Any], set[int]]:
+        """(the results, or with ``as_rows`` the rows [[x1], [x2], ...]; the rows to compute on their own)."""
+        columns = tuple(k for k, v in env.items() if isinstance(v, list))
+        key = (formula.name, columns, as_rows)
+        fn = _ROW_CODE.get(key)
+        if fn is None:
+            fn = _ROW_CODE[key] = _RowCode(columns, as_rows).compile(formula)
         try:
-            out = self.eval(formula.expr, env)
+            out = fn(env)
         except (ArithmeticError, ValueError, TypeError) as exc:
             raise _Fallback from exc
-        if not isinstance(out, list):
-            out = [out] * self.n
+        if not isinstance(out, list):  # no column reaches the result
+            out = [[out] for _ in range(self.n)] if as_rows else [out] * self.n
+        if as_rows:
+            return out, _not_finite(out, itertools.chain.from_iterable(out))
         return out, _not_finite(out)
 
-    def eval(self, node: Any, env: dict[str, Any]) -> Any:
+
+_ROW_CODE: dict[tuple[str, tuple[str, ...], bool], Callable[[dict[str, Any]], Any]] = {}
+
+
+class _RowCode:
+    """Python source of one formula over columns: ``def run(env)`` that reads the inputs from ``env``,
+    computes every part that depends on no column once (as the column pass of the tree would), and
+    then each row in one comprehension (or loop, when a nested formula's argument is computed per
+    row into a temporary). Every operation is the one the expression tree evaluates with
+    (``+ - * / **`` and comparisons as Python's operators, the operator module's own functions;
+    ``=``, ``<>``, ``&`` and spreadsheet functions the engine's Python implementations), on the same
+    values in the same order, so each row gets the float a single cell gets. Both branches of IF
+    are computed, as in a single cell, and every argument of a nested formula."""
+
+    def __init__(self, columns: tuple[str, ...], as_rows: bool = False):
+        self.columns = columns
+        self.as_rows = as_rows
+        self.scope: dict[str, Any] = {}  # names the generated code reads: functions, odd constants
+        self.before: list[str] = []  # statements before the loop (no column)
+        self.per_row: list[str] = []  # statements in the loop (temporaries of nested formulas' arguments)
+        self.count = 0
+
+    def compile(self, formula: Formula) -> Callable[[dict[str, Any]], Any]:
+        try:
+            env = {p: (f"c{k}", True) if p in self.columns else (self._name("x", f"env[{p!r}]"), False)
+                   for k, p in enumerate(formula.params)}
+            body, is_column = self.source(formula.expr, env)
+        except _Fallback as exc:
+            def fallback(env: dict[str, Any], why: str = str(exc)) -> Any:
+                raise _Fallback(why)
+            return fallback
+        cols = [env[p][0] for p in self.columns]
+        lines = ["def run(env):"] + [f"    {c}_ = env[{p!r}]" for c, p in zip(cols, self.columns)]
+        lines += [f"    {line}" for line in self.before]
+        over = f"{cols[0]} in {cols[0]}_" if len(cols) == 1 else \
+            f"{', '.join(cols)} in zip({', '.join(c + '_' for c in cols)})"
+        if self.as_rows:  # each row's list built where its value is computed
+            body = f"[{body}]"
+        if not is_column:  # no column reaches the result: one value
+            lines.append(f"    return {body[1:-1] if self.as_rows else body}")
+        elif self.per_row:
+            lines += ["    out = []", "    append = out.append", f"    for {over}:"]
+            lines += [f"        {line}" for line in self.per_row] + [f"        append({body})", "    return out"]
+        else:
+            lines.append(f"    return [{body} for {over}]")
+        code = compile("\n".join(lines) + "\n", f"<xlcalc {formula.name} over columns>", "exec")
+        exec(code, self.scope)
+        return cast(Callable[[dict[str, Any]], Any], self.scope["run"])
+
+    def _name(self, prefix: str, source: str, per_row: bool = False) -> str:
+        name = f"{prefix}{self.count}"
+        self.count += 1
+        (self.per_row if per_row else self.before).append(f"{name} = {source}")
+        return name
+
+    def _bind(self, value: Any) -> str:
+        """A name in the generated code's scope for a function or a constant."""
+        name = f"k{self.count}"
+        self.count += 1
+        self.scope[name] = value
+        return name
+
+    def _result(self, source: str, is_column: bool) -> tuple[str, bool]:
+        """A part without a column is computed once, before the loop."""
+        return (source, True) if is_column else (self._name("s", source), False)
+
+    def source(self, node: Any, env: dict[str, tuple[str, bool]]) -> tuple[str, bool]:
         if isinstance(node, Var):
             return env[node.name]
         if isinstance(node, (Num, Bool, Text)):
-            return node.value
+            v = node.value
+            if type(v) in (bool, int, str) or (type(v) is float and math.isfinite(v)):
+                return f"({v!r})", False
+            return self._bind(v), False
         if isinstance(node, BinOp):
-            fn = _OPERATORS.get(node.op) or _PY_BINOPS[node.op]
-            return self.apply(fn, (self.eval(node.left, env), self.eval(node.right, env)))
+            (a, ca), (b, cb) = self.source(node.left, env), self.source(node.right, env)
+            op = _INFIX.get(node.op)
+            text = f"({a} {op} {b})" if op else f"{self._bind(_PY_BINOPS[node.op])}({a}, {b})"
+            return self._result(text, ca or cb)
         if isinstance(node, Neg):
-            x = self.eval(node.operand, env)
-            return list(map(operator.neg, x)) if isinstance(x, list) else -x
+            x, cx = self.source(node.operand, env)
+            return self._result(f"(-{x})", cx)
         if isinstance(node, Func):
-            args = tuple(self.eval(a, env) for a in node.args)  # both IF branches, as a single cell does
+            parts = [self.source(a, env) for a in node.args]  # both IF branches, as a single cell does
+            args = [x for x, _ in parts]
             if node.name == "IF":
-                return self.apply(lambda c, a, b: a if c else b, args)
-            return self.apply(EXCEL_FUNCTIONS[node.name], args)
+                c, a, b = args
+                text = f"(({a}), ({b}))[not {c}]"
+            elif node.name in _BUILTIN_FUNCTIONS:  # the same call as EXCEL_FUNCTIONS' lambda *a: min(a)
+                text = f"{_BUILTIN_FUNCTIONS[node.name]}(({', '.join(args)},))"
+            else:
+                text = f"{self._bind(EXCEL_FUNCTIONS[node.name])}({', '.join(args)})"
+            return self._result(text, any(c for _, c in parts))
         if isinstance(node, Call):
-            return self.eval(node.formula.expr, {k: self.eval(v, env) for k, v in node.args.items()})
+            inner = {}
+            for k, v in node.args.items():  # every argument computed, as a single cell does
+                x, cx = self.source(v, env)
+                if cx and not x.isidentifier():
+                    x = self._name("t", x, per_row=True)
+                inner[k] = (x, cx)
+            return self.source(node.formula.expr, inner)
         raise _Fallback(f"no column form for {type(node).__name__}")
 
-    def apply(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-        if not any(isinstance(a, list) for a in args):
-            return fn(*args)
-        if len(args) == 2:  # map over C-level operators: no Python frame per row
-            a, b = args
-            if isinstance(a, list) and isinstance(b, list):
-                return list(map(fn, a, b))
-            if isinstance(a, list):
-                return list(map(fn, a, itertools.repeat(b)))
-            return list(map(fn, itertools.repeat(a), b))
-        return list(map(fn, *(a if isinstance(a, list) else itertools.repeat(a, self.n) for a in args)))
+
+# The same operations as expr's _PY_BINOPS (a + b, a / b, a ** b, a < b, ...), written as Python's operators.
+_INFIX = {"+": "+", "-": "-", "*": "*", "/": "/", "^": "**", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+_BUILTIN_FUNCTIONS = {"MIN": "min", "MAX": "max", "AND": "all", "OR": "any"}
 
 
-# The same operations as expr's _PY_BINOPS (a + b, a / b, a ** b, a < b, ...) as the operator module's C functions.
-_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "^": operator.pow,
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
-
-
-def _not_finite(out: list[Any]) -> set[int]:
-    """Rows whose result is a float that is not finite (inf or NaN): they go the single-cell way."""
+def _not_finite(out: list[Any], values: Iterable[Any] | None = None) -> set[int]:
+    """Rows whose result is a float that is not finite (inf or NaN): they go the single-cell way.
+    ``values``: the results row by row, when ``out`` holds them as rows of one value each."""
     try:
-        if math.isfinite(math.fsum(out)):  # every row a finite number (fsum: no spurious overflow)
-            return set()
-    except (TypeError, OverflowError, ValueError):  # text or booleans among the results, or a huge sum
+        if math.isfinite(math.fsum(out if values is None else values)):  # every row a finite number
+            return set()  # (fsum: no spurious overflow)
+    except (TypeError, OverflowError, ValueError):  # text among the results, or a huge sum
         pass
-    return {k for k, x in enumerate(out) if isinstance(x, float) and not math.isfinite(x)}
+    flat = out if values is None else [row[0] for row in out]
+    return {k for k, x in enumerate(flat) if isinstance(x, float) and not math.isfinite(x)}
 
 
 _NUMPY_OPS = {"+": "add", "-": "subtract", "*": "multiply", "/": "true_divide", "^": "power",
