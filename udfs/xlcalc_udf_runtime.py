@@ -26,9 +26,9 @@ from __future__ import annotations
 import gc
 import itertools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from xlcalc.errors import InputError
 from xlcalc.expr import _PY_BINOPS, EXCEL_FUNCTIONS, BinOp, Bool, Call, Func, Neg, Num, Text, Var
@@ -306,7 +306,6 @@ def _columns(formula: Formula, values: dict[str, Any], grids: dict[str, list[lis
             bad_rows.update(k for k, x in enumerate(column) if x is _BAD)
             column = [first if x is _BAD else x for x in column]
         env[name] = column
-    as_rows = False  # result: the values, or (one column) already the rows [[x1], [x2], ...]
     if bad:  # a constant argument (or a whole column) is not allowed: every cell says why
         redo: set[int] | range = range(n)
         result: list[Any] = [None] * n
@@ -318,17 +317,14 @@ def _columns(formula: Formula, values: dict[str, Any], grids: dict[str, list[lis
                         formula.check(**{p: (v[k] if isinstance(v, list) else v) for p, v in env.items()})
                     except ValueError:
                         bad_rows.add(k)
-        result, redo, as_rows = _evaluate_columns(formula, env, n, cols == 1)
+        result, redo = _evaluate_columns(formula, env, n)
         redo = set(redo) | bad_rows
     for k in redo:  # rows that need the single-cell path: its number or its message
         i, j = divmod(k, cols)
         try:
-            value = compute(formula, _cell(values, grids, i, j))
+            result[k] = compute(formula, _cell(values, grids, i, j))
         except ValueError as exc:
-            value = error_text(exc, i, j)
-        result[k] = [value] if as_rows else value
-    if as_rows:
-        return result
+            result[k] = error_text(exc, i, j)
     if cols == 1:
         return [[x] for x in result]
     return [result[i * cols:(i + 1) * cols] for i in range(rows)]
@@ -340,16 +336,14 @@ class _Fallback(Exception):
     """The column pass cannot give the single-cell answer for every row: compute row by row."""
 
 
-def _evaluate_columns(formula: Formula, env: dict[str, Any], n: int, as_rows: bool,
-                      ) -> tuple[list[Any], set[int] | range, bool]:
-    """The formula over columns of validated values: (results, rows to compute on their own, whether the
-    results are rows of one value each - ``as_rows`` asks for them where the pass can build them at once)."""
+def _evaluate_columns(formula: Formula, env: dict[str, Any], n: int) -> tuple[list[Any], set[int] | range]:
+    """The formula over columns of validated values: (results, rows to compute on their own)."""
     try:
         if USE_NUMPY:
-            return (*_NumpyPass(n).run(formula, env), False)
-        return (*_ListPass(n).run(formula, env, as_rows), as_rows)
+            return _NumpyPass(n).run(formula, env)
+        return _ListPass(n).run(formula, env)
     except _Fallback:
-        return [None] * n, range(n), False
+        return [None] * n, range(n)
 
 
 class _ListPass:
@@ -361,25 +355,22 @@ class _ListPass:
     def __init__(self, n: int):
         self.n = n
 
-    def run(self, formula: Formula, env: dict[str, Any], as_rows: bool = False) -> tuple[list[Any], set[int]]:
-        """(the results, or with ``as_rows`` the rows [[x1], [x2], ...]; the rows to compute on their own)."""
+    def run(self, formula: Formula, env: dict[str, Any]) -> tuple[list[Any], set[int]]:
         columns = tuple(k for k, v in env.items() if isinstance(v, list))
-        key = (formula.name, columns, as_rows)
+        key = (formula.name, columns)
         fn = _ROW_CODE.get(key)
         if fn is None:
-            fn = _ROW_CODE[key] = _RowCode(columns, as_rows).compile(formula)
+            fn = _ROW_CODE[key] = _RowCode(columns).compile(formula)
         try:
             out = fn(env)
         except (ArithmeticError, ValueError, TypeError) as exc:
             raise _Fallback from exc
         if not isinstance(out, list):  # no column reaches the result
-            out = [[out] for _ in range(self.n)] if as_rows else [out] * self.n
-        if as_rows:
-            return out, _not_finite(out, itertools.chain.from_iterable(out))
+            out = [out] * self.n
         return out, _not_finite(out)
 
 
-_ROW_CODE: dict[tuple[str, tuple[str, ...], bool], Callable[[dict[str, Any]], Any]] = {}
+_ROW_CODE: dict[tuple[str, tuple[str, ...]], Callable[[dict[str, Any]], Any]] = {}
 
 
 class _RowCode:
@@ -390,11 +381,15 @@ class _RowCode:
     (``+ - * / **`` and comparisons as Python's operators, the operator module's own functions;
     ``=``, ``<>``, ``&`` and spreadsheet functions the engine's Python implementations), on the same
     values in the same order, so each row gets the float a single cell gets. Both branches of IF
-    are computed, as in a single cell, and every argument of a nested formula."""
+    are computed, as in a single cell, and every argument of a nested formula.
 
-    def __init__(self, columns: tuple[str, ...], as_rows: bool = False):
+    Validated inputs have fixed types (a number input gives a float, a count an int), so the type of
+    each part is known where it is a float: an int met by a float in ``+ - * /`` is given as the float
+    Python converts it to there (``6 * x`` as ``6.0 * x``: the same float, on the interpreter's faster
+    float-float path) - a constant written so, a part without a column converted before the loop."""
+
+    def __init__(self, columns: tuple[str, ...]):
         self.columns = columns
-        self.as_rows = as_rows
         self.scope: dict[str, Any] = {}  # names the generated code reads: functions, odd constants
         self.before: list[str] = []  # statements before the loop (no column)
         self.per_row: list[str] = []  # statements in the loop (temporaries of nested formulas' arguments)
@@ -402,22 +397,22 @@ class _RowCode:
 
     def compile(self, formula: Formula) -> Callable[[dict[str, Any]], Any]:
         try:
-            env = {p: (f"c{k}", True) if p in self.columns else (self._name("x", f"env[{p!r}]"), False)
+            env = {p: _Part(f"c{k}", True, _KIND_TYPES.get(spec(p).kind)) if p in self.columns
+                   else _Part(self._name("x", f"env[{p!r}]"), False, _KIND_TYPES.get(spec(p).kind))
                    for k, p in enumerate(formula.params)}
-            body, is_column = self.source(formula.expr, env)
+            part = self.source(formula.expr, env)
         except _Fallback as exc:
             def fallback(env: dict[str, Any], why: str = str(exc)) -> Any:
                 raise _Fallback(why)
             return fallback
-        cols = [env[p][0] for p in self.columns]
+        cols = [env[p].text for p in self.columns]
         lines = ["def run(env):"] + [f"    {c}_ = env[{p!r}]" for c, p in zip(cols, self.columns)]
         lines += [f"    {line}" for line in self.before]
         over = f"{cols[0]} in {cols[0]}_" if len(cols) == 1 else \
             f"{', '.join(cols)} in zip({', '.join(c + '_' for c in cols)})"
-        if self.as_rows:  # each row's list built where its value is computed
-            body = f"[{body}]"
-        if not is_column:  # no column reaches the result: one value
-            lines.append(f"    return {body[1:-1] if self.as_rows else body}")
+        body = part.text
+        if not part.column:  # no column reaches the result: one value
+            lines.append(f"    return {part.text}")
         elif self.per_row:
             lines += ["    out = []", "    append = out.append", f"    for {over}:"]
             lines += [f"        {line}" for line in self.per_row] + [f"        append({body})", "    return out"]
@@ -440,63 +435,93 @@ class _RowCode:
         self.scope[name] = value
         return name
 
-    def _result(self, source: str, is_column: bool) -> tuple[str, bool]:
+    def _part(self, text: str, column: bool, typ: type | None) -> _Part:
         """A part without a column is computed once, before the loop."""
-        return (source, True) if is_column else (self._name("s", source), False)
+        return _Part(text, True, typ) if column else _Part(self._name("s", text), False, typ)
 
-    def source(self, node: Any, env: dict[str, tuple[str, bool]]) -> tuple[str, bool]:
+    def _as_float(self, x: _Part) -> _Part:
+        """An int that meets a float in ``+ - * /``, as the float Python converts it to there (the same
+        conversion as ``float()``): a constant written as that float, a part without a column converted
+        once before the loop."""
+        if x.type is not int or x.column:
+            return x
+        if x.value is not None and abs(x.value) < 2 ** 53:
+            return _Part(f"({float(x.value)!r})", False, float, float(x.value))
+        return _Part(self._name("s", f"float({x.text})"), False, float)
+
+    def source(self, node: Any, env: dict[str, _Part]) -> _Part:
         if isinstance(node, Var):
             return env[node.name]
         if isinstance(node, (Num, Bool, Text)):
             v = node.value
             if type(v) in (bool, int, str) or (type(v) is float and math.isfinite(v)):
-                return f"({v!r})", False
-            return self._bind(v), False
+                return _Part(f"({v!r})", False, type(v), v)
+            return _Part(self._bind(v), False, type(v))
         if isinstance(node, BinOp):
-            (a, ca), (b, cb) = self.source(node.left, env), self.source(node.right, env)
+            a, b = self.source(node.left, env), self.source(node.right, env)
             op = _INFIX.get(node.op)
-            text = f"({a} {op} {b})" if op else f"{self._bind(_PY_BINOPS[node.op])}({a}, {b})"
-            return self._result(text, ca or cb)
+            typ = None
+            if node.op in _FLOAT_OPS and {a.type, b.type} <= {float, int}:
+                if float in (a.type, b.type):
+                    typ = float
+                    a, b = self._as_float(a), self._as_float(b)
+                else:  # int with int: an int, or for "/" a float
+                    typ = float if node.op == "/" else int
+            text = f"({a.text} {op} {b.text})" if op else f"{self._bind(_PY_BINOPS[node.op])}({a.text}, {b.text})"
+            return self._part(text, a.column or b.column, typ)
         if isinstance(node, Neg):
-            x, cx = self.source(node.operand, env)
-            return self._result(f"(-{x})", cx)
+            x = self.source(node.operand, env)
+            return self._part(f"(-{x.text})", x.column, float if x.type is float else None)
         if isinstance(node, Func):
             parts = [self.source(a, env) for a in node.args]  # both IF branches, as a single cell does
-            args = [x for x, _ in parts]
+            args = [x.text for x in parts]
+            typ = None
             if node.name == "IF":
                 c, a, b = args
                 text = f"(({a}), ({b}))[not {c}]"
+                typ = parts[1].type if parts[1].type is parts[2].type else None
             elif node.name in _BUILTIN_FUNCTIONS:  # the same call as EXCEL_FUNCTIONS' lambda *a: min(a)
                 text = f"{_BUILTIN_FUNCTIONS[node.name]}(({', '.join(args)},))"
             else:
                 text = f"{self._bind(EXCEL_FUNCTIONS[node.name])}({', '.join(args)})"
-            return self._result(text, any(c for _, c in parts))
+            return self._part(text, any(x.column for x in parts), typ)
         if isinstance(node, Call):
             inner = {}
             for k, v in node.args.items():  # every argument computed, as a single cell does
-                x, cx = self.source(v, env)
-                if cx and not x.isidentifier():
-                    x = self._name("t", x, per_row=True)
-                inner[k] = (x, cx)
+                x = self.source(v, env)
+                if x.column and not x.text.isidentifier():
+                    x = _Part(self._name("t", x.text, per_row=True), True, x.type)
+                inner[k] = x
             return self.source(node.formula.expr, inner)
         raise _Fallback(f"no column form for {type(node).__name__}")
 
 
+class _Part(NamedTuple):
+    """A part of the generated code: its text, whether it varies by row, its type where known (float, int,
+    bool, str) and, for a constant, its value."""
+
+    text: str
+    column: bool
+    type: type | None
+    value: Any = None
+
+
+
+_KIND_TYPES: dict[str, type] = {"float": float, "int": int, "bool": bool, "choice": str}
+_FLOAT_OPS = {"+", "-", "*", "/"}  # float with float or int: a float, the int converted exactly (below 2**53)
 # The same operations as expr's _PY_BINOPS (a + b, a / b, a ** b, a < b, ...), written as Python's operators.
 _INFIX = {"+": "+", "-": "-", "*": "*", "/": "/", "^": "**", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 _BUILTIN_FUNCTIONS = {"MIN": "min", "MAX": "max", "AND": "all", "OR": "any"}
 
 
-def _not_finite(out: list[Any], values: Iterable[Any] | None = None) -> set[int]:
-    """Rows whose result is a float that is not finite (inf or NaN): they go the single-cell way.
-    ``values``: the results row by row, when ``out`` holds them as rows of one value each."""
-    try:
-        if math.isfinite(math.fsum(out if values is None else values)):  # every row a finite number
-            return set()  # (fsum: no spurious overflow)
-    except (TypeError, OverflowError, ValueError):  # text among the results, or a huge sum
+def _not_finite(out: list[Any]) -> set[int]:
+    """Rows whose result is a float that is not finite (inf or NaN): they go the single-cell way."""
+    try:  # a finite sum: every row a finite number (inf and NaN stay in a sum; an overflow looks row by row)
+        if math.isfinite(sum(out)):
+            return set()
+    except (TypeError, OverflowError, ValueError):  # text among the results, or a huge int
         pass
-    flat = out if values is None else [row[0] for row in out]
-    return {k for k, x in enumerate(flat) if isinstance(x, float) and not math.isfinite(x)}
+    return {k for k, x in enumerate(out) if isinstance(x, float) and not math.isfinite(x)}
 
 
 _NUMPY_OPS = {"+": "add", "-": "subtract", "*": "multiply", "/": "true_divide", "^": "power",
