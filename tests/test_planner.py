@@ -306,3 +306,19 @@ def test_pinned_interleaving_beyond_the_search_range_is_honoured():
                tp=1, pp=4, virtual_stages=10, micro_batch=1, top=1)
     assert res.plans and res.plans[0].virtual_stages == 10
     assert "pinned virtual stages do not divide the stage" not in res.rejected_by_reason
+
+
+def test_the_search_bound_is_step_time_s_as_one_plain_function():
+    """The search's bound calls STEP_TIME_S thousands of times as one plain function (nested formulas inlined):
+    the same float as the formula, for whole and fractional inputs."""
+    import importlib
+    import random
+
+    from xlcalc.formulas import steptime as fs
+
+    st = importlib.import_module("xlcalc.planner.steptime")
+    rng = random.Random(11)
+    for _ in range(2000):
+        args = (rng.randint(1, 4096), rng.uniform(1e-4, 10.0), rng.choice([1, 2, 4, 8, 16, 32, 126]),
+                rng.randint(1, 8), rng.choice([0, 0.0, rng.uniform(0, 3)]), rng.choice([0, rng.uniform(0, 1)]))
+        assert st._STEP_TIME_S(*args) == fs.step_time_s.raw(**dict(zip(fs.step_time_s.params, args)))

@@ -9,7 +9,7 @@ inputs were validated once at the boundary.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple, Optional, cast
@@ -20,8 +20,9 @@ from .. import stage_memory as sm
 from ..errors import CatalogError, InputError
 from ..formulas import memory as fm
 from ..formulas import steptime as fs
+from ..pycode import inline, python_expr
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, default_bytes
-from ..registry import numeric
+from ..registry import Formula, numeric
 from .architecture import Arch, arch_from_flags, arch_from_model  # noqa: F401  (re-exported)
 from .hardware import SM_COUNT, Hardware, resolve_hardware  # noqa: F401  (re-exported)
 from .stacks import STACKS
@@ -259,31 +260,43 @@ def stage_expert_params(arch: Arch, pp: int) -> float:
 _MEMORY_DEFAULTS = sm.defaults()
 
 
-def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatches: int) -> dict[str, Any]:
-    """The inputs of the stage memory model (xlcalc.stage_memory) for one configuration."""
+def memory_base(arch: Arch, st: Settings) -> dict[str, Any]:
+    """The inputs of the stage memory model that depend on the architecture and settings only (a search builds
+    them once and passes them to :func:`memory`)."""
     return {
         **_MEMORY_DEFAULTS,
         "params_b": arch.params_b, "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads,
         "kv_heads": arch.kv_heads, "head_dim": arch.head_dim, "ffn_hidden": max(1, round(arch.ffn_hidden)),
         "gated_ffn": arch.gated_ffn, "vocab": arch.vocab, "tied_embeddings": arch.tied_embeddings,
+        "flash_attention": st.flash_attention,
+        "bytes_weights": st.bytes_weights, "bytes_grads": st.bytes_grads, "bytes_optimizer": st.bytes_optimizer,
+        "overhead_gb": st.overhead_gb, "expert_params_b": arch.expert_params / 1e9,
+    }
+
+
+def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatches: int,
+                  base: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The inputs of the stage memory model (xlcalc.stage_memory) for one configuration; ``base``:
+    :func:`memory_base` of the same architecture and settings, built before."""
+    return {
+        **(base if base is not None else memory_base(arch, st)),
         # seq_len arrives as one GPU's part of the sequence (seq_len // cp); the model takes the whole and splits it by cp
         "seq_len": seq_len * cfg.cp, "micro_batch": cfg.micro_batch, "microbatches": microbatches,
         "tp": cfg.tp, "pp": cfg.pp,
         "dp": cfg.dp, "zero_stage": cfg.zero_stage, "seq_parallel": cfg.seq_parallel, "recompute": cfg.recompute,
-        "virtual_stages": cfg.virtual_stages, "flash_attention": st.flash_attention, "cp": cfg.cp,
+        "virtual_stages": cfg.virtual_stages, "cp": cfg.cp,
         "first_stage_layers": cfg.stage_layers[0] if cfg.stage_layers and cfg.pp > 1 else 0,
         "last_stage_layers": cfg.stage_layers[-1] if cfg.stage_layers and cfg.pp > 1 else 0,
-        "bytes_weights": st.bytes_weights, "bytes_grads": st.bytes_grads, "bytes_optimizer": st.bytes_optimizer,
-        "overhead_gb": st.overhead_gb, "expert_params_b": arch.expert_params / 1e9, "ep": cfg.ep,
-        "expert_tp": cfg.etp, "optimizer_offload": cfg.offload,
+        "ep": cfg.ep, "expert_tp": cfg.etp, "optimizer_offload": cfg.offload,
     }
 
 
 def memory(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, microbatches: int,
-           compiled: bool = True) -> Prediction:
+           compiled: bool = True, base: dict[str, Any] | None = None) -> Prediction:
     """Memory per GPU of the heavier pipeline stage, by the stage memory model (xlcalc.stage_memory); ``compiled``:
-    its steps run as one generated plain function (``xlcalc.stage_memory.evaluate``), else one by one."""
-    values = memory_inputs(arch, st, cfg, seq_len, microbatches)
+    its steps run as one generated plain function (``xlcalc.stage_memory.evaluate``), else one by one; ``base``:
+    :func:`memory_base`, built once by a caller that evaluates many configurations."""
+    values = memory_inputs(arch, st, cfg, seq_len, microbatches, base)
     env = sm.compiled_steps(values) if compiled else sm.evaluate(values, validated=True)
     stage = "First" if env["Mem_First_Total_GB"] >= env["Mem_Last_Total_GB"] else "Last"
     total = env["Mem_Total_GB"]
@@ -426,6 +439,21 @@ def sequence_compute_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, 
     return _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, cfg.pp)[0]
 
 
+def _plain(f: Formula) -> Callable[..., Any]:
+    """A formula as one plain Python function of its inputs in order, every nested formula inlined
+    (:mod:`xlcalc.pycode`): the same operations on the same values as its body, without a call per nested
+    formula. For a formula the search calls thousands of times; tests/test_planner.py checks it against the
+    formula."""
+    src = f"def {f.name}({', '.join(f.params)}):\n    return {python_expr(inline(f.expr), str)}\n"
+    scope: dict[str, Any] = {}
+    exec(compile(src, f"<xlcalc {f.name}>", "exec"), scope)
+    return cast(Callable[..., Any], scope[f.name])
+
+
+# STEP_TIME_S (with BUBBLE_TIME_S and PIPELINE_BUBBLE inlined): the search's bound, thousands of calls
+_STEP_TIME_S = _plain(fs.step_time_s)
+
+
 def step_lower_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, microbatches: int,
                      microbatch_s: Optional[float] = None) -> float:
     """A step can be no shorter than its slowest stage's compute and exposed TP communication over the
@@ -434,8 +462,7 @@ def step_lower_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_le
     ``microbatch_s`` given: a cheaper, looser bound from it (e.g. b x :func:`sequence_compute_bound`)."""
     if microbatch_s is None:
         microbatch_s = microbatch_lower_bound(arch, hw, st, cfg, seq_len)
-    return cast(float, fs.step_time_s.fast(microbatches=microbatches, microbatch_s=microbatch_s, pp=cfg.pp,
-                                           virtual_stages=cfg.virtual_stages, comm_s=0, compute_s=0))
+    return cast(float, _STEP_TIME_S(microbatches, microbatch_s, cfg.pp, cfg.virtual_stages, 0, 0))
 
 
 def microbatch_lower_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int) -> float:
