@@ -336,6 +336,8 @@ def _columns(formula: Formula, values: dict[str, Any], grids: dict[str, list[lis
                         bad_rows.add(k)
         result, redo = _evaluate_columns(formula, env, n)
         redo = set(redo) | bad_rows
+        if formula.at_most is not None:  # a result past the formula's bound: the single-cell path names the inputs
+            redo |= {k for k, x in enumerate(result) if k not in redo and formula.beyond(x)}
     for k in redo:  # rows that need the single-cell path: its number or its message
         i, j = divmod(k, cols)
         try:

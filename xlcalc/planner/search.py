@@ -568,6 +568,10 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     MoE's active parameters.
     """
     st = settings or Settings()
+    if n_gpus is not None and deadline_days is not None:  # a contradiction, not a choice: never one ignored
+        raise InputError("deadline_days", deadline_days, f"left out when n_gpus = {n_gpus} is given",
+                         "deadline_days sizes the cluster (the fewest GPUs whose best plan meets it); with the GPUs "
+                         "given there is nothing to size: give one of them")
     # an offloaded optimizer's step needs the server's PCIe and DRAM bandwidth, which no catalog holds
     host = {n: spec(n).allowed + f" (CLI --{n.replace('_', '-')}; {spec(n).doc}; needed by an offloaded optimizer)"
             for n in ("pcie_gb_s", "host_memory_gb_s") if optimizer_offload and getattr(st, n) is None}
