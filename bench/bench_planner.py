@@ -1,33 +1,40 @@
 """Benchmark the planner as ratios measured in the same run (a benchmark, not a test).
 
     pip install llm-analysis          # the established calculator we compare one evaluation with
-    python bench/bench_planner.py [--repeat 5]
+    python bench/bench_planner.py [--passes 11] [--write | --check]
 
 1. One configuration, side by side in this process: ``xlcalc.planner.evaluate`` (memory and step time of one
    layout) against ``llm_analysis.analysis.LLMAnalysis(...).training(...)`` (llm-analysis 0.2.x), both for GPT-3
    175B on A100 80GB, TP 8, PP 16, DP 8, micro-batch 1, full recomputation, seq 2048, 1536 sequences. The
-   step-time model's caches (per-layer times, GEMM wave efficiencies) are cleared before every xlcalc evaluation, so each one computes everything.
+   step-time model's caches (per-layer times, GEMM wave efficiencies) are cleared before every xlcalc evaluation,
+   so each one computes everything. Each pass times 200 evaluations of each, the two alternating.
 2. The full search (``xlcalc.planner.plan``) for Llama 2 70B on 1,024 H100 and Llama 3.1 405B on 16,384 H100,
    this tree against the code of BASELINE (extracted with ``git archive`` into a temporary directory). Each
-   search runs in its own subprocess, the two trees alternating; the best of ``--repeat`` runs is kept. This tree
-   searches a richer space (micro-batch as far as memory allows, uneven stages, context parallelism), so it
-   evaluates more configurations than the baseline; both counts are printed. Each process first plans another
-   case (Llama 2 7B on 8 GPUs) so that imports and catalog loading are not timed.
+   search runs in its own process (its caches start empty), the two trees alternating and taking turns to go
+   first. This tree searches a richer space (micro-batch as far as memory allows, uneven stages, context
+   parallelism), so it evaluates more configurations than the baseline; both counts are printed. Each process
+   first plans another case (Llama 2 7B on 8 GPUs) so that imports and catalog loading are not timed.
 
-Prints one table of seconds and ratios; docs/planner.md and README quote the figures of a run.
+Times are CPU time (time.process_time: a busy machine's other processes do not add to it) in interleaved passes,
+reported as the median over the passes with min-max and the wall-clock median beside; a ratio is the ratio of
+the CPU medians (min-max: within one pass). Targets: each ratio at most 1 (xlcalc no slower). ``--write`` puts
+the figures, dated and with the machine's load, into docs/planner.md and the README; ``--check`` runs again and
+fails unless those blocks have this script's format and the fresh run's target statements (bench/benchdoc.py).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+import benchdoc  # noqa: E402
+
 BASELINE_SHORT = "00e0d8f"  # main before issue 11: fixed search space, flat collectives, micro-batch <= 8
 
 # the searches: kwargs of xlcalc.planner.plan; scale-out 50 GB/s = DGX H100 (one 400 Gb/s port per GPU), given
@@ -48,17 +55,17 @@ model = kw.pop("model")
 kw["settings"] = Settings(scaleout_gb_s=50)
 # warm-up (imports, catalog files) on another case, so that the search itself is timed
 plan("llama2-7b", gpu=kw["gpu"], n_gpus=8, seq_len=2048, global_batch_tokens=2**20, settings=kw["settings"])
-t0 = time.perf_counter()
+w0, c0 = time.perf_counter(), time.process_time()
 res = plan(model, **kw)
-dt = time.perf_counter() - t0
+cpu, wall = time.process_time() - c0, time.perf_counter() - w0
 best = res.plans[0] if res.plans else None
-print(json.dumps({"s": dt, "evaluated": res.evaluated, "best": best.label() if best else None,
+print(json.dumps({"cpu": cpu, "wall": wall, "evaluated": res.evaluated, "best": best.label() if best else None,
                   "mfu": best.mfu if best else None}))
 """
 
 
-def _one_config(repeat: int) -> tuple[float, float]:
-    """Seconds per evaluation of one configuration: (xlcalc, llm-analysis), best of ``repeat`` batches."""
+def _one_config(passes: int) -> dict[str, benchdoc.Timing]:
+    """CPU and wall seconds per evaluation of one configuration: xlcalc and llm-analysis, interleaved passes."""
     import logging
 
     logging.disable(logging.CRITICAL)  # llm-analysis logs every call
@@ -92,16 +99,8 @@ def _one_config(repeat: int) -> tuple[float, float]:
         gemm_wave_efficiency.cache_clear()
         return evaluate(arch, hw, st, cfg, 2048, 1536)
 
-    n = 200
-    best = {"xlcalc": float("inf"), "llm-analysis": float("inf")}
-    for _ in range(repeat):
-        for name, fn in (("xlcalc", ours), ("llm-analysis", theirs)):
-            fn()
-            t0 = time.perf_counter()
-            for _ in range(n):
-                fn()
-            best[name] = min(best[name], (time.perf_counter() - t0) / n)
-    return best["xlcalc"], best["llm-analysis"]
+    ours(), theirs()  # imports and first-call work not timed
+    return benchdoc.interleaved({"xlcalc": (ours, 200), "llm-analysis": (theirs, 200)}, passes)
 
 
 def _search(root: Path, kwargs: dict) -> dict:
@@ -110,37 +109,87 @@ def _search(root: Path, kwargs: dict) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeat", type=int, default=5, help="runs of each measurement; the best is kept")
-    args = ap.parse_args()
-
-    ours, theirs = _one_config(args.repeat)
-    print("One configuration (GPT-3 175B, 1024 x A100, TP 8 PP 16 DP 8), same process:")
-    print(f"  xlcalc evaluate        {ours * 1e3:8.3f} ms")
-    print(f"  llm-analysis training  {theirs * 1e3:8.3f} ms")
-    print(f"  ratio xlcalc / llm-analysis: {ours / theirs:.2f}")
-    print()
-
+def _searches(passes: int) -> dict[str, tuple[benchdoc.Timing, benchdoc.Timing, dict, dict]]:
+    """Per search: (baseline timing, this tree's timing, a baseline result, a result of this tree)."""
+    out = {}
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "baseline"
         base.mkdir()
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", BASELINE_SHORT], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
-        print(f"Full search, this tree vs {BASELINE_SHORT} (best of {args.repeat}, each in its own process):")
-        print(f"  {'search':22} {'baseline s':>10} {'configs':>8} {'this tree s':>11} {'configs':>8} {'ratio':>6}")
         for name, kwargs in SEARCHES.items():
-            old = new = None
-            for _ in range(args.repeat):
-                o = _search(base, kwargs)
-                n = _search(ROOT, kwargs)
-                old = o if old is None or o["s"] < old["s"] else old
-                new = n if new is None or n["s"] < new["s"] else new
-            print(f"  {name:22} {old['s']:10.3f} {old['evaluated']:8,} {new['s']:11.3f} {new['evaluated']:8,} "
-                  f"{new['s'] / old['s']:6.2f}")
-            print(f"    baseline best: {old['best']} (MFU {old['mfu']:.1%})")
-            print(f"    this tree best: {new['best']} (MFU {new['mfu']:.1%})")
+            old, new = benchdoc.Timing(), benchdoc.Timing()
+            last = {}
+            for k in range(passes):
+                for which in (("old", "new") if k % 2 == 0 else ("new", "old")):
+                    r = _search(base if which == "old" else ROOT, kwargs)
+                    t = old if which == "old" else new
+                    t.cpu.append(r["cpu"])
+                    t.wall.append(r["wall"])
+                    last[which] = r
+            out[name] = (old, new, last["old"], last["new"])
+    return out
+
+
+def render(one: dict[str, benchdoc.Timing], searches, passes: int, load_before: str, load_after: str,
+           ) -> tuple[str, str, bool]:
+    """(the block of docs/planner.md, the README's, all targets met)."""
+    ours, theirs = one["xlcalc"], one["llm-analysis"]
+    r1 = benchdoc.ratio(ours, theirs)
+    ok = r1[0] <= 1.0
+    lines = [
+        f"Written by `python bench/bench_planner.py --write` on {benchdoc.today()}: {benchdoc.machine()}, "
+        f"{passes} interleaved passes; load average (1 / 5 / 15 min) {load_before} at the start, {load_after} at "
+        f"the end. Times: CPU time, median over the passes (min-max), and the wall-clock median; ratios: of the "
+        f"CPU medians (min-max: within one pass).",
+        "",
+        "- **One configuration** (GPT-3 175B on A100, TP 8, PP 16, DP 8), 200 evaluations per pass in one process: "
+        f"xlcalc's `evaluate` {ours.ms(3)} against llm-analysis's `training` {theirs.ms(3)}, ratio "
+        f"{r1[0]:.2f} ({r1[1]:.2f}-{r1[2]:.2f}); target (no slower): {benchdoc.verdict(r1[0] <= 1.0)}.",
+        f"- **The full search** against the code of {BASELINE_SHORT}, each search in its own process after a "
+        "warm-up:",
+        "",
+        "| search | baseline | configurations | this tree | configurations | ratio | target (no slower) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    readme_parts = []
+    for name, (old, new, o, n) in searches.items():
+        r = benchdoc.ratio(new, old)
+        ok &= r[0] <= 1.0
+        lines.append(f"| {name} | {old.ms(1)} | {o['evaluated']:,} | {new.ms(1)} | {n['evaluated']:,} "
+                     f"| {r[0]:.2f} ({r[1]:.2f}-{r[2]:.2f}) | {benchdoc.verdict(r[0] <= 1.0)} |")
+        readme_parts.append(f"{name} {r[0]:.2f}x ({benchdoc.verdict(r[0] <= 1.0)})")
+    lines.append("")
+    for name, (_, _, o, n) in searches.items():
+        lines.append(f"- {name}: baseline's best {o['best']} (MFU {o['mfu']:.1%}); this tree's best {n['best']} "
+                     f"(MFU {n['mfu']:.1%})")
+    readme = (
+        f"- `bench/bench_planner.py` ({benchdoc.today()}, load average {load_before.split(' / ')[0]}; CPU medians "
+        f"of {passes} interleaved passes): one configuration evaluated in {r1[0]:.2f}x the time llm-analysis "
+        f"takes (target no slower: {benchdoc.verdict(r1[0] <= 1.0)}); the full search against the code of "
+        f"{BASELINE_SHORT}, each in its own process: " + "; ".join(readme_parts)
+        + " (this tree searches a larger space: uneven stages, CP, interleaving). Figures and method: "
+        "[docs/planner.md](docs/planner.md#speed).")
+    return "\n".join(lines), readme, ok
+
+
+def main() -> int:
+    args = benchdoc.arguments(__doc__.splitlines()[0], [
+        ("--passes", dict(type=int, default=11, help="interleaved passes")),
+    ])
+    before = benchdoc.load()
+    one = _one_config(args.passes)
+    searches = _searches(args.passes)
+    doc, readme, ok = render(one, searches, args.passes, before, benchdoc.load())
+    print(doc)
+    print()
+    print(readme)
+    if args.write or args.check:
+        status = benchdoc.write_or_check("bench_planner.py", {"docs/planner.md": doc, "README.md": readme},
+                                         args.check)
+        return status or (0 if ok else 1)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

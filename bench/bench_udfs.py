@@ -1,6 +1,6 @@
 """Benchmark: one worksheet-function call over a 10,000-row range, against its two baselines.
 
-    python bench/bench_udfs.py [rows]
+    python bench/bench_udfs.py [--rows 10000] [--passes 11] [--write | --check]
 
 For TRAIN_DAYS (compute), MEM_STATIC_GB (memory) and OWN_COST_USD (cost), all in one process
 and one run, on the Python side (arguments as xlwings hands them over with ndim=2: a cell as a
@@ -8,34 +8,36 @@ value, a column as [[x1], [x2], ...]):
 
 * **range** - one call given the whole column (numpy installed, as in the classic add-in);
 * **range, no numpy** - the same call on plain Python lists (xlwings Lite without numpy);
-* **scalar calls** - 10,000 calls of one cell each (baseline 1; target: range >= 50x faster, with numpy
-  and without),
-  timed in chunks of 500 calls, each chunk the best of its repeats;
+* **one-cell calls** - 10,000 calls of one cell each (baseline 1; target: range >= 50x faster, with numpy
+  and without);
 * **numpy floor** - the same arithmetic written by hand in numpy, from the same list of rows to
   the same list of rows, with no validation and, like the range, Python's cycle collector paused
   while the rows are built (baseline 2; target: range <= 20x slower). The arithmetic alone, on
   ready arrays, is shown beside it.
 
-Two columns per function: 400 distinct values (scenarios repeat, as in a sweep over a few model
-sizes) and 10,000 distinct values (every row validated). Results: docs/excel.md and the README.
-In Excel each one-cell call also pays Excel -> VBA -> COM -> Python (classic) or JavaScript ->
-Pyodide (Lite), which is not measured here: the real gap in Excel is larger.
+Times are CPU time of this process (time.process_time), per call, in interleaved passes (every pass times
+each of the five once, the order rotating), reported as the median over the passes with min-max and the
+wall-clock median beside; a ratio is the ratio of the CPU medians (min-max: the ratio within one pass). Two
+columns per function: 400 distinct values (scenarios repeat, as in a sweep over a few model sizes) and 10,000
+distinct values (every row validated). ``--write`` puts the figures, dated and with the machine's load, into
+docs/excel.md and the README; ``--check`` runs again and fails unless those blocks have this script's format
+and the fresh run's target statements (bench/benchdoc.py). In Excel each one-cell call also pays Excel -> VBA
+-> COM -> Python (classic) or JavaScript -> Pyodide (Lite), which is not measured here: the real gap in Excel is
+larger.
 """
 
 from __future__ import annotations
 
 import gc
-import os
-import platform
 import sys
-import time
-from datetime import date
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "udfs")]
+sys.path[:0] = [str(ROOT), str(ROOT / "udfs"), str(ROOT / "bench")]
+
+import benchdoc  # noqa: E402
 
 import xlcalc_udf_runtime as runtime  # noqa: E402
 import xlcalc_udfs as udfs  # noqa: E402
@@ -71,20 +73,11 @@ CASES = [
 ]
 
 
-def best_of(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
 def column(rows: int, distinct: int) -> list[list[float]]:
     return [[float(1 + i % distinct) + 0.5] for i in range(rows)]
 
 
-def measure(name, fn, args, floor, col, repeats: int) -> dict[str, float]:
+def measure(name, fn, args, floor, col, passes: int) -> dict[str, benchdoc.Timing]:
     call = args(col)
     out = fn(*call)
     assert len(out) == len(col) and all(isinstance(r[0], float) for r in out), name
@@ -97,54 +90,99 @@ def measure(name, fn, args, floor, col, repeats: int) -> dict[str, float]:
         finally:
             gc.enable()
 
+    def without_numpy():
+        runtime.USE_NUMPY = False
+        try:
+            return fn(*call)
+        finally:
+            runtime.USE_NUMPY = runtime._np is not None
+
     reference = by_numpy()
     assert all(abs(x[0] - y[0]) <= 1e-12 * abs(y[0]) for x, y in zip(out, reference)), name
     k = next(i for i, a in enumerate(call) if a is col)
     singles = [tuple(row[0] if i == k else a for i, a in enumerate(call)) for row in col]
-    assert [fn(*s) for s in singles[:3]] == [r[0] for r in out[:3]], name
-
-    t_range = best_of(lambda: fn(*call), repeats)
-    runtime.USE_NUMPY = False
-    try:
-        assert fn(*call) == out or all(abs(x[0] - y[0]) <= 1e-12 * abs(y[0]) for x, y in zip(fn(*call), out))
-        t_lists = best_of(lambda: fn(*call), repeats)
-    finally:
-        runtime.USE_NUMPY = runtime._np is not None
-    # in chunks of 500 calls, each the best of its repeats: a long run on a shared machine is
-    # interrupted more often than a short one, which would flatter the range
-    chunks = [singles[i:i + 500] for i in range(0, len(singles), 500)]
-    t_scalar = sum(best_of(lambda c=c: [fn(*s) for s in c], SCALAR_REPEATS) for c in chunks)
-    t_floor = best_of(by_numpy, repeats)
+    assert [fn(*s) for s in singles] == [r[0] for r in without_numpy()], name  # Lite's path: the same floats
     ready = np.array(col, dtype=float).ravel()
-    t_arith = best_of(lambda: floor(ready), repeats)
-    return {"range": t_range, "lists": t_lists, "scalar": t_scalar, "floor": t_floor, "arith": t_arith}
+    return benchdoc.interleaved({
+        "range": (lambda: fn(*call), 5),
+        "lists": (without_numpy, 5),
+        "scalar": (lambda: [fn(*s) for s in singles], 1),
+        "floor": (by_numpy, 5),
+        "arith": (lambda: floor(ready), 200),
+    }, passes)
 
 
-SCALAR_REPEATS = 5
-
-
-def main(rows: int = 10_000, repeats: int = 60) -> int:
-    print(f"{date.today().isoformat()}  {platform.python_implementation()} {platform.python_version()}  "
-          f"numpy {np.__version__}  {os.cpu_count()} cores  {platform.machine()}  rows={rows}  best of {repeats} "
-          f"(scalar calls: best of {SCALAR_REPEATS})")
-    head = (f"{'function':<15} {'distinct':>8} {'range':>9} {'no numpy':>9} {'scalar calls':>13} "
-            f"{'numpy floor':>12} {'arith only':>11} {'scalar/range':>13} {'scalar/no numpy':>16} "
-            f"{'range/floor':>12}")
-    print(head)
-    ok = True
+def run(rows: int, passes: int) -> tuple[list[tuple[str, int, dict[str, benchdoc.Timing]]], str, str]:
+    load_before = benchdoc.load()
+    results = []
     for distinct in (400, rows):
         for name, fn, args, floor in CASES:
-            t = measure(name, fn, args, floor, column(rows, distinct), repeats)
-            speedup, over_floor = t["scalar"] / t["range"], t["range"] / t["floor"]
-            lists_speedup = t["scalar"] / t["lists"]
-            ok &= speedup >= SCALAR_TARGET and lists_speedup >= SCALAR_TARGET and over_floor <= FLOOR_TARGET
-            print(f"{name:<15} {distinct:>8,} {t['range'] * 1e3:>6.2f} ms {t['lists'] * 1e3:>6.2f} ms "
-                  f"{t['scalar'] * 1e3:>10.1f} ms {t['floor'] * 1e3:>9.2f} ms {t['arith'] * 1e3:>8.3f} ms "
-                  f"{speedup:>12.0f}x {lists_speedup:>15.0f}x {over_floor:>11.1f}x")
-    print(f"targets: range (with and without numpy) >= {SCALAR_TARGET:.0f}x faster than scalar calls, "
-          f"<= {FLOOR_TARGET:.0f}x the numpy floor: " + ("met" if ok else "NOT met"))
+            results.append((name, distinct, measure(name, fn, args, floor, column(rows, distinct), passes)))
+    return results, load_before, benchdoc.load()
+
+
+def render(results, rows: int, passes: int, load_before: str, load_after: str) -> tuple[str, str, bool]:
+    """(the block of docs/excel.md, the README's, all targets met)."""
+    speedups = [benchdoc.ratio(t["scalar"], t["range"]) for _, _, t in results]
+    lists_speedups = [benchdoc.ratio(t["scalar"], t["lists"]) for _, _, t in results]
+    over_floor = [benchdoc.ratio(t["range"], t["floor"]) for _, _, t in results]
+    ok_range = min(r[0] for r in speedups) >= SCALAR_TARGET
+    ok_lists = min(r[0] for r in lists_speedups) >= SCALAR_TARGET
+    ok_floor = max(r[0] for r in over_floor) <= FLOOR_TARGET
+    lines = [
+        f"Written by `python bench/bench_udfs.py --write` on {benchdoc.today()}: {benchdoc.machine()}, numpy "
+        f"{np.__version__}, {rows:,} rows, {passes} interleaved passes; load average (1 / 5 / 15 min) "
+        f"{load_before} at the start, {load_after} at the end. Times: CPU time per call, median over the passes "
+        f"(min-max), and the wall-clock median; ratios: of the CPU medians (min-max: within one pass).",
+        "",
+        "| function | distinct values | range | no numpy | 10,000 one-cell calls | numpy floor | arith only "
+        "| one-cell / range | one-cell / no numpy | range / floor |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (name, distinct, t), sp, lsp, fl in zip(results, speedups, lists_speedups, over_floor):
+        lines.append(
+            f"| {name} | {distinct:,} | {t['range'].ms()} | {t['lists'].ms()} | {t['scalar'].ms(0)} "
+            f"| {t['floor'].ms()} | {t['arith'].ms(3)} | {sp[0]:.0f}x ({sp[1]:.0f}-{sp[2]:.0f}) "
+            f"| {lsp[0]:.0f}x ({lsp[1]:.0f}-{lsp[2]:.0f}) | {fl[0]:.1f}x ({fl[1]:.1f}-{fl[2]:.1f}) |")
+    lo_l, hi_l = min(r[0] for r in lists_speedups), max(r[0] for r in lists_speedups)
+    lo_r, hi_r = min(r[0] for r in speedups), max(r[0] for r in speedups)
+    lo_f, hi_f = min(r[0] for r in over_floor), max(r[0] for r in over_floor)
+    lines += [
+        "",
+        f"- without numpy (xlwings Lite's path), at least {SCALAR_TARGET:.0f}x faster than one-cell calls: "
+        f"{benchdoc.verdict(ok_lists)} ({lo_l:.0f}-{hi_l:.0f}x)",
+        f"- with numpy, at least {SCALAR_TARGET:.0f}x faster than one-cell calls: {benchdoc.verdict(ok_range)} "
+        f"({lo_r:.0f}-{hi_r:.0f}x)",
+        f"- at most {FLOOR_TARGET:.0f}x the time of the numpy floor: {benchdoc.verdict(ok_floor)} "
+        f"({lo_f:.1f}-{hi_f:.1f}x)",
+    ]
+    readme = (
+        f"- `bench/bench_udfs.py` ({benchdoc.today()}, load average {load_before.split(' / ')[0]}): one "
+        f"worksheet-function call over a {rows:,}-row range, in CPU medians of {passes} interleaved passes, is "
+        f"{lo_l:.0f}-{hi_l:.0f}x faster than {rows:,} one-cell calls without numpy (xlwings Lite's path; target "
+        f">= {SCALAR_TARGET:.0f}x: {benchdoc.verdict(ok_lists)}) and {lo_r:.0f}-{hi_r:.0f}x with numpy (target "
+        f"{benchdoc.verdict(ok_range)}), and {lo_f:.1f}-{hi_f:.1f}x the time of the same arithmetic in plain "
+        f"numpy (target <= {FLOOR_TARGET:.0f}x: {benchdoc.verdict(ok_floor)}), for TRAIN_DAYS, MEM_STATIC_GB "
+        f"and OWN_COST_USD. Figures and method: [docs/excel.md](docs/excel.md#speed-one-call-over-a-range-vs-"
+        f"one-call-per-cell).")
+    return "\n".join(lines), readme, ok_range and ok_lists and ok_floor
+
+
+def main() -> int:
+    args = benchdoc.arguments(__doc__.splitlines()[0], [
+        ("--rows", dict(type=int, default=10_000, help="rows of the range")),
+        ("--passes", dict(type=int, default=11, help="interleaved passes")),
+    ])
+    results, before, after = run(args.rows, args.passes)
+    doc, readme, ok = render(results, args.rows, args.passes, before, after)
+    print(doc)
+    print()
+    print(readme)
+    if args.write or args.check:
+        status = benchdoc.write_or_check("bench_udfs.py", {"docs/excel.md": doc, "README.md": readme}, args.check)
+        return status or (0 if ok else 1)
     return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(int(sys.argv[1]) if len(sys.argv) > 1 else 10_000))
+    sys.exit(main())

@@ -435,7 +435,7 @@ def _named(wb, name):
 # A money input out of its bounds (a value pasted past the cell's validation) and the sentence that names it
 BAD_CELLS = [
     ("Budget_USD", -1e6, "Budget_USD = -1000000 is not allowed: Budget_USD must be a number > 0 and <= 1e+13"),
-    ("Utilisation", 1.5, "Utilisation = 1.5 is not allowed: Utilisation must be a number > 0 and <= 1"),
+    ("Utilisation", 1.5, "Utilisation = 1.5 is not allowed: Utilisation must be a number >= 0.01 and <= 1"),
     ("Depreciation_Years", 0, "Depreciation_Years = 0 is not allowed: Depreciation_Years must be a number > 0 "
                               "and <= 100"),
     ("GPU_MTBF_H", 0, "GPU_MTBF_H = 0 is not allowed: GPU_MTBF_H must be a number > 0 and <= 1e+11"),

@@ -29,7 +29,6 @@ from __future__ import annotations
 import gc
 import itertools
 import math
-import operator
 from collections.abc import Callable
 from contextlib import contextmanager
 from typing import Any
@@ -38,6 +37,7 @@ from xlcalc.errors import InputError
 from xlcalc.expr import _PY_BINOPS, EXCEL_FUNCTIONS, BinOp, Bool, Call, Func, Neg, Num, Text, Var
 from xlcalc.inputs import spec
 from xlcalc.registry import Formula, get_formula
+from xlcalc.rowcode import NoRowForm, rows_function
 from xlcalc.validate import validate_one
 
 try:  # numpy is optional: the classic add-in has it (xlwings needs it), xlwings Lite may not
@@ -135,10 +135,23 @@ def error_text(exc: Exception, i: int, j: int) -> str:
     return f"{ERROR_PREFIX} row {i + 1}, column {j + 1}: {exc}"
 
 
-def _split(values: dict[str, Any]) -> tuple[dict[str, list[list[Any]]], int, int]:
+def _split(values: dict[str, Any], columns: dict[str, list[Any]] | None = None,
+           ) -> tuple[dict[str, list[list[Any]]], int, int]:
+    """The ranges among ``values`` as grids, and their shape; ``columns`` (when given) receives the values
+    of each range that is a column of one-element lists (xlwings' usual column), read in the same pass
+    that checks its rows."""
     grids = {}
     for name, value in values.items():
-        grid = as_grid(name, value)
+        grid = None
+        if columns is not None and type(value) is list and value and type(value[0]) is list \
+                and len(value[0]) == 1 and set(map(type, value)) == {list}:
+            try:
+                columns[name] = [x for (x,) in value]  # raises ValueError on a row of another width
+                grid = value
+            except ValueError:
+                pass
+        if grid is None:
+            grid = as_grid(name, value)
         if grid is not None:
             grids[name] = grid
     if not grids:
@@ -190,10 +203,11 @@ def formula_call(name: str, *args: Any) -> Any:
     if not any(isinstance(v, (list, tuple)) for v in args):  # one cell
         return compute(formula, values)
     with _gc_paused():
-        grids, rows, cols = _split(values)
+        columns: dict[str, list[Any]] = {}
+        grids, rows, cols = _split(values, columns)
         if rows == cols == 1:
             return compute(formula, _cell(values, grids, 0, 0))
-        return _columns(formula, values, grids, rows, cols)
+        return _columns(formula, values, grids, rows, cols, columns)
 
 
 @contextmanager
@@ -277,10 +291,11 @@ def _plainly_allowed(s: Any, column: list[float]) -> bool:
         if not _np.isfinite(a).all() or (s.kind == "int" and not (a == _np.trunc(a)).all()):
             return False
         lo, hi = float(a.min()), float(a.max())
-    else:
-        if not all(map(math.isfinite, column)) or (s.kind == "int" and not all(map(float.is_integer, column))):
+    else:  # a sum of floats is finite only when every one is (inf and NaN stay; an overflow says no)
+        if not math.isfinite(sum(column)) or (s.kind == "int" and not all(map(float.is_integer, column))):
             return False
-        lo, hi = min(column), max(column)
+        lo = min(column) if s.gt is not None or s.ge is not None or s.kind == "int" else 0.0
+        hi = max(column) if s.lt is not None or s.le is not None or s.kind == "int" else 0.0
     if s.kind == "int" and max(abs(lo), abs(hi)) >= 2.0 ** 53:  # beyond exact whole floats: one by one
         return False
     return ((s.gt is None or lo > s.gt) and (s.ge is None or lo >= s.ge)
@@ -288,7 +303,7 @@ def _plainly_allowed(s: Any, column: list[float]) -> bool:
 
 
 def _columns(formula: Formula, values: dict[str, Any], grids: dict[str, list[list[Any]]],
-             rows: int, cols: int) -> list[list[Any]]:
+             rows: int, cols: int, columns: dict[str, list[Any]]) -> list[list[Any]]:
     n = rows * cols
     env: dict[str, Any] = {}
     bad = False
@@ -300,7 +315,8 @@ def _columns(formula: Formula, values: dict[str, Any], grids: dict[str, list[lis
             env[name] = clean(value if g is None else g[0][0])
             bad = bad or env[name] is _BAD
             continue
-        column, has_bad = _clean_column(clean, _flat(g, rows, cols), spec(name))
+        flat = columns[name] if name in columns and cols == 1 and len(g) == rows else _flat(g, rows, cols)
+        column, has_bad = _clean_column(clean, flat, spec(name))
         if has_bad:
             first = next((x for x in column if x is not _BAD), _BAD)
             bad = bad or first is _BAD
@@ -320,6 +336,8 @@ def _columns(formula: Formula, values: dict[str, Any], grids: dict[str, list[lis
                         bad_rows.add(k)
         result, redo = _evaluate_columns(formula, env, n)
         redo = set(redo) | bad_rows
+        if formula.at_most is not None:  # a result past the formula's bound: the single-cell path names the inputs
+            redo |= {k for k, x in enumerate(result) if k not in redo and formula.beyond(x)}
     for k in redo:  # rows that need the single-cell path: its number or its message
         i, j = divmod(k, cols)
         try:
@@ -349,65 +367,41 @@ def _evaluate_columns(formula: Formula, env: dict[str, Any], n: int) -> tuple[li
 
 class _ListPass:
     """Columns as Python lists: the same operations in the same order as a single cell, so the
-    same floats. A division by zero or a math error anywhere: every row on its own."""
+    same floats. The formula's expression tree is compiled once per formula and set of columns
+    (``xlcalc.rowcode``) into one Python function: the parts without a column computed once,
+    then one loop over the rows. A division by zero or a math error anywhere: every row on its own."""
 
     def __init__(self, n: int):
         self.n = n
 
     def run(self, formula: Formula, env: dict[str, Any]) -> tuple[list[Any], set[int]]:
+        columns = tuple(k for k, v in env.items() if isinstance(v, list))
+        key = (formula.name, columns)
+        fn = _ROW_CODE.get(key)
+        if fn is None:
+            try:
+                fn = _ROW_CODE[key] = rows_function(formula, columns)
+            except NoRowForm as exc:
+                raise _Fallback(str(exc)) from exc
         try:
-            out = self.eval(formula.expr, env)
+            out = fn(env)
         except (ArithmeticError, ValueError, TypeError) as exc:
             raise _Fallback from exc
-        if not isinstance(out, list):
+        if not isinstance(out, list):  # no column reaches the result
             out = [out] * self.n
         return out, _not_finite(out)
 
-    def eval(self, node: Any, env: dict[str, Any]) -> Any:
-        if isinstance(node, Var):
-            return env[node.name]
-        if isinstance(node, (Num, Bool, Text)):
-            return node.value
-        if isinstance(node, BinOp):
-            fn = _OPERATORS.get(node.op) or _PY_BINOPS[node.op]
-            return self.apply(fn, (self.eval(node.left, env), self.eval(node.right, env)))
-        if isinstance(node, Neg):
-            x = self.eval(node.operand, env)
-            return list(map(operator.neg, x)) if isinstance(x, list) else -x
-        if isinstance(node, Func):
-            args = tuple(self.eval(a, env) for a in node.args)  # both IF branches, as a single cell does
-            if node.name == "IF":
-                return self.apply(lambda c, a, b: a if c else b, args)
-            return self.apply(EXCEL_FUNCTIONS[node.name], args)
-        if isinstance(node, Call):
-            return self.eval(node.formula.expr, {k: self.eval(v, env) for k, v in node.args.items()})
-        raise _Fallback(f"no column form for {type(node).__name__}")
 
-    def apply(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-        if not any(isinstance(a, list) for a in args):
-            return fn(*args)
-        if len(args) == 2:  # map over C-level operators: no Python frame per row
-            a, b = args
-            if isinstance(a, list) and isinstance(b, list):
-                return list(map(fn, a, b))
-            if isinstance(a, list):
-                return list(map(fn, a, itertools.repeat(b)))
-            return list(map(fn, itertools.repeat(a), b))
-        return list(map(fn, *(a if isinstance(a, list) else itertools.repeat(a, self.n) for a in args)))
+_ROW_CODE: dict[tuple[str, tuple[str, ...]], Callable[[dict[str, Any]], Any]] = {}
 
-
-# The same operations as expr's _PY_BINOPS (a + b, a / b, a ** b, a < b, ...) as the operator module's C functions.
-_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "^": operator.pow,
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
 def _not_finite(out: list[Any]) -> set[int]:
     """Rows whose result is a float that is not finite (inf or NaN): they go the single-cell way."""
-    try:
-        if math.isfinite(math.fsum(out)):  # every row a finite number (fsum: no spurious overflow)
+    try:  # a finite sum: every row a finite number (inf and NaN stay in a sum; an overflow looks row by row)
+        if math.isfinite(sum(out)):
             return set()
-    except (TypeError, OverflowError, ValueError):  # text or booleans among the results, or a huge sum
+    except (TypeError, OverflowError, ValueError):  # text among the results, or a huge int
         pass
     return {k for k, x in enumerate(out) if isinstance(x, float) and not math.isfinite(x)}
 

@@ -1018,10 +1018,11 @@ def MAX_MICRO_BATCH(memory_gb, static_gb, overhead_gb, act_gb_per_sample):
 @arg("ep", ndim=2, doc="Expert-parallel size (experts split over ep GPUs, tokens exchanged all-to-all) [GPUs]")
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
 @arg("batch_sequences", ndim=2, doc="Global batch in sequences for the layout check (0 = not given) [sequences]")
+@arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
 @ret()
-def LAYOUT_MESSAGE(hidden, heads, layers, seq_len, kv_heads, first_stage_layers=0, last_stage_layers=0, tp=1, pp=1, cp=1, dp=1, cluster_gpus=0, dp_shard=0, experts=0, ep=1, micro_batch=1, batch_sequences=0):
+def LAYOUT_MESSAGE(hidden, heads, layers, seq_len, kv_heads, first_stage_layers=0, last_stage_layers=0, tp=1, pp=1, cp=1, dp=1, cluster_gpus=0, dp_shard=0, experts=0, ep=1, micro_batch=1, batch_sequences=0, virtual_stages=1):
     """Why a parallel layout does not split the model and batch into whole pieces ("OK" if it does). [text]. the first violated constraint of xlcalc.layout, as 'x = v is not allowed: x must be ... (why)'; OK when heads | hidden, kv | heads, TP | heads and kv,..."""
-    return formula_call("layout_message", hidden, heads, layers, seq_len, kv_heads, first_stage_layers, last_stage_layers, tp, pp, cp, dp, cluster_gpus, dp_shard, experts, ep, micro_batch, batch_sequences)
+    return formula_call("layout_message", hidden, heads, layers, seq_len, kv_heads, first_stage_layers, last_stage_layers, tp, pp, cp, dp, cluster_gpus, dp_shard, experts, ep, micro_batch, batch_sequences, virtual_stages)
 
 
 @func(category=CATEGORY)

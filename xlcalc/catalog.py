@@ -157,6 +157,15 @@ class Model(_Row):
     def dh(self) -> int:
         return self.head_dim or self.hidden // self.heads
 
+    @property
+    def attention_head_dim(self) -> int:
+        """The head size the attention core's activations and time are charged with: ``dh``, or for MLA
+        (DeepSeek-V2/V3) the mean of the query/key heads (nope + rope) and the value heads. One definition for
+        ``xlcalc memory`` (the stage memory model's ``head_dim``) and the planner."""
+        if not self.kv_lora_rank:
+            return self.dh
+        return round((self.dh + (self.qk_rope_head_dim or 0) + (self.v_head_dim or self.dh)) / 2)
+
     def attention_params(self) -> int:
         h, b = self.hidden, int(self.biases)
         if self.kv_lora_rank:  # multi-head latent attention

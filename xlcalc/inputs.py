@@ -27,6 +27,7 @@ class InputSpec:
     number_format: str = "General"
     example: Any = None  # a typical value (docs, generated tests)
     limit_reason: str = ""  # why the upper bound is where it is (shown when a value is above it)
+    floor_reason: str = ""  # why the lower bound is where it is (shown when a value is below it)
 
     @property
     def allowed(self) -> str:
@@ -50,7 +51,8 @@ class InputSpec:
     @property
     def is_fraction(self) -> bool:
         """A share from 0 to 1 (a value such as 5 is most likely a percentage)."""
-        return self.kind == "float" and self.le == 1 and (self.ge == 0 or self.gt == 0)
+        low = self.ge if self.ge is not None else self.gt
+        return self.kind == "float" and self.le == 1 and low is not None and 0 <= low < 1
 
     def help(self) -> str:
         unit = f" [{self.unit}]" if self.unit else ""
@@ -171,7 +173,10 @@ _add("budget_usd", "USD", "Budget in USD", "Budget_USD", example=1e7, number_for
 # --- money: own vs rent, goodput, budget-first planning ------------------------------
 _add("capex_usd_per_server", "USD/server", "Purchase price of one server without its GPUs (CPUs, memory, NICs, chassis)", "Capex_USD_per_Server", example=50000, number_format='"$"#,##0', **NONNEG)
 _add("kw_per_server", "kW", "Power of one server without its GPUs (CPUs, fans, NICs), kW", "KW_per_Server", example=2.0, **NONNEG)
-_add("utilisation", "fraction", "Share of the hardware's hours that are busy with paid work (1 = always busy)", "Utilisation", example=0.7, gt=0, le=1, number_format="0%")
+_add("utilisation", "fraction", "Share of the hardware's hours that are busy with paid work (1 = always busy)", "Utilisation", example=0.7, ge=0.01, le=1, number_format="0%",
+     floor_reason="the lower bound is 1%: below it the owned GPUs stand idle over 99% of their life and the run bears "
+                  "over 100x their depreciation (utilisation 1e-12 would price a month at $5e16); such hardware is "
+                  "rented, not owned")
 _add("kw_per_rack", "kW", "Power one rack can feed and cool, kW (seed 001: 20-40 kW)", "KW_per_Rack", example=40, **POS)
 _add("usd_per_rack_month", "USD/rack-month", "Hosting (colocation, space, cooling, operations) per rack and month", "USD_per_Rack_Month", example=0, number_format='"$"#,##0', **NONNEG)
 _add("gpu_mtbf_h", "hours", "Mean time between job-stopping failures of one GPU (with its share of the server and network), hours", "GPU_MTBF_H", example=50677, **POS)
@@ -437,6 +442,14 @@ for _name, (_bound, _why) in _LIMITS.items():
         _SPECS[_name] = replace(_SPECS[_name], le=_bound, limit_reason=_REASONS[_why])
 
 
+def result_bound(name: str, what: str = "") -> tuple[float, str]:
+    """A formula's ``at_most`` from input ``name``'s upper bound: a result is refused where the same quantity typed
+    as an input would be (e.g. days), with the bound's reason."""
+    s = spec(name)
+    assert s.le is not None
+    return s.le, f"the bound is {what or 'the one of the ' + name + ' input'}: {s.limit_reason}"
+
+
 def spec(name: str) -> InputSpec:
     try:
         return _SPECS[name]
@@ -457,4 +470,4 @@ def check_value(name: str, value: Any, label: str | None = None) -> Any:
     return validate_one(spec(name), value, name=label)
 
 
-__all__ = ["InputSpec", "InputError", "spec", "all_specs", "check_value"]
+__all__ = ["InputSpec", "InputError", "spec", "all_specs", "check_value", "result_bound"]

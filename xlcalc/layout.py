@@ -12,7 +12,7 @@ of the message. The same table gives
 A violation is never a number and never "does not fit in memory": it is this message.
 
 Inputs (input-spec names): ``hidden, heads, kv_heads, layers, pp, first_stage_layers, last_stage_layers,
-tp, cp, dp, cluster_gpus, dp_shard, experts, ep, seq_len, micro_batch, batch_sequences``. ``cluster_gpus``
+tp, cp, dp, cluster_gpus, dp_shard, experts, ep, seq_len, micro_batch, batch_sequences, virtual_stages``. ``cluster_gpus``
 (0 = not given) checks GPUs = TP x PP x CP x DP and sets DP; ``batch_sequences`` (0 = not given) checks
 the global batch against DP x micro-batch; ``first_stage_layers`` / ``last_stage_layers`` (0 = even)
 describe an uneven pipeline split whose middle stages share the remaining layers evenly.
@@ -28,7 +28,7 @@ from typing import Any
 from .errors import InputError
 from .expr import and_, as_text, concat, eq, floor_int, if_, is_expr, max_, not_, or_, round_
 
-__all__ = ["LAYOUT_OK", "CONSTRAINTS", "LAYOUT_INPUTS", "LAYOUT_DEFAULTS", "check_layout", "check_replicas", "layout_message", "stage_layer_counts",
+__all__ = ["LAYOUT_OK", "CONSTRAINTS", "LAYOUT_INPUTS", "LAYOUT_DEFAULTS", "check_layout", "check_replicas", "check_stages", "layout_message", "stage_layer_counts",
            "data_parallel", "parse_layers_per_stage", "stage_split"]
 
 LAYOUT_OK = "OK"  # the message of a layout that splits into whole pieces
@@ -37,6 +37,7 @@ LAYOUT_OK = "OK"  # the message of a layout that splits into whole pieces
 LAYOUT_DEFAULTS: dict[str, Any] = {
     "kv_heads": 0, "first_stage_layers": 0, "last_stage_layers": 0, "tp": 1, "pp": 1, "cp": 1, "dp": 1,
     "cluster_gpus": 0, "dp_shard": 0, "experts": 0, "ep": 1, "micro_batch": 1, "batch_sequences": 0,
+    "virtual_stages": 1,
 }
 LAYOUT_INPUTS = ("hidden", "heads", "layers", "seq_len", *LAYOUT_DEFAULTS)
 
@@ -134,6 +135,21 @@ CONSTRAINTS: tuple[Constraint, ...] = (
                    _rest_layers(v), " layers over ", _middle_stages(v), " other stages"),
     ),
     Constraint(
+        "virtual_stages_pp", "virtual_stages",
+        lambda v: and_(v["virtual_stages"] > 1, eq(v["pp"], 1)),
+        lambda v: ("1 with pp = 1",),
+        lambda v: ("an interleaved schedule splits pipeline stages into chunks: one stage has nothing to interleave",),
+    ),
+    Constraint(
+        "virtual_stages_layers", "virtual_stages",
+        lambda v: and_(v["virtual_stages"] > 1, v["pp"] > 1,
+                       not_(_divides(v["virtual_stages"], max_(stage_layer_counts(v)[1], 1)))),
+        lambda v: ("a divisor of the layers of a middle pipeline stage = ", _r2(stage_layer_counts(v)[1])),
+        lambda v: ("an interleaved schedule splits every stage into virtual_stages chunks of whole layers: ",
+                   _r2(stage_layer_counts(v)[1]), "/virtual_stages = ",
+                   _r2(stage_layer_counts(v)[1] / v["virtual_stages"])),
+    ),
+    Constraint(
         "cp_seq", "cp",
         lambda v: not_(_divides(v["cp"], v["seq_len"])),
         lambda v: ("a divisor of seq_len = ", v["seq_len"]),
@@ -204,6 +220,15 @@ def check_replicas(n_gpus: int, tp: int = 1, pp: int = 1, cp: int = 1) -> None:
     """The GPUs-by-TP x PP x CP constraint alone (for DATA_PARALLEL_SIZE)."""
     _raise_if(next(c for c in CONSTRAINTS if c.key == "gpus_replicas"),
               {**LAYOUT_DEFAULTS, "tp": tp, "pp": pp, "cp": cp, "cluster_gpus": n_gpus})
+
+
+def check_stages(layers: int, pp: int = 1, first_stage_layers: int = 0, last_stage_layers: int = 0) -> None:
+    """The pipeline-split constraints alone (for STAGE_LAYERS): whole layers on every stage."""
+    v = {**LAYOUT_DEFAULTS, "layers": layers, "pp": pp, "first_stage_layers": first_stage_layers,
+         "last_stage_layers": last_stage_layers}
+    for c in CONSTRAINTS:
+        if c.key in ("pp_layers", "uneven_split"):
+            _raise_if(c, v)
 
 
 def _raise_if(c: Constraint, v: V) -> None:

@@ -44,6 +44,9 @@ class Formula:
     returns: str = "number"  # number | bool
     check: Callable[..., None] | None = None
     memo: bool = False  # cache numeric results of nested positional calls (a pure, often-repeated formula)
+    # the largest result that is physically possible or within the stated horizon, and why (e.g. MFU <= 1): a
+    # result past it is refused, naming the inputs that produced it (see :meth:`beyond`)
+    at_most: tuple[float, str] | None = None
     params: tuple[str, ...] = ()
     defaults: dict[str, Any] = field(default_factory=dict)
     expr: Expr = field(init=False, repr=False)
@@ -121,12 +124,36 @@ class Formula:
             _expr._numeric -= 1
         if isinstance(result, float) and not math.isfinite(result):
             raise self.undefined(clean, "overflows" if not math.isnan(result) else "has no defined result")
+        if self.beyond(result):
+            raise self.out_of_bounds(clean, result)
         return result
 
-    def undefined(self, clean: Mapping[str, Any], what: str) -> InputError:
+    def beyond(self, result: Any) -> bool:
+        """The result is past the formula's stated bound (``at_most``)."""
+        return (self.at_most is not None and isinstance(result, (int, float)) and not isinstance(result, bool)
+                and result > self.at_most[0])
+
+    def out_of_bounds(self, clean: Mapping[str, Any], result: float) -> InputError:
+        """The error for inputs that are each allowed but together give a result past the formula's bound: it names
+        the inputs to blame (as :meth:`undefined`), the result and the bound with its reason."""
+        assert self.at_most is not None
+        limit, why = self.at_most
+        unit = "" if self.unit == "fraction" else f" {self.unit}"
+        return self.undefined(
+            clean, f"= {_number(result)}{unit}", bad=self._bad_result, wanted=f"at most {_number(limit)}{unit}",
+            why=why)
+
+    def _bad_result(self, x: Any) -> bool:
+        return (isinstance(x, float) and not math.isfinite(x)) or self.beyond(x)
+
+    def undefined(self, clean: Mapping[str, Any], what: str, bad: Callable[[Any], bool] | None = None,
+                  wanted: str = "a finite result", why: str = "") -> InputError:
         """The error for inputs that are each allowed but give no finite result together: it names the
         inputs to blame -- those whose typical value (the input's example) gives a finite result again
         with every other input as given -- not the formula."""
+        if bad is None:
+            def bad(x: Any) -> bool:
+                return isinstance(x, float) and not math.isfinite(x)
         blamed = []
         for name, value in clean.items():
             s = spec(name)
@@ -136,7 +163,7 @@ class Formula:
                 trial = self.raw(**{**clean, name: s.example})
             except (ArithmeticError, ValueError, TypeError):
                 continue
-            if not (isinstance(trial, float) and not math.isfinite(trial)):
+            if not bad(trial):
                 blamed.append(name)
         if not blamed:  # no single input: every number far from its typical value, else every number
             far = [n for n, v in clean.items() if spec(n).kind in ("float", "int") and spec(n).example
@@ -144,9 +171,9 @@ class Formula:
                    and (v == 0 or abs(math.log10(abs(v) / abs(spec(n).example))) > 3)]
             blamed = far or [n for n in clean if spec(n).kind in ("float", "int")]
         others = ", ".join(f"{n} = {clean[n]!r}" for n in clean if n not in blamed)
-        detail = f"{self.udf_name} {what} with it" + (f" and {others}" if others else "")
+        detail = f"{self.udf_name} {what} with it" + (f" and {others}" if others else "") + (f"; {why}" if why else "")
         return InputError.all(
-            InputError(n, clean[n], f"{spec(n).allowed}, and one that gives {self.udf_name} a finite result",
+            InputError(n, clean[n], f"{spec(n).allowed}, and one that gives {self.udf_name} {wanted}",
                        detail) for n in blamed)
 
     def raw(self, **values: Any) -> Any:
@@ -174,6 +201,15 @@ class Formula:
         return text if len(text) <= 255 else text[:252] + "..."
 
 
+def _number(x: float) -> str:
+    """A result or a bound as a person reads it: 36,525 or 3.04e+301 or 1.33."""
+    if abs(x) >= 1e9:
+        return f"{x:.3g}"
+    if float(x).is_integer():
+        return f"{int(x):,}"
+    return f"{x:,.4g}" if abs(x) < 1000 else f"{x:,.0f}"
+
+
 @contextmanager
 def numeric() -> Iterator[None]:
     """Compute numbers only inside this block: every ``Formula.raw`` and nested call takes the fast path.
@@ -197,6 +233,7 @@ def formula(
     returns: str = "number",
     check: Callable[..., None] | None = None,
     memo: bool = False,
+    at_most: tuple[float, str] | None = None,
 ) -> Callable[[Callable[..., Any]], Formula]:
     """Register a formula. The body must use only arithmetic and the helpers of :mod:`xlcalc.expr`."""
 
@@ -207,6 +244,7 @@ def formula(
         f = Formula(
             name=name, func=func, udf_name=udf, unit=unit, equation=equation,
             source=source, category=category, returns=returns, check=check, memo=memo,
+            at_most=at_most,
         )
         REGISTRY[name] = f
         return f

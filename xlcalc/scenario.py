@@ -294,6 +294,11 @@ class Scenario(BaseModel):
             raise InputError("active_params_b", self.active_params_b,
                              f"at most params_b = {self.params_b:g} (the active parameters are a part of all of them)")
         check_layout(**self.layout_values())  # the one layout check (xlcalc.layout), as the workbook's Layout_Check
+        inverted = [InputError(lo, getattr(self, lo), f"at most {hi} = {getattr(self, hi):g}",
+                               "a range's low end multiplier may not exceed its high end's: swap them")
+                    for _field, _name, lo, hi, _f in RANGES if getattr(self, lo) > getattr(self, hi)]
+        if inverted:
+            raise InputError.all(inverted)
         return self
 
     def layout_values(self) -> dict[str, Any]:
@@ -301,7 +306,8 @@ class Scenario(BaseModel):
         return dict(hidden=self.hidden, heads=self.heads, layers=self.layers, seq_len=self.seq_len,
                     kv_heads=self.kv_heads, first_stage_layers=self.first_stage_layers,
                     last_stage_layers=self.last_stage_layers, tp=self.tp, pp=self.pp, cp=self.cp,
-                    cluster_gpus=self.n_gpus, dp_shard=self.dp_shard, micro_batch=self.micro_batch)
+                    cluster_gpus=self.n_gpus, dp_shard=self.dp_shard, micro_batch=self.micro_batch,
+                    virtual_stages=self.virtual_stages)
 
     @classmethod
     def build(cls, **values: Any) -> "Scenario":

@@ -143,7 +143,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
 
     layout_args: dict[str, Any] = {k: s[k] for k in ("hidden", "heads", "layers", "seq_len", "kv_heads", "first_stage_layers",
                                      "last_stage_layers", "tp", "pp", "cp", "dp", "cluster_gpus", "dp_shard",
-                                     "experts", "ep", "micro_batch", "batch_sequences")}
+                                     "experts", "ep", "micro_batch", "batch_sequences", "virtual_stages")}
     if layout_dp is not None:
         layout_args["dp"] = wrap(layout_dp)
     add("Layout_Check", fm.layout_message, "Layout check (OK: every piece whole)", guarded=False, **layout_args)
@@ -372,7 +372,12 @@ def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
     head_dim = merged.pop("head_dim", None)
     clean = {k: check_value(k, x) for k, x in merged.items()}
     if clean["cluster_gpus"]:
-        clean["dp"] = clean["cluster_gpus"] // (clean["tp"] * clean["pp"] * clean["cp"]) or 1
+        replica = clean["tp"] * clean["pp"] * clean["cp"]
+        derived = clean["cluster_gpus"] // replica or 1
+        if "dp" in v and clean["dp"] != derived and clean["cluster_gpus"] % replica == 0:  # a contradiction
+            raise InputError("dp", v["dp"], f"{derived} (GPUs / (TP x PP x CP) = {clean['cluster_gpus']} / {replica}), "
+                             "or left out", "with the cluster's GPUs given, the data-parallel size follows from them")
+        clean["dp"] = derived
     check_layout(**{k: clean[k] for k in LAYOUT_DEFAULTS.keys() | {"hidden", "heads", "layers", "seq_len"}})
     # the head size: given (MLA, Gemma-style models), else hidden/heads (whole: the layout check saw to it)
     clean["head_dim"] = check_value("head_dim", head_dim if head_dim is not None else clean["hidden"] // clean["heads"])
@@ -491,7 +496,7 @@ def model_inputs(model: Any) -> dict[str, Any]:
     if moe_layers:
         ffn += moe_layers * (model.experts_active + model.shared_experts) * (model.moe_ffn_hidden or 0)
     return dict(params_b=model.params_b, layers=L, hidden=model.hidden, heads=model.heads, kv_heads=model.kv,
-                head_dim=model.dh, ffn_hidden=max(1, round(ffn / L)), gated_ffn=model.gated_ffn, vocab=model.vocab,
+                head_dim=model.attention_head_dim, ffn_hidden=max(1, round(ffn / L)), gated_ffn=model.gated_ffn, vocab=model.vocab,
                 tied_embeddings=model.tied_embeddings, seq_len=model.seq_len,
                 experts=model.experts or 0,
                 expert_params_b=(moe_layers * model.experts * model.ffn_params(model.moe_ffn_hidden or 1) / 1e9
@@ -505,7 +510,8 @@ _D = defaults()
 
 def _udf_layout_check(**v: Any) -> None:
     check_layout(**{k: v[k] for k in ("hidden", "heads", "layers", "seq_len", "kv_heads", "tp", "pp", "cp", "dp",
-                                      "dp_shard", "first_stage_layers", "last_stage_layers", "micro_batch")})
+                                      "dp_shard", "first_stage_layers", "last_stage_layers", "micro_batch",
+                                      "virtual_stages")})
 
 
 def _compose(values: dict[str, Any], result: str) -> Any:

@@ -83,7 +83,7 @@ def _number(spec: InputSpec, value: Any, label: str) -> Any:
         raise InputError(label, value, spec.allowed, "got a fractional number")
     if (spec.gt is not None and not x > spec.gt) or (spec.ge is not None and not x >= spec.ge) \
             or (spec.lt is not None and not x < spec.lt):
-        raise InputError(label, value, spec.allowed)
+        raise InputError(label, value, spec.allowed, spec.floor_reason)
     if spec.le is not None and not x <= spec.le:
         raise InputError(label, value, spec.allowed, _above(spec, x))
     if spec.kind == "int":

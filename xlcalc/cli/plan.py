@@ -146,11 +146,30 @@ def _layers_per_stage(text: str | None) -> list[int] | None:
     return [int(x) for x in parts]
 
 
+_ARCH_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "gated_ffn")
+
+
+def _no_architecture_with_a_model(args: argparse.Namespace, model) -> None:
+    """An architecture flag given with --model or --config contradicts the preset's: refused, never ignored."""
+    if model is None:
+        return
+    given = [f for f in _ARCH_FLAGS if getattr(args, f) not in (None, False)]
+    if not given:
+        return
+    source = f"--config {args.config}" if getattr(args, "config", None) else f"--model {args.model}"
+    raise InputError.all(
+        InputError(f, getattr(args, f), f"left out with {source}",
+                   f"the planner takes the whole architecture from {source}; to plan another architecture give "
+                   "--layers, --hidden and --heads (and the rest) without --model")
+        for f in given)
+
+
 def run(args: argparse.Namespace) -> int:
     from ..planner import arch_from_flags, explain, plan
 
     arch = None
     model = config_model(args) or args.model
+    _no_architecture_with_a_model(args, model)
     if model is None:
         lacking = [f for f in ("layers", "hidden", "heads") if getattr(args, f) is None]
         if lacking:

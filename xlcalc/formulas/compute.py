@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..expr import ceiling, eq, if_, sqrt
+from ..inputs import result_bound
 from ..registry import formula
 
 __all__ = [
@@ -20,6 +21,18 @@ def _whole_replicas(*, n_gpus, tp, pp, cp, **_):
 
 SECONDS_PER_DAY = 86400
 SECONDS_PER_HOUR = 3600
+
+# Derived results past these bounds are refused, naming the inputs that produced them (Formula.at_most): a share of
+# peak cannot exceed 1, and a count of days, GPU-hours or GPUs no larger than the same quantity typed as an input.
+_DAYS = result_bound("days", "the days input's")
+_GPUS = result_bound("n_gpus", "the n_gpus input's")
+_GPU_HOURS = (_DAYS[0] * 24 * _GPUS[0],
+              "the bound is the longest run (the days input's bound, 1e+8 days) on the largest cluster (the n_gpus "
+              "input's, 1e+7 GPUs)")
+_MFU_AT_MOST = (1, "MFU is a share of the GPUs' peak: no run does more model FLOPs per second than its GPUs' peak, "
+                   "so an MFU above 1 means the inputs that produced it contradict each other")
+_HFU_AT_MOST = (1, "HFU is a share of the GPUs' peak: the hardware cannot do more FLOPs per second than its peak, so "
+                   "MFU x the recompute mode's hardware FLOPs factor must stay at most 1")
 
 
 @formula(
@@ -56,7 +69,7 @@ def megatron_iteration_flops(global_batch, seq_len, layers, hidden, vocab, full_
 
 
 @formula(
-    udf="TRAIN_DAYS", unit="days", category="compute",
+    udf="TRAIN_DAYS", at_most=_DAYS, unit="days", category="compute",
     equation="days = 6*N*D / (peak*1e12 * n_gpus * MFU) / 86400",
     source="seed 002 §7.2.3",
 )
@@ -66,7 +79,7 @@ def train_days(params_b, tokens_t, peak_tflops, n_gpus, mfu):
 
 
 @formula(
-    udf="GPU_HOURS", unit="GPU-hours", category="compute",
+    udf="GPU_HOURS", at_most=_GPU_HOURS, unit="GPU-hours", category="compute",
     equation="GPU-hours = 6*N*D / (peak*1e12 * MFU) / 3600",
     source="seed 002 §7.2.3; seed 000",
 )
@@ -76,7 +89,7 @@ def gpu_hours(params_b, tokens_t, peak_tflops, mfu):
 
 
 @formula(
-    udf="GPUS_FOR_DAYS", unit="GPUs", category="compute",
+    udf="GPUS_FOR_DAYS", at_most=_GPUS, unit="GPUs", category="compute",
     equation="GPUs = 6*N*D / (peak*1e12 * MFU * days * 86400), not rounded",
     source="seed 002 §7.3 step 2",
 )
@@ -86,7 +99,7 @@ def gpus_for_days(params_b, tokens_t, peak_tflops, mfu, days):
 
 
 @formula(
-    udf="IMPLIED_MFU", unit="fraction", category="compute",
+    udf="IMPLIED_MFU", at_most=_MFU_AT_MOST, unit="fraction", category="compute",
     equation="MFU = 6*N*D / (GPU-hours * 3600 * peak*1e12)",
     source="seed 000 (GPU-hours check); published.json derived_checks",
 )
@@ -107,7 +120,7 @@ def hardware_flops_factor(recompute, seq_len, hidden):
 
 
 @formula(
-    udf="HFU_FROM_MFU", unit="fraction", category="compute",
+    udf="HFU_FROM_MFU", at_most=_HFU_AT_MOST, unit="fraction", category="compute",
     equation="HFU = MFU * hardware FLOPs factor of the recompute mode",
     source="Korthikanti et al. 2022 §5; Chowdhery et al. 2022 Appendix B",
 )
@@ -117,7 +130,7 @@ def hfu_from_mfu(mfu, recompute, seq_len, hidden):
 
 
 @formula(
-    udf="DAYS_FROM_THROUGHPUT", unit="days", category="compute",
+    udf="DAYS_FROM_THROUGHPUT", at_most=_DAYS, unit="days", category="compute",
     equation="days = 8*T*P / (n * X) / 86400 (full recompute; X achieved TFLOP/s per GPU)",
     source="Narayanan et al. 2021, Eq. 4",
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..registry import formula
+from .compute import _DAYS
 
 __all__ = [
     "cloud_cost_usd", "capex_cost_usd", "energy_mwh", "power_cost_usd", "own_cost_usd",
@@ -80,7 +81,7 @@ def gpu_hours_for_budget(budget_usd, usd_per_gpu_hour):
     return budget_usd / usd_per_gpu_hour
 
 
-@formula(udf="DAYS_FOR_BUDGET", unit="days", category="cost",
+@formula(udf="DAYS_FOR_BUDGET", unit="days", category="cost", at_most=_DAYS,
          equation="budget / ($/GPU-hour * GPUs * 24)", source="seed 001 §5.2 (budget tiers)")
 def days_for_budget(budget_usd, usd_per_gpu_hour, n_gpus):
     """Days of a cluster of n_gpus that a budget buys."""

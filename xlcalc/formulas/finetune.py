@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..errors import InputError
 from ..expr import and_, eq, if_, or_
 from ..registry import formula
+from .compute import _DAYS, _GPU_HOURS, _GPUS
 
 __all__ = ["lora_params_b", "nf4_bytes_per_param", "mem_qlora_base_gb", "mem_qlora_gb", "adapter_params_b",
            "ft_trainable_params_b", "mem_ft_weights_gb", "act_frozen_saving_bytes", "ft_flops_per_token",
@@ -181,7 +182,7 @@ def ft_train_flops(params_b, tokens_t, trainable_params_b, job="lora"):
 
 
 @formula(
-    udf="FT_TRAIN_DAYS", unit="days", category="fine-tuning",
+    udf="FT_TRAIN_DAYS", at_most=_DAYS, unit="days", category="fine-tuning",
     equation="FT_TRAIN_FLOPS / (peak x GPUs x MFU) / 86400 (full: TRAIN_DAYS)", source=_FT_FLOPS_SOURCE,
 )
 def ft_train_days(params_b, tokens_t, trainable_params_b, peak_tflops, n_gpus, mfu, job="lora"):
@@ -190,7 +191,7 @@ def ft_train_days(params_b, tokens_t, trainable_params_b, peak_tflops, n_gpus, m
 
 
 @formula(
-    udf="FT_GPU_HOURS", unit="GPU-hours", category="fine-tuning",
+    udf="FT_GPU_HOURS", at_most=_GPU_HOURS, unit="GPU-hours", category="fine-tuning",
     equation="FT_TRAIN_FLOPS / (peak x MFU) / 3600 (full: GPU_HOURS)", source=_FT_FLOPS_SOURCE,
 )
 def ft_gpu_hours(params_b, tokens_t, trainable_params_b, peak_tflops, mfu, job="lora"):
@@ -199,7 +200,7 @@ def ft_gpu_hours(params_b, tokens_t, trainable_params_b, peak_tflops, mfu, job="
 
 
 @formula(
-    udf="FT_GPUS_FOR_DAYS", unit="GPUs", category="fine-tuning",
+    udf="FT_GPUS_FOR_DAYS", at_most=_GPUS, unit="GPUs", category="fine-tuning",
     equation="FT_TRAIN_FLOPS / (peak x MFU x days x 86400) (full: GPUS_FOR_DAYS)", source=_FT_FLOPS_SOURCE,
 )
 def ft_gpus_for_days(params_b, tokens_t, trainable_params_b, peak_tflops, mfu, days, job="lora"):

@@ -212,21 +212,27 @@ def max_micro_batch(memory_gb, static_gb, overhead_gb, act_gb_per_sample):
     udf="LAYOUT_MESSAGE", unit="text", category="memory", returns="text",
     equation="the first violated constraint of xlcalc.layout, as 'x = v is not allowed: x must be ... (why)'; "
              "OK when heads | hidden, kv | heads, TP | heads and kv, PP | layers (or the uneven split shares "
-             "evenly), CP | seq, TP*PP*CP | GPUs, DP_shard | DP, EP | experts, DP*b | batch",
+             "evenly), CP | seq, TP*PP*CP | GPUs, DP_shard | DP, EP | experts, DP*b | batch, "
+             "v = 1 or (PP > 1 and v | stage layers)",
     source="Megatron-LM argument checks (arguments.py: divisibility of heads, layers, world size, batch)",
 )
 def layout_message(hidden, heads, layers, seq_len, kv_heads, first_stage_layers=0, last_stage_layers=0, tp=1, pp=1,
-                   cp=1, dp=1, cluster_gpus=0, dp_shard=0, experts=0, ep=1, micro_batch=1, batch_sequences=0):
+                   cp=1, dp=1, cluster_gpus=0, dp_shard=0, experts=0, ep=1, micro_batch=1, batch_sequences=0,
+                   virtual_stages=1):
     """Why a parallel layout does not split the model and batch into whole pieces ("OK" if it does)."""
     return layout.layout_message(dict(
         hidden=hidden, heads=heads, layers=layers, seq_len=seq_len, kv_heads=kv_heads,
         first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers, tp=tp, pp=pp, cp=cp, dp=dp,
         cluster_gpus=cluster_gpus, dp_shard=dp_shard, experts=experts, ep=ep, micro_batch=micro_batch,
-        batch_sequences=batch_sequences))
+        batch_sequences=batch_sequences, virtual_stages=virtual_stages))
+
+
+def _whole_stages(*, layers, pp, first_stage_layers=0, last_stage_layers=0, **_):
+    layout.check_stages(layers, pp, first_stage_layers, last_stage_layers)  # the one check: its message
 
 
 @formula(
-    udf="STAGE_LAYERS", unit="layers", category="memory",
+    udf="STAGE_LAYERS", unit="layers", category="memory", check=_whole_stages,
     equation="L/p; uneven: the given first/last stage layers, the middle stages share the rest evenly; p = 1: L",
     source="Narayanan et al. 2021 §2.2 (L/p layers per stage); Llama 3 paper §3.3.2 (fewer layers on the first and "
            "last stage)",

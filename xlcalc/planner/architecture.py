@@ -72,13 +72,12 @@ def arch_from_model(model: catalog.Model) -> Arch:
         largest = max(largest, model.layer_params(True))
         active_ffn += moe_layers * (model.experts_active + model.shared_experts) * (model.moe_ffn_hidden or 0)
     expert_params = moe_layers * model.experts * model.ffn_params(model.moe_ffn_hidden or 1) if moe_layers else 0
-    head_dim, proj = model.dh, (0, 0, 0)
+    # MLA (DeepSeek-V2/V3): the attention core works on q/k heads of nope + rope and v heads of v_head_dim,
+    # charged as heads of their mean size (catalog.Model.attention_head_dim, the memory model's head_dim too)
+    head_dim, proj = model.attention_head_dim, (0, 0, 0)
     if model.kv_lora_rank:
-        # MLA (DeepSeek-V2/V3): the attention core works on q/k heads of nope + rope and v heads of v_head_dim,
-        # charged as heads of their mean size; the projections (low-rank q and kv, output) as one GQA-shaped block
-        # of the same parameters: 1 query and 1 kv head of size attention params / (4h)
-        rope = model.qk_rope_head_dim or 0
-        head_dim = round((model.dh + rope + (model.v_head_dim or model.dh)) / 2)
+        # the projections (low-rank q and kv, output) as one GQA-shaped block of the same parameters: 1 query and
+        # 1 kv head of size attention params / (4h)
         proj = (1, 1, max(1, round(model.attention_params() / (4 * model.hidden))))
     return Arch(
         name=model.name, layers=L, hidden=model.hidden, heads=model.heads, kv_heads=model.kv, head_dim=head_dim,

@@ -28,6 +28,7 @@ from .steptime import (
     Settings,
     arch_from_model,
     memory,
+    memory_base,
     microbatch_lower_bound,
     resolve_hardware,
     sequence_compute_bound,
@@ -309,6 +310,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
     keep = keep if keep is not None else float("inf")
     reasons: dict[str, int] = {}
     compiled = COMPILED
+    base = memory_base(arch, st)  # the memory model's inputs that no configuration changes
     best: list[float] = []  # the `keep` shortest step times so far, negated (a max-heap)
 
     def reject(why: str, k: int = 1) -> None:
@@ -447,7 +449,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                                 continue
                             count += 1
                             cfg = Config(t, p, d, z, sp, rc, b, v, c, layout, fp8, e, et, offload)
-                            pred = memory(arch, hw, st, cfg, seq_len // c, m, compiled=compiled)
+                            pred = memory(arch, hw, st, cfg, seq_len // c, m, compiled=compiled, base=base)
                             if pred.fits:
                                 fits.append(timing(pred, arch, hw, st, seq_len, global_batch))
                                 if len(best) < keep:
@@ -466,7 +468,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                                     lean_checked.add(z)
                                     lean = Config(t, p, d, z, sps[-1], lean_rc, mbs[0], 1, c, layout, fp8, e, et, offload)
                                     if lean != cfg and not memory(arch, hw, st, lean, seq_len // c,
-                                                                  per_replica // mbs[0], compiled=compiled).fits:
+                                                                  per_replica // mbs[0], compiled=compiled, base=base).fits:
                                         dead.add(z)
                                     elif lean == cfg:
                                         dead.add(z)
@@ -483,7 +485,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
         if (t, c, p, z, sp, rc) in seen:
             continue
         pred = memory(arch, hw, st, Config(t, p, d, z, sp, rc, mbs[0], 1, c, layout, fp8, e, et, offload), seq_len // c,
-                      per_replica // mbs[0], compiled=compiled)
+                      per_replica // mbs[0], compiled=compiled, base=base)
         if not pred.fits:
             misses.append(pred)
     return fits, misses, count, reasons
@@ -566,6 +568,10 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     MoE's active parameters.
     """
     st = settings or Settings()
+    if n_gpus is not None and deadline_days is not None:  # a contradiction, not a choice: never one ignored
+        raise InputError("deadline_days", deadline_days, f"left out when n_gpus = {n_gpus} is given",
+                         "deadline_days sizes the cluster (the fewest GPUs whose best plan meets it); with the GPUs "
+                         "given there is nothing to size: give one of them")
     # an offloaded optimizer's step needs the server's PCIe and DRAM bandwidth, which no catalog holds
     host = {n: spec(n).allowed + f" (CLI --{n.replace('_', '-')}; {spec(n).doc}; needed by an offloaded optimizer)"
             for n in ("pcie_gb_s", "host_memory_gb_s") if optimizer_offload and getattr(st, n) is None}

@@ -259,31 +259,43 @@ def stage_expert_params(arch: Arch, pp: int) -> float:
 _MEMORY_DEFAULTS = sm.defaults()
 
 
-def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatches: int) -> dict[str, Any]:
-    """The inputs of the stage memory model (xlcalc.stage_memory) for one configuration."""
+def memory_base(arch: Arch, st: Settings) -> dict[str, Any]:
+    """The inputs of the stage memory model that depend on the architecture and settings only (a search builds
+    them once and passes them to :func:`memory`)."""
     return {
         **_MEMORY_DEFAULTS,
         "params_b": arch.params_b, "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads,
         "kv_heads": arch.kv_heads, "head_dim": arch.head_dim, "ffn_hidden": max(1, round(arch.ffn_hidden)),
         "gated_ffn": arch.gated_ffn, "vocab": arch.vocab, "tied_embeddings": arch.tied_embeddings,
+        "flash_attention": st.flash_attention,
+        "bytes_weights": st.bytes_weights, "bytes_grads": st.bytes_grads, "bytes_optimizer": st.bytes_optimizer,
+        "overhead_gb": st.overhead_gb, "expert_params_b": arch.expert_params / 1e9,
+    }
+
+
+def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatches: int,
+                  base: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The inputs of the stage memory model (xlcalc.stage_memory) for one configuration; ``base``:
+    :func:`memory_base` of the same architecture and settings, built before."""
+    return {
+        **(base if base is not None else memory_base(arch, st)),
         # seq_len arrives as one GPU's part of the sequence (seq_len // cp); the model takes the whole and splits it by cp
         "seq_len": seq_len * cfg.cp, "micro_batch": cfg.micro_batch, "microbatches": microbatches,
         "tp": cfg.tp, "pp": cfg.pp,
         "dp": cfg.dp, "zero_stage": cfg.zero_stage, "seq_parallel": cfg.seq_parallel, "recompute": cfg.recompute,
-        "virtual_stages": cfg.virtual_stages, "flash_attention": st.flash_attention, "cp": cfg.cp,
+        "virtual_stages": cfg.virtual_stages, "cp": cfg.cp,
         "first_stage_layers": cfg.stage_layers[0] if cfg.stage_layers and cfg.pp > 1 else 0,
         "last_stage_layers": cfg.stage_layers[-1] if cfg.stage_layers and cfg.pp > 1 else 0,
-        "bytes_weights": st.bytes_weights, "bytes_grads": st.bytes_grads, "bytes_optimizer": st.bytes_optimizer,
-        "overhead_gb": st.overhead_gb, "expert_params_b": arch.expert_params / 1e9, "ep": cfg.ep,
-        "expert_tp": cfg.etp, "optimizer_offload": cfg.offload,
+        "ep": cfg.ep, "expert_tp": cfg.etp, "optimizer_offload": cfg.offload,
     }
 
 
 def memory(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, microbatches: int,
-           compiled: bool = True) -> Prediction:
+           compiled: bool = True, base: dict[str, Any] | None = None) -> Prediction:
     """Memory per GPU of the heavier pipeline stage, by the stage memory model (xlcalc.stage_memory); ``compiled``:
-    its steps run as one generated plain function (``xlcalc.stage_memory.evaluate``), else one by one."""
-    values = memory_inputs(arch, st, cfg, seq_len, microbatches)
+    its steps run as one generated plain function (``xlcalc.stage_memory.evaluate``), else one by one; ``base``:
+    :func:`memory_base`, built once by a caller that evaluates many configurations."""
+    values = memory_inputs(arch, st, cfg, seq_len, microbatches, base)
     env = sm.compiled_steps(values) if compiled else sm.evaluate(values, validated=True)
     stage = "First" if env["Mem_First_Total_GB"] >= env["Mem_Last_Total_GB"] else "Last"
     total = env["Mem_Total_GB"]
