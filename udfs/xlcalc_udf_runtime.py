@@ -143,7 +143,8 @@ def _split(values: dict[str, Any], columns: dict[str, list[Any]] | None = None,
     grids = {}
     for name, value in values.items():
         grid = None
-        if columns is not None and type(value) is list and value and type(value[0]) is list \
+        if columns is not None and type(value) is list and value and len(value) <= MAX_RANGE_CELLS \
+                and type(value[0]) is list \
                 and len(value[0]) == 1 and set(map(type, value)) == {list}:
             try:
                 columns[name] = [x for (x,) in value]  # raises ValueError on a row of another width
