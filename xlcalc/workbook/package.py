@@ -23,9 +23,9 @@ OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # Compound File Binary: encrypt
 
 @dataclass(frozen=True)
 class Limits:
-    file_bytes: int = 20 * 1024 * 1024       # on disk
-    unpacked_bytes: int = 24 * 1024 * 1024   # all parts, as declared in the central directory
-    part_bytes: int = 16 * 1024 * 1024       # one part
+    file_bytes: int = 20_000_000             # on disk (MB = 1e6 bytes)
+    unpacked_bytes: int = 24_000_000         # all parts, as declared in the central directory
+    part_bytes: int = 16_000_000             # one part
     parts: int = 300
     ratio: int = 200                         # uncompressed / compressed, for a part over 1 MB
     depth: int = 64                          # XML nesting
