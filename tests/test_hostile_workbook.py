@@ -128,6 +128,10 @@ def _formula_in_empty(p: Parts) -> None:
     add_row(p, "Time", '<row r="999"><c r="Z999"><f>1+1</f><v>2</v></c></row>')
 
 
+def _formulas_everywhere(p: Parts) -> None:
+    add_row(p, "Time", "".join(f'<row r="{r}"><c r="Z{r}"><f>1+1</f><v>2</v></c></row>' for r in range(1000, 4000)))
+
+
 def _formula_in_label(p: Parts) -> None:
     edit_cell(p, "Time", "A6", set_formula('"Training days"', keep_value=False))
 
@@ -331,6 +335,7 @@ CASES: dict[str, tuple[ParseEdit | FileEdit, int, str, bool]] = {
     "formula in an input (reference)": (_input_formula("MFU", "Time!B6/190"), FLAGGED, r"\(MFU\): an input cell holds the formula", False),
     "formula in a text input": (_input_formula("Scenario_Notes", '"a"&"b"'), FLAGGED, r"\(Scenario_Notes\): an input cell holds the formula", False),
     "formula in a cell the builder leaves empty": (_formula_in_empty, FLAGGED, r"Time!Z999: holds the formula '=1\+1' where xlcalc writes nothing", False),
+    "3,000 formulas added": (_formulas_everywhere, FLAGGED, r"Time!Z1199: holds the formula.*\n  the workbook: more than 200 cells differ", False),
     "formula over a label": (_formula_in_label, FLAGGED, r"Time!A6: holds the formula .* where xlcalc writes a value", False),
     "formula-like text without its protection": (_lost_protection, FLAGGED, r"\(Scenario_Name\): the text .*cmd.* has lost its text protection", False),
     "defined name repointed": (_name_repointed, FLAGGED, r"defined name Train_Days: points to 'Time!\$B\$7'", False),
@@ -352,7 +357,7 @@ CASES: dict[str, tuple[ParseEdit | FileEdit, int, str, bool]] = {
     "zip bomb (total size)": (_total_bomb, REFUSED, r"unpacks to \d+ MB .*refusing a possible zip bomb", True),
     "too many parts": (_many_parts, REFUSED, r"\d+ parts in the package, more than a workbook has", True),
     "one huge part": (_huge_part, REFUSED, r"part xl/media/image1\.png unpacks to 17 MB \(limit 16 MB per part\)", True),
-    "huge sheet XML (250,000 cells)": (_huge_sheet, REFUSED, r"more than 200,000 cells", True),
+    "huge sheet XML (250,000 cells)": (_huge_sheet, REFUSED, r"more than 50,000 cells", True),
     "billion laughs": (_doctype(BILLION_LAUGHS), REFUSED, r"xl/workbook\.xml: declares a DTD.*billion laughs", True),
     "external entity (XXE)": (_doctype('<!DOCTYPE workbook [<!ENTITY x SYSTEM "file:///etc/passwd">]>'), REFUSED, r"declares a DTD", True),
     "deep XML": (_deep, REFUSED, r"XML nested deeper than 64 levels", True),

@@ -30,7 +30,7 @@ class Limits:
     ratio: int = 200                         # uncompressed / compressed, for a part over 1 MB
     depth: int = 64                          # XML nesting
     elements: int = 2_000_000                # XML elements, all parts
-    cells: int = 200_000                     # <c> elements, all sheets
+    cells: int = 50_000                      # <c> elements, all sheets (the builder writes about 6,000)
     text_chars: int = 32_767                 # one text node (Excel's cell limit)
     formula_chars: int = 32_767              # one formula (Excel writes at most 8,192; LibreOffice more)
     cpu_s: float = 6.0                       # CPU seconds for these checks
