@@ -1,4 +1,10 @@
-"""``xlcalc read planner.xlsx``: read an edited planning workbook back and check it against the engine."""
+"""``xlcalc read planner.xlsx``: read an edited planning workbook back and check it against the engine.
+
+Exit status: 0 when every result agrees and every cell is what xlcalc writes; 1 when a result disagrees or a
+cell was changed (a formula edited or replaced, a formula typed into an input, text that lost its protection);
+2 when the file is refused (not a planning workbook, too large, a zip bomb, macros, external links, DDE, ...)
+or an input is not allowed.
+"""
 
 from __future__ import annotations
 
@@ -44,10 +50,16 @@ def run(args: argparse.Namespace) -> int:
     if rb.missing_cache:
         print(f"Not recalculated in the file (open and save it in a spreadsheet to compare): "
               f"{', '.join(rb.missing_cache)}")
+    if rb.findings:
+        print(f"CHANGED from the workbook xlcalc writes ({len(rb.findings)}; formulas, inputs, names):")
+        for f in rb.findings:
+            print(f"  {f}")
     if rb.disagreements:
         print("DISAGREEMENTS between the workbook and the engine:")
         for d in rb.disagreements:
             print(f"  {d}")
+    if not rb.ok:
         return 1
-    print("The workbook's values agree with the engine." if not rb.missing_cache else "")
+    print("The workbook's values agree with the engine and its formulas are the ones xlcalc writes."
+          if not rb.missing_cache else "Its formulas are the ones xlcalc writes.")
     return 0

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from .. import catalog
@@ -14,6 +18,29 @@ from .rendering import BOOL_FORMAT, dependencies, display_format, guarded, guard
 from .sheets import Ctx, capex_value, derived_value, id_range, plan_title
 
 COMPARE_GPUS = ("a800", "h100-sxm", "ascend-910b")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The editable grid axes and candidate layouts of a workbook already written (their count was fixed then)."""
+
+    gpus: list[int]
+    mfus: list[float]
+    configs: list[tuple[Any, Any, Any, Any, Any]]
+
+
+_SHAPE: ContextVar[Shape | None] = ContextVar("shape", default=None)
+
+
+@contextmanager
+def shaped_as(shape: Shape) -> Iterator[None]:
+    """Lay the Sensitivity and Parallelism sheets out with ``shape``'s rows and columns (the read-back compares a
+    received workbook with what the builder writes; its axes and layouts are editable cells), not the scenario's."""
+    token = _SHAPE.set(shape)
+    try:
+        yield
+    finally:
+        _SHAPE.reset(token)
 
 
 def gpu_variant(base: Scenario, gpu: str) -> Scenario:
@@ -126,6 +153,9 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
 # --- Sensitivity -------------------------------------------------------------------------------------
 
 def sensitivity_values(sc: Scenario) -> tuple[list[int], list[float]]:
+    shape = _SHAPE.get()
+    if shape is not None:
+        return shape.gpus, shape.mfus
     step = sc.tp * sc.pp
     gpus = sorted({max(step, int(round(sc.n_gpus * f / step)) * step) for f in (0.25, 0.5, 1, 2, 4)})
     mfus = sorted({round(min(1.0, sc.mfu * f), 4) for f in (0.75, 0.875, 1, 1.125, 1.25)})
@@ -201,6 +231,9 @@ PAR_OUTPUTS = ("DP_Size", "Mem_Static_GB", "Mem_Activations_GB", "Mem_Total_GB",
 
 
 def candidate_configs(sc: Scenario) -> list[tuple[int, int, int, str, bool]]:
+    shape = _SHAPE.get()
+    if shape is not None:
+        return list(shape.configs)
     out = [(sc.tp, sc.pp, sc.zero_stage, sc.recompute, sc.seq_parallel)]
     for tp in (1, 2, 4, 8):
         if sc.heads % tp:

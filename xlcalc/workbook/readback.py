@@ -1,18 +1,18 @@
 """Read an edited planning workbook back into the engine — treating the file as untrusted.
 
-A workbook that arrives by email is parsed with XML attacks guarded against
-(openpyxl uses ``defusedxml``; reading is refused without it), its size is
-bounded (file size, uncompressed size, number of parts, compression ratio), and a
-file that is not an xlcalc planning workbook is rejected with a clear message.
-The inputs are read through the defined names into a :class:`Scenario`; the
-engine's results are compared with the values the workbook shows.
+A workbook that arrives by email is checked before it is parsed (``package.py``: the zip's central
+directory, an allow-list of parts, no macros, external links, DDE or embedded objects, bounded sizes,
+compression ratios, XML depth and cells, no DTD or entities, a CPU-time budget), then parsed with XML
+attacks guarded against (openpyxl uses ``defusedxml``; reading is refused without it); a file that is
+not an xlcalc planning workbook is rejected with a clear message. The inputs are read through the
+defined names into a :class:`Scenario`; the engine's results are compared with the values the workbook
+shows, and every cell with what the builder writes for that scenario (``verify.py``).
 """
 
 from __future__ import annotations
 
 import math
 import re
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,11 +20,13 @@ from typing import Any
 from ..errors import InputError
 from ..scenario import INPUTS, OUTPUTS, Scenario, evaluate
 from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED
+from .package import Limits, Package, PackageError, check
+from .verify import Finding, verify
 
-MAX_FILE_BYTES = 20 * 1024 * 1024
-MAX_UNPACKED_BYTES = 200 * 1024 * 1024
-MAX_PARTS = 2000
-MAX_RATIO = 200  # uncompressed / compressed, per part
+MAX_FILE_BYTES = Limits.file_bytes
+MAX_UNPACKED_BYTES = Limits.unpacked_bytes
+MAX_PARTS = Limits.parts
+MAX_RATIO = Limits.ratio  # uncompressed / compressed, per part over 1 MB
 REL_TOL = 1e-9
 
 TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes", "Model_Preset": "model", "GPU_Type": "gpu",
@@ -53,10 +55,11 @@ class ReadBack:
     cached: dict[str, Any]
     disagreements: list[Disagreement] = field(default_factory=list)
     missing_cache: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # cells that differ from what the builder writes
 
     @property
     def ok(self) -> bool:
-        return not self.disagreements
+        return not self.disagreements and not self.findings
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -66,40 +69,17 @@ class ReadBack:
             "workbook_values": self.cached,
             "disagreements": [d.__dict__ for d in self.disagreements],
             "not_recalculated": self.missing_cache,
+            "changed_from_xlcalc": [{"where": f.where, "cause": f.cause} for f in self.findings],
         }
 
 
-def check_package(path: Path) -> None:
-    """Refuse oversized files, zip bombs and anything that is not an .xlsx package."""
+def check_package(path: Path) -> Package:
+    """Refuse oversized files, zip bombs, foreign or hostile packages before anything is parsed (see package.py)."""
+    limits = Limits(file_bytes=MAX_FILE_BYTES, unpacked_bytes=MAX_UNPACKED_BYTES, parts=MAX_PARTS, ratio=MAX_RATIO)
     try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise WorkbookError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
-    if size > MAX_FILE_BYTES:
-        raise WorkbookError(f"{path}: {size / 1e6:.1f} MB is too large for a planning workbook "
-                            f"(limit {MAX_FILE_BYTES / 1e6:.0f} MB)")
-    if not zipfile.is_zipfile(path):
-        raise WorkbookError(f"{path}: not an .xlsx workbook (an .xlsx file is a zip package)")
-    try:
-        with zipfile.ZipFile(path) as zf:
-            infos = zf.infolist()
-            names = {i.filename for i in infos}
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise WorkbookError(f"{path}: damaged .xlsx package ({exc})") from None
-    if len(infos) > MAX_PARTS:
-        raise WorkbookError(f"{path}: {len(infos)} parts in the package, more than a workbook has (limit {MAX_PARTS})")
-    total = sum(i.file_size for i in infos)
-    if total > MAX_UNPACKED_BYTES:
-        raise WorkbookError(f"{path}: unpacks to {total / 1e6:.0f} MB (limit {MAX_UNPACKED_BYTES / 1e6:.0f} MB); "
-                            "refusing a possible zip bomb")
-    for i in infos:
-        if i.file_size > 1_000_000 and i.file_size > MAX_RATIO * max(i.compress_size, 1):
-            raise WorkbookError(f"{path}: part {i.filename} is compressed {i.file_size // max(i.compress_size, 1)}:1; "
-                                "refusing a possible zip bomb")
-    if "xl/workbook.xml" not in names or "[Content_Types].xml" not in names:
-        raise WorkbookError(f"{path}: not an Excel workbook (no xl/workbook.xml)")
-    if any(n.lower().endswith(".bin") and "vbaproject" in n.lower() for n in names):
-        raise WorkbookError(f"{path}: contains macros; a planning workbook has none")
+        return check(path, limits)
+    except PackageError as exc:
+        raise WorkbookError(str(exc)) from None
 
 
 def _value(wb: Any, name: str) -> Any:
@@ -159,11 +139,11 @@ def read_workbook(path: str | Path) -> ReadBack:
         raise WorkbookError("refusing to read an untrusted workbook without defusedxml (pip install defusedxml)")
     path = Path(path)
     check_package(path)
-    try:
+    try:  # the cells' values, then their formulas (the package checks bound both loads)
         wb = openpyxl.load_workbook(path, data_only=True, read_only=False, keep_links=False)
+        formulas = openpyxl.load_workbook(path, read_only=False, keep_links=False)
     except Exception as exc:  # openpyxl raises many types on malformed parts
         raise WorkbookError(f"{path}: cannot be read as a workbook ({type(exc).__name__}: {exc})") from None
-    formulas = None
     try:
         missing = [c.name for c in INPUTS if c.name not in wb.defined_names]
         if missing:
@@ -189,8 +169,6 @@ def read_workbook(path: str | Path) -> ReadBack:
                 if preset and data.get(preset):
                     continue  # a look-up not yet recalculated: the preset fills it, as in the workbook
                 if preset:  # no preset picked: the look-up cell's own number, IF(preset="", number, ...)
-                    if formulas is None:
-                        formulas = openpyxl.load_workbook(path, read_only=False, keep_links=False)
                     m = _NO_PRESET.match(str(_value(formulas, cell.name) or ""))
                     if m:
                         data[cell.field] = float(m["number"])
@@ -211,8 +189,8 @@ def read_workbook(path: str | Path) -> ReadBack:
                 rb.missing_cache.append(out.name)
             elif not _same(v, results[out.name]):
                 rb.disagreements.append(Disagreement(out.name, v, results[out.name]))
+        rb.findings = verify(formulas, scenario)
         return rb
     finally:
         wb.close()
-        if formulas is not None:
-            formulas.close()
+        formulas.close()
