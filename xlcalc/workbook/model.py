@@ -16,7 +16,9 @@ from typing import Any
 
 from openpyxl.utils.cell import coordinate_from_string, get_column_letter
 
-from ..expr import Expr, Text, wrap
+from ..expr import Expr, Text, identity, wrap
+
+__all__ = ["Book", "Cell", "Concat", "IfError", "IsNumber", "Lookup", "coord", "excel_text", "identity", "ref_text"]
 
 _REF = re.compile(r"^(?P<sheet>[A-Za-z][A-Za-z0-9_]*)!\$?(?P<col>[A-Z]{1,3})\$?(?P<row>\d+)$")
 
@@ -136,11 +138,6 @@ class _Env(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self.book.names)
-
-
-def identity(var: str) -> str:
-    """Names mapping for rendering: a variable already *is* its Excel text."""
-    return var
 
 
 class Lookup(Expr):

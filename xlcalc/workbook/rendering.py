@@ -10,10 +10,12 @@ table look-up (workbook plumbing, not a model formula).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
-from ..expr import Expr, Var, eq, if_
+from ..expr import Expr, Template, Var, eq, if_
 from ..scenario import OUTPUT_BY_NAME, OUTPUTS, output_expr, plain_expr
 from .model import IsNumber, Lookup
 
@@ -59,7 +61,49 @@ def output_formula(name: str, varmap: Mapping[str, str] | None = None,
     Results that depend on a replaced name and are not themselves in ``varmap`` are
     written out in full (``inline``); the rest stay as their defined names. Returns
     the expression and the ``subs`` that render shared sub-results by their cell.
+
+    The expression is built and rendered once per shape (the result, which names are
+    replaced, ``inline``) as a :class:`~xlcalc.expr.Template` over placeholders, and
+    bound to this call's cell references (its subs travel inside it); the text and
+    the values are those of :func:`output_formula_tree`, the reference, which builds
+    the tree anew for every cell.
     """
+    varmap = dict(varmap or {})
+    refs = {k: v for k, v in varmap.items() if _REF.match(v)}
+    if not _USE_TEMPLATES or len(set(refs.values())) < len(refs):  # two names on one cell: not a template's case
+        return output_formula_tree(name, varmap, inline)
+    # a name mapped to a defined name (N_GPUs -> GPUs_to_Provision) stays in the template as that name
+    fixed = tuple(sorted((k, v) for k, v in varmap.items() if k not in refs))
+    shape = (name, frozenset(refs), fixed, inline)
+    template = _TEMPLATES.get(shape)
+    if template is None:
+        expr, subs = output_formula_tree(name, {**varmap, **{k: Template.slot(k) for k in refs}}, inline)
+        slot_of = {Template.slot(k): k for k in refs}
+        subs = {key: Template.sub_slot(slot_of[text]) if text in slot_of else text for key, text in subs.items()}
+        template = _TEMPLATES[shape] = Template(expr, subs, refs)
+    return template.bind(refs), {}
+
+
+# cell references, as the layout writes them (Scenarios!$C$40) and as a formula may hold them (Inputs!B5)
+_REF = re.compile(r"^[A-Za-z][A-Za-z0-9_]*!\$?[A-Z]{1,3}\$?\d+$")
+_TEMPLATES: dict[Any, Template] = {}
+_USE_TEMPLATES = True
+
+
+@contextmanager
+def reference_rendering() -> Iterator[None]:
+    """Inside this block every :func:`output_formula` builds its own tree (the reference the templates match)."""
+    global _USE_TEMPLATES
+    before, _USE_TEMPLATES = _USE_TEMPLATES, False
+    try:
+        yield
+    finally:
+        _USE_TEMPLATES = before
+
+
+def output_formula_tree(name: str, varmap: Mapping[str, str] | None = None,
+                        inline: bool = True) -> tuple[Expr, dict[Any, str]]:
+    """:func:`output_formula` built as a tree of its own for this call (the reference its templates match)."""
     varmap = dict(varmap or {})
     vm = {k: Var(v) for k, v in varmap.items()}
     expr = _over(name, vm, inline)
