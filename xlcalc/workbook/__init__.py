@@ -15,7 +15,7 @@ from typing import Any
 from ..scenario import Scenario
 from . import cache, catalogs, charts, compare, finetune, sheets
 from .model import Book
-from .writer import to_workbook
+from .writer import stored_package, to_workbook
 
 __all__ = ["build", "layout", "Layout"]
 
@@ -67,7 +67,6 @@ def build(path: str | Path, scenarios: Sequence[Scenario] = ()) -> Layout:
     values = lay.book.cached_values()
     wb = to_workbook(lay.book)
     path = Path(path)
-    wb.save(path)
-    cache.inject(path, values)
+    cache.inject(path, values, source=stored_package(wb))
     path.chmod(0o644)  # readable by others (a temporary file would otherwise stay 0600)
     return lay

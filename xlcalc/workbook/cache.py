@@ -9,6 +9,7 @@ previews, pandas and ``openpyxl(data_only=True)`` read these values.
 
 from __future__ import annotations
 
+import io
 import math
 import posixpath
 import re
@@ -56,14 +57,18 @@ def _value_xml(value: Any) -> tuple[str, str] | None:
     return None
 
 
-def inject(path: str | Path, values: Mapping[tuple[str, str], Any]) -> int:
-    """Write ``values[(sheet, cell)]`` as the cached value of those formula cells; return how many."""
+def inject(path: str | Path, values: Mapping[tuple[str, str], Any], source: bytes | None = None) -> int:
+    """Write ``values[(sheet, cell)]`` as the cached value of those formula cells; return how many.
+
+    The package is read from ``path`` or, given ``source``, from those bytes (a package saved uncompressed in
+    memory: the parts are then compressed once, here); the result is written to ``path``.
+    """
     path = Path(path)
     by_sheet: dict[str, dict[str, Any]] = {}
     for (sheet, at), v in values.items():
         by_sheet.setdefault(sheet, {})[at] = v
     count = 0
-    with zipfile.ZipFile(path) as zin:
+    with zipfile.ZipFile(io.BytesIO(source) if source is not None else path) as zin:
         parts = sheet_paths(zin)
         wanted = {parts[s]: cells for s, cells in by_sheet.items() if s in parts}
         tmp = tempfile.NamedTemporaryFile(delete=False, dir=path.parent, suffix=".tmp")
@@ -88,6 +93,7 @@ def inject(path: str | Path, values: Mapping[tuple[str, str], Any]) -> int:
                         return f'<c r="{r}"{attrs}{xml[0]}><f>{f}</f><v>{xml[1]}</v></c>'
 
                     data = _CELL.sub(fill, text).encode("utf-8")
+                info.compress_type = zipfile.ZIP_DEFLATED
                 zout.writestr(info, data)
     shutil.move(tmp.name, path)
     return count

@@ -47,6 +47,7 @@ class Book:
         self.sheets: dict[str, dict[str, Cell]] = {}
         self.names: dict[str, tuple[str, str]] = {}
         self._memo: dict[tuple[str, str], Any] = {}
+        self._where: dict[str, tuple[str, str]] = {}  # name or reference -> (sheet, cell): a cell never moves
         self.widths: dict[str, dict[str, float]] = {}
         self.freeze: dict[str, str] = {}
         self.validations: list[dict[str, Any]] = []   # see writer.add_validation
@@ -108,7 +109,11 @@ class Book:
         return result
 
     def value_of(self, var: str) -> Any:
-        return self.value(*self.locate(var))
+        try:
+            where = self._where[var]
+        except KeyError:
+            where = self._where[var] = self.locate(var)
+        return self.value(*where)
 
     def cached_values(self) -> dict[tuple[str, str], Any]:
         """The engine's value of every formula cell, by (sheet, coordinate)."""

@@ -10,12 +10,11 @@ table look-up (workbook plumbing, not a model formula).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from ..expr import Expr, Template, Var, eq, if_
+from ..expr import Expr, Func, Template, Var, eq, if_, wrap
 from ..scenario import OUTPUT_BY_NAME, OUTPUTS, output_expr, plain_expr
 from .model import IsNumber, Lookup
 
@@ -69,7 +68,7 @@ def output_formula(name: str, varmap: Mapping[str, str] | None = None,
     the tree anew for every cell.
     """
     varmap = dict(varmap or {})
-    refs = {k: v for k, v in varmap.items() if _REF.match(v)}
+    refs = {k: v for k, v in varmap.items() if "!" in v}  # cell references (a defined name has no "!")
     if not _USE_TEMPLATES or len(set(refs.values())) < len(refs):  # two names on one cell: not a template's case
         return output_formula_tree(name, varmap, inline)
     # a name mapped to a defined name (N_GPUs -> GPUs_to_Provision) stays in the template as that name
@@ -84,8 +83,6 @@ def output_formula(name: str, varmap: Mapping[str, str] | None = None,
     return template.bind(refs), {}
 
 
-# cell references, as the layout writes them (Scenarios!$C$40) and as a formula may hold them (Inputs!B5)
-_REF = re.compile(r"^[A-Za-z][A-Za-z0-9_]*!\$?[A-Z]{1,3}\$?\d+$")
 _TEMPLATES: dict[Any, Template] = {}
 _USE_TEMPLATES = True
 
@@ -169,7 +166,7 @@ def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None) -> Any:
     """
     for name in reversed([n for n in LOOKED_UP if n in deps]):
         ref = Var((refs or {}).get(name, name))
-        expr = if_(IsNumber(ref), expr, ref)
+        expr = Func("IF", (IsNumber(ref), wrap(expr), ref))  # if_(ISNUMBER(ref), expr, ref)
     return expr
 
 
