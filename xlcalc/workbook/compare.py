@@ -200,6 +200,14 @@ PAR_OUTPUTS = ("DP_Size", "Mem_Static_GB", "Mem_Activations_GB", "Mem_Total_GB",
                "Inflight_First")
 
 
+# The steps of the stage memory model that depend on a row's layout and that the results above use: each in a cell of
+# its own (grouped, hidden columns right of the table), so that every result reads them instead of writing them out
+# again (LibreOffice parses and computes each step once per row, not once per result that uses it)
+PAR_STEPS = tuple(o.name for o in OUTPUTS
+                  if o.name not in PAR_OUTPUTS and dependencies(o.name) & set(PAR_INPUTS)
+                  and any(o.name in dependencies(n) for n in PAR_OUTPUTS))
+
+
 def candidate_configs(sc: Scenario) -> list[tuple[int, int, int, str, bool]]:
     out = [(sc.tp, sc.pp, sc.zero_stage, sc.recompute, sc.seq_parallel)]
     for tp in (1, 2, 4, 8):
@@ -234,12 +242,17 @@ def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
             sp = {"TP_Size": "tp", "PP_Size": "pp", "ZeRO_Stage": "zero_stage", "Recompute": "recompute",
                   "Seq_Parallel": "seq_parallel"}[name]
             b.validations.append({"sheet": s, "at": coord(j, r), "spec": spec(sp), "label": name})
-        for j, name in enumerate(PAR_OUTPUTS, start=len(PAR_INPUTS) + 1):
+        for j, name in enumerate(PAR_OUTPUTS + PAR_STEPS, start=len(PAR_INPUTS) + 1):
             varmap[name] = ref_text(s, coord(j, r))
-        for j, name in enumerate(PAR_OUTPUTS, start=len(PAR_INPUTS) + 1):
+        for j, name in enumerate(PAR_OUTPUTS + PAR_STEPS, start=len(PAR_INPUTS) + 1):
             expr, subs = output_formula(name, varmap)
             expr = guarded_output(name, expr, varmap)
             b.put(s, coord(j, r), expr, "formula", display_format(OUTPUT_BY_NAME[name]), subs)
+    steps_first = len(PAR_HEAD) + 1
+    for j, name in enumerate(PAR_STEPS, start=steps_first):
+        b.put(s, coord(j, 4), OUTPUT_BY_NAME[name].label, "header")
+        b.widths.setdefault(s, {})[coord(j, 1)[:-1]] = 13
+    b.hidden_columns.append((s, coord(steps_first, 1)[:-1], coord(steps_first + len(PAR_STEPS) - 1, 1)[:-1]))
     last = first + len(configs) - 1
     b.rules.append((s, f"J{first}:J{last}", "good_if_true"))
     b.freeze[s] = "A5"

@@ -57,6 +57,7 @@ class Book:
         self.print_areas: dict[str, str] = {}         # sheet -> print area ("A1:D20"); default: used range
         self.merges: list[tuple[str, str]] = []       # (sheet, "C2:D2")
         self.heights: dict[tuple[str, int], float] = {}  # (sheet, row) -> points, for rows of wrapped formulas
+        self.hidden_columns: list[tuple[str, str, str]] = []  # (sheet, first, last): a group of working columns
 
     # -- building -------------------------------------------------------------------
     def sheet(self, title: str) -> dict[str, Cell]:

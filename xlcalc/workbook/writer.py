@@ -230,6 +230,8 @@ def to_workbook(book: Book) -> Workbook:
         fit_row_heights(ws)
     for (sheet, row), points in book.heights.items():
         wb[sheet].row_dimensions[row].height = points
+    for sheet, first, last in book.hidden_columns:  # collapsed under the outline's + button; not printed
+        wb[sheet].column_dimensions.group(first, last, hidden=True, outline_level=1)
     for add_chart in book.charts:
         add_chart(wb)
     for ws in wb.worksheets:
