@@ -134,7 +134,15 @@ class _Env(Mapping[str, Any]):
         self.book = book
 
     def __getitem__(self, var: str) -> Any:
-        v = self.book.value_of(var)
+        book = self.book  # Book.value_of, with a value already computed read straight from the memo
+        try:
+            where = book._where[var]
+        except KeyError:
+            where = book._where[var] = book.locate(var)
+        try:
+            v = book._memo[where]
+        except KeyError:
+            v = book.value(*where)
         if v is _CYCLE:
             raise ValueError(f"circular reference through {var}")
         return 0 if v is None else v  # a blank cell reads as 0, as in a spreadsheet

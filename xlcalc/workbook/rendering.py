@@ -76,7 +76,7 @@ def output_formula(name: str, varmap: Mapping[str, str] | None = None,
     shape = (name, frozenset(refs), fixed, inline)
     template = _TEMPLATES.get(shape)
     if template is None:
-        expr, subs = output_formula_tree(name, {**varmap, **{k: Template.slot(k) for k in refs}}, inline)
+        expr, subs = output_formula_tree(name, {**varmap, **{k: Template.slot(k) for k in refs}}, inline, shared=True)
         slot_of = {Template.slot(k): k for k in refs}
         subs = {key: Template.sub_slot(slot_of[text]) if text in slot_of else text for key, text in subs.items()}
         template = _TEMPLATES[shape] = Template(expr, subs, refs)
@@ -99,12 +99,23 @@ def reference_rendering() -> Iterator[None]:
 
 
 def output_formula_tree(name: str, varmap: Mapping[str, str] | None = None,
-                        inline: bool = True) -> tuple[Expr, dict[Any, str]]:
-    """:func:`output_formula` built as a tree of its own for this call (the reference its templates match)."""
+                        inline: bool = True, shared: bool = False) -> tuple[Expr, dict[Any, str]]:
+    """:func:`output_formula` built as a tree of its own for this call (the reference its templates match).
+
+    ``shared``: the subs come from the list of every named result's (key, cell) over this ``varmap``, made once for
+    all the results placed over it (the templates of a Scenarios column); otherwise they are made for this call.
+    """
     varmap = dict(varmap or {})
     vm = {k: Var(v) for k, v in varmap.items()}
     expr = _over(name, vm, inline)
     subs: dict[Any, str] = {}
+    if shared:
+        for earlier_name, key, text in _sub_entries(varmap):
+            if earlier_name == name:
+                break
+            if key is not None:
+                subs[key] = text
+        return expr, subs
     for earlier in OUTPUTS:
         if earlier.name == name:
             break
@@ -113,6 +124,27 @@ def output_formula_tree(name: str, varmap: Mapping[str, str] | None = None,
         elif not (_deps(earlier.name, _DEPS) & set(varmap)):
             subs[earlier.expr().key()] = earlier.name
     return expr, subs
+
+
+_SUB_ENTRIES: dict[Any, list[tuple[str, Any, str]]] = {}
+
+
+def _sub_entries(varmap: Mapping[str, str]) -> list[tuple[str, Any, str]]:
+    """(result, key, text) of every named result in order, as output_formula_tree's loop makes them (key None: none)."""
+    memo_key = tuple(sorted(varmap.items()))
+    entries = _SUB_ENTRIES.get(memo_key)
+    if entries is None:
+        vm = {k: Var(v) for k, v in varmap.items()}
+        entries = []
+        for earlier in OUTPUTS:
+            if earlier.name in varmap:
+                entries.append((earlier.name, earlier.expr().substitute(vm).key(), varmap[earlier.name]))
+            elif not (_deps(earlier.name, _DEPS) & set(varmap)):
+                entries.append((earlier.name, earlier.expr().key(), earlier.name))
+            else:
+                entries.append((earlier.name, None, ""))
+        _SUB_ENTRIES[memo_key] = entries
+    return entries
 
 
 def catalog_lookup(key: Expr | str, sheet: str, key_col: str, value_col: str, first_row: int, last_row: int,
