@@ -128,3 +128,32 @@ def _e_numeric():
     from xlcalc.registry import numeric
 
     return numeric()
+
+
+def test_a_bound_template_renders_and_evaluates_as_the_substituted_tree():
+    """A template over placeholder slots, bound to references, is the tree with the references substituted: the
+    same text (shared sub-results by their cell, references through the names given) and the same value."""
+    from xlcalc.expr import Bound, Template, identity
+    from xlcalc.formulas.compute import train_flops
+
+    def over(n, d):
+        call = train_flops(params_b=Var(n), tokens_t=Var(d))
+        return call, if_(call > 0, call / 1e21 + Var("k") * (Var(n) - 1), Var(n))
+
+    call, tree = over("Sheet!$B$2", "Sheet!$C$2")
+    tcall, ttree = over(Template.slot("n"), Template.slot("d"))
+    template = Template(ttree, {tcall.key(): Template.sub_slot("f")}, ["n", "d", "f"])
+    bound = template.bind({"n": "Sheet!$B$2", "d": "Sheet!$C$2", "f": "Sheet!$D$2"})
+    assert isinstance(bound, Bound)
+    subs = {call.key(): "Sheet!$D$2"}
+    assert bound.to_excel(identity) == tree.to_excel(identity, subs) == (
+        "=IF(Sheet!$D$2>0,Sheet!$D$2/1E+21+k*(Sheet!$B$2-1),Sheet!$B$2)")
+    assert bound.to_excel(identity) == tree.to_excel(identity, subs)  # the template's text, rendered once, again
+    names = {"Sheet!$B$2": "N", "Sheet!$C$2": "D", "k": "K"}
+    assert bound.to_excel(names) == tree.to_excel(names, subs)  # the cell of a sub-result is written as given
+    env = {"Sheet!$B$2": 70, "Sheet!$C$2": 2, "k": 3}
+    assert bound.evaluate(env) == tree.evaluate(env) == pytest.approx(840 + 3 * 69)
+    assert bound.variables() == tree.variables() == {"Sheet!$B$2", "Sheet!$C$2", "k"}
+    assert bound.key() == tree.key() and (bound * 2).to_excel(identity) == "=" + bound.render(identity) + "*2"
+    with pytest.raises(KeyError, match="slots"):
+        template.bind({"n": "Sheet!$B$2"})

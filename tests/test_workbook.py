@@ -98,6 +98,36 @@ def test_named_results_are_the_engines_formula_text(formulas_wb):
         assert guards == [n for n in LOOKED_UP if n in dependencies(out.name)], out.name
 
 
+@pytest.mark.parametrize("names", [("seed002-70b-a800",),
+                                   ("seed002-70b-a800", "seed002-70b-ascend910b", "seed000-100b-a100")])
+def test_templated_formulas_equal_the_reference_trees(names):
+    """A named result over other cells is built and rendered once per shape (a template bound to each cell's
+    references): every formula cell's text and engine value equal those of the reference build, which makes each
+    cell's tree anew (rendering.reference_rendering)."""
+    from xlcalc.expr import Bound
+    from xlcalc.workbook import layout
+    from xlcalc.workbook.model import identity
+    from xlcalc.workbook.rendering import reference_rendering
+
+    def has_bound(e):
+        return isinstance(e, Bound) or any(has_bound(c) for c in e.children())
+
+    def cells(book):
+        values = book.cached_values()
+        return {(s, at): (c.value.to_excel(identity, c.subs), values[(s, at)]) for s, at, c in book.formula_cells()}
+
+    scenarios = [load_scenario(TEMPLATES / f"{n}.toml") for n in names]
+    fast = layout(scenarios)
+    with reference_rendering():
+        ref = layout(scenarios)
+    assert sum(has_bound(c.value) for _, _, c in fast.book.formula_cells()) > 1000  # the templates are used
+    assert not any(has_bound(c.value) for _, _, c in ref.book.formula_cells())
+    fast_cells, ref_cells = cells(fast.book), cells(ref.book)
+    assert fast_cells.keys() == ref_cells.keys()
+    differ = [k for k in ref_cells if fast_cells[k] != ref_cells[k]]
+    assert not differ, [(k, fast_cells[k], ref_cells[k]) for k in differ[:3]]
+
+
 def test_every_formula_uses_only_portable_functions(formulas_wb):
     count = 0
     for ws in formulas_wb.worksheets:

@@ -18,6 +18,7 @@ argument they build a node.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, cast
 
@@ -25,7 +26,7 @@ __all__ = [
     "Expr", "Num", "Text", "Bool", "Var", "BinOp", "Neg", "Func", "Call",
     "wrap", "is_expr", "if_", "min_", "max_", "sqrt", "ceiling", "roundup",
     "floor_int", "eq", "concat", "as_text", "round_", "and_", "or_", "not_", "log2", "abs_", "render_number",
-    "EXCEL_FUNCTIONS",
+    "EXCEL_FUNCTIONS", "Template", "Bound", "identity",
 ]
 
 
@@ -414,16 +415,21 @@ class Call(Expr):
     sits in a named cell (``subs``), as that name.
     """
 
-    __slots__ = ("formula", "args")
+    __slots__ = ("formula", "args", "_key", "_inline")
 
     def __init__(self, formula: Any, args: dict[str, Expr]):
         self.formula, self.args = formula, args
+        self._key: Any = None
+        self._inline: Expr | None = None
 
     def children(self) -> tuple[Expr, ...]:
         return tuple(self.args.values())
 
     def inline(self) -> Expr:
-        return cast(Expr, self.formula.expr.substitute(self.args))
+        # a node never changes once built: the inlined body and the key are computed once
+        if self._inline is None:
+            self._inline = cast(Expr, self.formula.expr.substitute(self.args))
+        return self._inline
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         values = {k: v.evaluate(env) for k, v in self.args.items()}
@@ -444,7 +450,9 @@ class Call(Expr):
         return Call(self.formula, {k: v.substitute(mapping) for k, v in self.args.items()})
 
     def key(self) -> Any:
-        return ("call", self.formula.name, tuple(sorted((k, v.key()) for k, v in self.args.items())))
+        if self._key is None:
+            self._key = ("call", self.formula.name, tuple(sorted((k, v.key()) for k, v in self.args.items())))
+        return self._key
 
 
 def _child_prec(child: Expr, subs: Mapping[Any, str] | None) -> int:
@@ -455,6 +463,141 @@ def _child_prec(child: Expr, subs: Mapping[Any, str] | None) -> int:
 
 def _render_child(child: Expr, names: Names, subs: Mapping[Any, str] | None) -> str:
     return child.render(names, subs)
+
+
+def identity(var: str) -> str:
+    """Names for rendering where a variable already *is* its Excel text (a cell reference or a defined name)."""
+    return var
+
+
+# A template's placeholders: a variable renders as ``\x00slot\x00``, a shared sub-result as ``\x01slot\x01``
+# (neither character can occur in a name, a cell reference or a formula's text).
+_SLOT = re.compile("([\x00\x01])([^\x00\x01]*)\\1")
+
+
+class Template:
+    """One expression shared by many cells: written over placeholder variables, rendered once.
+
+    A formula placed over other cells row after row (a Parallelism row, a Sensitivity grid point, a Scenarios
+    column) has the same tree and text each time but for the cell references. The template holds that tree over
+    the variables :meth:`slot` names and the ``subs`` rendering shared sub-results (their cell text given as
+    :meth:`sub_slot`); :meth:`bind` fills the slots with references. A bound template renders and evaluates
+    exactly as the tree with the references substituted, rendered with the subs built over those references,
+    provided the references are distinct and never occur in the template as names of their own.
+    """
+
+    __slots__ = ("expr", "subs", "slots", "_text", "_vars")
+
+    def __init__(self, expr: Expr, subs: Mapping[Any, str] | None, slots: Any):
+        self.expr, self.subs = expr, subs
+        self.slots = frozenset(slots)
+        self._text: str | None = None
+        self._vars: set[str] | None = None
+
+    @staticmethod
+    def slot(name: str) -> str:
+        """The placeholder variable standing for the reference bound to ``name``."""
+        return "\x00" + name + "\x00"
+
+    @staticmethod
+    def sub_slot(name: str) -> str:
+        """The text a shared sub-result renders as when it sits in the cell bound to ``name``."""
+        return "\x01" + name + "\x01"
+
+    def text(self, names: Names) -> str:
+        """The rendered text with the placeholders left in (computed once for :func:`identity`)."""
+        if names is identity and self._text is not None:
+            return self._text
+        held = {self.slot(k) for k in self.slots}
+        text = self.expr.render(lambda v: v if v in held else _name_of(names, v), self.subs)
+        if names is identity:
+            self._text = text
+        return text
+
+    def variables(self) -> set[str]:
+        if self._vars is None:
+            self._vars = self.expr.variables()
+        return self._vars
+
+    def bind(self, refs: Mapping[str, str]) -> "Bound":
+        """The template with slot ``k`` standing for the reference ``refs[k]`` (every slot bound)."""
+        return Bound(self, refs)
+
+
+class Bound(Expr):
+    """A :class:`Template` with its slots bound to references: renders the template's text with the references
+    written in, evaluates the template with each slot read through its reference.
+
+    It carries the template's ``subs``: the subs a caller passes to :meth:`render` do not reach inside it.
+    """
+
+    __slots__ = ("template", "refs", "_expanded")
+
+    def __init__(self, template: Template, refs: Mapping[str, str]):
+        missing = template.slots - set(refs)
+        if missing:
+            raise KeyError(f"no reference given for the template's slots {sorted(missing)}")
+        self.template, self.refs = template, refs
+        self._expanded: Expr | None = None
+
+    @property
+    def prec(self) -> float:  # type: ignore[override]
+        return self.template.expr.prec
+
+    def expand(self) -> Expr:
+        """The same expression as a plain tree over the references (what a template saves building per cell)."""
+        if self._expanded is None:
+            self._expanded = self.template.expr.substitute({Template.slot(k): Var(v) for k, v in self.refs.items()})
+        return self._expanded
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.expand(),)
+
+    def _collect(self, out: set[str]) -> None:
+        for v in self.template.variables():
+            if v.startswith("\x00") and v.endswith("\x00"):
+                out.add(self.refs[v[1:-1]])
+            else:
+                out.add(v)
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        return self.template.expr.evaluate(_Rebound(env, self.refs))
+
+    def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
+        refs = self.refs
+        text = self.template.text(names)
+        if names is identity:
+            return _SLOT.sub(lambda m: refs[m[2]], text)
+        return _SLOT.sub(lambda m: _name_of(names, refs[m[2]]) if m[1] == "\x00" else refs[m[2]], text)
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return self.expand().substitute(mapping)
+
+    def key(self) -> Any:
+        return self.expand().key()
+
+
+class _Rebound(Mapping[str, Any]):
+    """An environment in which a template's placeholder variables read their bound references."""
+
+    __slots__ = ("env", "refs")
+
+    def __init__(self, env: Mapping[str, Any], refs: Mapping[str, str]):
+        self.env, self.refs = env, refs
+
+    def __getitem__(self, var: str) -> Any:
+        if var.startswith("\x00"):
+            return self.env[self.refs[var[1:-1]]]
+        return self.env[var]
+
+    def __getattr__(self, name: str) -> Any:  # what else the environment offers (a workbook's cells)
+        return getattr(self.env, name)
+
+    def __iter__(self) -> Any:
+        return iter(self.env)
+
+    def __len__(self) -> int:
+        return len(self.env)
 
 
 def wrap(value: Any) -> Expr:

@@ -18,8 +18,9 @@ import tomllib
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -443,7 +444,12 @@ class OutputCell:
     guarded: bool = False     # shows the layout message (Layout_Check) instead of a number for a broken layout
 
     def expr(self) -> Expr:
-        return self.formula(**self.args)
+        """The result as a call of its formula over the names (built once: binding the arguments costs)."""
+        return self._call
+
+    @cached_property
+    def _call(self) -> Expr:
+        return cast(Expr, self.formula(**self.args))
 
 
 def _o(name: str, formula: Formula, label: str, fmt: str = "#,##0.00", **args: Any) -> OutputCell:

@@ -16,7 +16,7 @@ from typing import Any
 from ..scenario import Scenario
 from . import atomic, cache, catalogs, charts, compare, finetune, sheets
 from .model import Book
-from .writer import to_workbook
+from .writer import stored_package, to_workbook
 
 __all__ = ["build", "layout", "Layout"]
 
@@ -74,8 +74,6 @@ def build(path: str | Path, scenarios: Sequence[Scenario] = (), *, overwrite: bo
     lay = layout(scenarios)
     values = lay.book.cached_values()
     wb = to_workbook(lay.book)
-    saved = io.BytesIO()
-    wb.save(saved)
     with atomic.write(path, overwrite=overwrite, follow_symlinks=follow_symlinks) as out:
-        cache.inject(saved, values, out)
+        cache.inject(io.BytesIO(stored_package(wb)), values, out)  # saved uncompressed, compressed once here
     return lay

@@ -94,5 +94,6 @@ def inject(path: str | Path | IO[bytes], values: Mapping[tuple[str, str], Any], 
                         return f'<c r="{r}"{attrs}{xml[0]}><f>{f}</f><v>{xml[1]}</v></c>'
 
                     data = _CELL.sub(fill, text).encode("utf-8")
+                info.compress_type = zipfile.ZIP_DEFLATED
                 zout.writestr(info, data)
     return count

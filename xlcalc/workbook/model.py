@@ -16,7 +16,9 @@ from typing import Any
 
 from openpyxl.utils.cell import coordinate_from_string, get_column_letter
 
-from ..expr import Expr, Text, wrap
+from ..expr import Expr, Text, identity, wrap
+
+__all__ = ["Book", "Cell", "Concat", "IfError", "IsNumber", "Lookup", "coord", "excel_text", "identity", "ref_text"]
 
 _REF = re.compile(r"^(?P<sheet>[A-Za-z][A-Za-z0-9_]*)!\$?(?P<col>[A-Z]{1,3})\$?(?P<row>\d+)$")
 
@@ -45,6 +47,7 @@ class Book:
         self.sheets: dict[str, dict[str, Cell]] = {}
         self.names: dict[str, tuple[str, str]] = {}
         self._memo: dict[tuple[str, str], Any] = {}
+        self._where: dict[str, tuple[str, str]] = {}  # name or reference -> (sheet, cell): a cell never moves
         self.widths: dict[str, dict[str, float]] = {}
         self.freeze: dict[str, str] = {}
         self.validations: list[dict[str, Any]] = []   # see writer.add_validation
@@ -54,6 +57,7 @@ class Book:
         self.print_areas: dict[str, str] = {}         # sheet -> print area ("A1:D20"); default: used range
         self.merges: list[tuple[str, str]] = []       # (sheet, "C2:D2")
         self.heights: dict[tuple[str, int], float] = {}  # (sheet, row) -> points, for rows of wrapped formulas
+        self.hidden_columns: list[tuple[str, str, str]] = []  # (sheet, first, last): a group of working columns
 
     # -- building -------------------------------------------------------------------
     def sheet(self, title: str) -> dict[str, Cell]:
@@ -106,7 +110,11 @@ class Book:
         return result
 
     def value_of(self, var: str) -> Any:
-        return self.value(*self.locate(var))
+        try:
+            where = self._where[var]
+        except KeyError:
+            where = self._where[var] = self.locate(var)
+        return self.value(*where)
 
     def cached_values(self) -> dict[tuple[str, str], Any]:
         """The engine's value of every formula cell, by (sheet, coordinate)."""
@@ -126,7 +134,15 @@ class _Env(Mapping[str, Any]):
         self.book = book
 
     def __getitem__(self, var: str) -> Any:
-        v = self.book.value_of(var)
+        book = self.book  # Book.value_of, with a value already computed read straight from the memo
+        try:
+            where = book._where[var]
+        except KeyError:
+            where = book._where[var] = book.locate(var)
+        try:
+            v = book._memo[where]
+        except KeyError:
+            v = book.value(*where)
         if v is _CYCLE:
             raise ValueError(f"circular reference through {var}")
         return 0 if v is None else v  # a blank cell reads as 0, as in a spreadsheet
@@ -136,11 +152,6 @@ class _Env(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self.book.names)
-
-
-def identity(var: str) -> str:
-    """Names mapping for rendering: a variable already *is* its Excel text."""
-    return var
 
 
 class Lookup(Expr):

@@ -10,10 +10,11 @@ table look-up (workbook plumbing, not a model formula).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
-from ..expr import Expr, Var, eq, if_
+from ..expr import Expr, Func, Template, Var, eq, if_, wrap
 from ..scenario import OUTPUT_BY_NAME, OUTPUTS, output_expr, plain_expr
 from .model import IsNumber, Lookup
 
@@ -59,11 +60,62 @@ def output_formula(name: str, varmap: Mapping[str, str] | None = None,
     Results that depend on a replaced name and are not themselves in ``varmap`` are
     written out in full (``inline``); the rest stay as their defined names. Returns
     the expression and the ``subs`` that render shared sub-results by their cell.
+
+    The expression is built and rendered once per shape (the result, which names are
+    replaced, ``inline``) as a :class:`~xlcalc.expr.Template` over placeholders, and
+    bound to this call's cell references (its subs travel inside it); the text and
+    the values are those of :func:`output_formula_tree`, the reference, which builds
+    the tree anew for every cell.
+    """
+    varmap = dict(varmap or {})
+    refs = {k: v for k, v in varmap.items() if "!" in v}  # cell references (a defined name has no "!")
+    if not _USE_TEMPLATES or len(set(refs.values())) < len(refs):  # two names on one cell: not a template's case
+        return output_formula_tree(name, varmap, inline)
+    # a name mapped to a defined name (N_GPUs -> GPUs_to_Provision) stays in the template as that name
+    fixed = tuple(sorted((k, v) for k, v in varmap.items() if k not in refs))
+    shape = (name, frozenset(refs), fixed, inline)
+    template = _TEMPLATES.get(shape)
+    if template is None:
+        expr, subs = output_formula_tree(name, {**varmap, **{k: Template.slot(k) for k in refs}}, inline, shared=True)
+        slot_of = {Template.slot(k): k for k in refs}
+        subs = {key: Template.sub_slot(slot_of[text]) if text in slot_of else text for key, text in subs.items()}
+        template = _TEMPLATES[shape] = Template(expr, subs, refs)
+    return template.bind(refs), {}
+
+
+_TEMPLATES: dict[Any, Template] = {}
+_USE_TEMPLATES = True
+
+
+@contextmanager
+def reference_rendering() -> Iterator[None]:
+    """Inside this block every :func:`output_formula` builds its own tree (the reference the templates match)."""
+    global _USE_TEMPLATES
+    before, _USE_TEMPLATES = _USE_TEMPLATES, False
+    try:
+        yield
+    finally:
+        _USE_TEMPLATES = before
+
+
+def output_formula_tree(name: str, varmap: Mapping[str, str] | None = None,
+                        inline: bool = True, shared: bool = False) -> tuple[Expr, dict[Any, str]]:
+    """:func:`output_formula` built as a tree of its own for this call (the reference its templates match).
+
+    ``shared``: the subs come from the list of every named result's (key, cell) over this ``varmap``, made once for
+    all the results placed over it (the templates of a Scenarios column); otherwise they are made for this call.
     """
     varmap = dict(varmap or {})
     vm = {k: Var(v) for k, v in varmap.items()}
     expr = _over(name, vm, inline)
     subs: dict[Any, str] = {}
+    if shared:
+        for earlier_name, key, text in _sub_entries(varmap):
+            if earlier_name == name:
+                break
+            if key is not None:
+                subs[key] = text
+        return expr, subs
     for earlier in OUTPUTS:
         if earlier.name == name:
             break
@@ -72,6 +124,27 @@ def output_formula(name: str, varmap: Mapping[str, str] | None = None,
         elif not (_deps(earlier.name, _DEPS) & set(varmap)):
             subs[earlier.expr().key()] = earlier.name
     return expr, subs
+
+
+_SUB_ENTRIES: dict[Any, list[tuple[str, Any, str]]] = {}
+
+
+def _sub_entries(varmap: Mapping[str, str]) -> list[tuple[str, Any, str]]:
+    """(result, key, text) of every named result in order, as output_formula_tree's loop makes them (key None: none)."""
+    memo_key = tuple(sorted(varmap.items()))
+    entries = _SUB_ENTRIES.get(memo_key)
+    if entries is None:
+        vm = {k: Var(v) for k, v in varmap.items()}
+        entries = []
+        for earlier in OUTPUTS:
+            if earlier.name in varmap:
+                entries.append((earlier.name, earlier.expr().substitute(vm).key(), varmap[earlier.name]))
+            elif not (_deps(earlier.name, _DEPS) & set(varmap)):
+                entries.append((earlier.name, earlier.expr().key(), earlier.name))
+            else:
+                entries.append((earlier.name, None, ""))
+        _SUB_ENTRIES[memo_key] = entries
+    return entries
 
 
 def catalog_lookup(key: Expr | str, sheet: str, key_col: str, value_col: str, first_row: int, last_row: int,
@@ -125,7 +198,7 @@ def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None) -> Any:
     """
     for name in reversed([n for n in LOOKED_UP if n in deps]):
         ref = Var((refs or {}).get(name, name))
-        expr = if_(IsNumber(ref), expr, ref)
+        expr = Func("IF", (IsNumber(ref), wrap(expr), ref))  # if_(ISNUMBER(ref), expr, ref)
     return expr
 
 

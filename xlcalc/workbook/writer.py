@@ -8,6 +8,10 @@ what is allowed.
 
 from __future__ import annotations
 
+import datetime
+import io
+import zipfile
+from copy import copy
 from typing import Any
 
 from openpyxl import Workbook
@@ -17,6 +21,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.pagebreak import Break
+from openpyxl.writer.excel import ExcelWriter
 
 from ..expr import Expr
 from ..inputs import InputSpec, _fmt
@@ -32,7 +37,13 @@ FORMULA_LEAD = ("=", "+", "-", "@")
 MONEY_WHOLE = '"$"#,##0;-"$"#,##0'
 
 
-def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, subs: Any) -> None:
+def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, subs: Any,
+               styled: dict[tuple[str, str | None], Any] | None = None) -> None:
+    """Write one cell: its value (formula text, text as text) and the style of its kind and number format.
+
+    ``styled`` remembers the style of each (kind, number format) once set: a later cell of the same pair gets a copy
+    of it (the same style ids openpyxl would give it, without setting each attribute again).
+    """
     cell = ws[at]
     if isinstance(value, Expr):
         cell.value = value.to_excel(identity, subs)
@@ -43,6 +54,10 @@ def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, su
             cell.quotePrefix = True
     else:
         cell.value = value
+    style_key = (kind, number_format)
+    if styled is not None and style_key in styled and not cell.has_style:
+        cell._style = copy(styled[style_key])
+        return
     for attr, style in STYLES.get(kind, {}).items():
         setattr(cell, attr, style)
     if kind not in EDITABLE:
@@ -51,6 +66,8 @@ def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, su
         # Whole dollars with an explicit negative section: LibreOffice's .xlsx -> .ods -> PDF route prints cells of
         # the one-section "$"#,##0 as bare numbers (3852266.68326226) in this workbook; this form survives the route
         cell.number_format = MONEY_WHOLE if number_format == '"$"#,##0' else number_format
+    if styled is not None and not cell.quotePrefix:
+        styled[style_key] = copy(cell._style)
 
 
 def _numeric_rule(at: str, s: InputSpec) -> str:
@@ -123,17 +140,17 @@ def fit_row_heights(ws) -> None:
     for rng in ws.merged_cells.ranges:
         c1, r1, c2, _ = range_boundaries(str(rng))
         spans[(r1, c1)] = range(c1, c2 + 1)
-    for row in ws.iter_rows():
-        lines = 1
-        for c in row:
-            if not (isinstance(c.value, str) and c.alignment is not None and c.alignment.wrap_text) \
-                    or c.value.startswith("="):
-                continue
-            cols = spans.get((c.row, c.column), range(c.column, c.column + 1))
-            chars = sum((ws.column_dimensions[get_column_letter(k)].width or DEFAULT_WIDTH) for k in cols) * 1.3
-            lines = max(lines, sum(-(-max(len(p), 1) // int(chars)) for p in c.value.split("\n")))
-        if lines > 1:
-            ws.row_dimensions[row[0].row].height = 13 * lines + 2
+    lines: dict[int, int] = {}
+    for (r, col), c in ws._cells.items():  # the cells written (walking the whole grid would create empty ones)
+        if not (isinstance(c.value, str) and c.alignment is not None and c.alignment.wrap_text) \
+                or c.value.startswith("="):
+            continue
+        cols = spans.get((r, col), range(col, col + 1))
+        chars = sum((ws.column_dimensions[get_column_letter(k)].width or DEFAULT_WIDTH) for k in cols) * 1.3
+        lines[r] = max(lines.get(r, 1), sum(-(-max(len(p), 1) // int(chars)) for p in c.value.split("\n")))
+    for r in sorted(lines):
+        if lines[r] > 1:
+            ws.row_dimensions[r].height = 13 * lines[r] + 2
 
 
 def page_setup(ws, area: str | None = None) -> None:
@@ -166,11 +183,12 @@ def page_setup(ws, area: str | None = None) -> None:
 def to_workbook(book: Book) -> Workbook:
     wb = Workbook()
     wb.remove(wb.active)
+    styled: dict[tuple[str, str | None], Any] = {}
     titles = [t for t in SHEET_ORDER if t in book.sheets] + [t for t in book.sheets if t not in SHEET_ORDER]
     for title in titles:
         ws = wb.create_sheet(title)
         for at, c in book.sheets[title].items():
-            write_cell(ws, at, c.value, c.kind, c.number_format, c.subs)
+            write_cell(ws, at, c.value, c.kind, c.number_format, c.subs, styled)
         widths: dict[str, float] = {c: DEFAULT_WIDTH for c in "ABCDEFGHIJKL"}
         widths.update(WIDTHS.get(title, {}))
         widths.update(book.widths.get(title, {}))
@@ -212,9 +230,20 @@ def to_workbook(book: Book) -> Workbook:
         fit_row_heights(ws)
     for (sheet, row), points in book.heights.items():
         wb[sheet].row_dimensions[row].height = points
+    for sheet, first, last in book.hidden_columns:  # collapsed under the outline's + button; not printed
+        wb[sheet].column_dimensions.group(first, last, hidden=True, outline_level=1)
     for add_chart in book.charts:
         add_chart(wb)
     for ws in wb.worksheets:
         page_setup(ws, book.print_areas.get(ws.title))
     wb.active = 0
     return wb
+
+
+def stored_package(wb: Workbook) -> bytes:
+    """The workbook's package saved in memory without compression (as ``Workbook.save`` writes it otherwise):
+    :func:`xlcalc.workbook.cache.inject` adds the cached values and compresses each part once."""
+    buf = io.BytesIO()
+    wb.properties.modified = datetime.datetime.now(tz=datetime.UTC).replace(tzinfo=None)
+    ExcelWriter(wb, zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED, allowZip64=True)).save()
+    return buf.getvalue()
