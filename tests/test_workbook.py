@@ -89,13 +89,16 @@ def _peel_guards(text):
 
 def test_named_results_are_the_engines_formula_text(formulas_wb):
     """Each named result's cell holds exactly xlcalc.scenario.output_excel(out): one definition, wrapped only in
-    the checks that show a looked-up input's message (no catalog figure, no price at the tier) in place of #VALUE!."""
+    the checks that show a looked-up input's message (no catalog figure, no price at the tier) in place of #VALUE!,
+    then a bounded result's message (a result past its formula's bound) where it is computed from one."""
+    from xlcalc.scenario import BOUNDED_OUTPUTS
     from xlcalc.workbook.rendering import LOOKED_UP, dependencies
 
     for out in OUTPUTS:
         inner, guards = _peel_guards(named(formulas_wb, out.name).value)
         assert inner == output_excel(out), out.name
-        assert guards == [n for n in LOOKED_UP if n in dependencies(out.name)], out.name
+        deps = dependencies(out.name)
+        assert guards == [n for n in (*LOOKED_UP, *BOUNDED_OUTPUTS) if n in deps], out.name
 
 
 @pytest.mark.parametrize("names", [("seed002-70b-a800",),

@@ -26,7 +26,7 @@ __all__ = [
     "Expr", "Num", "Text", "Bool", "Var", "BinOp", "Neg", "Func", "Call",
     "wrap", "is_expr", "if_", "min_", "max_", "sqrt", "ceiling", "roundup",
     "floor_int", "eq", "concat", "as_text", "round_", "and_", "or_", "not_", "log2", "abs_", "render_number",
-    "EXCEL_FUNCTIONS", "Template", "Bound", "identity",
+    "EXCEL_FUNCTIONS", "Template", "Bound", "identity", "IfError",
 ]
 
 
@@ -719,3 +719,36 @@ def eq(a: Any, b: Any) -> Any:
     if not _numeric and is_expr(a, b):
         return BinOp("=", wrap(a), wrap(b))
     return _py_eq(a, b)
+
+
+_ERRORS = (ArithmeticError, TypeError, ValueError, LookupError)
+
+
+class IfError(Expr):
+    """``IFERROR(value, fallback)``: a readable message in place of an error value."""
+
+    __slots__ = ("value", "fallback")
+
+    def __init__(self, value: Any, fallback: Any):
+        self.value, self.fallback = wrap(value), wrap(fallback)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.value, self.fallback)
+
+    def render(self, names: Any, subs: Any = None) -> str:
+        return f"IFERROR({self.value.render(names, subs)},{self.fallback.render(names, subs)})"
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        try:
+            v = self.value.evaluate(env)
+        except _ERRORS:
+            return self.fallback.evaluate(env)
+        if isinstance(v, float) and not math.isfinite(v):
+            return self.fallback.evaluate(env)
+        return v
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return IfError(self.value.substitute(mapping), self.fallback.substitute(mapping))
+
+    def key(self) -> Any:
+        return ("iferror", self.value.key(), self.fallback.key())

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from . import catalog
 from .errors import InputError, UnknownNameError
-from .expr import Expr, Var, eq, if_, wrap
+from .expr import Expr, IfError, Var, eq, if_, wrap
 from .formulas import budget, compute, cost, finetune, goodput, ownership
 from .formulas import ranges as franges
 from .inputs import spec
@@ -577,6 +577,9 @@ RANGES: tuple[tuple[str, str, str, str, Formula], ...] = (
 MESSAGE_OUTPUTS = frozenset({"Breakeven_Utilisation", "Breakeven_Months"})  # nothing else depends on them
 
 OUTPUT_BY_NAME = {o.name: o for o in OUTPUTS}
+# Results whose formula declares a largest allowed result (Formula.at_most): past it their workbook cell shows a
+# message naming the inputs (bound_message), and every cell computed from them shows that message too.
+BOUNDED_OUTPUTS = tuple(o.name for o in OUTPUTS if o.formula.at_most is not None)
 
 
 def evaluate(scenario: Scenario) -> dict[str, Any]:
@@ -621,13 +624,38 @@ def output_expr(out: OutputCell) -> Expr:
     check's message in the cell, never a number.
     """
     expr = plain_expr(out)
+    if out.formula.at_most is not None:
+        # past the bound, or past the largest number a spreadsheet holds (#NUM!): the message
+        expr = if_(IfError(expr > out.formula.at_most[0], True), bound_message(out), expr)
     if out.guarded:
         return if_(eq(Var("Layout_Check"), LAYOUT_OK), expr, Var("Layout_Check"))
     return expr
 
 
+def bound_inputs(out: OutputCell) -> list[str]:
+    """The defined names a bounded result is computed from, in the order of its formula's parameters."""
+    names: list[str] = []
+    for arg in out.args.values():
+        names += sorted(n for n in arg.variables() if n not in names)
+    return names
+
+
+def bound_message(out: OutputCell) -> str:
+    """What a bounded result's cell shows past its bound (``Formula.at_most``): the result, the bound and the inputs
+    that produced it (a spreadsheet string constant: at most 255 characters)."""
+    assert out.formula.at_most is not None
+    limit = out.formula.at_most[0]
+    unit = "" if out.formula.unit == "fraction" else f" {out.formula.unit}"
+    shown = f"{limit:,.0f}" if limit < 1e9 else f"{limit:.3g}"
+    text = (f"{out.name} would be over {shown}{unit}, its bound: the inputs contradict each other \u2014 "
+            f"check {', '.join(bound_inputs(out))}")
+    assert len(text) <= 255, text
+    return text
+
+
 def plain_expr(out: OutputCell) -> Expr:
-    """The formula of a named result without the layout guard (for results written inside another's formula)."""
+    """The formula of a named result without the layout guard or the bound's message (for results written inside
+    another's formula)."""
     return out.formula.expr.substitute(out.args)
 
 

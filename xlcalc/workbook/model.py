@@ -16,7 +16,7 @@ from typing import Any
 
 from openpyxl.utils.cell import coordinate_from_string, get_column_letter
 
-from ..expr import Expr, Text, identity, wrap
+from ..expr import Expr, IfError, Text, identity, wrap
 
 __all__ = ["Book", "Cell", "Concat", "IfError", "IsNumber", "Lookup", "coord", "excel_text", "identity", "ref_text"]
 
@@ -258,36 +258,6 @@ class Concat(Expr):
 
 
 _ERRORS = (ArithmeticError, TypeError, ValueError, LookupError)
-
-
-class IfError(Expr):
-    """``IFERROR(value, fallback)``: a readable message in place of an error value."""
-
-    __slots__ = ("value", "fallback")
-
-    def __init__(self, value: Any, fallback: Any):
-        self.value, self.fallback = wrap(value), wrap(fallback)
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.value, self.fallback)
-
-    def render(self, names: Any, subs: Any = None) -> str:
-        return f"IFERROR({self.value.render(names, subs)},{self.fallback.render(names, subs)})"
-
-    def evaluate(self, env: Mapping[str, Any]) -> Any:
-        try:
-            v = self.value.evaluate(env)
-        except _ERRORS:
-            return self.fallback.evaluate(env)
-        if isinstance(v, float) and not math.isfinite(v):
-            return self.fallback.evaluate(env)
-        return v
-
-    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
-        return IfError(self.value.substitute(mapping), self.fallback.substitute(mapping))
-
-    def key(self) -> Any:
-        return ("iferror", self.value.key(), self.fallback.key())
 
 
 class IsNumber(Expr):

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..expr import Expr, Func, Template, Var, eq, if_, wrap
-from ..scenario import OUTPUT_BY_NAME, OUTPUTS, output_expr, plain_expr
+from ..scenario import BOUNDED_OUTPUTS, OUTPUT_BY_NAME, OUTPUTS, output_expr, plain_expr
 from .model import IsNumber, Lookup
 
 
@@ -194,10 +194,14 @@ def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None) -> Any:
     """``IF(ISNUMBER(input), expr, input)`` for each looked-up input of ``deps`` (first one outermost).
 
     A cell that depends on an input holding a message (no catalog figure, no price at the tier) shows that message
-    instead of #VALUE!. ``refs`` maps defined names to the cells that stand for them (a Scenarios column).
+    instead of #VALUE!; so does one that depends on a bounded result past its bound (Train_Days, GPU_Hours, ...). ``refs`` maps defined names to the cells that stand for them (a Scenarios column).
     """
-    for name in reversed([n for n in LOOKED_UP if n in deps]):
-        ref = Var((refs or {}).get(name, name))
+    refs = refs or {}
+    # a bounded result past its bound holds its message (scenario.bound_message): checked where its own cell stands
+    # for it (by name, or its cell in ``refs``), not where another's formula writes it out over other cells
+    shown = [n for n in BOUNDED_OUTPUTS if n in deps and (n in refs or not dependencies(n) & set(refs))]
+    for name in reversed([n for n in LOOKED_UP if n in deps] + shown):
+        ref = Var(refs.get(name, name))
         expr = Func("IF", (IsNumber(ref), wrap(expr), ref))  # if_(ISNUMBER(ref), expr, ref)
     return expr
 

@@ -12,7 +12,7 @@ from ..formulas import ownership, ranges
 from ..inputs import spec
 from ..layout import LAYOUT_OK
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, get_recipe
-from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, MEMORY_SOURCES, OUTPUT_BY_NAME, RANGES, Scenario
+from ..scenario import BOUNDED_OUTPUTS, INPUT_BY_FIELD, INPUT_BY_NAME, MEMORY_SOURCES, OUTPUT_BY_NAME, RANGES, Scenario
 from ..stage_memory import PARTS, memory_steps
 from . import charts
 from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, PriceTable, Table
@@ -505,25 +505,46 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
         b.put(s, f"A{row}", INPUT_BY_FIELD[field].label)
         for col, mult in (("B", low_x), ("C", high_x)):
             end = f(base_value=Var(name), range_factor=Var(INPUT_BY_FIELD[mult].name))
-            b.put(s, f"{col}{row}", guarded(end, needs(end)), "formula", fmt if fmt != "General" else "#,##0.00")
+            b.put(s, f"{col}{row}", range_checked(low_x, high_x, guarded(end, needs(end))), "formula",
+                  fmt if fmt != "General" else "#,##0.00")
         for val_col, cost_col, change_col, days_col in (("B", "D", "F", "H"), ("C", "E", "G", "I")):
             # the range's end stands for the input; every other looked-up input is checked by name
             varmap = {name: ref_text(s, f"{val_col}{row}")}
             expr, subs = output_formula("Total_Cost_USD", varmap)
-            b.put(s, f"{cost_col}{row}", guarded_output("Total_Cost_USD", expr, varmap), "formula",
+            b.put(s, f"{cost_col}{row}",
+                  range_checked(low_x, high_x, guarded_output("Total_Cost_USD", expr, varmap)), "formula",
                   out.number_format, subs)
             change = ranges.cost_change_usd(total_usd=Var(ref_text(s, f"{cost_col}{row}")),
                                             base_usd=Var("Total_Cost_USD"))
-            b.put(s, f"{change_col}{row}", guarded(change, needs(change) | dependencies("Total_Cost_USD")), "formula",
+            b.put(s, f"{change_col}{row}", range_checked(
+                low_x, high_x, guarded(change, needs(change) | dependencies("Total_Cost_USD"))), "formula",
                   '"$"#,##0;-"$"#,##0')
             expr, subs = output_formula("Wall_Days", varmap)
-            b.put(s, f"{days_col}{row}", guarded_output("Wall_Days", expr, varmap), "formula", "#,##0.0", subs)
+            b.put(s, f"{days_col}{row}", range_checked(low_x, high_x, guarded_output("Wall_Days", expr, varmap)),
+                  "formula", "#,##0.0", subs)
     b.freeze[s] = "A5"
     rows = {"lines": (first, last), "over_time": (t_first, t_last), "ranges": (r_first, row)}
     b.charts.append(lambda wb: charts.cost_chart(wb, *rows["lines"]))
     b.charts.append(lambda wb: charts.own_vs_rent_chart(wb, *rows["over_time"]))
     b.charts.append(lambda wb: charts.tornado_chart(wb, *rows["ranges"]))
     return rows
+
+
+def range_inverted(low_x: str, high_x: str) -> Any:
+    """TRUE when a range's low end multiplier (scenario field ``low_x``) is above its high end's."""
+    return Var(INPUT_BY_FIELD[low_x].name) > Var(INPUT_BY_FIELD[high_x].name)
+
+
+def range_message(low_x: str, high_x: str) -> Concat:
+    """The scenario's own refusal of an inverted range (Scenario._check_parallelism), over the two cells."""
+    lo, hi = INPUT_BY_FIELD[low_x].name, INPUT_BY_FIELD[high_x].name
+    return Concat(f"{lo} = ", Var(lo), f" is not allowed: {lo} must be at most {hi} = ", Var(hi),
+                  " (a range's low end multiplier may not exceed its high end's: swap them)")
+
+
+def range_checked(low_x: str, high_x: str, expr: Any) -> Any:
+    """A cell of a range's row: the inverted range's message, else ``expr``."""
+    return if_(range_inverted(low_x, high_x), range_message(low_x, high_x), expr)
 
 
 # --- Start -----------------------------------------------------------------------------------------
@@ -585,8 +606,12 @@ def bounds_check(ok: Any, names: Any = BOUNDED) -> Any:
 def input_check() -> Any:
     """The first looked-up input that is not a number (its cell holds the message), then the first money input
     out of its bounds, else OK or a hint."""
-    ok = if_(and_(*(IsNumber(Var(n)) for n in KEY_CHECK)), "OK: every key result is computed",
-             "A result cannot be computed: check the yellow cells on the Inputs sheet (a number is missing)")
+    ok: Any = if_(and_(*(IsNumber(Var(n)) for n in KEY_CHECK)), "OK: every key result is computed",
+                  "A result cannot be computed: check the yellow cells on the Inputs sheet (a number is missing)")
+    for name in reversed(BOUNDED_OUTPUTS):  # a result past its bound: its message, naming the inputs
+        ok = if_(IsNumber(Var(name)), ok, IfError(Var(name), ok))
+    for _field, _name, low_x, high_x, _f in reversed(RANGES):  # an inverted range: the scenario's own message
+        ok = if_(range_inverted(low_x, high_x), range_message(low_x, high_x), ok)
     expr: Any = bounds_check(ok)
     for name in reversed(CHECKED):
         expr = if_(IsNumber(Var(name)), expr, Var(name))
