@@ -31,3 +31,47 @@ def published_records() -> dict:
     import json
 
     return {r["id"]: r for r in json.loads((REFERENCE / "published.json").read_text(encoding="utf-8"))}
+
+
+# --- two test processes (pytest-xdist, pyproject's addopts: -n 2 --dist loadfile) -------------------------------
+# Each test file is one unit of work (its module-scoped fixtures are made once, in one process), except that the
+# files of one LibreOffice run (tests/lo_batch.py RUNS) are one unit together, so that each soffice run happens once,
+# not once per process. Units are handed out in the order below, the longest first, so that the two processes finish
+# together instead of one starting a long unit at the end.
+import pytest  # noqa: E402
+
+import lo_batch  # noqa: E402
+
+# the longest units, longest first (seconds in a run on a 2-core machine, pytest --durations); the rest follow in
+# collection order
+LONGEST_FIRST = (*lo_batch.RUNS, "test_memory_loss_torch", "test_hostile_workbook", "test_validation_runs",
+                 "test_registry_excel", "test_lite_pyodide", "test_atomic_build_kill")
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit of work of a test: its file's name, or its LibreOffice run."""
+    stem = nodeid.split("::", 1)[0].rpartition("/")[2].removesuffix(".py")
+    return lo_batch.run_of(stem) or stem
+
+
+def pytest_collection_modifyitems(config, items):
+    unlisted = sorted({item.module.__name__ for item in items if getattr(item.module, "lo_batch", None) is not None
+                       and lo_batch.run_of(item.module.__name__) is None})
+    if unlisted:
+        raise pytest.UsageError(f"tests/lo_batch.py: add {', '.join(unlisted)} to a LibreOffice run in RUNS")
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    order = {item.nodeid: i for i, item in enumerate(items)}
+    items.sort(key=lambda item: (rank.get(unit_of(item.nodeid), len(rank)), order[item.nodeid]))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadfile hands out the units of unit_of (files; a LibreOffice run's files together) in collection order."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Units(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    return Units(config, log)
