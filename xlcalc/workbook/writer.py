@@ -24,7 +24,7 @@ from openpyxl.worksheet.pagebreak import Break
 from openpyxl.writer.excel import ExcelWriter
 
 from ..expr import Expr
-from ..inputs import InputSpec, _fmt
+from ..inputs import InputSpec
 from .layout import BAD_FILL, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, WIDTHS
 from .model import Book, identity
 from .rendering import BOOL_FORMAT
@@ -70,18 +70,29 @@ def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, su
         styled[style_key] = copy(cell._style)
 
 
+def _number(x: float) -> str:
+    """A bound as formula text: 10000000, 1e+13, 0.5 (never 10,000,000: a comma separates a function's arguments)."""
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else repr(x)
+
+
 def _numeric_rule(at: str, s: InputSpec) -> str:
     parts = [f"ISNUMBER({at})"]
     for attr, op in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
         bound = getattr(s, attr)
         if bound is not None:
-            parts.append(f"{at}{op}{_fmt(bound)}")
+            parts.append(f"{at}{op}{_number(bound)}")
     if s.kind == "int":
         parts.append(f"INT({at})={at}")
     return "AND(" + ",".join(parts) + ")"
 
 
-def add_validation(ws, v: dict[str, Any]) -> None:
+def add_validation(ws, v: dict[str, Any], sqref: str | None = None) -> None:
+    """One data validation: the input's rule, error and prompt, over ``sqref`` (default: the cell ``v["at"]``).
+
+    A numeric rule refers to its cell relatively (``ISNUMBER(A5)``): written for the top-left cell of a range,
+    it applies to each cell of the range as to that one.
+    """
     at, label = v["at"], v["label"]
     if "list" in v:
         dv = DataValidation(type="list", formula1=v["list"].lstrip("="), allow_blank=True)
@@ -102,8 +113,51 @@ def add_validation(ws, v: dict[str, Any]) -> None:
     dv.showErrorMessage = True
     dv.showInputMessage = True
     dv.errorStyle = "stop"
-    dv.add(at)
+    dv.add(sqref or at)
     ws.add_data_validation(dv)
+
+
+def _validation_key(v: dict[str, Any]) -> tuple[Any, ...]:
+    """Validations with equal keys differ only in their cell: one rule over a range serves them all."""
+    s = v.get("spec")
+    rule = ("list", v["list"], v["allowed"]) if "list" in v else (s.name, s.kind, s.choices, s.gt, s.ge, s.lt, s.le,
+                                                                    s.allowed)
+    return v["sheet"], v["label"], rule
+
+
+def merged_validations(validations: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+    """The book's validations as (validation of the top-left cell, range): cells with the same rule in a rectangle
+    of adjacent cells (a column's run of rows, then runs of the same rows in adjacent columns) share one validation.
+
+    A workbook application keeps a list of validations; one per cell of the Parallelism and Scenarios grids made
+    LibreOffice's load and save of the planner slower by hundreds of entries.
+    """
+    from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
+
+    groups: dict[tuple[Any, ...], dict[tuple[int, int], dict[str, Any]]] = {}
+    for v in validations:
+        col, row = coordinate_from_string(v["at"])
+        groups.setdefault(_validation_key(v), {})[(column_index_from_string(col), row)] = v
+    out = []
+    for cells in groups.values():
+        runs: list[list[int]] = []  # [first col, last col, first row, last row]
+        for col, row in sorted(cells):
+            last = runs[-1] if runs else None
+            if last and last[0] == col and last[3] == row - 1:
+                last[3] = row
+            else:
+                runs.append([col, col, row, row])
+        rects: list[list[int]] = []
+        for run in runs:
+            same = [r for r in rects if r[1] == run[0] - 1 and r[2:] == run[2:]]
+            if same:
+                same[0][1] = run[0]
+            else:
+                rects.append(run)
+        for c1, c2, r1, r2 in rects:
+            first, last = f"{get_column_letter(c1)}{r1}", f"{get_column_letter(c2)}{r2}"
+            out.append((cells[(c1, r1)], first if first == last else f"{first}:{last}"))
+    return out
 
 
 # sheets printed landscape (wide tables); the rest portrait
@@ -200,8 +254,8 @@ def to_workbook(book: Book) -> Workbook:
         ws.protection.formatColumns = False
         ws.protection.formatRows = False
         ws.sheet_view.zoomScale = 100
-    for v in book.validations:
-        add_validation(wb[v["sheet"]], v)
+    for v, sqref in merged_validations(book.validations):
+        add_validation(wb[v["sheet"]], v, sqref)
     for sheet, rng, rule in book.rules:
         ws = wb[sheet]
         if rule == "good_if_true":
