@@ -727,3 +727,23 @@ def test_typed_price_wins_over_the_tier_and_says_so():
     lay = layout([load_scenario(TEMPLATES / "seed002-70b-a800.toml")])
     book = _pick(lay, GPU_Type="", Price_Tier="spot")
     assert str(book.value_of("USD_per_GPU_Hour")).startswith("Price_Tier needs a GPU_Type")
+
+
+def test_one_pass_package_is_the_bytes_openpyxl_and_inject_write(seed002):
+    """build() writes the cells and their cached values in one pass (writer.save_package); the reference is
+    openpyxl's own writer (stored_package) with cache.inject's cached values: every part byte for byte, but the
+    document properties' save time."""
+    import io
+
+    from xlcalc.workbook import cache
+    from xlcalc.workbook.writer import save_package, stored_package, to_workbook
+
+    _, lay = seed002
+    values = lay.book.cached_values()
+    ref, fast = io.BytesIO(), io.BytesIO()
+    cache.inject(io.BytesIO(stored_package(to_workbook(lay.book))), values, ref)
+    save_package(to_workbook(lay.book), values, fast)
+    with zipfile.ZipFile(ref) as a, zipfile.ZipFile(fast) as b:
+        assert a.namelist() == b.namelist()
+        differ = [n for n in a.namelist() if a.read(n) != b.read(n)]
+    assert differ in ([], ["docProps/core.xml"])

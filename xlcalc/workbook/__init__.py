@@ -7,16 +7,15 @@ stores the engine's value of every formula cell as its cached value.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..scenario import Scenario
-from . import atomic, cache, catalogs, charts, compare, finetune, sheets
+from . import atomic, catalogs, charts, compare, finetune, sheets
 from .model import Book
-from .writer import stored_package, to_workbook
+from .writer import save_package, to_workbook
 
 __all__ = ["build", "layout", "Layout"]
 
@@ -75,5 +74,5 @@ def build(path: str | Path, scenarios: Sequence[Scenario] = (), *, overwrite: bo
     values = lay.book.cached_values()
     wb = to_workbook(lay.book)
     with atomic.write(path, overwrite=overwrite, follow_symlinks=follow_symlinks) as out:
-        cache.inject(io.BytesIO(stored_package(wb)), values, out)  # saved uncompressed, compressed once here
+        save_package(wb, values, out)  # the cells and their cached values written in one pass
     return lay

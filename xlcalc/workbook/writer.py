@@ -11,20 +11,25 @@ from __future__ import annotations
 import datetime
 import io
 import zipfile
+from collections.abc import Mapping
 from copy import copy
-from typing import Any
+from typing import IO, Any
 
 from openpyxl import Workbook
+from openpyxl.compat import safe_string
+from openpyxl.drawing.spreadsheet_drawing import SpreadsheetDrawing
 from openpyxl.formatting.rule import CellIsRule
 from openpyxl.styles import Alignment, Protection
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
+from openpyxl.worksheet._writer import WorksheetWriter
 from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.writer.excel import ExcelWriter
 
 from ..expr import Expr
 from ..inputs import InputSpec
+from .cache import _value_xml
 from .layout import BAD_FILL, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, WIDTHS
 from .model import Book, identity
 from .rendering import BOOL_FORMAT
@@ -301,3 +306,99 @@ def stored_package(wb: Workbook) -> bytes:
     wb.properties.modified = datetime.datetime.now(tz=datetime.UTC).replace(tzinfo=None)
     ExcelWriter(wb, zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED, allowZip64=True)).save()
     return buf.getvalue()
+
+
+def _text(v: str) -> str:
+    return v.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _attr(v: str) -> str:
+    return _text(v).replace('"', "&quot;").replace("\n", "&#10;").replace("\r", "&#13;").replace("\t", "&#09;")
+
+
+def sheet_data(ws, values: Mapping[str, Any]) -> str:
+    """The ``<sheetData>`` element of a sheet as openpyxl writes it, with ``values[coordinate]`` as the cached
+    value of each formula cell (as :func:`xlcalc.workbook.cache.inject` writes it): the same bytes, written in
+    one pass over the cells rather than element by element and then rewritten."""
+    rows: dict[int, list[Any]] = {}
+    for (r, _), cell in sorted(ws._cells.items()):
+        rows.setdefault(r, []).append(cell)
+    dims = ws.row_dimensions
+    for r in dims.keys() - rows.keys():  # a row with a height and no cells
+        rows[r] = []
+    out = ["<sheetData>"]
+    for r in sorted(rows):
+        out.append(f'<row r="{r}"' + "".join(f' {k}="{_attr(v)}"' for k, v in dims.get(r, {})) + ">")
+        for cell in rows[r]:
+            value, styled = cell._value, cell.has_style
+            if value is None and not styled:
+                continue
+            if cell.hyperlink or cell.comment or cell.data_type not in "fsnb":
+                raise ValueError(f"{ws.title}!{cell.coordinate}: a cell the workbook's writer does not write")
+            at = cell.coordinate
+            head = f'<c r="{at}"' + (f' s="{cell.style_id}"' if styled else "")
+            kind = cell.data_type
+            if kind == "f":
+                cached = _value_xml(values[at]) if at in values else None
+                tail = f"<v>{cached[1]}</v>" if cached else "<v />"
+                out.append(f"{head}{cached[0] if cached else ''}><f>{_text(value[1:])}</f>{tail}</c>")
+            elif value is None or value == "":
+                out.append(f'{head} t="{"inlineStr" if kind == "s" else kind}" />')
+            elif kind == "s":
+                space = ' xml:space="preserve"' if value.strip() and value != value.strip() else ""
+                out.append(f'{head} t="inlineStr"><is><t{space}>{_text(value)}</t></is></c>')
+            else:
+                out.append(f'{head} t="{kind}"><v>{safe_string(value)}</v></c>')
+        out.append("</row>")
+    out.append("</sheetData>")
+    return "".join(out)
+
+
+_EMPTY_SHEET_DATA = b"<sheetData></sheetData>"
+
+
+class _SheetWriter(WorksheetWriter):
+    """openpyxl's sheet writer with the cells left out: :func:`sheet_data` writes them, cached values included."""
+
+    def __init__(self, ws, values: Mapping[str, Any]):
+        self.values = values
+        self.cells = ""
+        super().__init__(ws)
+
+    def write_rows(self) -> None:
+        self.cells = sheet_data(self.ws, self.values)
+        xf = self.xf.send(True)
+        with xf.element("sheetData"):
+            pass
+        self.xf.send(None)
+
+
+class _PackageWriter(ExcelWriter):
+    def __init__(self, wb: Workbook, archive: zipfile.ZipFile, values: Mapping[str, Mapping[str, Any]]):
+        super().__init__(wb, archive)
+        self.values = values
+
+    def write_worksheet(self, ws) -> None:  # ExcelWriter.write_worksheet (not write-only) with the cells spliced in
+        ws._drawing = SpreadsheetDrawing()
+        ws._drawing.charts = ws._charts
+        ws._drawing.images = ws._images
+        writer = _SheetWriter(ws, self.values.get(ws.title, {}))
+        writer.write()
+        ws._rels = writer._rels
+        with open(writer.out, "rb") as f:
+            xml = f.read()
+        if xml.count(_EMPTY_SHEET_DATA) != 1:
+            raise RuntimeError(f"sheet {ws.title}: openpyxl wrote no empty <sheetData> to fill")
+        self._archive.writestr(ws.path[1:], xml.replace(_EMPTY_SHEET_DATA, writer.cells.encode("utf-8")))
+        self.manifest.append(ws)
+        writer.cleanup()
+
+
+def save_package(wb: Workbook, values: Mapping[tuple[str, str], Any], out: IO[bytes]) -> None:
+    """Save the workbook's package to ``out`` (compressed) with ``values[(sheet, cell)]`` as the cached values of
+    formula cells: the package :func:`stored_package` and :func:`xlcalc.workbook.cache.inject` write, in one pass."""
+    by_sheet: dict[str, dict[str, Any]] = {}
+    for (sheet, at), v in values.items():
+        by_sheet.setdefault(sheet, {})[at] = v
+    wb.properties.modified = datetime.datetime.now(tz=datetime.UTC).replace(tzinfo=None)
+    _PackageWriter(wb, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, allowZip64=True), by_sheet).save()
