@@ -124,10 +124,10 @@ def add_validation(ws, v: dict[str, Any], sqref: str | None = None) -> None:
 
 def _validation_key(v: dict[str, Any]) -> tuple[Any, ...]:
     """Validations with equal keys differ only in their cell: one rule over a range serves them all."""
-    s = v.get("spec")
-    rule = ("list", v["list"], v["allowed"]) if "list" in v else (s.name, s.kind, s.choices, s.gt, s.ge, s.lt, s.le,
-                                                                    s.allowed)
-    return v["sheet"], v["label"], rule
+    if "list" in v:
+        return v["sheet"], v["label"], ("list", v["list"], v["allowed"])
+    s: InputSpec = v["spec"]
+    return v["sheet"], v["label"], (s.name, s.kind, s.choices, s.gt, s.ge, s.lt, s.le, s.allowed)
 
 
 def merged_validations(validations: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
@@ -160,8 +160,8 @@ def merged_validations(validations: list[dict[str, Any]]) -> list[tuple[dict[str
             else:
                 rects.append(run)
         for c1, c2, r1, r2 in rects:
-            first, last = f"{get_column_letter(c1)}{r1}", f"{get_column_letter(c2)}{r2}"
-            out.append((cells[(c1, r1)], first if first == last else f"{first}:{last}"))
+            top_left, bottom_right = f"{get_column_letter(c1)}{r1}", f"{get_column_letter(c2)}{r2}"
+            out.append((cells[(c1, r1)], top_left if top_left == bottom_right else f"{top_left}:{bottom_right}"))
     return out
 
 
