@@ -201,8 +201,7 @@ def fit_row_heights(ws) -> None:
         spans[(r1, c1)] = range(c1, c2 + 1)
     lines: dict[int, int] = {}
     for (r, col), c in ws._cells.items():  # the cells written (walking the whole grid would create empty ones)
-        if not (isinstance(c.value, str) and c.alignment is not None and c.alignment.wrap_text) \
-                or c.value.startswith("="):
+        if not isinstance(c.value, str) or c.value.startswith("=") or not (c.alignment and c.alignment.wrap_text):
             continue
         cols = spans.get((r, col), range(col, col + 1))
         chars = sum((ws.column_dimensions[get_column_letter(k)].width or DEFAULT_WIDTH) for k in cols) * 1.3
