@@ -747,3 +747,22 @@ def test_one_pass_package_is_the_bytes_openpyxl_and_inject_write(seed002):
         assert a.namelist() == b.namelist()
         differ = [n for n in a.namelist() if a.read(n) != b.read(n)]
     assert differ in ([], ["docProps/core.xml"])
+
+
+def test_the_build_leaves_the_cycle_collector_as_it_found_it():
+    import gc
+
+    from xlcalc.workbook import collector_paused
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("a build that fails")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # off before, off after
+    finally:
+        gc.enable()
