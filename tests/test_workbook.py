@@ -376,6 +376,37 @@ def test_inputs_have_validation_that_names_the_input(formulas_wb):
     assert gpu.type == "list" and gpu.formula1.startswith("GPUs!$A$")
 
 
+def test_every_validated_cell_has_its_rule_once_and_a_grid_shares_one_per_column(seed002, formulas_wb):
+    """Each cell the layout validates lies in exactly one validation of its sheet, with its own error text; a
+    numeric rule refers to the top-left cell of its range (a workbook application applies it relatively to the
+    others). The Parallelism grid's five input columns (TP, PP, ZeRO, recompute, sequence parallel) need five
+    validations, not one per cell."""
+    _, lay = seed002
+    for v in lay.book.validations:
+        col, row = re.match(r"([A-Z]+)(\d+)$", v["at"]).groups()
+        dvs = [dv for dv in formulas_wb[v["sheet"]].data_validations.dataValidation if v["at"] in dv.sqref]
+        assert len(dvs) == 1, (v["sheet"], v["at"])
+        dv = dvs[0]
+        assert dv.error.startswith(v["label"] + " must be"), (v["sheet"], v["at"])
+        if dv.type == "custom":
+            (rng,) = dv.sqref.ranges
+            assert dv.formula1.startswith(f"AND(ISNUMBER({rng.coord.split(':')[0]})"), (v["sheet"], v["at"])
+    grid = [dv for dv in formulas_wb["Parallelism"].data_validations.dataValidation]
+    assert sorted(dv.promptTitle for dv in grid) == sorted(["TP_Size", "PP_Size", "ZeRO_Stage", "Recompute",
+                                                            "Seq_Parallel"])
+
+
+def test_validation_bounds_are_numbers_a_formula_reads(formulas_wb):
+    # "10,000,000" in a formula is three arguments (10, 0, 0): AND(..., A5<=10,000,000, ...) is never TRUE
+    for ws in formulas_wb.worksheets:
+        for dv in ws.data_validations.dataValidation:
+            if dv.type == "custom":
+                assert not re.search(r"\d,\d", dv.formula1), (ws.title, str(dv.sqref), dv.formula1)
+    (sheet, at), = formulas_wb.defined_names["N_GPUs"].destinations
+    dv = _validation_of(formulas_wb, "N_GPUs")
+    assert "<=10000000," in dv.formula1  # xlcalc/inputs.py: n_gpus le=10_000_000
+
+
 def test_protected_sheets_with_unlocked_inputs(formulas_wb):
     for ws in formulas_wb.worksheets:
         assert ws.protection.sheet, ws.title
@@ -696,3 +727,42 @@ def test_typed_price_wins_over_the_tier_and_says_so():
     lay = layout([load_scenario(TEMPLATES / "seed002-70b-a800.toml")])
     book = _pick(lay, GPU_Type="", Price_Tier="spot")
     assert str(book.value_of("USD_per_GPU_Hour")).startswith("Price_Tier needs a GPU_Type")
+
+
+def test_one_pass_package_is_the_bytes_openpyxl_and_inject_write(seed002):
+    """build() writes the cells and their cached values in one pass (writer.save_package); the reference is
+    openpyxl's own writer (stored_package) with cache.inject's cached values: every part byte for byte, but the
+    document properties' save time."""
+    import io
+
+    from xlcalc.workbook import cache
+    from xlcalc.workbook.writer import save_package, stored_package, to_workbook
+
+    _, lay = seed002
+    values = lay.book.cached_values()
+    ref, fast = io.BytesIO(), io.BytesIO()
+    cache.inject(io.BytesIO(stored_package(to_workbook(lay.book))), values, ref)
+    save_package(to_workbook(lay.book), values, fast)
+    with zipfile.ZipFile(ref) as a, zipfile.ZipFile(fast) as b:
+        assert a.namelist() == b.namelist()
+        differ = [n for n in a.namelist() if a.read(n) != b.read(n)]
+    assert differ in ([], ["docProps/core.xml"])
+
+
+def test_the_build_leaves_the_cycle_collector_as_it_found_it():
+    import gc
+
+    from xlcalc.workbook import collector_paused
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("a build that fails")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # off before, off after
+    finally:
+        gc.enable()

@@ -320,10 +320,6 @@ class Neg(Expr):
         return ("neg", self.operand.key())
 
 
-def _excel_if(c: Any, a: Callable[[], Any], b: Callable[[], Any]) -> Any:
-    return a() if c else b()
-
-
 def _ceiling(x: float, significance: float) -> float:
     if significance == 0:
         return 0.0
@@ -389,9 +385,9 @@ class Func(Expr):
         return self.args
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
-        if self.name == "IF":
+        if self.name == "IF":  # lazy: only the branch taken is evaluated
             cond, a, b = self.args
-            return _excel_if(cond.evaluate(env), lambda: a.evaluate(env), lambda: b.evaluate(env))
+            return a.evaluate(env) if cond.evaluate(env) else b.evaluate(env)
         return EXCEL_FUNCTIONS[self.name](*(arg.evaluate(env) for arg in self.args))
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:

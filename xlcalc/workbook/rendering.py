@@ -199,7 +199,8 @@ def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None) -> Any:
     refs = refs or {}
     # a bounded result past its bound holds its message (scenario.bound_message): checked where its own cell stands
     # for it (by name, or its cell in ``refs``), not where another's formula writes it out over other cells
-    shown = [n for n in BOUNDED_OUTPUTS if n in deps and (n in refs or not dependencies(n) & set(refs))]
+    standing = set(refs)
+    shown = [n for n in BOUNDED_OUTPUTS if n in deps and (n in refs or standing.isdisjoint(_deps(n, _DEPS)))]
     for name in reversed([n for n in LOOKED_UP if n in deps] + shown):
         ref = Var(refs.get(name, name))
         expr = Func("IF", (IsNumber(ref), wrap(expr), ref))  # if_(ISNUMBER(ref), expr, ref)

@@ -11,20 +11,25 @@ from __future__ import annotations
 import datetime
 import io
 import zipfile
+from collections.abc import Mapping
 from copy import copy
-from typing import Any
+from typing import IO, Any
 
 from openpyxl import Workbook
+from openpyxl.compat import safe_string
+from openpyxl.drawing.spreadsheet_drawing import SpreadsheetDrawing
 from openpyxl.formatting.rule import CellIsRule
 from openpyxl.styles import Alignment, Protection
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
+from openpyxl.worksheet._writer import WorksheetWriter
 from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.writer.excel import ExcelWriter
 
 from ..expr import Expr
-from ..inputs import InputSpec, _fmt
+from ..inputs import InputSpec
+from .cache import _value_xml
 from .layout import BAD_FILL, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, WIDTHS
 from .model import Book, identity
 from .rendering import BOOL_FORMAT
@@ -70,18 +75,29 @@ def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, su
         styled[style_key] = copy(cell._style)
 
 
+def _number(x: float) -> str:
+    """A bound as formula text: 10000000, 1e+13, 0.5 (never 10,000,000: a comma separates a function's arguments)."""
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 1e15 else repr(x)
+
+
 def _numeric_rule(at: str, s: InputSpec) -> str:
     parts = [f"ISNUMBER({at})"]
     for attr, op in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
         bound = getattr(s, attr)
         if bound is not None:
-            parts.append(f"{at}{op}{_fmt(bound)}")
+            parts.append(f"{at}{op}{_number(bound)}")
     if s.kind == "int":
         parts.append(f"INT({at})={at}")
     return "AND(" + ",".join(parts) + ")"
 
 
-def add_validation(ws, v: dict[str, Any]) -> None:
+def add_validation(ws, v: dict[str, Any], sqref: str | None = None) -> None:
+    """One data validation: the input's rule, error and prompt, over ``sqref`` (default: the cell ``v["at"]``).
+
+    A numeric rule refers to its cell relatively (``ISNUMBER(A5)``): written for the top-left cell of a range,
+    it applies to each cell of the range as to that one.
+    """
     at, label = v["at"], v["label"]
     if "list" in v:
         dv = DataValidation(type="list", formula1=v["list"].lstrip("="), allow_blank=True)
@@ -102,8 +118,51 @@ def add_validation(ws, v: dict[str, Any]) -> None:
     dv.showErrorMessage = True
     dv.showInputMessage = True
     dv.errorStyle = "stop"
-    dv.add(at)
+    dv.add(sqref or at)
     ws.add_data_validation(dv)
+
+
+def _validation_key(v: dict[str, Any]) -> tuple[Any, ...]:
+    """Validations with equal keys differ only in their cell: one rule over a range serves them all."""
+    if "list" in v:
+        return v["sheet"], v["label"], ("list", v["list"], v["allowed"])
+    s: InputSpec = v["spec"]
+    return v["sheet"], v["label"], (s.name, s.kind, s.choices, s.gt, s.ge, s.lt, s.le, s.allowed)
+
+
+def merged_validations(validations: list[dict[str, Any]]) -> list[tuple[dict[str, Any], str]]:
+    """The book's validations as (validation of the top-left cell, range): cells with the same rule in a rectangle
+    of adjacent cells (a column's run of rows, then runs of the same rows in adjacent columns) share one validation.
+
+    A workbook application keeps a list of validations; one per cell of the Parallelism and Scenarios grids made
+    LibreOffice's load and save of the planner slower by hundreds of entries.
+    """
+    from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
+
+    groups: dict[tuple[Any, ...], dict[tuple[int, int], dict[str, Any]]] = {}
+    for v in validations:
+        col, row = coordinate_from_string(v["at"])
+        groups.setdefault(_validation_key(v), {})[(column_index_from_string(col), row)] = v
+    out = []
+    for cells in groups.values():
+        runs: list[list[int]] = []  # [first col, last col, first row, last row]
+        for col, row in sorted(cells):
+            last = runs[-1] if runs else None
+            if last and last[0] == col and last[3] == row - 1:
+                last[3] = row
+            else:
+                runs.append([col, col, row, row])
+        rects: list[list[int]] = []
+        for run in runs:
+            same = [r for r in rects if r[1] == run[0] - 1 and r[2:] == run[2:]]
+            if same:
+                same[0][1] = run[0]
+            else:
+                rects.append(run)
+        for c1, c2, r1, r2 in rects:
+            top_left, bottom_right = f"{get_column_letter(c1)}{r1}", f"{get_column_letter(c2)}{r2}"
+            out.append((cells[(c1, r1)], top_left if top_left == bottom_right else f"{top_left}:{bottom_right}"))
+    return out
 
 
 # sheets printed landscape (wide tables); the rest portrait
@@ -142,8 +201,7 @@ def fit_row_heights(ws) -> None:
         spans[(r1, c1)] = range(c1, c2 + 1)
     lines: dict[int, int] = {}
     for (r, col), c in ws._cells.items():  # the cells written (walking the whole grid would create empty ones)
-        if not (isinstance(c.value, str) and c.alignment is not None and c.alignment.wrap_text) \
-                or c.value.startswith("="):
+        if not isinstance(c.value, str) or c.value.startswith("=") or not (c.alignment and c.alignment.wrap_text):
             continue
         cols = spans.get((r, col), range(col, col + 1))
         chars = sum((ws.column_dimensions[get_column_letter(k)].width or DEFAULT_WIDTH) for k in cols) * 1.3
@@ -200,8 +258,8 @@ def to_workbook(book: Book) -> Workbook:
         ws.protection.formatColumns = False
         ws.protection.formatRows = False
         ws.sheet_view.zoomScale = 100
-    for v in book.validations:
-        add_validation(wb[v["sheet"]], v)
+    for v, sqref in merged_validations(book.validations):
+        add_validation(wb[v["sheet"]], v, sqref)
     for sheet, rng, rule in book.rules:
         ws = wb[sheet]
         if rule == "good_if_true":
@@ -247,3 +305,99 @@ def stored_package(wb: Workbook) -> bytes:
     wb.properties.modified = datetime.datetime.now(tz=datetime.UTC).replace(tzinfo=None)
     ExcelWriter(wb, zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED, allowZip64=True)).save()
     return buf.getvalue()
+
+
+def _text(v: str) -> str:
+    return v.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _attr(v: str) -> str:
+    return _text(v).replace('"', "&quot;").replace("\n", "&#10;").replace("\r", "&#13;").replace("\t", "&#09;")
+
+
+def sheet_data(ws, values: Mapping[str, Any]) -> str:
+    """The ``<sheetData>`` element of a sheet as openpyxl writes it, with ``values[coordinate]`` as the cached
+    value of each formula cell (as :func:`xlcalc.workbook.cache.inject` writes it): the same bytes, written in
+    one pass over the cells rather than element by element and then rewritten."""
+    rows: dict[int, list[Any]] = {}
+    for (r, _), cell in sorted(ws._cells.items()):
+        rows.setdefault(r, []).append(cell)
+    dims = ws.row_dimensions
+    for r in dims.keys() - rows.keys():  # a row with a height and no cells
+        rows[r] = []
+    out = ["<sheetData>"]
+    for r in sorted(rows):
+        out.append(f'<row r="{r}"' + "".join(f' {k}="{_attr(v)}"' for k, v in dims.get(r, {})) + ">")
+        for cell in rows[r]:
+            value, styled = cell._value, cell.has_style
+            if value is None and not styled:
+                continue
+            if cell.hyperlink or cell.comment or cell.data_type not in "fsnb":
+                raise ValueError(f"{ws.title}!{cell.coordinate}: a cell the workbook's writer does not write")
+            at = cell.coordinate
+            head = f'<c r="{at}"' + (f' s="{cell.style_id}"' if styled else "")
+            kind = cell.data_type
+            if kind == "f":
+                cached = _value_xml(values[at]) if at in values else None
+                tail = f"<v>{cached[1]}</v>" if cached else "<v />"
+                out.append(f"{head}{cached[0] if cached else ''}><f>{_text(value[1:])}</f>{tail}</c>")
+            elif value is None or value == "":
+                out.append(f'{head} t="{"inlineStr" if kind == "s" else kind}" />')
+            elif kind == "s":
+                space = ' xml:space="preserve"' if value.strip() and value != value.strip() else ""
+                out.append(f'{head} t="inlineStr"><is><t{space}>{_text(value)}</t></is></c>')
+            else:
+                out.append(f'{head} t="{kind}"><v>{safe_string(value)}</v></c>')
+        out.append("</row>")
+    out.append("</sheetData>")
+    return "".join(out)
+
+
+_EMPTY_SHEET_DATA = b"<sheetData></sheetData>"
+
+
+class _SheetWriter(WorksheetWriter):
+    """openpyxl's sheet writer with the cells left out: :func:`sheet_data` writes them, cached values included."""
+
+    def __init__(self, ws, values: Mapping[str, Any]):
+        self.values = values
+        self.cells = ""
+        super().__init__(ws)
+
+    def write_rows(self) -> None:
+        self.cells = sheet_data(self.ws, self.values)
+        xf = self.xf.send(True)
+        with xf.element("sheetData"):
+            pass
+        self.xf.send(None)
+
+
+class _PackageWriter(ExcelWriter):
+    def __init__(self, wb: Workbook, archive: zipfile.ZipFile, values: Mapping[str, Mapping[str, Any]]):
+        super().__init__(wb, archive)
+        self.values = values
+
+    def write_worksheet(self, ws) -> None:  # ExcelWriter.write_worksheet (not write-only) with the cells spliced in
+        ws._drawing = SpreadsheetDrawing()
+        ws._drawing.charts = ws._charts
+        ws._drawing.images = ws._images
+        writer = _SheetWriter(ws, self.values.get(ws.title, {}))
+        writer.write()
+        ws._rels = writer._rels
+        with open(writer.out, "rb") as f:
+            xml = f.read()
+        if xml.count(_EMPTY_SHEET_DATA) != 1:
+            raise RuntimeError(f"sheet {ws.title}: openpyxl wrote no empty <sheetData> to fill")
+        self._archive.writestr(ws.path[1:], xml.replace(_EMPTY_SHEET_DATA, writer.cells.encode("utf-8")))
+        self.manifest.append(ws)
+        writer.cleanup()
+
+
+def save_package(wb: Workbook, values: Mapping[tuple[str, str], Any], out: IO[bytes]) -> None:
+    """Save the workbook's package to ``out`` (compressed) with ``values[(sheet, cell)]`` as the cached values of
+    formula cells: the package :func:`stored_package` and :func:`xlcalc.workbook.cache.inject` write, in one pass."""
+    by_sheet: dict[str, dict[str, Any]] = {}
+    for (sheet, at), v in values.items():
+        by_sheet.setdefault(sheet, {})[at] = v
+    wb.properties.modified = datetime.datetime.now(tz=datetime.UTC).replace(tzinfo=None)
+    _PackageWriter(wb, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, allowZip64=True), by_sheet).save()
