@@ -270,3 +270,27 @@ def test_gradients_freed_between_steps_take_the_later_moment():
     assert gb(**kw, grads_freed=True).memory_gb == pytest.approx(gb(**kw).memory_gb)
     # the default is Megatron's persistent gradient buffer
     assert MEMORY_DEFAULTS["grads_freed"] is False
+
+
+def test_optimizer_step_temporaries_join_the_gradients_at_the_step():
+    # PyTorch's foreach AdamW (torch/optim/adam.py, _multi_tensor_adam): exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sqs)
+    # is one tensor of each parameter's size and dtype while the step runs, beside every gradient and after the
+    # backward freed the activations. Llama 3.1 8B, fp32 parameters, ZeRO-1 over 8 GPUs: 8.03e9 x 4 / 8 = 4.015 GB
+    assert x.mem_optimizer_step_gb(8.03, 1, 8, 1, 1, 4) == pytest.approx(8.03 * 4 / 8)
+    assert x.mem_optimizer_step_gb(8.03, 0, 8, 2, 1, 2) == pytest.approx(8.03 * 2 / 2)   # not sharded, TP 2
+    assert MEMORY_DEFAULTS["optimizer_step_bytes"] == 0                                   # a fused step
+    kw = dict(dp=8, zero_stage=1, bytes_weights=4, bytes_grads=4, bytes_optimizer=8, seq_len=128,
+              logits_buffer_bytes=0, recompute="full")
+    fused, foreach = gb(**kw), gb(**kw, optimizer_step_bytes=4)
+    p = fused.parts_gb["first"]
+    act = p["activations"] + p["recompute_working"] + p["logits"]
+    step = 8.03 * 4 / 8
+    assert act < step  # short sequences: the step is heavier than the activations
+    # gradients kept (Megatron's buffer): gradients + the larger of activations and the step's temporaries
+    assert foreach.memory_gb == pytest.approx(fused.memory_gb - act + step)
+    # gradients freed: the larger of gradients + temporaries (the step) and activations (the backward's start)
+    freed, freed_foreach = gb(**kw, grads_freed=True), gb(**kw, grads_freed=True, optimizer_step_bytes=4)
+    assert freed_foreach.memory_gb == pytest.approx(freed.memory_gb + step)
+    # long sequences: the activations outweigh gradients + temporaries, and the step adds nothing
+    kw.update(seq_len=8192, logits_buffer_bytes=12, recompute="none")
+    assert gb(**kw, grads_freed=True, optimizer_step_bytes=4).memory_gb == pytest.approx(gb(**kw, grads_freed=True).memory_gb)

@@ -90,7 +90,7 @@ MODEL_INPUTS = (
     "seq_len", "micro_batch", "microbatches", "tp", "pp", "cp", "dp", "dp_shard", "zero_stage", "seq_parallel",
     "recompute", "virtual_stages", "first_stage_layers", "last_stage_layers", "flash_attention",
     "bytes_weights", "bytes_grads", "bytes_optimizer", "bytes_fp8", "optimizer_offload", "grads_freed", "prefetch_layers",
-    "comm_buffer_gb", "logits_buffer_bytes", "overhead_gb",
+    "comm_buffer_gb", "logits_buffer_bytes", "overhead_gb", "optimizer_step_bytes",
     # layout-only inputs (0 = not given)
     "cluster_gpus", "batch_sequences", "experts", "ep",
     # fine-tuning (job = full: pre-training's model states)
@@ -233,6 +233,9 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
                 bytes_grads=s["bytes_grads"], **common)
         o = add(f"Mem_{st}_Optimizer_GB", fm.mem_optimizer_gb, "Optimizer states", "optimizer", st,
                 bytes_optimizer=if_(s["optimizer_offload"], 0, s["bytes_optimizer"]), **common)
+        step = add(f"Mem_{st}_Optimizer_Step_GB", fm.mem_optimizer_step_gb,
+                   f"Optimizer step temporaries, {stage} stage (GB)", of=st,
+                   optimizer_step_bytes=s["optimizer_step_bytes"], **common)
         f8 = add(f"Mem_{st}_FP8_GB", fm.mem_weights_gb, "FP8 weight copies", "fp8_copies", st,
                  bytes_weights=s["bytes_fp8"], **dict(common, params_b=held))
         # fine-tuning: a frozen layer is gathered without gradients (16 bit: 2 of the 4 bytes; NF4: its bytes);
@@ -254,7 +257,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         totals[st] = add(f"Mem_{st}_Total_GB", fm.mem_stage_total_gb, f"Total, {stage} stage", "total", st,
                          weights_gb=w, grads_gb=g, optimizer_gb=o, fp8_gb=f8, gathered_gb=gat, activations_gb=a,
                          recompute_gb=recompute, logits_gb=lg, comm_buffer_gb=s["comm_buffer_gb"],
-                         overhead_gb=s["overhead_gb"], grads_freed=s["grads_freed"], pp=s["pp"])
+                         overhead_gb=s["overhead_gb"], grads_freed=s["grads_freed"], pp=s["pp"], step_gb=step)
         states[st] = w + g + o + f8 + gat
         acts[st] = a + recompute + lg
     peak: dict[str, Any] = dict(first_stage_gb=totals["First"], last_stage_gb=totals["Last"])
@@ -529,7 +532,8 @@ def _compose(values: dict[str, Any], result: str) -> Any:
 @formula(
     udf="MEM_PER_GPU_GB", unit="GB per GPU", category="memory", check=_udf_layout_check,
     equation="MAX over the first and last pipeline stage of weights + gradients + optimizer + FP8 copies + gathered "
-             "parameters + activations + recompute working set + logits + buckets + other (xlcalc.stage_memory)",
+             "parameters + activations + recompute working set + logits + buckets + other; the optimizer step's "
+             "temporaries in place of activations, recompute and logits where larger (xlcalc.stage_memory)",
     source="the stage memory model: ZeRO (Rajbhandari et al. 2019), Korthikanti et al. 2022, Narayanan et al. 2021",
 )
 def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch=1, tp=1, pp=1,  # type: ignore[no-untyped-def]  # a formula body (see pyproject.toml)
@@ -542,6 +546,7 @@ def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab,
                    bytes_fp8=_D["bytes_fp8"], prefetch_layers=_D["prefetch_layers"],
                    comm_buffer_gb=_D["comm_buffer_gb"], logits_buffer_bytes=_D["logits_buffer_bytes"],
                    overhead_gb=_D["overhead_gb"], grads_freed=_D["grads_freed"], job=_D["job"],
+                   optimizer_step_bytes=_D["optimizer_step_bytes"],
                    lora_rank=_D["lora_rank"], lora_targets=_D["lora_targets"], quant_block=_D["quant_block"],
                    double_quant=_D["double_quant"]):
     """Memory per GPU of a training layout: the heavier of its first and last pipeline stage (the whole model)."""

@@ -46,6 +46,8 @@ _NUMBER_FLAGS = (
     ("comm-buffer-gb", f"communication buckets per GPU, GB (default {MEMORY_DEFAULTS['comm_buffer_gb']:g})"),
     ("logits-buffer-bytes", f"bytes per logit held for the loss (default {MEMORY_DEFAULTS['logits_buffer_bytes']:g};"
                             " unfused PyTorch loss: 12, compiled: 4)"),
+    ("optimizer-step-bytes", "bytes/param the optimizer step allocates (default "
+                             f"{MEMORY_DEFAULTS['optimizer_step_bytes']:g}: fused; PyTorch foreach AdamW: 2 bf16, 4 fp32)"),
     ("overhead-gb", f"CUDA context, NCCL, allocator reserve, GB (default {MEMORY_DEFAULTS['overhead_gb']:g})"),
     ("memory-gb", "GPU memory to check against, GB (default: from --gpu)"),
 )
