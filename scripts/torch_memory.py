@@ -124,10 +124,20 @@ CATEGORIES = ("Parameter", "Buffer", "Gradient", "Optstate", "Activation", "Temp
 
 def _tracker() -> Any:
     """PyTorch's MemTracker, made to skip the gradient hooks of frozen parameters (a frozen LoRA base): it hooks
-    every parameter of every module it enters, and a tensor that does not require a gradient takes no hook."""
-    from torch.distributed._tools.mem_tracker import MemTracker, _MemRefType
+    every parameter of every module it enters, and a tensor that does not require a gradient takes no hook. Only
+    the global peak is kept (the per-module peaks, which MemTracker updates for every module at every operation,
+    are not used here and cost most of the run's time); the counting of storages is MemTracker's own."""
+    from copy import deepcopy
+
+    from torch.distributed._tools.mem_tracker import _TOTAL_KEY, MemTracker, _MemRefType
 
     class Tracker(MemTracker):
+        def _update_peak_stats(self, peak_state: Any) -> None:
+            for dev, dev_snap in self._curr_mem_snap.items():
+                if self._peak_mem.get(dev, 0) < dev_snap[_TOTAL_KEY]:
+                    self._peak_mem[dev] = dev_snap[_TOTAL_KEY]
+                    self._peak_mem_snap[dev] = deepcopy(dev_snap)
+
         def _track_module_params_and_buffers(self, module: Any, install_grad_hooks: bool = True) -> tuple[int, int]:
             frozen = [p for p in module.parameters() if not p.requires_grad]
             if not (install_grad_hooks and frozen):
