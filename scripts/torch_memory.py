@@ -256,7 +256,9 @@ def stage_inputs(c: Config) -> dict[str, Any]:
              bytes_optimizer=recipe.optimizer, recompute="full" if c.checkpointing else "none",
              logits_buffer_bytes=TRANSFORMERS_LOSS_BYTES, overhead_gb=0, grads_freed=True,
              # foreach AdamW's step: one tensor the size and dtype of each trained parameter (MEM_OPTIMIZER_STEP_GB)
-             optimizer_step_bytes=recipe.weights if c.optimizer == "foreach" else 0)
+             optimizer_step_bytes=recipe.weights if c.optimizer == "foreach" else 0,
+             # fp32 weights under torch.autocast(bf16): the bf16 weight copies kept for the backward
+             autocast_copy_bytes=2 if c.precision == "autocast" else 0)
     if c.lora_rank:
         v.update(job="lora", lora_rank=c.lora_rank, lora_targets=c.lora_targets)
     return v

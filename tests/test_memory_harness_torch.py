@@ -81,8 +81,15 @@ def test_weights_and_optimizer_states_within_the_allocator_rounding(rows):
 def test_total_peak(tm, rows):
     errors = [abs(r.error("total")) for r in rows.values()]
     # what holds today (the issue's target is a median of 3% and a worst of 8%; the doc lists the misses)
-    assert statistics.median(errors) <= 0.05
-    assert max(errors) <= 0.16
+    assert statistics.median(errors) <= 0.04
+    assert max(errors) <= 0.08
+
+
+def test_activations_loss_and_temporaries(rows):
+    # the norms' fp32 upcast (low), recompute added to the loss's buffers and LoRA's frozen saving (high): see the doc
+    errors = [abs(r.error("activations, loss and temporaries")) for r in rows.values()]
+    assert statistics.median(errors) <= 0.08
+    assert max(errors) <= 0.12
 
 
 def test_doc_section_is_regenerated(tm, measured):

@@ -294,3 +294,22 @@ def test_optimizer_step_temporaries_join_the_gradients_at_the_step():
     # long sequences: the activations outweigh gradients + temporaries, and the step adds nothing
     kw.update(seq_len=8192, logits_buffer_bytes=12, recompute="none")
     assert gb(**kw, grads_freed=True, optimizer_step_bytes=4).memory_gb == pytest.approx(gb(**kw, grads_freed=True).memory_gb)
+
+
+def test_autocast_weight_copies_are_kept_as_activations():
+    # torch.autocast casts each fp32 weight to bf16 once per region and the matmul saves the copy for the backward:
+    # 2 bytes per layer parameter per micro-batch in flight, plus the output layer's V*h on the last stage.
+    # Llama 3.1 8B, TP 2, no recompute: one layer 2 x layer params / 2
+    layer = x.layer_params_b(8.03, 32, 4096, 128256)
+    assert x.act_autocast_copy_bytes(layer, 2, "none", 2) == pytest.approx(2 * layer * 1e9 / 2)
+    assert x.act_autocast_copy_bytes(layer, 2, "full", 2) == 0           # recomputed with its layer
+    assert MEMORY_DEFAULTS["autocast_copy_bytes"] == 0
+    kw = dict(seq_len=2048, logits_buffer_bytes=12, bytes_weights=4, bytes_grads=4, bytes_optimizer=8)
+    plain, cast = gb(**kw).parts_gb["first"], gb(**kw, autocast_copy_bytes=2).parts_gb["first"]
+    assert cast["activations"] - plain["activations"] == pytest.approx(32 * 2 * layer)
+    assert cast["logits"] - plain["logits"] == pytest.approx(2 * 128256 * 4096 / 1e9)   # the output layer's copy
+    # full recompute: the copies of the one recomputed layer are in its working set
+    plain, cast = (gb(**kw, recompute="full").parts_gb["first"],
+                   gb(**kw, recompute="full", autocast_copy_bytes=2).parts_gb["first"])
+    assert cast["activations"] == pytest.approx(plain["activations"])
+    assert cast["recompute_working"] - plain["recompute_working"] == pytest.approx(2 * layer)

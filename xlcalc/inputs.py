@@ -312,6 +312,12 @@ _add("optimizer_step_bytes", "bytes/param", "Bytes per trained parameter the opt
      "(PyTorch's foreach AdamW, its default on GPUs: one tensor of each parameter's size, 2 for bf16 and 4 for fp32 "
      "parameters; a fused step, PyTorch's fused=True or Megatron-Core's: 0)", "Optimizer_Step_Bytes", example=0,
      **NONNEG)
+_add("autocast_copy_bytes", "bytes/param", "Bytes per weight of the 16-bit copies torch.autocast makes of fp32 weights "
+     "for the matmuls and autograd keeps for the backward (2 under autocast to bf16 or fp16 with fp32 weights; 0 when "
+     "the weights are 16-bit or cast by FSDP's or Megatron's mixed precision)", "Autocast_Copy_Bytes", example=0,
+     **NONNEG)
+_add("output_copy_bytes", "bytes", "Bytes per vocabulary row of the output layer's autocast weight copy "
+     "(autocast copy bytes x hidden; 0 without autocast)", example=0, **NONNEG)
 _add("cluster_gpus", "GPUs", "GPUs in the cluster for the layout check (0 = not given: DP is given directly)",
      example=0, kind="int", ge=0)
 _add("batch_sequences", "sequences", "Global batch in sequences for the layout check (0 = not given)", example=0,
@@ -422,6 +428,7 @@ _LIMITS: dict[str, tuple[float, str]] = {
     "bytes_trainable": (64, "bytes_param"), "bytes_fp8": (64, "bytes_param"), "bytes_per_element": (64, "bytes_param"),
     "bytes_per_param_step": (640, "bytes_param"), "grad_bytes": (64, "bytes_param"),
     "logits_buffer_bytes": (64, "bytes_param"), "optimizer_step_bytes": (64, "bytes_param"),
+    "autocast_copy_bytes": (64, "bytes_param"), "output_copy_bytes": (64 * 1e6, "bytes_param"),  # 64 bytes x the widest hidden
     "step_gb": (1e9, "gb_part"), "fp8_cast_bytes": (64, "bytes_param"), "loss_bytes": (64, "bytes_param"),
     "days": (1e8, "days"), "months": (1200, "months"), "depreciation_years": (100, "years"),
     "gpu_mtbf_h": (1e11, "hours"), "node_mtbf_h": (1e11, "hours"),

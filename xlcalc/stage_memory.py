@@ -91,6 +91,7 @@ MODEL_INPUTS = (
     "recompute", "virtual_stages", "first_stage_layers", "last_stage_layers", "flash_attention",
     "bytes_weights", "bytes_grads", "bytes_optimizer", "bytes_fp8", "optimizer_offload", "grads_freed", "prefetch_layers",
     "comm_buffer_gb", "logits_buffer_bytes", "overhead_gb", "optimizer_step_bytes",
+    "autocast_copy_bytes",
     # layout-only inputs (0 = not given)
     "cluster_gpus", "batch_sequences", "experts", "ep",
     # fine-tuning (job = full: pre-training's model states)
@@ -182,6 +183,12 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     kept_none = act_none - add("Layer_Act_Frozen_Saving_No_Recompute", ff.act_frozen_saving_bytes,
                                "Activation bytes a frozen base drops, no recompute",
                                recompute="none", **frozen)
+    # --- torch.autocast with fp32 weights: the 16-bit weight copies each layer keeps for its backward ---------
+    copies: dict[str, Any] = dict(layer_params_b=layer_b, tp=s["tp"], autocast_copy_bytes=s["autocast_copy_bytes"])
+    kept = kept + add("Layer_Autocast_Copy_Bytes", fm.act_autocast_copy_bytes,
+                      "Autocast weight copies one layer keeps (bytes)", recompute=s["recompute"], **copies)
+    kept_none = kept_none + add("Layer_Autocast_Copy_Bytes_No_Recompute", fm.act_autocast_copy_bytes,
+                                "Autocast weight copies of one layer, no recompute (bytes)", recompute="none", **copies)
     recompute = add("Mem_Recompute_GB", fm.mem_recompute_working_gb, "Recompute working set", part="recompute_working",
                     full_act_bytes=kept_none, stored_act_bytes=kept)
     # ZeRO / FSDP shard over the data-parallel GPUs of a stage, context-parallel ones included: Megatron's
@@ -253,7 +260,8 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
                 stage_layers=n, stored_act_bytes=kept, inflight_microbatches=fl)
         lg = add(f"Mem_{st}_Logits_GB", fm.mem_logits_gb, "Logits and loss buffers", "logits", st,
                  seq_len=s["seq_len"], micro_batch=s["micro_batch"], vocab=s["vocab"], tp=s["tp"], cp=s["cp"],
-                 logits_buffer_bytes=s["logits_buffer_bytes"], pp=s["pp"], stage=stage)
+                 logits_buffer_bytes=s["logits_buffer_bytes"], pp=s["pp"], stage=stage,
+                 output_copy_bytes=s["autocast_copy_bytes"] * s["hidden"])
         totals[st] = add(f"Mem_{st}_Total_GB", fm.mem_stage_total_gb, f"Total, {stage} stage", "total", st,
                          weights_gb=w, grads_gb=g, optimizer_gb=o, fp8_gb=f8, gathered_gb=gat, activations_gb=a,
                          recompute_gb=recompute, logits_gb=lg, comm_buffer_gb=s["comm_buffer_gb"],
@@ -546,7 +554,7 @@ def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab,
                    bytes_fp8=_D["bytes_fp8"], prefetch_layers=_D["prefetch_layers"],
                    comm_buffer_gb=_D["comm_buffer_gb"], logits_buffer_bytes=_D["logits_buffer_bytes"],
                    overhead_gb=_D["overhead_gb"], grads_freed=_D["grads_freed"], job=_D["job"],
-                   optimizer_step_bytes=_D["optimizer_step_bytes"],
+                   optimizer_step_bytes=_D["optimizer_step_bytes"], autocast_copy_bytes=_D["autocast_copy_bytes"],
                    lora_rank=_D["lora_rank"], lora_targets=_D["lora_targets"], quant_block=_D["quant_block"],
                    double_quant=_D["double_quant"]):
     """Memory per GPU of a training layout: the heavier of its first and last pipeline stage (the whole model)."""

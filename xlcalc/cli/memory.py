@@ -48,6 +48,8 @@ _NUMBER_FLAGS = (
                             " unfused PyTorch loss: 12, compiled: 4)"),
     ("optimizer-step-bytes", "bytes/param the optimizer step allocates (default "
                              f"{MEMORY_DEFAULTS['optimizer_step_bytes']:g}: fused; PyTorch foreach AdamW: 2 bf16, 4 fp32)"),
+    ("autocast-copy-bytes", "bytes/param of the 16-bit weight copies torch.autocast keeps for the backward (default "
+                            f"{MEMORY_DEFAULTS['autocast_copy_bytes']:g}; fp32 weights under autocast: 2)"),
     ("overhead-gb", f"CUDA context, NCCL, allocator reserve, GB (default {MEMORY_DEFAULTS['overhead_gb']:g})"),
     ("memory-gb", "GPU memory to check against, GB (default: from --gpu)"),
 )

@@ -13,10 +13,16 @@ __all__ = [
     "layout_message", "stage_layers", "layer_params_b", "stage_params_b", "stage_inflight_microbatches",
     "mem_stage_act_gb", "mem_recompute_working_gb", "mem_logits_gb", "mem_gathered_params_gb", "mem_stage_total_gb",
     "mem_peak_gb", "mem_states_gb", "peak_stage_part_gb", "mem_optimizer_step_gb",
+    "act_autocast_copy_bytes",
 ]
 
 
 _ZERO_SOURCE = "Rajbhandari et al. 2019 (ZeRO) §5: stage 1 shards optimizer states, 2 also gradients, 3 also weights"
+_AUTOCAST_SOURCE = ("PyTorch autocast (aten/src/ATen/autocast_mode.cpp, cached_cast): an fp32 leaf weight that requires "
+                    "a gradient is cast once per autocast region and the 16-bit copy cached until the region exits; "
+                    "the matmul's autograd node saves that copy for the input gradient, so it lives until the layer's "
+                    "backward; a checkpointed layer casts again when it is recomputed. Measured with PyTorch's "
+                    "MemTracker by scripts/torch_memory.py")
 
 
 @formula(
@@ -302,14 +308,18 @@ def mem_recompute_working_gb(full_act_bytes, stored_act_bytes):
 
 @formula(
     udf="MEM_LOGITS_GB", unit="GB per GPU", category="memory",
-    equation="bytes per logit * s*b*V/(t*c) / 1e9 on the last stage (every stage when p = 1), else 0",
+    equation="(bytes per logit * s*b/c + output copy bytes per vocabulary row) * V/t / 1e9 on the last stage (every stage when "
+             "p = 1), else 0",
     source="Megatron-LM: logits cast to fp32 for the vocab-parallel cross-entropy (4 bytes, V split over t; "
-           "Shoeybi et al. 2019 §3); context parallelism splits the sequence",
+           "Shoeybi et al. 2019 §3); context parallelism splits the sequence. Autocast: " + _AUTOCAST_SOURCE,
 )
-def mem_logits_gb(seq_len, micro_batch, vocab, tp=1, cp=1, logits_buffer_bytes=4, pp=1, stage="last"):
-    """Logits and loss buffers of one micro-batch on the last pipeline stage, GB per GPU."""
+def mem_logits_gb(seq_len, micro_batch, vocab, tp=1, cp=1, logits_buffer_bytes=4, pp=1, stage="last",
+                  output_copy_bytes=0):
+    """Logits and loss buffers of one micro-batch on the last pipeline stage, GB per GPU; under torch.autocast with
+    fp32 weights also the output layer's 16-bit weight copy (``output_copy_bytes`` = copy bytes x h per vocabulary
+    row), kept for the logits' backward."""
     on_stage = or_(eq(pp, 1), eq(stage, "last"))
-    return if_(on_stage, logits_buffer_bytes * seq_len * micro_batch * vocab / (tp * cp) / 1e9, 0)
+    return if_(on_stage, (logits_buffer_bytes * seq_len * micro_batch / cp + output_copy_bytes) * vocab / tp / 1e9, 0)
 
 
 @formula(
@@ -335,6 +345,18 @@ def mem_gathered_params_gb(layer_params_b, tp=1, zero_stage=0, prefetch_layers=0
     pipelined = (2 + bytes_grads) * stage_params_b / tp
     one_layer = 4 * layer_params_b / tp * (1 + prefetch_layers)
     return if_(zero_stage >= 3, if_(pp > 1, pipelined, one_layer), 0)
+
+
+@formula(
+    udf="ACT_AUTOCAST_COPY_BYTES", unit="bytes per layer", category="memory",
+    equation="autocast copy bytes * layer params / t, kept per micro-batch; 0 under full or per-op recompute (the "
+             "recomputed layer's copies are in its working set)",
+    source=_AUTOCAST_SOURCE,
+)
+def act_autocast_copy_bytes(layer_params_b, tp=1, recompute="none", autocast_copy_bytes=0):
+    """Bytes of the 16-bit weight copies one layer's forward under torch.autocast keeps for its backward."""
+    kept = if_(or_(eq(recompute, "full"), eq(recompute, "op_selective")), 0, 1)
+    return kept * autocast_copy_bytes * layer_params_b * 1e9 / tp
 
 
 @formula(
