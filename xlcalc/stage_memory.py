@@ -451,6 +451,9 @@ class StageMemory:
             # fine-tuning: the parameters that are trained (all of them for a full job) and the adapters
             "trainable_params_b": self.values.get("Trainable_Params_B"),
             "adapter_params_b": self.values.get("Adapter_Params_B"),
+            # the optimizer step's temporaries of the heavier stage (not a part: they live only at the step, in place
+            # of the activations; MEM_STAGE_TOTAL_GB)
+            "optimizer_step_gb": self.values.get(f"Mem_{self.peak_stage.title()}_Optimizer_Step_GB"),
         }
         if self.capacity_gb is not None:
             out.update(capacity_gb=self.capacity_gb, fits=self.fits, max_micro_batch=self.max_micro_batch,

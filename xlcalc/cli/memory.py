@@ -265,6 +265,9 @@ def run(args: argparse.Namespace) -> int:
     if i.get("grads_freed") and i.get("pp") == 1:
         print("gradients freed between steps: the total holds the larger of the gradients and activations + "
               "recompute + logits, not both")
+    if out.get("optimizer_step_gb"):
+        print(f"optimizer step temporaries: {out['optimizer_step_gb']:,.2f} GB at the step, beside the gradients and "
+              "in place of the activations (in the total where that moment is the heavier)")
     print()
     print(stage_table(out))
     print()
