@@ -120,3 +120,25 @@ def test_help_everywhere(capsys):
             main([*argv, "--help"])
         assert info.value.code == 0
         assert "usage:" in capsys.readouterr().out
+
+
+def test_memory_optimizer_step_and_autocast_copies(capsys, tmp_path):
+    # Llama 3.1 8B's config.json, fp32 weights under autocast, foreach AdamW (4-byte temporaries), gradients freed:
+    # the step (grads 4 x 8.03e9 + temporaries 4 x 8.03e9) outweighs the activations at 4K tokens, so the total is
+    # weights 4 + optimizer 8 + gradients 4 + temporaries 4 bytes per parameter
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+                               "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                               "vocab_size": 128256}))
+    args = ("memory", "--config", str(cfg), "--seq-len", "4096", "--recipe", "fp32", "--grads-freed",
+            "--autocast-copy-bytes", "2", "--optimizer-step-bytes", "4", "--overhead-gb", "0")
+    code, out, _ = run(capsys, *args, "--json")
+    assert code == 0
+    r = json.loads(out)
+    n = r["inputs"]["params_b"]
+    assert r["optimizer_step_gb"] == pytest.approx(4 * n)
+    assert r["total_gb"] == pytest.approx(20 * n)
+    code, text, _ = run(capsys, *args)
+    assert code == 0 and "optimizer step temporaries: 32.12 GB at the step" in text
+    code, _, err = run(capsys, *args[:-4], "--autocast-copy-bytes", "-1")
+    assert code == 2 and "autocast_copy_bytes = -1 is not allowed" in err

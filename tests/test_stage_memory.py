@@ -270,3 +270,46 @@ def test_gradients_freed_between_steps_take_the_later_moment():
     assert gb(**kw, grads_freed=True).memory_gb == pytest.approx(gb(**kw).memory_gb)
     # the default is Megatron's persistent gradient buffer
     assert MEMORY_DEFAULTS["grads_freed"] is False
+
+
+def test_optimizer_step_temporaries_join_the_gradients_at_the_step():
+    # PyTorch's foreach AdamW (torch/optim/adam.py, _multi_tensor_adam): exp_avg_sq_sqrt = _foreach_sqrt(exp_avg_sqs)
+    # is one tensor of each parameter's size and dtype while the step runs, beside every gradient and after the
+    # backward freed the activations. Llama 3.1 8B, fp32 parameters, ZeRO-1 over 8 GPUs: 8.03e9 x 4 / 8 = 4.015 GB
+    assert x.mem_optimizer_step_gb(8.03, 1, 8, 1, 1, 4) == pytest.approx(8.03 * 4 / 8)
+    assert x.mem_optimizer_step_gb(8.03, 0, 8, 2, 1, 2) == pytest.approx(8.03 * 2 / 2)   # not sharded, TP 2
+    assert MEMORY_DEFAULTS["optimizer_step_bytes"] == 0                                   # a fused step
+    kw = dict(dp=8, zero_stage=1, bytes_weights=4, bytes_grads=4, bytes_optimizer=8, seq_len=128,
+              logits_buffer_bytes=0, recompute="full")
+    fused, foreach = gb(**kw), gb(**kw, optimizer_step_bytes=4)
+    p = fused.parts_gb["first"]
+    act = p["activations"] + p["recompute_working"] + p["logits"]
+    step = 8.03 * 4 / 8
+    assert act < step  # short sequences: the step is heavier than the activations
+    # gradients kept (Megatron's buffer): gradients + the larger of activations and the step's temporaries
+    assert foreach.memory_gb == pytest.approx(fused.memory_gb - act + step)
+    # gradients freed: the larger of gradients + temporaries (the step) and activations (the backward's start)
+    freed, freed_foreach = gb(**kw, grads_freed=True), gb(**kw, grads_freed=True, optimizer_step_bytes=4)
+    assert freed_foreach.memory_gb == pytest.approx(freed.memory_gb + step)
+    # long sequences: the activations outweigh gradients + temporaries, and the step adds nothing
+    kw.update(seq_len=8192, logits_buffer_bytes=12, recompute="none")
+    assert gb(**kw, grads_freed=True, optimizer_step_bytes=4).memory_gb == pytest.approx(gb(**kw, grads_freed=True).memory_gb)
+
+
+def test_autocast_weight_copies_are_kept_as_activations():
+    # torch.autocast casts each fp32 weight to bf16 once per region and the matmul saves the copy for the backward:
+    # 2 bytes per layer parameter per micro-batch in flight, plus the output layer's V*h on the last stage.
+    # Llama 3.1 8B, TP 2, no recompute: one layer 2 x layer params / 2
+    layer = x.layer_params_b(8.03, 32, 4096, 128256)
+    assert x.act_autocast_copy_bytes(layer, 2, "none", 2) == pytest.approx(2 * layer * 1e9 / 2)
+    assert x.act_autocast_copy_bytes(layer, 2, "full", 2) == 0           # recomputed with its layer
+    assert MEMORY_DEFAULTS["autocast_copy_bytes"] == 0
+    kw = dict(seq_len=2048, logits_buffer_bytes=12, bytes_weights=4, bytes_grads=4, bytes_optimizer=8)
+    plain, cast = gb(**kw).parts_gb["first"], gb(**kw, autocast_copy_bytes=2).parts_gb["first"]
+    assert cast["activations"] - plain["activations"] == pytest.approx(32 * 2 * layer)
+    assert cast["logits"] - plain["logits"] == pytest.approx(2 * 128256 * 4096 / 1e9)   # the output layer's copy
+    # full recompute: the copies of the one recomputed layer are in its working set
+    plain, cast = (gb(**kw, recompute="full").parts_gb["first"],
+                   gb(**kw, recompute="full", autocast_copy_bytes=2).parts_gb["first"])
+    assert cast["activations"] == pytest.approx(plain["activations"])
+    assert cast["recompute_working"] - plain["recompute_working"] == pytest.approx(2 * layer)

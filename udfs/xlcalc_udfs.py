@@ -1101,10 +1101,11 @@ def MEM_RECOMPUTE_WORKING_GB(full_act_bytes, stored_act_bytes):
 @arg("logits_buffer_bytes", ndim=2, doc="Bytes per logit the last stage holds for the loss (Megatron fused vocab-parallel cross-entropy: 4, fp32 logits; unfused PyTorch loss on upcast logits, its backward: 4 fp32 log-softmax + 4 its gradient + 4 the input gradient = 12; the same compiled: 2 + 2 ")
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @arg("stage", ndim=2, doc="Pipeline stage: \"first\" (input embedding, most micro-batches in flight) or \"last\" (output layer, logits and loss)")
+@arg("output_copy_bytes", ndim=2, doc="Bytes per vocabulary row of the output layer's autocast weight copy (autocast copy bytes x hidden; 0 without autocast) [bytes]")
 @ret()
-def MEM_LOGITS_GB(seq_len, micro_batch, vocab, tp=1, cp=1, logits_buffer_bytes=4, pp=1, stage="last"):
-    """Logits and loss buffers of one micro-batch on the last pipeline stage, GB per GPU. [GB per GPU]. bytes per logit * s*b*V/(t*c) / 1e9 on the last stage (every stage when p = 1), else 0. Source: Megatron-LM: logits cast to fp32 for the vocab-parallel cro..."""
-    return formula_call("mem_logits_gb", seq_len, micro_batch, vocab, tp, cp, logits_buffer_bytes, pp, stage)
+def MEM_LOGITS_GB(seq_len, micro_batch, vocab, tp=1, cp=1, logits_buffer_bytes=4, pp=1, stage="last", output_copy_bytes=0):
+    """Logits and loss buffers of one micro-batch on the last pipeline stage, GB per GPU; under torch.autocast with [GB per GPU]. (bytes per logit * s*b/c + output copy bytes per vocabulary row) * V/t / 1e9 on the last stage (every stage when p = 1), else 0. ..."""
+    return formula_call("mem_logits_gb", seq_len, micro_batch, vocab, tp, cp, logits_buffer_bytes, pp, stage, output_copy_bytes)
 
 
 @func(category=CATEGORY)
@@ -1122,6 +1123,30 @@ def MEM_GATHERED_PARAMS_GB(layer_params_b, tp=1, zero_stage=0, prefetch_layers=0
 
 
 @func(category=CATEGORY)
+@arg("layer_params_b", ndim=2, doc="Parameters of one transformer layer, billions [billion parameters]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@arg("autocast_copy_bytes", ndim=2, doc="Bytes per weight of the 16-bit copies torch.autocast makes of fp32 weights for the matmuls and autograd keeps for the backward (2 under autocast to bf16 or fp16 with fp32 weights; 0 when the weights are 16-bit or cast by FSDP's or Megatron's mixed precisi")
+@ret()
+def ACT_AUTOCAST_COPY_BYTES(layer_params_b, tp=1, recompute="none", autocast_copy_bytes=0):
+    """Bytes of the 16-bit weight copies one layer's forward under torch.autocast keeps for its backward. [bytes per layer]. autocast copy bytes * layer params / t, kept per micro-batch; 0 under full or per-op recompute (the recomputed layer's copies are in i..."""
+    return formula_call("act_autocast_copy_bytes", layer_params_b, tp, recompute, autocast_copy_bytes)
+
+
+@func(category=CATEGORY)
+@arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
+@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("optimizer_step_bytes", ndim=2, doc="Bytes per trained parameter the optimizer step allocates while it runs (PyTorch's foreach AdamW, its default on GPUs: one tensor of each parameter's size, 2 for bf16 and 4 for fp32 parameters; a fused step, PyTorch's fused=True or Megatron-Core's: 0) [byt")
+@ret()
+def MEM_OPTIMIZER_STEP_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, optimizer_step_bytes=0):
+    """Temporaries of the optimizer step per GPU, GB: live only while the step runs, beside all the gradients. [GB per GPU]. optimizer step bytes * N/(tp*pp), / dp under ZeRO-1, 2 and 3 (sharded as the optimizer states). Source: PyTorch torch/optim/adam.py (2..."""
+    return formula_call("mem_optimizer_step_gb", params_b, zero_stage, dp, tp, pp, optimizer_step_bytes)
+
+
+@func(category=CATEGORY)
 @arg("weights_gb", ndim=2, doc="Weight memory per GPU, GB [GB]")
 @arg("grads_gb", ndim=2, doc="Gradient memory per GPU, GB [GB]")
 @arg("optimizer_gb", ndim=2, doc="Optimizer-state memory per GPU, GB [GB]")
@@ -1134,10 +1159,11 @@ def MEM_GATHERED_PARAMS_GB(layer_params_b, tp=1, zero_stage=0, prefetch_layers=0
 @arg("overhead_gb", ndim=2, doc="Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB [GB]")
 @arg("grads_freed", ndim=2, doc="Gradients freed between steps (PyTorch zero_grad(set_to_none=True), one micro-batch per step, no pipeline): the peak is the larger of activations and gradients, not their sum (TRUE/FALSE)")
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("step_gb", ndim=2, doc="Temporaries of the optimizer step per GPU, GB [GB]")
 @ret()
-def MEM_STAGE_TOTAL_GB(weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb, logits_gb, comm_buffer_gb=0, overhead_gb=0, grads_freed=False, pp=1):
-    """Memory per GPU of one pipeline stage: its parts at the step's peak moment. [GB per GPU]. weights + optimizer + FP8 copies + gathered parameters + buckets + other + (gradients + activations + recompute working set + logits); with grads_freed and PP = 1:..."""
-    return formula_call("mem_stage_total_gb", weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb, logits_gb, comm_buffer_gb, overhead_gb, grads_freed, pp)
+def MEM_STAGE_TOTAL_GB(weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb, logits_gb, comm_buffer_gb=0, overhead_gb=0, grads_freed=False, pp=1, step_gb=0):
+    """Memory per GPU of one pipeline stage: its parts at the step's peak moment. [GB per GPU]. weights + optimizer + FP8 copies + gathered parameters + buckets + other + gradients + MAX(activations + recompute working set + logits, optimizer step temporaries..."""
+    return formula_call("mem_stage_total_gb", weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb, logits_gb, comm_buffer_gb, overhead_gb, grads_freed, pp, step_gb)
 
 
 @func(category=CATEGORY)
@@ -2170,14 +2196,16 @@ def EXPERT_SHARD_GROUP(dp, params_b, stage_params_b):
 @arg("overhead_gb", ndim=2, doc="Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB [GB]")
 @arg("grads_freed", ndim=2, doc="Gradients freed between steps (PyTorch zero_grad(set_to_none=True), one micro-batch per step, no pipeline): the peak is the larger of activations and gradients, not their sum (TRUE/FALSE)")
 @arg("job", ndim=2, doc="Training job: \"full\" (every weight trained, as pre-training), \"lora\" (frozen 16-bit base + low-rank adapters) or \"qlora\" (frozen 4-bit NF4 base + adapters)")
+@arg("optimizer_step_bytes", ndim=2, doc="Bytes per trained parameter the optimizer step allocates while it runs (PyTorch's foreach AdamW, its default on GPUs: one tensor of each parameter's size, 2 for bf16 and 4 for fp32 parameters; a fused step, PyTorch's fused=True or Megatron-Core's: 0) [byt")
+@arg("autocast_copy_bytes", ndim=2, doc="Bytes per weight of the 16-bit copies torch.autocast makes of fp32 weights for the matmuls and autograd keeps for the backward (2 under autocast to bf16 or fp16 with fp32 weights; 0 when the weights are 16-bit or cast by FSDP's or Megatron's mixed precisi")
 @arg("lora_rank", ndim=2, doc="LoRA rank r of each adapter (B is d x r, A is r x k)")
 @arg("lora_targets", ndim=2, doc="Matrices that get LoRA adapters: \"qv\" (LoRA paper), \"qkv\", \"attention\" (q, k, v, o) or \"all_linear\" (QLoRA: attention and FFN)")
 @arg("quant_block", ndim=2, doc="Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64) [parameters]")
 @arg("double_quant", ndim=2, doc="Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)")
 @ret()
-def MEM_PER_GPU_GB(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch=1, tp=1, pp=1, cp=1, dp=1, zero_stage=0, seq_parallel=False, recompute="none", gated_ffn=False, tied_embeddings=False, flash_attention=True, virtual_stages=1, microbatches=1000000, first_stage_layers=0, last_stage_layers=0, dp_shard=0, bytes_weights=2, bytes_grads=4, bytes_optimizer=12, optimizer_offload=False, bytes_fp8=0.0, prefetch_layers=0, comm_buffer_gb=0.0, logits_buffer_bytes=4.0, overhead_gb=4.0, grads_freed=False, job="full", lora_rank=8, lora_targets="all_linear", quant_block=64, double_quant=True):
+def MEM_PER_GPU_GB(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch=1, tp=1, pp=1, cp=1, dp=1, zero_stage=0, seq_parallel=False, recompute="none", gated_ffn=False, tied_embeddings=False, flash_attention=True, virtual_stages=1, microbatches=1000000, first_stage_layers=0, last_stage_layers=0, dp_shard=0, bytes_weights=2, bytes_grads=4, bytes_optimizer=12, optimizer_offload=False, bytes_fp8=0.0, prefetch_layers=0, comm_buffer_gb=0.0, logits_buffer_bytes=4.0, overhead_gb=4.0, grads_freed=False, job="full", optimizer_step_bytes=0.0, autocast_copy_bytes=0.0, lora_rank=8, lora_targets="all_linear", quant_block=64, double_quant=True):
     """Memory per GPU of a training layout: the heavier of its first and last pipeline stage (the whole model). [GB per GPU]. MAX over the first and last pipeline stage of weights + gradients + optimizer + FP8 copies + gathered parameters + activations + reco..."""
-    return formula_call("mem_per_gpu_gb", params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch, tp, pp, cp, dp, zero_stage, seq_parallel, recompute, gated_ffn, tied_embeddings, flash_attention, virtual_stages, microbatches, first_stage_layers, last_stage_layers, dp_shard, bytes_weights, bytes_grads, bytes_optimizer, optimizer_offload, bytes_fp8, prefetch_layers, comm_buffer_gb, logits_buffer_bytes, overhead_gb, grads_freed, job, lora_rank, lora_targets, quant_block, double_quant)
+    return formula_call("mem_per_gpu_gb", params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch, tp, pp, cp, dp, zero_stage, seq_parallel, recompute, gated_ffn, tied_embeddings, flash_attention, virtual_stages, microbatches, first_stage_layers, last_stage_layers, dp_shard, bytes_weights, bytes_grads, bytes_optimizer, optimizer_offload, bytes_fp8, prefetch_layers, comm_buffer_gb, logits_buffer_bytes, overhead_gb, grads_freed, job, optimizer_step_bytes, autocast_copy_bytes, lora_rank, lora_targets, quant_block, double_quant)
 
 
 FORMULA_UDFS: tuple[str, ...] = (
@@ -2267,6 +2295,8 @@ FORMULA_UDFS: tuple[str, ...] = (
     "MEM_RECOMPUTE_WORKING_GB",
     "MEM_LOGITS_GB",
     "MEM_GATHERED_PARAMS_GB",
+    "ACT_AUTOCAST_COPY_BYTES",
+    "MEM_OPTIMIZER_STEP_GB",
     "MEM_STAGE_TOTAL_GB",
     "MEM_PEAK_GB",
     "MEM_STATES_GB",
@@ -2354,6 +2384,7 @@ FORMULA_UDFS: tuple[str, ...] = (
 UDF_NAMES: tuple[str, ...] = FORMULA_UDFS + TABLE_UDFS
 __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "ACT_ATTENTION_BYTES",
+    "ACT_AUTOCAST_COPY_BYTES",
     "ACT_FFN_BYTES",
     "ACT_FROZEN_SAVING_BYTES",
     "ACT_INFLIGHT_FACTOR",
@@ -2468,6 +2499,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "MEM_LOGITS_GB",
     "MEM_LORA_GB",
     "MEM_OPTIMIZER_GB",
+    "MEM_OPTIMIZER_STEP_GB",
     "MEM_PEAK_GB",
     "MEM_PER_GPU_GB",
     "MEM_QLORA_BASE_GB",

@@ -308,6 +308,16 @@ _add("logits_buffer_bytes", "bytes/logit", "Bytes per logit the last stage holds
      "vocab-parallel cross-entropy: 4, fp32 logits; unfused PyTorch loss on upcast logits, its backward: 4 fp32 "
      "log-softmax + 4 its gradient + 4 the input gradient = 12; the same compiled: 2 + 2 = 4)",
      "Logits_Buffer_Bytes", example=4, **NONNEG)
+_add("optimizer_step_bytes", "bytes/param", "Bytes per trained parameter the optimizer step allocates while it runs "
+     "(PyTorch's foreach AdamW, its default on GPUs: one tensor of each parameter's size, 2 for bf16 and 4 for fp32 "
+     "parameters; a fused step, PyTorch's fused=True or Megatron-Core's: 0)", "Optimizer_Step_Bytes", example=0,
+     **NONNEG)
+_add("autocast_copy_bytes", "bytes/param", "Bytes per weight of the 16-bit copies torch.autocast makes of fp32 weights "
+     "for the matmuls and autograd keeps for the backward (2 under autocast to bf16 or fp16 with fp32 weights; 0 when "
+     "the weights are 16-bit or cast by FSDP's or Megatron's mixed precision)", "Autocast_Copy_Bytes", example=0,
+     **NONNEG)
+_add("output_copy_bytes", "bytes", "Bytes per vocabulary row of the output layer's autocast weight copy "
+     "(autocast copy bytes x hidden; 0 without autocast)", example=0, **NONNEG)
 _add("cluster_gpus", "GPUs", "GPUs in the cluster for the layout check (0 = not given: DP is given directly)",
      example=0, kind="int", ge=0)
 _add("batch_sequences", "sequences", "Global batch in sequences for the layout check (0 = not given)", example=0,
@@ -330,6 +340,7 @@ _add("gathered_gb", "GB", "Gathered ZeRO-3/FSDP parameters and prefetch per GPU,
 _add("recompute_gb", "GB", "Recompute working set per GPU (one layer re-materialised in its backward), GB", example=0,
      **NONNEG)
 _add("logits_gb", "GB", "Logits and loss buffers per GPU, GB", example=1, **NONNEG)
+_add("step_gb", "GB", "Temporaries of the optimizer step per GPU, GB", example=0, **NONNEG)
 _add("first_part_gb", "GB", "One part of the first pipeline stage's memory per GPU, GB", example=10, **NONNEG)
 _add("last_part_gb", "GB", "The same part of the last pipeline stage's memory per GPU, GB", example=10, **NONNEG)
 _add("first_stage_gb", "GB", "Memory per GPU of the first pipeline stage, GB", example=60, **NONNEG)
@@ -416,7 +427,9 @@ _LIMITS: dict[str, tuple[float, str]] = {
     "bytes_weights": (64, "bytes_param"), "bytes_grads": (64, "bytes_param"), "bytes_optimizer": (64, "bytes_param"),
     "bytes_trainable": (64, "bytes_param"), "bytes_fp8": (64, "bytes_param"), "bytes_per_element": (64, "bytes_param"),
     "bytes_per_param_step": (640, "bytes_param"), "grad_bytes": (64, "bytes_param"),
-    "logits_buffer_bytes": (64, "bytes_param"), "fp8_cast_bytes": (64, "bytes_param"), "loss_bytes": (64, "bytes_param"),
+    "logits_buffer_bytes": (64, "bytes_param"), "optimizer_step_bytes": (64, "bytes_param"),
+    "autocast_copy_bytes": (64, "bytes_param"), "output_copy_bytes": (64 * 1e6, "bytes_param"),  # 64 bytes x the widest hidden
+    "step_gb": (1e9, "gb_part"), "fp8_cast_bytes": (64, "bytes_param"), "loss_bytes": (64, "bytes_param"),
     "days": (1e8, "days"), "months": (1200, "months"), "depreciation_years": (100, "years"),
     "gpu_mtbf_h": (1e11, "hours"), "node_mtbf_h": (1e11, "hours"),
     "save_s": (1e6, "seconds"), "restart_s": (1e6, "seconds"),

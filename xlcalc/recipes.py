@@ -66,6 +66,12 @@ MEMORY_DEFAULTS: dict[str, Any] = {
     # Logits kept for the loss: Megatron's vocab-parallel cross-entropy on fp32 logits (bytes per logit)
     "logits_buffer_bytes": 4.0,
     "bytes_fp8": 0.0,            # no FP8 weight copies (bf16 training)
+    # the optimizer step allocates nothing beyond its states: a fused step (Megatron-Core's FusedAdam; PyTorch's
+    # AdamW(fused=True)). PyTorch's default AdamW on GPUs is foreach: the parameters' dtype bytes (xlcalc.formulas.memory)
+    "optimizer_step_bytes": 0.0,
+    # no autocast weight copies: 16-bit weights, or fp32 weights cast by Megatron's / FSDP's mixed precision. fp32
+    # weights under torch.autocast(bf16) (transformers' Trainer with bf16=True): 2 (xlcalc.formulas.memory)
+    "autocast_copy_bytes": 0.0,
     "prefetch_layers": 0,        # ZeRO-3 gathers one layer at a time (DeepSpeed's estimate)
     "optimizer_offload": False,
     # Gradients persist across steps (Megatron-Core's contiguous gradient buffer), so they are added to the

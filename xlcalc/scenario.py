@@ -93,6 +93,10 @@ INPUTS: tuple[InputCell, ...] = (
     _in("prefetch_layers", "Prefetch_Layers", "ZeRO-3/FSDP layers prefetched", "Stage memory"),
     _in("comm_buffer_gb", "Comm_Buffer_GB", "Communication buckets per GPU (GB)", "Stage memory"),
     _in("logits_buffer_bytes", "Logits_Buffer_Bytes", "Bytes per logit held for the loss", "Stage memory"),
+    _in("optimizer_step_bytes", "Optimizer_Step_Bytes", "Bytes/param the optimizer step allocates (0 = fused)",
+        "Stage memory"),
+    _in("autocast_copy_bytes", "Autocast_Copy_Bytes", "Bytes/param: autocast's 16-bit weight copies (0 = none)",
+        "Stage memory"),
     # -- fine-tuning (job = full: every weight trained, as pre-training; the FineTuning sheet)
     _in("job", "Job", "Job: full, lora or qlora", "Fine-tuning"),
     _in("lora_rank", "LoRA_Rank", "LoRA rank r", "Fine-tuning"),
@@ -203,6 +207,8 @@ class Scenario(BaseModel):
     prefetch_layers: int = MEMORY_DEFAULTS["prefetch_layers"]
     comm_buffer_gb: float = MEMORY_DEFAULTS["comm_buffer_gb"]
     logits_buffer_bytes: float = MEMORY_DEFAULTS["logits_buffer_bytes"]
+    optimizer_step_bytes: float = MEMORY_DEFAULTS["optimizer_step_bytes"]
+    autocast_copy_bytes: float = MEMORY_DEFAULTS["autocast_copy_bytes"]
     job: str = MEMORY_DEFAULTS["job"]
     lora_rank: int = MEMORY_DEFAULTS["lora_rank"]
     lora_targets: str = MEMORY_DEFAULTS["lora_targets"]

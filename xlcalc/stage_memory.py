@@ -90,7 +90,8 @@ MODEL_INPUTS = (
     "seq_len", "micro_batch", "microbatches", "tp", "pp", "cp", "dp", "dp_shard", "zero_stage", "seq_parallel",
     "recompute", "virtual_stages", "first_stage_layers", "last_stage_layers", "flash_attention",
     "bytes_weights", "bytes_grads", "bytes_optimizer", "bytes_fp8", "optimizer_offload", "grads_freed", "prefetch_layers",
-    "comm_buffer_gb", "logits_buffer_bytes", "overhead_gb",
+    "comm_buffer_gb", "logits_buffer_bytes", "overhead_gb", "optimizer_step_bytes",
+    "autocast_copy_bytes",
     # layout-only inputs (0 = not given)
     "cluster_gpus", "batch_sequences", "experts", "ep",
     # fine-tuning (job = full: pre-training's model states)
@@ -182,6 +183,12 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     kept_none = act_none - add("Layer_Act_Frozen_Saving_No_Recompute", ff.act_frozen_saving_bytes,
                                "Activation bytes a frozen base drops, no recompute",
                                recompute="none", **frozen)
+    # --- torch.autocast with fp32 weights: the 16-bit weight copies each layer keeps for its backward ---------
+    copies: dict[str, Any] = dict(layer_params_b=layer_b, tp=s["tp"], autocast_copy_bytes=s["autocast_copy_bytes"])
+    kept = kept + add("Layer_Autocast_Copy_Bytes", fm.act_autocast_copy_bytes,
+                      "Autocast weight copies one layer keeps (bytes)", recompute=s["recompute"], **copies)
+    kept_none = kept_none + add("Layer_Autocast_Copy_Bytes_No_Recompute", fm.act_autocast_copy_bytes,
+                                "Autocast weight copies of one layer, no recompute (bytes)", recompute="none", **copies)
     recompute = add("Mem_Recompute_GB", fm.mem_recompute_working_gb, "Recompute working set", part="recompute_working",
                     full_act_bytes=kept_none, stored_act_bytes=kept)
     # ZeRO / FSDP shard over the data-parallel GPUs of a stage, context-parallel ones included: Megatron's
@@ -233,6 +240,9 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
                 bytes_grads=s["bytes_grads"], **common)
         o = add(f"Mem_{st}_Optimizer_GB", fm.mem_optimizer_gb, "Optimizer states", "optimizer", st,
                 bytes_optimizer=if_(s["optimizer_offload"], 0, s["bytes_optimizer"]), **common)
+        step = add(f"Mem_{st}_Optimizer_Step_GB", fm.mem_optimizer_step_gb,
+                   f"Optimizer step temporaries, {stage} stage (GB)", of=st,
+                   optimizer_step_bytes=s["optimizer_step_bytes"], **common)
         f8 = add(f"Mem_{st}_FP8_GB", fm.mem_weights_gb, "FP8 weight copies", "fp8_copies", st,
                  bytes_weights=s["bytes_fp8"], **dict(common, params_b=held))
         # fine-tuning: a frozen layer is gathered without gradients (16 bit: 2 of the 4 bytes; NF4: its bytes);
@@ -250,11 +260,12 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
                 stage_layers=n, stored_act_bytes=kept, inflight_microbatches=fl)
         lg = add(f"Mem_{st}_Logits_GB", fm.mem_logits_gb, "Logits and loss buffers", "logits", st,
                  seq_len=s["seq_len"], micro_batch=s["micro_batch"], vocab=s["vocab"], tp=s["tp"], cp=s["cp"],
-                 logits_buffer_bytes=s["logits_buffer_bytes"], pp=s["pp"], stage=stage)
+                 logits_buffer_bytes=s["logits_buffer_bytes"], pp=s["pp"], stage=stage,
+                 output_copy_bytes=s["autocast_copy_bytes"] * s["hidden"])
         totals[st] = add(f"Mem_{st}_Total_GB", fm.mem_stage_total_gb, f"Total, {stage} stage", "total", st,
                          weights_gb=w, grads_gb=g, optimizer_gb=o, fp8_gb=f8, gathered_gb=gat, activations_gb=a,
                          recompute_gb=recompute, logits_gb=lg, comm_buffer_gb=s["comm_buffer_gb"],
-                         overhead_gb=s["overhead_gb"], grads_freed=s["grads_freed"], pp=s["pp"])
+                         overhead_gb=s["overhead_gb"], grads_freed=s["grads_freed"], pp=s["pp"], step_gb=step)
         states[st] = w + g + o + f8 + gat
         acts[st] = a + recompute + lg
     peak: dict[str, Any] = dict(first_stage_gb=totals["First"], last_stage_gb=totals["Last"])
@@ -440,6 +451,9 @@ class StageMemory:
             # fine-tuning: the parameters that are trained (all of them for a full job) and the adapters
             "trainable_params_b": self.values.get("Trainable_Params_B"),
             "adapter_params_b": self.values.get("Adapter_Params_B"),
+            # the optimizer step's temporaries of the heavier stage (not a part: they live only at the step, in place
+            # of the activations; MEM_STAGE_TOTAL_GB)
+            "optimizer_step_gb": self.values.get(f"Mem_{self.peak_stage.title()}_Optimizer_Step_GB"),
         }
         if self.capacity_gb is not None:
             out.update(capacity_gb=self.capacity_gb, fits=self.fits, max_micro_batch=self.max_micro_batch,
@@ -529,7 +543,8 @@ def _compose(values: dict[str, Any], result: str) -> Any:
 @formula(
     udf="MEM_PER_GPU_GB", unit="GB per GPU", category="memory", check=_udf_layout_check,
     equation="MAX over the first and last pipeline stage of weights + gradients + optimizer + FP8 copies + gathered "
-             "parameters + activations + recompute working set + logits + buckets + other (xlcalc.stage_memory)",
+             "parameters + activations + recompute working set + logits + buckets + other; the optimizer step's "
+             "temporaries in place of activations, recompute and logits where larger (xlcalc.stage_memory)",
     source="the stage memory model: ZeRO (Rajbhandari et al. 2019), Korthikanti et al. 2022, Narayanan et al. 2021",
 )
 def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch=1, tp=1, pp=1,  # type: ignore[no-untyped-def]  # a formula body (see pyproject.toml)
@@ -542,6 +557,7 @@ def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab,
                    bytes_fp8=_D["bytes_fp8"], prefetch_layers=_D["prefetch_layers"],
                    comm_buffer_gb=_D["comm_buffer_gb"], logits_buffer_bytes=_D["logits_buffer_bytes"],
                    overhead_gb=_D["overhead_gb"], grads_freed=_D["grads_freed"], job=_D["job"],
+                   optimizer_step_bytes=_D["optimizer_step_bytes"], autocast_copy_bytes=_D["autocast_copy_bytes"],
                    lora_rank=_D["lora_rank"], lora_targets=_D["lora_targets"], quant_block=_D["quant_block"],
                    double_quant=_D["double_quant"]):
     """Memory per GPU of a training layout: the heavier of its first and last pipeline stage (the whole model)."""

@@ -46,6 +46,10 @@ _NUMBER_FLAGS = (
     ("comm-buffer-gb", f"communication buckets per GPU, GB (default {MEMORY_DEFAULTS['comm_buffer_gb']:g})"),
     ("logits-buffer-bytes", f"bytes per logit held for the loss (default {MEMORY_DEFAULTS['logits_buffer_bytes']:g};"
                             " unfused PyTorch loss: 12, compiled: 4)"),
+    ("optimizer-step-bytes", "bytes/param the optimizer step allocates (default "
+                             f"{MEMORY_DEFAULTS['optimizer_step_bytes']:g}: fused; PyTorch foreach AdamW: 2 bf16, 4 fp32)"),
+    ("autocast-copy-bytes", "bytes/param of the 16-bit weight copies torch.autocast keeps for the backward (default "
+                            f"{MEMORY_DEFAULTS['autocast_copy_bytes']:g}; fp32 weights under autocast: 2)"),
     ("overhead-gb", f"CUDA context, NCCL, allocator reserve, GB (default {MEMORY_DEFAULTS['overhead_gb']:g})"),
     ("memory-gb", "GPU memory to check against, GB (default: from --gpu)"),
 )
@@ -261,6 +265,9 @@ def run(args: argparse.Namespace) -> int:
     if i.get("grads_freed") and i.get("pp") == 1:
         print("gradients freed between steps: the total holds the larger of the gradients and activations + "
               "recompute + logits, not both")
+    if out.get("optimizer_step_gb"):
+        print(f"optimizer step temporaries: {out['optimizer_step_gb']:,.2f} GB at the step, beside the gradients and "
+              "in place of the activations (in the total where that moment is the heavier)")
     print()
     print(stage_table(out))
     print()

@@ -12,11 +12,17 @@ __all__ = [
     "act_inflight_factor", "mem_act_pipeline_gb", "mem_total_gb", "fits_in_gpu", "max_micro_batch",
     "layout_message", "stage_layers", "layer_params_b", "stage_params_b", "stage_inflight_microbatches",
     "mem_stage_act_gb", "mem_recompute_working_gb", "mem_logits_gb", "mem_gathered_params_gb", "mem_stage_total_gb",
-    "mem_peak_gb", "mem_states_gb", "peak_stage_part_gb",
+    "mem_peak_gb", "mem_states_gb", "peak_stage_part_gb", "mem_optimizer_step_gb",
+    "act_autocast_copy_bytes",
 ]
 
 
 _ZERO_SOURCE = "Rajbhandari et al. 2019 (ZeRO) §5: stage 1 shards optimizer states, 2 also gradients, 3 also weights"
+_AUTOCAST_SOURCE = ("PyTorch autocast (aten/src/ATen/autocast_mode.cpp, cached_cast): an fp32 leaf weight that requires "
+                    "a gradient is cast once per autocast region and the 16-bit copy cached until the region exits; "
+                    "the matmul's autograd node saves that copy for the input gradient, so it lives until the layer's "
+                    "backward; a checkpointed layer casts again when it is recomputed. Measured with PyTorch's "
+                    "MemTracker by scripts/torch_memory.py")
 
 
 @formula(
@@ -302,14 +308,18 @@ def mem_recompute_working_gb(full_act_bytes, stored_act_bytes):
 
 @formula(
     udf="MEM_LOGITS_GB", unit="GB per GPU", category="memory",
-    equation="bytes per logit * s*b*V/(t*c) / 1e9 on the last stage (every stage when p = 1), else 0",
+    equation="(bytes per logit * s*b/c + output copy bytes per vocabulary row) * V/t / 1e9 on the last stage (every stage when "
+             "p = 1), else 0",
     source="Megatron-LM: logits cast to fp32 for the vocab-parallel cross-entropy (4 bytes, V split over t; "
-           "Shoeybi et al. 2019 §3); context parallelism splits the sequence",
+           "Shoeybi et al. 2019 §3); context parallelism splits the sequence. Autocast: " + _AUTOCAST_SOURCE,
 )
-def mem_logits_gb(seq_len, micro_batch, vocab, tp=1, cp=1, logits_buffer_bytes=4, pp=1, stage="last"):
-    """Logits and loss buffers of one micro-batch on the last pipeline stage, GB per GPU."""
+def mem_logits_gb(seq_len, micro_batch, vocab, tp=1, cp=1, logits_buffer_bytes=4, pp=1, stage="last",
+                  output_copy_bytes=0):
+    """Logits and loss buffers of one micro-batch on the last pipeline stage, GB per GPU; under torch.autocast with
+    fp32 weights also the output layer's 16-bit weight copy (``output_copy_bytes`` = copy bytes x h per vocabulary
+    row), kept for the logits' backward."""
     on_stage = or_(eq(pp, 1), eq(stage, "last"))
-    return if_(on_stage, logits_buffer_bytes * seq_len * micro_batch * vocab / (tp * cp) / 1e9, 0)
+    return if_(on_stage, (logits_buffer_bytes * seq_len * micro_batch / cp + output_copy_bytes) * vocab / tp / 1e9, 0)
 
 
 @formula(
@@ -338,16 +348,43 @@ def mem_gathered_params_gb(layer_params_b, tp=1, zero_stage=0, prefetch_layers=0
 
 
 @formula(
+    udf="ACT_AUTOCAST_COPY_BYTES", unit="bytes per layer", category="memory",
+    equation="autocast copy bytes * layer params / t, kept per micro-batch; 0 under full or per-op recompute (the "
+             "recomputed layer's copies are in its working set)",
+    source=_AUTOCAST_SOURCE,
+)
+def act_autocast_copy_bytes(layer_params_b, tp=1, recompute="none", autocast_copy_bytes=0):
+    """Bytes of the 16-bit weight copies one layer's forward under torch.autocast keeps for its backward."""
+    kept = if_(or_(eq(recompute, "full"), eq(recompute, "op_selective")), 0, 1)
+    return kept * autocast_copy_bytes * layer_params_b * 1e9 / tp
+
+
+@formula(
+    udf="MEM_OPTIMIZER_STEP_GB", unit="GB per GPU", category="memory",
+    equation="optimizer step bytes * N/(tp*pp), / dp under ZeRO-1, 2 and 3 (sharded as the optimizer states)",
+    source="PyTorch torch/optim/adam.py (2.13), _multi_tensor_adam, the foreach step AdamW takes by default on GPUs "
+           "(optimizer.py _default_to_fused_or_foreach): exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs) "
+           "(line 762) makes one tensor of each parameter's size and dtype, live until _foreach_addcdiv_ (line 769); "
+           "the fused step (_fused_adam, fused=True) allocates none; measured with PyTorch's MemTracker by "
+           "scripts/torch_memory.py",
+)
+def mem_optimizer_step_gb(params_b, zero_stage=0, dp=1, tp=1, pp=1, optimizer_step_bytes=0):
+    """Temporaries of the optimizer step per GPU, GB: live only while the step runs, beside all the gradients."""
+    return optimizer_step_bytes * params_b / (tp * pp) / if_(zero_stage >= 1, dp, 1)
+
+
+@formula(
     udf="MEM_STAGE_TOTAL_GB", unit="GB per GPU", category="memory",
-    equation="weights + optimizer + FP8 copies + gathered parameters + buckets + other + (gradients + activations + "
-             "recompute working set + logits); with grads_freed and PP = 1: MAX(gradients, activations + recompute "
-             "working set + logits) instead of their sum",
+    equation="weights + optimizer + FP8 copies + gathered parameters + buckets + other + gradients + MAX(activations + "
+             "recompute working set + logits, optimizer step temporaries); with grads_freed and PP = 1: "
+             "MAX(gradients + optimizer step temporaries, activations + recompute working set + logits) instead",
     source="seed 002 §7.1.3 (states + activations + overhead), by part; PyTorch Optimizer.zero_grad(set_to_none=True) "
            "(default since 2.0): gradients are None from the optimizer step to the backward, and the activations "
-           "are freed as the backward makes the gradients",
+           "are freed as the backward makes the gradients; the optimizer step's temporaries (MEM_OPTIMIZER_STEP_GB) "
+           "live during the step, after the backward has freed the activations",
 )
 def mem_stage_total_gb(weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb,
-                       logits_gb, comm_buffer_gb=0, overhead_gb=0, grads_freed=False, pp=1):
+                       logits_gb, comm_buffer_gb=0, overhead_gb=0, grads_freed=False, pp=1, step_gb=0):
     """Memory per GPU of one pipeline stage: its parts at the step's peak moment.
 
     Gradients that persist across steps (Megatron-Core's contiguous buffer) are there at the activations' peak,
@@ -355,9 +392,11 @@ def mem_stage_total_gb(weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, 
     backward, layer by layer, as the activations of those layers are freed: at the start of the backward there
     are none, at the optimizer step all of them and no activations, so the stage needs the larger of the two.
     A pipeline stage accumulates gradients over its micro-batches while others are in flight: there the sum holds.
+    The optimizer step's temporaries (``step_gb``) come after the backward, beside all the gradients and without
+    the activations.
     """
-    moment = if_(and_(grads_freed, eq(pp, 1)), max_(grads_gb, activations_gb + recompute_gb + logits_gb),
-                 grads_gb + activations_gb + recompute_gb + logits_gb)
+    act = activations_gb + recompute_gb + logits_gb
+    moment = if_(and_(grads_freed, eq(pp, 1)), max_(grads_gb + step_gb, act), grads_gb + max_(act, step_gb))
     return weights_gb + optimizer_gb + fp8_gb + gathered_gb + moment + comm_buffer_gb + overhead_gb
 
 

@@ -373,7 +373,8 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
     b.put(s, f"A{row}", "Working (one layer, shared by the stages)", "group")
     row += 1
     for name in ("Layer_Params_B", "Layer_Act_Bytes", "Layer_Act_Bytes_No_Recompute", "Inflight_First",
-                 "Inflight_Last"):
+                 "Inflight_Last", "Mem_First_Optimizer_Step_GB", "Mem_Last_Optimizer_Step_GB", "Layer_Autocast_Copy_Bytes",
+                 "Layer_Autocast_Copy_Bytes_No_Recompute"):
         output_row(ctx, s, row, name)
         row += 1
     b.put(s, f"A{row + 1}", f"Defaults (recipe {DEFAULT_RECIPE}, other memory {MEMORY_DEFAULTS['overhead_gb']:g} GB, "
