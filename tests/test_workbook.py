@@ -512,7 +512,8 @@ def test_booleans_read_as_words(formulas_wb):
 
 
 def test_titles_are_built_from_the_inputs(formulas_wb, values_wb):
-    assert formulas_wb["Start"]["C2"].value.startswith("=ROUND(Params_B,1)&")
+    assert formulas_wb["Start"]["C2"].value.startswith('=IF(Model_Preset="","",')  # the model's name once picked
+    assert "&ROUND(Params_B,1)&" in formulas_wb["Start"]["C2"].value
     # seed 002 §7.3: 70B, 2T tokens, 1024 A800, MFU 0.4; the template's price $2/GPU-hour
     assert values_wb["Start"]["C2"].value == \
         f"70B parameters, 2T tokens on 1024 x {_gpu_name('a800')} at MFU 40%, $2 per GPU-hour"

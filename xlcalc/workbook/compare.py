@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import catalog
-from ..expr import Var
+from ..expr import Expr, Var
 from ..inputs import spec
 from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario
 from .catalogs import GPU_DERIVED
 from .model import coord, ref_text
 from .rendering import BOOL_FORMAT, dependencies, display_format, guarded, guarded_output, output_formula
-from .sheets import Ctx, capex_value, derived_value, id_range, plan_title
+from .sheets import STAGE_ENDS, Ctx, capex_value, derived_value, id_range, plan_title
 
 COMPARE_GPUS = ("a800", "h100-sxm", "ascend-910b")
 
@@ -121,6 +121,8 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
                 value = Var(cell.name)  # follows the Inputs sheet
             else:
                 value = derived_value(ctx, sc, cell.field, gpu_ref, model_ref, recipe_ref)
+                if cell.field in STAGE_ENDS and isinstance(value, Expr):  # this column's layers and PP
+                    value = value.substitute({n: Var(varmap[n]) for n in ("Layers", "PP_Size")})
             fmt: str | None = spec(cell.spec_name).number_format
             fmt = BOOL_FORMAT if spec(cell.spec_name).kind == "bool" else (None if fmt == "General" else fmt)
             varmap[cell.name] = b.put(s, f"{col}{row}", value, "input", fmt)
@@ -129,7 +131,8 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             row += 1
         row += 1
         b.put(s, f"A{title_row}", "Plan (built from the inputs below)")
-        b.put(s, f"{col}{title_row}", plan_title(ctx, {**varmap, "GPU_Type": gpu_ref}), "formula")
+        b.put(s, f"{col}{title_row}", plan_title(ctx, {**varmap, "GPU_Type": gpu_ref,
+                                                        **({} if linked else {"Model_Preset": model_ref})}), "formula")
         b.wrap.add((s, f"{col}{title_row}"))
         b.heights[(s, title_row)] = 58  # four lines of the title
         for k, out in enumerate(OUTPUTS):

@@ -10,7 +10,7 @@ from ..errors import InputError
 from ..expr import Expr, Func, Var, and_, eq, if_, wrap
 from ..formulas import ownership, ranges
 from ..inputs import spec
-from ..layout import LAYOUT_OK
+from ..layout import LAYOUT_OK, preset_stage_ends
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, get_recipe
 from ..scenario import BOUNDED_OUTPUTS, INPUT_BY_FIELD, INPUT_BY_NAME, MEMORY_SOURCES, OUTPUT_BY_NAME, RANGES, Scenario
 from ..stage_memory import PARTS, memory_steps
@@ -70,6 +70,8 @@ def derived_value(ctx: Ctx, scenario: Scenario, field: str, gpu_key: str, model_
     number is written: a typed override wins over the preset.
     """
     value = getattr(scenario, field)
+    if field in STAGE_ENDS:
+        return stage_ends_value(scenario, field, model_key)
     if field in RECIPE_DERIVED and recipe_key:
         t, key, preset, column = ctx.recipes, recipe_key, scenario.recipe, RECIPE_DERIVED[field]
         catalog_value = getattr(get_recipe(preset), column) if preset else None
@@ -89,6 +91,25 @@ def derived_value(ctx: Ctx, scenario: Scenario, field: str, gpu_key: str, model_
     return preset_or(key, value, lookup)
 
 
+# The layers of the first and the last pipeline stage: with a model preset picked, the split xlcalc.layout gives that
+# model on PP_Size stages (even, or uneven where PP does not divide its layers, as the planner splits Llama 3 405B).
+STAGE_ENDS = ("first_stage_layers", "last_stage_layers")
+
+
+def stage_ends_value(scenario: Scenario, field: str, model_key: str) -> Any:
+    """First_Stage_Layers / Last_Stage_Layers: ``IF(Model_Preset="", number, <the preset's split on PP_Size>)``.
+
+    The split is :func:`xlcalc.layout.preset_stage_ends` over ``Layers`` and ``PP_Size`` (defined names; a Scenarios
+    column substitutes its own cells); a scenario whose own numbers differ from its preset's split keeps them.
+    """
+    value = getattr(scenario, field)
+    ends = preset_stage_ends(Var("Layers"), Var("PP_Size"))
+    split = ends[STAGE_ENDS.index(field)]
+    if scenario.model and preset_stage_ends(scenario.layers, scenario.pp)[STAGE_ENDS.index(field)] != value:
+        return value  # the scenario's own split wins over its preset's
+    return preset_or(model_key, value, IfError(split, 0))  # a PP or Layers not allowed: named by the checks
+
+
 def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
     """Label, value (named, validated, unlocked), unit and what is allowed."""
     cell = INPUT_BY_FIELD[field]
@@ -104,7 +125,8 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
     b.name(cell.name, sheet, f"B{row}")
     b.put(sheet, f"C{row}", s.unit)
     looked_up = isinstance(value, Expr) and not isinstance(value, Var)
-    preset = ("GPU_Type" if field in GPU_DERIVED else "Model_Preset" if field in MODEL_DERIVED else "Recipe_Id")
+    preset = ("GPU_Type" if field in GPU_DERIVED else "Model_Preset" if field in MODEL_DERIVED or field in STAGE_ENDS
+              else "Recipe_Id")
     how = f" Looked up by {preset}; a number typed here wins." if looked_up else ""
     b.put(sheet, f"D{row}", f"{cell.name}: {s.allowed}. {s.doc}.{how}".replace("..", "."), "note")
     b.wrap.add((sheet, f"D{row}"))
@@ -563,7 +585,12 @@ def plan_title(ctx: Ctx, ref: Any = None) -> Concat:
     gpu_text = if_(eq(gpu, ""), Concat("GPUs of ", v("Peak_TFLOPS"), " TFLOP/s"), gpu_name)
     usd = v("USD_per_GPU_Hour")  # a price tier with no rate leaves a message there, not a number
     price = if_(IsNumber(usd), Concat("$", Func("ROUND", (usd, wrap(2))), " per GPU-hour"), "no price per GPU-hour")
-    return Concat(Func("ROUND", (v("Params_B"), wrap(1))), "B parameters, ", Func("ROUND", (v("Tokens_T"), wrap(2))),
+    m = ctx.models
+    model = v("Model_Preset")  # the model picked (its catalog name), or none: the typed architecture
+    model_name = IfError(catalog_lookup(model, m.sheet, m.col("id"), m.col("name"), m.first_row, m.last_row), model)
+    model_text = if_(eq(model, ""), "", Concat(model_name, ", "))
+    return Concat(model_text, Func("ROUND", (v("Params_B"), wrap(1))), "B parameters, ",
+                  Func("ROUND", (v("Tokens_T"), wrap(2))),
                   "T tokens on ", v("N_GPUs"), " x ", gpu_text, " at MFU ", Func("ROUND", (v("MFU") * 100, wrap(1))),
                   "%, ", price)
 
