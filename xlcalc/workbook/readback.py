@@ -22,8 +22,8 @@ from ..errors import InputError
 from ..layout import preset_stage_ends
 from ..scenario import INPUTS, OUTPUTS, Scenario, evaluate
 from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED
-from .sheets import STAGE_ENDS
 from .package import Limits, Package, PackageError, check
+from .sheets import STAGE_ENDS
 from .verify import Finding, verify
 
 MAX_FILE_BYTES = Limits.file_bytes
@@ -121,8 +121,8 @@ def _stage_ends(data: dict[str, Any]) -> None:
         ends = preset_stage_ends(layers, pp)
     except (InputError, TypeError, ValueError, ZeroDivisionError):
         return  # the scenario's own check names the input
-    for field, value in zip(STAGE_ENDS, ends):
-        data.setdefault(field, int(value))
+    for name, value in zip(STAGE_ENDS, ends):
+        data.setdefault(name, int(value))
 
 
 def _read_price_tier(data: dict[str, Any]) -> None:

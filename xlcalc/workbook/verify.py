@@ -228,7 +228,6 @@ class _TooMany(Exception):
 
 def preset_following(sc: Scenario) -> Scenario:
     from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED
-
     from .sheets import STAGE_ENDS
 
     drop = {*GPU_DERIVED, *MODEL_DERIVED, *RECIPE_DERIVED, *STAGE_ENDS, "capex_usd_per_gpu"}
