@@ -29,7 +29,7 @@ from .errors import InputError
 from .expr import and_, as_text, ceiling, concat, eq, floor_int, if_, is_expr, max_, not_, or_, round_
 
 __all__ = ["LAYOUT_OK", "CONSTRAINTS", "LAYOUT_INPUTS", "LAYOUT_DEFAULTS", "check_layout", "check_replicas", "check_stages", "layout_message", "stage_layer_counts",
-           "data_parallel", "parse_layers_per_stage", "stage_split", "preset_stage_ends"]
+           "data_parallel", "parse_layers_per_stage", "stage_split", "preset_stage_ends", "layout_blamed"]
 
 LAYOUT_OK = "OK"  # the message of a layout that splits into whole pieces
 
@@ -230,6 +230,16 @@ def layout_message(values: V) -> Any:
         text = concat(c.name, " = ", _value_of(c, v), " is not allowed: ", c.name, " must be ", *c.allowed(v),
                       " (", *c.detail(v), ")")
         out = if_(c.violated(v), text, out)
+    return out
+
+
+def layout_blamed(values: V, where: Mapping[str, Any]) -> Any:
+    """``where[name]`` of the input the first violated constraint blames (its ``name``, as in the message), "" for a
+    whole layout or an input ``where`` does not list (numbers or an expression)."""
+    v = _complete(values)
+    out: Any = ""
+    for c in reversed(CONSTRAINTS):
+        out = if_(c.violated(v), where.get(c.name, ""), out)
     return out
 
 

@@ -80,6 +80,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         b.widths.setdefault(s, {})[col] = 22
         b.put(s, f"{col}4", f"Scenario {j + 1}", "header")
         varmap: dict[str, str] = {}
+        follows: set[str] = set()  # inputs whose cell follows the Inputs sheet's: their checks apply
         title_row = row = 5  # the plan's title, built from this column's inputs once they are placed
         row += 1
         b.put(s, f"A{row}", "Scenario name")
@@ -119,6 +120,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
                 value: Any = capex_value(ctx, sc, gpu_ref)
             elif linked and cell.field not in GPU_DERIVED:
                 value = Var(cell.name)  # follows the Inputs sheet
+                follows.add(cell.name)
             else:
                 value = derived_value(ctx, sc, cell.field, gpu_ref, model_ref, recipe_ref)
                 if cell.field in STAGE_ENDS and isinstance(value, Expr):  # this column's layers and PP
@@ -140,7 +142,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         for out in OUTPUTS:
             r = int(varmap[out.name].rsplit("$", 1)[1])
             expr, subs = output_formula(out.name, varmap, inline=True)
-            expr = guarded_output(out.name, expr, varmap)
+            expr = guarded_output(out.name, expr, varmap, follows)
             b.put(s, f"A{r}", out.label)
             b.put(s, f"B{r}", out.unit)
             b.put(s, f"{col}{r}", expr, "formula", display_format(out), subs)
@@ -206,11 +208,12 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
                 at = coord(2 + j, head + 1 + i)
                 if name is None:  # spend rate: this grid point's total cost over its days
                     expr = Var(tables["cost"]["cells"][i][j]) / Var(tables["days"]["cells"][i][j]) * 30
-                    expr = guarded(expr, dependencies("Total_Cost_USD") | dependencies("Train_Days"))
+                    expr = guarded(expr, dependencies("Total_Cost_USD") | dependencies("Train_Days"),
+                                   exclude={"N_GPUs", "MFU"})  # the grid point's own
                     cells[i].append(b.put(s, at, expr, "formula", '"$"#,##0'))
                     continue
                 expr, subs = output_formula(name, {"N_GPUs": row_refs[i], "MFU": col_refs[j]})
-                expr = guarded_output(name, expr)
+                expr = guarded_output(name, expr, exclude={"N_GPUs", "MFU"})
                 cells[i].append(b.put(s, at, expr, "formula", OUTPUT_BY_NAME[name].number_format, subs))
         tables[key] = {"head": head, "rows": len(gpus), "cols": len(mfus), "mfu_refs": col_refs,
                        "gpu_refs": row_refs, "cells": cells}
