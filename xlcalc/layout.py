@@ -80,17 +80,20 @@ def stage_layer_counts(v: V) -> tuple[Any, Any, Any]:
 def preset_stage_ends(layers: Any, pp: Any) -> tuple[Any, Any]:
     """(first_stage_layers, last_stage_layers) a catalog model gets on ``pp`` pipeline stages: (0, 0), an even
     split, when ``pp`` divides ``layers``; otherwise every middle stage holds ceil(L/p) layers and the first and the
-    last stage share the rest, the last one the fewer (it also holds the output layer and the loss).
+    last stage share the rest, the last one the fewer (it also holds the output layer and the loss); where that
+    leaves the ends under 2 layers (70 layers on 16 stages), every middle stage holds floor(L/p) and the ends more
+    (7, 4 x 14, 7).
 
     Where Meta's Llama 3 split applies this is that split (Dubey et al. 2024, §3.3.2: 126 layers on 16 stages,
     one layer fewer on the first and the last: 7, 8 x 14, 7; the planner's ``uneven_stages``): L + 2 = k*p gives
     k - 1, k x (p - 2), k - 1 and L + 1 = k*p gives k, ..., k, k - 1. Elsewhere (61 layers on 4 stages: 15, 16, 16,
-    14) it is the split of the same shape. (0, 0) where the rest is under 2 layers (no such split): the layout check
-    then names PP. Numbers or expressions (the workbook's look-up of a model preset's split).
+    14) it is the split of the same shape. (0, 0) for more stages than layers: the layout check then names PP.
+    Numbers or expressions (the workbook's look-up of a model preset's split).
     """
-    middle = ceiling(layers / pp, 1)
+    up = ceiling(layers / pp, 1)
+    middle = if_(layers - (pp - 2) * up < 2, floor_int(layers / pp), up)  # no such split: the ends hold more
     rest = layers - (pp - 2) * middle
-    whole = or_(eq(pp, 1), _divides(pp, layers), rest < 2)
+    whole = or_(eq(pp, 1), _divides(pp, layers), middle < 1)
     return if_(whole, 0, ceiling(rest / 2, 1)), if_(whole, 0, floor_int(rest / 2))
 
 
