@@ -243,3 +243,18 @@ def test_the_master_check_is_red_unless_all_clear(tmp_path):
     ws = openpyxl.load_workbook(tmp_path / "plan.xlsx")["Start"]
     rules = [(str(rng.sqref), r.operator, r.formula) for rng in ws.conditional_formatting for r in rng.rules]
     assert ("C3", "notEqual", [f'"{ALL_CLEAR}"']) in rules
+
+
+def test_the_docs_examples_name_the_cells_the_builder_places():
+    """docs/workbook.md's example messages name the cells where the default plan's inputs stand."""
+    import re
+
+    book = layout([load_scenario(SEED002)]).book
+    text = (ROOT / "docs" / "workbook.md").read_text(encoding="utf-8")
+    found = re.findall(r"`?(\w+)!([A-Z]+\d+)(?: \((\w+)\))?: (\w+) = ", text)
+    assert len(found) >= 5
+    for sheet, at, named, name in found:
+        input_name = named or name
+        if input_name == "pp":
+            input_name = "PP_Size"
+        assert book.names[input_name] == (sheet, at), (sheet, at, input_name)
