@@ -216,6 +216,8 @@ def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]
     last = GROUP_FIRST_ROW + len(reg.groups) - 1
     book.rules.append((s, f"C{GROUP_FIRST_ROW}:C{last}", "bad_unless_ok"))
     book.widths[s] = {"A": 24, "B": 40, "C": 100}
+    # printed: the layout and the input checks; the gathering cells below are the workbook's working
+    book.print_areas[s] = f"A1:C{FIRST_ROW + len(CHECKED) - 1}"
 
 
 def is_checked(name: str) -> bool:
