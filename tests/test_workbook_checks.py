@@ -119,16 +119,31 @@ def test_the_split_is_metas_where_the_planner_splits_unevenly():
 
 # --- every model preset x every GPU: the engine's values of the workbook's cells --------------------------------
 
-def test_every_model_preset_with_every_gpu_gives_a_whole_layout_and_a_title_naming_both():
+@pytest.fixture(scope="module")
+def seed_book():
+    return layout([load_scenario(SEED002)]).book
+
+
+def test_every_model_preset_with_every_gpu_gives_a_whole_layout_and_a_title_naming_both(seed_book):
     """All pairs in the engine's evaluation of the workbook's own formulas (the same trees LibreOffice recalculates
-    below for one pair per model and GPU, and tests/test_workbook_libreoffice.py for one per preset)."""
-    book = layout([load_scenario(SEED002)]).book
+    in tests/test_workbook_libreoffice.py for one pick per model and per GPU)."""
+    book = seed_book
     names = [o.name for o in OUTPUTS]
+    before = {n: book.cell(*book.names[n]).value for n in ("Model_Preset", "GPU_Type")}
 
     def put(name, value):
         sheet, at = book.names[name]
         book.cell(sheet, at).value = value
 
+    try:
+        _every_pair(book, names, put)
+    finally:
+        for n, v in before.items():
+            put(n, v)
+        book._memo.clear()
+
+
+def _every_pair(book, names, put):
     for m in catalog.models():
         for g in catalog.gpus():
             put("Model_Preset", m.id)
@@ -185,8 +200,8 @@ def lo() -> dict:
     return {n: openpyxl.load_workbook(p, data_only=True) for n, p in zip(names, paths)}
 
 
-def test_the_plan_as_built_passes_every_check():
-    book = layout([_base()]).book
+def test_the_plan_as_built_passes_every_check(seed_book):
+    book = seed_book
     values = book.cached_values()  # the engine's values (LibreOffice's equal them: test_workbook_libreoffice.py)
     assert book.value("Start", "C3") == ALL_CLEAR
     checks = [v for (sheet, _at), v in values.items() if sheet == "Checks"]
@@ -238,18 +253,19 @@ def test_a_layout_that_splits_no_whole_stages_is_named_with_the_pp_cell(lo):
     assert not _errors(wb)
 
 
-def test_the_master_check_is_red_unless_all_clear(tmp_path):
-    build(tmp_path / "plan.xlsx", [Scenario()])
-    ws = openpyxl.load_workbook(tmp_path / "plan.xlsx")["Start"]
+def test_the_master_check_is_red_unless_all_clear(seed_book):
+    from xlcalc.workbook.writer import to_workbook
+
+    ws = to_workbook(seed_book)["Start"]
     rules = [(str(rng.sqref), r.operator, r.formula) for rng in ws.conditional_formatting for r in rng.rules]
     assert ("C3", "notEqual", [f'"{ALL_CLEAR}"']) in rules
 
 
-def test_the_docs_examples_name_the_cells_the_builder_places():
+def test_the_docs_examples_name_the_cells_the_builder_places(seed_book):
     """docs/workbook.md's example messages name the cells where the default plan's inputs stand."""
     import re
 
-    book = layout([load_scenario(SEED002)]).book
+    book = seed_book
     text = (ROOT / "docs" / "workbook.md").read_text(encoding="utf-8")
     found = re.findall(r"`?(\w+)!([A-Z]+\d+)(?: \((\w+)\))?: (\w+) = ", text)
     assert len(found) >= 5
