@@ -26,10 +26,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..expr import Expr, Var, eq, floor_int, if_, or_
+from ..expr import Var, and_, eq, floor_int, if_, or_
 from ..inputs import spec
 from ..layout import CONSTRAINTS, layout_blamed
-from ..scenario import INPUT_BY_FIELD, INPUTS, OUTPUT_BY_NAME
+from ..scenario import INPUT_BY_NAME, INPUTS, OUTPUT_BY_NAME
 from .model import Book, Concat, IfError, IsNumber, Lookup, ref_text
 
 SHEET = "Checks"
@@ -111,7 +111,6 @@ def _bounds(s: Any, x: Var) -> list[Any]:
 
 
 def _all(tests: list[Any]) -> Any:
-    from ..expr import and_
     return and_(*tests) if len(tests) > 1 else tests[0]
 
 
@@ -130,7 +129,7 @@ def input_check(book: Book, name: str, lists: dict[str, tuple[str, str, int, int
         found = IfError(Lookup(x, sheet_of, col, col, first, last), "")
         allowed = f"an id from the list on the {sheet_of} sheet, or empty"
         return if_(eq(x, ""), OK, if_(eq(found, ""), _message(where, name, allowed), OK))
-    s = spec(INPUT_BY_FIELD[next(c.field for c in INPUTS if c.name == name)].spec_name)
+    s = spec(INPUT_BY_NAME[name].spec_name)
     bad = _message(where, name, s.allowed)
     if s.kind == "bool":  # TRUE/FALSE, or 1/0 as LibreOffice stores a boolean
         return if_(or_(eq(x, True), eq(x, False), eq(x, 1), eq(x, 0)), OK, bad)
@@ -169,12 +168,12 @@ def layout_where(book: Book) -> Any:
     """The cell of the input the layout check blames: the first violated constraint of
     xlcalc.layout over the same inputs as Layout_Check."""
     by_spec = {c.spec_name: c.name for c in INPUTS}
+    sheet, at = book.names["Layout_Check"]
     where = {}
-    for c in CONSTRAINTS:
-        name = by_spec.get(c.name)
-        if name is not None and name in book.names:
-            sheet, at = book.names[name]
-            where[c.name] = f"{sheet}!{at} ({name})"
+    for c in CONSTRAINTS:  # an input the workbook does not have (the global batch): the layout check's own cell
+        name = by_spec.get(c.name) if by_spec.get(c.name) in book.names else "Layout_Check"
+        sheet, at = book.names[name]
+        where[c.name] = f"{sheet}!{at} ({name})"
     args = OUTPUT_BY_NAME["Layout_Check"].args
     return layout_blamed(dict(args), where)
 
@@ -191,7 +190,7 @@ def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]
     book.put(s, f"A{LAYOUT_ROW}", "Layout (every piece whole)")
     book.put(s, f"B{LAYOUT_ROW}", "the input it blames, then why")
     book.put(s, f"C{LAYOUT_ROW}", if_(eq(Var(layout), "OK"), OK,
-                                      Concat(IfError(layout_where(book), layout), ": ", Var(layout))), "formula")
+                                      Concat(IfError(layout_where(book), "Layout_Check"), ": ", Var(layout))), "formula")
     book.rules.append((s, f"C{LAYOUT_ROW}", "bad_unless_ok"))
     for col, head in zip("ABC", ("input", "cell", "check (OK: allowed)")):
         book.put(s, f"{col}{FIRST_ROW - 1}", head, "header")
@@ -216,7 +215,7 @@ def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]
     last = GROUP_FIRST_ROW + len(reg.groups) - 1
     book.rules.append((s, f"C{GROUP_FIRST_ROW}:C{last}", "bad_unless_ok"))
     book.widths[s] = {"A": 24, "B": 40, "C": 100}
-    # printed: the layout and the input checks; the gathering cells below are the workbook's working
+    # printed: the layout and the input checks (the gathering cells below them are working cells)
     book.print_areas[s] = f"A1:C{FIRST_ROW + len(CHECKED) - 1}"
 
 
@@ -235,4 +234,4 @@ def master(expr_ok: Any) -> Any:
     return out
 
 
-__all__ = ["CHECKED", "SHEET", "collecting", "finish", "gathered", "guard", "master", "check_ref", "Expr"]
+__all__ = ["CHECKED", "SHEET", "collecting", "finish", "gathered", "guard", "master", "check_ref", "is_checked"]
