@@ -171,7 +171,8 @@ def layout_where(book: Book) -> Any:
     sheet, at = book.names["Layout_Check"]
     where = {}
     for c in CONSTRAINTS:  # an input the workbook does not have (the global batch): the layout check's own cell
-        name = by_spec.get(c.name) if by_spec.get(c.name) in book.names else "Layout_Check"
+        name = by_spec.get(c.name, "Layout_Check")
+        name = name if name in book.names else "Layout_Check"
         sheet, at = book.names[name]
         where[c.name] = f"{sheet}!{at} ({name})"
     args = OUTPUT_BY_NAME["Layout_Check"].args
