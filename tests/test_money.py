@@ -466,6 +466,8 @@ def test_workbook_names_a_money_input_out_of_bounds(h100_book, name, value, mess
 
 
 def _check_bad_cell(b, name, message):
+    sheet, at = b.names[name]
+    message = f"{sheet}!{at}: {message}"  # the master check and the money check name the cell
     assert b.value("Start", "C3") == b.value("Budget", "F1") == message
     start = {b.sheets["Start"][f"B{r}"].value: b.value("Start", f"C{r}") for r in range(4, 20) if f"B{r}" in b.sheets["Start"]}
     assert isinstance(start["Training days on those GPUs"], float)
@@ -537,6 +539,8 @@ def test_libreoffice_money_cells_equal_the_engine_and_bad_inputs_read_as_sentenc
     # bad input written past the cells' validation: the input check (Start) and the money check (Budget) name it
     for k, (name, _value, message) in enumerate(BAD_CELLS):
         wb = openpyxl.load_workbook(out[f"bad{k}"], data_only=True)
+        (sheet, at), = wb.defined_names[name].destinations
+        message = f"{sheet}!{at.replace('$', '')}: {message}"  # the cell, then why
         assert wb["Start"]["C3"].value == message, (name, wb["Start"]["C3"].value)
         assert wb["Budget"]["F1"].value == message, name
     wb = openpyxl.load_workbook(out["no_tier_price"], data_only=True)

@@ -77,28 +77,38 @@ def test_defined_names_are_the_contract_and_each_names_one_cell(formulas_wb):
 
 
 def _peel_guards(text):
-    """A formula without its ``IF(ISNUMBER(X), ..., X)`` wrappers; returns (inner formula, the Xs in order)."""
+    """A formula without its ``IF(ISNUMBER(X), ..., X)`` wrappers and the input checks' ``IF(Checks!C="OK", ...,
+    Checks!C)`` inside them; returns (inner formula, the Xs in order, the check cell or None)."""
     body, names = text[1:], []
     while body.startswith("IF(ISNUMBER("):
         name = body[len("IF(ISNUMBER("):].split(")", 1)[0]
         assert body.endswith(f",{name})"), body[-60:]
         body = body[len(f"IF(ISNUMBER({name}),"):-len(f",{name})")]
         names.append(name)
-    return "=" + body, names
+    check = None
+    if body.startswith("IF(Checks!"):
+        check = body[len("IF("):].split("=", 1)[0]
+        assert body.startswith(f'IF({check}="OK",') and body.endswith(f",{check})"), body[:60]
+        body = body[len(f'IF({check}="OK",'):-len(f",{check})")]
+    return "=" + body, names, check
 
 
 def test_named_results_are_the_engines_formula_text(formulas_wb):
     """Each named result's cell holds exactly xlcalc.scenario.output_excel(out): one definition, wrapped only in
     the checks that show a looked-up input's message (no catalog figure, no price at the tier) in place of #VALUE!,
     then a bounded result's message (a result past its formula's bound) where it is computed from one."""
-    from xlcalc.scenario import BOUNDED_OUTPUTS
+    from xlcalc.scenario import BOUNDED_OUTPUTS, INPUT_BY_NAME
     from xlcalc.workbook.rendering import LOOKED_UP, dependencies
 
+    checks = formulas_wb["Checks"]
     for out in OUTPUTS:
-        inner, guards = _peel_guards(named(formulas_wb, out.name).value)
+        inner, guards, check = _peel_guards(named(formulas_wb, out.name).value)
         assert inner == output_excel(out), out.name
         deps = dependencies(out.name)
         assert guards == [n for n in (*LOOKED_UP, *BOUNDED_OUTPUTS) if n in deps], out.name
+        # the checks of exactly the input cells the result depends on, gathered in one cell of the Checks sheet
+        row = int(check.rsplit("$", 1)[1])
+        assert set(checks[f"B{row}"].value.split(", ")) == {n for n in deps if n in INPUT_BY_NAME}, out.name
 
 
 @pytest.mark.parametrize("names", [("seed002-70b-a800",),
@@ -543,7 +553,8 @@ def test_booleans_read_as_words(formulas_wb):
 
 
 def test_titles_are_built_from_the_inputs(formulas_wb, values_wb):
-    assert formulas_wb["Start"]["C2"].value.startswith("=ROUND(Params_B,1)&")
+    assert formulas_wb["Start"]["C2"].value.startswith('=IF(Model_Preset="","",')  # the model's name once picked
+    assert "&ROUND(Params_B,1)&" in formulas_wb["Start"]["C2"].value
     # seed 002 §7.3: 70B, 2T tokens, 1024 A800, MFU 0.4; the template's price $2/GPU-hour
     assert values_wb["Start"]["C2"].value == \
         f"70B parameters, 2T tokens on 1024 x {_gpu_name('a800')} at MFU 40%, $2 per GPU-hour"

@@ -3,6 +3,7 @@ message naming the inputs, in the result's cell and in every cell computed from 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,9 @@ def _cell(book: Book, name: str) -> str:
 
 def test_every_cell_computed_from_a_bounded_result_checks_it(book):
     assert DAYS_MESSAGE in _cell(book, "Train_Days")
-    assert "IF(ISNUMBER(GPU_Hours),GPU_Hours*USD_per_GPU_Hour,GPU_Hours)" in _cell(book, "Compute_Cost_USD")
+    # inside the bound's guard, the input checks of the cell (Checks sheet): IF(<checks>="OK", <result>, <checks>)
+    assert re.search(r'IF\(ISNUMBER\(GPU_Hours\),IF\((Checks!\$C\$\d+)="OK",GPU_Hours\*USD_per_GPU_Hour,\1\),GPU_Hours\)',
+                     _cell(book, "Compute_Cost_USD"))
     assert "ISNUMBER(Train_Days)" in _cell(book, "Power_Cost_USD")
     total = _cell(book, "Total_Cost_USD")
     assert "ISNUMBER(Train_Days)" in total and "ISNUMBER(GPU_Hours)" in total

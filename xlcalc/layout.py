@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InputError
-from .expr import and_, as_text, concat, eq, floor_int, if_, is_expr, max_, not_, or_, round_
+from .expr import and_, as_text, ceiling, concat, eq, floor_int, if_, is_expr, max_, not_, or_, round_
 
 __all__ = ["LAYOUT_OK", "CONSTRAINTS", "LAYOUT_INPUTS", "LAYOUT_DEFAULTS", "check_layout", "check_replicas", "check_stages", "layout_message", "stage_layer_counts",
-           "data_parallel", "parse_layers_per_stage", "stage_split"]
+           "data_parallel", "parse_layers_per_stage", "stage_split", "preset_stage_ends", "layout_blamed"]
 
 LAYOUT_OK = "OK"  # the message of a layout that splits into whole pieces
 
@@ -75,6 +75,26 @@ def stage_layer_counts(v: V) -> tuple[Any, Any, Any]:
     first = if_(eq(v["pp"], 1), v["layers"], if_(v["first_stage_layers"] > 0, v["first_stage_layers"], middle))
     last = if_(eq(v["pp"], 1), v["layers"], if_(v["last_stage_layers"] > 0, v["last_stage_layers"], middle))
     return first, middle, last
+
+
+def preset_stage_ends(layers: Any, pp: Any) -> tuple[Any, Any]:
+    """(first_stage_layers, last_stage_layers) a catalog model gets on ``pp`` pipeline stages: (0, 0), an even
+    split, when ``pp`` divides ``layers``; otherwise every middle stage holds ceil(L/p) layers and the first and the
+    last stage share the rest, the last one the fewer (it also holds the output layer and the loss); where that
+    leaves the ends under 2 layers (70 layers on 16 stages), every middle stage holds floor(L/p) and the ends more
+    (7, 4 x 14, 7).
+
+    Where Meta's Llama 3 split applies this is that split (Dubey et al. 2024, §3.3.2: 126 layers on 16 stages,
+    one layer fewer on the first and the last: 7, 8 x 14, 7; the planner's ``uneven_stages``): L + 2 = k*p gives
+    k - 1, k x (p - 2), k - 1 and L + 1 = k*p gives k, ..., k, k - 1. Elsewhere (61 layers on 4 stages: 15, 16, 16,
+    14) it is the split of the same shape. (0, 0) for more stages than layers: the layout check then names PP.
+    Numbers or expressions (the workbook's look-up of a model preset's split).
+    """
+    up = ceiling(layers / pp, 1)
+    middle = if_(layers - (pp - 2) * up < 2, floor_int(layers / pp), up)  # no such split: the ends hold more
+    rest = layers - (pp - 2) * middle
+    whole = or_(eq(pp, 1), _divides(pp, layers), middle < 1)
+    return if_(whole, 0, ceiling(rest / 2, 1)), if_(whole, 0, floor_int(rest / 2))
 
 
 def _r2(x: Any) -> Any:
@@ -213,6 +233,16 @@ def layout_message(values: V) -> Any:
         text = concat(c.name, " = ", _value_of(c, v), " is not allowed: ", c.name, " must be ", *c.allowed(v),
                       " (", *c.detail(v), ")")
         out = if_(c.violated(v), text, out)
+    return out
+
+
+def layout_blamed(values: V, where: Mapping[str, Any]) -> Any:
+    """``where[name]`` of the input the first violated constraint blames (its ``name``, as in the message), "" for a
+    whole layout or an input ``where`` does not list (numbers or an expression)."""
+    v = _complete(values)
+    out: Any = ""
+    for c in reversed(CONSTRAINTS):
+        out = if_(c.violated(v), where.get(c.name, ""), out)
     return out
 
 

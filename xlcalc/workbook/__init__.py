@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..scenario import Scenario
-from . import atomic, catalogs, charts, compare, finetune, sheets
+from . import atomic, catalogs, charts, checks, compare, finetune, sheets
 from .model import Book
 from .writer import save_package, to_workbook
 
@@ -38,7 +38,12 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
     book = Book()
     book.sheets.update({t: {} for t in ("Start", "Inputs", "Memory", "Time", "Budget", "FineTuning", "Scenarios",
                                         "Sensitivity", "Parallelism", "GPUs", "Models", "Recipes",
-                                        "Prices", "References")})
+                                        "Prices", "References", checks.SHEET)})
+    with checks.collecting() as reg:  # the cells that gather input checks, placed as the results need them
+        return _layout(book, scenarios, main, reg)
+
+
+def _layout(book: Book, scenarios: list[Scenario], main: Scenario, reg: checks.Registry) -> Layout:
     gpus = catalogs.gpu_sheet(book)
     models = catalogs.model_sheet(book)
     recipes = catalogs.recipe_sheet(book)
@@ -58,6 +63,12 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
     tables = compare.sensitivity_sheet(ctx)
     par = compare.parallelism_sheet(ctx)
     catalogs.references_sheet(book)
+    assert prices is not None
+    checks.finish(book, reg, {
+        "Model_Preset": (models.sheet, models.col("id"), models.first_row, models.last_row),
+        "GPU_Type": (gpus.sheet, gpus.col("id"), gpus.first_row, gpus.last_row),
+        "Recipe_Id": (recipes.sheet, recipes.col("id"), recipes.first_row, recipes.last_row),
+        "Price_Tier": (prices.sheet, "A", prices.tier_first, prices.tier_last)})
     book.charts.append(lambda wb: charts.memory_chart(wb, mem_rows["Weights"], mem_rows["Other"]))
     book.charts.append(lambda wb: charts.sensitivity_charts(wb, tables))
     return Layout(book, main, columns, maps, {"sensitivity": tables, "parallelism": par, "finetune": ft_rows})

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import catalog
-from ..expr import Var
+from ..expr import Expr, Var
 from ..inputs import spec
 from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario
 from .catalogs import GPU_DERIVED
 from .model import coord, ref_text
 from .rendering import BOOL_FORMAT, dependencies, display_format, guarded, guarded_output, output_formula
-from .sheets import Ctx, capex_value, derived_value, id_range, plan_title
+from .sheets import STAGE_ENDS, Ctx, capex_value, derived_value, id_range, plan_title
 
 COMPARE_GPUS = ("a800", "h100-sxm", "ascend-910b")
 
@@ -80,6 +80,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         b.widths.setdefault(s, {})[col] = 22
         b.put(s, f"{col}4", f"Scenario {j + 1}", "header")
         varmap: dict[str, str] = {}
+        follows: set[str] = set()  # inputs whose cell follows the Inputs sheet's: their checks apply
         title_row = row = 5  # the plan's title, built from this column's inputs once they are placed
         row += 1
         b.put(s, f"A{row}", "Scenario name")
@@ -119,8 +120,11 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
                 value: Any = capex_value(ctx, sc, gpu_ref)
             elif linked and cell.field not in GPU_DERIVED:
                 value = Var(cell.name)  # follows the Inputs sheet
+                follows.add(cell.name)
             else:
                 value = derived_value(ctx, sc, cell.field, gpu_ref, model_ref, recipe_ref)
+                if cell.field in STAGE_ENDS and isinstance(value, Expr):  # this column's layers and PP
+                    value = value.substitute({n: Var(varmap[n]) for n in ("Layers", "PP_Size")})
             fmt: str | None = spec(cell.spec_name).number_format
             fmt = BOOL_FORMAT if spec(cell.spec_name).kind == "bool" else (None if fmt == "General" else fmt)
             varmap[cell.name] = b.put(s, f"{col}{row}", value, "input", fmt)
@@ -129,7 +133,8 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             row += 1
         row += 1
         b.put(s, f"A{title_row}", "Plan (built from the inputs below)")
-        b.put(s, f"{col}{title_row}", plan_title(ctx, {**varmap, "GPU_Type": gpu_ref}), "formula")
+        b.put(s, f"{col}{title_row}", plan_title(ctx, {**varmap, "GPU_Type": gpu_ref,
+                                                        **({} if linked else {"Model_Preset": model_ref})}), "formula")
         b.wrap.add((s, f"{col}{title_row}"))
         b.heights[(s, title_row)] = 58  # four lines of the title
         for k, out in enumerate(OUTPUTS):
@@ -137,7 +142,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         for out in OUTPUTS:
             r = int(varmap[out.name].rsplit("$", 1)[1])
             expr, subs = output_formula(out.name, varmap, inline=True)
-            expr = guarded_output(out.name, expr, varmap)
+            expr = guarded_output(out.name, expr, varmap, follows)
             b.put(s, f"A{r}", out.label)
             b.put(s, f"B{r}", out.unit)
             b.put(s, f"{col}{r}", expr, "formula", display_format(out), subs)
@@ -203,11 +208,12 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
                 at = coord(2 + j, head + 1 + i)
                 if name is None:  # spend rate: this grid point's total cost over its days
                     expr = Var(tables["cost"]["cells"][i][j]) / Var(tables["days"]["cells"][i][j]) * 30
-                    expr = guarded(expr, dependencies("Total_Cost_USD") | dependencies("Train_Days"))
+                    expr = guarded(expr, dependencies("Total_Cost_USD") | dependencies("Train_Days"),
+                                   exclude={"N_GPUs", "MFU"})  # the grid point's own
                     cells[i].append(b.put(s, at, expr, "formula", '"$"#,##0'))
                     continue
                 expr, subs = output_formula(name, {"N_GPUs": row_refs[i], "MFU": col_refs[j]})
-                expr = guarded_output(name, expr)
+                expr = guarded_output(name, expr, exclude={"N_GPUs", "MFU"})
                 cells[i].append(b.put(s, at, expr, "formula", OUTPUT_BY_NAME[name].number_format, subs))
         tables[key] = {"head": head, "rows": len(gpus), "cols": len(mfus), "mfu_refs": col_refs,
                        "gpu_refs": row_refs, "cells": cells}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..expr import Var
 from ..formulas import compute
 from ..formulas import finetune as ff
+from .rendering import guarded, needs
 from .sheets import Ctx, _header_row, formula_row, input_row, output_row
 
 SHEET = "FineTuning"  # a sheet name without quotes in references (defined names are written unquoted)
@@ -63,7 +64,7 @@ def finetune_sheet(ctx: Ctx) -> dict[str, int]:
     b.put(s, f"A{row}", "Time and cost", "group")
     row += 1
     flops = ff.ft_flops_per_token(Var("Params_B"), Var("Trainable_Params_B"), Var("Job"))
-    formula_row(ctx, s, row, "Model FLOPs per token", flops, "FLOPs/token",
+    formula_row(ctx, s, row, "Model FLOPs per token", guarded(flops, needs(flops)), "FLOPs/token",
                 f"{ff.ft_flops_per_token.udf_name}: {ff.ft_flops_per_token.equation}. "
                 f"Source: {ff.ft_flops_per_token.source}", "0.00E+00")
     rows["FLOPs_per_Token"] = row
@@ -78,7 +79,7 @@ def finetune_sheet(ctx: Ctx) -> dict[str, int]:
         rows[name] = row
         row += 1
     full_days = compute.train_days(Var("Params_B"), Var("Tokens_T"), Var("Peak_TFLOPS"), Var("N_GPUs"), Var("MFU"))
-    formula_row(ctx, s, row, "Days of a full fine-tune on the same tokens", full_days, "days",
+    formula_row(ctx, s, row, "Days of a full fine-tune on the same tokens", guarded(full_days, needs(full_days)), "days",
                 f"{compute.train_days.udf_name}: {compute.train_days.equation} (6ND), for comparison", "#,##0.00")
     rows["Full_Days"] = row
     row += 2

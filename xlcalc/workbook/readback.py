@@ -17,10 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import catalog
 from ..errors import InputError
+from ..layout import preset_stage_ends
 from ..scenario import INPUTS, OUTPUTS, Scenario, evaluate
 from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED
 from .package import Limits, Package, PackageError, check
+from .sheets import STAGE_ENDS
 from .verify import Finding, verify
 
 MAX_FILE_BYTES = Limits.file_bytes
@@ -107,6 +110,21 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+def _stage_ends(data: dict[str, Any]) -> None:
+    """A model preset's split of its layers on the plan's PP stages where the look-up was never calculated (as the
+    workbook's First_Stage_Layers / Last_Stage_Layers compute it: xlcalc.layout.preset_stage_ends)."""
+    if not data.get("model") or all(f in data for f in STAGE_ENDS):
+        return
+    try:
+        layers = int(data["layers"]) if "layers" in data else catalog.get_model(str(data["model"])).layers
+        pp = int(data.get("pp", Scenario.model_fields["pp"].default))
+        ends = preset_stage_ends(layers, pp)
+    except (InputError, TypeError, ValueError, ZeroDivisionError):
+        return  # the scenario's own check names the input
+    for name, value in zip(STAGE_ENDS, ends):
+        data.setdefault(name, int(value))
+
+
 def _read_price_tier(data: dict[str, Any]) -> None:
     """Price_Tier (workbooks that have it) and the price cell it fills, as the engine takes them.
 
@@ -163,7 +181,8 @@ def read_workbook(path: str | Path) -> ReadBack:
             if cell.field == "capex_usd_per_gpu" and (v is None or str(v).startswith("capex_usd_per_gpu = (empty)")):
                 continue  # looked up from GPU_Type (not yet calculated), or the GPU has none: the engine does the same
             if v is None:
-                preset = ("gpu" if cell.field in GPU_DERIVED else "model" if cell.field in MODEL_DERIVED
+                preset = ("gpu" if cell.field in GPU_DERIVED
+                          else "model" if cell.field in MODEL_DERIVED or cell.field in STAGE_ENDS
                           else "recipe" if cell.field in RECIPE_DERIVED
                           else "price_tier" if cell.field == "usd_per_gpu_hour" else None)
                 if preset and data.get(preset):
@@ -176,6 +195,7 @@ def read_workbook(path: str | Path) -> ReadBack:
                 raise InputError(cell.name, None, "a value (the cell is empty or was never calculated)")
             data[cell.field] = v
         _read_price_tier(data)
+        _stage_ends(data)
         scenario = Scenario.build(**data)
         results = evaluate(scenario)
         cached: dict[str, Any] = {}

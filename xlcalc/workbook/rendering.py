@@ -16,6 +16,7 @@ from typing import Any
 
 from ..expr import Expr, Func, Template, Var, eq, if_, wrap
 from ..scenario import BOUNDED_OUTPUTS, OUTPUT_BY_NAME, OUTPUTS, output_expr, plain_expr
+from . import checks
 from .model import IsNumber, Lookup
 
 
@@ -158,7 +159,7 @@ def catalog_lookup(key: Expr | str, sheet: str, key_col: str, value_col: str, fi
                   what, type_in)
 
 
-def preset_or(key: Expr | str, value: Any, lookup: Lookup) -> Expr:
+def preset_or(key: Expr | str, value: Any, lookup: Expr) -> Expr:
     """``IF(key="", value, look-up)``: the preset's figure, or ``value`` while no preset is chosen."""
     k = Var(key) if isinstance(key, str) else key
     return if_(eq(k, ""), value, lookup)
@@ -190,13 +191,20 @@ def needs(expr: Expr) -> set[str]:
     return out
 
 
-def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None) -> Any:
-    """``IF(ISNUMBER(input), expr, input)`` for each looked-up input of ``deps`` (first one outermost).
+def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None, follows: Any = (),
+            exclude: Any = ()) -> Any:
+    """``IF(ISNUMBER(input), expr, input)`` for each looked-up input of ``deps`` (first one outermost), around
+    ``IF(<checks>="OK", expr, <checks>)``, the input checks of ``deps`` gathered on the Checks sheet (checks.py).
 
     A cell that depends on an input holding a message (no catalog figure, no price at the tier) shows that message
-    instead of #VALUE!; so does one that depends on a bounded result past its bound (Train_Days, GPU_Hours, ...). ``refs`` maps defined names to the cells that stand for them (a Scenarios column).
+    instead of #VALUE!; so does one that depends on a bounded result past its bound (Train_Days, GPU_Hours, ...), and
+    one that depends on an input its checks refuse (a value past its bounds, of the wrong type, not in its list).
+    ``refs`` maps defined names to the cells that stand for them (a Scenarios column): their inputs are not checked,
+    except those in ``follows`` (a cell that follows the Inputs sheet's cell of that name); ``exclude``: inputs the
+    cell does not take from the Inputs sheet (a Sensitivity grid point's GPUs and MFU).
     """
     refs = refs or {}
+    expr = checks.guard(expr, needs_inputs(deps, refs, follows, exclude))
     # a bounded result past its bound holds its message (scenario.bound_message): checked where its own cell stands
     # for it (by name, or its cell in ``refs``), not where another's formula writes it out over other cells
     standing = set(refs)
@@ -207,10 +215,16 @@ def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None) -> Any:
     return expr
 
 
-def guarded_output(name: str, expr: Any, refs: Mapping[str, str] | None = None) -> Any:
+def guarded_output(name: str, expr: Any, refs: Mapping[str, str] | None = None, follows: Any = (),
+                   exclude: Any = ()) -> Any:
     """A named result's cell guarded by the looked-up inputs it depends on (see :func:`guarded`)."""
     deps = dependencies(name)
     for ref in (refs or {}).values():  # a named result standing for an input (the GPUs to provision for N_GPUs)
         if ref in OUTPUT_BY_NAME:
             deps |= dependencies(ref)
-    return guarded(expr, deps, refs)
+    return guarded(expr, deps, refs, follows, exclude)
+
+
+def needs_inputs(deps: Any, refs: Mapping[str, str], follows: Any = (), exclude: Any = ()) -> set[str]:
+    """The input cells (Inputs, Budget, FineTuning sheets) a cell over ``refs`` depends on through ``deps``."""
+    return {n for n in deps if checks.is_checked(n) and (n not in refs or n in follows) and n not in exclude}

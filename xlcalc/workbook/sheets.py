@@ -10,16 +10,15 @@ from ..errors import InputError
 from ..expr import Expr, Func, Var, and_, eq, if_, wrap
 from ..formulas import ownership, ranges
 from ..inputs import spec
-from ..layout import LAYOUT_OK
+from ..layout import LAYOUT_OK, preset_stage_ends
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, get_recipe
 from ..scenario import BOUNDED_OUTPUTS, INPUT_BY_FIELD, INPUT_BY_NAME, MEMORY_SOURCES, OUTPUT_BY_NAME, RANGES, Scenario
 from ..stage_memory import PARTS, memory_steps
-from . import charts
+from . import charts, checks
 from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, PriceTable, Table
 from .model import Book, Concat, IfError, IsNumber, ref_text
 from .rendering import (
     BOOL_FORMAT,
-    LOOKED_UP,
     catalog_lookup,
     dependencies,
     display_format,
@@ -70,6 +69,8 @@ def derived_value(ctx: Ctx, scenario: Scenario, field: str, gpu_key: str, model_
     number is written: a typed override wins over the preset.
     """
     value = getattr(scenario, field)
+    if field in STAGE_ENDS:
+        return stage_ends_value(scenario, field, model_key)
     if field in RECIPE_DERIVED and recipe_key:
         t, key, preset, column = ctx.recipes, recipe_key, scenario.recipe, RECIPE_DERIVED[field]
         catalog_value = getattr(get_recipe(preset), column) if preset else None
@@ -89,6 +90,25 @@ def derived_value(ctx: Ctx, scenario: Scenario, field: str, gpu_key: str, model_
     return preset_or(key, value, lookup)
 
 
+# The layers of the first and the last pipeline stage: with a model preset picked, the split xlcalc.layout gives that
+# model on PP_Size stages (even, or uneven where PP does not divide its layers, as the planner splits Llama 3 405B).
+STAGE_ENDS = ("first_stage_layers", "last_stage_layers")
+
+
+def stage_ends_value(scenario: Scenario, field: str, model_key: str) -> Any:
+    """First_Stage_Layers / Last_Stage_Layers: ``IF(Model_Preset="", number, <the preset's split on PP_Size>)``.
+
+    The split is :func:`xlcalc.layout.preset_stage_ends` over ``Layers`` and ``PP_Size`` (defined names; a Scenarios
+    column substitutes its own cells); a scenario whose own numbers differ from its preset's split keeps them.
+    """
+    value = getattr(scenario, field)
+    ends = preset_stage_ends(Var("Layers"), Var("PP_Size"))
+    split = ends[STAGE_ENDS.index(field)]
+    if scenario.model and preset_stage_ends(scenario.layers, scenario.pp)[STAGE_ENDS.index(field)] != value:
+        return value  # the scenario's own split wins over its preset's
+    return preset_or(model_key, value, IfError(split, 0))  # a PP or Layers not allowed: named by the checks
+
+
 def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
     """Label, value (named, validated, unlocked), unit and what is allowed."""
     cell = INPUT_BY_FIELD[field]
@@ -104,7 +124,8 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
     b.name(cell.name, sheet, f"B{row}")
     b.put(sheet, f"C{row}", s.unit)
     looked_up = isinstance(value, Expr) and not isinstance(value, Var)
-    preset = ("GPU_Type" if field in GPU_DERIVED else "Model_Preset" if field in MODEL_DERIVED else "Recipe_Id")
+    preset = ("GPU_Type" if field in GPU_DERIVED else "Model_Preset" if field in MODEL_DERIVED or field in STAGE_ENDS
+              else "Recipe_Id")
     how = f" Looked up by {preset}; a number typed here wins." if looked_up else ""
     b.put(sheet, f"D{row}", f"{cell.name}: {s.allowed}. {s.doc}.{how}".replace("..", "."), "note")
     b.wrap.add((sheet, f"D{row}"))
@@ -362,7 +383,8 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
     b.put(s, f"A{row}", "Against the GPU", "group")
     row += 1
     output_row(ctx, s, row, "Mem_Total_GB")
-    formula_row(ctx, s, row + 1, "GPU memory", Var("GPU_Memory_GB"), "GB", "GPU_Memory_GB from the Inputs sheet",
+    formula_row(ctx, s, row + 1, "GPU memory", guarded(Var("GPU_Memory_GB"), {"GPU_Memory_GB"}), "GB",
+                "GPU_Memory_GB from the Inputs sheet",
                 "#,##0.00")
     output_row(ctx, s, row + 2, "Fits_GPU")
     b.rules.append((s, f"B{row + 2}", "good_if_true"))
@@ -385,7 +407,7 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
 
 def _guarded(expr: Any) -> Any:
     """An input shown on the Memory sheet: the layout message instead of the number for a broken layout."""
-    return if_(eq(Var("Layout_Check"), LAYOUT_OK), expr, Var("Layout_Check"))
+    return if_(eq(Var("Layout_Check"), LAYOUT_OK), guarded(expr, needs(expr)), Var("Layout_Check"))
 
 
 # --- Time ---------------------------------------------------------------------------------
@@ -400,7 +422,7 @@ def time_sheet(ctx: Ctx) -> None:
     output_row(ctx, s, 6, "Train_Days")
     output_row(ctx, s, 7, "GPU_Hours")
     b.put(s, "A9", "GPUs for a deadline", "group")
-    formula_row(ctx, s, 10, "Deadline", Var("Deadline_Days"), "days", "Deadline_Days from the Inputs sheet", "#,##0.0")
+    formula_row(ctx, s, 10, "Deadline", guarded(Var("Deadline_Days"), {"Deadline_Days"}), "days", "Deadline_Days from the Inputs sheet", "#,##0.0")
     output_row(ctx, s, 11, "GPUs_for_Deadline")
     output_row(ctx, s, 12, "Replicas_for_Deadline")
     output_row(ctx, s, 13, "GPUs_with_Spare")
@@ -430,10 +452,11 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     b.put(s, "A2", "Rent = GPU-hours x price; own = depreciation and hosting (over utilisation) + electricity. "
           "Failures come from goodput (GPU MTBF, checkpoint and restart times on Inputs) unless Use_Typed_Tax "
           "is TRUE. Categories follow seed 003.", "note")
-    formula_row(ctx, s, 3, "Price per GPU-hour used", Var("USD_per_GPU_Hour"), "USD/GPU-hour", "", '"$"#,##0.000')
+    formula_row(ctx, s, 3, "Price per GPU-hour used", guarded(Var("USD_per_GPU_Hour"), {"USD_per_GPU_Hour"}),
+                "USD/GPU-hour", "", '"$"#,##0.000')
     b.put(s, "D3", Concat(price_used(ctx), ". Pick Price_Tier or type over USD_per_GPU_Hour on Inputs."), "formula")
     b.put(s, "E1", "Money inputs")
-    b.put(s, "F1", bounds_check("OK: every money input is within its bounds"), "formula")
+    b.put(s, "F1", checks.guard("OK: every money input is within its bounds", BOUNDED), "formula")
     b.put(s, "A4", "Failures and checkpoints", "group")
     output_row(ctx, s, 5, "Cluster_MTBF_H")
     output_row(ctx, s, 6, "Ckpt_Interval_H")
@@ -513,7 +536,7 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
             varmap = {name: ref_text(s, f"{val_col}{row}")}
             expr, subs = output_formula("Total_Cost_USD", varmap)
             b.put(s, f"{cost_col}{row}",
-                  range_checked(low_x, high_x, guarded_output("Total_Cost_USD", expr, varmap)), "formula",
+                  range_checked(low_x, high_x, guarded_output("Total_Cost_USD", expr, varmap, {name})), "formula",
                   out.number_format, subs)
             change = ranges.cost_change_usd(total_usd=Var(ref_text(s, f"{cost_col}{row}")),
                                             base_usd=Var("Total_Cost_USD"))
@@ -521,7 +544,8 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
                 low_x, high_x, guarded(change, needs(change) | dependencies("Total_Cost_USD"))), "formula",
                   '"$"#,##0;-"$"#,##0')
             expr, subs = output_formula("Wall_Days", varmap)
-            b.put(s, f"{days_col}{row}", range_checked(low_x, high_x, guarded_output("Wall_Days", expr, varmap)),
+            b.put(s, f"{days_col}{row}", range_checked(low_x, high_x, guarded_output("Wall_Days", expr, varmap,
+                                                                                     {name})),
                   "formula", "#,##0.0", subs)
     b.freeze[s] = "A5"
     rows = {"lines": (first, last), "over_time": (t_first, t_last), "ranges": (r_first, row)}
@@ -564,13 +588,19 @@ def plan_title(ctx: Ctx, ref: Any = None) -> Concat:
     gpu_text = if_(eq(gpu, ""), Concat("GPUs of ", v("Peak_TFLOPS"), " TFLOP/s"), gpu_name)
     usd = v("USD_per_GPU_Hour")  # a price tier with no rate leaves a message there, not a number
     price = if_(IsNumber(usd), Concat("$", Func("ROUND", (usd, wrap(2))), " per GPU-hour"), "no price per GPU-hour")
-    return Concat(Func("ROUND", (v("Params_B"), wrap(1))), "B parameters, ", Func("ROUND", (v("Tokens_T"), wrap(2))),
+    m = ctx.models
+    model = v("Model_Preset")  # the model picked (its catalog name), or none: the typed architecture
+    model_name = IfError(catalog_lookup(model, m.sheet, m.col("id"), m.col("name"), m.first_row, m.last_row), model)
+    model_text = if_(eq(model, ""), "", Concat(model_name, ", "))
+    return Concat(model_text, Func("ROUND", (v("Params_B"), wrap(1))), "B parameters, ",
+                  Func("ROUND", (v("Tokens_T"), wrap(2))),
                   "T tokens on ", v("N_GPUs"), " x ", gpu_text, " at MFU ", Func("ROUND", (v("MFU") * 100, wrap(1))),
                   "%, ", price)
 
 
 CHECKED = ("Peak_TFLOPS", "GPU_Memory_GB", "GPUs_per_Node", "Params_B", "Seq_Len", "Hidden", "Layers", "Heads",
            "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer", "USD_per_GPU_Hour")
+ALL_CLEAR = "OK: every key result is computed"  # the master check when every check passes
 KEY_CHECK = ("Train_Days", "GPUs_to_Provision", "Total_Cost_USD")
 # The money inputs whose bounds the sheets check (a value pasted or written past the cell's validation): budget,
 # prices, owning, failures and checkpoints. Each out of bounds gives "<Name> = <value> is not allowed: <Name> must
@@ -580,43 +610,16 @@ BOUNDED = tuple(c.name for c in INPUT_BY_FIELD.values() if c.group in MONEY_GROU
                 and spec(c.spec_name).kind in ("float", "int"))
 
 
-def within_bounds(name: str) -> Any:
-    """TRUE when the input named ``name`` is a number within its spec's bounds (a looked-up input that holds a
-    message counts as within: its own message is shown first)."""
-    s, x = spec(INPUT_BY_NAME[name].spec_name), Var(name)
-    tests = [x > s.gt if s.gt is not None else None, x >= s.ge if s.ge is not None else None,
-             x < s.lt if s.lt is not None else None, x <= s.le if s.le is not None else None]
-    tests = [t for t in tests if t is not None]
-    inside = and_(*tests) if len(tests) > 1 else (tests[0] if tests else True)
-    return if_(IsNumber(x), inside, name in LOOKED_UP)
-
-
-def bounds_message(name: str) -> Any:
-    s = spec(INPUT_BY_NAME[name].spec_name)
-    return Concat(name, " = ", Var(name), f" is not allowed: {name} must be {s.allowed}")
-
-
-def bounds_check(ok: Any, names: Any = BOUNDED) -> Any:
-    """``ok`` when every input of ``names`` is within its bounds, else the first one's message."""
-    expr = ok
-    for name in reversed(tuple(names)):
-        expr = if_(within_bounds(name), expr, bounds_message(name))
-    return expr
-
-
 def input_check() -> Any:
-    """The first looked-up input that is not a number (its cell holds the message), then the first money input
-    out of its bounds, else OK or a hint."""
-    ok: Any = if_(and_(*(IsNumber(Var(n)) for n in KEY_CHECK)), "OK: every key result is computed",
+    """The master check: the first input whose check fails (its cell and why, or a looked-up input's message), the
+    layout check with the cell it blames, an inverted range, a result past its bound, else OK or a hint."""
+    ok: Any = if_(and_(*(IsNumber(Var(n)) for n in KEY_CHECK)), ALL_CLEAR,
                   "A result cannot be computed: check the yellow cells on the Inputs sheet (a number is missing)")
     for name in reversed(BOUNDED_OUTPUTS):  # a result past its bound: its message, naming the inputs
         ok = if_(IsNumber(Var(name)), ok, IfError(Var(name), ok))
     for _field, _name, low_x, high_x, _f in reversed(RANGES):  # an inverted range: the scenario's own message
         ok = if_(range_inverted(low_x, high_x), range_message(low_x, high_x), ok)
-    expr: Any = bounds_check(ok)
-    for name in reversed(CHECKED):
-        expr = if_(IsNumber(Var(name)), expr, Var(name))
-    return expr
+    return checks.master(ok)  # every input's check (Checks sheet), then the layout, then the above
 
 
 def key_result(name: str, check: str) -> Any:
@@ -626,10 +629,10 @@ def key_result(name: str, check: str) -> Any:
     message, and a comparison with text would give a silently wrong TRUE/FALSE), then shows its
     value, or the input check's message in place of an error value.
     """
-    if name not in OUTPUT_BY_NAME:
-        return bounds_check(Var(name), [name]) if name in BOUNDED and name not in CHECKED else Var(name)
+    if name not in OUTPUT_BY_NAME:  # an input: its value, or its check's message
+        return guarded(Var(name), {name})
     deps = dependencies(name)
-    expr: Any = bounds_check(IfError(Var(name), Var(check)), [n for n in BOUNDED if n in deps])
+    expr: Any = IfError(Var(name), Var(check))  # the named result shows a failing input's message itself
     for dep in reversed([n for n in CHECKED if n in deps]):
         expr = if_(IsNumber(Var(dep)), expr, Var(dep))
     return expr
@@ -667,6 +670,7 @@ def start_sheet(ctx: Ctx) -> int:
     b.put(s, "C2", plan_title(ctx), "formula")
     b.put(s, "B3", "Input check")
     b.put(s, "C3", input_check(), "formula")
+    b.rules.append((s, "C3", f'bad_unless:"{ALL_CLEAR}"'))  # red with the cell and the reason
     b.merges += [(s, f"C{r}:D{r}") for r in (2, 3)]
     check = ref_text(s, "C3")
     row = 5

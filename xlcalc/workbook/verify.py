@@ -228,8 +228,9 @@ class _TooMany(Exception):
 
 def preset_following(sc: Scenario) -> Scenario:
     from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED
+    from .sheets import STAGE_ENDS
 
-    drop = {*GPU_DERIVED, *MODEL_DERIVED, *RECIPE_DERIVED, "capex_usd_per_gpu"}
+    drop = {*GPU_DERIVED, *MODEL_DERIVED, *RECIPE_DERIVED, *STAGE_ENDS, "capex_usd_per_gpu"}
     try:
         return Scenario.build(**{k: v for k, v in sc.model_dump().items() if k not in drop})
     except Exception:  # the plan without its numbers is not valid: compare with the plan itself

@@ -272,6 +272,12 @@ def to_workbook(book: Book) -> Workbook:
                         cell.number_format = BOOL_FORMAT
             ws.conditional_formatting.add(rng, CellIsRule(operator="equal", formula=["TRUE"], fill=GOOD_FILL))
             ws.conditional_formatting.add(rng, CellIsRule(operator="equal", formula=["FALSE"], fill=BAD_FILL))
+        elif rule == "bad_unless_ok":  # a check: OK passes, a message fails
+            ws.conditional_formatting.add(rng, CellIsRule(operator="notEqual", formula=['"OK"'], fill=BAD_FILL))
+        elif rule.startswith("bad_unless:"):  # a master check: its all-clear text, else the message in red
+            ok = rule.split(":", 1)[1]
+            ws.conditional_formatting.add(rng, CellIsRule(operator="equal", formula=[ok], fill=GOOD_FILL))
+            ws.conditional_formatting.add(rng, CellIsRule(operator="notEqual", formula=[ok], fill=BAD_FILL))
         elif rule == "bad_if_negative":
             ws.conditional_formatting.add(rng, CellIsRule(operator="lessThan", formula=["0"], fill=BAD_FILL))
             ws.conditional_formatting.add(rng, CellIsRule(operator="greaterThanOrEqual", formula=["0"], fill=GOOD_FILL))
