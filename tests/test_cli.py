@@ -76,7 +76,7 @@ def test_memory_table_shows_each_component(capsys):
     code, out, _ = run(capsys, "memory", "--model", "llama2-70b", "--tp", "8", "--gpu", "A800")
     assert code == 0
     for word in ("Weights", "Gradients", "Optimizer", "Activations", "Logits", "Other", "total", "first stage",
-                 "recipe: megatron", "does NOT fit"):
+                 "recipe: megatron", "fit: DOES NOT FIT"):
         assert word in out
 
 

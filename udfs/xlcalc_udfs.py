@@ -983,10 +983,41 @@ def MEM_TOTAL_GB(static_gb, activations_gb, overhead_gb=0):
 @func(category=CATEGORY)
 @arg("total_gb", ndim=2, doc="Total memory needed per GPU, GB [GB]")
 @arg("memory_gb", ndim=2, doc="Memory of one GPU, GB (1e9 bytes) [GB]")
+@arg("margin_gb", ndim=2, doc="Margin the fit answer adds to the predicted memory per GPU, GB [GB]")
 @ret()
-def FITS_IN_GPU(total_gb, memory_gb):
-    """Whether a per-GPU memory need fits in one GPU. [TRUE/FALSE]. total GB <= GPU memory GB. Source: seed 002 §7.3 step 1"""
-    return formula_call("fits_in_gpu", total_gb, memory_gb)
+def FITS_IN_GPU(total_gb, memory_gb, margin_gb=0):
+    """Whether a per-GPU memory need, with a margin, fits in one GPU. [TRUE/FALSE]. total GB + margin GB <= GPU memory GB (margin 0 when not given; the stage memory model passes FIT_MARGIN_GB): TRUE exactly where FIT_VERDICT says fits. Source: seed 002 §7.3 s..."""
+    return formula_call("fits_in_gpu", total_gb, memory_gb, margin_gb)
+
+
+@func(category=CATEGORY)
+@arg("total_gb", ndim=2, doc="Total memory needed per GPU, GB [GB]")
+@arg("cuda_context_gb", ndim=2, doc="CUDA context per GPU (driver, loaded kernels), held beside the tensors, GB [GB]")
+@arg("allocator_reserve_frac", ndim=2, doc="Caching allocator reserve (reserved - allocated: rounding, fragmentation) as a share of the predicted memory [fraction]")
+@ret()
+def FIT_MARGIN_GB(total_gb, cuda_context_gb=0.4, allocator_reserve_frac=0.05):
+    """What the card holds beyond the predicted tensors: the CUDA context and the caching allocator's reserve. [GB per GPU]. CUDA context GB + allocator reserve share x predicted total GB. Source: CUDA context: about 400 MB with CUDA >= 11.7 and lazy module l..."""
+    return formula_call("fit_margin_gb", total_gb, cuda_context_gb, allocator_reserve_frac)
+
+
+@func(category=CATEGORY)
+@arg("total_gb", ndim=2, doc="Total memory needed per GPU, GB [GB]")
+@arg("memory_gb", ndim=2, doc="Memory of one GPU, GB (1e9 bytes) [GB]")
+@arg("margin_gb", ndim=2, doc="Margin the fit answer adds to the predicted memory per GPU, GB [GB]")
+@ret()
+def FIT_VERDICT(total_gb, memory_gb, margin_gb=0):
+    """The fit answer: fits (prediction + margin within the card), tight (the card lies between the prediction and [text]. "does not fit" when total GB > GPU memory GB; "tight" when total GB + margin GB > GPU memory GB; else "fits". Source: the prediction (th..."""
+    return formula_call("fit_verdict", total_gb, memory_gb, margin_gb)
+
+
+@func(category=CATEGORY)
+@arg("memory_gb", ndim=2, doc="Memory of one GPU, GB (1e9 bytes) [GB]")
+@arg("cuda_context_gb", ndim=2, doc="CUDA context per GPU (driver, loaded kernels), held beside the tensors, GB [GB]")
+@arg("allocator_reserve_frac", ndim=2, doc="Caching allocator reserve (reserved - allocated: rounding, fragmentation) as a share of the predicted memory [fraction]")
+@ret()
+def FIT_CAPACITY_GB(memory_gb, cuda_context_gb=0.4, allocator_reserve_frac=0.05):
+    """The largest predicted memory per GPU that still fits with its margin. [GB per GPU]. (GPU memory GB - CUDA context GB) / (1 + allocator reserve share): the largest predicted total that FIT_VERDICT calls fits. Source: FIT_MARGIN_GB solved for the total (..."""
+    return formula_call("fit_capacity_gb", memory_gb, cuda_context_gb, allocator_reserve_frac)
 
 
 @func(category=CATEGORY)
@@ -2285,6 +2316,9 @@ FORMULA_UDFS: tuple[str, ...] = (
     "MEM_ACT_PIPELINE_GB",
     "MEM_TOTAL_GB",
     "FITS_IN_GPU",
+    "FIT_MARGIN_GB",
+    "FIT_VERDICT",
+    "FIT_CAPACITY_GB",
     "MAX_MICRO_BATCH",
     "LAYOUT_MESSAGE",
     "STAGE_LAYERS",
@@ -2448,6 +2482,9 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "FAILURE_FRAC_FROM_GOODPUT",
     "FAILURE_FRAC_USED",
     "FITS_IN_GPU",
+    "FIT_CAPACITY_GB",
+    "FIT_MARGIN_GB",
+    "FIT_VERDICT",
     "FLASH_ATTENTION_TIME_S",
     "FLOPS_PER_TOKEN",
     "FP8_CAST_BYTES_PER_TOKEN",

@@ -342,8 +342,8 @@ class Scenario(BaseModel):
                 merged["peak_tflops"] = g.half_tflops
             elif values.get("peak_tflops") is None:
                 g.peak_tflops()  # raises: no published peak, give peak_tflops explicitly
-            if g.memory_gb:
-                merged["gpu_memory_gb"] = g.memory_gb
+            if g.capacity_gb:  # what the card exposes to CUDA where a source gives it, else the nominal GB
+                merged["gpu_memory_gb"] = g.capacity_gb
             if g.gpus_per_node:
                 merged["gpus_per_node"] = g.gpus_per_node
         if values.get("recipe"):
@@ -469,7 +469,9 @@ V = Var
 MEMORY_SOURCES = {"dp": V("DP_Size"), "cluster_gpus": V("N_GPUs"), "head_dim": V("Hidden") / V("Heads"),
                   "microbatches": MEMORY_DEFAULTS["microbatches"], "batch_sequences": 0, "experts": 0, "ep": 1,
                   "quant_block": MEMORY_DEFAULTS["quant_block"], "double_quant": MEMORY_DEFAULTS["double_quant"],
-                  "expert_params_b": 0, "expert_tp": 0}
+                  "expert_params_b": 0, "expert_tp": 0,
+                  "cuda_context_gb": MEMORY_DEFAULTS["cuda_context_gb"],
+                  "allocator_reserve_frac": MEMORY_DEFAULTS["allocator_reserve_frac"]}
 _MEMORY_LABELS = {"First": "first stage", "Last": "last stage"}
 _MEMORY_OUTPUTS = tuple(
     OutputCell(st.name, st.formula, st.args,

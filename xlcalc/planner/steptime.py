@@ -226,6 +226,9 @@ class Prediction:
     overhead_gb: float
     memory_gb: float
     fits: bool
+    # the fit answer (FIT_VERDICT): "fits" / "tight" / "does not fit", and its margin (FIT_MARGIN_GB), GB
+    verdict: str = ""
+    margin_gb: float = 0.0
     # time, seconds per step
     step_s: float = 0.0
     compute_s: float = 0.0
@@ -299,13 +302,17 @@ def memory(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, mi
     env = sm.compiled_steps(values) if compiled else sm.evaluate(values, validated=True)
     stage = "First" if env["Mem_First_Total_GB"] >= env["Mem_Last_Total_GB"] else "Last"
     total = env["Mem_Total_GB"]
+    # the fit answer every face gives: fits only with the margin (CUDA context + allocator reserve) inside the card
+    margin = fm.fit_margin_gb.raw(total_gb=total, cuda_context_gb=values["cuda_context_gb"],
+                                  allocator_reserve_frac=values["allocator_reserve_frac"])
+    verdict = fm.fit_verdict.raw(total_gb=total, memory_gb=hw.memory_gb, margin_gb=margin)
     return Prediction(
         config=cfg, microbatches=microbatches, weights_gb=env[f"Mem_{stage}_Weights_GB"],
         grads_gb=env[f"Mem_{stage}_Grads_GB"], optimizer_gb=env[f"Mem_{stage}_Optimizer_GB"],
         zero3_buffer_gb=env[f"Mem_{stage}_Gathered_GB"] + env[f"Mem_{stage}_FP8_GB"],
         activations_gb=env[f"Mem_{stage}_Activations_GB"] + env["Mem_Recompute_GB"] + env[f"Mem_{stage}_Logits_GB"],
         overhead_gb=values["overhead_gb"] + values["comm_buffer_gb"], memory_gb=total,
-        fits=bool(fm.fits_in_gpu.raw(total_gb=total, memory_gb=hw.memory_gb)),
+        fits=verdict == "fits", verdict=verdict, margin_gb=margin,
     )
 
 
