@@ -150,7 +150,7 @@ _add("bytes_trainable", "bytes/param", "Bytes per trainable parameter (weights+g
 _add("static_gb", "GB", "Model-state memory per GPU, GB", example=30, **NONNEG)
 _add("activations_gb", "GB", "Activation memory per GPU, GB", example=10, **NONNEG)
 _add("act_gb_per_sample", "GB", "Activation memory per GPU for a micro-batch of 1, GB", example=5, **POS)
-_add("overhead_gb", "GB", "Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB", "Overhead_GB", example=4, **NONNEG)
+_add("overhead_gb", "GB", "Other memory per GPU (NCCL buffers, library workspaces; the fit adds the CUDA context and allocator reserve as its margin), GB", "Overhead_GB", example=4, **NONNEG)
 _add("total_gb", "GB", "Total memory needed per GPU, GB", example=70, **NONNEG)
 _add("cuda_context_gb", "GB", "CUDA context per GPU (driver, loaded kernels), held beside the tensors, GB", "CUDA_Context_GB", example=0.4, **NONNEG)
 _add("allocator_reserve_frac", "fraction", "Caching allocator reserve (reserved - allocated: rounding, fragmentation) as a share of the predicted memory", "Allocator_Reserve_Frac", example=0.05, **FRACTION)

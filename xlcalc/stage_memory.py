@@ -28,7 +28,8 @@ activations               stage layers x per-layer bytes (one call: LAYER_ACTIVA
 recompute_working         one layer's activations re-materialised during its backward
 logits                    logits and loss buffers (last stage; every stage when PP = 1)
 comm_buffers              communication buckets
-other                     CUDA context, NCCL, allocator reserve and fragmentation
+other                     a flat allowance (``overhead_gb``): NCCL buffers, library workspaces; the CUDA context
+                          and the allocator reserve are the fit answer's margin (FIT_MARGIN_GB)
 ========================  =====================================================================
 
 Fine-tuning (``job``; the marked *fine-tuning* lines of :func:`memory_steps`, formulas in
@@ -77,7 +78,7 @@ PARTS: tuple[tuple[str, str], ...] = (
     ("recompute_working", "Recompute working set"),
     ("logits", "Logits and loss buffers"),
     ("comm_buffers", "Communication buckets"),
-    ("other", "Other (CUDA context, NCCL, allocator)"),
+    ("other", "Other (NCCL, workspaces)"),
 )
 
 # ZeRO / FSDP sharding by name -> ZeRO stage (HSDP: full shard inside dp_shard GPUs, replicated across groups)
