@@ -326,3 +326,24 @@ def test_plan_config_accepts_any_config_json_under_any_file_name(bundled, tmp_pa
     assert "unknown model" not in out.err
     plans = json.loads(out.out)["plans"]
     assert plans, f"{bundled.name}: no plan fits 512 H100s"
+
+
+def test_plan_keeps_only_layouts_that_fit_with_the_margin(capsys):
+    """A pinned layout on a card between its prediction and prediction + margin is rejected as tight; the margin's
+    inputs are the planner's settings."""
+    from xlcalc.cli import main
+
+    argv = ["plan", "--model", "llama3.1-8b", "--gpu", "h100", "--gpus", "64", "--seq-len", "8192",
+            "--global-batch-tokens", "1048576", "--tp", "2", "--pp", "2", "--zero-stage", "1", "--seq-parallel",
+            "--recompute", "selective", "--micro-batch", "1", "--virtual-stages", "1", "--cp", "1", "--json"]
+    assert main(argv + ["--memory-gb", "80"]) == 0
+    total = json.loads(capsys.readouterr().out)["plans"][0]["memory_gb"]
+    margin = 0.4 + 0.05 * total
+    main(argv + ["--memory-gb", f"{total + margin / 2:.2f}"])
+    out = capsys.readouterr().out
+    assert json.loads(out)["plans"] == []
+    assert "tight" in json.loads(out)["rejected"][0]["reason"]
+    # no margin: the same card fits
+    assert main(argv + ["--memory-gb", f"{total + margin / 2:.2f}", "--cuda-context-gb", "0",
+                        "--allocator-reserve-frac", "0"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["plans"]) == 1

@@ -168,7 +168,12 @@ class Settings(BaseModel):
                                    description=f"Bytes per parameter: optimizer states (recipe {DEFAULT_RECIPE}).")
     bytes_per_param_step: float = Field(default=30, ge=0, description="HBM bytes per parameter the Adam step reads and writes.")
     overhead_gb: float = Field(default=MEMORY_DEFAULTS["overhead_gb"], ge=0,
-                               description="Other memory per GPU: CUDA context, NCCL buffers, fragmentation (GB).")
+                               description="Other memory per GPU: NCCL buffers, library workspaces (GB).")
+    cuda_context_gb: float = Field(default=MEMORY_DEFAULTS["cuda_context_gb"], ge=0,
+                                   description="CUDA context per GPU, in the fit's margin (GB).")
+    allocator_reserve_frac: float = Field(
+        default=MEMORY_DEFAULTS["allocator_reserve_frac"], ge=0, le=1,
+        description="Caching allocator reserve as a share of the predicted memory, in the fit's margin.")
     hbm_tb_s: Optional[float] = Field(default=None, gt=0, description="Override the GPU's HBM bandwidth (TB/s).")
     scaleup_gb_s: Optional[float] = Field(default=None, gt=0, description="Override the GPU's scale-up bandwidth per direction (GB/s).")
     scaleout_gb_s: Optional[float] = Field(default=None, gt=0, description="Override the GPU's scale-out bandwidth per direction (GB/s).")
@@ -273,6 +278,7 @@ def memory_base(arch: Arch, st: Settings) -> dict[str, Any]:
         "flash_attention": st.flash_attention,
         "bytes_weights": st.bytes_weights, "bytes_grads": st.bytes_grads, "bytes_optimizer": st.bytes_optimizer,
         "overhead_gb": st.overhead_gb, "expert_params_b": arch.expert_params / 1e9,
+        "cuda_context_gb": st.cuda_context_gb, "allocator_reserve_frac": st.allocator_reserve_frac,
     }
 
 
