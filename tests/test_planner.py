@@ -252,11 +252,11 @@ def test_pinned_micro_batch_16_is_honoured():
 
 def test_a_search_that_finds_nothing_counts_rejections_by_reason():
     res = plan("llama3.1-405b", gpu="h100", n_gpus=8, seq_len=8192, global_batch_tokens=8 * 8192, tokens_t=1)
-    assert not res.plans and res.rejected_by_reason.get("does not fit in GPU memory", 0) > 0
+    assert not res.plans and res.rejected_by_reason.get("does not fit in GPU memory with the margin (tight or does not fit)", 0) > 0
     out = _cli("--model", "llama3.1-405b", "--gpu", "H100", "--gpus", "8", "--seq-len", "8192",
                "--global-batch-tokens", "65536", "--json")
     data = json.loads(out.stdout)
-    assert out.returncode == 1 and data["plans"] == [] and data["rejected_by_reason"]["does not fit in GPU memory"] > 0
+    assert out.returncode == 1 and data["plans"] == [] and data["rejected_by_reason"]["does not fit in GPU memory with the margin (tight or does not fit)"] > 0
 
 
 def test_branch_and_bound_finds_the_exhaustive_best_plans():

@@ -457,7 +457,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                                 elif fits[-1].step_s < -best[0]:
                                     heapq.heapreplace(best, -fits[-1].step_s)
                             else:
-                                reject("does not fit in GPU memory")
+                                reject("does not fit in GPU memory with the margin (tight or does not fit)")
                                 if b == mbs[0] and v == 1:
                                     misses.append(pred)
                                 if v == 1:
