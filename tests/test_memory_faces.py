@@ -387,3 +387,5 @@ def test_fit_answer_is_the_same_on_every_face(capsys, recalculated, key):
     # the text face names the answer, the margin and the two largest terms
     _, text, _ = cli_memory(capsys, "--memory-gb", str(cap))
     assert f"fit: {want.upper()}" in text and "margin" in text and "largest terms: activations" in text
+    _, text, _ = cli_estimate(capsys, "--gpu-memory-gb", str(cap))
+    assert f"fit: {want.upper()} on h100-sxm" in text and "largest terms: activations" in text
