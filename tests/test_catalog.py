@@ -359,3 +359,40 @@ source = "a test"
 ''', encoding="utf-8")
     with pytest.raises(CatalogError, match="kv_heads = 3 must divide heads = 8"):
         catalog.load("models", path)
+
+
+# --- memory as the card exposes it to CUDA -------------------------------------------------------------------------
+
+def test_cuda_memory_is_the_figure_its_source_prints():
+    """cuda_memory_bytes is the quoted figure: bytes where deviceQuery prints bytes, GiB x 2^30 where PyTorch's
+    out-of-memory message prints GiB (to 0.01 GiB)."""
+    rows = [g for g in catalog.gpus() if g.cuda_memory_bytes is not None]
+    assert {g.id for g in rows} >= {"h100-sxm", "a100-80gb", "a100-40gb"}
+    for g in rows:
+        src = g.cuda_memory_source or ""
+        assert "https://" in src, g.id
+        exact = re.search(r"\((\d+) bytes\)", src)
+        gib = re.search(r"([\d.]+) GiB total capacity|total capacity of ([\d.]+) GiB", src)
+        if exact:
+            assert g.cuda_memory_bytes == int(exact.group(1)), g.id
+        else:
+            assert gib, g.id
+            assert g.cuda_memory_bytes == pytest.approx(float(gib.group(1) or gib.group(2)) * 2**30, abs=0.005 * 2**30)
+
+
+def test_capacity_is_cuda_memory_where_sourced_else_nominal():
+    h100 = get_gpu("h100-sxm")
+    # an "80GB" H100 exposes 79.11 GiB to CUDA: more than 80e9 bytes, less than 80 GiB
+    assert 80e9 < h100.capacity_gb * 1e9 < 80 * 2**30
+    assert h100.capacity_basis == "cuda"
+    h200 = get_gpu("h200")  # no source at hand prints the H200's total_memory: the nominal 141 GB, said so
+    assert (h200.capacity_gb, h200.capacity_basis) == (141, "nominal")
+
+
+def test_cuda_memory_needs_its_source():
+    from pydantic import ValidationError as PydanticError
+
+    from xlcalc.catalog import GPU
+
+    with pytest.raises(PydanticError, match="cuda_memory_source"):
+        GPU(id="x", name="X", vendor="V", source="a datasheet", memory_gb=80, cuda_memory_bytes=85_000_000_000)

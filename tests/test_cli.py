@@ -76,7 +76,7 @@ def test_memory_table_shows_each_component(capsys):
     code, out, _ = run(capsys, "memory", "--model", "llama2-70b", "--tp", "8", "--gpu", "A800")
     assert code == 0
     for word in ("Weights", "Gradients", "Optimizer", "Activations", "Logits", "Other", "total", "first stage",
-                 "recipe: megatron", "does NOT fit"):
+                 "recipe: megatron", "fit: DOES NOT FIT"):
         assert word in out
 
 
@@ -142,3 +142,18 @@ def test_memory_optimizer_step_and_autocast_copies(capsys, tmp_path):
     assert code == 0 and "optimizer step temporaries: 32.12 GB at the step" in text
     code, _, err = run(capsys, *args[:-4], "--autocast-copy-bytes", "-1")
     assert code == 2 and "autocast_copy_bytes = -1 is not allowed" in err
+
+
+def test_memory_checks_the_card_as_cuda_exposes_it_and_says_which(capsys):
+    args = ("memory", "--model", "llama3.1-8b", "--seq-len", "8192", "--tp", "2", "--pp", "2", "--n-gpus", "64",
+            "--zero-stage", "1", "--recompute", "selective")
+    code, out, _ = run(capsys, *args, "--gpu", "h100", "--json")
+    assert code == 0
+    got = json.loads(out)
+    # vllm-project/vllm#27508: an H100 80GB shows "a total capacity of 79.11 GiB"
+    assert got["capacity_gb"] == pytest.approx(79.11 * 2**30 / 1e9, abs=0.006)
+    assert got["fit"]["capacity_basis"] == "cuda" and got["fit"]["verdict"] == "fits"
+    code, out, _ = run(capsys, *args, "--gpu", "h200")
+    assert "of 141.00 GB (nominal: no source in the catalog gives what the card exposes to CUDA)" in out
+    code, out, _ = run(capsys, *args, "--gpu", "h100", "--memory-gb", "80")
+    assert "of 80.00 GB (as given)" in out

@@ -90,6 +90,19 @@ def named_cell(wb, name):
     return wb[sheet][at.replace("$", "")]
 
 
+def fit_capacities() -> dict[str, float]:
+    """GPU memory (GB) for each fit answer of the question: the Python model's prediction T and margin M give a
+    card of T + M + 1 GB (fits), T + M/2 (tight: between the prediction and prediction + margin) and T - 1 (does
+    not fit); each boundary is over 1 GB from the answer, beyond the faces' 1% agreement on T."""
+    m = catalog.get_model(MODEL)
+    a = stage_memory(params_b=m.params_b, layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=m.kv,
+                     ffn_hidden=m.ffn_hidden, gated_ffn=m.gated_ffn, vocab=m.vocab, seq_len=8192, micro_batch=1, tp=2,
+                     pp=2, dp=16, zero_stage=1, seq_parallel=True, recompute="selective", memory_gb=80)
+    t, margin = a.memory_gb, a.values["Fit_Margin_GB"]
+    assert margin > 2  # the CUDA context and 5% of the prediction
+    return {"fits": round(t + margin + 1, 2), "tight": round(t + margin / 2, 2), "not": round(t - 1, 2)}
+
+
 # Layout violations: (id, scenario/memory values, expected words of the message)
 VIOLATIONS = {
     # PP 7 on 80 layers: neither an even split nor the planner's uneven one (L + 2 or L + 1 a multiple of PP;
@@ -118,6 +131,11 @@ def _produce(work: Path) -> tuple[list[Path], list[str]]:
     build(work / "base.xlsx", [base])
     cells = {"pp_layers": {"PP_Size": 7, "N_GPUs": 224}, "head_size": {"Hidden": 4000},
              "replicas": {"N_GPUs": 1000}, "tp_heads": {"TP_Size": 3, "N_GPUs": 96}}
+    for verdict, cap in fit_capacities().items():  # the question against a card it fits, fits tightly, does not fit
+        wb = openpyxl.load_workbook(src / "question.xlsx")
+        named_cell(wb, "GPU_Memory_GB").value = cap
+        wb.save(src / f"fit_{verdict}.xlsx")
+        names.append(f"fit_{verdict}")
     for key, values in cells.items():
         wb = openpyxl.load_workbook(work / "base.xlsx")
         for name, value in values.items():
@@ -335,3 +353,39 @@ def test_gradients_freed_same_memory_on_every_face(capsys):
                "python": py.memory_gb}
     for gb in answers.values():
         assert abs(gb - answers["memory"]) <= 0.01 * answers["memory"], answers
+
+
+VERDICT = {"fits": "fits", "tight": "tight", "not": "does not fit"}
+
+
+@pytest.mark.parametrize("key", list(VERDICT))
+def test_fit_answer_is_the_same_on_every_face(capsys, recalculated, key):
+    """One card per answer: every face gives the same verdict (FIT_VERDICT) and says fits only where it is "fits"."""
+    cap, want = fit_capacities()[key], VERDICT[key]
+    code, out, _ = cli_memory(capsys, "--memory-gb", str(cap), "--json")
+    assert code == 0
+    memory = json.loads(out)
+    code, out, _ = cli_estimate(capsys, "--gpu-memory-gb", str(cap), "--json")
+    assert code == 0
+    estimate = json.loads(out)["results"]
+    code, out, _ = cli_plan(capsys, "--memory-gb", str(cap), "--json")
+    plan = json.loads(out) if code == 0 else {"plans": [], "rejected": [], "error": out}
+    udfs = udf_module()
+    total = udfs.MEM_PER_GPU_GB(*udf_args())
+    margin = udfs.FIT_MARGIN_GB(total)
+    wb = recalculated[f"fit_{key}"]
+    assert named_cell(wb, "GPU_Memory_GB").value == cap
+
+    verdicts = {"memory": memory["fit"]["verdict"], "estimate": estimate["Fit_Verdict"],
+                "udf": udfs.FIT_VERDICT(total, cap, margin), "workbook": named_cell(wb, "Fit_Verdict").value}
+    assert set(verdicts.values()) == {want}, verdicts
+    fits = {"memory": memory["fits"], "estimate": estimate["Fits_GPU"], "udf": udfs.FITS_IN_GPU(total, cap, margin),
+            "workbook": named_cell(wb, "Fits_GPU").value, "plan": len(plan["plans"]) == 1}
+    assert set(fits.values()) == {want == "fits"}, fits
+    if want != "fits":  # the planner's rejection names the same answer
+        assert any(want in r["reason"] for r in plan.get("rejected", [])) or want in plan.get("error", ""), plan
+    # the text face names the answer, the margin and the two largest terms
+    _, text, _ = cli_memory(capsys, "--memory-gb", str(cap))
+    assert f"fit: {want.upper()}" in text and "margin" in text and "largest terms: activations" in text
+    _, text, _ = cli_estimate(capsys, "--gpu-memory-gb", str(cap))
+    assert f"fit: {want.upper()} on h100-sxm" in text and "largest terms: activations" in text

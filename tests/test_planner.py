@@ -252,11 +252,11 @@ def test_pinned_micro_batch_16_is_honoured():
 
 def test_a_search_that_finds_nothing_counts_rejections_by_reason():
     res = plan("llama3.1-405b", gpu="h100", n_gpus=8, seq_len=8192, global_batch_tokens=8 * 8192, tokens_t=1)
-    assert not res.plans and res.rejected_by_reason.get("does not fit in GPU memory", 0) > 0
+    assert not res.plans and res.rejected_by_reason.get("does not fit in GPU memory with the margin (tight or does not fit)", 0) > 0
     out = _cli("--model", "llama3.1-405b", "--gpu", "H100", "--gpus", "8", "--seq-len", "8192",
                "--global-batch-tokens", "65536", "--json")
     data = json.loads(out.stdout)
-    assert out.returncode == 1 and data["plans"] == [] and data["rejected_by_reason"]["does not fit in GPU memory"] > 0
+    assert out.returncode == 1 and data["plans"] == [] and data["rejected_by_reason"]["does not fit in GPU memory with the margin (tight or does not fit)"] > 0
 
 
 def test_branch_and_bound_finds_the_exhaustive_best_plans():
@@ -326,3 +326,24 @@ def test_plan_config_accepts_any_config_json_under_any_file_name(bundled, tmp_pa
     assert "unknown model" not in out.err
     plans = json.loads(out.out)["plans"]
     assert plans, f"{bundled.name}: no plan fits 512 H100s"
+
+
+def test_plan_keeps_only_layouts_that_fit_with_the_margin(capsys):
+    """A pinned layout on a card between its prediction and prediction + margin is rejected as tight; the margin's
+    inputs are the planner's settings."""
+    from xlcalc.cli import main
+
+    argv = ["plan", "--model", "llama3.1-8b", "--gpu", "h100", "--gpus", "64", "--seq-len", "8192",
+            "--global-batch-tokens", "1048576", "--tp", "2", "--pp", "2", "--zero-stage", "1", "--seq-parallel",
+            "--recompute", "selective", "--micro-batch", "1", "--virtual-stages", "1", "--cp", "1", "--json"]
+    assert main(argv + ["--memory-gb", "80"]) == 0
+    total = json.loads(capsys.readouterr().out)["plans"][0]["memory_gb"]
+    margin = 0.4 + 0.05 * total
+    main(argv + ["--memory-gb", f"{total + margin / 2:.2f}"])
+    out = capsys.readouterr().out
+    assert json.loads(out)["plans"] == []
+    assert "tight" in json.loads(out)["rejected"][0]["reason"]
+    # no margin: the same card fits
+    assert main(argv + ["--memory-gb", f"{total + margin / 2:.2f}", "--cuda-context-gb", "0",
+                        "--allocator-reserve-frac", "0"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["plans"]) == 1

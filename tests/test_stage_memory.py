@@ -313,3 +313,57 @@ def test_autocast_weight_copies_are_kept_as_activations():
                    gb(**kw, recompute="full", autocast_copy_bytes=2).parts_gb["first"])
     assert cast["activations"] == pytest.approx(plain["activations"])
     assert cast["recompute_working"] - plain["recompute_working"] == pytest.approx(2 * layer)
+
+
+# --- the fit answer ------------------------------------------------------------------------------------------------
+
+def test_fit_verdict_three_ways_by_hand():
+    # 70 GB predicted: margin = 0.4 + 0.05 x 70 = 3.9 GB, so 73.9 GB is the upper bound
+    assert x.fit_margin_gb(70, 0.4, 0.05) == pytest.approx(3.9)
+    assert x.fit_verdict(70, 80, 3.9) == "fits"           # 73.9 <= 80
+    assert x.fit_verdict(70, 73.9, 3.9) == "fits"         # at the bound: within the card
+    assert x.fit_verdict(70, 72, 3.9) == "tight"          # 70 <= 72 < 73.9
+    assert x.fit_verdict(70, 70, 3.9) == "tight"
+    assert x.fit_verdict(70, 69, 3.9) == "does not fit"   # the prediction alone exceeds the card
+    # the boolean is the verdict's "fits", and without a margin the old total <= memory
+    for cap in (69, 70, 72, 73.9, 80):
+        assert x.fits_in_gpu(70, cap, 3.9) == (x.fit_verdict(70, cap, 3.9) == "fits")
+    assert x.fits_in_gpu(70, 70) is True
+    # the largest total that fits solves total + 0.4 + 0.05 x total = card: (80 - 0.4) / 1.05
+    assert x.fit_capacity_gb(80, 0.4, 0.05) == pytest.approx(75.8095, abs=1e-4)
+    assert x.fit_verdict(75.8095, 80, x.fit_margin_gb(75.8095, 0.4, 0.05)) == "fits"
+    assert x.fit_verdict(75.82, 80, x.fit_margin_gb(75.82, 0.4, 0.05)) == "tight"
+
+
+def test_fit_defaults_are_their_sources_figures():
+    # ~400 MB CUDA context (pytorch/pytorch#109888); 5% allocator reserve (vllm-project/compressed-tensors#587)
+    assert (MEMORY_DEFAULTS["cuda_context_gb"], MEMORY_DEFAULTS["allocator_reserve_frac"]) == (0.4, 0.05)
+    src = x.fit_margin_gb.source
+    assert "pytorch/pytorch/issues/109888" in src and "compressed-tensors/pull/587" in src
+
+
+def test_stage_model_fit_uses_the_margin_and_its_largest_micro_batch_fits():
+    base = dict(seq_len=8192, tp=2, pp=2, dp=16, zero_stage=1, recompute="selective", memory_gb=60)
+    a = gb(**base)
+    t = a.memory_gb
+    margin = 0.4 + 0.05 * t
+    assert a.values["Fit_Margin_GB"] == pytest.approx(margin)
+    for cap, want in ((t + margin + 0.5, "fits"), (t + margin / 2, "tight"), (t - 0.5, "does not fit")):
+        for compiled in (False, True):
+            env = evaluate({**LLAMA8B, **base, "memory_gb": cap}, compiled=compiled)
+            assert env["Fit_Verdict"] == want and bool(env["Fits_GPU"]) == (want == "fits")
+    answer = a.to_json()["fit"]
+    assert answer["verdict"] == "fits" and answer["upper_gb"] == pytest.approx(t + margin)
+    assert list(answer["largest_parts_gb"]) == ["activations", "gradients"]
+    # the largest micro-batch the answer reports fits with its margin; one more does not
+    mb = a.max_micro_batch
+    assert mb >= 1
+    assert gb(**{**base, "micro_batch": mb}).values["Fit_Verdict"] == "fits"
+    assert gb(**{**base, "micro_batch": mb + 1}).values["Fit_Verdict"] != "fits"
+
+
+@pytest.mark.parametrize("name, value", [("allocator_reserve_frac", 5), ("allocator_reserve_frac", -0.1),
+                                         ("cuda_context_gb", -1)])
+def test_fit_inputs_refused_with_their_name(name, value):
+    with pytest.raises(InputError, match=name):
+        gb(memory_gb=80, **{name: value})

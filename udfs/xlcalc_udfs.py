@@ -973,7 +973,7 @@ def MEM_ACT_PIPELINE_GB(seq_len, micro_batch, hidden, layers, heads, tp=1, seq_p
 @func(category=CATEGORY)
 @arg("static_gb", ndim=2, doc="Model-state memory per GPU, GB [GB]")
 @arg("activations_gb", ndim=2, doc="Activation memory per GPU, GB [GB]")
-@arg("overhead_gb", ndim=2, doc="Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB [GB]")
+@arg("overhead_gb", ndim=2, doc="Other memory per GPU (NCCL buffers, library workspaces; the fit adds the CUDA context and allocator reserve as its margin), GB [GB]")
 @ret()
 def MEM_TOTAL_GB(static_gb, activations_gb, overhead_gb=0):
     """Peak memory per GPU. [GB per GPU]. total = model states + activations + overhead. Source: seed 002 §7.1.3"""
@@ -983,16 +983,47 @@ def MEM_TOTAL_GB(static_gb, activations_gb, overhead_gb=0):
 @func(category=CATEGORY)
 @arg("total_gb", ndim=2, doc="Total memory needed per GPU, GB [GB]")
 @arg("memory_gb", ndim=2, doc="Memory of one GPU, GB (1e9 bytes) [GB]")
+@arg("margin_gb", ndim=2, doc="Margin the fit answer adds to the predicted memory per GPU, GB [GB]")
 @ret()
-def FITS_IN_GPU(total_gb, memory_gb):
-    """Whether a per-GPU memory need fits in one GPU. [TRUE/FALSE]. total GB <= GPU memory GB. Source: seed 002 §7.3 step 1"""
-    return formula_call("fits_in_gpu", total_gb, memory_gb)
+def FITS_IN_GPU(total_gb, memory_gb, margin_gb=0):
+    """Whether a per-GPU memory need, with a margin, fits in one GPU. [TRUE/FALSE]. total GB + margin GB <= GPU memory GB (margin 0 when not given; the stage memory model passes FIT_MARGIN_GB): TRUE exactly where FIT_VERDICT says fits. Source: seed 002 §7.3 s..."""
+    return formula_call("fits_in_gpu", total_gb, memory_gb, margin_gb)
+
+
+@func(category=CATEGORY)
+@arg("total_gb", ndim=2, doc="Total memory needed per GPU, GB [GB]")
+@arg("cuda_context_gb", ndim=2, doc="CUDA context per GPU (driver, loaded kernels), held beside the tensors, GB [GB]")
+@arg("allocator_reserve_frac", ndim=2, doc="Caching allocator reserve (reserved - allocated: rounding, fragmentation) as a share of the predicted memory [fraction]")
+@ret()
+def FIT_MARGIN_GB(total_gb, cuda_context_gb=0.4, allocator_reserve_frac=0.05):
+    """What the card holds beyond the predicted tensors: the CUDA context and the caching allocator's reserve. [GB per GPU]. CUDA context GB + allocator reserve share x predicted total GB. Source: CUDA context: about 400 MB with CUDA >= 11.7 and lazy module l..."""
+    return formula_call("fit_margin_gb", total_gb, cuda_context_gb, allocator_reserve_frac)
+
+
+@func(category=CATEGORY)
+@arg("total_gb", ndim=2, doc="Total memory needed per GPU, GB [GB]")
+@arg("memory_gb", ndim=2, doc="Memory of one GPU, GB (1e9 bytes) [GB]")
+@arg("margin_gb", ndim=2, doc="Margin the fit answer adds to the predicted memory per GPU, GB [GB]")
+@ret()
+def FIT_VERDICT(total_gb, memory_gb, margin_gb=0):
+    """The fit answer: fits (prediction + margin within the card), tight (the card lies between the prediction and [text]. "does not fit" when total GB > GPU memory GB; "tight" when total GB + margin GB > GPU memory GB; else "fits". Source: the prediction (th..."""
+    return formula_call("fit_verdict", total_gb, memory_gb, margin_gb)
+
+
+@func(category=CATEGORY)
+@arg("memory_gb", ndim=2, doc="Memory of one GPU, GB (1e9 bytes) [GB]")
+@arg("cuda_context_gb", ndim=2, doc="CUDA context per GPU (driver, loaded kernels), held beside the tensors, GB [GB]")
+@arg("allocator_reserve_frac", ndim=2, doc="Caching allocator reserve (reserved - allocated: rounding, fragmentation) as a share of the predicted memory [fraction]")
+@ret()
+def FIT_CAPACITY_GB(memory_gb, cuda_context_gb=0.4, allocator_reserve_frac=0.05):
+    """The largest predicted memory per GPU that still fits with its margin. [GB per GPU]. (GPU memory GB - CUDA context GB) / (1 + allocator reserve share): the largest predicted total that FIT_VERDICT calls fits. Source: FIT_MARGIN_GB solved for the total (..."""
+    return formula_call("fit_capacity_gb", memory_gb, cuda_context_gb, allocator_reserve_frac)
 
 
 @func(category=CATEGORY)
 @arg("memory_gb", ndim=2, doc="Memory of one GPU, GB (1e9 bytes) [GB]")
 @arg("static_gb", ndim=2, doc="Model-state memory per GPU, GB [GB]")
-@arg("overhead_gb", ndim=2, doc="Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB [GB]")
+@arg("overhead_gb", ndim=2, doc="Other memory per GPU (NCCL buffers, library workspaces; the fit adds the CUDA context and allocator reserve as its margin), GB [GB]")
 @arg("act_gb_per_sample", ndim=2, doc="Activation memory per GPU for a micro-batch of 1, GB [GB]")
 @ret()
 def MAX_MICRO_BATCH(memory_gb, static_gb, overhead_gb, act_gb_per_sample):
@@ -1156,7 +1187,7 @@ def MEM_OPTIMIZER_STEP_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, optimizer_st
 @arg("recompute_gb", ndim=2, doc="Recompute working set per GPU (one layer re-materialised in its backward), GB [GB]")
 @arg("logits_gb", ndim=2, doc="Logits and loss buffers per GPU, GB [GB]")
 @arg("comm_buffer_gb", ndim=2, doc="Communication buckets per GPU (e.g. PyTorch DDP bucket_cap_mb = 25: 0.025), GB [GB]")
-@arg("overhead_gb", ndim=2, doc="Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB [GB]")
+@arg("overhead_gb", ndim=2, doc="Other memory per GPU (NCCL buffers, library workspaces; the fit adds the CUDA context and allocator reserve as its margin), GB [GB]")
 @arg("grads_freed", ndim=2, doc="Gradients freed between steps (PyTorch zero_grad(set_to_none=True), one micro-batch per step, no pipeline): the peak is the larger of activations and gradients, not their sum (TRUE/FALSE)")
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @arg("step_gb", ndim=2, doc="Temporaries of the optimizer step per GPU, GB [GB]")
@@ -2193,7 +2224,7 @@ def EXPERT_SHARD_GROUP(dp, params_b, stage_params_b):
 @arg("prefetch_layers", ndim=2, doc="Layers whose ZeRO-3/FSDP parameters are gathered ahead (prefetch) besides the one computing [layers]")
 @arg("comm_buffer_gb", ndim=2, doc="Communication buckets per GPU (e.g. PyTorch DDP bucket_cap_mb = 25: 0.025), GB [GB]")
 @arg("logits_buffer_bytes", ndim=2, doc="Bytes per logit the last stage holds for the loss (Megatron fused vocab-parallel cross-entropy: 4, fp32 logits; unfused PyTorch loss on upcast logits, its backward: 4 fp32 log-softmax + 4 its gradient + 4 the input gradient = 12; the same compiled: 2 + 2 ")
-@arg("overhead_gb", ndim=2, doc="Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB [GB]")
+@arg("overhead_gb", ndim=2, doc="Other memory per GPU (NCCL buffers, library workspaces; the fit adds the CUDA context and allocator reserve as its margin), GB [GB]")
 @arg("grads_freed", ndim=2, doc="Gradients freed between steps (PyTorch zero_grad(set_to_none=True), one micro-batch per step, no pipeline): the peak is the larger of activations and gradients, not their sum (TRUE/FALSE)")
 @arg("job", ndim=2, doc="Training job: \"full\" (every weight trained, as pre-training), \"lora\" (frozen 16-bit base + low-rank adapters) or \"qlora\" (frozen 4-bit NF4 base + adapters)")
 @arg("optimizer_step_bytes", ndim=2, doc="Bytes per trained parameter the optimizer step allocates while it runs (PyTorch's foreach AdamW, its default on GPUs: one tensor of each parameter's size, 2 for bf16 and 4 for fp32 parameters; a fused step, PyTorch's fused=True or Megatron-Core's: 0) [byt")
@@ -2285,6 +2316,9 @@ FORMULA_UDFS: tuple[str, ...] = (
     "MEM_ACT_PIPELINE_GB",
     "MEM_TOTAL_GB",
     "FITS_IN_GPU",
+    "FIT_MARGIN_GB",
+    "FIT_VERDICT",
+    "FIT_CAPACITY_GB",
     "MAX_MICRO_BATCH",
     "LAYOUT_MESSAGE",
     "STAGE_LAYERS",
@@ -2448,6 +2482,9 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "FAILURE_FRAC_FROM_GOODPUT",
     "FAILURE_FRAC_USED",
     "FITS_IN_GPU",
+    "FIT_CAPACITY_GB",
+    "FIT_MARGIN_GB",
+    "FIT_VERDICT",
     "FLASH_ATTENTION_TIME_S",
     "FLOPS_PER_TOKEN",
     "FP8_CAST_BYTES_PER_TOKEN",

@@ -39,7 +39,14 @@ class GPU(_Row):
     bf16_tflops: Optional[float] = Field(default=None, gt=0, description="dense BF16 tensor peak, TFLOP/s")
     fp16_tflops: Optional[float] = Field(default=None, gt=0, description="dense FP16 tensor peak, TFLOP/s")
     fp8_tflops: Optional[float] = Field(default=None, gt=0, description="dense FP8 tensor peak, TFLOP/s")
-    memory_gb: Optional[float] = Field(default=None, gt=0)
+    memory_gb: Optional[float] = Field(default=None, gt=0, description="nominal memory, GB (the datasheet's figure)")
+    cuda_memory_bytes: Optional[int] = Field(
+        default=None, gt=0,
+        description="memory the card exposes to CUDA, bytes: torch.cuda.get_device_properties(i).total_memory "
+                    "(cudaDeviceProp.totalGlobalMem, deviceQuery's 'Total amount of global memory', the 'total "
+                    "capacity' of PyTorch's out-of-memory message); empty where no source prints it")
+    cuda_memory_source: Optional[str] = Field(
+        default=None, min_length=3, description="where cuda_memory_bytes was printed (address and quote)")
     hbm_tb_s: Optional[float] = Field(default=None, gt=0)
     scaleup_gb_s: Optional[float] = Field(default=None, gt=0, description="per-GPU scale-up (NVLink/ICI) bandwidth, GB/s, one direction")
     scaleout_gb_s: Optional[float] = Field(default=None, gt=0, description="per-GPU scale-out (InfiniBand/RoCE) bandwidth, GB/s")
@@ -59,6 +66,23 @@ class GPU(_Row):
         default=None, gt=0, le=1,
         description="share of peak at which the step-time model reproduces published training runs on this GPU "
                     "(fitted by scripts/make_validation.py; docs/validation.md)")
+
+    @model_validator(mode="after")
+    def _cuda_memory_sourced(self) -> "GPU":
+        if (self.cuda_memory_bytes is None) != (self.cuda_memory_source is None):
+            raise ValueError(f"{self.id}: cuda_memory_bytes and cuda_memory_source go together (a value names its source)")
+        return self
+
+    @property
+    def capacity_gb(self) -> Optional[float]:
+        """The memory a fit is checked against, GB: what the card exposes to CUDA where a source gives it
+        (:attr:`cuda_memory_bytes`), else the nominal :attr:`memory_gb` (see :attr:`capacity_basis`)."""
+        return self.cuda_memory_bytes / 1e9 if self.cuda_memory_bytes is not None else self.memory_gb
+
+    @property
+    def capacity_basis(self) -> str:
+        """Which figure :attr:`capacity_gb` is: "cuda" (exposed to CUDA, sourced) or "nominal" (the datasheet's GB)."""
+        return "cuda" if self.cuda_memory_bytes is not None else "nominal"
 
     @property
     def half_tflops(self) -> Optional[float]:

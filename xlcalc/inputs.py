@@ -150,8 +150,11 @@ _add("bytes_trainable", "bytes/param", "Bytes per trainable parameter (weights+g
 _add("static_gb", "GB", "Model-state memory per GPU, GB", example=30, **NONNEG)
 _add("activations_gb", "GB", "Activation memory per GPU, GB", example=10, **NONNEG)
 _add("act_gb_per_sample", "GB", "Activation memory per GPU for a micro-batch of 1, GB", example=5, **POS)
-_add("overhead_gb", "GB", "Other memory per GPU (CUDA context, NCCL buffers, fragmentation), GB", "Overhead_GB", example=4, **NONNEG)
+_add("overhead_gb", "GB", "Other memory per GPU (NCCL buffers, library workspaces; the fit adds the CUDA context and allocator reserve as its margin), GB", "Overhead_GB", example=4, **NONNEG)
 _add("total_gb", "GB", "Total memory needed per GPU, GB", example=70, **NONNEG)
+_add("cuda_context_gb", "GB", "CUDA context per GPU (driver, loaded kernels), held beside the tensors, GB", "CUDA_Context_GB", example=0.4, **NONNEG)
+_add("allocator_reserve_frac", "fraction", "Caching allocator reserve (reserved - allocated: rounding, fragmentation) as a share of the predicted memory", "Allocator_Reserve_Frac", example=0.05, **FRACTION)
+_add("margin_gb", "GB", "Margin the fit answer adds to the predicted memory per GPU, GB", example=4, **NONNEG)
 _add("largest_layer_params_b", "billion parameters", "Parameters of the largest layer, in billions (ZeRO-3 gathers it whole)", example=0.032, **NONNEG)
 
 # --- cost ------------------------------------------------------------------------------
@@ -419,7 +422,7 @@ _LIMITS: dict[str, tuple[float, str]] = {
     "link_gb_s": (1e6, "gb_s"), "bandwidth_gb_s": (1e6, "gb_s"), "scaleup_gb_s": (1e6, "gb_s"),
     "scaleout_gb_s": (1e6, "gb_s"), "pcie_gb_s": (1e6, "gb_s"), "host_memory_gb_s": (1e6, "gb_s"),
     "memory_gb": (1e5, "gb"), "static_gb": (1e9, "gb_part"), "activations_gb": (1e9, "gb_part"),
-    "act_gb_per_sample": (1e9, "gb_part"), "overhead_gb": (1e9, "gb_part"), "total_gb": (1e9, "gb_part"),
+    "act_gb_per_sample": (1e9, "gb_part"), "overhead_gb": (1e9, "gb_part"), "cuda_context_gb": (1e9, "gb_part"), "margin_gb": (1e9, "gb_part"), "total_gb": (1e9, "gb_part"),
     "comm_buffer_gb": (1e9, "gb_part"), "weights_gb": (1e9, "gb_part"), "grads_gb": (1e9, "gb_part"),
     "optimizer_gb": (1e9, "gb_part"), "fp8_gb": (1e9, "gb_part"), "gathered_gb": (1e9, "gb_part"),
     "recompute_gb": (1e9, "gb_part"), "logits_gb": (1e9, "gb_part"), "first_part_gb": (1e9, "gb_part"),

@@ -61,6 +61,14 @@ DEFAULT_RECIPE = "megatron"
 MEMORY_DEFAULTS: dict[str, Any] = {
     # CUDA context, NCCL workspaces, allocator reserve and fragmentation: a flat allowance per GPU (GB)
     "overhead_gb": 4.0,
+    # What the card holds beyond the tensors, named in the fit answer's margin (xlcalc.formulas.memory, FIT_MARGIN_GB):
+    # the CUDA context, about 400 MB with CUDA >= 11.7's lazy module loading (PyTorch's default): ptrblck in
+    # https://github.com/pytorch/pytorch/issues/109888 (GB)
+    "cuda_context_gb": 0.4,
+    # the caching allocator's reserve (reserved - allocated: block rounding and fragmentation) as a share of the
+    # predicted memory: 5%, as vllm-project/compressed-tensors reserves after measuring 1.83 GiB reserved but
+    # unallocated beside 75.31 GiB allocated on an 80 GB card (https://github.com/vllm-project/compressed-tensors/pull/587)
+    "allocator_reserve_frac": 0.05,
     # Communication buckets beyond the gradient buffer (Megatron's contiguous grad buffer is the gradients) (GB)
     "comm_buffer_gb": 0.0,
     # Logits kept for the loss: Megatron's vocab-parallel cross-entropy on fp32 logits (bytes per logit)

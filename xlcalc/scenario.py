@@ -76,6 +76,9 @@ INPUTS: tuple[InputCell, ...] = (
     _in("bytes_grads", "Bytes_Grads", "Bytes/param: gradients", "Parallelism and memory"),
     _in("bytes_optimizer", "Bytes_Optimizer", "Bytes/param: optimizer states", "Parallelism and memory"),
     _in("overhead_gb", "Overhead_GB", "Other memory per GPU (GB)", "Parallelism and memory"),
+    _in("cuda_context_gb", "CUDA_Context_GB", "CUDA context per GPU, in the fit's margin (GB)", "Parallelism and memory"),
+    _in("allocator_reserve_frac", "Allocator_Reserve_Frac", "Allocator reserve, share of the prediction, in the fit's margin",
+        "Parallelism and memory"),
     _in("kv_heads", "KV_Heads", "Key/value heads (GQA; = heads for MHA)", "Stage memory"),
     _in("ffn_hidden", "FFN_Hidden", "FFN inner size F", "Stage memory"),
     _in("gated_ffn", "Gated_FFN", "Gated FFN (SwiGLU) (TRUE/FALSE)", "Stage memory"),
@@ -190,6 +193,8 @@ class Scenario(BaseModel):
     bytes_grads: float = _BYTES["bytes_grads"]
     bytes_optimizer: float = _BYTES["bytes_optimizer"]
     overhead_gb: float = MEMORY_DEFAULTS["overhead_gb"]
+    cuda_context_gb: float = MEMORY_DEFAULTS["cuda_context_gb"]
+    allocator_reserve_frac: float = MEMORY_DEFAULTS["allocator_reserve_frac"]
     kv_heads: int = 64
     ffn_hidden: int = 32768
     gated_ffn: bool = False
@@ -342,8 +347,8 @@ class Scenario(BaseModel):
                 merged["peak_tflops"] = g.half_tflops
             elif values.get("peak_tflops") is None:
                 g.peak_tflops()  # raises: no published peak, give peak_tflops explicitly
-            if g.memory_gb:
-                merged["gpu_memory_gb"] = g.memory_gb
+            if g.capacity_gb:  # what the card exposes to CUDA where a source gives it, else the nominal GB
+                merged["gpu_memory_gb"] = g.capacity_gb
             if g.gpus_per_node:
                 merged["gpus_per_node"] = g.gpus_per_node
         if values.get("recipe"):

@@ -28,7 +28,8 @@ activations               stage layers x per-layer bytes (one call: LAYER_ACTIVA
 recompute_working         one layer's activations re-materialised during its backward
 logits                    logits and loss buffers (last stage; every stage when PP = 1)
 comm_buffers              communication buckets
-other                     CUDA context, NCCL, allocator reserve and fragmentation
+other                     a flat allowance (``overhead_gb``): NCCL buffers, library workspaces; the CUDA context
+                          and the allocator reserve are the fit answer's margin (FIT_MARGIN_GB)
 ========================  =====================================================================
 
 Fine-tuning (``job``; the marked *fine-tuning* lines of :func:`memory_steps`, formulas in
@@ -77,7 +78,7 @@ PARTS: tuple[tuple[str, str], ...] = (
     ("recompute_working", "Recompute working set"),
     ("logits", "Logits and loss buffers"),
     ("comm_buffers", "Communication buckets"),
-    ("other", "Other (CUDA context, NCCL, allocator)"),
+    ("other", "Other (NCCL, workspaces)"),
 )
 
 # ZeRO / FSDP sharding by name -> ZeRO stage (HSDP: full shard inside dp_shard GPUs, replicated across groups)
@@ -92,6 +93,8 @@ MODEL_INPUTS = (
     "bytes_weights", "bytes_grads", "bytes_optimizer", "bytes_fp8", "optimizer_offload", "grads_freed", "prefetch_layers",
     "comm_buffer_gb", "logits_buffer_bytes", "overhead_gb", "optimizer_step_bytes",
     "autocast_copy_bytes",
+    # what the card holds beyond the tensors: the fit answer's margin (used only with a capacity)
+    "cuda_context_gb", "allocator_reserve_frac",
     # layout-only inputs (0 = not given)
     "cluster_gpus", "batch_sequences", "experts", "ep",
     # fine-tuning (job = full: pre-training's model states)
@@ -275,9 +278,18 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         first_part_gb=acts["First"], last_part_gb=acts["Last"], **peak)
     total = add("Mem_Total_GB", fm.mem_peak_gb, "Memory per GPU, heavier stage (GB)", **peak)
     if capacity is not None:
-        add("Fits_GPU", fm.fits_in_gpu, "Fits in one GPU?", total_gb=total, memory_gb=capacity)
+        margin = add("Fit_Margin_GB", fm.fit_margin_gb, "Margin: CUDA context + allocator reserve (GB)",
+                     total_gb=total, cuda_context_gb=s["cuda_context_gb"],
+                     allocator_reserve_frac=s["allocator_reserve_frac"])
+        add("Fit_Verdict", fm.fit_verdict, "Fit: fits / tight / does not fit", total_gb=total, memory_gb=capacity,
+            margin_gb=margin)
+        add("Fits_GPU", fm.fits_in_gpu, "Fits in one GPU with the margin?", total_gb=total, memory_gb=capacity,
+            margin_gb=margin)
+        fit_cap = add("Fit_Capacity_GB", fm.fit_capacity_gb, "Largest memory per GPU that fits with the margin (GB)",
+                      memory_gb=capacity, cuda_context_gb=s["cuda_context_gb"],
+                      allocator_reserve_frac=s["allocator_reserve_frac"])
         add("Max_Micro_Batch", fm.max_micro_batch, "Largest micro-batch that fits (heavier stage)",
-            memory_gb=capacity, static_gb=Var("Mem_Static_GB"), overhead_gb=s["overhead_gb"] + s["comm_buffer_gb"],
+            memory_gb=fit_cap, static_gb=Var("Mem_Static_GB"), overhead_gb=s["overhead_gb"] + s["comm_buffer_gb"],
             act_gb_per_sample=Var("Mem_Activations_GB") / s["micro_batch"])
     return tuple(steps)
 
@@ -457,8 +469,27 @@ class StageMemory:
         }
         if self.capacity_gb is not None:
             out.update(capacity_gb=self.capacity_gb, fits=self.fits, max_micro_batch=self.max_micro_batch,
-                       headroom_gb=self.capacity_gb - self.memory_gb)
+                       headroom_gb=self.capacity_gb - self.memory_gb, fit=self.fit_answer())
         return out
+
+    def largest_parts(self, n: int = 2) -> list[tuple[str, str, float]]:
+        """The ``n`` largest parts of the heavier stage as (key, label, GB), largest first."""
+        labels = dict(PARTS)
+        row = self.parts_gb[self.peak_stage]
+        return [(k, labels[k], row[k]) for k in sorted(row, key=lambda k: -row[k])[:n]]
+
+    def fit_answer(self) -> dict[str, Any]:
+        """The fit answer (FIT_VERDICT over the steps' values): the verdict, the margin and its terms, the
+        prediction + margin, the capacity, the two largest parts of the heavier stage."""
+        v = self.values
+        ctx = v.get("CUDA_Context_GB", MEMORY_DEFAULTS["cuda_context_gb"])
+        return {
+            "verdict": v["Fit_Verdict"], "margin_gb": v["Fit_Margin_GB"], "cuda_context_gb": ctx,
+            "allocator_reserve_frac": v.get("Allocator_Reserve_Frac", MEMORY_DEFAULTS["allocator_reserve_frac"]),
+            "allocator_reserve_gb": v["Fit_Margin_GB"] - ctx,
+            "upper_gb": self.memory_gb + v["Fit_Margin_GB"], "capacity_gb": self.capacity_gb,
+            "largest_parts_gb": {k: gb for k, _label, gb in self.largest_parts()},
+        }
 
 
 def explain(env: Mapping[str, Any], inputs: Mapping[str, Any]) -> StageMemory:

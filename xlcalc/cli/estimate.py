@@ -11,7 +11,7 @@ from ..recipes import DEFAULT_RECIPE
 from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario, evaluate, price_note
 from ..stage_memory import explain, memory_steps
 from .fmt import cli_value, dump_json, number, table
-from .memory import FINETUNE_FIELDS, add_finetune_flags, finetune_values, job_line, stage_table
+from .memory import FINETUNE_FIELDS, add_finetune_flags, finetune_values, fit_lines, job_line, stage_table
 from .models import add_config_flag, config_model
 
 # The results printed as "rent beside own" after the main table.
@@ -107,6 +107,11 @@ def run(args: argparse.Namespace) -> int:
     print(table(rows, headers=("result", "value", "unit"), align="lrl"))
     print()
     print(stage_table(memory))
+    if "fit" in memory:  # the fit answer in words, as xlcalc memory gives it
+        gpu = catalog.get_gpu(scenario.gpu) if scenario.gpu else None
+        basis = gpu.capacity_basis if gpu is not None and gpu.capacity_gb == scenario.gpu_memory_gb else "given"
+        print()
+        print(fit_lines({**memory, "gpu": gpu.id if gpu else "GPU", "fit": {**memory["fit"], "capacity_basis": basis}}))
     print()
     print(f"Rent beside own (the clean run of {number(results['Train_Days'])} days on {scenario.n_gpus:,} GPUs; "
           f"own: {capex_used(scenario)}, {scenario.depreciation_years:g}-year "
@@ -135,7 +140,8 @@ def capex_used(scenario: Scenario) -> str:
 
 # memory steps shown in the per-stage table instead of the results table
 _MEMORY_DETAIL = {st.name for st in memory_steps() if st.name not in
-                  ("Mem_Static_GB", "Mem_Activations_GB", "Mem_Total_GB", "Fits_GPU", "Max_Micro_Batch",
+                  ("Mem_Static_GB", "Mem_Activations_GB", "Mem_Total_GB", "Fit_Margin_GB", "Fit_Verdict", "Fits_GPU",
+                   "Max_Micro_Batch",
                    "Trainable_Params_B")}
 
 

@@ -50,7 +50,10 @@ _NUMBER_FLAGS = (
                              f"{MEMORY_DEFAULTS['optimizer_step_bytes']:g}: fused; PyTorch foreach AdamW: 2 bf16, 4 fp32)"),
     ("autocast-copy-bytes", "bytes/param of the 16-bit weight copies torch.autocast keeps for the backward (default "
                             f"{MEMORY_DEFAULTS['autocast_copy_bytes']:g}; fp32 weights under autocast: 2)"),
-    ("overhead-gb", f"CUDA context, NCCL, allocator reserve, GB (default {MEMORY_DEFAULTS['overhead_gb']:g})"),
+    ("overhead-gb", f"other memory: NCCL, workspaces, GB (default {MEMORY_DEFAULTS['overhead_gb']:g})"),
+    ("cuda-context-gb", f"CUDA context, GB, in the fit's margin (default {MEMORY_DEFAULTS['cuda_context_gb']:g})"),
+    ("allocator-reserve-frac", "caching allocator reserve as a share of the prediction, in the fit's margin "
+     f"(default {MEMORY_DEFAULTS['allocator_reserve_frac']:g}; lower with expandable_segments)"),
     ("memory-gb", "GPU memory to check against, GB (default: from --gpu)"),
 )
 
@@ -139,9 +142,10 @@ def values_from_args(args: argparse.Namespace) -> dict:
     if args.gpu:
         gpu = catalog.get_gpu(args.gpu)
         if v.get("memory_gb") is None:
-            if gpu.memory_gb is None:
+            if gpu.capacity_gb is None:
                 raise CatalogError(f"{gpu.name}: no published memory size in the catalog; give --memory-gb")
-            v["memory_gb"] = gpu.memory_gb
+            # what the card exposes to CUDA where a source gives it, else the nominal GB (the answer says which)
+            v["memory_gb"] = gpu.capacity_gb
     return v
 
 
@@ -247,7 +251,12 @@ def compute(args: argparse.Namespace) -> dict:
     answer = stage_memory(**values)
     out = answer.to_json()
     if args.gpu:
-        out["gpu"] = catalog.get_gpu(args.gpu).id
+        gpu = catalog.get_gpu(args.gpu)
+        out["gpu"] = gpu.id
+        if "fit" in out:
+            out["fit"]["capacity_basis"] = gpu.capacity_basis if args.memory_gb is None else "given"
+    elif "fit" in out:
+        out["fit"]["capacity_basis"] = "given"
     return out
 
 
@@ -271,15 +280,30 @@ def run(args: argparse.Namespace) -> int:
     print()
     print(stage_table(out))
     print()
-    line = f"memory per GPU: {out['total_gb']:,.2f} GB ({out['peak_stage']} stage)"
-    if "capacity_gb" in out:
-        verdict = "fits" if out["fits"] else "does NOT fit"
-        where = out.get("gpu", "GPU")
-        line += (f" of {out['capacity_gb']:g} GB on {where} -> {verdict} "
-                 f"(headroom {out['headroom_gb']:,.2f} GB); largest micro-batch that fits: "
-                 f"{number(out['max_micro_batch'])}")
-    print(line)
+    print(f"memory per GPU: {out['total_gb']:,.2f} GB ({out['peak_stage']} stage)")
+    if "fit" in out:
+        print(fit_lines(out))
     return 0
+
+
+_BASIS = {"cuda": "as the card exposes it to CUDA", "nominal": "nominal: no source in the catalog gives what the "
+          "card exposes to CUDA", "given": "as given"}
+
+
+def fit_lines(out: dict) -> str:
+    """The fit answer of StageMemory.to_json() in words: verdict, capacity, margin and its terms, two largest parts."""
+    f = out["fit"]
+    labels = dict(PARTS)
+    where = out.get("gpu", "GPU")
+    largest = ", ".join(f"{labels[k].lower()} {gb:,.2f} GB" for k, gb in f["largest_parts_gb"].items())
+    return (f"fit: {f['verdict'].upper()} on {where}: {out['total_gb']:,.2f} GB predicted, "
+            f"{f['upper_gb']:,.2f} GB with the margin, of {f['capacity_gb']:,.2f} GB "
+            f"({_BASIS[f.get('capacity_basis', 'given')]})\n"
+            f"margin {f['margin_gb']:,.2f} GB = CUDA context {f['cuda_context_gb']:g} GB + allocator reserve "
+            f"{f['allocator_reserve_frac']:.0%} of the prediction ({f['allocator_reserve_gb']:,.2f} GB); "
+            f"fits needs prediction + margin <= capacity, tight: capacity between the prediction and prediction + "
+            f"margin\nlargest terms: {largest}; largest micro-batch that fits with the margin: "
+            f"{number(out['max_micro_batch'])}")
 
 
 def stage_table(out: dict) -> str:

@@ -32,7 +32,9 @@ _SETTINGS = (
     ("fp8_efficiency_ratio", "FP8 matmul efficiency relative to bf16 (default 0.883, MAMF H100 fp8/bf16)"),
     ("fp8_cast_bytes", "HBM bytes per element of each FP8 GEMM operand cast (default 4: Transformer Engine "
                        "cast-transpose; 0: casts not counted)"),
-    ("overhead_gb", "other memory per GPU: CUDA context, NCCL, fragmentation, GB (default 4)"),
+    ("overhead_gb", "other memory per GPU: NCCL, workspaces, GB (default 4)"),
+    ("cuda_context_gb", "CUDA context per GPU, GB, in the fit's margin (default 0.4)"),
+    ("allocator_reserve_frac", "caching allocator reserve, share of the prediction, in the fit's margin (default 0.05)"),
     ("peak_tflops", "override the GPU's dense bf16/fp16 peak TFLOP/s"),
     ("memory_gb", "override the GPU's memory, GB"),
     ("hbm_tb_s", "override the GPU's HBM bandwidth, TB/s"),

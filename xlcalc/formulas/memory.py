@@ -9,7 +9,8 @@ from ..registry import formula
 
 __all__ = [
     "mem_weights_gb", "mem_grads_gb", "mem_optimizer_gb", "mem_static_gb", "mem_zero3_buffer_gb", "mem_lora_gb", "act_layer_bytes_general", "act_layer_bytes", "mem_act_gb",
-    "act_inflight_factor", "mem_act_pipeline_gb", "mem_total_gb", "fits_in_gpu", "max_micro_batch",
+    "act_inflight_factor", "mem_act_pipeline_gb", "mem_total_gb", "fits_in_gpu", "fit_margin_gb", "fit_verdict", "fit_capacity_gb",
+    "max_micro_batch",
     "layout_message", "stage_layers", "layer_params_b", "stage_params_b", "stage_inflight_microbatches",
     "mem_stage_act_gb", "mem_recompute_working_gb", "mem_logits_gb", "mem_gathered_params_gb", "mem_stage_total_gb",
     "mem_peak_gb", "mem_states_gb", "peak_stage_part_gb", "mem_optimizer_step_gb",
@@ -194,12 +195,55 @@ def mem_total_gb(static_gb, activations_gb, overhead_gb=0):
 
 @formula(
     udf="FITS_IN_GPU", unit="TRUE/FALSE", category="memory", returns="bool",
-    equation="total GB <= GPU memory GB",
+    equation="total GB + margin GB <= GPU memory GB (margin 0 when not given; the stage memory model passes "
+             "FIT_MARGIN_GB): TRUE exactly where FIT_VERDICT says fits",
     source="seed 002 §7.3 step 1",
 )
-def fits_in_gpu(total_gb, memory_gb):
-    """Whether a per-GPU memory need fits in one GPU."""
-    return total_gb <= memory_gb
+def fits_in_gpu(total_gb, memory_gb, margin_gb=0):
+    """Whether a per-GPU memory need, with a margin, fits in one GPU."""
+    return total_gb + margin_gb <= memory_gb
+
+
+_FIT_MARGIN_SOURCE = (
+    "CUDA context: about 400 MB with CUDA >= 11.7 and lazy module loading, PyTorch's default (ptrblck, "
+    "https://github.com/pytorch/pytorch/issues/109888); allocator reserve: PyTorch's caching allocator rounds blocks "
+    "and keeps freed segments (reserved - allocated; 'reserved by PyTorch but unallocated' in its out-of-memory "
+    "message): 1.83 GiB beside 75.31 GiB allocated on an 80 GB card, for which 5% of the model's memory is reserved "
+    "(https://github.com/vllm-project/compressed-tensors/pull/587); expandable_segments lowers it (PyTorch CUDA notes)")
+
+
+@formula(
+    udf="FIT_MARGIN_GB", unit="GB per GPU", category="memory",
+    equation="CUDA context GB + allocator reserve share x predicted total GB",
+    source=_FIT_MARGIN_SOURCE,
+)
+def fit_margin_gb(total_gb, cuda_context_gb=0.4, allocator_reserve_frac=0.05):
+    """What the card holds beyond the predicted tensors: the CUDA context and the caching allocator's reserve."""
+    return cuda_context_gb + allocator_reserve_frac * total_gb
+
+
+@formula(
+    udf="FIT_VERDICT", unit="text", category="memory", returns="text",
+    equation='"does not fit" when total GB > GPU memory GB; "tight" when total GB + margin GB > GPU memory GB; '
+             'else "fits"',
+    source="the prediction (the stage memory model) against the memory the card exposes to CUDA, with "
+           "FIT_MARGIN_GB as the margin: " + _FIT_MARGIN_SOURCE,
+)
+def fit_verdict(total_gb, memory_gb, margin_gb=0):
+    """The fit answer: fits (prediction + margin within the card), tight (the card lies between the prediction and
+    prediction + margin) or does not fit (the prediction alone exceeds the card)."""
+    return if_(total_gb > memory_gb, "does not fit", if_(total_gb + margin_gb > memory_gb, "tight", "fits"))
+
+
+@formula(
+    udf="FIT_CAPACITY_GB", unit="GB per GPU", category="memory",
+    equation="(GPU memory GB - CUDA context GB) / (1 + allocator reserve share): the largest predicted total that "
+             "FIT_VERDICT calls fits",
+    source="FIT_MARGIN_GB solved for the total (" + _FIT_MARGIN_SOURCE + ")",
+)
+def fit_capacity_gb(memory_gb, cuda_context_gb=0.4, allocator_reserve_frac=0.05):
+    """The largest predicted memory per GPU that still fits with its margin."""
+    return (memory_gb - cuda_context_gb) / (1 + allocator_reserve_frac)
 
 
 @formula(

@@ -42,6 +42,6 @@ def explain(result: PlanResult, top: int = 3, rejected: int = 6) -> str:
             f"bubble {p.bubble_s:.2f} ({_pct(p.bubble_s, p.step_s)}), optimizer {p.optimizer_s:.3f}",
         ]
     if result.rejected and rejected:
-        lines += ["", "Rejected (does not fit):"]
+        lines += ["", "Rejected (does not fit, or fits only tightly: prediction + margin over the card):"]
         lines += [f"  - {r.reason}" for r in result.rejected[:rejected]]
     return "\n".join(lines)

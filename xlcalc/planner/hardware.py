@@ -130,7 +130,7 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int
     domain = settings.nvlink_domain or row.nvlink_domain or node
     values: dict[str, Any] = dict(
         peak_tflops=settings.peak_tflops or row.half_tflops,
-        memory_gb=settings.memory_gb or row.memory_gb,
+        memory_gb=settings.memory_gb or row.capacity_gb,  # as exposed to CUDA where a source gives it
         hbm_tb_s=settings.hbm_tb_s or row.hbm_tb_s,
         scaleup_gb_s=settings.scaleup_gb_s or row.scaleup_gb_s,
         scaleout_gb_s=settings.scaleout_gb_s or row.scaleout_gb_s,

@@ -457,7 +457,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                                 elif fits[-1].step_s < -best[0]:
                                     heapq.heapreplace(best, -fits[-1].step_s)
                             else:
-                                reject("does not fit in GPU memory")
+                                reject("does not fit in GPU memory with the margin (tight or does not fit)")
                                 if b == mbs[0] and v == 1:
                                     misses.append(pred)
                                 if v == 1:
@@ -686,7 +686,8 @@ def _rejections(misses: list[Prediction], cap: float, limit: int = 20) -> list[R
         out.append(Rejection.model_construct(
             tp=c.tp, pp=c.pp, zero_stage=c.zero_stage, seq_parallel=c.seq_parallel, recompute=c.recompute,
             micro_batch=c.micro_batch, memory_gb=p.memory_gb, cp=c.cp, ep=c.ep,
-            reason=(f"TP={c.tp}, PP={c.pp}{f', CP={c.cp}' if c.cp > 1 else ''}{f', EP={c.ep}' if c.ep > 1 else ''}, ZeRO-{c.zero_stage}{sp}, {rc}: needs {p.memory_gb:.0f} GB of {cap:.0f} "
+            reason=(f"TP={c.tp}, PP={c.pp}{f', CP={c.cp}' if c.cp > 1 else ''}{f', EP={c.ep}' if c.ep > 1 else ''}, ZeRO-{c.zero_stage}{sp}, {rc}: {p.verdict or 'does not fit'} - needs {p.memory_gb:.0f} GB "
+                    f"(+ margin {p.margin_gb:.1f}: CUDA context and allocator reserve) of {cap:.0f} "
                     f"(weights {p.weights_gb:.0f}, gradients {p.grads_gb:.0f}, optimizer {p.optimizer_gb:.0f}, "
                     f"activations {p.activations_gb:.0f}, other {p.overhead_gb + p.zero3_buffer_gb:.0f})"),
         ))

@@ -168,7 +168,12 @@ class Settings(BaseModel):
                                    description=f"Bytes per parameter: optimizer states (recipe {DEFAULT_RECIPE}).")
     bytes_per_param_step: float = Field(default=30, ge=0, description="HBM bytes per parameter the Adam step reads and writes.")
     overhead_gb: float = Field(default=MEMORY_DEFAULTS["overhead_gb"], ge=0,
-                               description="Other memory per GPU: CUDA context, NCCL buffers, fragmentation (GB).")
+                               description="Other memory per GPU: NCCL buffers, library workspaces (GB).")
+    cuda_context_gb: float = Field(default=MEMORY_DEFAULTS["cuda_context_gb"], ge=0,
+                                   description="CUDA context per GPU, in the fit's margin (GB).")
+    allocator_reserve_frac: float = Field(
+        default=MEMORY_DEFAULTS["allocator_reserve_frac"], ge=0, le=1,
+        description="Caching allocator reserve as a share of the predicted memory, in the fit's margin.")
     hbm_tb_s: Optional[float] = Field(default=None, gt=0, description="Override the GPU's HBM bandwidth (TB/s).")
     scaleup_gb_s: Optional[float] = Field(default=None, gt=0, description="Override the GPU's scale-up bandwidth per direction (GB/s).")
     scaleout_gb_s: Optional[float] = Field(default=None, gt=0, description="Override the GPU's scale-out bandwidth per direction (GB/s).")
@@ -226,6 +231,9 @@ class Prediction:
     overhead_gb: float
     memory_gb: float
     fits: bool
+    # the fit answer (FIT_VERDICT): "fits" / "tight" / "does not fit", and its margin (FIT_MARGIN_GB), GB
+    verdict: str = ""
+    margin_gb: float = 0.0
     # time, seconds per step
     step_s: float = 0.0
     compute_s: float = 0.0
@@ -270,6 +278,7 @@ def memory_base(arch: Arch, st: Settings) -> dict[str, Any]:
         "flash_attention": st.flash_attention,
         "bytes_weights": st.bytes_weights, "bytes_grads": st.bytes_grads, "bytes_optimizer": st.bytes_optimizer,
         "overhead_gb": st.overhead_gb, "expert_params_b": arch.expert_params / 1e9,
+        "cuda_context_gb": st.cuda_context_gb, "allocator_reserve_frac": st.allocator_reserve_frac,
     }
 
 
@@ -299,13 +308,17 @@ def memory(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, mi
     env = sm.compiled_steps(values) if compiled else sm.evaluate(values, validated=True)
     stage = "First" if env["Mem_First_Total_GB"] >= env["Mem_Last_Total_GB"] else "Last"
     total = env["Mem_Total_GB"]
+    # the fit answer every face gives: fits only with the margin (CUDA context + allocator reserve) inside the card
+    margin = fm.fit_margin_gb.raw(total_gb=total, cuda_context_gb=values["cuda_context_gb"],
+                                  allocator_reserve_frac=values["allocator_reserve_frac"])
+    verdict = fm.fit_verdict.raw(total_gb=total, memory_gb=hw.memory_gb, margin_gb=margin)
     return Prediction(
         config=cfg, microbatches=microbatches, weights_gb=env[f"Mem_{stage}_Weights_GB"],
         grads_gb=env[f"Mem_{stage}_Grads_GB"], optimizer_gb=env[f"Mem_{stage}_Optimizer_GB"],
         zero3_buffer_gb=env[f"Mem_{stage}_Gathered_GB"] + env[f"Mem_{stage}_FP8_GB"],
         activations_gb=env[f"Mem_{stage}_Activations_GB"] + env["Mem_Recompute_GB"] + env[f"Mem_{stage}_Logits_GB"],
         overhead_gb=values["overhead_gb"] + values["comm_buffer_gb"], memory_gb=total,
-        fits=bool(fm.fits_in_gpu.raw(total_gb=total, memory_gb=hw.memory_gb)),
+        fits=verdict == "fits", verdict=verdict, margin_gb=margin,
     )
 
 

@@ -16,7 +16,9 @@ GPU_COLUMNS = (
     ("id", "id", 16), ("name", "name", 30), ("vendor", "vendor", 12),
     ("half_tflops", "training peak TFLOP/s (BF16, else FP16)", 14), ("bf16_tflops", "dense BF16 TFLOP/s", 12),
     ("fp16_tflops", "dense FP16 TFLOP/s", 12), ("fp8_tflops", "dense FP8 TFLOP/s", 12),
-    ("memory_gb", "memory GB", 11), ("hbm_tb_s", "HBM TB/s", 10), ("gpus_per_node", "GPUs per node", 10),
+    ("memory_gb", "memory GB (nominal)", 11),
+    ("capacity_gb", "memory GB the fit uses (as exposed to CUDA where a source gives it, else nominal)", 14),
+    ("hbm_tb_s", "HBM TB/s", 10), ("gpus_per_node", "GPUs per node", 10),
     ("tdp_w", "TDP W", 9), ("source", "source", 90),
 )
 MODEL_COLUMNS = (
@@ -34,7 +36,7 @@ RECIPE_COLUMNS = (
 
 # Scenario field -> catalog column it is looked up from
 RECIPE_DERIVED = dict(RECIPE_FIELDS)
-GPU_DERIVED = {"peak_tflops": "half_tflops", "gpu_memory_gb": "memory_gb", "gpus_per_node": "gpus_per_node"}
+GPU_DERIVED = {"peak_tflops": "half_tflops", "gpu_memory_gb": "capacity_gb", "gpus_per_node": "gpus_per_node"}
 MODEL_DERIVED = {"params_b": "params_b", "active_params_b": "active_params_b", "layers": "layers", "hidden": "hidden", "heads": "heads", "seq_len": "seq_len",
                  "kv_heads": "kv_heads", "ffn_hidden": "ffn_hidden", "vocab": "vocab"}
 

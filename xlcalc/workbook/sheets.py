@@ -386,12 +386,15 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
     formula_row(ctx, s, row + 1, "GPU memory", guarded(Var("GPU_Memory_GB"), {"GPU_Memory_GB"}), "GB",
                 "GPU_Memory_GB from the Inputs sheet",
                 "#,##0.00")
-    output_row(ctx, s, row + 2, "Fits_GPU")
-    b.rules.append((s, f"B{row + 2}", "good_if_true"))
-    output_row(ctx, s, row + 3, "Mem_Static_GB")
-    output_row(ctx, s, row + 4, "Mem_Activations_GB")
-    output_row(ctx, s, row + 5, "Max_Micro_Batch")
-    row += 7
+    output_row(ctx, s, row + 2, "Fit_Margin_GB")
+    output_row(ctx, s, row + 3, "Fit_Verdict")
+    output_row(ctx, s, row + 4, "Fits_GPU")
+    b.rules.append((s, f"B{row + 4}", "good_if_true"))
+    output_row(ctx, s, row + 5, "Fit_Capacity_GB")
+    output_row(ctx, s, row + 6, "Mem_Static_GB")
+    output_row(ctx, s, row + 7, "Mem_Activations_GB")
+    output_row(ctx, s, row + 8, "Max_Micro_Batch")
+    row += 10
     b.put(s, f"A{row}", "Working (one layer, shared by the stages)", "group")
     row += 1
     for name in ("Layer_Params_B", "Layer_Act_Bytes", "Layer_Act_Bytes_No_Recompute", "Inflight_First",
