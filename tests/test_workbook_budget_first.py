@@ -128,3 +128,49 @@ def test_libreoffice_budget_first_cells_equal_xlcalc_budget(capsys):
             for r in range(top + 2, top + 8):
                 assert "no purchase price" in str(ws[f"C{r}"].value), (gpu, r)
     assert owned >= 5
+
+
+@pytest.mark.parametrize("name, value, message, rows", [
+    ("Budget_USD", -5, "Budget_USD = -5 is not allowed: Budget_USD must be a number > 0 and <= 1e+13", KEYS),
+    ("MFU", 40, "MFU = 40 is not allowed: MFU must be a number > 0 and <= 1", ("flops", "params_b", "tokens_t")),
+    ("Deadline_Days", -1, "Deadline_Days = -1 is not allowed", ("gpus",)),
+])
+def test_a_bad_input_shows_its_message_in_the_budget_first_cells_that_use_it(name, value, message, rows):
+    """The engine's evaluation of the workbook's own formulas (LibreOffice's above): the input checks guard the cells;
+    a cell that does not use the input stays a number."""
+    from xlcalc.workbook import layout
+    b = layout([Scenario.build(gpu="h100")]).book
+    top = next(int(at[1:]) for at, c in b.sheets["Budget"].items() if at[0] == "A" and c.value == HEADING)
+    assert all(isinstance(b.value("Budget", f"{c}{r}"), float) for c in "BC" for r in range(top + 2, top + 8))
+    sheet, at = b.names[name]
+    b.sheets[sheet][at].value = value
+    b._memo.clear()
+    for c in "BC":
+        for key, r in zip(KEYS, range(top + 3, top + 8)):
+            shown = b.value("Budget", f"{c}{r}")
+            if key in rows:
+                assert isinstance(shown, str) and shown.startswith(f"{sheet}!{at}: {message}"), (c, key, shown)
+            else:
+                assert isinstance(shown, float), (c, key, shown)
+
+
+def test_no_purchase_price_says_what_to_type_in_the_own_column():
+    """The A800 has no catalog purchase price: rent is a number, own says what to type (as --own refuses)."""
+    from xlcalc.workbook import layout
+    b = layout([Scenario.build(gpu="a800")]).book
+    top = next(int(at[1:]) for at, c in b.sheets["Budget"].items() if at[0] == "A" and c.value == HEADING)
+    for r in range(top + 2, top + 8):
+        assert isinstance(b.value("Budget", f"B{r}"), float)
+        assert "no purchase price for a800" in b.value("Budget", f"C{r}")
+
+
+def test_a_tier_without_a_price_shows_its_message_in_the_rent_column():
+    from xlcalc.workbook import layout
+    b = layout([Scenario.build(gpu="h100")]).book
+    top = next(int(at[1:]) for at, c in b.sheets["Budget"].items() if at[0] == "A" and c.value == HEADING)
+    for name, value in (("GPU_Type", "h200"), ("Price_Tier", "reserved-3y")):
+        sheet, at = b.names[name]
+        b.sheets[sheet][at].value = value
+    b._memo.clear()
+    message = "h200: no published reserved-3y price on the Prices sheet \u2014 type it in USD_per_GPU_Hour"
+    assert all(b.value("Budget", f"B{r}") == message for r in range(top + 2, top + 8))
