@@ -342,7 +342,7 @@ CASES: dict[str, tuple[ParseEdit | FileEdit, int, str, bool]] = {
     "defined name added": (_name_added, FLAGGED, r"defined name Shadow: not one xlcalc writes", False),
     "array formula": (_array_formula, FLAGGED, r"Time!B6 .*array or data-table formula", False),
     "Parallelism formula changed": (_other_sheet("Parallelism", "H5", "/1E+9", "/1E+10"), FLAGGED, r"Parallelism!H5: the formula differs", False),
-    "Scenarios formula changed": (_other_sheet("Scenarios", "C130", "86400", "8640"), FLAGGED, r"Scenarios!C130: the formula differs", False),
+    "Scenarios formula changed": (_other_sheet("Scenarios", "C136", "86400", "8640"), FLAGGED, r"Scenarios!C136: the formula differs", False),
     "Sensitivity formula changed": (_other_sheet("Sensitivity", "B6", "86400", "8640"), FLAGGED, r"Sensitivity!B6: the formula differs", False),
     "not a zip": (_not_zip, REFUSED, r"not an \.xlsx workbook \(an \.xlsx file is a zip package\)", True),
     "empty file": (_empty, REFUSED, r"not an \.xlsx workbook", True),

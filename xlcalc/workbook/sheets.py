@@ -8,7 +8,7 @@ from typing import Any
 from .. import catalog
 from ..errors import InputError
 from ..expr import Expr, Func, Var, and_, eq, if_, wrap
-from ..formulas import ownership, ranges
+from ..formulas import budget, cost, ownership, ranges
 from ..inputs import spec
 from ..layout import LAYOUT_OK, preset_stage_ends
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, get_recipe
@@ -550,12 +550,69 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
             b.put(s, f"{days_col}{row}", range_checked(low_x, high_x, guarded_output("Wall_Days", expr, varmap,
                                                                                      {name})),
                   "formula", "#,##0.0", subs)
+    row = budget_first(ctx, row + 2)
     b.freeze[s] = "A5"
     rows = {"lines": (first, last), "over_time": (t_first, t_last), "ranges": (r_first, row)}
     b.charts.append(lambda wb: charts.cost_chart(wb, *rows["lines"]))
     b.charts.append(lambda wb: charts.own_vs_rent_chart(wb, *rows["over_time"]))
     b.charts.append(lambda wb: charts.tornado_chart(wb, *rows["ranges"]))
     return rows
+
+
+# Budget-first (seed 001's question, ``xlcalc budget`` and BUDGET_PLAN): what the approved budget buys in the
+# deadline on the plan's GPU at its price tier, rented and owned. Each row: label, registered formula, number format
+# (the same formulas and arguments as xlcalc.money.budget_plan).
+TOKENS_PER_PARAM = 20  # Chinchilla, xlcalc budget's default (--tokens-per-param)
+BUDGET_FIRST_ROWS: tuple[tuple[str, Any, str], ...] = (
+    ("GPUs the budget pays for over the deadline", budget.budget_gpus, "#,##0"),
+    ("GPU-hours the budget buys", cost.gpu_hours_for_budget, "#,##0"),
+    ("Model FLOPs the budget buys", budget.budget_compute_flops, "0.00E+00"),
+    (f"Largest compute-optimal model ({TOKENS_PER_PARAM} tokens/parameter), billions", budget.budget_params_b,
+     "#,##0.0"),
+    ("Its training tokens, trillions", budget.budget_tokens_t, "#,##0.00"),
+)
+_BUDGET_FIRST_ARGS = {"budget_usd": Var("Budget_USD"), "days": Var("Deadline_Days"),
+                      "peak_tflops": Var("Peak_TFLOPS"), "mfu": Var("MFU"), "tokens_per_param": TOKENS_PER_PARAM}
+
+
+def budget_first_expr(f: Any, price: str) -> Any:
+    """A budget-first formula over the plan's names, the price per GPU-hour being the defined name ``price``."""
+    args = {**_BUDGET_FIRST_ARGS, "usd_per_gpu_hour": Var(price)}
+    return f(**{k: v for k, v in args.items() if k in f.params})
+
+
+def budget_first(ctx: Ctx, row: int) -> int:
+    """Budget-first rows from ``row``: what Budget_USD buys in Deadline_Days at the plan's GPU, MFU and price, rented
+    (USD_per_GPU_Hour) beside owned (Own_USD_per_GPU_Hour); returns the last row."""
+    s, b = "Budget", ctx.book
+    b.put(s, f"A{row}", "Budget-first: what the approved budget buys by the deadline (xlcalc budget, BUDGET_PLAN)",
+          "group")
+    b.put(s, f"D{row}", "Budget_USD (above), Deadline_Days, GPU_Type (Peak_TFLOPS), MFU and Price_Tier "
+          "(USD_per_GPU_Hour) on Inputs; owned: Own_USD_per_GPU_Hour (own vs rent above).", "note")
+    b.wrap.add((s, f"D{row}"))
+    row += 1
+    _header_row(b, s, row, ("", "rent", "own", "formula and source"))
+    row += 1
+    b.put(s, f"A{row}", "Price of a busy GPU-hour (USD)")
+    for col, price in (("B", "USD_per_GPU_Hour"), ("C", "Own_USD_per_GPU_Hour")):
+        b.put(s, f"{col}{row}", guarded(Var(price), needs(Var(price))), "formula", '"$"#,##0.000')
+    b.put(s, f"D{row}", "USD_per_GPU_Hour (Inputs); OWN_USD_PER_GPU_HOUR: "
+          f"{ownership.own_usd_per_gpu_hour.equation}", "note")
+    b.wrap.add((s, f"D{row}"))
+    flops_at: dict[str, str] = {}
+    for label, f, fmt in BUDGET_FIRST_ROWS:
+        row += 1
+        b.put(s, f"A{row}", label)
+        for col, price in (("B", "USD_per_GPU_Hour"), ("C", "Own_USD_per_GPU_Hour")):
+            expr = budget_first_expr(f, price)
+            subs = {budget_first_expr(budget.budget_compute_flops, price).key(): flops_at[price]} \
+                if price in flops_at else None
+            ref = b.put(s, f"{col}{row}", guarded(expr, needs(expr)), "formula", fmt, subs)
+            if f is budget.budget_compute_flops:
+                flops_at[price] = ref
+        b.put(s, f"D{row}", f"{f.udf_name}: {f.equation}. Source: {f.source}", "note")
+        b.wrap.add((s, f"D{row}"))
+    return row
 
 
 def range_inverted(low_x: str, high_x: str) -> Any:
