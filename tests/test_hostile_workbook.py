@@ -154,10 +154,15 @@ def _array_formula(p: Parts) -> None:
 
 
 def _other_sheet(sheet: str, at: str, old: str, new: str) -> Callable[[Parts], None]:
-    def edit(xml: str) -> str:
-        assert old in xml, (sheet, at, xml[:300])
-        return xml.replace(old, new, 1)
-    return lambda p: edit_cell(p, sheet, at, edit)
+    """``old`` replaced by ``new`` in the first formula cell of ``sheet`` whose reference matches ``at`` (a regular
+    expression: cells move as sheets grow) and whose formula holds ``old``."""
+    def edit(p: Parts) -> None:
+        part = sheet_part(p, sheet)
+        xml = p[part].decode()
+        m = next((m for m in re.finditer(rf'<c r="{at}"[^>]*?(?:/>|>.*?</c>)', xml) if old in m.group(0)), None)
+        assert m, (sheet, at, old)
+        p[part] = (xml[:m.start()] + m.group(0).replace(old, new, 1) + xml[m.end():]).encode()
+    return edit
 
 
 def _not_zip(path: Path, parts: Parts) -> None:
@@ -342,7 +347,7 @@ CASES: dict[str, tuple[ParseEdit | FileEdit, int, str, bool]] = {
     "defined name added": (_name_added, FLAGGED, r"defined name Shadow: not one xlcalc writes", False),
     "array formula": (_array_formula, FLAGGED, r"Time!B6 .*array or data-table formula", False),
     "Parallelism formula changed": (_other_sheet("Parallelism", "H5", "/1E+9", "/1E+10"), FLAGGED, r"Parallelism!H5: the formula differs", False),
-    "Scenarios formula changed": (_other_sheet("Scenarios", "C136", "86400", "8640"), FLAGGED, r"Scenarios!C136: the formula differs", False),
+    "Scenarios formula changed": (_other_sheet("Scenarios", r"C\d+", "86400", "8640"), FLAGGED, r"Scenarios!C\d+: the formula differs", False),
     "Sensitivity formula changed": (_other_sheet("Sensitivity", "B6", "86400", "8640"), FLAGGED, r"Sensitivity!B6: the formula differs", False),
     "not a zip": (_not_zip, REFUSED, r"not an \.xlsx workbook \(an \.xlsx file is a zip package\)", True),
     "empty file": (_empty, REFUSED, r"not an \.xlsx workbook", True),
