@@ -105,8 +105,10 @@ def fit_capacities() -> dict[str, float]:
 
 # Layout violations: (id, scenario/memory values, expected words of the message)
 VIOLATIONS = {
-    # PP 7 on 80 layers: neither an even split nor the planner's uneven one (L + 2 or L + 1 a multiple of PP;
-    # PP 3 on 80 layers is 27, 27, 26 there)
+    # PP 7 on 80 layers split evenly: neither an even split nor the planner's uneven one (L + 2 or L + 1 a multiple
+    # of PP; PP 3 on 80 layers is 27, 27, 26 there). (The workbook gives a catalog model picked as a preset a split
+    # on any PP, xlcalc.layout.preset_stage_ends, unless the stage ends are typed; the CLI's memory and estimate
+    # do not yet.)
     "pp_layers": (dict(model="llama2-70b", tp=4, pp=7, n_gpus=224),
                   "pp = 7 is not allowed: pp must be a divisor of layers = 80"),
     "head_size": (dict(params_b=7, layers=32, hidden=4000, heads=64, tp=4, pp=4, n_gpus=64),
@@ -129,7 +131,9 @@ def _produce(work: Path) -> tuple[list[Path], list[str]]:
     names = ["question"]
     base = Scenario.build(model="llama2-70b", gpu=GPU, tp=4, pp=4, n_gpus=1024)
     build(work / "base.xlsx", [base])
-    cells = {"pp_layers": {"PP_Size": 7, "N_GPUs": 224}, "head_size": {"Hidden": 4000},
+    # pp_layers: the stage ends typed 0 (an even split, as the CLI takes --pp without --layers-per-stage) instead of
+    # the preset's split
+    cells = {"pp_layers": {"PP_Size": 7, "N_GPUs": 224, "First_Stage_Layers": 0, "Last_Stage_Layers": 0}, "head_size": {"Hidden": 4000},
              "replicas": {"N_GPUs": 1000}, "tp_heads": {"TP_Size": 3, "N_GPUs": 96}}
     for verdict, cap in fit_capacities().items():  # the question against a card it fits, fits tightly, does not fit
         wb = openpyxl.load_workbook(src / "question.xlsx")
