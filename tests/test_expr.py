@@ -106,6 +106,48 @@ def test_a_constant_condition_is_folded_when_inputs_are_substituted():
     assert expr.substitute({"gated": Bool(True)}).evaluate({"f": 2}) == 12
 
 
+def test_literals_left_by_a_substitution_are_folded():
+    """What a substitution leaves constant is written as its value (values worked out by hand, as Excel gives them):
+    a comparison of literals, IF on it, AND/OR with a constant arm, arithmetic and MIN/MAX/ROUND of whole numbers,
+    ``&`` of texts and whole numbers."""
+    from xlcalc.expr import and_, concat, or_, round_
+
+    k, x = Var("k"), Var("x")
+    sub = {"k": Text("last")}
+    assert _text(if_(eq(k, "first"), x, x * 2).substitute(sub)) == "=x*2"  # "last"="first" is FALSE
+    assert _text(if_(eq(k, "LAST"), x, 0).substitute(sub)) == "=x"  # text compares case-insensitively
+    n = Var("n")
+    assert _text(if_(and_(n > 0, x > 1), "bad", "OK").substitute({"n": Num(0)})) == '="OK"'  # 0>0 is FALSE
+    assert _text(if_(or_(n > 1, x > 1), 1, 2).substitute({"n": Num(3)})) == "=1"
+    assert _text(if_(and_(n > 1, x > 1), 1, 2).substitute({"n": Num(3)})) == "=IF(AND(x>1),1,2)"
+    assert _text(round_(max_(n, 1) / 1, 2).substitute({"n": Num(0)})) == "=1"  # MAX(0,1)/1 = 1
+    assert _text((n * 4 - 6).substitute({"n": Num(2)})) == "=2"
+    assert _text(concat("ep", " = ", n, " is ", x, " and", " more").substitute({"n": Num(1)})) == '="ep = 1 is "&x&" and more"'
+
+
+def test_folding_stops_where_engines_could_differ():
+    """Not folded: a non-whole number's arithmetic or text, division by zero, text order, non-ASCII case."""
+    n, t = Var("n"), Var("t")
+    assert _text((n + 0.2).substitute({"n": Num(0.1)})) == "=0.1+0.2"
+    assert _text((n / 0).substitute({"n": Num(1)})) == "=1/0"
+    assert _text((n / 3).substitute({"n": Num(1)})) == "=1/3"
+    assert _text((t < "b").substitute({"t": Text("a")})) == '="a"<"b"'
+    assert _text(eq(t, "É").substitute({"t": Text("é")})) == '="é"="É"'
+    assert _text(Func("ROUND", (n, Num(-1))).substitute({"n": Num(15)})) == "=ROUND(15,(-1))"
+    from xlcalc.expr import concat
+    assert _text(concat(n, "x").substitute({"n": Num(0.5)})) == '=0.5&"x"'
+
+
+def test_unfolded_substitution_keeps_the_tree_as_written():
+    from xlcalc.expr import unfolded
+
+    expr = if_(eq(Var("k"), "first"), Var("a"), Var("b"))
+    with unfolded():
+        kept = expr.substitute({"k": Text("last")})
+    assert kept.variables() == {"a", "b"} and _text(kept) == '=IF("last"="first",a,b)'
+    assert expr.substitute({"k": Text("last")}).variables() == {"b"}
+
+
 def test_ceiling_fast_path_is_ceiling_of_round():
     """CEILING(ROUND(x, 9), 1) computed with numbers takes an inlined path; it must equal the two helpers."""
     import random

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, cast
 
 __all__ = [
     "Expr", "Num", "Text", "Bool", "Var", "BinOp", "Neg", "Func", "Call",
     "wrap", "is_expr", "if_", "min_", "max_", "sqrt", "ceiling", "roundup",
     "floor_int", "eq", "concat", "as_text", "round_", "and_", "or_", "not_", "log2", "abs_", "render_number",
-    "EXCEL_FUNCTIONS", "Template", "Bound", "identity", "IfError",
+    "EXCEL_FUNCTIONS", "Template", "Bound", "identity", "IfError", "unfolded",
 ]
 
 
@@ -291,7 +292,7 @@ class BinOp(Expr):
         return f"{left}{self.op}{right}"
 
     def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
-        return BinOp(self.op, self.left.substitute(mapping), self.right.substitute(mapping))
+        return _fold_binop(self.op, self.left.substitute(mapping), self.right.substitute(mapping))
 
     def key(self) -> Any:
         return ("bin", self.op, self.left.key(), self.right.key())
@@ -314,7 +315,10 @@ class Neg(Expr):
         return f"(-({_render_child(self.operand, names, subs)}))"
 
     def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
-        return Neg(self.operand.substitute(mapping))
+        operand = self.operand.substitute(mapping)
+        if _FOLD[-1] and isinstance(operand, Num) and _exact(operand.value):
+            return Num(-operand.value)
+        return Neg(operand)
 
     def key(self) -> Any:
         return ("neg", self.operand.key())
@@ -394,13 +398,118 @@ class Func(Expr):
         return f"{self.name}(" + ",".join(_render_child(a, names, subs) for a in self.args) + ")"
 
     def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
-        args = tuple(a.substitute(mapping) for a in self.args)
-        if self.name == "IF" and isinstance(args[0], Bool):  # a constant condition: keep the branch taken
-            return args[1] if args[0].value else args[2]
-        return Func(self.name, args)
+        return _fold_func(self.name, tuple(a.substitute(mapping) for a in self.args))
 
     def key(self) -> Any:
         return ("fn", self.name, tuple(a.key() for a in self.args))
+
+
+# -- constant folding ----------------------------------------------------------
+# ``substitute`` folds what its substitution leaves constant (a formula inlined with literal arguments, e.g.
+# ``IF("last"="first", a, b)`` or ``AND(0>0, ...)``), so that a cell's text holds only what can vary. A fold is
+# made only where every spreadsheet gives the folded value exactly: arithmetic on whole numbers with a whole
+# result (no rounding in any engine), comparisons of two numbers, two booleans or (= and <>, case-insensitive)
+# two texts, ``&`` of texts and whole numbers, MIN/MAX/INT/ROUND/ABS/NOT of such literals, IF with a constant
+# condition (IF evaluates only the branch taken), AND/OR with a constant arm. The one difference: AND with a
+# FALSE arm (OR with a TRUE arm) is that constant even where another arm would be an error value.
+
+_EXACT = 2.0 ** 53
+
+
+def _exact(value: Any) -> bool:
+    """A whole number every engine holds exactly (not a boolean)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and float(value).is_integer() and abs(value) < _EXACT)
+
+
+def _number(value: float) -> Num:
+    return Num(int(value) if abs(value) < 1e15 else value)
+
+
+_ARITH = {"+", "-", "*", "/", "^"}
+_COMPARE = {"=", "<>", "<", "<=", ">", ">="}
+
+
+_FOLD = [True]  # off inside ``unfolded()``
+
+
+@contextmanager
+def unfolded() -> Iterator[None]:
+    """Inside this block ``substitute`` folds nothing: the tree as written, every name it mentions kept (a name
+    that only a constant condition's branch not taken mentions is still one the formula is written over)."""
+    _FOLD.append(False)
+    try:
+        yield
+    finally:
+        _FOLD.pop()
+
+
+def _fold_binop(op: str, left: Expr, right: Expr) -> Expr:
+    if not _FOLD[-1]:
+        return BinOp(op, left, right)
+    if op in _ARITH and isinstance(left, Num) and isinstance(right, Num) \
+            and _exact(left.value) and _exact(right.value):
+        a, b = float(left.value), float(right.value)
+        if op == "/" and b == 0 or op == "^" and (b < 0 or b > 64 or a == 0 and b == 0):
+            return BinOp(op, left, right)
+        value = _PY_BINOPS[op](a, b)
+        if _exact(value):
+            return _number(value)
+    elif op in _COMPARE and type(left) is type(right) and isinstance(left, (Num, Bool, Text)):
+        if isinstance(left, Text) and (op not in ("=", "<>") or not (left.value + cast(Text, right).value).isascii()):
+            return BinOp(op, left, right)  # text order is each engine's collation, its case folding beyond ASCII
+        if isinstance(left, Num) and not (_exact(left.value) and _exact(cast(Num, right).value)):
+            return BinOp(op, left, right)
+        return Bool(_PY_BINOPS[op](left.value, cast(Num, right).value))
+    elif op == "&":
+        a_text, b_text = _literal_text(left), _literal_text(right)
+        if a_text is not None and b_text is not None:
+            return Text(a_text + b_text)
+        # (x & "a") & "b" -> x & "ab": & is associative
+        if b_text is not None and isinstance(left, BinOp) and left.op == "&":
+            inner = _literal_text(left.right)
+            if inner is not None:
+                return BinOp("&", left.left, Text(inner + b_text))
+    return BinOp(op, left, right)
+
+
+def _literal_text(node: Expr) -> str | None:
+    """The text ``&`` makes of a literal (a text, or a whole number written the same by every engine)."""
+    if isinstance(node, Text):
+        return node.value
+    if isinstance(node, Num) and _exact(node.value) and abs(node.value) < 1e15:
+        return as_text(node.value)
+    return None
+
+
+_FOLDED_FUNCS = {"MIN", "MAX", "INT", "ROUND", "ABS"}
+
+
+def _fold_func(name: str, args: tuple[Expr, ...]) -> Expr:
+    if not _FOLD[-1]:
+        return Func(name, args)
+    if name == "IF":
+        if isinstance(args[0], Bool):  # a constant condition: keep the branch taken
+            return args[1] if args[0].value else args[2]
+        if isinstance(args[0], Num) and _exact(args[0].value):
+            return args[1] if args[0].value else args[2]
+    elif name in ("AND", "OR"):
+        decisive = name == "OR"  # OR(..., TRUE, ...) is TRUE; AND(..., FALSE, ...) is FALSE
+        if any(isinstance(a, Bool) and a.value is decisive for a in args):
+            return Bool(decisive)
+        rest = tuple(a for a in args if not isinstance(a, Bool))
+        if not rest:
+            return Bool(not decisive)
+        return Func(name, rest)
+    elif name == "NOT" and isinstance(args[0], Bool):
+        return Bool(not args[0].value)
+    elif name in _FOLDED_FUNCS and all(isinstance(a, Num) and _exact(a.value) for a in args):
+        values = [float(cast(Num, a).value) for a in args]
+        if name in ("MIN", "MAX", "ABS"):
+            return _number(EXCEL_FUNCTIONS[name](*values))
+        if name == "INT" or len(values) == 1 or values[1] >= 0:  # INT, ROUND(x, d >= 0) of a whole number: itself
+            return _number(values[0])
+    return Func(name, args)
 
 
 class Call(Expr):

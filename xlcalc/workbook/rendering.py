@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from ..expr import Expr, Func, Template, Var, eq, if_, wrap
+from ..expr import Expr, Func, Template, Var, eq, if_, unfolded, wrap
 from ..scenario import BOUNDED_OUTPUTS, OUTPUT_BY_NAME, OUTPUTS, output_expr, plain_expr
 from . import checks
 from .model import IsNumber, Lookup
@@ -25,7 +25,9 @@ def _deps(name: str, seen: dict[str, set[str]]) -> set[str]:
     if name in seen:
         return seen[name]
     out = set()
-    for v in output_expr(OUTPUT_BY_NAME[name]).variables():
+    with unfolded():  # the names the formula is written over, those of a branch its arguments never take included
+        expr = output_expr(OUTPUT_BY_NAME[name])
+    for v in expr.variables():
         out.add(v)
         if v in OUTPUT_BY_NAME:
             out |= _deps(v, seen)
