@@ -90,7 +90,11 @@ def measured() -> dict[str, float]:
     """Bytes per logit of every mode, measured in one child process (one torch start, one compiler pool);
     torch.compile's kernels are cached under .cache/torchinductor, so a second run skips the C++ builds."""
     modes = [m for m, _, _ in CASES if COMPILER or not m.endswith("compiled")]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TORCHINDUCTOR_CACHE_DIR": str(ROOT / ".cache" / "torchinductor")}
+    # glibc's mmap threshold rises after a large block is freed (up to 32 MiB, one chunk's gradient here), so a
+    # later block of that size can come from heap pages already resident and the peak would miss it; a fixed
+    # threshold gives every block of 64 KiB or more its own mapping, returned to the system when freed.
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MALLOC_MMAP_THRESHOLD_": "65536",
+           "TORCHINDUCTOR_CACHE_DIR": str(ROOT / ".cache" / "torchinductor")}
     out = run_bounded([sys.executable, "-c", CHILD, *modes], cpu_s=1200, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     return {line.split()[0]: float(line.split()[1]) for line in out.stdout.strip().splitlines() if line.split()[0] in modes}
