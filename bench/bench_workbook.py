@@ -47,6 +47,7 @@ import openpyxl  # noqa: E402
 from xlcalc import presets  # noqa: E402
 from xlcalc.expr import Expr  # noqa: E402
 from xlcalc.workbook import build, layout  # noqa: E402
+from xlcalc.workbook.atomic import write_text  # noqa: E402
 from xlcalc.workbook.libreoffice import recalculate, soffice  # noqa: E402
 from xlcalc.workbook.writer import save_package, to_workbook  # noqa: E402
 
@@ -272,13 +273,13 @@ def write(res: dict[str, Any]) -> None:
     if parts is None:
         raise SystemExit(f"docs/workbook.md lacks the markers {BEGIN!r} ... {END!r}")
     head, _, tail = parts
-    DOC.write_text(head + BEGIN + "\n\n" + render_block(res) + "\n\n" + END + tail, encoding="utf-8")
+    write_text(DOC, head + BEGIN + "\n\n" + render_block(res) + "\n\n" + END + tail)
     lines = README.read_text(encoding="utf-8").split("\n")
     rows = [i for i, line in enumerate(lines) if line.startswith(README_ROW)]
     if len(rows) != 1:
         raise SystemExit(f"README.md must hold one row starting {README_ROW!r}")
     lines[rows[0]] = readme_row(res)
-    README.write_text("\n".join(lines), encoding="utf-8")
+    write_text(README, "\n".join(lines))
     print("wrote docs/workbook.md and README.md")
 
 

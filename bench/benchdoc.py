@@ -26,6 +26,10 @@ from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from xlcalc.workbook.atomic import write_text  # noqa: E402
 
 
 @dataclass
@@ -138,7 +142,7 @@ def write_or_check(script: str, blocks: dict[str, str], check: bool) -> int:
                 print(f"{rel}: the block has the current format and the fresh run's target statements")
             continue
         begin, end = markers(script)
-        path.write_text(head + begin + "\n" + block.strip() + "\n" + end + tail, encoding="utf-8")
+        write_text(path, head + begin + "\n" + block.strip() + "\n" + end + tail)
         print(f"wrote {rel}")
     return status
 

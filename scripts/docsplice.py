@@ -7,24 +7,43 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from xlcalc.workbook.atomic import write_text  # noqa: E402
+
+
+def splice(text: str, begin: str, end: str, body: str) -> str | None:
+    """``text`` with ``body`` between its markers (a blank line after ``begin``); None if a marker is missing."""
+    if begin not in text or end not in text:
+        return None
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    return head + begin + "\n\n" + body + "\n" + end + tail
+
+
+def write_or_check(out: Path, body: str, begin: str, end: str, script: str, *, check: bool) -> int:
+    """Put ``body`` between the markers of ``out``, replacing the file atomically; ``check``: exit status 1 if the
+    file is out of date, and nothing written."""
+    text = out.read_text(encoding="utf-8")
+    new = splice(text, begin, end, body)
+    if new is None:
+        print(f"docs/{out.name} lacks the markers {begin!r} ... {end!r}", file=sys.stderr)
+        return 1
+    if check:
+        if new != text:
+            print(f"docs/{out.name} is out of date: run python scripts/{script}", file=sys.stderr)
+            return 1
+        return 0
+    write_text(out, new)
+    print(f"wrote docs/{out.name}")
+    return 0
+
 
 def splice_main(out: Path, render: Callable[[], str], begin: str, end: str, script: str, description: str) -> int:
     """Write render() between the markers of ``out`` (``--check``: exit 1 if the file is out of date)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--check", action="store_true", help=f"fail if docs/{out.name} is out of date")
     args = parser.parse_args()
-    text = out.read_text(encoding="utf-8")
-    if begin not in text or end not in text:
-        print(f"docs/{out.name} lacks the markers {begin!r} ... {end!r}", file=sys.stderr)
-        return 1
-    head, rest = text.split(begin, 1)
-    tail = rest.split(end, 1)[1]
-    new = head + begin + "\n\n" + render() + "\n" + end + tail
-    if args.check:
-        if new != text:
-            print(f"docs/{out.name} is out of date: run python scripts/{script}", file=sys.stderr)
-            return 1
-        return 0
-    out.write_text(new, encoding="utf-8")
-    print(f"wrote docs/{out.name}")
-    return 0
+    return write_or_check(out, render(), begin, end, script, check=args.check)

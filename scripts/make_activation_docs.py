@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from xlcalc.workbook.atomic import write_text  # noqa: E402
+
 DOC = ROOT / "docs" / "activations.md"
 BEGIN, END = "<!-- TABLE BEGIN (scripts/make_activation_docs.py) -->", "<!-- TABLE END -->"
 
@@ -129,7 +131,7 @@ def main() -> int:
             print("docs/activations.md is out of date: run python scripts/make_activation_docs.py", file=sys.stderr)
             return 1
         return 0
-    DOC.write_text(new, encoding="utf-8")
+    write_text(DOC, new)
     return 0
 
 

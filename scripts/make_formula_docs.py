@@ -15,6 +15,7 @@ sys.path.insert(0, str(ROOT))
 
 from xlcalc import all_formulas  # noqa: E402
 from xlcalc.inputs import spec  # noqa: E402
+from xlcalc.workbook.atomic import write_text  # noqa: E402
 
 OUT = ROOT / "docs" / "formulas.md"
 TITLES = {"compute": "Compute and time", "memory": "Memory per GPU", "parallel": "Parallelism and communication",
@@ -65,7 +66,7 @@ def main() -> int:
             return 1
         return 0
     OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(text, encoding="utf-8")
+    write_text(OUT, text)
     print(f"wrote {OUT.relative_to(ROOT)}")
     return 0
 

@@ -25,6 +25,7 @@ from xlcalc.expr import Var  # noqa: E402
 from xlcalc.inputs import spec  # noqa: E402
 from xlcalc.pycode import python_steps  # noqa: E402
 from xlcalc.stage_memory import MODEL_INPUTS, VARIANTS, memory_steps  # noqa: E402
+from xlcalc.workbook.atomic import write_text  # noqa: E402
 
 OUT = ROOT / "xlcalc" / "stage_memory_code.py"
 
@@ -86,7 +87,7 @@ def main() -> None:
             sys.exit(f"{OUT.relative_to(ROOT)} is out of date: run python scripts/make_memory_code.py")
         print(f"{OUT.relative_to(ROOT)} is up to date")
         return
-    OUT.write_text(text)
+    write_text(OUT, text)
     print(f"wrote {OUT.relative_to(ROOT)}")
 
 

@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from xlcalc.errors import InputError  # noqa: E402
 from xlcalc.stage_memory import SHARDING, stage_memory  # noqa: E402
+from xlcalc.workbook.atomic import write_text  # noqa: E402
 
 RECORDS = ROOT / "xlcalc" / "data" / "reference" / "memory_peaks.json"
 DOC = ROOT / "docs" / "memory-validation.md"
@@ -529,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"{DOC.relative_to(ROOT)} is up to date")
         return 0
-    DOC.write_text(text, encoding="utf-8")
+    write_text(DOC, text)
     print(f"wrote {DOC.relative_to(ROOT)}: {headline(v)}")
     return 0
 

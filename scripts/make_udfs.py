@@ -24,7 +24,6 @@ import base64
 import hashlib
 import io
 import json
-import os
 import sys
 import zipfile
 from pathlib import Path
@@ -232,9 +231,12 @@ def outputs() -> dict[Path, str]:
 
 
 def write(path: Path, text: str) -> None:
+    """Replace ``path`` atomically (mode 0644, newlines as generated)."""
+    _registry()
+    from xlcalc.workbook.atomic import write_text
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8", newline="\n")
-    os.chmod(path, 0o644)
+    write_text(path, text)
 
 
 def main(argv: list[str] | None = None) -> int:

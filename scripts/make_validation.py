@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from xlcalc import validation as V  # noqa: E402
+from xlcalc.workbook.atomic import write_text  # noqa: E402
 
 DOC = ROOT / "docs" / "validation.md"
 README = ROOT / "README.md"
@@ -100,8 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print("docs/validation.md and README.md are up to date")
         return 0
-    DOC.write_text(doc, encoding="utf-8")
-    README.write_text(readme, encoding="utf-8")
+    write_text(DOC, doc)
+    write_text(README, readme)
     if not args.quiet:
         for profile, eff in v["fitted"].items():
             print(f"fitted matmul efficiency, profile {profile}: {eff:.3f}")

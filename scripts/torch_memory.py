@@ -36,6 +36,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from scripts.docsplice import splice, write_or_check  # noqa: E402
+
 DOC = ROOT / "docs" / "memory.md"
 BEGIN = "<!-- torch_memory.py: begin -->"
 END = "<!-- torch_memory.py: end -->"
@@ -401,10 +403,8 @@ def render(measured: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _splice(text: str, body: str) -> str:
-    head, rest = text.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    return head + BEGIN + "\n\n" + body + "\n" + END + tail
+def _splice(text: str, body: str) -> str | None:
+    return splice(text, BEGIN, END, body)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -418,19 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(measure_all(args.only), sys.stdout)
         return 0
     measured = json.loads(Path(args.from_json).read_text()) if args.from_json else measure_all()
-    text = DOC.read_text(encoding="utf-8")
-    if BEGIN not in text or END not in text:
-        print(f"docs/{DOC.name} lacks the markers {BEGIN!r} ... {END!r}", file=sys.stderr)
-        return 1
-    new = _splice(text, render(measured))
-    if args.check:
-        if new != text:
-            print(f"docs/{DOC.name} is out of date: run python scripts/torch_memory.py", file=sys.stderr)
-            return 1
-        return 0
-    DOC.write_text(new, encoding="utf-8")
-    print(f"wrote docs/{DOC.name}")
-    return 0
+    return write_or_check(DOC, render(measured), BEGIN, END, "torch_memory.py", check=args.check)
 
 
 if __name__ == "__main__":

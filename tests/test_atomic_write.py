@@ -77,6 +77,15 @@ def test_an_error_mid_write_keeps_the_old_file_and_removes_the_temp(tmp_path):
     assert leftovers(tmp_path) == []
 
 
+def test_write_text_replaces_a_doc_byte_for_byte(tmp_path):
+    # what the doc generators (scripts/, bench/) write through: UTF-8, newlines kept as given, nothing left beside it
+    target = tmp_path / "doc.md"
+    target.write_text("old\n", encoding="utf-8")
+    atomic.write_text(target, "new \u2264 1\r\nline\n")
+    assert target.read_bytes() == "new \u2264 1\r\nline\n".encode()
+    assert leftovers(tmp_path) == []
+
+
 def test_no_overwrite_refuses_an_existing_file(tmp_path):
     target = tmp_path / "plan.xlsx"
     target.write_bytes(b"keep")

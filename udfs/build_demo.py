@@ -28,6 +28,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from xlcalc import catalog  # noqa: E402
+from xlcalc.workbook.atomic import write  # noqa: E402
 
 TEMPLATES = ROOT / "templates"
 INPUT_FILL = PatternFill("solid", fgColor="FFF2CC")
@@ -159,7 +160,8 @@ def build(path: Path) -> Path:
     cat[f"A{start}"] = ArrayFormula(f"A{start}:{_col(mcols)}{start + mrows - 1}", "=MODEL_LIST()")
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    wb.save(path)
+    with write(path) as f:   # the old file or the complete new one, never half a workbook
+        wb.save(f)
     return path
 
 

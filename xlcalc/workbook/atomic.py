@@ -27,7 +27,7 @@ from typing import BinaryIO
 
 from ..errors import InputError
 
-__all__ = ["write", "check_target", "TEMP_SUFFIX", "LOCK_SUFFIX"]
+__all__ = ["write", "write_text", "check_target", "TEMP_SUFFIX", "LOCK_SUFFIX"]
 
 TEMP_SUFFIX = ".xlcalc-tmp"
 LOCK_SUFFIX = ".xlcalc-lock"
@@ -94,6 +94,13 @@ def write(path: str | Path, *, overwrite: bool = True, follow_symlinks: bool = F
         if lock is not None:
             _unlock(*lock)
         _release_signals(held)
+
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8, newlines as given) through :func:`write`: the old file or the new one."""
+    with write(path) as f:
+        f.write(text.encode("utf-8"))
 
 
 _SIGNALS = {getattr(signal, n) for n in ("SIGINT", "SIGTERM") if hasattr(signal, n)}
