@@ -156,3 +156,30 @@ def test_the_price_assumed_is_the_price_the_costs_use(capsys):
     p = data["plans"][0]
     assert price["basis"].startswith("price catalog ")
     assert p["cost_usd"] == pytest.approx(p["gpu_hours"] * price["value"], rel=1e-9)
+
+
+def test_a_config_json_is_named_after_where_it_lies(tmp_path, capsys):
+    """A config.json names no model (_name_or_path is empty in a saved config): the plan is titled by its folder,
+    a Hugging Face cache folder models--org--name/snapshots/<commit>/ by org/name; any other file by its name."""
+    bundled = CONFIGS[0].parent / "llama-2-7b.json"
+    cache = tmp_path / "models--meta-llama--Llama-2-7b-hf" / "snapshots" / ("0123456789abcdef" * 3)[:40]
+    folder = tmp_path / "Llama-2-7b-hf"
+    for where in (cache, folder):
+        where.mkdir(parents=True)
+        (where / "config.json").write_bytes(bundled.read_bytes())
+    assert _plan(capsys, cache / "config.json")["model"] == "meta-llama/Llama-2-7b-hf"
+    assert _plan(capsys, folder / "config.json")["model"] == "Llama-2-7b-hf"
+    assert _plan(capsys, bundled)["model"] == "llama-2-7b"
+
+
+def test_a_config_json_named_like_a_catalog_model_is_not_that_model(tmp_path, capsys):
+    """A Llama 2 7B config.json in a folder called llama3.1-405b plans Llama 2 7B's architecture with 20 tokens per
+    parameter, never the catalog's Llama 3.1 405B or its published 15.6T tokens."""
+    cfg = json.loads((CONFIGS[0].parent / "llama-2-7b.json").read_text(encoding="utf-8"))
+    folder = tmp_path / "llama3.1-405b"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg), encoding="utf-8")
+    data = _plan(capsys, folder / "config.json")
+    assert data["model"] == "llama3.1-405b" and data["architecture"]["layers"] == cfg["num_hidden_layers"] == 32
+    assert "20 per parameter" in data["assumed"]["tokens_t"]["basis"]
+    assert data["tokens_t"] == pytest.approx(20 * _params(cfg)[0] / 1e12, rel=1e-3)
