@@ -731,9 +731,13 @@ PLAN_COLUMNS = ("rank", "tp", "pp", "dp", "zero_stage", "seq_parallel", "recompu
 
 
 def plan_table(result: PlanResult, top: int = 5) -> list[list[Any]]:
-    """Header row plus one row per plan (best first): a table a worksheet function can spill."""
+    """Header row plus one row per plan (best first), then one row per input the plan assumed ("assumed", its
+    name, the value used, where it comes from; PlanResult.assumed): a table a worksheet function can spill."""
     rows: list[list[Any]] = [list(PLAN_COLUMNS)]
     for i, p in enumerate(result.plans[:top], 1):
         d = p.model_dump()
         rows.append([i] + [d[k] for k in PLAN_COLUMNS[1:]])
+    for name, a in result.assumed.items():
+        rows.append(["assumed", name, a.value if a.value is not None else a.shown, a.basis]
+                    + [""] * (len(PLAN_COLUMNS) - 4))
     return rows
