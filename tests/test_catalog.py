@@ -49,6 +49,29 @@ def test_cited_record_ids_exist():
         assert cited or "seed 00" in row.source, row.id
 
 
+def test_published_pretraining_tokens_name_their_record_and_equal_it():
+    """pretrain_tokens_t (the planner's default run length) is the token count of the published.json record its
+    pretrain_tokens_source cites; a model without one has no source either (never a guessed count)."""
+    records = _records()
+    with_tokens = [m for m in catalog.models() if m.pretrain_tokens_t is not None]
+    assert {"llama3.1-405b", "deepseek-v3"} <= {m.id for m in with_tokens}
+    for m in catalog.models():
+        assert (m.pretrain_tokens_t is None) == (m.pretrain_tokens_source is None), m.id
+    for m in with_tokens:
+        cited = re.findall(r"published\.json ([a-z0-9.\-]*[a-z0-9])", m.pretrain_tokens_source or "")
+        assert len(cited) == 1, m.id
+        assert m.pretrain_tokens_t * 1e12 == pytest.approx(records[cited[0]]["fields"]["tokens"], rel=1e-9), m.id
+    # Dubey et al. 2024 (arXiv 2407.21783): 405B pre-trained on 15.6T tokens; DeepSeek-V3 report: 14.8T tokens
+    assert get_model("llama3.1-405b").pretrain_tokens_t == 15.6 and get_model("deepseek-v3").pretrain_tokens_t == 14.8
+
+
+def test_a_token_count_without_its_source_is_refused():
+    row = get_model("llama2-7b").model_dump()
+    row.pop("pretrain_tokens_source")
+    with pytest.raises(ValueError, match="pretrain_tokens_source"):
+        catalog.Model(**row)
+
+
 # Catalog value -> the published.json hardware record it must equal (written out, not computed).
 HARDWARE = {
     "h100-sxm": ("hw-h100-sxm", dict(bf16_tflops=989.4, fp16_tflops=989.4, fp8_tflops=1978.9, memory_gb=80,

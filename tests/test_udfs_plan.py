@@ -32,11 +32,24 @@ def call(**overrides):
 def test_plan_spills_header_and_the_planners_best_plans():
     table = call()
     assert table[0] == list(PLAN_COLUMNS)
-    assert [row[0] for row in table[1:]] == [1, 2, 3]
-    expected = plan("llama2-70b", gpu="H100", n_gpus=1024, seq_len=4096, global_batch_tokens=4194304, tokens_t=2,
-                    settings=Settings(scaleout_gb_s=50), top=3).plans
-    for row, p in zip(table[1:], expected):
+    assert [row[0] for row in table[1:4]] == [1, 2, 3]
+    result = plan("llama2-70b", gpu="H100", n_gpus=1024, seq_len=4096, global_batch_tokens=4194304, tokens_t=2,
+                  settings=Settings(scaleout_gb_s=50), top=3)
+    for row, p in zip(table[1:4], result.plans):
         assert dict(zip(PLAN_COLUMNS[1:], row[1:])) == {k: getattr(p, k) for k in PLAN_COLUMNS[1:]}
+    # then the inputs the planner assumed, as the CLI states them: no stack profile, the catalog's price
+    assumed = table[4:]
+    assert all(len(row) == len(PLAN_COLUMNS) and row[0] == "assumed" for row in assumed)
+    assert [row[1] for row in assumed] == ["stack", "usd_per_gpu_hour"]
+    assert [row[3] for row in assumed] == [result.assumed["stack"].basis, result.assumed["usd_per_gpu_hour"].basis]
+    assert assumed[1][2] == result.assumed["usd_per_gpu_hour"].value
+
+
+def test_plan_states_the_published_tokens_it_plans_without_tokens_t():
+    # Touvron et al. 2023 (Llama 2) Table 1: 2.0T tokens; the cell left empty plans them and says so
+    table = call(tokens_t=None)
+    row = next(r for r in table if r[:2] == ["assumed", "tokens_t"])
+    assert row[2] == 2.0 and row[3].startswith("published, ")
 
 
 def test_plan_is_a_registered_worksheet_function():

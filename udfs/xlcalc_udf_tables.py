@@ -120,12 +120,13 @@ def MODEL_LIST():
 @arg("n_gpus", ndim=2, doc="Number of GPUs in the cluster")
 @arg("seq_len", ndim=2, doc="Sequence length (tokens)")
 @arg("global_batch_tokens", ndim=2, doc="Tokens per optimizer step (global batch), e.g. 4194304")
-@arg("tokens_t", ndim=2, doc="Training tokens, trillions (empty: 20 tokens per parameter)")
+@arg("tokens_t", ndim=2, doc="Training tokens, trillions (empty: the model's published pre-training tokens, else 20 "
+                              "per parameter)")
 @arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand) bandwidth per GPU, GB/s, where the catalog has none (e.g. 50)")
 @arg("top", ndim=2, doc="How many plans to list (default 5)")
 @ret()
 def PLAN(model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t=None, scaleout_gb_s=None, top=5):
-    """Best parallel layouts (TP, PP, DP, ZeRO, recompute, micro-batch) that fit in GPU memory, fastest first, with memory per GPU, step time, predicted MFU, tokens/s per GPU, days and cost; spills a table."""  # noqa: E501
+    """Best parallel layouts (TP, PP, DP, ZeRO, recompute, micro-batch) that fit in GPU memory, fastest first, with memory per GPU, step time, predicted MFU, tokens/s per GPU, days and cost; spills a table, then a row per input assumed."""  # noqa: E501
     from xlcalc.inputs import check_value
     from xlcalc.planner import Settings, plan, plan_table
 

@@ -129,6 +129,8 @@ class Model(_Row):
     pretrain_tokens_t: Optional[float] = Field(
         default=None, gt=0, description="pre-training tokens as published, trillions (None: not published, e.g. a "
                                         "model read from a config.json): the planner's default run length")
+    pretrain_tokens_source: Optional[str] = Field(
+        default=None, min_length=3, description="where pretrain_tokens_t is published (required with it)")
     biases: bool = Field(default=False, description="linear layers carry biases (GPT-2/3, BLOOM, OPT)")
     learned_positions: bool = Field(default=False, description="a learned position-embedding table of (seq_len + position_offset) x hidden")
     position_offset: int = Field(default=0, ge=0, description="extra rows of the learned position table (OPT: 2)")
@@ -170,6 +172,8 @@ class Model(_Row):
         if (self.published_active_params_b and self.published_params_b
                 and self.published_active_params_b > self.published_params_b):
             raise ValueError("published_active_params_b exceeds published_params_b")
+        if (self.pretrain_tokens_t is None) != (self.pretrain_tokens_source is None):
+            raise ValueError("pretrain_tokens_t and pretrain_tokens_source go together (a value names its source)")
         return self
 
     # -- derived counts -------------------------------------------------------

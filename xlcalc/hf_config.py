@@ -116,6 +116,24 @@ def _slug(text: str) -> str:
     return s or "hf-config"
 
 
+def _file_title(label: str, model_type: str) -> str:
+    """A model's name from where its config.json lies, when the file names none: the file's own name, or for a
+    file called config.json its folder's (a Hugging Face cache's models--org--name/snapshots/<commit>/: org/name;
+    a downloaded repository: its folder), else the model type."""
+    path = Path(label)
+    if path.stem.lower() != "config":
+        return path.stem
+    for folder in list(path.absolute().parents)[:3]:
+        if folder.name == "snapshots" or re.fullmatch(r"[0-9a-f]{40}", folder.name):
+            continue
+        if folder.name.startswith("models--"):
+            return folder.name[len("models--"):].replace("--", "/")
+        if folder.name:
+            return folder.name
+        break
+    return f"{model_type} config.json"
+
+
 def _int(cfg: Mapping[str, Any], key: str, where: str, minimum: int = 1) -> int:
     """A JSON integer (not 4096.0, not "4096", not true) >= ``minimum``."""
     v = cfg[key]
@@ -235,7 +253,7 @@ def model_from_hf_config(config: str | Path | Mapping[str, Any], *, name: str | 
             head_dim=_int(cfg, "qk_nope_head_dim", where),
             v_head_dim=_int(cfg, "v_head_dim", where),
         )
-    title = name or _opt(cfg, "_name_or_path", where, str, "a model name (text)", "") or Path(label).stem
+    title = name or _opt(cfg, "_name_or_path", where, str, "a model name (text)", "") or _file_title(label, mtype)
     notes = f"from config.json (model_type {mtype})"
     if cfg.get("max_position_embeddings") is not None:
         window = _int(cfg, "max_position_embeddings", where)

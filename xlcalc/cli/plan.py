@@ -81,7 +81,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--global-batch-tokens", help="global batch in tokens, rounded to whole sequences (default: a "
                                                  "catalog model's published pre-training batch, where the catalog "
                                                  "has one)")
-    g.add_argument("--tokens-t", help="training tokens, trillions (default: 20 per parameter)")
+    g.add_argument("--tokens-t", help="training tokens, trillions (default: a catalog model's published "
+                                      "pre-training tokens, else 20 per parameter)")
     g = p.add_argument_group("pins (fix a choice instead of searching it)")
     g.add_argument("--tp", help="tensor-parallel size")
     g.add_argument("--pp", help="pipeline-parallel size")
@@ -148,6 +149,10 @@ def _layers_per_stage(text: str | None) -> list[int] | None:
     return [int(x) for x in parts]
 
 
+# the planner's names of the inputs it may assume (PlanResult.assumed), as the text output calls them
+_ASSUMED_LABELS = {"seq_len": "sequence length", "global_batch_tokens": "global batch", "tokens_t": "training tokens",
+                   "stack": "stack profile", "usd_per_gpu_hour": "price"}
+
 _ARCH_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "gated_ffn")
 
 
@@ -207,7 +212,8 @@ def run(args: argparse.Namespace) -> int:
             "evaluated": result.evaluated, "feasible": result.feasible,
             "price": price_line(args.gpu, cli_value(args.usd_per_gpu_hour)),
             "rejected_by_reason": result.rejected_by_reason, "params_b": result.params_b,
-            "assumed": result.assumed,
+            "architecture": result.architecture,
+            "assumed": {name: a.model_dump() for name, a in result.assumed.items()},
         }))
         return 0 if result.plans else 1
     rows = [[i, p.tp, p.pp, p.cp, p.ep, p.dp, p.zero_stage, "on" if p.seq_parallel else "off", p.recompute, p.micro_batch,
@@ -218,8 +224,10 @@ def run(args: argparse.Namespace) -> int:
                        "MFU 6ND", "tok/s/GPU", "days", "cost"]))
     print(price_line(args.gpu, cli_value(args.usd_per_gpu_hour)))
     print(f"memory: recipe {result.recipe}, other memory {result.settings.overhead_gb:g} GB per GPU")
-    for line in result.assumed:
-        print(f"assumed: {line}")
+    if result.assumed:
+        print("Assumed (not given; the flag named sets it):")
+        for name, a in result.assumed.items():
+            print(f"  {_ASSUMED_LABELS.get(name, name)}: {a.shown} - {a.basis} (--{name.replace('_', '-')})")
     print()
     print(explain(result, top=min(top, 3)))
     return 0 if result.plans else 1

@@ -57,6 +57,7 @@ class Hardware:
     gpus_per_node: int
     matmul_efficiency: float
     usd_per_gpu_hour: Optional[float]
+    price_basis: str = ""              # where usd_per_gpu_hour came from: "given", or the price catalog's row
     sm_count: Optional[int] = None
     matmul_efficiency_basis: str = ""  # where matmul_efficiency came from, for the explanation
     nvlink_domain: int = 8             # GPUs sharing one scale-up fabric (TP, and groups inside it, stay there)
@@ -119,12 +120,17 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int
     """
     row = gpu if isinstance(gpu, catalog.GPU) else catalog.get_gpu(gpu)
     price = settings.usd_per_gpu_hour
+    price_basis = "given"
     if price is None:
         try:
             p = catalog.price_for(row.id)
             price = p.usd_per_gpu_hour if p else None
         except CatalogError:
-            price = None
+            p, price = None, None
+        if price is not None and p is not None:
+            price_basis = f"price catalog {p.id}, {p.tier} tier, {p.date or 'undated'}"
+        else:
+            price_basis = f"the price catalog has no rental rate for {row.id}: no cost (give usd_per_gpu_hour)"
     eff, basis = _efficiency(row, settings)
     node = settings.gpus_per_node or row.gpus_per_node or row.nvlink_domain
     domain = settings.nvlink_domain or row.nvlink_domain or node
@@ -151,7 +157,7 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int
         name=row.name, peak_tflops=values["peak_tflops"], memory_gb=values["memory_gb"],
         hbm_tb_s=values["hbm_tb_s"], scaleup_gb_s=values["scaleup_gb_s"],
         scaleout_gb_s=values.get("scaleout_gb_s"), gpus_per_node=values["gpus_per_node"], matmul_efficiency=values["matmul_efficiency"],
-        matmul_efficiency_basis=basis, usd_per_gpu_hour=price,
+        matmul_efficiency_basis=basis, usd_per_gpu_hour=price, price_basis=price_basis,
         sm_count=(settings.sm_count or SM_COUNT.get(row.id)) if settings.wave_quantization else None,
         nvlink_domain=cast(int, domain), fp8_tflops=row.fp8_tflops,  # domain falls back on the node, checked above
         attention_factor=attention_factor(row.id, getattr(settings, "attention_by_generation", False)),

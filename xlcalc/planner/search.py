@@ -36,7 +36,7 @@ from .steptime import (
     timing,
 )
 
-__all__ = ["Plan", "Rejection", "PlanResult", "plan", "plan_table", "search"]
+__all__ = ["Assumed", "Plan", "Rejection", "PlanResult", "plan", "plan_table", "search"]
 
 RECOMPUTE = ("none", "selective", "full")
 # the memory model as one plain function (xlcalc.stage_memory_code, generated from its steps); False: the reference
@@ -133,6 +133,16 @@ class Rejection(BaseModel):
     ep: int = 1
 
 
+class Assumed(BaseModel):
+    """An input the caller left out: the value the plan used for it and where that value comes from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: Any = Field(description="the value used (None: none, e.g. no named stack profile or no price)")
+    shown: str = Field(description="the value as a reader sees it, with its unit")
+    basis: str = Field(description="where the value comes from")
+
+
 class PlanResult(BaseModel):
     model: str
     gpu: str
@@ -145,6 +155,9 @@ class PlanResult(BaseModel):
     matmul_efficiency_basis: str = Field(description="where that share came from: given, or which catalog figure")
     settings: Settings
     params_b: float = Field(description="parameters N of the 6*N*D convention (active parameters for MoE)")
+    architecture: dict[str, Any] = Field(
+        default_factory=dict, description="the architecture planned: layers, hidden, heads, kv_heads, vocab, "
+                                          "experts, experts_active, total_params_b, active_params_b")
     recipe: str = Field(default="", description="bytes per parameter the memory model used (xlcalc.recipes)")
     moe: bool = Field(default=False, description="a mixture of experts: params_b and mfu_6nd count active parameters")
     plans: list[Plan]
@@ -153,8 +166,10 @@ class PlanResult(BaseModel):
     feasible: int
     rejected_by_reason: dict[str, int] = Field(default_factory=dict,
                                                description="configurations left out, counted by reason")
-    assumed: list[str] = Field(default_factory=list,
-                               description="inputs not given, taken from the model catalog, each with its origin")
+    assumed: dict[str, Assumed] = Field(
+        default_factory=dict,
+        description="every input left out that the plan depends on (seq_len, global_batch_tokens, tokens_t, stack, "
+                    "usd_per_gpu_hour), with the value used and its origin")
 
 
 def _is_prime(n: int) -> bool:
@@ -505,19 +520,22 @@ def _catalog_model(model: Any) -> catalog.Model | None:
 
 
 def _run_defaults(model: Any, arch: Arch | None, gpu: Any, seq_len: Any, global_batch_tokens: Any,
-                  also_lacking: dict[str, str]) -> tuple[Any, Any, list[str]]:
+                  also_lacking: dict[str, str]) -> tuple[Any, Any, dict[str, Assumed]]:
     """(seq_len, global_batch_tokens, what was assumed): a catalog model's published pre-training sequence length
     and global batch where not given; every input still missing (the model and GPU too, and ``also_lacking``:
     name -> what it must be) raises one InputError naming each."""
     entry = _catalog_model(model) if arch is None else None
-    assumed: list[str] = []
+    assumed: dict[str, Assumed] = {}
     if seq_len is None and entry is not None:
         seq_len = entry.seq_len
-        assumed.append(f"sequence length {seq_len}: {entry.name}'s pre-training sequence length (model catalog)")
+        assumed["seq_len"] = Assumed(value=seq_len, shown=f"{seq_len} tokens",
+                                     basis=f"{entry.name}'s pre-training sequence length, model catalog")
     if global_batch_tokens is None and entry is not None and entry.global_batch_tokens:
         global_batch_tokens = entry.global_batch_tokens
-        assumed.append(f"global batch {global_batch_tokens:,.0f} tokens: {entry.name}'s published pre-training "
-                       "batch (model catalog)")
+        assumed["global_batch_tokens"] = Assumed(
+            value=global_batch_tokens, shown=f"{global_batch_tokens:,.0f} tokens "
+                                            f"({global_batch_tokens / entry.seq_len:,.0f} sequences)",
+            basis=f"{entry.name}'s published pre-training batch, model catalog")
     lacking = [n for n, v in (("model", model if arch is None else arch), ("gpu", gpu), ("seq_len", seq_len),
                               ("global_batch_tokens", global_batch_tokens)) if v is None] + list(also_lacking)
     if lacking:
@@ -588,13 +606,24 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         entry = _catalog_model(model) if arch is None else None
         if entry is not None and entry.pretrain_tokens_t:
             tokens_t = entry.pretrain_tokens_t
-            assumed.append(f"{tokens_t:g} T tokens: {entry.name}'s published pre-training tokens (model catalog; "
-                           "give --tokens-t for another run length)")
+            basis = f"published, {entry.pretrain_tokens_source}"
         else:
-            tokens_t = fc.chinchilla_tokens_t.raw(params_b=a.params_b)
-            assumed.append(f"{tokens_t:.3g} T tokens: 20 per parameter, compute-optimal (Hoffmann et al. 2022); "
-                           "no published token count for this model (give --tokens-t)")
+            per_param = fc.chinchilla_tokens_t.defaults["tokens_per_param"]
+            tokens_t = fc.chinchilla_tokens_t.raw(params_b=a.params_b, tokens_per_param=per_param)
+            basis = (f"{per_param:g} per parameter x {a.params_b:,.3g} B parameters, compute-optimal "
+                     f"({fc.chinchilla_tokens_t.source}); no published token count for {a.name}")
+        assumed["tokens_t"] = Assumed(value=tokens_t, shown=f"{tokens_t:.3g} T tokens", basis=basis)
     tokens_t = check_value("tokens_t", tokens_t)
+    if st.stack is None:
+        from .stacks import STACKS
+
+        assumed["stack"] = Assumed(value=None, shown="none",
+                                   basis="the planner's own default for every setting; a named profile: "
+                                         + ", ".join(STACKS))
+    if st.usd_per_gpu_hour is None:
+        assumed["usd_per_gpu_hour"] = Assumed(
+            value=hw.usd_per_gpu_hour, shown="none" if hw.usd_per_gpu_hour is None
+            else f"{hw.usd_per_gpu_hour:g} USD per GPU-hour", basis=hw.price_basis)
     pins: dict[str, Any] = dict(tp=tp, pp=pp, zero_stage=zero_stage, recompute=recompute, micro_batch=micro_batch,
                                 seq_parallel=seq_parallel, virtual_stages=virtual_stages, cp=cp, ep=ep, etp=etp)
     for name, value in pins.items():
@@ -626,6 +655,9 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     if fp8 and hw.fp8_tflops is None:
         raise CatalogError(f"{hw.name}: the GPU catalog has no FP8 peak; FP8 training needs one")
 
+    architecture = dict(layers=a.layers, hidden=a.hidden, heads=a.heads, kv_heads=a.kv_heads, vocab=a.vocab,
+                        experts=a.experts, experts_active=a.experts_active, total_params_b=a.params_b,
+                        active_params_b=a.n_params_b)
     shape = dict(hidden=a.heads * a.head_dim, heads=a.heads, layers=a.layers, seq_len=seq_len, kv_heads=a.kv_heads)
 
     def run(n: int) -> PlanResult:
@@ -649,7 +681,7 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
             matmul_efficiency_basis=hw.matmul_efficiency_basis, settings=st, params_b=a.n_params_b,
             recipe=recipe_label(st.bytes_weights, st.bytes_grads, st.bytes_optimizer), plans=plans, moe=a.moe,
             rejected=_rejections(misses, hw.memory_gb), evaluated=count, feasible=len(fits),
-            rejected_by_reason=reasons, assumed=assumed,
+            rejected_by_reason=reasons, assumed=assumed, architecture=architecture,
         )
 
     if n_checked is not None:
@@ -699,9 +731,13 @@ PLAN_COLUMNS = ("rank", "tp", "pp", "dp", "zero_stage", "seq_parallel", "recompu
 
 
 def plan_table(result: PlanResult, top: int = 5) -> list[list[Any]]:
-    """Header row plus one row per plan (best first): a table a worksheet function can spill."""
+    """Header row plus one row per plan (best first), then one row per input the plan assumed ("assumed", its
+    name, the value used, where it comes from; PlanResult.assumed): a table a worksheet function can spill."""
     rows: list[list[Any]] = [list(PLAN_COLUMNS)]
     for i, p in enumerate(result.plans[:top], 1):
         d = p.model_dump()
         rows.append([i] + [d[k] for k in PLAN_COLUMNS[1:]])
+    for name, a in result.assumed.items():
+        rows.append(["assumed", name, a.value if a.value is not None else a.shown, a.basis]
+                    + [""] * (len(PLAN_COLUMNS) - 4))
     return rows
