@@ -176,6 +176,9 @@ def test_a_switch_takes_both_forms(capsys, command):
     assert on[key]["seq_parallel"] is True and off[key]["seq_parallel"] is False
     code, _, err = run(capsys, *base, "--seq-parallel", "maybe")
     assert code == 2 and "seq_parallel" in err and "TRUE or FALSE" in err and "Traceback" not in err
+    if command == "memory":  # every switch that is neither TRUE nor FALSE, at once
+        code, _, err = run(capsys, *base, "--seq-parallel", "maybe", "--grads-freed", "2")
+        assert code == 2 and "seq_parallel = 'maybe'" in err and "grads_freed = 2" in err
 
 
 # 126 layers (Llama 3.1 405B) on 16 stages: 7 + 14 x 8 + 7; TP 4 x PP 16 divides the default 1,024 GPUs

@@ -134,15 +134,21 @@ def values_from_args(args: argparse.Namespace) -> dict:
         v["batch_sequences"] = v.pop("global_batch")
     if args.sharding:
         v["sharding"] = args.sharding
+    switches, wrong = {}, []  # every TRUE/FALSE flag that is neither, at once
+    for name in ("seq_parallel", "optimizer_offload", "grads_freed", "flash_attention", "gated_ffn", "tied_embeddings"):
+        try:
+            switches[name] = switch_value(args, name)
+        except InputError as exc:
+            wrong.append(exc)
+    if wrong:
+        raise InputError.all(wrong)
     for name in ("seq_parallel", "optimizer_offload", "grads_freed", "flash_attention"):
-        given = switch_value(args, name)
-        v[name] = MEMORY_DEFAULTS[name] if given is None else given
+        v[name] = MEMORY_DEFAULTS[name] if switches[name] is None else switches[name]
     v["recompute"] = MEMORY_DEFAULTS["recompute"] if args.recompute is None else args.recompute
     v.update(finetune_values(args))
     for name in ("gated_ffn", "tied_embeddings"):  # left out: the model's
-        given = switch_value(args, name)
-        if given is not None:
-            v[name] = given
+        if switches[name] is not None:
+            v[name] = switches[name]
     if args.gpu:
         gpu = catalog.get_gpu(args.gpu)
         if v.get("memory_gb") is None:
