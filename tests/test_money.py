@@ -55,8 +55,11 @@ def test_seed001_electricity_priced_per_kwh():
     assert rows["rent_usd"] == 921_600
 
 
-def test_cli_cost_defaults_are_the_seed001_example(capsys):
-    code, out, _ = run(capsys, "cost", "--json")
+SEED001_FLAGS = ("--n-gpus", "128", "--kw-per-gpu", "0.4", "--pue", "1")  # the rest: cost's defaults
+
+
+def test_cli_cost_reproduces_the_seed001_example(capsys):
+    code, out, _ = run(capsys, "cost", *SEED001_FLAGS, "--json")
     assert code == 0
     data = json.loads(out)
     rows = {r["key"]: r["value"] for r in data["rows"]}
@@ -64,7 +67,7 @@ def test_cli_cost_defaults_are_the_seed001_example(capsys):
     assert rows["depreciation_usd"] == pytest.approx(128 * 15000 / (3 * 365) * 30)
     assert rows["electricity_usd"] == pytest.approx(36_864 * 0.08)
     assert "seed 001" in data["price"]
-    code, out, _ = run(capsys, "cost")
+    code, out, _ = run(capsys, "cost", *SEED001_FLAGS)
     assert code == 0 and "$921,600" in out and "BREAKEVEN_UTILISATION" in out
 
 

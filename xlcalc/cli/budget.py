@@ -10,6 +10,7 @@ from ..formulas import ownership
 from ..inputs import check_value
 from ..money import budget_plan, seed001_tiers
 from .cost import resolve_price
+from .flags import OneDefaultFormatter, add_input, given
 from .fmt import cli_value, dump_json, money, number, table
 
 
@@ -17,29 +18,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "budget", help="budget-first plan: GPUs, days, GPU-hours, the largest compute-optimal model",
         description=(
-            "What a budget buys: GPU-hours (budget / price), GPUs for --days, model FLOPs (GPU-hours x peak x MFU) "
+            "What a budget buys: GPU-hours (budget / price), GPUs for --deadline-days, model FLOPs (GPU-hours x peak x MFU) "
             "and the largest compute-optimal model with its tokens (C = 6ND, --tokens-per-param, Chinchilla 20); "
             "with --params-b the tokens the budget buys for that model. --gpu fills peak TFLOP/s and the catalog "
             "price; --own prices a GPU-hour as owned hardware instead (depreciation at --utilisation + energy)."),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter, allow_abbrev=False,
+        formatter_class=OneDefaultFormatter, allow_abbrev=False,
     )
     p.add_argument("--budget-usd", metavar="X", help="budget, USD (e.g. 1e6); required unless --seed001-tiers")
     p.add_argument("--gpu", help="GPU name, e.g. H100 (fills peak TFLOP/s and the rental rate)")
     p.add_argument("--price-tier", help="on-demand, reserved-1y, reserved-3y, spot, capacity-block or assumed")
     p.add_argument("--usd-per-gpu-hour", metavar="X", help="rental rate, USD/GPU-hour (default: the GPU's catalog rate)")
     p.add_argument("--peak-tflops", metavar="X", help="dense peak TFLOP/s per GPU (default: the GPU's)")
-    p.add_argument("--mfu", metavar="X", default="0.4", help="model FLOPs utilisation (seed 000: 0.3-0.5)")
-    p.add_argument("--days", metavar="X", default="90", help="deadline: days the GPUs run")
+    add_input(p, "mfu", "model FLOPs utilisation (seed 000: 0.3-0.5)")
+    add_input(p, "deadline_days", "deadline: days the GPUs run", aliases=("--days",))
     p.add_argument("--tokens-per-param", metavar="X", default="20", help="tokens per parameter (Chinchilla: 20)")
     p.add_argument("--params-b", metavar="X", help="a model size, billions: also show the tokens the budget buys for it")
     g = p.add_argument_group("owning instead of renting (--own)")
     g.add_argument("--own", action="store_true", help="price a GPU-hour as owned hardware")
     g.add_argument("--capex-usd-per-gpu", metavar="X", help="purchase price per GPU (default: the GPU's catalog price)")
-    g.add_argument("--depreciation-years", metavar="X", default="3", help="depreciation life (seed 001: 3)")
-    g.add_argument("--utilisation", metavar="X", default="1", help="share of hours the owned GPUs are busy")
-    g.add_argument("--kw-per-gpu", metavar="X", default="1.0", help="power per GPU incl. server share, kW")
-    g.add_argument("--pue", metavar="X", default="1.3", help="data-centre PUE")
-    g.add_argument("--usd-per-kwh", metavar="X", default="0.08", help="electricity, USD/kWh")
+    add_input(g, "depreciation_years", "depreciation life (seed 001: 3)")
+    add_input(g, "utilisation", "share of hours the owned GPUs are busy")
+    add_input(g, "kw_per_gpu", "power per GPU incl. server share, kW")
+    add_input(g, "pue", "data-centre PUE")
+    add_input(g, "own_usd_per_kwh", "electricity for the owned hardware, USD/kWh", aliases=("--usd-per-kwh",))
     p.add_argument("--seed001-tiers", action="store_true",
                    help="instead: seed 001's three budget tiers beside what the engine derives for them")
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
@@ -50,9 +51,9 @@ def _own_rate(args: argparse.Namespace) -> tuple[float, str]:
     capex = cli_value(args.capex_usd_per_gpu)
     if capex is None:
         capex = catalog.capex_for(args.gpu).capex_usd_per_gpu
-    inputs = dict(capex_usd_per_gpu=capex, depreciation_years=cli_value(args.depreciation_years),
-                  kw_per_gpu=cli_value(args.kw_per_gpu), pue=cli_value(args.pue), usd_per_kwh=cli_value(args.usd_per_kwh),
-                  utilisation=cli_value(args.utilisation))
+    inputs = dict(capex_usd_per_gpu=capex, depreciation_years=given(args, "depreciation_years"),
+                  kw_per_gpu=given(args, "kw_per_gpu"), pue=given(args, "pue"),
+                  usd_per_kwh=given(args, "own_usd_per_kwh"), utilisation=given(args, "utilisation"))
     rate = ownership.own_usd_per_gpu_hour(**inputs)
     return rate, (f"Price: {money(rate, cents=True)}/busy GPU-hour owned ({money(capex)} per GPU over "
                   f"{inputs['depreciation_years']:g} years at {inputs['utilisation']:.0%} utilisation + energy)")
@@ -79,14 +80,14 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("usd_per_gpu_hour", None, "given (or --gpu NAME to take the GPU's catalog rate)")
     rows = budget_plan(
         budget_usd=cli_value(args.budget_usd), usd_per_gpu_hour=price, peak_tflops=_peak(args.gpu, cli_value(args.peak_tflops)),
-        mfu=cli_value(args.mfu), days=cli_value(args.days), tokens_per_param=cli_value(args.tokens_per_param),
+        mfu=given(args, "mfu"), days=given(args, "deadline_days"), tokens_per_param=cli_value(args.tokens_per_param),
         params_b=cli_value(args.params_b),
     )
     if args.json:
         print(dump_json({"price": note, "rows": [r.as_dict() for r in rows]}))
         return 0
-    print(f"Budget {money(cli_value(args.budget_usd))}, {number(cli_value(args.days))} days, MFU "
-          f"{number(cli_value(args.mfu), 'fraction')}" + (f", {args.gpu}" if args.gpu else ""))
+    print(f"Budget {money(cli_value(args.budget_usd))}, {number(given(args, 'deadline_days'))} days, MFU "
+          f"{number(given(args, 'mfu'), 'fraction')}" + (f", {args.gpu}" if args.gpu else ""))
     print(note)
     print()
     print(table([(r.label, number(r.value, r.unit), r.unit, r.udf) for r in rows],
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _tiers(args: argparse.Namespace) -> int:
-    rows = seed001_tiers(cli_value(args.mfu))
+    rows = seed001_tiers(given(args, "mfu"))
     if args.json:
         print(dump_json(rows))
         return 0

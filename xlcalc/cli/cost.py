@@ -8,49 +8,61 @@ from .. import catalog
 from ..errors import InputError
 from ..inputs import check_value
 from ..money import own_vs_rent
+from .flags import DECLARED, OneDefaultFormatter, add_input, input_default
 from .fmt import cli_value, dump_json, money, number, price_line, table
 
 # Seed 001 §5.1's CostCalculator example: 128 A100-80GB for 30 days, $15,000 per card, 3-year depreciation,
 # 0.4 kW per GPU; its cloud rate $10 per A100-hour. Its electricity line has no price: we price it per kWh.
+# The command's defaults are every command's (xlcalc.cli.flags): the example is
+# ``xlcalc cost --n-gpus 128 --kw-per-gpu 0.4 --pue 1`` (30 days, the seed's rate and price without --gpu).
 SEED001 = {"n_gpus": 128, "days": 30, "capex_usd_per_gpu": 15000, "depreciation_years": 3, "kw_per_gpu": 0.4,
            "pue": 1.0, "usd_per_kwh": 0.08, "usd_per_gpu_hour": 10.0}
 
+# (input, help, default: the scenario's where it has the input, else the one given here)
 FLAGS = (
-    ("n_gpus", "GPUs", SEED001["n_gpus"]),
+    ("n_gpus", "GPUs", DECLARED),
     ("days", "days of the run", SEED001["days"]),
     ("capex_usd_per_gpu", "purchase price per GPU, USD (default: the --gpu's catalog price, an error when it has "
      "none; without --gpu seed 001's $15,000)",
      None),
-    ("capex_usd_per_server", "server without its GPUs, USD per server", 0),
+    ("capex_usd_per_server", "server without its GPUs, USD per server", DECLARED),
     ("gpus_per_node", "GPUs per server (default: the GPU's, else 8)", None),
-    ("depreciation_years", "depreciation life, years", SEED001["depreciation_years"]),
-    ("utilisation", "share of the owned hardware's hours that are busy (0-1]", 1.0),
-    ("kw_per_gpu", "power per GPU, kW", SEED001["kw_per_gpu"]),
-    ("kw_per_server", "server power without its GPUs, kW", 0),
-    ("pue", "data-centre PUE (>= 1)", SEED001["pue"]),
-    ("usd_per_kwh", "electricity, USD/kWh (example: about 7-9 cents for US industry, EIA 2024)",
-     SEED001["usd_per_kwh"]),
-    ("kw_per_rack", "power per rack, kW (seed 001: 20-40)", 40),
-    ("usd_per_rack_month", "hosting per rack and month, USD", 0),
+    ("depreciation_years", "depreciation life, years", DECLARED),
+    ("utilisation", "share of the owned hardware's hours that are busy (0-1]", DECLARED),
+    ("kw_per_gpu", "power per GPU incl. server share, kW (seed 001: 0.4)", DECLARED),
+    ("kw_per_server", "server power without its GPUs, kW", DECLARED),
+    ("pue", "data-centre PUE (>= 1; seed 001: 1)", DECLARED),
+    ("own_usd_per_kwh", "electricity for the owned hardware, USD/kWh (example: about 7-9 cents for US industry, "
+     "EIA 2024)", DECLARED),
+    ("kw_per_rack", "power per rack, kW (seed 001: 20-40)", DECLARED),
+    ("usd_per_rack_month", "hosting per rack and month, USD", DECLARED),
 )
+# the money function's parameter of a flag whose input is named otherwise
+_PARAM = {"own_usd_per_kwh": "usd_per_kwh"}
+
+
+def _default(name: str, default):
+    return input_default(name) if default is DECLARED else default
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "cost", help="own vs rent: rent, own (depreciation, energy, hosting), break-even utilisation and months",
         description=(
-            "Own vs rent for one run. Defaults are seed 001's example (128 A100 for 30 days at $15,000 per card, "
+            "Own vs rent for one run. Seed 001's example (128 A100 for 30 days at $15,000 per card, "
             "3-year straight-line depreciation, 0.4 kW per GPU; its $10/GPU-hour cloud rate), with the electricity "
-            "priced per kWh. --gpu takes the rental rate (its default tier, or --price-tier) and the purchase "
+            "priced per kWh, is: xlcalc cost --n-gpus 128 --kw-per-gpu 0.4 --pue 1. --gpu takes the rental rate (its "
+            "default tier, or --price-tier) and the purchase "
             "price from the price catalog."),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter, allow_abbrev=False,
+        formatter_class=OneDefaultFormatter, allow_abbrev=False,
     )
     p.add_argument("--gpu", help="GPU name, e.g. H100 (see: xlcalc catalog prices)")
     p.add_argument("--price-tier", help="on-demand, reserved-1y, reserved-3y, spot, capacity-block or assumed")
     p.add_argument("--usd-per-gpu-hour", metavar="X",
                    help="rental rate, USD/GPU-hour (default: the GPU's catalog rate, else seed 001's $10)")
     for name, text, default in FLAGS:
-        p.add_argument("--" + name.replace("_", "-"), dest=name, metavar="X", default=default, help=text)
+        add_input(p, name, text, default=_default(name, default), aliases=("--usd-per-kwh",) if name == "own_usd_per_kwh"
+                  else ())
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
     p.set_defaults(func=run)
 
@@ -91,7 +103,8 @@ def resolve_capex(gpu: str | None, values: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    values = {name: cli_value(getattr(args, name)) for name, _, _ in FLAGS}
+    values = {_PARAM.get(name, name): _default(name, default) if getattr(args, name) is None
+              else cli_value(getattr(args, name)) for name, _, default in FLAGS}
     errors: list[InputError] = []  # a missing rental rate and a missing purchase price are reported at once
     try:
         price, note = resolve_price(args.gpu, args.price_tier, cli_value(args.usd_per_gpu_hour))

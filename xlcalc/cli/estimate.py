@@ -6,10 +6,12 @@ import argparse
 
 from .. import catalog
 from ..errors import InputError
+from ..inputs import check_value, spec
 from ..layout import stage_split
 from ..recipes import DEFAULT_RECIPE
 from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario, evaluate, price_note
-from ..stage_memory import explain, memory_steps
+from ..stage_memory import explain, memory_steps, model_inputs
+from .flags import OneDefaultFormatter, add_input, add_switch, input_default
 from .fmt import cli_value, dump_json, number, table
 from .memory import FINETUNE_FIELDS, add_finetune_flags, finetune_values, fit_lines, job_line, stage_table
 from .models import add_config_flag, config_model
@@ -30,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "--model and --gpu fill the architecture, the GPU figures and the GPU's catalog price; "
             "explicit flags win."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=OneDefaultFormatter,
         allow_abbrev=False,
     )
     p.add_argument("--model", help="model preset id, e.g. llama2-70b (see: xlcalc catalog models)")
@@ -41,13 +43,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--price-tier", help="rental tier of the GPU's catalog price: on-demand, reserved-1y, "
                    "reserved-3y, spot, capacity-block, assumed (default: the GPU's default price)")
     add_finetune_flags(p)
-    defaults = Scenario()
-    for cell in INPUTS:
+    for cell in INPUTS:  # one flag per input, its default (the scenario's) stated once
         if cell.field in FINETUNE_FIELDS:  # --job, --lora-rank, --lora-targets (and --quant) above
             continue
-        flag = "--" + cell.field.replace("_", "-")
-        p.add_argument(flag, dest=cell.field, default=None, metavar="X",
-                       help=f"{cell.label} (default {getattr(defaults, cell.field)})")
+        if spec(cell.spec_name).kind == "bool":
+            add_switch(p, cell.field, cell.label.replace(" (TRUE/FALSE)", ""))
+        else:
+            add_input(p, cell.field, cell.label)
     p.add_argument("--layers-per-stage", metavar="LIST",
                    help="layers of each pipeline stage, comma-separated, e.g. 27,27,26 for 80 layers on PP 3 (sets "
                         "--pp, --first-stage-layers and --last-stage-layers; the middle stages hold equal layers)")
@@ -67,11 +69,9 @@ def run(args: argparse.Namespace) -> int:
         if values.get("first_stage_layers") is not None or values.get("last_stage_layers") is not None:
             raise InputError("layers_per_stage", args.layers_per_stage,
                              "left out when --first-stage-layers / --last-stage-layers are given")
-        # the model's layers (the split is checked against them before the layout is)
-        layers = Scenario.build(model=config_model(args) or args.model, gpu=args.gpu, recipe=args.recipe,
-                                price_tier=args.price_tier,
-                                **{k: x for k, x in values.items() if k not in ("pp", "first_stage_layers",
-                                                                                "last_stage_layers")}).layers
+        # the model's layers (the split is checked against them before the layout is, and sets PP: no default PP
+        # is in play until the split has given one)
+        layers = _layers(args, values)
         split = stage_split(args.layers_per_stage, int(layers), int(float(values["pp"])) if values.get("pp") else None)
         values.update(pp=split["pp"], first_stage_layers=split["first_stage_layers"],
                       last_stage_layers=split["last_stage_layers"])
@@ -126,6 +126,14 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(ranges_table(rng))
     return 0
+
+
+def _layers(args: argparse.Namespace, values: dict) -> int:
+    """The model's layers: typed (--layers), else the model's (--config, --model), else the scenario's default."""
+    if values.get("layers") is not None:
+        return int(check_value("layers", values["layers"]))
+    model = config_model(args) or (catalog.get_model(args.model) if args.model else None)
+    return int(model_inputs(model)["layers"]) if model is not None else int(input_default("layers"))
 
 
 def capex_used(scenario: Scenario) -> str:

@@ -7,6 +7,7 @@ import argparse
 from ..errors import InputError, missing
 from ..formulas import goodput
 from ..money import goodput_rows
+from .flags import OneDefaultFormatter, add_input, given
 from .fmt import cli_value, dump_json, number, table
 
 LLAMA3 = {"n_gpus": 16384, "days": 54, "interruptions": 419}  # Llama 3 paper §3.3.4
@@ -21,17 +22,17 @@ def register(sub: argparse._SubParsersAction) -> None:
             "the restart time. Give the MTBF per GPU, per node (--node-mtbf-h), or as interruptions counted over a "
             "run (--interruptions, --over-days, --over-gpus). Default MTBF: Llama 3's 419 unexpected "
             "interruptions in 54 days on 16,384 GPUs. The save and restart defaults are examples: give yours."),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter, allow_abbrev=False,
+        formatter_class=OneDefaultFormatter, allow_abbrev=False,
     )
-    p.add_argument("--n-gpus", metavar="X", default="1024", help="GPUs in the job")
+    add_input(p, "n_gpus", "GPUs in the job")
     p.add_argument("--gpu-mtbf-h", metavar="X", help="MTBF per GPU, hours")
     p.add_argument("--node-mtbf-h", metavar="X", help="MTBF per node, hours (with --gpus-per-node)")
-    p.add_argument("--gpus-per-node", metavar="X", default="8", help="GPUs per node (for --node-mtbf-h)")
+    add_input(p, "gpus_per_node", "GPUs per node (for --node-mtbf-h)")
     p.add_argument("--interruptions", metavar="X", help="unexpected interruptions counted over a run")
     p.add_argument("--over-days", metavar="X", help="days of that run")
     p.add_argument("--over-gpus", metavar="X", help="GPUs of that run")
-    p.add_argument("--save-s", metavar="X", default="60", help="checkpoint save stall, seconds (example)")
-    p.add_argument("--restart-s", metavar="X", default="600", help="restart after a failure, seconds (example)")
+    add_input(p, "ckpt_save_s", "checkpoint save stall, seconds (an example: give yours)", aliases=("--save-s",))
+    add_input(p, "restart_s", "restart after a failure, seconds (an example: give yours)")
     p.add_argument("--days", metavar="X", help="days of a clean run: also show the extra days")
     p.add_argument("--compute-usd", metavar="X", help="cost of a clean run, USD: also show the extra dollars")
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
@@ -40,15 +41,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def mtbf_from_args(args: argparse.Namespace) -> tuple[float, str]:
     """Per-GPU MTBF and where it came from; several sources at once is an error naming them."""
-    given = [f for f in ("gpu_mtbf_h", "node_mtbf_h", "interruptions") if getattr(args, f) is not None]
-    if len(given) > 1:
-        raise InputError(given[1], getattr(args, given[1]), f"left out when --{given[0].replace('_', '-')} is given",
+    sources = [f for f in ("gpu_mtbf_h", "node_mtbf_h", "interruptions") if getattr(args, f) is not None]
+    if len(sources) > 1:
+        raise InputError(sources[1], getattr(args, sources[1]), f"left out when --{sources[0].replace('_', '-')} is given",
                          "give the MTBF one way")
     if args.gpu_mtbf_h is not None:
         return cli_value(args.gpu_mtbf_h), "typed"
     if args.node_mtbf_h is not None:
-        m = goodput.gpu_mtbf_from_node_h(cli_value(args.node_mtbf_h), cli_value(args.gpus_per_node))
-        return m, f"node MTBF {args.node_mtbf_h} h x {args.gpus_per_node} GPUs per node"
+        m = goodput.gpu_mtbf_from_node_h(cli_value(args.node_mtbf_h), given(args, "gpus_per_node"))
+        return m, f"node MTBF {args.node_mtbf_h} h x {given(args, 'gpus_per_node')} GPUs per node"
     run = dict(LLAMA3)
     source = "Llama 3 paper §3.3.4: 419 unexpected interruptions in 54 days on 16,384 GPUs"
     if args.interruptions is not None:
@@ -64,7 +65,7 @@ def mtbf_from_args(args: argparse.Namespace) -> tuple[float, str]:
 
 def run(args: argparse.Namespace) -> int:
     mtbf, source = mtbf_from_args(args)
-    n, save_s, restart_s = cli_value(args.n_gpus), cli_value(args.save_s), cli_value(args.restart_s)
+    n, save_s, restart_s = given(args, "n_gpus"), given(args, "ckpt_save_s"), given(args, "restart_s")
     rows = goodput_rows(n, mtbf, save_s, restart_s, days=cli_value(args.days), compute_usd=cli_value(args.compute_usd))
     if args.json:
         print(dump_json({"gpu_mtbf_h": mtbf, "mtbf_source": source, "n_gpus": n, "save_s": save_s,

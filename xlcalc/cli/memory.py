@@ -10,6 +10,7 @@ from ..layout import stage_split
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES
 from ..stage_memory import PARTS, SHARDING, model_inputs, recipe_bytes, stage_memory
 from ..validate import validate_all
+from .flags import add_switch, shown, switch_value
 from .fmt import cli_value, dump_json, number, table
 from .models import add_config_flag, config_model
 
@@ -24,16 +25,16 @@ _NUMBER_FLAGS = (
     ("ffn-hidden", "FFN inner size F (default: from --model, else 4h)"),
     ("vocab", "vocabulary size V (default: from --model)"),
     ("seq-len", "sequence length (default: the model's, else 2048)"),
-    ("micro-batch", "micro-batch size, sequences (default 1)"),
-    ("tp", "tensor-parallel size (default 1)"),
-    ("pp", "pipeline-parallel size (default 1)"),
-    ("cp", "context-parallel size (default 1)"),
-    ("dp", "data-parallel size; ZeRO/FSDP shard over it (default 1, or from --n-gpus)"),
+    ("micro-batch", f"micro-batch size, sequences (default {MEMORY_DEFAULTS['micro_batch']})"),
+    ("tp", f"tensor-parallel size (default {MEMORY_DEFAULTS['tp']})"),
+    ("pp", f"pipeline-parallel size (default {MEMORY_DEFAULTS['pp']})"),
+    ("cp", f"context-parallel size (default {MEMORY_DEFAULTS['cp']})"),
+    ("dp", f"data-parallel size; ZeRO/FSDP shard over it (default {MEMORY_DEFAULTS['dp']}, or from --n-gpus)"),
     ("n-gpus", "GPUs in all: DP = GPUs/(TP x PP x CP), checked whole"),
     ("dp-shard", "GPUs one ZeRO/FSDP shard group spans (HSDP; default: all of DP)"),
-    ("zero-stage", "ZeRO stage 0-3 (default 0; or --sharding)"),
+    ("zero-stage", f"ZeRO stage 0-3 (default {MEMORY_DEFAULTS['zero_stage']}; or --sharding)"),
     ("ep", "expert-parallel size (checked against the model's experts)"),
-    ("virtual-stages", "interleaved virtual stages per GPU (default 1: plain 1F1B)"),
+    ("virtual-stages", f"interleaved virtual stages per GPU (default {MEMORY_DEFAULTS['virtual_stages']}: plain 1F1B)"),
     ("microbatches", "micro-batches per step per pipeline (default: enough to fill the pipeline)"),
     ("global-batch", "global batch in sequences: checked against DP x micro-batch, sets --microbatches"),
     ("first-stage-layers", "layers on the first pipeline stage (uneven split; default even)"),
@@ -80,16 +81,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--layers-per-stage", metavar="LIST",
                    help="layers of each pipeline stage, comma-separated, e.g. 27,27,26 for 80 layers on PP 3 "
                         "(sets --pp; the middle stages hold equal layers)")
-    p.add_argument("--seq-parallel", action="store_true", help="sequence parallelism on")
-    p.add_argument("--recompute", default="none",
-                   help="none, selective (Megatron), op_selective (PyTorch per-op SAC) or full (default none)")
-    p.add_argument("--no-flash-attention", action="store_true", help="attention stores the s x s scores")
-    p.add_argument("--gated-ffn", action="store_true", default=None, help="gated FFN (SwiGLU)")
-    p.add_argument("--tied-embeddings", action="store_true", default=None, help="input and output share one table")
-    p.add_argument("--optimizer-offload", action="store_true", help="optimizer states in CPU memory")
-    p.add_argument("--grads-freed", action="store_true",
-                   help="gradients set to None between steps (PyTorch zero_grad default; one micro-batch, no "
-                        "pipeline): peak = larger of activations and gradients, not their sum")
+    # TRUE/FALSE inputs take both forms (--seq-parallel, --seq-parallel false, --no-seq-parallel): xlcalc.cli.flags
+    add_switch(p, "seq_parallel", "sequence parallelism", default=MEMORY_DEFAULTS["seq_parallel"])
+    p.add_argument("--recompute", help="none, selective (Megatron), op_selective (PyTorch per-op SAC) or full "
+                                       f"(default {MEMORY_DEFAULTS['recompute']})")
+    add_switch(p, "flash_attention", "fused (Flash) attention; FALSE: attention stores the s x s scores",
+               default=MEMORY_DEFAULTS["flash_attention"])
+    add_switch(p, "gated_ffn", "gated FFN (SwiGLU) (default: from --model, else FALSE)")
+    add_switch(p, "tied_embeddings", "input and output share one table (default: from --model, else "
+               f"{shown(MEMORY_DEFAULTS['tied_embeddings'])})")
+    add_switch(p, "optimizer_offload", "optimizer states in CPU memory", default=MEMORY_DEFAULTS["optimizer_offload"])
+    add_switch(p, "grads_freed", "gradients set to None between steps (PyTorch zero_grad default; one micro-batch, no "
+               "pipeline): peak = larger of activations and gradients, not their sum",
+               default=MEMORY_DEFAULTS["grads_freed"])
     p.add_argument("--recipe", choices=sorted(RECIPES),
                    help=f"bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8, "
                         f"torchtune 2+2+4, qlora 2+2+8 (default {DEFAULT_RECIPE})")
@@ -130,15 +134,21 @@ def values_from_args(args: argparse.Namespace) -> dict:
         v["batch_sequences"] = v.pop("global_batch")
     if args.sharding:
         v["sharding"] = args.sharding
-    v["seq_parallel"] = args.seq_parallel
-    v["recompute"] = args.recompute
-    v["optimizer_offload"] = args.optimizer_offload
-    v["grads_freed"] = args.grads_freed
-    v["flash_attention"] = not args.no_flash_attention
+    switches, wrong = {}, []  # every TRUE/FALSE flag that is neither, at once
+    for name in ("seq_parallel", "optimizer_offload", "grads_freed", "flash_attention", "gated_ffn", "tied_embeddings"):
+        try:
+            switches[name] = switch_value(args, name)
+        except InputError as exc:
+            wrong.append(exc)
+    if wrong:
+        raise InputError.all(wrong)
+    for name in ("seq_parallel", "optimizer_offload", "grads_freed", "flash_attention"):
+        v[name] = MEMORY_DEFAULTS[name] if switches[name] is None else switches[name]
+    v["recompute"] = MEMORY_DEFAULTS["recompute"] if args.recompute is None else args.recompute
     v.update(finetune_values(args))
-    for flag in ("gated_ffn", "tied_embeddings"):
-        if getattr(args, flag):
-            v[flag] = True
+    for name in ("gated_ffn", "tied_embeddings"):  # left out: the model's
+        if switches[name] is not None:
+            v[name] = switches[name]
     if args.gpu:
         gpu = catalog.get_gpu(args.gpu)
         if v.get("memory_gb") is None:

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from ..errors import InputError, missing
 from ..inputs import spec
 from ..validate import from_pydantic
+from .flags import add_input, add_switch, switch_value
 from .fmt import cli_value, dump_json, number, price_line, table
 from .models import add_config_flag, config_model
 
@@ -72,10 +73,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--kv-heads", help="key/value heads (GQA; default = heads)")
     g.add_argument("--ffn-hidden", help="FFN inner size (default 4h)")
     g.add_argument("--vocab", help="vocabulary size (default 32000)")
-    g.add_argument("--gated-ffn", action="store_true", help="SwiGLU/GeGLU feed-forward (three matrices)")
+    add_switch(g, "gated_ffn", "SwiGLU/GeGLU feed-forward (three matrices)")
     g = p.add_argument_group("cluster and run")
     g.add_argument("--gpu", required=True, help="GPU name from the catalog, e.g. H100, A800")
-    g.add_argument("--gpus", help="number of GPUs (or give --deadline-days)")
+    add_input(g, "n_gpus", "number of GPUs (or give --deadline-days)", default=None, metavar="N_GPUS")
     g.add_argument("--deadline-days", help="size the cluster: fewest GPUs whose best plan meets this deadline")
     g.add_argument("--seq-len", help="sequence length (default: a catalog model's pre-training sequence length)")
     g.add_argument("--global-batch-tokens", help="global batch in tokens, rounded to whole sequences (default: a "
@@ -96,18 +97,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--layers-per-stage", help="layers of each pipeline stage, comma-separated (uneven stages, "
                                               "e.g. 7,8,8,...,8,7); sets PP")
     g.add_argument("--fp8", action="store_true", help="FP8 linear layers (Transformer Engine recipe), rest bf16")
-    g.add_argument("--optimizer-offload", action="store_true",
-                   help="optimizer states and the Adam step in CPU memory (ZeRO-Offload; needs --pcie-gb-s and "
-                        "--host-memory-gb-s)")
+    add_switch(g, "optimizer_offload", "optimizer states and the Adam step in CPU memory (ZeRO-Offload; needs "
+               "--pcie-gb-s and --host-memory-gb-s)")
     g.add_argument("--max-micro-batch", help="largest micro-batch to search (default: as far as memory allows)")
-    g.add_argument("--seq-parallel", action=argparse.BooleanOptionalAction, default=None,
-                   help="pin sequence parallelism on (--seq-parallel) or off (--no-seq-parallel)")
+    add_switch(g, "seq_parallel", "pin sequence parallelism on (--seq-parallel) or off (--seq-parallel false); "
+               "default: searched", default=None)
     g = p.add_argument_group("step-time model settings")
     for name, text in _SETTINGS:
         g.add_argument("--" + name.replace("_", "-"), help=text)
     g.add_argument("--stack", help="software-stack profile whose documented facts and fitted matmul efficiency "
                                    "to use: megatron, megatron-2021, llm-foundry, fsdp-eager, fsdp-compiled")
-    g.add_argument("--no-flash-attention", action="store_true", help="unfused attention: s x s scores stored")
+    add_switch(g, "flash_attention", "fused (Flash) attention; FALSE: unfused, s x s scores stored")
     g.add_argument("--efficiency-of-mamf", action="store_true",
                    help="read --matmul-efficiency as a share of the GPU's measured MAMF, not of its peak")
     g.add_argument("--attention-by-generation", action="store_true",
@@ -126,8 +126,8 @@ def _settings(args: argparse.Namespace):
     if args.stack is not None:
         from ..planner.stacks import get_stack
         values["stack"] = get_stack(args.stack).id
-    if args.no_flash_attention:
-        values["flash_attention"] = False
+    if switch_value(args, "flash_attention") is not None:
+        values["flash_attention"] = switch_value(args, "flash_attention")
     if args.efficiency_of_mamf:
         values["matmul_efficiency_of_mamf"] = True
     if args.attention_by_generation:
@@ -185,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
         arch = arch_from_flags(
             layers=cli_value(args.layers), hidden=cli_value(args.hidden), heads=cli_value(args.heads),
             kv_heads=cli_value(args.kv_heads), ffn_hidden=cli_value(args.ffn_hidden),
-            vocab=cli_value(args.vocab) if args.vocab is not None else 32000, gated_ffn=args.gated_ffn,
+            vocab=cli_value(args.vocab) if args.vocab is not None else 32000, gated_ffn=bool(switch_value(args, "gated_ffn")),
             seq_len=cli_value(args.seq_len) if isinstance(cli_value(args.seq_len), int) else 2048,
         )
     top = cli_value(args.top)
@@ -193,12 +193,12 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("top", args.top, "a whole number >= 1")
     gbt = cli_value(args.global_batch_tokens)
     result = plan(
-        model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.gpus), seq_len=cli_value(args.seq_len),
+        model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.n_gpus), seq_len=cli_value(args.seq_len),
         global_batch_tokens=gbt, tokens_t=cli_value(args.tokens_t), deadline_days=cli_value(args.deadline_days),
         settings=_settings(args), tp=cli_value(args.tp), pp=cli_value(args.pp), zero_stage=cli_value(args.zero_stage),
-        recompute=args.recompute, micro_batch=cli_value(args.micro_batch), seq_parallel=args.seq_parallel,
+        recompute=args.recompute, micro_batch=cli_value(args.micro_batch), seq_parallel=switch_value(args, "seq_parallel"),
         virtual_stages=cli_value(args.virtual_stages), cp=cli_value(args.cp), ep=cli_value(args.ep), etp=cli_value(args.etp),
-        stage_layers=_layers_per_stage(args.layers_per_stage), fp8=args.fp8, optimizer_offload=args.optimizer_offload,
+        stage_layers=_layers_per_stage(args.layers_per_stage), fp8=args.fp8, optimizer_offload=bool(switch_value(args, "optimizer_offload")),
         max_micro_batch=cli_value(args.max_micro_batch), top=max(top, 10),
     )
     if args.json:

@@ -1,0 +1,97 @@
+"""One flag name, one form and one stated default per input, for every command.
+
+An input's flag is its name with dashes (``n_gpus`` -> ``--n-gpus``). Its default is the scenario's
+(:class:`xlcalc.scenario.Scenario`, the one declaration of the planning inputs' defaults), stated once in the help
+text; the argparse default stays None so that a command can tell a typed value from a left-out one. An older
+spelling (``plan --gpus``) is kept as a hidden alias that sets the same input. A TRUE/FALSE input takes both forms
+on every command: ``--seq-parallel`` (on), ``--seq-parallel false`` and ``--no-seq-parallel`` (off).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..inputs import check_value
+
+# An input's older flags, still accepted (hidden from --help): input name -> spellings.
+ALIASES: dict[str, tuple[str, ...]] = {"n_gpus": ("--gpus",)}
+
+
+class _Declared:
+    def __repr__(self) -> str:
+        return "DECLARED"
+
+
+DECLARED: Any = _Declared()  # "the scenario's default", for a command's table of flags
+
+
+def flag(name: str) -> str:
+    """The one flag of input ``name``."""
+    return "--" + name.replace("_", "-")
+
+
+def input_default(name: str) -> Any:
+    """The default of input ``name``: the scenario's field default (None where the input has none)."""
+    from ..scenario import Scenario
+
+    field = Scenario.model_fields.get(name)
+    return None if field is None else field.default
+
+
+def shown(value: Any) -> str:
+    """A default as the help text states it."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+class OneDefaultFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Adds "(default: X)" only where the help text does not state a default itself and there is one to state."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return super()._get_help_string(action) or text
+
+
+def add_input(p: Any, name: str, text: str, default: Any = DECLARED, metavar: str = "X",
+              aliases: tuple[str, ...] = ()) -> None:
+    """``--name X`` for input ``name``; the help states the default once (the scenario's unless ``default`` is
+    given: None states none). ``aliases``: this command's older spellings, hidden. The value is checked where the
+    command uses it (the input's spec)."""
+    value = input_default(name) if default is DECLARED else default
+    help_text = text if value is None or "default" in text else f"{text} (default {shown(value)})"
+    p.add_argument(flag(name), dest=name, metavar=metavar, default=None, help=help_text)
+    for alias in ALIASES.get(name, ()) + aliases:
+        p.add_argument(alias, dest=name, metavar=metavar, default=None, help=argparse.SUPPRESS)
+
+
+def given(args: argparse.Namespace, name: str) -> Any:
+    """Input ``name`` as typed (a number where it spells one), else its default (the scenario's)."""
+    from .fmt import cli_value
+
+    value = getattr(args, name)
+    return input_default(name) if value is None else cli_value(value)
+
+
+def add_switch(p: Any, name: str, text: str, default: Any = DECLARED) -> None:
+    """A TRUE/FALSE input in both forms: ``--name`` (TRUE), ``--name X`` (TRUE/FALSE, 1/0) and ``--no-name``
+    (FALSE, hidden). Read it with :func:`switch_value`."""
+    value = input_default(name) if default is DECLARED else default
+    help_text = text if value is None or "default" in text else f"{text} (default {shown(value)})"
+    p.add_argument(flag(name), dest=name, nargs="?", const="TRUE", default=None, metavar="TRUE|FALSE",
+                   help=help_text)
+    p.add_argument("--no-" + name.replace("_", "-"), dest=name, action="store_const", const="FALSE",
+                   help=argparse.SUPPRESS)
+
+
+def switch_value(args: argparse.Namespace, name: str, spec_name: str | None = None) -> bool | None:
+    """The TRUE/FALSE a switch was given as (None when left out), checked as the input's spec takes it."""
+    from .fmt import cli_value
+
+    value = getattr(args, name)
+    return None if value is None else bool(check_value(spec_name or name, cli_value(value), label=name))
