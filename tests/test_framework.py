@@ -219,6 +219,14 @@ def test_udf_bad_names():
         udfs.MEM_PER_GPU_GB(*udf_args(), framework="nemo2", precision="fp9")
     assert set(e.value.names) == {"framework", "precision"}
     assert all(name in str(e.value) for name in FRAMEWORKS)
+    args = udf_args()
+    args[9] = 0  # tp: every input not allowed is named at once, the framework among them
+    with pytest.raises(InputError) as e:
+        udfs.MEM_PER_GPU_GB(*args, framework="nemo2")
+    assert set(e.value.names) == {"framework", "tp"}
+    with pytest.raises(InputError) as e:  # both names known, the pair not: the known precisions of the framework
+        udfs.MEM_PER_GPU_GB(*udf_args(), framework="megatron", precision="bf16")
+    assert e.value.names == ["precision"] and "amp, fp32" in str(e.value)
     # a framework per row: each row its own defaults, a bad one its own message
     rows = udfs.MEM_PER_GPU_GB(*udf_args(), framework=[["transformers"], ["megatron"], ["nemo2"]])
     assert rows[0][0] == pytest.approx(udfs.MEM_PER_GPU_GB(*udf_args(), framework="transformers"), rel=1e-12)

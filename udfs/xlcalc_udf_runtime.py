@@ -236,6 +236,8 @@ def _dynamic_defaults(formula: Formula, values: dict[str, Any]) -> dict[str, Any
     filled = formula.dynamic_defaults(given)  # type: ignore[misc]
     out = dict(values)
     for name in formula.dynamic_params:
+        if name not in filled:  # a driver not allowed: its validation says so; the plain default here
+            continue
         value = out[name]
         grid = as_grid(name, value)
         if grid is not None:

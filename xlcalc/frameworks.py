@@ -194,7 +194,11 @@ def profile_values(framework: str | None = None, precision: str | None = None) -
 def udf_defaults(given: Any) -> dict[str, Any]:
     """MEM_PER_GPU_GB's defaults from its framework and precision arguments (the registry's dynamic defaults)."""
     fw, pr = given.get("framework"), given.get("precision")
-    return profile_values(fw if isinstance(fw, str) else None, pr if isinstance(pr, str) else None)
+    fw = fw if isinstance(fw, str) and fw.strip() else None
+    pr = pr if isinstance(pr, str) and pr.strip() else None
+    if (fw is not None and _name(fw) not in FRAMEWORKS) or (pr is not None and _name(pr) not in (*PRECISIONS, "default")):
+        return {}  # an unknown name: the inputs' validation refuses it, beside every other input not allowed
+    return profile_values(fw, pr)
 
 
 def neutral(profile: Profile) -> tuple[str, ...]:
