@@ -87,7 +87,9 @@ def _udf_source(f, spec) -> str:
     for p in f.params:
         lines.append(f"@arg({_q(p)}, ndim=2, doc={_q(spec(p).help()[:255])})")
     lines.append("@ret()")
-    sig = ", ".join(f"{p}={_q(f.defaults[p])}" if p in f.defaults else p for p in f.params)
+    # an input whose default comes from others (MEM_PER_GPU_GB's framework bytes) is None when left out: empty
+    sig = ", ".join(f"{p}=None" if p in f.dynamic_params else f"{p}={_q(f.defaults[p])}" if p in f.defaults else p
+                    for p in f.params)
     lines.append(f"def {f.udf_name}({sig}):")
     lines.append(f"    {_docstring(f.udf_help)}")
     call = ", ".join([_q(f.name), *f.params])

@@ -201,6 +201,11 @@ def formula_call(name: str, *args: Any) -> Any:
     if formula is None:
         formula = _FORMULAS[name] = get_formula(name)
     values = dict(zip(formula.params, args))
+    if formula.dynamic_defaults is not None:
+        if any(_cells(values[name]) > 1 for name in formula.dynamic_from):  # a framework per row: cell by cell
+            return broadcast(lambda cell: compute(formula, _dynamic_defaults(formula, cell)), values)
+        values = _dynamic_defaults(formula, values)
+        args = tuple(values.values())
     if not any(isinstance(v, (list, tuple)) for v in args):  # one cell
         return compute(formula, values)
     with _gc_paused():
@@ -209,6 +214,37 @@ def formula_call(name: str, *args: Any) -> Any:
         if rows == cols == 1:
             return compute(formula, _cell(values, grids, 0, 0))
         return _columns(formula, values, grids, rows, cols, columns)
+
+
+def _cells(value: Any) -> int:
+    grid = as_grid("value", value)
+    return 1 if grid is None else len(grid) * len(grid[0])
+
+
+def _dynamic_defaults(formula: Formula, values: dict[str, Any]) -> dict[str, Any]:
+    """The inputs a formula's dynamic defaults fill (MEM_PER_GPU_GB: the framework's bytes), in the cells left
+    empty. The inputs that drive them (``dynamic_from``: framework, precision) are one value each here (a range of
+    them goes cell by cell)."""
+    given = {}
+    for name in formula.dynamic_from:
+        value = values[name]
+        grid = as_grid(name, value)
+        if grid is not None:
+            value = grid[0][0]
+        if not is_empty(value):
+            given[name] = value
+    filled = formula.dynamic_defaults(given)  # type: ignore[misc]
+    out = dict(values)
+    for name in formula.dynamic_params:
+        if name not in filled:  # a driver not allowed: its validation says so; the plain default here
+            continue
+        value = out[name]
+        grid = as_grid(name, value)
+        if grid is not None:
+            out[name] = [[filled[name] if is_empty(x) else x for x in row] for row in grid]
+        elif is_empty(value):
+            out[name] = filled[name]
+    return out
 
 
 @contextmanager

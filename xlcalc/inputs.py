@@ -10,6 +10,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .errors import InputError
+from .frameworks import DEFAULT_FRAMEWORK as _DEFAULT_FRAMEWORK
+from .frameworks import FRAMEWORKS as _FRAMEWORKS
+from .frameworks import PRECISIONS as _PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -319,6 +322,13 @@ _add("autocast_copy_bytes", "bytes/param", "Bytes per weight of the 16-bit copie
      "for the matmuls and autograd keeps for the backward (2 under autocast to bf16 or fp16 with fp32 weights; 0 when "
      "the weights are 16-bit or cast by FSDP's or Megatron's mixed precision)", "Autocast_Copy_Bytes", example=0,
      **NONNEG)
+_add("framework", "", "Training framework whose memory defaults apply to the recipe bytes, logits buffer, optimizer "
+     "step, autocast copies and grads freed left empty: " + ", ".join(f'"{f}"' for f in _FRAMEWORKS)
+     + f' (default "{_DEFAULT_FRAMEWORK}"; xlcalc.frameworks)', "Framework", example=_DEFAULT_FRAMEWORK,
+     kind="choice", choices=tuple(_FRAMEWORKS))
+_add("precision", "", 'Training precision with the framework: "bf16" pure bf16, "amp" bf16 with fp32 master weights, '
+     '"fp32", or "default" (the framework\'s usual one)', "Precision", example="default", kind="choice",
+     choices=("default", *_PRECISIONS))
 _add("output_copy_bytes", "bytes", "Bytes per vocabulary row of the output layer's autocast weight copy "
      "(autocast copy bytes x hidden; 0 without autocast)", example=0, **NONNEG)
 _add("cluster_gpus", "GPUs", "GPUs in the cluster for the layout check (0 = not given: DP is given directly)",

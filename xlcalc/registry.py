@@ -47,6 +47,12 @@ class Formula:
     # the largest result that is physically possible or within the stated horizon, and why (e.g. MFU <= 1): a
     # result past it is refused, naming the inputs that produced it (see :meth:`beyond`)
     at_most: tuple[float, str] | None = None
+    # defaults that depend on other inputs (MEM_PER_GPU_GB's framework and precision): called with the inputs
+    # given, it returns a value for some optional inputs; one left out (an empty cell) takes it instead of its
+    # plain default, one given wins. dynamic_params: the inputs it fills (a worksheet function leaves them empty).
+    dynamic_defaults: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    dynamic_params: tuple[str, ...] = ()
+    dynamic_from: tuple[str, ...] = ()             # the inputs that drive them (one value each on a worksheet)
     params: tuple[str, ...] = ()
     defaults: dict[str, Any] = field(default_factory=dict)
     expr: Expr = field(init=False, repr=False)
@@ -89,6 +95,9 @@ class Formula:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError:
             raise call_error(self.name, self.signature, args, kwargs) from None
+        if self.dynamic_defaults is not None:
+            for k, v in self.dynamic_defaults(bound.arguments).items():
+                bound.arguments.setdefault(k, v)
         bound.apply_defaults()
         return dict(bound.arguments)
 
@@ -234,6 +243,9 @@ def formula(
     check: Callable[..., None] | None = None,
     memo: bool = False,
     at_most: tuple[float, str] | None = None,
+    dynamic_defaults: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
+    dynamic_params: tuple[str, ...] = (),
+    dynamic_from: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., Any]], Formula]:
     """Register a formula. The body must use only arithmetic and the helpers of :mod:`xlcalc.expr`."""
 
@@ -244,7 +256,8 @@ def formula(
         f = Formula(
             name=name, func=func, udf_name=udf, unit=unit, equation=equation,
             source=source, category=category, returns=returns, check=check, memo=memo,
-            at_most=at_most,
+            at_most=at_most, dynamic_defaults=dynamic_defaults, dynamic_params=dynamic_params,
+            dynamic_from=dynamic_from,
         )
         REGISTRY[name] = f
         return f

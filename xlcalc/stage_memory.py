@@ -57,6 +57,7 @@ from .expr import Expr, Num, Var, eq, if_, wrap
 from .formulas import activations as fa
 from .formulas import finetune as ff
 from .formulas import memory as fm
+from .frameworks import DEFAULT_FRAMEWORK, PROFILE_INPUTS, udf_defaults
 from .inputs import check_value, spec
 from .layout import LAYOUT_DEFAULTS, check_layout
 from .recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, default_bytes, get_recipe, recipe_label
@@ -577,6 +578,10 @@ def _compose(values: dict[str, Any], result: str) -> Any:
              "parameters + activations + recompute working set + logits + buckets + other; the optimizer step's "
              "temporaries in place of activations, recompute and logits where larger (xlcalc.stage_memory)",
     source="the stage memory model: ZeRO (Rajbhandari et al. 2019), Korthikanti et al. 2022, Narayanan et al. 2021",
+    # framework and precision fill the recipe bytes, logits buffer, optimizer step, autocast copies and grads freed
+    # left out (xlcalc.frameworks); each of those given wins
+    dynamic_defaults=udf_defaults, dynamic_params=PROFILE_INPUTS,
+    dynamic_from=("framework", "precision"),
 )
 def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch=1, tp=1, pp=1,  # type: ignore[no-untyped-def]  # a formula body (see pyproject.toml)
                    cp=1, dp=1, zero_stage=0, seq_parallel=False, recompute="none", gated_ffn=False,
@@ -590,6 +595,8 @@ def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab,
                    overhead_gb=_D["overhead_gb"], grads_freed=_D["grads_freed"], job=_D["job"],
                    optimizer_step_bytes=_D["optimizer_step_bytes"], autocast_copy_bytes=_D["autocast_copy_bytes"],
                    lora_rank=_D["lora_rank"], lora_targets=_D["lora_targets"], quant_block=_D["quant_block"],
-                   double_quant=_D["double_quant"]):
+                   double_quant=_D["double_quant"], framework=DEFAULT_FRAMEWORK, precision="default"):
     """Memory per GPU of a training layout: the heavier of its first and last pipeline stage (the whole model)."""
-    return _compose(dict(locals()), "Mem_Total_GB")
+    values = dict(locals())
+    del values["framework"], values["precision"]  # they acted through the defaults of the inputs they set
+    return _compose(values, "Mem_Total_GB")

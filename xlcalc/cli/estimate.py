@@ -6,14 +6,24 @@ import argparse
 
 from .. import catalog
 from ..errors import InputError
+from ..frameworks import profile_values
 from ..inputs import check_value, spec
 from ..layout import stage_split
-from ..recipes import DEFAULT_RECIPE
+from ..recipes import DEFAULT_RECIPE, RECIPE_FIELDS
 from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario, evaluate, price_note
 from ..stage_memory import explain, memory_steps, model_inputs
 from .flags import OneDefaultFormatter, add_input, add_switch, input_default
 from .fmt import cli_value, dump_json, number, table
-from .memory import FINETUNE_FIELDS, add_finetune_flags, finetune_values, fit_lines, job_line, stage_table
+from .memory import (
+    FINETUNE_FIELDS,
+    add_finetune_flags,
+    add_framework_flags,
+    finetune_values,
+    fit_lines,
+    framework_words,
+    job_line,
+    stage_table,
+)
 from .models import add_config_flag, config_model
 
 # The results printed as "rent beside own" after the main table.
@@ -42,6 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     f"torchtune 2+2+4, qlora 2+2+8 (default {DEFAULT_RECIPE})")
     p.add_argument("--price-tier", help="rental tier of the GPU's catalog price: on-demand, reserved-1y, "
                    "reserved-3y, spot, capacity-block, assumed (default: the GPU's default price)")
+    add_framework_flags(p)
     add_finetune_flags(p)
     for cell in INPUTS:  # one flag per input, its default (the scenario's) stated once
         if cell.field in FINETUNE_FIELDS:  # --job, --lora-rank, --lora-targets (and --quant) above
@@ -62,6 +73,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     values = {c.field: cli_value(getattr(args, c.field)) for c in INPUTS if c.field not in FINETUNE_FIELDS}
     values.update(finetune_values(args))
+    if args.framework or args.precision:  # the framework's memory inputs where no flag gives them
+        named = profile_values(args.framework, args.precision)
+        for k, x in named.items():
+            if values.get(k) is None and not (args.recipe and k in RECIPE_FIELDS):
+                values[k] = x
     if args.price_tier and values.get("usd_per_gpu_hour") is not None:
         raise InputError("price_tier", args.price_tier, "left out when --usd-per-gpu-hour is given",
                          "a tier picks a catalog price; a typed price has none")
@@ -87,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         rng = ranges(scenario)
     if args.json:
         data = {"scenario": scenario.model_dump(), "price": price_note(scenario), "recipe": memory["recipe"],
-                "results": results, "memory": memory}
+                "framework": framework_words(args), "results": results, "memory": memory}
         if rng is not None:
             data["ranges"] = [r.as_dict() for r in rng]
         print(dump_json(data))
@@ -99,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
           f"recompute={scenario.recompute}")
     print(f"Price: {price_note(scenario)}")
     print(f"Memory: recipe {memory['recipe']}; other memory {scenario.overhead_gb:g} GB")
+    print(f"Framework: {framework_words(args)}")
     print(job_line({**memory, "inputs": scenario.model_dump()}).replace("job: ", "Job: ", 1))
     print(f"Failures: {_failure_note(scenario, results)}")
     print()

@@ -6,6 +6,7 @@ import argparse
 
 from .. import catalog
 from ..errors import CatalogError, InputError
+from ..frameworks import DEFAULT_FRAMEWORK, DEFAULT_PRECISION, FRAMEWORKS, PRECISIONS, framework_label, profile_values
 from ..layout import stage_split
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES
 from ..stage_memory import PARTS, SHARDING, model_inputs, recipe_bytes, stage_memory
@@ -92,11 +93,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                f"{shown(MEMORY_DEFAULTS['tied_embeddings'])})")
     add_switch(p, "optimizer_offload", "optimizer states in CPU memory", default=MEMORY_DEFAULTS["optimizer_offload"])
     add_switch(p, "grads_freed", "gradients set to None between steps (PyTorch zero_grad default; one micro-batch, no "
-               "pipeline): peak = larger of activations and gradients, not their sum",
-               default=MEMORY_DEFAULTS["grads_freed"])
+               "pipeline): peak = larger of activations and gradients, not their sum (default: the framework's; "
+               f"{shown(MEMORY_DEFAULTS['grads_freed'])} for {DEFAULT_FRAMEWORK})")
     p.add_argument("--recipe", choices=sorted(RECIPES),
                    help=f"bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8, "
                         f"torchtune 2+2+4, qlora 2+2+8 (default {DEFAULT_RECIPE})")
+    add_framework_flags(p)
     p.add_argument("--gpu", help="GPU to check the fit against, e.g. h100-sxm")
     add_finetune_flags(p)
     add_config_flag(p)
@@ -113,7 +115,7 @@ def values_from_args(args: argparse.Namespace) -> dict:
     elif args.model:
         v.update(model_inputs(catalog.get_model(args.model)))
     v.setdefault("seq_len", 2048)
-    v.update(recipe_bytes(args.recipe))
+    v.update(framework_values(args))
     for flag, _ in _NUMBER_FLAGS:
         given = cli_value(getattr(args, flag.replace("-", "_")))
         if given is not None:
@@ -142,8 +144,10 @@ def values_from_args(args: argparse.Namespace) -> dict:
             wrong.append(exc)
     if wrong:
         raise InputError.all(wrong)
-    for name in ("seq_parallel", "optimizer_offload", "grads_freed", "flash_attention"):
+    for name in ("seq_parallel", "optimizer_offload", "flash_attention"):
         v[name] = MEMORY_DEFAULTS[name] if switches[name] is None else switches[name]
+    if switches["grads_freed"] is not None:  # over the framework's (framework_values)
+        v["grads_freed"] = switches["grads_freed"]
     v["recompute"] = MEMORY_DEFAULTS["recompute"] if args.recompute is None else args.recompute
     v.update(finetune_values(args))
     for name in ("gated_ffn", "tied_embeddings"):  # left out: the model's
@@ -156,6 +160,41 @@ def values_from_args(args: argparse.Namespace) -> dict:
                 raise CatalogError(f"{gpu.name}: no published memory size in the catalog; give --memory-gb")
             # what the card exposes to CUDA where a source gives it, else the nominal GB (the answer says which)
             v["memory_gb"] = gpu.capacity_gb
+    return v
+
+
+# --- framework and precision ---------------------------------------------------------------------------------
+
+def add_framework_flags(p: argparse.ArgumentParser) -> None:
+    """--framework, --precision: the memory defaults of the software named (xlcalc.frameworks); --recipe, the byte
+    flags and --grads-freed TRUE|FALSE win over them."""
+    p.add_argument("--framework", metavar="NAME",
+                   help="the framework you train with sets the recipe bytes, logits buffer, optimizer step, autocast "
+                        f"copies and grads-freed: {', '.join(FRAMEWORKS)} (default {DEFAULT_FRAMEWORK}; see "
+                        "docs/memory.md, Frameworks)")
+    p.add_argument("--precision", metavar="NAME",
+                   help=f"{', '.join(PRECISIONS)}: pure bf16, bf16 with fp32 master weights, fp32 (default: the "
+                        f"framework's first; {DEFAULT_PRECISION} for {DEFAULT_FRAMEWORK})")
+
+
+# the flags that override a framework's memory inputs
+_PROFILE_FLAGS = ("recipe", "bytes_weights", "bytes_grads", "bytes_optimizer", "logits_buffer_bytes",
+                  "optimizer_step_bytes", "autocast_copy_bytes", "grads_freed")
+
+
+def framework_words(args: argparse.Namespace) -> str:
+    """The framework and precision assumed, in words, and the flags given that override them."""
+    words = framework_label(args.framework, args.precision)
+    overrides = [f"--{f.replace('_', '-')}" for f in _PROFILE_FLAGS if getattr(args, f, None) not in (None, False)]
+    return words + ("; overridden by " + ", ".join(overrides) if overrides else "")
+
+
+def framework_values(args: argparse.Namespace) -> dict:
+    """The memory inputs of --framework/--precision, with --recipe over them (the byte flags and --grads-freed /
+    --no-grads-freed are applied after, by the caller)."""
+    v = profile_values(args.framework, args.precision)
+    if args.recipe:
+        v.update(recipe_bytes(args.recipe))
     return v
 
 
@@ -260,6 +299,7 @@ def compute(args: argparse.Namespace) -> dict:
         values["microbatches"] = clean["batch_sequences"] // (clean["dp"] * clean["micro_batch"])
     answer = stage_memory(**values)
     out = answer.to_json()
+    out["framework"] = framework_words(args)
     if args.gpu:
         gpu = catalog.get_gpu(args.gpu)
         out["gpu"] = gpu.id
@@ -279,6 +319,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"{i['params_b']:g}B params, L={i['layers']} h={i['hidden']} a={i['heads']} kv={i['kv_heads']} "
           f"s={i['seq_len']} b={i['micro_batch']}; TP={i['tp']} PP={i['pp']} CP={i['cp']} DP={i['dp']} "
           f"ZeRO-{i['zero_stage']} SP={'on' if i['seq_parallel'] else 'off'} recompute={i['recompute']}")
+    print(f"framework: {out['framework']}")
     print(f"recipe: {out['recipe']}; other memory {i['overhead_gb']:g} GB")
     print(job_line(out))
     if i.get("grads_freed") and i.get("pp") == 1:

@@ -1,0 +1,217 @@
+"""Training frameworks and precisions: the memory defaults of the software a user names, declared once.
+
+A user says what they run — ``--framework transformers --precision amp`` on ``xlcalc memory``, the
+``framework`` and ``precision`` arguments of ``MEM_PER_GPU_GB`` — instead of bytes per parameter, bytes per
+logit held for the loss, the optimizer step's temporaries, autocast's weight copies and whether gradients are
+freed between steps. Each :class:`Profile` holds those five memory inputs for one framework at one precision,
+every value with the source that states it (repository, file, what it does). A fact no source gives is left
+out of ``facts`` and takes the neutral default of :data:`xlcalc.recipes.MEMORY_DEFAULTS`; :func:`neutral`
+names those. An explicit input (a byte flag, ``--recipe``, ``--grads-freed``) wins over the profile.
+
+The default when neither is given is :data:`DEFAULT_FRAMEWORK` at :data:`DEFAULT_PRECISION` — Megatron-Core
+with bf16 mixed precision, whose values are the model's defaults (:data:`xlcalc.recipes.DEFAULT_RECIPE`,
+``MEMORY_DEFAULTS``; a test checks that they agree).
+
+Precisions: ``bf16`` — pure bf16 (weights, gradients and optimizer states in bf16, no fp32 master copy);
+``amp`` — bf16 compute with fp32 master weights (Megatron's and DeepSpeed's mixed precision, FSDP's
+``MixedPrecisionPolicy``, fp32 weights under ``torch.autocast``); ``fp32`` — everything in fp32. FP8 is not
+offered: the memory model's FP8 term (``bytes_fp8``) has no per-framework source here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import InputError
+from .recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, get_recipe
+
+__all__ = ["Profile", "FRAMEWORKS", "PRECISIONS", "PROFILE_FIELDS", "PROFILE_INPUTS", "udf_defaults", "DEFAULT_FRAMEWORK", "DEFAULT_PRECISION",
+           "get_profile", "profile_values", "neutral", "framework_label"]
+
+PRECISIONS: dict[str, str] = {
+    "bf16": "pure bf16: weights, gradients and optimizer states in bf16, no fp32 master copy",
+    "amp": "bf16 mixed precision: bf16 compute, fp32 master weights",
+    "fp32": "fp32 weights, gradients and optimizer states",
+}
+
+# the memory inputs a profile sets (the recipe's three byte counts by its id)
+PROFILE_FIELDS = ("recipe", "logits_buffer_bytes", "optimizer_step_bytes", "autocast_copy_bytes", "grads_freed")
+# the stage memory model's inputs a profile sets, by input name (Profile.values)
+PROFILE_INPUTS = (*RECIPE_FIELDS, *PROFILE_FIELDS[1:])
+
+
+@dataclass(frozen=True)
+class Profile:
+    framework: str
+    precision: str
+    # input -> (value, source); an input missing here takes its neutral default (MEMORY_DEFAULTS / DEFAULT_RECIPE)
+    facts: dict[str, tuple[Any, str]]
+
+    def values(self) -> dict[str, Any]:
+        """The stage memory model's inputs the profile sets: the recipe's bytes and the four other inputs, each
+        from its fact or the neutral default."""
+        r = get_recipe(self.facts["recipe"][0])
+        out: dict[str, Any] = {field: getattr(r, attr) for field, attr in RECIPE_FIELDS.items()}
+        for name in PROFILE_FIELDS[1:]:
+            out[name] = self.facts[name][0] if name in self.facts else MEMORY_DEFAULTS[name]
+        return out
+
+
+# --- the sources, one per fact ------------------------------------------------------------------------------------
+
+_ZERO_GRAD = ("PyTorch torch/optim/optimizer.py and torch/nn/modules/module.py: zero_grad(set_to_none=True) is the "
+              "default since PyTorch 2.0, so the gradients are freed between steps")
+_HF_LOSS = ("transformers src/transformers/loss/loss_utils.py ForCausalLMLoss: logits = logits.float() before "
+            "F.cross_entropy (eager): 4 fp32 log-softmax saved + 4 its gradient + 4 the input gradient = 12 bytes "
+            "per logit")
+_HF_OPTIM = ("transformers src/transformers/training_args.py: optim defaults to 'adamw_torch_fused' with "
+             "torch >= 2.8 (torch.optim.AdamW(fused=True)): the step allocates nothing beyond its states")
+_TITAN_LOSS = ("torchtitan torchtitan/components/loss.py cross_entropy_loss: F.cross_entropy(pred.flatten(0, 1)"
+               ".float(), ...), compiled only with training.compile (default false): eager loss on upcast logits, "
+               "12 bytes per logit")
+_TITAN_OPTIM = ("torchtitan torchtitan/config/job_config.py Optimizer.implementation = 'fused' (torch.optim.AdamW("
+                "fused=True)): no step temporaries")
+_TITAN_MP = ("torchtitan torchtitan/models/llama3/infra/parallelize.py apply_fsdp: MixedPrecisionPolicy(param_dtype="
+             "mixed_precision_param = bfloat16, reduce_dtype = float32) over fp32 sharded parameters: fp32 weights "
+             "and gradients, AdamW m, v in fp32 (4 + 4 + 8), FSDP casts the gathered copies (no autocast copies)")
+_TUNE_DTYPE = ("torchtune recipes/configs/*/*_full*.yaml dtype: bf16 and recipes/full_finetune_*.py: the model, its "
+               "gradients and AdamW m, v in bf16, no fp32 master copy (2 + 2 + 4)")
+_TUNE_OPTIM = ("torchtune recipes/configs/llama3_1/8B_full.yaml: optimizer torch.optim.AdamW with foreach: False, the "
+               "for-loop step: temporaries of one parameter at a time, none the size of the model")
+_TUNE_ZERO = ("torchtune recipes/full_finetune_single_device.py: self._optimizer.zero_grad(set_to_none=True) after "
+              "each step: gradients freed between steps")
+_MEG_RECIPE = ("Megatron-LM docs/source/api-guide/dist_optimizer.md: bf16 parameters, fp32 main gradients "
+               "(--accumulate-allreduce-grads-in-fp32), fp32 main parameters + Adam m, v (2 + 4 + 12)")
+_MEG_FP32 = ("Megatron-LM megatron/training/arguments.py: without --bf16 / --fp16 the model, its main gradients "
+             "and Adam m, v are fp32 (4 + 4 + 8)")
+_MEG_LOSS = ("Megatron-Core megatron/core/tensor_parallel/cross_entropy.py vocab_parallel_cross_entropy: the fp32 "
+             "logits' softmax is saved and turned into the gradient in place: 4 bytes per logit")
+_MEG_GRADS = ("Megatron-Core megatron/core/distributed/param_and_grad_buffer.py: a contiguous gradient buffer that "
+              "lives across steps (zero_grad_buffer zeroes it): gradients not freed")
+_MEG_OPTIM = ("Megatron-Core megatron/core/optimizer/__init__.py: Adam is Transformer Engine's / Apex's FusedAdam: "
+              "no step temporaries")
+_MEG_CAST = ("Megatron-Core megatron/core/transformer/module.py Float16Module: the model itself is bf16 (fp32 main copies live in the optimizer): no "
+             "autocast weight copies")
+_DS_RECIPE = ("DeepSpeed docs (ZeRO, bf16: {enabled: true}) and Rajbhandari et al. 2019 §3: 16-bit weights and "
+              "gradients, fp32 master weights + Adam m, v (2 + 2 + 12, K = 12)")
+_DS_OPTIM = ("DeepSpeed deepspeed/ops/adam/fused_adam.py: the Adam its config builds on GPUs is FusedAdam: no step "
+             "temporaries")
+_FOUNDRY_MP = ("Composer composer/trainer/mosaic_fsdp_utils.py get_mixed_precision, mixed_precision 'DEFAULT' (the "
+               "llm-foundry FSDP configs): param_dtype = the precision (bf16), reduce_dtype left None, over fp32 "
+               "sharded parameters: fp32 weights and gradients, AdamW m, v in fp32 (4 + 4 + 8); FSDP casts the "
+               "gathered copies (no autocast copies)")
+_AUTOCAST = ("PyTorch torch.autocast(bf16) over fp32 weights (transformers Trainer with bf16=True and an fp32 model: "
+             "src/transformers/trainer.py autocast_smart_context_manager): each matmul's bf16 copy of its weight is "
+             "saved for the backward: 2 bytes per weight")
+_NO_AUTOCAST_COPY = ("PyTorch torch/amp/autocast_mode.py: autocast casts fp32 operands only, so 16-bit weights are not "
+                     "copied; without autocast (fp32) nothing is cast")
+
+
+def _p(framework: str, precision: str, **facts: tuple[Any, str]) -> Profile:
+    return Profile(framework, precision, dict(facts))
+
+
+_PROFILES = (
+    _p("megatron", "amp", recipe=("megatron", _MEG_RECIPE), logits_buffer_bytes=(4.0, _MEG_LOSS),
+       optimizer_step_bytes=(0.0, _MEG_OPTIM), autocast_copy_bytes=(0.0, _MEG_CAST), grads_freed=(False, _MEG_GRADS)),
+    _p("megatron", "fp32", recipe=("fp32", _MEG_FP32), logits_buffer_bytes=(4.0, _MEG_LOSS),
+       optimizer_step_bytes=(0.0, _MEG_OPTIM), autocast_copy_bytes=(0.0, _MEG_CAST), grads_freed=(False, _MEG_GRADS)),
+    _p("transformers", "amp", recipe=("fp32", "transformers src/transformers/trainer.py with bf16=True keeps the "
+                                      "model's fp32 weights and their fp32 gradients; torch.optim.AdamW m, v in fp32 (4 + 4 + 8)"),
+       logits_buffer_bytes=(12.0, _HF_LOSS), optimizer_step_bytes=(0.0, _HF_OPTIM),
+       autocast_copy_bytes=(2.0, _AUTOCAST), grads_freed=(True, _ZERO_GRAD)),
+    _p("transformers", "bf16", recipe=("torchtune", "transformers src/transformers/modeling_utils.py from_pretrained("
+                                       "torch_dtype=torch.bfloat16): bf16 weights and gradients, torch.optim.AdamW m, v in the parameters' dtype "
+                                       "(2 + 2 + 4)"),
+       logits_buffer_bytes=(12.0, _HF_LOSS), optimizer_step_bytes=(0.0, _HF_OPTIM),
+       autocast_copy_bytes=(0.0, _NO_AUTOCAST_COPY), grads_freed=(True, _ZERO_GRAD)),
+    _p("transformers", "fp32", recipe=("fp32", "transformers src/transformers/training_args.py bf16 = fp16 = False: "
+                                       "fp32 weights, gradients and AdamW m, v (4 + 4 + 8)"),
+       logits_buffer_bytes=(12.0, _HF_LOSS), optimizer_step_bytes=(0.0, _HF_OPTIM),
+       autocast_copy_bytes=(0.0, _NO_AUTOCAST_COPY), grads_freed=(True, _ZERO_GRAD)),
+    _p("torchtitan", "amp", recipe=("fp32", _TITAN_MP), logits_buffer_bytes=(12.0, _TITAN_LOSS),
+       optimizer_step_bytes=(0.0, _TITAN_OPTIM), autocast_copy_bytes=(0.0, _TITAN_MP),
+       grads_freed=(True, _ZERO_GRAD)),
+    _p("torchtune", "bf16", recipe=("torchtune", _TUNE_DTYPE), optimizer_step_bytes=(0.0, _TUNE_OPTIM),
+       autocast_copy_bytes=(0.0, _NO_AUTOCAST_COPY), grads_freed=(True, _TUNE_ZERO)),
+    _p("deepspeed", "amp", recipe=("zero", _DS_RECIPE), optimizer_step_bytes=(0.0, _DS_OPTIM),
+       autocast_copy_bytes=(0.0, "DeepSpeed deepspeed/runtime/engine.py _configure_distributed_model: "
+                                 "with bf16 enabled the model is cast to bf16: no autocast weight copies")),
+    _p("llm-foundry", "amp", recipe=("fp32", _FOUNDRY_MP), autocast_copy_bytes=(0.0, _FOUNDRY_MP)),
+)
+
+# framework -> precision -> profile; the first precision listed is the framework's default
+FRAMEWORKS: dict[str, dict[str, Profile]] = {}
+for _prof in _PROFILES:
+    FRAMEWORKS.setdefault(_prof.framework, {})[_prof.precision] = _prof
+
+FRAMEWORK_NAMES: dict[str, str] = {
+    "megatron": "Megatron-LM / Megatron-Core (NeMo)",
+    "transformers": "Hugging Face transformers Trainer (PyTorch, eager loss)",
+    "torchtitan": "torchtitan (PyTorch FSDP2, eager)",
+    "torchtune": "torchtune (PyTorch, full fine-tuning recipes)",
+    "deepspeed": "DeepSpeed ZeRO",
+    "llm-foundry": "llm-foundry / Composer (PyTorch FSDP)",
+}
+
+# the answer when neither is given: today's defaults (DEFAULT_RECIPE and MEMORY_DEFAULTS)
+DEFAULT_FRAMEWORK = "megatron"
+DEFAULT_PRECISION = "amp"
+
+
+def _name(text: Any) -> str:
+    return str(text).strip().lower()
+
+
+def get_profile(framework: str | None = None, precision: str | None = None) -> Profile:
+    """The profile of a framework at a precision (None: the default framework; the framework's default precision).
+    Unknown names raise one :class:`InputError` naming each bad input, its value and the known ones."""
+    errors = []
+    fw = _name(framework) if framework not in (None, "") else DEFAULT_FRAMEWORK
+    pr = _name(precision) if precision not in (None, "") and _name(precision) != "default" else None
+    if fw not in FRAMEWORKS:
+        errors.append(InputError("framework", framework, "one of " + ", ".join(FRAMEWORKS)))
+    if pr is not None and pr not in PRECISIONS:
+        errors.append(InputError("precision", precision, "one of " + ", ".join(PRECISIONS)
+                                 + " (or default: the framework's usual one)"))
+    if errors:
+        raise InputError.all(errors)
+    known = FRAMEWORKS[fw]
+    if pr is None:
+        pr = DEFAULT_PRECISION if fw == DEFAULT_FRAMEWORK else next(iter(known))
+    if pr not in known:
+        raise InputError("precision", precision, f"one of {', '.join(known)} with framework {fw}",
+                         f"no source here gives {fw}'s memory at {pr}")
+    return known[pr]
+
+
+def profile_values(framework: str | None = None, precision: str | None = None) -> dict[str, Any]:
+    """The memory inputs a framework and precision set (see :meth:`Profile.values`)."""
+    return get_profile(framework, precision).values()
+
+
+def udf_defaults(given: Any) -> dict[str, Any]:
+    """MEM_PER_GPU_GB's defaults from its framework and precision arguments (the registry's dynamic defaults)."""
+    fw, pr = given.get("framework"), given.get("precision")
+    fw = fw if isinstance(fw, str) and fw.strip() else None
+    pr = pr if isinstance(pr, str) and pr.strip() else None
+    if (fw is not None and _name(fw) not in FRAMEWORKS) or (pr is not None and _name(pr) not in (*PRECISIONS, "default")):
+        return {}  # an unknown name: the inputs' validation refuses it, beside every other input not allowed
+    return profile_values(fw, pr)
+
+
+def neutral(profile: Profile) -> tuple[str, ...]:
+    """The inputs of ``profile`` that no source gives: they take the neutral default."""
+    return tuple(name for name in PROFILE_FIELDS if name not in profile.facts)
+
+
+def framework_label(framework: str | None, precision: str | None) -> str:
+    """The framework and precision a face assumed, in words (``assumed``: neither was given)."""
+    p = get_profile(framework, precision)
+    given = framework not in (None, "") or precision not in (None, "")
+    text = f"{p.framework} at {p.precision} ({PRECISIONS[p.precision]})"
+    gaps = neutral(p)
+    if gaps:
+        text += "; no source gives " + ", ".join(gaps) + ": neutral defaults"
+    return text if given else text + "; the default (--framework, --precision)"
