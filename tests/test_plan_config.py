@@ -183,3 +183,30 @@ def test_a_config_json_named_like_a_catalog_model_is_not_that_model(tmp_path, ca
     assert data["model"] == "llama3.1-405b" and data["architecture"]["layers"] == cfg["num_hidden_layers"] == 32
     assert "20 per parameter" in data["assumed"]["tokens_t"]["basis"]
     assert data["tokens_t"] == pytest.approx(20 * _params(cfg)[0] / 1e12, rel=1e-3)
+
+
+def test_with_no_stack_the_best_layout_is_shown_on_every_named_stack(capsys):
+    from xlcalc.planner.stacks import STACKS
+
+    args = ["plan", "--model", "llama3.1-70b", "--gpu", "H100", "--n-gpus", "1024", "--seq-len", "8192",
+            "--global-batch-tokens", str(8192 * 1024), "--tokens-t", "15", "--top", "1", "--json"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    best, spread = out["plans"][0], out["stack_spread"]
+    assert list(spread) == list(STACKS)
+    assert any(o is not None for o in spread.values())
+    for sid, o in spread.items():
+        if o is None:
+            continue
+        # days from the step time, computed here: tokens / (tokens per step / step seconds) / seconds per day
+        assert o["days"] == pytest.approx(15e12 / (8192 * 1024 / o["step_s"]) / 86400, rel=1e-6)
+        # the same layout planned with the stack named and the layout pinned through the CLI's own flags
+        pinned = ["--stack", sid, "--tp", str(best["tp"]), "--pp", str(best["pp"]), "--cp", str(best["cp"]),
+                  "--zero-stage", str(best["zero_stage"]), "--recompute", best["recompute"],
+                  "--micro-batch", str(best["micro_batch"]), "--virtual-stages", str(best["virtual_stages"]),
+                  "--seq-parallel", "true" if best["seq_parallel"] else "false"]
+        assert main(args + pinned) == 0
+        named = json.loads(capsys.readouterr().out)
+        assert named["stack_spread"] == {}  # a stack named: nothing assumed, no spread
+        assert named["plans"][0]["days"] == pytest.approx(o["days"], rel=1e-9)
+        assert named["plans"][0]["memory_gb"] == pytest.approx(o["memory_gb"], rel=1e-9)

@@ -199,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
         recompute=args.recompute, micro_batch=cli_value(args.micro_batch), seq_parallel=switch_value(args, "seq_parallel"),
         virtual_stages=cli_value(args.virtual_stages), cp=cli_value(args.cp), ep=cli_value(args.ep), etp=cli_value(args.etp),
         stage_layers=_layers_per_stage(args.layers_per_stage), fp8=args.fp8, optimizer_offload=bool(switch_value(args, "optimizer_offload")),
-        max_micro_batch=cli_value(args.max_micro_batch), top=max(top, 10),
+        max_micro_batch=cli_value(args.max_micro_batch), top=max(top, 10), stack_spread=True,
     )
     if args.json:
         print(dump_json({
@@ -214,6 +214,7 @@ def run(args: argparse.Namespace) -> int:
             "rejected_by_reason": result.rejected_by_reason, "params_b": result.params_b,
             "architecture": result.architecture,
             "assumed": {name: a.model_dump() for name, a in result.assumed.items()},
+            "stack_spread": {sid: o.model_dump() if o else None for sid, o in result.stack_spread.items()},
         }))
         return 0 if result.plans else 1
     rows = [[i, p.tp, p.pp, p.cp, p.ep, p.dp, p.zero_stage, "on" if p.seq_parallel else "off", p.recompute, p.micro_batch,
@@ -228,6 +229,11 @@ def run(args: argparse.Namespace) -> int:
         print("Assumed (not given; the flag named sets it):")
         for name, a in result.assumed.items():
             print(f"  {_ASSUMED_LABELS.get(name, name)}: {a.shown} - {a.basis} (--{name.replace('_', '-')})")
+    if result.stack_spread:
+        print("\nThe best layout on each named stack (--stack ID plans with one):")
+        for sid, o in result.stack_spread.items():
+            print(f"  {sid}: " + ("does not fit its memory" if o is None else
+                                  f"{number(o.days)} days, MFU {o.mfu:.1%}, {number(o.memory_gb)} GB/GPU"))
     print()
     print(explain(result, top=min(top, 3)))
     return 0 if result.plans else 1

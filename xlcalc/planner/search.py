@@ -143,6 +143,17 @@ class Assumed(BaseModel):
     basis: str = Field(description="where the value comes from")
 
 
+class StackOutcome(BaseModel):
+    """One layout's step on one named stack profile (PlanResult.stack_spread)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    days: float
+    step_s: float
+    mfu: float
+    memory_gb: float
+
+
 class PlanResult(BaseModel):
     model: str
     gpu: str
@@ -170,6 +181,10 @@ class PlanResult(BaseModel):
         default_factory=dict,
         description="every input left out that the plan depends on (seq_len, global_batch_tokens, tokens_t, stack, "
                     "usd_per_gpu_hour), with the value used and its origin")
+    stack_spread: dict[str, Optional[StackOutcome]] = Field(
+        default_factory=dict,
+        description="with no stack named: the best plan's layout evaluated on each named stack profile (None: it does "
+                    "not fit in that stack's memory), so the assumption's weight can be seen")
 
 
 def _is_prime(n: int) -> bool:
@@ -571,7 +586,7 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
          recompute: str | None = None, micro_batch: int | None = None, seq_parallel: bool | None = None,
          virtual_stages: int | None = None, cp: int | None = None, ep: int | None = None, etp: int | None = None,
          stage_layers: list[int] | None = None, fp8: bool = False, optimizer_offload: bool = False,
-         top: int = 10, max_micro_batch: int | None = None) -> PlanResult:
+         top: int = 10, max_micro_batch: int | None = None, stack_spread: bool = False) -> PlanResult:
     """Plan the parallelism of a training run: every configuration that fits, best (fastest, then cheapest) first.
 
     ``n_gpus`` fixes the cluster; without it, ``deadline_days`` asks for the smallest cluster (whole nodes) whose
@@ -583,7 +598,8 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     expert parallelism and expert tensor parallelism of an MoE (searched otherwise; ETP is TP or 1).
     ``optimizer_offload`` keeps the optimizer states in CPU memory and runs the Adam step there (ZeRO-Offload); its
     time needs the settings' ``pcie_gb_s`` and ``host_memory_gb_s``. MFU in the 6*N*D convention (``mfu_6nd``) and ``params_b`` count an
-    MoE's active parameters.
+    MoE's active parameters. ``stack_spread`` (with no stack named in the settings): the best plan's layout is
+    evaluated on every named stack profile too (``PlanResult.stack_spread``), five pinned searches more.
     """
     st = settings or Settings()
     if n_gpus is not None and deadline_days is not None:  # a contradiction, not a choice: never one ignored
@@ -684,8 +700,30 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
             rejected_by_reason=reasons, assumed=assumed, architecture=architecture,
         )
 
+    def spread(result: PlanResult) -> PlanResult:
+        """With no stack named, the best layout on every named stack (its facts and fitted efficiency)."""
+        if not stack_spread or st.stack is not None or not result.plans:
+            return result
+        from .stacks import STACKS
+
+        best = result.plans[0]
+        given = st.model_dump(exclude_unset=True)
+        outcomes: dict[str, Optional[StackOutcome]] = {}
+        for sid in STACKS:
+            other = plan(model, arch=arch, gpu=gpu, n_gpus=result.n_gpus, seq_len=seq_len,
+                         global_batch_tokens=global_batch * seq_len, tokens_t=tokens_t,
+                         settings=Settings(**{**given, "stack": sid}), tp=best.tp, pp=best.pp,
+                         zero_stage=best.zero_stage, recompute=best.recompute, micro_batch=best.micro_batch,
+                         seq_parallel=best.seq_parallel, virtual_stages=best.virtual_stages, cp=best.cp, ep=best.ep,
+                         etp=(best.etp or best.tp) if a.experts else None, stage_layers=best.stage_layers or stage_layers,
+                         fp8=fp8, optimizer_offload=optimizer_offload, top=1, max_micro_batch=max_micro_batch)
+            p = other.plans[0] if other.plans else None
+            outcomes[sid] = None if p is None else StackOutcome(days=p.days, step_s=p.step_s, mfu=p.mfu,
+                                                                memory_gb=p.memory_gb)
+        return result.model_copy(update={"stack_spread": outcomes})
+
     if n_checked is not None:
-        return run(n_checked)
+        return spread(run(n_checked))
     if deadline_days is None:
         raise InputError("n_gpus", None, "a GPU count, or a deadline in days to size the cluster for")
     deadline = check_value("days", deadline_days)
@@ -702,7 +740,7 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
             lo = mid + 1
     if best is None:
         raise InputError("days", deadline_days, f"a deadline reachable with up to {int(sizes[-1])} GPUs")
-    return best
+    return spread(best)
 
 
 def _rejections(misses: list[Prediction], cap: float, limit: int = 20) -> list[Rejection]:
