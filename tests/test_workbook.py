@@ -618,11 +618,42 @@ def test_page_setup_fits_every_sheet_to_one_page_wide(formulas_wb):
         assert ws.print_area, ws.title
         assert ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
         assert ws.page_setup.fitToWidth == 1 and ws.page_setup.fitToHeight == 0, ws.title
+        # a title row repeated on every page: the sheet's title (row 1) or its table's column headings, which sit
+        # right above the frozen panes; never a section heading from inside the sheet
+        m = re.fullmatch(r"\$(\d+):\$(\d+)", ws.print_title_rows or "")
+        assert m and m[1] == m[2], (ws.title, ws.print_title_rows)
+        row = int(m[1])
+        if row != 1:
+            assert ws.freeze_panes and int(re.sub(r"[A-Z]", "", ws.freeze_panes)) == row + 1, ws.title
+            assert all(c.font.b for c in ws[row] if c.value), (ws.title, row)  # headings, every one bold
+            assert len([c for c in ws[row] if c.value]) >= 2, (ws.title, row)  # a table's, not one section's
+    assert formulas_wb["Budget"].print_title_rows == "$1:$1"  # not "Failures and checkpoints" on every page
     area = formulas_wb["Start"].print_area
     assert area.endswith("$A$1:$D$" + area.rsplit("$", 1)[1])
     labels = [formulas_wb["Start"][f"B{r}"].value for r in range(1, 12)]
     for label in ("GPUs in the plan", "Training days on those GPUs", "Total cost incl. training tax (USD)"):
         assert label in labels  # near the top: page 1 of a print-out
+
+
+def test_start_names_every_sheet_in_print_order(formulas_wb):
+    ws = formulas_wb["Start"]
+    (row,) = [r for r in range(1, ws.max_row + 1) if ws[f"B{r}"].value == "Contents"]
+    assert ws[f"C{row}"].value == "Sheets, in print order: " + ", ".join(formulas_wb.sheetnames) + "."
+    assert row <= int(ws.print_area.rsplit("$", 1)[1])  # on the printed page 1
+
+
+def test_parallelism_columns_fit_their_widest_values(formulas_wb, values_wb):
+    """Every number of the Parallelism table fits its column as formatted (else a print-out shows ###)."""
+    ws, formulas = values_wb["Parallelism"], formulas_wb["Parallelism"]
+    for col in range(1, ws.max_column + 1):
+        letter = openpyxl.utils.get_column_letter(col)
+        width = formulas.column_dimensions[letter].width
+        for r in range(5, ws.max_row + 1):
+            v, fmt = ws.cell(r, col).value, formulas.cell(r, col).number_format
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                decimals = len(fmt.split(".")[1]) if "." in fmt and "0.00" in fmt else 0
+                shown = f"{v:,.{decimals}f}" if "," in fmt else f"{v:.{decimals}f}"
+                assert len(shown) + 2 <= width, (letter, r, shown, width)
 
 
 def test_booleans_read_as_words(formulas_wb):

@@ -466,6 +466,17 @@ def test_pdf_export_straight_from_the_xlsx_has_the_key_results_on_page_one():
     assert 8 <= pages <= 32, pages     # every sheet fits to one page wide: no 66-page print-out (15 sheets)
     for error in ERROR_VALUES:
         assert error not in whole, error
+    for n, page in enumerate(whole.split("\f"), start=1):
+        assert "###" not in page, (n, [line for line in page.splitlines() if "###" in line][:3])  # a column too narrow
+    # page 1 names every sheet; the pages follow that order (the footer names each page's sheet)
+    contents = " ".join(page1.split()).split("Sheets, in print order: ", 1)[1].split(".", 1)[0].split(", ")
+    assert len(set(contents)) == len(contents) == 15, contents
+    footers = [re.findall(r"(\w+) \u2014 page \d+ of", page) for page in whole.split("\f") if page.strip()]
+    order = [f[-1] for f in footers]
+    assert [s for i, s in enumerate(order) if i == 0 or order[i - 1] != s] == contents
+    # a section heading prints once, where it stands: not repeated as the title row of each page after it
+    budget = [page for page, f in zip(whole.split("\f"), order) if f == "Budget"]
+    assert len(budget) >= 2 and sum("Failures and checkpoints" in page for page in budget) == 1
 
 
 def test_pdf_via_ods_prints_money_as_money():

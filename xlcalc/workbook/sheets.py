@@ -780,6 +780,7 @@ def start_sheet(ctx: Ctx) -> int:
         ("Sources", "GPUs and Models sheets list the catalog with sources; References lists every formula, "
                     "its equation and source."),
         ("Protection", "Formula cells are protected (no password: Review > Unprotect Sheet to change a formula)."),
+        ("Contents", "Sheets, in print order: " + ", ".join(b.sheets) + "."),
     )
     for head, text in lines:
         b.put(s, f"B{row}", head, "group")
