@@ -30,6 +30,7 @@ CONTRACT_OUTPUTS = ("Train_FLOPs Train_Days GPU_Hours Mem_Static_GB Mem_Activati
 PORTABLE = {"IF", "IFERROR", "INDEX", "MATCH", "VLOOKUP", "HLOOKUP", "ROUNDUP", "ROUNDDOWN", "ROUND",
             "CEILING", "FLOOR", "MIN", "MAX", "SUM", "SUMPRODUCT", "INT", "AND", "OR", "NOT", "SQRT",
             "LOG", "LN", "EXP", "ABS", "ISNUMBER",
+            "NA",  # #N/A: only in Budget's chart-data block, the one value a chart draws no point for
             "FIXED"}  # number as text with thousands separators: Excel's classic text functions, LibreOffice, gnumeric
 
 
@@ -440,15 +441,16 @@ def test_no_macros_no_external_links(seed002):
 
 
 def _chart_refs(path):
-    """Per chart part: (sheet, values range, categories range) of each series."""
+    """Per chart part: (values range, categories range) of each series (a scatter's y and x values)."""
     out = {}
     with zipfile.ZipFile(path) as zf:
         for n in zf.namelist():
             if n.startswith("xl/charts/chart"):
                 xml = zf.read(n).decode()
                 sers = re.findall(r"<(?:c:)?ser>.*?</(?:c:)?ser>", xml, re.S)
-                out[n] = [(re.search(r"<(?:c:)?val>.*?<(?:c:)?f>(.*?)</(?:c:)?f>", x, re.S).group(1),
-                           re.search(r"<(?:c:)?cat>.*?<(?:c:)?f>(.*?)</(?:c:)?f>", x, re.S).group(1)) for x in sers]
+                out[n] = [(re.search(r"<(?:c:)?(?:val|yVal)>.*?<(?:c:)?f>(.*?)</(?:c:)?f>", x, re.S).group(1),
+                           re.search(r"<(?:c:)?(?:cat|xVal)>.*?<(?:c:)?f>(.*?)</(?:c:)?f>", x, re.S).group(1))
+                          for x in sers]
     return out
 
 
@@ -532,16 +534,126 @@ def test_budget_charts_sit_below_its_tables():
     assert all(int(row) > last_text for _, row in anchors)  # none covers a cell with text
 
 
+def _charts_of(path, sheet: str) -> list:
+    """The chart parts drawn on a sheet of the saved package, as parsed XML (in the drawing's order)."""
+    import posixpath
+    import zipfile
+
+    from defusedxml import ElementTree as ET
+
+    from xlcalc.workbook.cache import sheet_paths
+
+    rel = "{http://schemas.openxmlformats.org/package/2006/relationships}Relationship"
+
+    def targets(zf, part):
+        rels = posixpath.join(posixpath.dirname(part), "_rels", posixpath.basename(part) + ".rels")
+        if rels not in zf.namelist():
+            return []
+        return [posixpath.normpath(posixpath.join(posixpath.dirname(part), r.get("Target")))
+                if not r.get("Target").startswith("/") else r.get("Target").lstrip("/")
+                for r in ET.fromstring(zf.read(rels)).iter(rel)]
+
+    with zipfile.ZipFile(path) as zf:
+        drawings = [t for t in targets(zf, sheet_paths(zf)[sheet]) if "/drawings/" in t]
+        return [ET.fromstring(zf.read(t)) for d in drawings for t in targets(zf, d) if "/charts/" in t]
+
+
+C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
+
+
+def _refs(ser, what: str) -> str:
+    return ser.find(f"{C}{what}").find(f".//{C}f").text
+
+
+def test_own_vs_rent_is_a_scatter_over_a_number_axis_of_months(seed002, formulas_wb):
+    """Months 0..36, 48, 60 are plotted at their distance (a value axis), both lines straight, reading the
+    chart-data columns: the table's cell where it is a number, #N/A (no point) where it is a message."""
+    from chart_data import chart_data_rows
+
+    ws = formulas_wb["Budget"]
+    scatter = [c for c in _charts_of(seed002[0], "Budget") if c.find(f".//{C}scatterChart") is not None]
+    assert len(scatter) == 1
+    chart = scatter[0]
+    plot = chart.find(f".//{C}plotArea")
+    assert plot.find(f"{C}catAx") is None and len(plot.findall(f"{C}valAx")) == 2  # x is a number axis
+    assert chart.find(f".//{C}plotVisOnly").get("val") in ("0", "false")  # reads the hidden chart-data columns
+    series = plot.findall(f".//{C}ser")
+    assert len(series) == 2
+    rows = chart_data_rows(formulas_wb)
+    months = [r for r in range(1, ws.max_row + 1) if ws[f"A{r}"].value == 0 and ws[f"A{r + 1}"].value == 3]
+    (first,) = months
+    assert [ws[f"A{r}"].value for r in range(first, first + 11)] == [0, 3, 6, 9, 12, 18, 24, 30, 36, 48, 60]
+    assert rows == range(first, first + 11)  # the block beside the table, row for row
+    for ser, table_col in zip(series, "BC"):
+        assert ser.find(f"{C}smooth").get("val") in ("0", "false")
+        assert _refs(ser, "xVal") == f"'Budget'!$A${first}:$A${first + 10}"
+        col = re.fullmatch(rf"'Budget'!\$([A-Z]+)\${first}:\$\1\${first + 10}", _refs(ser, "yVal"))
+        assert col, _refs(ser, "yVal")
+        for r in rows:  # a number stays, anything else (a message) is #N/A: no point, never $0
+            src = f"Budget!${table_col}${r}"
+            assert ws[f"{col[1]}{r}"].value == f"=IF(ISNUMBER({src}),{src},NA())"
+        at = openpyxl.utils.column_index_from_string(col[1])  # never shown or printed: the table shows the message
+        assert any(d.hidden and d.min <= at <= d.max for d in ws.column_dimensions.values()), col[1]
+
+
+def test_tornado_draws_every_row_and_both_changes_of_its_table(seed002, formulas_wb):
+    ws = formulas_wb["Budget"]
+    head = next(r for r in range(1, ws.max_row + 1) if ws[f"A{r}"].value == "input")
+    cols = [c.column_letter for c in ws[head] if str(c.value or "").startswith("change at")]
+    last = head
+    while ws[f"A{last + 1}"].value:
+        last += 1
+    (tornado,) = [c for c in _charts_of(seed002[0], "Budget") if c.find(f".//{C}barChart") is not None]
+    series = tornado.findall(f".//{C}ser")
+    assert len(series) == len(cols) == 2  # change at low, change at high
+    for ser, col in zip(series, cols):
+        assert _refs(ser, "val") == f"'Budget'!${col}${head + 1}:${col}${last}"
+        assert _refs(ser, "cat") == f"'Budget'!$A${head + 1}:$A${last}"
+    cat_ax = tornado.find(f".//{C}catAx")
+    assert cat_ax.find(f"{C}tickLblPos").get("val") == "low"  # names left of the plot, clear of the bars
+
+
 def test_page_setup_fits_every_sheet_to_one_page_wide(formulas_wb):
     for ws in formulas_wb.worksheets:
         assert ws.print_area, ws.title
         assert ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
         assert ws.page_setup.fitToWidth == 1 and ws.page_setup.fitToHeight == 0, ws.title
+        # a title row repeated on every page: the sheet's title (row 1) or its table's column headings, which sit
+        # right above the frozen panes; never a section heading from inside the sheet
+        m = re.fullmatch(r"\$(\d+):\$(\d+)", ws.print_title_rows or "")
+        assert m and m[1] == m[2], (ws.title, ws.print_title_rows)
+        row = int(m[1])
+        if row != 1:
+            assert ws.freeze_panes and int(re.sub(r"[A-Z]", "", ws.freeze_panes)) == row + 1, ws.title
+            assert all(c.font.b for c in ws[row] if c.value), (ws.title, row)  # headings, every one bold
+            assert len([c for c in ws[row] if c.value]) >= 2, (ws.title, row)  # a table's, not one section's
+    assert formulas_wb["Budget"].print_title_rows == "$1:$1"  # not "Failures and checkpoints" on every page
     area = formulas_wb["Start"].print_area
     assert area.endswith("$A$1:$D$" + area.rsplit("$", 1)[1])
     labels = [formulas_wb["Start"][f"B{r}"].value for r in range(1, 12)]
     for label in ("GPUs in the plan", "Training days on those GPUs", "Total cost incl. training tax (USD)"):
         assert label in labels  # near the top: page 1 of a print-out
+
+
+def test_start_names_every_sheet_in_print_order(formulas_wb):
+    ws = formulas_wb["Start"]
+    (row,) = [r for r in range(1, ws.max_row + 1) if ws[f"B{r}"].value == "Contents"]
+    assert ws[f"C{row}"].value == "Sheets, in print order: " + ", ".join(formulas_wb.sheetnames) + "."
+    assert row <= int(ws.print_area.rsplit("$", 1)[1])  # on the printed page 1
+
+
+def test_parallelism_columns_fit_their_widest_values(formulas_wb, values_wb):
+    """Every number of the Parallelism table fits its column as formatted (else a print-out shows ###)."""
+    ws, formulas = values_wb["Parallelism"], formulas_wb["Parallelism"]
+    for col in range(1, ws.max_column + 1):
+        letter = openpyxl.utils.get_column_letter(col)
+        width = formulas.column_dimensions[letter].width
+        for r in range(5, ws.max_row + 1):
+            v, fmt = ws.cell(r, col).value, formulas.cell(r, col).number_format
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                decimals = len(fmt.split(".")[1]) if "." in fmt and "0.00" in fmt else 0
+                shown = f"{v:,.{decimals}f}" if "," in fmt else f"{v:.{decimals}f}"
+                assert len(shown) + 2 <= width, (letter, r, shown, width)
 
 
 def test_booleans_read_as_words(formulas_wb):
@@ -574,8 +686,10 @@ def test_charts_reference_cells(seed002):
         charts = [zf.read(n).decode() for n in zf.namelist() if n.startswith("xl/charts/chart")]
     assert len(charts) >= 5  # memory, cost by category, own vs rent, days vs GPUs, cost vs GPUs
     joined = "\n".join(charts)
-    # cost by category: the seven lines of the Budget total (rows 21-27), own vs rent: both columns, every month
-    for ref in ("'Memory'!$B$10:$B$19", "'Budget'!$B$21:$B$27", "'Budget'!$B$", "'Budget'!$C$", "'Sensitivity'!"):
+    # cost by category: the seven lines of the Budget total (rows 21-27); own vs rent: both columns of its chart data
+    from xlcalc.workbook.sheets import CHART_DATA_COLS
+    rent, own = (f"'Budget'!${c}$" for c in CHART_DATA_COLS[1:])
+    for ref in ("'Memory'!$B$10:$B$19", "'Budget'!$B$21:$B$27", rent, own, "'Sensitivity'!"):
         assert ref in joined
     assert all("<numRef>" in c for c in charts)
 

@@ -25,6 +25,7 @@ import pytest
 
 import lo_batch
 import xlcalc
+from chart_data import chart_data_cells, chart_data_rows
 from requires import require
 from xlcalc import catalog
 from xlcalc.recipes import RECIPES
@@ -356,9 +357,11 @@ def test_key_results_are_numbers_or_a_readable_message_for_every_preset(lo):
         if price_gap:  # every cell priced on the other sheets shows the price cell's message, not #VALUE!
             for result in ("Compute_Cost_USD", "Total_Cost_USD", "Budget_Left_USD", "Rent_Cost_USD"):
                 assert named_cell(wb, result).value == price_gap, (name, result)
+        allowed = chart_data_cells(wb)  # #N/A there: no point on the chart (tests/chart_data.py)
         for ws in wb.worksheets:  # no error value on any sheet
             errors = [f"{ws.title}!{x.coordinate}={x.value}" for row in ws.iter_rows() for x in row
-                      if isinstance(x.value, str) and x.value.startswith(ERROR_VALUES)]
+                      if isinstance(x.value, str) and x.value.startswith(ERROR_VALUES)
+                      and f"{ws.title}!{x.coordinate}" not in allowed]
             assert not errors, (name, errors[:5])
 
 
@@ -463,6 +466,17 @@ def test_pdf_export_straight_from_the_xlsx_has_the_key_results_on_page_one():
     assert 8 <= pages <= 32, pages     # every sheet fits to one page wide: no 66-page print-out (15 sheets)
     for error in ERROR_VALUES:
         assert error not in whole, error
+    for n, page in enumerate(whole.split("\f"), start=1):
+        assert "###" not in page, (n, [line for line in page.splitlines() if "###" in line][:3])  # a column too narrow
+    # page 1 names every sheet; the pages follow that order (the footer names each page's sheet)
+    contents = " ".join(page1.split()).split("Sheets, in print order: ", 1)[1].split(".", 1)[0].split(", ")
+    assert len(set(contents)) == len(contents) == 15, contents
+    footers = [re.findall(r"(\w+) \u2014 page \d+ of", page) for page in whole.split("\f") if page.strip()]
+    order = [f[-1] for f in footers]
+    assert [s for i, s in enumerate(order) if i == 0 or order[i - 1] != s] == contents
+    # a section heading prints once, where it stands: not repeated as the title row of each page after it
+    budget = [page for page, f in zip(whole.split("\f"), order) if f == "Budget"]
+    assert len(budget) >= 2 and sum("Failures and checkpoints" in page for page in budget) == 1
 
 
 def test_pdf_via_ods_prints_money_as_money():
@@ -558,6 +572,27 @@ def test_capex_is_looked_up_from_the_gpu_or_says_it_has_none(lo):
             assert said == "Purchase price used: " + got
         seen.add(gpu in capex)
     assert seen == {True, False}
+
+
+def test_the_own_vs_rent_chart_data_draw_no_point_for_a_message(lo):
+    """LibreOffice's values of the chart-data columns: the table's number, or #N/A (no point) where the table shows
+    a message (a GPU without a purchase price: the own line), never the $0 a chart draws for text."""
+    from xlcalc.workbook.sheets import CHART_DATA_COLS
+
+    _, rent_col, own_col = CHART_DATA_COLS
+    seen = set()
+    for tier in TIER_PICKS:
+        wb = openpyxl.load_workbook(lo["cases"][f"tier_{tier}"]["output"], data_only=True)
+        ws = wb["Budget"]
+        for r in chart_data_rows(wb):
+            for table, data in (("B", rent_col), ("C", own_col)):
+                shown, drawn = ws[f"{table}{r}"].value, ws[f"{data}{r}"].value
+                if isinstance(shown, str):
+                    assert drawn == "#N/A", (tier, r, table, shown, drawn)
+                else:
+                    assert isinstance(shown, (int, float)) and drawn == shown, (tier, r, table, shown, drawn)
+                seen.add(isinstance(shown, str))
+    assert seen == {True, False}  # both: a GPU with a purchase price, and one without
 
 
 def test_a_price_typed_over_the_tier_wins_and_the_sheet_says_so(lo):

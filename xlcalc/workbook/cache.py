@@ -20,6 +20,8 @@ from xml.sax.saxutils import escape
 
 from defusedxml import ElementTree as SafeET
 
+from .model import ErrorValue
+
 _NS = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main",
        "r": "http://schemas.openxmlformats.org/officeDocument/2006/relationships",
        "rel": "http://schemas.openxmlformats.org/package/2006/relationships"}
@@ -49,6 +51,8 @@ def _value_xml(value: Any) -> tuple[str, str] | None:
         if not math.isfinite(v):
             return None
         return "", str(int(value)) if isinstance(value, int) else repr(v)
+    if isinstance(value, ErrorValue):
+        return ' t="e"', escape(value)
     if isinstance(value, str):
         return ' t="str"', escape(value)
     return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openpyxl.chart import BarChart, LineChart, PieChart, Reference
+from openpyxl.chart import BarChart, LineChart, PieChart, Reference, ScatterChart, Series
 
 
 def memory_chart(wb: Any, first: int = 6, last: int = 10) -> None:
@@ -16,6 +16,7 @@ def memory_chart(wb: Any, first: int = 6, last: int = 10) -> None:
     chart.legend = None
     chart.add_data(Reference(ws, min_col=2, min_row=first, max_row=last), titles_from_data=False)
     chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
+    chart.x_axis.delete = chart.y_axis.delete = False  # openpyxl 3.1 leaves an axis's delete unset: hidden
     chart.height, chart.width = 10, 18
     ws.add_chart(chart, f"A{ws.max_row + 2}")  # below the table: it covers no text
 
@@ -31,15 +32,34 @@ def cost_chart(wb: Any, first: int, last: int) -> None:
     ws.add_chart(chart, f"A{ws.max_row + 2}")  # below the Budget tables, beside own vs rent: covers no text
 
 
-def own_vs_rent_chart(wb: Any, first: int, last: int) -> None:
-    """Own vs rent over time: cumulative cash of both, one line each, over every month of the table."""
+def own_vs_rent_chart(wb: Any, first: int, last: int, data_first: int, data_last: int,
+                      data_cols: tuple[str, ...]) -> None:
+    """Own vs rent over time: cumulative cash of both, one straight line each, over every month of the table.
+
+    A scatter chart: the months (column A, rows first..last) are a number axis, so equal months are equal distances.
+    The lines read the chart-data columns ``data_cols`` (months, rent, own; rows data_first..data_last, their
+    header above; hidden, hence ``plotVisOnly`` off): the table's rent and own with #N/A where it shows a message, so a message draws no point.
+    """
+    from openpyxl.utils.cell import column_index_from_string
+
     ws = wb["Budget"]
-    chart = LineChart()
+    chart = ScatterChart()
     chart.title = "Own vs rent over time (cumulative USD)"
+    chart.style = 13
+    chart.scatterStyle = "lineMarker"
+    chart.visible_cells_only = False  # plotVisOnly off: the chart data sit in hidden columns
     chart.y_axis.title = "USD"
     chart.x_axis.title = "months"
-    chart.add_data(Reference(ws, min_col=2, max_col=3, min_row=first - 1, max_row=last), titles_from_data=True)
-    chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
+    chart.x_axis.scaling.min = 0
+    chart.x_axis.delete = chart.y_axis.delete = False  # openpyxl 3.1 leaves an axis's delete unset: hidden
+    months = Reference(ws, min_col=1, min_row=first, max_row=last)
+    for col in data_cols[1:]:
+        c = column_index_from_string(col)
+        series = Series(Reference(ws, min_col=c, min_row=data_first - 1, max_row=data_last), months,
+                        title_from_data=True)
+        series.marker.symbol = "none"
+        series.smooth = False
+        chart.series.append(series)
     chart.height, chart.width = 8, 14
     ws.add_chart(chart, f"D{ws.max_row + 2}")  # right of the cost pie, below the tables
 
@@ -55,6 +75,8 @@ def tornado_chart(wb: Any, first: int, last: int) -> None:
     chart.x_axis.title = "input"
     chart.add_data(Reference(ws, min_col=6, max_col=7, min_row=first - 1, max_row=last), titles_from_data=True)
     chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
+    chart.x_axis.tickLblPos = "low"  # the input names left of the plot, clear of the bars that go below 0
+    chart.x_axis.delete = chart.y_axis.delete = False
     chart.height, chart.width = 8, 20
     ws.add_chart(chart, f"A{ws.max_row + 20}")  # under the two charts above, a page of its own
 
@@ -75,6 +97,7 @@ def sensitivity_charts(wb: Any, tables: dict[str, Any]) -> None:
         chart.x_axis.title = "GPUs (one line per MFU)"
         data = Reference(ws, min_col=2, max_col=1 + t["cols"], min_row=t["head"], max_row=t["head"] + t["rows"])
         chart.add_data(data, titles_from_data=True)
+        chart.x_axis.delete = chart.y_axis.delete = False
         chart.set_categories(Reference(ws, min_col=1, min_row=t["head"] + 1, max_row=t["head"] + t["rows"]))
         chart.height, chart.width = 8, 16
         ws.add_chart(chart, f"{chr(ord('A') + anchor_col)}{4 + 17 * i}")

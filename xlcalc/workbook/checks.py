@@ -216,6 +216,7 @@ def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]
     last = GROUP_FIRST_ROW + len(reg.groups) - 1
     book.rules.append((s, f"C{GROUP_FIRST_ROW}:C{last}", "bad_unless_ok"))
     book.widths[s] = {"A": 24, "B": 40, "C": 100}
+    book.freeze[s] = f"A{FIRST_ROW}"  # the column headings stay in sight (and head every printed page)
     # printed: the layout and the input checks (the gathering cells below them are working cells)
     book.print_areas[s] = f"A1:C{FIRST_ROW + len(CHECKED) - 1}"
 

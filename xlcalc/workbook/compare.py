@@ -263,6 +263,20 @@ def candidate_configs(sc: Scenario) -> list[tuple[int, int, int, str, bool]]:
     return out
 
 
+PAR_WIDTH, PAR_WIDE = 13, 20  # characters; PAR_WIDE: byte counts of a layer (e.g. 2,147,483,648.00) never print ###
+
+
+def par_width(j: int) -> int:
+    """The width of the Parallelism table's column j (1 = A): wide enough for its formatted values."""
+    names = PAR_INPUTS + PAR_OUTPUTS + PAR_STEPS
+    if j > len(names):
+        return PAR_WIDTH
+    out = OUTPUT_BY_NAME.get(names[j - 1])
+    if out is not None and (out.unit.startswith("bytes") or out.name == "Layout_Check"):
+        return PAR_WIDE
+    return PAR_WIDTH
+
+
 def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
     s, b, sc = "Parallelism", ctx.book, ctx.scenario
     b.put(s, "A1", "Parallel layouts: memory per GPU of candidate TP x PP x ZeRO x recompute", "title")
@@ -270,7 +284,8 @@ def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
           "Row 5 is the plan on the Inputs sheet as built; edit any yellow cell to try a layout.", "note")
     for j, h in enumerate(PAR_HEAD, start=1):
         b.put(s, coord(j, 4), h, "header")
-        b.widths.setdefault(s, {})[coord(j, 1)[:-1]] = 13
+        b.wrap.add((s, coord(j, 4)))  # a heading wider than its column takes two lines, never cut
+        b.widths.setdefault(s, {})[coord(j, 1)[:-1]] = par_width(j)
     configs = candidate_configs(sc)
     first = 5
     for i, cfg in enumerate(configs):
@@ -290,9 +305,11 @@ def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
     steps_first = len(PAR_HEAD) + 1
     for j, name in enumerate(PAR_STEPS, start=steps_first):
         b.put(s, coord(j, 4), OUTPUT_BY_NAME[name].label, "header")
-        b.widths.setdefault(s, {})[coord(j, 1)[:-1]] = 13
+        b.widths.setdefault(s, {})[coord(j, 1)[:-1]] = par_width(j)
     b.hidden_columns.append((s, coord(steps_first, 1)[:-1], coord(steps_first + len(PAR_STEPS) - 1, 1)[:-1]))
     last = first + len(configs) - 1
     b.rules.append((s, f"J{first}:J{last}", "good_if_true"))
+    check_col = coord(len(PAR_INPUTS) + 1 + PAR_OUTPUTS.index("Layout_Check"), 1)[:-1]
+    b.wrap.update((s, f"{check_col}{r}") for r in range(first, last + 1))  # a layout's message wraps in its cell
     b.freeze[s] = "A5"
     return {"first": first, "last": last, "configs": configs}

@@ -18,7 +18,7 @@ from openpyxl.utils.cell import coordinate_from_string, get_column_letter
 
 from ..expr import Expr, IfError, Text, identity, wrap
 
-__all__ = ["Book", "Cell", "Concat", "IfError", "IsNumber", "Lookup", "coord", "excel_text", "identity", "ref_text"]
+__all__ = ["NA", "Book", "Cell", "Concat", "ErrorValue", "IfError", "IsNumber", "Lookup", "NotAvailable", "coord", "excel_text", "identity", "ref_text"]
 
 _REF = re.compile(r"^(?P<sheet>[A-Za-z][A-Za-z0-9_]*)!\$?(?P<col>[A-Z]{1,3})\$?(?P<row>\d+)$")
 
@@ -286,3 +286,34 @@ class IsNumber(Expr):
 
     def key(self) -> Any:
         return ("isnumber", self.arg.key())
+
+
+class ErrorValue(str):
+    """A spreadsheet error value as the engine gives it (``#N/A``): cached as an error, read back as its text."""
+
+    __slots__ = ()
+
+
+NA = ErrorValue("#N/A")
+
+
+class NotAvailable(Expr):
+    """``NA()``: the value a chart draws no point for. Only chart-data cells hold it (a labelled block whose
+    visible table shows the message): a chart plots a text cell as 0 and ``#N/A`` as a gap."""
+
+    __slots__ = ()
+
+    def children(self) -> tuple[Expr, ...]:
+        return ()
+
+    def render(self, names: Any, subs: Any = None) -> str:
+        return "NA()"
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        return NA
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return self
+
+    def key(self) -> Any:
+        return ("na",)

@@ -16,7 +16,7 @@ from ..scenario import BOUNDED_OUTPUTS, INPUT_BY_FIELD, INPUT_BY_NAME, MEMORY_SO
 from ..stage_memory import PARTS, memory_steps
 from . import charts, checks
 from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, PriceTable, Table
-from .model import Book, Concat, IfError, IsNumber, ref_text
+from .model import Book, Concat, IfError, IsNumber, NotAvailable, ref_text
 from .rendering import (
     BOOL_FORMAT,
     catalog_lookup,
@@ -445,6 +445,27 @@ BUDGET_SHARES = ("experiments_frac", "experiments_usd", "data_frac", "data_usd",
 OVER_TIME_MONTHS = (0, 3, 6, 9, 12, 18, 24, 30, 36, 48, 60)
 
 
+CHART_DATA_HEADING = ("Chart data for the own vs rent chart: the table's numbers, #N/A where it shows a message "
+                      "(a chart plots text as $0, #N/A as no point)")
+CHART_DATA_COLS = ("K", "L", "M")  # months, rent, own: grouped and hidden beside the table, never printed
+
+
+def chart_data_block(b: Book, s: str, first: int, last: int) -> tuple[int, int]:
+    """The own vs rent table (rows first..last: months, rent, own in A, B, C) as its chart reads it, in hidden columns
+    beside it: a number stays, a message becomes #N/A. Returns the block's first and last data rows."""
+    months_col, rent_col, own_col = CHART_DATA_COLS
+    b.put(s, f"{months_col}{first - 2}", CHART_DATA_HEADING, "group")
+    for col, head in zip(CHART_DATA_COLS, ("months", "rent (USD)", "own (USD)")):
+        b.put(s, f"{col}{first - 1}", head, "header")
+    for row in range(first, last + 1):
+        b.put(s, f"{months_col}{row}", Var(ref_text(s, f"A{row}")), "formula", "0")
+        for src, col in (("B", rent_col), ("C", own_col)):
+            x = Var(ref_text(s, f"{src}{row}"))
+            b.put(s, f"{col}{row}", Func("IF", (IsNumber(x), x, NotAvailable())), "formula", '"$"#,##0')
+    b.hidden_columns.append((s, months_col, own_col))
+    return first, last
+
+
 def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     """Goodput, cost by category, estimate vs budget, own vs rent and its table over time.
 
@@ -518,6 +539,7 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
             b.put(s, f"D{row}", f"RENT_OVER_MONTHS_USD: {ownership.rent_over_months_usd.equation}; "
                   f"OWN_OVER_MONTHS_USD: {ownership.own_over_months_usd.equation}", "note")
     t_last = row
+    chart_data = chart_data_block(b, s, t_first, t_last)
     row += 2
     b.put(s, f"A{row}", "Ranges: one input at a time at its low and high end (multipliers on Inputs)", "group")
     row += 1
@@ -550,11 +572,14 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
             b.put(s, f"{days_col}{row}", range_checked(low_x, high_x, guarded_output("Wall_Days", expr, varmap,
                                                                                      {name})),
                   "formula", "#,##0.0", subs)
+    r_last = row
     row = budget_first(ctx, row + 2)
     b.freeze[s] = "A5"
-    rows = {"lines": (first, last), "over_time": (t_first, t_last), "ranges": (r_first, row)}
+    rows = {"lines": (first, last), "over_time": (t_first, t_last), "chart_data": chart_data,
+            "ranges": (r_first, r_last)}
     b.charts.append(lambda wb: charts.cost_chart(wb, *rows["lines"]))
-    b.charts.append(lambda wb: charts.own_vs_rent_chart(wb, *rows["over_time"]))
+    b.charts.append(lambda wb: charts.own_vs_rent_chart(wb, *rows["over_time"], *rows["chart_data"],
+                                                          CHART_DATA_COLS))
     b.charts.append(lambda wb: charts.tornado_chart(wb, *rows["ranges"]))
     return rows
 
@@ -755,6 +780,7 @@ def start_sheet(ctx: Ctx) -> int:
         ("Sources", "GPUs and Models sheets list the catalog with sources; References lists every formula, "
                     "its equation and source."),
         ("Protection", "Formula cells are protected (no password: Review > Unprotect Sheet to change a formula)."),
+        ("Contents", "Sheets, in print order: " + ", ".join(b.sheets) + "."),
     )
     for head, text in lines:
         b.put(s, f"B{row}", head, "group")

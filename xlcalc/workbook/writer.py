@@ -211,8 +211,21 @@ def fit_row_heights(ws) -> None:
             ws.row_dimensions[r].height = 13 * lines[r] + 2
 
 
-def page_setup(ws, area: str | None = None) -> None:
-    """Print set-up: the used range (and charts) as print area, fit to one page wide, A4, centred."""
+def print_title_row(book: Book, title: str) -> int:
+    """The row a sheet's printed pages repeat at the top: its table's column headings (the row above the frozen
+    panes, where that row holds headings), else its title (row 1), never a section heading inside the sheet."""
+    at = book.freeze.get(title)
+    if at:
+        row = int("".join(ch for ch in at if ch.isdigit())) - 1
+        cells = book.sheets[title]
+        if row >= 1 and any(c.kind == "header" for col in "ABCDE" if (c := cells.get(f"{col}{row}")) is not None):
+            return row
+    return 1
+
+
+def page_setup(ws, area: str | None = None, title_row: int = 1) -> None:
+    """Print set-up: the used range (and charts) as print area, fit to one page wide, A4, centred, the title row
+    repeated on every page."""
     rows, cols = ws.max_row, ws.max_column
     chart_rows, chart_cols = _chart_extent(ws)
     if area is None:
@@ -232,10 +245,7 @@ def page_setup(ws, area: str | None = None) -> None:
     ws.page_margins.left = ws.page_margins.right = 0.5
     ws.page_margins.top = ws.page_margins.bottom = 0.6
     ws.oddFooter.center.text = "&A \u2014 page &P of &N"
-    if ws.freeze_panes and ws.title not in ("Start",):
-        header = int("".join(ch for ch in ws.freeze_panes if ch.isdigit()) or 1) - 1
-        if header >= 3:
-            ws.print_title_rows = f"{header}:{header}"
+    ws.print_title_rows = f"{title_row}:{title_row}"
 
 
 def to_workbook(book: Book) -> Workbook:
@@ -299,7 +309,7 @@ def to_workbook(book: Book) -> Workbook:
     for add_chart in book.charts:
         add_chart(wb)
     for ws in wb.worksheets:
-        page_setup(ws, book.print_areas.get(ws.title))
+        page_setup(ws, book.print_areas.get(ws.title), print_title_row(book, ws.title))
     wb.active = 0
     return wb
 
