@@ -21,7 +21,7 @@ def cell(x):
 
 
 ARGS = dict(model="llama2-70b", gpu="H100", n_gpus=1024.0, seq_len=4096.0, global_batch_tokens=4194304.0,
-            tokens_t=2.0, scaleout_gb_s=50.0, top=3.0)
+            tokens_t=2.0, scaleout_gb_s=50.0, top=3.0, stack=None)
 
 
 def call(**overrides):
@@ -50,6 +50,29 @@ def test_plan_states_the_published_tokens_it_plans_without_tokens_t():
     table = call(tokens_t=None)
     row = next(r for r in table if r[:2] == ["assumed", "tokens_t"])
     assert row[2] == 2.0 and row[3].startswith("published, ")
+
+
+def test_plan_takes_the_stack_as_the_cli_does(capsys):
+    import json
+
+    from xlcalc.cli import main
+
+    table = call(stack="fsdp-eager")
+    assert main(["plan", "--model", "llama2-70b", "--gpu", "H100", "--n-gpus", "1024", "--seq-len", "4096",
+                 "--global-batch-tokens", "4194304", "--tokens-t", "2", "--scaleout-gb-s", "50", "--stack",
+                 "fsdp-eager", "--top", "3", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    rows = [dict(zip(PLAN_COLUMNS, r)) for r in table[1:4]]
+    assert [(r["tp"], r["pp"], r["days"]) for r in rows] == [(p["tp"], p["pp"], p["days"]) for p in cli["plans"]]
+    assert "stack" not in [r[1] for r in table if r[0] == "assumed"]  # named: not assumed
+    # FSDP's 4 + 4 + 8 bytes per parameter (the profile's sourced fact) against the default's 2 + 4 + 12
+    assert rows[0]["days"] != call()[1][PLAN_COLUMNS.index("days")]
+
+
+def test_an_unknown_stack_lists_the_known_ones():
+    with pytest.raises(InputError) as info:
+        call(stack="nemo9")
+    assert str(info.value).startswith("stack = 'nemo9'") and "fsdp-eager" in str(info.value)
 
 
 def test_plan_is_a_registered_worksheet_function():

@@ -23,6 +23,7 @@ from xlwings import arg, func, ret
 
 from xlcalc import catalog
 from xlcalc.errors import InputError
+from xlcalc.planner.stacks import STACKS
 from xlcalc_udf_runtime import CATEGORY, as_grid, broadcast, is_empty
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -124,15 +125,18 @@ def MODEL_LIST():
                               "per parameter)")
 @arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand) bandwidth per GPU, GB/s, where the catalog has none (e.g. 50)")
 @arg("top", ndim=2, doc="How many plans to list (default 5)")
+@arg("stack", ndim=2, doc="Software stack profile, one of " + ", ".join(STACKS) + " (empty: none named, the "
+                          "planner's own defaults; the assumed rows say so)")
 @ret()
-def PLAN(model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t=None, scaleout_gb_s=None, top=5):
+def PLAN(model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t=None, scaleout_gb_s=None, top=5, stack=None):
     """Best parallel layouts (TP, PP, DP, ZeRO, recompute, micro-batch) that fit in GPU memory, fastest first, with memory per GPU, step time, predicted MFU, tokens/s per GPU, days and cost; spills a table, then a row per input assumed."""  # noqa: E501
     from xlcalc.inputs import check_value
     from xlcalc.planner import Settings, plan, plan_table
+    from xlcalc.planner.stacks import get_stack
 
     v = {k: one_cell(k, a) for k, a in zip(
-        ("model", "gpu", "n_gpus", "seq_len", "global_batch_tokens", "tokens_t", "scaleout_gb_s", "top"),
-        (model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t, scaleout_gb_s, top))}
+        ("model", "gpu", "n_gpus", "seq_len", "global_batch_tokens", "tokens_t", "scaleout_gb_s", "top", "stack"),
+        (model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t, scaleout_gb_s, top, stack))}
     model_name = text("model", v["model"], "a model name from MODEL_LIST()")
     gpu_name = text("gpu", v["gpu"], "a GPU name from GPU_LIST()")
     count = v["top"] if v["top"] is not None else 5
@@ -140,8 +144,12 @@ def PLAN(model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t=None, scaleo
             or not 1 <= count <= 100:
         raise InputError("top", count, "a whole number from 1 to 100")
     count = int(count)
-    settings = Settings(scaleout_gb_s=check_value("bandwidth_gb_s", v["scaleout_gb_s"], "scaleout_gb_s")) \
-        if v["scaleout_gb_s"] is not None else Settings()
+    given: dict = {}
+    if v["scaleout_gb_s"] is not None:
+        given["scaleout_gb_s"] = check_value("bandwidth_gb_s", v["scaleout_gb_s"], "scaleout_gb_s")
+    if v["stack"] is not None:
+        given["stack"] = get_stack(text("stack", v["stack"], "one of " + ", ".join(STACKS))).id
+    settings = Settings(**given)
     if v["global_batch_tokens"] is None:
         raise InputError("global_batch_tokens", None, "a number of tokens per step, e.g. 4194304")
     result = plan(model_name, gpu=gpu_name, n_gpus=check_value("n_gpus", v["n_gpus"]),
