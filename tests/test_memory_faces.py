@@ -393,3 +393,26 @@ def test_fit_answer_is_the_same_on_every_face(capsys, recalculated, key):
     assert f"fit: {want.upper()}" in text and "margin" in text and "largest terms: activations" in text
     _, text, _ = cli_estimate(capsys, "--gpu-memory-gb", str(cap))
     assert f"fit: {want.upper()} on h100-sxm" in text and "largest terms: activations" in text
+
+
+@pytest.mark.parametrize("framework", ["transformers", "torchtitan"])
+def test_a_named_framework_gives_the_same_memory_on_every_face(capsys, framework):
+    # the framework's memory facts (xlcalc.frameworks: fp32 weights and gradients, the fp32 loss buffers, autocast
+    # copies, gradients freed) reach memory, estimate, plan (layout pinned) and MEM_PER_GPU_GB alike
+    code, out, err = cli_memory(capsys, "--framework", framework, "--json")
+    assert code == 0, err
+    memory = json.loads(out)
+    code, out, err = cli_estimate(capsys, "--framework", framework, "--json")
+    assert code == 0, err
+    estimate = json.loads(out)
+    code, out, err = cli_plan(capsys, "--framework", framework, "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    udf = udf_module().MEM_PER_GPU_GB(*udf_args(), framework=framework)
+    _, default_out, _ = cli_memory(capsys, "--json")
+    # fp32 weights, gradients and Adam m, v (4 + 4 + 8) where the default keeps bf16 weights (2 + 4 + 12)
+    assert memory["recipe"].startswith("fp32 4+4+8") and json.loads(default_out)["total_gb"] != memory["total_gb"]
+    answers = {"memory": memory["total_gb"], "estimate": estimate["results"]["Mem_Total_GB"],
+               "plan": plan["plans"][0]["memory_gb"], "udf": udf}
+    for gb in answers.values():
+        assert abs(gb - answers["memory"]) <= 0.01 * answers["memory"], answers

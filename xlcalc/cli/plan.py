@@ -8,10 +8,12 @@ import re
 from pydantic import ValidationError
 
 from ..errors import InputError, missing
+from ..frameworks import framework_label
 from ..inputs import spec
 from ..validate import from_pydantic
 from .flags import add_input, add_switch, switch_value
 from .fmt import cli_value, dump_json, number, price_line, table
+from .memory import add_framework_flags
 from .models import add_config_flag, config_model
 
 _SETTINGS = (
@@ -107,6 +109,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         g.add_argument("--" + name.replace("_", "-"), help=text)
     g.add_argument("--stack", help="software-stack profile whose documented facts and fitted matmul efficiency "
                                    "to use: megatron, megatron-2021, llm-foundry, fsdp-eager, fsdp-compiled")
+    add_framework_flags(g)
     add_switch(g, "flash_attention", "fused (Flash) attention; FALSE: unfused, s x s scores stored")
     g.add_argument("--efficiency-of-mamf", action="store_true",
                    help="read --matmul-efficiency as a share of the GPU's measured MAMF, not of its peak")
@@ -126,6 +129,10 @@ def _settings(args: argparse.Namespace):
     if args.stack is not None:
         from ..planner.stacks import get_stack
         values["stack"] = get_stack(args.stack).id
+    if args.framework is not None or args.precision is not None:  # checked here: an unknown name lists the known
+        from ..frameworks import get_profile
+        profile = get_profile(args.framework, args.precision)
+        values.update(framework=profile.framework, precision=profile.precision)
     if switch_value(args, "flash_attention") is not None:
         values["flash_attention"] = switch_value(args, "flash_attention")
     if args.efficiency_of_mamf:
@@ -224,7 +231,8 @@ def run(args: argparse.Namespace) -> int:
     print(table(rows, ["#", "TP", "PP", "CP", "EP", "DP", "ZeRO", "SP", "recompute", "mb", "v", "GB/GPU", "MFU",
                        "MFU 6ND", "tok/s/GPU", "days", "cost"]))
     print(price_line(args.gpu, cli_value(args.usd_per_gpu_hour)))
-    print(f"memory: recipe {result.recipe}, other memory {result.settings.overhead_gb:g} GB per GPU")
+    print(f"memory: recipe {result.recipe}, other memory {result.settings.overhead_gb:g} GB per GPU; framework "
+          f"{framework_label(result.settings.framework, result.settings.precision)}")
     if result.assumed:
         print("Assumed (not given; the flag named sets it):")
         for name, a in result.assumed.items():

@@ -44,6 +44,14 @@ class Settings(BaseModel):
                     "fsdp-eager, fsdp-compiled): its documented facts fill every field not given, and its matmul "
                     "efficiency fitted to its published runs is the default. None: the planner's defaults.")
 
+    framework: Optional[str] = Field(
+        default=None,
+        description="Training framework whose memory facts (xlcalc.frameworks: recipe bytes, logits held for the "
+                    "loss, optimizer-step temporaries, autocast copies, gradients freed) fill the memory fields not "
+                    "given, over a stack's. None (and no precision): the memory model's defaults.")
+    precision: Optional[str] = Field(default=None, description="The framework's precision (xlcalc.frameworks "
+                                                               "PRECISIONS); None: the framework's usual one.")
+
     @field_validator("stack")
     @classmethod
     def _known_stack(cls, v: Optional[str]) -> Optional[str]:
@@ -54,10 +62,19 @@ class Settings(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _stack_facts(cls, data: Any) -> Any:
-        """A stack's facts fill the fields the caller did not give."""
-        if isinstance(data, dict) and isinstance(data.get("stack"), str) and data["stack"].strip().lower() in STACKS:
-            data = {**STACKS[data["stack"].strip().lower()].settings, **data}
-        return data
+        """A stack's facts, then a framework's memory facts, fill the fields the caller did not give."""
+        if not isinstance(data, dict):
+            return data
+        filled: dict[str, Any] = {}
+        if isinstance(data.get("stack"), str) and data["stack"].strip().lower() in STACKS:
+            filled.update(STACKS[data["stack"].strip().lower()].settings)
+        if data.get("framework") is not None or data.get("precision") is not None:
+            from ..frameworks import get_profile
+
+            profile = get_profile(data.get("framework"), data.get("precision"))  # an unknown name: InputError
+            filled.update(profile.values())
+            data = {**data, "framework": profile.framework, "precision": profile.precision}
+        return {**filled, **data}
 
     matmul_efficiency: Optional[float] = Field(
         default=None, gt=0, le=1,
@@ -167,6 +184,16 @@ class Settings(BaseModel):
     bytes_optimizer: float = Field(default=_BYTES["bytes_optimizer"], ge=0,
                                    description=f"Bytes per parameter: optimizer states (recipe {DEFAULT_RECIPE}).")
     bytes_per_param_step: float = Field(default=30, ge=0, description="HBM bytes per parameter the Adam step reads and writes.")
+    logits_buffer_bytes: float = Field(default=MEMORY_DEFAULTS["logits_buffer_bytes"], ge=0,
+                                       description="Bytes per logit the loss holds at its peak (memory; "
+                                                   "xlcalc.recipes.MEMORY_DEFAULTS).")
+    optimizer_step_bytes: float = Field(default=MEMORY_DEFAULTS["optimizer_step_bytes"], ge=0,
+                                        description="Bytes per parameter the optimizer step allocates (memory).")
+    autocast_copy_bytes: float = Field(default=MEMORY_DEFAULTS["autocast_copy_bytes"], ge=0,
+                                       description="Bytes per weight of autocast's copies saved for backward (memory).")
+    grads_freed: bool = Field(default=MEMORY_DEFAULTS["grads_freed"],
+                              description="Gradients set to None between steps (memory: the later of activations "
+                                          "and gradients, not their sum).")
     overhead_gb: float = Field(default=MEMORY_DEFAULTS["overhead_gb"], ge=0,
                                description="Other memory per GPU: NCCL buffers, library workspaces (GB).")
     cuda_context_gb: float = Field(default=MEMORY_DEFAULTS["cuda_context_gb"], ge=0,
@@ -279,6 +306,8 @@ def memory_base(arch: Arch, st: Settings) -> dict[str, Any]:
         "bytes_weights": st.bytes_weights, "bytes_grads": st.bytes_grads, "bytes_optimizer": st.bytes_optimizer,
         "overhead_gb": st.overhead_gb, "expert_params_b": arch.expert_params / 1e9,
         "cuda_context_gb": st.cuda_context_gb, "allocator_reserve_frac": st.allocator_reserve_frac,
+        "logits_buffer_bytes": st.logits_buffer_bytes, "optimizer_step_bytes": st.optimizer_step_bytes,
+        "autocast_copy_bytes": st.autocast_copy_bytes, "grads_freed": st.grads_freed,
     }
 
 
