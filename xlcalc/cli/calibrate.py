@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import missing
+from ..inputs import spec
 from .flags import add_input
 from .fmt import cli_value, dump_json, number
 from .plan import (
@@ -55,6 +56,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run, profile=None)
 
 
+def _what(name: str) -> str:
+    """What a missing input of the measured run may be."""
+    if name == "tokens_per_s":
+        return "the measured tokens/s per GPU (--tokens-per-s; or --step-s, seconds per step)"
+    try:
+        allowed = spec("tokens" if name == "global_batch_tokens" else name).allowed
+    except KeyError:
+        allowed = "given"
+    return f"{allowed}, as in the measured run (--{name.replace('_', '-')})"
+
+
 def run(args: argparse.Namespace) -> int:
     from ..planner.calibrate import calibrate, save_profile
 
@@ -62,8 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if args.tokens_per_s is None and args.step_s is None:
         lacking.append("tokens_per_s")
     if lacking:
-        raise missing(lacking, lambda n: "the measured tokens/s per GPU (or --step-s, seconds per step)"
-                      if n == "tokens_per_s" else "the value of the measured run", where="calibrate")
+        raise missing(lacking, _what, where="calibrate")
     model, arch = model_and_arch(args)
     settings = _settings(args)
     profile, best = calibrate(
