@@ -9,7 +9,7 @@ import sys
 
 from ..errors import CatalogError, InputError
 
-COMMANDS = ("estimate", "memory", "catalog", "plan", "workbook", "read", "cost", "budget", "goodput")
+COMMANDS = ("estimate", "memory", "catalog", "plan", "calibrate", "workbook", "read", "cost", "budget", "goodput")
 
 
 def build_parser() -> argparse.ArgumentParser:

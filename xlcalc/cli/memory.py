@@ -165,7 +165,7 @@ def values_from_args(args: argparse.Namespace) -> dict:
 
 # --- framework and precision ---------------------------------------------------------------------------------
 
-def add_framework_flags(p: argparse.ArgumentParser) -> None:
+def add_framework_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """--framework, --precision: the memory defaults of the software named (xlcalc.frameworks); --recipe, the byte
     flags and --grads-freed TRUE|FALSE win over them."""
     p.add_argument("--framework", metavar="NAME",

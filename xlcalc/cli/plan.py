@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -66,6 +67,28 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
         allow_abbrev=False,
     )
+    add_model_flags(p)
+    g = p.add_argument_group("cluster and run")
+    g.add_argument("--gpu", required=True, help="GPU name from the catalog, e.g. H100, A800")
+    add_input(g, "n_gpus", "number of GPUs (or give --deadline-days)", default=None, metavar="N_GPUS")
+    g.add_argument("--deadline-days", help="size the cluster: fewest GPUs whose best plan meets this deadline")
+    add_run_flags(g)
+    g.add_argument("--tokens-t", help="training tokens, trillions (default: a catalog model's published "
+                                      "pre-training tokens, else 20 per parameter)")
+    g = p.add_argument_group("pins (fix a choice instead of searching it)")
+    add_layout_flags(g)
+    g.add_argument("--max-micro-batch", help="largest micro-batch to search (default: as far as memory allows)")
+    g = p.add_argument_group("step-time model settings")
+    add_settings_flags(g)
+    g.add_argument("--profile", metavar="FILE", help="calibration profile written by xlcalc calibrate: plan with "
+                                                     "its fitted matmul efficiency, memory margin and settings")
+    p.add_argument("--top", default="5", help="plans to show (default 5)")
+    p.add_argument("--json", action="store_true", help='print {"plans": [...], "rejected": [...]} for scripts')
+    p.set_defaults(func=run)
+
+
+def add_model_flags(p: Any) -> None:
+    """The model: a preset, a config.json or the architecture (plan, calibrate)."""
     g = p.add_argument_group("model (a preset or the architecture)")
     g.add_argument("--model", help="model preset id, e.g. llama2-70b")
     add_config_flag(g)
@@ -76,17 +99,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--ffn-hidden", help="FFN inner size (default 4h)")
     g.add_argument("--vocab", help="vocabulary size (default 32000)")
     add_switch(g, "gated_ffn", "SwiGLU/GeGLU feed-forward (three matrices)")
-    g = p.add_argument_group("cluster and run")
-    g.add_argument("--gpu", required=True, help="GPU name from the catalog, e.g. H100, A800")
-    add_input(g, "n_gpus", "number of GPUs (or give --deadline-days)", default=None, metavar="N_GPUS")
-    g.add_argument("--deadline-days", help="size the cluster: fewest GPUs whose best plan meets this deadline")
+
+
+def add_run_flags(g: argparse._ArgumentGroup) -> None:
+    """Sequence length and global batch (plan, calibrate)."""
     g.add_argument("--seq-len", help="sequence length (default: a catalog model's pre-training sequence length)")
     g.add_argument("--global-batch-tokens", help="global batch in tokens, rounded to whole sequences (default: a "
                                                  "catalog model's published pre-training batch, where the catalog "
                                                  "has one)")
-    g.add_argument("--tokens-t", help="training tokens, trillions (default: a catalog model's published "
-                                      "pre-training tokens, else 20 per parameter)")
-    g = p.add_argument_group("pins (fix a choice instead of searching it)")
+
+
+def add_layout_flags(g: argparse._ArgumentGroup) -> None:
+    """The layout pins (plan, calibrate): each fixes a choice the planner searches otherwise."""
     g.add_argument("--tp", help="tensor-parallel size")
     g.add_argument("--pp", help="pipeline-parallel size")
     g.add_argument("--zero-stage", help="ZeRO stage 0-3")
@@ -101,10 +125,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--fp8", action="store_true", help="FP8 linear layers (Transformer Engine recipe), rest bf16")
     add_switch(g, "optimizer_offload", "optimizer states and the Adam step in CPU memory (ZeRO-Offload; needs "
                "--pcie-gb-s and --host-memory-gb-s)")
-    g.add_argument("--max-micro-batch", help="largest micro-batch to search (default: as far as memory allows)")
     add_switch(g, "seq_parallel", "pin sequence parallelism on (--seq-parallel) or off (--seq-parallel false); "
                "default: searched", default=None)
-    g = p.add_argument_group("step-time model settings")
+
+
+def add_settings_flags(g: argparse._ArgumentGroup) -> None:
+    """The step-time model's settings (plan, calibrate)."""
     for name, text in _SETTINGS:
         g.add_argument("--" + name.replace("_", "-"), help=text)
     g.add_argument("--stack", help="software-stack profile whose documented facts and fitted matmul efficiency "
@@ -117,9 +143,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="FlashAttention-2-class attention (written for Ampere): 0.70 of its A100 share of peak on Hopper")
     g.add_argument("--fp8-unfused-casts", action="store_true",
                    help="every FP8 operand cast in its own kernel (te.Linear alone), not fused into norms and activation")
-    p.add_argument("--top", default="5", help="plans to show (default 5)")
-    p.add_argument("--json", action="store_true", help='print {"plans": [...], "rejected": [...]} for scripts')
-    p.set_defaults(func=run)
+
+
+def layout_pins(args: argparse.Namespace) -> dict:
+    """The layout pins as :func:`xlcalc.planner.plan` takes them."""
+    return dict(tp=cli_value(args.tp), pp=cli_value(args.pp), zero_stage=cli_value(args.zero_stage),
+                recompute=args.recompute, micro_batch=cli_value(args.micro_batch),
+                seq_parallel=switch_value(args, "seq_parallel"), virtual_stages=cli_value(args.virtual_stages),
+                cp=cli_value(args.cp), ep=cli_value(args.ep), etp=cli_value(args.etp),
+                stage_layers=_layers_per_stage(args.layers_per_stage), fp8=args.fp8,
+                optimizer_offload=bool(switch_value(args, "optimizer_offload")))
 
 
 def _settings(args: argparse.Namespace):
@@ -141,10 +174,43 @@ def _settings(args: argparse.Namespace):
         values["attention_by_generation"] = True
     if args.fp8_unfused_casts:
         values["fp8_forward_casts_fused"] = False
+    if getattr(args, "profile", None) is not None:
+        values = _with_profile(args.profile, values)
     try:
         return Settings(**values)
     except ValidationError as exc:
         raise from_pydantic(exc) from None
+
+
+def _with_profile(path: str, values: dict) -> dict:
+    """The settings of a calibration profile, with those given on the command line; a given one that contradicts
+    the profile (its fitted values, its stack, a setting it was calibrated with) is refused, never preferred."""
+    from ..planner.calibrate import load_profile, profile_settings
+
+    fitted = profile_settings(load_profile(path))
+    clash = [InputError(k, values[k], f"left out with --profile, or {fitted[k]!r} as the profile has it",
+                        f"the profile {path} was calibrated with {k} = {fitted[k]!r}")
+             for k in fitted if k in values and values[k] != fitted[k]]
+    if "matmul_efficiency_of_mamf" in values:
+        clash.append(InputError("efficiency_of_mamf", True, "left out with --profile",
+                                "the profile's matmul efficiency is a share of peak"))
+    if clash:
+        raise InputError.all(clash)
+    return {**fitted, **values}
+
+
+def _profile_line(args: argparse.Namespace) -> str | None:
+    """What a --profile plans with, in a line (None without one)."""
+    if args.profile is None:
+        return None
+    from ..planner.calibrate import load_profile
+
+    p = load_profile(args.profile)
+    on = p.calibrated_on
+    margin = f", memory x {p.memory_margin:.3g} (measured / predicted)" if p.memory_margin is not None else ""
+    return (f"calibrated: matmul efficiency {p.matmul_efficiency:.4g}{margin}, stack {p.stack or 'none'}; from "
+            f"{on.model} on {on.n_gpus} x {on.gpu} ({on.layout}), {on.measured_tokens_per_s_per_gpu:.6g} tokens/s "
+            f"per GPU measured, {on.date.isoformat()} ({args.profile})")
 
 
 def _layers_per_stage(text: str | None) -> list[int] | None:
@@ -178,8 +244,9 @@ def _no_architecture_with_a_model(args: argparse.Namespace, model) -> None:
         for f in given)
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..planner import arch_from_flags, explain, plan
+def model_and_arch(args: argparse.Namespace) -> tuple:
+    """The model (preset id or config.json's) or, without one, the architecture built from the flags."""
+    from ..planner import arch_from_flags
 
     arch = None
     model = config_model(args) or args.model
@@ -188,13 +255,20 @@ def run(args: argparse.Namespace) -> int:
         lacking = [f for f in ("layers", "hidden", "heads") if getattr(args, f) is None]
         if lacking:
             raise missing(lacking, lambda n: f"{spec(n).allowed} (or give --model ID or --config PATH)",
-                          where="plan without --model")
+                          where=f"{args.command} without --model")
         arch = arch_from_flags(
             layers=cli_value(args.layers), hidden=cli_value(args.hidden), heads=cli_value(args.heads),
             kv_heads=cli_value(args.kv_heads), ffn_hidden=cli_value(args.ffn_hidden),
             vocab=cli_value(args.vocab) if args.vocab is not None else 32000, gated_ffn=bool(switch_value(args, "gated_ffn")),
             seq_len=cli_value(args.seq_len) if isinstance(cli_value(args.seq_len), int) else 2048,
         )
+    return model, arch
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..planner import explain, plan
+
+    model, arch = model_and_arch(args)
     top = cli_value(args.top)
     if not isinstance(top, int) or top < 1:
         raise InputError("top", args.top, "a whole number >= 1")
@@ -202,11 +276,8 @@ def run(args: argparse.Namespace) -> int:
     result = plan(
         model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.n_gpus), seq_len=cli_value(args.seq_len),
         global_batch_tokens=gbt, tokens_t=cli_value(args.tokens_t), deadline_days=cli_value(args.deadline_days),
-        settings=_settings(args), tp=cli_value(args.tp), pp=cli_value(args.pp), zero_stage=cli_value(args.zero_stage),
-        recompute=args.recompute, micro_batch=cli_value(args.micro_batch), seq_parallel=switch_value(args, "seq_parallel"),
-        virtual_stages=cli_value(args.virtual_stages), cp=cli_value(args.cp), ep=cli_value(args.ep), etp=cli_value(args.etp),
-        stage_layers=_layers_per_stage(args.layers_per_stage), fp8=args.fp8, optimizer_offload=bool(switch_value(args, "optimizer_offload")),
-        max_micro_batch=cli_value(args.max_micro_batch), top=max(top, 10), stack_spread=True,
+        settings=_settings(args), **layout_pins(args), max_micro_batch=cli_value(args.max_micro_batch),
+        top=max(top, 10), stack_spread=True,
     )
     if args.json:
         print(dump_json({
@@ -222,6 +293,7 @@ def run(args: argparse.Namespace) -> int:
             "architecture": result.architecture,
             "assumed": {name: a.model_dump() for name, a in result.assumed.items()},
             "stack_spread": {sid: o.model_dump() if o else None for sid, o in result.stack_spread.items()},
+            "profile": _profile_line(args),
         }))
         return 0 if result.plans else 1
     rows = [[i, p.tp, p.pp, p.cp, p.ep, p.dp, p.zero_stage, "on" if p.seq_parallel else "off", p.recompute, p.micro_batch,
@@ -233,6 +305,8 @@ def run(args: argparse.Namespace) -> int:
     print(price_line(args.gpu, cli_value(args.usd_per_gpu_hour)))
     print(f"memory: recipe {result.recipe}, other memory {result.settings.overhead_gb:g} GB per GPU; framework "
           f"{framework_label(result.settings.framework, result.settings.precision)}")
+    if args.profile is not None:
+        print(_profile_line(args))
     if result.assumed:
         print("Assumed (not given; the flag named sets it):")
         for name, a in result.assumed.items():

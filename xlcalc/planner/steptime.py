@@ -201,6 +201,11 @@ class Settings(BaseModel):
     allocator_reserve_frac: float = Field(
         default=MEMORY_DEFAULTS["allocator_reserve_frac"], ge=0, le=1,
         description="Caching allocator reserve as a share of the predicted memory, in the fit's margin.")
+    memory_margin: float = Field(
+        default=1.0, ge=0.2, le=5,
+        description="Measured / predicted peak memory per GPU of a calibrated run (xlcalc calibrate --peak-memory-gb): "
+                    "the predicted memory of every configuration is multiplied by it before the fit check. 1: the "
+                    "memory model as it is.")
     hbm_tb_s: Optional[float] = Field(default=None, gt=0, description="Override the GPU's HBM bandwidth (TB/s).")
     scaleup_gb_s: Optional[float] = Field(default=None, gt=0, description="Override the GPU's scale-up bandwidth per direction (GB/s).")
     scaleout_gb_s: Optional[float] = Field(default=None, gt=0, description="Override the GPU's scale-out bandwidth per direction (GB/s).")
@@ -336,7 +341,7 @@ def memory(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, mi
     values = memory_inputs(arch, st, cfg, seq_len, microbatches, base)
     env = sm.compiled_steps(values) if compiled else sm.evaluate(values, validated=True)
     stage = "First" if env["Mem_First_Total_GB"] >= env["Mem_Last_Total_GB"] else "Last"
-    total = env["Mem_Total_GB"]
+    total = env["Mem_Total_GB"] * st.memory_margin
     # the fit answer every face gives: fits only with the margin (CUDA context + allocator reserve) inside the card
     margin = fm.fit_margin_gb.raw(total_gb=total, cuda_context_gb=values["cuda_context_gb"],
                                   allocator_reserve_frac=values["allocator_reserve_frac"])

@@ -1,0 +1,101 @@
+"""``xlcalc calibrate``: fit the step-time model's matmul efficiency (and a memory margin) to one measured run
+and save it as a profile for ``xlcalc plan --profile``."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import missing
+from ..inputs import spec
+from .flags import add_input
+from .fmt import cli_value, dump_json, number
+from .plan import (
+    _settings,
+    add_layout_flags,
+    add_model_flags,
+    add_run_flags,
+    add_settings_flags,
+    layout_pins,
+    model_and_arch,
+)
+
+# the inputs that pin the measured run: without them there is no run to calibrate on
+_REQUIRED = ("n_gpus", "seq_len", "global_batch_tokens", "tp", "pp", "micro_batch", "recompute")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="fit the planner's matmul efficiency (and memory margin) to one measured run; save a profile",
+        description=(
+            "Give one measured training step (tokens/s per GPU or seconds per step, optionally the peak memory "
+            "per GPU) of one layout on your stack: calibrate finds the matmul share of peak at which the planner's "
+            "step-time model predicts exactly that step for that layout (and, with the peak memory, the margin "
+            "measured / predicted) and saves them as a profile. xlcalc plan --profile FILE then predicts other "
+            "layouts and cluster sizes with it."
+        ),
+        allow_abbrev=False,
+    )
+    add_model_flags(p)
+    g = p.add_argument_group("the measured run")
+    g.add_argument("--gpu", required=True, help="GPU name from the catalog, e.g. H100, A800")
+    add_input(g, "n_gpus", "number of GPUs of the run (required)", default=None, metavar="N_GPUS")
+    add_run_flags(g)
+    add_input(g, "tokens_per_s", "measured training throughput, tokens/s per GPU (or give --step-s)", default=None)
+    add_input(g, "step_s", "measured seconds per training step (or give --tokens-per-s)", default=None)
+    g.add_argument("--peak-memory-gb", metavar="X", help="measured peak memory per GPU, GB (torch.cuda."
+                                                         "max_memory_reserved / 1e9); fits a memory margin")
+    g = p.add_argument_group("the run's layout (--tp, --pp, --micro-batch and --recompute required; what is left "
+                             "out is the planner's best choice)")
+    add_layout_flags(g)
+    g = p.add_argument_group("step-time model settings (the stack and every setting but the matmul efficiency, "
+                             "which is fitted)")
+    add_settings_flags(g)
+    p.add_argument("--out", metavar="FILE", required=True, help="the profile to write (JSON, replaced atomically)")
+    p.add_argument("--json", action="store_true", help="print the profile and the calibrated plan as JSON")
+    p.set_defaults(func=run, profile=None)
+
+
+def _what(name: str) -> str:
+    """What a missing input of the measured run may be."""
+    if name == "tokens_per_s":
+        return "the measured tokens/s per GPU (--tokens-per-s; or --step-s, seconds per step)"
+    try:
+        allowed = spec("tokens" if name == "global_batch_tokens" else name).allowed
+    except KeyError:
+        allowed = "given"
+    return f"{allowed}, as in the measured run (--{name.replace('_', '-')})"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..planner.calibrate import calibrate, save_profile
+
+    lacking = [n for n in _REQUIRED if getattr(args, n) is None]
+    if args.tokens_per_s is None and args.step_s is None:
+        lacking.append("tokens_per_s")
+    if lacking:
+        raise missing(lacking, _what, where="calibrate")
+    model, arch = model_and_arch(args)
+    settings = _settings(args)
+    profile, best = calibrate(
+        model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.n_gpus), seq_len=cli_value(args.seq_len),
+        global_batch_tokens=cli_value(args.global_batch_tokens), settings=settings,
+        tokens_per_s=cli_value(args.tokens_per_s) if args.tokens_per_s is not None else None,
+        step_s=cli_value(args.step_s) if args.step_s is not None else None,
+        peak_memory_gb=cli_value(args.peak_memory_gb) if args.peak_memory_gb is not None else None,
+        **layout_pins(args))
+    save_profile(profile, args.out)
+    if args.json:
+        print(dump_json({"profile": profile.model_dump(mode="json", by_alias=True), "out": args.out,
+                         "plan": best.model_dump()}))
+        return 0
+    on = profile.calibrated_on
+    print(f"calibrated on: {on.model}, {on.n_gpus} x {on.gpu}, {on.layout}")
+    print(f"measured: {number(on.measured_tokens_per_s_per_gpu)} tokens/s per GPU ({on.measured_step_s:.4g} s per step)")
+    print(f"fitted matmul efficiency: {profile.matmul_efficiency:.4g} of peak (stack {profile.stack or 'none'}; "
+          f"MFU {best.mfu:.1%})")
+    if profile.memory_margin is not None:
+        print(f"memory margin: {profile.memory_margin:.4g} (measured {on.measured_peak_memory_gb:g} GB / predicted "
+              f"{on.predicted_memory_gb:.4g} GB per GPU)")
+    print(f"profile written: {args.out} (use: xlcalc plan --profile {args.out} ...)")
+    return 0
