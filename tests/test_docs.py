@@ -29,3 +29,41 @@ def test_docs_quote_the_catalog_training_efficiencies():
     for doc in ("README.md", "docs/planner.md", "docs/catalogs.md"):
         text = (ROOT / doc).read_text(encoding="utf-8")
         assert all(v in text for v in values), doc
+
+
+def test_quoted_command_output_is_up_to_date(capsys):
+    # every `xlcalc` command a doc quotes with its output (<!-- command: ... --> blocks) prints what the doc shows
+    sys.path.insert(0, str(ROOT))
+    from scripts import make_command_docs
+
+    status = make_command_docs.main(["--check"])
+    assert status == 0, capsys.readouterr().err
+
+
+def test_command_docs_check_names_a_stale_block(tmp_path, capsys):
+    # --check fails on a block whose output differs, names it and writes nothing; a rewrite then passes
+    sys.path.insert(0, str(ROOT))
+    from scripts import make_command_docs
+
+    (tmp_path / "docs").mkdir()
+    stale = ("# t\n\n<!-- command: xlcalc catalog gpus -->\n```text\n$ xlcalc catalog gpus\nH100 1000 TFLOPS\n```\n"
+             "<!-- end command -->\n")
+    (tmp_path / "README.md").write_text(stale, encoding="utf-8")
+    assert make_command_docs.main(["--check"], root=tmp_path) == 1
+    assert "README.md:3: out of date: xlcalc catalog gpus" in capsys.readouterr().err
+    assert (tmp_path / "README.md").read_text(encoding="utf-8") == stale
+    assert make_command_docs.main([], root=tmp_path) == 0
+    text = (tmp_path / "README.md").read_text(encoding="utf-8")
+    assert "H100 1000 TFLOPS" not in text and "989.4" in text  # the H100 SXM's dense BF16 peak (NVIDIA datasheet)
+    assert make_command_docs.main(["--check"], root=tmp_path) == 0
+
+
+def test_command_docs_refuses_a_failing_command(tmp_path, capsys):
+    sys.path.insert(0, str(ROOT))
+    from scripts import make_command_docs
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text("<!-- command: xlcalc estimate --mfu 7 -->\n<!-- end command -->\n",
+                                        encoding="utf-8")
+    assert make_command_docs.main([], root=tmp_path) == 1
+    assert "mfu" in capsys.readouterr().err
