@@ -67,3 +67,18 @@ def test_command_docs_refuses_a_failing_command(tmp_path, capsys):
                                         encoding="utf-8")
     assert make_command_docs.main([], root=tmp_path) == 1
     assert "mfu" in capsys.readouterr().err
+
+
+def test_readme_python_session_prints_what_it_shows():
+    # the README's `>>>` session runs as a doctest: each value it shows is what the library returns now
+    import doctest
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    sessions = [b for b in re.findall(r"```python\n(.*?)```", readme, re.DOTALL) if ">>> " in b]
+    assert sessions
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    for k, text in enumerate(sessions):
+        test = doctest.DocTestParser().get_doctest(text, {}, f"README.md python session {k + 1}", "README.md", 0)
+        runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
