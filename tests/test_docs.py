@@ -82,3 +82,31 @@ def test_readme_python_session_prints_what_it_shows():
         test = doctest.DocTestParser().get_doctest(text, {}, f"README.md python session {k + 1}", "README.md", 0)
         runner.run(test)
     assert runner.summarize(verbose=False).failed == 0
+
+
+def test_worksheet_function_examples_give_what_the_docs_show():
+    # `=TRAIN_DAYS(70, 2, 312, 1024, 0.4) -> 76.08` in docs/excel.md and `=...` → 76.08 in README: each call, run
+    # through the worksheet functions, rounds to the number shown (to the decimals shown)
+    import ast
+    import importlib
+    import re
+
+    import pytest
+
+    pytest.importorskip("xlwings")
+    if str(ROOT / "udfs") not in sys.path:
+        sys.path.insert(0, str(ROOT / "udfs"))
+    udfs = importlib.import_module("xlcalc_udfs")
+    number = r"\s*`?(-?[0-9][0-9,]*(?:\.[0-9]+)?)"
+    arrow = r"`?=([A-Z][A-Z0-9_]*)\(([^()]*)\)`?\s*(?:->|→)" + number  # =F(...) -> 1.5
+    equals = r"`([A-Z][A-Z0-9_]*)\(([^()]*)\)` =" + number  # `F(...)` = 1.5
+    call = re.compile(arrow + "|" + equals)
+    found = 0
+    for doc in ("README.md", "docs/excel.md"):
+        for m in call.finditer((ROOT / doc).read_text(encoding="utf-8")):
+            name, args, shown = m.group(1, 2, 3) if m.group(1) else m.group(4, 5, 6)
+            got = getattr(udfs, name)(*ast.literal_eval(f"({args},)"))
+            decimals = len(shown.partition(".")[2])
+            assert round(got, decimals) == float(shown.replace(",", "")), (doc, name, args, shown, got)
+            found += 1
+    assert found >= 12
