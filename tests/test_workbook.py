@@ -891,3 +891,18 @@ def test_the_build_leaves_the_cycle_collector_as_it_found_it():
         assert not gc.isenabled()  # off before, off after
     finally:
         gc.enable()
+
+
+def test_start_sheet_and_readme_say_how_libreoffice_recalculates_on_load(formulas_wb):
+    # LibreOffice's default profile shows an .xlsx's saved values; its help names the option (Formula options,
+    # "Recalculation on File Load", "Excel 2007 and newer": "Always recalculate")
+    path = "Tools > Options > LibreOffice Calc > Formula > Recalculation on File Load"
+    ws = formulas_wb["Start"]
+    rows = {ws[f"B{r}"].value: ws[f"C{r}"].value for r in range(1, ws.max_row + 1)}
+    hint = rows["Recalculation"]
+    assert "Excel recalculates on open" in hint and path in hint and "Always recalculate" in hint
+    area = ws.print_area.rsplit("$", 1)[1]
+    row = next(r for r in range(1, ws.max_row + 1) if ws[f"B{r}"].value == "Recalculation")
+    assert row <= int(area)  # printed with the rest of the Start sheet
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert path in readme and "Always recalculate" in readme and "Excel recalculates" in readme

@@ -28,6 +28,7 @@ import xlcalc
 from chart_data import chart_data_cells, chart_data_rows
 from requires import require
 from xlcalc import catalog
+from xlcalc.cli import main as xlcalc_main
 from xlcalc.recipes import RECIPES
 from xlcalc.scenario import INPUTS, OUTPUTS, Scenario, evaluate, load_scenario
 from xlcalc.workbook import build, cache
@@ -108,7 +109,7 @@ def _produce(work: Path) -> tuple[list[Path], dict]:
 
     seed = src / "seed002.xlsx"
     shutil.copy(pristine, seed)
-    cases["seed002"] = {"scenario": base_sc}
+    cases["seed002"] = {"scenario": base_sc, "pristine": pristine}
 
     rng = random.Random(20240611)
     for k in range(N_GENERATED):
@@ -134,6 +135,18 @@ def _produce(work: Path) -> tuple[list[Path], dict]:
     set_inputs(pristine, src / "tier_typed.xlsx", {"GPU_Type": "h100-sxm", "Price_Tier": "spot", "USD_per_GPU_Hour": 3.1})
     cases["tier_typed"] = {"scenario": gpu_variant(base_sc, "h100-sxm").model_copy(
         update={"name": base_sc.name, "usd_per_gpu_hour": 3.1, "price_tier": None, "price_id": None})}
+
+    # `xlcalc workbook` (the CLI face of build_workbook.py) given a scenario file of its own: its cached values must
+    # be those of the inputs it wrote (2,048 GPUs), not of the seed's 1,024
+    cli_toml = work / "seed002-2048.toml"
+    cli_toml.write_text(SEED002.read_text(encoding="utf-8").replace("n_gpus = 1024", "n_gpus = 2048"),
+                        encoding="utf-8")
+    cli_sc = load_scenario(cli_toml)
+    assert cli_sc.n_gpus == 2048
+    cli_pristine = work / "cli-2048.xlsx"
+    assert xlcalc_main(["workbook", "--scenario", str(cli_toml), "-o", str(cli_pristine)]) == 0
+    shutil.copy(cli_pristine, src / "cli_2048.xlsx")
+    cases["cli_2048"] = {"scenario": cli_sc, "pristine": cli_pristine}
 
     hostile = Scenario.build(name=HOSTILE_NAME, notes="@SUM(1)+2", gpu="h100")
     build(src / "hostile.xlsx", [hostile])
@@ -176,7 +189,7 @@ def _close(got, want) -> bool:
     return isinstance(got, (int, float)) and math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12)
 
 
-@pytest.mark.parametrize("case", ["seed002", *(f"gen{k}" for k in range(N_GENERATED)), "gpu_switch",
+@pytest.mark.parametrize("case", ["seed002", "cli_2048", *(f"gen{k}" for k in range(N_GENERATED)), "gpu_switch",
                                   "recipe_megatron", "recipe_override", "hostile",
                                   *(f"tier_{t}" for t in TIER_PICKS), "tier_typed"])
 def test_every_named_output_equals_the_engine(lo, case):
@@ -206,11 +219,17 @@ def test_seed002_recalculated_shows_the_seed_numbers(lo):
     assert round(named_cell(wb, "Train_Days").value, 2) == 76.08
 
 
-def test_cached_values_equal_libreoffice_everywhere(lo):
-    """Every formula cell's cached value (engine) equals LibreOffice's recalculation of the same cell."""
-    formulas = openpyxl.load_workbook(lo["pristine"])
-    cached = openpyxl.load_workbook(lo["pristine"], data_only=True)
-    recalc = openpyxl.load_workbook(lo["cases"]["seed002"]["output"], data_only=True)
+@pytest.mark.parametrize("case", ["seed002", "cli_2048"])
+def test_cached_values_equal_libreoffice_everywhere(lo, case):
+    """Every formula cell's cached value (engine) equals LibreOffice's recalculation of the same cell: in the seed's
+    workbook as built, and in one `xlcalc workbook` wrote from another scenario (a spreadsheet that does not
+    recalculate on load shows the cached values)."""
+    formulas = openpyxl.load_workbook(lo["cases"][case]["pristine"])
+    cached = openpyxl.load_workbook(lo["cases"][case]["pristine"], data_only=True)
+    recalc = openpyxl.load_workbook(lo["cases"][case]["output"], data_only=True)
+    if case == "cli_2048":  # the cached days are those of 2,048 GPUs: half the seed's 76.08 (6ND / (peak N MFU))
+        days = 6 * 70e9 * 2e12 / (312e12 * 2048 * 0.4) / 86400
+        assert named_cell(cached, "Train_Days").value == pytest.approx(days, rel=1e-12)
     checked, wrong = 0, []
     for ws in formulas.worksheets:
         for row in ws.iter_rows():

@@ -747,6 +747,13 @@ def _format_of(name: str) -> str | None:
     return s.number_format if s.number_format != "General" else ("#,##0" if s.kind == "int" else None)
 
 
+# Excel recalculates a workbook on open; LibreOffice, by default, shows the values saved in the file (the menu path
+# and option names of LibreOffice's help, Formula options: "Recalculation on File Load")
+RECALC_HINT = ("Excel recalculates on open. LibreOffice shows the values saved in the file unless Tools > Options > "
+               "LibreOffice Calc > Formula > Recalculation on File Load > Excel 2007 and newer is set to "
+               "Always recalculate.")
+
+
 def start_sheet(ctx: Ctx) -> int:
     """The one-page summary; returns its last row (the print area)."""
     s, b = "Start", ctx.book
@@ -781,6 +788,7 @@ def start_sheet(ctx: Ctx) -> int:
                     "its equation and source."),
         ("Protection", "Formula cells are protected (no password: Review > Unprotect Sheet to change a formula)."),
         ("Contents", "Sheets, in print order: " + ", ".join(b.sheets) + "."),
+        ("Recalculation", RECALC_HINT),
     )
     for head, text in lines:
         b.put(s, f"B{row}", head, "group")
