@@ -1,7 +1,8 @@
 """Generate docs/validation.md: the step-time model scored leave-one-source-out on published measured runs.
 
-    python scripts/make_validation.py            write docs/validation.md and README.md's accuracy paragraph
-    python scripts/make_validation.py --check    exit 1 if either is stale (CI)
+    python scripts/make_validation.py            write docs/validation.md, README.md's accuracy paragraph and
+                                                 xlcalc/data/mfu_interval.json (the planner's range)
+    python scripts/make_validation.py --check    exit 1 if any of them is stale (CI)
 
 The work is done by :mod:`xlcalc.validation` (runs -> queries -> one adapter to the planner -> leave-one-source-out
 calibration and constant-MFU baselines -> the document); this script only writes and checks the files.
@@ -18,10 +19,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from xlcalc import validation as V  # noqa: E402
+from xlcalc.validation import intervals as I  # noqa: E402
 from xlcalc.workbook.atomic import write_text  # noqa: E402
 
 DOC = ROOT / "docs" / "validation.md"
 README = ROOT / "README.md"
+INTERVAL_JSON = I.INTERVAL_JSON
 PARAGRAPH_START = "**How accurate is the predicted MFU?**"
 
 
@@ -43,6 +46,7 @@ def readme_paragraph(v: dict) -> str:
                     for g in ("a100-80gb", "h100-sxm"))
         + "); the efficiencies and the non-matmul factor fitted here per software-stack profile are in the document, "
         "and `xlcalc plan --stack ID` plans with them.",
+        range_sentence(v),
         ("Issue 11's targets (median error ≤ 10%, ≥ 75% within 15%, ≥ 15 points better than the best constant) "
          "are met." if met else
          "Issue 11's targets are not all met yet: median error ≤ 10% "
@@ -53,6 +57,14 @@ def readme_paragraph(v: dict) -> str:
          "runs this version of the model cannot express (" + ", ".join(V.missing_features(v)) + ") with the reason."),
     ]
     return "\n".join(lines)
+
+
+def range_sentence(v: dict) -> str:
+    """README's sentence on the planner's range, its coverage measured on held-out sources."""
+    cov = I.nested_coverage(I.log_errors(v))
+    return (f"`xlcalc plan` gives its days, GPU-hours, MFU and cost with {I.LEVEL:.0%} ranges built from these "
+            f"held-out errors; built each time without the source it is checked on, it covers {cov['overall']:.0%} "
+            f"of the held-out runs ({cov['covered']} of {cov['runs']}; target 75–85%).")
 
 
 def as_json(v: dict) -> dict:
@@ -82,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=Path, default=V.RUNS_JSON, help="throughput runs JSON (default: the repository's)")
     ap.add_argument("--check", action="store_true",
-                    help="write nothing; exit 1 if docs/validation.md or README.md's paragraph is stale")
+                    help="write nothing; exit 1 if docs/validation.md, README.md's paragraph or "
+                         "mfu_interval.json is stale")
     ap.add_argument("--quiet", action="store_true", help="print only the headline")
     ap.add_argument("--json", action="store_true",
                     help="write nothing; print the headline, calibration and every scored run as JSON")
@@ -93,16 +106,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     doc = V.render(v)
     readme = with_paragraph(README.read_text(encoding="utf-8"), readme_paragraph(v))
+    interval = I.as_text(I.interval_data(v))
     if args.check:
-        stale = [p.relative_to(ROOT).as_posix() for p, text in ((DOC, doc), (README, readme))
-                 if p.read_text(encoding="utf-8") != text]
+        stale = [p.relative_to(ROOT).as_posix() for p, text in ((DOC, doc), (README, readme), (INTERVAL_JSON, interval))
+                 if not p.exists() or p.read_text(encoding="utf-8") != text]
         if stale:
             print("stale: " + ", ".join(stale) + " (run python scripts/make_validation.py)", file=sys.stderr)
             return 1
-        print("docs/validation.md and README.md are up to date")
+        print("docs/validation.md, README.md and mfu_interval.json are up to date")
         return 0
     write_text(DOC, doc)
     write_text(README, readme)
+    write_text(INTERVAL_JSON, interval)
     if not args.quiet:
         for profile, eff in v["fitted"].items():
             print(f"fitted matmul efficiency, profile {profile}: {eff:.3f}")

@@ -38,7 +38,8 @@ def test_plan_spills_header_and_the_planners_best_plans():
     for row, p in zip(table[1:4], result.plans):
         assert dict(zip(PLAN_COLUMNS[1:], row[1:])) == {k: getattr(p, k) for k in PLAN_COLUMNS[1:]}
     # then the inputs the planner assumed, as the CLI states them: no stack profile, the catalog's price
-    assumed = table[4:]
+    assumed = [row for row in table[4:] if row[0] != "range"]
+    assert [row[0] for row in table[4:]] == ["assumed"] * len(assumed) + ["range"] * (len(table) - 4 - len(assumed))
     assert all(len(row) == len(PLAN_COLUMNS) and row[0] == "assumed" for row in assumed)
     assert [row[1] for row in assumed] == ["stack", "usd_per_gpu_hour"]
     assert [row[3] for row in assumed] == [result.assumed["stack"].basis, result.assumed["usd_per_gpu_hour"].basis]
@@ -100,3 +101,18 @@ def test_a_range_where_one_cell_is_expected_is_refused():
     values[2] = [[1024.0], [2048.0]]
     with pytest.raises(InputError, match="n_gpus .* a single cell"):
         u.PLAN(*values)
+
+
+def test_plan_spills_the_best_plans_range_as_plan_prints_it(capsys):
+    import json
+
+    from xlcalc.cli import main
+
+    table = call()
+    assert main(["plan", "--model", "llama2-70b", "--gpu", "H100", "--n-gpus", "1024", "--seq-len", "4096",
+                 "--global-batch-tokens", "4194304", "--tokens-t", "2", "--scaleout-gb-s", "50", "--top", "3",
+                 "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)["interval"]
+    ranges = {row[1]: row[2] for row in table if row[0] == "range"}
+    assert ranges == {k: cli[k] for k in ("mfu_low", "mfu_high", "days_low", "days_high", "gpu_hours_low",
+                                          "gpu_hours_high", "cost_low_usd", "cost_high_usd")}

@@ -10,6 +10,7 @@ import pytest
 
 from conftest import ROOT
 from xlcalc import validation as V
+from xlcalc.validation import intervals as I
 
 
 def _script():
@@ -74,10 +75,20 @@ def test_check_flag_fails_on_a_stale_doc(full, tmp_path, monkeypatch):
                                             script.readme_paragraph(full)), encoding="utf-8")
     monkeypatch.setattr(script, "DOC", stale)
     monkeypatch.setattr(script, "README", readme)
+    interval = tmp_path / "mfu_interval.json"
+    interval.write_text(I.as_text(I.interval_data(full)), encoding="utf-8")
+    monkeypatch.setattr(script, "INTERVAL_JSON", interval)
     monkeypatch.setattr(script, "ROOT", tmp_path)
     assert script.main(["--check"]) == 1
     stale.write_text(V.render(full), encoding="utf-8")
     assert script.main(["--check"]) == 0
+    interval.write_text("{}\n", encoding="utf-8")  # a stale range is refused too
+    assert script.main(["--check"]) == 1
+
+
+def test_shipped_range_is_the_validations(full):
+    # regenerate with: python scripts/make_validation.py
+    assert I.INTERVAL_JSON.read_text(encoding="utf-8") == I.as_text(I.interval_data(full))
 
 
 # --- leave one source out -----------------------------------------------------------------------------------

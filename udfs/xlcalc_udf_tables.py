@@ -129,7 +129,7 @@ def MODEL_LIST():
                           "planner's own defaults; the assumed rows say so)")
 @ret()
 def PLAN(model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t=None, scaleout_gb_s=None, top=5, stack=None):
-    """Best parallel layouts (TP, PP, DP, ZeRO, recompute, micro-batch) that fit in GPU memory, fastest first, with memory per GPU, step time, predicted MFU, tokens/s per GPU, days and cost; spills a table, then a row per input assumed."""  # noqa: E501
+    """Best parallel layouts (TP, PP, DP, ZeRO, recompute, micro-batch) that fit in GPU memory, fastest first, with memory per GPU, step time, predicted MFU, tokens/s per GPU, days and cost; spills a table, then a row per input assumed, then the best plan's range (range rows: MFU, days, GPU-hours and cost bounds from the validation's held-out errors)."""  # noqa: E501
     from xlcalc.inputs import check_value
     from xlcalc.planner import Settings, plan, plan_table
     from xlcalc.planner.stacks import get_stack

@@ -213,6 +213,26 @@ def _profile_line(args: argparse.Namespace) -> str | None:
             f"per GPU measured, {on.date.isoformat()} ({args.profile})")
 
 
+def range_lines(result) -> list[str]:
+    """The best plan's range (PlanResult.interval) in words, and whether it applies."""
+    r = result.interval
+    if not result.plans:
+        return []
+    if r is None:
+        return [result.interval_note]
+    p = result.plans[0]
+    lvl = f"{r.level:.0%} range"
+    parts = [f"days {number(p.days)} ({lvl} {number(r.days_low)}–{number(r.days_high)})",
+             f"GPU-hours {number(p.gpu_hours)} ({number(r.gpu_hours_low)}–{number(r.gpu_hours_high)})",
+             f"MFU {p.mfu:.1%} ({r.mfu_low:.1%}–{r.mfu_high:.1%})"]
+    if p.cost_usd is not None and r.cost_low_usd is not None and r.cost_high_usd is not None:
+        parts.append(f"cost {number(p.cost_usd, 'USD')} ({number(r.cost_low_usd, 'USD')}–"
+                     f"{number(r.cost_high_usd, 'USD')})")
+    return [f"best plan: {', '.join(parts)}; from {r.basis}, {r.out_of_sample_coverage:.0%} of held-out runs "
+            "inside",
+            result.interval_note]
+
+
 def _layers_per_stage(text: str | None) -> list[int] | None:
     if text is None:
         return None
@@ -292,6 +312,8 @@ def run(args: argparse.Namespace) -> int:
             "rejected_by_reason": result.rejected_by_reason, "params_b": result.params_b,
             "architecture": result.architecture,
             "assumed": {name: a.model_dump() for name, a in result.assumed.items()},
+            "interval": result.interval.model_dump() if result.interval else None,
+            "interval_note": result.interval_note,
             "stack_spread": {sid: o.model_dump() if o else None for sid, o in result.stack_spread.items()},
             "profile": _profile_line(args),
         }))
@@ -307,6 +329,8 @@ def run(args: argparse.Namespace) -> int:
           f"{framework_label(result.settings.framework, result.settings.precision)}")
     if args.profile is not None:
         print(_profile_line(args))
+    for line in range_lines(result):
+        print(line)
     if result.assumed:
         print("Assumed (not given; the flag named sets it):")
         for name, a in result.assumed.items():

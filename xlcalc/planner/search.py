@@ -20,6 +20,7 @@ from ..layout import check_layout, stage_split
 from ..recipes import recipe_label
 from ..registry import numeric
 from ..validate import checked_inputs
+from .ranges import PredictionRange, prediction_range, range_note
 from .steptime import (
     Arch,
     Config,
@@ -181,6 +182,11 @@ class PlanResult(BaseModel):
         default_factory=dict,
         description="every input left out that the plan depends on (seq_len, global_batch_tokens, tokens_t, stack, "
                     "usd_per_gpu_hour), with the value used and its origin")
+    interval: Optional[PredictionRange] = Field(
+        default=None, description="the best plan's range of MFU, days, GPU-hours and cost from the validation's "
+                                  "held-out errors (None: no plan, or a given matmul efficiency whose error is not "
+                                  "measured; interval_note says which)")
+    interval_note: str = Field(default="", description="whether the validation's range applies to this plan")
     stack_spread: dict[str, Optional[StackOutcome]] = Field(
         default_factory=dict,
         description="with no stack named: the best plan's layout evaluated on each named stack profile (None: it does "
@@ -691,7 +697,12 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
                                                   fp8=fp8, keep=top, offload=optimizer_offload, **pins)
         fits.sort(key=lambda p: (p.step_s, p.memory_gb))
         plans = [_plan_of(p, n, tokens_t, hw.usd_per_gpu_hour, a.n_params_b, hw.peak_tflops) for p in fits[:top]]
+        given_eff = st.matmul_efficiency is not None
+        best = plans[0] if plans else None
         return PlanResult(
+            interval=None if best is None or given_eff else prediction_range(best.mfu, best.days, best.gpu_hours,
+                                                                             best.cost_usd),
+            interval_note=range_note(given_eff, st.stack),
             model=a.name, gpu=hw.name, n_gpus=n, seq_len=seq_len, global_batch=global_batch, tokens_t=tokens_t,
             gpu_memory_gb=hw.memory_gb, matmul_efficiency=hw.matmul_efficiency,
             matmul_efficiency_basis=hw.matmul_efficiency_basis, settings=st, params_b=a.n_params_b,
@@ -770,12 +781,27 @@ PLAN_COLUMNS = ("rank", "tp", "pp", "dp", "zero_stage", "seq_parallel", "recompu
 
 def plan_table(result: PlanResult, top: int = 5) -> list[list[Any]]:
     """Header row plus one row per plan (best first), then one row per input the plan assumed ("assumed", its
-    name, the value used, where it comes from; PlanResult.assumed): a table a worksheet function can spill."""
+    name, the value used, where it comes from; PlanResult.assumed), then the best plan's range ("range", a bound's
+    name, its value, where it comes from; PlanResult.interval), or one row saying why it has none: a table a
+    worksheet function can spill."""
     rows: list[list[Any]] = [list(PLAN_COLUMNS)]
+    pad = [""] * (len(PLAN_COLUMNS) - 4)
     for i, p in enumerate(result.plans[:top], 1):
         d = p.model_dump()
         rows.append([i] + [d[k] for k in PLAN_COLUMNS[1:]])
     for name, a in result.assumed.items():
-        rows.append(["assumed", name, a.value if a.value is not None else a.shown, a.basis]
-                    + [""] * (len(PLAN_COLUMNS) - 4))
+        rows.append(["assumed", name, a.value if a.value is not None else a.shown, a.basis] + pad)
+    r = result.interval
+    if r is not None:
+        basis = f"{r.level:.0%} range from {r.basis}; {result.interval_note}"
+        for name in RANGE_ROWS:
+            value = getattr(r, name)
+            if value is not None:
+                rows.append(["range", name, value, basis] + pad)
+    elif result.plans:
+        rows.append(["range", "none", "", result.interval_note] + pad)
     return rows
+
+
+RANGE_ROWS = ("mfu_low", "mfu_high", "days_low", "days_high", "gpu_hours_low", "gpu_hours_high", "cost_low_usd",
+              "cost_high_usd")

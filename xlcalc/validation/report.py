@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
+import statistics
+
 from .. import catalog
 from ..planner.stacks import STACKS
 from .adapter import FACTOR_GRID, REFERENCE_EFFICIENCY
+from .intervals import LEVEL, bounds, log_errors, nested_coverage
 from .runs import GPU_STAND_IN, PROFILE_TEXT, SCORED_APART, Query, Skip
 from .scoring import Scored, best_constant, headline, summary
 
@@ -138,6 +142,55 @@ def _rule_rows(v: dict) -> list[str]:
     return rows + [""]
 
 
+def _range_section(v: dict) -> list[str]:
+    """The range the planner prints with a prediction, and its coverage measured on held-out sources."""
+    rows = log_errors(v)
+    if len(rows) < 2:
+        return []
+    q10, q90 = bounds([r["log_error"] for r in rows])
+    cov = nested_coverage(rows)
+    lvl = f"{LEVEL:.0%}"
+    big = max(cov["by_source"], key=lambda k: cov["by_source"][k][1])
+
+    def frac(c: tuple[int, int]) -> str:
+        return f"{c[0]} of {c[1]} ({c[0] / c[1]:.0%})"
+
+    L = [
+        "## Range of a prediction",
+        "",
+        f"`xlcalc plan` gives its MFU, days, GPU-hours and cost with {lvl} ranges from the errors above: the 10th and",
+        "90th percentiles of log(predicted / measured MFU) over every scored run (each run once, all stack profiles",
+        f"pooled; too few sources share a profile to give each its own) are {q10:+.3f} and {q90:+.3f}, so the measured",
+        f"MFU lies in predicted x {math.exp(-q90):.3f} ... predicted x {math.exp(-q10):.3f}. Days, GPU-hours and cost",
+        "scale as 1 / MFU (same tokens, same GPUs) and take the range with it. The pair is stored with the errors",
+        "behind it in `xlcalc/data/mfu_interval.json`, which this script writes.",
+        "",
+        "Coverage measured out of sample: for each source, the percentiles are taken over the *other* sources' "
+        "errors",
+        f"only and that source's runs are checked against them. Overall: {frac((cov['covered'], cov['runs']))} of "
+        f"held-out runs inside the {lvl} range (target 75–85%); each source counting once (the mean of its share "
+        f"inside), {statistics.mean(c[0] / c[1] for c in cov['by_source'].values()):.0%}. The largest source, "
+        f"{big}, holds {cov['by_source'][big][1]} of the {cov['runs']} runs, so the pooled percentiles lean towards "
+        "its errors.",
+        "",
+        "| source | runs inside | 10th / 90th percentile of the other sources |",
+        "|---|---:|---|",
+        *[f"| {s} | {frac(c)} | {cov['bounds'][s][0]:+.3f} / {cov['bounds'][s][1]:+.3f} |"
+          for s, c in cov["by_source"].items()],
+        "",
+        "| GPU (as the source names it) | runs inside |",
+        "|---|---:|",
+        *[f"| {g} | {frac(c)} |" for g, c in cov["by_gpu"].items()],
+        "",
+        "The range measures the model as `xlcalc plan --stack ID` uses it: a stack profile's efficiency fitted to",
+        "published runs. Without `--stack` the planner's efficiency is the catalog's, also fitted to published runs;",
+        "it gives the same range then and says the range was measured with the stack profiles. It gives no range for",
+        "a plan with a given `--matmul-efficiency` or a `--profile` calibrated on one run: their error is not measured.",
+        "",
+    ]
+    return L
+
+
 def render(v: dict) -> str:
     sc: list[Scored] = v["scored"]
     h = headline(v)
@@ -244,6 +297,7 @@ def render(v: dict) -> str:
         f"{summary(v['in_sample'])['within']:.0%} within 15%; the gap to the leave-one-source-out figures is the cost "
         "of transferring a calibration between sources, the rest is error in the model's shape.",
         "",
+        *_range_section(v),
         "## Per source",
         "",
     ]

@@ -1,0 +1,96 @@
+"""The range the planner gives with every prediction, from the validation's leave-one-source-out errors.
+
+Each scored run's log error, log(predicted / measured MFU), is a prediction made with constants fitted on the
+other sources only. Their 10th and 90th percentiles (``statistics.quantiles(..., n=10, method="inclusive")``,
+every run counting once, as the headline counts them; one pooled pair, not one per stack profile) bound the
+measured MFU of a new prediction: measured in [predicted x exp(-q90), predicted x exp(-q10)], an 80% range.
+
+That the range covers 80% of runs it was not built from is measured, not assumed (:func:`nested_coverage`): for
+each held-out source the percentiles are taken over the OTHER sources' errors only, and the held-out source's
+runs are checked against them.
+
+The pair the planner uses lives in ``xlcalc/data/mfu_interval.json`` with the errors it was computed
+from and their provenance; ``scripts/make_validation.py`` writes it (atomically) and its ``--check`` refuses a
+stale one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+
+from ..planner.ranges import INTERVAL_JSON
+
+LEVEL = 0.8
+
+
+def log_errors(v: dict) -> list[dict]:
+    """One row per scored run: id, source, GPU and log(predicted / measured MFU) of the held-out prediction."""
+    return [dict(id=s.query.id, source_id=s.query.source_id, gpu=s.query.gpu_label,
+                 log_error=math.log(1 + s.error)) for s in v["scored"]]
+
+
+def bounds(errors: list[float]) -> tuple[float, float]:
+    """(10th, 90th) percentile of log errors, the inclusive method of :func:`statistics.quantiles`."""
+    if len(errors) < 2:
+        raise ValueError("an interval needs at least two errors")
+    d = statistics.quantiles(errors, n=10, method="inclusive")
+    return d[0], d[-1]
+
+
+def nested_coverage(rows: list[dict]) -> dict:
+    """Out-of-sample coverage: each source's runs against the percentiles of the other sources' errors.
+
+    Returns ``overall`` (share of all runs covered), ``by_source`` and ``by_gpu`` ({name: (covered, runs)}) and
+    ``bounds`` ({source: (q10, q90) of the others})."""
+    sources = list(dict.fromkeys(r["source_id"] for r in rows))
+    per_source = {s: bounds([r["log_error"] for r in rows if r["source_id"] != s]) for s in sources}
+    by_source: dict[str, list[int]] = {}
+    by_gpu: dict[str, list[int]] = {}
+    hits = 0
+    for r in rows:
+        lo, hi = per_source[r["source_id"]]
+        hit = int(lo <= r["log_error"] <= hi)
+        hits += hit
+        for key, table in ((r["source_id"], by_source), (r["gpu"], by_gpu)):
+            c = table.setdefault(key, [0, 0])
+            c[0] += hit
+            c[1] += 1
+    return dict(overall=hits / len(rows), covered=hits, runs=len(rows),
+                by_source={k: (c[0], c[1]) for k, c in by_source.items()},
+                by_gpu={k: (c[0], c[1]) for k, c in by_gpu.items()}, bounds=per_source)
+
+
+def interval_data(v: dict) -> dict:
+    """What mfu_interval.json holds: the level, the pooled percentiles, the coverage and the errors behind them."""
+    rows = log_errors(v)
+    q10, q90 = bounds([r["log_error"] for r in rows])
+    cov = nested_coverage(rows)
+    return {
+        "level": LEVEL,
+        "q10_log_error": q10,
+        "q90_log_error": q90,
+        "method": "10th and 90th percentiles (statistics.quantiles, n=10, inclusive) of log(predicted / measured "
+                  "MFU) over every run scored leave-one-source-out, each run once, all stack profiles pooled",
+        "provenance": "scripts/make_validation.py from xlcalc/data/reference/throughput_runs.json "
+                      "(docs/validation.md, 'Range of a prediction')",
+        "out_of_sample_coverage": cov["overall"],
+        "runs": len(rows),
+        "sources": len(cov["by_source"]),
+        "log_errors": rows,
+    }
+
+
+def as_text(data: dict) -> str:
+    """The JSON file's text: one line per key, one line per run's error."""
+    head = {k: v for k, v in data.items() if k != "log_errors"}
+    lines = [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()]
+    rows = [f"  {json.dumps(r)}" for r in data["log_errors"]]
+    return "{\n" + "\n".join(lines) + '\n "log_errors": [\n' + ",\n".join(rows) + "\n ]\n}\n"
+
+
+def load_interval(path: Path = INTERVAL_JSON) -> dict:
+    """The shipped interval data (see :func:`interval_data`)."""
+    return json.loads(path.read_text(encoding="utf-8"))
