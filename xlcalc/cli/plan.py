@@ -338,8 +338,10 @@ def run(args: argparse.Namespace) -> int:
     if result.stack_spread:
         print("\nThe best layout on each named stack (--stack ID plans with one):")
         for sid, o in result.stack_spread.items():
-            print(f"  {sid}: " + ("does not fit its memory" if o is None else
-                                  f"{number(o.days)} days, MFU {o.mfu:.1%}, {number(o.memory_gb)} GB/GPU"))
+            print(f"  {sid}: " + ("no plan fits its memory" if o is None else
+                                  f"{number(o.days)} days, MFU {o.mfu:.1%}, {number(o.memory_gb)} GB/GPU"
+                                  + ("" if o.same_layout else f" (the layout does not fit its memory; its own best: "
+                                                              f"{o.layout})")))
     print()
     print(explain(result, top=min(top, 3)))
     return 0 if result.plans else 1

@@ -153,6 +153,9 @@ class StackOutcome(BaseModel):
     step_s: float
     mfu: float
     memory_gb: float
+    same_layout: bool = Field(default=True, description="the best plan's layout; False: it does not fit this "
+                                                         "stack's memory and the stack's own best plan is given")
+    layout: str = Field(default="", description="the layout evaluated (Plan.label)")
 
 
 class PlanResult(BaseModel):
@@ -189,8 +192,9 @@ class PlanResult(BaseModel):
     interval_note: str = Field(default="", description="whether the validation's range applies to this plan")
     stack_spread: dict[str, Optional[StackOutcome]] = Field(
         default_factory=dict,
-        description="with no stack named: the best plan's layout evaluated on each named stack profile (None: it does "
-                    "not fit in that stack's memory), so the assumption's weight can be seen")
+        description="with no stack named: the best plan's layout evaluated on each named stack profile, or where it "
+                    "does not fit that stack's memory the stack's own best plan (None: no plan fits), so the "
+                    "assumption's weight can be seen")
 
 
 def _is_prime(n: int) -> bool:
@@ -712,25 +716,30 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         )
 
     def spread(result: PlanResult) -> PlanResult:
-        """With no stack named, the best layout on every named stack (its facts and fitted efficiency)."""
+        """With no stack named: the best layout on every named stack (its facts and fitted efficiency); where that
+        layout does not fit the stack's memory, the stack's own best plan under the caller's pins."""
         if not stack_spread or st.stack is not None or not result.plans:
             return result
         from .stacks import STACKS
 
         best = result.plans[0]
         given = st.model_dump(exclude_unset=True)
+        common: dict[str, Any] = dict(arch=arch, gpu=gpu, n_gpus=result.n_gpus, seq_len=seq_len,
+                                      global_batch_tokens=global_batch * seq_len, tokens_t=tokens_t, fp8=fp8,
+                                      optimizer_offload=optimizer_offload, top=1, max_micro_batch=max_micro_batch)
         outcomes: dict[str, Optional[StackOutcome]] = {}
         for sid in STACKS:
-            other = plan(model, arch=arch, gpu=gpu, n_gpus=result.n_gpus, seq_len=seq_len,
-                         global_batch_tokens=global_batch * seq_len, tokens_t=tokens_t,
-                         settings=Settings(**{**given, "stack": sid}), tp=best.tp, pp=best.pp,
-                         zero_stage=best.zero_stage, recompute=best.recompute, micro_batch=best.micro_batch,
-                         seq_parallel=best.seq_parallel, virtual_stages=best.virtual_stages, cp=best.cp, ep=best.ep,
-                         etp=(best.etp or best.tp) if a.experts else None, stage_layers=best.stage_layers or stage_layers,
-                         fp8=fp8, optimizer_offload=optimizer_offload, top=1, max_micro_batch=max_micro_batch)
-            p = other.plans[0] if other.plans else None
-            outcomes[sid] = None if p is None else StackOutcome(days=p.days, step_s=p.step_s, mfu=p.mfu,
-                                                                memory_gb=p.memory_gb)
+            named = Settings(**{**given, "stack": sid})
+            same = plan(model, settings=named, tp=best.tp, pp=best.pp, zero_stage=best.zero_stage,
+                        recompute=best.recompute, micro_batch=best.micro_batch, seq_parallel=best.seq_parallel,
+                        virtual_stages=best.virtual_stages, cp=best.cp, ep=best.ep,
+                        etp=(best.etp or best.tp) if a.experts else None,
+                        stage_layers=best.stage_layers or stage_layers, **common)
+            own = same if same.plans else plan(model, settings=named, stage_layers=stage_layers, **pins, **common)
+            p = own.plans[0] if own.plans else None
+            outcomes[sid] = None if p is None else StackOutcome(
+                days=p.days, step_s=p.step_s, mfu=p.mfu, memory_gb=p.memory_gb, same_layout=own is same,
+                layout=p.label())
         return result.model_copy(update={"stack_spread": outcomes})
 
     if n_checked is not None:
