@@ -33,6 +33,7 @@ from xlcalc.recipes import RECIPES
 from xlcalc.scenario import INPUTS, OUTPUTS, Scenario, evaluate, load_scenario
 from xlcalc.workbook import build, cache
 from xlcalc.workbook.compare import gpu_variant
+from xlcalc.workbook.sheets import KEY_RESULTS
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED002 = ROOT / "xlcalc" / "presets" / "seed002-70b-a800.toml"
@@ -441,7 +442,8 @@ def _pdftotext():
 @functools.cache
 def printed() -> dict:
     """PDFs as a user prints them, in two soffice runs: the seed 002 workbook saved as .ods, then one run printing
-    seed002.xlsx, gap.xlsx (a GPU with a figure left unpublished) and that .ods (as seed002-ods)."""
+    seed002.xlsx (an A800: no purchase price), gap.xlsx (a GPU with a figure left unpublished), priced.xlsx (a GPU
+    with a purchase price) and that .ods (as seed002-ods)."""
     require_libreoffice()
     from xlcalc.workbook.libreoffice import convert, to_pdf
 
@@ -451,10 +453,11 @@ def printed() -> dict:
     src.mkdir()
     build(src / "seed002.xlsx", [load_scenario(SEED002)])
     set_inputs(src / "seed002.xlsx", src / "gap.xlsx", {"GPU_Type": _gap_gpu().id})
+    set_inputs(src / "seed002.xlsx", src / "priced.xlsx", {"GPU_Type": _priced_gpu()})
     ods, = convert([src / "seed002.xlsx"], work / "ods", "ods", ".ods")
     ods = ods.rename(src / "seed002-ods.ods")
-    pdfs = to_pdf([src / "seed002.xlsx", src / "gap.xlsx", ods], work / "out")
-    return {p.stem: p for p in pdfs}
+    pdfs = to_pdf([src / "seed002.xlsx", src / "gap.xlsx", src / "priced.xlsx", ods], work / "out")
+    return {p.stem: p for p in pdfs} | {f"{p.stem}.xlsx": src / f"{p.stem}.xlsx" for p in pdfs}
 
 
 def _pdf_text(path: Path, first: int | None = None, last: int | None = None) -> str:
@@ -482,7 +485,8 @@ def test_pdf_export_straight_from_the_xlsx_has_the_key_results_on_page_one():
     assert "Start" in page1 and "page 1 of" in page1
     whole = _pdf_text(pdf)
     pages = whole.count("\f")
-    assert 8 <= pages <= 32, pages     # every sheet fits to one page wide: no 66-page print-out (15 sheets)
+    # every sheet fits to one page wide: no 66-page print-out (15 sheets; rows tall enough for their messages)
+    assert 8 <= pages <= 40, pages
     for error in ERROR_VALUES:
         assert error not in whole, error
     for n, page in enumerate(whole.split("\f"), start=1):
@@ -523,6 +527,81 @@ def test_pdf_of_a_gpu_without_a_published_figure_shows_the_message():
     assert _message(gpu, *_first_missing(gpu)[0]) in page1
     for error in ERROR_VALUES:
         assert error not in page1, error
+
+
+def _priced_gpu() -> str:
+    """A catalog GPU with a purchase price (the first)."""
+    return next(g.id for g in catalog.gpus() if catalog.purchase_price(g.id) is not None)
+
+
+# one line of 11-point text, in points (Excel's default row is 15 points); one character per unit of column width
+# (a unit is the width of a digit: running text averages narrower, so this over-counts the lines)
+LINE_PT = 13
+
+
+def _lines_needed(text: str, width: float) -> int:
+    return math.ceil(len(text) / width)
+
+
+def _cell_width(ws, at: str) -> float:
+    """The width (in column-width units) a cell's text has: its merged range's columns, or its own column."""
+    from openpyxl.utils import get_column_letter
+    from openpyxl.utils.cell import range_boundaries
+
+    c1 = c2 = ws[at].column
+    for rng in ws.merged_cells.ranges:
+        if ws[at].coordinate in rng:
+            c1, _, c2, _ = range_boundaries(str(rng))
+    return sum(ws.column_dimensions[get_column_letter(c)].width or 13 for c in range(c1, c2 + 1))
+
+
+def _budget_row(ws, starts: str) -> int:
+    return next(r for r in range(1, ws.max_row + 1) if str(ws[f"A{r}"].value or "").startswith(starts))
+
+
+def _messages(stem: str) -> list[tuple[str, str, str]]:
+    """(sheet, cell, text) of the messages the printed workbook ``stem`` shows, from the catalog's own sentences:
+    the purchase price used on Budget and the own column of its table over time (no purchase price), and Start's
+    key results (a figure the catalog leaves unpublished)."""
+    wb = openpyxl.load_workbook(printed()[f"{stem}.xlsx"])
+    budget = wb["Budget"]
+    heading = _budget_row(budget, "Own vs rent (")
+    over_time = _budget_row(budget, "Own vs rent over time") + 2
+    months = [r for r in range(over_time, budget.max_row + 1) if isinstance(budget[f"A{r}"].value, int)]
+    months = months[:next((i for i, (a, b) in enumerate(zip(months, months[1:])) if b != a + 1), len(months))]
+    if stem == "priced":
+        buy = catalog.purchase_price(_priced_gpu())
+        return [("Budget", f"D{heading}", "Purchase price used: " + catalog.capex_note(buy))]
+    if stem == "seed002":
+        sentence = str(catalog.missing_capex("a800"))
+        return [("Budget", f"D{heading}", "Purchase price used: " + sentence)] + \
+            [("Budget", f"C{r}", sentence) for r in months]
+    gpu = _gap_gpu()
+    text = _message(gpu, *_first_missing(gpu)[0])
+    start = wb["Start"]
+    rows = [r for r in range(1, start.max_row + 1) if start[f"B{r}"].value in dict(KEY_RESULTS).values()]
+    return [("Start", f"C{r}", text) for r in rows]
+
+
+@pytest.mark.parametrize("stem", ["seed002", "priced", "gap"])
+def test_pdf_prints_every_message_whole_in_rows_tall_enough(stem):
+    """A long message (a missing purchase price's sentence on Budget, a figure's on Start) prints whole: wrapped in
+    its cell (merged across the free columns), its row tall enough for its lines, so it neither runs off the page nor
+    prints over the row below."""
+    _pdftotext()
+    text = " ".join(_pdf_text(printed()[stem]).split())
+    wb = openpyxl.load_workbook(printed()[f"{stem}.xlsx"])
+    messages = _messages(stem)
+    assert messages
+    for sheet, at, message in messages:
+        assert " ".join(message.split()) in text, (stem, sheet, at, message)
+        ws = wb[sheet]
+        cell = ws[at]
+        assert cell.alignment.wrap_text and cell.alignment.vertical == "top", (sheet, at)
+        need = _lines_needed(message, _cell_width(ws, at)) * LINE_PT
+        assert (ws.row_dimensions[cell.row].height or 0) >= need, (sheet, at, ws.row_dimensions[cell.row].height, need)
+    if stem == "seed002":  # the table's own column: the sentence once per month, whole
+        assert text.count(" ".join(messages[-1][2].split())) >= len(messages) - 1
 
 
 # --- price tiers: the same dollars and the same price statement as the engine and the CLI ------------------------

@@ -31,7 +31,7 @@ STYLES = {
 EDITABLE = {"input", "text_input"}
 
 WIDTHS = {
-    "Start": {"A": 2, "B": 36, "C": 20, "D": 80},
+    "Start": {"A": 2, "B": 36, "C": 30, "D": 90},
     "Inputs": {"A": 44, "B": 18, "C": 22, "D": 70},
     "Memory": {"A": 48, "B": 16, "C": 14, "D": 60},
     "Time": {"A": 48, "B": 18, "C": 14, "D": 60},
@@ -47,3 +47,6 @@ WIDTHS = {
     "References": {"A": 26, "B": 22, "C": 60, "D": 16, "E": 70, "F": 70},
 }
 DEFAULT_WIDTH = 14
+# characters of running text per unit of column width (a unit is one digit's width; text averages narrower), with
+# room to spare: a wrapped cell's lines, for its row's height
+CHARS_PER_WIDTH = 1.1

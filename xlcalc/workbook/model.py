@@ -54,6 +54,8 @@ class Book:
         self.rules: list[tuple[str, str, str]] = []   # (sheet, range, "good_if_true" | "bad_if_negative")
         self.charts: list[Any] = []                   # callables(workbook) -> None
         self.wrap: set[tuple[str, str]] = set()       # (sheet, cell) whose text wraps
+        self.messages: set[tuple[str, str]] = set()   # (sheet, cell) of a formula that can show a message: wraps,
+        #                                               left and top, the row's cells before it at the top
         self.print_areas: dict[str, str] = {}         # sheet -> print area ("A1:D20"); default: used range
         self.merges: list[tuple[str, str]] = []       # (sheet, "C2:D2")
         self.heights: dict[tuple[str, int], float] = {}  # (sheet, row) -> points, for rows of wrapped formulas

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from ..scenario import BOUNDED_OUTPUTS, INPUT_BY_FIELD, INPUT_BY_NAME, MEMORY_SO
 from ..stage_memory import PARTS, memory_steps
 from . import charts, checks
 from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, PriceTable, Table
+from .layout import CHARS_PER_WIDTH, DEFAULT_WIDTH, WIDTHS
 from .model import Book, Concat, IfError, IsNumber, NotAvailable, ref_text
 from .rendering import (
     BOOL_FORMAT,
@@ -225,6 +227,7 @@ def tier_range(prices: PriceTable) -> str:
     return ref_text(prices.sheet, f"A{prices.tier_first}") + f":$A${prices.tier_last}"
 
 
+NO_PRICE = (": no published ", " price on the Prices sheet \u2014 type it in USD_per_GPU_Hour")  # around the tier
 NO_GPU_FOR_TIER = ("Price_Tier needs a GPU_Type to look a price up: pick a GPU, or clear Price_Tier "
                    "and type a price in USD_per_GPU_Hour")
 
@@ -247,7 +250,7 @@ def price_value(ctx: Ctx, scenario: Scenario) -> Any:
     """
     assert ctx.prices is not None
     gpu, tier = Var("GPU_Type"), Var("Price_Tier")
-    missing = Concat(gpu, ": no published ", tier, " price on the Prices sheet \u2014 type it in USD_per_GPU_Hour")
+    missing = Concat(gpu, NO_PRICE[0], tier, NO_PRICE[1])
     looked_up = IfError(price_lookup(ctx.prices, "usd_per_gpu_hour"), missing)
     return if_(eq(tier, ""), scenario.usd_per_gpu_hour, if_(eq(gpu, ""), NO_GPU_FOR_TIER, looked_up))
 
@@ -324,6 +327,50 @@ def _choice_row(ctx: Ctx, sheet: str, row: int, label: str, name: str, value: st
     b.validations.append({"sheet": sheet, "at": f"B{row}", "list": "=" + list_ref, "label": f"{label} ({name})",
                           "allowed": allowed})
 
+
+
+# A cell that can show a message (a formula's text) wraps at the top of its cell, merged across the free columns
+# beside it, with the row's other cells at the top too; LibreOffice does not grow a row for a wrapped formula on load,
+# so its row is given the height of the longest message it can show: its lines at CHARS_PER_WIDTH characters per
+# unit of column width (writer.CHARS_PER_WIDTH), LINE_POINTS each.
+LINE_POINTS = 15
+PURCHASE_PRICE_USED = "Purchase price used: "
+
+
+@functools.cache
+def longest_message() -> int:
+    """The longest sentence a catalog look-up puts in a cell: the missing purchase price's (for any GPU of the
+    catalog, or none chosen), longer than the rental price's and a missing figure's, and than a purchase price
+    stated in words."""
+    texts = [str(catalog.missing_capex(None))] + [str(catalog.missing_capex(g.id)) for g in catalog.gpus()]
+    texts += [catalog.capex_note(p) for p in catalog.prices() if p.capex_usd_per_gpu is not None]
+    return max(len(t) for t in texts)
+
+
+@functools.cache
+def longest_price_message() -> int:
+    """The longest message the price cell (USD_per_GPU_Hour) can show: no GPU for the tier, or no rate of the
+    catalog's for a GPU at a tier."""
+    ids = [g.id for g in catalog.gpus()]
+    tiers = [p.tier for p in catalog.prices() if p.tier]
+    return max(len(NO_GPU_FOR_TIER), max(map(len, ids)) + len("".join(NO_PRICE)) + max(map(len, tiers)))
+
+
+def message_lines(chars: int, width: float) -> int:
+    """Lines a text of ``chars`` characters takes in a wrapped cell ``width`` units wide."""
+    return -(-chars // int(width * CHARS_PER_WIDTH))
+
+
+def message_cell(b: Book, s: str, row: int, first: str, last: str, chars: int) -> None:
+    """Cell ``first``+``row`` (merged through ``last``) shows a message of up to ``chars`` characters: wrapped, at
+    the top, its row tall enough (never lower than another message's row there)."""
+    widths = {**{c: DEFAULT_WIDTH for c in "ABCDEFGHIJKL"}, **WIDTHS.get(s, {}), **b.widths.get(s, {})}
+    width = sum(widths[chr(c)] for c in range(ord(first), ord(last) + 1))
+    b.messages.add((s, f"{first}{row}"))
+    if last != first:
+        b.merges.append((s, f"{first}{row}:{last}{row}"))
+    points = LINE_POINTS * message_lines(chars, width)
+    b.heights[(s, row)] = max(points, b.heights.get((s, row), 0))
 
 
 def _header_row(b, s: str, row: int, names: tuple[str, ...]) -> None:
@@ -512,7 +559,10 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     b.rules.append((s, f"B{row + 2}", "bad_if_negative"))
     row += 4
     b.put(s, f"A{row}", "Own vs rent (the clean run; failures and the other lines come on top of either)", "group")
-    b.put(s, f"D{row}", Concat("Purchase price used: ", capex_used(ctx)), "formula")
+    b.put(s, f"D{row}", Concat(PURCHASE_PRICE_USED, capex_used(ctx)), "formula")
+    message_cell(b, s, row, "D", "D", len(PURCHASE_PRICE_USED) + longest_message())
+    over_time_note = (f"RENT_OVER_MONTHS_USD: {ownership.rent_over_months_usd.equation}; "
+                      f"OWN_OVER_MONTHS_USD: {ownership.own_over_months_usd.equation}")
     for name in ("Rent_Cost_USD", "Own_Cost_USD", "Own_USD_per_GPU_Hour", "Breakeven_Utilisation",
                  "Breakeven_Months", "Capex_per_GPU_All_In", "Hardware_Capex_USD", "KW_per_GPU_All_In",
                  "Facility_MW", "Racks_Needed"):
@@ -520,8 +570,11 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
         output_row(ctx, s, row, name)
     row += 2
     b.put(s, f"A{row}", "Own vs rent over time (cumulative cash for the cluster at its utilisation)", "group")
+    b.put(s, f"D{row}", over_time_note, "note")  # the own column spans C:D below, where a message wraps
+    b.wrap.add((s, f"D{row}"))
     row += 1
-    _header_row(b, s, row, ("months", "rent (USD)", "own (USD)", "formula and source"))
+    _header_row(b, s, row, ("months", "rent (USD)", "own (USD)"))
+    b.merges.append((s, f"C{row}:D{row}"))
     t_first = row + 1
     for months in OVER_TIME_MONTHS:
         row += 1
@@ -535,9 +588,7 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
             pue=Var("PUE"), usd_per_kwh=Var("Own_USD_per_kWh"), kw_per_rack=Var("KW_per_Rack"),
             usd_per_rack_month=Var("USD_per_Rack_Month"), months=Var(ref_text(s, f"A{row}")), utilisation=Var("Utilisation"))
         b.put(s, f"C{row}", guarded(own, needs(own)), "formula", '"$"#,##0')
-        if months == 0:
-            b.put(s, f"D{row}", f"RENT_OVER_MONTHS_USD: {ownership.rent_over_months_usd.equation}; "
-                  f"OWN_OVER_MONTHS_USD: {ownership.own_over_months_usd.equation}", "note")
+        message_cell(b, s, row, "C", "D", longest_message())  # a missing purchase price's sentence
     t_last = row
     chart_data = chart_data_block(b, s, t_first, t_last)
     row += 2
@@ -763,7 +814,8 @@ def start_sheet(ctx: Ctx) -> int:
     b.put(s, "B3", "Input check")
     b.put(s, "C3", input_check(), "formula")
     b.rules.append((s, "C3", f'bad_unless:"{ALL_CLEAR}"'))  # red with the cell and the reason
-    b.merges += [(s, f"C{r}:D{r}") for r in (2, 3)]
+    for r in (2, 3):  # the plan in words; the first failing input's message
+        message_cell(b, s, r, "C", "D", longest_message())
     check = ref_text(s, "C3")
     row = 5
     b.put(s, f"B{row}", "Key results", "group")
@@ -773,6 +825,10 @@ def start_sheet(ctx: Ctx) -> int:
         b.put(s, f"C{row}", key_result(name, check), "formula", _format_of(name))
         if name == "USD_per_GPU_Hour":  # the price and tier the costs above used, beside the price
             b.put(s, f"D{row}", price_used(ctx), "formula")
+            message_cell(b, s, row, "C", "C", longest_price_message())
+            message_cell(b, s, row, "D", "D", longest_message())
+        else:  # a failing input's message wraps across C:D, never past the page's edge
+            message_cell(b, s, row, "C", "D", longest_message())
     row += 2
     lines = (
         ("What this is", "A live planning workbook from xlcalc. Every number is a formula over named inputs, "

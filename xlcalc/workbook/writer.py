@@ -21,6 +21,7 @@ from openpyxl.drawing.spreadsheet_drawing import SpreadsheetDrawing
 from openpyxl.formatting.rule import CellIsRule
 from openpyxl.styles import Alignment, Protection
 from openpyxl.utils import get_column_letter
+from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet._writer import WorksheetWriter
 from openpyxl.worksheet.datavalidation import DataValidation
@@ -30,7 +31,7 @@ from openpyxl.writer.excel import ExcelWriter
 from ..expr import Expr
 from ..inputs import InputSpec
 from .cache import _value_xml
-from .layout import BAD_FILL, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, WIDTHS
+from .layout import BAD_FILL, CHARS_PER_WIDTH, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, WIDTHS
 from .model import Book, identity
 from .rendering import BOOL_FORMAT
 
@@ -204,7 +205,7 @@ def fit_row_heights(ws) -> None:
         if not isinstance(c.value, str) or c.value.startswith("=") or not (c.alignment and c.alignment.wrap_text):
             continue
         cols = spans.get((r, col), range(col, col + 1))
-        chars = sum((ws.column_dimensions[get_column_letter(k)].width or DEFAULT_WIDTH) for k in cols) * 1.3
+        chars = sum((ws.column_dimensions[get_column_letter(k)].width or DEFAULT_WIDTH) for k in cols) * CHARS_PER_WIDTH
         lines[r] = max(lines.get(r, 1), sum(-(-max(len(p), 1) // int(chars)) for p in c.value.split("\n")))
     for r in sorted(lines):
         if lines[r] > 1:
@@ -298,6 +299,14 @@ def to_workbook(book: Book) -> Workbook:
     for sheet, at in book.wrap:
         cell = wb[sheet][at]
         cell.alignment = Alignment(wrap_text=True, vertical="top")
+    for sheet, at in book.messages:
+        ws = wb[sheet]
+        col, row = coordinate_from_string(at)
+        ws[at].alignment = Alignment(wrap_text=True, vertical="top", horizontal="left")
+        for k in range(1, column_index_from_string(col)):  # the row reads across at the top: label, then message
+            if (cell := ws._cells.get((row, k))) is not None and cell.value is not None:
+                a = cell.alignment
+                cell.alignment = Alignment(horizontal=a.horizontal, wrap_text=a.wrap_text, vertical="top")
     for sheet, rng in book.merges:
         wb[sheet].merge_cells(rng)
     for ws in wb.worksheets:
