@@ -38,8 +38,12 @@ def _row(key: str, label: str, f: Formula, **args: Any) -> Row:
 BUDGET_PLAN_VALUES = ("gpus", "gpu_hours", "params_b", "tokens_t")
 
 
+# tokens per parameter of a compute-optimal model: the budget formulas' declared default (Chinchilla's 20)
+TOKENS_PER_PARAM: float = budget.budget_params_b.defaults["tokens_per_param"]
+
+
 def budget_plan(budget_usd: float, usd_per_gpu_hour: float, peak_tflops: float, mfu: float, days: float,
-                tokens_per_param: float = 20, params_b: Optional[float] = None) -> list[Row]:
+                tokens_per_param: float = TOKENS_PER_PARAM, params_b: Optional[float] = None) -> list[Row]:
     """What a budget buys: GPUs for `days`, GPU-hours, FLOPs, the largest compute-optimal model and its
     tokens (C = 6ND at `tokens_per_param`); with `params_b`, also the tokens the budget buys for that model.
 

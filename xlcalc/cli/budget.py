@@ -8,7 +8,7 @@ from .. import catalog
 from ..errors import InputError
 from ..formulas import ownership
 from ..inputs import check_value
-from ..money import budget_plan, seed001_tiers
+from ..money import TOKENS_PER_PARAM, budget_plan, seed001_tiers
 from .cost import resolve_price
 from .flags import OneDefaultFormatter, add_input, given
 from .fmt import cli_value, dump_json, money, number, table
@@ -31,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--peak-tflops", metavar="X", help="dense peak TFLOP/s per GPU (default: the GPU's)")
     add_input(p, "mfu", "model FLOPs utilisation (seed 000: 0.3-0.5)")
     add_input(p, "deadline_days", "deadline: days the GPUs run", aliases=("--days",))
-    p.add_argument("--tokens-per-param", metavar="X", default="20", help="tokens per parameter (Chinchilla: 20)")
+    p.add_argument("--tokens-per-param", metavar="X",
+                   help=f"tokens per parameter (default {TOKENS_PER_PARAM:g}, Chinchilla)")
     p.add_argument("--params-b", metavar="X", help="a model size, billions: also show the tokens the budget buys for it")
     g = p.add_argument_group("owning instead of renting (--own)")
     g.add_argument("--own", action="store_true", help="price a GPU-hour as owned hardware")
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("usd_per_gpu_hour", None, "given (or --gpu NAME to take the GPU's catalog rate)")
     rows = budget_plan(
         budget_usd=cli_value(args.budget_usd), usd_per_gpu_hour=price, peak_tflops=_peak(args.gpu, cli_value(args.peak_tflops)),
-        mfu=given(args, "mfu"), days=given(args, "deadline_days"), tokens_per_param=cli_value(args.tokens_per_param),
+        mfu=given(args, "mfu"), days=given(args, "deadline_days"), tokens_per_param=TOKENS_PER_PARAM if args.tokens_per_param is None else cli_value(args.tokens_per_param),
         params_b=cli_value(args.params_b),
     )
     if args.json:

@@ -638,7 +638,7 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
 # Budget-first (seed 001's question, ``xlcalc budget`` and BUDGET_PLAN): what the approved budget buys in the
 # deadline on the plan's GPU at its price tier, rented and owned. Each row: label, registered formula, number format
 # (the same formulas and arguments as xlcalc.money.budget_plan).
-TOKENS_PER_PARAM = 20  # Chinchilla, xlcalc budget's default (--tokens-per-param)
+TOKENS_PER_PARAM = budget.budget_params_b.defaults["tokens_per_param"]  # Chinchilla's 20, as xlcalc budget
 BUDGET_FIRST_ROWS: tuple[tuple[str, Any, str], ...] = (
     ("GPUs the budget pays for over the deadline", budget.budget_gpus, "#,##0"),
     ("GPU-hours the budget buys", cost.gpu_hours_for_budget, "#,##0"),
