@@ -276,11 +276,13 @@ def model_and_arch(args: argparse.Namespace) -> tuple:
         if lacking:
             raise missing(lacking, lambda n: f"{spec(n).allowed} (or give --model ID or --config PATH)",
                           where=f"{args.command} without --model")
+        # vocab and seq_len left out: arch_from_flags' defaults (its one declaration of them)
+        optional = {"vocab": cli_value(args.vocab) if args.vocab is not None else None,
+                    "seq_len": cli_value(args.seq_len) if isinstance(cli_value(args.seq_len), int) else None}
         arch = arch_from_flags(
             layers=cli_value(args.layers), hidden=cli_value(args.hidden), heads=cli_value(args.heads),
             kv_heads=cli_value(args.kv_heads), ffn_hidden=cli_value(args.ffn_hidden),
-            vocab=cli_value(args.vocab) if args.vocab is not None else 32000, gated_ffn=bool(switch_value(args, "gated_ffn")),
-            seq_len=cli_value(args.seq_len) if isinstance(cli_value(args.seq_len), int) else 2048,
+            gated_ffn=bool(switch_value(args, "gated_ffn")), **{k: v for k, v in optional.items() if v is not None},
         )
     return model, arch
 
