@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from scripts.docsplice import splice_main  # noqa: E402
 from xlcalc.validation import calibration as C  # noqa: E402
-from xlcalc.validation.scoring import validate  # noqa: E402
+from xlcalc.validation.pipeline import validate  # noqa: E402
 
 DOC = ROOT / "docs" / "calibrate.md"
 BEGIN = "<!-- BEGIN calibration table (scripts/make_calibration_docs.py) -->"
@@ -25,7 +25,7 @@ END = "<!-- END calibration table -->"
 
 
 def render() -> str:
-    rows = C.by_source(validate()["scored"])
+    rows = C.by_source(validate()["stated"]["scored"])  # the stack facts as stated, as plan --stack plans
     return C.table(rows) + "\n\n" + C.overall(rows) + "\n"
 
 

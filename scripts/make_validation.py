@@ -38,8 +38,9 @@ def readme_paragraph(v: dict) -> str:
         "`python scripts/make_validation.py`, checked in CI) predicts published measured training runs",
         "(`xlcalc/data/reference/throughput_runs.json`) leave one source out: the step-time model's free",
         "constants, a matmul efficiency per software-stack profile and one non-matmul time factor, are fitted on",
-        "the other sources and the held-out source's runs are predicted, beside a constant-MFU baseline on the",
-        "same runs.",
+        "the other sources, and so are the discrete facts (kernels, loss, recompute and overlap settings) that were",
+        "set while the errors were in view; the held-out source's runs are predicted, beside a constant-MFU",
+        "baseline on the same runs.",
         V.headline_sentence(v),
         "The planner's default efficiency is the catalog's `training_matmul_efficiency` ("
         + ", ".join(f"{V.catalog.get_gpu(g).name.replace('NVIDIA ', '')} {V.catalog.get_gpu(g).training_matmul_efficiency:.3f}"

@@ -399,11 +399,30 @@ def prices() -> tuple[Price, ...]:
 _R = TypeVar("_R", bound=_Row)
 
 
-def _find(rows: tuple[_R, ...], label: str, what: str) -> _R:
-    key = _norm(str(label))
+# (the catalog tuple, its normalised names -> row), one per catalog tuple: the cached catalogs are looked up
+# thousands of times per plan or validation, a linear scan normalising every name each time dominated them
+_INDEXES: dict[int, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+
+
+def _index(rows: tuple[_R, ...]) -> dict[str, _R]:
+    """Every normalised id, name and alias of ``rows`` -> its row (the first row that has it, as a scan finds)."""
+    hit = _INDEXES.get(id(rows))
+    if hit is not None and hit[0] is rows:
+        return hit[1]
+    index: dict[str, _R] = {}
     for row in rows:
-        if key in {_norm(row.id), _norm(row.name), *(_norm(a) for a in row.aliases)}:
-            return row
+        for name in (row.id, row.name, *row.aliases):
+            index.setdefault(_norm(name), row)
+    if len(_INDEXES) > 32:  # catalogs reloaded many times (tests): keep the index table small
+        _INDEXES.clear()
+    _INDEXES[id(rows)] = (rows, index)
+    return index
+
+
+def _find(rows: tuple[_R, ...], label: str, what: str) -> _R:
+    row = _index(rows).get(_norm(str(label)))
+    if row is not None:
+        return row
     valid = ", ".join(r.id for r in rows)
     raise CatalogError(f"unknown {what} {label!r}; valid {what}s: {valid}")
 

@@ -15,7 +15,10 @@ The pipeline, in the order :func:`validate` runs it:
 3. ``scoring.py``: :func:`loso` calibrates leave-one-source-out: for every source, the free constants are fitted on the
    other sources only, and that source's runs are predicted; the constant-MFU baselines are computed on
    exactly the runs scored.
-4. ``report.py``: :func:`render` writes ``docs/validation.md``.
+4. ``facts.py`` / ``factchoice.py``: the discrete facts set while the scored runs' errors were in view are chosen
+   inside the loop like fitted constants (:func:`loso_chosen`): the headline. ``pipeline.py``: :func:`validate`
+   runs 1-4 and scores every fact as stated, each left out alone and all left out beside it.
+5. ``report.py``: :func:`render` writes ``docs/validation.md``.
 
 One basis for every measurement: model FLOPs per token as the planner counts them (6N of the matmuls, the
 attention core and the output layer; ``xlcalc.formulas.steptime.model_flops_per_token``) at the dense BF16
@@ -33,5 +36,6 @@ from .runs import (GPU_STAND_IN, PROFILES, PROFILE_TEXT, RUNS_JSON, SCORED_APART
                    deduplicate, load_runs,
                    release, to_query)
 from .scoring import (TOLERANCE, Scored, best_constant, fit_constant_mfu, fit_efficiency, headline,  # noqa: F401
-                      log_error_at, loso, source_weights, summary, validate)
+                      log_error_at, loso, source_weights, summary)
+from .pipeline import validate  # noqa: F401
 from .. import catalog  # noqa: F401

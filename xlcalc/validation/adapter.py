@@ -125,8 +125,10 @@ def predict(q: Query, caps: frozenset[str] | None = None) -> Curve:
     return Curve(tokens_s=by_factor[1.0], config=label, fits=fits, by_factor=by_factor)
 
 
+_RESOLVE_TAKES_N_GPUS = "n_gpus" in inspect.signature(pst.resolve_hardware).parameters
+
+
 def _resolve(q: Query, st: Settings):
-    params = inspect.signature(pst.resolve_hardware).parameters
-    if "n_gpus" in params:
+    if _RESOLVE_TAKES_N_GPUS:
         return pst.resolve_hardware(q.gpu, st, n_gpus=q.n_gpus)
     return pst.resolve_hardware(q.gpu, st)

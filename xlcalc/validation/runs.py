@@ -19,6 +19,7 @@ from .. import catalog
 from ..errors import CatalogError
 from ..planner.stacks import STACKS
 from ..planner.steptime import arch_from_model, flops_per_token
+from .facts import PROFILE_FACT_KEYS, SOURCE_FACT_KEYS
 
 # package data, read through importlib.resources
 RUNS_JSON: Traversable = files("xlcalc") / "data" / "reference" / "throughput_runs.json"
@@ -176,6 +177,7 @@ class Query:
     settings: tuple = ()            # extra Settings of the profile and system, as (name, value) pairs
     stage_layers: Optional[tuple[int, ...]] = None
     etp: Optional[int] = None       # expert tensor-parallel size the source states (MoE), None: not stated
+    facts: tuple[str, ...] = ()     # facts of xlcalc.validation.facts.FACTS that apply to the run
 
     @property
     def measured_mfu(self) -> float:
@@ -281,8 +283,25 @@ def _peak_of_record(rec: dict) -> float:
     return cast(float, row.bf16_tflops or row.fp16_tflops)  # to_query skips a GPU with neither
 
 
-def to_query(rec: dict) -> Query | Skip:
-    """A predictable record as a query; a Skip with the reason otherwise."""
+def _without(settings: dict[str, Any], keys_of: dict[str, tuple[str, ...]], off: frozenset[str],
+             applied: list[str]) -> dict[str, Any]:
+    """``settings`` without the keys of the facts in ``off``; the facts that set a key are added to ``applied``."""
+    out = dict(settings)
+    for fact, keys in keys_of.items():
+        if any(k in out for k in keys):
+            applied.append(fact)
+            if fact in off:
+                for k in keys:
+                    out.pop(k, None)
+    return out
+
+
+def to_query(rec: dict, off: frozenset[str] = frozenset()) -> Query | Skip:
+    """A predictable record as a query; a Skip with the reason otherwise.
+
+    ``off``: facts of :data:`xlcalc.validation.facts.FACTS` left out (their neutral state); the measurement is
+    the same with or without them. :attr:`Query.facts` names the facts that apply to the run.
+    """
     rid, src = rec["id"], rec["source_id"]
     if not rec.get("predictable"):
         return Skip(rid, src, "record not predictable (" + (rec.get("notes") or "")[:80].rstrip() + "...)")
@@ -302,15 +321,21 @@ def to_query(rec: dict) -> Query | Skip:
         return Skip(rid, src, f"architecture not expressible: {e}")
     arch = arch_from_model(model)
     seq = lay["seq_len"]
+    applied: list[str] = []
     recompute = RECOMPUTE.get(rec["recompute"]) if rec.get("recompute") else _recipe_recompute(rec)
     tokens, basis = _measured_tokens_s(rec, arch, seq, recompute)
+    if not rec.get("recompute") and recompute is not None:
+        applied.append("recipe-recompute")
+        if "recipe-recompute" in off:
+            recompute = None
     if tokens is None:
         return Skip(rid, src, basis)
     profile = PROFILES.get(src)
     if profile is None:
         return Skip(rid, src, f"no software-stack profile for source {src}")
-    extra: dict[str, Any] = {**PROFILE_SETTINGS.get(profile, {}), **SOURCE_SETTINGS.get(src, {}),
-                             **_recipe_settings(rec)}
+    extra: dict[str, Any] = {
+        **_without(PROFILE_SETTINGS.get(profile, {}), PROFILE_FACT_KEYS, off, applied),
+        **_without({**SOURCE_SETTINGS.get(src, {}), **_recipe_settings(rec)}, SOURCE_FACT_KEYS, off, applied)}
     if not row.scaleout_gb_s and gid in SCALEOUT_GB_S:
         extra["scaleout_gb_s"] = SCALEOUT_GB_S[gid]
     if rec["gpu"] in GPU_MEMORY_GB:
@@ -337,7 +362,7 @@ def to_query(rec: dict) -> Query | Skip:
         precision=_precision(rec), moe=bool(model.experts), model=model, params_b=model.params_b,
         flops_per_token=mfpt, peak_tflops=peak, measured_tokens_s=float(tokens), basis=basis,
         settings=tuple(sorted(extra.items())), stage_layers=stages,
-        etp=lay.get("expert_tp") if model.experts else None,
+        etp=lay.get("expert_tp") if model.experts else None, facts=tuple(sorted(set(applied))),
     )
 
 

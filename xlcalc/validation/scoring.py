@@ -5,11 +5,9 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import cast
 
-from ..errors import CatalogError, InputError
-from .adapter import FACTOR_GRID, GRID, GRID_STEP, Curve, capabilities, predict, unsupported
-from .runs import DEDUP_RULE, PROFILES, SCORED_APART, Query, Skip, deduplicate, load_runs, to_query
+from .adapter import FACTOR_GRID, GRID, GRID_STEP, Curve
+from .runs import PROFILES, Query
 
 TOLERANCE = 0.15
 
@@ -36,10 +34,12 @@ def fit_efficiency(curves: list[list[float]], weights: list[float] | None = None
     """
     w = weights or [1.0] * len(curves)
     total = sum(w)
+    # the weighted mean of curves that interpolate linearly on one grid is the curve of their weighted means
+    mean = [sum(wi * c[k] for wi, c in zip(w, curves)) / total for k in range(len(GRID))]
     lo, hi = GRID[0], GRID[-1]
     for _ in range(40):
         mid = (lo + hi) / 2
-        if sum(wi * log_error_at(c, mid) for wi, c in zip(w, curves)) / total > 0:
+        if log_error_at(mean, mid) > 0:
             hi = mid
         else:
             lo = mid
@@ -103,6 +103,13 @@ def fit_factor(train: list[Query], logcs: dict[float, dict[str, list[float]]],
                source_of: dict[str, str]) -> float:
     """The non-matmul time factor of FACTOR_GRID that, with each profile's efficiency fitted at it, gives the
     smallest source-weighted mean squared log error on ``train``."""
+    return factor_and_loss(train, logcs, source_of)[0]
+
+
+def factor_and_loss(train: list[Query], logcs: dict[float, dict[str, list[float]]],
+                    source_of: dict[str, str]) -> tuple[float, float]:
+    """:func:`fit_factor`'s factor and its source-weighted mean squared log error on ``train`` (the training loss
+    by which a discrete fact is chosen, :mod:`xlcalc.validation.factchoice`)."""
     ids = [q.id for q in train]
     w = source_weights(ids, source_of)
     best, best_loss = FACTOR_GRID[0], float("inf")
@@ -111,7 +118,34 @@ def fit_factor(train: list[Query], logcs: dict[float, dict[str, list[float]]],
         loss = sum(wi * log_error_at(logcs[f][q.id], effs[q.profile]) ** 2 for wi, q in zip(w, train)) / sum(w)
         if loss < best_loss - 1e-12:
             best, best_loss = f, loss
-    return best
+    return best, best_loss
+
+
+def predict_source(s: str, queries: list[Query], logcs: dict[float, dict[str, list[float]]],
+                   curves: dict[str, Curve], source_of: dict[str, str]) -> tuple[dict, list[Scored]]:
+    """Source ``s``'s runs of ``queries`` predicted with the constants fitted on the other sources' runs: its
+    calibration entry (the ids each fit used, the profile used, the efficiency, the factor, the constant MFU) and
+    the scored runs. ``logcs``: factor -> run id -> log(predicted / measured) at each efficiency of GRID."""
+    train = [q for q in queries if q.source_id != s]
+    factor = fit_factor(train, logcs, source_of)
+    logc = logcs[factor]
+    profile = PROFILES[s]
+    same = [q for q in train if q.profile == profile]
+    used, label = (same, profile) if same else (train, "pooled")
+    ids = [q.id for q in used]
+    eff = fit_efficiency([logc[i] for i in ids], source_weights(ids, source_of))
+    tids = [q.id for q in train]
+    const = fit_constant_mfu([q.measured_mfu for q in train], source_weights(tids, source_of))
+    cal = dict(efficiency_ids=ids, constant_ids=tids, profile_used=label, efficiency=eff, constant=const,
+               factor=factor)
+    held = []
+    for q in queries:
+        if q.source_id != s:
+            continue
+        pred = q.measured_tokens_s * math.exp(log_error_at(logc[q.id], eff))
+        held.append(Scored(q, curves[q.id], label, eff, pred, pred / q.measured_tokens_s - 1, const,
+                           const / q.measured_mfu - 1, factor))
+    return cal, held
 
 
 def loso(queries: list[Query], curves: dict[str, Curve]) -> dict:
@@ -129,102 +163,14 @@ def loso(queries: list[Query], curves: dict[str, Curve]) -> dict:
     scored: list[Scored] = []
     calibration = {}
     for s in sources:
-        train = [q for q in queries if q.source_id != s]
-        factor = fit_factor(train, logcs, source_of)
-        logc = logcs[factor]
-        profile = PROFILES[s]
-        same = [q for q in train if q.profile == profile]
-        used, label = (same, profile) if same else (train, "pooled")
-        ids = [q.id for q in used]
-        eff = fit_efficiency([logc[i] for i in ids], source_weights(ids, source_of))
-        tids = [q.id for q in train]
-        const = fit_constant_mfu([q.measured_mfu for q in train], source_weights(tids, source_of))
-        calibration[s] = dict(efficiency_ids=ids, constant_ids=tids, profile_used=label, efficiency=eff,
-                              constant=const, factor=factor)
-        for q in queries:
-            if q.source_id != s:
-                continue
-            pred = q.measured_tokens_s * math.exp(log_error_at(logc[q.id], eff))
-            scored.append(Scored(q, curves[q.id], label, eff, pred, pred / q.measured_tokens_s - 1, const,
-                                 const / q.measured_mfu - 1, factor))
+        calibration[s], held = predict_source(s, queries, logcs, curves, source_of)
+        scored += held
     fitted_factor = fit_factor(queries, logcs, source_of) if queries else 1.0
     logc = logcs[fitted_factor]
     fitted = {p: e for p, e in _profile_fit(queries, logc, source_of).items() if p is not None} if queries else {}
     in_sample = [math.exp(log_error_at(logc[s.query.id], fitted[s.query.profile])) - 1 for s in scored]
     return dict(scored=scored, calibration=calibration, fitted=fitted, fitted_factor=fitted_factor,
                 in_sample=in_sample)
-
-
-def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> dict:
-    """The whole validation: queries, skips, curves, leave-one-source-out scores. ``ids`` limits the runs."""
-    records = load_runs() if records is None else records
-    if ids is not None:
-        records = [r for r in records if r["id"] in ids]
-    by_id = {r["id"]: r for r in records}
-    caps = capabilities()
-    queries, skipped = [], []
-    for r in records:
-        q = to_query(r)
-        if isinstance(q, Skip):
-            skipped.append(q)
-            continue
-        why = unsupported(q, caps)
-        if why:
-            skipped.append(Skip(q.id, q.source_id, why))
-        else:
-            queries.append(q)
-    # every release is predicted once: the default rule's runs, the earlier rule's (recipe+layout) and no rule at all
-    wide, _ = deduplicate(queries, by_id, "recipe+layout")
-    kept, dups = deduplicate(queries, by_id, DEDUP_RULE)
-    skipped += dups
-    kept_ids = {q.id for q in kept}
-    curves, refused = {}, set()
-    for q in queries:
-        try:
-            curves[q.id] = predict(q, caps)
-        except (InputError, CatalogError) as e:
-            refused.add(q.id)
-            if q.id in kept_ids:
-                skipped.append(Skip(q.id, q.source_id, f"the planner refuses it: {e}"))
-
-    def headline_runs(qs: list[Query]) -> list[Query]:
-        return [q for q in qs if q.id not in refused and q.gpu_label not in SCORED_APART]
-
-    ok = headline_runs(kept)
-    apart = [q for q in kept if q.id not in refused and q.gpu_label in SCORED_APART]
-    result = loso(ok, curves) if ok else dict(scored=[], calibration={}, fitted={}, fitted_factor=1.0, in_sample=[])
-    other_rules = {}
-    for rule, runs in (("recipe+layout", wide), ("every release", queries)):
-        rule_ok = headline_runs(runs)
-        other_rules[rule] = loso(rule_ok, curves) if rule_ok else dict(scored=[])
-    result.update(records=len(records), skipped=skipped, capabilities=sorted(caps),
-                  apart=score_apart(apart, ok, curves, cast(dict, result["calibration"])),
-                  other_rules=other_rules)
-    return result
-
-
-def score_apart(apart: list[Query], ok: list[Query], curves: dict[str, Curve], calibration: dict) -> list[Scored]:
-    """Runs kept out of the headline and of every calibration (SCORED_APART), each predicted with the constants
-    its source gets in the leave-one-source-out calibration, or fitted on all headline runs if the source has
-    none there (its profile's runs, else all pooled)."""
-    source_of = {q.id: q.source_id for q in ok}
-    logcs = {f: {q.id: [math.log(t / q.measured_tokens_s) for t in curves[q.id].at(f)] for q in ok + apart}
-             for f in FACTOR_GRID}
-    out = []
-    for q in apart:
-        c = calibration.get(q.source_id)
-        if c is None:
-            factor = fit_factor(ok, logcs, source_of)
-            same = [x for x in ok if x.profile == q.profile]
-            used, label = (same, q.profile) if same else (ok, "pooled")
-            ids = [x.id for x in used]
-            c = dict(profile_used=label, factor=factor,
-                     efficiency=fit_efficiency([logcs[factor][i] for i in ids], source_weights(ids, source_of)),
-                     constant=fit_constant_mfu([x.measured_mfu for x in ok], source_weights([x.id for x in ok], source_of)))
-        pred = q.measured_tokens_s * math.exp(log_error_at(logcs[c["factor"]][q.id], c["efficiency"]))
-        out.append(Scored(q, curves[q.id], c["profile_used"], c["efficiency"], pred, pred / q.measured_tokens_s - 1,
-                          c["constant"], c["constant"] / q.measured_mfu - 1, c["factor"]))
-    return out
 
 
 def headline(v: dict) -> dict:

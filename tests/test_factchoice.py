@@ -1,0 +1,112 @@
+"""Discrete facts chosen inside the leave-one-source-out loop (xlcalc.validation.facts, factchoice)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from xlcalc import validation as V
+from xlcalc.validation.factchoice import FactCurves, bootstrap_sources, loso_chosen
+from xlcalc.validation.facts import FACTS, PROFILE_FACT_KEYS, SOURCE_FACT_KEYS
+
+
+@pytest.fixture(scope="module")
+def records():
+    return {r["id"]: r for r in V.load_runs()}
+
+
+def _first(records, source, **match):
+    for r in records.values():
+        q = V.to_query(r)
+        if r["source_id"] == source and isinstance(q, V.Query) and all(getattr(q, k) == v for k, v in match.items()):
+            return r
+    raise AssertionError(f"no run of {source} with {match}")
+
+
+def test_every_fact_names_where_it_is_stated_and_what_leaving_it_out_means():
+    ids = [f.id for f in FACTS]
+    assert len(ids) == len(set(ids))
+    assert set(PROFILE_FACT_KEYS) | set(SOURCE_FACT_KEYS) | {"recipe-recompute"} == set(ids)
+    for f in FACTS:
+        assert f.what and f.where and f.neutral
+
+
+def test_a_fact_left_out_removes_its_settings_and_keeps_the_measurement(records):
+    rec = _first(records, "llm-foundry-benchmarks", precision="bf16")
+    stated = V.to_query(rec)
+    assert {"attention-kernels", "llm-foundry-loss", "llm-foundry-dropout"} <= set(stated.facts)
+    assert dict(stated.settings)["loss_bytes"] == 6.0 and dict(stated.settings)["dropout"] is False
+    off = V.to_query(rec, frozenset({"llm-foundry-loss", "attention-kernels"}))
+    settings = dict(off.settings)
+    assert "loss_bytes" not in settings and "attention_efficiency" not in settings
+    assert "attention_kernel_speed" not in settings and settings["dropout"] is False  # dropout still as stated
+    assert off.measured_tokens_s == stated.measured_tokens_s and off.facts == stated.facts
+
+
+def test_megatron_bridge_recompute_left_out_is_the_planners_choice(records):
+    rec = next(r for r in records.values() if r["source_id"] == "megatron-bridge-perf-summary"
+               and not r.get("recompute") and isinstance(V.to_query(r), V.Query)
+               and "recipe-recompute" in V.to_query(r).facts)
+    assert V.to_query(rec).recompute == "none"
+    assert V.to_query(rec, frozenset({"recipe-recompute"})).recompute is None
+
+
+@pytest.fixture(scope="module")
+def small(records):
+    """Two runs from each of five sources: llm-foundry's facts apply to its runs only, the attention fact also to
+    torchtitan's."""
+    picks = {"llm-foundry-benchmarks": 2, "torchtitan-performance-a100": 2, "narayanan2021": 2,
+             "megatron-lm-readme-h100": 2, "korthikanti2022": 2}
+    queries = []
+    for r in records.values():
+        q = V.to_query(r)
+        if isinstance(q, V.Query) and picks.get(q.source_id, 0) and q.precision == "bf16":
+            queries.append(q)
+            picks[q.source_id] -= 1
+    curves = {q.id: V.predict(q) for q in queries}
+    return queries, FactCurves(records, curves, V.capabilities())
+
+
+def test_a_fact_no_other_source_speaks_for_is_left_out(small):
+    queries, fc = small
+    res = loso_chosen(queries, fc, [f.id for f in FACTS])
+    foundry = res["calibration"]["llm-foundry-benchmarks"]
+    assert foundry["choices"]["llm-foundry-loss"] == "no other source"
+    assert {"llm-foundry-loss", "llm-foundry-dropout"} <= set(foundry["facts_off"])
+    # torchtitan's runs share the attention fact, so it is chosen on them, not defaulted
+    assert foundry["choices"]["attention-kernels"] in ("as stated", "left out")
+    for s in res["scored"]:  # each held-out run is predicted in its source's chosen state
+        want = frozenset(res["calibration"][s.query.source_id]["facts_off"]) & frozenset(s.query.facts)
+        assert s.curve is fc.curve(s.query.id, want)
+
+
+class _Scaled(FactCurves):
+    """The same curves; one source's measurements ten times larger."""
+
+    def __init__(self, base: FactCurves, source: str):
+        self.__dict__.update(base.__dict__)
+        self._source = source
+
+    def query(self, rid, off):
+        q = super().query(rid, off)
+        return dataclasses.replace(q, measured_tokens_s=q.measured_tokens_s * 10) if q.source_id == self._source else q
+
+
+def test_a_sources_own_measurements_never_move_its_fact_choices(small):
+    queries, fc = small
+    facts = [f.id for f in FACTS]
+    base = loso_chosen(queries, fc, facts)
+    target = "torchtitan-performance-a100"
+    scaled = _Scaled(fc, target)
+    moved = loso_chosen([scaled.query(q.id, frozenset()) for q in queries], scaled, facts)
+    assert moved["calibration"][target]["choices"] == base["calibration"][target]["choices"]
+    assert moved["calibration"][target]["efficiency"] == base["calibration"][target]["efficiency"]
+
+
+def test_bootstrap_over_sources_on_toy_errors():
+    same = bootstrap_sources({"a": [0.05, 0.05], "b": [0.05]}, draws=200)
+    assert same["median"] == (0.05, 0.05) and same["within"] == (1.0, 1.0)
+    mixed = bootstrap_sources({"a": [0.02] * 3, "b": [0.40] * 3}, draws=400)
+    # drawing only a gives 2% and all within; only b gives 40% and none within; both are drawn sometimes
+    assert mixed["median"] == (0.02, 0.40) and mixed["within"] == (0.0, 1.0)

@@ -1,0 +1,104 @@
+"""The whole validation in the order it runs: records -> queries and skips -> curves -> leave-one-source-out scores.
+
+:func:`validate` is what scripts/make_validation.py renders: the headline with the discrete facts chosen inside the
+loop (:mod:`.factchoice`), and beside it every fact as stated, each fact left out alone and all left out.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, cast
+
+from ..errors import CatalogError, InputError
+from .adapter import FACTOR_GRID, Curve, capabilities, predict, unsupported
+from .factchoice import FactCurves, loso_chosen
+from .facts import FACTS
+from .runs import DEDUP_RULE, SCORED_APART, Query, Skip, deduplicate, load_runs, to_query
+from .scoring import Scored, fit_constant_mfu, fit_efficiency, fit_factor, log_error_at, loso, source_weights
+
+
+def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> dict:
+    """The whole validation: queries, skips, curves, leave-one-source-out scores. ``ids`` limits the runs."""
+    records = load_runs() if records is None else records
+    if ids is not None:
+        records = [r for r in records if r["id"] in ids]
+    by_id = {r["id"]: r for r in records}
+    caps = capabilities()
+    queries, skipped = [], []
+    for r in records:
+        q = to_query(r)
+        if isinstance(q, Skip):
+            skipped.append(q)
+            continue
+        why = unsupported(q, caps)
+        if why:
+            skipped.append(Skip(q.id, q.source_id, why))
+        else:
+            queries.append(q)
+    # every release is predicted once: the default rule's runs, the earlier rule's (recipe+layout) and no rule at all
+    wide, _ = deduplicate(queries, by_id, "recipe+layout")
+    kept, dups = deduplicate(queries, by_id, DEDUP_RULE)
+    skipped += dups
+    kept_ids = {q.id for q in kept}
+    curves, refused = {}, set()
+    for q in queries:
+        try:
+            curves[q.id] = predict(q, caps)
+        except (InputError, CatalogError) as e:
+            refused.add(q.id)
+            if q.id in kept_ids:
+                skipped.append(Skip(q.id, q.source_id, f"the planner refuses it: {e}"))
+
+    def headline_runs(qs: list[Query]) -> list[Query]:
+        return [q for q in qs if q.id not in refused and q.gpu_label not in SCORED_APART]
+
+    ok = headline_runs(kept)
+    apart = [q for q in kept if q.id not in refused and q.gpu_label in SCORED_APART]
+    empty: dict[str, Any] = dict(scored=[], calibration={}, fitted={}, fitted_factor=1.0, in_sample=[])
+    stated = loso(ok, curves) if ok else empty
+    # the headline: the discrete facts chosen inside the loop (factchoice); beside it every fact as stated, each
+    # fact left out alone, and all left out (the neutral model)
+    fc = FactCurves(by_id, curves, caps)
+    fact_ids = [f.id for f in FACTS]
+    result: dict[str, Any] = dict(stated, **loso_chosen(ok, fc, fact_ids)) if ok else dict(empty)
+    variants: dict[str, dict[str, Any]] = {}
+    for name, off in [*((f, frozenset({f})) for f in fact_ids), ("neutral", frozenset(fact_ids))]:
+        qs = [fc.query(q.id, off) for q in ok]
+        variants[name] = loso(qs, {q.id: fc.curve(q.id, off) for q in ok}) if ok else dict(scored=[])
+    result.update(stated=stated, fact_variants=variants)
+    for q in apart:  # a run scored apart takes the facts its source's calibration chose
+        cal = result["calibration"].get(q.source_id)
+        if cal:
+            curves[q.id] = fc.curve(q.id, frozenset(cal["facts_off"]))
+    other_rules = {}
+    for rule, runs in (("recipe+layout", wide), ("every release", queries)):
+        rule_ok = headline_runs(runs)
+        other_rules[rule] = loso(rule_ok, curves) if rule_ok else dict(scored=[])
+    result.update(records=len(records), skipped=skipped, capabilities=sorted(caps),
+                  apart=score_apart(apart, ok, curves, cast(dict, result["calibration"])),
+                  other_rules=other_rules)
+    return result
+
+
+def score_apart(apart: list[Query], ok: list[Query], curves: dict[str, Curve], calibration: dict) -> list[Scored]:
+    """Runs kept out of the headline and of every calibration (SCORED_APART), each predicted with the constants
+    its source gets in the leave-one-source-out calibration, or fitted on all headline runs if the source has
+    none there (its profile's runs, else all pooled)."""
+    source_of = {q.id: q.source_id for q in ok}
+    logcs = {f: {q.id: [math.log(t / q.measured_tokens_s) for t in curves[q.id].at(f)] for q in ok + apart}
+             for f in FACTOR_GRID}
+    out = []
+    for q in apart:
+        c = calibration.get(q.source_id)
+        if c is None:
+            factor = fit_factor(ok, logcs, source_of)
+            same = [x for x in ok if x.profile == q.profile]
+            used, label = (same, q.profile) if same else (ok, "pooled")
+            ids = [x.id for x in used]
+            c = dict(profile_used=label, factor=factor,
+                     efficiency=fit_efficiency([logcs[factor][i] for i in ids], source_weights(ids, source_of)),
+                     constant=fit_constant_mfu([x.measured_mfu for x in ok], source_weights([x.id for x in ok], source_of)))
+        pred = q.measured_tokens_s * math.exp(log_error_at(logcs[c["factor"]][q.id], c["efficiency"]))
+        out.append(Scored(q, curves[q.id], c["profile_used"], c["efficiency"], pred, pred / q.measured_tokens_s - 1,
+                          c["constant"], c["constant"] / q.measured_mfu - 1, c["factor"]))
+    return out
