@@ -299,7 +299,7 @@ def run(args: argparse.Namespace) -> int:
         model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.n_gpus), seq_len=cli_value(args.seq_len),
         global_batch_tokens=gbt, tokens_t=cli_value(args.tokens_t), deadline_days=cli_value(args.deadline_days),
         settings=_settings(args), **layout_pins(args), max_micro_batch=cli_value(args.max_micro_batch),
-        top=max(top, 10), stack_spread=True,
+        top=max(top, 10), stack_spread=True, compare_unpinned=True,
     )
     if args.json:
         print(dump_json({
@@ -318,6 +318,7 @@ def run(args: argparse.Namespace) -> int:
             "interval_note": result.interval_note,
             "stack_spread": {sid: o.model_dump() if o else None for sid, o in result.stack_spread.items()},
             "profile": _profile_line(args),
+            "unpinned": result.unpinned.model_dump() if result.unpinned else None,
         }))
         return 0 if result.plans else 1
     rows = [[i, p.tp, p.pp, p.cp, p.ep, p.dp, p.zero_stage, "on" if p.seq_parallel else "off", p.recompute, p.micro_batch,
@@ -344,6 +345,27 @@ def run(args: argparse.Namespace) -> int:
                                   f"{number(o.days)} days, MFU {o.mfu:.1%}, {number(o.memory_gb)} GB/GPU"
                                   + ("" if o.same_layout else f" (the layout does not fit its memory; its own best: "
                                                               f"{o.layout})")))
+    for line in unpinned_lines(result):
+        print(line)
     print()
     print(explain(result, top=min(top, 3)))
     return 0 if result.plans else 1
+
+
+def unpinned_lines(result) -> list[str]:
+    """The planner's own best plan against the pinned layout (PlanResult.unpinned), in words."""
+    u = result.unpinned
+    if u is None:
+        return []
+    if u.step_saving <= 0.005:
+        return ["\nWithout the layout flags given, the best plan is the same layout or no faster "
+                f"({u.layout}, {number(u.days)} days)."]
+    terms = "; ".join(f"{c.term} {c.pinned_s:.3g} s -> {c.unpinned_s:.3g} s" for c in u.terms[:4])
+    r = result.interval
+    error = (f" A prediction's {r.level:.0%} range spans MFU x {r.mfu_low / result.plans[0].mfu:.2f} to "
+             f"x {r.mfu_high / result.plans[0].mfu:.2f}: a gain inside it is within the model's error."
+             if r is not None else "")
+    return [f"\nWithout the layout flags given, the best plan is {u.layout}: step {u.step_s:.3g} s against "
+            f"{u.pinned_step_s:.3g} s ({u.step_saving:.0%} shorter), {number(u.days)} days against "
+            f"{number(u.pinned_days)}, MFU {u.mfu:.1%}, {number(u.memory_gb)} GB per GPU against "
+            f"{number(u.pinned_memory_gb)}. Where the step differs: {terms}.{error}"]

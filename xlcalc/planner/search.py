@@ -20,6 +20,7 @@ from ..layout import check_layout, stage_split
 from ..recipes import recipe_label
 from ..registry import numeric
 from ..validate import checked_inputs
+from .compare import PlanComparison, compare_plans
 from .ranges import PredictionRange, prediction_range, range_note
 from .steptime import (
     Arch,
@@ -195,6 +196,9 @@ class PlanResult(BaseModel):
         description="with no stack named: the best plan's layout evaluated on each named stack profile, or where it "
                     "does not fit that stack's memory the stack's own best plan (None: no plan fits), so the "
                     "assumption's weight can be seen")
+    unpinned: Optional[PlanComparison] = Field(
+        default=None, description="with layout pins and compare_unpinned: the planner's best plan without the pins "
+                                  "against the best with them, term by term (None: no pins, or no plan either way)")
 
 
 def _is_prime(n: int) -> bool:
@@ -596,7 +600,8 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
          recompute: str | None = None, micro_batch: int | None = None, seq_parallel: bool | None = None,
          virtual_stages: int | None = None, cp: int | None = None, ep: int | None = None, etp: int | None = None,
          stage_layers: list[int] | None = None, fp8: bool = False, optimizer_offload: bool = False,
-         top: int = 10, max_micro_batch: int | None = None, stack_spread: bool = False) -> PlanResult:
+         top: int = 10, max_micro_batch: int | None = None, stack_spread: bool = False,
+         compare_unpinned: bool = False) -> PlanResult:
     """Plan the parallelism of a training run: every configuration that fits, best (fastest, then cheapest) first.
 
     ``n_gpus`` fixes the cluster; without it, ``deadline_days`` asks for the smallest cluster (whole nodes) whose
@@ -610,6 +615,8 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     time needs the settings' ``pcie_gb_s`` and ``host_memory_gb_s``. MFU in the 6*N*D convention (``mfu_6nd``) and ``params_b`` count an
     MoE's active parameters. ``stack_spread`` (with no stack named in the settings): the best plan's layout is
     evaluated on every named stack profile too (``PlanResult.stack_spread``), five pinned searches more.
+    ``compare_unpinned`` (with any layout pin, e.g. a published run's layout): the search is run again without the
+    layout pins and ``PlanResult.unpinned`` compares its best plan with the pinned one term by term.
     """
     st = settings or Settings()
     if n_gpus is not None and deadline_days is not None:  # a contradiction, not a choice: never one ignored
@@ -742,8 +749,19 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
                 layout=p.label())
         return result.model_copy(update={"stack_spread": outcomes})
 
+    def unpinned(result: PlanResult) -> PlanResult:
+        """With layout pins: the best plan without them, term by term against the pinned best."""
+        if not compare_unpinned or not result.plans or (all(v is None for v in pins.values()) and stage_layers is None):
+            return result
+        free = plan(model, arch=arch, gpu=gpu, n_gpus=result.n_gpus, seq_len=seq_len,
+                    global_batch_tokens=global_batch * seq_len, tokens_t=tokens_t, settings=settings, fp8=fp8,
+                    optimizer_offload=optimizer_offload, top=1, max_micro_batch=max_micro_batch)
+        if not free.plans:
+            return result
+        return result.model_copy(update={"unpinned": compare_plans(result.plans[0], free.plans[0])})
+
     if n_checked is not None:
-        return spread(run(n_checked))
+        return unpinned(spread(run(n_checked)))
     if deadline_days is None:
         raise InputError("n_gpus", None, "a GPU count, or a deadline in days to size the cluster for")
     deadline = check_value("days", deadline_days)
@@ -760,7 +778,7 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
             lo = mid + 1
     if best is None:
         raise InputError("days", deadline_days, f"a deadline reachable with up to {int(sizes[-1])} GPUs")
-    return spread(best)
+    return unpinned(spread(best))
 
 
 def _rejections(misses: list[Prediction], cap: float, limit: int = 20) -> list[Rejection]:
