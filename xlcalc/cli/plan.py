@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from ..errors import InputError, missing
 from ..frameworks import framework_label
 from ..inputs import spec
+from ..planner.architecture import FLAGS_VOCAB
 from ..validate import from_pydantic
 from .flags import add_input, add_switch, switch_value
 from .fmt import cli_value, dump_json, number, price_line, table
@@ -97,7 +98,7 @@ def add_model_flags(p: Any) -> None:
     g.add_argument("--heads", help="attention heads a")
     g.add_argument("--kv-heads", help="key/value heads (GQA; default = heads)")
     g.add_argument("--ffn-hidden", help="FFN inner size (default 4h)")
-    g.add_argument("--vocab", help="vocabulary size (default 32000)")
+    g.add_argument("--vocab", help=f"vocabulary size (default: the model's, else {FLAGS_VOCAB})")
     add_switch(g, "gated_ffn", "SwiGLU/GeGLU feed-forward (three matrices)")
 
 

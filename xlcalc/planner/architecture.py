@@ -12,7 +12,12 @@ from .. import catalog
 from ..errors import InputError
 from ..inputs import check_value
 
-__all__ = ["Arch", "arch_from_model", "arch_from_flags"]
+__all__ = ["Arch", "arch_from_model", "arch_from_flags", "FLAGS_VOCAB", "FLAGS_SEQ_LEN"]
+
+# What an architecture given by its numbers (no model, no config.json) assumes where it is not given: the one
+# declaration of these defaults (arch_from_flags; plan's and memory's flags and help take them from here).
+FLAGS_VOCAB = 32000     # Llama 1/2's vocabulary
+FLAGS_SEQ_LEN = 2048    # GPT-3's and Llama 1's training context
 
 
 @dataclass(frozen=True)
@@ -91,7 +96,7 @@ def arch_from_model(model: catalog.Model) -> Arch:
 
 
 def arch_from_flags(layers: int, hidden: int, heads: int, kv_heads: int | None = None, ffn_hidden: int | None = None,
-                    vocab: int = 32000, gated_ffn: bool | None = None, seq_len: int = 2048) -> Arch:
+                    vocab: int = FLAGS_VOCAB, gated_ffn: bool | None = None, seq_len: int = FLAGS_SEQ_LEN) -> Arch:
     """An architecture from its numbers (validated; FFN defaults to 4h, or 8h/3 rounded when gated)."""
     layers = check_value("layers", layers)
     hidden = check_value("hidden", hidden)
