@@ -42,6 +42,7 @@ def readme_paragraph(v: dict) -> str:
         "set while the errors were in view; the held-out source's runs are predicted, beside a constant-MFU",
         "baseline on the same runs.",
         V.headline_sentence(v),
+        V.defaults_sentence(v),
         "The planner's default efficiency is the catalog's `training_matmul_efficiency` ("
         + ", ".join(f"{V.catalog.get_gpu(g).name.replace('NVIDIA ', '')} {V.catalog.get_gpu(g).training_matmul_efficiency:.3f}"
                     for g in ("a100-80gb", "h100-sxm"))

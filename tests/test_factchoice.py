@@ -110,3 +110,37 @@ def test_bootstrap_over_sources_on_toy_errors():
     mixed = bootstrap_sources({"a": [0.02] * 3, "b": [0.40] * 3}, draws=400)
     # drawing only a gives 2% and all within; only b gives 40% and none within; both are drawn sometimes
     assert mixed["median"] == (0.02, 0.40) and mixed["within"] == (0.0, 1.0)
+
+
+def test_at_the_flags_a_user_gives_is_the_planners_default_prediction(records):
+    """at_defaults: no stack facts, the planner's default settings, the catalog's efficiency; checked against the
+    planner's own evaluation at that efficiency (not the validation's grid interpolation)."""
+    from xlcalc.planner import Settings, arch_from_model
+    from xlcalc.planner import steptime as pst
+    from xlcalc.validation.pipeline import at_defaults
+
+    rec = _first(records, "llm-foundry-benchmarks", precision="bf16")
+    q = V.to_query(rec, frozenset(f.id for f in FACTS))
+    assert "loss_bytes" not in dict(q.settings)
+    caps = V.capabilities()
+    err = at_defaults([q], caps)["errors"][q.id]
+    plain = dataclasses.replace(q, settings=tuple((k, v) for k, v in q.settings if k == "scaleout_gb_s"))
+    curve = V.predict(plain, caps)  # its configuration: what the source states, the rest the planner's choice
+    cfg_fields = dict(tp=q.tp, pp=q.pp, dp=q.dp, **_config_of(curve.config))
+    st = Settings(**dict(plain.settings))
+    hw = pst.resolve_hardware(q.gpu, st, n_gpus=q.n_gpus)
+    assert hw.matmul_efficiency == V.catalog.get_gpu(q.gpu).training_matmul_efficiency
+    direct = pst.evaluate(arch_from_model(q.model), hw, st, pst.Config(**cfg_fields),
+                          q.seq_len, q.global_batch).tokens_per_s_per_gpu
+    assert err == pytest.approx(direct / q.measured_tokens_s - 1, abs=0.01)
+
+
+def _config_of(label: str) -> dict:
+    """zero_stage, seq_parallel, recompute, micro_batch, virtual_stages from a configuration label."""
+    import re
+    out = dict(zero_stage=int(re.search(r"ZeRO-(\d)", label).group(1)), seq_parallel=", SP" in label,
+               recompute=re.search(r"recompute (\w+)", label).group(1),
+               micro_batch=int(re.search(r"micro-batch (\d+)", label).group(1)))
+    v = re.search(r"v=(\d+)", label)
+    out["virtual_stages"] = int(v.group(1)) if v else 1
+    return out

@@ -7,6 +7,7 @@ loop (:mod:`.factchoice`), and beside it every fact as stated, each fact left ou
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, cast
 
 from ..errors import CatalogError, InputError
@@ -65,7 +66,8 @@ def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> 
     for name, off in [*((f, frozenset({f})) for f in fact_ids), ("neutral", frozenset(fact_ids))]:
         qs = [fc.query(q.id, off) for q in ok]
         variants[name] = loso(qs, {q.id: fc.curve(q.id, off) for q in ok}) if ok else dict(scored=[])
-    result.update(stated=stated, fact_variants=variants)
+    result.update(stated=stated, fact_variants=variants,
+                  at_defaults=at_defaults([fc.query(q.id, frozenset(fact_ids)) for q in ok], caps))
     for q in apart:  # a run scored apart takes the facts its source's calibration chose
         cal = result["calibration"].get(q.source_id)
         if cal:
@@ -102,3 +104,28 @@ def score_apart(apart: list[Query], ok: list[Query], curves: dict[str, Curve], c
         out.append(Scored(q, curves[q.id], c["profile_used"], c["efficiency"], pred, pred / q.measured_tokens_s - 1,
                           c["constant"], c["constant"] / q.measured_mfu - 1, c["factor"]))
     return out
+
+
+# Settings of a run that describe its machine, not its software: kept when a run is predicted at the defaults
+SYSTEM_SETTINGS = ("scaleout_gb_s", "memory_gb", "hbm_tb_s")
+
+
+def at_defaults(queries: list[Query], caps: frozenset[str]) -> dict[str, Any]:
+    """Each run predicted as a user without ``--stack`` gets it: the layout the source states, no stack facts, the
+    planner's default settings (non-matmul factor 1) and the GPU catalog's matmul efficiency (``xlcalc plan`` with
+    no ``--stack``); nothing is fitted here. ``errors``: run id -> predicted / measured - 1; ``skipped``: ids whose
+    GPU has no catalog efficiency."""
+    from ..planner import Settings
+    from ..planner.hardware import resolve_hardware
+
+    errors: dict[str, float] = {}
+    skipped: list[str] = []
+    for q in queries:
+        plain = replace(q, settings=tuple((k, v) for k, v in q.settings if k in SYSTEM_SETTINGS))
+        eff = resolve_hardware(q.gpu, Settings(**dict(plain.settings))).matmul_efficiency
+        if eff is None:
+            skipped.append(q.id)
+            continue
+        curve = predict(plain, caps).at(1.0)
+        errors[q.id] = math.exp(log_error_at([math.log(t / q.measured_tokens_s) for t in curve], eff)) - 1
+    return dict(errors=errors, skipped=skipped)

@@ -148,6 +148,7 @@ def _facts_section(v: dict) -> list[str]:
         f"| every fact as stated | {fig(v['stated'])} | {_span(boot_s['median'], '.1%')} | "
         f"{_span(boot_s['within'], '.0%')} |",
         f"| every fact left out (neutral) | {fig(v['fact_variants']['neutral'])} | | |",
+        *_defaults_row(v),
         f"| one constant MFU fitted on the other sources | {hc['constant']['median']:.1%} | "
         f"{hc['constant']['within']:.0%} | | |",
         f"| best constant MFU in hindsight ({hc['hindsight_mfu']:.3f}) | {hc['hindsight']['median']:.1%} | "
@@ -156,12 +157,42 @@ def _facts_section(v: dict) -> list[str]:
         f"The bootstrap draws the {len(sources)} sources with replacement 2,000 times (each drawn source brings all "
         "its held-out errors; nothing is refitted) and gives the 5th and 95th percentiles of the pooled figures.",
         "",
+        defaults_sentence(v),
+        "",
         "| held-out source | facts left out for it |",
         "|---|---|",
         *[f"| {s} | {', '.join(cal[s]['facts_off']) or 'none'} |" for s in sources],
         "",
     ]
     return L
+
+
+def _defaults_row(v: dict) -> list[str]:
+    d = v.get("at_defaults")
+    if not d or not d["errors"]:
+        return []
+    m = summary(list(d["errors"].values()))
+    return [f"| at the flags a user gives without `--stack` (the planner's defaults and the catalog's efficiency; "
+            f"nothing fitted here; {m['n']} runs) | {m['median']:.1%} | {m['within']:.0%} | | |"]
+
+
+def defaults_sentence(v: dict) -> str:
+    """What ``xlcalc plan`` without ``--stack`` gives on the same runs, per source (the README quotes it)."""
+    d = v.get("at_defaults")
+    if not d or not d["errors"]:
+        return ""
+    m = summary(list(d["errors"].values()))
+    by: dict[str, list[float]] = {}
+    for s in v["scored"]:
+        if s.query.id in d["errors"]:
+            by.setdefault(s.query.source_id, []).append(d["errors"][s.query.id])
+    per = ", ".join(f"{src} {statistics.median(e):+.0%}" for src, e in by.items())
+    return (f"At the flags a user gives without `--stack` (the source's layout, the planner's default settings and "
+            f"the GPU catalog's matmul efficiency, which was fitted to the Megatron-LM README's runs among them; "
+            f"nothing fitted here) the same runs are predicted with a "
+            f"median error of {m['median']:.1%}, {m['within']:.0%} within 15%, median signed {m['bias']:+.1%} "
+            f"(positive: predicted faster than measured); median signed per source: {per}. Name the stack "
+            "(`--stack`): its facts and fitted efficiency are what the figures above measure.")
 
 
 def _errors_by_source(scored: list[Scored]) -> dict[str, list[float]]:
