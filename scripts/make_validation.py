@@ -64,9 +64,12 @@ def readme_paragraph(v: dict) -> str:
 def range_sentence(v: dict) -> str:
     """README's sentence on the planner's range, its coverage measured on held-out sources."""
     cov = I.nested_coverage(I.log_errors(v))
-    return (f"`xlcalc plan` gives its days, GPU-hours, MFU and cost with {I.LEVEL:.0%} ranges built from these "
-            f"held-out errors; built each time without the source it is checked on, it covers {cov['overall']:.0%} "
-            f"of the held-out runs ({cov['covered']} of {cov['runs']}; target 75–85%).")
+    w = I.without_stack(v)
+    alone = (f" A plan without `--stack` takes the range of the errors such plans make on the same runs "
+             f"({w['out_of_sample_coverage']:.0%} covered out of sample)." if w else "")
+    return (f"`xlcalc plan --stack ID` gives its days, GPU-hours, MFU and cost with {I.LEVEL:.0%} ranges built from "
+            f"these held-out errors; built each time without the source it is checked on, it covers "
+            f"{cov['overall']:.0%} of the held-out runs ({cov['covered']} of {cov['runs']}; target 75–85%).{alone}")
 
 
 def as_json(v: dict) -> dict:

@@ -71,16 +71,20 @@ def test_the_pooled_range_covers_the_pooled_runs_it_was_built_from():
     assert 0.78 <= inside / len(ERRORS) <= 0.82
 
 
-@pytest.fixture(scope="module")
-def result():
-    return plan("llama2-70b", gpu="h100-sxm", n_gpus=256, seq_len=4096, global_batch_tokens=4 * 2**20, top=1)
+@pytest.fixture(scope="module", params=[None, "megatron"], ids=["no stack", "stack megatron"])
+def result(request):
+    return plan("llama2-70b", gpu="h100-sxm", n_gpus=256, seq_len=4096, global_batch_tokens=4 * 2**20, top=1,
+                settings=Settings(stack=request.param))
 
 
 def test_plan_range_is_the_point_scaled_by_the_mfu_bounds(result):
     p, r = result.plans[0], result.interval
     assert r is not None and r.level == 0.8
-    mfu_high = p.mfu / math.exp(DATA["q10_log_error"])   # measured = predicted / exp(log error)
-    mfu_low = p.mfu / math.exp(DATA["q90_log_error"])
+    # a named stack: the leave-one-source-out percentiles; no stack: those of plans made without one
+    d = DATA if result.settings.stack is not None else DATA["without_stack"]
+    mfu_high = p.mfu / math.exp(d["q10_log_error"])   # measured = predicted / exp(log error)
+    mfu_low = p.mfu / math.exp(d["q90_log_error"])
+    assert r.out_of_sample_coverage == d["out_of_sample_coverage"]
     assert r.mfu_low == pytest.approx(mfu_low, rel=1e-12) and r.mfu_high == pytest.approx(mfu_high, rel=1e-12)
     assert r.days_low == pytest.approx(p.days * p.mfu / mfu_high, rel=1e-12)
     assert r.days_high == pytest.approx(p.days * p.mfu / mfu_low, rel=1e-12)
@@ -130,3 +134,12 @@ def test_text_prints_the_best_plans_range(capsys):
         r"best plan: days ([\d.,]+) \(80% range ([\d.,]+)–([\d.,]+)\)", line).groups())
     assert lo <= days <= hi
     assert "held-out" in line
+
+
+def test_a_plan_without_a_stack_says_its_range_is_that_of_such_plans():
+    w = DATA["without_stack"]
+    assert w["runs"] == DATA["runs"] and w["q10_log_error"] < w["median_log_error"] < w["q90_log_error"]
+    assert 0.75 <= w["out_of_sample_coverage"] <= 0.85  # the coverage target, measured out of sample
+    res = plan("llama2-70b", gpu="h100-sxm", n_gpus=256, seq_len=4096, global_batch_tokens=4 * 2**20, top=1)
+    assert res.interval is not None and "plans without a stack" in res.interval.basis
+    assert res.interval_note.startswith("no stack named")

@@ -45,9 +45,12 @@ def interval_data() -> dict[str, Any]:
     return data
 
 
-def prediction_range(mfu: float, days: float, gpu_hours: float, cost_usd: Optional[float]) -> PredictionRange:
-    """The range of one prediction: MFU bounds from the percentiles, the rest scaled as 1 / MFU."""
-    d = interval_data()
+def prediction_range(mfu: float, days: float, gpu_hours: float, cost_usd: Optional[float],
+                     stack: Optional[str] = "named") -> PredictionRange:
+    """The range of one prediction: MFU bounds from the percentiles, the rest scaled as 1 / MFU. ``stack`` None: a
+    plan without a named stack, whose range comes from the errors such plans make (``without_stack``)."""
+    top = interval_data()
+    d = top if stack is not None or not top.get("without_stack") else {**top, **top["without_stack"]}
     mfu_low, mfu_high = mfu * math.exp(-d["q90_log_error"]), mfu * math.exp(-d["q10_log_error"])
     return PredictionRange(
         level=d["level"], mfu_low=mfu_low, mfu_high=mfu_high,
@@ -56,8 +59,11 @@ def prediction_range(mfu: float, days: float, gpu_hours: float, cost_usd: Option
         cost_low_usd=None if cost_usd is None else cost_usd * mfu / mfu_high,
         cost_high_usd=None if cost_usd is None else cost_usd * mfu / mfu_low,
         out_of_sample_coverage=d["out_of_sample_coverage"],
-        basis=f"the validation's held-out errors ({d['runs']} published runs, {d['sources']} sources; "
-              "docs/validation.md)")
+        basis=(f"the validation's held-out errors ({d['runs']} published runs, {d['sources']} sources; "
+               "docs/validation.md)" if d is top else
+               f"the errors of plans without a stack on {d['runs']} published runs ({d['sources']} sources; "
+               f"median {math.exp(d['median_log_error']) - 1:+.0%}, predicted faster than measured where positive; "
+               "docs/validation.md)"))
 
 
 def range_note(matmul_efficiency_given: bool, stack: Optional[str]) -> str:
@@ -67,5 +73,6 @@ def range_note(matmul_efficiency_given: bool, stack: Optional[str]) -> str:
                 "validation measured the error of the efficiencies fitted to other sources' runs, not of this one")
     if stack is not None:
         return f"range measured leave-one-source-out with the stack profiles' fitted efficiencies (stack {stack})"
-    return ("range measured leave-one-source-out with the stack profiles' fitted efficiencies; this plan uses the "
-            "catalog's efficiency, also fitted to published runs (--stack ID plans with a profile's)")
+    return ("no stack named: the range is that of plans without a stack (the planner's defaults and the catalog's "
+            "efficiency) on published runs, which run slower than such plans predict at the median; --stack ID "
+            "plans with a profile's facts and fitted efficiency and its narrower range")

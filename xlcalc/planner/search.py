@@ -712,7 +712,7 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         best = plans[0] if plans else None
         return PlanResult(
             interval=None if best is None or given_eff else prediction_range(best.mfu, best.days, best.gpu_hours,
-                                                                             best.cost_usd),
+                                                                             best.cost_usd, st.stack),
             interval_note=range_note(given_eff, st.stack),
             model=a.name, gpu=hw.name, n_gpus=n, seq_len=seq_len, global_batch=global_batch, tokens_t=tokens_t,
             gpu_memory_gb=hw.memory_gb, matmul_efficiency=hw.matmul_efficiency,

@@ -79,8 +79,30 @@ def interval_data(v: dict) -> dict:
         "out_of_sample_coverage": cov["overall"],
         "runs": len(rows),
         "sources": len(cov["by_source"]),
+        "without_stack": without_stack(v),
         "log_errors": rows,
     }
+
+
+def default_log_errors(v: dict) -> list[dict]:
+    """One row per scored run predicted at the flags a user gives without a stack (``v["at_defaults"]``)."""
+    errs = (v.get("at_defaults") or {}).get("errors", {})
+    return [dict(id=s.query.id, source_id=s.query.source_id, gpu=s.query.gpu_label,
+                 log_error=math.log(1 + errs[s.query.id])) for s in v["scored"] if s.query.id in errs]
+
+
+def without_stack(v: dict) -> dict | None:
+    """The range of a plan without ``--stack``: percentiles of the errors ``xlcalc plan`` makes with no stack on
+    the published runs (the planner's defaults and the catalog's efficiency, nothing fitted per source), and their
+    coverage measured as for the stack range (each source against the other sources' percentiles)."""
+    rows = default_log_errors(v)
+    if len(rows) < 2:
+        return None
+    q10, q90 = bounds([r["log_error"] for r in rows])
+    cov = nested_coverage(rows)
+    return {"q10_log_error": q10, "q90_log_error": q90, "out_of_sample_coverage": cov["overall"],
+            "runs": len(rows), "sources": len(cov["by_source"]),
+            "median_log_error": statistics.median(r["log_error"] for r in rows)}
 
 
 def as_text(data: dict) -> str:

@@ -10,7 +10,7 @@ from ..planner.stacks import STACKS
 from .adapter import FACTOR_GRID, REFERENCE_EFFICIENCY
 from .factchoice import bootstrap_sources
 from .facts import FACTS
-from .intervals import LEVEL, bounds, log_errors, nested_coverage
+from .intervals import LEVEL, bounds, log_errors, nested_coverage, without_stack
 from .runs import GPU_STAND_IN, PROFILE_TEXT, SCORED_APART, Query, Skip
 from .scoring import Scored, best_constant, headline, summary
 
@@ -304,13 +304,24 @@ def _range_section(v: dict) -> list[str]:
         "",
         "The errors behind the range are the headline's, with the discrete facts chosen inside the loop: wider than",
         "with every fact as stated, they count the error of choosing those facts too. The range measures the model",
-        "as `xlcalc plan --stack ID` uses it: a stack profile's efficiency fitted to published runs. Without",
-        "`--stack` the planner's efficiency is the catalog's, also fitted to published runs;",
-        "it gives the same range then and says the range was measured with the stack profiles. It gives no range for",
-        "a plan with a given `--matmul-efficiency` or a `--profile` calibrated on one run: their error is not measured.",
+        "as `xlcalc plan --stack ID` uses it: a stack profile's facts and efficiency fitted to published runs.",
+        *_without_stack_range(v),
+        "It gives no range for a plan with a given `--matmul-efficiency` or a `--profile` calibrated on one run: their",
+        "error is not measured.",
         "",
     ]
     return L
+
+
+def _without_stack_range(v: dict) -> list[str]:
+    w = without_stack(v)
+    if w is None:
+        return []
+    return ["A plan without `--stack` (the planner's defaults and the catalog's efficiency) takes its own range,",
+            "from the errors such plans make on the same runs (above: predicted faster than measured at the median):",
+            f"percentiles {w['q10_log_error']:+.3f} and {w['q90_log_error']:+.3f}, measured MFU in predicted x "
+            f"{math.exp(-w['q90_log_error']):.3f} ... x {math.exp(-w['q10_log_error']):.3f}; measured out of sample "
+            f"as above, {w['out_of_sample_coverage']:.0%} of {w['runs']} runs inside (target 75–85%)."]
 
 
 def render(v: dict) -> str:
