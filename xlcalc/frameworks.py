@@ -70,6 +70,13 @@ _HF_OPTIM = ("transformers src/transformers/training_args.py: optim defaults to 
 _TITAN_LOSS = ("torchtitan torchtitan/components/loss.py cross_entropy_loss: F.cross_entropy(pred.flatten(0, 1)"
                ".float(), ...), compiled only with training.compile (default false): eager loss on upcast logits, "
                "12 bytes per logit")
+_TITAN_COMPILED_LOSS = ("torchtitan torchtitan/train.py from bbb1b616e (2025-04-02): with training.compile the loss is "
+                        "torch.compile'd with the model; torchtitan/config/job_config.py Compile.components defaults to "
+                        "['model', 'loss'] from 08b8b244f (2025-08-20; CompileConfig in torchtitan/config/configs.py and "
+                        "BaseLoss._maybe_compile in torchtitan/components/loss.py now): the compiled cross-entropy saves "
+                        "the bf16 logits and gives a bf16 gradient, 2 + 2 = 4 bytes per logit (counted and measured on "
+                        "CPU by tests/test_memory_loss_torch.py). Before bbb1b616e compile left the loss eager (12); a "
+                        "config that wraps the loss in ChunkedLossWrapper (786e26f8e, 2026-04-27) holds less")
 _TITAN_OPTIM = ("torchtitan torchtitan/config/job_config.py Optimizer.implementation = 'fused' (torch.optim.AdamW("
                 "fused=True)): no step temporaries")
 _TITAN_MP = ("torchtitan torchtitan/models/llama3/infra/parallelize.py apply_fsdp: MixedPrecisionPolicy(param_dtype="
@@ -133,6 +140,9 @@ _PROFILES = (
     _p("torchtitan", "amp", recipe=("fp32", _TITAN_MP), logits_buffer_bytes=(12.0, _TITAN_LOSS),
        optimizer_step_bytes=(0.0, _TITAN_OPTIM), autocast_copy_bytes=(0.0, _TITAN_MP),
        grads_freed=(True, _ZERO_GRAD)),
+    _p("torchtitan-compile", "amp", recipe=("fp32", _TITAN_MP), logits_buffer_bytes=(4.0, _TITAN_COMPILED_LOSS),
+       optimizer_step_bytes=(0.0, _TITAN_OPTIM), autocast_copy_bytes=(0.0, _TITAN_MP),
+       grads_freed=(True, _ZERO_GRAD)),
     _p("torchtune", "bf16", recipe=("torchtune", _TUNE_DTYPE), optimizer_step_bytes=(0.0, _TUNE_OPTIM),
        autocast_copy_bytes=(0.0, _NO_AUTOCAST_COPY), grads_freed=(True, _TUNE_ZERO)),
     _p("deepspeed", "amp", recipe=("zero", _DS_RECIPE), optimizer_step_bytes=(0.0, _DS_OPTIM),
@@ -150,6 +160,7 @@ FRAMEWORK_NAMES: dict[str, str] = {
     "megatron": "Megatron-LM / Megatron-Core (NeMo)",
     "transformers": "Hugging Face transformers Trainer (PyTorch, eager loss)",
     "torchtitan": "torchtitan (PyTorch FSDP2, eager)",
+    "torchtitan-compile": "torchtitan with compile enabled (model and loss compiled, torchtitan since 2025-04-02)",
     "torchtune": "torchtune (PyTorch, full fine-tuning recipes)",
     "deepspeed": "DeepSpeed ZeRO",
     "llm-foundry": "llm-foundry / Composer (PyTorch FSDP)",
