@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from xlcalc import catalog  # noqa: E402
 from xlcalc.errors import InputError  # noqa: E402
 from xlcalc.frameworks import DEFAULT_FRAMEWORK, PROFILE_INPUTS, get_profile, profile_values  # noqa: E402
+from xlcalc.recipes import MEMORY_DEFAULTS  # noqa: E402
 from xlcalc.stage_memory import SHARDING, stage_memory  # noqa: E402
 from xlcalc.workbook.atomic import write_text  # noqa: E402
 
@@ -108,11 +109,11 @@ USER_FRAMEWORK: dict[str, tuple[str, str, str, str]] = {
     "megatron-bridge-perf-guides": ("megatron", "amp", "notes", "Megatron-Core (Megatron Bridge)"),
 }
 
-# A record that states it ran compiled (its "compile" field: torchtitan's --compile.enable / training.compile, a switch
-# its user sets) is scored at its framework's compiled profile where xlcalc.frameworks has one (torchtitan-compile: the
-# loss compiled with the model, as torchtitan does from 2025-04-02). torchtune has none: its configs' loss today,
-# LinearCrossEntropyLoss, is not counted by tests/test_memory_loss_torch.py.
-COMPILED_FRAMEWORK = {"torchtitan": "torchtitan-compile"}
+# A record that states it ran compiled (its "compile" field: torchtitan's --compile.enable / training.compile,
+# torchtune's compile: True, a switch its user sets) is scored at its framework's compiled profile (xlcalc.frameworks:
+# torchtitan-compile, the loss compiled with the model as torchtitan does from 2025-04-02; torchtune-compile, its
+# LinearCrossEntropyLoss compiled per chunk as torchtune does from 2025-04-30).
+COMPILED_FRAMEWORK = {"torchtitan": "torchtitan-compile", "torchtune": "torchtune-compile"}
 
 # What a user types for a record besides --framework/--precision: the model's architecture, the layout, recompute,
 # sequence, batch and pipeline schedule as the record states them (read by inputs_of) - no byte, loss, gradient or
@@ -126,6 +127,10 @@ USER_KEYS = ("params_b", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", 
 # seen): (compiled profile for records that state compile, live-tensor measurements against the prediction less other
 # memory); (True, True) is the headline, (False, False) the scoring before both.
 VARIANTS = ((True, True), (True, False), (False, True), (False, False))
+# torchtune's loss facts (xlcalc.frameworks: 5 and 2 bytes per logit) were added after those residuals were seen too:
+# this key scores the headline's way with torchtune's logits buffer at the neutral default instead
+TUNE_NEUTRAL = (True, True, False)
+BEFORE = (False, False, False)      # none of the three: the scoring before them
 
 
 class Skip(Exception):
@@ -337,6 +342,15 @@ def predict(row: Row) -> None:
             if (compiled, tensors) == (True, True):
                 compared = got.inputs
     row.user_cmp_gb = row.user_variants[(True, True)]
+    # torchtune's loss facts left at the neutral default: with both rules (TUNE_NEUTRAL), and with neither (BEFORE)
+    for key in (TUNE_NEUTRAL, BEFORE):
+        fw = framework_of(row.rec, compiled=key[0])
+        u = user_inputs_of(row.inputs, fw, row.capacity_gb)
+        if fw[0] in ("torchtune", "torchtune-compile"):
+            u["logits_buffer_bytes"] = MEMORY_DEFAULTS["logits_buffer_bytes"]
+        if key[1] and live_tensors(row.rec):
+            u["overhead_gb"] = 0.0
+        row.user_variants[key] = stage_memory(**u).memory_gb
     row.differs = {k: (ans.inputs.get(k), compared.get(k)) for k in (*PROFILE_INPUTS, "overhead_gb")
                    if ans.inputs.get(k) != compared.get(k)}
     if row.capacity_gb is not None:
@@ -447,7 +461,7 @@ def results() -> dict[str, Any]:
     return {"rows": rows, "scored": scored, "fitted": fitted, "by_source": by_source,
             "model": summary(scored, "predicted_gb"), "bpp": summary(scored, "baseline_bpp_gb"),
             "const": summary(scored, "baseline_const_gb"), "user": summary(scored, "user_cmp_gb"),
-            "variants": {k: summary(scored, k) for k in VARIANTS}, "fit": fit_check(scored)}
+            "variants": {k: summary(scored, k) for k in (*VARIANTS, TUNE_NEUTRAL, BEFORE)}, "fit": fit_check(scored)}
 
 
 def _pct(x: float) -> str:
@@ -482,10 +496,14 @@ def both_ways(v: dict) -> str:
                 f"{_share(x['within'])} within 15%")
 
     return ("Two choices in this scoring were made after the residuals of the scoring before them were seen, so each "
-            "is reported both ways: the compiled profile (`torchtitan-compile`) for records that state they ran "
+            "is reported both ways: the compiled profile (`torchtitan-compile`, `torchtune-compile`) for records "
+            "that state they ran "
             "compiled, and live-tensor measurements (peak active or allocated bytes) compared with the prediction "
             f"less other memory. With both: {fig((True, True))}; the compiled profile only: {fig((True, False))}; the "
-            f"live-tensor rule only: {fig((False, True))}; neither (the scoring before them): {fig((False, False))}.")
+            f"live-tensor rule only: {fig((False, True))}; neither: {fig((False, False))}. torchtune's loss facts "
+            "(5 bytes per logit, 2 compiled: its LinearCrossEntropyLoss) were added at the same time; with both rules "
+            f"and torchtune's logits buffer at the neutral default of 4 instead: {fig(TUNE_NEUTRAL)}; none of the three "
+            f"(the scoring before them): {fig(BEFORE)}.")
 
 
 def headline(v: dict) -> str:
@@ -615,11 +633,13 @@ def user_section(v: dict) -> list[str]:
            "them, the card's capacity, and `--framework`/`--precision` naming the record's stack — whose memory inputs",
            "(recipe bytes, logits buffer, optimizer-step temporaries, autocast copies, gradients freed) come from",
            "`xlcalc/frameworks.py` through `profile_values`, the path `xlcalc memory --framework --precision` takes.",
-           "A record that states it ran compiled (its `compile` field: torchtitan's `--compile.enable`, a switch its",
-           "user sets) takes its framework's compiled profile where `xlcalc/frameworks.py` has one (`torchtitan-compile`:",
-           "the loss compiled with the model, as torchtitan does from 2025-04-02; torchtune has none). Nothing is chosen",
-           "per record: no loss bytes per framework commit, so a run of a torchtitan older than that commit, whose",
-           "compile left the loss eager, is scored at the compiled profile all the same. The prediction the user reads is",
+           "A record that states it ran compiled (its `compile` field: torchtitan's `--compile.enable`, torchtune's",
+           "`compile: True`, a switch its user sets) takes its framework's compiled profile (`torchtitan-compile`: the",
+           "loss compiled with the model, as torchtitan does from 2025-04-02; `torchtune-compile`: its",
+           "LinearCrossEntropyLoss compiled per chunk, as torchtune does from 2025-04-30). Nothing is chosen per record:",
+           "no loss bytes per framework commit, so a run of a version older than those commits (a torchtitan whose",
+           "compile left the loss eager; a torchtune README run with CEWithChunkedOutputLoss or plain cross-entropy)",
+           "is scored at today's profile all the same. The prediction the user reads is",
            "the total (*printed*, with the model's default other memory, and the fit answer); where the source",
            "measured PyTorch's peak active or allocated bytes, which count live tensors only, the measurement is",
            "compared with the same prediction less other memory (*compared*; `--overhead-gb 0` on the command line).",
@@ -696,6 +716,8 @@ def compiled_section(v: dict) -> list[str]:
 
     old = [r for r in comp if stated_loss_compiled(r.rec) is False]
     chunk = [r for r in comp if "ChunkedLossWrapper" in ((r.rec.get("extra_settings") or {}).get("loss") or "")]
+    tune = [r for r in comp if r.framework[0] == "torchtune-compile"
+            and "LinearCrossEntropyLoss" not in ((r.rec.get("extra_settings") or {}).get("loss") or "")]
     # the same scoring with the compiled profile taken only where the stated version compiles the loss
     n10 = sum(abs(r.error(r.user_variants[(r in comp and stated_loss_compiled(r.rec) is not False, True)]))
               <= WITHIN_USER for r in scored)
@@ -707,6 +729,9 @@ def compiled_section(v: dict) -> list[str]:
             f"- of them, a ChunkedLossWrapper loss with only the model compiled (the NVFP4 guide's configs): "
             f"{line(chunk)} — the profile's compiled loss is not the loss they ran, so a hit here is not evidence for it"
             if chunk else "- none with a ChunkedLossWrapper loss",
+            f"- of them, a torchtune run whose stated loss is not LinearCrossEntropyLoss (the README's "
+            f"CEWithChunkedOutputLoss or plain cross-entropy, before 2025-04-30): {line(tune)}"
+            if tune else "- no torchtune run with another loss",
             f"- were the compiled profile taken only where the torchtitan version a record states compiles the loss "
             f"(a user knows the version they run; this choice, too, was made after seeing the residuals): "
             f"{_share(n10 / len(scored))} of the {len(scored)} records within 10% at user flags (not the headline)"]
