@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from xlcalc import catalog  # noqa: E402
 from xlcalc.errors import InputError  # noqa: E402
 from xlcalc.frameworks import DEFAULT_FRAMEWORK, PROFILE_INPUTS, get_profile, profile_values  # noqa: E402
+from xlcalc.recipes import MEMORY_DEFAULTS  # noqa: E402
 from xlcalc.stage_memory import SHARDING, stage_memory  # noqa: E402
 from xlcalc.workbook.atomic import write_text  # noqa: E402
 
@@ -108,12 +109,28 @@ USER_FRAMEWORK: dict[str, tuple[str, str, str, str]] = {
     "megatron-bridge-perf-guides": ("megatron", "amp", "notes", "Megatron-Core (Megatron Bridge)"),
 }
 
+# A record that states it ran compiled (its "compile" field: torchtitan's --compile.enable / training.compile,
+# torchtune's compile: True, a switch its user sets) is scored at its framework's compiled profile (xlcalc.frameworks:
+# torchtitan-compile, the loss compiled with the model as torchtitan does from 2025-04-02; torchtune-compile, its
+# LinearCrossEntropyLoss compiled per chunk as torchtune does from 2025-04-30).
+COMPILED_FRAMEWORK = {"torchtitan": "torchtitan-compile", "torchtune": "torchtune-compile"}
+
 # What a user types for a record besides --framework/--precision: the model's architecture, the layout, recompute,
 # sequence, batch and pipeline schedule as the record states them (read by inputs_of) - no byte, loss, gradient or
 # other-memory input chosen per record; the card's capacity for the fit answer (--gpu / --memory-gb).
 USER_KEYS = ("params_b", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "gated_ffn", "vocab",
              "tied_embeddings", "seq_len", "micro_batch", "tp", "pp", "cp", "dp", "zero_stage", "recompute",
              "seq_parallel", "virtual_stages", "microbatches", "first_stage_layers", "last_stage_layers")
+
+
+# The user-flag scoring both ways (issue 20 asks for it where a rule's effect was measured after the residuals were
+# seen): (compiled profile for records that state compile, live-tensor measurements against the prediction less other
+# memory); (True, True) is the headline, (False, False) the scoring before both.
+VARIANTS = ((True, True), (True, False), (False, True), (False, False))
+# torchtune's loss facts (xlcalc.frameworks: 5 and 2 bytes per logit) were added after those residuals were seen too:
+# this key scores the headline's way with torchtune's logits buffer at the neutral default instead
+TUNE_NEUTRAL = (True, True, False)
+BEFORE = (False, False, False)      # none of the three: the scoring before them
 
 
 class Skip(Exception):
@@ -133,7 +150,9 @@ class Row:
     baseline_const_gb: float | None = None
     framework: tuple[str, str] = (DEFAULT_FRAMEWORK, "")
     user_inputs: dict = field(default_factory=dict)
-    user_gb: float | None = None
+    user_gb: float | None = None         # the total at user flags (what `xlcalc memory` prints)
+    user_cmp_gb: float | None = None     # the figure compared with the measurement (live tensors: less other memory)
+    user_variants: dict = field(default_factory=dict)   # (compiled profile, live-tensor rule) -> compared GB
     capacity_gb: float | None = None
     outcome: str | None = None           # "ran" / "out of memory" / None (unknown)
     verdict: str | None = None           # FIT_VERDICT at user flags
@@ -171,6 +190,12 @@ def _uneven(layers: int, stages: int) -> list[int]:
     for i in range(stages * (base + 1) - layers):
         out[i // 2 if i % 2 == 0 else stages - 1 - i // 2] -= 1
     return out
+
+
+def live_tensors(rec: dict) -> bool:
+    """The measurement counts live tensors only: PyTorch's peak active or allocated bytes (torch.cuda.memory_stats
+    "active_bytes" / "allocated_bytes"), no CUDA context, NCCL buffers or cached blocks."""
+    return rec["measured"]["what"].startswith(("peak active", "max allocated"))
 
 
 def _stack(rec: dict) -> str:
@@ -264,8 +289,7 @@ def inputs_of(rec: dict) -> tuple[dict, list[str]]:
         if tp > 1:
             v["seq_parallel"] = True
             assumed.append("sequence parallelism with TP (Megatron Bridge's Llama 3 recipes)")
-    what = rec["measured"]["what"]
-    if what.startswith(("peak active", "max allocated")):
+    if live_tensors(rec):
         # PyTorch's active / allocated bytes count live tensors only (torch.cuda.memory_stats: "active_bytes",
         # "allocated_bytes"): no CUDA context, NCCL buffers or cached blocks, so no other memory by definition
         v["overhead_gb"] = 0.0
@@ -307,19 +331,44 @@ def predict(row: Row) -> None:
     row.user_inputs = user_inputs_of(row.inputs, row.framework, row.capacity_gb)
     user = stage_memory(**row.user_inputs)
     row.user_gb = user.memory_gb
-    row.differs = {k: (ans.inputs.get(k), user.inputs.get(k)) for k in (*PROFILE_INPUTS, "overhead_gb")
-                   if ans.inputs.get(k) != user.inputs.get(k)}
+    compared = {}
+    for compiled in (True, False):
+        for tensors in (True, False):
+            u = user_inputs_of(row.inputs, framework_of(row.rec, compiled), row.capacity_gb)
+            if tensors and live_tensors(row.rec):
+                u["overhead_gb"] = 0.0   # the part of the prediction the measurement counts
+            got = stage_memory(**u)
+            row.user_variants[(compiled, tensors)] = got.memory_gb
+            if (compiled, tensors) == (True, True):
+                compared = got.inputs
+    row.user_cmp_gb = row.user_variants[(True, True)]
+    # torchtune's loss facts left at the neutral default: with both rules (TUNE_NEUTRAL), and with neither (BEFORE)
+    for key in (TUNE_NEUTRAL, BEFORE):
+        fw = framework_of(row.rec, compiled=key[0])
+        u = user_inputs_of(row.inputs, fw, row.capacity_gb)
+        if fw[0] in ("torchtune", "torchtune-compile"):
+            u["logits_buffer_bytes"] = MEMORY_DEFAULTS["logits_buffer_bytes"]
+        if key[1] and live_tensors(row.rec):
+            u["overhead_gb"] = 0.0
+        row.user_variants[key] = stage_memory(**u).memory_gb
+    row.differs = {k: (ans.inputs.get(k), compared.get(k)) for k in (*PROFILE_INPUTS, "overhead_gb")
+                   if ans.inputs.get(k) != compared.get(k)}
     if row.capacity_gb is not None:
         row.verdict = user.fit_answer()["verdict"]
 
 
-def framework_of(rec: dict) -> tuple[str, str]:
-    """--framework and --precision for a record's source (USER_FRAMEWORK; the default framework if unmapped)."""
+def framework_of(rec: dict, compiled: bool = True) -> tuple[str, str]:
+    """--framework and --precision for a record's source (USER_FRAMEWORK; the default framework if unmapped), at its
+    compiled profile (COMPILED_FRAMEWORK) where the record states it ran compiled (``compiled=False``: the source's
+    framework alone, the mapping before the compiled profile)."""
     found = USER_FRAMEWORK.get(rec["source_id"])
     if found is None:
         p = get_profile(None, None)
         return p.framework, p.precision
-    return found[0], found[1]
+    fw = found[0]
+    if compiled and rec.get("compile") and fw in COMPILED_FRAMEWORK:
+        fw = COMPILED_FRAMEWORK[fw]
+    return fw, found[1]
 
 
 def user_inputs_of(stated: dict, framework: tuple[str, str], capacity_gb: float | None) -> dict:
@@ -380,8 +429,10 @@ def baselines(rows: list[Row]) -> dict[str, dict[str, float]]:
     return fitted
 
 
-def summary(rows: list[Row], attr: str) -> dict[str, float]:
-    errs = [r.error(getattr(r, attr)) for r in rows]
+def summary(rows: list[Row], attr: str | tuple[bool, bool]) -> dict[str, float]:
+    """Median and shares within 10% / 15% of a row figure by attribute name, or of a user-flag variant by its key
+    (compiled profile, live-tensor rule)."""
+    errs = [r.error(r.user_variants[attr] if isinstance(attr, tuple) else getattr(r, attr)) for r in rows]
     abs_errs = [abs(e) for e in errs]
     return {"n": len(rows), "median_abs": statistics.median(abs_errs), "within": sum(e <= WITHIN for e in abs_errs) / len(rows),
             "within_10": sum(e <= WITHIN_USER for e in abs_errs) / len(rows), "median_signed": statistics.median(errs)}
@@ -409,8 +460,8 @@ def results() -> dict[str, Any]:
     by_source = {s: [r for r in scored if r.source == s] for s in sorted({r.source for r in scored})}
     return {"rows": rows, "scored": scored, "fitted": fitted, "by_source": by_source,
             "model": summary(scored, "predicted_gb"), "bpp": summary(scored, "baseline_bpp_gb"),
-            "const": summary(scored, "baseline_const_gb"), "user": summary(scored, "user_gb"),
-            "fit": fit_check(scored)}
+            "const": summary(scored, "baseline_const_gb"), "user": summary(scored, "user_cmp_gb"),
+            "variants": {k: summary(scored, k) for k in (*VARIANTS, TUNE_NEUTRAL, BEFORE)}, "fit": fit_check(scored)}
 
 
 def _pct(x: float) -> str:
@@ -425,12 +476,34 @@ def user_headline(v: dict) -> str:
     u, f = v["user"], v["fit"]
     met = "met" if u["within_10"] >= TARGET_USER else "not met"
     return (f"At the flags a user gives (the model, layout, recompute, sequence and batch as each record states them, "
-            f"and `--framework`/`--precision` naming its stack; nothing chosen per record) the model predicts the "
+            f"and `--framework`/`--precision` naming its stack, its compiled profile where the record ran compiled; "
+            f"nothing chosen per record) the model predicts the "
             f"{u['n']} measurements with a median error of {u['median_abs'] * 100:.1f}%, {_share(u['within_10'])} "
             f"within 10% and {_share(u['within'])} within 15% (issue 20's target, {_share(TARGET_USER)} within 10%, "
             f"is {met}). Its fit answer (FIT_VERDICT) on the {f['known']} records with a known outcome "
             f"({f['ran']} ran, {f['oom']} ran out of memory): \"fits\" for a run that ran out of memory "
-            f"{len(f['fits_for_oom'])} times, \"does not fit\" for a run that ran {len(f['no_fit_for_ran'])} times.")
+            f"{len(f['fits_for_oom'])} times, \"does not fit\" for a run that ran {len(f['no_fit_for_ran'])} times. "
+            + both_ways(v))
+
+
+def both_ways(v: dict) -> str:
+    """The user-flag figure with and without the two rules whose effect was measured after the residuals were seen."""
+    w = v["variants"]
+
+    def fig(key: tuple[bool, bool]) -> str:
+        x = w[key]
+        return (f"{x['median_abs'] * 100:.1f}% median error, {_share(x['within_10'])} within 10%, "
+                f"{_share(x['within'])} within 15%")
+
+    return ("Two choices in this scoring were made after the residuals of the scoring before them were seen, so each "
+            "is reported both ways: the compiled profile (`torchtitan-compile`, `torchtune-compile`) for records "
+            "that state they ran "
+            "compiled, and live-tensor measurements (peak active or allocated bytes) compared with the prediction "
+            f"less other memory. With both: {fig((True, True))}; the compiled profile only: {fig((True, False))}; the "
+            f"live-tensor rule only: {fig((False, True))}; neither: {fig((False, False))}. torchtune's loss facts "
+            "(5 bytes per logit, 2 compiled: its LinearCrossEntropyLoss) were added at the same time; with both rules "
+            f"and torchtune's logits buffer at the neutral default of 4 instead: {fig(TUNE_NEUTRAL)}; none of the three "
+            f"(the scoring before them): {fig(BEFORE)}.")
 
 
 def headline(v: dict) -> str:
@@ -495,7 +568,7 @@ def render(v: dict) -> str:
     ]
     for src, rs in v["by_source"].items():
         m, b, c = summary(rs, "predicted_gb"), summary(rs, "baseline_bpp_gb"), summary(rs, "baseline_const_gb")
-        u = summary(rs, "user_gb")
+        u = summary(rs, "user_cmp_gb")
         f = v["fitted"][src]
         out.append(f"| {src} | {len(rs)} | {u['median_abs'] * 100:.1f}% | {_share(u['within_10'])} | "
                    f"{_share(u['within'])} | {m['median_abs'] * 100:.1f}% | {_share(m['within'])} | "
@@ -560,9 +633,18 @@ def user_section(v: dict) -> list[str]:
            "them, the card's capacity, and `--framework`/`--precision` naming the record's stack — whose memory inputs",
            "(recipe bytes, logits buffer, optimizer-step temporaries, autocast copies, gradients freed) come from",
            "`xlcalc/frameworks.py` through `profile_values`, the path `xlcalc memory --framework --precision` takes.",
-           "Nothing is chosen per record: no loss bytes per framework commit, no other memory of 0 for live-tensor",
-           "measurements (the model's default other memory stands). The framework of each source, from the records'",
-           "own text:",
+           "A record that states it ran compiled (its `compile` field: torchtitan's `--compile.enable`, torchtune's",
+           "`compile: True`, a switch its user sets) takes its framework's compiled profile (`torchtitan-compile`: the",
+           "loss compiled with the model, as torchtitan does from 2025-04-02; `torchtune-compile`: its",
+           "LinearCrossEntropyLoss compiled per chunk, as torchtune does from 2025-04-30). Nothing is chosen per record:",
+           "no loss bytes per framework commit, so a run of a version older than those commits (a torchtitan whose",
+           "compile left the loss eager; a torchtune README run with CEWithChunkedOutputLoss or plain cross-entropy)",
+           "is scored at today's profile all the same. The prediction the user reads is",
+           "the total (*printed*, with the model's default other memory, and the fit answer); where the source",
+           "measured PyTorch's peak active or allocated bytes, which count live tensors only, the measurement is",
+           "compared with the same prediction less other memory (*compared*; `--overhead-gb 0` on the command line).",
+           "The headline gives the figure with and without each of these two rules. The framework of each source, from",
+           "the records' own text:",
            "",
            "| source | --framework | --precision | every record of the source says, in its field |",
            "|---|---|---|---|"]
@@ -590,8 +672,9 @@ def user_section(v: dict) -> list[str]:
             + (" (" + ", ".join(f["no_fit_for_ran"]) + ")" if f["no_fit_for_ran"] else ""),
             f"- \"tight\" said for a run that ran: {len(f['tight_for_ran'])}"
             + (" (" + ", ".join(f["tight_for_ran"]) + ")" if f["tight_for_ran"] else "")]
-    misses = sorted((r for r in scored if abs(r.error(r.user_gb)) > WITHIN_USER),
-                    key=lambda r: -abs(r.error(r.user_gb)))
+    misses = sorted((r for r in scored if abs(r.error(r.user_cmp_gb)) > WITHIN_USER),
+                    key=lambda r: -abs(r.error(r.user_cmp_gb)))
+    out += compiled_section(v)
     out += ["", f"### Records off by more than 10% at user flags ({len(misses)} of {u['n']})", ""]
     if u["within_10"] < TARGET_USER:
         out += [f"{_share(u['within_10'])} of the records are within 10% at user flags, below issue 20's "
@@ -599,14 +682,59 @@ def user_section(v: dict) -> list[str]:
                 "as the record states it (record's stack → user flags) and what the tuned reading assumed from the "
                 "record's notes; a miss with no difference is one the stack's facts do not explain either (see *Where "
                 "the model misses, and why*).", ""]
-    out += ["| record | --framework | measured GB | user flags GB | error | tuned error | record's stack → user "
-            "flags | tuned reading assumed | known outcome | fit answer |", "|---|---|---|---|---|---|---|---|---|---|"]
+    out += ["| record | --framework | measured GB | user flags GB (printed / compared) | error | tuned error | "
+            "record's stack → user flags | tuned reading assumed | known outcome | fit answer |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in misses:
         diff = "; ".join(f"{k} {_val(a)} → {_val(b)}" for k, (a, b) in r.differs.items()) or "—"
-        out.append(f"| {r.id} | {r.framework[0]} {r.framework[1]} | {r.measured_gb:.1f} | {r.user_gb:.1f} | "
-                   f"{_pct(r.error(r.user_gb))} | {_pct(r.error(r.predicted_gb))} | {diff} | "
+        out.append(f"| {r.id} | {r.framework[0]} {r.framework[1]} | {r.measured_gb:.1f} | {r.user_gb:.1f} / "
+                   f"{r.user_cmp_gb:.1f} | {_pct(r.error(r.user_cmp_gb))} | {_pct(r.error(r.predicted_gb))} | {diff} | "
                    f"{'; '.join(r.assumed) or '—'} | {r.outcome or 'unknown'} | {r.verdict or '—'} |")
     return out
+
+
+def stated_loss_compiled(rec: dict) -> bool | None:
+    """Whether the torchtitan version a record's notes state compiles the loss with the model
+    (TORCHTITAN_LOSS_COMPILED); None where the notes name no version the table holds."""
+    found = re.search(r"torchtitan ([0-9a-f]{7}|\d+\.\d+\.\d+)", rec.get("notes") or "")
+    if not found or found.group(1) not in TORCHTITAN_LOSS_COMPILED:
+        return None
+    return TORCHTITAN_LOSS_COMPILED[found.group(1)][0]
+
+
+def compiled_section(v: dict) -> list[str]:
+    """The records scored at a compiled profile, by what their own notes say of the loss they ran."""
+    scored = v["scored"]
+    comp = [r for r in scored if r.framework[0] in COMPILED_FRAMEWORK.values()]
+    if not comp:
+        return []
+
+    def line(rs: list[Row]) -> str:
+        s = summary(rs, "user_cmp_gb")
+        return (f"{len(rs)} records, median signed error {_pct(s['median_signed'])}, "
+                f"{_share(s['within_10'])} within 10%")
+
+    old = [r for r in comp if stated_loss_compiled(r.rec) is False]
+    chunk = [r for r in comp if "ChunkedLossWrapper" in ((r.rec.get("extra_settings") or {}).get("loss") or "")]
+    tune = [r for r in comp if r.framework[0] == "torchtune-compile"
+            and "LinearCrossEntropyLoss" not in ((r.rec.get("extra_settings") or {}).get("loss") or "")]
+    # the same scoring with the compiled profile taken only where the stated version compiles the loss
+    n10 = sum(abs(r.error(r.user_variants[(r in comp and stated_loss_compiled(r.rec) is not False, True)]))
+              <= WITHIN_USER for r in scored)
+    return ["", "### The compiled profile and the loss each record ran", "",
+            f"- scored at a compiled profile (the record states `compile`): {line(comp)}",
+            f"- of them, run on a torchtitan whose notes name a version older than its loss compilation (2025-04-02; "
+            f"their compile left the loss eager, 12 bytes per logit, where the profile holds 4): {line(old)}"
+            if old else "- none run on a torchtitan older than its loss compilation",
+            f"- of them, a ChunkedLossWrapper loss with only the model compiled (the NVFP4 guide's configs): "
+            f"{line(chunk)} — the profile's compiled loss is not the loss they ran, so a hit here is not evidence for it"
+            if chunk else "- none with a ChunkedLossWrapper loss",
+            f"- of them, a torchtune run whose stated loss is not LinearCrossEntropyLoss (the README's "
+            f"CEWithChunkedOutputLoss or plain cross-entropy, before 2025-04-30): {line(tune)}"
+            if tune else "- no torchtune run with another loss",
+            f"- were the compiled profile taken only where the torchtitan version a record states compiles the loss "
+            f"(a user knows the version they run; this choice, too, was made after seeing the residuals): "
+            f"{_share(n10 / len(scored))} of the {len(scored)} records within 10% at user flags (not the headline)"]
 
 
 def same_inputs(scored: list[Row]) -> list[list[Row]]:
@@ -703,7 +831,8 @@ def as_json(v: dict) -> dict:
         "records": [dict(id=r.id, source_id=r.source, measured_gb=r.measured_gb, predicted_gb=r.predicted_gb,
                          error=r.error(r.predicted_gb), baseline_bpp_gb=r.baseline_bpp_gb,
                          baseline_const_gb=r.baseline_const_gb, parts_gb=r.parts_gb, assumed=r.assumed,
-                         framework=list(r.framework), user_gb=r.user_gb, user_error=r.error(r.user_gb),
+                         framework=list(r.framework), user_gb=r.user_gb, user_compared_gb=r.user_cmp_gb,
+                         user_error=r.error(r.user_cmp_gb),
                          capacity_gb=r.capacity_gb, outcome=r.outcome, fit_verdict=r.verdict,
                          skipped=r.skip) for r in v["rows"]],
     }

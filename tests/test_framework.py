@@ -58,8 +58,14 @@ FACTS = {
     # torchtitan: FSDP2 MixedPrecisionPolicy(bf16 params, fp32 reduce) over fp32 shards; eager CE on .float() logits;
     # optimizer implementation "fused"
     ("torchtitan", "amp"): (4, 4, 4 + 4, HF_LOSS, 0, 0, True),
-    # torchtune: dtype bf16 everywhere, AdamW fused: True, zero_grad(set_to_none=True); loss: no source here
-    ("torchtune", "bf16"): (2, 2, 2 + 2, N, 0, 0, True),
+    # torchtitan with compile enabled: the loss is compiled with the model (train.py from bbb1b616e; Compile.components
+    # ['model', 'loss']): the compiled cross-entropy keeps the bf16 logits (2) and gives a bf16 gradient (2)
+    ("torchtitan-compile", "amp"): (4, 4, 4 + 4, 2 + 2, 0, 0, True),
+    # torchtune: dtype bf16 everywhere, AdamW fused: True, zero_grad(set_to_none=True); LinearCrossEntropyLoss (K = 8):
+    # every chunk's fp32 log-softmax output saved, one chunk's gradient and input gradient (4 + 8 / K)
+    ("torchtune", "bf16"): (2, 2, 2 + 2, 4 + 8 / 8, 0, 0, True),
+    # compile: True compiles LinearCrossEntropyLoss.compute_cross_entropy: the bf16 logits of every chunk saved
+    ("torchtune-compile", "bf16"): (2, 2, 2 + 2, 2, 0, 0, True),
     # DeepSpeed ZeRO bf16: 16-bit weights and grads, fp32 master + m + v (K = 12); FusedAdam; model cast to bf16
     ("deepspeed", "amp"): (2, 2, 12, N, 0, 0, N),
     # Composer FSDP mixed_precision DEFAULT over fp32 shards: 4 + 4 + 8, FSDP casts (no autocast copies)

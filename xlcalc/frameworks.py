@@ -70,6 +70,13 @@ _HF_OPTIM = ("transformers src/transformers/training_args.py: optim defaults to 
 _TITAN_LOSS = ("torchtitan torchtitan/components/loss.py cross_entropy_loss: F.cross_entropy(pred.flatten(0, 1)"
                ".float(), ...), compiled only with training.compile (default false): eager loss on upcast logits, "
                "12 bytes per logit")
+_TITAN_COMPILED_LOSS = ("torchtitan torchtitan/train.py from bbb1b616e (2025-04-02): with training.compile the loss is "
+                        "torch.compile'd with the model; torchtitan/config/job_config.py Compile.components defaults to "
+                        "['model', 'loss'] from 08b8b244f (2025-08-20; CompileConfig in torchtitan/config/configs.py and "
+                        "BaseLoss._maybe_compile in torchtitan/components/loss.py now): the compiled cross-entropy saves "
+                        "the bf16 logits and gives a bf16 gradient, 2 + 2 = 4 bytes per logit (counted and measured on "
+                        "CPU by tests/test_memory_loss_torch.py). Before bbb1b616e compile left the loss eager (12); a "
+                        "config that wraps the loss in ChunkedLossWrapper (786e26f8e, 2026-04-27) holds less")
 _TITAN_OPTIM = ("torchtitan torchtitan/config/job_config.py Optimizer.implementation = 'fused' (torch.optim.AdamW("
                 "fused=True)): no step temporaries")
 _TITAN_MP = ("torchtitan torchtitan/models/llama3/infra/parallelize.py apply_fsdp: MixedPrecisionPolicy(param_dtype="
@@ -77,8 +84,19 @@ _TITAN_MP = ("torchtitan torchtitan/models/llama3/infra/parallelize.py apply_fsd
              "and gradients, AdamW m, v in fp32 (4 + 4 + 8), FSDP casts the gathered copies (no autocast copies)")
 _TUNE_DTYPE = ("torchtune recipes/configs/*/*_full*.yaml dtype: bf16 and recipes/full_finetune_*.py: the model, its "
                "gradients and AdamW m, v in bf16, no fp32 master copy (2 + 2 + 4)")
-_TUNE_OPTIM = ("torchtune recipes/configs/llama3_1/8B_full.yaml: optimizer torch.optim.AdamW with foreach: False, the "
-               "for-loop step: temporaries of one parameter at a time, none the size of the model")
+_TUNE_OPTIM = ("torchtune recipes/configs/llama3_1/8B_full.yaml: optimizer torch.optim.AdamW with fused: True (foreach: "
+               "False, the for-loop step, in earlier versions): no step temporaries the size of the model")
+_TUNE_LOSS = ("torchtune recipes/configs (162 of 197 configs, llama3_1/8B_full.yaml and llama3_2/3B_full.yaml among "
+              "them, since 9c06c8bda, 2025-04-30): loss torchtune.modules.loss.LinearCrossEntropyLoss with compile: "
+              "False; torchtune/modules/loss/cross_entropy_loss.py: the output layer and F.cross_entropy(logits.float()) "
+              "one chunk at a time (num_output_chunks = 8): every chunk's fp32 log-softmax output saved (4) and, in a "
+              "chunk's backward, its gradient and the input's (4/8 + 4/8): 5 bytes per logit (counted and measured on "
+              "CPU by tests/test_memory_loss_torch.py)")
+_TUNE_COMPILED_LOSS = ("torchtune recipes/full_finetune_single_device.py: with compile: True, training.compile_loss -> "
+                       "LinearCrossEntropyLoss.apply_compile_strategy compiles compute_cross_entropy, the chunk's "
+                       "output layer and loss in one graph: the bf16 logits of every chunk saved (2), the chunk's "
+                       "gradient written into its saved logits' buffer: 2 bytes per logit (counted and measured on CPU "
+                       "by tests/test_memory_loss_torch.py)")
 _TUNE_ZERO = ("torchtune recipes/full_finetune_single_device.py: self._optimizer.zero_grad(set_to_none=True) after "
               "each step: gradients freed between steps")
 _MEG_RECIPE = ("Megatron-LM docs/source/api-guide/dist_optimizer.md: bf16 parameters, fp32 main gradients "
@@ -133,8 +151,15 @@ _PROFILES = (
     _p("torchtitan", "amp", recipe=("fp32", _TITAN_MP), logits_buffer_bytes=(12.0, _TITAN_LOSS),
        optimizer_step_bytes=(0.0, _TITAN_OPTIM), autocast_copy_bytes=(0.0, _TITAN_MP),
        grads_freed=(True, _ZERO_GRAD)),
-    _p("torchtune", "bf16", recipe=("torchtune", _TUNE_DTYPE), optimizer_step_bytes=(0.0, _TUNE_OPTIM),
-       autocast_copy_bytes=(0.0, _NO_AUTOCAST_COPY), grads_freed=(True, _TUNE_ZERO)),
+    _p("torchtitan-compile", "amp", recipe=("fp32", _TITAN_MP), logits_buffer_bytes=(4.0, _TITAN_COMPILED_LOSS),
+       optimizer_step_bytes=(0.0, _TITAN_OPTIM), autocast_copy_bytes=(0.0, _TITAN_MP),
+       grads_freed=(True, _ZERO_GRAD)),
+    _p("torchtune", "bf16", recipe=("torchtune", _TUNE_DTYPE), logits_buffer_bytes=(5.0, _TUNE_LOSS),
+       optimizer_step_bytes=(0.0, _TUNE_OPTIM), autocast_copy_bytes=(0.0, _NO_AUTOCAST_COPY),
+       grads_freed=(True, _TUNE_ZERO)),
+    _p("torchtune-compile", "bf16", recipe=("torchtune", _TUNE_DTYPE), logits_buffer_bytes=(2.0, _TUNE_COMPILED_LOSS),
+       optimizer_step_bytes=(0.0, _TUNE_OPTIM), autocast_copy_bytes=(0.0, _NO_AUTOCAST_COPY),
+       grads_freed=(True, _TUNE_ZERO)),
     _p("deepspeed", "amp", recipe=("zero", _DS_RECIPE), optimizer_step_bytes=(0.0, _DS_OPTIM),
        autocast_copy_bytes=(0.0, "DeepSpeed deepspeed/runtime/engine.py _configure_distributed_model: "
                                  "with bf16 enabled the model is cast to bf16: no autocast weight copies")),
@@ -150,7 +175,9 @@ FRAMEWORK_NAMES: dict[str, str] = {
     "megatron": "Megatron-LM / Megatron-Core (NeMo)",
     "transformers": "Hugging Face transformers Trainer (PyTorch, eager loss)",
     "torchtitan": "torchtitan (PyTorch FSDP2, eager)",
+    "torchtitan-compile": "torchtitan with compile enabled (model and loss compiled, torchtitan since 2025-04-02)",
     "torchtune": "torchtune (PyTorch, full fine-tuning recipes)",
+    "torchtune-compile": "torchtune with compile: True (model and loss compiled)",
     "deepspeed": "DeepSpeed ZeRO",
     "llm-foundry": "llm-foundry / Composer (PyTorch FSDP)",
 }
