@@ -446,3 +446,12 @@ def test_pp7_with_a_model_preset_is_the_split_its_cells_show_and_the_engine_agre
     assert not rb.disagreements, rb.disagreements[:3]
     for name in ("Mem_Total_GB", "Train_Days", "Total_Cost_USD"):
         assert _number(_named(wb, name).value), name
+
+
+def test_the_docs_example_of_a_scenarios_cell_is_the_cell_the_builder_places():
+    """docs/workbook.md names the first Scenarios column's MFU cell in its example: the builder's cell."""
+    import re
+
+    text = " ".join((ROOT / "docs" / "workbook.md").read_text(encoding="utf-8").split())
+    found = re.findall(r"MFU 40 pasted into the first Scenarios column is named as cell `(\w+!\w+)`", text)
+    assert found == [_places()["scen_mfu"]]

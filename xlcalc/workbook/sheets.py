@@ -375,7 +375,11 @@ def longest_missing_figure() -> int:
 def longest_message_of(name: str) -> int:
     """The longest message a catalog look-up puts in named result ``name``'s cell (0: none): a missing purchase
     price's sentence, a missing rental price's, or a missing figure's, as the inputs it depends on can hold them."""
-    deps = dependencies(name)
+    return longest_message_in(dependencies(name))
+
+
+def longest_message_in(deps: Any) -> int:
+    """The longest message a catalog look-up puts in a cell that depends on the defined names ``deps`` (0: none)."""
     return max([longest_message()] * ("Capex_USD_per_GPU" in deps) + [longest_price_message()] *
                ("USD_per_GPU_Hour" in deps) + [longest_missing_figure()] * any(n in deps for n in CHECKED) + [0])
 
@@ -698,6 +702,7 @@ def budget_first(ctx: Ctx, row: int) -> int:
     b.put(s, f"A{row}", "Price of a busy GPU-hour (USD)")
     for col, price in (("B", "USD_per_GPU_Hour"), ("C", "Own_USD_per_GPU_Hour")):
         b.put(s, f"{col}{row}", guarded(Var(price), needs(Var(price))), "formula", '"$"#,##0.000')
+        message_cell(b, s, row, col, col, longest_message_in(needs(Var(price))))
     b.put(s, f"D{row}", "USD_per_GPU_Hour (Inputs); OWN_USD_PER_GPU_HOUR: "
           f"{ownership.own_usd_per_gpu_hour.equation}", "note")
     b.wrap.add((s, f"D{row}"))
@@ -705,11 +710,13 @@ def budget_first(ctx: Ctx, row: int) -> int:
     for label, f, fmt in BUDGET_FIRST_ROWS:
         row += 1
         b.put(s, f"A{row}", label)
+        b.wrap.add((s, f"A{row}"))  # a label longer than its column wraps in the row (as tall as its message)
         for col, price in (("B", "USD_per_GPU_Hour"), ("C", "Own_USD_per_GPU_Hour")):
             expr = budget_first_expr(f, price)
             subs = {budget_first_expr(budget.budget_compute_flops, price).key(): flops_at[price]} \
                 if price in flops_at else None
             ref = b.put(s, f"{col}{row}", guarded(expr, needs(expr)), "formula", fmt, subs)
+            message_cell(b, s, row, col, col, longest_message_in(needs(expr)))  # the price's message, wrapped
             if f is budget.budget_compute_flops:
                 flops_at[price] = ref
         b.put(s, f"D{row}", f"{f.udf_name}: {f.equation}. Source: {f.source}", "note")
