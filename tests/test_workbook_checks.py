@@ -15,7 +15,10 @@ arithmetic (whole layers, the stages add up to the model's layers, the middle st
 
 from __future__ import annotations
 
+import functools
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import openpyxl
@@ -28,6 +31,7 @@ from xlcalc.layout import preset_stage_ends
 from xlcalc.planner.search import uneven_stages
 from xlcalc.scenario import OUTPUTS, Scenario, load_scenario
 from xlcalc.workbook import build, layout
+from xlcalc.workbook.readback import read_workbook
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED002 = ROOT / "xlcalc" / "presets" / "seed002-70b-a800.toml"
@@ -180,16 +184,65 @@ def _every_pair(book, names, put):
 
 # --- pasted values in LibreOffice -------------------------------------------------------------------------------
 
+# The input cells of the other sheets, by their place in the layout of _base() (Scenarios: one column per GPU of the
+# comparison, following the Inputs sheet; Sensitivity: the days table's MFU and GPU-count axes; Parallelism: a row's
+# TP, PP, ZeRO, recompute, sequence parallel in columns A to E, the plan's row first)
+SCENARIO_MFU_ROW_LABEL = "MFU (model FLOPs utilisation)"
+PAR_TOTAL_GB_COL = "I"  # "Total GB", the 9th heading of the Parallelism table
+
+
+@functools.cache
+def _places() -> dict:
+    lay = layout([_base()])
+    days = lay.extras["sensitivity"]["days"]
+    ws = lay.book.sheets["Scenarios"]
+    gpu_row = next(int(at[1:]) for at, c in ws.items() if at.startswith("A") and c.value == "GPU type")
+    plain = {k: v.replace("$", "") for k, v in {
+        "scen_mfu": lay.column_maps[0]["MFU"], "scen_days": lay.column_maps[0]["Train_Days"],
+        "scen_cost": lay.column_maps[0]["Total_Cost_USD"], "scen2_days": lay.column_maps[1]["Train_Days"],
+        "scen3_days": lay.column_maps[2]["Train_Days"], "scen3_peak": lay.column_maps[2]["Peak_TFLOPS"],
+        "sens_mfu": days["mfu_refs"][0], "sens_gpus": days["gpu_refs"][1]}.items()}
+    plain["scen3_gpu"] = f"Scenarios!E{gpu_row}"
+    plain["days"] = [[c.replace("$", "") for c in row] for row in days["cells"]]
+    plain["cost"] = [[c.replace("$", "") for c in row] for row in lay.extras["sensitivity"]["cost"]["cells"]]
+    return plain
+
+
+def _cell(wb, where: str):
+    """A cell by its defined name or its place (Sheet!A1)."""
+    if "!" in where:
+        sheet, at = where.split("!")
+        return wb[sheet][at]
+    return _named(wb, where)
+
+
+# pasted into the other sheets' input cells (by place), with the message Start's check must show first
+OTHER = {
+    "scen_mfu": lambda p: ({p["scen_mfu"]: 40}, f"{p['scen_mfu']}: MFU = 40 is not allowed: MFU must be a number > 0 "
+                                                 "and <= 1"),
+    "scen_gpu": lambda p: ({p["scen3_gpu"]: "h100 sxm"}, f"{p['scen3_gpu']}: GPU_Type = h100 sxm is not allowed: "
+                                                        "GPU_Type must be an id from the list on the GPUs sheet, or empty"),
+    "sens": lambda p: ({p["sens_mfu"]: 40, p["sens_gpus"]: 2.5},
+                       f"{p['sens_mfu']}: MFU = 40 is not allowed: MFU must be a number > 0 and <= 1"),
+    "par": lambda p: ({"Parallelism!A5": 2.5, "Parallelism!D6": "sometimes"},
+                      "Parallelism!A5: TP_Size = 2.5 is not allowed: TP_Size must be a whole number >= 1 and "
+                      "<= 10,000,000"),
+}
+# PP 7 on 80 layers (with 1,008 GPUs: 36 whole replicas of TP 4 x PP 7): typed architecture, and a model preset
+PP7 = {"pp7": {"PP_Size": 7, "N_GPUs": 1008}, "pp7_preset": {"Model_Preset": "llama2-70b", "PP_Size": 7, "N_GPUs": 1008}}
+
+
 @lo_batch.register("workbook_checks")
 def _produce(work: Path) -> tuple[list[Path], list[str]]:
     pristine = work / "plan.xlsx"
     build(pristine, [_base()])
-    cases = {**{k: {name: value} for k, (name, value, _) in PASTED.items()}, "pp3": {"PP_Size": 3}}
+    cases = {**{k: {name: value} for k, (name, value, _) in PASTED.items()}, "pp3": {"PP_Size": 3}, **PP7,
+             **{k: f(_places())[0] for k, f in OTHER.items()}}
     paths = []
     for case, values in cases.items():
         wb = openpyxl.load_workbook(pristine)
         for name, value in values.items():
-            cell = _named(wb, name)
+            cell = _cell(wb, name)
             cell.value = value
             if isinstance(value, str):
                 cell.data_type = "s"
@@ -199,9 +252,14 @@ def _produce(work: Path) -> tuple[list[Path], list[str]]:
 
 
 @pytest.fixture(scope="module")
-def lo() -> dict:
+def lo_paths() -> dict:
     paths, names = lo_batch.results("workbook_checks")
-    return {n: openpyxl.load_workbook(p, data_only=True) for n, p in zip(names, paths)}
+    return dict(zip(names, paths))
+
+
+@pytest.fixture(scope="module")
+def lo(lo_paths) -> dict:
+    return {n: openpyxl.load_workbook(p, data_only=True) for n, p in lo_paths.items()}
 
 
 def test_the_plan_as_built_passes_every_check(seed_book):
@@ -278,3 +336,122 @@ def test_the_docs_examples_name_the_cells_the_builder_places(seed_book):
         if input_name == "pp":
             input_name = "PP_Size"
         assert book.names[input_name] == (sheet, at), (sheet, at, input_name)
+
+
+# --- pasted into the input cells of Scenarios, Sensitivity and Parallelism --------------------------------------
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+@pytest.mark.parametrize("case", sorted(OTHER))
+def test_a_value_pasted_on_another_sheet_is_named_by_the_master_check(lo, case):
+    """A value pasted into an input cell of Scenarios, Sensitivity or Parallelism feeds Start's input check (the cell
+    and the reason, in the words of the input's declaration), and the results over that cell show the message."""
+    wb = lo[case]
+    p = _places()
+    _, message = OTHER[case](p)
+    assert wb["Start"]["C3"].value == message
+    assert wb["Start"]["C3"].value != ALL_CLEAR
+    for name in ("Train_Days", "Total_Cost_USD", "Mem_Total_GB"):  # the Inputs sheet's plan is not touched
+        assert _number(_named(wb, name).value), (case, name)
+    if case == "scen_mfu":  # its column's results: the message; the other columns: numbers
+        for where in ("scen_days", "scen_cost"):
+            assert _cell(wb, p[where]).value == message, where
+        assert _number(_cell(wb, p["scen2_days"]).value)
+    elif case == "scen_gpu":  # the column's figures are looked up by its GPU: the look-up's message, no number
+        looked_up = "h100 sxm: not on the GPUs sheet \u2014 pick an id from the list"
+        assert _cell(wb, p["scen3_peak"]).value == looked_up
+        assert _cell(wb, p["scen3_days"]).value == looked_up
+        assert _number(_cell(wb, p["scen2_days"]).value)
+    elif case == "sens":  # the MFU column and the GPU-count row show their cell's message; the rest are numbers
+        gpus = f"{p['sens_gpus']}: N_GPUs = 2.5 is not allowed: N_GPUs must be a whole number >= 1 and <= 10,000,000"
+        for table in ("days", "cost"):
+            grid = p[table]
+            for i, row in enumerate(grid):
+                for j, where in enumerate(row):
+                    v = _cell(wb, where).value
+                    if j == 0:
+                        assert v == message, (table, where, v)
+                    elif i == 1:
+                        assert v == gpus, (table, where, v)
+                    else:
+                        assert _number(v), (table, where, v)
+    elif case == "par":  # row 5 (TP 2.5) and row 6 (recompute "sometimes"): the message; row 7 a number of GB
+        recompute = ('Parallelism!D6: Recompute = sometimes is not allowed: Recompute must be one of "none", '
+                     '"selective", "op_selective", "full"')
+        ws = wb["Parallelism"]
+        assert ws[f"{PAR_TOTAL_GB_COL}5"].value == message
+        assert ws[f"{PAR_TOTAL_GB_COL}6"].value == recompute
+        assert ws[f"{PAR_TOTAL_GB_COL}4"].value == "Total GB"
+        assert _number(ws[f"{PAR_TOTAL_GB_COL}7"].value), ws[f"{PAR_TOTAL_GB_COL}7"].value
+    checks = wb["Checks"]
+    failing = [checks[f"G{r}"].value for r in range(1, checks.max_row + 1)
+               if checks[f"F{r}"].value and checks[f"G{r}"].value not in (None, "OK", "check (OK: allowed)")]
+    assert message in failing, failing
+    assert not _errors(wb), (case, _errors(wb)[:5])
+
+
+# --- PP 7 on 80 layers: as xlcalc memory / estimate answer it -------------------------------------------------
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "xlcalc", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_pp7_on_80_layers_is_refused_as_the_cli_refuses_it(lo):
+    """PP 7 on the typed 80 layers (no model preset, no split given): xlcalc memory and estimate refuse it; Start's
+    check names the PP cell with the same reason and no memory result shows a number."""
+    wb = lo["pp7"]
+    flags = ("--params-b", "70", "--layers", "80", "--hidden", "8192", "--heads", "64", "--vocab", "32000",
+             "--seq-len", "4096", "--tp", "4", "--pp", "7", "--n-gpus", "1008")
+    memory = _cli("memory", *flags)
+    estimate = _cli("estimate", *flags, "--tokens-t", "2", "--gpu", "h100-sxm")
+    refusals = []
+    for run, prog in ((memory, "memory"), (estimate, "estimate")):
+        assert run.returncode == 2, (prog, run.stdout[-300:], run.stderr[-300:])
+        refusals.append(run.stderr.strip().removeprefix(f"xlcalc {prog}: error: "))
+    why = refusals[0]
+    assert refusals[1] == why
+    assert why.startswith("pp = 7 is not allowed: pp must be a divisor of layers = 80")
+    assert f"layers/PP = {round(80 / 7, 2)}" in why
+    assert wb["Start"]["C3"].value == f"{_where(wb, 'PP_Size')} (PP_Size): {why}"
+    start = _start(wb)
+    for result in DEPENDENT["pp3"]:
+        assert _named(wb, result).value == why, result
+        if result in START_LABELS:
+            assert start[START_LABELS[result]] == why, result
+    assert _number(_named(wb, "Train_FLOPs").value)
+    assert not _errors(wb)
+
+
+def test_pp7_with_a_model_preset_is_the_split_its_cells_show_and_the_engine_agrees(lo, lo_paths):
+    """With a model preset, PP 7 on its 80 layers takes the uneven split First_Stage_Layers / Last_Stage_Layers show
+    (12 layers on each of the 5 middle stages, the other 20 shared by the ends: 10 and 10); xlcalc memory without a
+    split refuses it and asks for one, and the engine (xlcalc read) given the workbook's cells computes the same
+    memory, days and cost."""
+    wb = lo["pp7_preset"]
+    assert wb["Start"]["C3"].value == ALL_CLEAR
+    first, last = _named(wb, "First_Stage_Layers").value, _named(wb, "Last_Stage_Layers").value
+    middle = math.ceil(80 / 7)
+    assert (first, last) == ((80 - 5 * middle) / 2, (80 - 5 * middle) / 2) == (10, 10)
+    assert _named(wb, "Layout_Check").value == "OK"
+    refused = _cli("memory", "--model", "llama2-70b", "--tp", "4", "--pp", "7", "--n-gpus", "1008")
+    assert refused.returncode == 2 and "first_stage_layers and last_stage_layers" in refused.stderr
+    given = _cli("memory", "--model", "llama2-70b", "--tp", "4", "--pp", "7", "--n-gpus", "1008",
+                 "--first-stage-layers", "10", "--last-stage-layers", "10")
+    assert given.returncode == 0, given.stderr[-300:]
+    rb = read_workbook(lo_paths["pp7_preset"])
+    assert (rb.scenario.pp, rb.scenario.first_stage_layers, rb.scenario.last_stage_layers) == (7, 10, 10)
+    assert not rb.disagreements, rb.disagreements[:3]
+    for name in ("Mem_Total_GB", "Train_Days", "Total_Cost_USD"):
+        assert _number(_named(wb, name).value), name
+
+
+def test_the_docs_example_of_a_scenarios_cell_is_the_cell_the_builder_places():
+    """docs/workbook.md names the first Scenarios column's MFU cell in its example: the builder's cell."""
+    import re
+
+    text = " ".join((ROOT / "docs" / "workbook.md").read_text(encoding="utf-8").split())
+    found = re.findall(r"MFU 40 pasted into the first Scenarios column is named as cell `(\w+!\w+)`", text)
+    assert found == [_places()["scen_mfu"]]

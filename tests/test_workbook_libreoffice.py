@@ -30,7 +30,7 @@ from requires import require
 from xlcalc import catalog
 from xlcalc.cli import main as xlcalc_main
 from xlcalc.recipes import RECIPES
-from xlcalc.scenario import INPUTS, OUTPUTS, Scenario, evaluate, load_scenario
+from xlcalc.scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario, evaluate, load_scenario
 from xlcalc.workbook import build, cache
 from xlcalc.workbook.compare import gpu_variant
 from xlcalc.workbook.sheets import KEY_RESULTS
@@ -483,6 +483,7 @@ def test_pdf_export_straight_from_the_xlsx_has_the_key_results_on_page_one():
     goodput = 1 - save / tau - (tau / 2 + restart) / m
     assert lines["Total cost incl. training tax (USD)"] == f"${hours * 2.0 / goodput:,.0f}"
     assert "Start" in page1 and "page 1 of" in page1
+    assert "Input check OK: every key result is computed" in " ".join(page1.split())  # the master check, page 1
     whole = _pdf_text(pdf)
     pages = whole.count("\f")
     # every sheet fits to one page wide: no 66-page print-out (15 sheets; rows tall enough for their messages)
@@ -574,7 +575,14 @@ def _messages(stem: str) -> list[tuple[str, str, str]]:
         return [("Budget", f"D{heading}", "Purchase price used: " + catalog.capex_note(buy))]
     if stem == "seed002":
         sentence = str(catalog.missing_capex("a800"))
+        labels = {OUTPUT_BY_NAME[n].label for n in OWNING}
+        owning = [r for r in range(heading + 1, over_time) if budget[f"A{r}"].value in labels]
+        assert len(owning) == len(OWNING)
+        first = _budget_row(budget, "Budget-first: ")  # its own column: every row priced at the owned GPU-hour
+        bought = [r for r in range(first + 1, budget.max_row + 1) if budget[f"A{r}"].value in BOUGHT]
+        assert len(bought) == len(BOUGHT)
         return [("Budget", f"D{heading}", "Purchase price used: " + sentence)] + \
+            [("Budget", f"B{r}", sentence) for r in owning] + [("Budget", f"C{r}", sentence) for r in bought] + \
             [("Budget", f"C{r}", sentence) for r in months]
     gpu = _gap_gpu()
     text = _message(gpu, *_first_missing(gpu)[0])
@@ -583,25 +591,75 @@ def _messages(stem: str) -> list[tuple[str, str, str]]:
     return [("Start", f"C{r}", text) for r in rows]
 
 
+# the budget-first rows (their labels): what the budget buys, rented and owned
+BOUGHT = ("Price of a busy GPU-hour (USD)", "GPUs the budget pays for over the deadline", "GPU-hours the budget buys",
+          "Model FLOPs the budget buys", "Largest compute-optimal model (20 tokens/parameter), billions",
+          "Its training tokens, trillions")
+# the named own vs rent results on Budget that need a purchase price: with none (the A800), each shows its sentence
+OWNING = ("Own_Cost_USD", "Own_USD_per_GPU_Hour", "Breakeven_Utilisation", "Breakeven_Months", "Capex_per_GPU_All_In",
+          "Hardware_Capex_USD")
+
+
 @pytest.mark.parametrize("stem", ["seed002", "priced", "gap"])
 def test_pdf_prints_every_message_whole_in_rows_tall_enough(stem):
     """A long message (a missing purchase price's sentence on Budget, a figure's on Start) prints whole: wrapped in
     its cell (merged across the free columns), its row tall enough for its lines, so it neither runs off the page nor
-    prints over the row below."""
+    prints over the row below. A message in a column with text beside it (Budget's own vs rent results and the own
+    column of budget-first: their unit or formula to the right) is read down its column of the printed page
+    (_printed_in_column)."""
     _pdftotext()
-    text = " ".join(_pdf_text(printed()[stem]).split())
+    pdf = printed()[stem]
+    page_text = _pdf_text(pdf)
+    text = " ".join(page_text.split())
     wb = openpyxl.load_workbook(printed()[f"{stem}.xlsx"])
     messages = _messages(stem)
     assert messages
     for sheet, at, message in messages:
-        assert " ".join(message.split()) in text, (stem, sheet, at, message)
         ws = wb[sheet]
+        beside = ws.cell(ws[at].row, ws[at].column + 1).value
+        if sheet == "Budget" and beside is not None:
+            label = ws[f"A{ws[at].row}"].value
+            assert _printed_in_column(page_text, label, message, str(beside)), (stem, sheet, at, label, message)
+        else:
+            assert " ".join(message.split()) in text, (stem, sheet, at, message)
         cell = ws[at]
         assert cell.alignment.wrap_text and cell.alignment.vertical == "top", (sheet, at)
         need = _lines_needed(message, _cell_width(ws, at)) * LINE_PT
         assert (ws.row_dimensions[cell.row].height or 0) >= need, (sheet, at, ws.row_dimensions[cell.row].height, need)
     if stem == "seed002":  # the table's own column: the sentence once per month, whole
-        assert text.count(" ".join(messages[-1][2].split())) >= len(messages) - 1
+        months = messages[-11:]
+        assert len(months) == 11 and text.count(" ".join(months[-1][2].split())) >= len(months)
+        assert len(messages) == 1 + len(OWNING) + len(BOUGHT) + len(months)
+
+
+def _printed_in_column(layout_text: str, label: str, message: str, beside: str) -> bool:
+    """Whether ``message`` prints whole in the cell beside its row's ``label``, as pdftotext -layout lays the page
+    out: the cell's wrapped lines read down the column where its first line starts, each line up to the gap before
+    the next column's text, or up to where the text ``beside`` it starts on the first line; compared without white
+    space, as a line may break inside a word or at a hyphen. The row is found by the label's first 24 characters
+    (a long label wraps in its cell)."""
+    target = "".join(message.split())
+    first, head = message.split()[0], beside.split()[0]
+    lines = layout_text.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith(label[:24]) or (c := line.find(first, 24)) < 0:
+            continue
+        d = line.find(head, c + len(first))
+        got = ""
+        for below in lines[i:]:
+            segment = below[c:]
+            if d > 0:  # up to the first space from one character before the text beside (the layout's grid rounds)
+                cut = segment.find(" ", d - c - 1)
+                segment = segment[:cut] if cut >= 0 else segment
+            segment = segment.split("  ", 1)[0]
+            if not segment.strip():
+                break
+            got += "".join(segment.split())
+            if len(got) >= len(target):
+                break
+        if got.startswith(target):
+            return True
+    return False
 
 
 # --- price tiers: the same dollars and the same price statement as the engine and the CLI ------------------------

@@ -45,6 +45,7 @@ FIRST_ROW = 8           # the first input check
 LAYOUT_ROW = 4          # the layout check with the cell it blames
 MAX_NESTED = 40         # checks gathered in one cell (a spreadsheet nests at most 64 IFs)
 OK = "OK"               # a check that passes
+CELL_COLS = ("E", "F", "G")  # the other sheets' input cells: the cell, the input, its check
 
 
 def check_ref(name: str) -> str:
@@ -55,17 +56,47 @@ def check_ref(name: str) -> str:
 GROUP_FIRST_ROW = FIRST_ROW + len(CHECKED) + 3
 
 
+@dataclass(frozen=True)
+class CellCheck:
+    """An input cell of another sheet than Inputs, Budget and FineTuning (a Scenarios column's, a Sensitivity axis',
+    a Parallelism row's): what it holds is the input ``name`` (its declaration ``spec_name``, or a catalog list)."""
+
+    ref: str                   # the cell's absolute reference text (its key)
+    name: str                  # the input it stands for (a defined name of xlcalc.scenario, or a preset dropdown)
+    looked_up: bool = False    # a look-up's cell: a message (no catalog figure) is the column's own, not a failure
+
+
+EVERY = frozenset({"*every*"})  # the gathering of every check (the master check): resolved when the sheet is written
+
+
 @dataclass
 class Registry:
-    """The sets of inputs whose checks some cell needs gathered, each with its row on the Checks sheet."""
+    """The sets of inputs whose checks some cell needs gathered, each with its row on the Checks sheet; the input
+    cells of the other sheets, each with its check's row (columns E:G)."""
 
     groups: dict[frozenset[str], int] = field(default_factory=dict)
+    cells: dict[str, tuple[int, CellCheck]] = field(default_factory=dict)
 
     def ref(self, names: frozenset[str]) -> str:
         row = self.groups.get(names)
         if row is None:
             row = self.groups[names] = GROUP_FIRST_ROW + len(self.groups)
         return ref_text(SHEET, f"C{row}")
+
+    def add_cell(self, check: CellCheck) -> None:
+        if check.ref not in self.cells:
+            self.cells[check.ref] = (FIRST_ROW + len(self.cells), check)
+
+    def members(self, names: frozenset[str]) -> list[str]:
+        """The checks of a set, in the order of the Checks sheet: the inputs', then the other sheets' cells'."""
+        if names == EVERY:
+            return list(CHECKED) + list(self.cells)
+        return [n for n in CHECKED if n in names] + [r for r in self.cells if r in names]
+
+    def check_ref(self, key: str) -> str:
+        if key in self.cells:
+            return ref_text(SHEET, f"{CELL_COLS[2]}{self.cells[key][0]}")
+        return check_ref(key)
 
 
 _ACTIVE: ContextVar[Registry | None] = ContextVar("checks", default=None)
@@ -83,21 +114,53 @@ def collecting() -> Iterator[Registry]:
 
 
 def gathered(names: Any) -> str | None:
-    """The cell holding the first failing check of the inputs ``names`` (OK when all pass); None outside a layout
-    or for no checked input."""
+    """The cell holding the first failing check of the inputs ``names`` (defined names, or the reference text of a
+    registered cell of another sheet) (OK when all pass); None outside a layout or for no checked input."""
     reg = _ACTIVE.get()
-    group = frozenset(n for n in names if n in CHECKED)
-    if reg is None or not group:
+    if reg is None:
+        return None
+    group = frozenset(n for n in names if n in CHECKED or n in reg.cells)
+    if not group:
         return None
     return reg.ref(group)
 
 
+def register(ref: str, name: str, looked_up: bool = False) -> str:
+    """The cell ``ref`` (another sheet's input cell) holds input ``name``: its check on the Checks sheet feeds the
+    master check, and :func:`gathered` over ``ref`` includes it. Returns ``ref``."""
+    reg = _ACTIVE.get()
+    if reg is not None:
+        reg.add_cell(CellCheck(ref, name, looked_up))
+    return ref
+
+
+def registered(ref: str) -> bool:
+    """True when ``ref`` is an input cell of another sheet with a check of its own."""
+    reg = _ACTIVE.get()
+    return reg is not None and ref in reg.cells
+
+
+INLINE_CELLS = 6  # the other sheets' cells a guard checks one by one (more: gathered in a cell of their own)
+
+
 def guard(expr: Any, names: Any) -> Any:
-    """``IF(<checks of names>="OK", expr, <checks of names>)``: a failing input's message instead of ``expr``."""
-    at = gathered(names)
-    if at is None:
+    """``IF(<checks of names>="OK", expr, <checks of names>)``: a failing input's message instead of ``expr``.
+
+    The inputs' checks (defined names) come first, gathered in one cell; then the checks of the other sheets' cells
+    among ``names``: one by one for a few (a Parallelism row's), else gathered in a cell of their own (a Scenarios
+    column's), so that the sets of the Inputs sheet's names stay shared by the rows and columns."""
+    reg = _ACTIVE.get()
+    if reg is None:
         return expr
-    return if_(eq(Var(at), OK), expr, Var(at))
+    names = set(names)
+    cells = [r for r in reg.cells if r in names]
+    checked = [reg.ref(frozenset(cells))] if len(cells) > INLINE_CELLS else [reg.check_ref(r) for r in cells]
+    for at in reversed(checked):
+        expr = if_(eq(Var(at), OK), expr, Var(at))
+    inputs = gathered(names - set(reg.cells))
+    if inputs is None:
+        return expr
+    return if_(eq(Var(inputs), OK), expr, Var(inputs))
 
 
 # --- the check of one input ----------------------------------------------------------------------------------
@@ -114,32 +177,46 @@ def _all(tests: list[Any]) -> Any:
     return and_(*tests) if len(tests) > 1 else tests[0]
 
 
-def _message(where: str, name: str, allowed: str) -> Concat:
-    return Concat(f"{where}: {name} = ", Var(name), f" is not allowed: {name} must be {allowed}")
+def _message(where: str, name: str, allowed: str, x: Var | None = None) -> Concat:
+    return Concat(f"{where}: {name} = ", x if x is not None else Var(name), f" is not allowed: {name} must be {allowed}")
 
 
 def input_check(book: Book, name: str, lists: dict[str, tuple[str, str, int, int]]) -> Any:
     """The check of one input cell: OK when its value is allowed, else "<cell>: <Name> = <value> is not allowed:
     <Name> must be <what its spec allows>" (a looked-up input's own message as it stands)."""
     sheet, at = book.names[name]
-    where = f"{sheet}!{at}"
-    x = Var(name)
+    return value_check(Var(name), f"{sheet}!{at}", name, lists,
+                       "failing" if name in LOOKED_UP_FAILING else "text_ok" if name in LOOKED_UP_TEXT_OK else None)
+
+
+def cell_check(check: CellCheck, lists: dict[str, tuple[str, str, int, int]]) -> Any:
+    """The check of another sheet's input cell: as its input's on Inputs, naming its own cell; a look-up's message
+    there (the column's GPU has no such figure) is the column's to show, not a failing input."""
+    where = check.ref.replace("$", "")
+    return value_check(Var(check.ref), where, check.name, lists, "text_ok" if check.looked_up else None)
+
+
+def value_check(x: Var, where: str, name: str, lists: dict[str, tuple[str, str, int, int]],
+                looked_up: str | None) -> Any:
+    """OK when cell ``x`` holds what input ``name`` allows, else "<where>: <name> = <value> is not allowed: <name>
+    must be <what is allowed>"; ``looked_up``: "failing" (a text is the look-up's message: shown as it stands),
+    "text_ok" (a text is a look-up's message that fails nothing), None (a number is required)."""
     if name in CHOICES:
         sheet_of, col, first, last = lists[name]
         found = IfError(Lookup(x, sheet_of, col, col, first, last), "")
         allowed = f"an id from the list on the {sheet_of} sheet, or empty"
-        return if_(eq(x, ""), OK, if_(eq(found, ""), _message(where, name, allowed), OK))
+        return if_(eq(x, ""), OK, if_(eq(found, ""), _message(where, name, allowed, x), OK))
     s = spec(INPUT_BY_NAME[name].spec_name)
-    bad = _message(where, name, s.allowed)
+    bad = _message(where, name, s.allowed, x)
     if s.kind == "bool":  # TRUE/FALSE, or 1/0 as LibreOffice stores a boolean
         return if_(or_(eq(x, True), eq(x, False), eq(x, 1), eq(x, 0)), OK, bad)
     if s.kind == "choice":
         return if_(or_(*(eq(x, c) for c in s.choices)), OK, bad)
     tests = _bounds(s, x)
     inside = if_(_all(tests), OK, bad) if tests else OK
-    if name in LOOKED_UP_FAILING:
+    if looked_up == "failing":
         not_number: Any = if_(eq(x, ""), bad, x)  # the look-up's own message (an empty cell: not allowed)
-    elif name in LOOKED_UP_TEXT_OK:
+    elif looked_up == "text_ok":
         not_number = if_(eq(x, ""), bad, OK)
     else:
         not_number = bad
@@ -148,20 +225,20 @@ def input_check(book: Book, name: str, lists: dict[str, tuple[str, str, int, int
 
 def _first_failing(book: Book, refs: list[str], reg: Registry) -> Any:
     """The first of ``refs`` (check cells) that is not OK, else OK: nested IFs, in cells of their own by chunks."""
-    if len(refs) > MAX_NESTED:
-        chunks = [refs[i:i + MAX_NESTED] for i in range(0, len(refs), MAX_NESTED)]
-        refs = []
-        for chunk in chunks:  # a chunk's own gathering cell (a set of its own: the inputs of those checks)
-            names = frozenset(CHECKED[_row_of(r) - FIRST_ROW] for r in chunk)
-            refs.append(reg.ref(names))
+    if len(refs) > MAX_NESTED:  # each chunk's own gathering cell (a set of its own: the inputs of those checks)
+        cells = [reg.ref(frozenset(refs[i:i + MAX_NESTED])) for i in range(0, len(refs), MAX_NESTED)]
+        assert len(cells) <= MAX_NESTED, len(refs)  # at most 1,600 checks in one set
+        refs = cells
+    else:
+        refs = [reg.check_ref(k) for k in refs]
+    return _first_failing_cells(refs)
+
+
+def _first_failing_cells(refs: list[str]) -> Any:
     expr: Any = OK
     for r in reversed(refs):
         expr = if_(eq(Var(r), OK), expr, Var(r))
     return expr
-
-
-def _row_of(ref: str) -> int:
-    return int(ref.rsplit("$", 1)[1])
 
 
 def layout_where(book: Book) -> Any:
@@ -202,6 +279,17 @@ def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]
         book.put(s, f"B{row}", f"{sheet}!{at}")
         book.put(s, f"C{row}", input_check(book, name, lists), "formula")
     book.rules.append((s, f"C{FIRST_ROW}:C{FIRST_ROW + len(CHECKED) - 1}", "bad_unless_ok"))
+    c_at, c_name, c_check = CELL_COLS
+    book.put(s, f"{c_at}{FIRST_ROW - 2}", "Input cells of the Scenarios, Sensitivity and Parallelism sheets", "group")
+    for col, head in zip(CELL_COLS, ("cell", "input", "check (OK: allowed)")):
+        book.put(s, f"{col}{FIRST_ROW - 1}", head, "header")
+    for ref, (row, check) in reg.cells.items():
+        book.put(s, f"{c_at}{row}", ref.replace("$", ""))
+        book.put(s, f"{c_name}{row}", check.name)
+        book.put(s, f"{c_check}{row}", cell_check(check, lists), "formula")
+    last_cell = FIRST_ROW + max(len(reg.cells), 1) - 1
+    if reg.cells:
+        book.rules.append((s, f"{c_check}{FIRST_ROW}:{c_check}{last_cell}", "bad_unless_ok"))
     book.put(s, f"A{GROUP_FIRST_ROW - 1}", "Checks of the inputs each result uses (the first failing one)", "group")
     done: set[frozenset[str]] = set()
     while len(done) < len(reg.groups):  # gathering a long set places cells for its chunks: more groups
@@ -209,13 +297,13 @@ def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]
             if names in done:
                 continue
             done.add(names)
-            members = [n for n in CHECKED if n in names]
+            members = reg.members(names)
             book.put(s, f"A{row}", f"{len(members)} inputs")
-            book.put(s, f"B{row}", ", ".join(members))
-            book.put(s, f"C{row}", _first_failing(book, [check_ref(n) for n in members], reg), "formula")
+            book.put(s, f"B{row}", ", ".join(m.replace("$", "") for m in members))
+            book.put(s, f"C{row}", _first_failing(book, members, reg), "formula")
     last = GROUP_FIRST_ROW + len(reg.groups) - 1
     book.rules.append((s, f"C{GROUP_FIRST_ROW}:C{last}", "bad_unless_ok"))
-    book.widths[s] = {"A": 24, "B": 40, "C": 100}
+    book.widths[s] = {"A": 24, "B": 40, "C": 100, "D": 2, c_at: 18, c_name: 18, c_check: 100}
     book.freeze[s] = f"A{FIRST_ROW}"  # the column headings stay in sight (and head every printed page)
     # printed: the layout and the input checks (the gathering cells below them are working cells)
     book.print_areas[s] = f"A1:C{FIRST_ROW + len(CHECKED) - 1}"
@@ -228,7 +316,8 @@ def is_checked(name: str) -> bool:
 def master(expr_ok: Any) -> Any:
     """Start's input check: the first failing input check, then the layout check (with the cell it blames), then
     ``expr_ok`` (the checks of results)."""
-    every = gathered(CHECKED)
+    reg = _ACTIVE.get()
+    every = reg.ref(EVERY) if reg is not None else None  # the inputs', then the other sheets' cells' checks
     layout = Var(ref_text(SHEET, f"C{LAYOUT_ROW}"))
     out = if_(eq(layout, OK), expr_ok, layout)
     if every is not None:
@@ -236,4 +325,5 @@ def master(expr_ok: Any) -> Any:
     return out
 
 
-__all__ = ["CHECKED", "SHEET", "collecting", "finish", "gathered", "guard", "master", "check_ref", "is_checked"]
+__all__ = ["CHECKED", "SHEET", "collecting", "finish", "gathered", "guard", "master", "check_ref", "is_checked",
+           "register", "registered"]

@@ -12,9 +12,10 @@ from .. import catalog
 from ..expr import Expr, Var
 from ..inputs import spec
 from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario
+from . import checks
 from .catalogs import GPU_DERIVED
 from .model import coord, ref_text
-from .rendering import BOOL_FORMAT, dependencies, display_format, guarded, guarded_output, output_formula
+from .rendering import BOOL_FORMAT, LOOKED_UP, dependencies, display_format, guarded, guarded_output, output_formula
 from .sheets import STAGE_ENDS, Ctx, capex_value, derived_value, id_range, plan_title
 
 COMPARE_GPUS = ("a800", "h100-sxm", "ascend-910b")
@@ -93,13 +94,13 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         if linked:  # the architecture follows the Inputs sheet's preset and numbers
             model_ref = b.put(s, f"{col}{row}", "as on Inputs", "note")
         else:
-            model_ref = b.put(s, f"{col}{row}", sc.model or "", "text_input")
+            model_ref = checks.register(b.put(s, f"{col}{row}", sc.model or "", "text_input"), "Model_Preset")
             b.validations.append({"sheet": s, "at": f"{col}{row}", "label": "Model preset",
                                   "list": "=" + id_range(ctx.models),
                                   "allowed": "a model id from the Models sheet, or empty"})
         row += 1
         b.put(s, f"A{row}", "GPU type")
-        gpu_ref = b.put(s, f"{col}{row}", sc.gpu or "", "text_input")
+        gpu_ref = checks.register(b.put(s, f"{col}{row}", sc.gpu or "", "text_input"), "GPU_Type")
         b.validations.append({"sheet": s, "at": f"{col}{row}", "label": "GPU type",
                               "list": "=" + ref_text(ctx.gpus.sheet, f"A{ctx.gpus.first_row}") + f":$A${ctx.gpus.last_row}",
                               "allowed": "a GPU id from the GPUs sheet, or empty"})
@@ -108,7 +109,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         if linked:  # the bytes per parameter follow the Inputs sheet's recipe and numbers
             recipe_ref = b.put(s, f"{col}{row}", "as on Inputs", "note")
         else:
-            recipe_ref = b.put(s, f"{col}{row}", sc.recipe or "", "text_input")
+            recipe_ref = checks.register(b.put(s, f"{col}{row}", sc.recipe or "", "text_input"), "Recipe_Id")
             b.validations.append({"sheet": s, "at": f"{col}{row}", "label": "Precision recipe",
                                   "list": "=" + id_range(ctx.recipes),
                                   "allowed": "a recipe id from the Recipes sheet, or empty"})
@@ -127,7 +128,8 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
                     value = value.substitute({n: Var(varmap[n]) for n in ("Layers", "PP_Size")})
             fmt: str | None = spec(cell.spec_name).number_format
             fmt = BOOL_FORMAT if spec(cell.spec_name).kind == "bool" else (None if fmt == "General" else fmt)
-            varmap[cell.name] = b.put(s, f"{col}{row}", value, "input", fmt)
+            varmap[cell.name] = checks.register(b.put(s, f"{col}{row}", value, "input", fmt), cell.name,
+                                                looked_up=cell.name in LOOKED_UP)
             b.validations.append({"sheet": s, "at": f"{col}{row}", "spec": spec(cell.spec_name),
                                   "label": f"{cell.label} ({cell.name})"})
             row += 1
@@ -190,7 +192,7 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
         for j, m in enumerate(mfus):
             at = coord(2 + j, head)
             if key == "days":
-                col_refs.append(b.put(s, at, m, "input", "0.0%"))
+                col_refs.append(checks.register(b.put(s, at, m, "input", "0.0%"), "MFU"))
                 b.validations.append({"sheet": s, "at": at, "spec": spec("mfu"), "label": "MFU"})
             else:
                 col_refs.append(b.put(s, at, Var(tables["days"]["mfu_refs"][j]), "formula", "0.0%"))
@@ -199,21 +201,24 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
         for i, n in enumerate(gpus):
             at = f"A{head + 1 + i}"
             if key == "days":
-                row_refs.append(b.put(s, at, n, "input", "#,##0"))
+                row_refs.append(checks.register(b.put(s, at, n, "input", "#,##0"), "N_GPUs"))
                 b.validations.append({"sheet": s, "at": at, "spec": spec("n_gpus"), "label": "Number of GPUs"})
             else:
                 row_refs.append(b.put(s, at, Var(tables["days"]["gpu_refs"][i]), "formula", "#,##0"))
             cells.append([])
             for j in range(len(mfus)):
                 at = coord(2 + j, head + 1 + i)
+                # the grid point's own GPUs and MFU: the days table's input cells, whose checks apply
+                axes = (row_refs[i], col_refs[j]) if key == "days" else \
+                    (tables["days"]["gpu_refs"][i], tables["days"]["mfu_refs"][j])
                 if name is None:  # spend rate: this grid point's total cost over its days
                     expr = Var(tables["cost"]["cells"][i][j]) / Var(tables["days"]["cells"][i][j]) * 30
                     expr = guarded(expr, dependencies("Total_Cost_USD") | dependencies("Train_Days"),
-                                   exclude={"N_GPUs", "MFU"})  # the grid point's own
+                                   exclude={"N_GPUs", "MFU"}, cells=axes)
                     cells[i].append(b.put(s, at, expr, "formula", '"$"#,##0'))
                     continue
                 expr, subs = output_formula(name, {"N_GPUs": row_refs[i], "MFU": col_refs[j]})
-                expr = guarded_output(name, expr, exclude={"N_GPUs", "MFU"})
+                expr = guarded_output(name, expr, exclude={"N_GPUs", "MFU"}, cells=axes)
                 cells[i].append(b.put(s, at, expr, "formula", OUTPUT_BY_NAME[name].number_format, subs))
         tables[key] = {"head": head, "rows": len(gpus), "cols": len(mfus), "mfu_refs": col_refs,
                        "gpu_refs": row_refs, "cells": cells}
@@ -292,7 +297,8 @@ def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
         r = first + i
         varmap: dict[str, str] = {}
         for j, (name, value) in enumerate(zip(PAR_INPUTS, cfg), start=1):
-            varmap[name] = b.put(s, coord(j, r), value, "input", BOOL_FORMAT if name == "Seq_Parallel" else None)
+            varmap[name] = checks.register(
+                b.put(s, coord(j, r), value, "input", BOOL_FORMAT if name == "Seq_Parallel" else None), name)
             sp = {"TP_Size": "tp", "PP_Size": "pp", "ZeRO_Stage": "zero_stage", "Recompute": "recompute",
                   "Seq_Parallel": "seq_parallel"}[name]
             b.validations.append({"sheet": s, "at": coord(j, r), "spec": spec(sp), "label": name})

@@ -35,7 +35,7 @@ WIDTHS = {
     "Inputs": {"A": 44, "B": 18, "C": 22, "D": 70},
     "Memory": {"A": 48, "B": 16, "C": 14, "D": 60},
     "Time": {"A": 48, "B": 18, "C": 14, "D": 60},
-    "Budget": {"A": 48, "B": 18, "C": 14, "D": 60},
+    "Budget": {"A": 48, "B": 18, "C": 30, "D": 60},  # C: the own column of budget-first, where a message wraps
     "FineTuning": {"A": 52, "B": 18, "C": 18, "D": 90},
     "Scenarios": {"A": 40, "B": 16},
     "Sensitivity": {"A": 26},

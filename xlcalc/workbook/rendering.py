@@ -194,7 +194,7 @@ def needs(expr: Expr) -> set[str]:
 
 
 def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None, follows: Any = (),
-            exclude: Any = ()) -> Any:
+            exclude: Any = (), cells: Any = ()) -> Any:
     """``IF(ISNUMBER(input), expr, input)`` for each looked-up input of ``deps`` (first one outermost), around
     ``IF(<checks>="OK", expr, <checks>)``, the input checks of ``deps`` gathered on the Checks sheet (checks.py).
 
@@ -203,10 +203,12 @@ def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None, follows
     one that depends on an input its checks refuse (a value past its bounds, of the wrong type, not in its list).
     ``refs`` maps defined names to the cells that stand for them (a Scenarios column): their inputs are not checked,
     except those in ``follows`` (a cell that follows the Inputs sheet's cell of that name); ``exclude``: inputs the
-    cell does not take from the Inputs sheet (a Sensitivity grid point's GPUs and MFU).
+    cell does not take from the Inputs sheet (a Sensitivity grid point's GPUs and MFU). An input cell of another sheet
+    that stands for an input in ``refs`` (a Scenarios column's, a Parallelism row's), or is one of ``cells`` (a
+    Sensitivity grid point's GPUs and MFU), is checked by its own check (checks.register).
     """
     refs = refs or {}
-    expr = checks.guard(expr, needs_inputs(deps, refs, follows, exclude))
+    expr = checks.guard(expr, needs_inputs(deps, refs, follows, exclude, cells))
     # a bounded result past its bound holds its message (scenario.bound_message): checked where its own cell stands
     # for it (by name, or its cell in ``refs``), not where another's formula writes it out over other cells
     standing = set(refs)
@@ -218,15 +220,19 @@ def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None, follows
 
 
 def guarded_output(name: str, expr: Any, refs: Mapping[str, str] | None = None, follows: Any = (),
-                   exclude: Any = ()) -> Any:
+                   exclude: Any = (), cells: Any = ()) -> Any:
     """A named result's cell guarded by the looked-up inputs it depends on (see :func:`guarded`)."""
     deps = dependencies(name)
     for ref in (refs or {}).values():  # a named result standing for an input (the GPUs to provision for N_GPUs)
         if ref in OUTPUT_BY_NAME:
             deps |= dependencies(ref)
-    return guarded(expr, deps, refs, follows, exclude)
+    return guarded(expr, deps, refs, follows, exclude, cells)
 
 
-def needs_inputs(deps: Any, refs: Mapping[str, str], follows: Any = (), exclude: Any = ()) -> set[str]:
-    """The input cells (Inputs, Budget, FineTuning sheets) a cell over ``refs`` depends on through ``deps``."""
-    return {n for n in deps if checks.is_checked(n) and (n not in refs or n in follows) and n not in exclude}
+def needs_inputs(deps: Any, refs: Mapping[str, str], follows: Any = (), exclude: Any = (),
+                 cells: Any = ()) -> set[str]:
+    """The input cells a cell over ``refs`` depends on through ``deps``: defined names (Inputs, Budget, FineTuning
+    sheets) and the reference text of the other sheets' input cells that stand for some (``refs``) or are ``cells``."""
+    out = {n for n in deps if checks.is_checked(n) and (n not in refs or n in follows) and n not in exclude}
+    out |= {refs[n] for n in deps if n in refs and checks.registered(refs[n])}
+    return out | {c for c in cells if checks.registered(c)}

@@ -12,7 +12,7 @@ from ..expr import Expr, Func, Var, and_, eq, if_, wrap
 from ..formulas import budget, cost, ownership, ranges
 from ..inputs import spec
 from ..layout import LAYOUT_OK, preset_stage_ends
-from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, get_recipe
+from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES, get_recipe
 from ..scenario import BOUNDED_OUTPUTS, INPUT_BY_FIELD, INPUT_BY_NAME, MEMORY_SOURCES, OUTPUT_BY_NAME, RANGES, Scenario
 from ..stage_memory import PARTS, memory_steps
 from . import charts, checks
@@ -356,6 +356,34 @@ def longest_price_message() -> int:
     return max(len(NO_GPU_FOR_TIER), max(map(len, ids)) + len("".join(NO_PRICE)) + max(map(len, tiers)))
 
 
+@functools.cache
+def longest_missing_figure() -> int:
+    """The longest message a preset's look-up shows where its catalog has no figure: "<id>: no published <what> on
+    the <sheet> sheet - type it in <Name>" (model.Lookup.missing_text), over the catalogs' ids."""
+    longest = 0
+    for fields, sheet, ids in ((GPU_DERIVED, "GPUs", [g.id for g in catalog.gpus()]),
+                               (MODEL_DERIVED, "Models", [m.id for m in catalog.models()]),
+                               (RECIPE_DERIVED, "Recipes", list(RECIPES))):
+        for field in fields:
+            if field in WHAT and field in INPUT_BY_FIELD:
+                text = f": no published {WHAT[field]} on the {sheet} sheet \u2014 type it in " \
+                       f"{INPUT_BY_FIELD[field].name}"
+                longest = max(longest, max(map(len, ids)) + len(text))
+    return longest
+
+
+def longest_message_of(name: str) -> int:
+    """The longest message a catalog look-up puts in named result ``name``'s cell (0: none): a missing purchase
+    price's sentence, a missing rental price's, or a missing figure's, as the inputs it depends on can hold them."""
+    return longest_message_in(dependencies(name))
+
+
+def longest_message_in(deps: Any) -> int:
+    """The longest message a catalog look-up puts in a cell that depends on the defined names ``deps`` (0: none)."""
+    return max([longest_message()] * ("Capex_USD_per_GPU" in deps) + [longest_price_message()] *
+               ("USD_per_GPU_Hour" in deps) + [longest_missing_figure()] * any(n in deps for n in CHECKED) + [0])
+
+
 def message_lines(chars: int, width: float) -> int:
     """Lines a text of ``chars`` characters takes in a wrapped cell ``width`` units wide."""
     return -(-chars // int(width * CHARS_PER_WIDTH))
@@ -568,6 +596,8 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
                  "Facility_MW", "Racks_Needed"):
         row += 1
         output_row(ctx, s, row, name)
+        if longest_message_of(name):  # the result's column holds the message (its unit and note beside it)
+            message_cell(b, s, row, "B", "B", longest_message_of(name))
     row += 2
     b.put(s, f"A{row}", "Own vs rent over time (cumulative cash for the cluster at its utilisation)", "group")
     b.put(s, f"D{row}", over_time_note, "note")  # the own column spans C:D below, where a message wraps
@@ -672,6 +702,7 @@ def budget_first(ctx: Ctx, row: int) -> int:
     b.put(s, f"A{row}", "Price of a busy GPU-hour (USD)")
     for col, price in (("B", "USD_per_GPU_Hour"), ("C", "Own_USD_per_GPU_Hour")):
         b.put(s, f"{col}{row}", guarded(Var(price), needs(Var(price))), "formula", '"$"#,##0.000')
+        message_cell(b, s, row, col, col, longest_message_in(needs(Var(price))))
     b.put(s, f"D{row}", "USD_per_GPU_Hour (Inputs); OWN_USD_PER_GPU_HOUR: "
           f"{ownership.own_usd_per_gpu_hour.equation}", "note")
     b.wrap.add((s, f"D{row}"))
@@ -679,11 +710,13 @@ def budget_first(ctx: Ctx, row: int) -> int:
     for label, f, fmt in BUDGET_FIRST_ROWS:
         row += 1
         b.put(s, f"A{row}", label)
+        b.wrap.add((s, f"A{row}"))  # a label longer than its column wraps in the row (as tall as its message)
         for col, price in (("B", "USD_per_GPU_Hour"), ("C", "Own_USD_per_GPU_Hour")):
             expr = budget_first_expr(f, price)
             subs = {budget_first_expr(budget.budget_compute_flops, price).key(): flops_at[price]} \
                 if price in flops_at else None
             ref = b.put(s, f"{col}{row}", guarded(expr, needs(expr)), "formula", fmt, subs)
+            message_cell(b, s, row, col, col, longest_message_in(needs(expr)))  # the price's message, wrapped
             if f is budget.budget_compute_flops:
                 flops_at[price] = ref
         b.put(s, f"D{row}", f"{f.udf_name}: {f.equation}. Source: {f.source}", "note")
