@@ -906,3 +906,22 @@ def test_start_sheet_and_readme_say_how_libreoffice_recalculates_on_load(formula
     assert row <= int(area)  # printed with the rest of the Start sheet
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert path in readme and "Always recalculate" in readme and "Excel recalculates" in readme
+
+
+def test_scenarios_price_sentences_wrap_in_rows_tall_enough(formulas_wb, values_wb):
+    """A Scenarios column whose GPU has no purchase price (seed 002's A800) shows the catalog's sentence in its
+    purchase-price cell and in every owning result: wrapped at the top of its 22-wide column, the row tall enough
+    for the sentence at one character per width unit and 13 points a line (a conservative count of its lines)."""
+    from xlcalc import catalog
+
+    sentence = str(catalog.missing_capex("a800"))
+    ws, shown = formulas_wb["Scenarios"], values_wb["Scenarios"]
+    col = next(c for c in "CDEFG" if ws[f"{c}4"].value and shown[f"{c}8"].value == "a800")  # the GPU type row
+    rows = [r for r in range(1, ws.max_row + 1) if shown[f"{col}{r}"].value == sentence]
+    labels = {ws[f"A{r}"].value for r in rows}
+    assert "Purchase price per GPU (USD)" in labels and "Own: cost of one busy GPU-hour" in labels, labels
+    width = ws.column_dimensions[col].width
+    for r in rows:
+        cell = ws[f"{col}{r}"]
+        assert cell.alignment.wrap_text and cell.alignment.vertical == "top", (r, ws[f"A{r}"].value)
+        assert (ws.row_dimensions[r].height or 0) >= math.ceil(len(sentence) / width) * 13, (r, ws[f"A{r}"].value)

@@ -16,9 +16,23 @@ from . import checks
 from .catalogs import GPU_DERIVED
 from .model import coord, ref_text
 from .rendering import BOOL_FORMAT, LOOKED_UP, dependencies, display_format, guarded, guarded_output, output_formula
-from .sheets import STAGE_ENDS, Ctx, capex_value, derived_value, id_range, plan_title
+from .sheets import (
+    STAGE_ENDS,
+    Ctx,
+    capex_value,
+    derived_value,
+    id_range,
+    longest_message,
+    longest_price_message,
+    message_cell,
+    plan_title,
+)
 
 COMPARE_GPUS = ("a800", "h100-sxm", "ascend-910b")
+# Scenarios' cells that show a price's sentence (no purchase price, no rental rate for the column's GPU) wrap in
+# their column, in rows as tall as the longest such sentence; a figure a catalog leaves unpublished (a shorter
+# message, for a few GPUs only) is not given rows of its own height on this sheet of many results
+PRICE_MESSAGES = {"Capex_USD_per_GPU": longest_message, "USD_per_GPU_Hour": longest_price_message}
 
 
 @dataclass(frozen=True)
@@ -130,6 +144,8 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             fmt = BOOL_FORMAT if spec(cell.spec_name).kind == "bool" else (None if fmt == "General" else fmt)
             varmap[cell.name] = checks.register(b.put(s, f"{col}{row}", value, "input", fmt), cell.name,
                                                 looked_up=cell.name in LOOKED_UP)
+            if isinstance(value, Expr) and cell.name in PRICE_MESSAGES:  # a price look-up's sentence wraps in it
+                message_cell(b, s, row, col, col, PRICE_MESSAGES[cell.name]())
             b.validations.append({"sheet": s, "at": f"{col}{row}", "spec": spec(cell.spec_name),
                                   "label": f"{cell.label} ({cell.name})"})
             row += 1
@@ -148,6 +164,9 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             b.put(s, f"A{r}", out.label)
             b.put(s, f"B{r}", out.unit)
             b.put(s, f"{col}{r}", expr, "formula", display_format(out), subs)
+            chars = max([PRICE_MESSAGES[n]() for n in PRICE_MESSAGES if n in dependencies(out.name)] + [0])
+            if chars:  # a missing price's sentence: the column is the result's only room, the message wraps in it
+                message_cell(b, s, r, col, col, chars)
             if out.name == "Fits_GPU":
                 b.rules.append((s, f"{col}{r}", "good_if_true"))
             if out.name == "Budget_Left_USD":
