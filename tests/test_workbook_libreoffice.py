@@ -26,6 +26,7 @@ import pytest
 import lo_batch
 import xlcalc
 from chart_data import chart_data_cells, chart_data_rows
+from named_edits import Edits
 from requires import require
 from xlcalc import catalog
 from xlcalc.cli import main as xlcalc_main
@@ -87,15 +88,9 @@ def named_cell(wb, name):
     return wb[sheet][at.replace("$", "")]
 
 
-def set_inputs(src: Path, dst: Path, values: dict) -> None:
-    """Write values into the cells the defined names point to (as a script or a user would)."""
-    wb = openpyxl.load_workbook(src)
-    for name, value in values.items():
-        cell = named_cell(wb, name)
-        cell.value = value
-        if isinstance(value, str):
-            cell.data_type = "s"
-    wb.save(dst)
+def set_inputs(src: Edits, dst: Path, values: dict) -> None:
+    """Write values into the cells the defined names point to (as a script or a user would), save as ``dst``."""
+    src.save(dst, values, text=True)
 
 
 @lo_batch.register("workbook")
@@ -106,6 +101,7 @@ def _produce(work: Path) -> tuple[list[Path], dict]:
     base_sc = load_scenario(SEED002)
     pristine = work / "pristine.xlsx"
     base = build(pristine, [base_sc])
+    book = Edits(pristine)  # loaded once; each set_inputs saves its own edits
     cases: dict[str, dict] = {}
 
     seed = src / "seed002.xlsx"
@@ -117,23 +113,23 @@ def _produce(work: Path) -> tuple[list[Path], dict]:
         sc = generated_scenario(rng, k)
         values = {c.name: getattr(sc, c.field) for c in INPUTS}
         values.update(Scenario_Name=sc.name, Scenario_Notes=sc.notes, GPU_Type="", Model_Preset="", Recipe_Id="")
-        set_inputs(pristine, src / f"gen{k}.xlsx", values)
+        set_inputs(book, src / f"gen{k}.xlsx", values)
         cases[f"gen{k}"] = {"scenario": sc}
 
-    set_inputs(pristine, src / "gpu_switch.xlsx", {"GPU_Type": "ascend-910b"})
+    set_inputs(book, src / "gpu_switch.xlsx", {"GPU_Type": "ascend-910b"})
     cases["gpu_switch"] = {"scenario": gpu_variant(base_sc, "ascend-910b").model_copy(update={"name": base_sc.name})}
 
     no_bytes = base_sc.model_dump(exclude={"bytes_weights", "bytes_grads", "bytes_optimizer"})
-    set_inputs(pristine, src / "recipe_megatron.xlsx", {"Recipe_Id": "megatron"})
+    set_inputs(book, src / "recipe_megatron.xlsx", {"Recipe_Id": "megatron"})
     cases["recipe_megatron"] = {"scenario": Scenario.build(**{**no_bytes, "recipe": "megatron"})}
-    set_inputs(pristine, src / "recipe_override.xlsx", {"Recipe_Id": "megatron", "Bytes_Grads": 3})
+    set_inputs(book, src / "recipe_override.xlsx", {"Recipe_Id": "megatron", "Bytes_Grads": 3})
     cases["recipe_override"] = {"scenario": Scenario.build(**{**no_bytes, "recipe": "megatron", "bytes_grads": 3})}
 
     for tier, gpu in TIER_PICKS.items():
-        set_inputs(pristine, src / f"tier_{tier}.xlsx", {"GPU_Type": gpu, "Price_Tier": tier})
+        set_inputs(book, src / f"tier_{tier}.xlsx", {"GPU_Type": gpu, "Price_Tier": tier})
         cases[f"tier_{tier}"] = {"scenario": tier_scenario(base_sc, gpu, tier)}
     # a price typed over the tier's look-up wins, and the sheet says so
-    set_inputs(pristine, src / "tier_typed.xlsx", {"GPU_Type": "h100-sxm", "Price_Tier": "spot", "USD_per_GPU_Hour": 3.1})
+    set_inputs(book, src / "tier_typed.xlsx", {"GPU_Type": "h100-sxm", "Price_Tier": "spot", "USD_per_GPU_Hour": 3.1})
     cases["tier_typed"] = {"scenario": gpu_variant(base_sc, "h100-sxm").model_copy(
         update={"name": base_sc.name, "usd_per_gpu_hour": 3.1, "price_tier": None, "price_id": None})}
 
@@ -158,7 +154,7 @@ def _produce(work: Path) -> tuple[list[Path], dict]:
     for k in range(max(len(gpu_ids), len(model_ids))):
         picks = {"Model_Preset": model_ids[k % len(model_ids)], "GPU_Type": gpu_ids[k % len(gpu_ids)],
                  "Price_Tier": catalog.PRICE_TIERS[k % len(catalog.PRICE_TIERS)]}
-        set_inputs(pristine, src / f"preset{k}.xlsx", picks)
+        set_inputs(book, src / f"preset{k}.xlsx", picks)
         cases[f"preset{k}"] = {"picks": picks}
 
     for name in cases:
@@ -452,8 +448,9 @@ def printed() -> dict:
     src = work / "in"
     src.mkdir()
     build(src / "seed002.xlsx", [load_scenario(SEED002)])
-    set_inputs(src / "seed002.xlsx", src / "gap.xlsx", {"GPU_Type": _gap_gpu().id})
-    set_inputs(src / "seed002.xlsx", src / "priced.xlsx", {"GPU_Type": _priced_gpu()})
+    book = Edits(src / "seed002.xlsx")
+    set_inputs(book, src / "gap.xlsx", {"GPU_Type": _gap_gpu().id})
+    set_inputs(book, src / "priced.xlsx", {"GPU_Type": _priced_gpu()})
     ods, = convert([src / "seed002.xlsx"], work / "ods", "ods", ".ods")
     ods = ods.rename(src / "seed002-ods.ods")
     pdfs = to_pdf([src / "seed002.xlsx", src / "gap.xlsx", src / "priced.xlsx", ods], work / "out")
