@@ -86,12 +86,15 @@ if ! command -v g++ >/dev/null 2>&1 && ! command -v c++ >/dev/null 2>&1; then
   apt_install "a C++ compiler" g++
 fi
 
-# The package with its test extras (pytest, hypothesis, ruff, mypy, ...), then the package itself again
-# so that the test venv holds exactly this checkout's code (the version number does not change between edits).
-# build/ is setuptools' scratch directory: a stale one could put deleted modules into the wheel.
-rm -rf build
-"$PY" -m pip install -q --disable-pip-version-check ".[test]"
-"$PY" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall .
+# The package built once into a wheel (.cache/wheel), installed with its test extras (pytest, hypothesis, ruff,
+# mypy, ...), then that wheel again so that the test venv holds exactly this checkout's code (the version number
+# does not change between edits). build/ is setuptools' scratch directory: a stale one could put deleted modules
+# into the wheel.
+rm -rf build .cache/wheel
+"$PY" -m pip wheel -q --disable-pip-version-check --no-deps --wheel-dir .cache/wheel .
+WHEEL=$(echo .cache/wheel/xlcalc-*.whl)
+"$PY" -m pip install -q --disable-pip-version-check "$WHEEL[test]"
+"$PY" -m pip install -q --disable-pip-version-check --no-deps --force-reinstall "$WHEEL"
 rm -rf build
 
 # PyTorch judges the activation formulas (tests/test_activations_torch.py; the 'torch' extra):

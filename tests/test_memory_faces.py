@@ -19,6 +19,7 @@ import openpyxl
 import pytest
 
 import lo_batch
+from named_edits import Edits
 from requires import require
 from xlcalc import catalog
 from xlcalc.cli import main
@@ -135,16 +136,13 @@ def _produce(work: Path) -> tuple[list[Path], list[str]]:
     # the preset's split
     cells = {"pp_layers": {"PP_Size": 7, "N_GPUs": 224, "First_Stage_Layers": 0, "Last_Stage_Layers": 0}, "head_size": {"Hidden": 4000},
              "replicas": {"N_GPUs": 1000}, "tp_heads": {"TP_Size": 3, "N_GPUs": 96}}
+    book = Edits(src / "question.xlsx")
     for verdict, cap in fit_capacities().items():  # the question against a card it fits, fits tightly, does not fit
-        wb = openpyxl.load_workbook(src / "question.xlsx")
-        named_cell(wb, "GPU_Memory_GB").value = cap
-        wb.save(src / f"fit_{verdict}.xlsx")
+        book.save(src / f"fit_{verdict}.xlsx", {"GPU_Memory_GB": cap})
         names.append(f"fit_{verdict}")
+    book = Edits(work / "base.xlsx")
     for key, values in cells.items():
-        wb = openpyxl.load_workbook(work / "base.xlsx")
-        for name, value in values.items():
-            named_cell(wb, name).value = value
-        wb.save(src / f"{key}.xlsx")
+        book.save(src / f"{key}.xlsx", values)
         names.append(key)
     return [src / f"{n}.xlsx" for n in names], names
 

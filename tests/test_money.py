@@ -16,6 +16,7 @@ import pytest
 
 import lo_batch
 import xlcalc as x
+from named_edits import Edits
 from xlcalc import catalog, money
 from xlcalc.cli import main
 from xlcalc.cli.fmt import money as fmt_money
@@ -492,8 +493,6 @@ def _money_typed() -> Scenario:
 @lo_batch.register("money")
 def _produce_money(work: Path) -> tuple[list[Path], list[str]]:
     """The typed plan, two that make results undefined and each bad cell, for the session's one LibreOffice run."""
-    import openpyxl
-
     from xlcalc.scenario import INPUTS
     from xlcalc.workbook import build
     src = work / "in"
@@ -508,13 +507,8 @@ def _produce_money(work: Path) -> tuple[list[Path], list[str]]:
         **{f"bad{k}": {name: value} for k, (name, value, _) in enumerate(BAD_CELLS)},
         "no_tier_price": {"GPU_Type": "h200", "Price_Tier": "reserved-3y"},
     }
-    paths = []
-    for name, values in cases.items():
-        wb = openpyxl.load_workbook(pristine)
-        for n, v in values.items():
-            _named(wb, n).value = v
-        wb.save(src / f"{name}.xlsx")
-        paths.append(src / f"{name}.xlsx")
+    book = Edits(pristine)
+    paths = [book.save(src / f"{name}.xlsx", values) for name, values in cases.items()]
     return paths, list(cases)
 
 

@@ -26,6 +26,7 @@ import pytest
 
 import lo_batch
 from chart_data import chart_data_cells
+from named_edits import Edits
 from xlcalc import catalog
 from xlcalc.layout import preset_stage_ends
 from xlcalc.planner.search import uneven_stages
@@ -238,16 +239,8 @@ def _produce(work: Path) -> tuple[list[Path], list[str]]:
     build(pristine, [_base()])
     cases = {**{k: {name: value} for k, (name, value, _) in PASTED.items()}, "pp3": {"PP_Size": 3}, **PP7,
              **{k: f(_places())[0] for k, f in OTHER.items()}}
-    paths = []
-    for case, values in cases.items():
-        wb = openpyxl.load_workbook(pristine)
-        for name, value in values.items():
-            cell = _cell(wb, name)
-            cell.value = value
-            if isinstance(value, str):
-                cell.data_type = "s"
-        wb.save(work / f"{case}.xlsx")
-        paths.append(work / f"{case}.xlsx")
+    book = Edits(pristine)
+    paths = [book.save(work / f"{case}.xlsx", values, text=True) for case, values in cases.items()]
     return paths, list(cases)
 
 

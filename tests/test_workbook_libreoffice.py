@@ -26,6 +26,7 @@ import pytest
 import lo_batch
 import xlcalc
 from chart_data import chart_data_cells, chart_data_rows
+from named_edits import Edits
 from requires import require
 from xlcalc import catalog
 from xlcalc.cli import main as xlcalc_main
@@ -87,15 +88,9 @@ def named_cell(wb, name):
     return wb[sheet][at.replace("$", "")]
 
 
-def set_inputs(src: Path, dst: Path, values: dict) -> None:
-    """Write values into the cells the defined names point to (as a script or a user would)."""
-    wb = openpyxl.load_workbook(src)
-    for name, value in values.items():
-        cell = named_cell(wb, name)
-        cell.value = value
-        if isinstance(value, str):
-            cell.data_type = "s"
-    wb.save(dst)
+def set_inputs(src: Edits, dst: Path, values: dict) -> None:
+    """Write values into the cells the defined names point to (as a script or a user would), save as ``dst``."""
+    src.save(dst, values, text=True)
 
 
 @lo_batch.register("workbook")
@@ -106,6 +101,7 @@ def _produce(work: Path) -> tuple[list[Path], dict]:
     base_sc = load_scenario(SEED002)
     pristine = work / "pristine.xlsx"
     base = build(pristine, [base_sc])
+    book = Edits(pristine)  # loaded once; each set_inputs saves its own edits
     cases: dict[str, dict] = {}
 
     seed = src / "seed002.xlsx"
@@ -117,23 +113,23 @@ def _produce(work: Path) -> tuple[list[Path], dict]:
         sc = generated_scenario(rng, k)
         values = {c.name: getattr(sc, c.field) for c in INPUTS}
         values.update(Scenario_Name=sc.name, Scenario_Notes=sc.notes, GPU_Type="", Model_Preset="", Recipe_Id="")
-        set_inputs(pristine, src / f"gen{k}.xlsx", values)
+        set_inputs(book, src / f"gen{k}.xlsx", values)
         cases[f"gen{k}"] = {"scenario": sc}
 
-    set_inputs(pristine, src / "gpu_switch.xlsx", {"GPU_Type": "ascend-910b"})
+    set_inputs(book, src / "gpu_switch.xlsx", {"GPU_Type": "ascend-910b"})
     cases["gpu_switch"] = {"scenario": gpu_variant(base_sc, "ascend-910b").model_copy(update={"name": base_sc.name})}
 
     no_bytes = base_sc.model_dump(exclude={"bytes_weights", "bytes_grads", "bytes_optimizer"})
-    set_inputs(pristine, src / "recipe_megatron.xlsx", {"Recipe_Id": "megatron"})
+    set_inputs(book, src / "recipe_megatron.xlsx", {"Recipe_Id": "megatron"})
     cases["recipe_megatron"] = {"scenario": Scenario.build(**{**no_bytes, "recipe": "megatron"})}
-    set_inputs(pristine, src / "recipe_override.xlsx", {"Recipe_Id": "megatron", "Bytes_Grads": 3})
+    set_inputs(book, src / "recipe_override.xlsx", {"Recipe_Id": "megatron", "Bytes_Grads": 3})
     cases["recipe_override"] = {"scenario": Scenario.build(**{**no_bytes, "recipe": "megatron", "bytes_grads": 3})}
 
     for tier, gpu in TIER_PICKS.items():
-        set_inputs(pristine, src / f"tier_{tier}.xlsx", {"GPU_Type": gpu, "Price_Tier": tier})
+        set_inputs(book, src / f"tier_{tier}.xlsx", {"GPU_Type": gpu, "Price_Tier": tier})
         cases[f"tier_{tier}"] = {"scenario": tier_scenario(base_sc, gpu, tier)}
     # a price typed over the tier's look-up wins, and the sheet says so
-    set_inputs(pristine, src / "tier_typed.xlsx", {"GPU_Type": "h100-sxm", "Price_Tier": "spot", "USD_per_GPU_Hour": 3.1})
+    set_inputs(book, src / "tier_typed.xlsx", {"GPU_Type": "h100-sxm", "Price_Tier": "spot", "USD_per_GPU_Hour": 3.1})
     cases["tier_typed"] = {"scenario": gpu_variant(base_sc, "h100-sxm").model_copy(
         update={"name": base_sc.name, "usd_per_gpu_hour": 3.1, "price_tier": None, "price_id": None})}
 
@@ -158,7 +154,7 @@ def _produce(work: Path) -> tuple[list[Path], dict]:
     for k in range(max(len(gpu_ids), len(model_ids))):
         picks = {"Model_Preset": model_ids[k % len(model_ids)], "GPU_Type": gpu_ids[k % len(gpu_ids)],
                  "Price_Tier": catalog.PRICE_TIERS[k % len(catalog.PRICE_TIERS)]}
-        set_inputs(pristine, src / f"preset{k}.xlsx", picks)
+        set_inputs(book, src / f"preset{k}.xlsx", picks)
         cases[f"preset{k}"] = {"picks": picks}
 
     for name in cases:
@@ -181,6 +177,13 @@ def lo():
     return recalculated()
 
 
+@functools.cache
+def recalculated_values(path: Path) -> openpyxl.Workbook:
+    """The values LibreOffice saved in one of its output files (openpyxl, data_only), loaded once: tests only read
+    them, and several read each file."""
+    return openpyxl.load_workbook(path, data_only=True)
+
+
 def _close(got, want) -> bool:
     if isinstance(want, bool) or isinstance(got, bool):
         # LibreOffice saves a TRUE/FALSE formatted as words ("TRUE";"TRUE";"FALSE") as 1/0
@@ -195,7 +198,7 @@ def _close(got, want) -> bool:
                                   *(f"tier_{t}" for t in TIER_PICKS), "tier_typed"])
 def test_every_named_output_equals_the_engine(lo, case):
     c = lo["cases"][case]
-    wb = openpyxl.load_workbook(c["output"], data_only=True)
+    wb = recalculated_values(c["output"])
     results = evaluate(c["scenario"])
     for out in OUTPUTS:
         got = named_cell(wb, out.name).value
@@ -205,7 +208,7 @@ def test_every_named_output_equals_the_engine(lo, case):
 def test_stale_cache_canary_was_recalculated(lo):
     for name, c in lo["cases"].items():
         before = openpyxl.load_workbook(c["input"], data_only=True)
-        after = openpyxl.load_workbook(c["output"], data_only=True)
+        after = recalculated_values(c["output"])
         for (sheet, at), wrong in CANARY.items():
             assert before[sheet][at].value == wrong
             assert after[sheet][at].value != wrong, f"{name}: {sheet}!{at} kept its stale cached value"
@@ -215,7 +218,7 @@ def test_stale_cache_canary_was_recalculated(lo):
 
 def test_seed002_recalculated_shows_the_seed_numbers(lo):
     """Seed 002 §7.3: 8.4e23 FLOPs and 76.08 days on 1024 A800 at MFU 0.4."""
-    wb = openpyxl.load_workbook(lo["cases"]["seed002"]["output"], data_only=True)
+    wb = recalculated_values(lo["cases"]["seed002"]["output"])
     assert named_cell(wb, "Train_FLOPs").value == pytest.approx(8.4e23, rel=1e-12)
     assert round(named_cell(wb, "Train_Days").value, 2) == 76.08
 
@@ -227,7 +230,7 @@ def test_cached_values_equal_libreoffice_everywhere(lo, case):
     recalculate on load shows the cached values)."""
     formulas = openpyxl.load_workbook(lo["cases"][case]["pristine"])
     cached = openpyxl.load_workbook(lo["cases"][case]["pristine"], data_only=True)
-    recalc = openpyxl.load_workbook(lo["cases"][case]["output"], data_only=True)
+    recalc = recalculated_values(lo["cases"][case]["output"])
     if case == "cli_2048":  # the cached days are those of 2,048 GPUs: half the seed's 76.08 (6ND / (peak N MFU))
         days = 6 * 70e9 * 2e12 / (312e12 * 2048 * 0.4) / 86400
         assert named_cell(cached, "Train_Days").value == pytest.approx(days, rel=1e-12)
@@ -249,14 +252,14 @@ def test_cached_values_equal_libreoffice_everywhere(lo, case):
 
 def test_generated_workbooks_have_no_spreadsheet_errors(lo):
     for k in range(N_GENERATED):
-        wb = openpyxl.load_workbook(lo["cases"][f"gen{k}"]["output"], data_only=True)
+        wb = recalculated_values(lo["cases"][f"gen{k}"]["output"])
         errors = [f"{ws.title}!{c.coordinate}={c.value}" for ws in wb.worksheets for row in ws.iter_rows()
                   for c in row if isinstance(c.value, str) and c.value.startswith("#") and c.value.endswith(("!", "?", "A"))]
         assert not errors, errors[:10]
 
 
 def test_gpu_dropdown_switch_flows_through(lo):
-    wb = openpyxl.load_workbook(lo["cases"]["gpu_switch"]["output"], data_only=True)
+    wb = recalculated_values(lo["cases"]["gpu_switch"]["output"])
     assert named_cell(wb, "Peak_TFLOPS").value == 320     # seed 002: Ascend 910B, 320 TFLOPS
     assert named_cell(wb, "GPU_Memory_GB").value == 64    # seed 002: Ascend 910B, 64 GB
 
@@ -282,18 +285,18 @@ def _seed002_static_gb(bytes_weights, bytes_grads, bytes_optimizer):
 def test_recipe_dropdown_switch_flows_through(lo):
     """Picking "megatron" in Recipe_Id: LibreOffice looks up 2 + 4 + 12 bytes and Mem_Static_GB follows."""
     r = RECIPES["megatron"]
-    wb = openpyxl.load_workbook(lo["cases"]["recipe_megatron"]["output"], data_only=True)
+    wb = recalculated_values(lo["cases"]["recipe_megatron"]["output"])
     assert [named_cell(wb, n).value for n in ("Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer")] == \
         [r.weights, r.grads, r.optimizer] == [2, 4, 12]
     want = _seed002_static_gb(r.weights, r.grads, r.optimizer)
     assert math.isclose(named_cell(wb, "Mem_Static_GB").value, want, rel_tol=1e-9)
-    seed = openpyxl.load_workbook(lo["cases"]["seed002"]["output"], data_only=True)
+    seed = recalculated_values(lo["cases"]["seed002"]["output"])
     assert math.isclose(named_cell(seed, "Mem_Static_GB").value, _seed002_static_gb(2, 4, 8), rel_tol=1e-9)
 
 
 def test_typed_byte_count_wins_over_the_recipe(lo):
     r = RECIPES["megatron"]
-    wb = openpyxl.load_workbook(lo["cases"]["recipe_override"]["output"], data_only=True)
+    wb = recalculated_values(lo["cases"]["recipe_override"]["output"])
     assert named_cell(wb, "Bytes_Grads").value == 3
     assert named_cell(wb, "Bytes_Optimizer").value == r.optimizer
     want = _seed002_static_gb(r.weights, 3, r.optimizer)
@@ -329,7 +332,7 @@ def test_every_model_preset_and_gpu_was_tried(lo):
 
 def test_key_results_are_numbers_or_a_readable_message_for_every_preset(lo):
     for name, c in _preset_cases(lo).items():
-        wb = openpyxl.load_workbook(c["output"], data_only=True)
+        wb = recalculated_values(c["output"])
         results = start_key_results(wb)
         gpu = catalog.get_gpu(c["picks"]["GPU_Type"])
         # a model whose layers the plan's PP does not divide (126, 70, 61 layers on PP 4) gets uneven stages: the
@@ -408,7 +411,7 @@ def _message(gpu, what, cell):
 def test_model_preset_sets_the_catalog_architecture(lo):
     """Picking a model in Model_Preset replaces the typed 70B architecture with the catalog's."""
     for name, c in _preset_cases(lo).items():
-        wb = openpyxl.load_workbook(c["output"], data_only=True)
+        wb = recalculated_values(c["output"])
         m = catalog.get_model(c["picks"]["Model_Preset"])
         assert named_cell(wb, "Params_B").value == pytest.approx(m.derived_params() / 1e9, abs=5e-4), name
         assert [named_cell(wb, n).value for n in ("Layers", "Hidden", "Heads", "Seq_Len")] == \
@@ -424,7 +427,7 @@ def test_model_preset_sets_the_catalog_architecture(lo):
 
 def test_plan_title_follows_the_picked_presets(lo):
     for name, c in _preset_cases(lo).items():
-        wb = openpyxl.load_workbook(c["output"], data_only=True)
+        wb = recalculated_values(c["output"])
         g = catalog.get_gpu(c["picks"]["GPU_Type"])
         m = catalog.get_model(c["picks"]["Model_Preset"])
         title = wb["Start"]["C2"].value
@@ -452,8 +455,9 @@ def printed() -> dict:
     src = work / "in"
     src.mkdir()
     build(src / "seed002.xlsx", [load_scenario(SEED002)])
-    set_inputs(src / "seed002.xlsx", src / "gap.xlsx", {"GPU_Type": _gap_gpu().id})
-    set_inputs(src / "seed002.xlsx", src / "priced.xlsx", {"GPU_Type": _priced_gpu()})
+    book = Edits(src / "seed002.xlsx")
+    set_inputs(book, src / "gap.xlsx", {"GPU_Type": _gap_gpu().id})
+    set_inputs(book, src / "priced.xlsx", {"GPU_Type": _priced_gpu()})
     ods, = convert([src / "seed002.xlsx"], work / "ods", "ods", ".ods")
     ods = ods.rename(src / "seed002-ods.ods")
     pdfs = to_pdf([src / "seed002.xlsx", src / "gap.xlsx", src / "priced.xlsx", ods], work / "out")
@@ -675,7 +679,7 @@ def test_a_picked_tier_prices_the_plan_and_states_price_and_tier_as_the_cli(lo, 
     from xlcalc.scenario import price_note
 
     c = lo["cases"][f"tier_{tier}"]
-    wb = openpyxl.load_workbook(c["output"], data_only=True)
+    wb = recalculated_values(c["output"])
     row = catalog.rental_price(TIER_PICKS[tier], tier)
     assert named_cell(wb, "USD_per_GPU_Hour").value == row.usd_per_gpu_hour
     r = _price_row(wb)
@@ -713,7 +717,7 @@ def test_capex_is_looked_up_from_the_gpu_or_says_it_has_none(lo):
             capex.setdefault(r["gpu"], r["capex_usd_per_gpu"])
     seen = set()
     for tier, gpu in TIER_PICKS.items():
-        wb = openpyxl.load_workbook(lo["cases"][f"tier_{tier}"]["output"], data_only=True)
+        wb = recalculated_values(lo["cases"][f"tier_{tier}"]["output"])
         got = named_cell(wb, "Capex_USD_per_GPU").value
         said = _budget_capex_note(wb)  # Budget states the purchase price it used, in the CLI's words
         if gpu in capex:
@@ -738,7 +742,7 @@ def test_the_own_vs_rent_chart_data_draw_no_point_for_a_message(lo):
     _, rent_col, own_col = CHART_DATA_COLS
     seen = set()
     for tier in TIER_PICKS:
-        wb = openpyxl.load_workbook(lo["cases"][f"tier_{tier}"]["output"], data_only=True)
+        wb = recalculated_values(lo["cases"][f"tier_{tier}"]["output"])
         ws = wb["Budget"]
         for r in chart_data_rows(wb):
             for table, data in (("B", rent_col), ("C", own_col)):
@@ -752,7 +756,7 @@ def test_the_own_vs_rent_chart_data_draw_no_point_for_a_message(lo):
 
 
 def test_a_price_typed_over_the_tier_wins_and_the_sheet_says_so(lo):
-    wb = openpyxl.load_workbook(lo["cases"]["tier_typed"]["output"], data_only=True)
+    wb = recalculated_values(lo["cases"]["tier_typed"]["output"])
     assert named_cell(wb, "USD_per_GPU_Hour").value == 3.1
     assert wb["Start"][f"D{_price_row(wb)}"].value == "$3.1/GPU-hour, typed over the spot price"
     assert named_cell(wb, "Compute_Cost_USD").value == pytest.approx(named_cell(wb, "GPU_Hours").value * 3.1, rel=1e-12)
