@@ -60,6 +60,7 @@ class Registry:
     """The sets of inputs whose checks some cell needs gathered, each with its row on the Checks sheet."""
 
     groups: dict[frozenset[str], int] = field(default_factory=dict)
+    memo: dict[Any, Any] = field(default_factory=dict)  # what a layout's cells share (rendering's guard templates)
 
     def ref(self, names: frozenset[str]) -> str:
         row = self.groups.get(names)
@@ -80,6 +81,13 @@ def collecting() -> Iterator[Registry]:
         yield reg
     finally:
         _ACTIVE.reset(token)
+
+
+def layout_memo() -> dict[Any, Any] | None:
+    """A dictionary that lives as long as the layout being made (None outside a layout): things made once per
+    layout over the cells of its Checks sheet."""
+    reg = _ACTIVE.get()
+    return None if reg is None else reg.memo
 
 
 def gathered(names: Any) -> str | None:

@@ -50,7 +50,8 @@ def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, su
     ``styled`` remembers the style of each (kind, number format) once set: a later cell of the same pair gets a copy
     of it (the same style ids openpyxl would give it, without setting each attribute again).
     """
-    cell = ws[at]
+    row, col = _row_col(at)
+    cell = ws.cell(row, col)
     if isinstance(value, Expr):
         cell.value = value.to_excel(identity, subs)
     elif isinstance(value, str):
@@ -62,7 +63,7 @@ def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, su
         cell.value = value
     style_key = (kind, number_format)
     if styled is not None and style_key in styled and not cell.has_style:
-        cell._style = copy(styled[style_key])
+        cell._style = styled[style_key].__copy__()  # a StyleArray of its own
         return
     for attr, style in STYLES.get(kind, {}).items():
         setattr(cell, attr, style)
@@ -74,6 +75,19 @@ def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, su
         cell.number_format = MONEY_WHOLE if number_format == '"$"#,##0' else number_format
     if styled is not None and not cell.quotePrefix:
         styled[style_key] = copy(cell._style)
+
+
+_COORDS: dict[str, tuple[int, int]] = {}
+
+
+def _row_col(at: str) -> tuple[int, int]:
+    """(row, column) of a coordinate such as ``B12`` (each coordinate parsed once)."""
+    try:
+        return _COORDS[at]
+    except KeyError:
+        col, row = coordinate_from_string(at)
+        rc = _COORDS[at] = (row, column_index_from_string(col))
+        return rc
 
 
 def _number(x: float) -> str:
