@@ -199,3 +199,18 @@ def test_a_bound_template_renders_and_evaluates_as_the_substituted_tree():
     assert bound.key() == tree.key() and (bound * 2).to_excel(identity) == "=" + bound.render(identity) + "*2"
     with pytest.raises(KeyError, match="slots"):
         template.bind({"n": "Sheet!$B$2"})
+
+
+def test_a_bound_template_writes_braces_and_repeated_slots_as_the_tree():
+    """The template's text is a format pattern once made: braces of a text literal stay as they are, a slot used
+    twice takes the same reference both times, and a name without a slot is written as it stands."""
+    from xlcalc.expr import Template, concat, identity
+
+    def over(a, b):
+        return concat("{", Var(a), "}{0}", Var(b), "{{", Var(a), "}")
+
+    tree = over("S!$A$1", "S!$B$7")
+    template = Template(over(Template.slot("a"), Template.slot("b")), {}, ["a", "b"])
+    bound = template.bind({"a": "S!$A$1", "b": "S!$B$7"})
+    assert bound.to_excel(identity) == tree.to_excel(identity) == '="{"&S!$A$1&"}{0}"&S!$B$7&"{{"&S!$A$1&"}"'
+    assert template.bind({"a": "T!$C$3", "b": "k"}).to_excel(identity) == over("T!$C$3", "k").to_excel(identity)

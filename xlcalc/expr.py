@@ -591,13 +591,14 @@ class Template:
     provided the references are distinct and never occur in the template as names of their own.
     """
 
-    __slots__ = ("expr", "subs", "slots", "_text", "_vars")
+    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_form")
 
     def __init__(self, expr: Expr, subs: Mapping[Any, str] | None, slots: Any):
         self.expr, self.subs = expr, subs
         self.slots = frozenset(slots)
         self._text: str | None = None
         self._vars: set[str] | None = None
+        self._form: tuple[str, tuple[str, ...]] | None = None
 
     @staticmethod
     def slot(name: str) -> str:
@@ -618,6 +619,22 @@ class Template:
         if names is identity:
             self._text = text
         return text
+
+    def form(self) -> tuple[str, tuple[str, ...]]:
+        """The text for :func:`identity` as a ``str.format`` pattern: each placeholder a positional field
+        (``{0}``, ``{1}``, ...) for the reference of the slot named at that position of the tuple, braces
+        doubled. ``pattern.format(*(refs[k] for k in slots))`` is the text with the references written in."""
+        if self._form is None:
+            parts = _SLOT.split(self.text(identity))  # text, marker, slot name, marker, slot name, ..., text
+            order: dict[str, int] = {}
+            out = []
+            for i, part in enumerate(parts):
+                if i % 3 == 0:
+                    out.append(part.replace("{", "{{").replace("}", "}}"))
+                elif i % 3 == 2:
+                    out.append("{" + str(order.setdefault(part, len(order))) + "}")
+            self._form = "".join(out), tuple(order)
+        return self._form
 
     def variables(self) -> set[str]:
         if self._vars is None:
@@ -670,9 +687,10 @@ class Bound(Expr):
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
         refs = self.refs
-        text = self.template.text(names)
         if names is identity:
-            return _SLOT.sub(lambda m: refs[m[2]], text)
+            pattern, slots = self.template.form()
+            return pattern.format(*[refs[k] for k in slots])
+        text = self.template.text(names)
         return _SLOT.sub(lambda m: _name_of(names, refs[m[2]]) if m[1] == "\x00" else refs[m[2]], text)
 
     def substitute(self, mapping: Mapping[str, Expr]) -> Expr:

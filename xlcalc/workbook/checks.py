@@ -76,6 +76,7 @@ class Registry:
 
     groups: dict[frozenset[str], int] = field(default_factory=dict)
     cells: dict[str, tuple[int, CellCheck]] = field(default_factory=dict)
+    memo: dict[Any, Any] = field(default_factory=dict)  # what a layout's cells share (rendering's guard templates)
 
     def ref(self, names: frozenset[str]) -> str:
         row = self.groups.get(names)
@@ -111,6 +112,13 @@ def collecting() -> Iterator[Registry]:
         yield reg
     finally:
         _ACTIVE.reset(token)
+
+
+def layout_memo() -> dict[Any, Any] | None:
+    """A dictionary that lives as long as the layout being made (None outside a layout): things made once per
+    layout over the cells of its Checks sheet."""
+    reg = _ACTIVE.get()
+    return None if reg is None else reg.memo
 
 
 def gathered(names: Any) -> str | None:

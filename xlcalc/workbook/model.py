@@ -8,6 +8,7 @@ cached value written next to each formula is the engine's own number.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterator, Mapping
@@ -31,6 +32,7 @@ class Cell:
     subs: Any = None           # shared sub-results rendered by their cell (see rendering.output_formula)
 
 
+@functools.cache  # a layout writes the same few thousand references again and again
 def ref_text(sheet: str, coord: str, absolute: bool = True) -> str:
     col, row = coordinate_from_string(coord)
     return f"{sheet}!${col}${row}" if absolute else f"{sheet}!{col}{row}"

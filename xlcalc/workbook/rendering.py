@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from ..expr import Expr, Func, Template, Var, eq, if_, unfolded, wrap
+from ..expr import Bound, Expr, Func, Template, Var, eq, if_, unfolded, wrap
 from ..scenario import BOUNDED_OUTPUTS, OUTPUT_BY_NAME, OUTPUTS, output_expr, plain_expr
 from . import checks
 from .model import IsNumber, Lookup
@@ -221,12 +221,46 @@ def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None, follows
 
 def guarded_output(name: str, expr: Any, refs: Mapping[str, str] | None = None, follows: Any = (),
                    exclude: Any = (), cells: Any = ()) -> Any:
-    """A named result's cell guarded by the looked-up inputs it depends on (see :func:`guarded`)."""
+    """A named result's cell guarded by the looked-up inputs it depends on (see :func:`guarded`).
+
+    A result placed from a template (:func:`output_formula`) is guarded as a template too when its guards depend
+    only on the names ``refs`` maps, not on the cells (no input cell of its own checked: ``cells`` empty and no
+    reference a registered check): the guarded tree is made once per layout and shape and each cell binds it to its
+    own references -- the same text and values as guarding the cell's tree.
+    """
+    refs = refs or {}
+    if isinstance(expr, Bound) and _USE_TEMPLATES and not cells and \
+            not any(checks.registered(r) for r in refs.values()):
+        return _guarded_bound(name, expr, refs, follows, exclude)
+    return guarded(expr, _output_deps(name, refs), refs, follows, exclude, cells)
+
+
+def _output_deps(name: str, refs: Mapping[str, str]) -> set[str]:
     deps = dependencies(name)
-    for ref in (refs or {}).values():  # a named result standing for an input (the GPUs to provision for N_GPUs)
+    for ref in refs.values():  # a named result standing for an input (the GPUs to provision for N_GPUs)
         if ref in OUTPUT_BY_NAME:
             deps |= dependencies(ref)
-    return guarded(expr, deps, refs, follows, exclude, cells)
+    return deps
+
+
+def _guarded_bound(name: str, bound: Bound, refs: Mapping[str, str], follows: Any, exclude: Any) -> Expr:
+    template, bound_refs = bound.template, bound.refs
+    # a name whose cell is one of the template's references stands as that reference's placeholder
+    same = refs == bound_refs  # (the common case: every name the cell maps is one of the template's references)
+    slotted = None if same else {k: Template.slot(k) if k in template.slots and bound_refs[k] == v else v
+                                 for k, v in refs.items()}
+    shape = () if slotted is None else tuple(sorted(slotted.items()))
+    key = ("guarded", name, template, same, shape, frozenset(follows), frozenset(exclude))
+    memo = checks.layout_memo()  # the checks' cells are the layout's: one memo per layout
+    made = memo.get(key) if memo is not None else None
+    if made is None:
+        if slotted is None:
+            slotted = {k: Template.slot(k) for k in refs}
+        expr = guarded(template.expr, _output_deps(name, refs), slotted, follows, exclude)
+        made = template if expr is template.expr else Template(expr, template.subs, template.slots)
+        if memo is not None:
+            memo[key] = made
+    return bound if made is template else made.bind(bound_refs)
 
 
 def needs_inputs(deps: Any, refs: Mapping[str, str], follows: Any = (), exclude: Any = (),

@@ -50,7 +50,8 @@ def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, su
     ``styled`` remembers the style of each (kind, number format) once set: a later cell of the same pair gets a copy
     of it (the same style ids openpyxl would give it, without setting each attribute again).
     """
-    cell = ws[at]
+    row, col = _row_col(at)
+    cell = ws.cell(row, col)
     if isinstance(value, Expr):
         cell.value = value.to_excel(identity, subs)
     elif isinstance(value, str):
@@ -62,7 +63,7 @@ def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, su
         cell.value = value
     style_key = (kind, number_format)
     if styled is not None and style_key in styled and not cell.has_style:
-        cell._style = copy(styled[style_key])
+        cell._style = styled[style_key].__copy__()  # a StyleArray of its own
         return
     for attr, style in STYLES.get(kind, {}).items():
         setattr(cell, attr, style)
@@ -74,6 +75,19 @@ def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, su
         cell.number_format = MONEY_WHOLE if number_format == '"$"#,##0' else number_format
     if styled is not None and not cell.quotePrefix:
         styled[style_key] = copy(cell._style)
+
+
+_COORDS: dict[str, tuple[int, int]] = {}
+
+
+def _row_col(at: str) -> tuple[int, int]:
+    """(row, column) of a coordinate such as ``B12`` (each coordinate parsed once)."""
+    try:
+        return _COORDS[at]
+    except KeyError:
+        col, row = coordinate_from_string(at)
+        rc = _COORDS[at] = (row, column_index_from_string(col))
+        return rc
 
 
 def _number(x: float) -> str:
@@ -202,7 +216,11 @@ def fit_row_heights(ws) -> None:
         spans[(r1, c1)] = range(c1, c2 + 1)
     lines: dict[int, int] = {}
     for (r, col), c in ws._cells.items():  # the cells written (walking the whole grid would create empty ones)
-        if not isinstance(c.value, str) or c.value.startswith("=") or not (c.alignment and c.alignment.wrap_text):
+        value = c._value
+        if not isinstance(value, str) or value.startswith("="):
+            continue
+        # alignment 0 is the workbook's default alignment (no wrap): only a cell with an alignment of its own wraps
+        if c._style is None or not c._style.alignmentId or not c.alignment.wrap_text:
             continue
         cols = spans.get((r, col), range(col, col + 1))
         chars = sum((ws.column_dimensions[get_column_letter(k)].width or DEFAULT_WIDTH) for k in cols) * CHARS_PER_WIDTH
@@ -351,6 +369,7 @@ def sheet_data(ws, values: Mapping[str, Any]) -> str:
     for r in dims.keys() - rows.keys():  # a row with a height and no cells
         rows[r] = []
     out = ["<sheetData>"]
+    style_ids: dict[bytes, int] = {}
     for r in sorted(rows):
         out.append(f'<row r="{r}"' + "".join(f' {k}="{_attr(v)}"' for k, v in dims.get(r, {})) + ">")
         for cell in rows[r]:
@@ -360,7 +379,14 @@ def sheet_data(ws, values: Mapping[str, Any]) -> str:
             if cell.hyperlink or cell.comment or cell.data_type not in "fsnb":
                 raise ValueError(f"{ws.title}!{cell.coordinate}: a cell the workbook's writer does not write")
             at = cell.coordinate
-            head = f'<c r="{at}"' + (f' s="{cell.style_id}"' if styled else "")
+            if styled:  # cell.style_id, looked up once per distinct style (the workbook's list of styles is the same)
+                key = cell._style.tobytes()
+                style_id = style_ids.get(key)
+                if style_id is None:
+                    style_id = style_ids[key] = cell.style_id
+                head = f'<c r="{at}" s="{style_id}"'
+            else:
+                head = f'<c r="{at}"'
             kind = cell.data_type
             if kind == "f":
                 cached = _value_xml(values[at]) if at in values else None
