@@ -26,7 +26,7 @@ import pytest
 
 import lo_batch
 from chart_data import chart_data_cells
-from named_edits import Edits
+from named_edits import Edits, named_cell
 from xlcalc import catalog
 from xlcalc.layout import preset_stage_ends
 from xlcalc.planner.search import uneven_stages
@@ -68,11 +68,6 @@ def _base() -> Scenario:
     data = load_scenario(SEED002).model_dump(exclude={"peak_tflops", "gpu_memory_gb", "gpus_per_node",
                                                       "usd_per_gpu_hour", "price_tier", "price_id"})
     return Scenario.build(**{**data, "gpu": "h100-sxm", "usd_per_gpu_hour": 2.0})
-
-
-def _named(wb, name):
-    (sheet, at), = wb.defined_names[name].destinations
-    return wb[sheet][at.replace("$", "")]
 
 
 def _where(wb, name) -> str:
@@ -209,14 +204,6 @@ def _places() -> dict:
     return plain
 
 
-def _cell(wb, where: str):
-    """A cell by its defined name or its place (Sheet!A1)."""
-    if "!" in where:
-        sheet, at = where.split("!")
-        return wb[sheet][at]
-    return _named(wb, where)
-
-
 # pasted into the other sheets' input cells (by place), with the message Start's check must show first
 OTHER = {
     "scen_mfu": lambda p: ({p["scen_mfu"]: 40}, f"{p['scen_mfu']}: MFU = 40 is not allowed: MFU must be a number > 0 "
@@ -272,11 +259,11 @@ def test_a_pasted_value_is_named_with_its_cell_and_its_dependents_show_no_number
     assert wb["Start"]["C3"].value == message
     start = _start(wb)
     for result in DEPENDENT.get(case, ()):
-        assert _named(wb, result).value == message, (case, result, _named(wb, result).value)
+        assert named_cell(wb, result).value == message, (case, result, named_cell(wb, result).value)
         if result in START_LABELS:
             assert start[START_LABELS[result]] == message, (case, result)
     for result in INDEPENDENT.get(case, ()):
-        v = _named(wb, result).value
+        v = named_cell(wb, result).value
         assert isinstance(v, (int, float)) and math.isfinite(v), (case, result, v)
     assert not _errors(wb), (case, _errors(wb)[:5])
 
@@ -284,9 +271,9 @@ def test_a_pasted_value_is_named_with_its_cell_and_its_dependents_show_no_number
 def test_a_gpu_typed_wrong_leaves_no_number_that_needs_its_figures(lo):
     wb = lo["gpu_typo"]
     looked_up = "h100 sxm: not on the GPUs sheet \u2014 pick an id from the list"
-    assert _named(wb, "Peak_TFLOPS").value == looked_up
+    assert named_cell(wb, "Peak_TFLOPS").value == looked_up
     for result in ("Train_Days", "GPU_Hours", "Total_Cost_USD", "Budget_Left_USD", "Fits_GPU"):  # peak, memory
-        assert _named(wb, result).value == looked_up, result
+        assert named_cell(wb, result).value == looked_up, result
     start = _start(wb)
     assert start["Training days on those GPUs"] == start["Total cost incl. training tax (USD)"] == looked_up
 
@@ -300,11 +287,11 @@ def test_a_layout_that_splits_no_whole_stages_is_named_with_the_pp_cell(lo):
     assert wb["Start"]["C3"].value == f"{_where(wb, 'PP_Size')} (PP_Size): {why}"
     start = _start(wb)
     for result in DEPENDENT["pp3"]:
-        assert _named(wb, result).value == why, result
+        assert named_cell(wb, result).value == why, result
         if result in START_LABELS:
             assert start[START_LABELS[result]] == why, result
     for result in INDEPENDENT["pp3"]:
-        assert isinstance(_named(wb, result).value, float), result
+        assert isinstance(named_cell(wb, result).value, float), result
     assert not _errors(wb)
 
 
@@ -347,23 +334,23 @@ def test_a_value_pasted_on_another_sheet_is_named_by_the_master_check(lo, case):
     assert wb["Start"]["C3"].value == message
     assert wb["Start"]["C3"].value != ALL_CLEAR
     for name in ("Train_Days", "Total_Cost_USD", "Mem_Total_GB"):  # the Inputs sheet's plan is not touched
-        assert _number(_named(wb, name).value), (case, name)
+        assert _number(named_cell(wb, name).value), (case, name)
     if case == "scen_mfu":  # its column's results: the message; the other columns: numbers
         for where in ("scen_days", "scen_cost"):
-            assert _cell(wb, p[where]).value == message, where
-        assert _number(_cell(wb, p["scen2_days"]).value)
+            assert named_cell(wb, p[where]).value == message, where
+        assert _number(named_cell(wb, p["scen2_days"]).value)
     elif case == "scen_gpu":  # the column's figures are looked up by its GPU: the look-up's message, no number
         looked_up = "h100 sxm: not on the GPUs sheet \u2014 pick an id from the list"
-        assert _cell(wb, p["scen3_peak"]).value == looked_up
-        assert _cell(wb, p["scen3_days"]).value == looked_up
-        assert _number(_cell(wb, p["scen2_days"]).value)
+        assert named_cell(wb, p["scen3_peak"]).value == looked_up
+        assert named_cell(wb, p["scen3_days"]).value == looked_up
+        assert _number(named_cell(wb, p["scen2_days"]).value)
     elif case == "sens":  # the MFU column and the GPU-count row show their cell's message; the rest are numbers
         gpus = f"{p['sens_gpus']}: N_GPUs = 2.5 is not allowed: N_GPUs must be a whole number >= 1 and <= 10,000,000"
         for table in ("days", "cost"):
             grid = p[table]
             for i, row in enumerate(grid):
                 for j, where in enumerate(row):
-                    v = _cell(wb, where).value
+                    v = named_cell(wb, where).value
                     if j == 0:
                         assert v == message, (table, where, v)
                     elif i == 1:
@@ -411,10 +398,10 @@ def test_pp7_on_80_layers_is_refused_as_the_cli_refuses_it(lo):
     assert wb["Start"]["C3"].value == f"{_where(wb, 'PP_Size')} (PP_Size): {why}"
     start = _start(wb)
     for result in DEPENDENT["pp3"]:
-        assert _named(wb, result).value == why, result
+        assert named_cell(wb, result).value == why, result
         if result in START_LABELS:
             assert start[START_LABELS[result]] == why, result
-    assert _number(_named(wb, "Train_FLOPs").value)
+    assert _number(named_cell(wb, "Train_FLOPs").value)
     assert not _errors(wb)
 
 
@@ -425,10 +412,10 @@ def test_pp7_with_a_model_preset_is_the_split_its_cells_show_and_the_engine_agre
     memory, days and cost."""
     wb = lo["pp7_preset"]
     assert wb["Start"]["C3"].value == ALL_CLEAR
-    first, last = _named(wb, "First_Stage_Layers").value, _named(wb, "Last_Stage_Layers").value
+    first, last = named_cell(wb, "First_Stage_Layers").value, named_cell(wb, "Last_Stage_Layers").value
     middle = math.ceil(80 / 7)
     assert (first, last) == ((80 - 5 * middle) / 2, (80 - 5 * middle) / 2) == (10, 10)
-    assert _named(wb, "Layout_Check").value == "OK"
+    assert named_cell(wb, "Layout_Check").value == "OK"
     refused = _cli("memory", "--model", "llama2-70b", "--tp", "4", "--pp", "7", "--n-gpus", "1008")
     assert refused.returncode == 2 and "first_stage_layers and last_stage_layers" in refused.stderr
     given = _cli("memory", "--model", "llama2-70b", "--tp", "4", "--pp", "7", "--n-gpus", "1008",
@@ -438,7 +425,7 @@ def test_pp7_with_a_model_preset_is_the_split_its_cells_show_and_the_engine_agre
     assert (rb.scenario.pp, rb.scenario.first_stage_layers, rb.scenario.last_stage_layers) == (7, 10, 10)
     assert not rb.disagreements, rb.disagreements[:3]
     for name in ("Mem_Total_GB", "Train_Days", "Total_Cost_USD"):
-        assert _number(_named(wb, name).value), name
+        assert _number(named_cell(wb, name).value), name
 
 
 def test_the_docs_example_of_a_scenarios_cell_is_the_cell_the_builder_places():
