@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from xlcalc.workbook.atomic import write_text  # noqa: E402
+from xlcalc.atomic import write_text  # noqa: E402
 
 
 @dataclass

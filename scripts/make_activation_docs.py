@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from xlcalc.workbook.atomic import write_text  # noqa: E402
+from xlcalc.atomic import write_text  # noqa: E402
 
 DOC = ROOT / "docs" / "activations.md"
 BEGIN, END = "<!-- TABLE BEGIN (scripts/make_activation_docs.py) -->", "<!-- TABLE END -->"

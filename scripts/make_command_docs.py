@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from xlcalc.workbook.atomic import write_text  # noqa: E402
+from xlcalc.atomic import write_text  # noqa: E402
 
 BLOCK = re.compile(r"<!-- command: (?P<command>.*?) -->\n(?P<body>.*?)<!-- end command -->", re.DOTALL)
 ENVIRONMENT = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "TERM": "dumb"}

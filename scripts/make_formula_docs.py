@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from xlcalc import all_formulas  # noqa: E402
+from xlcalc.atomic import write_text  # noqa: E402
 from xlcalc.inputs import spec  # noqa: E402
-from xlcalc.workbook.atomic import write_text  # noqa: E402
 
 OUT = ROOT / "docs" / "formulas.md"
 TITLES = {"compute": "Compute and time", "memory": "Memory per GPU", "parallel": "Parallelism and communication",

@@ -21,11 +21,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from xlcalc import expr as _expr  # noqa: E402
+from xlcalc.atomic import write_text  # noqa: E402
 from xlcalc.expr import Var  # noqa: E402
 from xlcalc.inputs import spec  # noqa: E402
 from xlcalc.pycode import python_steps  # noqa: E402
 from xlcalc.stage_memory import MODEL_INPUTS, VARIANTS, memory_steps  # noqa: E402
-from xlcalc.workbook.atomic import write_text  # noqa: E402
 
 OUT = ROOT / "xlcalc" / "stage_memory_code.py"
 

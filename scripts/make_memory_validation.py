@@ -32,11 +32,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from xlcalc import catalog  # noqa: E402
+from xlcalc.atomic import write_text  # noqa: E402
 from xlcalc.errors import InputError  # noqa: E402
 from xlcalc.frameworks import DEFAULT_FRAMEWORK, PROFILE_INPUTS, get_profile, profile_values  # noqa: E402
 from xlcalc.recipes import MEMORY_DEFAULTS  # noqa: E402
 from xlcalc.stage_memory import SHARDING, stage_memory  # noqa: E402
-from xlcalc.workbook.atomic import write_text  # noqa: E402
 
 RECORDS = ROOT / "xlcalc" / "data" / "reference" / "memory_peaks.json"
 DOC = ROOT / "docs" / "memory-validation.md"

@@ -235,7 +235,7 @@ def outputs() -> dict[Path, str]:
 def write(path: Path, text: str) -> None:
     """Replace ``path`` atomically (mode 0644, newlines as generated)."""
     _registry()
-    from xlcalc.workbook.atomic import write_text
+    from xlcalc.atomic import write_text
 
     path.parent.mkdir(parents=True, exist_ok=True)
     write_text(path, text)

@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from xlcalc import validation as V  # noqa: E402
+from xlcalc.atomic import write_text  # noqa: E402
 from xlcalc.validation import intervals as I  # noqa: E402
-from xlcalc.workbook.atomic import write_text  # noqa: E402
 
 DOC = ROOT / "docs" / "validation.md"
 README = ROOT / "README.md"

@@ -21,7 +21,7 @@ import pytest
 from openpyxl import load_workbook
 
 from conftest import ROOT
-from xlcalc.workbook import atomic
+from xlcalc import atomic
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 

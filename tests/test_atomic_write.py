@@ -1,4 +1,4 @@
-"""Atomic workbook writes (xlcalc.workbook.atomic): the target is always the old file or the new one.
+"""Atomic workbook writes (xlcalc.atomic): the target is always the old file or the new one.
 
 Kills and races run the write path in forked children (no interpreter start-up per child) on small
 valid .xlsx payloads written in many chunks, so a kill at a random moment lands mid-write. Their
@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from openpyxl import Workbook, load_workbook
 
+from xlcalc import atomic
 from xlcalc.errors import InputError
-from xlcalc.workbook import atomic
 
 posix_only = pytest.mark.skipif(sys.platform == "win32" or "fork" not in multiprocessing.get_all_start_methods(),
                                 reason="forks children and uses POSIX signals")

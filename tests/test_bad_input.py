@@ -27,6 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import xlcalc
+import xlcalc.validate
 from strategies import bad_value_for
 from xlcalc.cli import main
 from xlcalc.errors import InputError
@@ -408,8 +409,8 @@ def test_upper_bounds_say_why():
     for s in xlcalc.inputs.all_specs().values():
         if s.kind in NUMBER and s.le is not None and not s.is_fraction and s.limit_reason:
             with pytest.raises(InputError, match="the upper bound is"):
-                xlcalc.inputs.check_value(s.name, s.le * 10)
-            assert xlcalc.inputs.check_value(s.name, s.le) == s.le  # the bound itself is allowed
+                xlcalc.validate.check_value(s.name, s.le * 10)
+            assert xlcalc.validate.check_value(s.name, s.le) == s.le  # the bound itself is allowed
 
 
 def test_every_input_a_person_types_has_an_upper_bound():

@@ -286,7 +286,7 @@ def test_estimate_states_its_price_and_gives_the_same_dollars_as_the_formulas(ca
 
 
 def test_plan_states_its_price(capsys):
-    from xlcalc.cli.fmt import price_line
+    from xlcalc.price_text import price_line
     assert price_line("h100", None).startswith("Price: $4.916/GPU-hour, capacity-block tier")
     assert price_line("h100", 3.0) == "Price: $3.00/GPU-hour, typed (no tier)"
     assert "no rental rate for v100" in price_line("v100", None)

@@ -28,7 +28,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from xlcalc import catalog  # noqa: E402
-from xlcalc.workbook.atomic import write  # noqa: E402
+from xlcalc.atomic import write  # noqa: E402
 
 TEMPLATES = ROOT / "templates"
 INPUT_FILL = PatternFill("solid", fgColor="FFF2CC")

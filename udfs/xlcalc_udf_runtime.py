@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from xlcalc.errors import InputError
-from xlcalc.expr import _PY_BINOPS, EXCEL_FUNCTIONS, BinOp, Bool, Call, Func, Neg, Num, Text, Var
+from xlcalc.expr import EXCEL_FUNCTIONS, PY_BINOPS, BinOp, Bool, Call, Func, Neg, Num, Text, Var
 from xlcalc.inputs import spec
 from xlcalc.registry import Formula, get_formula
 from xlcalc.rowcode import NoRowForm, rows_function
@@ -506,8 +506,8 @@ class _NumpyPass:
                         if _np.any(zero):
                             self.suspect |= _np.broadcast_to(zero, (self.n,))
                 return self.flag(getattr(_np, _NUMPY_OPS[node.op])(a, b)) if node.op in _NUMPY_OPS \
-                    else self.elementwise(_PY_BINOPS[node.op], (a, b))
-            return self.elementwise(_PY_BINOPS[node.op], (a, b))
+                    else self.elementwise(PY_BINOPS[node.op], (a, b))
+            return self.elementwise(PY_BINOPS[node.op], (a, b))
         if isinstance(node, Neg):
             x = self.eval(node.operand, env)
             if isinstance(x, _np.ndarray):

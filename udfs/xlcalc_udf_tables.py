@@ -130,9 +130,9 @@ def MODEL_LIST():
 @ret()
 def PLAN(model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t=None, scaleout_gb_s=None, top=5, stack=None):
     """Best parallel layouts (TP, PP, DP, ZeRO, recompute, micro-batch) that fit in GPU memory, fastest first, with memory per GPU, step time, predicted MFU, tokens/s per GPU, days and cost; spills a table, then a row per input assumed, then the best plan's range (range rows: MFU, days, GPU-hours and cost bounds from the validation's held-out errors)."""  # noqa: E501
-    from xlcalc.inputs import check_value
     from xlcalc.planner import Settings, plan, plan_table
     from xlcalc.planner.stacks import get_stack
+    from xlcalc.validate import check_value
 
     v = {k: one_cell(k, a) for k, a in zip(
         ("model", "gpu", "n_gpus", "seq_len", "global_batch_tokens", "tokens_t", "scaleout_gb_s", "top", "stack"),
@@ -194,7 +194,7 @@ def _price_one(cell: dict[str, Any]) -> float:
 
 
 def _price_note_one(cell: dict[str, Any]) -> str:
-    from xlcalc.cli.fmt import price_line
+    from xlcalc.price_text import price_line
 
     gpu = text("gpu", cell["gpu"], "a GPU name from GPU_LIST()")
     row = catalog.rental_price(gpu, _tier(cell["tier"]))  # raises the error naming the GPU and the tier

@@ -10,4 +10,7 @@ from .formulas import *  # noqa: F401,F403
 from .formulas import __all__ as _formula_names  # type: ignore[attr-defined]
 from .registry import REGISTRY, Formula, all_formulas, get_formula
 
+# the composed stage memory model (MEM_PER_GPU_GB) registers here, after the formulas it composes
+from . import stage_memory as _stage_memory  # noqa: E402,F401
+
 __version__ = "0.1.0"

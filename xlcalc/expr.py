@@ -27,7 +27,7 @@ __all__ = [
     "Expr", "Num", "Text", "Bool", "Var", "BinOp", "Neg", "Func", "Call",
     "wrap", "is_expr", "if_", "min_", "max_", "sqrt", "ceiling", "roundup",
     "floor_int", "eq", "concat", "as_text", "round_", "and_", "or_", "not_", "log2", "abs_", "render_number",
-    "EXCEL_FUNCTIONS", "Template", "Bound", "identity", "IfError", "unfolded",
+    "EXCEL_FUNCTIONS", "PY_BINOPS", "Template", "Bound", "identity", "IfError", "unfolded",
 ]
 
 
@@ -60,7 +60,7 @@ def render_number(value: float | int) -> str:
 _PREC = {"=": 1, "<>": 1, "<": 1, "<=": 1, ">": 1, ">=": 1, "&": 1.5, "+": 2, "-": 2, "*": 3, "/": 3, "^": 4}
 _ATOM = 9
 
-_PY_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
+PY_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
     "+": lambda a, b: a + b,
     "-": lambda a, b: a - b,
     "*": lambda a, b: a * b,
@@ -279,7 +279,7 @@ class BinOp(Expr):
         return (self.left, self.right)
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
-        return _PY_BINOPS[self.op](self.left.evaluate(env), self.right.evaluate(env))
+        return PY_BINOPS[self.op](self.left.evaluate(env), self.right.evaluate(env))
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
         p = self.prec
@@ -452,7 +452,7 @@ def _fold_binop(op: str, left: Expr, right: Expr) -> Expr:
         a, b = float(left.value), float(right.value)
         if op == "/" and b == 0 or op == "^" and (b < 0 or b > 64 or a == 0 and b == 0):
             return BinOp(op, left, right)
-        value = _PY_BINOPS[op](a, b)
+        value = PY_BINOPS[op](a, b)
         if _exact(value):
             return _number(value)
     elif op in _COMPARE and type(left) is type(right) and isinstance(left, (Num, Bool, Text)):
@@ -460,7 +460,7 @@ def _fold_binop(op: str, left: Expr, right: Expr) -> Expr:
             return BinOp(op, left, right)  # text order is each engine's collation, its case folding beyond ASCII
         if isinstance(left, Num) and not (_exact(left.value) and _exact(cast(Num, right).value)):
             return BinOp(op, left, right)
-        return Bool(_PY_BINOPS[op](left.value, cast(Num, right).value))
+        return Bool(PY_BINOPS[op](left.value, cast(Num, right).value))
     elif op == "&":
         a_text, b_text = _literal_text(left), _literal_text(right)
         if a_text is not None and b_text is not None:

@@ -42,13 +42,13 @@ class InputSpec:
         parts = []
         noun = "a whole number" if self.kind == "int" else "a number"
         if self.gt is not None:
-            parts.append(f"> {_fmt(self.gt)}")
+            parts.append(f"> {fmt_bound(self.gt)}")
         if self.ge is not None:
-            parts.append(f">= {_fmt(self.ge)}")
+            parts.append(f">= {fmt_bound(self.ge)}")
         if self.lt is not None:
-            parts.append(f"< {_fmt(self.lt)}")
+            parts.append(f"< {fmt_bound(self.lt)}")
         if self.le is not None:
-            parts.append(f"<= {_fmt(self.le)}")
+            parts.append(f"<= {fmt_bound(self.le)}")
         return noun + (" " + " and ".join(parts) if parts else "")
 
     @property
@@ -62,7 +62,7 @@ class InputSpec:
         return f"{self.doc}{unit}"
 
 
-def _fmt(x: float) -> str:
+def fmt_bound(x: float) -> str:
     """A bound as a person reads it: 100,000 or 1e+13 or 0.5."""
     x = float(x)
     if x.is_integer() and abs(x) < 1e9:
@@ -487,13 +487,4 @@ def all_specs() -> dict[str, InputSpec]:
     return dict(_SPECS)
 
 
-def check_value(name: str, value: Any, label: str | None = None) -> Any:
-    """Validate and normalise one value of input ``name``; raise :class:`InputError` if not allowed.
-
-    ``label`` names the value in the message when the caller calls it something else."""
-    from .validate import validate_one
-
-    return validate_one(spec(name), value, name=label)
-
-
-__all__ = ["InputSpec", "InputError", "spec", "all_specs", "check_value", "result_bound"]
+__all__ = ["InputSpec", "InputError", "spec", "all_specs", "result_bound", "fmt_bound"]

@@ -266,8 +266,7 @@ def formula(
 
 
 def all_formulas() -> list[Formula]:
-    from . import formulas as _  # noqa: F401  (registers everything)
-
+    """Every registered formula: importing the package (``xlcalc/__init__.py``) registers them all."""
     return list(REGISTRY.values())
 
 

@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
-from .expr import _PY_BINOPS, EXCEL_FUNCTIONS, BinOp, Bool, Call, Func, Neg, Num, Text, Var
+from .expr import EXCEL_FUNCTIONS, PY_BINOPS, BinOp, Bool, Call, Func, Neg, Num, Text, Var
 from .inputs import spec
 from .registry import Formula
 
@@ -120,7 +120,7 @@ class _RowCode:
                     a, b = self._as_float(a), self._as_float(b)
                 else:  # int with int: an int, or for "/" a float
                     typ = float if node.op == "/" else int
-            text = f"({a.text} {op} {b.text})" if op else f"{self._bind(_PY_BINOPS[node.op])}({a.text}, {b.text})"
+            text = f"({a.text} {op} {b.text})" if op else f"{self._bind(PY_BINOPS[node.op])}({a.text}, {b.text})"
             return self._part(text, a.column or b.column, typ)
         if isinstance(node, Neg):
             x = self.source(node.operand, env)
@@ -161,6 +161,6 @@ class _Part(NamedTuple):
 
 _KIND_TYPES: dict[str, type] = {"float": float, "int": int, "bool": bool, "choice": str}
 _FLOAT_OPS = {"+", "-", "*", "/"}  # float with float or int: a float, the int converted exactly (below 2**53)
-# The same operations as expr's _PY_BINOPS (a + b, a / b, a ** b, a < b, ...), written as Python's operators.
+# The same operations as expr.PY_BINOPS (a + b, a / b, a ** b, a < b, ...), written as Python's operators.
 _INFIX = {"+": "+", "-": "-", "*": "*", "/": "/", "^": "**", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 _BUILTIN_FUNCTIONS = {"MIN": "min", "MAX": "max", "AND": "all", "OR": "any"}

@@ -58,10 +58,11 @@ from .formulas import activations as fa
 from .formulas import finetune as ff
 from .formulas import memory as fm
 from .frameworks import DEFAULT_FRAMEWORK, PROFILE_INPUTS, udf_defaults
-from .inputs import check_value, spec
+from .inputs import spec
 from .layout import LAYOUT_DEFAULTS, check_layout
 from .recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, default_bytes, get_recipe, recipe_label
 from .registry import Formula, formula
+from .validate import check_value
 
 __all__ = ["Step", "PARTS", "STAGES", "MODEL_INPUTS", "SHARDING", "memory_steps", "evaluate", "stage_memory",
            "StageMemory", "defaults"]

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 
 from .errors import InputError, missing
-from .inputs import InputSpec
+from .inputs import InputSpec, fmt_bound
 from .inputs import spec as _spec
 
 
@@ -60,6 +60,14 @@ def validate_one(spec: InputSpec, value: Any, name: str | None = None) -> Any:
         elif spec.kind == "choice" and not isinstance(value, str):
             detail = "not text"
         raise InputError(label, value, spec.allowed, detail) from None
+
+
+def check_value(name: str, value: Any, label: str | None = None) -> Any:
+    """Validate and normalise one value of input ``name`` (its spec in :mod:`xlcalc.inputs`); raise
+    :class:`InputError` if not allowed.
+
+    ``label`` names the value in the message when the caller calls it something else."""
+    return validate_one(_spec(name), value, name=label)
 
 
 def _number(spec: InputSpec, value: Any, label: str) -> Any:
@@ -219,9 +227,8 @@ def _allowed_text(err: Mapping[str, Any], s: InputSpec | None) -> str:
     words = {"greater_than": "> {gt}", "greater_than_equal": ">= {ge}", "less_than": "< {lt}",
              "less_than_equal": "<= {le}"}
     if kind in words:
-        from .inputs import _fmt
 
-        bound = {k: _fmt(ctx[k]) if isinstance(ctx.get(k), (int, float)) else ctx.get(k) for k in ("gt", "ge", "lt", "le")}
+        bound = {k: fmt_bound(ctx[k]) if isinstance(ctx.get(k), (int, float)) else ctx.get(k) for k in ("gt", "ge", "lt", "le")}
         return "a number " + words[kind].format(**bound)
     if kind == "literal_error":
         return "one of " + str(ctx.get("expected", ""))

@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     except CatalogError as exc:
         print(f"xlcalc {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # Ctrl-C: a file being written was left as it was (xlcalc.workbook.atomic)
+    except KeyboardInterrupt:  # Ctrl-C: a file being written was left as it was (xlcalc.atomic)
         print(f"xlcalc {args.command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into head & co.

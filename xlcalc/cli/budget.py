@@ -7,8 +7,8 @@ import argparse
 from .. import catalog
 from ..errors import InputError
 from ..formulas import ownership
-from ..inputs import check_value
 from ..money import TOKENS_PER_PARAM, budget_plan, seed001_tiers
+from ..validate import check_value
 from .cost import resolve_price
 from .flags import OneDefaultFormatter, add_input, given
 from .fmt import cli_value, dump_json, money, number, table

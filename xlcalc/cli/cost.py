@@ -6,8 +6,8 @@ import argparse
 
 from .. import catalog
 from ..errors import InputError
-from ..inputs import check_value
 from ..money import own_vs_rent
+from ..validate import check_value
 from .flags import DECLARED, OneDefaultFormatter, add_input, input_default
 from .fmt import cli_value, dump_json, money, number, price_line, table
 

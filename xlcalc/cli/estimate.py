@@ -7,11 +7,12 @@ import argparse
 from .. import catalog
 from ..errors import InputError
 from ..frameworks import profile_values
-from ..inputs import check_value, spec
+from ..inputs import spec
 from ..layout import stage_split
 from ..recipes import DEFAULT_RECIPE, RECIPE_FIELDS
 from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario, evaluate, price_note
 from ..stage_memory import explain, memory_steps, model_inputs
+from ..validate import check_value
 from .flags import OneDefaultFormatter, add_input, add_switch, input_default
 from .fmt import cli_value, dump_json, number, table
 from .memory import (

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..inputs import check_value
+from ..validate import check_value
 
 # An input's older flags, still accepted (hidden from --help): input name -> spellings.
 ALIASES: dict[str, tuple[str, ...]] = {"n_gpus": ("--gpus",)}

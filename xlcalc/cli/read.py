@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..inputs import spec
     from ..scenario import INPUT_BY_FIELD, OUTPUT_BY_NAME
-    from ..workbook.readback import WorkbookError, read_workbook
+    from ..workbook import WorkbookError, read_workbook
     from .fmt import number
 
     try:

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         scenarios = [scenario_from(s) for s in args.scenario]
     else:
         scenarios = [scenario_from("seed002-70b-a800")]
-    from ..workbook.atomic import check_target
+    from ..atomic import check_target
 
     out = Path(args.output)
     if out.suffix.lower() != ".xlsx":

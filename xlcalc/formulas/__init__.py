@@ -1,4 +1,7 @@
-"""Every formula of xlcalc, registered on import. One module per subject."""
+"""Every formula of xlcalc, registered on import. One module per subject.
+
+The composed stage memory model (``MEM_PER_GPU_GB``) registers from :mod:`xlcalc.stage_memory`, which the
+package imports after this one (``xlcalc/__init__.py``), so that the formulas import nothing that imports them."""
 
 from . import activations, budget, compute, cost, finetune, goodput, memory, ownership, parallel, ranges, roofline, steptime
 from .activations import *  # noqa: F401,F403
@@ -13,8 +16,6 @@ from .parallel import *  # noqa: F401,F403
 from .ranges import *  # noqa: F401,F403
 from .roofline import *  # noqa: F401,F403
 from .steptime import *  # noqa: F401,F403
-
-from .. import stage_memory as _stage_memory  # noqa: E402  registers MEM_PER_GPU_GB, the composed stage model
 
 __all__ = [*activations.__all__, *compute.__all__, *memory.__all__, *parallel.__all__, *roofline.__all__, *cost.__all__, *steptime.__all__, *finetune.__all__,
            *ownership.__all__, *goodput.__all__, *budget.__all__, *ranges.__all__]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .. import catalog
 from ..errors import InputError
-from ..inputs import check_value
+from ..validate import check_value
 
 __all__ = ["Arch", "arch_from_model", "arch_from_flags", "FLAGS_VOCAB", "FLAGS_SEQ_LEN"]
 

@@ -19,7 +19,7 @@ from typing import Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InputError
-from ..inputs import check_value
+from ..validate import check_value
 from .search import Plan, PlanResult, plan
 from .stacks import STACKS
 from .steptime import Settings
@@ -218,7 +218,7 @@ def profile_json(profile: Profile) -> str:
 
 def save_profile(profile: Profile, path: str | Path) -> None:
     """Write ``profile`` as JSON to ``path``, atomically (a temporary file renamed over it)."""
-    from ..workbook.atomic import write_text
+    from ..atomic import write_text
 
     write_text(path, profile_json(profile))
 

@@ -13,8 +13,10 @@ from typing import Any, Optional, cast
 
 from .. import catalog
 from ..errors import CatalogError
+from .kernels import FLASH_ATTENTION_2_SHARE
+from .stacks import STACKS
 
-__all__ = ["Hardware", "resolve_hardware", "SM_COUNT", "FLASH_ATTENTION_2_SHARE", "attention_factor"]
+__all__ = ["Hardware", "resolve_hardware", "SM_COUNT", "attention_factor"]
 
 # Streaming multiprocessors, from the vendors' architecture documents. A GPU not listed gets no wave
 # quantization unless Settings.sm_count gives its count.
@@ -25,18 +27,6 @@ SM_COUNT = {
     "h100-sxm": 132,    # NVIDIA H100 Tensor Core GPU Architecture whitepaper: H100 SXM5 132 SMs
     "h800": 132,        # published.json hw-h800 (DeepSeek-V3 report: 132 SMs)
 }
-
-# Share of the dense bf16 peak the FlashAttention-2 kernel reaches (forward + backward, causal), by GPU generation:
-# Dao 2023 (FlashAttention-2, abstract: "reaching 50-73% of the theoretical maximum FLOPs/s on A100"; the causal
-# forward + backward is at the low end), Shah et al. 2024 (FlashAttention-3, abstract: "FlashAttention-2 achieving
-# only 35% utilization on H100"). A stack whose attention kernel was written for Ampere (FlashAttention-2, PyTorch
-# SDPA's flash backend) reaches 0.35 / 0.50 = 0.70 of its A100 share on Hopper (Settings.attention_by_generation).
-# A GPU not listed (Blackwell, AMD) gets no such factor: no source gives FlashAttention-2's share there.
-FLASH_ATTENTION_2_SHARE = {
-    "a100-80gb": 0.50, "a100-40gb": 0.50, "a800": 0.50,
-    "h100-sxm": 0.35, "h100-pcie": 0.35, "h100-nvl": 0.35, "h800": 0.35, "h200": 0.35,
-}
-
 
 def attention_factor(gpu_id: str, by_generation: bool) -> float:
     """The attention kernel's share of peak on this GPU relative to A100 (1.0 when off or the GPU is not listed)."""
@@ -95,7 +85,6 @@ def _efficiency(row: catalog.GPU, settings: Any) -> tuple[Optional[float], str]:
         return settings.matmul_efficiency, "given (the GPU has no measured MAMF to take a share of)"
     if settings.matmul_efficiency:
         return settings.matmul_efficiency, "given"
-    from .stacks import STACKS  # stacks reads this module's FLASH_ATTENTION_2_SHARE
     stack = STACKS.get(getattr(settings, "stack", None) or "")
     if stack is not None and stack.matmul_efficiency:
         return stack.matmul_efficiency, f"stack {stack.id}, fitted to its published runs (docs/validation.md)"

@@ -15,11 +15,11 @@ from ..errors import CatalogError, InputError, missing
 from ..formulas import compute as fc
 from ..formulas import cost as fcost
 from ..formulas import steptime as fs
-from ..inputs import check_value, spec
+from ..inputs import spec
 from ..layout import check_layout, stage_split
 from ..recipes import recipe_label
 from ..registry import numeric
-from ..validate import checked_inputs
+from ..validate import check_value, checked_inputs
 from .compare import PlanComparison, compare_plans
 from .ranges import PredictionRange, prediction_range, range_note
 from .steptime import (

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .hardware import FLASH_ATTENTION_2_SHARE
+from .kernels import FLASH_ATTENTION_2_SHARE
 
 __all__ = ["Stack", "STACKS", "NONMATMUL_FACTOR", "TRITON_FLASH_ATTENTION_SPEED", "get_stack"]
 

@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from ..scenario import Scenario
-from . import atomic, catalogs, charts, checks, compare, finetune, sheets
+from .. import atomic
+from . import catalogs, charts, checks, compare, finetune, sheets
 from .model import Book
+from .readback import WorkbookError, read_workbook
 from .writer import save_package, to_workbook
 
-__all__ = ["build", "layout", "Layout"]
+__all__ = ["build", "layout", "Layout", "read_workbook", "WorkbookError"]
 
 
 @dataclass
@@ -78,7 +80,7 @@ def build(path: str | Path, scenarios: Sequence[Scenario] = (), *, overwrite: bo
           follow_symlinks: bool = False) -> Layout:
     """Write the planning workbook to ``path`` (with cached values); return its layout.
 
-    The write is atomic (:mod:`xlcalc.workbook.atomic`): ``path`` is always the old file or the complete
+    The write is atomic (:mod:`xlcalc.atomic`): ``path`` is always the old file or the complete
     new one, mode 0644. ``overwrite=False`` refuses an existing file; a symbolic link is refused unless
     ``follow_symlinks``; another build writing ``path`` at the same time is an :class:`InputError`.
     """

@@ -62,10 +62,10 @@ def inject(path: str | Path | IO[bytes], values: Mapping[tuple[str, str], Any], 
     """Write ``values[(sheet, cell)]`` as the cached value of those formula cells; return how many.
 
     ``path`` is the saved workbook (a file name or a binary file); the result goes to ``out``, a binary
-    file, or, without one, replaces the file ``path`` atomically (:func:`xlcalc.workbook.atomic.write`).
+    file, or, without one, replaces the file ``path`` atomically (:func:`xlcalc.atomic.write`).
     """
     if out is None:
-        from .atomic import write
+        from ..atomic import write
 
         if not isinstance(path, (str, Path)):
             raise TypeError("inject() needs out= when path is a file object")

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from ..errors import InputError
+from .errors import InputError
 
 __all__ = ["write", "write_text", "check_target", "TEMP_SUFFIX", "LOCK_SUFFIX"]
 
