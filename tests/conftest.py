@@ -75,3 +75,23 @@ def pytest_xdist_make_scheduler(config, log):
             return unit_of(nodeid)
 
     return Units(config, log)
+
+
+# --- the xlwings Lite main.py: a build product, built once per test session (per test process) -------------------
+@pytest.fixture(scope="session")
+def lite_main(tmp_path_factory) -> Path:
+    """templates/lite/main.py as `python scripts/make_udfs.py` writes it, built from this checkout into a temporary
+    folder with make_udfs' own functions. git does not keep that file, so no test reads a copy in templates/."""
+    import importlib
+
+    import xlcalc  # noqa: F401  (the xlcalc this session imports, before make_udfs puts the checkout on sys.path)
+
+    saved = list(sys.path)
+    try:
+        sys.path.insert(0, str(ROOT / "scripts"))
+        make_udfs = importlib.import_module("make_udfs")
+        path = tmp_path_factory.mktemp("lite") / make_udfs.LITE.name
+        make_udfs.write(path, make_udfs.lite_source())
+    finally:
+        sys.path[:] = saved
+    return path

@@ -1,8 +1,10 @@
 """xlwings Lite in a real Pyodide (WebAssembly CPython under node), following the README's Lite
-section word for word: the requirements.txt it names is installed (from the Pyodide wheels on
-PyPI, cached offline by test.sh), the main.py it names is loaded with xlwings' decorators stubbed
-(xlwings Lite brings its own xlwings), and the cell it gives is computed. Then one function of
-each family - memory, cost, planner - and a range, each equal to the same call in this CPython.
+section word for word: main.py is written by the command it gives (a build product, not committed:
+built for the session by tests/conftest.py's lite_main with that command's own functions), the
+requirements.txt it names is installed (from the Pyodide wheels on PyPI, cached offline by test.sh),
+that main.py is loaded with xlwings' decorators stubbed (xlwings Lite brings its own xlwings), and the
+cell it gives is computed. Then one function of each family - memory, cost, planner - and a range,
+each equal to the same call in this CPython.
 
 test.sh prepares .cache/pyodide (npm package pyodide, pinned, and the wheels). Without node or
 that cache the test skips with the reason on a laptop, never when CI=true.
@@ -25,6 +27,8 @@ from procs import run_bounded
 from requires import require
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+make_udfs = importlib.import_module("make_udfs")
 CACHE = ROOT / ".cache" / "pyodide"
 PYODIDE = CACHE / "node_modules" / "pyodide"
 WHEELS = CACHE / "wheels"
@@ -91,12 +95,16 @@ json.dumps(out)
 '''
 
 
-def _readme_lite_steps() -> tuple[Path, Path, str, tuple, float]:
-    """The README's Lite section: which files go into which tab, and the cell to type."""
+def _readme_lite_section() -> str:
     text = README.read_text(encoding="utf-8")
     m = re.search(r"^### xlwings Lite.*?(?=^##)", text, re.M | re.S)
     assert m, "README.md has no '### xlwings Lite' section"
-    section = m.group(0)
+    return m.group(0)
+
+
+def _readme_lite_steps() -> tuple[Path, Path, str, tuple, float]:
+    """The README's Lite section: which files go into which tab, and the cell to type."""
+    section = _readme_lite_section()
     req = re.search(r"\*\*requirements\.txt\*\* tab[^`]*`([^`]+)`", section)
     main = re.search(r"\*\*main\.py\*\* tab[^`]*`([^`]+)`", section)
     cell = re.search(r"`=(\w+)\(([^`]*)\)` into a cell: `([-\d.]+)`", section)
@@ -110,9 +118,24 @@ def _requirements(path: Path) -> list[str]:
     return [re.split(r"[<>=!~ ;\[]", line, maxsplit=1)[0].lower() for line in lines if line]
 
 
+def test_the_readme_steps_start_with_the_command_that_writes_main_py():
+    """main.py is not committed: the Lite steps first run the one command that writes it, and the file they
+    paste is the one that command writes (the file lite_main builds with the command's own functions)."""
+    section = _readme_lite_section()
+    steps = re.findall(r"^(\d+)\. (.*?)(?=^\d+\. |\Z)", section, re.M | re.S)
+    assert [int(n) for n, _ in steps] == list(range(1, len(steps) + 1)) and len(steps) >= 5, steps
+    first = steps[0][1]
+    assert re.search(r"`([^`]+)`", first).group(1) == make_udfs.COMMAND, first
+    assert "`" + make_udfs.LITE.relative_to(ROOT).as_posix() + "`" in first
+    _, main_path, *_ = _readme_lite_steps()
+    assert main_path == make_udfs.LITE
+    assert "**main.py** tab" not in first and any("**main.py** tab" in body for _, body in steps[1:])
+
+
 @pytest.fixture(scope="module")
-def lite(tmp_path_factory):
+def lite(tmp_path_factory, request):
     req_path, main_path, cell_fn, cell_args, cell_value = _readme_lite_steps()
+    assert main_path == make_udfs.LITE  # the file the README pastes is the one lite_main built
     node = shutil.which("node")
     require(node is not None, "node is not installed")
     require((PYODIDE / "pyodide.mjs").exists(), f"npm package pyodide is not in {CACHE.relative_to(ROOT)}")
@@ -132,16 +155,17 @@ def lite(tmp_path_factory):
         ("GPU_SPEC", ["H100", "bf16_tflops"]),
         ("TRAIN_DAYS", [70, 2, 312, 1024, 1.5]),                      # an error
     ]
+    lite_main = request.getfixturevalue("lite_main")  # built once the test can run
     tmp = tmp_path_factory.mktemp("lite")
     runner = tmp / "run.mjs"
     runner.write_text(RUNNER % {"mjs": (PYODIDE / "pyodide.mjs").as_posix()}, encoding="utf-8")
     probe = tmp / "probe.py"
     probe.write_text(PROBE.replace("CALLS", repr(json.dumps(calls))), encoding="utf-8")
-    result = run_bounded([node, str(runner), str(PYODIDE) + "/", str(WHEELS), str(main_path), str(probe)],
+    result = run_bounded([node, str(runner), str(PYODIDE) + "/", str(WHEELS), str(lite_main), str(probe)],
                          cpu_s=900)
     assert result.returncode == 0, result.stderr[-4000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])
-    return {"out": out, "calls": calls, "cell": (cell_fn, cell_args, cell_value), "main": main_path}
+    return {"out": out, "calls": calls, "cell": (cell_fn, cell_args, cell_value), "main": lite_main}
 
 
 def _cpython(name, args):

@@ -1,4 +1,6 @@
-"""templates/: the classic add-in's xlwings.conf and xlwings Lite's main.py + requirements.txt."""
+"""templates/: the classic add-in's xlwings.conf and xlwings Lite's requirements.txt, and the Lite main.py that
+`python scripts/make_udfs.py` writes there (a build product, not committed: built for the tests by
+tests/conftest.py's lite_main)."""
 
 from __future__ import annotations
 
@@ -45,8 +47,8 @@ def test_lite_requirements_install_as_they_are():
     assert "pydantic" in deps
 
 
-def test_lite_main_uses_the_lite_decorators_and_carries_the_engine():
-    main = (TEMPLATES / "lite" / "main.py").read_text(encoding="utf-8")
+def test_lite_main_uses_the_lite_decorators_and_carries_the_engine(lite_main):
+    main = lite_main.read_text(encoding="utf-8")
     assert "from xlwings import arg, func, ret" in main
     assert "_BUNDLE = (" in main and "def _unpack_bundle()" in main
     assert "https://" not in main and "example.com" not in main

@@ -12,8 +12,8 @@ empty cells and errors are handled: ``xlcalc_udf_runtime.py``. Catalog look-ups 
 tables (GPU_SPEC, MODEL_SPEC, GPU_LIST, MODEL_LIST, PLAN): ``xlcalc_udf_tables.py``.
 
 Set up: name ``xlcalc_udfs`` under "UDF Modules" with this folder on the PYTHONPATH
-(templates/xlwings.conf) and click "Import Functions" (docs/excel.md). For xlwings Lite
-use templates/lite/main.py, generated from the same registry.
+(templates/xlwings.conf) and click "Import Functions" (docs/excel.md). For xlwings Lite,
+the same command writes templates/lite/main.py from the same registry (not committed).
 """
 
 from xlcalc_udf_runtime import CATEGORY, formula_call
