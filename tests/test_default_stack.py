@@ -118,3 +118,15 @@ def test_software_with_no_profile_is_refused_and_says_so(capsys):
     assert "Traceback" not in err and "no stack profile" in err and len(err.strip().splitlines()) == 1
     with pytest.raises(InputError):
         get_stack(PLANNER)  # the planner's own settings are no profile
+
+
+def test_calibrate_assumes_the_default_stack_and_an_old_profile_without_one_plans_at_the_planners_settings():
+    from xlcalc.planner.calibrate import calibrate, profile_settings
+
+    kw = dict(gpu="h100", n_gpus=8, seq_len=4096, global_batch_tokens=2**20, tp=1, pp=1, micro_batch=1,
+              recompute="none", tokens_per_s=3500)
+    profile, _ = calibrate("llama2-7b", **kw)
+    assert profile.stack == DEFAULT_STACK and profile_settings(profile)["stack"] == DEFAULT_STACK
+    # a profile written before the default stack holds stack null: it was calibrated at the planner's settings
+    old = profile.model_copy(update={"stack": None})
+    assert profile_settings(old)["stack"] == PLANNER and Settings(**profile_settings(old)).stack == PLANNER

@@ -213,7 +213,8 @@ def _profile_line(args: argparse.Namespace) -> str | None:
     p = load_profile(args.profile)
     on = p.calibrated_on
     margin = f", memory x {p.memory_margin:.3g} (measured / predicted)" if p.memory_margin is not None else ""
-    return (f"calibrated: matmul efficiency {p.matmul_efficiency:.4g}{margin}, stack {p.stack or 'none'}; from "
+    from ..planner.stacks import PLANNER
+    return (f"calibrated: matmul efficiency {p.matmul_efficiency:.4g}{margin}, stack {p.stack or PLANNER}; from "
             f"{on.model} on {on.n_gpus} x {on.gpu} ({on.layout}), {on.measured_tokens_per_s_per_gpu:.6g} tokens/s "
             f"per GPU measured, {on.date.isoformat()} ({args.profile})")
 
