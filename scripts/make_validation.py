@@ -20,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from xlcalc import validation as V  # noqa: E402
 from xlcalc.atomic import write_text  # noqa: E402
+from xlcalc.planner.stacks import DEFAULT_STACK, PLANNER, STACKS  # noqa: E402
 from xlcalc.validation import intervals as I  # noqa: E402
 
 DOC = ROOT / "docs" / "validation.md"
@@ -43,7 +44,9 @@ def readme_paragraph(v: dict) -> str:
         "baseline on the same runs.",
         V.headline_sentence(v),
         V.defaults_sentence(v),
-        "The planner's default efficiency is the catalog's `training_matmul_efficiency` ("
+        f"A plan without `--stack` plans with the default stack's efficiency ({DEFAULT_STACK}, "
+        f"{STACKS[DEFAULT_STACK].matmul_efficiency:.3f}); at the planner's own settings (`--stack {PLANNER}`) the "
+        "efficiency is the catalog's `training_matmul_efficiency` ("
         + ", ".join(f"{V.catalog.get_gpu(g).name.replace('NVIDIA ', '')} {V.catalog.get_gpu(g).training_matmul_efficiency:.3f}"
                     for g in ("a100-80gb", "h100-sxm"))
         + "); the efficiencies and the non-matmul factor fitted here per software-stack profile are in the document, "
@@ -65,7 +68,8 @@ def range_sentence(v: dict) -> str:
     """README's sentence on the planner's range, its coverage measured on held-out sources."""
     cov = I.nested_coverage(I.log_errors(v))
     w = I.without_stack(v)
-    alone = (f" A plan without `--stack` takes the range of the errors such plans make on the same runs "
+    alone = (f" A plan without `--stack` (the default stack, {DEFAULT_STACK}) takes the range of the errors such "
+             f"plans make on the same runs "
              f"({w['out_of_sample_coverage']:.0%} covered out of sample)." if w else "")
     return (f"`xlcalc plan --stack ID` gives its days, GPU-hours, MFU and cost with {I.LEVEL:.0%} ranges built from "
             f"these held-out errors; built each time without the source it is checked on, it covers "

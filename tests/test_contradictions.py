@@ -106,7 +106,7 @@ def test_deepseek_v3_memory_and_plan_give_the_same_gb_for_the_same_layout(capsys
     # with full recompute, micro-batch 1. Both faces must charge MLA's attention with one head size: q/k heads of
     # nope 128 + rope 64 = 192 and v heads of 128, i.e. (192 + 128) / 2 = 160 (memory used 128 before: 2 GB apart).
     from xlcalc import catalog
-    from xlcalc.planner import plan
+    from xlcalc.planner import Settings, plan
 
     assert catalog.get_model("deepseek-v3").attention_head_dim == (128 + 64 + 128) // 2
     split = "3,4,4,4,4,4,4,4,4,4,4,4,4,4,4,2"
@@ -119,7 +119,8 @@ def test_deepseek_v3_memory_and_plan_give_the_same_gb_for_the_same_layout(capsys
     memory_gb = json.loads(out)["total_gb"]
     result = plan("deepseek-v3", gpu="H800", n_gpus=2048, seq_len=4096, global_batch_tokens=62914560, tokens_t=14.8,
                   tp=1, stage_layers=[int(x) for x in split.split(",")], ep=64, zero_stage=1, recompute="full",
-                  micro_batch=12, fp8=True, top=1)
+                  micro_batch=12, fp8=True, top=1, settings=Settings(stack="megatron"))
+    # the memory face answers for its default framework, Megatron-Core: the plan names the stack of that memory
     assert result.plans, result.rejected_by_reason
     assert result.plans[0].memory_gb == pytest.approx(memory_gb, rel=1e-9)
 

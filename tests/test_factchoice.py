@@ -112,24 +112,35 @@ def test_bootstrap_over_sources_on_toy_errors():
     assert mixed["median"] == (0.02, 0.40) and mixed["within"] == (0.0, 1.0)
 
 
-def test_at_the_flags_a_user_gives_is_the_planners_default_prediction(records):
-    """at_defaults: no stack facts, the planner's default settings, the catalog's efficiency; checked against the
-    planner's own evaluation at that efficiency (not the validation's grid interpolation)."""
+@pytest.mark.parametrize("stack", ["default", "planner"])
+def test_at_the_flags_a_user_gives_is_the_planners_default_prediction(records, stack):
+    """at_defaults: the default stack's facts, non-matmul factor and fitted efficiency (``plan`` without --stack);
+    with stack 'planner' no stack facts, the planner's default settings and the catalog's efficiency; checked against
+    the planner's own evaluation at that efficiency (not the validation's grid interpolation)."""
     from xlcalc.planner import Settings, arch_from_model
     from xlcalc.planner import steptime as pst
+    from xlcalc.planner.stacks import DEFAULT_STACK, PLANNER, STACKS
     from xlcalc.validation.pipeline import at_defaults
 
     rec = _first(records, "llm-foundry-benchmarks", precision="bf16")
     q = V.to_query(rec, frozenset(f.id for f in FACTS))
     assert "loss_bytes" not in dict(q.settings)
     caps = V.capabilities()
-    err = at_defaults([q], caps)["errors"][q.id]
-    plain = dataclasses.replace(q, settings=tuple((k, v) for k, v in q.settings if k == "scaleout_gb_s"))
+    sid = DEFAULT_STACK if stack == "default" else PLANNER
+    err = at_defaults([q], caps, sid)["errors"][q.id]
+    system = tuple((k, v) for k, v in q.settings if k == "scaleout_gb_s")
+    plain = dataclasses.replace(q, settings=(("stack", sid),) + system)
     curve = V.predict(plain, caps)  # its configuration: what the source states, the rest the planner's choice
     cfg_fields = dict(tp=q.tp, pp=q.pp, dp=q.dp, **_config_of(curve.config))
-    st = Settings(**dict(plain.settings))
+    # as ``plan`` builds it: no stack named (the default's facts) or --stack planner
+    st = Settings(**dict(system)) if stack == "default" else Settings(stack=PLANNER, **dict(system))
     hw = pst.resolve_hardware(q.gpu, st, n_gpus=q.n_gpus)
-    assert hw.matmul_efficiency == V.catalog.get_gpu(q.gpu).training_matmul_efficiency
+    if stack == "default":
+        assert st.stack == DEFAULT_STACK and not st.stack_named
+        assert hw.matmul_efficiency == STACKS[DEFAULT_STACK].matmul_efficiency
+        assert st.bytes_weights == STACKS[DEFAULT_STACK].settings["bytes_weights"]
+    else:
+        assert hw.matmul_efficiency == V.catalog.get_gpu(q.gpu).training_matmul_efficiency
     direct = pst.evaluate(arch_from_model(q.model), hw, st, pst.Config(**cfg_fields),
                           q.seq_len, q.global_batch).tokens_per_s_per_gpu
     assert err == pytest.approx(direct / q.measured_tokens_s - 1, abs=0.01)

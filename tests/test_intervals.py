@@ -71,17 +71,21 @@ def test_the_pooled_range_covers_the_pooled_runs_it_was_built_from():
     assert 0.78 <= inside / len(ERRORS) <= 0.82
 
 
-@pytest.fixture(scope="module", params=[None, "megatron"], ids=["no stack", "stack megatron"])
-def result(request):
-    return plan("llama2-70b", gpu="h100-sxm", n_gpus=256, seq_len=4096, global_batch_tokens=4 * 2**20, top=1,
-                settings=Settings(stack=request.param))
+@pytest.fixture(scope="module", params=[None, "megatron", "planner"],
+                ids=["no stack", "stack megatron", "stack planner"])
+def named(request):
+    settings = Settings() if request.param is None else Settings(stack=request.param)
+    return request.param, plan("llama2-70b", gpu="h100-sxm", n_gpus=256, seq_len=4096,
+                               global_batch_tokens=4 * 2**20, top=1, settings=settings)
 
 
-def test_plan_range_is_the_point_scaled_by_the_mfu_bounds(result):
+def test_plan_range_is_the_point_scaled_by_the_mfu_bounds(named):
+    stack, result = named
     p, r = result.plans[0], result.interval
     assert r is not None and r.level == 0.8
-    # a named stack: the leave-one-source-out percentiles; no stack: those of plans made without one
-    d = DATA if result.settings.stack is not None else DATA["without_stack"]
+    # a named profile: the leave-one-source-out percentiles; no stack (the default assumed): those of plans made
+    # without one; the planner's own settings: those of plans at them
+    d = {None: {**DATA, **DATA["without_stack"]}, "planner": {**DATA, **DATA["planner"]}}.get(stack, DATA)
     mfu_high = p.mfu / math.exp(d["q10_log_error"])   # measured = predicted / exp(log error)
     mfu_low = p.mfu / math.exp(d["q90_log_error"])
     assert r.out_of_sample_coverage == d["out_of_sample_coverage"]

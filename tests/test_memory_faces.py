@@ -60,8 +60,14 @@ def cli_estimate(capsys, *extra):
                "--recompute", "selective", *extra)
 
 
+# The memory faces take no stack: they answer for their default framework, Megatron-Core (xlcalc.frameworks
+# DEFAULT_FRAMEWORK), whose memory the megatron stack profile plans with (it pins no memory fact); a plan that names
+# no stack assumes the default stack (PyTorch FSDP, other bytes per parameter), so the plan face names megatron.
+STACK = ("--stack", "megatron")
+
+
 def cli_plan(capsys, *extra):
-    return run(capsys, "plan", "--model", MODEL, "--gpu", GPU, "--gpus", "64", "--seq-len", "8192",
+    return run(capsys, "plan", "--model", MODEL, "--gpu", GPU, "--gpus", "64", "--seq-len", "8192", *STACK,
                "--global-batch-tokens", str(GLOBAL_BATCH * 8192), "--tp", "2", "--pp", "2", "--zero-stage", "1",
                "--seq-parallel", "--recompute", "selective", "--micro-batch", "1", "--virtual-stages", "1", "--cp", "1",
                "--scaleout-gb-s", "50", *extra)
@@ -282,7 +288,8 @@ def test_uneven_split_same_memory_on_every_face(capsys):
     estimate = json.loads(out)
     plans = {}
     for split in (["--layers-per-stage", "27,27,26"], ["--pp", "3"]):
-        code, out, err = run(capsys, "plan", "--model", "llama3.1-70b", "--gpu", GPU, "--gpus", "96", *UNEVEN[:6],
+        code, out, err = run(capsys, "plan", "--model", "llama3.1-70b", "--gpu", GPU, "--gpus", "96", *STACK,
+                             *UNEVEN[:6],
                              "--zero-stage", "1", "--recompute", "full", "--no-seq-parallel", "--virtual-stages",
                              "1", "--cp", "1", "--global-batch-tokens", str(64 * 8192), "--scaleout-gb-s", "50",
                              *split, "--json")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from xlcalc.cli import main
+from xlcalc.planner.stacks import DEFAULT_STACK
 
 CONFIGS = sorted((Path(__file__).parent / "data" / "hf_configs").glob("*.json"))
 GPUS = "512"  # DeepSeek-V3 (671B) needs hundreds of H100s; every other bundled model fits as well
@@ -133,7 +134,7 @@ def test_every_default_is_stated_in_text_and_json(capsys):
     assert set(assumed) == {"seq_len", "global_batch_tokens", "tokens_t", "stack", "usd_per_gpu_hour"}
     # DeepSeek-V3 Technical Report §4.2: sequences of 4K tokens, batch 15,360 sequences, 14.8T tokens
     assert (assumed["seq_len"]["value"], assumed["global_batch_tokens"]["value"]) == (4096, 15360 * 4096)
-    assert assumed["tokens_t"]["value"] == 14.8 and assumed["stack"]["value"] is None
+    assert assumed["tokens_t"]["value"] == 14.8 and assumed["stack"]["value"] == DEFAULT_STACK
     assert main(argv) == 0
     text = capsys.readouterr().out
     block = text[text.index("Assumed"):].split("\n\n")[0].splitlines()[1:]

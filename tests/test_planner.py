@@ -10,12 +10,22 @@ from conftest import ROOT
 from xlcalc import catalog
 from xlcalc.errors import CatalogError, InputError
 from xlcalc.planner import Settings, arch_from_flags, plan, plan_table
+from xlcalc.planner.stacks import DEFAULT_STACK, PLANNER, STACKS
 
 
 @pytest.fixture(scope="module")
 def seed002():
     # seed 002 §7.3: Llama 2 70B, 2T tokens, 1024 A800 80 GB, seq 4096, ~4M-token batches -- out of the box: every
-    # A800 figure from the catalog (datasheet, HGX reference system), nothing given
+    # A800 figure from the catalog (datasheet, HGX reference system), at the planner's own settings (Megatron's
+    # bf16 weights, fp32 gradients, fp32 master weights and Adam states; the catalog's efficiency), which the
+    # checks below count by hand
+    return plan("llama2-70b", gpu="a800", n_gpus=1024, seq_len=4096, global_batch_tokens=4 * 2**20, tokens_t=2,
+                settings=Settings(stack=PLANNER))
+
+
+@pytest.fixture(scope="module")
+def seed002_default():
+    # the same, nothing given at all: the default stack
     return plan("llama2-70b", gpu="a800", n_gpus=1024, seq_len=4096, global_batch_tokens=4 * 2**20, tokens_t=2)
 
 
@@ -50,7 +60,8 @@ def test_seed002_days_next_to_seed(seed002):
     assert 0.25 < best.mfu < 0.8
 
 
-def test_plan_table_header_and_rows(seed002):
+def test_plan_table_header_and_rows(seed002_default):
+    seed002 = seed002_default
     rows = plan_table(seed002, 3)
     assert rows[0][:4] == ["rank", "tp", "pp", "dp"]
     assert rows[1][0] == 1 and [r[0] for r in rows[1:4]] == [1, 2, 3]
@@ -64,16 +75,19 @@ def test_plan_says_which_matmul_efficiency_it_used():
     from xlcalc.planner.steptime import resolve_hardware
     arch = arch_from_flags(32, 4096, 32, vocab=32000)
     kw = dict(arch=arch, gpu="h100", n_gpus=64, seq_len=4096, global_batch_tokens=2**20, top=1)
-    default = plan(**kw, settings=Settings(scaleout_gb_s=50))
-    assert default.matmul_efficiency == catalog.get_gpu("h100").training_matmul_efficiency
-    assert "fitted to published training runs" in default.matmul_efficiency_basis
+    default = plan(**kw, settings=Settings(scaleout_gb_s=50))  # no stack named: the default stack's efficiency
+    assert default.matmul_efficiency == STACKS[DEFAULT_STACK].matmul_efficiency
+    assert default.matmul_efficiency_basis.startswith(f"stack {DEFAULT_STACK}, fitted to its published runs")
+    own = plan(**kw, settings=Settings(stack=PLANNER, scaleout_gb_s=50))  # the planner's own: the catalog's
+    assert own.matmul_efficiency == catalog.get_gpu("h100").training_matmul_efficiency
+    assert "fitted to published training runs" in own.matmul_efficiency_basis
     given = plan(**kw, settings=Settings(scaleout_gb_s=50, matmul_efficiency=0.6))
     assert (given.matmul_efficiency, given.matmul_efficiency_basis) == (0.6, "given")
     # a catalog row with only the microbenchmark figure falls back to it
     row = catalog.GPU(id="test-gpu", name="Test GPU", source="test row", vendor="test", bf16_tflops=100,
                       memory_gb=80, hbm_tb_s=2, scaleup_gb_s=300, scaleout_gb_s=25, gpus_per_node=8,
                       matmul_efficiency=0.82)
-    hw = resolve_hardware(row, Settings())
+    hw = resolve_hardware(row, Settings(stack=PLANNER))
     assert (hw.matmul_efficiency, hw.matmul_efficiency_basis) == (0.82, "catalog, single-GPU microbenchmark")
 
 
@@ -94,11 +108,14 @@ def test_bad_inputs_are_clear():
     # a catalog row missing several figures: ONE error names every one and the flag that supplies it
     row = catalog.GPU(id="test-gpu", name="Test GPU", source="test row", vendor="test", bf16_tflops=100,
                       memory_gb=80)
-    with pytest.raises(CatalogError) as err:
-        plan(arch=arch, gpu=row, n_gpus=64, seq_len=4096, global_batch_tokens=2**20)
+    with pytest.raises(CatalogError) as err:  # at the planner's own settings the catalog's efficiency is needed too
+        plan(arch=arch, gpu=row, n_gpus=64, seq_len=4096, global_batch_tokens=2**20, settings=Settings(stack=PLANNER))
     for flag in ("--hbm-tb-s", "--scaleup-gb-s", "--scaleout-gb-s", "--gpus-per-node", "--matmul-efficiency"):
         assert flag in str(err.value), flag
     assert "--peak-tflops" not in str(err.value) and "--memory-gb" not in str(err.value)
+    with pytest.raises(CatalogError) as err:  # the default stack brings its fitted efficiency: not asked for
+        plan(arch=arch, gpu=row, n_gpus=64, seq_len=4096, global_batch_tokens=2**20)
+    assert "--hbm-tb-s" in str(err.value) and "--matmul-efficiency" not in str(err.value)
     with pytest.raises(InputError, match="kv_heads"):
         arch_from_flags(32, 4096, 32, kv_heads=5)
 
@@ -124,7 +141,7 @@ def test_cli_json_contract():
 def test_cli_errors_are_one_line():
     # TPU v4: the catalog has its peak, memory and HBM (Cloud TPU docs) but no ICI, host network or node size
     out = _cli("--model", "llama2-70b", "--gpu", "tpu-v4", "--gpus", "1024", "--seq-len", "4096",
-               "--global-batch-tokens", "4194304")
+               "--global-batch-tokens", "4194304", "--stack", "planner")
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
     for flag in ("--scaleup-gb-s", "--scaleout-gb-s", "--gpus-per-node", "--matmul-efficiency"):
@@ -192,9 +209,11 @@ def test_plan_sizes_a_cluster_for_a_deadline_out_of_the_box():
     assert res.plans[0].days <= 30 and res.n_gpus % 8 == 0
 
 
-def test_seed002_fits_in_80_gb_out_of_the_box(seed002):
-    assert seed002.gpu_memory_gb == 80 and seed002.plans and all(p.memory_gb <= 80 for p in seed002.plans)
+def test_seed002_fits_in_80_gb_out_of_the_box(seed002, seed002_default):
+    for res in (seed002, seed002_default):
+        assert res.gpu_memory_gb == 80 and res.plans and all(p.memory_gb <= 80 for p in res.plans)
     assert "A100" in seed002.matmul_efficiency_basis  # the A800 is A100 silicon: its measured efficiency
+    assert seed002_default.matmul_efficiency_basis.startswith(f"stack {DEFAULT_STACK}")
 
 
 def test_llama31_405b_published_layout_accepted():
@@ -227,8 +246,9 @@ def test_llama31_405b_published_layout_mfu_within_15_percent(n_gpus, cp, dp, seq
     #   "16,384 | 8 | 1 | 16 | 128 | 8,192 | 16 | 16M | 400 | 41%"
     #   "16,384 | 8 | 16 | 16 | 8 | 131,072 | 16 | 16M | 380 | 38%"
     # (GPUs | TP | CP | PP | DP | seq | batch per DP | tokens per batch | TFLOPs/GPU | MFU)
+    # Meta's stack is Megatron-class (the validation scores llama3-paper with the megatron profile)
     res = plan("llama3.1-405b", gpu="h100", n_gpus=n_gpus, seq_len=seq_len, global_batch_tokens=16 * 2**20,
-               tokens_t=15.6, tp=8, pp=16, cp=cp)
+               tokens_t=15.6, tp=8, pp=16, cp=cp, settings=Settings(stack="megatron"))
     p = res.plans[0]
     assert (p.tp, p.pp, p.cp, p.dp) == (8, 16, cp, dp)
     assert p.mfu == pytest.approx(published_mfu, rel=0.15)

@@ -150,10 +150,16 @@ def test_defaults_live_in_one_place():
     assert (d["bytes_weights"], d["bytes_grads"], d["bytes_optimizer"]) == (r.weights, r.grads, r.optimizer)
     assert d["overhead_gb"] == MEMORY_DEFAULTS["overhead_gb"]
     from xlcalc.planner import Settings
+    from xlcalc.planner.stacks import DEFAULT_STACK, PLANNER, STACKS
     from xlcalc.scenario import Scenario
-    st, sc = Settings(), Scenario()
+    st, sc = Settings(stack=PLANNER), Scenario()
     assert (st.bytes_weights, st.bytes_grads, st.bytes_optimizer, st.overhead_gb) == (
         r.weights, r.grads, r.optimizer, MEMORY_DEFAULTS["overhead_gb"])
+    # a plan that names no stack takes the default stack's bytes, stated by that profile (not a second default)
+    facts = STACKS[DEFAULT_STACK].settings
+    d = Settings()
+    assert all(getattr(d, k) == facts.get(k, getattr(st, k)) for k in ("bytes_weights", "bytes_grads",
+                                                                        "bytes_optimizer", "overhead_gb"))
     assert (sc.bytes_weights, sc.bytes_grads, sc.bytes_optimizer, sc.overhead_gb) == (
         r.weights, r.grads, r.optimizer, MEMORY_DEFAULTS["overhead_gb"])
 

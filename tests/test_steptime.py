@@ -292,9 +292,9 @@ def test_dp_traffic_of_a_group_inside_a_node_is_priced_on_nvlink():
     from xlcalc.planner.hardware import resolve_hardware
     arch = arch_from_flags(40, 5120, 40, vocab=32000)
     cfg = Config(tp=1, pp=1, dp=16, zero_stage=1, seq_parallel=False, recompute="full", micro_batch=1)
-    st = Settings(dp_overlap=0)
+    st = Settings(stack="planner", dp_overlap=0)  # the planner's own bytes: fp32 gradients, bf16 weights
     hier = evaluate(arch, resolve_hardware("h100", st, 16), st, cfg, 4096, 256)
-    flat_st = Settings(dp_overlap=0, nvlink_domain=1)  # as if every GPU were alone on its NIC
+    flat_st = Settings(stack="planner", dp_overlap=0, nvlink_domain=1)  # as if every GPU were alone on its NIC
     flat = evaluate(arch, resolve_hardware("h100", flat_st, 16), flat_st, cfg, 4096, 256)
     # grads reduce-scatter (4 bytes) + weights all-gather (2 bytes) of 13B params, hand count
     p = 40 * (12 * 5120**2 + 2 * 5120) + 2 * 32000 * 5120  # layers (QKVO, 4h FFN, 2 norms) + untied tables
@@ -410,7 +410,8 @@ def test_flash_attention_2_generation_factor():
     # on H100 the attention part of a layer takes 1/0.70 as long, nothing else changes
     arch = arch_from_model(catalog.get_model("llama3.1-8b"))
     cfg = Config(tp=1, pp=1, dp=8, zero_stage=3, seq_parallel=False, recompute="none", micro_batch=1)
-    off, on = Settings(matmul_efficiency=0.6), Settings(matmul_efficiency=0.6, attention_by_generation=True)
+    off = Settings(stack="planner", matmul_efficiency=0.6)
+    on = Settings(stack="planner", matmul_efficiency=0.6, attention_by_generation=True)
     a = evaluate(arch, resolve_hardware("h100-sxm", off, 8), off, cfg, 8192, 64)
     b = evaluate(arch, resolve_hardware("h100-sxm", on, 8), on, cfg, 8192, 64)
     from xlcalc.planner.steptime import _compute_mb
@@ -455,17 +456,18 @@ def test_fp8_casts_add_hbm_time_only_to_fp8_runs():
     from xlcalc.planner.hardware import resolve_hardware
     from xlcalc.planner.steptime import Config, _compute_mb, arch_from_model
     arch = arch_from_model(catalog.get_model("llama3.1-8b"))
-    base = Settings(matmul_efficiency=0.6, fp8_cast_bytes=0)
-    cast = Settings(matmul_efficiency=0.6, fp8_cast_bytes=4, fp8_forward_casts_fused=False)
+    base = Settings(stack="planner", matmul_efficiency=0.6, fp8_cast_bytes=0)
+    cast = Settings(stack="planner", matmul_efficiency=0.6, fp8_cast_bytes=4, fp8_forward_casts_fused=False)
     for fp8 in (False, True):
         cfg = Config(tp=1, pp=1, dp=8, zero_stage=3, seq_parallel=False, recompute="none", micro_batch=2, fp8=fp8)
         a, _, _ = _compute_mb(arch, resolve_hardware("h100-sxm", base, 8), base, cfg, 4096, "none")
         b, _, _ = _compute_mb(arch, resolve_hardware("h100-sxm", cast, 8), cast, cfg, 4096, "none")
         expected = 4 * (26624 + 43008) * 8192 / 3.35e12 if fp8 else 0.0
         assert b - a == pytest.approx(expected)
-    # the default (Megatron-Core with Transformer Engine): forward casts fused, only the attention output's remains
+    # the planner's own default (Megatron-Core with Transformer Engine): forward casts fused, only the attention
+    # output's remains
     cfg = Config(tp=1, pp=1, dp=8, zero_stage=3, seq_parallel=False, recompute="none", micro_batch=2, fp8=True)
-    default = Settings(matmul_efficiency=0.6)
+    default = Settings(stack="planner", matmul_efficiency=0.6)
     a, _, _ = _compute_mb(arch, resolve_hardware("h100-sxm", base, 8), base, cfg, 4096, "none")
     c, _, _ = _compute_mb(arch, resolve_hardware("h100-sxm", default, 8), default, cfg, 4096, "none")
     assert c - a == pytest.approx(4 * (4096 + 43008) * 8192 / 3.35e12)
@@ -501,7 +503,9 @@ def test_plan_cli_stack_flag(capsys):
     assert rc == 0 and out["matmul_efficiency_basis"].startswith("stack fsdp-compiled")
     assert main(["plan", "--model", "llama3.1-8b", "--gpu", "h100", "--gpus", "8", "--seq-len", "8192",
                  "--global-batch-tokens", "1048576", "--stack", "nope"]) == 2
-    assert "one of megatron" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # the refusal names the input and lists every profile, the planner's own settings and the aliases
+    assert "stack" in err and all(x in err for x in ("megatron", "fsdp-eager", "planner", "torchtitan", "nemo"))
 
 
 def test_offloaded_optimizer_step_by_hand():
@@ -518,13 +522,15 @@ def test_plan_with_the_optimizer_offloaded():
     from xlcalc.planner import Settings, plan
     # Llama 3.1 8B on one 80 GB H100: 16 bytes per parameter of weights, gradients and Adam states (128 GB) do not
     # fit; with the 12 bytes of fp32 weights and Adam states in CPU memory they do
-    kw = dict(gpu="h100", n_gpus=1, seq_len=8192, global_batch_tokens=2**20, tokens_t=0.1)
+    # the planner's own recipe (bf16 weights, fp32 gradients, fp32 master weights and Adam states: ZeRO-Offload's)
+    kw = dict(gpu="h100", n_gpus=1, seq_len=8192, global_batch_tokens=2**20, tokens_t=0.1,
+              settings=Settings(stack="planner"))
     assert not plan("llama3.1-8b", **kw).plans
     with pytest.raises(InputError) as e:
         plan("llama3.1-8b", optimizer_offload=True, **kw)
     assert "--pcie-gb-s" in str(e.value) and "--host-memory-gb-s" in str(e.value)
-    st = Settings(pcie_gb_s=64, host_memory_gb_s=77)
-    res = plan("llama3.1-8b", optimizer_offload=True, settings=st, **kw)
+    kw["settings"] = Settings(stack="planner", pcie_gb_s=64, host_memory_gb_s=77)
+    res = plan("llama3.1-8b", optimizer_offload=True, **kw)
     best = res.plans[0]
     assert best.optimizer_offload and best.optimizer_gb == 0 and best.memory_gb <= 80
     assert "optimizer offloaded" in best.label()

@@ -14,6 +14,7 @@ import xlcalc_udfs as u  # noqa: E402
 from xlcalc.errors import CatalogError, InputError  # noqa: E402
 from xlcalc.planner import Settings, plan  # noqa: E402
 from xlcalc.planner.search import PLAN_COLUMNS  # noqa: E402
+from xlcalc.planner.stacks import DEFAULT_STACK  # noqa: E402
 
 
 def cell(x):
@@ -37,13 +38,14 @@ def test_plan_spills_header_and_the_planners_best_plans():
                   settings=Settings(scaleout_gb_s=50), top=3)
     for row, p in zip(table[1:4], result.plans):
         assert dict(zip(PLAN_COLUMNS[1:], row[1:])) == {k: getattr(p, k) for k in PLAN_COLUMNS[1:]}
-    # then the inputs the planner assumed, as the CLI states them: no stack profile, the catalog's price
+    # then the inputs the planner assumed, as the CLI states them: the default stack, the catalog's price
     assumed = [row for row in table[4:] if row[0] != "range"]
     assert [row[0] for row in table[4:]] == ["assumed"] * len(assumed) + ["range"] * (len(table) - 4 - len(assumed))
     assert all(len(row) == len(PLAN_COLUMNS) and row[0] == "assumed" for row in assumed)
     assert [row[1] for row in assumed] == ["stack", "usd_per_gpu_hour"]
     assert [row[3] for row in assumed] == [result.assumed["stack"].basis, result.assumed["usd_per_gpu_hour"].basis]
     assert assumed[1][2] == result.assumed["usd_per_gpu_hour"].value
+    assert assumed[0][2] == DEFAULT_STACK and "default" in assumed[0][3]
 
 
 def test_plan_states_the_published_tokens_it_plans_without_tokens_t():
@@ -66,8 +68,40 @@ def test_plan_takes_the_stack_as_the_cli_does(capsys):
     rows = [dict(zip(PLAN_COLUMNS, r)) for r in table[1:4]]
     assert [(r["tp"], r["pp"], r["days"]) for r in rows] == [(p["tp"], p["pp"], p["days"]) for p in cli["plans"]]
     assert "stack" not in [r[1] for r in table if r[0] == "assumed"]  # named: not assumed
-    # FSDP's 4 + 4 + 8 bytes per parameter (the profile's sourced fact) against the default's 2 + 4 + 12
-    assert rows[0]["days"] != call()[1][PLAN_COLUMNS.index("days")]
+    # FSDP's 4 + 4 + 8 bytes per parameter (the profile's sourced fact) against the planner's own 2 + 4 + 12
+    assert rows[0]["days"] != call(stack="planner")[1][PLAN_COLUMNS.index("days")]
+
+
+def test_an_empty_stack_cell_plans_the_default_stack_as_the_cli_without_stack(capsys):
+    import json
+
+    from xlcalc.cli import main
+
+    empty, named = call(), call(stack=DEFAULT_STACK)
+    assert main(["plan", "--model", "llama2-70b", "--gpu", "H100", "--n-gpus", "1024", "--seq-len", "4096",
+                 "--global-batch-tokens", "4194304", "--tokens-t", "2", "--scaleout-gb-s", "50", "--top", "3",
+                 "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert empty[1:4] == named[1:4]  # the plans: the same with the default named
+    days = PLAN_COLUMNS.index("days")
+    assert [r[days] for r in empty[1:4]] == [p["days"] for p in cli["plans"]]
+    assert cli["assumed"]["stack"]["value"] == DEFAULT_STACK
+
+
+@pytest.mark.parametrize("alias, sid", [("torchtitan", "fsdp-eager"), ("HF Trainer", "fsdp-eager"),
+                                        ("NeMo", "megatron"), ("megatron-core", "megatron"),
+                                        ("composer", "llm-foundry")])
+def test_plan_takes_the_names_users_know_a_stack_by(alias, sid):
+    from xlcalc.planner.stacks import ALIASES
+    assert ALIASES[alias.lower().replace(" ", "-")][0] == sid and ALIASES[alias.lower().replace(" ", "-")][1]
+    assert call(stack=alias)[1:4] == call(stack=sid)[1:4]
+
+
+def test_deepspeed_is_refused_as_a_stack_with_no_profile():
+    with pytest.raises(InputError) as info:
+        call(stack="deepspeed")
+    assert str(info.value).startswith("stack = 'deepspeed'") and "no stack profile" in str(info.value)
+    assert "fsdp-eager" in str(info.value) and "torchtitan" in str(info.value)
 
 
 def test_an_unknown_stack_lists_the_known_ones():

@@ -23,7 +23,7 @@ from xlwings import arg, func, ret
 
 from xlcalc import catalog
 from xlcalc.errors import InputError
-from xlcalc.planner.stacks import STACKS
+from xlcalc.planner.stacks import ALIASES, DEFAULT_STACK, PLANNER, STACKS
 from xlcalc_udf_runtime import CATEGORY, as_grid, broadcast, is_empty
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -125,13 +125,14 @@ def MODEL_LIST():
                               "per parameter)")
 @arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand) bandwidth per GPU, GB/s, where the catalog has none (e.g. 50)")
 @arg("top", ndim=2, doc="How many plans to list (default 5)")
-@arg("stack", ndim=2, doc="Software stack profile, one of " + ", ".join(STACKS) + " (empty: none named, the "
-                          "planner's own defaults; the assumed rows say so)")
+@arg("stack", ndim=2, doc="Software stack profile, one of " + ", ".join(STACKS) + ", a name it is known by ("
+                          + ", ".join(ALIASES) + ") or " + PLANNER + " (the planner's own settings); empty: "
+                          + DEFAULT_STACK + ", the default, and the assumed rows say so")
 @ret()
 def PLAN(model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t=None, scaleout_gb_s=None, top=5, stack=None):
     """Best parallel layouts (TP, PP, DP, ZeRO, recompute, micro-batch) that fit in GPU memory, fastest first, with memory per GPU, step time, predicted MFU, tokens/s per GPU, days and cost; spills a table, then a row per input assumed, then the best plan's range (range rows: MFU, days, GPU-hours and cost bounds from the validation's held-out errors)."""  # noqa: E501
     from xlcalc.planner import Settings, plan, plan_table
-    from xlcalc.planner.stacks import get_stack
+    from xlcalc.planner.stacks import stack_choices, stack_id
     from xlcalc.validate import check_value
 
     v = {k: one_cell(k, a) for k, a in zip(
@@ -148,7 +149,7 @@ def PLAN(model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t=None, scaleo
     if v["scaleout_gb_s"] is not None:
         given["scaleout_gb_s"] = check_value("bandwidth_gb_s", v["scaleout_gb_s"], "scaleout_gb_s")
     if v["stack"] is not None:
-        given["stack"] = get_stack(text("stack", v["stack"], "one of " + ", ".join(STACKS))).id
+        given["stack"] = stack_id(text("stack", v["stack"], stack_choices()))
     settings = Settings(**given)
     if v["global_batch_tokens"] is None:
         raise InputError("global_batch_tokens", None, "a number of tokens per step, e.g. 4194304")

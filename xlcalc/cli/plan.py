@@ -19,9 +19,10 @@ from .memory import add_framework_flags
 from .models import add_config_flag, config_model
 
 _SETTINGS = (
-    ("matmul_efficiency", "share of peak the matmuls reach in training (default: the GPU's catalog value, "
-                          "fitted to published runs; docs/validation.md)"),
-    ("attention_efficiency", "share of peak of the attention core (default 0.35)"),
+    ("matmul_efficiency", "share of peak the matmuls reach in training (default: the stack profile's, fitted to "
+                          "its published runs; --stack planner: the GPU's catalog value; docs/validation.md)"),
+    ("attention_efficiency", "share of peak of the attention core (default: the stack profile's; --stack "
+                             "planner: 0.35)"),
     ("attention_kernel_speed", "speed of the attention kernel relative to FlashAttention-2 on the same GPU "
                                "(default 1; FlashAttention in Triton: 0.55)"),
     ("link_efficiency", "achieved collective bandwidth / link bandwidth (default 0.8)"),
@@ -51,9 +52,9 @@ _SETTINGS = (
     ("gpus_per_node", "override GPUs per node"),
     ("nvlink_domain", "override GPUs per NVLink domain (8 on DGX/HGX, 72 on GB200 NVL72)"),
     ("usd_per_gpu_hour", "price per GPU-hour (default: the price catalog's)"),
-    ("bytes_weights", "bytes/param of weights (default 2)"),
-    ("bytes_grads", "bytes/param of gradients (default 4, fp32 main grads)"),
-    ("bytes_optimizer", "bytes/param of optimizer states (default 12)"),
+    ("bytes_weights", "bytes/param of weights (default: the stack profile's; --stack planner: 2)"),
+    ("bytes_grads", "bytes/param of gradients (default: the stack profile's; --stack planner: 4, fp32 main grads)"),
+    ("bytes_optimizer", "bytes/param of optimizer states (default: the stack profile's; --stack planner: 12)"),
 )
 
 
@@ -134,8 +135,11 @@ def add_settings_flags(g: argparse._ArgumentGroup) -> None:
     """The step-time model's settings (plan, calibrate)."""
     for name, text in _SETTINGS:
         g.add_argument("--" + name.replace("_", "-"), help=text)
-    g.add_argument("--stack", help="software-stack profile whose documented facts and fitted matmul efficiency "
-                                   "to use: megatron, megatron-2021, llm-foundry, fsdp-eager, fsdp-compiled")
+    from ..planner.stacks import ALIASES, DEFAULT_STACK, PLANNER, STACKS
+    g.add_argument("--stack", help="software-stack profile whose documented facts and fitted matmul efficiency to "
+                                   f"use: {', '.join(STACKS)}, or a name it is known by ({', '.join(ALIASES)}); "
+                                   f"{PLANNER}: the planner's own settings (default {DEFAULT_STACK}: plain PyTorch "
+                                   "FSDP without compilation)")
     add_framework_flags(g)
     add_switch(g, "flash_attention", "fused (Flash) attention; FALSE: unfused, s x s scores stored")
     g.add_argument("--efficiency-of-mamf", action="store_true",
@@ -161,8 +165,8 @@ def _settings(args: argparse.Namespace):
 
     values = {name: cli_value(getattr(args, name)) for name, _ in _SETTINGS if getattr(args, name) is not None}
     if args.stack is not None:
-        from ..planner.stacks import get_stack
-        values["stack"] = get_stack(args.stack).id
+        from ..planner.stacks import stack_id
+        values["stack"] = stack_id(args.stack)
     if args.framework is not None or args.precision is not None:  # checked here: an unknown name lists the known
         from ..frameworks import get_profile
         profile = get_profile(args.framework, args.precision)
@@ -209,7 +213,8 @@ def _profile_line(args: argparse.Namespace) -> str | None:
     p = load_profile(args.profile)
     on = p.calibrated_on
     margin = f", memory x {p.memory_margin:.3g} (measured / predicted)" if p.memory_margin is not None else ""
-    return (f"calibrated: matmul efficiency {p.matmul_efficiency:.4g}{margin}, stack {p.stack or 'none'}; from "
+    from ..planner.stacks import PLANNER
+    return (f"calibrated: matmul efficiency {p.matmul_efficiency:.4g}{margin}, stack {p.stack or PLANNER}; from "
             f"{on.model} on {on.n_gpus} x {on.gpu} ({on.layout}), {on.measured_tokens_per_s_per_gpu:.6g} tokens/s "
             f"per GPU measured, {on.date.isoformat()} ({args.profile})")
 
@@ -340,9 +345,10 @@ def run(args: argparse.Namespace) -> int:
         for name, a in result.assumed.items():
             print(f"  {_ASSUMED_LABELS.get(name, name)}: {a.shown} - {a.basis} (--{name.replace('_', '-')})")
     if result.stack_spread:
-        print("\nThe best layout on each named stack (--stack ID plans with one):")
+        print("\nNo stack named: the best layout on each named stack (--stack ID plans with one):")
         for sid, o in result.stack_spread.items():
-            print(f"  {sid}: " + ("no plan fits its memory" if o is None else
+            mark = " (assumed)" if sid == result.settings.stack else ""
+            print(f"  {sid}{mark}: " + ("no plan fits its memory" if o is None else
                                   f"{number(o.days)} days, MFU {o.mfu:.1%}, {number(o.memory_gb)} GB/GPU"
                                   + ("" if o.same_layout else f" (the layout does not fit its memory; its own best: "
                                                               f"{o.layout})")))

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..errors import InputError
 from ..validate import check_value
 from .search import Plan, PlanResult, plan
-from .stacks import STACKS
+from .stacks import PLANNER, STACKS
 from .steptime import Settings
 
 __all__ = ["Profile", "CalibratedOn", "calibrate", "fit_efficiency", "save_profile", "load_profile",
@@ -88,8 +88,9 @@ class Profile(BaseModel):
 def profile_settings(profile: Profile) -> dict[str, Any]:
     """The Settings values a profile plans with: its stack, its other settings, its fitted values."""
     values: dict[str, Any] = dict(profile.settings)
-    if profile.stack is not None:
-        values["stack"] = profile.stack
+    # the stack calibrated, always named: a profile written before the default stack (stack null) was calibrated
+    # at the planner's own settings
+    values["stack"] = profile.stack if profile.stack is not None else PLANNER
     values["matmul_efficiency"] = profile.matmul_efficiency
     if profile.memory_margin is not None:
         values["memory_margin"] = profile.memory_margin
@@ -197,7 +198,7 @@ def calibrate(model: Any = None, *, arch: Any = None, gpu: str, n_gpus: int, seq
                              f"between 0.2 and 5 times the predicted {best.memory_gb:.4g} GB per GPU",
                              "a measured peak that far from the memory model is another layout or another "
                              "measurement (allocated vs reserved, one rank vs all)")
-    facts = STACKS[st.stack].settings if st.stack else {}
+    facts = STACKS[st.stack].settings if st.stack in STACKS else {}
     stored = {k: v for k, v in values.items()
               if k != "stack" and isinstance(v, (bool, int, float, str)) and not (k in facts and facts[k] == v)}
     on = CalibratedOn(

@@ -16,6 +16,8 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .stacks import DEFAULT_STACK, PLANNER
+
 INTERVAL_JSON = Path(__file__).resolve().parent.parent / "data" / "mfu_interval.json"
 
 
@@ -46,12 +48,17 @@ def interval_data() -> dict[str, Any]:
 
 
 def prediction_range(mfu: float, days: float, gpu_hours: float, cost_usd: Optional[float],
-                     stack: Optional[str] = "named") -> PredictionRange:
-    """The range of one prediction: MFU bounds from the percentiles, the rest scaled as 1 / MFU. ``stack`` None: a
-    plan without a named stack, whose range comes from the errors such plans make (``without_stack``)."""
+                     stack: Optional[str] = "named", named: bool = True) -> PredictionRange:
+    """The range of one prediction: MFU bounds from the percentiles, the rest scaled as 1 / MFU. ``named`` False (no
+    stack named, the default stack assumed): the range of the errors such plans make on published runs of every
+    stack (``without_stack``); ``stack`` 'planner' (or None): that of plans at the planner's own settings
+    (``planner``); otherwise the leave-one-source-out range of the stack profiles."""
     top = interval_data()
-    d = top if stack is not None or not top.get("without_stack") else {**top, **top["without_stack"]}
+    key = "planner" if stack in (None, PLANNER) else None if named else "without_stack"
+    d = top if key is None or not top.get(key) else {**top, **top[key]}
     mfu_low, mfu_high = mfu * math.exp(-d["q90_log_error"]), mfu * math.exp(-d["q10_log_error"])
+    what = ("plans without a stack named (the default stack, " + DEFAULT_STACK + ")" if key == "without_stack"
+            else "plans at the planner's own settings")
     return PredictionRange(
         level=d["level"], mfu_low=mfu_low, mfu_high=mfu_high,
         days_low=days * mfu / mfu_high, days_high=days * mfu / mfu_low,
@@ -61,18 +68,20 @@ def prediction_range(mfu: float, days: float, gpu_hours: float, cost_usd: Option
         out_of_sample_coverage=d["out_of_sample_coverage"],
         basis=(f"the validation's held-out errors ({d['runs']} published runs, {d['sources']} sources; "
                "docs/validation.md)" if d is top else
-               f"the errors of plans without a stack on {d['runs']} published runs ({d['sources']} sources; "
+               f"the errors of {what} on {d['runs']} published runs ({d['sources']} sources; "
                f"median {math.exp(d['median_log_error']) - 1:+.0%}, predicted faster than measured where positive; "
                "docs/validation.md)"))
 
 
-def range_note(matmul_efficiency_given: bool, stack: Optional[str]) -> str:
+def range_note(matmul_efficiency_given: bool, stack: Optional[str], named: bool = True) -> str:
     """Whether the validation's range applies to a plan with these settings, in a sentence."""
     if matmul_efficiency_given:
         return ("no range: the matmul efficiency was given (--matmul-efficiency or a calibration --profile); the "
                 "validation measured the error of the efficiencies fitted to other sources' runs, not of this one")
-    if stack is not None:
+    if stack in (None, PLANNER):
+        return ("stack planner: the range is that of plans at the planner's own settings (no profile's facts, the "
+                "catalog's efficiency) on published runs")
+    if named:
         return f"range measured leave-one-source-out with the stack profiles' fitted efficiencies (stack {stack})"
-    return ("no stack named: the range is that of plans without a stack (the planner's defaults and the catalog's "
-            "efficiency) on published runs, which run slower than such plans predict at the median; --stack ID "
-            "plans with a profile's facts and fitted efficiency and its narrower range")
+    return (f"no stack named: the default stack {stack} was assumed, and the range is that of such plans on published "
+            "runs of every stack; --stack ID plans with the profile of yours and its narrower range")

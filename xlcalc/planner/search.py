@@ -140,7 +140,7 @@ class Assumed(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    value: Any = Field(description="the value used (None: none, e.g. no named stack profile or no price)")
+    value: Any = Field(description="the value used (None: none, e.g. no price)")
     shown: str = Field(description="the value as a reader sees it, with its unit")
     basis: str = Field(description="where the value comes from")
 
@@ -193,7 +193,8 @@ class PlanResult(BaseModel):
     interval_note: str = Field(default="", description="whether the validation's range applies to this plan")
     stack_spread: dict[str, Optional[StackOutcome]] = Field(
         default_factory=dict,
-        description="with no stack named: the best plan's layout evaluated on each named stack profile, or where it "
+        description="with no stack named (the default stack assumed): the best plan's layout evaluated on each named "
+                    "stack profile (the assumed one: the best plan itself), or where it "
                     "does not fit that stack's memory the stack's own best plan (None: no plan fits), so the "
                     "assumption's weight can be seen")
     unpinned: Optional[PlanComparison] = Field(
@@ -613,8 +614,9 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     expert parallelism and expert tensor parallelism of an MoE (searched otherwise; ETP is TP or 1).
     ``optimizer_offload`` keeps the optimizer states in CPU memory and runs the Adam step there (ZeRO-Offload); its
     time needs the settings' ``pcie_gb_s`` and ``host_memory_gb_s``. MFU in the 6*N*D convention (``mfu_6nd``) and ``params_b`` count an
-    MoE's active parameters. ``stack_spread`` (with no stack named in the settings): the best plan's layout is
-    evaluated on every named stack profile too (``PlanResult.stack_spread``), five pinned searches more.
+    MoE's active parameters. ``stack_spread`` (with no stack named in the settings, so the default stack assumed):
+    the best plan's layout is evaluated on every other named stack profile too (``PlanResult.stack_spread``), four
+    pinned searches more.
     ``compare_unpinned`` (with any layout pin, e.g. a published run's layout): the search is run again without the
     layout pins and ``PlanResult.unpinned`` compares its best plan with the pinned one term by term.
     """
@@ -647,12 +649,13 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
                      f"({fc.chinchilla_tokens_t.source}); no published token count for {a.name}")
         assumed["tokens_t"] = Assumed(value=tokens_t, shown=f"{tokens_t:.3g} T tokens", basis=basis)
     tokens_t = check_value("tokens_t", tokens_t)
-    if st.stack is None:
-        from .stacks import STACKS
+    if not st.stack_named:
+        from .stacks import DEFAULT_STACK_BASIS, PLANNER, STACKS
 
-        assumed["stack"] = Assumed(value=None, shown="none",
-                                   basis="the planner's own default for every setting; a named profile: "
-                                         + ", ".join(STACKS))
+        assumed["stack"] = Assumed(value=st.stack, shown=f"{st.stack} (the default)",
+                                   basis=f"{DEFAULT_STACK_BASIS}; name yours with --stack: " + ", ".join(STACKS)
+                                         + f", an alias (nemo, torchtitan, hf-trainer, ...), or {PLANNER} for the "
+                                           "planner's own settings")
     if st.usd_per_gpu_hour is None:
         assumed["usd_per_gpu_hour"] = Assumed(
             value=hw.usd_per_gpu_hour, shown="none" if hw.usd_per_gpu_hour is None
@@ -712,8 +715,9 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         best = plans[0] if plans else None
         return PlanResult(
             interval=None if best is None or given_eff else prediction_range(best.mfu, best.days, best.gpu_hours,
-                                                                             best.cost_usd, st.stack),
-            interval_note=range_note(given_eff, st.stack),
+                                                                             best.cost_usd, st.stack,
+                                                                             st.stack_named),
+            interval_note=range_note(given_eff, st.stack, st.stack_named),
             model=a.name, gpu=hw.name, n_gpus=n, seq_len=seq_len, global_batch=global_batch, tokens_t=tokens_t,
             gpu_memory_gb=hw.memory_gb, matmul_efficiency=hw.matmul_efficiency,
             matmul_efficiency_basis=hw.matmul_efficiency_basis, settings=st, params_b=a.n_params_b,
@@ -725,7 +729,7 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     def spread(result: PlanResult) -> PlanResult:
         """With no stack named: the best layout on every named stack (its facts and fitted efficiency); where that
         layout does not fit the stack's memory, the stack's own best plan under the caller's pins."""
-        if not stack_spread or st.stack is not None or not result.plans:
+        if not stack_spread or st.stack_named or not result.plans:
             return result
         from .stacks import STACKS
 
@@ -736,6 +740,11 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
                                       optimizer_offload=optimizer_offload, top=1, max_micro_batch=max_micro_batch)
         outcomes: dict[str, Optional[StackOutcome]] = {}
         for sid in STACKS:
+            if sid == st.stack:  # the stack assumed: the best plan itself
+                b = result.plans[0]
+                outcomes[sid] = StackOutcome(days=b.days, step_s=b.step_s, mfu=b.mfu, memory_gb=b.memory_gb,
+                                             layout=b.label())
+                continue
             named = Settings(**{**given, "stack": sid})
             same = plan(model, settings=named, tp=best.tp, pp=best.pp, zero_stage=best.zero_stage,
                         recompute=best.recompute, micro_batch=best.micro_batch, seq_parallel=best.seq_parallel,

@@ -5,6 +5,16 @@ software with its source, plus the stack's matmul efficiency fitted to its publi
 --stack ID`` plans with them; the validation (:mod:`xlcalc.validation`) predicts each source's runs with its
 stack's facts and fits the efficiency leave-one-source-out. A value no source gives is not set (the planner's
 default applies), never guessed.
+
+A plan that names no stack plans with :data:`DEFAULT_STACK`, declared once here for every face (``xlcalc plan``,
+``xlcalc calibrate``, ``PLAN()``, :class:`xlcalc.planner.Settings`). The principle that picks it, fixed before any
+score was looked at: the default is the stack a user who names none most likely runs, plain PyTorch without
+compilation, so ``fsdp-eager`` (PyTorch FSDP eager: torchtitan's ``compile = False`` default, Hugging Face
+Trainer's ``torch_compile = False`` default); it is never chosen by comparing validation scores, and it is not the
+fastest profile. :data:`PLANNER` names the planner's own settings (every Settings field at its own default, the GPU
+catalog's efficiency) for the validation's baseline and whoever asks for them. The names users know a stack by are
+:data:`ALIASES`, each with the source that says which profile that software is; software with no profile is in
+:data:`NO_PROFILE` and refused with the reason.
 """
 
 from __future__ import annotations
@@ -14,7 +24,8 @@ from typing import Any, Optional
 
 from .kernels import FLASH_ATTENTION_2_SHARE
 
-__all__ = ["Stack", "STACKS", "NONMATMUL_FACTOR", "TRITON_FLASH_ATTENTION_SPEED", "get_stack"]
+__all__ = ["Stack", "STACKS", "NONMATMUL_FACTOR", "TRITON_FLASH_ATTENTION_SPEED", "get_stack", "DEFAULT_STACK",
+           "PLANNER", "ALIASES", "NO_PROFILE", "stack_id", "stack_choices"]
 
 
 @dataclass(frozen=True)
@@ -139,10 +150,78 @@ STACKS: dict[str, Stack] = {s.id: s for s in (
 )}
 
 
-def get_stack(stack_id: str) -> Stack:
-    """The stack named ``stack_id``; an InputError lists the known ones."""
+# The stack a plan assumes when none is named (see the module docstring for the principle, fixed before scoring):
+# the one a user who names nothing most likely runs, plain PyTorch without compilation
+DEFAULT_STACK = "fsdp-eager"
+DEFAULT_STACK_BASIS = ("the default: plain PyTorch FSDP without compilation, the stack a user who names none most "
+                       "likely runs (torchtitan and Hugging Face Trainer compile nothing unless asked), not the "
+                       "fastest profile")
+
+# The planner's own settings: no profile's facts, every Settings field at its own default, the GPU catalog's
+# matmul efficiency (the validation's baseline of what the model does with nothing pinned)
+PLANNER = "planner"
+
+# Names users know a stack by -> (profile id, the source that says which stack that software is)
+ALIASES: dict[str, tuple[str, str]] = {
+    "megatron-core": ("megatron", "Megatron-Core is the library the megatron profile's sources train with "
+                                  "(NVIDIA Megatron-LM repository, megatron/core)"),
+    "mcore": ("megatron", "short name of Megatron-Core in NVIDIA's docs and configs"),
+    "megatron-lm": ("megatron", "Megatron-LM's training loop runs on Megatron-Core since 2023 (Megatron-LM README); "
+                                "the 2021-22 release is megatron-2021"),
+    "nemo": ("megatron", "NVIDIA NeMo trains LLMs with Megatron-Core (NeMo docs; nemo-perf-summary-24.07 is one "
+                         "of the profile's sources)"),
+    "megatron-bridge": ("megatron", "Megatron-Bridge trains with Megatron-Core (megatron-bridge-perf-summary is one "
+                                    "of the profile's sources)"),
+    "torchtitan": ("fsdp-eager", "torchtitan trains with PyTorch FSDP2 and compiles only when asked: "
+                                 "torchtitan/config/job_config.py Training.compile: bool = False"),
+    "pytorch-fsdp": ("fsdp-eager", "PyTorch FSDP without torch.compile (torch.compile is opt-in)"),
+    "fsdp": ("fsdp-eager", "PyTorch FSDP without torch.compile (torch.compile is opt-in)"),
+    "fsdp2": ("fsdp-eager", "PyTorch FSDP2 (fully_shard) without torch.compile (torch.compile is opt-in)"),
+    "hf-trainer": ("fsdp-eager", "Hugging Face Trainer: PyTorch eager with fp32 master weights under bf16 autocast; "
+                                 "compiles only with TrainingArguments(torch_compile=True) (transformers docs, "
+                                 "torch.compile for training)"),
+    "transformers": ("fsdp-eager", "the Hugging Face Trainer of transformers (see hf-trainer)"),
+    "accelerate": ("fsdp-eager", "Hugging Face Accelerate runs PyTorch FSDP or DDP eagerly unless a dynamo backend "
+                                 "is configured (accelerate launch --dynamo_backend defaults to 'no')"),
+    "torch-compile": ("fsdp-compiled", "PyTorch FSDP2 with torch.compile (the fsdp-compiled profile)"),
+    "composer": ("llm-foundry", "MosaicML Composer is the trainer llm-foundry runs (llm-foundry README)"),
+    "llmfoundry": ("llm-foundry", "the package name of llm-foundry"),
+}
+
+# Software users name that has no profile here, with why (refused, never mapped to a guess)
+NO_PROFILE: dict[str, str] = {
+    "deepspeed": "DeepSpeed has no stack profile: no published DeepSpeed runs are in the validation, so no facts and "
+                 "no efficiency are fitted for it",
+    "megatron-deepspeed": "Megatron-DeepSpeed has no stack profile: no published runs of it are in the validation",
+}
+
+
+def stack_choices() -> str:
+    """Every name a stack input takes, in words (the refusal of an unknown name lists them)."""
+    aliases = ", ".join(f"{a} ({sid})" for a, (sid, _) in ALIASES.items())
+    return (f"a stack profile: {', '.join(STACKS)}, or {PLANNER} (the planner's own settings); or a name it is "
+            f"known by: {aliases} (default {DEFAULT_STACK})")
+
+
+def stack_id(name: str) -> str:
+    """The profile id (or :data:`PLANNER`) a stack name means: an id, an alias, case and spaces ignored; an
+    InputError naming the stack and listing the ids and aliases otherwise (software with no profile: why)."""
     from ..errors import InputError
-    try:
-        return STACKS[stack_id.strip().lower()]
-    except KeyError:
-        raise InputError("stack", stack_id, "one of " + ", ".join(STACKS)) from None
+    key = str(name).strip().lower().replace(" ", "-").replace("_", "-")
+    if key in STACKS or key == PLANNER:
+        return key
+    if key in ALIASES:
+        return ALIASES[key][0]
+    if key in NO_PROFILE:
+        raise InputError("stack", name, stack_choices(), NO_PROFILE[key] + "; name the closest profile, or "
+                                                          f"{PLANNER} for the planner's own settings")
+    raise InputError("stack", name, stack_choices())
+
+
+def get_stack(stack_id_or_alias: str) -> Stack:
+    """The named stack profile (an id or an alias); an InputError lists the known ones."""
+    from ..errors import InputError
+    sid = stack_id(stack_id_or_alias)
+    if sid == PLANNER:
+        raise InputError("stack", stack_id_or_alias, "a named stack profile: " + ", ".join(STACKS))
+    return STACKS[sid]

@@ -24,7 +24,7 @@ from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, default_bytes
 from ..registry import numeric
 from .architecture import Arch, arch_from_flags, arch_from_model  # noqa: F401  (re-exported)
 from .hardware import SM_COUNT, Hardware, resolve_hardware  # noqa: F401  (re-exported)
-from .stacks import STACKS
+from .stacks import DEFAULT_STACK, PLANNER, STACKS, stack_choices, stack_id
 
 _BYTES = default_bytes()
 
@@ -38,11 +38,13 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    stack: Optional[str] = Field(
-        default=None,
-        description="Named software-stack profile (xlcalc.planner.stacks: megatron, megatron-2021, llm-foundry, "
-                    "fsdp-eager, fsdp-compiled): its documented facts fill every field not given, and its matmul "
-                    "efficiency fitted to its published runs is the default. None: the planner's defaults.")
+    stack: str = Field(
+        default=DEFAULT_STACK,
+        description="Software-stack profile (xlcalc.planner.stacks: megatron, megatron-2021, llm-foundry, fsdp-eager, "
+                    "fsdp-compiled, or a name it is known by, ALIASES): its documented facts fill every field not "
+                    "given, and its matmul efficiency fitted to its published runs is the default. Not given: "
+                    "DEFAULT_STACK (fsdp-eager, plain PyTorch FSDP without compilation). 'planner' (or None): no "
+                    "profile, the planner's own default for every field and the GPU catalog's efficiency.")
 
     framework: Optional[str] = Field(
         default=None,
@@ -52,33 +54,58 @@ class Settings(BaseModel):
     precision: Optional[str] = Field(default=None, description="The framework's precision (xlcalc.frameworks "
                                                                "PRECISIONS); None: the framework's usual one.")
 
-    @field_validator("stack")
+    @field_validator("stack", mode="before")
     @classmethod
-    def _known_stack(cls, v: Optional[str]) -> Optional[str]:
-        if v is not None and v.strip().lower() not in STACKS:
-            raise ValueError("one of " + ", ".join(STACKS))
-        return v.strip().lower() if v is not None else None
+    def _known_stack(cls, v: Any) -> str:
+        if v is None:  # None as before the default stack: no profile
+            return PLANNER
+        if not isinstance(v, str):
+            raise ValueError(stack_choices())
+        try:
+            return stack_id(v)
+        except InputError as e:
+            raise ValueError(e.allowed + (f" ({e.detail})" if e.detail else "")) from None
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _stack_facts(cls, data: Any) -> Any:
-        """A stack's facts, then a framework's memory facts, fill the fields the caller did not give."""
+    def _stack_facts(cls, data: Any, handler: Any) -> Any:
+        """A stack's facts (the default stack's when none is named), then a framework's memory facts, fill the fields
+        the caller did not give; the fields the caller gave stay the model's fields_set (``stack_named``)."""
         if not isinstance(data, dict):
-            return data
+            return handler(data)
+        given = set(data)
         filled: dict[str, Any] = {}
-        if isinstance(data.get("stack"), str) and data["stack"].strip().lower() in STACKS:
-            filled.update(STACKS[data["stack"].strip().lower()].settings)
+        name = data.get("stack", DEFAULT_STACK)
+        try:
+            sid = stack_id(name) if isinstance(name, str) else None
+        except InputError:
+            sid = None  # the field validator reports it
+        if sid in STACKS:
+            filled.update(STACKS[sid].settings)
         if data.get("framework") is not None or data.get("precision") is not None:
             from ..frameworks import get_profile
 
             profile = get_profile(data.get("framework"), data.get("precision"))  # an unknown name: InputError
             filled.update(profile.values())
             data = {**data, "framework": profile.framework, "precision": profile.precision}
-        return {**filled, **data}
+        model = handler({**filled, **data})
+        object.__setattr__(model, "__pydantic_fields_set__", given & set(cls.model_fields))
+        return model
+
+    @property
+    def stack_named(self) -> bool:
+        """The caller named the stack (False: DEFAULT_STACK was assumed)."""
+        return "stack" in self.model_fields_set
+
+    @property
+    def stack_profile(self) -> Optional[str]:
+        """The named profile's id planned with, None for the planner's own settings."""
+        return None if self.stack == PLANNER else self.stack
 
     matmul_efficiency: Optional[float] = Field(
         default=None, gt=0, le=1,
-        description="Share of peak the GPU's matmuls reach in a training step. None: the GPU's catalog "
+        description="Share of peak the GPU's matmuls reach in a training step. None: the stack profile's, fitted to "
+                    "its published runs (docs/validation.md); at stack 'planner' the GPU's catalog "
                     "training_matmul_efficiency (fitted to published runs, docs/validation.md: A100 80GB 0.686, "
                     "H100 SXM 0.753), else its microbenchmark matmul_efficiency (ml-engineering MAMF table).")
     attention_efficiency: float = Field(

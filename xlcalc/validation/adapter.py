@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 from ..planner import Settings, plan
 from ..planner import steptime as pst
+from ..planner.stacks import PLANNER
 from ..planner.steptime import arch_from_model
 from .runs import Query
 
@@ -61,7 +62,9 @@ class Curve:
 
 
 def _settings(q: Query, eff: float, factor: float = 1.0) -> Settings:
-    return Settings(**{**dict(q.settings), "matmul_efficiency": eff, "elementwise_factor": factor})
+    """The run's settings: its pinned facts over the planner's own settings (stack 'planner': a query's settings
+    are its profile's facts as the validation states them, never a default stack's), unless it names a stack."""
+    return Settings(**{"stack": PLANNER, **dict(q.settings), "matmul_efficiency": eff, "elementwise_factor": factor})
 
 
 def predict(q: Query, caps: frozenset[str] | None = None) -> Curve:

@@ -80,22 +80,25 @@ def interval_data(v: dict) -> dict:
         "runs": len(rows),
         "sources": len(cov["by_source"]),
         "without_stack": without_stack(v),
+        "planner": without_stack(v, "at_planner"),
         "log_errors": rows,
     }
 
 
-def default_log_errors(v: dict) -> list[dict]:
-    """One row per scored run predicted at the flags a user gives without a stack (``v["at_defaults"]``)."""
-    errs = (v.get("at_defaults") or {}).get("errors", {})
+def default_log_errors(v: dict, key: str = "at_defaults") -> list[dict]:
+    """One row per scored run predicted at the flags a user gives without a stack (``v["at_defaults"]``: the
+    default stack; ``v["at_planner"]``: the planner's own settings)."""
+    errs = (v.get(key) or {}).get("errors", {})
     return [dict(id=s.query.id, source_id=s.query.source_id, gpu=s.query.gpu_label,
                  log_error=math.log(1 + errs[s.query.id])) for s in v["scored"] if s.query.id in errs]
 
 
-def without_stack(v: dict) -> dict | None:
-    """The range of a plan without ``--stack``: percentiles of the errors ``xlcalc plan`` makes with no stack on
-    the published runs (the planner's defaults and the catalog's efficiency, nothing fitted per source), and their
-    coverage measured as for the stack range (each source against the other sources' percentiles)."""
-    rows = default_log_errors(v)
+def without_stack(v: dict, key: str = "at_defaults") -> dict | None:
+    """The range of a plan without ``--stack``: percentiles of the errors ``xlcalc plan`` makes with no stack named
+    on the published runs (the default stack's facts and efficiency, nothing fitted per source; ``key``
+    "at_planner": the planner's own settings and the catalog's efficiency, ``--stack planner``), and their coverage
+    measured as for the stack range (each source against the other sources' percentiles)."""
+    rows = default_log_errors(v, key)
     if len(rows) < 2:
         return None
     q10, q90 = bounds([r["log_error"] for r in rows])

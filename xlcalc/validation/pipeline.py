@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import Any, cast
 
 from ..errors import CatalogError, InputError
+from ..planner.stacks import DEFAULT_STACK, PLANNER, STACKS
 from .adapter import FACTOR_GRID, Curve, capabilities, predict, unsupported
 from .factchoice import FactCurves, loso_chosen
 from .facts import FACTS
@@ -67,7 +68,8 @@ def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> 
         qs = [fc.query(q.id, off) for q in ok]
         variants[name] = loso(qs, {q.id: fc.curve(q.id, off) for q in ok}) if ok else dict(scored=[])
     result.update(stated=stated, fact_variants=variants,
-                  at_defaults=at_defaults([fc.query(q.id, frozenset(fact_ids)) for q in ok], caps))
+                  at_defaults=at_defaults([fc.query(q.id, frozenset(fact_ids)) for q in ok], caps),
+                  at_planner=at_defaults([fc.query(q.id, frozenset(fact_ids)) for q in ok], caps, PLANNER))
     for q in apart:  # a run scored apart takes the facts its source's calibration chose
         cal = result["calibration"].get(q.source_id)
         if cal:
@@ -110,22 +112,26 @@ def score_apart(apart: list[Query], ok: list[Query], curves: dict[str, Curve], c
 SYSTEM_SETTINGS = ("scaleout_gb_s", "memory_gb", "hbm_tb_s")
 
 
-def at_defaults(queries: list[Query], caps: frozenset[str]) -> dict[str, Any]:
-    """Each run predicted as a user without ``--stack`` gets it: the layout the source states, no stack facts, the
-    planner's default settings (non-matmul factor 1) and the GPU catalog's matmul efficiency (``xlcalc plan`` with
-    no ``--stack``); nothing is fitted here. ``errors``: run id -> predicted / measured - 1; ``skipped``: ids whose
-    GPU has no catalog efficiency."""
+def at_defaults(queries: list[Query], caps: frozenset[str], stack: str = DEFAULT_STACK) -> dict[str, Any]:
+    """Each run predicted as a user without ``--stack`` gets it: the layout the source states, the default stack's
+    facts, its non-matmul factor and its matmul efficiency (``xlcalc plan`` with no ``--stack`` plans with
+    DEFAULT_STACK); ``stack`` 'planner': the planner's own settings (non-matmul factor 1) and the GPU catalog's
+    matmul efficiency instead. Nothing is fitted here. ``errors``: run id -> predicted / measured - 1; ``skipped``:
+    ids with no efficiency (a GPU without a catalog efficiency at the planner's settings)."""
     from ..planner import Settings
     from ..planner.hardware import resolve_hardware
 
     errors: dict[str, float] = {}
     skipped: list[str] = []
+    factor = 1.0 if stack == PLANNER else float(STACKS[stack].settings.get("elementwise_factor", 1.0))
+    assert factor in FACTOR_GRID, f"the curves hold no non-matmul factor {factor}"
     for q in queries:
-        plain = replace(q, settings=tuple((k, v) for k, v in q.settings if k in SYSTEM_SETTINGS))
+        system = tuple((k, v) for k, v in q.settings if k in SYSTEM_SETTINGS)
+        plain = replace(q, settings=(("stack", stack),) + system)
         eff = resolve_hardware(q.gpu, Settings(**dict(plain.settings))).matmul_efficiency
         if eff is None:
             skipped.append(q.id)
             continue
-        curve = predict(plain, caps).at(1.0)
+        curve = predict(plain, caps).at(factor)
         errors[q.id] = math.exp(log_error_at([math.log(t / q.measured_tokens_s) for t in curve], eff)) - 1
-    return dict(errors=errors, skipped=skipped)
+    return dict(errors=errors, skipped=skipped, stack=stack)
