@@ -130,3 +130,20 @@ def test_calibrate_assumes_the_default_stack_and_an_old_profile_without_one_plan
     # a profile written before the default stack holds stack null: it was calibrated at the planner's settings
     old = profile.model_copy(update={"stack": None})
     assert profile_settings(old)["stack"] == PLANNER and Settings(**profile_settings(old)).stack == PLANNER
+
+
+def test_the_memory_line_says_whose_bytes_per_parameter_the_plans_hold(capsys):
+    # PyTorch FSDP keeps fp32 sharded parameters, fp32 gradients and Adam's two fp32 moments: 4 + 4 + 8 bytes per
+    # parameter (the FSDP stacks' stated fact); Megatron's mixed precision 2 + 4 + 12 (bf16 weights, fp32 gradients,
+    # fp32 master copy and moments). The line must not name Megatron's bytes when a stack set FSDP's.
+    def line(*extra: str) -> str:
+        assert main(["plan", *SEED, *extra]) == 0
+        return next(x for x in capsys.readouterr().out.splitlines() if x.startswith("memory:"))
+
+    default = line()
+    assert "4+4+8 bytes/param (stack fsdp-eager's)" in default
+    assert "as framework megatron at amp" in default  # the other memory facts: the memory model's defaults
+    megatron = line("--stack", "megatron")
+    assert "2+4+12 bytes/param," in megatron and "stack" not in megatron
+    framework = line("--framework", "transformers")
+    assert "4+4+8 bytes/param," in framework and "framework transformers at amp" in framework

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -17,6 +17,9 @@ from .flags import add_input, add_switch, switch_value
 from .fmt import cli_value, dump_json, number, price_line, table
 from .memory import add_framework_flags
 from .models import add_config_flag, config_model
+
+if TYPE_CHECKING:
+    from ..planner import Settings
 
 _SETTINGS = (
     ("matmul_efficiency", "share of peak the matmuls reach in training (default: the stack profile's, fitted to "
@@ -204,6 +207,23 @@ def _with_profile(path: str, values: dict) -> dict:
     return {**fitted, **values}
 
 
+def memory_line(st: Settings, recipe: str) -> str:
+    """What the plans' memory assumed: the bytes per parameter (and whether a stack profile set them), the other
+    memory, and the framework whose memory facts filled the rest."""
+    from ..planner.stacks import STACKS
+
+    stack = STACKS.get(st.stack_profile or "")
+    by_stack = (st.framework is None and stack is not None
+                and any(k in stack.settings for k in ("bytes_weights", "bytes_grads", "bytes_optimizer"))
+                and not {"bytes_weights", "bytes_grads", "bytes_optimizer"} & st.model_fields_set)
+    head = f"memory: recipe {recipe}, other memory {st.overhead_gb:g} GB per GPU; "
+    if by_stack and stack is not None:
+        return (f"memory: recipe {recipe} (stack {stack.id}'s), other memory {st.overhead_gb:g} GB per GPU; loss "
+                f"buffers, optimizer-step temporaries, autocast copies and gradients freed as framework "
+                f"{framework_label(st.framework, st.precision)}")
+    return head + f"framework {framework_label(st.framework, st.precision)}"
+
+
 def _profile_line(args: argparse.Namespace) -> str | None:
     """What a --profile plans with, in a line (None without one)."""
     if args.profile is None:
@@ -334,8 +354,7 @@ def run(args: argparse.Namespace) -> int:
     print(table(rows, ["#", "TP", "PP", "CP", "EP", "DP", "ZeRO", "SP", "recompute", "mb", "v", "GB/GPU", "MFU",
                        "MFU 6ND", "tok/s/GPU", "days", "cost"]))
     print(price_line(args.gpu, cli_value(args.usd_per_gpu_hour)))
-    print(f"memory: recipe {result.recipe}, other memory {result.settings.overhead_gb:g} GB per GPU; framework "
-          f"{framework_label(result.settings.framework, result.settings.precision)}")
+    print(memory_line(result.settings, result.recipe))
     if args.profile is not None:
         print(_profile_line(args))
     for line in range_lines(result):
