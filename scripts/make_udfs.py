@@ -88,7 +88,7 @@ def _docstring(text: str) -> str:
 
 
 def _udf_source(f, spec) -> str:
-    lines = ["", "", "@func(category=CATEGORY)"]
+    lines = ["", "", "@func(category=CATEGORY)" if f.question else "@func(category=BLOCKS_CATEGORY)"]
     for p in f.params:
         lines.append(f"@arg({_q(p)}, ndim=2, doc={_q(spec(p).help()[:255])})")
     lines.append("@ret()")
@@ -177,7 +177,7 @@ def body() -> str:
     tables = _table_names()
     out = [
         "",
-        "from xlcalc_udf_runtime import CATEGORY, formula_call",
+        "from xlcalc_udf_runtime import BLOCKS_CATEGORY, CATEGORY, formula_call",
         "from xlcalc_udf_tables import (  # hand-written: catalog look-ups and tables",
         *[f"    {name}," for name in sorted(("CATALOG_UDFS", "PLANNER_UDFS", "TABLE_UDFS", *tables))],
         ")",

@@ -165,6 +165,12 @@ def test_vba_calls_python_with_every_argument(registered):
         assert call in registered.vba, name
 
 
+# The questions users ask by name, in Excel's main category "xlcalc" (with the table functions: plans, budgets,
+# catalogs, prices); every other formula is a building block, in "xlcalc building blocks".
+QUESTIONS = {"TRAIN_FLOPS", "TRAIN_DAYS", "GPU_HOURS", "GPUS_FOR_DAYS", "MEM_PER_GPU_GB", "CLOUD_COST_USD",
+             "OWN_TOTAL_COST_USD", "BREAKEVEN_UTILISATION", "TOTAL_COST_USD", "DAYS_WITH_FAILURES", "FT_TRAIN_DAYS"}
+
+
 def test_macro_options_carry_description_category_and_argument_docs(registered):
     calls = {args[0]: kwargs for args, kwargs in registered.book.Application.macro_options}
     assert len(calls) == len(registered.book.Application.macro_options)  # each once
@@ -172,7 +178,7 @@ def test_macro_options_carry_description_category_and_argument_docs(registered):
     for name, (_params, _, help_text, docs) in _expected().items():
         options = calls[f"'{BOOK_NAME}'!{name}"]
         assert options["Description"] == help_text and len(help_text) <= 255
-        assert options["Category"] == "xlcalc"
+        assert options["Category"] == ("xlcalc" if name in QUESTIONS else "xlcalc building blocks"), name
         assert options["ArgumentDescriptions"] == (docs or None)
         assert all(d and "Positional argument" not in d for d in docs)
     spec_docs = calls[f"'{BOOK_NAME}'!GPU_SPEC"]
@@ -180,6 +186,9 @@ def test_macro_options_carry_description_category_and_argument_docs(registered):
     assert "bf16_tflops" in spec_docs["ArgumentDescriptions"][1]
     for name in registered.module.CATALOG_UDFS:
         assert 0 < len(calls[f"'{BOOK_NAME}'!{name}"]["Description"]) <= 255
+    main = {n.split("!")[1] for n, o in calls.items() if o["Category"] == "xlcalc"}
+    assert main == QUESTIONS | {"GPU_SPEC", "MODEL_SPEC", "GPU_LIST", "MODEL_LIST", "PLAN", "BUDGET_PLAN", "GPU_PRICE",
+                                "GPU_PRICE_NOTE"}
 
 
 def test_arguments_arrive_two_dimensional(registered):
@@ -187,6 +196,7 @@ def test_arguments_arrive_two_dimensional(registered):
     fn = registered.module.TRAIN_DAYS
     info = fn.__xlfunc__
     assert info["category"] == "xlcalc"
+    assert registered.module.MEM_STATIC_GB.__xlfunc__["category"] == "xlcalc building blocks"
     assert [a["name"] for a in info["args"]] == ["params_b", "tokens_t", "peak_tflops", "n_gpus", "mfu"]
     assert all(a["options"] == {"ndim": 2} for a in info["args"])
     assert "optional" not in info["args"][0]
@@ -209,3 +219,11 @@ def test_names_are_valid_in_vba_and_do_not_shadow_excel_functions(registered):
         for a in registered.module.__dict__[name].__xlfunc__["args"]:
             assert a["name"].lower() not in VBA_KEYWORDS, (name, a["name"])
             assert a["name"].lower() != name.lower()
+
+
+def test_the_questions_are_declared_in_the_registry_and_named_in_the_docs():
+    assert {f.udf_name for f in xlcalc.all_formulas() if f.question} == QUESTIONS
+    text = (ROOT / "docs" / "excel.md").read_text(encoding="utf-8")
+    para = text[text.index("Two categories: **xlcalc**"):text.index("**xlcalc building blocks** holds")]
+    assert set(re.findall(r"`([A-Z][A-Z0-9_]+)`", para)) == QUESTIONS | {
+        "PLAN", "BUDGET_PLAN", "GPU_PRICE", "GPU_PRICE_NOTE", "GPU_SPEC", "MODEL_SPEC", "GPU_LIST", "MODEL_LIST"}

@@ -45,7 +45,10 @@ try:  # numpy is optional: the classic add-in has it (xlwings needs it), xlwings
 except ImportError:  # pragma: no cover - exercised in Pyodide
     _np = None
 
+# Excel's Insert Function categories: the questions users ask (registry formulas declared question=True, and the
+# table functions), then every other formula as a building block
 CATEGORY = "xlcalc"
+BLOCKS_CATEGORY = "xlcalc building blocks"
 ERROR_PREFIX = "#VALUE!"
 MAX_RANGE_CELLS = 100_000
 """The most cells a range argument, or the result a call spills, may have (a whole column has 1,048,576)."""

@@ -16,7 +16,7 @@ Set up: name ``xlcalc_udfs`` under "UDF Modules" with this folder on the PYTHONP
 the same command writes templates/lite/main.py from the same registry (not committed).
 """
 
-from xlcalc_udf_runtime import CATEGORY, formula_call
+from xlcalc_udf_runtime import BLOCKS_CATEGORY, CATEGORY, formula_call
 from xlcalc_udf_tables import (  # hand-written: catalog look-ups and tables
     BUDGET_PLAN,
     CATALOG_UDFS,
@@ -33,7 +33,7 @@ from xlcalc_udf_tables import (  # hand-written: catalog look-ups and tables
 from xlwings import arg, func, ret
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -59,7 +59,7 @@ def ACT_ATTENTION_BYTES(seq_len, micro_batch, hidden, heads, kv_heads, head_dim,
     return formula_call("act_attention_bytes", seq_len, micro_batch, hidden, heads, kv_heads, head_dim, norm_type, flash_attention, dropout, tp, seq_parallel, cp, recompute, linear_input_bytes, q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -80,7 +80,7 @@ def ACT_FFN_BYTES(seq_len, micro_batch, hidden, ffn_hidden, gated_ffn=True, norm
     return formula_call("act_ffn_bytes", seq_len, micro_batch, hidden, ffn_hidden, gated_ffn, norm_type, dropout, tp, seq_parallel, cp, recompute, linear_input_bytes, q_lora_rank, kv_lora_rank)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -106,7 +106,7 @@ def ACT_MOE_BYTES(seq_len, micro_batch, hidden, experts, topk, expert_ffn_hidden
     return formula_call("act_moe_bytes", seq_len, micro_batch, hidden, experts, topk, expert_ffn_hidden, capacity_factor, shared_ffn_hidden, norm_type, dropout, tp, seq_parallel, cp, ep, etp, recompute, linear_input_bytes, q_lora_rank, kv_lora_rank)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -141,7 +141,7 @@ def LAYER_ACTIVATION_BYTES(seq_len, micro_batch, hidden, heads, kv_heads, head_d
     return formula_call("layer_activation_bytes", seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn, norm_type, flash_attention, dropout, tp, seq_parallel, cp, recompute, linear_input_bytes, experts, topk, capacity_factor, expert_ffn_hidden, shared_ffn_hidden, ep, etp, q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -185,7 +185,7 @@ def TRAIN_FLOPS(params_b, tokens_t):
     return formula_call("train_flops", params_b, tokens_t)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("nonembed_params_b", ndim=2, doc="Non-embedding parameters, in billions [billion parameters]")
 @arg("layers", ndim=2, doc="Transformer layers L")
 @arg("heads", ndim=2, doc="Attention heads a")
@@ -197,7 +197,7 @@ def FLOPS_PER_TOKEN(nonembed_params_b, layers, heads, head_dim, seq_len):
     return formula_call("flops_per_token_palm", nonembed_params_b, layers, heads, head_dim, seq_len)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("global_batch", ndim=2, doc="Global batch size per iteration [sequences]")
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("layers", ndim=2, doc="Transformer layers L")
@@ -245,7 +245,7 @@ def GPUS_FOR_DAYS(params_b, tokens_t, peak_tflops, mfu, days):
     return formula_call("gpus_for_days", params_b, tokens_t, peak_tflops, mfu, days)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
 @arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
@@ -256,7 +256,7 @@ def IMPLIED_MFU(params_b, tokens_t, peak_tflops, gpu_hours):
     return formula_call("implied_mfu", params_b, tokens_t, peak_tflops, gpu_hours)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -266,7 +266,7 @@ def HW_FLOPS_FACTOR(recompute, seq_len, hidden):
     return formula_call("hardware_flops_factor", recompute, seq_len, hidden)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("mfu", ndim=2, doc="Model FLOPs utilisation, a fraction of peak (0.4 = 40%) [fraction]")
 @arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
@@ -277,7 +277,7 @@ def HFU_FROM_MFU(mfu, recompute, seq_len, hidden):
     return formula_call("hfu_from_mfu", mfu, recompute, seq_len, hidden)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
@@ -289,7 +289,7 @@ def DAYS_FROM_THROUGHPUT(params_b, tokens_t, n_gpus, achieved_tflops, full_recom
     return formula_call("days_from_throughput", params_b, tokens_t, n_gpus, achieved_tflops, full_recompute)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
@@ -300,7 +300,7 @@ def DP_SIZE(n_gpus, tp=1, pp=1, cp=1):
     return formula_call("data_parallel_size", n_gpus, tp, pp, cp)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("gpus_needed", ndim=2, doc="GPUs needed before rounding (may be fractional) [GPUs]")
 @arg("replica_gpus", ndim=2, doc="GPUs in one model replica (TP x PP) [GPUs]")
 @ret()
@@ -309,7 +309,7 @@ def REPLICAS_NEEDED(gpus_needed, replica_gpus):
     return formula_call("replicas_needed", gpus_needed, replica_gpus)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("gpus_needed", ndim=2, doc="GPUs needed before rounding (may be fractional) [GPUs]")
 @arg("replica_gpus", ndim=2, doc="GPUs in one model replica (TP x PP) [GPUs]")
 @arg("spare_frac", ndim=2, doc="Spare GPUs for failures and maintenance, a fraction (0.05 = 5%) [fraction]")
@@ -319,7 +319,7 @@ def GPUS_WITH_SPARE(gpus_needed, replica_gpus, spare_frac):
     return formula_call("gpus_with_spare", gpus_needed, replica_gpus, spare_frac)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("gpus_needed", ndim=2, doc="GPUs needed before rounding (may be fractional) [GPUs]")
 @arg("replica_gpus", ndim=2, doc="GPUs in one model replica (TP x PP) [GPUs]")
 @arg("spare_frac", ndim=2, doc="Spare GPUs for failures and maintenance, a fraction (0.05 = 5%) [fraction]")
@@ -330,7 +330,7 @@ def GPUS_WHOLE_NODES(gpus_needed, replica_gpus, spare_frac, gpus_per_node):
     return formula_call("gpus_whole_nodes", gpus_needed, replica_gpus, spare_frac, gpus_per_node)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("tokens_per_param", ndim=2, doc="Training tokens per parameter (Chinchilla: 20) [tokens/parameter]")
 @ret()
@@ -339,7 +339,7 @@ def CHINCHILLA_TOKENS_T(params_b, tokens_per_param=20):
     return formula_call("chinchilla_tokens_t", params_b, tokens_per_param)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("compute_flops", ndim=2, doc="Training compute budget, in FLOPs [FLOPs]")
 @arg("tokens_per_param", ndim=2, doc="Training tokens per parameter (Chinchilla: 20) [tokens/parameter]")
 @ret()
@@ -348,7 +348,7 @@ def CHINCHILLA_PARAMS_B(compute_flops, tokens_per_param=20):
     return formula_call("chinchilla_params_b", compute_flops, tokens_per_param)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("compute_flops", ndim=2, doc="Training compute budget, in FLOPs [FLOPs]")
 @arg("tokens_per_param", ndim=2, doc="Training tokens per parameter (Chinchilla: 20) [tokens/parameter]")
 @ret()
@@ -357,7 +357,7 @@ def CHINCHILLA_OPT_TOKENS_T(compute_flops, tokens_per_param=20):
     return formula_call("chinchilla_opt_tokens_t", compute_flops, tokens_per_param)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("budget_usd", ndim=2, doc="Budget in USD [USD]")
 @arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
 @arg("days", ndim=2, doc="Wall-clock days [days]")
@@ -367,7 +367,7 @@ def BUDGET_GPUS(budget_usd, usd_per_gpu_hour, days):
     return formula_call("budget_gpus", budget_usd, usd_per_gpu_hour, days)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("budget_usd", ndim=2, doc="Budget in USD [USD]")
 @arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
 @arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
@@ -378,7 +378,7 @@ def BUDGET_FLOPS(budget_usd, usd_per_gpu_hour, peak_tflops, mfu):
     return formula_call("budget_compute_flops", budget_usd, usd_per_gpu_hour, peak_tflops, mfu)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("budget_usd", ndim=2, doc="Budget in USD [USD]")
 @arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
 @arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
@@ -390,7 +390,7 @@ def BUDGET_PARAMS_B(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, tokens_per_p
     return formula_call("budget_params_b", budget_usd, usd_per_gpu_hour, peak_tflops, mfu, tokens_per_param)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("budget_usd", ndim=2, doc="Budget in USD [USD]")
 @arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
 @arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
@@ -402,7 +402,7 @@ def BUDGET_TOKENS_T(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, tokens_per_p
     return formula_call("budget_tokens_t", budget_usd, usd_per_gpu_hour, peak_tflops, mfu, tokens_per_param)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("budget_usd", ndim=2, doc="Budget in USD [USD]")
 @arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
 @arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
@@ -414,7 +414,7 @@ def BUDGET_TOKENS_FOR_MODEL_T(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, pa
     return formula_call("budget_tokens_for_model_t", budget_usd, usd_per_gpu_hour, peak_tflops, mfu, params_b)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("compute_usd", ndim=2, doc="Compute cost of one clean training run [USD]")
 @arg("share_frac", ndim=2, doc="A budget line as a share of compute (0.1 = 10%) [fraction]")
 @arg("amount_usd", ndim=2, doc="A budget line as an amount [USD]")
@@ -424,7 +424,7 @@ def BUDGET_LINE_USD(compute_usd, share_frac, amount_usd):
     return formula_call("budget_line_usd", compute_usd, share_frac, amount_usd)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("compute_usd", ndim=2, doc="Compute cost of one clean training run [USD]")
 @arg("failures_usd", ndim=2, doc="Failures, restarts and checkpoints, USD [USD]")
 @arg("experiments_usd", ndim=2, doc="Experiments, ablations and failed runs as an amount (added to any share) [USD]")
@@ -446,7 +446,7 @@ def CLOUD_COST_USD(gpu_hours, usd_per_gpu_hour):
     return formula_call("cloud_cost_usd", gpu_hours, usd_per_gpu_hour)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
 @arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
@@ -457,7 +457,7 @@ def CAPEX_COST_USD(n_gpus, capex_usd_per_gpu, depreciation_years, days):
     return formula_call("capex_cost_usd", n_gpus, capex_usd_per_gpu, depreciation_years, days)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
 @arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
@@ -468,7 +468,7 @@ def ENERGY_MWH(n_gpus, kw_per_gpu, pue, days):
     return formula_call("energy_mwh", n_gpus, kw_per_gpu, pue, days)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
 @arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
@@ -480,7 +480,7 @@ def POWER_COST_USD(n_gpus, kw_per_gpu, pue, days, usd_per_kwh):
     return formula_call("power_cost_usd", n_gpus, kw_per_gpu, pue, days, usd_per_kwh)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
 @arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
@@ -494,7 +494,7 @@ def OWN_COST_USD(n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu
     return formula_call("own_cost_usd", n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("compute_usd", ndim=2, doc="Compute cost of one clean training run [USD]")
 @arg("failure_frac", ndim=2, doc="Failures, restarts and lost work, a fraction of compute (0.15 = 15%) [fraction]")
 @arg("experiments_frac", ndim=2, doc="Experiments and ablations, a fraction of compute [fraction]")
@@ -517,7 +517,7 @@ def TOTAL_COST_USD(compute_usd, failure_frac=0.15, experiments_frac=0, data_usd=
     return formula_call("total_cost_usd", compute_usd, failure_frac, experiments_frac, data_usd, people_usd, other_usd)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("total_usd", ndim=2, doc="A total cost in USD [USD]")
 @arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
 @ret()
@@ -526,7 +526,7 @@ def USD_PER_M_TOKENS(total_usd, tokens_t):
     return formula_call("usd_per_million_tokens", total_usd, tokens_t)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("budget_usd", ndim=2, doc="Budget in USD [USD]")
 @arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
 @ret()
@@ -535,7 +535,7 @@ def GPU_HOURS_FOR_BUDGET(budget_usd, usd_per_gpu_hour):
     return formula_call("gpu_hours_for_budget", budget_usd, usd_per_gpu_hour)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("budget_usd", ndim=2, doc="Budget in USD [USD]")
 @arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
@@ -545,7 +545,7 @@ def DAYS_FOR_BUDGET(budget_usd, usd_per_gpu_hour, n_gpus):
     return formula_call("days_for_budget", budget_usd, usd_per_gpu_hour, n_gpus)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("budget_usd", ndim=2, doc="Budget in USD [USD]")
 @arg("total_usd", ndim=2, doc="A total cost in USD [USD]")
 @ret()
@@ -554,7 +554,7 @@ def BUDGET_LEFT_USD(budget_usd, total_usd):
     return formula_call("budget_left_usd", budget_usd, total_usd)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("hidden", ndim=2, doc="Hidden size h")
 @arg("layers", ndim=2, doc="Transformer layers L")
 @arg("heads", ndim=2, doc="Attention heads a")
@@ -570,7 +570,7 @@ def LORA_PARAMS_B(hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_ra
     return formula_call("lora_params_b", hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets, gated_ffn)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("quant_block", ndim=2, doc="Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64) [parameters]")
 @arg("double_quant", ndim=2, doc="Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)")
 @ret()
@@ -579,7 +579,7 @@ def NF4_BYTES_PER_PARAM(quant_block=64, double_quant=True):
     return formula_call("nf4_bytes_per_param", quant_block, double_quant)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("embed_params_b", ndim=2, doc="Embedding and output-layer parameters, in billions (kept in 16 bit under QLoRA) [billion parameters]")
 @arg("quant_block", ndim=2, doc="Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64) [parameters]")
@@ -591,7 +591,7 @@ def MEM_QLORA_BASE_GB(params_b, embed_params_b, quant_block=64, double_quant=Tru
     return formula_call("mem_qlora_base_gb", params_b, embed_params_b, quant_block, double_quant, bytes_weights)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("embed_params_b", ndim=2, doc="Embedding and output-layer parameters, in billions (kept in 16 bit under QLoRA) [billion parameters]")
 @arg("trainable_params_b", ndim=2, doc="Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]")
@@ -605,7 +605,7 @@ def MEM_QLORA_GB(params_b, embed_params_b, trainable_params_b, quant_block=64, d
     return formula_call("mem_qlora_gb", params_b, embed_params_b, trainable_params_b, quant_block, double_quant, bytes_weights, bytes_trainable)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("hidden", ndim=2, doc="Hidden size h")
 @arg("layers", ndim=2, doc="Transformer layers L")
 @arg("heads", ndim=2, doc="Attention heads a")
@@ -622,7 +622,7 @@ def ADAPTER_PARAMS_B(hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora
     return formula_call("adapter_params_b", hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets, gated_ffn, job)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("trainable_params_b", ndim=2, doc="Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]")
 @arg("job", ndim=2, doc="Training job: \"full\" (every weight trained, as pre-training), \"lora\" (frozen 16-bit base + low-rank adapters) or \"qlora\" (frozen 4-bit NF4 base + adapters)")
@@ -632,7 +632,7 @@ def FT_TRAINABLE_PARAMS_B(params_b, trainable_params_b, job="lora"):
     return formula_call("ft_trainable_params_b", params_b, trainable_params_b, job)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("embed_params_b", ndim=2, doc="Embedding and output-layer parameters, in billions (kept in 16 bit under QLoRA) [billion parameters]")
 @arg("trainable_params_b", ndim=2, doc="Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]")
@@ -649,7 +649,7 @@ def MEM_FT_WEIGHTS_GB(params_b, embed_params_b, trainable_params_b, job="lora", 
     return formula_call("mem_ft_weights_gb", params_b, embed_params_b, trainable_params_b, job, zero_stage, dp, tp, bytes_weights, quant_block, double_quant)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -665,7 +665,7 @@ def ACT_FROZEN_SAVING_BYTES(seq_len, micro_batch, hidden, ffn_hidden, tp=1, seq_
     return formula_call("act_frozen_saving_bytes", seq_len, micro_batch, hidden, ffn_hidden, tp, seq_parallel, recompute, job, lora_targets)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("trainable_params_b", ndim=2, doc="Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]")
 @arg("job", ndim=2, doc="Training job: \"full\" (every weight trained, as pre-training), \"lora\" (frozen 16-bit base + low-rank adapters) or \"qlora\" (frozen 4-bit NF4 base + adapters)")
@@ -675,7 +675,7 @@ def FT_FLOPS_PER_TOKEN(params_b, trainable_params_b, job="lora"):
     return formula_call("ft_flops_per_token", params_b, trainable_params_b, job)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
 @arg("trainable_params_b", ndim=2, doc="Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]")
@@ -700,7 +700,7 @@ def FT_TRAIN_DAYS(params_b, tokens_t, trainable_params_b, peak_tflops, n_gpus, m
     return formula_call("ft_train_days", params_b, tokens_t, trainable_params_b, peak_tflops, n_gpus, mfu, job)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
 @arg("trainable_params_b", ndim=2, doc="Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]")
@@ -713,7 +713,7 @@ def FT_GPU_HOURS(params_b, tokens_t, trainable_params_b, peak_tflops, mfu, job="
     return formula_call("ft_gpu_hours", params_b, tokens_t, trainable_params_b, peak_tflops, mfu, job)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
 @arg("trainable_params_b", ndim=2, doc="Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]")
@@ -727,7 +727,7 @@ def FT_GPUS_FOR_DAYS(params_b, tokens_t, trainable_params_b, peak_tflops, mfu, d
     return formula_call("ft_gpus_for_days", params_b, tokens_t, trainable_params_b, peak_tflops, mfu, days, job)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("gpu_mtbf_h", ndim=2, doc="Mean time between job-stopping failures of one GPU (with its share of the server and network), hours [hours]")
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @ret()
@@ -736,7 +736,7 @@ def CLUSTER_MTBF_H(gpu_mtbf_h, n_gpus):
     return formula_call("cluster_mtbf_h", gpu_mtbf_h, n_gpus)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("node_mtbf_h", ndim=2, doc="Mean time between job-stopping failures of one server node, hours [hours]")
 @arg("gpus_per_node", ndim=2, doc="GPUs per server node [GPUs]")
 @ret()
@@ -745,7 +745,7 @@ def GPU_MTBF_FROM_NODE_H(node_mtbf_h, gpus_per_node):
     return formula_call("gpu_mtbf_from_node_h", node_mtbf_h, gpus_per_node)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @arg("days", ndim=2, doc="Wall-clock days [days]")
 @arg("interruptions", ndim=2, doc="Unexpected job interruptions counted over a period")
@@ -755,7 +755,7 @@ def GPU_MTBF_OBSERVED_H(n_gpus, days, interruptions):
     return formula_call("gpu_mtbf_observed_h", n_gpus, days, interruptions)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("save_s", ndim=2, doc="Time the job stalls to save one checkpoint, seconds [seconds]")
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @arg("gpu_mtbf_h", ndim=2, doc="Mean time between job-stopping failures of one GPU (with its share of the server and network), hours [hours]")
@@ -765,7 +765,7 @@ def CHECKPOINT_INTERVAL_H(save_s, n_gpus, gpu_mtbf_h):
     return formula_call("checkpoint_interval_h", save_s, n_gpus, gpu_mtbf_h)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @arg("gpu_mtbf_h", ndim=2, doc="Mean time between job-stopping failures of one GPU (with its share of the server and network), hours [hours]")
 @arg("save_s", ndim=2, doc="Time the job stalls to save one checkpoint, seconds [seconds]")
@@ -776,7 +776,7 @@ def GOODPUT(n_gpus, gpu_mtbf_h, save_s, restart_s):
     return formula_call("goodput_fraction", n_gpus, gpu_mtbf_h, save_s, restart_s)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("goodput", ndim=2, doc="Goodput: the share of wall-clock time that makes training progress [fraction]")
 @ret()
 def FAILURE_FRAC_FROM_GOODPUT(goodput):
@@ -784,7 +784,7 @@ def FAILURE_FRAC_FROM_GOODPUT(goodput):
     return formula_call("failure_frac_from_goodput", goodput)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("days", ndim=2, doc="Wall-clock days [days]")
 @arg("goodput", ndim=2, doc="Goodput: the share of wall-clock time that makes training progress [fraction]")
 @ret()
@@ -793,7 +793,7 @@ def GOODPUT_EXTRA_DAYS(days, goodput):
     return formula_call("goodput_extra_days", days, goodput)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("compute_usd", ndim=2, doc="Compute cost of one clean training run [USD]")
 @arg("goodput", ndim=2, doc="Goodput: the share of wall-clock time that makes training progress [fraction]")
 @ret()
@@ -802,7 +802,7 @@ def GOODPUT_EXTRA_USD(compute_usd, goodput):
     return formula_call("goodput_extra_usd", compute_usd, goodput)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("use_typed_tax", ndim=2, doc="Use the typed failure share instead of the goodput estimate (TRUE/FALSE)")
 @arg("failure_frac", ndim=2, doc="Failures, restarts and lost work, a fraction of compute (0.15 = 15%) [fraction]")
 @arg("goodput", ndim=2, doc="Goodput: the share of wall-clock time that makes training progress [fraction]")
@@ -821,7 +821,7 @@ def DAYS_WITH_FAILURES(days, failure_frac):
     return formula_call("days_with_failures", days, failure_frac)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
 @arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
@@ -834,7 +834,7 @@ def MEM_WEIGHTS_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_weights=2):
     return formula_call("mem_weights_gb", params_b, zero_stage, dp, tp, pp, bytes_weights)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
 @arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
@@ -847,7 +847,7 @@ def MEM_GRADS_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_grads=2):
     return formula_call("mem_grads_gb", params_b, zero_stage, dp, tp, pp, bytes_grads)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
 @arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
@@ -860,7 +860,7 @@ def MEM_OPTIMIZER_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_optimizer=1
     return formula_call("mem_optimizer_gb", params_b, zero_stage, dp, tp, pp, bytes_optimizer)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
 @arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
@@ -875,7 +875,7 @@ def MEM_STATIC_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_weights=2, byt
     return formula_call("mem_static_gb", params_b, zero_stage, dp, tp, pp, bytes_weights, bytes_grads, bytes_optimizer)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("largest_layer_params_b", ndim=2, doc="Parameters of the largest layer, in billions (ZeRO-3 gathers it whole) [billion parameters]")
 @ret()
 def MEM_ZERO3_BUFFER_GB(largest_layer_params_b):
@@ -883,7 +883,7 @@ def MEM_ZERO3_BUFFER_GB(largest_layer_params_b):
     return formula_call("mem_zero3_buffer_gb", largest_layer_params_b)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("trainable_params_b", ndim=2, doc="Trainable (e.g. LoRA adapter) parameters, in billions [billion parameters]")
 @arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
@@ -894,7 +894,7 @@ def MEM_LORA_GB(params_b, trainable_params_b, bytes_weights=2, bytes_trainable=1
     return formula_call("mem_lora_gb", params_b, trainable_params_b, bytes_weights, bytes_trainable)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -913,7 +913,7 @@ def ACT_LAYER_BYTES_GENERAL(seq_len, micro_batch, hidden, heads, kv_heads, head_
     return formula_call("act_layer_bytes_general", seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn, tp, seq_parallel, recompute, flash_attention)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -927,7 +927,7 @@ def ACT_LAYER_BYTES(seq_len, micro_batch, hidden, heads, tp=1, seq_parallel=Fals
     return formula_call("act_layer_bytes", seq_len, micro_batch, hidden, heads, tp, seq_parallel, recompute)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -942,7 +942,7 @@ def MEM_ACT_GB(seq_len, micro_batch, hidden, layers, heads, tp=1, seq_parallel=F
     return formula_call("mem_act_gb", seq_len, micro_batch, hidden, layers, heads, tp, seq_parallel, recompute)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
 @arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
@@ -952,7 +952,7 @@ def ACT_INFLIGHT_FACTOR(pp, virtual_stages=1, microbatches=1000000):
     return formula_call("act_inflight_factor", pp, virtual_stages, microbatches)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -970,7 +970,7 @@ def MEM_ACT_PIPELINE_GB(seq_len, micro_batch, hidden, layers, heads, tp=1, seq_p
     return formula_call("mem_act_pipeline_gb", seq_len, micro_batch, hidden, layers, heads, tp, seq_parallel, recompute, pp, virtual_stages, microbatches)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("static_gb", ndim=2, doc="Model-state memory per GPU, GB [GB]")
 @arg("activations_gb", ndim=2, doc="Activation memory per GPU, GB [GB]")
 @arg("overhead_gb", ndim=2, doc="Other memory per GPU (NCCL buffers, library workspaces; the fit adds the CUDA context and allocator reserve as its margin), GB [GB]")
@@ -980,7 +980,7 @@ def MEM_TOTAL_GB(static_gb, activations_gb, overhead_gb=0):
     return formula_call("mem_total_gb", static_gb, activations_gb, overhead_gb)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("total_gb", ndim=2, doc="Total memory needed per GPU, GB [GB]")
 @arg("memory_gb", ndim=2, doc="Memory of one GPU, GB (1e9 bytes) [GB]")
 @arg("margin_gb", ndim=2, doc="Margin the fit answer adds to the predicted memory per GPU, GB [GB]")
@@ -990,7 +990,7 @@ def FITS_IN_GPU(total_gb, memory_gb, margin_gb=0):
     return formula_call("fits_in_gpu", total_gb, memory_gb, margin_gb)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("total_gb", ndim=2, doc="Total memory needed per GPU, GB [GB]")
 @arg("cuda_context_gb", ndim=2, doc="CUDA context per GPU (driver, loaded kernels), held beside the tensors, GB [GB]")
 @arg("allocator_reserve_frac", ndim=2, doc="Caching allocator reserve (reserved - allocated: rounding, fragmentation) as a share of the predicted memory [fraction]")
@@ -1000,7 +1000,7 @@ def FIT_MARGIN_GB(total_gb, cuda_context_gb=0.4, allocator_reserve_frac=0.05):
     return formula_call("fit_margin_gb", total_gb, cuda_context_gb, allocator_reserve_frac)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("total_gb", ndim=2, doc="Total memory needed per GPU, GB [GB]")
 @arg("memory_gb", ndim=2, doc="Memory of one GPU, GB (1e9 bytes) [GB]")
 @arg("margin_gb", ndim=2, doc="Margin the fit answer adds to the predicted memory per GPU, GB [GB]")
@@ -1010,7 +1010,7 @@ def FIT_VERDICT(total_gb, memory_gb, margin_gb=0):
     return formula_call("fit_verdict", total_gb, memory_gb, margin_gb)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("memory_gb", ndim=2, doc="Memory of one GPU, GB (1e9 bytes) [GB]")
 @arg("cuda_context_gb", ndim=2, doc="CUDA context per GPU (driver, loaded kernels), held beside the tensors, GB [GB]")
 @arg("allocator_reserve_frac", ndim=2, doc="Caching allocator reserve (reserved - allocated: rounding, fragmentation) as a share of the predicted memory [fraction]")
@@ -1020,7 +1020,7 @@ def FIT_CAPACITY_GB(memory_gb, cuda_context_gb=0.4, allocator_reserve_frac=0.05)
     return formula_call("fit_capacity_gb", memory_gb, cuda_context_gb, allocator_reserve_frac)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("memory_gb", ndim=2, doc="Memory of one GPU, GB (1e9 bytes) [GB]")
 @arg("static_gb", ndim=2, doc="Model-state memory per GPU, GB [GB]")
 @arg("overhead_gb", ndim=2, doc="Other memory per GPU (NCCL buffers, library workspaces; the fit adds the CUDA context and allocator reserve as its margin), GB [GB]")
@@ -1031,7 +1031,7 @@ def MAX_MICRO_BATCH(memory_gb, static_gb, overhead_gb, act_gb_per_sample):
     return formula_call("max_micro_batch", memory_gb, static_gb, overhead_gb, act_gb_per_sample)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("hidden", ndim=2, doc="Hidden size h")
 @arg("heads", ndim=2, doc="Attention heads a")
 @arg("layers", ndim=2, doc="Transformer layers L")
@@ -1056,7 +1056,7 @@ def LAYOUT_MESSAGE(hidden, heads, layers, seq_len, kv_heads, first_stage_layers=
     return formula_call("layout_message", hidden, heads, layers, seq_len, kv_heads, first_stage_layers, last_stage_layers, tp, pp, cp, dp, cluster_gpus, dp_shard, experts, ep, micro_batch, batch_sequences, virtual_stages)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("layers", ndim=2, doc="Transformer layers L")
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @arg("stage", ndim=2, doc="Pipeline stage: \"first\" (input embedding, most micro-batches in flight) or \"last\" (output layer, logits and loss)")
@@ -1068,7 +1068,7 @@ def STAGE_LAYERS(layers, pp, stage="first", first_stage_layers=0, last_stage_lay
     return formula_call("stage_layers", layers, pp, stage, first_stage_layers, last_stage_layers)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("layers", ndim=2, doc="Transformer layers L")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -1080,7 +1080,7 @@ def LAYER_PARAMS_B(params_b, layers, hidden, vocab, tied_embeddings=False):
     return formula_call("layer_params_b", params_b, layers, hidden, vocab, tied_embeddings)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("stage_layers", ndim=2, doc="Transformer layers on one pipeline stage")
 @arg("layer_params_b", ndim=2, doc="Parameters of one transformer layer, billions [billion parameters]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -1093,7 +1093,7 @@ def STAGE_PARAMS_B(stage_layers, layer_params_b, hidden, vocab, pp=1, tied_embed
     return formula_call("stage_params_b", stage_layers, layer_params_b, hidden, vocab, pp, tied_embeddings)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @arg("stage", ndim=2, doc="Pipeline stage: \"first\" (input embedding, most micro-batches in flight) or \"last\" (output layer, logits and loss)")
 @arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
@@ -1104,7 +1104,7 @@ def STAGE_INFLIGHT_MICROBATCHES(pp, stage="first", virtual_stages=1, microbatche
     return formula_call("stage_inflight_microbatches", pp, stage, virtual_stages, microbatches)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("stage_layers", ndim=2, doc="Transformer layers on one pipeline stage")
 @arg("stored_act_bytes", ndim=2, doc="Activation bytes one layer keeps for one micro-batch under the recompute mode [bytes]")
 @arg("inflight_microbatches", ndim=2, doc="Micro-batches whose activations a stage holds at its peak [micro-batches]")
@@ -1114,7 +1114,7 @@ def MEM_STAGE_ACT_GB(stage_layers, stored_act_bytes, inflight_microbatches):
     return formula_call("mem_stage_act_gb", stage_layers, stored_act_bytes, inflight_microbatches)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("full_act_bytes", ndim=2, doc="Activation bytes of one layer for one micro-batch without recomputation [bytes]")
 @arg("stored_act_bytes", ndim=2, doc="Activation bytes one layer keeps for one micro-batch under the recompute mode [bytes]")
 @ret()
@@ -1123,7 +1123,7 @@ def MEM_RECOMPUTE_WORKING_GB(full_act_bytes, stored_act_bytes):
     return formula_call("mem_recompute_working_gb", full_act_bytes, stored_act_bytes)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
 @arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
@@ -1139,7 +1139,7 @@ def MEM_LOGITS_GB(seq_len, micro_batch, vocab, tp=1, cp=1, logits_buffer_bytes=4
     return formula_call("mem_logits_gb", seq_len, micro_batch, vocab, tp, cp, logits_buffer_bytes, pp, stage, output_copy_bytes)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("layer_params_b", ndim=2, doc="Parameters of one transformer layer, billions [billion parameters]")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
 @arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
@@ -1153,7 +1153,7 @@ def MEM_GATHERED_PARAMS_GB(layer_params_b, tp=1, zero_stage=0, prefetch_layers=0
     return formula_call("mem_gathered_params_gb", layer_params_b, tp, zero_stage, prefetch_layers, pp, stage_params_b, bytes_grads)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("layer_params_b", ndim=2, doc="Parameters of one transformer layer, billions [billion parameters]")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
 @arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
@@ -1164,7 +1164,7 @@ def ACT_AUTOCAST_COPY_BYTES(layer_params_b, tp=1, recompute="none", autocast_cop
     return formula_call("act_autocast_copy_bytes", layer_params_b, tp, recompute, autocast_copy_bytes)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
 @arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
@@ -1177,7 +1177,7 @@ def MEM_OPTIMIZER_STEP_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, optimizer_st
     return formula_call("mem_optimizer_step_gb", params_b, zero_stage, dp, tp, pp, optimizer_step_bytes)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("weights_gb", ndim=2, doc="Weight memory per GPU, GB [GB]")
 @arg("grads_gb", ndim=2, doc="Gradient memory per GPU, GB [GB]")
 @arg("optimizer_gb", ndim=2, doc="Optimizer-state memory per GPU, GB [GB]")
@@ -1197,7 +1197,7 @@ def MEM_STAGE_TOTAL_GB(weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, 
     return formula_call("mem_stage_total_gb", weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb, logits_gb, comm_buffer_gb, overhead_gb, grads_freed, pp, step_gb)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("first_stage_gb", ndim=2, doc="Memory per GPU of the first pipeline stage, GB [GB]")
 @arg("last_stage_gb", ndim=2, doc="Memory per GPU of the last pipeline stage, GB [GB]")
 @ret()
@@ -1206,7 +1206,7 @@ def MEM_PEAK_GB(first_stage_gb, last_stage_gb):
     return formula_call("mem_peak_gb", first_stage_gb, last_stage_gb)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("weights_gb", ndim=2, doc="Weight memory per GPU, GB [GB]")
 @arg("grads_gb", ndim=2, doc="Gradient memory per GPU, GB [GB]")
 @arg("optimizer_gb", ndim=2, doc="Optimizer-state memory per GPU, GB [GB]")
@@ -1218,7 +1218,7 @@ def MEM_STATES_GB(weights_gb, grads_gb, optimizer_gb, fp8_gb=0, gathered_gb=0):
     return formula_call("mem_states_gb", weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("first_stage_gb", ndim=2, doc="Memory per GPU of the first pipeline stage, GB [GB]")
 @arg("last_stage_gb", ndim=2, doc="Memory per GPU of the last pipeline stage, GB [GB]")
 @arg("first_part_gb", ndim=2, doc="One part of the first pipeline stage's memory per GPU, GB [GB]")
@@ -1229,7 +1229,7 @@ def PEAK_STAGE_PART_GB(first_stage_gb, last_stage_gb, first_part_gb, last_part_g
     return formula_call("peak_stage_part_gb", first_stage_gb, last_stage_gb, first_part_gb, last_part_gb)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
 @arg("days", ndim=2, doc="Wall-clock days [days]")
@@ -1239,7 +1239,7 @@ def RENT_COST_USD(n_gpus, usd_per_gpu_hour, days):
     return formula_call("rent_cost_usd", n_gpus, usd_per_gpu_hour, days)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
 @arg("capex_usd_per_server", ndim=2, doc="Purchase price of one server without its GPUs (CPUs, memory, NICs, chassis) [USD/server]")
 @arg("gpus_per_node", ndim=2, doc="GPUs per server node [GPUs]")
@@ -1249,7 +1249,7 @@ def CAPEX_PER_GPU_ALL_IN(capex_usd_per_gpu, capex_usd_per_server, gpus_per_node)
     return formula_call("capex_usd_per_gpu_all_in", capex_usd_per_gpu, capex_usd_per_server, gpus_per_node)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
 @ret()
@@ -1258,7 +1258,7 @@ def CLUSTER_CAPEX_USD(n_gpus, capex_usd_per_gpu):
     return formula_call("cluster_capex_usd", n_gpus, capex_usd_per_gpu)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
 @arg("kw_per_server", ndim=2, doc="Power of one server without its GPUs (CPUs, fans, NICs), kW [kW]")
 @arg("gpus_per_node", ndim=2, doc="GPUs per server node [GPUs]")
@@ -1268,7 +1268,7 @@ def KW_PER_GPU_ALL_IN(kw_per_gpu, kw_per_server, gpus_per_node):
     return formula_call("kw_per_gpu_all_in", kw_per_gpu, kw_per_server, gpus_per_node)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
 @arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
@@ -1278,7 +1278,7 @@ def FACILITY_MW(n_gpus, kw_per_gpu, pue):
     return formula_call("facility_mw", n_gpus, kw_per_gpu, pue)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
 @arg("kw_per_rack", ndim=2, doc="Power one rack can feed and cool, kW (seed 001: 20-40 kW) [kW]")
@@ -1288,7 +1288,7 @@ def RACKS_NEEDED(n_gpus, kw_per_gpu, kw_per_rack):
     return formula_call("racks_needed", n_gpus, kw_per_gpu, kw_per_rack)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
 @arg("kw_per_rack", ndim=2, doc="Power one rack can feed and cool, kW (seed 001: 20-40 kW) [kW]")
@@ -1300,7 +1300,7 @@ def HOSTING_COST_USD(n_gpus, kw_per_gpu, kw_per_rack, usd_per_rack_month, days):
     return formula_call("hosting_cost_usd", n_gpus, kw_per_gpu, kw_per_rack, usd_per_rack_month, days)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
 @arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
@@ -1332,7 +1332,7 @@ def OWN_TOTAL_COST_USD(n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_p
     return formula_call("own_total_cost_usd", n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh, utilisation, kw_per_rack, usd_per_rack_month)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
 @arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
 @arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
@@ -1342,7 +1342,7 @@ def ENERGY_USD_PER_GPU_HOUR(kw_per_gpu, pue, usd_per_kwh):
     return formula_call("energy_usd_per_gpu_hour", kw_per_gpu, pue, usd_per_kwh)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
 @arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
 @arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
@@ -1368,7 +1368,7 @@ def BREAKEVEN_UTILISATION(capex_usd_per_gpu, depreciation_years, kw_per_gpu, pue
     return formula_call("breakeven_utilisation", capex_usd_per_gpu, depreciation_years, kw_per_gpu, pue, usd_per_kwh, usd_per_gpu_hour)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
 @arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
 @arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
@@ -1381,7 +1381,7 @@ def BREAKEVEN_MONTHS(capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh, usd_per_gp
     return formula_call("breakeven_months", capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh, usd_per_gpu_hour, utilisation)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
 @arg("months", ndim=2, doc="Months (of 365/12 days) [months]")
@@ -1392,7 +1392,7 @@ def RENT_OVER_MONTHS_USD(n_gpus, usd_per_gpu_hour, months, utilisation):
     return formula_call("rent_over_months_usd", n_gpus, usd_per_gpu_hour, months, utilisation)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
 @arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
 @arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
@@ -1408,7 +1408,7 @@ def OWN_OVER_MONTHS_USD(n_gpus, capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh,
     return formula_call("own_over_months_usd", n_gpus, capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh, kw_per_rack, usd_per_rack_month, months, utilisation)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
 @arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
@@ -1418,7 +1418,7 @@ def PIPELINE_BUBBLE(pp, microbatches, virtual_stages=1):
     return formula_call("pipeline_bubble", pp, microbatches, virtual_stages)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
 @arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
@@ -1428,7 +1428,7 @@ def PIPELINE_BUBBLE_SHARE(pp, microbatches, virtual_stages=1):
     return formula_call("pipeline_bubble_share", pp, microbatches, virtual_stages)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("size_bytes", ndim=2, doc="Size of the buffer being reduced or gathered, bytes [bytes]")
 @arg("ranks", ndim=2, doc="Number of ranks in the collective [GPUs]")
 @ret()
@@ -1437,7 +1437,7 @@ def ALLREDUCE_BYTES(size_bytes, ranks):
     return formula_call("allreduce_bytes", size_bytes, ranks)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("size_bytes", ndim=2, doc="Size of the buffer being reduced or gathered, bytes [bytes]")
 @arg("ranks", ndim=2, doc="Number of ranks in the collective [GPUs]")
 @ret()
@@ -1446,7 +1446,7 @@ def ALLGATHER_BYTES(size_bytes, ranks):
     return formula_call("allgather_bytes", size_bytes, ranks)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("base_value", ndim=2, doc="The base-case value of an input a range moves")
 @arg("range_factor", ndim=2, doc="Multiplier of the base value at the low or high end of a range (0.75 = 25% lower) [ratio]")
 @ret()
@@ -1455,7 +1455,7 @@ def RANGE_VALUE(base_value, range_factor):
     return formula_call("range_value", base_value, range_factor)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("base_value", ndim=2, doc="The base-case value of an input a range moves")
 @arg("range_factor", ndim=2, doc="Multiplier of the base value at the low or high end of a range (0.75 = 25% lower) [ratio]")
 @ret()
@@ -1464,7 +1464,7 @@ def RANGE_FRACTION(base_value, range_factor):
     return formula_call("range_fraction", base_value, range_factor)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("total_usd", ndim=2, doc="A total cost in USD [USD]")
 @arg("base_usd", ndim=2, doc="The base case's cost, USD [USD]")
 @ret()
@@ -1473,7 +1473,7 @@ def COST_CHANGE_USD(total_usd, base_usd):
     return formula_call("cost_change_usd", total_usd, base_usd)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
 @arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
 @ret()
@@ -1482,7 +1482,7 @@ def T_MATH_S(flops, peak_tflops):
     return formula_call("t_math_s", flops, peak_tflops)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("bytes", ndim=2, doc="Bytes moved [bytes]")
 @arg("bandwidth_gb_s", ndim=2, doc="Bandwidth, GB/s (1e9 bytes/s) [GB/s]")
 @ret()
@@ -1491,7 +1491,7 @@ def T_COMM_S(bytes, bandwidth_gb_s):
     return formula_call("t_comm_s", bytes, bandwidth_gb_s)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
 @arg("bytes", ndim=2, doc="Bytes moved [bytes]")
 @arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
@@ -1502,7 +1502,7 @@ def TIME_LOWER_S(flops, bytes, peak_tflops, bandwidth_gb_s):
     return formula_call("time_lower_s", flops, bytes, peak_tflops, bandwidth_gb_s)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
 @arg("bytes", ndim=2, doc="Bytes moved [bytes]")
 @arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
@@ -1513,7 +1513,7 @@ def TIME_UPPER_S(flops, bytes, peak_tflops, bandwidth_gb_s):
     return formula_call("time_upper_s", flops, bytes, peak_tflops, bandwidth_gb_s)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
 @arg("bytes", ndim=2, doc="Bytes moved [bytes]")
 @ret()
@@ -1522,7 +1522,7 @@ def ARITHMETIC_INTENSITY(flops, bytes):
     return formula_call("arithmetic_intensity", flops, bytes)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
 @arg("hbm_tb_s", ndim=2, doc="Memory (HBM) bandwidth of one GPU, TB/s [TB/s]")
 @ret()
@@ -1531,7 +1531,7 @@ def CRITICAL_INTENSITY(peak_tflops, hbm_tb_s):
     return formula_call("critical_intensity", peak_tflops, hbm_tb_s)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("intensity", ndim=2, doc="Arithmetic intensity, FLOPs per byte [FLOP/byte]")
 @arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
 @arg("hbm_tb_s", ndim=2, doc="Memory (HBM) bandwidth of one GPU, TB/s [TB/s]")
@@ -1541,7 +1541,7 @@ def ATTAINABLE_TFLOPS(intensity, peak_tflops, hbm_tb_s):
     return formula_call("attainable_tflops", intensity, peak_tflops, hbm_tb_s)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("rows", ndim=2, doc="Rows B of the left matrix [B,D]")
 @arg("inner", ndim=2, doc="Shared dimension D of [B,D]x[D,F]")
 @arg("cols", ndim=2, doc="Columns F of the right matrix [D,F]")
@@ -1552,7 +1552,7 @@ def MATMUL_INTENSITY(rows, inner, cols, bytes_per_element=2):
     return formula_call("matmul_intensity", rows, inner, cols, bytes_per_element)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
 @arg("link_gb_s", ndim=2, doc="Link bandwidth between two chips, GB/s (1e9 bytes/s) [GB/s]")
 @ret()
@@ -1561,7 +1561,7 @@ def MODEL_PARALLEL_MIN_DIM(peak_tflops, link_gb_s):
     return formula_call("model_parallel_min_dim", peak_tflops, link_gb_s)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("hidden", ndim=2, doc="Hidden size h")
 @arg("heads", ndim=2, doc="Attention heads a")
 @arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
@@ -1574,7 +1574,7 @@ def LAYER_MATMUL_FLOPS(hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=
     return formula_call("layer_matmul_flops", hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("heads", ndim=2, doc="Attention heads a")
 @arg("head_dim", ndim=2, doc="Dimension of one attention head")
@@ -1584,7 +1584,7 @@ def ATTENTION_CORE_FLOPS(seq_len, heads, head_dim):
     return formula_call("attention_core_flops", seq_len, heads, head_dim)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("layers", ndim=2, doc="Transformer layers L")
 @arg("hidden", ndim=2, doc="Hidden size h")
 @arg("heads", ndim=2, doc="Attention heads a")
@@ -1600,7 +1600,7 @@ def MODEL_FLOPS_PER_TOKEN(layers, hidden, heads, kv_heads, head_dim, ffn_hidden,
     return formula_call("model_flops_per_token", layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq_len, gated_ffn)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("layers", ndim=2, doc="Transformer layers L")
 @arg("hidden", ndim=2, doc="Hidden size h")
 @arg("heads", ndim=2, doc="Attention heads a")
@@ -1617,7 +1617,7 @@ def HARDWARE_FLOPS_PER_TOKEN(layers, hidden, heads, kv_heads, head_dim, ffn_hidd
     return formula_call("hardware_flops_per_token", layers, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, seq_len, gated_ffn, recompute)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
 @arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
 @arg("matmul_efficiency", ndim=2, doc="Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak) [fraction]")
@@ -1627,7 +1627,7 @@ def COMPUTE_TIME_S(flops, peak_tflops, matmul_efficiency):
     return formula_call("compute_time_s", flops, peak_tflops, matmul_efficiency)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("gemm_rows", ndim=2, doc="Rows of a matmul's output (tokens, or a weight's input size for the weight gradient)")
 @arg("gemm_cols", ndim=2, doc="Columns of a matmul's output")
 @arg("sm_count", ndim=2, doc="Streaming multiprocessors of one GPU (A100: 108, H100 SXM: 132) [SMs]")
@@ -1639,7 +1639,7 @@ def GEMM_WAVE_EFFICIENCY(gemm_rows, gemm_cols, sm_count, tile_rows=256, tile_col
     return formula_call("gemm_wave_efficiency", gemm_rows, gemm_cols, sm_count, tile_rows, tile_cols)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
 @arg("in_features", ndim=2, doc="Input size of a linear layer on one GPU (after tensor-parallel splitting)")
 @arg("out_features", ndim=2, doc="Output size of a linear layer on one GPU (after tensor-parallel splitting)")
@@ -1653,7 +1653,7 @@ def LINEAR_LAYER_TIME_S(tokens, in_features, out_features, peak_tflops, matmul_e
     return formula_call("linear_layer_time_s", tokens, in_features, out_features, peak_tflops, matmul_efficiency, sm_count, forward_passes)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("heads", ndim=2, doc="Attention heads a")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
@@ -1664,7 +1664,7 @@ def ATTENTION_SOFTMAX_BYTES_PER_TOKEN(seq_len, heads, tp=1, recompute="none"):
     return formula_call("attention_softmax_bytes_per_token", seq_len, heads, tp, recompute)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("heads", ndim=2, doc="Attention heads a")
 @arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
@@ -1675,7 +1675,7 @@ def ATTENTION_GEMM_BYTES_PER_TOKEN(seq_len, heads, tp=1, recompute="none"):
     return formula_call("attention_gemm_bytes_per_token", seq_len, heads, tp, recompute)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
 @arg("gemm_bytes", ndim=2, doc="HBM bytes the attention matmuls read and write (s x s scores) [bytes]")
 @arg("softmax_bytes", ndim=2, doc="HBM bytes of softmax, mask and dropout over the s x s scores [bytes]")
@@ -1688,7 +1688,7 @@ def UNFUSED_ATTENTION_TIME_S(flops, gemm_bytes, softmax_bytes, peak_tflops, matm
     return formula_call("unfused_attention_time_s", flops, gemm_bytes, softmax_bytes, peak_tflops, matmul_efficiency, hbm_tb_s)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("hidden", ndim=2, doc="Hidden size h")
 @arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
 @arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
@@ -1702,7 +1702,7 @@ def ELEMENTWISE_BYTES_PER_TOKEN(hidden, ffn_hidden, gated_ffn=False, tp=1, seq_p
     return formula_call("elementwise_bytes_per_token", hidden, ffn_hidden, gated_ffn, tp, seq_parallel, elementwise_factor, dropout)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("hidden", ndim=2, doc="Hidden size h")
 @arg("heads", ndim=2, doc="Attention heads a")
 @arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
@@ -1720,7 +1720,7 @@ def FP8_CAST_BYTES_PER_TOKEN(hidden, heads, kv_heads, head_dim, ffn_hidden, gate
     return formula_call("fp8_cast_bytes_per_token", hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn, tp, seq_parallel, recompute, fp8_cast_bytes, fp8_forward_fused)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -1732,7 +1732,7 @@ def TP_COMM_BYTES_PER_LAYER(seq_len, micro_batch, hidden, tp, recompute="none"):
     return formula_call("tp_comm_bytes_per_layer", seq_len, micro_batch, hidden, tp, recompute)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("comm_s", ndim=2, doc="Communication time [seconds]")
 @arg("window_s", ndim=2, doc="Compute time a communication can overlap with [seconds]")
 @arg("overlap_frac", ndim=2, doc="Share of a communication that can hide behind its overlap window [fraction]")
@@ -1742,7 +1742,7 @@ def EXPOSED_COMM_S(comm_s, window_s, overlap_frac):
     return formula_call("exposed_comm_s", comm_s, window_s, overlap_frac)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
 @arg("microbatch_s", ndim=2, doc="Time of one micro-batch (forward + backward) on one pipeline stage [seconds]")
@@ -1753,7 +1753,7 @@ def BUBBLE_TIME_S(pp, microbatches, microbatch_s, virtual_stages=1):
     return formula_call("bubble_time_s", pp, microbatches, microbatch_s, virtual_stages)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_per_gpu_b", ndim=2, doc="Parameters held by one GPU before ZeRO sharding, in billions [billion parameters]")
 @arg("hbm_tb_s", ndim=2, doc="Memory (HBM) bandwidth of one GPU, TB/s [TB/s]")
 @arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
@@ -1765,7 +1765,7 @@ def OPTIMIZER_STEP_S(params_per_gpu_b, hbm_tb_s, zero_stage=0, dp=1, bytes_per_p
     return formula_call("optimizer_step_s", params_per_gpu_b, hbm_tb_s, zero_stage, dp, bytes_per_param_step)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_per_gpu_b", ndim=2, doc="Parameters held by one GPU before ZeRO sharding, in billions [billion parameters]")
 @arg("host_memory_gb_s", ndim=2, doc="CPU memory bandwidth available to one GPU's offloaded optimizer, GB/s (a server's DRAM bandwidth / its GPUs) [GB/s]")
 @arg("pcie_gb_s", ndim=2, doc="Host link (PCIe) bandwidth of one GPU, one direction, GB/s (PCIe Gen5 x16: 64) [GB/s]")
@@ -1779,7 +1779,7 @@ def OFFLOADED_OPTIMIZER_STEP_S(params_per_gpu_b, host_memory_gb_s, pcie_gb_s, ze
     return formula_call("offloaded_optimizer_step_s", params_per_gpu_b, host_memory_gb_s, pcie_gb_s, zero_stage, dp, bytes_per_param_step, bytes_weights)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
 @arg("microbatch_s", ndim=2, doc="Time of one micro-batch (forward + backward) on one pipeline stage [seconds]")
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
@@ -1792,7 +1792,7 @@ def STEP_TIME_S(microbatches, microbatch_s, pp, virtual_stages, comm_s, compute_
     return formula_call("step_time_s", microbatches, microbatch_s, pp, virtual_stages, comm_s, compute_s)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("flops_per_token", ndim=2, doc="Training FLOPs per token [FLOPs/token]")
 @arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
 @arg("step_s", ndim=2, doc="Time of one training step (iteration) [seconds]")
@@ -1804,7 +1804,7 @@ def MFU_FROM_STEP(flops_per_token, tokens, step_s, n_gpus, peak_tflops):
     return formula_call("mfu_from_step", flops_per_token, tokens, step_s, n_gpus, peak_tflops)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
 @arg("step_s", ndim=2, doc="Time of one training step (iteration) [seconds]")
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
@@ -1814,7 +1814,7 @@ def TOKENS_PER_S_PER_GPU(tokens, step_s, n_gpus):
     return formula_call("tokens_per_s_per_gpu", tokens, step_s, n_gpus)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
 @arg("tokens_per_s", ndim=2, doc="Training throughput per GPU, tokens per second [tokens/s per GPU]")
 @arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
@@ -1824,7 +1824,7 @@ def TRAIN_DAYS_AT_THROUGHPUT(tokens_t, tokens_per_s, n_gpus):
     return formula_call("train_days_at_throughput", tokens_t, tokens_per_s, n_gpus)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("tokens_t", ndim=2, doc="Training tokens, in trillions (2 = 2e12) [trillion tokens]")
 @arg("tokens_per_s", ndim=2, doc="Training throughput per GPU, tokens per second [tokens/s per GPU]")
 @ret()
@@ -1833,7 +1833,7 @@ def GPU_HOURS_AT_THROUGHPUT(tokens_t, tokens_per_s):
     return formula_call("gpu_hours_at_throughput", tokens_t, tokens_per_s)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("layers", ndim=2, doc="Transformer layers L")
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @arg("layer_params", ndim=2, doc="Parameters of one transformer layer (a count, not billions) [parameters]")
@@ -1845,7 +1845,7 @@ def PIPELINE_STAGE_PARAMS(layers, pp, layer_params, embedding_params, tied_embed
     return formula_call("pipeline_stage_params", layers, pp, layer_params, embedding_params, tied_embeddings)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
 @arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
@@ -1856,7 +1856,7 @@ def LOGITS_MEMORY_BYTES(seq_len, micro_batch, vocab, tp=1):
     return formula_call("logits_memory_bytes", seq_len, micro_batch, vocab, tp)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("layers", ndim=2, doc="Transformer layers L")
 @arg("layer_act_bytes", ndim=2, doc="Activation bytes one layer stores for one micro-batch on one GPU [bytes]")
 @arg("inflight_factor", ndim=2, doc="Micro-batches' activations in flight on the first pipeline stage, in stage-sized units (ACT_INFLIGHT_FACTOR) [ratio]")
@@ -1868,7 +1868,7 @@ def STAGE_ACTIVATIONS_GB(layers, layer_act_bytes, inflight_factor, logits_bytes,
     return formula_call("stage_activations_gb", layers, layer_act_bytes, inflight_factor, logits_bytes, pp)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("hidden", ndim=2, doc="Hidden size h")
 @arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
 @arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
@@ -1879,7 +1879,7 @@ def LOGITS_MATMUL_FLOPS(hidden, vocab, tokens, tp=1):
     return formula_call("logits_matmul_flops", hidden, vocab, tokens, tp)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
 @arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -1897,7 +1897,7 @@ def STAGE_MATMUL_FLOPS(layers_per_stage, tokens, hidden, heads, kv_heads, head_d
     return formula_call("stage_matmul_flops", layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, gated_ffn, tp, recompute)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
 @arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -1918,7 +1918,7 @@ def STAGE_LINEAR_TIME_S(layers_per_stage, tokens, hidden, heads, kv_heads, head_
     return formula_call("stage_linear_time_s", layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, peak_tflops, matmul_efficiency, sm_count, gated_ffn, tp, recompute)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
 @arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
@@ -1932,7 +1932,7 @@ def STAGE_ATTENTION_FLOPS(layers_per_stage, tokens, seq_len, heads, head_dim, tp
     return formula_call("stage_attention_flops", layers_per_stage, tokens, seq_len, heads, head_dim, tp, recompute)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
 @arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
 @arg("attention_efficiency", ndim=2, doc="Achievable share of peak in the fused attention kernel [fraction]")
@@ -1942,7 +1942,7 @@ def FLASH_ATTENTION_TIME_S(flops, peak_tflops, attention_efficiency):
     return formula_call("flash_attention_time_s", flops, peak_tflops, attention_efficiency)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
 @arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
 @arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
@@ -1959,7 +1959,7 @@ def STAGE_UNFUSED_ATTENTION_TIME_S(flops, layers_per_stage, tokens, seq_len, hea
     return formula_call("stage_unfused_attention_time_s", flops, layers_per_stage, tokens, seq_len, heads, peak_tflops, matmul_efficiency, hbm_tb_s, tp, recompute)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
 @arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -1979,7 +1979,7 @@ def ELEMENTWISE_TIME_S(layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_
     return formula_call("elementwise_time_s", layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn, tp, seq_parallel, recompute, elementwise_factor, loss_bytes, dropout)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
 @arg("seq_len", ndim=2, doc="Sequence length [tokens]")
 @arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
@@ -1995,7 +1995,7 @@ def TP_COMM_TIME_S(layers_per_stage, seq_len, micro_batch, hidden, tp, scaleup_g
     return formula_call("tp_comm_time_s", layers_per_stage, seq_len, micro_batch, hidden, tp, scaleup_gb_s, link_efficiency, recompute, tp_overlap)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("span_gpus", ndim=2, doc="Consecutive GPUs a communicating group spans (pipeline: t*p, data-parallel: t*p*d) [GPUs]")
 @arg("gpus_per_node", ndim=2, doc="GPUs per server node [GPUs]")
 @arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
@@ -2006,7 +2006,7 @@ def GROUP_BANDWIDTH_GB_S(span_gpus, gpus_per_node, scaleup_gb_s, scaleout_gb_s):
     return formula_call("group_bandwidth_gb_s", span_gpus, gpus_per_node, scaleup_gb_s, scaleout_gb_s)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
 @arg("hidden", ndim=2, doc="Hidden size h")
 @arg("bandwidth_gb_s", ndim=2, doc="Bandwidth, GB/s (1e9 bytes/s) [GB/s]")
@@ -2019,7 +2019,7 @@ def PIPELINE_P2P_TIME_S(tokens, hidden, bandwidth_gb_s, link_efficiency, tp=1, v
     return formula_call("pipeline_p2p_time_s", tokens, hidden, bandwidth_gb_s, link_efficiency, tp, virtual_stages)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_per_gpu", ndim=2, doc="Parameters held by one GPU before ZeRO sharding (a count, not billions) [parameters]")
 @arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
 @arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
@@ -2032,7 +2032,7 @@ def DP_COMM_BYTES(params_per_gpu, dp, zero_stage=0, microbatches=1, grad_bytes=4
     return formula_call("dp_comm_bytes", params_per_gpu, dp, zero_stage, microbatches, grad_bytes, bytes_weights)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_per_gpu", ndim=2, doc="Parameters held by one GPU before ZeRO sharding (a count, not billions) [parameters]")
 @arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
 @arg("microbatch_s", ndim=2, doc="Time of one micro-batch (forward + backward) on one pipeline stage [seconds]")
@@ -2049,7 +2049,7 @@ def DP_COMM_TIME_S(params_per_gpu, dp, microbatch_s, bandwidth_gb_s, link_effici
     return formula_call("dp_comm_time_s", params_per_gpu, dp, microbatch_s, bandwidth_gb_s, link_efficiency, zero_stage, microbatches, grad_bytes, bytes_weights, overlap_frac)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
 @arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
 @arg("attention_efficiency", ndim=2, doc="Achievable share of peak in the fused attention kernel [fraction]")
@@ -2060,7 +2060,7 @@ def ATTENTION_CORE_TIME_S(flops, peak_tflops, attention_efficiency, matmul_effic
     return formula_call("attention_core_time_s", flops, peak_tflops, attention_efficiency, matmul_efficiency)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("ranks", ndim=2, doc="Number of ranks in the collective [GPUs]")
 @arg("stride_gpus", ndim=2, doc="Rank distance between neighbouring members of a communicating group (DP: t*c; PP: t*c*d) [GPUs]")
 @arg("nvlink_domain", ndim=2, doc="GPUs sharing one scale-up (NVLink) fabric: 8 on DGX/HGX, 72 on GB200 NVL72 [GPUs]")
@@ -2070,7 +2070,7 @@ def RANKS_PER_DOMAIN(ranks, stride_gpus, nvlink_domain):
     return formula_call("ranks_per_domain", ranks, stride_gpus, nvlink_domain)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("size_bytes", ndim=2, doc="Size of the buffer being reduced or gathered, bytes [bytes]")
 @arg("ranks", ndim=2, doc="Number of ranks in the collective [GPUs]")
 @arg("ranks_per_domain", ndim=2, doc="Members of a communicating group inside one scale-up domain [GPUs]")
@@ -2084,7 +2084,7 @@ def COLLECTIVE_TIME_S(size_bytes, ranks, ranks_per_domain, scaleup_gb_s, scaleou
     return formula_call("collective_time_s", size_bytes, ranks, ranks_per_domain, scaleup_gb_s, scaleout_gb_s, link_efficiency, passes)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("params_per_gpu", ndim=2, doc="Parameters held by one GPU before ZeRO sharding (a count, not billions) [parameters]")
 @arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
 @arg("ranks_per_domain", ndim=2, doc="Members of a communicating group inside one scale-up domain [GPUs]")
@@ -2103,7 +2103,7 @@ def DP_COMM_TIME_HIERARCHICAL_S(params_per_gpu, dp, ranks_per_domain, microbatch
     return formula_call("dp_comm_time_hierarchical_s", params_per_gpu, dp, ranks_per_domain, microbatch_s, scaleup_gb_s, scaleout_gb_s, link_efficiency, zero_stage, microbatches, grad_bytes, bytes_weights, overlap_frac)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
 @arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
 @arg("head_dim", ndim=2, doc="Dimension of one attention head")
@@ -2115,7 +2115,7 @@ def CP_COMM_BYTES_PER_LAYER(tokens, kv_heads, head_dim, cp, tp=1):
     return formula_call("cp_comm_bytes_per_layer", tokens, kv_heads, head_dim, cp, tp)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
 @arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
 @arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
@@ -2132,7 +2132,7 @@ def CP_COMM_TIME_S(layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_g
     return formula_call("cp_comm_time_s", layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_gb_s, link_efficiency, window_s, tp, cp_overlap)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
 @arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -2153,7 +2153,7 @@ def EP_ALLTOALL_TIME_S(layers_per_stage, tokens, hidden, topk, ep, ranks_per_dom
     return formula_call("ep_alltoall_time_s", layers_per_stage, tokens, hidden, topk, ep, ranks_per_domain, scaleup_gb_s, scaleout_gb_s, link_efficiency, window_s, a2a_bytes, max_nodes_per_token, recompute, ep_overlap)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
 @arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -2167,7 +2167,7 @@ def MOE_PERMUTE_TIME_S(layers_per_stage, tokens, hidden, topk, hbm_tb_s, recompu
     return formula_call("moe_permute_time_s", layers_per_stage, tokens, hidden, topk, hbm_tb_s, recompute, elementwise_factor)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("stage_params_b", ndim=2, doc="Parameters held by one pipeline stage before TP/ZeRO splitting, billions [billion parameters]")
 @arg("stage_layers", ndim=2, doc="Transformer layers on one pipeline stage")
 @arg("layers", ndim=2, doc="Transformer layers L")
@@ -2181,7 +2181,7 @@ def EXPERT_HELD_PARAMS_B(stage_params_b, stage_layers, layers, expert_params_b=0
     return formula_call("expert_held_params_b", stage_params_b, stage_layers, layers, expert_params_b, ep, tp, expert_tp)
 
 
-@func(category=CATEGORY)
+@func(category=BLOCKS_CATEGORY)
 @arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
 @arg("params_b", ndim=2, doc="Model parameters, in billions (70 = 70e9) [billion parameters]")
 @arg("stage_params_b", ndim=2, doc="Parameters held by one pipeline stage before TP/ZeRO splitting, billions [billion parameters]")

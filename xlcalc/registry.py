@@ -53,6 +53,9 @@ class Formula:
     dynamic_defaults: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     dynamic_params: tuple[str, ...] = ()
     dynamic_from: tuple[str, ...] = ()             # the inputs that drive them (one value each on a worksheet)
+    # answers a question users ask by name (days, GPUs, GPU-hours, memory per GPU, what it costs): the worksheet
+    # functions list it in the main category, every other formula under the building blocks
+    question: bool = False
     params: tuple[str, ...] = ()
     defaults: dict[str, Any] = field(default_factory=dict)
     expr: Expr = field(init=False, repr=False)
@@ -246,6 +249,7 @@ def formula(
     dynamic_defaults: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
     dynamic_params: tuple[str, ...] = (),
     dynamic_from: tuple[str, ...] = (),
+    question: bool = False,
 ) -> Callable[[Callable[..., Any]], Formula]:
     """Register a formula. The body must use only arithmetic and the helpers of :mod:`xlcalc.expr`."""
 
@@ -257,7 +261,7 @@ def formula(
             name=name, func=func, udf_name=udf, unit=unit, equation=equation,
             source=source, category=category, returns=returns, check=check, memo=memo,
             at_most=at_most, dynamic_defaults=dynamic_defaults, dynamic_params=dynamic_params,
-            dynamic_from=dynamic_from,
+            dynamic_from=dynamic_from, question=question,
         )
         REGISTRY[name] = f
         return f

@@ -574,7 +574,7 @@ def _compose(values: dict[str, Any], result: str) -> Any:
 
 
 @formula(
-    udf="MEM_PER_GPU_GB", unit="GB per GPU", category="memory", check=_udf_layout_check,
+    udf="MEM_PER_GPU_GB", question=True, unit="GB per GPU", category="memory", check=_udf_layout_check,
     equation="MAX over the first and last pipeline stage of weights + gradients + optimizer + FP8 copies + gathered "
              "parameters + activations + recompute working set + logits + buckets + other; the optimizer step's "
              "temporaries in place of activations, recompute and logits where larger (xlcalc.stage_memory)",

@@ -36,7 +36,7 @@ _HFU_AT_MOST = (1, "HFU is a share of the GPUs' peak: the hardware cannot do mor
 
 
 @formula(
-    udf="TRAIN_FLOPS", unit="FLOPs", category="compute",
+    udf="TRAIN_FLOPS", question=True, unit="FLOPs", category="compute",
     equation="C = 6*N*D",
     source="Kaplan et al. 2020; seed 002 §7.2.1 (forward 2ND + backward 4ND)",
 )
@@ -69,7 +69,7 @@ def megatron_iteration_flops(global_batch, seq_len, layers, hidden, vocab, full_
 
 
 @formula(
-    udf="TRAIN_DAYS", at_most=_DAYS, unit="days", category="compute",
+    udf="TRAIN_DAYS", question=True, at_most=_DAYS, unit="days", category="compute",
     equation="days = 6*N*D / (peak*1e12 * n_gpus * MFU) / 86400",
     source="seed 002 §7.2.3",
 )
@@ -79,7 +79,7 @@ def train_days(params_b, tokens_t, peak_tflops, n_gpus, mfu):
 
 
 @formula(
-    udf="GPU_HOURS", at_most=_GPU_HOURS, unit="GPU-hours", category="compute",
+    udf="GPU_HOURS", question=True, at_most=_GPU_HOURS, unit="GPU-hours", category="compute",
     equation="GPU-hours = 6*N*D / (peak*1e12 * MFU) / 3600",
     source="seed 002 §7.2.3; seed 000",
 )
@@ -89,7 +89,7 @@ def gpu_hours(params_b, tokens_t, peak_tflops, mfu):
 
 
 @formula(
-    udf="GPUS_FOR_DAYS", at_most=_GPUS, unit="GPUs", category="compute",
+    udf="GPUS_FOR_DAYS", question=True, at_most=_GPUS, unit="GPUs", category="compute",
     equation="GPUs = 6*N*D / (peak*1e12 * MFU * days * 86400), not rounded",
     source="seed 002 §7.3 step 2",
 )

@@ -11,7 +11,7 @@ __all__ = [
 ]
 
 
-@formula(udf="CLOUD_COST_USD", unit="USD", category="cost",
+@formula(udf="CLOUD_COST_USD", question=True, unit="USD", category="cost",
          equation="GPU-hours * $/GPU-hour",
          source="seed 000; DeepSeek-V3 report (2.788M H800-hours x $2 = $5.576M)")
 def cloud_cost_usd(gpu_hours, usd_per_gpu_hour):
@@ -59,7 +59,7 @@ def training_tax_usd(compute_usd, failure_frac=0.15, experiments_frac=0):
     return compute_usd * (failure_frac + experiments_frac)
 
 
-@formula(udf="TOTAL_COST_USD", unit="USD", category="cost",
+@formula(udf="TOTAL_COST_USD", question=True, unit="USD", category="cost",
          equation="compute + training tax + data + people + other",
          source="seed 000 (training tax: failures 10-20%, people, power); seed 003 (data, experiments)")
 def total_cost_usd(compute_usd, failure_frac=0.15, experiments_frac=0, data_usd=0, people_usd=0, other_usd=0):

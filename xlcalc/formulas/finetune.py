@@ -182,7 +182,7 @@ def ft_train_flops(params_b, tokens_t, trainable_params_b, job="lora"):
 
 
 @formula(
-    udf="FT_TRAIN_DAYS", at_most=_DAYS, unit="days", category="fine-tuning",
+    udf="FT_TRAIN_DAYS", question=True, at_most=_DAYS, unit="days", category="fine-tuning",
     equation="FT_TRAIN_FLOPS / (peak x GPUs x MFU) / 86400 (full: TRAIN_DAYS)", source=_FT_FLOPS_SOURCE,
 )
 def ft_train_days(params_b, tokens_t, trainable_params_b, peak_tflops, n_gpus, mfu, job="lora"):

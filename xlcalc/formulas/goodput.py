@@ -127,7 +127,7 @@ def failure_frac_used(use_typed_tax, failure_frac, goodput):
     return if_(use_typed_tax, failure_frac, failure_frac_from_goodput(goodput))
 
 
-@formula(udf="DAYS_WITH_FAILURES", unit="days", category="goodput",
+@formula(udf="DAYS_WITH_FAILURES", question=True, unit="days", category="goodput",
          equation="days * (1 + failure share)", source="issue 12")
 def days_with_failures(days, failure_frac):
     """Wall-clock days of a clean run of `days` once failures, restarts and checkpoints are paid for."""

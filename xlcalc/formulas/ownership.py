@@ -92,7 +92,7 @@ def own_cost_at_utilisation_usd(n_gpus, capex_usd_per_gpu, depreciation_years, d
             + power_cost_usd(n_gpus, kw_per_gpu, pue, days, usd_per_kwh))
 
 
-@formula(udf="OWN_TOTAL_COST_USD", unit="USD", category="cost",
+@formula(udf="OWN_TOTAL_COST_USD", question=True, unit="USD", category="cost",
          equation="(depreciation + hosting) over the run / utilisation + electricity",
          source="seed 001 §5.1, §7.2; seed 003 (hardware, power and facilities); issue 12")
 def own_total_cost_usd(n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh,
@@ -130,7 +130,7 @@ def _rent_covers_energy(usd_per_gpu_hour, kw_per_gpu, pue, usd_per_kwh, **_):
         )
 
 
-@formula(udf="BREAKEVEN_UTILISATION", unit="fraction", category="cost",
+@formula(udf="BREAKEVEN_UTILISATION", question=True, unit="fraction", category="cost",
          equation="capex / (years * 8760 * (rent $/GPU-hour - kW * PUE * $/kWh))",
          source="issue 12 (share of hours a GPU must be busy for owning to cost no more per busy hour than renting)",
          check=_rent_covers_energy)
