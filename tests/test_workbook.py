@@ -910,7 +910,7 @@ def test_start_sheet_and_readme_say_how_libreoffice_recalculates_on_load(formula
 
 def test_scenarios_price_sentences_wrap_in_rows_tall_enough(formulas_wb, values_wb):
     """A Scenarios column whose GPU has no purchase price (seed 002's A800) shows the catalog's sentence in its
-    purchase-price cell and in every owning result: wrapped at the top of its 22-wide column, the row tall enough
+    purchase-price cell and in every owning result: wrapped at the top of its column, the row tall enough
     for the sentence at one character per width unit and 13 points a line (a conservative count of its lines)."""
     from xlcalc import catalog
 
