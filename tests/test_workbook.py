@@ -910,7 +910,7 @@ def test_start_sheet_and_readme_say_how_libreoffice_recalculates_on_load(formula
 
 def test_scenarios_price_sentences_wrap_in_rows_tall_enough(formulas_wb, values_wb):
     """A Scenarios column whose GPU has no purchase price (seed 002's A800) shows the catalog's sentence in its
-    purchase-price cell and in every owning result: wrapped at the top of its 22-wide column, the row tall enough
+    purchase-price cell and in every owning result: wrapped at the top of its column, the row tall enough
     for the sentence at one character per width unit and 13 points a line (a conservative count of its lines)."""
     from xlcalc import catalog
 
@@ -925,3 +925,86 @@ def test_scenarios_price_sentences_wrap_in_rows_tall_enough(formulas_wb, values_
         cell = ws[f"{col}{r}"]
         assert cell.alignment.wrap_text and cell.alignment.vertical == "top", (r, ws[f"A{r}"].value)
         assert (ws.row_dimensions[r].height or 0) >= math.ceil(len(sentence) / width) * 13, (r, ws[f"A{r}"].value)
+
+
+def test_the_checks_sheet_prints_every_check(formulas_wb):
+    """The Checks sheet's print area holds the layout check and every input's check (A:C, from the title) and every
+    check of the other sheets' input cells and Parallelism layouts (E:G, from its heading), and none of the cells that
+    gather them (the working cells below the input checks)."""
+    from openpyxl.utils.cell import range_boundaries
+
+    ws = formulas_wb["Checks"]
+    areas = [range_boundaries(a.split("!")[-1].replace("$", "")) for a in ws.print_area.split(",")]
+    assert len(areas) == 2, ws.print_area
+
+    def printed(col: int, row: int) -> bool:
+        return any(c1 <= col <= c2 and r1 <= row <= r2 for c1, r1, c2, r2 in areas)
+
+    inputs = [r for r in range(1, ws.max_row + 1) if ws[f"B{r}"].value and str(ws[f"B{r}"].value).count("!") == 1
+              and ws[f"A{r}"].value in ws.parent.defined_names]
+    others = [r for r in range(1, ws.max_row + 1) if ws[f"G{r}"].data_type == "f"]
+    gathering = [r for r in range(1, ws.max_row + 1) if str(ws[f"A{r}"].value or "").endswith(" inputs")]
+    assert len(inputs) > 60 and len(others) > 300 and gathering
+    layouts = [r for r in others if ws[f"F{r}"].value == "Layout_Check"]
+    assert len(layouts) == len([r for r in range(5, 200) if formulas_wb["Parallelism"][f"A{r}"].value is not None])
+    for r in inputs:
+        assert all(printed(c, r) for c in (1, 2, 3)), r
+    for r in others:
+        assert all(printed(c, r) for c in (5, 6, 7)), r
+    assert printed(1, 1) and printed(3, 4)  # the title and the layout check
+    for r in gathering:
+        assert not printed(3, r), r
+
+
+# A catalog's message in a cell (the engine's value of the workbook's formulas): a GPU without a published figure
+# (its GPUs per node) on Inputs and in the last Scenarios column, a GPU and tier without a rental rate, a GPU without
+# a purchase price (seed 002's A800). The sentences are written here from the catalog's gaps.
+def _gap_picks():
+    from xlcalc import catalog
+
+    gap = next(g.id for g in catalog.gpus() if g.gpus_per_node is None)
+    rated = {(p.gpu, p.tier) for p in catalog.prices() if p.tier and p.usd_per_gpu_hour is not None}
+    gpu, tier = next((g.id, t) for g in catalog.gpus() for t in catalog.PRICE_TIERS
+                     if (g.id, t) not in rated and t != "assumed" and catalog.get_gpu(g.id).gpus_per_node)
+    no_buy = next(g.id for g in catalog.gpus() if catalog.purchase_price(g.id) is None and g.gpus_per_node)
+    return [({"GPU_Type": gap, "Scenarios!E8": gap},
+             f"{gap}: no published GPUs per node on the GPUs sheet \u2014 type it in GPUs_per_Node"),
+            ({"GPU_Type": gpu, "Price_Tier": tier},
+             f"{gpu}: no published {tier} price on the Prices sheet \u2014 type it in USD_per_GPU_Hour"),
+            ({"GPU_Type": no_buy}, str(catalog.missing_capex(no_buy)))]
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_every_cell_showing_a_catalog_message_fits_it_or_wraps_in_a_row_tall_enough(case):
+    """Every formula cell of every sheet whose value is a catalog's sentence (or holds it) either fits it on one line
+    of its width (merged width where merged) or wraps it at the top in a row tall enough for it at one character
+    per width unit and 13 points a line (a conservative count of its lines)."""
+    from openpyxl.utils import get_column_letter
+    from openpyxl.utils.cell import range_boundaries
+
+    from xlcalc.workbook import layout
+    from xlcalc.workbook.writer import to_workbook
+
+    picks, sentence = _gap_picks()[case]
+    book = layout([load_scenario(TEMPLATES / "seed002-70b-a800.toml")]).book
+    assert book.value("Scenarios", "A8") == "GPU type"
+    for name, value in picks.items():
+        sheet, at = name.split("!") if "!" in name else book.names[name]
+        book.cell(sheet, at).value = value
+    values = book.cached_values()
+    wb = to_workbook(book)
+    shown = [(s, at, v) for (s, at), v in values.items() if isinstance(v, str) and sentence in v]
+    assert len(shown) >= 5, (sentence, shown)
+    for s, at, text in shown:
+        ws = wb[s]
+        c1 = c2 = ws[at].column
+        for rng in ws.merged_cells.ranges:
+            if at in rng:
+                c1, _, c2, _ = range_boundaries(str(rng))
+        width = sum(ws.column_dimensions[get_column_letter(c)].width or 13 for c in range(c1, c2 + 1))
+        if len(text) <= width:
+            continue
+        cell = ws[at]
+        assert cell.alignment.wrap_text and cell.alignment.vertical == "top", (s, at, text)
+        need = math.ceil(len(text) / width) * 13
+        assert (ws.row_dimensions[cell.row].height or 0) >= need, (s, at, ws.row_dimensions[cell.row].height, need)

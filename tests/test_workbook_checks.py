@@ -216,8 +216,12 @@ OTHER = {
                       "Parallelism!A5: TP_Size = 2.5 is not allowed: TP_Size must be a whole number >= 1 and "
                       "<= 10,000,000"),
 }
-# PP 7 on 80 layers (with 1,008 GPUs: 36 whole replicas of TP 4 x PP 7): typed architecture, and a model preset
-PP7 = {"pp7": {"PP_Size": 7, "N_GPUs": 1008}, "pp7_preset": {"Model_Preset": "llama2-70b", "PP_Size": 7, "N_GPUs": 1008}}
+# Layouts typed into Parallelism rows that do not split into whole pieces (the typed 80 layers, 64 heads, 1,024 GPUs):
+# row -> (TP, PP, the cell the check blames, by its column heading)
+PAR_LAYOUTS = {6: (1, 3, "PP"), 7: (3, 1, "TP"), 8: (4, 5, "Layout check")}
+# PP 7 on 80 layers (with 896 GPUs: 32 whole replicas of TP 4 x PP 7, and whole replicas of every TP x PP of the
+# Parallelism candidates, which divide the 1,024 GPUs they were made for): typed architecture, and a model preset
+PP7 = {"pp7": {"PP_Size": 7, "N_GPUs": 896}, "pp7_preset": {"Model_Preset": "llama2-70b", "PP_Size": 7, "N_GPUs": 896}}
 
 
 @lo_batch.register("workbook_checks")
@@ -225,7 +229,9 @@ def _produce(work: Path) -> tuple[list[Path], list[str]]:
     pristine = work / "plan.xlsx"
     build(pristine, [_base()])
     cases = {**{k: {name: value} for k, (name, value, _) in PASTED.items()}, "pp3": {"PP_Size": 3}, **PP7,
-             **{k: f(_places())[0] for k, f in OTHER.items()}}
+             **{k: f(_places())[0] for k, f in OTHER.items()},
+             "par_layout": {f"Parallelism!{col}{r}": v for r, (tp, pp, _) in PAR_LAYOUTS.items()
+                            for col, v in (("A", tp), ("B", pp))}}
     book = Edits(pristine)
     paths = [book.save(work / f"{case}.xlsx", values, text=True) for case, values in cases.items()]
     return paths, list(cases)
@@ -315,6 +321,11 @@ def test_the_docs_examples_name_the_cells_the_builder_places(seed_book):
         input_name = named or name
         if input_name == "pp":
             input_name = "PP_Size"
+        if sheet == "Parallelism":  # a row's own cell: the column of its input, in a candidate's row
+            head = {"PP_Size": "PP", "TP_Size": "TP"}[input_name]
+            col = at.rstrip("0123456789")
+            assert book.value(sheet, f"{col}4") == head and int(at[len(col):]) >= 5, (sheet, at, input_name)
+            continue
         assert book.names[input_name] == (sheet, at), (sheet, at, input_name)
 
 
@@ -384,7 +395,7 @@ def test_pp7_on_80_layers_is_refused_as_the_cli_refuses_it(lo):
     check names the PP cell with the same reason and no memory result shows a number."""
     wb = lo["pp7"]
     flags = ("--params-b", "70", "--layers", "80", "--hidden", "8192", "--heads", "64", "--vocab", "32000",
-             "--seq-len", "4096", "--tp", "4", "--pp", "7", "--n-gpus", "1008")
+             "--seq-len", "4096", "--tp", "4", "--pp", "7", "--n-gpus", "896")
     memory = _cli("memory", *flags)
     estimate = _cli("estimate", *flags, "--tokens-t", "2", "--gpu", "h100-sxm")
     refusals = []
@@ -405,6 +416,42 @@ def test_pp7_on_80_layers_is_refused_as_the_cli_refuses_it(lo):
     assert not _errors(wb)
 
 
+def test_a_parallelism_row_whose_layout_does_not_divide_is_named_by_the_master_check(lo):
+    """PP 3 on 80 layers, TP 3 on 64 heads, and TP 4 x PP 5 on 1,024 GPUs typed into three Parallelism rows: each row's
+    results show the reason xlcalc memory gives for that layout instead of a number; each row's check on the Checks
+    sheet names the row's cell it blames (its PP or TP cell; its layout check cell where the GPUs, an Inputs figure,
+    do not divide) and why; Start's input check shows the first of them, and the other rows stay numbers."""
+    wb = lo["par_layout"]
+    ws = wb["Parallelism"]
+    heads = {ws.cell(4, c).value: c for c in range(1, ws.max_column + 1) if ws.cell(4, c).value}
+    results = range(heads["DP"], heads["In flight, first stage"] + 1)
+    flags = ("--params-b", "70", "--layers", "80", "--hidden", "8192", "--heads", "64", "--vocab", "32000",
+             "--seq-len", "4096", "--n-gpus", "1024")
+    expected = []
+    for r, (tp, pp, blamed) in PAR_LAYOUTS.items():
+        assert (ws[f"A{r}"].value, ws[f"B{r}"].value) == (tp, pp), r
+        run = _cli("memory", *flags, "--tp", str(tp), "--pp", str(pp))
+        assert run.returncode == 2, (r, run.stdout[-300:])
+        why = run.stderr.strip().removeprefix("xlcalc memory: error: ")
+        shown = [ws.cell(r, c).value for c in results]
+        assert shown == [why] * len(shown), (r, why, shown[:3])
+        cell = f"Parallelism!{ws.cell(r, heads[blamed]).column_letter}{r}"
+        name = {"PP": "PP_Size", "TP": "TP_Size", "Layout check": "Layout_Check"}[blamed]
+        expected.append(f"{cell} ({name}): {why}")
+    assert expected[0].startswith("Parallelism!B6 (PP_Size): pp = 3 is not allowed: pp must be a divisor of layers")
+    assert "tp = 3 is not allowed" in expected[1] and "n_gpus = 1024 is not allowed" in expected[2]
+    assert wb["Start"]["C3"].value == expected[0]
+    checks = wb["Checks"]
+    failing = [checks[f"G{r}"].value for r in range(1, checks.max_row + 1)
+               if checks[f"F{r}"].value == "Layout_Check" and checks[f"G{r}"].value != "OK"]
+    assert failing == expected
+    for r in (5, 9):  # the plan's row and the next candidate: numbers
+        assert _number(ws.cell(r, heads["Total GB"]).value), r
+    for name in ("Train_Days", "Total_Cost_USD", "Mem_Total_GB"):  # the Inputs sheet's plan is not touched
+        assert _number(named_cell(wb, name).value), name
+    assert not _errors(wb), _errors(wb)[:5]
+
+
 def test_pp7_with_a_model_preset_is_the_split_its_cells_show_and_the_engine_agrees(lo, lo_paths):
     """With a model preset, PP 7 on its 80 layers takes the uneven split First_Stage_Layers / Last_Stage_Layers show
     (12 layers on each of the 5 middle stages, the other 20 shared by the ends: 10 and 10); xlcalc memory without a
@@ -416,9 +463,9 @@ def test_pp7_with_a_model_preset_is_the_split_its_cells_show_and_the_engine_agre
     middle = math.ceil(80 / 7)
     assert (first, last) == ((80 - 5 * middle) / 2, (80 - 5 * middle) / 2) == (10, 10)
     assert named_cell(wb, "Layout_Check").value == "OK"
-    refused = _cli("memory", "--model", "llama2-70b", "--tp", "4", "--pp", "7", "--n-gpus", "1008")
+    refused = _cli("memory", "--model", "llama2-70b", "--tp", "4", "--pp", "7", "--n-gpus", "896")
     assert refused.returncode == 2 and "first_stage_layers and last_stage_layers" in refused.stderr
-    given = _cli("memory", "--model", "llama2-70b", "--tp", "4", "--pp", "7", "--n-gpus", "1008",
+    given = _cli("memory", "--model", "llama2-70b", "--tp", "4", "--pp", "7", "--n-gpus", "896",
                  "--first-stage-layers", "10", "--last-stage-layers", "10")
     assert given.returncode == 0, given.stderr[-300:]
     rb = read_workbook(lo_paths["pp7_preset"])

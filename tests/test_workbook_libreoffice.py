@@ -31,9 +31,10 @@ from requires import require
 from xlcalc import catalog
 from xlcalc.cli import main as xlcalc_main
 from xlcalc.recipes import RECIPES
-from xlcalc.scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario, evaluate, load_scenario
+from xlcalc.scenario import INPUT_BY_NAME, INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario, evaluate, load_scenario
 from xlcalc.workbook import build, cache
 from xlcalc.workbook.compare import gpu_variant
+from xlcalc.workbook.rendering import dependencies
 from xlcalc.workbook.sheets import KEY_RESULTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -445,8 +446,8 @@ def _pdftotext():
 @functools.cache
 def printed() -> dict:
     """PDFs as a user prints them, in two soffice runs: the seed 002 workbook saved as .ods, then one run printing
-    seed002.xlsx (an A800: no purchase price), gap.xlsx (a GPU with a figure left unpublished), priced.xlsx (a GPU
-    with a purchase price) and that .ods (as seed002-ods)."""
+    seed002.xlsx (an A800: no purchase price), gap.xlsx (a GPU with a figure left unpublished, on Inputs and in the
+    last Scenarios column), priced.xlsx (a GPU with a purchase price) and that .ods (as seed002-ods)."""
     require_libreoffice()
     from xlcalc.workbook.libreoffice import convert, to_pdf
 
@@ -456,7 +457,7 @@ def printed() -> dict:
     src.mkdir()
     build(src / "seed002.xlsx", [load_scenario(SEED002)])
     book = Edits(src / "seed002.xlsx")
-    set_inputs(book, src / "gap.xlsx", {"GPU_Type": _gap_gpu().id})
+    set_inputs(book, src / "gap.xlsx", {"GPU_Type": _gap_gpu().id, _scenario_gpu_cell(book.wb): _gap_gpu().id})
     set_inputs(book, src / "priced.xlsx", {"GPU_Type": _priced_gpu()})
     ods, = convert([src / "seed002.xlsx"], work / "ods", "ods", ".ods")
     ods = ods.rename(src / "seed002-ods.ods")
@@ -502,6 +503,10 @@ def test_pdf_export_straight_from_the_xlsx_has_the_key_results_on_page_one():
     footers = [re.findall(r"(\w+) \u2014 page \d+ of", page) for page in whole.split("\f") if page.strip()]
     order = [f[-1] for f in footers]
     assert [s for i, s in enumerate(order) if i == 0 or order[i - 1] != s] == contents
+    # the Checks sheet prints every check: the Inputs' (A:C) and the other sheets' input cells and layouts (E:G)
+    checks = " ".join(page for page, f in zip(whole.split("\f"), order) if f == "Checks")
+    for line in (r"Params_B Inputs!B\d+ OK", r"Parallelism!A5 TP_Size OK", r"Parallelism![A-Z]+5 Layout_Check OK"):
+        assert re.search(line, " ".join(checks.split())), line
     # a section heading prints once, where it stands: not repeated as the title row of each page after it
     budget = [page for page, f in zip(whole.split("\f"), order) if f == "Budget"]
     assert len(budget) >= 2 and sum("Failures and checkpoints" in page for page in budget) == 1
@@ -523,6 +528,14 @@ def test_pdf_via_ods_prints_money_as_money():
 def _gap_gpu():
     """A catalog GPU with a figure the Start sheet needs left unpublished (the first such row)."""
     return next(g for g in catalog.gpus() if _first_missing(g))
+
+
+def _scenario_gpu_cell(wb) -> str:
+    """The GPU type cell of the last Scenarios column (``Scenarios!E8``)."""
+    ws = wb["Scenarios"]
+    row = next(r for r in range(1, ws.max_row + 1) if ws[f"A{r}"].value == "GPU type")
+    col = max(c.column_letter for c in ws[4] if c.value)
+    return f"Scenarios!{col}{row}"
 
 
 def test_pdf_of_a_gpu_without_a_published_figure_shows_the_message():
@@ -592,7 +605,16 @@ def _messages(stem: str) -> list[tuple[str, str, str]]:
     text = _message(gpu, *_first_missing(gpu)[0])
     start = wb["Start"]
     rows = [r for r in range(1, start.max_row + 1) if start[f"B{r}"].value in dict(KEY_RESULTS).values()]
-    return [("Start", f"C{r}", text) for r in rows]
+    # the last Scenarios column, on that GPU: its figure's cell and every result over it show the sentence
+    scenarios = wb["Scenarios"]
+    col = _scenario_gpu_cell(wb).split("!")[1].rstrip("0123456789")
+    figure = INPUT_BY_NAME[_first_missing(gpu)[0][1]].label
+    over = {o.label for o in OUTPUTS if _first_missing(gpu)[0][1] in dependencies(o.name)}
+    results = next(r for r in range(1, scenarios.max_row + 1) if scenarios[f"A{r}"].value == OUTPUTS[0].label)
+    shown = [r for r in range(1, results) if scenarios[f"A{r}"].value == figure] + \
+        [r for r in range(results, scenarios.max_row + 1) if scenarios[f"A{r}"].value in over]
+    assert len(shown) == 1 + len(over) >= 2, (figure, over, shown)
+    return [("Start", f"C{r}", text) for r in rows] + [("Scenarios", f"{col}{r}", text) for r in shown]
 
 
 # the budget-first rows (their labels): what the budget buys, rented and owned
@@ -606,9 +628,9 @@ OWNING = ("Own_Cost_USD", "Own_USD_per_GPU_Hour", "Breakeven_Utilisation", "Brea
 
 @pytest.mark.parametrize("stem", ["seed002", "priced", "gap"])
 def test_pdf_prints_every_message_whole_in_rows_tall_enough(stem):
-    """A long message (a missing purchase price's sentence on Budget, a figure's on Start) prints whole: wrapped in
-    its cell (merged across the free columns), its row tall enough for its lines, so it neither runs off the page nor
-    prints over the row below. A message in a column with text beside it (Budget's own vs rent results and the own
+    """A long message (a missing purchase price's sentence on Budget, a figure's on Start and in a Scenarios column
+    on a GPU without it) prints whole: wrapped in its cell (merged across the free columns), its row tall enough for
+    its lines, so it neither runs off the page nor prints over the row below. A message in a column with text beside it (Budget's own vs rent results and the own
     column of budget-first: their unit or formula to the right) is read down its column of the printed page
     (_printed_in_column)."""
     _pdftotext()
@@ -621,34 +643,37 @@ def test_pdf_prints_every_message_whole_in_rows_tall_enough(stem):
     for sheet, at, message in messages:
         ws = wb[sheet]
         beside = ws.cell(ws[at].row, ws[at].column + 1).value
-        if sheet == "Budget" and beside is not None:
+        if (sheet == "Budget" and beside is not None) or sheet == "Scenarios":  # read down its printed column
             label = ws[f"A{ws[at].row}"].value
-            assert _printed_in_column(page_text, label, message, str(beside)), (stem, sheet, at, label, message)
+            assert _printed_in_column(page_text, label, message, None if beside is None else str(beside)), \
+                (stem, sheet, at, label, message)
         else:
             assert " ".join(message.split()) in text, (stem, sheet, at, message)
         cell = ws[at]
         assert cell.alignment.wrap_text and cell.alignment.vertical == "top", (sheet, at)
         need = _lines_needed(message, _cell_width(ws, at)) * LINE_PT
         assert (ws.row_dimensions[cell.row].height or 0) >= need, (sheet, at, ws.row_dimensions[cell.row].height, need)
+    if stem == "gap":  # the Scenarios column's cells: its figure's and every result's over it
+        assert len([m for m in messages if m[0] == "Scenarios"]) >= 5
     if stem == "seed002":  # the table's own column: the sentence once per month, whole
         months = messages[-11:]
         assert len(months) == 11 and text.count(" ".join(months[-1][2].split())) >= len(months)
         assert len(messages) == 1 + len(OWNING) + len(BOUGHT) + len(months)
 
 
-def _printed_in_column(layout_text: str, label: str, message: str, beside: str) -> bool:
+def _printed_in_column(layout_text: str, label: str, message: str, beside: str | None) -> bool:
     """Whether ``message`` prints whole in the cell beside its row's ``label``, as pdftotext -layout lays the page
     out: the cell's wrapped lines read down the column where its first line starts, each line up to the gap before
-    the next column's text, or up to where the text ``beside`` it starts on the first line; compared without white
-    space, as a line may break inside a word or at a hyphen. The row is found by the label's first 24 characters
+    the next column's text, or up to where the text ``beside`` it starts on the first line (None: the page's last
+    column, Scenarios' last); compared without white space, as a line may break inside a word or at a hyphen. The row is found by the label's first 24 characters
     (a long label wraps in its cell)."""
     target = "".join(message.split())
-    first, head = message.split()[0], beside.split()[0]
+    first, head = message.split()[0], beside.split()[0] if beside else None
     lines = layout_text.splitlines()
     for i, line in enumerate(lines):
         if not line.startswith(label[:24]) or (c := line.find(first, 24)) < 0:
             continue
-        d = line.find(head, c + len(first))
+        d = line.find(head, c + len(first)) if head else -1
         got = ""
         for below in lines[i:]:
             segment = below[c:]

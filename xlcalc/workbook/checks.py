@@ -26,7 +26,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..expr import Var, and_, eq, floor_int, if_, or_
+from ..expr import Expr, Template, Var, and_, eq, floor_int, if_, not_, or_
 from ..inputs import spec
 from ..layout import CONSTRAINTS, layout_blamed
 from ..scenario import INPUT_BY_NAME, INPUTS, OUTPUT_BY_NAME
@@ -64,9 +64,19 @@ class CellCheck:
     ref: str                   # the cell's absolute reference text (its key)
     name: str                  # the input it stands for (a defined name of xlcalc.scenario, or a preset dropdown)
     looked_up: bool = False    # a look-up's cell: a message (no catalog figure) is the column's own, not a failure
+    # a Parallelism row's layout check (``ref`` its Layout_Check cell, ``name`` "Layout_Check"): the row's own input
+    # cells the layout reads (defined name, cell), then the cells that stand for other names there (its stage ends)
+    layout: tuple[tuple[str, str], ...] = ()
+    over: tuple[tuple[str, str], ...] = ()
 
 
-EVERY = frozenset({"*every*"})  # the gathering of every check (the master check): resolved when the sheet is written
+LAYOUT_KEY = "layout of "  # a row's layout check is kept under this prefix and its Layout_Check cell: never a
+# cell a guard checks (a row's results already show its layout's message), only the master check
+
+
+EVERY = frozenset({"*every*"})  # the gathering of every input check (the master check): resolved when the sheet is
+# written; LAYOUTS: of every Parallelism row's layout check (after the Inputs sheet's layout in the master check)
+LAYOUTS = frozenset({"*layouts*"})
 
 
 @dataclass
@@ -91,7 +101,9 @@ class Registry:
     def members(self, names: frozenset[str]) -> list[str]:
         """The checks of a set, in the order of the Checks sheet: the inputs', then the other sheets' cells'."""
         if names == EVERY:
-            return list(CHECKED) + list(self.cells)
+            return list(CHECKED) + [r for r in self.cells if not r.startswith(LAYOUT_KEY)]
+        if names == LAYOUTS:
+            return [r for r in self.cells if r.startswith(LAYOUT_KEY)]
         return [n for n in CHECKED if n in names] + [r for r in self.cells if r in names]
 
     def check_ref(self, key: str) -> str:
@@ -140,6 +152,18 @@ def register(ref: str, name: str, looked_up: bool = False) -> str:
     if reg is not None:
         reg.add_cell(CellCheck(ref, name, looked_up))
     return ref
+
+
+def register_layout(ref: str, cells: dict[str, str], over: dict[str, str]) -> None:
+    """The cell ``ref`` holds a Parallelism row's layout check over its own input cells ``cells`` (defined name ->
+    cell; ``over``: other names the row's cells stand for): a layout that does not split into whole pieces feeds the
+    master check, naming the row's input the layout check blames (its cell) and why, in the words of xlcalc.layout."""
+    reg = _ACTIVE.get()
+    if reg is not None:
+        check = CellCheck(ref, "Layout_Check", layout=tuple(cells.items()), over=tuple(over.items()))
+        key = LAYOUT_KEY + ref
+        if key not in reg.cells:
+            reg.cells[key] = (FIRST_ROW + len(reg.cells), check)
 
 
 def registered(ref: str) -> bool:
@@ -249,19 +273,64 @@ def _first_failing_cells(refs: list[str]) -> Any:
     return expr
 
 
-def layout_where(book: Book) -> Any:
+def layout_where(book: Book, row: CellCheck | None = None, var: Any = None) -> Any:
     """The cell of the input the layout check blames: the first violated constraint of
-    xlcalc.layout over the same inputs as Layout_Check."""
+    xlcalc.layout over the same inputs as Layout_Check.
+
+    ``row``: a Parallelism row's layout check, over ``var(<Name>)`` for each name its cells stand for; an input of the
+    row's own (``row.layout``) is named by the text ``var("at <Name>")``, any other by ``var("at Layout")`` (the row's
+    layout check cell)."""
     by_spec = {c.spec_name: c.name for c in INPUTS}
-    sheet, at = book.names["Layout_Check"]
-    where = {}
+    own = {n for n, _ in row.layout} if row is not None else set()
+    where: dict[str, Any] = {}
     for c in CONSTRAINTS:  # an input the workbook does not have (the global batch): the layout check's own cell
         name = by_spec.get(c.name, "Layout_Check")
+        if row is not None:
+            name = name if name in own else "Layout_Check"
+            where[c.name] = Concat(var("at " + name if name in own else "at Layout"), f" ({name})")
+            continue
         name = name if name in book.names else "Layout_Check"
-        sheet, at = book.names[name]
-        where[c.name] = f"{sheet}!{at} ({name})"
-    args = OUTPUT_BY_NAME["Layout_Check"].args
-    return layout_blamed(dict(args), where)
+        sheet, cell = book.names[name]
+        where[c.name] = f"{sheet}!{cell} ({name})"
+    args = dict(OUTPUT_BY_NAME["Layout_Check"].args)
+    if row is not None:
+        cells = {n: var(n) for n, _ in row.layout + row.over}
+        args = {k: v.substitute(cells) if isinstance(v, Expr) else v for k, v in args.items()}
+    return layout_blamed(args, where)
+
+
+def layout_row_check(book: Book, row: CellCheck, reg: Registry) -> Any:
+    """A Parallelism row's layout check: OK, or "<cell it blames> (<Name>): <the row's layout message>".
+
+    Made once per layout as a template over the row's cells (its layout check, its input cells, the cells naming them
+    in column E of this sheet) and bound to each row's (under rendering.reference_rendering: a tree of its own)."""
+    from . import rendering
+
+    names = tuple(n for n, _ in row.layout + row.over)
+    refs = {"Layout": row.ref, "at Layout": ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[LAYOUT_KEY + row.ref][0]}"),
+            **dict(row.layout + row.over),
+            **{"at " + n: ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[ref][0]}") for n, ref in row.layout},
+            **{"check " + n: reg.check_ref(ref) for n, ref in row.layout}}
+    if not rendering._USE_TEMPLATES:
+        return _layout_row_expr(book, row, lambda k: Var(refs[k]))
+    key = ("layout row", tuple(n for n, _ in row.layout), names)
+    template = reg.memo.get(key)
+    if template is None:
+        template = reg.memo[key] = Template(_layout_row_expr(book, row, lambda k: Var(Template.slot(k))), None, refs)
+    return template.bind(refs)
+
+
+def _layout_row_expr(book: Book, row: CellCheck, var: Any) -> Any:
+    """The expression of :func:`layout_row_check` with ``var(key)`` standing for each of its cells: "Layout" (the
+    row's layout check), "at Layout" and "at <Name>" (the cells of column E naming them), <Name> (the row's cells),
+    "check <Name>" (their checks).
+
+    OK as well where the layout cell shows another check's message (a row's cell, or an input of the Inputs sheet,
+    that its own check names): its constraints then blame no input, or the row's cell fails its own check."""
+    where = IfError(layout_where(book, row, var), "")
+    layout = var("Layout")
+    another = [eq(layout, OK), eq(where, "")] + [not_(eq(var("check " + n), OK)) for n, _ in row.layout]
+    return if_(or_(*another), OK, Concat(where, ": ", layout))
 
 
 def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]]) -> None:
@@ -288,13 +357,15 @@ def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]
         book.put(s, f"C{row}", input_check(book, name, lists), "formula")
     book.rules.append((s, f"C{FIRST_ROW}:C{FIRST_ROW + len(CHECKED) - 1}", "bad_unless_ok"))
     c_at, c_name, c_check = CELL_COLS
-    book.put(s, f"{c_at}{FIRST_ROW - 2}", "Input cells of the Scenarios, Sensitivity and Parallelism sheets", "group")
+    book.put(s, f"{c_at}{FIRST_ROW - 2}", "Input cells of the Scenarios, Sensitivity and Parallelism sheets; each "
+             "Parallelism row's layout", "group")
     for col, head in zip(CELL_COLS, ("cell", "input", "check (OK: allowed)")):
         book.put(s, f"{col}{FIRST_ROW - 1}", head, "header")
-    for ref, (row, check) in reg.cells.items():
-        book.put(s, f"{c_at}{row}", ref.replace("$", ""))
+    for row, check in reg.cells.values():
+        book.put(s, f"{c_at}{row}", check.ref.replace("$", ""))
         book.put(s, f"{c_name}{row}", check.name)
-        book.put(s, f"{c_check}{row}", cell_check(check, lists), "formula")
+        book.put(s, f"{c_check}{row}",
+                 layout_row_check(book, check, reg) if check.layout else cell_check(check, lists), "formula")
     last_cell = FIRST_ROW + max(len(reg.cells), 1) - 1
     if reg.cells:
         book.rules.append((s, f"{c_check}{FIRST_ROW}:{c_check}{last_cell}", "bad_unless_ok"))
@@ -313,8 +384,9 @@ def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]
     book.rules.append((s, f"C{GROUP_FIRST_ROW}:C{last}", "bad_unless_ok"))
     book.widths[s] = {"A": 24, "B": 40, "C": 100, "D": 2, c_at: 18, c_name: 18, c_check: 100}
     book.freeze[s] = f"A{FIRST_ROW}"  # the column headings stay in sight (and head every printed page)
-    # printed: the layout and the input checks (the gathering cells below them are working cells)
-    book.print_areas[s] = f"A1:C{FIRST_ROW + len(CHECKED) - 1}"
+    # printed: the layout check and the input checks (A:C), then the other sheets' input cells and layouts (E:G), each
+    # range from its heading; the gathering cells below the input checks are working cells, not printed
+    book.print_areas[s] = f"A1:C{FIRST_ROW + len(CHECKED) - 1},{c_at}{FIRST_ROW - 2}:{c_check}{last_cell}"
 
 
 def is_checked(name: str) -> bool:
@@ -322,11 +394,14 @@ def is_checked(name: str) -> bool:
 
 
 def master(expr_ok: Any) -> Any:
-    """Start's input check: the first failing input check, then the layout check (with the cell it blames), then
-    ``expr_ok`` (the checks of results)."""
+    """Start's input check: the first failing input check, then the layout check (with the cell it blames), then the
+    Parallelism rows' layout checks, then ``expr_ok`` (the checks of results)."""
     reg = _ACTIVE.get()
     every = reg.ref(EVERY) if reg is not None else None  # the inputs', then the other sheets' cells' checks
     layout = Var(ref_text(SHEET, f"C{LAYOUT_ROW}"))
+    if reg is not None:
+        rows = Var(reg.ref(LAYOUTS))
+        expr_ok = if_(eq(rows, OK), expr_ok, rows)
     out = if_(eq(layout, OK), expr_ok, layout)
     if every is not None:
         out = if_(eq(Var(every), OK), out, Var(every))

@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import catalog
-from ..expr import Expr, Var
+from ..expr import Expr, Var, eq, if_
 from ..inputs import spec
-from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario
+from ..layout import preset_stage_ends
+from ..scenario import INPUT_BY_NAME, INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario
 from . import checks
 from .catalogs import GPU_DERIVED
-from .model import coord, ref_text
+from .model import IfError, coord, ref_text
 from .rendering import BOOL_FORMAT, LOOKED_UP, dependencies, display_format, guarded, guarded_output, output_formula
 from .sheets import (
     STAGE_ENDS,
@@ -22,17 +23,16 @@ from .sheets import (
     capex_value,
     derived_value,
     id_range,
-    longest_message,
-    longest_price_message,
+    longest_message_in,
     message_cell,
     plan_title,
 )
 
 COMPARE_GPUS = ("a800", "h100-sxm", "ascend-910b")
-# Scenarios' cells that show a price's sentence (no purchase price, no rental rate for the column's GPU) wrap in
-# their column, in rows as tall as the longest such sentence; a figure a catalog leaves unpublished (a shorter
-# message, for a few GPUs only) is not given rows of its own height on this sheet of many results
-PRICE_MESSAGES = {"Capex_USD_per_GPU": longest_message, "USD_per_GPU_Hour": longest_price_message}
+# A Scenarios column's cells that can show a catalog's message (no purchase price or rental rate for the column's
+# GPU, a figure its catalog row leaves unpublished) wrap in their column, in rows as tall as the longest such message
+# each can show (sheets.longest_message_in); the columns are wide enough that the longest takes six lines
+SCENARIO_WIDTH = 44
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
     maps: list[dict[str, str]] = []
     for j, (sc, linked) in enumerate(columns):
         col = coord(3 + j, 1)[:-1]
-        b.widths.setdefault(s, {})[col] = 22
+        b.widths.setdefault(s, {})[col] = SCENARIO_WIDTH
         b.put(s, f"{col}4", f"Scenario {j + 1}", "header")
         varmap: dict[str, str] = {}
         follows: set[str] = set()  # inputs whose cell follows the Inputs sheet's: their checks apply
@@ -144,8 +144,8 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             fmt = BOOL_FORMAT if spec(cell.spec_name).kind == "bool" else (None if fmt == "General" else fmt)
             varmap[cell.name] = checks.register(b.put(s, f"{col}{row}", value, "input", fmt), cell.name,
                                                 looked_up=cell.name in LOOKED_UP)
-            if isinstance(value, Expr) and cell.name in PRICE_MESSAGES:  # a price look-up's sentence wraps in it
-                message_cell(b, s, row, col, col, PRICE_MESSAGES[cell.name]())
+            if isinstance(value, Expr) and (chars := longest_message_in({cell.name})):  # a look-up's message
+                message_cell(b, s, row, col, col, chars)
             b.validations.append({"sheet": s, "at": f"{col}{row}", "spec": spec(cell.spec_name),
                                   "label": f"{cell.label} ({cell.name})"})
             row += 1
@@ -164,8 +164,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             b.put(s, f"A{r}", out.label)
             b.put(s, f"B{r}", out.unit)
             b.put(s, f"{col}{r}", expr, "formula", display_format(out), subs)
-            chars = max([PRICE_MESSAGES[n]() for n in PRICE_MESSAGES if n in dependencies(out.name)] + [0])
-            if chars:  # a missing price's sentence: the column is the result's only room, the message wraps in it
+            if chars := longest_message_in(dependencies(out.name)):  # the column is the result's only room
                 message_cell(b, s, r, col, col, chars)
             if out.name == "Fits_GPU":
                 b.rules.append((s, f"{col}{r}", "good_if_true"))
@@ -188,6 +187,7 @@ def sensitivity_values(sc: Scenario) -> tuple[list[int], list[float]]:
     return gpus, mfus
 
 
+SENSITIVITY_WIDTH = 24
 SENSITIVITY_TABLES = (
     ("days", "Train_Days", "Training days"),
     ("cost", "Total_Cost_USD", "Total cost (USD) \u2014 the same GPU-hours whatever the GPU count, so it moves "
@@ -201,6 +201,8 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
     gpus, mfus = sensitivity_values(sc)
     b.put(s, "A1", "Sensitivity: training days, total cost and monthly spend over GPU count x MFU", "title")
     b.put(s, "A2", "Yellow GPU counts and MFUs may be edited; every other input comes from the Inputs sheet.", "note")
+    for j in range(len(mfus)):  # wide enough that a catalog's message (no rental rate) takes a few lines
+        b.widths.setdefault(s, {})[coord(2 + j, 1)[:-1]] = SENSITIVITY_WIDTH
     tables: dict[str, Any] = {}
     top = 4
     for key, name, title in SENSITIVITY_TABLES:
@@ -230,10 +232,13 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
                 # the grid point's own GPUs and MFU: the days table's input cells, whose checks apply
                 axes = (row_refs[i], col_refs[j]) if key == "days" else \
                     (tables["days"]["gpu_refs"][i], tables["days"]["mfu_refs"][j])
+                deps = dependencies("Total_Cost_USD") | dependencies("Train_Days") if name is None else \
+                    dependencies(name)
+                if chars := longest_message_in(deps):  # a catalog's message (no rental rate) wraps in the cell
+                    message_cell(b, s, head + 1 + i, coord(2 + j, 1)[:-1], coord(2 + j, 1)[:-1], chars)
                 if name is None:  # spend rate: this grid point's total cost over its days
                     expr = Var(tables["cost"]["cells"][i][j]) / Var(tables["days"]["cells"][i][j]) * 30
-                    expr = guarded(expr, dependencies("Total_Cost_USD") | dependencies("Train_Days"),
-                                   exclude={"N_GPUs", "MFU"}, cells=axes)
+                    expr = guarded(expr, deps, exclude={"N_GPUs", "MFU"}, cells=axes)
                     cells[i].append(b.put(s, at, expr, "formula", '"$"#,##0'))
                     continue
                 expr, subs = output_formula(name, {"N_GPUs": row_refs[i], "MFU": col_refs[j]})
@@ -266,6 +271,20 @@ PAR_OUTPUTS = ("DP_Size", "Mem_Static_GB", "Mem_Activations_GB", "Mem_Total_GB",
 # used once is shorter written out than as a cell guarded by the layout check.
 PAR_STEPS = ("Layer_Params_B", "Layer_Act_Frozen_Saving", "Mem_Recompute_GB", "Stage_Adapter_Params_B_First",
              "Stage_Adapter_Params_B_Last", "Mem_Last_Activations_GB")
+
+
+# A row's first and last pipeline stage layers, in grouped hidden columns after PAR_STEPS: the plan's (Inputs) where
+# the row's PP is the plan's PP_Size; else, with a model preset picked, the split xlcalc.layout gives that model on
+# the row's PP (as Inputs gives it on PP_Size: even, or uneven where PP does not divide its layers); else 0 (even):
+# a typed architecture's layers that the row's PP does not divide are refused by the row's layout check.
+PAR_ENDS = ("First_Stage_Layers", "Last_Stage_Layers")
+
+
+def row_stage_end(name: str, pp_ref: str) -> Any:
+    """First_Stage_Layers or Last_Stage_Layers of a Parallelism row whose PP is in cell ``pp_ref``."""
+    pp = Var(pp_ref)
+    split = preset_stage_ends(Var("Layers"), pp)[PAR_ENDS.index(name)]
+    return if_(eq(pp, Var("PP_Size")), Var(name), if_(eq(Var("Model_Preset"), ""), 0, IfError(split, 0)))
 
 
 def candidate_configs(sc: Scenario) -> list[tuple[int, int, int, str, bool]]:
@@ -321,17 +340,24 @@ def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
             sp = {"TP_Size": "tp", "PP_Size": "pp", "ZeRO_Stage": "zero_stage", "Recompute": "recompute",
                   "Seq_Parallel": "seq_parallel"}[name]
             b.validations.append({"sheet": s, "at": coord(j, r), "spec": spec(sp), "label": name})
-        for j, name in enumerate(PAR_OUTPUTS + PAR_STEPS, start=len(PAR_INPUTS) + 1):
+        for j, name in enumerate(PAR_OUTPUTS + PAR_STEPS + PAR_ENDS, start=len(PAR_INPUTS) + 1):
             varmap[name] = ref_text(s, coord(j, r))
+            if name in PAR_ENDS:  # the stage ends the row's layout and memory read
+                b.put(s, coord(j, r), row_stage_end(name, varmap["PP_Size"]), "formula", "#,##0")
         for j, name in enumerate(PAR_OUTPUTS + PAR_STEPS, start=len(PAR_INPUTS) + 1):
             expr, subs = output_formula(name, varmap)
-            expr = guarded_output(name, expr, varmap)
+            expr = guarded_output(name, expr, varmap, follows=PAR_ENDS)  # the Inputs' ends' checks apply
             b.put(s, coord(j, r), expr, "formula", display_format(OUTPUT_BY_NAME[name]), subs)
+        # a layout that does not split into whole pieces rolls up to Start's input check, naming the row's cell
+        checks.register_layout(varmap["Layout_Check"], {n: varmap[n] for n in ("TP_Size", "PP_Size")},
+                               {n: varmap[n] for n in PAR_ENDS})
     steps_first = len(PAR_HEAD) + 1
-    for j, name in enumerate(PAR_STEPS, start=steps_first):
-        b.put(s, coord(j, 4), OUTPUT_BY_NAME[name].label, "header")
+    for j, name in enumerate(PAR_STEPS + PAR_ENDS, start=steps_first):
+        label = OUTPUT_BY_NAME[name].label if name in OUTPUT_BY_NAME else INPUT_BY_NAME[name].label
+        b.put(s, coord(j, 4), label, "header")
         b.widths.setdefault(s, {})[coord(j, 1)[:-1]] = par_width(j)
-    b.hidden_columns.append((s, coord(steps_first, 1)[:-1], coord(steps_first + len(PAR_STEPS) - 1, 1)[:-1]))
+    hidden_last = steps_first + len(PAR_STEPS) + len(PAR_ENDS) - 1
+    b.hidden_columns.append((s, coord(steps_first, 1)[:-1], coord(hidden_last, 1)[:-1]))
     last = first + len(configs) - 1
     b.rules.append((s, f"J{first}:J{last}", "good_if_true"))
     check_col = coord(len(PAR_INPUTS) + 1 + PAR_OUTPUTS.index("Layout_Check"), 1)[:-1]

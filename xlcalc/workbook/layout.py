@@ -31,11 +31,11 @@ STYLES = {
 EDITABLE = {"input", "text_input"}
 
 WIDTHS = {
-    "Start": {"A": 2, "B": 36, "C": 30, "D": 90},
-    "Inputs": {"A": 44, "B": 18, "C": 22, "D": 70},
-    "Memory": {"A": 48, "B": 16, "C": 14, "D": 60},
+    "Start": {"A": 2, "B": 36, "C": 30, "D": 112},  # C:D: a message of 263 characters on two lines
+    "Inputs": {"A": 44, "B": 30, "C": 22, "D": 110},  # B: a looked-up input's cell, where a catalog message wraps
+    "Memory": {"A": 48, "B": 16, "C": 14, "D": 110},
     "Time": {"A": 48, "B": 18, "C": 14, "D": 60},
-    "Budget": {"A": 48, "B": 18, "C": 30, "D": 60},  # C: the own column of budget-first, where a message wraps
+    "Budget": {"A": 48, "B": 30, "C": 30, "D": 100},  # B, C: the rent and own columns, where a catalog message wraps
     "FineTuning": {"A": 52, "B": 18, "C": 18, "D": 90},
     "Scenarios": {"A": 40, "B": 16},
     "Sensitivity": {"A": 26},
@@ -44,7 +44,7 @@ WIDTHS = {
     "Models": {},
     "Recipes": {},
     "Prices": {},
-    "References": {"A": 26, "B": 22, "C": 60, "D": 16, "E": 70, "F": 70},
+    "References": {"A": 26, "B": 22, "C": 80, "D": 16, "E": 100, "F": 100},
 }
 DEFAULT_WIDTH = 14
 # characters of running text per unit of column width (a unit is one digit's width; text averages narrower), with

@@ -17,7 +17,7 @@ from ..scenario import BOUNDED_OUTPUTS, INPUT_BY_FIELD, INPUT_BY_NAME, MEMORY_SO
 from ..stage_memory import PARTS, memory_steps
 from . import charts, checks
 from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, PriceTable, Table
-from .layout import CHARS_PER_WIDTH, DEFAULT_WIDTH, WIDTHS
+from .layout import DEFAULT_WIDTH, WIDTHS
 from .model import Book, Concat, IfError, IsNumber, NotAvailable, ref_text
 from .rendering import (
     BOOL_FORMAT,
@@ -131,6 +131,8 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
     how = f" Looked up by {preset}; a number typed here wins." if looked_up else ""
     b.put(sheet, f"D{row}", f"{cell.name}: {s.allowed}. {s.doc}.{how}".replace("..", "."), "note")
     b.wrap.add((sheet, f"D{row}"))
+    if isinstance(value, Expr) and (chars := longest_message_in({cell.name})):  # the look-up's message wraps in B
+        message_cell(b, sheet, row, "B", "B", chars)
     b.validations.append({"sheet": sheet, "at": f"B{row}", "spec": s, "label": f"{cell.label} ({cell.name})"})
 
 
@@ -149,6 +151,9 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
     b.put(sheet, f"D{row}", f"{name if define else out.formula.udf_name}: {out.formula.equation}. "
                            f"Source: {out.formula.source}", "note")
     b.wrap.add((sheet, f"D{row}"))
+    deps = dependencies(name).union(*(dependencies(v) | {v} for v in (varmap or {}).values() if v in OUTPUT_BY_NAME))
+    if chars := longest_message_in(deps):  # a catalog's message (no purchase price, rate or figure) wraps in B
+        message_cell(b, sheet, row, "B", "B", chars)
     return ref
 
 
@@ -160,6 +165,8 @@ def formula_row(ctx: Ctx, sheet: str, row: int, label: str, expr: Any, unit: str
     b.put(sheet, f"C{row}", unit)
     b.put(sheet, f"D{row}", note, "note")
     b.wrap.add((sheet, f"D{row}"))
+    if isinstance(expr, Expr):  # a catalog's message (no purchase price, rate or figure) wraps in B
+        message_cell(b, sheet, row, "B", "B", longest_message_in(needs(expr)))
     return ref
 
 
@@ -331,8 +338,8 @@ def _choice_row(ctx: Ctx, sheet: str, row: int, label: str, name: str, value: st
 
 # A cell that can show a message (a formula's text) wraps at the top of its cell, merged across the free columns
 # beside it, with the row's other cells at the top too; LibreOffice does not grow a row for a wrapped formula on load,
-# so its row is given the height of the longest message it can show: its lines at CHARS_PER_WIDTH characters per
-# unit of column width (writer.CHARS_PER_WIDTH), LINE_POINTS each.
+# so its row is given the height of the longest message it can show: its lines at one character per unit of column
+# width (message_lines), LINE_POINTS each.
 LINE_POINTS = 15
 PURCHASE_PRICE_USED = "Purchase price used: "
 
@@ -356,42 +363,55 @@ def longest_price_message() -> int:
     return max(len(NO_GPU_FOR_TIER), max(map(len, ids)) + len("".join(NO_PRICE)) + max(map(len, tiers)))
 
 
+def missing_figure_text(field: str, sheet: str) -> str:
+    """What follows the id in a preset look-up's message where its catalog row has no figure for ``field``:
+    ": no published <what> on the <sheet> sheet - type it in <Name>" (model.Lookup.missing_text)."""
+    return f": no published {WHAT[field]} on the {sheet} sheet \u2014 type it in {INPUT_BY_FIELD[field].name}"
+
+
 @functools.cache
-def longest_missing_figure() -> int:
-    """The longest message a preset's look-up shows where its catalog has no figure: "<id>: no published <what> on
-    the <sheet> sheet - type it in <Name>" (model.Lookup.missing_text), over the catalogs' ids."""
-    longest = 0
-    for fields, sheet, ids in ((GPU_DERIVED, "GPUs", [g.id for g in catalog.gpus()]),
-                               (MODEL_DERIVED, "Models", [m.id for m in catalog.models()]),
-                               (RECIPE_DERIVED, "Recipes", list(RECIPES))):
-        for field in fields:
-            if field in WHAT and field in INPUT_BY_FIELD:
-                text = f": no published {WHAT[field]} on the {sheet} sheet \u2014 type it in " \
-                       f"{INPUT_BY_FIELD[field].name}"
-                longest = max(longest, max(map(len, ids)) + len(text))
-    return longest
+def missing_figures() -> dict[str, int]:
+    """Input name -> the longest message its preset look-up shows for a figure a catalog leaves unpublished
+    ("<id>: no published <what> on the <sheet> sheet - type it in <Name>"), over the catalog rows without that
+    figure; an input whose figure every row gives has no entry (the catalog sheets are protected)."""
+    from .catalogs import _row_value
 
-
-def longest_message_of(name: str) -> int:
-    """The longest message a catalog look-up puts in named result ``name``'s cell (0: none): a missing purchase
-    price's sentence, a missing rental price's, or a missing figure's, as the inputs it depends on can hold them."""
-    return longest_message_in(dependencies(name))
+    out: dict[str, int] = {}
+    for fields, sheet, rows, value in (
+            (GPU_DERIVED, "GPUs", catalog.gpus(), getattr),
+            (MODEL_DERIVED, "Models", catalog.models(), _row_value),
+            (RECIPE_DERIVED, "Recipes", [get_recipe(r) for r in RECIPES], getattr)):
+        for field, column in fields.items():
+            if field not in WHAT or field not in INPUT_BY_FIELD:
+                continue
+            ids = [r.id for r in rows if value(r, column) is None]
+            if ids:
+                name = INPUT_BY_FIELD[field].name
+                out[name] = max(out.get(name, 0), max(map(len, ids)) + len(missing_figure_text(field, sheet)))
+    return out
 
 
 def longest_message_in(deps: Any) -> int:
-    """The longest message a catalog look-up puts in a cell that depends on the defined names ``deps`` (0: none)."""
+    """The longest message a catalog look-up puts in a cell that depends on the defined names ``deps`` (0: none): a
+    missing purchase price's sentence, a missing rental rate's, or a figure's a catalog leaves unpublished, as the
+    inputs among ``deps`` can hold them."""
+    figures = missing_figures()
     return max([longest_message()] * ("Capex_USD_per_GPU" in deps) + [longest_price_message()] *
-               ("USD_per_GPU_Hour" in deps) + [longest_missing_figure()] * any(n in deps for n in CHECKED) + [0])
+               ("USD_per_GPU_Hour" in deps) + [figures[n] for n in deps if n in figures] + [0])
 
 
 def message_lines(chars: int, width: float) -> int:
-    """Lines a text of ``chars`` characters takes in a wrapped cell ``width`` units wide."""
-    return -(-chars // int(width * CHARS_PER_WIDTH))
+    """Lines a text of ``chars`` characters takes in a wrapped cell ``width`` units wide, at one character per unit
+    (a unit is a digit's width: running text averages narrower, so this over-counts; a wrapped note's rows are
+    counted at CHARS_PER_WIDTH)."""
+    return -(-chars // int(width))
 
 
 def message_cell(b: Book, s: str, row: int, first: str, last: str, chars: int) -> None:
     """Cell ``first``+``row`` (merged through ``last``) shows a message of up to ``chars`` characters: wrapped, at
-    the top, its row tall enough (never lower than another message's row there)."""
+    the top, its row tall enough (never lower than another message's row there); nothing for no message (0)."""
+    if chars <= 0:
+        return
     widths = {**{c: DEFAULT_WIDTH for c in "ABCDEFGHIJKL"}, **WIDTHS.get(s, {}), **b.widths.get(s, {})}
     width = sum(widths[chr(c)] for c in range(ord(first), ord(last) + 1))
     b.messages.add((s, f"{first}{row}"))
@@ -556,6 +576,8 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     b.put(s, "D3", Concat(price_used(ctx), ". Pick Price_Tier or type over USD_per_GPU_Hour on Inputs."), "formula")
     b.put(s, "E1", "Money inputs")
     b.put(s, "F1", checks.guard("OK: every money input is within its bounds", BOUNDED), "formula")
+    # a looked-up money input's message that fails its check (the price: no rate at the tier) wraps across F:I
+    message_cell(b, s, 1, "F", "I", longest_message_in({n for n in BOUNDED if n in checks.LOOKED_UP_FAILING}))
     b.put(s, "A4", "Failures and checkpoints", "group")
     output_row(ctx, s, 5, "Cluster_MTBF_H")
     output_row(ctx, s, 6, "Ckpt_Interval_H")
@@ -595,9 +617,7 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
                  "Breakeven_Months", "Capex_per_GPU_All_In", "Hardware_Capex_USD", "KW_per_GPU_All_In",
                  "Facility_MW", "Racks_Needed"):
         row += 1
-        output_row(ctx, s, row, name)
-        if longest_message_of(name):  # the result's column holds the message (its unit and note beside it)
-            message_cell(b, s, row, "B", "B", longest_message_of(name))
+        output_row(ctx, s, row, name)  # a message wraps in the result's column (its unit and note beside it)
     row += 2
     b.put(s, f"A{row}", "Own vs rent over time (cumulative cash for the cluster at its utilisation)", "group")
     b.put(s, f"D{row}", over_time_note, "note")  # the own column spans C:D below, where a message wraps
@@ -613,6 +633,7 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
             n_gpus=Var("N_GPUs"), usd_per_gpu_hour=Var("USD_per_GPU_Hour"), months=Var(ref_text(s, f"A{row}")),
             utilisation=Var("Utilisation"))
         b.put(s, f"B{row}", guarded(rent, needs(rent)), "formula", '"$"#,##0')
+        message_cell(b, s, row, "B", "B", longest_message_in(needs(rent)))  # no rental rate: its sentence
         own = ownership.own_over_months_usd(
             n_gpus=Var("N_GPUs"), capex_usd_per_gpu=Var("Capex_per_GPU_All_In"), kw_per_gpu=Var("KW_per_GPU_All_In"),
             pue=Var("PUE"), usd_per_kwh=Var("Own_USD_per_kWh"), kw_per_rack=Var("KW_per_Rack"),
@@ -637,6 +658,7 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
             end = f(base_value=Var(name), range_factor=Var(INPUT_BY_FIELD[mult].name))
             b.put(s, f"{col}{row}", range_checked(low_x, high_x, guarded(end, needs(end))), "formula",
                   fmt if fmt != "General" else "#,##0.00")
+            message_cell(b, s, row, col, col, longest_message_in(needs(end)))
         for val_col, cost_col, change_col, days_col in (("B", "D", "F", "H"), ("C", "E", "G", "I")):
             # the range's end stands for the input; every other looked-up input is checked by name
             varmap = {name: ref_text(s, f"{val_col}{row}")}
@@ -653,6 +675,9 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
             b.put(s, f"{days_col}{row}", range_checked(low_x, high_x, guarded_output("Wall_Days", expr, varmap,
                                                                                      {name})),
                   "formula", "#,##0.0", subs)
+        for cols, result in (("DEFG", "Total_Cost_USD"), ("HI", "Wall_Days")):  # a catalog's message wraps
+            for col in cols:
+                message_cell(b, s, row, col, col, longest_message_in(dependencies(result)))
     r_last = row
     row = budget_first(ctx, row + 2)
     b.freeze[s] = "A5"
