@@ -117,11 +117,10 @@ def test_named_results_are_the_engines_formula_text(formulas_wb):
 def test_templated_formulas_equal_the_reference_trees(names):
     """A named result over other cells is built and rendered once per shape (a template bound to each cell's
     references): every formula cell's text and engine value equal those of the reference build, which makes each
-    cell's tree anew (rendering.reference_rendering)."""
+    cell's tree anew (model.reference_rendering)."""
     from xlcalc.expr import Bound
     from xlcalc.workbook import layout
-    from xlcalc.workbook.model import identity
-    from xlcalc.workbook.rendering import reference_rendering
+    from xlcalc.workbook.model import identity, reference_rendering
 
     def has_bound(e):
         return isinstance(e, Bound) or any(has_bound(c) for c in e.children())

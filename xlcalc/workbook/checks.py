@@ -30,7 +30,7 @@ from ..expr import Expr, Template, Var, and_, eq, floor_int, if_, not_, or_
 from ..inputs import spec
 from ..layout import CONSTRAINTS, layout_blamed
 from ..scenario import INPUT_BY_NAME, INPUTS, OUTPUT_BY_NAME
-from .model import Book, Concat, IfError, IsNumber, Lookup, ref_text
+from .model import RENDERING, Book, Concat, IfError, IsNumber, Lookup, ref_text
 
 SHEET = "Checks"
 # The preset dropdowns (text cells whose value must be an id of a catalog sheet's list, or empty)
@@ -303,15 +303,13 @@ def layout_row_check(book: Book, row: CellCheck, reg: Registry) -> Any:
     """A Parallelism row's layout check: OK, or "<cell it blames> (<Name>): <the row's layout message>".
 
     Made once per layout as a template over the row's cells (its layout check, its input cells, the cells naming them
-    in column E of this sheet) and bound to each row's (under rendering.reference_rendering: a tree of its own)."""
-    from . import rendering
-
+    in column E of this sheet) and bound to each row's (under model.reference_rendering: a tree of its own)."""
     names = tuple(n for n, _ in row.layout + row.over)
     refs = {"Layout": row.ref, "at Layout": ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[LAYOUT_KEY + row.ref][0]}"),
             **dict(row.layout + row.over),
             **{"at " + n: ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[ref][0]}") for n, ref in row.layout},
             **{"check " + n: reg.check_ref(ref) for n, ref in row.layout}}
-    if not rendering._USE_TEMPLATES:
+    if not RENDERING.templates:
         return _layout_row_expr(book, row, lambda k: Var(refs[k]))
     key = ("layout row", tuple(n for n, _ in row.layout), names)
     template = reg.memo.get(key)

@@ -12,6 +12,7 @@ import functools
 import math
 import re
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -321,3 +322,23 @@ class NotAvailable(Expr):
 
     def key(self) -> Any:
         return ("na",)
+
+
+class _Rendering:
+    """How formula text is made: from templates made once per shape (``templates``), or each cell's tree built anew
+    inside :func:`reference_rendering` (the reference the templates must match; tests compare the two)."""
+
+    templates = True
+
+
+RENDERING = _Rendering()
+
+
+@contextmanager
+def reference_rendering() -> Iterator[None]:
+    """Inside this block every formula builds its own tree (the reference the templates match)."""
+    before, RENDERING.templates = RENDERING.templates, False
+    try:
+        yield
+    finally:
+        RENDERING.templates = before

@@ -10,14 +10,13 @@ table look-up (workbook plumbing, not a model formula).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
 
 from ..expr import Bound, Expr, Func, Template, Var, eq, if_, unfolded, wrap
 from ..scenario import BOUNDED_OUTPUTS, OUTPUT_BY_NAME, OUTPUTS, output_expr, plain_expr
 from . import checks
-from .model import IsNumber, Lookup
+from .model import RENDERING, IsNumber, Lookup
 
 
 def _deps(name: str, seen: dict[str, set[str]]) -> set[str]:
@@ -72,7 +71,7 @@ def output_formula(name: str, varmap: Mapping[str, str] | None = None,
     """
     varmap = dict(varmap or {})
     refs = {k: v for k, v in varmap.items() if "!" in v}  # cell references (a defined name has no "!")
-    if not _USE_TEMPLATES or len(set(refs.values())) < len(refs):  # two names on one cell: not a template's case
+    if not RENDERING.templates or len(set(refs.values())) < len(refs):  # two names on one cell: not a template's case
         return output_formula_tree(name, varmap, inline)
     # a name mapped to a defined name (N_GPUs -> GPUs_to_Provision) stays in the template as that name
     fixed = tuple(sorted((k, v) for k, v in varmap.items() if k not in refs))
@@ -87,18 +86,6 @@ def output_formula(name: str, varmap: Mapping[str, str] | None = None,
 
 
 _TEMPLATES: dict[Any, Template] = {}
-_USE_TEMPLATES = True
-
-
-@contextmanager
-def reference_rendering() -> Iterator[None]:
-    """Inside this block every :func:`output_formula` builds its own tree (the reference the templates match)."""
-    global _USE_TEMPLATES
-    before, _USE_TEMPLATES = _USE_TEMPLATES, False
-    try:
-        yield
-    finally:
-        _USE_TEMPLATES = before
 
 
 def output_formula_tree(name: str, varmap: Mapping[str, str] | None = None,
@@ -229,7 +216,7 @@ def guarded_output(name: str, expr: Any, refs: Mapping[str, str] | None = None, 
     own references -- the same text and values as guarding the cell's tree.
     """
     refs = refs or {}
-    if isinstance(expr, Bound) and _USE_TEMPLATES and not cells and \
+    if isinstance(expr, Bound) and RENDERING.templates and not cells and \
             not any(checks.registered(r) for r in refs.values()):
         return _guarded_bound(name, expr, refs, follows, exclude)
     return guarded(expr, _output_deps(name, refs), refs, follows, exclude, cells)
