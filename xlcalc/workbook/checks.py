@@ -43,7 +43,7 @@ CHOICE_ALLOWED = {"Framework": f"one of {', '.join(FRAMEWORKS)} (Frameworks shee
 # purchase price is not: the owning results say what to type, the rest of the plan stands
 LOOKED_UP_FAILING = ("Peak_TFLOPS", "GPU_Memory_GB", "GPUs_per_Node", "Params_B", "Seq_Len", "Hidden", "Layers",
                      "Heads", "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer", "USD_per_GPU_Hour",
-                     "Logits_Buffer_Bytes", "Optimizer_Step_Bytes", "Autocast_Copy_Bytes")
+                     "Logits_Buffer_Bytes", "Optimizer_Step_Bytes", "Autocast_Copy_Bytes", "Grads_Freed")
 LOOKED_UP_TEXT_OK = ("Capex_USD_per_GPU",)
 CHECKED = CHOICES + tuple(c.name for c in INPUTS)  # the row order of the input checks
 FIRST_ROW = 8           # the first input check
@@ -230,7 +230,10 @@ def value_check(x: Var, where: str, name: str, lists: dict[str, tuple[str, str, 
     s = spec(INPUT_BY_NAME[name].spec_name)
     bad = _message(where, name, s.allowed, x)
     if s.kind == "bool":  # TRUE/FALSE, or 1/0 as LibreOffice stores a boolean
-        return if_(or_(eq(x, True), eq(x, False), eq(x, 1), eq(x, 0)), OK, bad)
+        ok = or_(eq(x, True), eq(x, False), eq(x, 1), eq(x, 0))
+        if looked_up == "failing":  # a text while a framework is picked: the Frameworks sheet's look-up message
+            return if_(ok, OK, if_(IsNumber(x), bad, if_(eq(Concat(Var("Framework"), Var("Precision")), ""), bad, x)))
+        return if_(ok, OK, bad)
     if s.kind == "choice":
         return if_(or_(*(eq(x, c) for c in s.choices)), OK, bad)
     tests = _bounds(s, x)
