@@ -199,8 +199,8 @@ def price_sheet(book: Book) -> PriceTable:
 # Scenario fields a framework and precision fill besides the recipe's bytes (xlcalc.frameworks.PROFILE_FIELDS)
 FRAMEWORK_DERIVED = PROFILE_FIELDS[1:]
 FRAMEWORK_SHEET = "Frameworks"
-FRAMEWORK_MISSING = (": not a framework and precision of the Frameworks sheet \u2014 pick a Framework and one of its "
-                     "precisions there")
+FRAMEWORK_MISSING = (": not on the Frameworks sheet \u2014 pick a Framework and one of the precisions it offers "
+                     "there")
 
 
 @dataclass(frozen=True)
@@ -235,7 +235,10 @@ class FrameworkTable:
         return eq(Concat(Var("Framework"), Var("Precision")), "")
 
     def missing(self) -> Expr:
-        return Concat(Var("Framework"), "|", Var("Precision"), FRAMEWORK_MISSING)
+        """"<framework> at <precision>: not on the Frameworks sheet - ..." (what a look-up shows for a pair the sheet
+        does not hold)."""
+        return Concat(self.framework(), " at ", if_(eq(Var("Precision"), ""), "its usual precision", Var("Precision")),
+                      FRAMEWORK_MISSING)
 
     def fact(self, field: str) -> Expr:
         """A memory input of the picked framework and precision; its neutral default (xlcalc.recipes.MEMORY_DEFAULTS)
