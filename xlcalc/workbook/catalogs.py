@@ -276,9 +276,9 @@ def framework_sheet(book: Book) -> FrameworkTable:
              "and Grads_Freed from the rows below; a number typed over one of them wins. An empty value: no source "
              "gives it, the memory model's neutral default applies. Both left empty: the typed numbers "
              f"({DEFAULT_FRAMEWORK} at its usual precision's values by default).", "note")
-    for j, (header, width) in enumerate((("framework (the Framework dropdown)", 44), ("what it is", 34),
+    for j, (header, width) in enumerate((("framework (the Framework dropdown)", 44), ("what it is", 30),
                                          ("usual precision (Precision left empty)", 14), ("precisions offered", 22),
-                                         ("value", 12), ("source", 100)), start=1):
+                                         ("value", 12), ("source", 220)), start=1):
         book.widths.setdefault(s, {})[coord(j, 1)[:-1]] = width
         if j <= 4:
             book.put(s, coord(j, 3), header, "header")
