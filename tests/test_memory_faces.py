@@ -128,6 +128,12 @@ VIOLATIONS = {
 }
 
 
+# Framework (and Precision, GPU memory) picked in the question's workbook: (cells, memory's flags)
+FRAMEWORK_PICKS = {"fw_transformers": {"Framework": "transformers"},
+                   "fw_torchtitan": {"Framework": "torchtitan", "Precision": "amp"},
+                   "fw_transformers_45gb": {"Framework": "transformers", "Precision": "amp", "GPU_Memory_GB": 45}}
+
+
 @lo_batch.register("memory_faces")
 def _produce(work: Path) -> tuple[list[Path], list[str]]:
     """The question and each violation as workbooks, for the session's one LibreOffice run (tests/lo_batch.py)."""
@@ -146,6 +152,9 @@ def _produce(work: Path) -> tuple[list[Path], list[str]]:
     for verdict, cap in fit_capacities().items():  # the question against a card it fits, fits tightly, does not fit
         book.save(src / f"fit_{verdict}.xlsx", {"GPU_Memory_GB": cap})
         names.append(f"fit_{verdict}")
+    for case, picks in FRAMEWORK_PICKS.items():  # a framework picked in the dropdowns, as a user would
+        book.save(src / f"{case}.xlsx", picks)
+        names.append(case)
     book = Edits(work / "base.xlsx")
     for key, values in cells.items():
         book.save(src / f"{key}.xlsx", values)
@@ -401,9 +410,10 @@ def test_fit_answer_is_the_same_on_every_face(capsys, recalculated, key):
 
 
 @pytest.mark.parametrize("framework", ["transformers", "torchtitan"])
-def test_a_named_framework_gives_the_same_memory_on_every_face(capsys, framework):
+def test_a_named_framework_gives_the_same_memory_on_every_face(capsys, recalculated, framework):
     # the framework's memory facts (xlcalc.frameworks: fp32 weights and gradients, the fp32 loss buffers, autocast
-    # copies, gradients freed) reach memory, estimate, plan (layout pinned) and MEM_PER_GPU_GB alike
+    # copies, gradients freed) reach memory, estimate, plan (layout pinned), MEM_PER_GPU_GB and the workbook (the
+    # framework picked in its dropdown, recalculated by LibreOffice) alike
     code, out, err = cli_memory(capsys, "--framework", framework, "--json")
     assert code == 0, err
     memory = json.loads(out)
@@ -421,3 +431,30 @@ def test_a_named_framework_gives_the_same_memory_on_every_face(capsys, framework
                "plan": plan["plans"][0]["memory_gb"], "udf": udf}
     for gb in answers.values():
         assert abs(gb - answers["memory"]) <= 0.01 * answers["memory"], answers
+    wb = recalculated[f"fw_{framework}"]
+    assert named_cell(wb, "Framework").value == framework
+    workbook = named_cell(wb, "Mem_Total_GB").value
+    assert isinstance(workbook, float) and abs(workbook - memory["total_gb"]) <= 0.001 * memory["total_gb"], (
+        workbook, memory["total_gb"])
+    verdicts = {"memory": memory["fit"]["verdict"], "estimate": estimate["results"]["Fit_Verdict"],
+                "workbook": named_cell(wb, "Fit_Verdict").value}
+    assert len(set(verdicts.values())) == 1, verdicts
+    assert bool(named_cell(wb, "Fits_GPU").value) is memory["fits"] is estimate["results"]["Fits_GPU"]
+
+
+def test_a_framework_picked_in_the_workbook_changes_the_fit_as_on_the_cli(capsys, recalculated):
+    """transformers at amp (fp32 weights, gradients and AdamW states, 12-byte logits, autocast copies) does not fit a
+    45 GB card that the default (Megatron-Core) fits tightly or does: the workbook says what `xlcalc memory` says."""
+    code, out, err = cli_memory(capsys, "--framework", "transformers", "--precision", "amp", "--memory-gb", "45",
+                                "--json")
+    assert code == 0, err
+    memory = json.loads(out)
+    code, out, err = cli_memory(capsys, "--memory-gb", "45", "--json")
+    assert code == 0, err
+    default = json.loads(out)
+    assert memory["fit"]["verdict"] == "does not fit" and default["fit"]["verdict"] != "does not fit"
+    wb = recalculated["fw_transformers_45gb"]
+    assert named_cell(wb, "GPU_Memory_GB").value == 45
+    assert abs(named_cell(wb, "Mem_Total_GB").value - memory["total_gb"]) <= 0.001 * memory["total_gb"]
+    assert named_cell(wb, "Fit_Verdict").value == "does not fit"
+    assert not named_cell(wb, "Fits_GPU").value

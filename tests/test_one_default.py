@@ -14,6 +14,7 @@ import re
 import pytest
 
 from xlcalc.cli import COMMANDS, build_parser, main
+from xlcalc.frameworks import DEFAULT_FRAMEWORK
 from xlcalc.recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS
 from xlcalc.scenario import Scenario
 
@@ -102,7 +103,8 @@ def test_an_input_several_commands_take_states_one_default_the_declared_one():
             if stated is None:  # required, searched or derived (from --model, the GPU's): no fixed default
                 continue
             declared = (MEMORY_DEFAULTS[a.dest] if command == "memory" and a.dest in layout
-                        else DEFAULT_RECIPE if a.dest == "recipe" else FIELDS[a.dest].default)
+                        else DEFAULT_RECIPE if a.dest == "recipe" else DEFAULT_FRAMEWORK if a.dest == "framework"
+                        else FIELDS[a.dest].default)
             if isinstance(stated, float):
                 assert stated == pytest.approx(float(declared)), (command, a.dest, stated, declared)
             else:

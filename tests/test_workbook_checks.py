@@ -28,6 +28,7 @@ import lo_batch
 from chart_data import chart_data_cells
 from named_edits import Edits, named_cell
 from xlcalc import catalog
+from xlcalc.frameworks import FRAMEWORKS
 from xlcalc.layout import preset_stage_ends
 from xlcalc.planner.search import uneven_stages
 from xlcalc.scenario import OUTPUTS, Scenario, load_scenario
@@ -45,6 +46,8 @@ PASTED = {
     "util15": ("Utilisation", 1.5, "a number >= 0.01 and <= 1"),
     "budget_neg": ("Budget_USD", -5, "a number > 0 and <= 1e+13"),
     "gpu_typo": ("GPU_Type", "h100 sxm", "an id from the list on the GPUs sheet, or empty"),
+    # the names `xlcalc memory --framework` takes (xlcalc.frameworks), listed
+    "framework_typo": ("Framework", "hf-trainer", f"one of {', '.join(FRAMEWORKS)} (Frameworks sheet), or empty"),
 }
 # results each pasted input feeds (by defined name): every one must show the message, never a number
 DEPENDENT = {
@@ -57,6 +60,7 @@ DEPENDENT = {
 }
 # results that do not depend on the pasted input stay numbers
 INDEPENDENT = {"mfu40": ("Mem_Total_GB", "Train_FLOPs"), "util15": ("Train_Days", "Total_Cost_USD"),
+               "framework_typo": ("Train_Days", "Total_Cost_USD"),
                "budget_neg": ("Train_Days", "Total_Cost_USD", "Own_Cost_USD"), "pp3": ("Train_FLOPs",)}
 START_LABELS = {"Train_Days": "Training days on those GPUs", "Total_Cost_USD": "Total cost incl. training tax (USD)",
                 "Budget_Left_USD": "Budget left (negative = over)", "Mem_Total_GB": "Memory per GPU (GB)",
@@ -229,6 +233,7 @@ def _produce(work: Path) -> tuple[list[Path], list[str]]:
     pristine = work / "plan.xlsx"
     build(pristine, [_base()])
     cases = {**{k: {name: value} for k, (name, value, _) in PASTED.items()}, "pp3": {"PP_Size": 3}, **PP7,
+             "precision_unoffered": {"Framework": "torchtitan", "Precision": "fp32"},
              **{k: f(_places())[0] for k, f in OTHER.items()},
              "par_layout": {f"Parallelism!{col}{r}": v for r, (tp, pp, _) in PAR_LAYOUTS.items()
                             for col, v in (("A", tp), ("B", pp))}}
@@ -282,6 +287,26 @@ def test_a_gpu_typed_wrong_leaves_no_number_that_needs_its_figures(lo):
         assert named_cell(wb, result).value == looked_up, result
     start = _start(wb)
     assert start["Training days on those GPUs"] == start["Total cost incl. training tax (USD)"] == looked_up
+
+
+def test_a_framework_typed_wrong_leaves_no_memory_number(lo):
+    """hf-trainer is not a framework of the list: the memory inputs it would fill say so, and every memory result
+    shows that instead of a number (time and cost do not depend on it)."""
+    for case, words in (("framework_typo", "hf-trainer at its usual precision"),
+                        ("precision_unoffered", "torchtitan at fp32")):
+        wb = lo[case]
+        looked_up = f"{words}: not on the Frameworks sheet \u2014 pick a Framework and one of the precisions it offers there"
+        for name in ("Logits_Buffer_Bytes", "Optimizer_Step_Bytes", "Autocast_Copy_Bytes", "Grads_Freed"):
+            assert named_cell(wb, name).value == looked_up, (case, name)
+        for result in ("Mem_Total_GB", "Fits_GPU", "Fit_Verdict", "Max_Micro_Batch"):
+            assert named_cell(wb, result).value == looked_up, (case, result)
+        assert isinstance(named_cell(wb, "Train_Days").value, float), case
+        assert not _errors(wb), (case, _errors(wb)[:5])
+    # torchtitan offers amp only (xlcalc.frameworks): Start's check names the cell, the framework and what it offers
+    wb = lo["precision_unoffered"]
+    assert wb["Start"]["C3"].value == (
+        f"{_where(wb, 'Precision')}: Precision = fp32 is not allowed: Precision must be a precision the Frameworks "
+        f"sheet gives for framework torchtitan: {', '.join(FRAMEWORKS['torchtitan'])}, or empty")
 
 
 def test_a_layout_that_splits_no_whole_stages_is_named_with_the_pp_cell(lo):

@@ -29,6 +29,7 @@ from .errors import InputError, UnknownNameError
 from .expr import Expr, IfError, Var, eq, if_, wrap
 from .formulas import budget, compute, cost, finetune, goodput, ownership
 from .formulas import ranges as franges
+from .frameworks import get_profile
 from .inputs import spec
 from .layout import LAYOUT_OK, check_layout
 from .recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, default_bytes, get_recipe
@@ -169,6 +170,10 @@ class Scenario(BaseModel):
     model: Optional[str] = Field(default=None, description="model preset id (fills the architecture)")
     gpu: Optional[str] = Field(default=None, description="GPU id (fills peak TFLOPS and memory)")
     recipe: Optional[str] = Field(default=None, description="precision recipe id (fills the bytes per parameter)")
+    # the framework and precision trained with (xlcalc.frameworks: fill the recipe bytes, logits buffer, optimizer
+    # step, autocast copies and grads freed; a recipe wins for the bytes; neither given: today's defaults)
+    framework: Optional[str] = Field(default=None, description=spec("framework").doc)
+    precision: Optional[str] = Field(default=None, description=spec("precision").doc)
 
     params_b: float = 70
     active_params_b: float = 0  # a mixture of experts' active parameters: the N of 6*N*D (0 = params_b)
@@ -280,6 +285,8 @@ class Scenario(BaseModel):
             raise InputError.all(text_errors)
         if data.get("recipe") is not None:
             data["recipe"] = get_recipe(str(data["recipe"])).id if str(data["recipe"]).strip() else None
+        if data.get("framework") is not None or data.get("precision") is not None:  # the names as xlcalc.frameworks
+            data.update(_profile_names(data.get("framework"), data.get("precision")))  # spells them; unknown: named
         # architecture left out: multi-head attention (kv heads = heads) and F = 4h, as seed 002's formulas
         if data.get("kv_heads") is None and data.get("heads") is not None:
             data["kv_heads"] = data["heads"]
@@ -329,7 +336,8 @@ class Scenario(BaseModel):
         """
         merged: dict[str, Any] = {}
         blank = [InputError(k, values[k], f"a {k} name from the catalog (xlcalc catalog), or left out")
-                 for k in ("model", "gpu", "recipe", "price_tier") if isinstance(values.get(k), str)
+                 for k in ("model", "gpu", "recipe", "framework", "precision", "price_tier")
+                 if isinstance(values.get(k), str)
                  and not values[k].strip()]
         if blank:  # an empty name is a mistake, not "the default"
             raise InputError.all(blank)
@@ -351,6 +359,8 @@ class Scenario(BaseModel):
                 merged["gpu_memory_gb"] = g.capacity_gb
             if g.gpus_per_node:
                 merged["gpus_per_node"] = g.gpus_per_node
+        if values.get("framework") or values.get("precision"):  # the framework's memory inputs; a recipe wins
+            merged.update(get_profile(values.get("framework"), values.get("precision")).values())
         if values.get("recipe"):
             r = get_recipe(str(values["recipe"]))
             merged.update({field: getattr(r, attr) for field, attr in RECIPE_FIELDS.items()})
@@ -375,6 +385,18 @@ class Scenario(BaseModel):
     def cell_values(self) -> dict[str, Any]:
         """Input values by defined name."""
         return {c.name: getattr(self, c.field) for c in INPUTS}
+
+
+def _profile_names(framework: Any, precision: Any) -> dict[str, str]:
+    """The framework and precision as :func:`xlcalc.frameworks.get_profile` resolves them (a precision left out: the
+    framework's usual one; a framework left out: the default one); an unknown name is an :class:`InputError` listing
+    the known ones."""
+    blank = [InputError(k, v, f"a {k} name of xlcalc.frameworks, or left out") for k, v in
+             (("framework", framework), ("precision", precision)) if isinstance(v, str) and not v.strip()]
+    if blank:
+        raise InputError.all(blank)
+    p = get_profile(framework, precision)
+    return {"framework": p.framework, "precision": p.precision}
 
 
 def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:

@@ -6,10 +6,9 @@ import argparse
 
 from .. import catalog
 from ..errors import InputError
-from ..frameworks import profile_values
 from ..inputs import spec
 from ..layout import stage_split
-from ..recipes import DEFAULT_RECIPE, RECIPE_FIELDS
+from ..recipes import DEFAULT_RECIPE
 from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario, evaluate, price_note
 from ..stage_memory import explain, memory_steps, model_inputs
 from ..validate import check_value
@@ -74,11 +73,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     values = {c.field: cli_value(getattr(args, c.field)) for c in INPUTS if c.field not in FINETUNE_FIELDS}
     values.update(finetune_values(args))
-    if args.framework or args.precision:  # the framework's memory inputs where no flag gives them
-        named = profile_values(args.framework, args.precision)
-        for k, x in named.items():
-            if values.get(k) is None and not (args.recipe and k in RECIPE_FIELDS):
-                values[k] = x
     if args.price_tier and values.get("usd_per_gpu_hour") is not None:
         raise InputError("price_tier", args.price_tier, "left out when --usd-per-gpu-hour is given",
                          "a tier picks a catalog price; a typed price has none")
@@ -93,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         values.update(pp=split["pp"], first_stage_layers=split["first_stage_layers"],
                       last_stage_layers=split["last_stage_layers"])
     scenario = Scenario.build(model=config_model(args) or args.model, gpu=args.gpu, recipe=args.recipe, price_tier=args.price_tier,
-                              **values)
+                              framework=args.framework, precision=args.precision, **values)
     results = evaluate(scenario)
     memory = explain({**scenario.cell_values(), **results}, scenario.model_dump()).to_json()
     memory.pop("inputs")

@@ -40,7 +40,7 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
     book = Book()
     book.sheets.update({t: {} for t in ("Start", "Inputs", "Memory", "Time", "Budget", "FineTuning", "Scenarios",
                                         "Sensitivity", "Parallelism", "GPUs", "Models", "Recipes",
-                                        "Prices", "References", checks.SHEET)})
+                                        "Frameworks", "Prices", "References", checks.SHEET)})
     with checks.collecting() as reg:  # the cells that gather input checks, placed as the results need them
         return _layout(book, scenarios, main, reg)
 
@@ -49,8 +49,9 @@ def _layout(book: Book, scenarios: list[Scenario], main: Scenario, reg: checks.R
     gpus = catalogs.gpu_sheet(book)
     models = catalogs.model_sheet(book)
     recipes = catalogs.recipe_sheet(book)
+    frameworks = catalogs.framework_sheet(book)
     prices = catalogs.price_sheet(book)
-    ctx = sheets.Ctx(book, main, gpus, models, recipes, prices)
+    ctx = sheets.Ctx(book, main, gpus, models, recipes, prices, frameworks)
     sheets.start_sheet(ctx)
     sheets.inputs_sheet(ctx)
     mem_rows = sheets.memory_sheet(ctx)
@@ -70,7 +71,9 @@ def _layout(book: Book, scenarios: list[Scenario], main: Scenario, reg: checks.R
         "Model_Preset": (models.sheet, models.col("id"), models.first_row, models.last_row),
         "GPU_Type": (gpus.sheet, gpus.col("id"), gpus.first_row, gpus.last_row),
         "Recipe_Id": (recipes.sheet, recipes.col("id"), recipes.first_row, recipes.last_row),
-        "Price_Tier": (prices.sheet, "A", prices.tier_first, prices.tier_last)})
+        "Framework": (frameworks.sheet, "A", frameworks.first_row, frameworks.last_row),
+        "Precision": (frameworks.sheet, "A", frameworks.precision_first, frameworks.precision_last),
+        "Price_Tier": (prices.sheet, "A", prices.tier_first, prices.tier_last)}, frameworks)
     book.charts.append(lambda wb: charts.memory_chart(wb, mem_rows["Weights"], mem_rows["Other"]))
     book.charts.append(lambda wb: charts.sensitivity_charts(wb, tables))
     return Layout(book, main, columns, maps, {"sensitivity": tables, "parallelism": par, "finetune": ft_rows})

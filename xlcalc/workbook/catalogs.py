@@ -6,9 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import catalog
-from ..recipes import RECIPE_FIELDS, RECIPES
+from ..expr import Expr, IfError, Var, eq, if_
+from ..frameworks import DEFAULT_FRAMEWORK, FRAMEWORK_NAMES, FRAMEWORKS, PRECISIONS, PROFILE_FIELDS, get_profile
+from ..recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, RECIPES
 from ..registry import all_formulas
-from .model import Book, coord
+from .model import Book, Concat, Lookup, LookupOr, coord
 
 FIRST = 4  # first data row of a catalog sheet (title, note, header above)
 
@@ -192,6 +194,137 @@ def price_sheet(book: Book) -> PriceTable:
     book.freeze[s] = "B4"
     return PriceTable(s, tuple(c[0] for c in PRICE_COLUMNS), FIRST, last, head + 2,
                       head + 1 + len(catalog.PRICE_TIERS), buy_first, buy_first + max(len(seen), 1) - 1)
+
+
+# Scenario fields a framework and precision fill besides the recipe's bytes (xlcalc.frameworks.PROFILE_FIELDS)
+FRAMEWORK_DERIVED = PROFILE_FIELDS[1:]
+FRAMEWORK_SHEET = "Frameworks"
+FRAMEWORK_MISSING = (": not on the Frameworks sheet \u2014 pick a Framework and one of the precisions it offers "
+                     "there")
+
+
+@dataclass(frozen=True)
+class FrameworkTable:
+    """The Frameworks sheet: the frameworks (the Framework dropdown, A:D), the precisions (the Precision dropdown,
+    A:B) and the memory facts of each framework at each precision it offers, one row per fact: key
+    ``framework|precision|input`` (A), framework, precision, input, value (E, empty where no source gives it),
+    source (F)."""
+
+    sheet: str
+    first_row: int
+    last_row: int
+    precision_first: int
+    precision_last: int
+    fact_first: int
+    fact_last: int
+
+    def framework(self) -> Expr:
+        """The framework in effect: Framework, or the default one where only Precision is picked (as the CLI)."""
+        return if_(eq(Var("Framework"), ""), DEFAULT_FRAMEWORK, Var("Framework"))
+
+    def precision(self) -> Expr:
+        """The precision in effect: Precision, or the framework's usual one (column C) where it is left empty."""
+        usual = Lookup(self.framework(), self.sheet, "A", "C", self.first_row, self.last_row)
+        return if_(eq(Var("Precision"), ""), usual, Var("Precision"))
+
+    def key(self, field: str, precision: Expr | None = None) -> Expr:
+        return Concat(self.framework(), "|", precision if precision is not None else self.precision(), "|" + field)
+
+    def neither(self) -> Expr:
+        """TRUE while neither a framework nor a precision is picked: the typed numbers (today's defaults) stand."""
+        return eq(Concat(Var("Framework"), Var("Precision")), "")
+
+    def missing(self) -> Expr:
+        """"<framework> at <precision>: not on the Frameworks sheet - ..." (what a look-up shows for a pair the sheet
+        does not hold)."""
+        return Concat(self.framework(), " at ", if_(eq(Var("Precision"), ""), "its usual precision", Var("Precision")),
+                      FRAMEWORK_MISSING)
+
+    def fact(self, field: str) -> Expr:
+        """A memory input of the picked framework and precision; its neutral default (xlcalc.recipes.MEMORY_DEFAULTS)
+        where the sheet leaves it empty (no source gives it), as ``xlcalc memory --framework`` takes it."""
+        return IfError(LookupOr(self.key(field), self.sheet, "A", "E", self.fact_first, self.fact_last,
+                                MEMORY_DEFAULTS[field]), self.missing())
+
+    def recipe_bytes(self, field: str, recipes: Table) -> Expr:
+        """Bytes per parameter (weights, gradients or optimizer states) of the picked framework's recipe, looked up
+        on the Recipes sheet by the recipe id the Frameworks sheet gives."""
+        recipe = Lookup(self.key("recipe"), self.sheet, "A", "E", self.fact_first, self.fact_last)
+        column = RECIPE_FIELDS[field]
+        return IfError(Lookup(recipe, recipes.sheet, recipes.col("id"), recipes.col(column), recipes.first_row,
+                              recipes.last_row), self.missing())
+
+    def pair(self, precision: Expr) -> Expr:
+        """The row of the framework in effect at ``precision`` (an error where the sheet has none)."""
+        return Lookup(self.key("recipe", precision), self.sheet, "A", "B", self.fact_first, self.fact_last)
+
+    def offered(self) -> Expr:
+        """The precisions the framework in effect offers, in words (column D)."""
+        return Lookup(self.framework(), self.sheet, "A", "D", self.first_row, self.last_row)
+
+
+def fact_key(framework: str, precision: str, field: str) -> str:
+    return f"{framework}|{precision}|{field}"
+
+
+def framework_sheet(book: Book) -> FrameworkTable:
+    """The frameworks and precisions of xlcalc.frameworks, and each profile's memory facts with their sources."""
+    s = FRAMEWORK_SHEET
+    book.put(s, "A1", "Frameworks and precisions: the memory inputs of the software you train with", "title")
+    book.put(s, "A2", "Picking a Framework (and a Precision) on Inputs fills the bytes per parameter (from the recipe "
+             "it names, unless Recipe_Id is picked), Logits_Buffer_Bytes, Optimizer_Step_Bytes, Autocast_Copy_Bytes "
+             "and Grads_Freed from the rows below; a number typed over one of them wins. An empty value: no source "
+             "gives it, the memory model's neutral default applies. Both left empty: the typed numbers "
+             f"({DEFAULT_FRAMEWORK} at its usual precision's values by default).", "note")
+    for j, (header, width) in enumerate((("framework (the Framework dropdown)", 44), ("what it is", 30),
+                                         ("usual precision (Precision left empty)", 14), ("precisions offered", 22),
+                                         ("value", 12), ("source", 220)), start=1):
+        book.widths.setdefault(s, {})[coord(j, 1)[:-1]] = width
+        if j <= 4:
+            book.put(s, coord(j, 3), header, "header")
+    for i, fw in enumerate(FRAMEWORKS):
+        r = FIRST + i
+        book.put(s, f"A{r}", fw, "label")
+        book.put(s, f"B{r}", FRAMEWORK_NAMES[fw], "text")
+        book.put(s, f"C{r}", get_profile(fw).precision, "label")
+        book.put(s, f"D{r}", ", ".join(FRAMEWORKS[fw]), "label")
+    last = FIRST + len(FRAMEWORKS) - 1
+    head = last + 2
+    book.put(s, f"A{head}", "Precisions (the Precision dropdown on Inputs)", "group")
+    book.put(s, f"A{head + 1}", "precision", "header")
+    book.put(s, f"B{head + 1}", "what it is", "header")
+    for k, (pr, words) in enumerate(PRECISIONS.items()):
+        book.put(s, f"A{head + 2 + k}", pr, "label")
+        book.put(s, f"B{head + 2 + k}", words, "text")
+    p_first, p_last = head + 2, head + 1 + len(PRECISIONS)
+    head = p_last + 2
+    book.put(s, f"A{head}", "Memory inputs by framework and precision (what Inputs looks up), each with its source",
+             "group")
+    for j, header in enumerate(("key (framework|precision|input)", "framework", "precision", "input", "value",
+                                "source"), start=1):
+        book.put(s, coord(j, head + 1), header, "header")
+    r = head + 2
+    f_first = r
+    for profiles in FRAMEWORKS.values():
+        for p in profiles.values():
+            for field in PROFILE_FIELDS:
+                book.put(s, f"A{r}", fact_key(p.framework, p.precision, field), "label")
+                book.put(s, f"B{r}", p.framework, "label")
+                book.put(s, f"C{r}", p.precision, "label")
+                book.put(s, f"D{r}", field, "label")
+                if field in p.facts:
+                    value, source = p.facts[field]
+                    book.put(s, f"E{r}", value, "input", '"TRUE";"TRUE";"FALSE"' if isinstance(value, bool) else None)
+                    book.put(s, f"F{r}", source, "text")
+                else:
+                    neutral = MEMORY_DEFAULTS[field]
+                    shown = ("TRUE" if neutral else "FALSE") if isinstance(neutral, bool) else f"{neutral:g}"
+                    book.put(s, f"E{r}", None, "input")
+                    book.put(s, f"F{r}", f"No source gives {p.framework}'s {field}: left empty, the memory model's "
+                             f"neutral default ({shown}) applies", "text")
+                r += 1
+    book.freeze[s] = "B4"
+    return FrameworkTable(s, FIRST, last, p_first, p_last, f_first, r - 1)
 
 
 def references_sheet(book: Book) -> None:

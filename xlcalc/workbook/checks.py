@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..expr import Expr, Template, Var, and_, eq, floor_int, if_, not_, or_
+from ..frameworks import FRAMEWORKS, PRECISIONS
 from ..inputs import spec
 from ..layout import CONSTRAINTS, layout_blamed
 from ..scenario import INPUT_BY_NAME, INPUTS, OUTPUT_BY_NAME
@@ -34,11 +35,15 @@ from .model import RENDERING, Book, Concat, IfError, IsNumber, Lookup, ref_text
 
 SHEET = "Checks"
 # The preset dropdowns (text cells whose value must be an id of a catalog sheet's list, or empty)
-CHOICES = ("Model_Preset", "GPU_Type", "Recipe_Id", "Price_Tier")
+CHOICES = ("Model_Preset", "GPU_Type", "Recipe_Id", "Framework", "Precision", "Price_Tier")
+# what a choice's check names as allowed, where it is not "an id from the list on the <sheet> sheet, or empty"
+CHOICE_ALLOWED = {"Framework": f"one of {', '.join(FRAMEWORKS)} (Frameworks sheet), or empty",
+                  "Precision": f"one of {', '.join(PRECISIONS)} (Frameworks sheet), or empty"}
 # Looked-up inputs whose message (a figure the catalog lacks, no price at the tier) is a failing check; a missing
 # purchase price is not: the owning results say what to type, the rest of the plan stands
 LOOKED_UP_FAILING = ("Peak_TFLOPS", "GPU_Memory_GB", "GPUs_per_Node", "Params_B", "Seq_Len", "Hidden", "Layers",
-                     "Heads", "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer", "USD_per_GPU_Hour")
+                     "Heads", "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer", "USD_per_GPU_Hour",
+                     "Logits_Buffer_Bytes", "Optimizer_Step_Bytes", "Autocast_Copy_Bytes", "Grads_Freed")
 LOOKED_UP_TEXT_OK = ("Capex_USD_per_GPU",)
 CHECKED = CHOICES + tuple(c.name for c in INPUTS)  # the row order of the input checks
 FIRST_ROW = 8           # the first input check
@@ -113,6 +118,7 @@ class Registry:
 
 
 _ACTIVE: ContextVar[Registry | None] = ContextVar("checks", default=None)
+_FRAMEWORKS: ContextVar[Any] = ContextVar("frameworks", default=None)  # the Frameworks sheet (Precision's check)
 
 
 @contextmanager
@@ -236,12 +242,22 @@ def value_check(x: Var, where: str, name: str, lists: dict[str, tuple[str, str, 
     if name in CHOICES:
         sheet_of, col, first, last = lists[name]
         found = IfError(Lookup(x, sheet_of, col, col, first, last), "")
-        allowed = f"an id from the list on the {sheet_of} sheet, or empty"
-        return if_(eq(x, ""), OK, if_(eq(found, ""), _message(where, name, allowed, x), OK))
+        allowed = CHOICE_ALLOWED.get(name, f"an id from the list on the {sheet_of} sheet, or empty")
+        listed: Any = OK
+        if name == "Precision" and _FRAMEWORKS.get() is not None:  # and one the framework in effect offers
+            fw = _FRAMEWORKS.get()
+            assert fw is not None
+            offered = Concat(f"{where}: {name} = ", x, f" is not allowed: {name} must be a precision the Frameworks "
+                             "sheet gives for framework ", fw.framework(), ": ", IfError(fw.offered(), ""), ", or empty")
+            listed = if_(eq(IfError(fw.pair(x), ""), ""), offered, OK)
+        return if_(eq(x, ""), OK, if_(eq(found, ""), _message(where, name, allowed, x), listed))
     s = spec(INPUT_BY_NAME[name].spec_name)
     bad = _message(where, name, s.allowed, x)
     if s.kind == "bool":  # TRUE/FALSE, or 1/0 as LibreOffice stores a boolean
-        return if_(or_(eq(x, True), eq(x, False), eq(x, 1), eq(x, 0)), OK, bad)
+        ok = or_(eq(x, True), eq(x, False), eq(x, 1), eq(x, 0))
+        if looked_up == "failing":  # a text while a framework is picked: the Frameworks sheet's look-up message
+            return if_(ok, OK, if_(IsNumber(x), bad, if_(eq(Concat(Var("Framework"), Var("Precision")), ""), bad, x)))
+        return if_(ok, OK, bad)
     if s.kind == "choice":
         return if_(or_(*(eq(x, c) for c in s.choices)), OK, bad)
     tests = _bounds(s, x)
@@ -331,8 +347,17 @@ def _layout_row_expr(book: Book, row: CellCheck, var: Any) -> Any:
     return if_(or_(*another), OK, Concat(where, ": ", layout))
 
 
-def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]]) -> None:
-    """Write the Checks sheet: the layout check, every input's check, and every set of checks some cell gathers."""
+def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]], frameworks: Any = None) -> None:
+    """Write the Checks sheet: the layout check, every input's check, and every set of checks some cell gathers.
+    ``frameworks`` (catalogs.FrameworkTable): Precision's check also asks for a precision the framework offers."""
+    token = _FRAMEWORKS.set(frameworks)
+    try:
+        _finish(book, reg, lists)
+    finally:
+        _FRAMEWORKS.reset(token)
+
+
+def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]]) -> None:
     s = SHEET
     book.put(s, "A1", "Checks \u2014 every input against what is allowed; they roll up to the input check on Start",
              "title")

@@ -43,6 +43,7 @@ WIDTHS = {
     "GPUs": {},
     "Models": {},
     "Recipes": {},
+    "Frameworks": {},
     "Prices": {},
     "References": {"A": 26, "B": 22, "C": 80, "D": 16, "E": 100, "F": 100},
 }

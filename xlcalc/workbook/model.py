@@ -228,6 +228,43 @@ class Lookup(Expr):
         return ("lookup", self.sheet, self.key_col, self.value_col, self.key_expr.key(), self.what)
 
 
+class LookupOr(Lookup):
+    """``IF(INDEX(...)="", blank, INDEX(...))``: a catalog look-up whose empty cell (a value no source gives) reads
+    ``blank`` (the model's neutral default); an id the sheet does not hold is an error (``IFERROR`` around it says
+    what to do)."""
+
+    __slots__ = ("blank",)
+
+    def __init__(self, key_expr: Expr, sheet: str, key_col: str, value_col: str, first_row: int, last_row: int,
+                 blank: Any):
+        super().__init__(key_expr, sheet, key_col, value_col, first_row, last_row)
+        self.blank = wrap(blank)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.key_expr, self.blank)
+
+    def render(self, names: Any, subs: Any = None) -> str:
+        index = super().render(names, subs)
+        return f'IF({index}="",{self.blank.render(names, subs)},{index})'
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        key = self.key_expr.evaluate(env)
+        for row in range(self.first_row, self.last_row + 1):
+            cand = env[f"{self.sheet}!{self.key_col}{row}"]
+            if isinstance(cand, str) and isinstance(key, str) and cand.lower() == key.lower():
+                if self.book_blank(env, row):
+                    return self.blank.evaluate(env)
+                return env[f"{self.sheet}!{self.value_col}{row}"]
+        raise LookupError(f"{key!r} is not in {self._range(self.key_col)}")
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return LookupOr(self.key_expr.substitute(mapping), self.sheet, self.key_col, self.value_col,
+                        self.first_row, self.last_row, self.blank.substitute(mapping))
+
+    def key(self) -> Any:
+        return ("lookup_or", self.sheet, self.key_col, self.value_col, self.key_expr.key(), self.blank.key())
+
+
 def excel_text(value: Any) -> str:
     """A value as a spreadsheet shows it when joined with ``&`` (general number format)."""
     if isinstance(value, bool):

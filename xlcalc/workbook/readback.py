@@ -21,7 +21,7 @@ from .. import catalog
 from ..errors import InputError
 from ..layout import preset_stage_ends
 from ..scenario import INPUTS, OUTPUTS, Scenario, evaluate
-from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED
+from .catalogs import FRAMEWORK_DERIVED, GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED
 from .package import Limits, Package, PackageError, check
 from .sheets import STAGE_ENDS
 from .verify import Finding, verify
@@ -33,7 +33,7 @@ MAX_RATIO = Limits.ratio  # uncompressed / compressed, per part over 1 MB
 REL_TOL = 1e-9
 
 TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes", "Model_Preset": "model", "GPU_Type": "gpu",
-              "Recipe_Id": "recipe"}
+              "Recipe_Id": "recipe", "Framework": "framework", "Precision": "precision"}
 
 
 class WorkbookError(ValueError):
@@ -99,7 +99,8 @@ def _value(wb: Any, name: str) -> Any:
 
 
 _MISSING = object()
-_NO_PRESET = re.compile(r'^=IF\((?:GPU_Type|Model_Preset|Recipe_Id|Price_Tier)="",(?P<number>[0-9.]+(?:E[+-]?[0-9]+)?),')
+_NO_PRESET = re.compile(r'^=IF\((?:GPU_Type|Model_Preset|Recipe_Id|Price_Tier|Framework&Precision)="",'
+                        r'(?:IF\(Framework&Precision="",)?(?P<number>[0-9.]+(?:E[+-]?[0-9]+)?|TRUE|FALSE),')
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -149,6 +150,23 @@ def _read_price_tier(data: dict[str, Any]) -> None:
         del data["price_tier"]
 
 
+def _presets(field: str) -> tuple[str, ...]:
+    """The choices whose look-up fills an input (the framework's after the recipe's for the bytes per parameter)."""
+    if field in GPU_DERIVED:
+        return ("gpu",)
+    if field in MODEL_DERIVED or field in STAGE_ENDS:
+        return ("model",)
+    if field in RECIPE_DERIVED:
+        return ("recipe", "framework", "precision")
+    if field in FRAMEWORK_DERIVED:
+        return ("framework", "precision")
+    return ("price_tier",) if field == "usd_per_gpu_hour" else ()
+
+
+def _any(data: dict[str, Any], *keys: str) -> bool:
+    return any(data.get(k) for k in keys)
+
+
 def read_workbook(path: str | Path) -> ReadBack:
     """Load an edited planning workbook; return its scenario, the engine's results and any disagreement."""
     import openpyxl
@@ -180,17 +198,17 @@ def read_workbook(path: str | Path) -> ReadBack:
             v = _value(wb, cell.name)
             if cell.field == "capex_usd_per_gpu" and (v is None or str(v).startswith("capex_usd_per_gpu = (empty)")):
                 continue  # looked up from GPU_Type (not yet calculated), or the GPU has none: the engine does the same
+            presets = _presets(cell.field)
+            if isinstance(v, str) and cell.field in FRAMEWORK_DERIVED and _any(data, "framework", "precision"):
+                continue  # the look-up's message (no such framework and precision): the engine names the input
             if v is None:
-                preset = ("gpu" if cell.field in GPU_DERIVED
-                          else "model" if cell.field in MODEL_DERIVED or cell.field in STAGE_ENDS
-                          else "recipe" if cell.field in RECIPE_DERIVED
-                          else "price_tier" if cell.field == "usd_per_gpu_hour" else None)
-                if preset and data.get(preset):
+                if _any(data, *presets):
                     continue  # a look-up not yet recalculated: the preset fills it, as in the workbook
-                if preset:  # no preset picked: the look-up cell's own number, IF(preset="", number, ...)
+                if presets:  # no preset picked: the look-up cell's own number, IF(preset="", number, ...)
                     m = _NO_PRESET.match(str(_value(formulas, cell.name) or ""))
                     if m:
-                        data[cell.field] = float(m["number"])
+                        number = m["number"]
+                        data[cell.field] = number == "TRUE" if number in ("TRUE", "FALSE") else float(number)
                         continue
                 raise InputError(cell.name, None, "a value (the cell is empty or was never calculated)")
             data[cell.field] = v

@@ -10,13 +10,14 @@ from .. import catalog
 from ..errors import InputError
 from ..expr import Expr, Func, Var, and_, eq, if_, wrap
 from ..formulas import budget, cost, ownership, ranges
+from ..frameworks import FRAMEWORKS, PRECISIONS, get_profile
 from ..inputs import spec
 from ..layout import LAYOUT_OK, preset_stage_ends
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES, get_recipe
 from ..scenario import BOUNDED_OUTPUTS, INPUT_BY_FIELD, INPUT_BY_NAME, MEMORY_SOURCES, OUTPUT_BY_NAME, RANGES, Scenario
 from ..stage_memory import PARTS, memory_steps
 from . import charts, checks
-from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, PriceTable, Table
+from .catalogs import FRAMEWORK_DERIVED, GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, FrameworkTable, PriceTable, Table
 from .layout import DEFAULT_WIDTH, WIDTHS
 from .model import Book, Concat, IfError, IsNumber, NotAvailable, ref_text
 from .rendering import (
@@ -34,7 +35,8 @@ from .rendering import (
 BUDGET_FIELDS = ("failure_frac", "experiments_frac", "experiments_usd", "data_frac", "data_usd", "people_frac",
                  "people_usd", "other_usd", "budget_usd")
 TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes"}
-CHOICE_NAMES = {"Model_Preset": "model", "GPU_Type": "gpu", "Recipe_Id": "recipe", "Price_Tier": "price_tier"}
+CHOICE_NAMES = {"Model_Preset": "model", "GPU_Type": "gpu", "Recipe_Id": "recipe", "Framework": "framework",
+                "Precision": "precision", "Price_Tier": "price_tier"}
 
 
 @dataclass
@@ -45,6 +47,7 @@ class Ctx:
     models: Table
     recipes: Table
     prices: PriceTable | None = None
+    frameworks: FrameworkTable | None = None
 
 
 def id_range(table: Table) -> str:
@@ -62,17 +65,25 @@ WHAT = {"peak_tflops": "dense 16-bit peak TFLOPS", "gpu_memory_gb": "memory (GB)
 
 
 def derived_value(ctx: Ctx, scenario: Scenario, field: str, gpu_key: str, model_key: str,
-                  recipe_key: str | None = None) -> Any:
+                  recipe_key: str | None = None, framework: bool = False) -> Any:
     """An input's cell content: the preset's look-up, or a typed number that overrides it.
 
     A field a preset fills (GPU, model, recipe) holds ``IF(preset="", value, look-up)`` so that
     choosing a preset in its dropdown changes it, and clearing the preset gives back the
     scenario's value. Where the scenario gives its own number instead of the preset's, that
-    number is written: a typed override wins over the preset.
+    number is written: a typed override wins over the preset. With ``framework`` (the Inputs sheet's Framework and
+    Precision), the fields a framework fills hold ``IF(Framework&Precision="", value, <the Frameworks sheet's>)``;
+    for the bytes per parameter that is the value of ``IF(Recipe_Id="", ...)``: a picked recipe wins, as on the CLI.
     """
     value = getattr(scenario, field)
     if field in STAGE_ENDS:
         return stage_ends_value(scenario, field, model_key)
+    own = value
+    fw = ctx.frameworks if framework else None
+    if fw is not None and (field in FRAMEWORK_DERIVED or field in RECIPE_DERIVED):
+        value = framework_value(fw, scenario, field, value, ctx.recipes)
+        if field in FRAMEWORK_DERIVED:
+            return value
     if field in RECIPE_DERIVED and recipe_key:
         t, key, preset, column = ctx.recipes, recipe_key, scenario.recipe, RECIPE_DERIVED[field]
         catalog_value = getattr(get_recipe(preset), column) if preset else None
@@ -85,11 +96,21 @@ def derived_value(ctx: Ctx, scenario: Scenario, field: str, gpu_key: str, model_
         catalog_value = _row_value(catalog.get_model(preset), column) if preset else None
     else:
         return value
-    if preset and catalog_value != value:
-        return value  # the scenario's own number wins over its preset
+    if preset and catalog_value != own:
+        return own  # the scenario's own number wins over its preset
     lookup = catalog_lookup(key, t.sheet, t.col("id"), t.col(column), t.first_row, t.last_row, WHAT[field],
                             INPUT_BY_FIELD[field].name)
     return preset_or(key, value, lookup)
+
+
+def framework_value(fw: FrameworkTable, scenario: Scenario, field: str, value: Any, recipes: Table) -> Any:
+    """``IF(Framework&Precision="", value, <the picked framework's figure>)``; the scenario's own number where it
+    differs from its framework's (a typed override wins)."""
+    if scenario.framework is not None and not (field in RECIPE_DERIVED and scenario.recipe):  # (a recipe wins)
+        if get_profile(scenario.framework, scenario.precision).values()[field] != value:
+            return value
+    figure = fw.recipe_bytes(field, recipes) if field in RECIPE_DERIVED else fw.fact(field)
+    return if_(fw.neither(), value, figure)
 
 
 # The layers of the first and the last pipeline stage: with a model preset picked, the split xlcalc.layout gives that
@@ -127,7 +148,8 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
     b.put(sheet, f"C{row}", s.unit)
     looked_up = isinstance(value, Expr) and not isinstance(value, Var)
     preset = ("GPU_Type" if field in GPU_DERIVED else "Model_Preset" if field in MODEL_DERIVED or field in STAGE_ENDS
-              else "Recipe_Id")
+              else "Framework and Precision" if field in FRAMEWORK_DERIVED
+              else "Recipe_Id, else by Framework and Precision" if ctx.frameworks is not None else "Recipe_Id")
     how = f" Looked up by {preset}; a number typed here wins." if looked_up else ""
     b.put(sheet, f"D{row}", f"{cell.name}: {s.allowed}. {s.doc}.{how}".replace("..", "."), "note")
     b.wrap.add((sheet, f"D{row}"))
@@ -216,17 +238,42 @@ def inputs_sheet(ctx: Ctx) -> None:
                 input_row(ctx, s, row, field, capex_value(ctx, sc))
                 row += 1
                 continue
+            if field == "bytes_weights" and ctx.frameworks is not None:  # what the software fills, then the recipe
+                row = framework_rows(ctx, s, row)
             if field == "bytes_weights":  # the recipe dropdown heads the three byte counts it fills
                 _choice_row(ctx, s, row, "Precision recipe (fills bytes per parameter)", "Recipe_Id",
                             sc.recipe or "", recipe_ids,
-                            "a recipe id from the Recipes sheet, or empty for your own numbers")
+                            "a recipe id from the Recipes sheet, or empty for your own numbers"
+                            + (" (or the Framework's)" if ctx.frameworks is not None else ""))
                 row += 1
-            input_row(ctx, s, row, field, derived_value(ctx, sc, field, "GPU_Type", "Model_Preset", "Recipe_Id"))
+            input_row(ctx, s, row, field, derived_value(ctx, sc, field, "GPU_Type", "Model_Preset", "Recipe_Id",
+                                                        framework=True))
             row += 1
         row += 1
-    b.put(s, f"A{row}", "Cells with a formula in yellow (e.g. Peak_TFLOPS, Bytes_Grads) are looked up from "
-          "the preset or recipe; type a number over them to use your own value.", "note")
+    b.put(s, f"A{row}", "Cells with a formula in yellow (e.g. Peak_TFLOPS, Bytes_Grads, Logits_Buffer_Bytes) are "
+          "looked up from the preset, recipe or framework; type a number over them to use your own value.", "note")
     b.freeze[s] = "A5"
+
+
+FRAMEWORK_FILLS = ("the bytes per parameter (the recipe it names; a picked Recipe_Id wins), Logits_Buffer_Bytes, "
+                   "Optimizer_Step_Bytes, Autocast_Copy_Bytes and Grads_Freed, from the Frameworks sheet")
+
+
+def framework_rows(ctx: Ctx, s: str, row: int) -> int:
+    """The Framework and Precision dropdowns (names as ``--framework`` / ``--precision`` take them); the next row."""
+    fw = ctx.frameworks
+    assert fw is not None
+    sc = ctx.scenario
+    _choice_row(ctx, s, row, "Framework (fills the memory inputs of the software you train with)", "Framework",
+                sc.framework or "", ref_text(fw.sheet, f"A{fw.first_row}") + f":$A${fw.last_row}",
+                f"one of {', '.join(FRAMEWORKS)} (as --framework), or empty for your own numbers",
+                ". It sets " + FRAMEWORK_FILLS + "; a number typed over one of them wins")
+    _choice_row(ctx, s, row + 1, "Precision (with the framework)", "Precision", sc.precision or "",
+                ref_text(fw.sheet, f"A{fw.precision_first}") + f":$A${fw.precision_last}",
+                f"one of {', '.join(PRECISIONS)} (as --precision), or empty for the framework's usual one",
+                ": " + "; ".join(f"{k} {v}" for k, v in PRECISIONS.items()) + ". The Frameworks sheet lists the "
+                "precisions each framework offers")
+    return row + 2
 
 
 def tier_range(prices: PriceTable) -> str:
@@ -325,12 +372,13 @@ def price_used(ctx: Ctx) -> Any:
     return if_(IsNumber(usd), Concat("$", Func("ROUND", (usd, wrap(3))), "/GPU-hour, ", which), usd)
 
 
-def _choice_row(ctx: Ctx, sheet: str, row: int, label: str, name: str, value: str, list_ref: str, allowed: str) -> None:
+def _choice_row(ctx: Ctx, sheet: str, row: int, label: str, name: str, value: str, list_ref: str, allowed: str,
+                more: str = "") -> None:
     b = ctx.book
     b.put(sheet, f"A{row}", label)
     b.put(sheet, f"B{row}", value, "text_input")
     b.name(name, sheet, f"B{row}")
-    b.put(sheet, f"D{row}", f"{name}: {allowed}", "note")
+    b.put(sheet, f"D{row}", f"{name}: {allowed}{more}", "note")
     b.validations.append({"sheet": sheet, "at": f"B{row}", "list": "=" + list_ref, "label": f"{label} ({name})",
                           "allowed": allowed})
 

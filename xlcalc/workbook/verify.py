@@ -37,7 +37,9 @@ _TOKEN = re.compile(r"""(?P<str>"(?:[^"]|"")*")|(?P<sheet>'(?:[^']|'')+'!)"""
                     r"""|(?<![\w.$])(?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:E[+-]?\d+)?)(?![\w.(])""", re.I)
 _PLAIN_SHEET = re.compile(r"'([A-Za-z_][A-Za-z0-9_.]*)'!")
 _SPACE = re.compile(r"\s+")
-_LOOK_UP = re.compile("=IF\\([^,\0\1]*=\0,\1,")  # IF(preset="", number, ...): a look-up input
+# IF(preset="", number, ...) or IF(Recipe_Id="", IF(Framework&Precision="", number, ...), ...): a look-up input
+_LOOK_UP = re.compile("=IF\\([^,\0\1]*=\0,(?:IF\\([^,\0\1]*=\0,)?\1,")
+_LOOK_UP_BOOL = re.compile("^(=IF\\([^,\0\1]*=\0,(?:IF\\([^,\0\1]*=\0,)?)(?:TRUE|FALSE),")  # TRUE/FALSE typed
 
 
 @dataclass
@@ -59,7 +61,10 @@ class Normal:
     numbers: tuple[float, ...]
 
     def same(self, other: Normal, look_up: bool = False) -> bool:
-        if self.skeleton != other.skeleton or self.strings != other.strings:
+        mine, theirs = self.skeleton, other.skeleton
+        if look_up and self.strings[:1] == ('""',):  # the TRUE/FALSE typed for "no preset" is an input value
+            mine, theirs = _LOOK_UP_BOOL.sub(r"\1BOOL,", mine), _LOOK_UP_BOOL.sub(r"\1BOOL,", theirs)
+        if mine != theirs or self.strings != other.strings:
             return False
         a, b = self.numbers, other.numbers
         if look_up and a and _LOOK_UP.match(self.skeleton) and self.strings[:1] == ('""',):
@@ -227,10 +232,11 @@ class _TooMany(Exception):
 
 
 def preset_following(sc: Scenario) -> Scenario:
-    from .catalogs import GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED
+    from .catalogs import FRAMEWORK_DERIVED, GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED
     from .sheets import STAGE_ENDS
 
-    drop = {*GPU_DERIVED, *MODEL_DERIVED, *RECIPE_DERIVED, *STAGE_ENDS, "capex_usd_per_gpu"}
+    drop = {*GPU_DERIVED, *MODEL_DERIVED, *RECIPE_DERIVED, *STAGE_ENDS, "capex_usd_per_gpu",
+            *(FRAMEWORK_DERIVED if sc.framework else ())}
     try:
         return Scenario.build(**{k: v for k, v in sc.model_dump().items() if k not in drop})
     except Exception:  # the plan without its numbers is not valid: compare with the plan itself

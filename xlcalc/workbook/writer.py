@@ -36,7 +36,7 @@ from .model import Book, identity
 from .rendering import BOOL_FORMAT
 
 SHEET_ORDER = ("Start", "Inputs", "Memory", "Time", "Budget", "FineTuning", "Scenarios", "Sensitivity", "Parallelism",
-               "GPUs", "Models", "Recipes", "Prices", "References")
+               "GPUs", "Models", "Recipes", "Frameworks", "Prices", "References")
 FORMULA_LEAD = ("=", "+", "-", "@")
 
 
@@ -182,7 +182,7 @@ def merged_validations(validations: list[dict[str, Any]]) -> list[tuple[dict[str
 
 # sheets printed landscape (wide tables); the rest portrait
 LANDSCAPE = {"Start", "Inputs", "Memory", "Time", "Budget", "FineTuning", "Scenarios", "Sensitivity", "Parallelism",
-             "GPUs", "Models", "Recipes", "Prices", "References"}
+             "GPUs", "Models", "Recipes", "Frameworks", "Prices", "References"}
 ROW_CM, CHAR_CM = 0.53, 0.2  # default row height; width of one character of column width (Calibri 11)
 
 

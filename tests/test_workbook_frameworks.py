@@ -1,0 +1,217 @@
+"""The workbook's Framework and Precision choices: dropdowns of the CLI's names, the Frameworks sheet written from
+xlcalc.frameworks with a source per fact, the five memory inputs following the choice with the CLI's precedence (a
+recipe wins for the bytes, a typed number wins), read-back of the choice and a bad name caught.
+
+Expected values: the frameworks' facts as xlcalc.frameworks declares them with their sources (transformers' eager
+loss on upcast logits: 4 + 4 + 4 = 12 bytes per logit; fp32 weights under autocast: 4 + 4 + 8 bytes per parameter,
+2 bytes of bf16 weight copies; torchtitan's FSDP2 mixed precision: no autocast copies), and the CLI's own answer for
+the same run. LibreOffice's recalculation of picked frameworks: tests/test_memory_faces.py; a bad name pasted past
+the dropdown: tests/test_workbook_checks.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from named_edits import named_cell
+from xlcalc.cli import main
+from xlcalc.errors import InputError
+from xlcalc.frameworks import FRAMEWORKS, PRECISIONS, PROFILE_FIELDS
+from xlcalc.recipes import MEMORY_DEFAULTS, RECIPES
+from xlcalc.scenario import Scenario, load_scenario
+from xlcalc.workbook import build, layout
+from xlcalc.workbook.readback import read_workbook
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED002 = ROOT / "xlcalc" / "presets" / "seed002-70b-a800.toml"
+FRAMEWORK_INPUTS = ("Logits_Buffer_Bytes", "Optimizer_Step_Bytes", "Autocast_Copy_Bytes", "Grads_Freed")
+BYTES = ("Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("fw") / "planner.xlsx"
+    build(path, [Scenario.build(model="llama3.1-8b", gpu="h100-sxm", tp=2, pp=2, n_gpus=64, seq_len=8192,
+                                micro_batch=1)])
+    return path
+
+
+@pytest.fixture(scope="module")
+def formulas(built):
+    return openpyxl.load_workbook(built)
+
+
+def _validation_of(wb, name):
+    (sheet, at), = wb.defined_names[name].destinations
+    for dv in wb[sheet].data_validations.dataValidation:
+        if any(rng.coord == at.replace("$", "") for rng in dv.sqref.ranges):
+            return dv
+    raise AssertionError(f"no validation on {name}")
+
+
+def _list_cells(wb, formula1):
+    sheet, rng = formula1.split("!")
+    return [row[0].value for row in wb[sheet][rng.replace("$", "")]]
+
+
+def test_the_dropdowns_list_the_clis_framework_and_precision_names(formulas):
+    for name, want in (("Framework", list(FRAMEWORKS)), ("Precision", list(PRECISIONS))):
+        cell = named_cell(formulas, name)
+        assert cell.value in (None, "") and not cell.protection.locked and cell.parent.title == "Inputs"
+        dv = _validation_of(formulas, name)
+        assert dv.type == "list" and dv.formula1.startswith("Frameworks!$A$")
+        assert _list_cells(formulas, dv.formula1) == want
+    # the names `xlcalc memory --framework/--precision` takes
+    assert {"megatron", "transformers", "torchtitan", "torchtune", "deepspeed"} <= set(FRAMEWORKS)
+    assert set(PRECISIONS) == {"bf16", "amp", "fp32"}
+
+
+def test_every_profile_has_a_row_per_fact_with_its_source(formulas):
+    ws = formulas["Frameworks"]
+    rows = {}
+    for r in ws.iter_rows(min_row=4):
+        key = r[0].value
+        if isinstance(key, str) and key.count("|") == 2 and not key.startswith("key "):
+            rows[key] = [c.value for c in r[1:6]]
+    want = {}
+    for fw, profiles in FRAMEWORKS.items():
+        for pr, p in profiles.items():
+            for field in PROFILE_FIELDS:
+                value, source = p.facts.get(field, (None, None))
+                want[f"{fw}|{pr}|{field}"] = (fw, pr, field, value)
+                got = rows[f"{fw}|{pr}|{field}"]
+                if source is not None:
+                    assert got[4] == source, (fw, pr, field)
+                else:  # no source gives it: the cell stays empty and the source column says so
+                    assert "No source gives" in got[4] and "neutral default" in got[4], (fw, pr, field)
+    assert {k: tuple(v[:4]) for k, v in rows.items()} == want
+    # independent facts (xlcalc/frameworks.py's sources): transformers' eager loss on upcast logits 4 + 4 + 4,
+    # fp32 weights under autocast (recipe fp32: 4 + 4 + 8) with 2-byte bf16 copies, zero_grad frees the gradients
+    assert rows["transformers|amp|logits_buffer_bytes"][3] == 12
+    assert rows["transformers|amp|recipe"][3] == "fp32" and RECIPES["fp32"].weights == 4
+    assert rows["transformers|amp|autocast_copy_bytes"][3] == 2
+    assert rows["transformers|amp|grads_freed"][3] is True
+    assert rows["deepspeed|amp|logits_buffer_bytes"][3] is None  # no source: empty, never guessed
+
+
+def test_no_framework_picked_leaves_the_typed_numbers(formulas, built):
+    values = openpyxl.load_workbook(built, data_only=True)
+    sc = read_workbook(built).scenario
+    assert sc.framework is None and sc.precision is None
+    for name in (*FRAMEWORK_INPUTS, *BYTES):
+        text = named_cell(formulas, name).value
+        assert isinstance(text, str) and 'IF(Framework&Precision="",' in text, (name, text)
+    # today's defaults: Megatron-Core's (xlcalc.recipes: 2 + 4 + 12 bytes, 4 bytes per logit, grads kept)
+    assert [named_cell(values, n).value for n in BYTES] == [2, 4, 12]
+    assert named_cell(values, "Logits_Buffer_Bytes").value == MEMORY_DEFAULTS["logits_buffer_bytes"] == 4
+    assert named_cell(values, "Grads_Freed").value is False
+
+
+def _edited(built: Path, tmp_path: Path, values: dict) -> Path:
+    wb = openpyxl.load_workbook(built)
+    for name, value in values.items():
+        named_cell(wb, name).value = value
+    out = tmp_path / "edited.xlsx"
+    wb.save(out)  # openpyxl keeps the formulas and drops the cached values
+    return out
+
+
+def test_a_picked_framework_fills_the_memory_inputs_as_the_engine_evaluates_them():
+    """The engine's evaluation of the workbook's own formulas (LibreOffice's: tests/test_memory_faces.py)."""
+    book = layout([load_scenario(SEED002)]).book
+
+    def put(name, value):
+        book.cell(*book.names[name]).value = value
+        book._memo.clear()
+
+    put("Recipe_Id", "")
+    for fw, pr, want in (("transformers", "", (4, 4, 8, 12, 0, 2, True)),
+                         ("torchtitan", "amp", (4, 4, 8, 12, 0, 0, True)),
+                         ("torchtune", "", (2, 2, 4, 5, 0, 0, True)),
+                         ("megatron", "fp32", (4, 4, 8, 4, 0, 0, False))):
+        put("Framework", fw)
+        put("Precision", pr)
+        got = tuple(book.value_of(n) for n in (*BYTES, *FRAMEWORK_INPUTS))
+        assert got == want, (fw, pr, got)
+        assert book.value("Start", "C3") == "OK: every key result is computed"
+    # a picked recipe wins for the bytes per parameter; the framework still sets the rest
+    put("Recipe_Id", "megatron")
+    put("Framework", "transformers")
+    put("Precision", "")
+    assert tuple(book.value_of(n) for n in (*BYTES, *FRAMEWORK_INPUTS)) == (2, 4, 12, 12, 0, 2, True)
+    # deepspeed: no source gives its logits buffer or grads freed: the neutral defaults, as the CLI takes them
+    put("Framework", "deepspeed")
+    assert (book.value_of("Logits_Buffer_Bytes"), book.value_of("Grads_Freed")) == (
+        MEMORY_DEFAULTS["logits_buffer_bytes"], MEMORY_DEFAULTS["grads_freed"])
+
+
+@pytest.mark.parametrize("framework, precision", [("transformers", "amp"), ("torchtitan", None), ("torchtune", "bf16")])
+def test_a_scenario_with_a_framework_gives_the_memory_of_the_cli(capsys, tmp_path, framework, precision):
+    sc = Scenario.build(model="llama3.1-8b", gpu="h100-sxm", tp=2, pp=2, n_gpus=64, seq_len=8192, micro_batch=1,
+                        framework=framework, precision=precision)
+    path = tmp_path / "fw.xlsx"
+    lay = build(path, [sc])
+    argv = ["estimate", "--model", "llama3.1-8b", "--gpu", "h100-sxm", "--tp", "2", "--pp", "2", "--n-gpus", "64",
+            "--seq-len", "8192", "--micro-batch", "1", "--framework", framework, "--json"]
+    argv += ["--precision", precision] if precision else []
+    assert main(argv) == 0
+    estimate = json.loads(capsys.readouterr().out)
+    assert lay.book.value_of("Mem_Total_GB") == pytest.approx(estimate["results"]["Mem_Total_GB"], rel=1e-12)
+    assert lay.book.value_of("Fit_Verdict") == estimate["results"]["Fit_Verdict"]
+    values = openpyxl.load_workbook(path, data_only=True)
+    assert named_cell(values, "Framework").value == framework
+    rb = read_workbook(path)
+    assert rb.ok and rb.scenario == sc
+    assert (rb.scenario.framework, rb.scenario.precision) == (framework, precision or next(iter(FRAMEWORKS[framework])))
+
+
+def test_read_back_takes_the_picked_framework(built, tmp_path):
+    """Framework picked in the cell, not yet recalculated: the framework fills the five inputs, as in the sheet."""
+    rb = read_workbook(_edited(built, tmp_path, {"Framework": "transformers", "Precision": "amp"}))
+    sc = rb.scenario
+    assert (sc.framework, sc.precision) == ("transformers", "amp")
+    assert (sc.bytes_weights, sc.bytes_grads, sc.bytes_optimizer) == (4, 4, 8)
+    assert (sc.logits_buffer_bytes, sc.optimizer_step_bytes, sc.autocast_copy_bytes, sc.grads_freed) == (12, 0, 2, True)
+    assert not rb.findings and not rb.disagreements
+    # a number typed over a looked-up input wins over the framework
+    rb = read_workbook(_edited(built, tmp_path, {"Framework": "transformers", "Logits_Buffer_Bytes": 5}))
+    assert (rb.scenario.logits_buffer_bytes, rb.scenario.autocast_copy_bytes) == (5, 2)
+
+
+@pytest.mark.parametrize("values, words", [
+    ({"Framework": "hf-trainer"}, "framework = 'hf-trainer' is not allowed: framework must be one of megatron, "
+                                  "transformers, torchtitan"),
+    ({"Framework": "torchtitan", "Precision": "fp32"}, "precision = 'fp32' is not allowed: precision must be one of "
+                                                        "amp with framework torchtitan"),
+    ({"Precision": "fp8"}, "precision = 'fp8' is not allowed: precision must be one of bf16, amp, fp32"),
+])
+def test_read_back_names_a_bad_framework_or_precision_with_the_known_ones(built, tmp_path, values, words):
+    with pytest.raises(InputError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        read_workbook(_edited(built, tmp_path, values))
+
+
+def test_the_workbook_checks_name_a_bad_framework_and_a_precision_it_does_not_offer():
+    """The engine's evaluation of the Checks sheet's formulas (LibreOffice's: tests/test_workbook_checks.py)."""
+    book = layout([load_scenario(SEED002)]).book
+
+    def put(name, value):
+        book.cell(*book.names[name]).value = value
+        book._memo.clear()
+
+    where = {n: "!".join(book.names[n]) for n in ("Framework", "Precision")}
+    put("Framework", "hf-trainer")
+    assert book.value("Start", "C3") == (
+        f"{where['Framework']}: Framework = hf-trainer is not allowed: Framework must be one of "
+        f"{', '.join(FRAMEWORKS)} (Frameworks sheet), or empty")
+    assert isinstance(book.value_of("Mem_Total_GB"), str) and "hf-trainer" in book.value_of("Mem_Total_GB")
+    assert isinstance(book.value_of("Train_Days"), float)  # time does not depend on the framework
+    put("Framework", "torchtitan")
+    put("Precision", "fp32")
+    assert book.value("Start", "C3") == (
+        f"{where['Precision']}: Precision = fp32 is not allowed: Precision must be a precision the Frameworks sheet "
+        "gives for framework torchtitan: amp, or empty")
+    assert isinstance(book.value_of("Fits_GPU"), str)
