@@ -24,6 +24,21 @@ def named_cell(wb: Any, name: str) -> Any:
     return wb[sheet][at.replace("$", "")]
 
 
+def validation_of(wb: Any, name: str) -> Any:
+    """The data validation (dropdown) on the cell a defined name points to."""
+    (sheet, at), = wb.defined_names[name].destinations
+    for dv in wb[sheet].data_validations.dataValidation:
+        if any(rng.coord == at.replace("$", "") for rng in dv.sqref.ranges):
+            return dv
+    raise AssertionError(f"no validation on {name}")
+
+
+def list_cells(wb: Any, formula1: str) -> list[Any]:
+    """The values of the one-column range a list validation's ``Sheet!$A$1:$A$9`` names."""
+    sheet, rng = formula1.split("!")
+    return [row[0].value for row in wb[sheet][rng.replace("$", "")]]
+
+
 class Edits:
     """The workbook at ``src``, loaded once by openpyxl, to save edited copies of."""
 

@@ -13,6 +13,7 @@ import openpyxl
 import pytest
 from openpyxl.formula import Tokenizer
 
+from named_edits import list_cells, validation_of
 from xlcalc import errors as x_errors
 from xlcalc.scenario import INPUTS, OUTPUTS, evaluate, load_scenario, output_excel
 from xlcalc.workbook import build
@@ -258,28 +259,15 @@ def test_model_preset_fills_architecture(tmp_path):
 
 # --- precision recipe ---------------------------------------------------------------------
 
-def _validation_of(wb, name):
-    (sheet, at), = wb.defined_names[name].destinations
-    for dv in wb[sheet].data_validations.dataValidation:
-        if any(rng.coord == at.replace("$", "") for rng in dv.sqref.ranges):
-            return dv
-    raise AssertionError(f"no validation on {name}")
-
-
-def _list_cells(wb, formula1):
-    sheet, rng = formula1.split("!")
-    return [row[0].value for row in wb[sheet][rng.replace("$", "")]]
-
-
 def test_recipe_dropdown_lists_the_recipe_ids(formulas_wb):
     from xlcalc.recipes import RECIPES
 
     assert named(formulas_wb, "Recipe_Id").value == "seed002"  # xlcalc/presets/seed002-70b-a800.toml
     assert not named(formulas_wb, "Recipe_Id").protection.locked
-    dv = _validation_of(formulas_wb, "Recipe_Id")
+    dv = validation_of(formulas_wb, "Recipe_Id")
     assert dv.type == "list" and dv.formula1.startswith("Recipes!$A$")
     assert "Recipe_Id" in dv.error and "Recipes sheet" in dv.error
-    assert _list_cells(formulas_wb, dv.formula1) == list(RECIPES) == ["zero", "megatron", "seed002", "fp32", "torchtune", "qlora"]
+    assert list_cells(formulas_wb, dv.formula1) == list(RECIPES) == ["zero", "megatron", "seed002", "fp32", "torchtune", "qlora"]
 
 
 def test_recipes_sheet_holds_each_recipe_with_its_source(formulas_wb):
@@ -413,7 +401,7 @@ def test_validation_bounds_are_numbers_a_formula_reads(formulas_wb):
             if dv.type == "custom":
                 assert not re.search(r"\d,\d", dv.formula1), (ws.title, str(dv.sqref), dv.formula1)
     (sheet, at), = formulas_wb.defined_names["N_GPUs"].destinations
-    dv = _validation_of(formulas_wb, "N_GPUs")
+    dv = validation_of(formulas_wb, "N_GPUs")
     assert "<=10000000," in dv.formula1  # xlcalc/inputs.py: n_gpus le=10_000_000
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from named_edits import named_cell
+from named_edits import list_cells, named_cell, validation_of
 from xlcalc.cli import main
 from xlcalc.errors import InputError
 from xlcalc.frameworks import FRAMEWORKS, PRECISIONS, PROFILE_FIELDS
@@ -45,26 +45,13 @@ def formulas(built):
     return openpyxl.load_workbook(built)
 
 
-def _validation_of(wb, name):
-    (sheet, at), = wb.defined_names[name].destinations
-    for dv in wb[sheet].data_validations.dataValidation:
-        if any(rng.coord == at.replace("$", "") for rng in dv.sqref.ranges):
-            return dv
-    raise AssertionError(f"no validation on {name}")
-
-
-def _list_cells(wb, formula1):
-    sheet, rng = formula1.split("!")
-    return [row[0].value for row in wb[sheet][rng.replace("$", "")]]
-
-
 def test_the_dropdowns_list_the_clis_framework_and_precision_names(formulas):
     for name, want in (("Framework", list(FRAMEWORKS)), ("Precision", list(PRECISIONS))):
         cell = named_cell(formulas, name)
         assert cell.value in (None, "") and not cell.protection.locked and cell.parent.title == "Inputs"
-        dv = _validation_of(formulas, name)
+        dv = validation_of(formulas, name)
         assert dv.type == "list" and dv.formula1.startswith("Frameworks!$A$")
-        assert _list_cells(formulas, dv.formula1) == want
+        assert list_cells(formulas, dv.formula1) == want
     # the names `xlcalc memory --framework/--precision` takes
     assert {"megatron", "transformers", "torchtitan", "torchtune", "deepspeed"} <= set(FRAMEWORKS)
     assert set(PRECISIONS) == {"bf16", "amp", "fp32"}

@@ -199,15 +199,22 @@ class Lookup(Expr):
         unknown = Text(self.unknown_text()).render(names)
         return f'IFERROR(IF({index}="",{key}&{missing},{index}),{key}&{unknown})'
 
-    def evaluate(self, env: Mapping[str, Any]) -> Any:
-        key = self.key_expr.evaluate(env)
+    def row_of(self, env: Mapping[str, Any], key: Any) -> int | None:
+        """The catalog row whose key cell is ``key`` (MATCH's exact match: case ignored), None where none is."""
         for row in range(self.first_row, self.last_row + 1):
             cand = env[f"{self.sheet}!{self.key_col}{row}"]
             if isinstance(cand, str) and isinstance(key, str) and cand.lower() == key.lower():
-                value = env[f"{self.sheet}!{self.value_col}{row}"]
-                if self.what and value in (None, "", 0) and self.book_blank(env, row):
-                    return f"{key}{self.missing_text()}"
-                return value
+                return row
+        return None
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        key = self.key_expr.evaluate(env)
+        row = self.row_of(env, key)
+        if row is not None:
+            value = env[f"{self.sheet}!{self.value_col}{row}"]
+            if self.what and value in (None, "", 0) and self.book_blank(env, row):
+                return f"{key}{self.missing_text()}"
+            return value
         if self.what:
             return f"{excel_text(key)}{self.unknown_text()}"
         raise LookupError(f"{key!r} is not in {self._range(self.key_col)}")
@@ -249,13 +256,12 @@ class LookupOr(Lookup):
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         key = self.key_expr.evaluate(env)
-        for row in range(self.first_row, self.last_row + 1):
-            cand = env[f"{self.sheet}!{self.key_col}{row}"]
-            if isinstance(cand, str) and isinstance(key, str) and cand.lower() == key.lower():
-                if self.book_blank(env, row):
-                    return self.blank.evaluate(env)
-                return env[f"{self.sheet}!{self.value_col}{row}"]
-        raise LookupError(f"{key!r} is not in {self._range(self.key_col)}")
+        row = self.row_of(env, key)
+        if row is None:
+            raise LookupError(f"{key!r} is not in {self._range(self.key_col)}")
+        if self.book_blank(env, row):
+            return self.blank.evaluate(env)
+        return env[f"{self.sheet}!{self.value_col}{row}"]
 
     def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
         return LookupOr(self.key_expr.substitute(mapping), self.sheet, self.key_col, self.value_col,
