@@ -316,14 +316,23 @@ def test_a_layout_that_splits_no_whole_stages_is_named_with_the_pp_cell(lo):
            f"layers/PP = {round(80 / 3, 2)}; or give an uneven split: layers_per_stage, or first_stage_layers and "
            f"last_stage_layers)")
     assert wb["Start"]["C3"].value == f"{_where(wb, 'PP_Size')} (PP_Size): {why}"
-    start = _start(wb)
-    for result in DEPENDENT["pp3"]:
-        assert named_cell(wb, result).value == why, result
-        if result in START_LABELS:
-            assert start[START_LABELS[result]] == why, result
+    _layout_refused(wb, why)
     for result in INDEPENDENT["pp3"]:
         assert isinstance(named_cell(wb, result).value, float), result
     assert not _errors(wb)
+
+
+def _layout_refused(wb, why: str) -> None:
+    """The layout check's message shows whole in the layout check's cell and in Start's key results; the memory
+    results (narrow cells) show the way to it, "see <its cell>", never a number."""
+    assert named_cell(wb, "Layout_Check").value == why
+    pointer = f"see {_where(wb, 'Layout_Check')}"
+    assert pointer == "see Memory!B4"  # the cell docs/workbook.md names
+    start = _start(wb)
+    for result in DEPENDENT["pp3"]:
+        assert named_cell(wb, result).value == pointer, result
+        if result in START_LABELS:
+            assert start[START_LABELS[result]] == why, result
 
 
 def test_the_master_check_is_red_unless_all_clear(seed_book):
@@ -432,11 +441,7 @@ def test_pp7_on_80_layers_is_refused_as_the_cli_refuses_it(lo):
     assert why.startswith("pp = 7 is not allowed: pp must be a divisor of layers = 80")
     assert f"layers/PP = {round(80 / 7, 2)}" in why
     assert wb["Start"]["C3"].value == f"{_where(wb, 'PP_Size')} (PP_Size): {why}"
-    start = _start(wb)
-    for result in DEPENDENT["pp3"]:
-        assert named_cell(wb, result).value == why, result
-        if result in START_LABELS:
-            assert start[START_LABELS[result]] == why, result
+    _layout_refused(wb, why)
     assert _number(named_cell(wb, "Train_FLOPs").value)
     assert not _errors(wb)
 

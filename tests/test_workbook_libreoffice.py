@@ -447,7 +447,8 @@ def _pdftotext():
 def printed() -> dict:
     """PDFs as a user prints them, in two soffice runs: the seed 002 workbook saved as .ods, then one run printing
     seed002.xlsx (an A800: no purchase price), gap.xlsx (a GPU with a figure left unpublished, on Inputs and in the
-    last Scenarios column), priced.xlsx (a GPU with a purchase price) and that .ods (as seed002-ods)."""
+    last Scenarios column), priced.xlsx (a GPU with a purchase price), pp3.xlsx (PP 3 on its 80 layers: a layout
+    that does not split into whole stages) and that .ods (as seed002-ods)."""
     require_libreoffice()
     from xlcalc.workbook.libreoffice import convert, to_pdf
 
@@ -459,9 +460,10 @@ def printed() -> dict:
     book = Edits(src / "seed002.xlsx")
     set_inputs(book, src / "gap.xlsx", {"GPU_Type": _gap_gpu().id, _scenario_gpu_cell(book.wb): _gap_gpu().id})
     set_inputs(book, src / "priced.xlsx", {"GPU_Type": _priced_gpu()})
+    set_inputs(book, src / "pp3.xlsx", {"PP_Size": 3})
     ods, = convert([src / "seed002.xlsx"], work / "ods", "ods", ".ods")
     ods = ods.rename(src / "seed002-ods.ods")
-    pdfs = to_pdf([src / "seed002.xlsx", src / "gap.xlsx", src / "priced.xlsx", ods], work / "out")
+    pdfs = to_pdf([src / "seed002.xlsx", src / "gap.xlsx", src / "priced.xlsx", src / "pp3.xlsx", ods], work / "out")
     return {p.stem: p for p in pdfs} | {f"{p.stem}.xlsx": src / f"{p.stem}.xlsx" for p in pdfs}
 
 
@@ -659,6 +661,82 @@ def test_pdf_prints_every_message_whole_in_rows_tall_enough(stem):
         months = messages[-11:]
         assert len(months) == 11 and text.count(" ".join(months[-1][2].split())) >= len(months)
         assert len(messages) == 1 + len(OWNING) + len(BOUGHT) + len(months)
+
+
+# PP 3 on seed 002's 80 layers: the layout check's message, in the words of xlcalc.layout (as
+# tests/test_workbook_checks.py writes it): 26.67 layers a stage
+PP3_WHY = (f"pp = 3 is not allowed: pp must be a divisor of layers = 80 (every pipeline stage holds whole layers: "
+           f"layers/PP = {round(80 / 3, 2)}; or give an uneven split: layers_per_stage, or first_stage_layers and "
+           f"last_stage_layers)")
+
+
+def _read_down(lines: list[str], i: int, c: int, length: int) -> str:
+    """The text of the cell whose first printed line is ``lines[i]`` from character ``c``: its lines read down that
+    column, each up to the gap before the next column's text, without white space, until a blank or ``length``."""
+    got = ""
+    for below in lines[i:]:
+        segment = below[c:].split("  ", 1)[0]
+        if not segment.strip():
+            break
+        got += "".join(segment.split())
+        if len(got) >= length:
+            break
+    return got
+
+
+def test_pdf_of_a_layout_that_does_not_divide_prints_its_message_whole_and_points_to_it():
+    """PP 3 on the seed's 80 layers, printed: the layout check's message prints whole on the Memory sheet's pages
+    (its row wrapped across B:D, tall enough), every memory cell of the Memory and FineTuning sheets prints the way
+    to it ("see Memory!B4", the cell of Layout_Check) and no number, and nowhere does the message print clipped: each
+    cell that starts it (the Memory sheet's, each Scenarios column's layout check, the Checks sheet's, Start's)
+    prints it to its end."""
+    _pdftotext()
+    pdf = printed()["pp3"]
+    wb = openpyxl.load_workbook(printed()["pp3.xlsx"])
+    (sheet, at), = wb.defined_names["Layout_Check"].destinations
+    pointer = f"see {sheet}!{at.replace('$', '')}"
+    assert pointer == "see Memory!B4"
+    whole = _pdf_text(pdf)
+    pages = whole.split("\f")
+    order = [(re.findall(r"(\w+) \u2014 page \d+ of", page) or [""])[-1] for page in pages]
+    by_sheet: dict[str, list[str]] = {}
+    for page, name in zip(pages, order):
+        by_sheet.setdefault(name, []).append(page)
+    flat = {name: " ".join(" ".join(ps).split()) for name, ps in by_sheet.items()}
+    why = " ".join(PP3_WHY.split())
+    assert flat["Memory"].count(why) == 1, flat["Memory"][:2000]  # whole, once: the layout check's row
+    assert "Layout check (OK = every piece whole) " + why in flat["Memory"]
+    assert flat["Start"].count(why) >= 3  # the input check (after the cell it blames) and two key results
+    for label in ("Layers on the stage", "Weights", "Total per GPU"):  # the part cells: both stages point to B4
+        line = next(line for line in " ".join(by_sheet["Memory"]).splitlines() if line.startswith(label + " "))
+        assert line.split()[len(label.split()):][:4] == pointer.split() * 2, (label, line)
+    for label in (OUTPUT_BY_NAME[n].label for n in ("Mem_Total_GB", "Fits_GPU", "Max_Micro_Batch", "DP_Size")):
+        line = next(line for line in " ".join(by_sheet["Memory"]).splitlines() if line.startswith(label[:40]))
+        assert pointer in line, (label, line)
+    fine = "\n".join(by_sheet["FineTuning"])
+    for label in ("Weights, first stage (frozen base + adapters)", "Memory per GPU, heavier stage", "Fits the GPU?"):
+        line = next(line for line in fine.splitlines() if line.startswith(label))
+        assert line[len(label):].split()[:2] == pointer.split(), (label, line)
+    # no clipped message: every cell that starts the message prints all of it, read down its column
+    start, target = "pp = 3 is not allow", "".join(PP3_WHY.split())
+    cells = 0
+    for name, ps in by_sheet.items():
+        lines = "\n".join(ps).splitlines()
+        for i, line in enumerate(lines):
+            c = line.find(start)
+            while c >= 0:
+                cells += 1
+                if name in ("Start", "Checks") and line.find("(PP_Size): ") == c - len("(PP_Size): "):
+                    text = " ".join(" ".join(lines[i:i + 4]).split())  # after the cell it blames, wrapped under it
+                    assert why in text, (name, line)
+                else:
+                    assert _read_down(lines, i, c, len(target)).startswith(target), (name, line)
+                c = line.find(start, c + 1)
+    assert cells >= 1 + 3 + 1 + 3  # Memory's, Start's (check and two key results), Checks', three Scenarios columns
+    for error in ERROR_VALUES:
+        assert error not in whole, error
+    for n, page in enumerate(pages, start=1):
+        assert "###" not in page, (n, [line for line in page.splitlines() if "###" in line][:3])
 
 
 def _printed_in_column(layout_text: str, label: str, message: str, beside: str | None) -> bool:

@@ -34,6 +34,7 @@ from ..scenario import INPUT_BY_NAME, INPUTS, OUTPUT_BY_NAME
 from .model import RENDERING, Book, Concat, IfError, IsNumber, Lookup, ref_text
 
 SHEET = "Checks"
+WHERE_CHARS = 40  # "<Sheet>!<cell> (<input name>): " before a layout message: "Parallelism!B6 (PP_Size): " is 26
 # The preset dropdowns (text cells whose value must be an id of a catalog sheet's list, or empty)
 CHOICES = ("Model_Preset", "GPU_Type", "Recipe_Id", "Framework", "Precision", "Price_Tier")
 # what a choice's check names as allowed, where it is not "an id from the list on the <sheet> sheet, or empty"
@@ -406,6 +407,10 @@ def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int
     last = GROUP_FIRST_ROW + len(reg.groups) - 1
     book.rules.append((s, f"C{GROUP_FIRST_ROW}:C{last}", "bad_unless_ok"))
     book.widths[s] = {"A": 24, "B": 40, "C": 100, "D": 2, c_at: 18, c_name: 18, c_check: 100}
+    from .sheets import longest_layout_message, message_cell  # (sheets builds on this module)
+
+    # the message whole, wrapped: the cell it blames (at most WHERE_CHARS), then the layout check's message
+    message_cell(book, s, LAYOUT_ROW, "C", "C", WHERE_CHARS + longest_layout_message())
     book.freeze[s] = f"A{FIRST_ROW}"  # the column headings stay in sight (and head every printed page)
     # printed: the layout check and the input checks (A:C), then the other sheets' input cells and layouts (E:G), each
     # range from its heading; the gathering cells below the input checks are working cells, not printed

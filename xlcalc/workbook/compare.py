@@ -16,13 +16,23 @@ from ..scenario import INPUT_BY_NAME, INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario
 from . import checks
 from .catalogs import GPU_DERIVED
 from .model import IfError, coord, ref_text
-from .rendering import BOOL_FORMAT, LOOKED_UP, dependencies, display_format, guarded, guarded_output, output_formula
+from .rendering import (
+    BOOL_FORMAT,
+    LOOKED_UP,
+    dependencies,
+    display_format,
+    guarded,
+    guarded_output,
+    output_formula,
+    pointing,
+)
 from .sheets import (
     STAGE_ENDS,
     Ctx,
     capex_value,
     derived_value,
     id_range,
+    longest_layout_message,
     longest_message_in,
     message_cell,
     plan_title,
@@ -157,15 +167,20 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         b.heights[(s, title_row)] = 58  # four lines of the title
         for k, out in enumerate(OUTPUTS):
             varmap[out.name] = ref_text(s, f"{col}{row + k}")
+        layout_row = int(varmap["Layout_Check"].rsplit("$", 1)[1])
         for out in OUTPUTS:
             r = int(varmap[out.name].rsplit("$", 1)[1])
             expr, subs = output_formula(out.name, varmap, inline=True)
             expr = guarded_output(out.name, expr, varmap, follows)
+            if out.guarded:  # a memory result: the way to the column's layout check, whole in its own cell
+                expr = pointing(expr, f"see {col}{layout_row}", varmap["Layout_Check"])
             b.put(s, f"A{r}", out.label)
             b.put(s, f"B{r}", out.unit)
             b.put(s, f"{col}{r}", expr, "formula", display_format(out), subs)
             if chars := longest_message_in(dependencies(out.name)):  # the column is the result's only room
                 message_cell(b, s, r, col, col, chars)
+            if out.name == "Layout_Check":
+                message_cell(b, s, r, col, col, longest_layout_message())
             if out.name == "Fits_GPU":
                 b.rules.append((s, f"{col}{r}", "good_if_true"))
             if out.name == "Budget_Left_USD":

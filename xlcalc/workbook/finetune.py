@@ -11,7 +11,7 @@ from ..expr import Var
 from ..formulas import compute
 from ..formulas import finetune as ff
 from .rendering import guarded, needs
-from .sheets import Ctx, _header_row, formula_row, input_row, output_row
+from .sheets import LAYOUT_POINTER, Ctx, _header_row, formula_row, input_row, output_row
 
 SHEET = "FineTuning"  # a sheet name without quotes in references (defined names are written unquoted)
 FIELDS = ("job", "lora_rank", "lora_targets")
@@ -41,14 +41,14 @@ def finetune_sheet(ctx: Ctx) -> dict[str, int]:
     row += 1
     for name in ("Adapter_Params_B", "Trainable_Params_B", "Stage_Adapter_Params_B_First",
                  "Stage_Adapter_Params_B_Last", "Stage_Trainable_B_First", "Stage_Trainable_B_Last"):
-        output_row(ctx, s, row, name)
+        output_row(ctx, s, row, name, pointer=LAYOUT_POINTER)
         rows[name] = row
         row += 1
     row += 1
     b.put(s, f"A{row}", "Memory per GPU (the Memory sheet's parts, for this job)", "group")
     row += 1
     for name in ("Layer_Act_Frozen_Saving", "Layer_Act_Frozen_Saving_No_Recompute"):
-        output_row(ctx, s, row, name)
+        output_row(ctx, s, row, name, pointer=LAYOUT_POINTER)
         rows[name] = row
         row += 1
     for label, name in (("Weights, first stage (frozen base + adapters)", "Mem_First_Weights_GB"),

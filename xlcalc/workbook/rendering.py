@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..expr import Bound, Expr, Func, Template, Var, eq, if_, unfolded, wrap
+from ..expr import BinOp, Bound, Expr, Func, Template, Text, Var, eq, if_, unfolded, wrap
+from ..layout import LAYOUT_OK
 from ..scenario import BOUNDED_OUTPUTS, OUTPUT_BY_NAME, OUTPUTS, output_expr, plain_expr
 from . import checks
 from .model import RENDERING, IsNumber, Lookup
@@ -248,6 +249,39 @@ def _guarded_bound(name: str, bound: Bound, refs: Mapping[str, str], follows: An
         if memo is not None:
             memo[key] = made
     return bound if made is template else made.bind(bound_refs)
+
+
+def pointing(expr: Any, pointer: str, layout: str = "Layout_Check") -> Any:
+    """``expr`` with its layout guard, ``IF(Layout_Check="OK", x, Layout_Check)`` (xlcalc.scenario.output_expr),
+    showing the text ``pointer`` instead of the layout check's message: a cell too narrow for the message names the
+    cell that shows it whole. ``layout``: the reference text that stands for Layout_Check (a Scenarios column's).
+    The guard is found down the then-branches of the guards around it (looked-up inputs, input checks: they keep
+    their precedence); ``expr`` is returned as it is where it has no layout guard."""
+    if isinstance(expr, Bound):
+        key = ("pointing", expr.template, pointer, layout)
+        memo = checks.layout_memo()  # a guarded template is the layout's (_guarded_bound): one memo per layout
+        made = memo.get(key) if memo is not None else None
+        if made is None:
+            inner = pointing(expr.template.expr, pointer, layout)
+            made = expr.template if inner is expr.template.expr else \
+                Template(inner, expr.template.subs, expr.template.slots)
+            if memo is not None:
+                memo[key] = made
+        return expr if made is expr.template else made.bind(expr.refs)
+    if not (isinstance(expr, Func) and expr.name == "IF"):
+        return expr
+    cond, then, otherwise = expr.args
+    if _is_layout_guard(cond, otherwise, layout):
+        return Func("IF", (cond, then, Text(pointer)))
+    inner = pointing(then, pointer, layout)
+    return expr if inner is then else Func("IF", (cond, inner, otherwise))
+
+
+def _is_layout_guard(cond: Expr, otherwise: Expr, layout: str) -> bool:
+    """``cond`` and ``otherwise`` are those of ``IF(<layout>="OK", x, <layout>)`` (in a template: its slot)."""
+    names = {layout, Template.slot("Layout_Check")}
+    return isinstance(cond, BinOp) and cond.op == "=" and isinstance(cond.left, Var) and cond.left.name in names \
+        and cond.right.key() == Text(LAYOUT_OK).key() and otherwise.key() == cond.left.key()
 
 
 def needs_inputs(deps: Any, refs: Mapping[str, str], follows: Any = (), exclude: Any = (),

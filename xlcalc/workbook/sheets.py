@@ -12,7 +12,7 @@ from ..expr import Expr, Func, Var, and_, eq, if_, wrap
 from ..formulas import budget, cost, ownership, ranges
 from ..frameworks import FRAMEWORKS, PRECISIONS, get_profile
 from ..inputs import spec
-from ..layout import LAYOUT_OK, preset_stage_ends
+from ..layout import CONSTRAINTS, LAYOUT_INPUTS, LAYOUT_OK, preset_stage_ends
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES, get_recipe
 from ..scenario import BOUNDED_OUTPUTS, INPUT_BY_FIELD, INPUT_BY_NAME, MEMORY_SOURCES, OUTPUT_BY_NAME, RANGES, Scenario
 from ..stage_memory import PARTS, memory_steps
@@ -29,6 +29,7 @@ from .rendering import (
     guarded_output,
     needs,
     output_formula,
+    pointing,
     preset_or,
 )
 
@@ -159,11 +160,14 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
 
 
 def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str] | None = None,
-               label: str | None = None, define: bool = True) -> str:
-    """A named result (or the same result over other cells) with its equation and source."""
+               label: str | None = None, define: bool = True, pointer: str | None = None) -> str:
+    """A named result (or the same result over other cells) with its equation and source; ``pointer``: the text a
+    memory result shows for a broken layout instead of the layout check's message (:func:`rendering.pointing`)."""
     out = OUTPUT_BY_NAME[name]
     expr, subs = output_formula(name, varmap, inline=True)
     expr = guarded_output(name, expr, varmap)
+    if pointer is not None:
+        expr = pointing(expr, pointer)
     b = ctx.book
     b.put(sheet, f"A{row}", label or out.label)
     ref = b.put(sheet, f"B{row}", expr, "output" if define else "formula", display_format(out), subs)
@@ -469,6 +473,29 @@ def message_cell(b: Book, s: str, row: int, first: str, last: str, chars: int) -
     b.heights[(s, row)] = max(points, b.heights.get((s, row), 0))
 
 
+# The layout check's message (Layout_Check) shows whole once, in the Memory sheet's layout check row: wrapped across
+# B:D, the row as tall as the longest message needs. The memory cells of the Memory and FineTuning sheets (14 to 18
+# characters wide) show LAYOUT_POINTER for a broken layout instead: the message would be clipped in print.
+LAYOUT_ROW = 4
+LAYOUT_POINTER = f"see Memory!B{LAYOUT_ROW}"
+NUMBER_CHARS = 12  # a number in the message: an input up to 10,000,000, or a ratio rounded to 2 decimals
+
+
+@functools.cache
+def longest_layout_message() -> int:
+    """An upper bound on the characters of the layout check's message (xlcalc.layout.layout_message): the words of
+    the longest constraint's message, each number in it counted at NUMBER_CHARS."""
+    from ..expr import is_expr
+
+    v = {k: Var(k) for k in LAYOUT_INPUTS}
+    longest = 0
+    for c in CONSTRAINTS:
+        parts = (c.name, " = ", Var(c.name), " is not allowed: ", c.name, " must be ", *c.allowed(v), " (",
+                 *c.detail(v), ")")
+        longest = max(longest, sum(NUMBER_CHARS if is_expr(p) else len(str(p)) for p in parts))
+    return longest
+
+
 def _header_row(b, s: str, row: int, names: tuple[str, ...]) -> None:
     """Column headings of a sheet's A-D table."""
     for col, name in zip("ABCD", names):
@@ -480,14 +507,15 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
     """Memory per GPU by part and pipeline stage (first and last), against the GPU's memory.
 
     Every cell is a step of the one stage memory model (xlcalc.stage_memory) under its defined name; a layout
-    that does not split into whole pieces shows the layout check's message in every memory cell.
+    that does not split into whole pieces shows the layout check's message whole in its row (B4, wrapped across
+    B:D) and LAYOUT_POINTER, the way to it, in every memory cell.
     """
     s, b = "Memory", ctx.book
     b.put(s, "A1", "Memory per GPU, by part and pipeline stage", "title")
     b.put(s, "A2", "The first stage holds the input embedding and the most micro-batches in flight, the last the "
           "output layer and the logits; the GPU of the heavier stage sets the memory. GB = 1e9 bytes.", "note")
-    output_row(ctx, s, 4, "Layout_Check", label="Layout check (OK = every piece whole)")
-    output_row(ctx, s, 5, "DP_Size")
+    layout_row(ctx, s, LAYOUT_ROW)
+    output_row(ctx, s, 5, "DP_Size", pointer=LAYOUT_POINTER)
     _header_row(b, s, 7, ("per GPU", "first stage", "last stage", "formula and source"))
     rows: dict[str, int] = {}
     row = 8
@@ -512,7 +540,8 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
             if isinstance(item, str):
                 out = OUTPUT_BY_NAME[item]
                 expr, subs = output_formula(item, None, inline=True)
-                b.put(s, f"{col}{row}", guarded_output(item, expr), "output", out.number_format, subs)
+                b.put(s, f"{col}{row}", pointing(guarded_output(item, expr), LAYOUT_POINTER), "output",
+                      out.number_format, subs)
                 b.name(item, s, f"{col}{row}")
                 note = f"{out.formula.udf_name}: {out.formula.equation}. Source: {out.formula.source}"
             else:
@@ -525,25 +554,25 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
     row += 1
     b.put(s, f"A{row}", "Against the GPU", "group")
     row += 1
-    output_row(ctx, s, row, "Mem_Total_GB")
+    output_row(ctx, s, row, "Mem_Total_GB", pointer=LAYOUT_POINTER)
     formula_row(ctx, s, row + 1, "GPU memory", guarded(Var("GPU_Memory_GB"), {"GPU_Memory_GB"}), "GB",
                 "GPU_Memory_GB from the Inputs sheet",
                 "#,##0.00")
-    output_row(ctx, s, row + 2, "Fit_Margin_GB")
-    output_row(ctx, s, row + 3, "Fit_Verdict")
-    output_row(ctx, s, row + 4, "Fits_GPU")
+    output_row(ctx, s, row + 2, "Fit_Margin_GB", pointer=LAYOUT_POINTER)
+    output_row(ctx, s, row + 3, "Fit_Verdict", pointer=LAYOUT_POINTER)
+    output_row(ctx, s, row + 4, "Fits_GPU", pointer=LAYOUT_POINTER)
     b.rules.append((s, f"B{row + 4}", "good_if_true"))
-    output_row(ctx, s, row + 5, "Fit_Capacity_GB")
-    output_row(ctx, s, row + 6, "Mem_Static_GB")
-    output_row(ctx, s, row + 7, "Mem_Activations_GB")
-    output_row(ctx, s, row + 8, "Max_Micro_Batch")
+    output_row(ctx, s, row + 5, "Fit_Capacity_GB", pointer=LAYOUT_POINTER)
+    output_row(ctx, s, row + 6, "Mem_Static_GB", pointer=LAYOUT_POINTER)
+    output_row(ctx, s, row + 7, "Mem_Activations_GB", pointer=LAYOUT_POINTER)
+    output_row(ctx, s, row + 8, "Max_Micro_Batch", pointer=LAYOUT_POINTER)
     row += 10
     b.put(s, f"A{row}", "Working (one layer, shared by the stages)", "group")
     row += 1
     for name in ("Layer_Params_B", "Layer_Act_Bytes", "Layer_Act_Bytes_No_Recompute", "Inflight_First",
                  "Inflight_Last", "Mem_First_Optimizer_Step_GB", "Mem_Last_Optimizer_Step_GB", "Layer_Autocast_Copy_Bytes",
                  "Layer_Autocast_Copy_Bytes_No_Recompute"):
-        output_row(ctx, s, row, name)
+        output_row(ctx, s, row, name, pointer=LAYOUT_POINTER)
         row += 1
     b.put(s, f"A{row + 1}", f"Defaults (recipe {DEFAULT_RECIPE}, other memory {MEMORY_DEFAULTS['overhead_gb']:g} GB, "
           "logits, buckets): xlcalc.recipes — the same for the CLI, the planner and the worksheet functions.", "note")
@@ -552,8 +581,21 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
 
 
 def _guarded(expr: Any) -> Any:
-    """An input shown on the Memory sheet: the layout message instead of the number for a broken layout."""
-    return if_(eq(Var("Layout_Check"), LAYOUT_OK), guarded(expr, needs(expr)), Var("Layout_Check"))
+    """An input shown on the Memory sheet: LAYOUT_POINTER instead of the number for a broken layout."""
+    return if_(eq(Var("Layout_Check"), LAYOUT_OK), guarded(expr, needs(expr)), LAYOUT_POINTER)
+
+
+def layout_row(ctx: Ctx, s: str, row: int) -> None:
+    """Layout_Check in B (merged across B:D, wrapped, its row tall enough for the longest message), its formula and
+    source in D of the row above."""
+    b = ctx.book
+    output_row(ctx, s, row, "Layout_Check", label="Layout check (OK = every piece whole)")
+    cells = b.sheets[s]
+    del cells[f"C{row}"]  # the unit ("text") under the merged message
+    cells[f"D{row - 1}"] = cells.pop(f"D{row}")
+    b.wrap.discard((s, f"D{row}"))
+    b.wrap.add((s, f"D{row - 1}"))
+    message_cell(b, s, row, "B", "D", longest_layout_message())
 
 
 # --- Time ---------------------------------------------------------------------------------
@@ -875,6 +917,8 @@ def key_result(name: str, check: str) -> Any:
         return guarded(Var(name), {name})
     deps = dependencies(name)
     expr: Any = IfError(Var(name), Var(check))  # the named result shows a failing input's message itself
+    if OUTPUT_BY_NAME[name].guarded:  # a memory result: the layout message its cell points to, whole
+        expr = if_(IfError(eq(Var(name), LAYOUT_POINTER), False), Var("Layout_Check"), expr)
     for dep in reversed([n for n in CHECKED if n in deps]):
         expr = if_(IsNumber(Var(dep)), expr, Var(dep))
     return expr
