@@ -134,16 +134,42 @@ def test_calibrate_assumes_the_default_stack_and_an_old_profile_without_one_plan
 
 def test_the_memory_line_says_whose_bytes_per_parameter_the_plans_hold(capsys):
     # PyTorch FSDP keeps fp32 sharded parameters, fp32 gradients and Adam's two fp32 moments: 4 + 4 + 8 bytes per
-    # parameter (the FSDP stacks' stated fact); Megatron's mixed precision 2 + 4 + 12 (bf16 weights, fp32 gradients,
-    # fp32 master copy and moments). The line must not name Megatron's bytes when a stack set FSDP's.
+    # parameter (torchtitan's MixedPrecisionPolicy over fp32 parameters); Megatron's mixed precision 2 + 4 + 12 (bf16
+    # weights, fp32 gradients, fp32 master copy and moments). A plan holds the memory of its stack's own framework,
+    # and the line says which, not Megatron's when the stack is PyTorch FSDP.
     def line(*extra: str) -> str:
         assert main(["plan", *SEED, *extra]) == 0
         return next(x for x in capsys.readouterr().out.splitlines() if x.startswith("memory:"))
 
     default = line()
-    assert "4+4+8 bytes/param (stack fsdp-eager's)" in default
-    assert "as framework megatron at amp" in default  # the other memory facts: the memory model's defaults
+    assert "4+4+8 bytes/param," in default and "framework torchtitan at amp" in default
+    assert "stack fsdp-eager's own" in default and "megatron" not in default
     megatron = line("--stack", "megatron")
-    assert "2+4+12 bytes/param," in megatron and "stack" not in megatron
+    assert "2+4+12 bytes/param," in megatron and "framework megatron at amp" in megatron
+    # the Hugging Face Trainer runs the fsdp-eager stack with transformers' memory (fp32 weights under autocast)
+    assert "framework transformers at amp" in line("--stack", "hf-trainer")
     framework = line("--framework", "transformers")
     assert "4+4+8 bytes/param," in framework and "framework transformers at amp" in framework
+    assert "own" not in framework  # named by the user, not the stack's
+
+
+# One layout, one memory: a plan on a stack holds the GB per GPU `xlcalc memory --framework <the stack's framework>`
+# gives for the same layout (PyTorch FSDP's 4 + 4 + 8 bytes and torchtitan's eager fp32 loss for the default stack,
+# Megatron-Core's 2 + 4 + 12 for megatron), so "does it fit" has one answer whichever command a user asks.
+STACK_FRAMEWORKS = [("fsdp-eager", "torchtitan"), ("fsdp-compiled", "torchtitan-compile"), ("megatron", "megatron"),
+                    ("llm-foundry", "llm-foundry"), ("hf-trainer", "transformers")]
+
+
+@pytest.mark.parametrize("stack, framework", STACK_FRAMEWORKS, ids=[s for s, _ in STACK_FRAMEWORKS])
+def test_a_plan_holds_the_memory_of_its_stacks_framework(capsys, stack, framework):
+    layout = ["--tp", "8", "--pp", "4", "--zero-stage", "1", "--recompute", "selective", "--micro-batch", "1"]
+    got = _json(capsys, *SEED, *layout, "--stack", stack)
+    assert got["plans"], got.get("rejected")
+    best = got["plans"][0]
+    assert [best["tp"], best["pp"], best["zero_stage"], best["recompute"]] == [8, 4, 1, "selective"]
+    sp = ["--seq-parallel", "TRUE" if best["seq_parallel"] else "FALSE"]
+    argv = ["memory", "--model", "llama2-70b", "--gpu", "a800", "--n-gpus", "1024", "--seq-len", "4096",
+            "--global-batch", "1024", *layout, *sp, "--virtual-stages", str(best["virtual_stages"]),
+            "--framework", framework, "--json"]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["total_gb"] == pytest.approx(best["memory_gb"], rel=1e-9)

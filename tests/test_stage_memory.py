@@ -155,8 +155,12 @@ def test_defaults_live_in_one_place():
     st, sc = Settings(stack=PLANNER), Scenario()
     assert (st.bytes_weights, st.bytes_grads, st.bytes_optimizer, st.overhead_gb) == (
         r.weights, r.grads, r.optimizer, MEMORY_DEFAULTS["overhead_gb"])
-    # a plan that names no stack takes the default stack's bytes, stated by that profile (not a second default)
-    facts = STACKS[DEFAULT_STACK].settings
+    # a plan that names no stack holds the memory of the default stack's framework, declared once by that
+    # framework's profile (xlcalc.frameworks), not a second default
+    from xlcalc.frameworks import profile_values
+    fw = STACKS[DEFAULT_STACK].framework
+    assert fw is not None
+    facts = profile_values(fw[0])
     d = Settings()
     assert all(getattr(d, k) == facts.get(k, getattr(st, k)) for k in ("bytes_weights", "bytes_grads",
                                                                         "bytes_optimizer", "overhead_gb"))

@@ -169,7 +169,8 @@ def _settings(args: argparse.Namespace):
     values = {name: cli_value(getattr(args, name)) for name, _ in _SETTINGS if getattr(args, name) is not None}
     if args.stack is not None:
         from ..planner.stacks import stack_id
-        values["stack"] = stack_id(args.stack)
+        stack_id(args.stack)  # an unknown name: its error lists the known ones
+        values["stack"] = args.stack  # as typed: an alias may name its own framework (stacks.ALIAS_FRAMEWORKS)
     if args.framework is not None or args.precision is not None:  # checked here: an unknown name lists the known
         from ..frameworks import get_profile
         profile = get_profile(args.framework, args.precision)
@@ -208,20 +209,17 @@ def _with_profile(path: str, values: dict) -> dict:
 
 
 def memory_line(st: Settings, recipe: str) -> str:
-    """What the plans' memory assumed: the bytes per parameter (and whether a stack profile set them), the other
-    memory, and the framework whose memory facts filled the rest."""
+    """What the plans' memory assumed: the bytes per parameter, the other memory, and the framework whose memory
+    facts (bytes, loss buffers, optimizer-step temporaries, autocast copies, gradients freed) filled the rest: the
+    one named, else the stack's own (the framework its runs train with), else the memory model's defaults."""
     from ..planner.stacks import STACKS
 
-    stack = STACKS.get(st.stack_profile or "")
-    by_stack = (st.framework is None and stack is not None
-                and any(k in stack.settings for k in ("bytes_weights", "bytes_grads", "bytes_optimizer"))
-                and not {"bytes_weights", "bytes_grads", "bytes_optimizer"} & st.model_fields_set)
     head = f"memory: recipe {recipe}, other memory {st.overhead_gb:g} GB per GPU; "
-    if by_stack and stack is not None:
-        return (f"memory: recipe {recipe} (stack {stack.id}'s), other memory {st.overhead_gb:g} GB per GPU; loss "
-                f"buffers, optimizer-step temporaries, autocast copies and gradients freed as framework "
-                f"{framework_label(st.framework, st.precision)}")
-    return head + f"framework {framework_label(st.framework, st.precision)}"
+    fw = framework_label(st.framework, st.precision)
+    stack = STACKS.get(st.stack_profile or "")
+    if {"framework", "precision"} & st.model_fields_set or stack is None or st.framework is None:
+        return head + f"framework {fw}"
+    return head + f"framework {fw}, stack {stack.id}'s own (`xlcalc memory --framework {st.framework}` holds the same)"
 
 
 def _profile_line(args: argparse.Namespace) -> str | None:

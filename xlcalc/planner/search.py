@@ -282,8 +282,8 @@ def _plan_of(pred: Prediction, n: int, tokens_t: float, price: Optional[float], 
     days = fs.train_days_at_throughput.raw(tokens_t=tokens_t, tokens_per_s=pred.tokens_per_s_per_gpu, n_gpus=n)
     hours = fs.gpu_hours_at_throughput.raw(tokens_t=tokens_t, tokens_per_s=pred.tokens_per_s_per_gpu)
     cost = fcost.cloud_cost_usd.raw(gpu_hours=hours, usd_per_gpu_hour=price) if price is not None else None
-    # the 6ND convention: days = 6*N*D / (peak * GPUs * MFU) exactly when MFU = 6*N*throughput / peak
-    mfu_6nd = 6 * params_b * 1e9 * pred.tokens_per_s_per_gpu / (peak_tflops * 1e12)
+    # the 6ND convention of estimate and TRAIN_DAYS: the MFU whose days (6*N*D / (peak * GPUs * MFU)) are the plan's
+    mfu_6nd = fc.implied_mfu.raw(params_b=params_b, tokens_t=tokens_t, peak_tflops=peak_tflops, gpu_hours=hours)
     return Plan.model_construct(  # computed here from validated inputs: no re-validation
         tp=c.tp, pp=c.pp, dp=c.dp, zero_stage=c.zero_stage, seq_parallel=c.seq_parallel, recompute=c.recompute,
         micro_batch=c.micro_batch, virtual_stages=c.virtual_stages, microbatches=pred.microbatches, cp=c.cp,

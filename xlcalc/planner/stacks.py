@@ -22,10 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..frameworks import profile_values
 from .kernels import FLASH_ATTENTION_2_SHARE
 
 __all__ = ["Stack", "STACKS", "NONMATMUL_FACTOR", "TRITON_FLASH_ATTENTION_SPEED", "get_stack", "DEFAULT_STACK",
-           "PLANNER", "ALIASES", "NO_PROFILE", "stack_id", "stack_choices"]
+           "PLANNER", "ALIASES", "ALIAS_FRAMEWORKS", "NO_PROFILE", "stack_id", "stack_choices", "stack_framework"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,10 @@ class Stack:
     # catalog's default
     matmul_efficiency: Optional[float] = None
     sources: tuple[str, ...] = field(default=())    # source_id of throughput_runs.json measured on this stack
+    # the training framework whose memory facts (xlcalc.frameworks: recipe bytes, logits held for the loss,
+    # optimizer-step temporaries, autocast copies, gradients freed) the stack's runs hold, and why: a plan on the
+    # stack with no --framework holds these, so `xlcalc memory --framework <it>` gives the plan's GB per GPU
+    framework: Optional[tuple[str, str]] = None
 
 
 # The non-matmul time factor fitted with the stacks' efficiencies on all the published runs (one for every stack;
@@ -47,8 +52,16 @@ class Stack:
 NONMATMUL_FACTOR = 4.0
 _FIT = dict(elementwise_factor=NONMATMUL_FACTOR)
 
-# PyTorch FSDP with mixed precision: fp32 sharded parameters, fp32 gradients, Adam m and v in fp32 (recipe fp32)
-_FSDP_BYTES = dict(bytes_weights=4, bytes_grads=4, bytes_optimizer=8)
+
+
+def _memory(framework: str) -> dict[str, Any]:
+    """The memory inputs (recipe bytes, logits held for the loss, optimizer-step temporaries, autocast copies,
+    gradients freed) of the framework a stack's runs train with, as xlcalc.frameworks declares them (not restated)."""
+    return profile_values(framework)
+
+
+# PyTorch FSDP with mixed precision: fp32 sharded parameters, fp32 gradients, Adam m and v in fp32 (recipe fp32; the
+# bytes are the framework profile's, xlcalc.frameworks, which each FSDP stack names as its framework)
 _FSDP_FACT = ("PyTorch FSDP keeps fp32 sharded parameters, fp32 gradients and Adam m, v (4 + 4 + 8 bytes per "
               "parameter) and gathers bf16 copies for compute",
               "torchtitan parallelize_llama.py MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32); "
@@ -71,7 +84,7 @@ _TE_CAST = ("FP8 operands cast by Transformer Engine's cast-transpose: read 2 by
 STACKS: dict[str, Stack] = {s.id: s for s in (
     Stack(
         id="megatron", name="Megatron-Core / NeMo / Megatron-Bridge and Megatron-style 3D/4D stacks (2023-2026)",
-        settings=dict(**_FIT, fp8_cast_bytes=4.0, fp8_forward_casts_fused=True),
+        settings=dict(**_FIT, **_memory("megatron"), fp8_cast_bytes=4.0, fp8_forward_casts_fused=True),
         facts=(_TE_CAST,
                ("te.LayerNormLinear / te.LayerNormMLP write the norm and activation outputs in FP8, so only the "
                 "attention output and the backward gradients are cast separately (fp8_forward_casts_fused)",
@@ -81,6 +94,9 @@ STACKS: dict[str, Stack] = {s.id: s for s in (
         matmul_efficiency=0.774,
         sources=("megatron-bridge-perf-summary", "megatron-moe-modelzoo", "nemo-perf-summary-24.07",
                  "megatron-lm-readme-h100", "megascale2024", "llama3-paper", "deepseek-v3-report"),
+        framework=("megatron", "the profile's sources train with Megatron-Core: bf16 parameters, fp32 main gradients "
+                               "and the distributed optimizer's fp32 main parameters and Adam m, v (xlcalc.frameworks "
+                               "megatron)"),
     ),
     Stack(
         id="megatron-2021", name="Megatron-LM of 2021-22 on A100 (no FlashAttention, fp16 gradients reduced after "
@@ -96,7 +112,7 @@ STACKS: dict[str, Stack] = {s.id: s for s in (
     ),
     Stack(
         id="llm-foundry", name="Composer / llm-foundry of 2023: PyTorch FSDP, FlashAttention-class kernels, MPT models",
-        settings=dict(**_FIT, **_FSDP_BYTES, **_FA2, attention_kernel_speed=TRITON_FLASH_ATTENTION_SPEED,
+        settings=dict(**_FIT, **_memory("llm-foundry"), **_FA2, attention_kernel_speed=TRITON_FLASH_ATTENTION_SPEED,
                       fp8_cast_bytes=4.0, fp8_forward_casts_fused=False, loss_bytes=6.0, dropout=False),
         facts=(_FSDP_FACT,
                ("MPT trains without dropout: resid_pdrop and emb_pdrop default to 0.0 and the MPT yamls set no other; "
@@ -125,20 +141,24 @@ STACKS: dict[str, Stack] = {s.id: s for s in (
                 "llm-foundry scripts/train/benchmarking/submit_benchmarks.py (TransformerEngine v0.10 for H100 FP8)")),
         matmul_efficiency=0.779,
         sources=("llm-foundry-benchmarks",),
+        framework=("llm-foundry", "llm-foundry's benchmark runs train with Composer's FSDP at mixed precision "
+                                  "DEFAULT (xlcalc.frameworks llm-foundry)"),
     ),
     Stack(
         id="fsdp-eager", name="PyTorch FSDP2 without compilation (torchtitan of 2024, eager)",
-        settings=dict(**_FIT, **_FSDP_BYTES, **_FA2, fp8_cast_bytes=4.0,
+        settings=dict(**_FIT, **_memory("torchtitan"), **_FA2, fp8_cast_bytes=4.0,
                       fp8_forward_casts_fused=False),
         facts=(_FSDP_FACT, _FA2_FACT,
                ("compile = false: every operator its own kernel, FP8 casts included", "torchtitan train_configs "
                 "(April 2024)")),
         matmul_efficiency=0.750,
         sources=("torchtitan-performance-a100",),
+        framework=("torchtitan", "the profile's runs are torchtitan's with training.compile false "
+                                 "(torchtitan-performance-a100; xlcalc.frameworks torchtitan)"),
     ),
     Stack(
         id="fsdp-compiled", name="PyTorch FSDP2 with torch.compile (torchtitan)",
-        settings=dict(**_FIT, **_FSDP_BYTES, **_FA2, fp8_cast_bytes=4.0,
+        settings=dict(**_FIT, **_memory("torchtitan-compile"), **_FA2, fp8_cast_bytes=4.0,
                       fp8_forward_casts_fused=True),
         facts=(_FSDP_FACT, _FA2_FACT,
                ("torch.compile fuses the float8 casts into the kernels that produce the operands",
@@ -146,6 +166,9 @@ STACKS: dict[str, Stack] = {s.id: s for s in (
                 "scaling/casting kernels'")),
         matmul_efficiency=0.745,
         sources=("torchtitan-benchmarks",),
+        framework=("torchtitan-compile", "the profile's runs are torchtitan's with training.compile "
+                                         "(torchtitan-benchmarks); today's torchtitan compiles the loss with the model "
+                                         "(xlcalc.frameworks torchtitan-compile)"),
     ),
 )}
 
@@ -187,6 +210,24 @@ ALIASES: dict[str, tuple[str, str]] = {
     "composer": ("llm-foundry", "MosaicML Composer is the trainer llm-foundry runs (llm-foundry README)"),
     "llmfoundry": ("llm-foundry", "the package name of llm-foundry"),
 }
+
+# Names whose framework differs from their stack's (alias -> xlcalc.frameworks id): the Hugging Face Trainer runs the
+# fsdp-eager stack but holds transformers' memory (fp32 weights under autocast, its eager loss)
+ALIAS_FRAMEWORKS: dict[str, str] = {"hf-trainer": "transformers", "transformers": "transformers"}
+
+
+def stack_framework(name: Optional[str]) -> Optional[str]:
+    """The framework (xlcalc.frameworks id) whose memory facts a plan on the named stack holds when no framework is
+    given: the alias's own (ALIAS_FRAMEWORKS), else the profile's (Stack.framework); None: the memory model's
+    defaults (the planner's settings, megatron-2021)."""
+    if name is None:
+        return None
+    key = str(name).strip().lower().replace(" ", "-").replace("_", "-")
+    if key in ALIAS_FRAMEWORKS:
+        return ALIAS_FRAMEWORKS[key]
+    sid = ALIASES[key][0] if key in ALIASES else key
+    stack = STACKS.get(sid)
+    return stack.framework[0] if stack is not None and stack.framework is not None else None
 
 # Software users name that has no profile here, with why (refused, never mapped to a guess)
 NO_PROFILE: dict[str, str] = {

@@ -24,7 +24,7 @@ from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, default_bytes
 from ..registry import numeric
 from .architecture import Arch, arch_from_flags, arch_from_model  # noqa: F401  (re-exported)
 from .hardware import SM_COUNT, Hardware, resolve_hardware  # noqa: F401  (re-exported)
-from .stacks import DEFAULT_STACK, PLANNER, STACKS, stack_choices, stack_id
+from .stacks import DEFAULT_STACK, PLANNER, STACKS, stack_choices, stack_framework, stack_id
 
 _BYTES = default_bytes()
 
@@ -73,7 +73,7 @@ class Settings(BaseModel):
         the caller did not give; the fields the caller gave stay the model's fields_set (``stack_named``)."""
         if not isinstance(data, dict):
             return handler(data)
-        given = set(data)
+        given = {k for k, v in data.items() if not (k in ("framework", "precision") and v is None)}
         filled: dict[str, Any] = {}
         name = data.get("stack", DEFAULT_STACK)
         try:
@@ -88,6 +88,13 @@ class Settings(BaseModel):
             profile = get_profile(data.get("framework"), data.get("precision"))  # an unknown name: InputError
             filled.update(profile.values())
             data = {**data, "framework": profile.framework, "precision": profile.precision}
+        elif sid in STACKS and stack_framework(name) is not None:
+            from ..frameworks import get_profile
+
+            # no framework named: the stack's own (Stack.framework), so the plan holds the memory its runs hold
+            profile = get_profile(stack_framework(name))
+            filled.update(profile.values(), framework=profile.framework, precision=profile.precision)
+            data = {k: v for k, v in data.items() if k not in ("framework", "precision")}
         model = handler({**filled, **data})
         object.__setattr__(model, "__pydantic_fields_set__", given & set(cls.model_fields))
         return model

@@ -17,6 +17,7 @@ from typing import Any, Optional, cast
 
 from .. import catalog
 from ..errors import CatalogError
+from ..formulas.steptime import mfu_from_step
 from ..planner.stacks import STACKS
 from ..planner.steptime import arch_from_model, flops_per_token
 from .facts import PROFILE_FACT_KEYS, SOURCE_FACT_KEYS
@@ -181,7 +182,8 @@ class Query:
 
     @property
     def measured_mfu(self) -> float:
-        return self.measured_tokens_s * self.flops_per_token / (self.peak_tflops * 1e12)
+        return mfu_from_step.raw(flops_per_token=self.flops_per_token, tokens=self.measured_tokens_s, step_s=1,
+                                 n_gpus=1, peak_tflops=self.peak_tflops)
 
     def layout(self) -> str:
         parts = [f"TP{self.tp}", f"PP{self.pp}"]

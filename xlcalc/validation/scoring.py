@@ -6,6 +6,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from ..formulas.steptime import mfu_from_step
 from .adapter import FACTOR_GRID, GRID, GRID_STEP, Curve
 from .runs import PROFILES, Query
 
@@ -85,7 +86,8 @@ class Scored:
 
     @property
     def predicted_mfu(self) -> float:
-        return self.predicted_tokens_s * self.query.flops_per_token / (self.query.peak_tflops * 1e12)
+        return mfu_from_step.raw(flops_per_token=self.query.flops_per_token, tokens=self.predicted_tokens_s, step_s=1,
+                                 n_gpus=1, peak_tflops=self.query.peak_tflops)
 
 
 def _profile_fit(train: list[Query], logc: dict[str, list[float]], source_of: dict[str, str]) -> dict[str, float]:
