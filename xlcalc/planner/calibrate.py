@@ -20,7 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InputError
 from ..validate import check_value
-from .search import Plan, PlanResult, plan
+from .answer import Plan, PlanResult
+from .search import plan
 from .stacks import PLANNER, STACKS
 from .steptime import Settings
 
