@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from .. import stage_memory as sm
 from ..errors import CatalogError, InputError
+from ..formulas import communication as fcomm
 from ..formulas import memory as fm
 from ..formulas import steptime as fs
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, default_bytes
@@ -537,7 +538,7 @@ def microbatch_lower_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, 
     layer_s, _, logits_s = _compute_mb(arch, hw, st, cfg, seq_len, cfg.recompute)
     microbatch_s, layers_slow, _ = _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, cfg.pp)
     if cfg.tp > 1:
-        microbatch_s += fs.tp_comm_time_s.fast(
+        microbatch_s += fcomm.tp_comm_time_s.fast(
             layers_per_stage=layers_slow, seq_len=seq_len // cfg.cp, micro_batch=cfg.micro_batch,
             hidden=arch.hidden, tp=cfg.tp, scaleup_gb_s=hw.scaleup_gb_s, link_efficiency=st.link_efficiency,
             recompute=cfg.recompute, tp_overlap=st.tp_overlap)
@@ -595,26 +596,26 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     # tensor parallelism, inside the NVLink domain
     t_tp = 0.0
     if t > 1:
-        t_tp = fs.tp_comm_time_s.fast(layers_per_stage=layers_slow, seq_len=seq_len // c, micro_batch=b,
-                                     hidden=arch.hidden, tp=t, scaleup_gb_s=hw.scaleup_gb_s,
-                                     link_efficiency=st.link_efficiency, recompute=rc, tp_overlap=st.tp_overlap)
+        t_tp = fcomm.tp_comm_time_s.fast(layers_per_stage=layers_slow, seq_len=seq_len // c, micro_batch=b,
+                                        hidden=arch.hidden, tp=t, scaleup_gb_s=hw.scaleup_gb_s,
+                                        link_efficiency=st.link_efficiency, recompute=rc, tp_overlap=st.tp_overlap)
     # context parallelism: KV ring over t*c consecutive ranks, hidden behind the attention
     t_cp = 0.0
     if c > 1:
-        bw = fs.group_bandwidth_gb_s.fast(span_gpus=t * c, gpus_per_node=domain, scaleup_gb_s=hw.scaleup_gb_s,
-                                         scaleout_gb_s=scaleout)
-        t_cp = fs.cp_comm_time_s.fast(layers_per_stage=layers_slow, tokens=seq_len * b, kv_heads=arch.kv_heads,
-                                     head_dim=arch.head_dim, cp=c, bandwidth_gb_s=bw,
-                                     link_efficiency=st.link_efficiency, window_s=t_att, tp=t,
-                                     cp_overlap=st.cp_overlap)
+        bw = fcomm.group_bandwidth_gb_s.fast(span_gpus=t * c, gpus_per_node=domain, scaleup_gb_s=hw.scaleup_gb_s,
+                                            scaleout_gb_s=scaleout)
+        t_cp = fcomm.cp_comm_time_s.fast(layers_per_stage=layers_slow, tokens=seq_len * b, kv_heads=arch.kv_heads,
+                                        head_dim=arch.head_dim, cp=c, bandwidth_gb_s=bw,
+                                        link_efficiency=st.link_efficiency, window_s=t_att, tp=t,
+                                        cp_overlap=st.cp_overlap)
     # pipeline point-to-point: activation forward and gradient backward per micro-batch and virtual stage;
     # neighbouring stages are t*c*d ranks apart
     t_p2p = 0.0
     if p > 1:
-        bw = fs.group_bandwidth_gb_s.fast(span_gpus=t * c * d * p, gpus_per_node=domain,
-                                         scaleup_gb_s=hw.scaleup_gb_s, scaleout_gb_s=scaleout)
-        t_p2p = fs.pipeline_p2p_time_s.fast(tokens=tokens_mb, hidden=arch.hidden, bandwidth_gb_s=bw,
-                                           link_efficiency=st.link_efficiency, tp=t, virtual_stages=v)
+        bw = fcomm.group_bandwidth_gb_s.fast(span_gpus=t * c * d * p, gpus_per_node=domain,
+                                            scaleup_gb_s=hw.scaleup_gb_s, scaleout_gb_s=scaleout)
+        t_p2p = fcomm.pipeline_p2p_time_s.fast(tokens=tokens_mb, hidden=arch.hidden, bandwidth_gb_s=bw,
+                                              link_efficiency=st.link_efficiency, tp=t, virtual_stages=v)
         t_p2p *= 1 - st.pp_overlap
     # expert parallelism: dispatch and combine all-to-all of the stage's MoE layers over ep ranks expert-TP apart
     # (Megatron-Core's expert rank order etp-ep-edp over the stage's TP x CP x DP GPUs), tokens split over TP
@@ -622,8 +623,8 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     t_ep = 0.0
     e, et = cfg.ep, cfg.expert_tp
     if e > 1 and arch.moe_layers:
-        g = fs.ranks_per_domain.fast(ranks=e, stride_gpus=et, nvlink_domain=domain)
-        t_ep = fs.ep_alltoall_time_s.fast(
+        g = fcomm.ranks_per_domain.fast(ranks=e, stride_gpus=et, nvlink_domain=domain)
+        t_ep = fcomm.ep_alltoall_time_s.fast(
             layers_per_stage=layers_slow * arch.moe_layers / arch.layers, tokens=tokens_mb / t, hidden=arch.hidden,
             topk=arch.experts_active, ep=e, ranks_per_domain=g, scaleup_gb_s=hw.scaleup_gb_s, scaleout_gb_s=scaleout,
             link_efficiency=st.link_efficiency, window_s=compute_mb, a2a_bytes=st.a2a_bytes,
@@ -642,13 +643,13 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
                  link_efficiency=st.link_efficiency, zero_stage=z, microbatches=m, grad_bytes=st.grad_bytes,
                  bytes_weights=st.gather_bytes or st.bytes_weights, overlap_frac=st.dp_overlap)
     if dpc > 1:
-        g = fs.ranks_per_domain.fast(ranks=dpc, stride_gpus=t, nvlink_domain=domain)
-        t_dp = fs.dp_comm_time_hierarchical_s.fast(params_per_gpu=psi_dense if e > 1 else psi, dp=dpc,
-                                                   ranks_per_domain=g, **dp_kw)
+        g = fcomm.ranks_per_domain.fast(ranks=dpc, stride_gpus=t, nvlink_domain=domain)
+        t_dp = fcomm.dp_comm_time_hierarchical_s.fast(params_per_gpu=psi_dense if e > 1 else psi, dp=dpc,
+                                                      ranks_per_domain=g, **dp_kw)
     if e > 1 and edp > 1 and psi_expert > 0:
-        g = fs.ranks_per_domain.fast(ranks=edp, stride_gpus=e * et, nvlink_domain=domain)
-        t_dp += fs.dp_comm_time_hierarchical_s.fast(params_per_gpu=psi_expert, dp=edp, ranks_per_domain=g,
-                                                    **dp_kw)
+        g = fcomm.ranks_per_domain.fast(ranks=edp, stride_gpus=e * et, nvlink_domain=domain)
+        t_dp += fcomm.dp_comm_time_hierarchical_s.fast(params_per_gpu=psi_expert, dp=edp, ranks_per_domain=g,
+                                                       **dp_kw)
     # the optimizer's shard: ZeRO splits each GPU's states over its data-parallel group (experts: expert DP); offloaded,
     # Adam runs in host memory and the updated weights return over PCIe
     def optimizer_s(params_b: float, shards: int) -> float:
