@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .compare import PlanComparison
 from .ranges import PredictionRange
-from .steptime import Settings
+from .settings import Settings
 
 __all__ = ["Assumed", "Plan", "PlanResult", "Rejection", "StackOutcome", "PLAN_COLUMNS", "RANGE_ROWS", "plan_table"]
 

@@ -21,12 +21,12 @@ from .compare import compare_plans
 from .defaults import catalog_model, resolve_model, run_defaults
 from .divisors import divisors
 from .ranges import prediction_range, range_note
+from .settings import Settings
 from .steptime import (
     Arch,
     Config,
     Hardware,
     Prediction,
-    Settings,
     memory,
     memory_base,
     microbatch_lower_bound,
