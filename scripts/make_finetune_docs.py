@@ -23,8 +23,9 @@ sys.path.insert(0, str(ROOT))
 from scripts.docsplice import splice_main  # noqa: E402
 from xlcalc import catalog  # noqa: E402
 from xlcalc.cli.memory import lora_targets  # noqa: E402
+from xlcalc.model_inputs import model_inputs  # noqa: E402
 from xlcalc.recipes import RECIPES  # noqa: E402
-from xlcalc.stage_memory import model_inputs, stage_memory  # noqa: E402
+from xlcalc.stage_memory import stage_memory  # noqa: E402
 
 OUT = ROOT / "docs" / "finetune.md"
 REFERENCE = ROOT / "xlcalc" / "data" / "reference"
