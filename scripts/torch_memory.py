@@ -247,8 +247,8 @@ TRANSFORMERS_LOSS_BYTES = 12.0
 def stage_inputs(c: Config) -> dict[str, Any]:
     """The stage memory model's inputs for a configuration, as a user gives them to ``xlcalc memory``."""
     from xlcalc.hf_config import model_from_hf_config
+    from xlcalc.model_inputs import model_inputs
     from xlcalc.recipes import get_recipe
-    from xlcalc.stage_memory import model_inputs
 
     v = model_inputs(model_from_hf_config(hf_config(c), name=c.name))
     # bf16: weights, grads and AdamW's m, v in the parameters' dtype (torchtune's recipe); fp32 weights under

@@ -28,13 +28,13 @@ Producer = Callable[[Path], tuple[list[Path], Any]]
 # fails the run otherwise); test_readback asks for the workbook module's files.
 RUNS: dict[str, frozenset[str]] = {
     "libreoffice-workbook": frozenset({"test_workbook_libreoffice", "test_readback"}),
-    "libreoffice-faces": frozenset({"test_finetune_faces", "test_memory_faces", "test_moe", "test_money",
+    "libreoffice-faces": frozenset({"test_finetune_faces", "test_memory_faces", "test_moe", "test_money_faces",
                                     "test_workbook_bounds", "test_workbook_budget_first", "test_workbook_checks"}),
 }
 
 
 def run_of(module: str) -> str | None:
-    """The LibreOffice run a test module (by its name, e.g. ``test_money``) belongs to, or None."""
+    """The LibreOffice run a test module (by its name, e.g. ``test_money_faces``) belongs to, or None."""
     name = module.rpartition(".")[2]
     return next((run for run, modules in RUNS.items() if name in modules), None)
 

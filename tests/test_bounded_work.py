@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 
 from xlcalc.cli import main
+from xlcalc.planner.divisors import divisors
 
 ROOT = Path(__file__).resolve().parent.parent
-search = importlib.import_module("xlcalc.planner.search")  # the module (xlcalc.planner.search is also a function)
 
 
 @pytest.mark.parametrize("n", [1, 2, 12, 97, 4096, 720720, 999_983 * 999_979, 2 ** 50, 10 ** 15,
                                999_999_999_999_989, 1024 * 1023 * 1021 * 1019, 244_140_625 * 4096])
 def test_divisors_from_prime_factors_equal_sympys(n):
     sympy = pytest.importorskip("sympy")
-    assert search._divisors(n) == [int(d) for d in sympy.divisors(n)]
+    assert divisors(n) == [int(d) for d in sympy.divisors(n)]
 
 
 def test_plan_with_the_largest_global_batch_the_inputs_allow_ends(capsys):

@@ -20,9 +20,10 @@ import lo_batch
 from test_memory_faces import named_cell, run, udf_module
 from xlcalc import catalog
 from xlcalc.formulas.finetune import nf4_bytes_per_param
+from xlcalc.model_inputs import model_inputs
 from xlcalc.recipes import RECIPES
 from xlcalc.scenario import Scenario, evaluate
-from xlcalc.stage_memory import model_inputs, stage_memory
+from xlcalc.stage_memory import stage_memory
 from xlcalc.workbook import build
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,10 +1,11 @@
 """Bytes per logit the loss holds at its peak, measured with PyTorch on CPU.
 
-scripts/make_memory_validation.py reads each record's loss as its stack runs it (``LOSS_BYTES``): PyTorch eager
+scripts/memory_validation_records.py reads each record's loss as its stack runs it (``LOSS_BYTES``): PyTorch eager
 cross-entropy on upcast bf16 logits, the same under torch.compile, torchtune's chunked loss eager and compiled;
 xlcalc/frameworks.py gives torchtune's loss today, LinearCrossEntropyLoss (the output layer and the loss one chunk at
 a time), eager and compiled.
-Those constants are counted tensor by tensor (the script's comment); here one child process runs, mode after mode,
+Those constants are counted tensor by tensor (the comment in scripts/memory_validation_records.py); here one
+child process runs, mode after mode,
 the loss's forward and backward on bf16 logits of 4096 tokens x 32768 classes after the gradients already exist, and the rise of its
 resident memory peak (VmHWM, reset through /proc/self/clear_refs; tensors this large are mmap-ed and returned
 when freed) divided by the logits is compared with the count. Needs torch (the 'torch' extra) and Linux; skipped
@@ -91,13 +92,14 @@ CHILD = textwrap.dedent('''
 ''')
 
 
-def _script():
+def _records():
+    """scripts/memory_validation_records.py, as scripts/make_memory_validation.py imports it."""
     spec = importlib.util.spec_from_file_location("make_memory_validation_loss", ROOT / "scripts" /
                                                   "make_memory_validation.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod          # its dataclasses look their module up
     spec.loader.exec_module(mod)
-    return mod
+    return sys.modules["scripts.memory_validation_records"]
 
 
 @pytest.fixture(scope="module")
@@ -138,5 +140,5 @@ def test_loss_bytes_per_logit(mode, key, count, measured):
     if key[0] in FRAMEWORKS:
         assert profile_values(*key)["logits_buffer_bytes"] == pytest.approx(count)
     else:
-        assert _script().LOSS_BYTES[key] == pytest.approx(count)
+        assert _records().LOSS_BYTES[key] == pytest.approx(count)
     assert measured[mode] == pytest.approx(count, rel=0.05), f"{mode}: measured {measured[mode]:.2f} bytes per logit"

@@ -24,8 +24,14 @@ def mv():
 
 
 @pytest.fixture(scope="module")
-def results(mv):
-    return mv.results()
+def records(mv):
+    """The records read and scored (scripts/memory_validation_records.py), as the script imports them."""
+    return sys.modules["scripts.memory_validation_records"]
+
+
+@pytest.fixture(scope="module")
+def results(records):
+    return records.results()
 
 
 def test_doc_is_regenerated(mv, capsys):
@@ -58,75 +64,75 @@ def test_units_as_the_sources_log_them(mv, results):
     assert rows["megatron-bridge-llama3-70b-sft-h100x32-tp8-pp4-vpp5-dp1-fp8cs-sel-core-attn-mb1"].measured_gb == 50.2
 
 
-def test_torchtitan_default_split_points(mv):
+def test_torchtitan_default_split_points(records):
     # the 405B records' notes: 1F1B on 8 stages = [15, 16, 16, 16, 16, 16, 16, 15]; interleaved = 16 stages of
     # 7 or 8 layers, 2 per rank
-    assert mv._uneven(126, 8) == [15, 16, 16, 16, 16, 16, 16, 15]
-    chunks = mv._uneven(126, 16)
+    assert records._uneven(126, 8) == [15, 16, 16, 16, 16, 16, 16, 15]
+    chunks = records._uneven(126, 16)
     assert sorted(set(chunks)) == [7, 8] and sum(chunks) == 126
-    recs = {r["id"]: r for r in json.loads(mv.RECORDS.read_text(encoding="utf-8"))}
-    v, assumed = mv.inputs_of(recs["torchtitan-2412-llama3.1-405b-h100x512-fsdp8-tp8-pp8-interleaved-1f1b-fp8-full"])
+    recs = {r["id"]: r for r in json.loads(records.RECORDS.read_text(encoding="utf-8"))}
+    v, assumed = records.inputs_of(recs["torchtitan-2412-llama3.1-405b-h100x512-fsdp8-tp8-pp8-interleaved-1f1b-fp8-full"])
     assert (v["first_stage_layers"], v["last_stage_layers"], v["virtual_stages"]) == (15, 15, 2)
     # local batch 32 = 8 micro-batches of 4 (the record's inferred micro-batch)
     assert v["microbatches"] == 8 and v["micro_batch"] == 4 and v["zero_stage"] == 3 and v["seq_parallel"]
 
 
-def test_records_read_as_stated(mv):
-    recs = {r["id"]: r for r in json.loads(mv.RECORDS.read_text(encoding="utf-8"))}
-    v, _ = mv.inputs_of(recs["torchtitan-2412-llama3.1-8b-h100x8-fsdp4-cp2-seq65536-fp8-full"])
+def test_records_read_as_stated(records):
+    recs = {r["id"]: r for r in json.loads(records.RECORDS.read_text(encoding="utf-8"))}
+    v, _ = records.inputs_of(recs["torchtitan-2412-llama3.1-8b-h100x8-fsdp4-cp2-seq65536-fp8-full"])
     assert (v["dp"], v["cp"], v["seq_len"], v["recompute"]) == (4, 2, 65536, "full")
     assert (v["bytes_weights"], v["bytes_grads"], v["bytes_optimizer"]) == (4, 4, 8)   # FSDP2: fp32 sharded
-    v, _ = mv.inputs_of(recs["torchtune-llama3.2-3b-a100x1-packed-mb2"])
+    v, _ = records.inputs_of(recs["torchtune-llama3.2-3b-a100x1-packed-mb2"])
     assert v["overhead_gb"] == 0 and v["tied_embeddings"]                 # peak active: live tensors only
     # torchtune's OptimizerInBackward frees each gradient as soon as it is applied (its docs)
-    v, _ = mv.inputs_of(recs["torchtune-llama3.2-3b-a100x1-packed-compile-chunkedce-ac-optinbwd-mb2"])
+    v, _ = records.inputs_of(recs["torchtune-llama3.2-3b-a100x1-packed-compile-chunkedce-ac-optinbwd-mb2"])
     # torchtune compiles its chunked loss with the model (training.compile_loss): 8 chunks of bf16 logits saved
     # and one chunk's bf16 gradient, 2 + 2/8 bytes per logit; zero_grad(set_to_none=True) frees the gradients
     assert v["bytes_grads"] == 0 and v["recompute"] == "full" and v["logits_buffer_bytes"] == 2 + 2 / 8
     assert v["grads_freed"]
-    with pytest.raises(mv.Skip, match="offloaded"):
-        mv.inputs_of(recs["torchtune-llama3.2-3b-a100x1-packed-compile-chunkedce-ac-optinbwd-actoffload-mb2"])
-    with pytest.raises(mv.Skip, match="LoRA"):
-        mv.inputs_of(recs["torchtune-llama3.1-8b-4090x1-lora-mb2"])
+    with pytest.raises(records.Skip, match="offloaded"):
+        records.inputs_of(recs["torchtune-llama3.2-3b-a100x1-packed-compile-chunkedce-ac-optinbwd-actoffload-mb2"])
+    with pytest.raises(records.Skip, match="LoRA"):
+        records.inputs_of(recs["torchtune-llama3.1-8b-4090x1-lora-mb2"])
 
 
-def test_loss_as_the_stack_runs_it(mv):
-    recs = {r["id"]: r for r in json.loads(mv.RECORDS.read_text(encoding="utf-8"))}
+def test_loss_as_the_stack_runs_it(records):
+    recs = {r["id"]: r for r in json.loads(records.RECORDS.read_text(encoding="utf-8"))}
     # torchtitan 9dec370 (Dec 2024) leaves the loss out of torch.compile: eager cross-entropy on fp32 logits,
     # whose backward holds the log-softmax output, its gradient and the input gradient, 4 + 4 + 4 bytes
-    v, assumed = mv.inputs_of(recs["torchtitan-2412-llama3.1-8b-h100x8-fsdp-compile-sac-op-mb2"])
+    v, assumed = records.inputs_of(recs["torchtitan-2412-llama3.1-8b-h100x8-fsdp-compile-sac-op-mb2"])
     assert v["logits_buffer_bytes"] == 12 and v["grads_freed"] and "not compiled" in assumed[0]
     # torchtitan e7c0cae (June 2025) compiles it: bf16 logits saved and a bf16 gradient
-    v, assumed = mv.inputs_of(recs["trainy-2506-llama3.1-8b-h200x32-fsdp-compile-fp8-sac-op-mb2"])
+    v, assumed = records.inputs_of(recs["trainy-2506-llama3.1-8b-h200x32-fsdp-compile-fp8-sac-op-mb2"])
     assert v["logits_buffer_bytes"] == 4 and "compiled" in assumed[0]
     # the NVFP4 guide's ChunkedLossWrapper: output layer, eager loss and backward one chunk of 8 at a time, and a
     # fp32 gradient accumulator of the hidden states (4 x 4096 bytes per token over 128256 logits per token)
-    v, _ = mv.inputs_of(recs["torchtitan-2608-llama3.1-8b-blackwellx4-fsdp4-compile-bf16-sac-op-mb32-seq2048"])
+    v, _ = records.inputs_of(recs["torchtitan-2608-llama3.1-8b-blackwellx4-fsdp4-compile-bf16-sac-op-mb32-seq2048"])
     assert v["logits_buffer_bytes"] == pytest.approx(12 / 8 + 4 * 4096 / 128256)
     # Megatron's gradient buffer persists across steps: no grads_freed
-    v, _ = mv.inputs_of(recs["megatron-bridge-llama3-70b-sft-h100x32-tp8-pp4-vpp5-dp1-fp8cs-sel-core-attn-mb1"])
+    v, _ = records.inputs_of(recs["megatron-bridge-llama3-70b-sft-h100x32-tp8-pp4-vpp5-dp1-fp8cs-sel-core-attn-mb1"])
     assert not v.get("grads_freed")
 
 
 # --- at the flags a user gives (issue 20) ---------------------------------------------------------------------------
 
-def test_user_flags_are_the_records_stated_fields_and_its_framework_only(mv, results):
+def test_user_flags_are_the_records_stated_fields_and_its_framework_only(records, results):
     from xlcalc.frameworks import PROFILE_INPUTS, profile_values
     from xlcalc.recipes import MEMORY_DEFAULTS
 
-    recs = json.loads(mv.RECORDS.read_text(encoding="utf-8"))
+    recs = json.loads(records.RECORDS.read_text(encoding="utf-8"))
     # each source's framework is justified by a phrase every record of that source holds in the named field
     for rec in recs:
-        if rec["source_id"] in mv.USER_FRAMEWORK:
-            _fw, _pr, fld, phrase = mv.USER_FRAMEWORK[rec["source_id"]]
+        if rec["source_id"] in records.USER_FRAMEWORK:
+            _fw, _pr, fld, phrase = records.USER_FRAMEWORK[rec["source_id"]]
             assert phrase in rec[fld], (rec["id"], fld, phrase)
-    allowed = set(mv.USER_KEYS) | set(PROFILE_INPUTS) | {"memory_gb"}
+    allowed = set(records.USER_KEYS) | set(PROFILE_INPUTS) | {"memory_gb"}
     for r in results["scored"]:
         u = r.user_inputs
         assert set(u) <= allowed, (r.id, set(u) - allowed)
         # the framework is one per source, never per record, but for the user's compile switch: a record that states
         # it ran compiled takes its framework's compiled profile
-        fw, pr = mv.USER_FRAMEWORK[r.source][:2]
+        fw, pr = records.USER_FRAMEWORK[r.source][:2]
         want = fw + "-compile" if (fw in ("torchtitan", "torchtune") and r.rec["compile"]) else fw
         assert r.framework == (want, pr), r.id
         # the memory inputs are exactly the framework's profile: no per-record loss bytes, grads pins, overhead
@@ -137,7 +143,7 @@ def test_user_flags_are_the_records_stated_fields_and_its_framework_only(mv, res
         other = MEMORY_DEFAULTS["overhead_gb"] if live else 0.0
         assert r.user_cmp_gb == pytest.approx(r.user_gb - other, rel=1e-9), r.id
         # the rest is what the record states (read by inputs_of), and the card's capacity
-        assert {k: u[k] for k in mv.USER_KEYS if k in u} == {k: r.inputs[k] for k in mv.USER_KEYS if k in r.inputs}
+        assert {k: u[k] for k in records.USER_KEYS if k in u} == {k: r.inputs[k] for k in records.USER_KEYS if k in r.inputs}
         assert u.get("memory_gb") == r.capacity_gb
 
 
@@ -176,11 +182,11 @@ def test_user_flags_give_what_the_cli_prints(mv, results, capsys):
         assert r.user_cmp_gb == pytest.approx(tensors if live else out["total_gb"], rel=1e-9), r.id
 
 
-def test_user_flag_headline_is_a_recomputation(mv, results):
+def test_user_flag_headline_is_a_recomputation(mv, records, results):
     import statistics
 
     text = mv.DOC.read_text(encoding="utf-8")
-    errs = [r.user_cmp_gb / (r.rec["measured"]["value"] * mv.UNIT_BYTES[r.unit] / 1e9) - 1
+    errs = [r.user_cmp_gb / (r.rec["measured"]["value"] * records.UNIT_BYTES[r.unit] / 1e9) - 1
             for r in results["scored"]]
     med = statistics.median(abs(e) for e in errs)
     w10 = round(100 * sum(abs(e) <= 0.10 for e in errs) / len(errs))
@@ -190,7 +196,7 @@ def test_user_flag_headline_is_a_recomputation(mv, results):
     assert ("is not met" if w10 < 85 else "is met") in text.split("issue 20's target")[1].split(")")[0]
 
 
-def test_both_ways_figures_are_recomputations(mv, results):
+def test_both_ways_figures_are_recomputations(mv, records, results):
     """The user-flag figure without the compiled profile and the live-tensor rule (the scoring before them), from the
     source's framework alone and the printed total, written here (not read from the script's variants)."""
     import statistics
@@ -201,8 +207,8 @@ def test_both_ways_figures_are_recomputations(mv, results):
     text = mv.DOC.read_text(encoding="utf-8")
     errs = []
     for r in results["scored"]:
-        fw, pr = mv.USER_FRAMEWORK[r.source][:2]
-        u = {k: r.inputs[k] for k in mv.USER_KEYS if k in r.inputs}
+        fw, pr = records.USER_FRAMEWORK[r.source][:2]
+        u = {k: r.inputs[k] for k in records.USER_KEYS if k in r.inputs}
         u.update(profile_values(fw, pr))
         errs.append(stage_memory(**u).memory_gb / r.measured_gb - 1)
     med = statistics.median(abs(e) for e in errs)
@@ -211,8 +217,8 @@ def test_both_ways_figures_are_recomputations(mv, results):
     # and with torchtune's logits buffer at the neutral default too: the scoring before the three
     errs_before = []
     for r, e in zip(results["scored"], errs):
-        if mv.USER_FRAMEWORK[r.source][0] == "torchtune":
-            u = {k: r.inputs[k] for k in mv.USER_KEYS if k in r.inputs}
+        if records.USER_FRAMEWORK[r.source][0] == "torchtune":
+            u = {k: r.inputs[k] for k in records.USER_KEYS if k in r.inputs}
             u.update(profile_values("torchtune", "bf16"), logits_buffer_bytes=4.0)
             e = stage_memory(**u).memory_gb / r.measured_gb - 1
         errs_before.append(e)

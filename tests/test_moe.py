@@ -12,8 +12,8 @@ import lo_batch
 from conftest import ROOT
 from xlcalc import catalog
 from xlcalc.errors import InputError
+from xlcalc.formulas import communication as fcomm
 from xlcalc.formulas import compute
-from xlcalc.formulas import steptime as fs
 from xlcalc.planner import Settings, arch_from_flags, arch_from_model, plan
 from xlcalc.stage_memory import stage_memory
 
@@ -158,19 +158,19 @@ def test_all_to_all_time_independent_arithmetic():
     copy = 4096 * 4096 * 2
     inside, across = copy * 2 * 7 / 16, copy * 2 * 8 / 16
     expect = 4 * max(inside / 450e9, across / 50e9) / 0.8
-    t = fs.ep_alltoall_time_s(layers_per_stage=1, tokens=4096, hidden=4096, topk=2, ep=16, ranks_per_domain=8,
-                              scaleup_gb_s=450, scaleout_gb_s=50, link_efficiency=0.8, window_s=0)
+    t = fcomm.ep_alltoall_time_s(layers_per_stage=1, tokens=4096, hidden=4096, topk=2, ep=16, ranks_per_domain=8,
+                                 scaleup_gb_s=450, scaleout_gb_s=50, link_efficiency=0.8, window_s=0)
     assert t == pytest.approx(expect)
     # node-limited routing to at most 1 other domain: one copy per token over the NIC (x 1/2: of 2 domains one is
     # remote), instead of top-k copies
-    t1 = fs.ep_alltoall_time_s(layers_per_stage=1, tokens=4096, hidden=4096, topk=2, ep=16, ranks_per_domain=8,
-                               scaleup_gb_s=450, scaleout_gb_s=50, link_efficiency=0.8, window_s=0,
-                               max_nodes_per_token=1)
+    t1 = fcomm.ep_alltoall_time_s(layers_per_stage=1, tokens=4096, hidden=4096, topk=2, ep=16, ranks_per_domain=8,
+                                  scaleup_gb_s=450, scaleout_gb_s=50, link_efficiency=0.8, window_s=0,
+                                  max_nodes_per_token=1)
     assert t1 == pytest.approx(4 * max(inside / 450e9, copy * 1 * 0.5 / 50e9) / 0.8)
     # overlap hides it behind the window
-    assert fs.ep_alltoall_time_s(layers_per_stage=1, tokens=4096, hidden=4096, topk=2, ep=16, ranks_per_domain=8,
-                                 scaleup_gb_s=450, scaleout_gb_s=50, link_efficiency=0.8, window_s=10,
-                                 ep_overlap=1) == 0
+    assert fcomm.ep_alltoall_time_s(layers_per_stage=1, tokens=4096, hidden=4096, topk=2, ep=16, ranks_per_domain=8,
+                                    scaleup_gb_s=450, scaleout_gb_s=50, link_efficiency=0.8, window_s=10,
+                                    ep_overlap=1) == 0
 
 
 def test_mla_projections_charged_by_their_parameters():

@@ -2,6 +2,7 @@
 
 import pytest
 
+from xlcalc.formulas import communication as fcomm
 from xlcalc.formulas import memory as fm
 from xlcalc.formulas import steptime as fs
 
@@ -38,10 +39,10 @@ def test_korthikanti_fig1_selective_sp():
 def test_bubble_and_comm():
     # (p-1)/(v*m) of the ideal m*t: p=8, m=32, v=1, t=0.5 s -> 7/32*16 = 3.5 s
     assert fs.bubble_time_s(8, 32, 0.5) == pytest.approx(3.5)
-    assert fs.exposed_comm_s(1.0, 4.0, 0.5) == 0
-    assert fs.exposed_comm_s(3.0, 4.0, 0.5) == pytest.approx(1.0)
+    assert fcomm.exposed_comm_s(1.0, 4.0, 0.5) == 0
+    assert fcomm.exposed_comm_s(3.0, 4.0, 0.5) == pytest.approx(1.0)
     # 4 ring all-reduces of 2*s*b*h bytes on 8 ranks: 4 * 2 * (2*4096*8192) * 7/8
-    assert fs.tp_comm_bytes_per_layer(4096, 1, 8192, 8) == pytest.approx(4 * 2 * 2 * 4096 * 8192 * 7 / 8)
+    assert fcomm.tp_comm_bytes_per_layer(4096, 1, 8192, 8) == pytest.approx(4 * 2 * 2 * 4096 * 8192 * 7 / 8)
 
 
 def test_days_at_throughput():
@@ -207,39 +208,39 @@ def test_elementwise_bytes_without_dropout():
 def test_tp_comm_time():
     # 4 ring all-reduces of 2*s*b*h = 2*4096*8192 bytes on t = 8: 4 * 2 * 67,108,864 * 7/8 = 469,762,048 bytes
     # per layer; 80 layers = 37,580,963,840 bytes over 450 GB/s x 0.8 = 360 GB/s -> 0.10439 s
-    got = fs.tp_comm_time_s(80, 4096, 1, 8192, 8, 450, 0.8)
+    got = fcomm.tp_comm_time_s(80, 4096, 1, 8192, 8, 450, 0.8)
     assert got == pytest.approx(37_580_963_840 / 360e9)
     # half of it hidden behind compute
-    assert fs.tp_comm_time_s(80, 4096, 1, 8192, 8, 450, 0.8, "none", 0.5) == pytest.approx(37_580_963_840 / 720e9)
+    assert fcomm.tp_comm_time_s(80, 4096, 1, 8192, 8, 450, 0.8, "none", 0.5) == pytest.approx(37_580_963_840 / 720e9)
 
 
 def test_group_bandwidth_and_p2p():
     # 8 GPUs per node: a group of 8 stays on NVLink, a group of 16 crosses the network
-    assert fs.group_bandwidth_gb_s(8, 8, 450, 50) == 450
-    assert fs.group_bandwidth_gb_s(16, 8, 450, 50) == 50
+    assert fcomm.group_bandwidth_gb_s(8, 8, 450, 50) == 450
+    assert fcomm.group_bandwidth_gb_s(16, 8, 450, 50) == 50
     # p2p of one micro-batch: bf16 activations 2 bytes x 4096 tokens x 8192 / t=8 = 8,388,608 bytes, forward and
     # backward, 2 virtual stages: 33,554,432 bytes at 50 GB/s x 0.8 = 40 GB/s -> 0.8389 ms
-    assert fs.pipeline_p2p_time_s(4096, 8192, 50, 0.8, 8, 2) == pytest.approx(33_554_432 / 40e9)
+    assert fcomm.pipeline_p2p_time_s(4096, 8192, 50, 0.8, 8, 2) == pytest.approx(33_554_432 / 40e9)
 
 
 def test_dp_comm_bytes_by_zero_stage():
     # 1e9 parameters per GPU over d = 8 ranks, fp32 gradients (4 bytes), bf16 weights (2 bytes)
     # ZeRO-0: ring all-reduce of 4 GB: 2 * 4e9 * 7/8 = 7e9 bytes
-    assert fs.dp_comm_bytes(1e9, 8, 0) == pytest.approx(7e9)
+    assert fcomm.dp_comm_bytes(1e9, 8, 0) == pytest.approx(7e9)
     # ZeRO-1/2: reduce-scatter 4e9 * 7/8 + all-gather of weights 2e9 * 7/8 = 3.5e9 + 1.75e9
-    assert fs.dp_comm_bytes(1e9, 8, 1) == pytest.approx(5.25e9)
-    assert fs.dp_comm_bytes(1e9, 8, 2) == pytest.approx(5.25e9)
+    assert fcomm.dp_comm_bytes(1e9, 8, 1) == pytest.approx(5.25e9)
+    assert fcomm.dp_comm_bytes(1e9, 8, 2) == pytest.approx(5.25e9)
     # ZeRO-3, m = 4 micro-batches: weights gathered for every forward and backward: 3.5e9 + 1.75e9 * 8
-    assert fs.dp_comm_bytes(1e9, 8, 3, 4) == pytest.approx(17.5e9)
+    assert fcomm.dp_comm_bytes(1e9, 8, 3, 4) == pytest.approx(17.5e9)
 
 
 def test_dp_comm_time_overlap_window():
     # 25 GB/s x 0.8 = 20 GB/s. ZeRO-0: 7e9 bytes = 0.35 s, half of one 0.2 s micro-batch hides it: 0.25 s exposed
-    assert fs.dp_comm_time_s(1e9, 8, 0.2, 25, 0.8, 0) == pytest.approx(0.25)
+    assert fcomm.dp_comm_time_s(1e9, 8, 0.2, 25, 0.8, 0) == pytest.approx(0.25)
     # ZeRO-3, m = 4: 17.5e9 bytes = 0.875 s, window the whole step 4 x 0.2 s, half of it: 0.875 - 0.4 = 0.475 s
-    assert fs.dp_comm_time_s(1e9, 8, 0.2, 25, 0.8, 3, 4) == pytest.approx(0.475)
+    assert fcomm.dp_comm_time_s(1e9, 8, 0.2, 25, 0.8, 3, 4) == pytest.approx(0.475)
     # a long micro-batch hides all of it
-    assert fs.dp_comm_time_s(1e9, 8, 1.0, 25, 0.8, 0) == 0
+    assert fcomm.dp_comm_time_s(1e9, 8, 1.0, 25, 0.8, 0) == 0
 
 
 # --- issue 11: hierarchical collectives, the attention kernel, context parallelism ---------------------------
@@ -247,7 +248,7 @@ def test_dp_comm_time_overlap_window():
 
 def test_collective_inside_one_nvlink_domain_never_touches_the_nic():
     # 1 GB ring all-reduce over the 8 GPUs of one DGX H100: 2 * S * 7/8 over NVLink 450 GB/s at 80%
-    t = fs.collective_time_s(1e9, 8, 8, 450, 0.001, 0.8, 2)
+    t = fcomm.collective_time_s(1e9, 8, 8, 450, 0.001, 0.8, 2)
     assert t == pytest.approx(2 * 1e9 * 7 / 8 / 450e9 / 0.8)
 
 
@@ -256,16 +257,16 @@ def test_hierarchical_collective_hand_count():
     # 1/8 of the data (S/8 * 1/2 on the NIC), all-gather inside; x2 passes for an all-reduce
     inside = 1e9 * 7 / 8 / 450e9
     across = 1e9 / 8 * 1 / 2 / 50e9
-    assert fs.collective_time_s(1e9, 16, 8, 450, 50, 0.8, 2) == pytest.approx(2 * (inside + across) / 0.8)
+    assert fcomm.collective_time_s(1e9, 16, 8, 450, 50, 0.8, 2) == pytest.approx(2 * (inside + across) / 0.8)
     # one member per domain (TP 8 fills the node): the flat ring over the NIC, 2 * S * 15/16
-    assert fs.collective_time_s(1e9, 16, 1, 450, 50, 1, 2) == pytest.approx(2 * 1e9 * 15 / 16 / 50e9)
+    assert fcomm.collective_time_s(1e9, 16, 1, 450, 50, 1, 2) == pytest.approx(2 * 1e9 * 15 / 16 / 50e9)
 
 
 def test_ranks_per_domain_follow_megatron_rank_order():
-    assert fs.ranks_per_domain(16, 1, 8) == 8     # DP with TP 1: 8 members on each DGX
-    assert fs.ranks_per_domain(16, 8, 8) == 1     # DP with TP 8: one member per DGX
-    assert fs.ranks_per_domain(64, 8, 72) == 9    # GB200 NVL72, TP 8: 72 / 8 = 9 members per rack
-    assert fs.ranks_per_domain(4, 8, 72) == 4     # a group smaller than the rack's share
+    assert fcomm.ranks_per_domain(16, 1, 8) == 8     # DP with TP 1: 8 members on each DGX
+    assert fcomm.ranks_per_domain(16, 8, 8) == 1     # DP with TP 8: one member per DGX
+    assert fcomm.ranks_per_domain(64, 8, 72) == 9    # GB200 NVL72, TP 8: 72 / 8 = 9 members per rack
+    assert fcomm.ranks_per_domain(4, 8, 72) == 4     # a group smaller than the rack's share
 
 
 def test_attention_never_cheaper_per_flop_than_a_gemm():
@@ -282,8 +283,8 @@ def test_cp_kv_exchange_hand_count():
     # CP 4, 8192 tokens, 8 KV heads of 128, TP 8: K and V of 2048 tokens x 1 head x 128 x 2 bytes = 1 MiB;
     # passed 3 x (4 - 1) times (forward once; backward K, V and their gradients)
     kv = 2 * 2 * 2048 * 8 * 128 / 8
-    assert fs.cp_comm_bytes_per_layer(8192, 8, 128, 4, 8) == pytest.approx(3 * 3 * kv)
-    assert fs.cp_comm_bytes_per_layer(8192, 8, 128, 1, 8) == 0
+    assert fcomm.cp_comm_bytes_per_layer(8192, 8, 128, 4, 8) == pytest.approx(3 * 3 * kv)
+    assert fcomm.cp_comm_bytes_per_layer(8192, 8, 128, 1, 8) == 0
 
 
 def test_dp_traffic_of_a_group_inside_a_node_is_priced_on_nvlink():
@@ -321,7 +322,7 @@ def test_fast_dispatch_nested_calls_skip_binding_but_faces_still_validate():
     with numeric():
         assert expr._numeric == 1
         # 8 ranks in one domain: 2 * 1e9 * 7/8 / 450e9 / 0.8, positional arguments and a default (passes = 2)
-        assert fs.collective_time_s(1e9, 8, 8, 450, 50, 0.8) == pytest.approx(2 * 1e9 * 7 / 8 / 450e9 / 0.8)
+        assert fcomm.collective_time_s(1e9, 8, 8, 450, 50, 0.8) == pytest.approx(2 * 1e9 * 7 / 8 / 450e9 / 0.8)
         assert fs.gemm_wave_efficiency(2048, 4608, 108) == pytest.approx(288 / 324)  # memoised: same answer
         assert fs.gemm_wave_efficiency(2048, 4608, 108) == pytest.approx(288 / 324)
     assert expr._numeric == 0

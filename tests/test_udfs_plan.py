@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "udfs"))
 import xlcalc_udfs as u  # noqa: E402
 from xlcalc.errors import CatalogError, InputError  # noqa: E402
 from xlcalc.planner import Settings, plan  # noqa: E402
-from xlcalc.planner.search import PLAN_COLUMNS  # noqa: E402
+from xlcalc.planner.answer import PLAN_COLUMNS  # noqa: E402
 from xlcalc.planner.stacks import DEFAULT_STACK  # noqa: E402
 
 

@@ -437,6 +437,229 @@ def BUDGET_TOTAL_USD(compute_usd, failures_usd, experiments_usd, data_usd, peopl
     return formula_call("budget_total_usd", compute_usd, failures_usd, experiments_usd, data_usd, people_usd, other_usd)
 
 
+@func(category=BLOCKS_CATEGORY)
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
+@arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
+@ret()
+def PIPELINE_BUBBLE(pp, microbatches, virtual_stages=1):
+    """Pipeline bubble time relative to the ideal (bubble-free) iteration time. [ratio to ideal time]. bubble / ideal = (p-1)/(v*m). Source: Narayanan et al. 2021 §2.2 (1F1B and interleaved schedules)"""
+    return formula_call("pipeline_bubble", pp, microbatches, virtual_stages)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
+@arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
+@ret()
+def PIPELINE_BUBBLE_SHARE(pp, microbatches, virtual_stages=1):
+    """Share of each iteration that the pipeline spends idle. [fraction of iteration]. (p-1)/(v*m + p-1). Source: Narayanan et al. 2021 §2.2"""
+    return formula_call("pipeline_bubble_share", pp, microbatches, virtual_stages)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("size_bytes", ndim=2, doc="Size of the buffer being reduced or gathered, bytes [bytes]")
+@arg("ranks", ndim=2, doc="Number of ranks in the collective [GPUs]")
+@ret()
+def ALLREDUCE_BYTES(size_bytes, ranks):
+    """Bytes each rank sends in a ring all-reduce of a buffer of S bytes. [bytes per rank]. 2*S*(n-1)/n. Source: NCCL tests PERFORMANCE.md (ring all-reduce bus bandwidth)"""
+    return formula_call("allreduce_bytes", size_bytes, ranks)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("size_bytes", ndim=2, doc="Size of the buffer being reduced or gathered, bytes [bytes]")
+@arg("ranks", ndim=2, doc="Number of ranks in the collective [GPUs]")
+@ret()
+def ALLGATHER_BYTES(size_bytes, ranks):
+    """Bytes each rank sends in a ring all-gather or reduce-scatter of S bytes in total. [bytes per rank]. S*(n-1)/n (all-gather or reduce-scatter). Source: NCCL tests PERFORMANCE.md"""
+    return formula_call("allgather_bytes", size_bytes, ranks)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@ret()
+def TP_COMM_BYTES_PER_LAYER(seq_len, micro_batch, hidden, tp, recompute="none"):
+    """Bytes one GPU sends for tensor parallelism in one layer and one micro-batch. [bytes per GPU]. (4, or 6 with full recompute) ring all-reduces of 2*s*b*h bytes over t ranks; SP: RS+AG, same bytes. Source: Shoeybi et al. 2019 (2 all-reduces forward, 2 bac..."""
+    return formula_call("tp_comm_bytes_per_layer", seq_len, micro_batch, hidden, tp, recompute)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("comm_s", ndim=2, doc="Communication time [seconds]")
+@arg("window_s", ndim=2, doc="Compute time a communication can overlap with [seconds]")
+@arg("overlap_frac", ndim=2, doc="Share of a communication that can hide behind its overlap window [fraction]")
+@ret()
+def EXPOSED_COMM_S(comm_s, window_s, overlap_frac):
+    """Communication time left on the critical path after overlapping with compute. [seconds]. MAX(0, comm - overlap * window). Source: xlcalc step-time model (communication hidden behind the compute it can overlap with)"""
+    return formula_call("exposed_comm_s", comm_s, window_s, overlap_frac)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@arg("tp_overlap", ndim=2, doc="Share of tensor-parallel communication hidden behind compute (0: Megatron default) [fraction]")
+@ret()
+def TP_COMM_TIME_S(layers_per_stage, seq_len, micro_batch, hidden, tp, scaleup_gb_s, link_efficiency, recompute="none", tp_overlap=0):
+    """Exposed tensor-parallel communication time of one stage and one micro-batch. [seconds]. L/p * TP_COMM_BYTES_PER_LAYER / (scale-up GB/s * link efficiency * 1e9) * (1 - TP overlap). Source: Shoeybi et al. 2019 (TP all-reduces inside a node, over NVLink);..."""
+    return formula_call("tp_comm_time_s", layers_per_stage, seq_len, micro_batch, hidden, tp, scaleup_gb_s, link_efficiency, recompute, tp_overlap)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("span_gpus", ndim=2, doc="Consecutive GPUs a communicating group spans (pipeline: t*p, data-parallel: t*p*d) [GPUs]")
+@arg("gpus_per_node", ndim=2, doc="GPUs per server node [GPUs]")
+@arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s [GB/s]")
+@ret()
+def GROUP_BANDWIDTH_GB_S(span_gpus, gpus_per_node, scaleup_gb_s, scaleout_gb_s):
+    """Per-GPU bandwidth of a communicating group: scale-up inside a node, scale-out across nodes. [GB/s]. scale-out GB/s if the group spans more GPUs than a node holds, else scale-up GB/s. Source: ranks placed TP innermost, then PP, then DP (Narayanan et al...."""
+    return formula_call("group_bandwidth_gb_s", span_gpus, gpus_per_node, scaleup_gb_s, scaleout_gb_s)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("bandwidth_gb_s", ndim=2, doc="Bandwidth, GB/s (1e9 bytes/s) [GB/s]")
+@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
+@ret()
+def PIPELINE_P2P_TIME_S(tokens, hidden, bandwidth_gb_s, link_efficiency, tp=1, virtual_stages=1):
+    """Pipeline point-to-point time of one micro-batch: bf16 activations forward and gradients backward. [seconds]. 2*v * 2*tokens*h/t bytes / (GB/s * link efficiency * 1e9) (activation forward, gradient backward). Source: Narayanan et al. 2021 §3.3 (p2p of b..."""
+    return formula_call("pipeline_p2p_time_s", tokens, hidden, bandwidth_gb_s, link_efficiency, tp, virtual_stages)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("params_per_gpu", ndim=2, doc="Parameters held by one GPU before ZeRO sharding (a count, not billions) [parameters]")
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
+@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
+@arg("grad_bytes", ndim=2, doc="Bytes per gradient element in the data-parallel reduction (Megatron bf16: fp32 = 4) [bytes/param]")
+@arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
+@ret()
+def DP_COMM_BYTES(params_per_gpu, dp, zero_stage=0, microbatches=1, grad_bytes=4, bytes_weights=2):
+    """Bytes one GPU sends for data parallelism in one step. [bytes per GPU]. ZeRO 0: all-reduce of params*grad bytes; ZeRO 1-2: reduce-scatter of grads + all-gather of weights; ZeRO 3: weight all-gathers x 2*m (forward and backward of every micro-batch); rin..."""
+    return formula_call("dp_comm_bytes", params_per_gpu, dp, zero_stage, microbatches, grad_bytes, bytes_weights)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("params_per_gpu", ndim=2, doc="Parameters held by one GPU before ZeRO sharding (a count, not billions) [parameters]")
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("microbatch_s", ndim=2, doc="Time of one micro-batch (forward + backward) on one pipeline stage [seconds]")
+@arg("bandwidth_gb_s", ndim=2, doc="Bandwidth, GB/s (1e9 bytes/s) [GB/s]")
+@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
+@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
+@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
+@arg("grad_bytes", ndim=2, doc="Bytes per gradient element in the data-parallel reduction (Megatron bf16: fp32 = 4) [bytes/param]")
+@arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
+@arg("overlap_frac", ndim=2, doc="Share of a communication that can hide behind its overlap window [fraction]")
+@ret()
+def DP_COMM_TIME_S(params_per_gpu, dp, microbatch_s, bandwidth_gb_s, link_efficiency, zero_stage=0, microbatches=1, grad_bytes=4, bytes_weights=2, overlap_frac=0.5):
+    """Exposed data-parallel communication time of one step. [seconds]. EXPOSED_COMM_S(DP_COMM_BYTES / (GB/s * link efficiency * 1e9), window = t_microbatch (ZeRO 0-2: the last micro-batch's backward) or m*t_microbatch (ZeRO 3), overlap). Source: xlcalc step-..."""
+    return formula_call("dp_comm_time_s", params_per_gpu, dp, microbatch_s, bandwidth_gb_s, link_efficiency, zero_stage, microbatches, grad_bytes, bytes_weights, overlap_frac)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("ranks", ndim=2, doc="Number of ranks in the collective [GPUs]")
+@arg("stride_gpus", ndim=2, doc="Rank distance between neighbouring members of a communicating group (DP: t*c; PP: t*c*d) [GPUs]")
+@arg("nvlink_domain", ndim=2, doc="GPUs sharing one scale-up (NVLink) fabric: 8 on DGX/HGX, 72 on GB200 NVL72 [GPUs]")
+@ret()
+def RANKS_PER_DOMAIN(ranks, stride_gpus, nvlink_domain):
+    """How many members of a communicating group share one NVLink domain. [GPUs]. MAX(1, MIN(ranks, FLOOR(domain / stride))). Source: Megatron-LM rank order tp-cp-ep-dp-pp (RankGenerator): a group whose members are `stride` ranks apart has FLOOR(domain/stride..."""
+    return formula_call("ranks_per_domain", ranks, stride_gpus, nvlink_domain)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("size_bytes", ndim=2, doc="Size of the buffer being reduced or gathered, bytes [bytes]")
+@arg("ranks", ndim=2, doc="Number of ranks in the collective [GPUs]")
+@arg("ranks_per_domain", ndim=2, doc="Members of a communicating group inside one scale-up domain [GPUs]")
+@arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
+@arg("passes", ndim=2, doc="Ring passes of a collective: 2 for all-reduce, 1 for all-gather or reduce-scatter")
+@ret()
+def COLLECTIVE_TIME_S(size_bytes, ranks, ranks_per_domain, scaleup_gb_s, scaleout_gb_s, link_efficiency, passes=2):
+    """Time of a ring collective of S bytes over a group that spans one or more NVLink domains. [seconds]. passes * [S*(g-1)/g / scale-up + S/g*(k-1)/k / scale-out] / link efficiency, g = ranks per domain, k = ranks/g (hierarchical: reduce-scatter inside the ..."""
+    return formula_call("collective_time_s", size_bytes, ranks, ranks_per_domain, scaleup_gb_s, scaleout_gb_s, link_efficiency, passes)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("params_per_gpu", ndim=2, doc="Parameters held by one GPU before ZeRO sharding (a count, not billions) [parameters]")
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("ranks_per_domain", ndim=2, doc="Members of a communicating group inside one scale-up domain [GPUs]")
+@arg("microbatch_s", ndim=2, doc="Time of one micro-batch (forward + backward) on one pipeline stage [seconds]")
+@arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
+@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
+@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
+@arg("grad_bytes", ndim=2, doc="Bytes per gradient element in the data-parallel reduction (Megatron bf16: fp32 = 4) [bytes/param]")
+@arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
+@arg("overlap_frac", ndim=2, doc="Share of a communication that can hide behind its overlap window [fraction]")
+@ret()
+def DP_COMM_TIME_HIERARCHICAL_S(params_per_gpu, dp, ranks_per_domain, microbatch_s, scaleup_gb_s, scaleout_gb_s, link_efficiency, zero_stage=0, microbatches=1, grad_bytes=4, bytes_weights=2, overlap_frac=0.5):
+    """Exposed data-parallel communication time of one step, priced on NVLink inside a domain and the NIC across. [seconds]. EXPOSED_COMM_S(ZeRO 0: all-reduce of grads; ZeRO 1-2: reduce-scatter of grads + all-gather of weights; ZeRO 3: + 2m weight all-gathers..."""
+    return formula_call("dp_comm_time_hierarchical_s", params_per_gpu, dp, ranks_per_domain, microbatch_s, scaleup_gb_s, scaleout_gb_s, link_efficiency, zero_stage, microbatches, grad_bytes, bytes_weights, overlap_frac)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("cp", ndim=2, doc="Context-parallel size (the sequence is split over cp GPUs) [GPUs]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@ret()
+def CP_COMM_BYTES_PER_LAYER(tokens, kv_heads, head_dim, cp, tp=1):
+    """Bytes one GPU sends per layer and micro-batch for context parallelism. [bytes per GPU]. 3*(c-1) * 2*2*(tokens/c)*kv*dh/t (K and V of the local chunk passed round the ring: forward once, backward K,V and their gradients). Source: Megatron-LM context par..."""
+    return formula_call("cp_comm_bytes_per_layer", tokens, kv_heads, head_dim, cp, tp)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("cp", ndim=2, doc="Context-parallel size (the sequence is split over cp GPUs) [GPUs]")
+@arg("bandwidth_gb_s", ndim=2, doc="Bandwidth, GB/s (1e9 bytes/s) [GB/s]")
+@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
+@arg("window_s", ndim=2, doc="Compute time a communication can overlap with [seconds]")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("cp_overlap", ndim=2, doc="Share of the attention compute that hides the context-parallel KV exchange (Megatron ring attention: 1) [fraction]")
+@ret()
+def CP_COMM_TIME_S(layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_gb_s, link_efficiency, window_s, tp=1, cp_overlap=1):
+    """Exposed context-parallel communication of one stage and micro-batch. [seconds]. EXPOSED_COMM_S(L/p * CP_COMM_BYTES_PER_LAYER / (GB/s * link efficiency * 1e9), attention time, overlap). Source: Megatron-LM context parallelism: the KV exchange of the nex..."""
+    return formula_call("cp_comm_time_s", layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_gb_s, link_efficiency, window_s, tp, cp_overlap)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("topk", ndim=2, doc="Experts each token is routed to (top-k)")
+@arg("ep", ndim=2, doc="Expert-parallel size (experts split over ep GPUs, tokens exchanged all-to-all) [GPUs]")
+@arg("ranks_per_domain", ndim=2, doc="Members of a communicating group inside one scale-up domain [GPUs]")
+@arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s [GB/s]")
+@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
+@arg("window_s", ndim=2, doc="Compute time a communication can overlap with [seconds]")
+@arg("a2a_bytes", ndim=2, doc="Bytes per element of the tokens an expert-parallel all-to-all sends (bf16: 2; FP8 dispatch with bf16 combine, DeepSeek-V3: 1.5) [bytes]")
+@arg("max_nodes_per_token", ndim=2, doc="Node-limited routing: scale-up domains a token's experts may span, each reached once over the NIC (DeepSeek-V3: 4; 0 = no limit)")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@arg("ep_overlap", ndim=2, doc="Share of the stage's compute that hides the expert-parallel all-to-all (0: none; DeepSeek-V3 DualPipe, Megatron --overlap-moe-expert-parallel-comm: up to 1) [fraction]")
+@ret()
+def EP_ALLTOALL_TIME_S(layers_per_stage, tokens, hidden, topk, ep, ranks_per_domain, scaleup_gb_s, scaleout_gb_s, link_efficiency, window_s, a2a_bytes=2, max_nodes_per_token=0, recompute="none", ep_overlap=0):
+    """Exposed expert-parallel all-to-all (dispatch and combine) time of one stage and one micro-batch. [seconds]. EXPOSED_COMM_S(moe layers * (4, or 6 with full recompute) * MAX(inside / scale-up, across / scale-out) / link efficiency, window, EP overlap); o..."""
+    return formula_call("ep_alltoall_time_s", layers_per_stage, tokens, hidden, topk, ep, ranks_per_domain, scaleup_gb_s, scaleout_gb_s, link_efficiency, window_s, a2a_bytes, max_nodes_per_token, recompute, ep_overlap)
+
+
 @func(category=CATEGORY)
 @arg("gpu_hours", ndim=2, doc="GPU-hours [GPU-hours]")
 @arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
@@ -1409,44 +1632,6 @@ def OWN_OVER_MONTHS_USD(n_gpus, capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh,
 
 
 @func(category=BLOCKS_CATEGORY)
-@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
-@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
-@arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
-@ret()
-def PIPELINE_BUBBLE(pp, microbatches, virtual_stages=1):
-    """Pipeline bubble time relative to the ideal (bubble-free) iteration time. [ratio to ideal time]. bubble / ideal = (p-1)/(v*m). Source: Narayanan et al. 2021 §2.2 (1F1B and interleaved schedules)"""
-    return formula_call("pipeline_bubble", pp, microbatches, virtual_stages)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
-@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
-@arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
-@ret()
-def PIPELINE_BUBBLE_SHARE(pp, microbatches, virtual_stages=1):
-    """Share of each iteration that the pipeline spends idle. [fraction of iteration]. (p-1)/(v*m + p-1). Source: Narayanan et al. 2021 §2.2"""
-    return formula_call("pipeline_bubble_share", pp, microbatches, virtual_stages)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("size_bytes", ndim=2, doc="Size of the buffer being reduced or gathered, bytes [bytes]")
-@arg("ranks", ndim=2, doc="Number of ranks in the collective [GPUs]")
-@ret()
-def ALLREDUCE_BYTES(size_bytes, ranks):
-    """Bytes each rank sends in a ring all-reduce of a buffer of S bytes. [bytes per rank]. 2*S*(n-1)/n. Source: NCCL tests PERFORMANCE.md (ring all-reduce bus bandwidth)"""
-    return formula_call("allreduce_bytes", size_bytes, ranks)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("size_bytes", ndim=2, doc="Size of the buffer being reduced or gathered, bytes [bytes]")
-@arg("ranks", ndim=2, doc="Number of ranks in the collective [GPUs]")
-@ret()
-def ALLGATHER_BYTES(size_bytes, ranks):
-    """Bytes each rank sends in a ring all-gather or reduce-scatter of S bytes in total. [bytes per rank]. S*(n-1)/n (all-gather or reduce-scatter). Source: NCCL tests PERFORMANCE.md"""
-    return formula_call("allgather_bytes", size_bytes, ranks)
-
-
-@func(category=BLOCKS_CATEGORY)
 @arg("base_value", ndim=2, doc="The base-case value of an input a range moves")
 @arg("range_factor", ndim=2, doc="Multiplier of the base value at the low or high end of a range (0.75 = 25% lower) [ratio]")
 @ret()
@@ -1721,28 +1906,6 @@ def FP8_CAST_BYTES_PER_TOKEN(hidden, heads, kv_heads, head_dim, ffn_hidden, gate
 
 
 @func(category=BLOCKS_CATEGORY)
-@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
-@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
-@arg("hidden", ndim=2, doc="Hidden size h")
-@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
-@ret()
-def TP_COMM_BYTES_PER_LAYER(seq_len, micro_batch, hidden, tp, recompute="none"):
-    """Bytes one GPU sends for tensor parallelism in one layer and one micro-batch. [bytes per GPU]. (4, or 6 with full recompute) ring all-reduces of 2*s*b*h bytes over t ranks; SP: RS+AG, same bytes. Source: Shoeybi et al. 2019 (2 all-reduces forward, 2 bac..."""
-    return formula_call("tp_comm_bytes_per_layer", seq_len, micro_batch, hidden, tp, recompute)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("comm_s", ndim=2, doc="Communication time [seconds]")
-@arg("window_s", ndim=2, doc="Compute time a communication can overlap with [seconds]")
-@arg("overlap_frac", ndim=2, doc="Share of a communication that can hide behind its overlap window [fraction]")
-@ret()
-def EXPOSED_COMM_S(comm_s, window_s, overlap_frac):
-    """Communication time left on the critical path after overlapping with compute. [seconds]. MAX(0, comm - overlap * window). Source: xlcalc step-time model (communication hidden behind the compute it can overlap with)"""
-    return formula_call("exposed_comm_s", comm_s, window_s, overlap_frac)
-
-
-@func(category=BLOCKS_CATEGORY)
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
 @arg("microbatch_s", ndim=2, doc="Time of one micro-batch (forward + backward) on one pipeline stage [seconds]")
@@ -1980,76 +2143,6 @@ def ELEMENTWISE_TIME_S(layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_
 
 
 @func(category=BLOCKS_CATEGORY)
-@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
-@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
-@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
-@arg("hidden", ndim=2, doc="Hidden size h")
-@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
-@arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
-@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
-@arg("tp_overlap", ndim=2, doc="Share of tensor-parallel communication hidden behind compute (0: Megatron default) [fraction]")
-@ret()
-def TP_COMM_TIME_S(layers_per_stage, seq_len, micro_batch, hidden, tp, scaleup_gb_s, link_efficiency, recompute="none", tp_overlap=0):
-    """Exposed tensor-parallel communication time of one stage and one micro-batch. [seconds]. L/p * TP_COMM_BYTES_PER_LAYER / (scale-up GB/s * link efficiency * 1e9) * (1 - TP overlap). Source: Shoeybi et al. 2019 (TP all-reduces inside a node, over NVLink);..."""
-    return formula_call("tp_comm_time_s", layers_per_stage, seq_len, micro_batch, hidden, tp, scaleup_gb_s, link_efficiency, recompute, tp_overlap)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("span_gpus", ndim=2, doc="Consecutive GPUs a communicating group spans (pipeline: t*p, data-parallel: t*p*d) [GPUs]")
-@arg("gpus_per_node", ndim=2, doc="GPUs per server node [GPUs]")
-@arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
-@arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s [GB/s]")
-@ret()
-def GROUP_BANDWIDTH_GB_S(span_gpus, gpus_per_node, scaleup_gb_s, scaleout_gb_s):
-    """Per-GPU bandwidth of a communicating group: scale-up inside a node, scale-out across nodes. [GB/s]. scale-out GB/s if the group spans more GPUs than a node holds, else scale-up GB/s. Source: ranks placed TP innermost, then PP, then DP (Narayanan et al...."""
-    return formula_call("group_bandwidth_gb_s", span_gpus, gpus_per_node, scaleup_gb_s, scaleout_gb_s)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
-@arg("hidden", ndim=2, doc="Hidden size h")
-@arg("bandwidth_gb_s", ndim=2, doc="Bandwidth, GB/s (1e9 bytes/s) [GB/s]")
-@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
-@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
-@arg("virtual_stages", ndim=2, doc="Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)")
-@ret()
-def PIPELINE_P2P_TIME_S(tokens, hidden, bandwidth_gb_s, link_efficiency, tp=1, virtual_stages=1):
-    """Pipeline point-to-point time of one micro-batch: bf16 activations forward and gradients backward. [seconds]. 2*v * 2*tokens*h/t bytes / (GB/s * link efficiency * 1e9) (activation forward, gradient backward). Source: Narayanan et al. 2021 §3.3 (p2p of b..."""
-    return formula_call("pipeline_p2p_time_s", tokens, hidden, bandwidth_gb_s, link_efficiency, tp, virtual_stages)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("params_per_gpu", ndim=2, doc="Parameters held by one GPU before ZeRO sharding (a count, not billions) [parameters]")
-@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
-@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
-@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
-@arg("grad_bytes", ndim=2, doc="Bytes per gradient element in the data-parallel reduction (Megatron bf16: fp32 = 4) [bytes/param]")
-@arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
-@ret()
-def DP_COMM_BYTES(params_per_gpu, dp, zero_stage=0, microbatches=1, grad_bytes=4, bytes_weights=2):
-    """Bytes one GPU sends for data parallelism in one step. [bytes per GPU]. ZeRO 0: all-reduce of params*grad bytes; ZeRO 1-2: reduce-scatter of grads + all-gather of weights; ZeRO 3: weight all-gathers x 2*m (forward and backward of every micro-batch); rin..."""
-    return formula_call("dp_comm_bytes", params_per_gpu, dp, zero_stage, microbatches, grad_bytes, bytes_weights)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("params_per_gpu", ndim=2, doc="Parameters held by one GPU before ZeRO sharding (a count, not billions) [parameters]")
-@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
-@arg("microbatch_s", ndim=2, doc="Time of one micro-batch (forward + backward) on one pipeline stage [seconds]")
-@arg("bandwidth_gb_s", ndim=2, doc="Bandwidth, GB/s (1e9 bytes/s) [GB/s]")
-@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
-@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
-@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
-@arg("grad_bytes", ndim=2, doc="Bytes per gradient element in the data-parallel reduction (Megatron bf16: fp32 = 4) [bytes/param]")
-@arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
-@arg("overlap_frac", ndim=2, doc="Share of a communication that can hide behind its overlap window [fraction]")
-@ret()
-def DP_COMM_TIME_S(params_per_gpu, dp, microbatch_s, bandwidth_gb_s, link_efficiency, zero_stage=0, microbatches=1, grad_bytes=4, bytes_weights=2, overlap_frac=0.5):
-    """Exposed data-parallel communication time of one step. [seconds]. EXPOSED_COMM_S(DP_COMM_BYTES / (GB/s * link efficiency * 1e9), window = t_microbatch (ZeRO 0-2: the last micro-batch's backward) or m*t_microbatch (ZeRO 3), overlap). Source: xlcalc step-..."""
-    return formula_call("dp_comm_time_s", params_per_gpu, dp, microbatch_s, bandwidth_gb_s, link_efficiency, zero_stage, microbatches, grad_bytes, bytes_weights, overlap_frac)
-
-
-@func(category=BLOCKS_CATEGORY)
 @arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
 @arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
 @arg("attention_efficiency", ndim=2, doc="Achievable share of peak in the fused attention kernel [fraction]")
@@ -2058,99 +2151,6 @@ def DP_COMM_TIME_S(params_per_gpu, dp, microbatch_s, bandwidth_gb_s, link_effici
 def ATTENTION_CORE_TIME_S(flops, peak_tflops, attention_efficiency, matmul_efficiency):
     """Time of the fused causal attention core: its own kernel efficiency, never cheaper per counted FLOP than a GEMM. [seconds]. MAX(0.5*flops / (peak*1e12 * MIN(attention eff, matmul eff)), flops / (peak*1e12 * matmul eff)) (causal: half the s x s block com..."""
     return formula_call("attention_core_time_s", flops, peak_tflops, attention_efficiency, matmul_efficiency)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("ranks", ndim=2, doc="Number of ranks in the collective [GPUs]")
-@arg("stride_gpus", ndim=2, doc="Rank distance between neighbouring members of a communicating group (DP: t*c; PP: t*c*d) [GPUs]")
-@arg("nvlink_domain", ndim=2, doc="GPUs sharing one scale-up (NVLink) fabric: 8 on DGX/HGX, 72 on GB200 NVL72 [GPUs]")
-@ret()
-def RANKS_PER_DOMAIN(ranks, stride_gpus, nvlink_domain):
-    """How many members of a communicating group share one NVLink domain. [GPUs]. MAX(1, MIN(ranks, FLOOR(domain / stride))). Source: Megatron-LM rank order tp-cp-ep-dp-pp (RankGenerator): a group whose members are `stride` ranks apart has FLOOR(domain/stride..."""
-    return formula_call("ranks_per_domain", ranks, stride_gpus, nvlink_domain)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("size_bytes", ndim=2, doc="Size of the buffer being reduced or gathered, bytes [bytes]")
-@arg("ranks", ndim=2, doc="Number of ranks in the collective [GPUs]")
-@arg("ranks_per_domain", ndim=2, doc="Members of a communicating group inside one scale-up domain [GPUs]")
-@arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
-@arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s [GB/s]")
-@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
-@arg("passes", ndim=2, doc="Ring passes of a collective: 2 for all-reduce, 1 for all-gather or reduce-scatter")
-@ret()
-def COLLECTIVE_TIME_S(size_bytes, ranks, ranks_per_domain, scaleup_gb_s, scaleout_gb_s, link_efficiency, passes=2):
-    """Time of a ring collective of S bytes over a group that spans one or more NVLink domains. [seconds]. passes * [S*(g-1)/g / scale-up + S/g*(k-1)/k / scale-out] / link efficiency, g = ranks per domain, k = ranks/g (hierarchical: reduce-scatter inside the ..."""
-    return formula_call("collective_time_s", size_bytes, ranks, ranks_per_domain, scaleup_gb_s, scaleout_gb_s, link_efficiency, passes)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("params_per_gpu", ndim=2, doc="Parameters held by one GPU before ZeRO sharding (a count, not billions) [parameters]")
-@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
-@arg("ranks_per_domain", ndim=2, doc="Members of a communicating group inside one scale-up domain [GPUs]")
-@arg("microbatch_s", ndim=2, doc="Time of one micro-batch (forward + backward) on one pipeline stage [seconds]")
-@arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
-@arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s [GB/s]")
-@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
-@arg("zero_stage", ndim=2, doc="ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights")
-@arg("microbatches", ndim=2, doc="Micro-batches per iteration per pipeline m")
-@arg("grad_bytes", ndim=2, doc="Bytes per gradient element in the data-parallel reduction (Megatron bf16: fp32 = 4) [bytes/param]")
-@arg("bytes_weights", ndim=2, doc="Bytes per parameter for weights (bf16: 2) [bytes/param]")
-@arg("overlap_frac", ndim=2, doc="Share of a communication that can hide behind its overlap window [fraction]")
-@ret()
-def DP_COMM_TIME_HIERARCHICAL_S(params_per_gpu, dp, ranks_per_domain, microbatch_s, scaleup_gb_s, scaleout_gb_s, link_efficiency, zero_stage=0, microbatches=1, grad_bytes=4, bytes_weights=2, overlap_frac=0.5):
-    """Exposed data-parallel communication time of one step, priced on NVLink inside a domain and the NIC across. [seconds]. EXPOSED_COMM_S(ZeRO 0: all-reduce of grads; ZeRO 1-2: reduce-scatter of grads + all-gather of weights; ZeRO 3: + 2m weight all-gathers..."""
-    return formula_call("dp_comm_time_hierarchical_s", params_per_gpu, dp, ranks_per_domain, microbatch_s, scaleup_gb_s, scaleout_gb_s, link_efficiency, zero_stage, microbatches, grad_bytes, bytes_weights, overlap_frac)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
-@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
-@arg("head_dim", ndim=2, doc="Dimension of one attention head")
-@arg("cp", ndim=2, doc="Context-parallel size (the sequence is split over cp GPUs) [GPUs]")
-@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
-@ret()
-def CP_COMM_BYTES_PER_LAYER(tokens, kv_heads, head_dim, cp, tp=1):
-    """Bytes one GPU sends per layer and micro-batch for context parallelism. [bytes per GPU]. 3*(c-1) * 2*2*(tokens/c)*kv*dh/t (K and V of the local chunk passed round the ring: forward once, backward K,V and their gradients). Source: Megatron-LM context par..."""
-    return formula_call("cp_comm_bytes_per_layer", tokens, kv_heads, head_dim, cp, tp)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
-@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
-@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
-@arg("head_dim", ndim=2, doc="Dimension of one attention head")
-@arg("cp", ndim=2, doc="Context-parallel size (the sequence is split over cp GPUs) [GPUs]")
-@arg("bandwidth_gb_s", ndim=2, doc="Bandwidth, GB/s (1e9 bytes/s) [GB/s]")
-@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
-@arg("window_s", ndim=2, doc="Compute time a communication can overlap with [seconds]")
-@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
-@arg("cp_overlap", ndim=2, doc="Share of the attention compute that hides the context-parallel KV exchange (Megatron ring attention: 1) [fraction]")
-@ret()
-def CP_COMM_TIME_S(layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_gb_s, link_efficiency, window_s, tp=1, cp_overlap=1):
-    """Exposed context-parallel communication of one stage and micro-batch. [seconds]. EXPOSED_COMM_S(L/p * CP_COMM_BYTES_PER_LAYER / (GB/s * link efficiency * 1e9), attention time, overlap). Source: Megatron-LM context parallelism: the KV exchange of the nex..."""
-    return formula_call("cp_comm_time_s", layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_gb_s, link_efficiency, window_s, tp, cp_overlap)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
-@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
-@arg("hidden", ndim=2, doc="Hidden size h")
-@arg("topk", ndim=2, doc="Experts each token is routed to (top-k)")
-@arg("ep", ndim=2, doc="Expert-parallel size (experts split over ep GPUs, tokens exchanged all-to-all) [GPUs]")
-@arg("ranks_per_domain", ndim=2, doc="Members of a communicating group inside one scale-up domain [GPUs]")
-@arg("scaleup_gb_s", ndim=2, doc="Scale-up (NVLink) bandwidth per GPU, one direction, GB/s [GB/s]")
-@arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s [GB/s]")
-@arg("link_efficiency", ndim=2, doc="Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth) [fraction]")
-@arg("window_s", ndim=2, doc="Compute time a communication can overlap with [seconds]")
-@arg("a2a_bytes", ndim=2, doc="Bytes per element of the tokens an expert-parallel all-to-all sends (bf16: 2; FP8 dispatch with bf16 combine, DeepSeek-V3: 1.5) [bytes]")
-@arg("max_nodes_per_token", ndim=2, doc="Node-limited routing: scale-up domains a token's experts may span, each reached once over the NIC (DeepSeek-V3: 4; 0 = no limit)")
-@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
-@arg("ep_overlap", ndim=2, doc="Share of the stage's compute that hides the expert-parallel all-to-all (0: none; DeepSeek-V3 DualPipe, Megatron --overlap-moe-expert-parallel-comm: up to 1) [fraction]")
-@ret()
-def EP_ALLTOALL_TIME_S(layers_per_stage, tokens, hidden, topk, ep, ranks_per_domain, scaleup_gb_s, scaleout_gb_s, link_efficiency, window_s, a2a_bytes=2, max_nodes_per_token=0, recompute="none", ep_overlap=0):
-    """Exposed expert-parallel all-to-all (dispatch and combine) time of one stage and one micro-batch. [seconds]. EXPOSED_COMM_S(moe layers * (4, or 6 with full recompute) * MAX(inside / scale-up, across / scale-out) / link efficiency, window, EP overlap); o..."""
-    return formula_call("ep_alltoall_time_s", layers_per_stage, tokens, hidden, topk, ep, ranks_per_domain, scaleup_gb_s, scaleout_gb_s, link_efficiency, window_s, a2a_bytes, max_nodes_per_token, recompute, ep_overlap)
 
 
 @func(category=BLOCKS_CATEGORY)
@@ -2271,6 +2271,23 @@ FORMULA_UDFS: tuple[str, ...] = (
     "BUDGET_TOKENS_FOR_MODEL_T",
     "BUDGET_LINE_USD",
     "BUDGET_TOTAL_USD",
+    "PIPELINE_BUBBLE",
+    "PIPELINE_BUBBLE_SHARE",
+    "ALLREDUCE_BYTES",
+    "ALLGATHER_BYTES",
+    "TP_COMM_BYTES_PER_LAYER",
+    "EXPOSED_COMM_S",
+    "TP_COMM_TIME_S",
+    "GROUP_BANDWIDTH_GB_S",
+    "PIPELINE_P2P_TIME_S",
+    "DP_COMM_BYTES",
+    "DP_COMM_TIME_S",
+    "RANKS_PER_DOMAIN",
+    "COLLECTIVE_TIME_S",
+    "DP_COMM_TIME_HIERARCHICAL_S",
+    "CP_COMM_BYTES_PER_LAYER",
+    "CP_COMM_TIME_S",
+    "EP_ALLTOALL_TIME_S",
     "CLOUD_COST_USD",
     "CAPEX_COST_USD",
     "ENERGY_MWH",
@@ -2352,10 +2369,6 @@ FORMULA_UDFS: tuple[str, ...] = (
     "BREAKEVEN_MONTHS",
     "RENT_OVER_MONTHS_USD",
     "OWN_OVER_MONTHS_USD",
-    "PIPELINE_BUBBLE",
-    "PIPELINE_BUBBLE_SHARE",
-    "ALLREDUCE_BYTES",
-    "ALLGATHER_BYTES",
     "RANGE_VALUE",
     "RANGE_FRACTION",
     "COST_CHANGE_USD",
@@ -2380,8 +2393,6 @@ FORMULA_UDFS: tuple[str, ...] = (
     "UNFUSED_ATTENTION_TIME_S",
     "ELEMENTWISE_BYTES_PER_TOKEN",
     "FP8_CAST_BYTES_PER_TOKEN",
-    "TP_COMM_BYTES_PER_LAYER",
-    "EXPOSED_COMM_S",
     "BUBBLE_TIME_S",
     "OPTIMIZER_STEP_S",
     "OFFLOADED_OPTIMIZER_STEP_S",
@@ -2400,18 +2411,7 @@ FORMULA_UDFS: tuple[str, ...] = (
     "FLASH_ATTENTION_TIME_S",
     "STAGE_UNFUSED_ATTENTION_TIME_S",
     "ELEMENTWISE_TIME_S",
-    "TP_COMM_TIME_S",
-    "GROUP_BANDWIDTH_GB_S",
-    "PIPELINE_P2P_TIME_S",
-    "DP_COMM_BYTES",
-    "DP_COMM_TIME_S",
     "ATTENTION_CORE_TIME_S",
-    "RANKS_PER_DOMAIN",
-    "COLLECTIVE_TIME_S",
-    "DP_COMM_TIME_HIERARCHICAL_S",
-    "CP_COMM_BYTES_PER_LAYER",
-    "CP_COMM_TIME_S",
-    "EP_ALLTOALL_TIME_S",
     "MOE_PERMUTE_TIME_S",
     "EXPERT_HELD_PARAMS_B",
     "EXPERT_SHARD_GROUP",

@@ -32,9 +32,10 @@ from .formulas import ranges as franges
 from .frameworks import get_profile
 from .inputs import spec
 from .layout import LAYOUT_OK, check_layout
+from .model_inputs import model_inputs
 from .recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, default_bytes, get_recipe
 from .registry import Formula
-from .stage_memory import memory_steps, model_inputs
+from .stage_memory import memory_steps
 from .untrusted import check_text, check_value, read_limited
 from .validate import from_pydantic, validate_one
 

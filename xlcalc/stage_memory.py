@@ -60,7 +60,7 @@ from .formulas import memory as fm
 from .frameworks import DEFAULT_FRAMEWORK, PROFILE_INPUTS, udf_defaults
 from .inputs import spec
 from .layout import LAYOUT_DEFAULTS, check_layout
-from .recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, default_bytes, get_recipe, recipe_label
+from .recipes import MEMORY_DEFAULTS, default_bytes, recipe_label
 from .registry import Formula, formula
 from .validate import check_value
 
@@ -527,27 +527,6 @@ def stage_memory(**values: Any) -> StageMemory:
     """The memory answer for some inputs (input-spec names; ``memory_gb`` for the fit; ``sharding`` by name)."""
     clean = resolve(values)
     return explain(evaluate(clean, validated=True), clean)
-
-
-def recipe_bytes(recipe: str | None) -> dict[str, float]:
-    """Bytes per parameter of a recipe by input name (None: the default recipe)."""
-    r = get_recipe(recipe or DEFAULT_RECIPE)
-    return {"bytes_weights": r.weights, "bytes_grads": r.grads, "bytes_optimizer": r.optimizer}
-
-
-def model_inputs(model: Any) -> dict[str, Any]:
-    """The model's inputs from a catalog model (MoE: the FFN size of the active experts, averaged over layers)."""
-    L = model.layers
-    moe_layers = L - model.dense_layers if model.experts else 0
-    ffn = (L - moe_layers) * model.ffn_hidden
-    if moe_layers:
-        ffn += moe_layers * (model.experts_active + model.shared_experts) * (model.moe_ffn_hidden or 0)
-    return dict(params_b=model.params_b, layers=L, hidden=model.hidden, heads=model.heads, kv_heads=model.kv,
-                head_dim=model.attention_head_dim, ffn_hidden=max(1, round(ffn / L)), gated_ffn=model.gated_ffn, vocab=model.vocab,
-                tied_embeddings=model.tied_embeddings, seq_len=model.seq_len,
-                experts=model.experts or 0,
-                expert_params_b=(moe_layers * model.experts * model.ffn_params(model.moe_ffn_hidden or 1) / 1e9
-                                 if moe_layers else 0))
 
 
 # --- the composed model as one worksheet function ---------------------------------------------------

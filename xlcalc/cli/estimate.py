@@ -8,9 +8,10 @@ from .. import catalog
 from ..errors import InputError
 from ..inputs import spec
 from ..layout import stage_split
+from ..model_inputs import model_inputs
 from ..recipes import DEFAULT_RECIPE
 from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario, evaluate, price_note
-from ..stage_memory import explain, memory_steps, model_inputs
+from ..stage_memory import explain, memory_steps
 from ..validate import check_value
 from .flags import OneDefaultFormatter, add_input, add_switch, input_default
 from .fmt import cli_value, dump_json, number, table

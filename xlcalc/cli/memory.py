@@ -8,9 +8,10 @@ from .. import catalog
 from ..errors import CatalogError, InputError
 from ..frameworks import DEFAULT_FRAMEWORK, DEFAULT_PRECISION, FRAMEWORKS, PRECISIONS, framework_label, profile_values
 from ..layout import stage_split
+from ..model_inputs import model_inputs
 from ..planner.architecture import FLAGS_SEQ_LEN
-from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES
-from ..stage_memory import PARTS, SHARDING, model_inputs, recipe_bytes, stage_memory
+from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES, recipe_bytes
+from ..stage_memory import PARTS, SHARDING, stage_memory
 from ..validate import validate_all
 from .flags import add_switch, shown, switch_value
 from .fmt import cli_value, dump_json, number, table

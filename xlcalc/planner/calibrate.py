@@ -20,9 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import InputError
 from ..validate import check_value
-from .search import Plan, PlanResult, plan
+from .answer import Plan, PlanResult
+from .search import plan
+from .settings import Settings
 from .stacks import PLANNER, STACKS
-from .steptime import Settings
 
 __all__ = ["Profile", "CalibratedOn", "calibrate", "fit_efficiency", "save_profile", "load_profile",
            "profile_settings", "EFFICIENCY_RANGE", "MAX_PROFILE_BYTES", "SCHEMA"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .search import PlanResult
+from .answer import PlanResult
 
 
 def _pct(part: float, whole: float) -> str:

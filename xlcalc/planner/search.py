@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import heapq
-import math
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from .. import catalog
-from ..errors import CatalogError, InputError, missing
+from ..errors import CatalogError, InputError
 from ..formulas import compute as fc
 from ..formulas import cost as fcost
 from ..formulas import steptime as fs
@@ -20,15 +16,17 @@ from ..layout import check_layout, stage_split
 from ..recipes import recipe_label
 from ..registry import numeric
 from ..validate import check_value, checked_inputs
-from .compare import PlanComparison, compare_plans
-from .ranges import PredictionRange, prediction_range, range_note
+from .answer import Assumed, Plan, PlanResult, Rejection, StackOutcome
+from .compare import compare_plans
+from .defaults import catalog_model, resolve_model, run_defaults
+from .divisors import divisors
+from .ranges import prediction_range, range_note
+from .settings import Settings
 from .steptime import (
     Arch,
     Config,
     Hardware,
     Prediction,
-    Settings,
-    arch_from_model,
     memory,
     memory_base,
     microbatch_lower_bound,
@@ -38,242 +36,12 @@ from .steptime import (
     timing,
 )
 
-__all__ = ["Assumed", "Plan", "Rejection", "PlanResult", "plan", "plan_table", "search"]
+__all__ = ["plan", "search", "uneven_stages"]
 
 RECOMPUTE = ("none", "selective", "full")
 # the memory model as one plain function (xlcalc.stage_memory_code, generated from its steps); False: the reference
 # path, the steps evaluated one by one
 COMPILED = True
-
-
-class Plan(BaseModel):
-    """One configuration with its predicted memory and time."""
-
-    model_config = ConfigDict(frozen=True)
-
-    tp: int
-    pp: int
-    dp: int
-    zero_stage: int
-    seq_parallel: bool
-    recompute: str
-    micro_batch: int
-    virtual_stages: int
-    microbatches: int
-    cp: int = 1
-    stage_layers: Optional[list[int]] = Field(default=None, description="layers of each pipeline stage when uneven")
-    fp8: bool = False
-    ep: int = Field(default=1, description="expert parallelism: each MoE layer's experts split over ep GPUs")
-    etp: int = Field(default=0, description="expert tensor parallelism (0: = TP; 1: whole experts, EP spans TP)")
-    optimizer_offload: bool = Field(default=False, description="optimizer states and step in CPU memory")
-    memory_gb: float
-    fits: bool
-    weights_gb: float
-    grads_gb: float
-    optimizer_gb: float
-    zero3_buffer_gb: float
-    activations_gb: float
-    overhead_gb: float
-    step_s: float
-    compute_s: float
-    tp_comm_s: float
-    pp_comm_s: float
-    cp_comm_s: float
-    ep_comm_s: float = Field(default=0.0, description="exposed expert-parallel all-to-all per step, seconds")
-    dp_comm_s: float
-    bubble_s: float
-    recompute_s: float
-    optimizer_s: float
-    mfu: float = Field(description="model FLOPs utilisation, attention and logits counted (Megatron/PaLM convention)")
-    mfu_6nd: float = Field(description="MFU in the 6*N*D convention of estimate, TRAIN_DAYS and the workbook "
-                                       "(N: active parameters of an MoE): TRAIN_DAYS(N, tokens_t, peak, GPUs, "
-                                       "mfu_6nd) = days")
-    hfu: float
-    tokens_per_s_per_gpu: float
-    days: float
-    gpu_hours: float
-    cost_usd: Optional[float]
-
-    def label(self) -> str:
-        sp = ", SP" if self.seq_parallel else ""
-        v = f", v={self.virtual_stages}" if self.virtual_stages > 1 else ""
-        cp = f", CP={self.cp}" if self.cp > 1 else ""
-        stages = f" (stages {_stages_text(self.stage_layers)})" if self.stage_layers else ""
-        fp8 = ", FP8" if self.fp8 else ""
-        fp8 += ", optimizer offloaded" if self.optimizer_offload else ""
-        ep = f", EP={self.ep}" if self.ep > 1 else ""
-        ep += f", ETP={self.etp}" if self.etp and self.etp != self.tp else ""
-        return (f"TP={self.tp}, PP={self.pp}{stages}{cp}, DP={self.dp}{ep}, ZeRO-{self.zero_stage}{sp}, "
-                f"recompute {self.recompute}, micro-batch {self.micro_batch}{v}{fp8}")
-
-
-def _stages_text(layers: list[int]) -> str:
-    """126 layers on 16 stages -> "7, 8 x 14, 7"."""
-    out: list[str] = []
-    i = 0
-    while i < len(layers):
-        j = i
-        while j < len(layers) and layers[j] == layers[i]:
-            j += 1
-        out.append(str(layers[i]) if j - i == 1 else f"{layers[i]} x {j - i}")
-        i = j
-    return ", ".join(out)
-
-
-class Rejection(BaseModel):
-    """A configuration left out, and why."""
-
-    tp: int
-    pp: int
-    zero_stage: int
-    seq_parallel: bool
-    recompute: str
-    micro_batch: int
-    memory_gb: float
-    reason: str
-    cp: int = 1
-    ep: int = 1
-
-
-class Assumed(BaseModel):
-    """An input the caller left out: the value the plan used for it and where that value comes from."""
-
-    model_config = ConfigDict(frozen=True)
-
-    value: Any = Field(description="the value used (None: none, e.g. no price)")
-    shown: str = Field(description="the value as a reader sees it, with its unit")
-    basis: str = Field(description="where the value comes from")
-
-
-class StackOutcome(BaseModel):
-    """One layout's step on one named stack profile (PlanResult.stack_spread)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    days: float
-    step_s: float
-    mfu: float
-    memory_gb: float
-    same_layout: bool = Field(default=True, description="the best plan's layout; False: it does not fit this "
-                                                         "stack's memory and the stack's own best plan is given")
-    layout: str = Field(default="", description="the layout evaluated (Plan.label)")
-
-
-class PlanResult(BaseModel):
-    model: str
-    gpu: str
-    n_gpus: int
-    seq_len: int
-    global_batch: int
-    tokens_t: float
-    gpu_memory_gb: float
-    matmul_efficiency: float = Field(description="share of peak the step-time model gives the matmuls")
-    matmul_efficiency_basis: str = Field(description="where that share came from: given, or which catalog figure")
-    settings: Settings
-    params_b: float = Field(description="parameters N of the 6*N*D convention (active parameters for MoE)")
-    architecture: dict[str, Any] = Field(
-        default_factory=dict, description="the architecture planned: layers, hidden, heads, kv_heads, vocab, "
-                                          "experts, experts_active, total_params_b, active_params_b")
-    recipe: str = Field(default="", description="bytes per parameter the memory model used (xlcalc.recipes)")
-    moe: bool = Field(default=False, description="a mixture of experts: params_b and mfu_6nd count active parameters")
-    plans: list[Plan]
-    rejected: list[Rejection]
-    evaluated: int
-    feasible: int
-    rejected_by_reason: dict[str, int] = Field(default_factory=dict,
-                                               description="configurations left out, counted by reason")
-    assumed: dict[str, Assumed] = Field(
-        default_factory=dict,
-        description="every input left out that the plan depends on (seq_len, global_batch_tokens, tokens_t, stack, "
-                    "usd_per_gpu_hour), with the value used and its origin")
-    interval: Optional[PredictionRange] = Field(
-        default=None, description="the best plan's range of MFU, days, GPU-hours and cost from the validation's "
-                                  "held-out errors (None: no plan, or a given matmul efficiency whose error is not "
-                                  "measured; interval_note says which)")
-    interval_note: str = Field(default="", description="whether the validation's range applies to this plan")
-    stack_spread: dict[str, Optional[StackOutcome]] = Field(
-        default_factory=dict,
-        description="with no stack named (the default stack assumed): the best plan's layout evaluated on each named "
-                    "stack profile (the assumed one: the best plan itself), or where it "
-                    "does not fit that stack's memory the stack's own best plan (None: no plan fits), so the "
-                    "assumption's weight can be seen")
-    unpinned: Optional[PlanComparison] = Field(
-        default=None, description="with layout pins and compare_unpinned: the planner's best plan without the pins "
-                                  "against the best with them, term by term (None: no pins, or no plan either way)")
-
-
-def _is_prime(n: int) -> bool:
-    """Miller-Rabin with the first 12 primes as bases: exact for every n < 3.3e24."""
-    if n < 2:
-        return False
-    small = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
-    if n in small:
-        return True
-    if any(n % p == 0 for p in small):
-        return False
-    d, r = n - 1, 0
-    while d % 2 == 0:
-        d, r = d // 2, r + 1
-    for a in small:
-        x = pow(a, d, n)
-        if x in (1, n - 1):
-            continue
-        for _ in range(r - 1):
-            x = x * x % n
-            if x == n - 1:
-                break
-        else:
-            return False
-    return True
-
-
-def _split(n: int) -> int:
-    """A proper factor of the composite odd ``n`` (Pollard's rho, Brent's variant of the cycle search)."""
-    for c in range(1, n):
-        x = y = 2
-        g = 1
-        while g == 1:
-            x = (x * x + c) % n
-            y = (y * y + c) % n
-            y = (y * y + c) % n
-            g = math.gcd(abs(x - y), n)
-        if g != n:
-            return g
-    raise ArithmeticError(n)  # not reached for a composite n
-
-
-def _prime_factors(n: int) -> list[int]:
-    out: list[int] = []
-    for p in (2, 3, 5, 7, 11, 13):
-        while n % p == 0:
-            out.append(p)
-            n //= p
-    stack = [n] if n > 1 else []
-    while stack:
-        m = stack.pop()
-        if _is_prime(m):
-            out.append(m)
-        else:
-            f = _split(m)
-            stack += [f, m // f]
-    return out
-
-
-@functools.lru_cache(maxsize=64)
-def _divisors(n: int) -> list[int]:
-    """The divisors of ``n`` in order, built from its prime factors (Pollard's rho): work that grows with the
-    number of divisors (at most a few tens of thousands below 1e15), never a loop over every count up to ``n``."""
-    factors: list[tuple[int, int]] = []
-    for prime in sorted(set(_prime_factors(n))):
-        k, m = 0, n
-        while m % prime == 0:
-            m //= prime
-            k += 1
-        factors.append((prime, k))
-    divs = [1]
-    for prime, k in factors:
-        divs = [d * prime ** e for d in divs for e in range(k + 1)]
-    return sorted(divs)
 
 
 def _plan_of(pred: Prediction, n: int, tokens_t: float, price: Optional[float], params_b: float,
@@ -361,7 +129,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
     def reject(why: str, k: int = 1) -> None:
         reasons[why] = reasons.get(why, 0) + k
 
-    tps = [t for t in _divisors(arch.heads) if arch.kv_heads % t == 0 and t <= hw.nvlink_domain and n_gpus % t == 0]
+    tps = [t for t in divisors(arch.heads) if arch.kv_heads % t == 0 and t <= hw.nvlink_domain and n_gpus % t == 0]
     if tp is not None:
         tps = [t for t in tps if t == tp]
         if not tps:
@@ -395,7 +163,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                 if arch.experts:
                     # (EP, expert TP): experts tensor-split as the dense layers (ETP = TP, EP inside DP x CP), or
                     # whole (ETP = 1, EP over TP x CP x DP); 0 stands for ETP = TP
-                    eps = [(x, y) for x in _divisors(arch.experts) for y in ((0, 1) if t > 1 and x > 1 else (0,))
+                    eps = [(x, y) for x in divisors(arch.experts) for y in ((0, 1) if t > 1 and x > 1 else (0,))
                            if (t * c * d) % (x * (y or t)) == 0 and (ep is None or x == ep)
                            and (etp is None or (y or t) == etp)]
                     if not eps:
@@ -404,7 +172,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                 else:
                     eps = [(1, 0)]
                 # the divisors of the per-replica batch (a divisor of the global batch): bounded by their count
-                mbs = [b for b in _divisors(global_batch) if per_replica % b == 0
+                mbs = [b for b in divisors(global_batch) if per_replica % b == 0
                        and (max_micro_batch is None or b <= max_micro_batch)]
                 if micro_batch is not None:
                     mbs = [b for b in mbs if b == micro_batch]
@@ -536,59 +304,6 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
     return fits, misses, count, reasons
 
 
-def _catalog_model(model: Any) -> catalog.Model | None:
-    """The model catalog's entry when ``model`` is one (an id, or the catalog's own record), else None."""
-    if isinstance(model, str):
-        return catalog.get_model(model)
-    if isinstance(model, catalog.Model):
-        try:
-            entry = catalog.get_model(model.id)
-        except (InputError, CatalogError):  # a model of a config.json: not in the catalog
-            return None
-        return entry if entry == model else None
-    return None
-
-
-def _run_defaults(model: Any, arch: Arch | None, gpu: Any, seq_len: Any, global_batch_tokens: Any,
-                  also_lacking: dict[str, str]) -> tuple[Any, Any, dict[str, Assumed]]:
-    """(seq_len, global_batch_tokens, what was assumed): a catalog model's published pre-training sequence length
-    and global batch where not given; every input still missing (the model and GPU too, and ``also_lacking``:
-    name -> what it must be) raises one InputError naming each."""
-    entry = _catalog_model(model) if arch is None else None
-    assumed: dict[str, Assumed] = {}
-    if seq_len is None and entry is not None:
-        seq_len = entry.seq_len
-        assumed["seq_len"] = Assumed(value=seq_len, shown=f"{seq_len} tokens",
-                                     basis=f"{entry.name}'s pre-training sequence length, model catalog")
-    if global_batch_tokens is None and entry is not None and entry.global_batch_tokens:
-        global_batch_tokens = entry.global_batch_tokens
-        assumed["global_batch_tokens"] = Assumed(
-            value=global_batch_tokens, shown=f"{global_batch_tokens:,.0f} tokens "
-                                            f"({global_batch_tokens / entry.seq_len:,.0f} sequences)",
-            basis=f"{entry.name}'s published pre-training batch, model catalog")
-    lacking = [n for n, v in (("model", model if arch is None else arch), ("gpu", gpu), ("seq_len", seq_len),
-                              ("global_batch_tokens", global_batch_tokens)) if v is None] + list(also_lacking)
-    if lacking:
-        why = {"model": "a model id from the catalog or an architecture (layers, hidden, heads)",
-               "gpu": "a GPU name from the catalog, e.g. H100, A800",
-               "seq_len": "a whole number of tokens >= 1 (CLI --seq-len); a catalog model's default is its "
-                          "pre-training sequence length",
-               "global_batch_tokens": "tokens per step, at least one sequence (CLI --global-batch-tokens); "
-                                      + (f"the model catalog has no published batch of {entry.name} in whole "
-                                         "sequences" if entry is not None else "only a catalog model has a default"),
-               **also_lacking}
-        raise missing(lacking, lambda n: why[n], where="plan")
-    return seq_len, global_batch_tokens, assumed
-
-
-def _resolve_model(model: Any, arch: Arch | None) -> Arch:
-    if arch is not None:
-        return arch
-    if model is None:
-        raise InputError("model", None, "a model id from the catalog or an architecture (layers, hidden, heads)")
-    return arch_from_model(model if isinstance(model, catalog.Model) else catalog.get_model(model))
-
-
 @checked_inputs(n_gpus="n_gpus", seq_len="seq_len", global_batch_tokens="tokens", tokens_t="tokens_t",
                 deadline_days="days", tp="tp", pp="pp", zero_stage="zero_stage", recompute="recompute",
                 micro_batch="micro_batch", seq_parallel="seq_parallel", virtual_stages="virtual_stages", cp="cp",
@@ -628,8 +343,8 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     # an offloaded optimizer's step needs the server's PCIe and DRAM bandwidth, which no catalog holds
     host = {n: spec(n).allowed + f" (CLI --{n.replace('_', '-')}; {spec(n).doc}; needed by an offloaded optimizer)"
             for n in ("pcie_gb_s", "host_memory_gb_s") if optimizer_offload and getattr(st, n) is None}
-    seq_len, global_batch_tokens, assumed = _run_defaults(model, arch, gpu, seq_len, global_batch_tokens, host)
-    a = _resolve_model(model, arch)
+    seq_len, global_batch_tokens, assumed = run_defaults(model, arch, gpu, seq_len, global_batch_tokens, host)
+    a = resolve_model(model, arch)
     n_checked = check_value("n_gpus", n_gpus) if n_gpus is not None else None
     assert gpu is not None  # _run_defaults named it otherwise
     hw = resolve_hardware(gpu, st, n_gpus=n_checked)
@@ -638,7 +353,7 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         raise InputError("global_batch_tokens", global_batch_tokens, f"at least one sequence (>= seq_len = {seq_len})")
     global_batch = int(round(global_batch_tokens / seq_len))
     if tokens_t is None:
-        entry = _catalog_model(model) if arch is None else None
+        entry = catalog_model(model) if arch is None else None
         if entry is not None and entry.pretrain_tokens_t:
             tokens_t = entry.pretrain_tokens_t
             basis = f"published, {entry.pretrain_tokens_source}"
@@ -809,35 +524,3 @@ def _rejections(misses: list[Prediction], cap: float, limit: int = 20) -> list[R
                     f"activations {p.activations_gb:.0f}, other {p.overhead_gb + p.zero3_buffer_gb:.0f})"),
         ))
     return out
-
-
-PLAN_COLUMNS = ("rank", "tp", "pp", "dp", "zero_stage", "seq_parallel", "recompute", "micro_batch", "virtual_stages",
-                "memory_gb", "step_s", "mfu", "tokens_per_s_per_gpu", "days", "cost_usd")
-
-
-def plan_table(result: PlanResult, top: int = 5) -> list[list[Any]]:
-    """Header row plus one row per plan (best first), then one row per input the plan assumed ("assumed", its
-    name, the value used, where it comes from; PlanResult.assumed), then the best plan's range ("range", a bound's
-    name, its value, where it comes from; PlanResult.interval), or one row saying why it has none: a table a
-    worksheet function can spill."""
-    rows: list[list[Any]] = [list(PLAN_COLUMNS)]
-    pad = [""] * (len(PLAN_COLUMNS) - 4)
-    for i, p in enumerate(result.plans[:top], 1):
-        d = p.model_dump()
-        rows.append([i] + [d[k] for k in PLAN_COLUMNS[1:]])
-    for name, a in result.assumed.items():
-        rows.append(["assumed", name, a.value if a.value is not None else a.shown, a.basis] + pad)
-    r = result.interval
-    if r is not None:
-        basis = f"{r.level:.0%} range from {r.basis}; {result.interval_note}"
-        for name in RANGE_ROWS:
-            value = getattr(r, name)
-            if value is not None:
-                rows.append(["range", name, value, basis] + pad)
-    elif result.plans:
-        rows.append(["range", "none", "", result.interval_note] + pad)
-    return rows
-
-
-RANGE_ROWS = ("mfu_low", "mfu_high", "days_low", "days_high", "gpu_hours_low", "gpu_hours_high", "cost_low_usd",
-              "cost_high_usd")

@@ -1,0 +1,66 @@
+"""What a plan assumes for the inputs left out: a catalog model's published pre-training sequence length and
+batch, the architecture of a model named, and one error naming every input still missing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import catalog
+from ..errors import CatalogError, InputError, missing
+from .answer import Assumed
+from .steptime import Arch, arch_from_model
+
+__all__ = ["catalog_model", "resolve_model", "run_defaults"]
+
+
+def catalog_model(model: Any) -> catalog.Model | None:
+    """The model catalog's entry when ``model`` is one (an id, or the catalog's own record), else None."""
+    if isinstance(model, str):
+        return catalog.get_model(model)
+    if isinstance(model, catalog.Model):
+        try:
+            entry = catalog.get_model(model.id)
+        except (InputError, CatalogError):  # a model of a config.json: not in the catalog
+            return None
+        return entry if entry == model else None
+    return None
+
+
+def run_defaults(model: Any, arch: Arch | None, gpu: Any, seq_len: Any, global_batch_tokens: Any,
+                 also_lacking: dict[str, str]) -> tuple[Any, Any, dict[str, Assumed]]:
+    """(seq_len, global_batch_tokens, what was assumed): a catalog model's published pre-training sequence length
+    and global batch where not given; every input still missing (the model and GPU too, and ``also_lacking``:
+    name -> what it must be) raises one InputError naming each."""
+    entry = catalog_model(model) if arch is None else None
+    assumed: dict[str, Assumed] = {}
+    if seq_len is None and entry is not None:
+        seq_len = entry.seq_len
+        assumed["seq_len"] = Assumed(value=seq_len, shown=f"{seq_len} tokens",
+                                     basis=f"{entry.name}'s pre-training sequence length, model catalog")
+    if global_batch_tokens is None and entry is not None and entry.global_batch_tokens:
+        global_batch_tokens = entry.global_batch_tokens
+        assumed["global_batch_tokens"] = Assumed(
+            value=global_batch_tokens, shown=f"{global_batch_tokens:,.0f} tokens "
+                                            f"({global_batch_tokens / entry.seq_len:,.0f} sequences)",
+            basis=f"{entry.name}'s published pre-training batch, model catalog")
+    lacking = [n for n, v in (("model", model if arch is None else arch), ("gpu", gpu), ("seq_len", seq_len),
+                              ("global_batch_tokens", global_batch_tokens)) if v is None] + list(also_lacking)
+    if lacking:
+        why = {"model": "a model id from the catalog or an architecture (layers, hidden, heads)",
+               "gpu": "a GPU name from the catalog, e.g. H100, A800",
+               "seq_len": "a whole number of tokens >= 1 (CLI --seq-len); a catalog model's default is its "
+                          "pre-training sequence length",
+               "global_batch_tokens": "tokens per step, at least one sequence (CLI --global-batch-tokens); "
+                                      + (f"the model catalog has no published batch of {entry.name} in whole "
+                                         "sequences" if entry is not None else "only a catalog model has a default"),
+               **also_lacking}
+        raise missing(lacking, lambda n: why[n], where="plan")
+    return seq_len, global_batch_tokens, assumed
+
+
+def resolve_model(model: Any, arch: Arch | None) -> Arch:
+    if arch is not None:
+        return arch
+    if model is None:
+        raise InputError("model", None, "a model id from the catalog or an architecture (layers, hidden, heads)")
+    return arch_from_model(model if isinstance(model, catalog.Model) else catalog.get_model(model))
