@@ -74,7 +74,8 @@ def render() -> str:
     lines += ["", "### The workbook's money names", "",
               "Defined names of the planning workbook, each one cell (inputs on the Inputs and Budget sheets, results on the Budget sheet):",
               ""]
-    from xlcalc.scenario import INPUTS, OUTPUTS
+    from xlcalc.outputs import OUTPUTS
+    from xlcalc.scenario import INPUTS
     rows = []
     for group in ("Prices and budget", "Owning the hardware", "Failures and checkpoints",
                   "Ranges (low and high multipliers)"):

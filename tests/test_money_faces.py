@@ -193,7 +193,7 @@ def _produce_money(work: Path) -> tuple[list[Path], list[str]]:
 def test_libreoffice_money_cells_equal_the_engine_and_bad_inputs_read_as_sentences():
     import openpyxl
 
-    from xlcalc.scenario import OUTPUTS
+    from xlcalc.outputs import OUTPUTS
     paths, names = lo_batch.results("money")
     out = dict(zip(names, paths))
     typed = _money_typed()

@@ -15,7 +15,8 @@ from openpyxl.formula import Tokenizer
 
 from named_edits import list_cells, validation_of
 from xlcalc import errors as x_errors
-from xlcalc.scenario import INPUTS, OUTPUTS, evaluate, load_scenario, output_excel
+from xlcalc.outputs import OUTPUTS, output_excel
+from xlcalc.scenario import INPUTS, evaluate, load_scenario
 from xlcalc.workbook import build
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,11 +97,12 @@ def _peel_guards(text):
 
 
 def test_named_results_are_the_engines_formula_text(formulas_wb):
-    """Each named result's cell holds exactly xlcalc.scenario.output_excel(out): one definition, wrapped only in
+    """Each named result's cell holds exactly xlcalc.outputs.output_excel(out): one definition, wrapped only in
     the checks that show a looked-up input's message (no catalog figure, no price at the tier) in place of #VALUE!,
     then a bounded result's message (a result past its formula's bound) where it is computed from one; a memory
     result shows "see <Layout_Check's cell>" for a broken layout instead of the layout check's message."""
-    from xlcalc.scenario import BOUNDED_OUTPUTS, INPUT_BY_NAME
+    from xlcalc.outputs import BOUNDED_OUTPUTS
+    from xlcalc.scenario import INPUT_BY_NAME
     from xlcalc.workbook.rendering import LOOKED_UP, dependencies
 
     checks = formulas_wb["Checks"]

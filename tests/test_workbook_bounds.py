@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 import lo_batch
-from xlcalc.scenario import BOUNDED_OUTPUTS, OUTPUT_BY_NAME, Scenario, bound_message, output_excel
+from xlcalc.outputs import BOUNDED_OUTPUTS, OUTPUT_BY_NAME, bound_message, output_excel
+from xlcalc.scenario import Scenario
 from xlcalc.workbook import layout
 from xlcalc.workbook.model import Book
 

@@ -30,8 +30,9 @@ from named_edits import Edits, named_cell
 from xlcalc import catalog
 from xlcalc.frameworks import FRAMEWORKS
 from xlcalc.layout import preset_stage_ends
+from xlcalc.outputs import OUTPUTS
 from xlcalc.planner.search import uneven_stages
-from xlcalc.scenario import OUTPUTS, Scenario, load_scenario
+from xlcalc.scenario import Scenario, load_scenario
 from xlcalc.workbook import build, layout
 from xlcalc.workbook.readback import read_workbook
 

@@ -30,8 +30,9 @@ from named_edits import Edits
 from requires import require
 from xlcalc import catalog
 from xlcalc.cli import main as xlcalc_main
+from xlcalc.outputs import OUTPUT_BY_NAME, OUTPUTS
 from xlcalc.recipes import RECIPES
-from xlcalc.scenario import INPUT_BY_NAME, INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario, evaluate, load_scenario
+from xlcalc.scenario import INPUT_BY_NAME, INPUTS, Scenario, evaluate, load_scenario
 from xlcalc.workbook import build, cache
 from xlcalc.workbook.compare import gpu_variant
 from xlcalc.workbook.rendering import dependencies

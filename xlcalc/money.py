@@ -12,8 +12,9 @@ from typing import Any, Optional
 
 from . import catalog
 from .formulas import budget, cost, goodput, ownership
+from .outputs import RANGES
 from .registry import Formula
-from .scenario import RANGES, Scenario, evaluate
+from .scenario import Scenario, evaluate
 
 
 @dataclass(frozen=True)
@@ -209,7 +210,7 @@ def ranges(scenario: Scenario) -> list[RangeRow]:
     """Days (wall-clock, with failures) and total cost with one input at a time at its low and high value.
 
     The low and high values are the scenario's multipliers (``mfu_low_x`` ... ``mtbf_high_x``, see
-    :data:`xlcalc.scenario.RANGES`) of its base values; rows are sorted by the swing in cost, largest
+    :data:`xlcalc.outputs.RANGES`) of its base values; rows are sorted by the swing in cost, largest
     first (a tornado). The last row, "all", moves every input at once to the end that costs less / more.
     """
     out: list[RangeRow] = []

@@ -9,8 +9,9 @@ from ..errors import InputError
 from ..inputs import spec
 from ..layout import stage_split
 from ..model_inputs import model_inputs
+from ..outputs import OUTPUT_BY_NAME, OUTPUTS
 from ..recipes import DEFAULT_RECIPE
-from ..scenario import INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario, evaluate, price_note
+from ..scenario import INPUTS, Scenario, evaluate, price_note
 from ..stage_memory import explain, memory_steps
 from ..validate import check_value
 from .flags import OneDefaultFormatter, add_input, add_switch, input_default

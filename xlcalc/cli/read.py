@@ -23,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..inputs import spec
-    from ..scenario import INPUT_BY_FIELD, OUTPUT_BY_NAME
+    from ..outputs import OUTPUT_BY_NAME
+    from ..scenario import INPUT_BY_FIELD
     from ..workbook import WorkbookError, read_workbook
     from .fmt import number
 

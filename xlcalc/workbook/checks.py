@@ -30,7 +30,8 @@ from ..expr import Expr, Template, Var, and_, eq, floor_int, if_, not_, or_
 from ..frameworks import FRAMEWORKS, PRECISIONS
 from ..inputs import spec
 from ..layout import CONSTRAINTS, layout_blamed
-from ..scenario import INPUT_BY_NAME, INPUTS, OUTPUT_BY_NAME
+from ..outputs import OUTPUT_BY_NAME
+from ..scenario import INPUT_BY_NAME, INPUTS
 from .model import RENDERING, Book, Concat, IfError, IsNumber, Lookup, ref_text
 
 SHEET = "Checks"

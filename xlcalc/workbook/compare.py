@@ -12,7 +12,8 @@ from .. import catalog
 from ..expr import Expr, Var, eq, if_
 from ..inputs import spec
 from ..layout import preset_stage_ends
-from ..scenario import INPUT_BY_NAME, INPUTS, OUTPUT_BY_NAME, OUTPUTS, Scenario
+from ..outputs import OUTPUT_BY_NAME, OUTPUTS
+from ..scenario import INPUT_BY_NAME, INPUTS, Scenario
 from . import checks
 from .catalogs import GPU_DERIVED
 from .model import IfError, coord, ref_text

@@ -20,7 +20,8 @@ from typing import Any
 from .. import catalog
 from ..errors import InputError
 from ..layout import preset_stage_ends
-from ..scenario import INPUTS, OUTPUTS, Scenario, evaluate
+from ..outputs import OUTPUTS
+from ..scenario import INPUTS, Scenario, evaluate
 from .catalogs import FRAMEWORK_DERIVED, GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED
 from .package import Limits, Package, PackageError, check
 from .sheets import STAGE_ENDS

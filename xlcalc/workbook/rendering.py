@@ -1,6 +1,6 @@
 """Formula cells rendered from the engine's one definition of each named result.
 
-A named result of :data:`xlcalc.scenario.OUTPUTS` can be placed over other cells
+A named result of :data:`xlcalc.outputs.OUTPUTS` can be placed over other cells
 than the Inputs sheet's (a Scenarios column, a Sensitivity grid point, a row of
 the Parallelism sheet): ``output_formula`` substitutes the cells for the defined
 names in the *same* expression tree, so the workbook never holds a hand-typed
@@ -15,7 +15,7 @@ from typing import Any
 
 from ..expr import BinOp, Bound, Expr, Func, Template, Text, Var, eq, if_, unfolded, wrap
 from ..layout import LAYOUT_OK
-from ..scenario import BOUNDED_OUTPUTS, OUTPUT_BY_NAME, OUTPUTS, output_expr, plain_expr
+from ..outputs import BOUNDED_OUTPUTS, OUTPUT_BY_NAME, OUTPUTS, output_expr, plain_expr
 from . import checks
 from .model import RENDERING, IsNumber, Lookup
 
@@ -197,7 +197,7 @@ def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None, follows
     """
     refs = refs or {}
     expr = checks.guard(expr, needs_inputs(deps, refs, follows, exclude, cells))
-    # a bounded result past its bound holds its message (scenario.bound_message): checked where its own cell stands
+    # a bounded result past its bound holds its message (outputs.bound_message): checked where its own cell stands
     # for it (by name, or its cell in ``refs``), not where another's formula writes it out over other cells
     standing = set(refs)
     shown = [n for n in BOUNDED_OUTPUTS if n in deps and (n in refs or standing.isdisjoint(_deps(n, _DEPS)))]
@@ -252,7 +252,7 @@ def _guarded_bound(name: str, bound: Bound, refs: Mapping[str, str], follows: An
 
 
 def pointing(expr: Any, pointer: str, layout: str = "Layout_Check") -> Any:
-    """``expr`` with its layout guard, ``IF(Layout_Check="OK", x, Layout_Check)`` (xlcalc.scenario.output_expr),
+    """``expr`` with its layout guard, ``IF(Layout_Check="OK", x, Layout_Check)`` (xlcalc.outputs.output_expr),
     showing the text ``pointer`` instead of the layout check's message: a cell too narrow for the message names the
     cell that shows it whole. ``layout``: the reference text that stands for Layout_Check (a Scenarios column's).
     The guard is found down the then-branches of the guards around it (looked-up inputs, input checks: they keep

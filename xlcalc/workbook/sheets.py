@@ -13,8 +13,9 @@ from ..formulas import budget, cost, ownership, ranges
 from ..frameworks import FRAMEWORKS, PRECISIONS, get_profile
 from ..inputs import spec
 from ..layout import CONSTRAINTS, LAYOUT_INPUTS, LAYOUT_OK, preset_stage_ends
+from ..outputs import BOUNDED_OUTPUTS, MEMORY_SOURCES, OUTPUT_BY_NAME, RANGES
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES, get_recipe
-from ..scenario import BOUNDED_OUTPUTS, INPUT_BY_FIELD, INPUT_BY_NAME, MEMORY_SOURCES, OUTPUT_BY_NAME, RANGES, Scenario
+from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, Scenario
 from ..stage_memory import PARTS, memory_steps
 from . import charts, checks
 from .catalogs import FRAMEWORK_DERIVED, GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, FrameworkTable, PriceTable, Table
