@@ -100,31 +100,40 @@ def run_working(cmd: Sequence[str], hang_s: float = HANG_GUARD_S, min_cpu_s: flo
     keeps working: it is hung, killed with its processes and ``subprocess.TimeoutExpired`` raised, once it used less
     than ``min_cpu_s`` CPU seconds in ``hang_s`` seconds (without /proc: once ``wall_s`` seconds passed)."""
     proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
-    start = time.monotonic()
-    tree = _tree(proc.pid)
-    window = (start, sum(tree.values()) if tree is not None else 0.0)
-    while True:
-        try:
-            out, err = proc.communicate(timeout=min(5.0, hang_s / 4))
-            return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-        except subprocess.TimeoutExpired:
-            pass
-        now = time.monotonic()
-        if now - window[0] < (hang_s if tree is not None else wall_s):
-            continue
-        tree = _tree(proc.pid)
-        used = sum(tree.values()) if tree is not None else 0.0
-        if tree is not None and used - window[1] >= min_cpu_s:
-            window = (now, used)  # still working
-            continue
-        for pid in sorted(tree or {}, reverse=True):  # hung: the child and every process under it
+
+    def kill(tree: dict[int, float] | None) -> None:
+        for pid in sorted(tree or {}, reverse=True):  # the child and every process under it
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
         proc.kill()
         proc.communicate()
-        raise subprocess.TimeoutExpired(proc.args, now - start)
+
+    start = time.monotonic()
+    try:
+        tree = _tree(proc.pid)
+        window = (start, sum(tree.values()) if tree is not None else 0.0)
+        while True:
+            try:
+                out, err = proc.communicate(timeout=min(5.0, hang_s / 4))
+                return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if now - window[0] < (hang_s if tree is not None else wall_s):
+                continue
+            tree = _tree(proc.pid)
+            used = sum(tree.values()) if tree is not None else 0.0
+            if tree is not None and used - window[1] >= min_cpu_s:
+                window = (now, used)  # still working
+                continue
+            kill(tree)  # hung
+            raise subprocess.TimeoutExpired(proc.args, now - start)
+    except BaseException:  # interrupted (or hung): nothing is left running, as subprocess.run leaves nothing
+        if proc.poll() is None:
+            kill(_tree(proc.pid))
+        raise
 
 
 def recalculate(paths: Sequence[str | Path], outdir: str | Path, cpu_seconds: float | None = None) -> list[Path]:
