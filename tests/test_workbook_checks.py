@@ -27,6 +27,7 @@ import pytest
 import lo_batch
 from chart_data import chart_data_cells
 from named_edits import Edits, named_cell
+from procs import run_bounded
 from xlcalc import catalog
 from xlcalc.frameworks import FRAMEWORKS
 from xlcalc.layout import preset_stage_ends
@@ -421,8 +422,8 @@ def test_a_value_pasted_on_another_sheet_is_named_by_the_master_check(lo, case):
 # --- PP 7 on 80 layers: as xlcalc memory / estimate answer it -------------------------------------------------
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "xlcalc", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    """``python -m xlcalc ...``, bounded by CPU time (tests/procs.py), not by the clock: a refusal takes seconds."""
+    return run_bounded([sys.executable, "-m", "xlcalc", *args], cpu_s=120, cwd=ROOT)
 
 
 def test_pp7_on_80_layers_is_refused_as_the_cli_refuses_it(lo):
