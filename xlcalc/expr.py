@@ -591,7 +591,7 @@ class Template:
     provided the references are distinct and never occur in the template as names of their own.
     """
 
-    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_form")
+    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_form", "_slot_names")
 
     def __init__(self, expr: Expr, subs: Mapping[Any, str] | None, slots: Any):
         self.expr, self.subs = expr, subs
@@ -599,6 +599,7 @@ class Template:
         self._text: str | None = None
         self._vars: set[str] | None = None
         self._form: tuple[str, tuple[str, ...]] | None = None
+        self._slot_names: dict[str, str] | None = None
 
     @staticmethod
     def slot(name: str) -> str:
@@ -640,6 +641,12 @@ class Template:
         if self._vars is None:
             self._vars = self.expr.variables()
         return self._vars
+
+    def slot_names(self) -> dict[str, str]:
+        """The slot each placeholder variable stands for (``{slot(k): k}``)."""
+        if self._slot_names is None:
+            self._slot_names = {self.slot(k): k for k in self.slots}
+        return self._slot_names
 
     def bind(self, refs: Mapping[str, str]) -> "Bound":
         """The template with slot ``k`` standing for the reference ``refs[k]`` (every slot bound)."""
@@ -683,7 +690,7 @@ class Bound(Expr):
                 out.add(v)
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
-        return self.template.expr.evaluate(_Rebound(env, self.refs))
+        return self.template.expr.evaluate(_Rebound(env, self.refs, self.template.slot_names()))
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
         refs = self.refs
@@ -703,14 +710,16 @@ class Bound(Expr):
 class _Rebound(Mapping[str, Any]):
     """An environment in which a template's placeholder variables read their bound references."""
 
-    __slots__ = ("env", "refs")
+    __slots__ = ("env", "refs", "slot_names")
 
-    def __init__(self, env: Mapping[str, Any], refs: Mapping[str, str]):
+    def __init__(self, env: Mapping[str, Any], refs: Mapping[str, str], slot_names: Mapping[str, str] | None = None):
         self.env, self.refs = env, refs
+        self.slot_names = slot_names if slot_names is not None else {Template.slot(k): k for k in refs}
 
     def __getitem__(self, var: str) -> Any:
-        if var.startswith("\x00"):
-            return self.env[self.refs[var[1:-1]]]
+        slot = self.slot_names.get(var)
+        if slot is not None:
+            return self.env[self.refs[slot]]
         return self.env[var]
 
     def __getattr__(self, name: str) -> Any:  # what else the environment offers (a workbook's cells)

@@ -51,6 +51,7 @@ class Book:
         self.names: dict[str, tuple[str, str]] = {}
         self._memo: dict[tuple[str, str], Any] = {}
         self._where: dict[str, tuple[str, str]] = {}  # name or reference -> (sheet, cell): a cell never moves
+        self._env = _Env(self)                        # the values read by name or reference (cleared with _memo)
         self.widths: dict[str, dict[str, float]] = {}
         self.freeze: dict[str, str] = {}
         self.validations: list[dict[str, Any]] = []   # see writer.add_validation
@@ -106,7 +107,7 @@ class Book:
             result: Any = None
         elif isinstance(c.value, Expr):
             self._memo[key] = _CYCLE
-            result = c.value.evaluate(_Env(self))
+            result = c.value.evaluate(self._env)
         else:
             result = c.value
         if result is _CYCLE:
@@ -124,6 +125,7 @@ class Book:
     def cached_values(self) -> dict[tuple[str, str], Any]:
         """The engine's value of every formula cell, by (sheet, coordinate)."""
         self._memo.clear()
+        self._env.clear()
         return {(s, at): self.value(s, at) for s, at, _ in self.formula_cells()}
 
 
@@ -134,11 +136,20 @@ class _Cycle:
 _CYCLE = _Cycle()
 
 
-class _Env(Mapping[str, Any]):
+class _Env(dict[str, Any]):
+    """The book's cells as an environment: a defined name or reference reads the cell's value (a blank as 0).
+
+    A dictionary of the values read so far, by name or reference: a value read again is a dictionary look-up
+    (``__missing__`` computes the rest through :meth:`Book.value`, which finds a cell being computed: a cycle).
+    """
+
+    __slots__ = ("book",)
+
     def __init__(self, book: Book):
+        super().__init__()
         self.book = book
 
-    def __getitem__(self, var: str) -> Any:
+    def __missing__(self, var: str) -> Any:
         book = self.book  # Book.value_of, with a value already computed read straight from the memo
         try:
             where = book._where[var]
@@ -150,13 +161,9 @@ class _Env(Mapping[str, Any]):
             v = book.value(*where)
         if v is _CYCLE:
             raise ValueError(f"circular reference through {var}")
-        return 0 if v is None else v  # a blank cell reads as 0, as in a spreadsheet
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.book.names)
-
-    def __len__(self) -> int:
-        return len(self.book.names)
+        v = 0 if v is None else v  # a blank cell reads as 0, as in a spreadsheet
+        self[var] = v
+        return v
 
 
 class Lookup(Expr):
