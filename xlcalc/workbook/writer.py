@@ -441,7 +441,7 @@ class _SheetWriter(WorksheetWriter):
     def __init__(self, ws, values: Mapping[str, Any]):
         self.values = values
         self.cells = ""
-        super().__init__(ws)
+        super().__init__(ws, out=io.BytesIO())  # in memory, not a temporary file written, read back and removed
 
     def write_rows(self) -> None:
         self.cells = sheet_data(self.ws, self.values)
@@ -463,13 +463,11 @@ class _PackageWriter(ExcelWriter):
         writer = _SheetWriter(ws, self.values.get(ws.title, {}))
         writer.write()
         ws._rels = writer._rels
-        with open(writer.out, "rb") as f:
-            xml = f.read()
+        xml = writer.read()
         if xml.count(_EMPTY_SHEET_DATA) != 1:
             raise RuntimeError(f"sheet {ws.title}: openpyxl wrote no empty <sheetData> to fill")
         self._archive.writestr(ws.path[1:], xml.replace(_EMPTY_SHEET_DATA, writer.cells.encode("utf-8")))
         self.manifest.append(ws)
-        writer.cleanup()
 
 
 def save_package(wb: Workbook, values: Mapping[tuple[str, str], Any], out: IO[bytes]) -> None:
