@@ -250,6 +250,8 @@ class Var(Expr):
         return env[self.name]
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
+        if names is identity:  # a cell reference or defined name already (the workbook's case)
+            return self.name
         return _name_of(names, self.name)
 
     def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
@@ -283,8 +285,8 @@ class BinOp(Expr):
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
         p = self.prec
-        left = _render_child(self.left, names, subs)
-        right = _render_child(self.right, names, subs)
+        left = self.left.render(names, subs)
+        right = self.right.render(names, subs)
         if _child_prec(self.left, subs) < p:
             left = f"({left})"
         if _child_prec(self.right, subs) <= p:
@@ -312,7 +314,7 @@ class Neg(Expr):
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
         # Excel's unary minus binds tighter than ^, so always parenthesise.
-        return f"(-({_render_child(self.operand, names, subs)}))"
+        return f"(-({self.operand.render(names, subs)}))"
 
     def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
         operand = self.operand.substitute(mapping)
@@ -395,7 +397,7 @@ class Func(Expr):
         return EXCEL_FUNCTIONS[self.name](*(arg.evaluate(env) for arg in self.args))
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
-        return f"{self.name}(" + ",".join(_render_child(a, names, subs) for a in self.args) + ")"
+        return f"{self.name}(" + ",".join([a.render(names, subs) for a in self.args]) + ")"
 
     def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
         return _fold_func(self.name, tuple(a.substitute(mapping) for a in self.args))
@@ -564,10 +566,6 @@ def _child_prec(child: Expr, subs: Mapping[Any, str] | None) -> int:
     if isinstance(child, Call) and subs and child.key() in subs:
         return _ATOM
     return child.prec
-
-
-def _render_child(child: Expr, names: Names, subs: Mapping[Any, str] | None) -> str:
-    return child.render(names, subs)
 
 
 def identity(var: str) -> str:
