@@ -210,10 +210,11 @@ def guarded_output(name: str, expr: Any, refs: Mapping[str, str] | None = None, 
                    exclude: Any = (), cells: Any = ()) -> Any:
     """A named result's cell guarded by the looked-up inputs it depends on (see :func:`guarded`).
 
-    A result placed from a template (:func:`output_formula`) is guarded as a template too when its guards depend
-    only on the names ``refs`` maps, not on the cells (no input cell of its own checked: ``cells`` empty and no
-    reference a registered check): the guarded tree is made once per layout and shape and each cell binds it to its
-    own references -- the same text and values as guarding the cell's tree.
+    A result placed from a template (:func:`output_formula`) is guarded as a template too (``cells`` empty): where
+    its guards depend only on the names ``refs`` maps (no reference a registered check), and where some of its
+    references are checked cells of its own (a Parallelism row's: :func:`_guarded_row`, those cells' checks bound
+    too). The guarded tree is made once per layout and shape and each cell binds it to its own references -- the
+    same text and values as guarding the cell's tree.
     """
     refs = refs or {}
     if isinstance(expr, Bound) and RENDERING.templates and not cells:
