@@ -49,9 +49,8 @@ class Book:
     def __init__(self) -> None:
         self.sheets: dict[str, dict[str, Cell]] = {}
         self.names: dict[str, tuple[str, str]] = {}
-        self._memo: dict[tuple[str, str], Any] = {}
+        self._memo = _Env(self)  # (sheet, cell) -> value computed; name or reference -> value read (see _Env)
         self._where: dict[str, tuple[str, str]] = {}  # name or reference -> (sheet, cell): a cell never moves
-        self._env = _Env(self)                        # the values read by name or reference (cleared with _memo)
         self.widths: dict[str, dict[str, float]] = {}
         self.freeze: dict[str, str] = {}
         self.validations: list[dict[str, Any]] = []   # see writer.add_validation
@@ -107,7 +106,7 @@ class Book:
             result: Any = None
         elif isinstance(c.value, Expr):
             self._memo[key] = _CYCLE
-            result = c.value.evaluate(self._env)
+            result = c.value.evaluate(self._memo)
         else:
             result = c.value
         if result is _CYCLE:
@@ -125,7 +124,6 @@ class Book:
     def cached_values(self) -> dict[tuple[str, str], Any]:
         """The engine's value of every formula cell, by (sheet, coordinate)."""
         self._memo.clear()
-        self._env.clear()
         return {(s, at): self.value(s, at) for s, at, _ in self.formula_cells()}
 
 
@@ -136,11 +134,13 @@ class _Cycle:
 _CYCLE = _Cycle()
 
 
-class _Env(dict[str, Any]):
-    """The book's cells as an environment: a defined name or reference reads the cell's value (a blank as 0).
+class _Env(dict[Any, Any]):
+    """A book's memo, which is also the environment its formulas are evaluated in.
 
-    A dictionary of the values read so far, by name or reference: a value read again is a dictionary look-up
-    (``__missing__`` computes the rest through :meth:`Book.value`, which finds a cell being computed: a cycle).
+    Keyed by ``(sheet, cell)``: the value computed for that cell (``_CYCLE`` while it is being computed). Keyed by a
+    defined name or reference text (what a formula's variables are): the value read through it, a blank cell as 0.
+    A variable read again is a dictionary look-up; ``__missing__`` finds its cell and computes it through
+    :meth:`Book.value` (a cell being computed: a cycle). Clearing the memo forgets both.
     """
 
     __slots__ = ("book",)
@@ -149,16 +149,15 @@ class _Env(dict[str, Any]):
         super().__init__()
         self.book = book
 
-    def __missing__(self, var: str) -> Any:
+    def __missing__(self, var: Any) -> Any:
+        if not isinstance(var, str):  # a (sheet, cell) not computed yet
+            raise KeyError(var)
         book = self.book  # Book.value_of, with a value already computed read straight from the memo
         try:
             where = book._where[var]
         except KeyError:
             where = book._where[var] = book.locate(var)
-        try:
-            v = book._memo[where]
-        except KeyError:
-            v = book.value(*where)
+        v = self[where] if where in self else book.value(*where)
         if v is _CYCLE:
             raise ValueError(f"circular reference through {var}")
         v = 0 if v is None else v  # a blank cell reads as 0, as in a spreadsheet
