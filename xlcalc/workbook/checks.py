@@ -32,6 +32,7 @@ from ..inputs import spec
 from ..layout import CONSTRAINTS, layout_blamed
 from ..outputs import OUTPUT_BY_NAME
 from ..scenario import INPUT_BY_NAME, INPUTS
+from .messages import longest_layout_message, message_cell
 from .model import RENDERING, Book, Concat, IfError, IsNumber, Lookup, ref_text
 
 SHEET = "Checks"
@@ -418,8 +419,6 @@ def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int
     last = GROUP_FIRST_ROW + len(reg.groups) - 1
     book.rules.append((s, f"C{GROUP_FIRST_ROW}:C{last}", "bad_unless_ok"))
     book.widths[s] = {"A": 24, "B": 40, "C": 100, "D": 2, c_at: 18, c_name: 18, c_check: 100}
-    from .sheets import longest_layout_message, message_cell  # (sheets builds on this module)
-
     # the message whole, wrapped: the cell it blames (at most WHERE_CHARS), then the layout check's message
     message_cell(book, s, LAYOUT_ROW, "C", "C", WHERE_CHARS + longest_layout_message())
     book.freeze[s] = f"A{FIRST_ROW}"  # the column headings stay in sight (and head every printed page)

@@ -16,6 +16,7 @@ from ..outputs import OUTPUT_BY_NAME, OUTPUTS
 from ..scenario import INPUT_BY_NAME, INPUTS, Scenario
 from . import checks
 from .catalogs import GPU_DERIVED
+from .messages import longest_layout_message, message_cell
 from .model import IfError, coord, ref_text
 from .rendering import (
     BOOL_FORMAT,
@@ -33,9 +34,7 @@ from .sheets import (
     capex_value,
     derived_value,
     id_range,
-    longest_layout_message,
     longest_message_in,
-    message_cell,
     plan_title,
 )
 

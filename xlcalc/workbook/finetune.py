@@ -10,8 +10,9 @@ from __future__ import annotations
 from ..expr import Var
 from ..formulas import compute
 from ..formulas import finetune as ff
+from .messages import LAYOUT_POINTER
 from .rendering import guarded, needs
-from .sheets import LAYOUT_POINTER, Ctx, _header_row, formula_row, input_row, output_row
+from .sheets import Ctx, _header_row, formula_row, input_row, output_row
 
 SHEET = "FineTuning"  # a sheet name without quotes in references (defined names are written unquoted)
 FIELDS = ("job", "lora_rank", "lora_targets")

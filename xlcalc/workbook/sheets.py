@@ -12,14 +12,14 @@ from ..expr import Expr, Func, Var, and_, eq, if_, wrap
 from ..formulas import budget, cost, ownership, ranges
 from ..frameworks import FRAMEWORKS, PRECISIONS, get_profile
 from ..inputs import spec
-from ..layout import CONSTRAINTS, LAYOUT_INPUTS, LAYOUT_OK, preset_stage_ends
+from ..layout import LAYOUT_OK, preset_stage_ends
 from ..outputs import BOUNDED_OUTPUTS, MEMORY_SOURCES, OUTPUT_BY_NAME, RANGES
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES, get_recipe
 from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, Scenario
 from ..stage_memory import PARTS, memory_steps
 from . import charts, checks
 from .catalogs import FRAMEWORK_DERIVED, GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, FrameworkTable, PriceTable, Table
-from .layout import DEFAULT_WIDTH, WIDTHS
+from .messages import LAYOUT_POINTER, LAYOUT_ROW, longest_layout_message, message_cell
 from .model import Book, Concat, IfError, IsNumber, NotAvailable, ref_text
 from .rendering import (
     BOOL_FORMAT,
@@ -393,7 +393,6 @@ def _choice_row(ctx: Ctx, sheet: str, row: int, label: str, name: str, value: st
 # beside it, with the row's other cells at the top too; LibreOffice does not grow a row for a wrapped formula on load,
 # so its row is given the height of the longest message it can show: its lines at one character per unit of column
 # width (message_lines), LINE_POINTS each.
-LINE_POINTS = 15
 PURCHASE_PRICE_USED = "Purchase price used: "
 
 
@@ -451,50 +450,6 @@ def longest_message_in(deps: Any) -> int:
     figures = missing_figures()
     return max([longest_message()] * ("Capex_USD_per_GPU" in deps) + [longest_price_message()] *
                ("USD_per_GPU_Hour" in deps) + [figures[n] for n in deps if n in figures] + [0])
-
-
-def message_lines(chars: int, width: float) -> int:
-    """Lines a text of ``chars`` characters takes in a wrapped cell ``width`` units wide, at one character per unit
-    (a unit is a digit's width: running text averages narrower, so this over-counts; a wrapped note's rows are
-    counted at CHARS_PER_WIDTH)."""
-    return -(-chars // int(width))
-
-
-def message_cell(b: Book, s: str, row: int, first: str, last: str, chars: int) -> None:
-    """Cell ``first``+``row`` (merged through ``last``) shows a message of up to ``chars`` characters: wrapped, at
-    the top, its row tall enough (never lower than another message's row there); nothing for no message (0)."""
-    if chars <= 0:
-        return
-    widths = {**{c: DEFAULT_WIDTH for c in "ABCDEFGHIJKL"}, **WIDTHS.get(s, {}), **b.widths.get(s, {})}
-    width = sum(widths[chr(c)] for c in range(ord(first), ord(last) + 1))
-    b.messages.add((s, f"{first}{row}"))
-    if last != first:
-        b.merges.append((s, f"{first}{row}:{last}{row}"))
-    points = LINE_POINTS * message_lines(chars, width)
-    b.heights[(s, row)] = max(points, b.heights.get((s, row), 0))
-
-
-# The layout check's message (Layout_Check) shows whole once, in the Memory sheet's layout check row: wrapped across
-# B:D, the row as tall as the longest message needs. The memory cells of the Memory and FineTuning sheets (14 to 18
-# characters wide) show LAYOUT_POINTER for a broken layout instead: the message would be clipped in print.
-LAYOUT_ROW = 4
-LAYOUT_POINTER = f"see Memory!B{LAYOUT_ROW}"
-NUMBER_CHARS = 12  # a number in the message: an input up to 10,000,000, or a ratio rounded to 2 decimals
-
-
-@functools.cache
-def longest_layout_message() -> int:
-    """An upper bound on the characters of the layout check's message (xlcalc.layout.layout_message): the words of
-    the longest constraint's message, each number in it counted at NUMBER_CHARS."""
-    from ..expr import is_expr
-
-    v = {k: Var(k) for k in LAYOUT_INPUTS}
-    longest = 0
-    for c in CONSTRAINTS:
-        parts = (c.name, " = ", Var(c.name), " is not allowed: ", c.name, " must be ", *c.allowed(v), " (",
-                 *c.detail(v), ")")
-        longest = max(longest, sum(NUMBER_CHARS if is_expr(p) else len(str(p)) for p in parts))
-    return longest
 
 
 def _header_row(b, s: str, row: int, names: tuple[str, ...]) -> None:

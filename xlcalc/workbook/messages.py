@@ -1,0 +1,62 @@
+"""Cells that show a message: wrapped, merged across the columns beside them, their rows written tall enough for
+the longest message they can show (LibreOffice does not grow a row for a wrapped formula on load), and the longest
+layout check message, which the Memory sheet shows whole once (the narrow memory cells point to it).
+
+Its own room: the sheets (xlcalc/workbook/sheets.py) and the Checks sheet (checks.py) both size message cells with it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ..expr import Var
+from ..layout import CONSTRAINTS, LAYOUT_INPUTS
+from .layout import DEFAULT_WIDTH, WIDTHS
+from .model import Book
+
+# the height of one line of a wrapped message (points)
+LINE_POINTS = 15
+
+
+def message_lines(chars: int, width: float) -> int:
+    """Lines a text of ``chars`` characters takes in a wrapped cell ``width`` units wide, at one character per unit
+    (a unit is a digit's width: running text averages narrower, so this over-counts; a wrapped note's rows are
+    counted at CHARS_PER_WIDTH)."""
+    return -(-chars // int(width))
+
+
+def message_cell(b: Book, s: str, row: int, first: str, last: str, chars: int) -> None:
+    """Cell ``first``+``row`` (merged through ``last``) shows a message of up to ``chars`` characters: wrapped, at
+    the top, its row tall enough (never lower than another message's row there); nothing for no message (0)."""
+    if chars <= 0:
+        return
+    widths = {**{c: DEFAULT_WIDTH for c in "ABCDEFGHIJKL"}, **WIDTHS.get(s, {}), **b.widths.get(s, {})}
+    width = sum(widths[chr(c)] for c in range(ord(first), ord(last) + 1))
+    b.messages.add((s, f"{first}{row}"))
+    if last != first:
+        b.merges.append((s, f"{first}{row}:{last}{row}"))
+    points = LINE_POINTS * message_lines(chars, width)
+    b.heights[(s, row)] = max(points, b.heights.get((s, row), 0))
+
+
+# The layout check's message (Layout_Check) shows whole once, in the Memory sheet's layout check row: wrapped across
+# B:D, the row as tall as the longest message needs. The memory cells of the Memory and FineTuning sheets (14 to 18
+# characters wide) show LAYOUT_POINTER for a broken layout instead: the message would be clipped in print.
+LAYOUT_ROW = 4
+LAYOUT_POINTER = f"see Memory!B{LAYOUT_ROW}"
+NUMBER_CHARS = 12  # a number in the message: an input up to 10,000,000, or a ratio rounded to 2 decimals
+
+
+@functools.cache
+def longest_layout_message() -> int:
+    """An upper bound on the characters of the layout check's message (xlcalc.layout.layout_message): the words of
+    the longest constraint's message, each number in it counted at NUMBER_CHARS."""
+    from ..expr import is_expr
+
+    v = {k: Var(k) for k in LAYOUT_INPUTS}
+    longest = 0
+    for c in CONSTRAINTS:
+        parts = (c.name, " = ", Var(c.name), " is not allowed: ", c.name, " must be ", *c.allowed(v), " (",
+                 *c.detail(v), ")")
+        longest = max(longest, sum(NUMBER_CHARS if is_expr(p) else len(str(p)) for p in parts))
+    return longest
