@@ -250,6 +250,8 @@ class Var(Expr):
         return env[self.name]
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
+        if names is identity:  # a cell reference or defined name already (the workbook's case)
+            return self.name
         return _name_of(names, self.name)
 
     def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
@@ -283,8 +285,8 @@ class BinOp(Expr):
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
         p = self.prec
-        left = _render_child(self.left, names, subs)
-        right = _render_child(self.right, names, subs)
+        left = self.left.render(names, subs)
+        right = self.right.render(names, subs)
         if _child_prec(self.left, subs) < p:
             left = f"({left})"
         if _child_prec(self.right, subs) <= p:
@@ -312,7 +314,7 @@ class Neg(Expr):
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
         # Excel's unary minus binds tighter than ^, so always parenthesise.
-        return f"(-({_render_child(self.operand, names, subs)}))"
+        return f"(-({self.operand.render(names, subs)}))"
 
     def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
         operand = self.operand.substitute(mapping)
@@ -395,7 +397,7 @@ class Func(Expr):
         return EXCEL_FUNCTIONS[self.name](*(arg.evaluate(env) for arg in self.args))
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
-        return f"{self.name}(" + ",".join(_render_child(a, names, subs) for a in self.args) + ")"
+        return f"{self.name}(" + ",".join([a.render(names, subs) for a in self.args]) + ")"
 
     def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
         return _fold_func(self.name, tuple(a.substitute(mapping) for a in self.args))
@@ -566,10 +568,6 @@ def _child_prec(child: Expr, subs: Mapping[Any, str] | None) -> int:
     return child.prec
 
 
-def _render_child(child: Expr, names: Names, subs: Mapping[Any, str] | None) -> str:
-    return child.render(names, subs)
-
-
 def identity(var: str) -> str:
     """Names for rendering where a variable already *is* its Excel text (a cell reference or a defined name)."""
     return var
@@ -591,7 +589,7 @@ class Template:
     provided the references are distinct and never occur in the template as names of their own.
     """
 
-    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_form")
+    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_form", "_slot_names")
 
     def __init__(self, expr: Expr, subs: Mapping[Any, str] | None, slots: Any):
         self.expr, self.subs = expr, subs
@@ -599,6 +597,7 @@ class Template:
         self._text: str | None = None
         self._vars: set[str] | None = None
         self._form: tuple[str, tuple[str, ...]] | None = None
+        self._slot_names: dict[str, str] | None = None
 
     @staticmethod
     def slot(name: str) -> str:
@@ -640,6 +639,12 @@ class Template:
         if self._vars is None:
             self._vars = self.expr.variables()
         return self._vars
+
+    def slot_names(self) -> dict[str, str]:
+        """The slot each placeholder variable stands for (``{slot(k): k}``)."""
+        if self._slot_names is None:
+            self._slot_names = {self.slot(k): k for k in self.slots}
+        return self._slot_names
 
     def bind(self, refs: Mapping[str, str]) -> "Bound":
         """The template with slot ``k`` standing for the reference ``refs[k]`` (every slot bound)."""
@@ -683,7 +688,7 @@ class Bound(Expr):
                 out.add(v)
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
-        return self.template.expr.evaluate(_Rebound(env, self.refs))
+        return self.template.expr.evaluate(_Rebound(env, self.refs, self.template.slot_names()))
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
         refs = self.refs
@@ -703,14 +708,16 @@ class Bound(Expr):
 class _Rebound(Mapping[str, Any]):
     """An environment in which a template's placeholder variables read their bound references."""
 
-    __slots__ = ("env", "refs")
+    __slots__ = ("env", "refs", "slot_names")
 
-    def __init__(self, env: Mapping[str, Any], refs: Mapping[str, str]):
+    def __init__(self, env: Mapping[str, Any], refs: Mapping[str, str], slot_names: Mapping[str, str] | None = None):
         self.env, self.refs = env, refs
+        self.slot_names = slot_names if slot_names is not None else {Template.slot(k): k for k in refs}
 
     def __getitem__(self, var: str) -> Any:
-        if var.startswith("\x00"):
-            return self.env[self.refs[var[1:-1]]]
+        slot = self.slot_names.get(var)
+        if slot is not None:
+            return self.env[self.refs[slot]]
         return self.env[var]
 
     def __getattr__(self, name: str) -> Any:  # what else the environment offers (a workbook's cells)

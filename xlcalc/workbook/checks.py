@@ -179,6 +179,16 @@ def registered(ref: str) -> bool:
     return reg is not None and ref in reg.cells
 
 
+def cell_checks(refs: Any) -> list[tuple[str, str]]:
+    """(name, the cell of its check) for each name of ``refs`` (name -> reference text) whose cell has a check of its
+    own, in the order of the Checks sheet (the order :func:`guard` writes them in)."""
+    reg = _ACTIVE.get()
+    if reg is None:
+        return []
+    cells = reg.cells
+    return [(k, reg.check_ref(ref)) for _, k, ref in sorted((cells[r][0], k, r) for k, r in refs.items() if r in cells)]
+
+
 INLINE_CELLS = 6  # the other sheets' cells a guard checks one by one (more: gathered in a cell of their own)
 
 

@@ -49,7 +49,7 @@ class Book:
     def __init__(self) -> None:
         self.sheets: dict[str, dict[str, Cell]] = {}
         self.names: dict[str, tuple[str, str]] = {}
-        self._memo: dict[tuple[str, str], Any] = {}
+        self._memo = _Env(self)  # (sheet, cell) -> value computed; name or reference -> value read (see _Env)
         self._where: dict[str, tuple[str, str]] = {}  # name or reference -> (sheet, cell): a cell never moves
         self.widths: dict[str, dict[str, float]] = {}
         self.freeze: dict[str, str] = {}
@@ -106,7 +106,7 @@ class Book:
             result: Any = None
         elif isinstance(c.value, Expr):
             self._memo[key] = _CYCLE
-            result = c.value.evaluate(_Env(self))
+            result = c.value.evaluate(self._memo)
         else:
             result = c.value
         if result is _CYCLE:
@@ -134,29 +134,35 @@ class _Cycle:
 _CYCLE = _Cycle()
 
 
-class _Env(Mapping[str, Any]):
+class _Env(dict[Any, Any]):
+    """A book's memo, which is also the environment its formulas are evaluated in.
+
+    Keyed by ``(sheet, cell)``: the value computed for that cell (``_CYCLE`` while it is being computed). Keyed by a
+    defined name or reference text (what a formula's variables are): the value read through it, a blank cell as 0.
+    A variable read again is a dictionary look-up; ``__missing__`` finds its cell and computes it through
+    :meth:`Book.value` (a cell being computed: a cycle). Clearing the memo forgets both.
+    """
+
+    __slots__ = ("book",)
+
     def __init__(self, book: Book):
+        super().__init__()
         self.book = book
 
-    def __getitem__(self, var: str) -> Any:
+    def __missing__(self, var: Any) -> Any:
+        if not isinstance(var, str):  # a (sheet, cell) not computed yet
+            raise KeyError(var)
         book = self.book  # Book.value_of, with a value already computed read straight from the memo
         try:
             where = book._where[var]
         except KeyError:
             where = book._where[var] = book.locate(var)
-        try:
-            v = book._memo[where]
-        except KeyError:
-            v = book.value(*where)
+        v = self[where] if where in self else book.value(*where)
         if v is _CYCLE:
             raise ValueError(f"circular reference through {var}")
-        return 0 if v is None else v  # a blank cell reads as 0, as in a spreadsheet
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.book.names)
-
-    def __len__(self) -> int:
-        return len(self.book.names)
+        v = 0 if v is None else v  # a blank cell reads as 0, as in a spreadsheet
+        self[var] = v
+        return v
 
 
 class Lookup(Expr):

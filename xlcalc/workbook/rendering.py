@@ -211,15 +211,20 @@ def guarded_output(name: str, expr: Any, refs: Mapping[str, str] | None = None, 
                    exclude: Any = (), cells: Any = ()) -> Any:
     """A named result's cell guarded by the looked-up inputs it depends on (see :func:`guarded`).
 
-    A result placed from a template (:func:`output_formula`) is guarded as a template too when its guards depend
-    only on the names ``refs`` maps, not on the cells (no input cell of its own checked: ``cells`` empty and no
-    reference a registered check): the guarded tree is made once per layout and shape and each cell binds it to its
-    own references -- the same text and values as guarding the cell's tree.
+    A result placed from a template (:func:`output_formula`) is guarded as a template too (``cells`` empty): where
+    its guards depend only on the names ``refs`` maps (no reference a registered check), and where some of its
+    references are checked cells of its own (a Parallelism row's: :func:`_guarded_row`, those cells' checks bound
+    too). The guarded tree is made once per layout and shape and each cell binds it to its own references -- the
+    same text and values as guarding the cell's tree.
     """
     refs = refs or {}
-    if isinstance(expr, Bound) and RENDERING.templates and not cells and \
-            not any(checks.registered(r) for r in refs.values()):
-        return _guarded_bound(name, expr, refs, follows, exclude)
+    if isinstance(expr, Bound) and RENDERING.templates and not cells:
+        own = checks.cell_checks(refs)
+        if not own:
+            return _guarded_bound(name, expr, refs, follows, exclude)
+        made = _guarded_row(name, expr, refs, follows, exclude, own)
+        if made is not None:
+            return made
     return guarded(expr, _output_deps(name, refs), refs, follows, exclude, cells)
 
 
@@ -282,6 +287,49 @@ def _is_layout_guard(cond: Expr, otherwise: Expr, layout: str) -> bool:
     names = {layout, Template.slot("Layout_Check")}
     return isinstance(cond, BinOp) and cond.op == "=" and isinstance(cond.left, Var) and cond.left.name in names \
         and cond.right.key() == Text(LAYOUT_OK).key() and otherwise.key() == cond.left.key()
+
+
+def _guarded_row(name: str, bound: Bound, refs: Mapping[str, str], follows: Any, exclude: Any,
+                 own: list[tuple[str, str]]) -> Expr | None:
+    """A named result over a row's cells that are input cells with checks of their own (a Parallelism row), guarded
+    as a template: the guards of the first row of a shape made as :func:`guarded` makes them, their references to the
+    row's cells and to those cells' checks then made placeholders, bound to each row's own. None where the shape is
+    not a template's (the caller guards the cell's tree).
+
+    The shape: the result, the template it is placed from, the names its references stand for, which of them are
+    checked cells (in the order of the Checks sheet) and ``follows``/``exclude``. Over one shape :func:`guarded`
+    makes the same guards but for those references: the inputs' checks are gathered by defined name, each checked
+    cell's own check is written (not gathered per row: at most ``checks.INLINE_CELLS`` of them)."""
+    if refs != bound.refs or any("!" not in v for v in refs.values()):
+        return None
+    template = bound.template
+    checked = tuple(k for k, _ in own)
+    key = ("guarded row", name, template, frozenset(refs), checked, frozenset(follows), frozenset(exclude))
+    memo = checks.layout_memo()
+    if memo is None:
+        return None
+    made = memo.get(key, False)
+    row_refs = {**refs, **{"check " + k: check for k, check in own}}
+    if made is False:
+        deps = _output_deps(name, refs)
+        made = None
+        if sum(k in deps for k in checked) <= checks.INLINE_CELLS:  # more: a gathering cell per row (no template)
+            real = guarded(bound, deps, refs, follows, exclude)
+            slot_of = {v: Var(Template.slot(k)) for k, v in row_refs.items()}
+            if len(slot_of) == len(row_refs):
+                made = Template(_reguard(real, bound, template.expr, slot_of), template.subs, row_refs)
+        memo[key] = made
+    return None if made is None else made.bind(row_refs)
+
+
+def _reguard(expr: Expr, inner: Expr, new_inner: Expr, mapping: Mapping[str, Expr]) -> Expr:
+    """The guards :func:`guarded` wrapped around ``inner`` (nested ``IF(test, <inner or guards>, value)``) around
+    ``new_inner`` instead, their own references replaced as ``mapping`` says."""
+    if expr is inner:
+        return new_inner
+    assert isinstance(expr, Func) and expr.name == "IF", expr
+    test, then, value = expr.args
+    return Func("IF", (test.substitute(mapping), _reguard(then, inner, new_inner, mapping), value.substitute(mapping)))
 
 
 def needs_inputs(deps: Any, refs: Mapping[str, str], follows: Any = (), exclude: Any = (),

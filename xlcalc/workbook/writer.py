@@ -16,6 +16,7 @@ from copy import copy
 from typing import IO, Any
 
 from openpyxl import Workbook
+from openpyxl.cell.cell import Cell
 from openpyxl.compat import safe_string
 from openpyxl.drawing.spreadsheet_drawing import SpreadsheetDrawing
 from openpyxl.formatting.rule import CellIsRule
@@ -51,7 +52,10 @@ def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, su
     of it (the same style ids openpyxl would give it, without setting each attribute again).
     """
     row, col = _row_col(at)
-    cell = ws.cell(row, col)
+    cell = ws._cells.get((row, col))
+    if cell is None:  # ws.cell(row, col) without its checks of a coordinate that is always valid here
+        cell = Cell(ws, row=row, column=col)
+        ws._add_cell(cell)
     if isinstance(value, Expr):
         cell.value = value.to_excel(identity, subs)
     elif isinstance(value, str):
@@ -82,12 +86,34 @@ _COORDS: dict[str, tuple[int, int]] = {}
 
 def _row_col(at: str) -> tuple[int, int]:
     """(row, column) of a coordinate such as ``B12`` (each coordinate parsed once)."""
-    try:
-        return _COORDS[at]
-    except KeyError:
+    rc = _COORDS.get(at)
+    if rc is None:
         col, row = coordinate_from_string(at)
         rc = _COORDS[at] = (row, column_index_from_string(col))
-        return rc
+    return rc
+
+
+class _Alignments:
+    """``cell.alignment = Alignment(...)`` for many cells: each distinct alignment is made and added to the
+    workbook's list once (openpyxl hashes and compares it with the list's on every assignment), then set by its id
+    -- the same ids, the first of each added in the same order."""
+
+    def __init__(self, wb: Workbook):
+        self.wb = wb
+        self.ids: dict[tuple[Any, ...], int] = {}
+
+    def set(self, cell: Any, horizontal: str | None = None, wrap_text: bool | None = None,
+            vertical: str | None = None) -> None:
+        key = (horizontal, wrap_text, vertical)
+        idx = self.ids.get(key)
+        if idx is None:
+            idx = self.ids[key] = self.wb._alignments.add(
+                Alignment(horizontal=horizontal, wrap_text=wrap_text, vertical=vertical))
+        cell._style.alignmentId = idx
+
+    def get(self, cell: Any) -> Alignment:
+        """The cell's alignment (openpyxl's ``cell.alignment`` without the proxy around it)."""
+        return self.wb._alignments[cell._style.alignmentId]
 
 
 def _number(x: float) -> str:
@@ -215,12 +241,13 @@ def fit_row_heights(ws) -> None:
         c1, r1, c2, _ = range_boundaries(str(rng))
         spans[(r1, c1)] = range(c1, c2 + 1)
     lines: dict[int, int] = {}
+    alignments = ws.parent._alignments
     for (r, col), c in ws._cells.items():  # the cells written (walking the whole grid would create empty ones)
         value = c._value
         if not isinstance(value, str) or value.startswith("="):
             continue
         # alignment 0 is the workbook's default alignment (no wrap): only a cell with an alignment of its own wraps
-        if c._style is None or not c._style.alignmentId or not c.alignment.wrap_text:
+        if c._style is None or not c._style.alignmentId or not alignments[c._style.alignmentId].wrap_text:
             continue
         cols = spans.get((r, col), range(col, col + 1))
         chars = sum((ws.column_dimensions[get_column_letter(k)].width or DEFAULT_WIDTH) for k in cols) * CHARS_PER_WIDTH
@@ -314,17 +341,18 @@ def to_workbook(book: Book) -> Workbook:
         col = "".join(ch for ch in at if ch.isalpha())
         row = at[len(col):]
         wb.defined_names[name] = DefinedName(name, attr_text=f"{sheet}!${col}${row}")
+    align = _Alignments(wb)
     for sheet, at in book.wrap:
         cell = wb[sheet][at]
-        cell.alignment = Alignment(wrap_text=True, vertical="top")
+        align.set(cell, wrap_text=True, vertical="top")
     for sheet, at in book.messages:
         ws = wb[sheet]
         col, row = coordinate_from_string(at)
-        ws[at].alignment = Alignment(wrap_text=True, vertical="top", horizontal="left")
+        align.set(ws[at], wrap_text=True, vertical="top", horizontal="left")
         for k in range(1, column_index_from_string(col)):  # the row reads across at the top: label, then message
             if (cell := ws._cells.get((row, k))) is not None and cell.value is not None:
-                a = cell.alignment
-                cell.alignment = Alignment(horizontal=a.horizontal, wrap_text=a.wrap_text, vertical="top")
+                a = align.get(cell)
+                align.set(cell, horizontal=a.horizontal, wrap_text=a.wrap_text, vertical="top")
     for sheet, rng in book.merges:
         wb[sheet].merge_cells(rng)
     for ws in wb.worksheets:
@@ -413,7 +441,7 @@ class _SheetWriter(WorksheetWriter):
     def __init__(self, ws, values: Mapping[str, Any]):
         self.values = values
         self.cells = ""
-        super().__init__(ws)
+        super().__init__(ws, out=io.BytesIO())  # in memory, not a temporary file written, read back and removed
 
     def write_rows(self) -> None:
         self.cells = sheet_data(self.ws, self.values)
@@ -435,13 +463,11 @@ class _PackageWriter(ExcelWriter):
         writer = _SheetWriter(ws, self.values.get(ws.title, {}))
         writer.write()
         ws._rels = writer._rels
-        with open(writer.out, "rb") as f:
-            xml = f.read()
+        xml = writer.read()
         if xml.count(_EMPTY_SHEET_DATA) != 1:
             raise RuntimeError(f"sheet {ws.title}: openpyxl wrote no empty <sheetData> to fill")
         self._archive.writestr(ws.path[1:], xml.replace(_EMPTY_SHEET_DATA, writer.cells.encode("utf-8")))
         self.manifest.append(ws)
-        writer.cleanup()
 
 
 def save_package(wb: Workbook, values: Mapping[tuple[str, str], Any], out: IO[bytes]) -> None:
