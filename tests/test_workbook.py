@@ -33,7 +33,8 @@ PORTABLE = {"IF", "IFERROR", "INDEX", "MATCH", "VLOOKUP", "HLOOKUP", "ROUNDUP", 
             "CEILING", "FLOOR", "MIN", "MAX", "SUM", "SUMPRODUCT", "INT", "AND", "OR", "NOT", "SQRT",
             "LOG", "LN", "EXP", "ABS", "ISNUMBER",
             "NA",  # #N/A: only in Budget's chart-data block, the one value a chart draws no point for
-            "FIXED"}  # number as text with thousands separators: Excel's classic text functions, LibreOffice, gnumeric
+            "FIXED",  # number as text with thousands separators: Excel's classic text functions, LibreOffice, gnumeric
+            "LEFT", "FIND", "LEN"}  # the same classic text functions: a Parallelism row's layout check, short
 
 
 def first_stage_psi_b(params_b=70, vocab=32000, hidden=8192, layers=80, pp=4, tp=4):

@@ -358,7 +358,7 @@ def test_the_docs_examples_name_the_cells_the_builder_places(seed_book):
         if input_name == "pp":
             input_name = "PP_Size"
         if sheet == "Parallelism":  # a row's own cell: the column of its input, in a candidate's row
-            head = {"PP_Size": "PP", "TP_Size": "TP"}[input_name]
+            head = {"PP_Size": "PP", "TP_Size": "TP", "Layout_Check": "Layout check"}[input_name]
             col = at.rstrip("0123456789")
             assert book.value(sheet, f"{col}4") == head and int(at[len(col):]) >= 5, (sheet, at, input_name)
             continue
@@ -450,9 +450,12 @@ def test_pp7_on_80_layers_is_refused_as_the_cli_refuses_it(lo):
 
 def test_a_parallelism_row_whose_layout_does_not_divide_is_named_by_the_master_check(lo):
     """PP 3 on 80 layers, TP 3 on 64 heads, and TP 4 x PP 5 on 1,024 GPUs typed into three Parallelism rows: each row's
-    results show the reason xlcalc memory gives for that layout instead of a number; each row's check on the Checks
-    sheet names the row's cell it blames (its PP or TP cell; its layout check cell where the GPUs, an Inputs figure,
-    do not divide) and why; Start's input check shows the first of them, and the other rows stay numbers."""
+    layout check cell shows the reason xlcalc memory gives for that layout short ("pp = 3 refused": the input and
+    value it names, where that fits the cell, else "refused: see Checks") and its results the way to that cell
+    instead of a number; each row's check on the Checks sheet names the row's cell it blames (its PP or TP cell; its
+    layout check cell where the GPUs, an Inputs figure, do not divide) and why, whole in column H and without the
+    arithmetic in brackets in the printed column G; Start's input check shows the first of them whole, and the other
+    rows stay numbers."""
     wb = lo["par_layout"]
     ws = wb["Parallelism"]
     heads = {ws.cell(4, c).value: c for c in range(1, ws.max_column + 1) if ws.cell(4, c).value}
@@ -465,8 +468,12 @@ def test_a_parallelism_row_whose_layout_does_not_divide_is_named_by_the_master_c
         run = _cli("memory", *flags, "--tp", str(tp), "--pp", str(pp))
         assert run.returncode == 2, (r, run.stdout[-300:])
         why = run.stderr.strip().removeprefix("xlcalc memory: error: ")
-        shown = [ws.cell(r, c).value for c in results]
-        assert shown == [why] * len(shown), (r, why, shown[:3])
+        check_col = ws.cell(r, heads["Layout check"]).column_letter
+        head = why.split(" is not allowed")[0]  # the input and its value, as the CLI names them
+        short = f"{head} refused" if len(head) <= 10 else "refused: see Checks"
+        assert ws.cell(r, heads["Layout check"]).value == short, r
+        shown = [ws.cell(r, c).value for c in results if c != heads["Layout check"]]
+        assert shown == [f"see column {check_col}"] * len(shown), (r, shown[:3])
         cell = f"Parallelism!{ws.cell(r, heads[blamed]).column_letter}{r}"
         name = {"PP": "PP_Size", "TP": "TP_Size", "Layout check": "Layout_Check"}[blamed]
         expected.append(f"{cell} ({name}): {why}")
@@ -474,9 +481,15 @@ def test_a_parallelism_row_whose_layout_does_not_divide_is_named_by_the_master_c
     assert "tp = 3 is not allowed" in expected[1] and "n_gpus = 1024 is not allowed" in expected[2]
     assert wb["Start"]["C3"].value == expected[0]
     checks = wb["Checks"]
-    failing = [checks[f"G{r}"].value for r in range(1, checks.max_row + 1)
+    failing = [r for r in range(1, checks.max_row + 1)
                if checks[f"F{r}"].value == "Layout_Check" and checks[f"G{r}"].value != "OK"]
-    assert failing == expected
+    assert [checks[f"H{r}"].value for r in failing] == expected  # whole
+    # printed: without the arithmetic in brackets after the reason, or, where that passes 90 characters, up to "is not
+    # allowed" (one line of column G's 100 characters)
+    lines = [e[:e.index(" (", e.index("): "))] for e in expected]
+    lines = [e if len(e) <= 90 else e[:e.index(" is not allowed") + len(" is not allowed")] for e in lines]
+    assert [checks[f"G{r}"].value for r in failing] == lines
+    assert lines[2] == "Parallelism!N8 (Layout_Check): n_gpus = 1024 is not allowed"
     for r in (5, 9):  # the plan's row and the next candidate: numbers
         assert _number(ws.cell(r, heads["Total GB"]).value), r
     for name in ("Train_Days", "Total_Cost_USD", "Mem_Total_GB"):  # the Inputs sheet's plan is not touched

@@ -452,7 +452,8 @@ def printed() -> dict:
     """PDFs as a user prints them, in two soffice runs: the seed 002 workbook saved as .ods, then one run printing
     seed002.xlsx (an A800: no purchase price), gap.xlsx (a GPU with a figure left unpublished, on Inputs and in the
     last Scenarios column), priced.xlsx (a GPU with a purchase price), pp3.xlsx (PP 3 on its 80 layers: a layout
-    that does not split into whole stages) and that .ods (as seed002-ods)."""
+    that does not split into whole stages), par.xlsx (such layouts typed into two Parallelism rows: PAR_ROWS) and
+    that .ods (as seed002-ods)."""
     require_libreoffice()
     from xlcalc.workbook.libreoffice import convert, to_pdf
 
@@ -465,9 +466,12 @@ def printed() -> dict:
     set_inputs(book, src / "gap.xlsx", {"GPU_Type": _gap_gpu().id, _scenario_gpu_cell(book.wb): _gap_gpu().id})
     set_inputs(book, src / "priced.xlsx", {"GPU_Type": _priced_gpu()})
     set_inputs(book, src / "pp3.xlsx", {"PP_Size": 3})
+    set_inputs(book, src / "par.xlsx", {f"Parallelism!{col}{r}": v for r, (tp, pp, _, _) in PAR_ROWS.items()
+                                        for col, v in (("A", tp), ("B", pp))})
     ods, = convert([src / "seed002.xlsx"], work / "ods", "ods", ".ods")
     ods = ods.rename(src / "seed002-ods.ods")
-    pdfs = to_pdf([src / "seed002.xlsx", src / "gap.xlsx", src / "priced.xlsx", src / "pp3.xlsx", ods], work / "out")
+    pdfs = to_pdf([src / "seed002.xlsx", src / "gap.xlsx", src / "priced.xlsx", src / "pp3.xlsx", src / "par.xlsx", ods],
+                  work / "out")
     return {p.stem: p for p in pdfs} | {f"{p.stem}.xlsx": src / f"{p.stem}.xlsx" for p in pdfs}
 
 
@@ -674,6 +678,13 @@ PP3_WHY = (f"pp = 3 is not allowed: pp must be a divisor of layers = 80 (every p
            f"last_stage_layers)")
 
 
+# Layouts typed into Parallelism rows of seed 002 (80 layers, 1,024 GPUs, CP 1): row -> (TP, PP, the cell the check
+# blames, the message in the words of xlcalc.layout as the Checks sheet prints it: without the arithmetic in brackets,
+# or only up to "is not allowed" where that line would pass 90 characters (row 8's: 105)
+PAR_ROWS = {6: (1, 3, "Parallelism!B6 (PP_Size)", "pp = 3 is not allowed: pp must be a divisor of layers = 80"),
+            8: (4, 5, "Parallelism!N8 (Layout_Check)", "n_gpus = 1024 is not allowed")}
+
+
 def _read_down(lines: list[str], i: int, c: int, length: int) -> str:
     """The text of the cell whose first printed line is ``lines[i]`` from character ``c``: its lines read down that
     column, each up to the gap before the next column's text, without white space, until a blank or ``length``."""
@@ -737,6 +748,60 @@ def test_pdf_of_a_layout_that_does_not_divide_prints_its_message_whole_and_point
                     assert _read_down(lines, i, c, len(target)).startswith(target), (name, line)
                 c = line.find(start, c + 1)
     assert cells >= 1 + 3 + 1 + 3  # Memory's, Start's (check and two key results), Checks', three Scenarios columns
+    for error in ERROR_VALUES:
+        assert error not in whole, error
+    for n, page in enumerate(pages, start=1):
+        assert "###" not in page, (n, [line for line in page.splitlines() if "###" in line][:3])
+
+
+def test_pdf_of_parallelism_rows_that_do_not_divide_prints_short_whole_messages_and_pointers():
+    """Two Parallelism rows whose layouts do not divide (PAR_ROWS), printed: each row's layout check cell prints its
+    reason short and whole ("pp = 3 refused"; "refused: see Checks" where the input and its value are longer), the
+    row's results print the way to it ("see column N") and no number; the Checks sheet prints each row's line whole
+    in one line (the cell it blames, then the message without the arithmetic in brackets, which it never starts);
+    Start's input check prints the first row's whole message. Every message that starts printing prints to its end,
+    and the printed pages are as many as the untouched plan's."""
+    _pdftotext()
+    pdf = printed()["par"]
+    whole = _pdf_text(pdf)
+    pages = whole.split("\f")
+    assert len(pages) == len(_pdf_text(printed()["seed002"]).split("\f"))  # no page more
+    order = [(re.findall(r"(\w+) \u2014 page \d+ of", page) or [""])[-1] for page in pages]
+    by_sheet: dict[str, list[str]] = {}
+    for page, name in zip(pages, order):
+        by_sheet.setdefault(name, []).append(page)
+    flat = {name: " ".join(" ".join(ps).split()) for name, ps in by_sheet.items()}
+    par = flat["Parallelism"]
+    assert par.count("pp = 3 refused") == 1 and par.count("refused: see Checks") == 1, par[:3000]
+    assert "is not allowed" not in par  # no message starts in the table's narrow cells
+    # each row's results point to its layout check cell: DP, model states, activations, total, fits, micro-batch,
+    # the stages' totals, layers, parameters, activation bytes, in flight (15 a row)
+    assert par.count("see column N") == 15 * len(PAR_ROWS), par.count("see column N")
+    checks = flat["Checks"]
+    for r, (_, _, where, why) in PAR_ROWS.items():
+        assert f"{where}: {why}" in checks, (r, checks[:3000])
+        assert f"{where}: {why} (" not in checks and f"{where}: {why}:" not in checks  # nothing more is started
+    assert "every pipeline stage holds whole" not in checks and "data parallelism needs whole" not in checks
+    pp3 = PAR_ROWS[6]
+    assert f"{pp3[2]}: {PP3_WHY}" in flat["Start"]  # the master check: the first failing row's message whole
+    # every message that starts printing prints to its end (the whole message, or the Checks line without brackets)
+    starts = 0
+    for name, ps in by_sheet.items():
+        lines = "\n".join(ps).splitlines()
+        for i, line in enumerate(lines):
+            for start in ("pp = 3 is not allow", "n_gpus = 1024 is not allow"):
+                c = line.find(start)
+                if c < 0:
+                    continue
+                starts += 1
+                text = " ".join(" ".join(lines[i:i + 4]).split())  # the cell's wrapped lines under it
+                if " ".join(PP3_WHY.split()) in text:
+                    continue
+                why = PAR_ROWS[6 if start.startswith("pp") else 8][3]  # else the Checks line: whole, no brackets
+                tail = text[text.find(start):]
+                assert tail.startswith(why), (name, line)
+                assert not tail[len(why):].startswith((" (", ":")), (name, line)
+    assert starts >= 2 + 1  # the two Checks lines and Start's input check
     for error in ERROR_VALUES:
         assert error not in whole, error
     for n, page in enumerate(pages, start=1):

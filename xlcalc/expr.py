@@ -359,6 +359,13 @@ def _floor_int(x: float) -> float:
     return float(math.floor(x))
 
 
+def _find(find: str, text: str, start: int) -> int:
+    at = text.find(find, start - 1) if start >= 1 else -1
+    if at < 0:
+        raise ValueError(f"FIND: {find!r} is not in the text")
+    return at + 1
+
+
 # name -> python implementation (IF is special-cased: it is lazy)
 EXCEL_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "MIN": lambda *a: min(a),
@@ -374,6 +381,9 @@ EXCEL_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "LOG": lambda x, base=10: math.log(x, base),
     "ABS": abs,
     "FIXED": lambda x, decimals=2: f"{_round(x, decimals):,.{max(int(decimals), 0)}f}",  # text with thousands commas
+    "LEN": lambda text: len(as_text(text)),
+    "LEFT": lambda text, n=1: as_text(text)[:max(int(n), 0)],
+    "FIND": lambda find, text, start=1: _find(as_text(find), as_text(text), int(start)),  # 1-based; #VALUE! if absent
 }
 
 

@@ -26,7 +26,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..expr import Expr, Template, Var, and_, eq, floor_int, if_, not_, or_
+from ..expr import Expr, Func, Template, Text, Var, and_, eq, floor_int, if_, not_, or_
 from ..frameworks import FRAMEWORKS, PRECISIONS
 from ..inputs import spec
 from ..layout import CONSTRAINTS, layout_blamed
@@ -54,6 +54,10 @@ LAYOUT_ROW = 4          # the layout check with the cell it blames
 MAX_NESTED = 40         # checks gathered in one cell (a spreadsheet nests at most 64 IFs)
 OK = "OK"               # a check that passes
 CELL_COLS = ("E", "F", "G")  # the other sheets' input cells: the cell, the input, its check
+# a Parallelism row's layout check whole (not printed: column G prints it without the arithmetic in brackets, in one
+# line of its 100 characters; Start's input check shows the first failing row's whole)
+LAYOUT_WHOLE_COL = "H"
+SHORT_CHARS = 90  # the most characters of column G's one printed line
 
 
 def check_ref(name: str) -> str:
@@ -76,6 +80,7 @@ class CellCheck:
     # cells the layout reads (defined name, cell), then the cells that stand for other names there (its stage ends)
     layout: tuple[tuple[str, str], ...] = ()
     over: tuple[tuple[str, str], ...] = ()
+    message: str = ""  # a row's layout check: the cell with its whole message (``ref`` shows it short), if not ``ref``
 
 
 LAYOUT_KEY = "layout of "  # a row's layout check is kept under this prefix and its Layout_Check cell: never a
@@ -116,7 +121,8 @@ class Registry:
 
     def check_ref(self, key: str) -> str:
         if key in self.cells:
-            return ref_text(SHEET, f"{CELL_COLS[2]}{self.cells[key][0]}")
+            col = LAYOUT_WHOLE_COL if key.startswith(LAYOUT_KEY) else CELL_COLS[2]
+            return ref_text(SHEET, f"{col}{self.cells[key][0]}")
         return check_ref(key)
 
 
@@ -163,13 +169,15 @@ def register(ref: str, name: str, looked_up: bool = False) -> str:
     return ref
 
 
-def register_layout(ref: str, cells: dict[str, str], over: dict[str, str]) -> None:
+def register_layout(ref: str, cells: dict[str, str], over: dict[str, str], message: str = "") -> None:
     """The cell ``ref`` holds a Parallelism row's layout check over its own input cells ``cells`` (defined name ->
     cell; ``over``: other names the row's cells stand for): a layout that does not split into whole pieces feeds the
-    master check, naming the row's input the layout check blames (its cell) and why, in the words of xlcalc.layout."""
+    master check, naming the row's input the layout check blames (its cell) and why, in the words of xlcalc.layout.
+    ``message``: the cell that holds the check's whole message, where ``ref`` shows it short."""
     reg = _ACTIVE.get()
     if reg is not None:
-        check = CellCheck(ref, "Layout_Check", layout=tuple(cells.items()), over=tuple(over.items()))
+        check = CellCheck(ref, "Layout_Check", layout=tuple(cells.items()), over=tuple(over.items()),
+                          message=message)
         key = LAYOUT_KEY + ref
         if key not in reg.cells:
             reg.cells[key] = (FIRST_ROW + len(reg.cells), check)
@@ -334,7 +342,7 @@ def layout_row_check(book: Book, row: CellCheck, reg: Registry) -> Any:
     Made once per layout as a template over the row's cells (its layout check, its input cells, the cells naming them
     in column E of this sheet) and bound to each row's (under model.reference_rendering: a tree of its own)."""
     names = tuple(n for n, _ in row.layout + row.over)
-    refs = {"Layout": row.ref, "at Layout": ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[LAYOUT_KEY + row.ref][0]}"),
+    refs = {"Layout": row.message or row.ref, "at Layout": ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[LAYOUT_KEY + row.ref][0]}"),
             **dict(row.layout + row.over),
             **{"at " + n: ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[ref][0]}") for n, ref in row.layout},
             **{"check " + n: reg.check_ref(ref) for n, ref in row.layout}}
@@ -358,6 +366,18 @@ def _layout_row_expr(book: Book, row: CellCheck, var: Any) -> Any:
     layout = var("Layout")
     another = [eq(layout, OK), eq(where, "")] + [not_(eq(var("check " + n), OK)) for n, _ in row.layout]
     return if_(or_(*another), OK, Concat(where, ": ", layout))
+
+
+def layout_line(whole: Var) -> Any:
+    """A Parallelism row's layout check ``whole`` ("<cell> (<Name>): <message> (<the arithmetic>)") in one printed line:
+    without the arithmetic in brackets, or, where that is longer than SHORT_CHARS, up to "is not allowed"."""
+    def find(text: str, *start: Any) -> Any:
+        return Func("FIND", (Text(text), whole, *start))
+
+    bracket = find(" (", find("): "))
+    head = Func("LEFT", (whole, bracket - 1))
+    refused = Func("LEFT", (whole, find(" is not allowed") + len(" is not allowed") - 1))
+    return if_(eq(whole, OK), OK, IfError(if_(bracket <= SHORT_CHARS + 1, head, refused), whole))
 
 
 def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]], frameworks: Any = None) -> None:
@@ -400,8 +420,11 @@ def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int
     for row, check in reg.cells.values():
         book.put(s, f"{c_at}{row}", check.ref.replace("$", ""))
         book.put(s, f"{c_name}{row}", check.name)
-        book.put(s, f"{c_check}{row}",
-                 layout_row_check(book, check, reg) if check.layout else cell_check(check, lists), "formula")
+        if check.layout:  # whole in H (what the master check reads), in G without the arithmetic: one printed line
+            whole = book.put(s, f"{LAYOUT_WHOLE_COL}{row}", layout_row_check(book, check, reg), "formula")
+            book.put(s, f"{c_check}{row}", layout_line(Var(whole)), "formula")
+        else:
+            book.put(s, f"{c_check}{row}", cell_check(check, lists), "formula")
     last_cell = FIRST_ROW + max(len(reg.cells), 1) - 1
     if reg.cells:
         book.rules.append((s, f"{c_check}{FIRST_ROW}:{c_check}{last_cell}", "bad_unless_ok"))

@@ -9,15 +9,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import catalog
-from ..expr import Expr, Var, eq, if_
+from ..expr import Expr, Func, Text, Var, eq, if_
 from ..inputs import spec
-from ..layout import preset_stage_ends
+from ..layout import LAYOUT_OK, preset_stage_ends
 from ..outputs import OUTPUT_BY_NAME, OUTPUTS
 from ..scenario import INPUT_BY_NAME, INPUTS, Scenario
 from . import checks
 from .catalogs import GPU_DERIVED
 from .messages import longest_layout_message, message_cell
-from .model import IfError, coord, ref_text
+from .model import Concat, IfError, coord, ref_text
 from .rendering import (
     BOOL_FORMAT,
     LOOKED_UP,
@@ -294,6 +294,21 @@ PAR_STEPS = ("Layer_Params_B", "Layer_Act_Frozen_Saving", "Mem_Recompute_GB", "S
 # a typed architecture's layers that the row's PP does not divide are refused by the row's layout check.
 PAR_ENDS = ("First_Stage_Layers", "Last_Stage_Layers")
 
+# A row whose layout does not split into whole pieces: its layout check cell (20 characters) shows the message short,
+# "<input> = <value> refused" (e.g. "pp = 3 refused"; "refused: see Checks" where that is longer), the whole message
+# in a hidden column after PAR_ENDS (the Checks sheet's line of the row, and Start's input check, read it); the row's
+# results (13 characters) show PAR_POINTER, the way to the layout check cell, instead of the message.
+PAR_POINTER = "see column {col}"
+PAR_SHORT_HEAD = 10  # the most characters of "<input> = <value>" the short message shows (then " refused")
+PAR_REFUSED = "refused: see Checks"
+
+
+def par_layout_short(whole: Any) -> Any:
+    """A Parallelism row's layout check short, from the cell ``whole`` that holds its whole message."""
+    at = Func("FIND", (Text(" is not allowed"), whole))
+    short = if_(at <= PAR_SHORT_HEAD + 1, Concat(Func("LEFT", (whole, at - 1)), " refused"), PAR_REFUSED)
+    return if_(eq(whole, LAYOUT_OK), LAYOUT_OK, IfError(short, PAR_REFUSED))
+
 
 def row_stage_end(name: str, pp_ref: str) -> Any:
     """First_Stage_Layers or Last_Stage_Layers of a Parallelism row whose PP is in cell ``pp_ref``."""
@@ -346,6 +361,7 @@ def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
         b.widths.setdefault(s, {})[coord(j, 1)[:-1]] = par_width(j)
     configs = candidate_configs(sc)
     first = 5
+    check_col = coord(len(PAR_INPUTS) + 1 + PAR_OUTPUTS.index("Layout_Check"), 1)[:-1]
     for i, cfg in enumerate(configs):
         r = first + i
         varmap: dict[str, str] = {}
@@ -359,23 +375,29 @@ def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
             varmap[name] = ref_text(s, coord(j, r))
             if name in PAR_ENDS:  # the stage ends the row's layout and memory read
                 b.put(s, coord(j, r), row_stage_end(name, varmap["PP_Size"]), "formula", "#,##0")
+        whole_at = coord(len(PAR_HEAD) + len(PAR_STEPS) + len(PAR_ENDS) + 1, r)
         for j, name in enumerate(PAR_OUTPUTS + PAR_STEPS, start=len(PAR_INPUTS) + 1):
             expr, subs = output_formula(name, varmap)
             expr = guarded_output(name, expr, varmap, follows=PAR_ENDS)  # the Inputs' ends' checks apply
-            b.put(s, coord(j, r), expr, "formula", display_format(OUTPUT_BY_NAME[name]), subs)
+            at = coord(j, r)
+            if name == "Layout_Check":  # whole in its hidden cell, short in the row's layout check cell
+                whole = b.put(s, whole_at, expr, "formula", None, subs)
+                b.put(s, at, par_layout_short(Var(whole)), "formula")
+                continue
+            expr = pointing(expr, PAR_POINTER.format(col=check_col), varmap["Layout_Check"])
+            b.put(s, at, expr, "formula", display_format(OUTPUT_BY_NAME[name]), subs)
         # a layout that does not split into whole pieces rolls up to Start's input check, naming the row's cell
         checks.register_layout(varmap["Layout_Check"], {n: varmap[n] for n in ("TP_Size", "PP_Size")},
-                               {n: varmap[n] for n in PAR_ENDS})
+                               {n: varmap[n] for n in PAR_ENDS}, ref_text(s, whole_at))
     steps_first = len(PAR_HEAD) + 1
     for j, name in enumerate(PAR_STEPS + PAR_ENDS, start=steps_first):
         label = OUTPUT_BY_NAME[name].label if name in OUTPUT_BY_NAME else INPUT_BY_NAME[name].label
         b.put(s, coord(j, 4), label, "header")
         b.widths.setdefault(s, {})[coord(j, 1)[:-1]] = par_width(j)
-    hidden_last = steps_first + len(PAR_STEPS) + len(PAR_ENDS) - 1
+    b.put(s, coord(steps_first + len(PAR_STEPS) + len(PAR_ENDS), 4), "Layout check, whole", "header")
+    hidden_last = steps_first + len(PAR_STEPS) + len(PAR_ENDS)
     b.hidden_columns.append((s, coord(steps_first, 1)[:-1], coord(hidden_last, 1)[:-1]))
     last = first + len(configs) - 1
     b.rules.append((s, f"J{first}:J{last}", "good_if_true"))
-    check_col = coord(len(PAR_INPUTS) + 1 + PAR_OUTPUTS.index("Layout_Check"), 1)[:-1]
-    b.wrap.update((s, f"{check_col}{r}") for r in range(first, last + 1))  # a layout's message wraps in its cell
     b.freeze[s] = "A5"
     return {"first": first, "last": last, "configs": configs}

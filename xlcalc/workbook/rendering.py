@@ -263,7 +263,9 @@ def pointing(expr: Any, pointer: str, layout: str = "Layout_Check") -> Any:
     The guard is found down the then-branches of the guards around it (looked-up inputs, input checks: they keep
     their precedence); ``expr`` is returned as it is where it has no layout guard."""
     if isinstance(expr, Bound):
-        key = ("pointing", expr.template, pointer, layout)
+        # (``layout`` stays out of the key: in a template the guard reads the Layout_Check slot, or a reference that
+        # is the template's own, so that the rows of a Parallelism sheet share one pointing template)
+        key = ("pointing", expr.template, pointer)
         memo = checks.layout_memo()  # a guarded template is the layout's (_guarded_bound): one memo per layout
         made = memo.get(key) if memo is not None else None
         if made is None:
