@@ -80,20 +80,23 @@ def test_defined_names_are_the_contract_and_each_names_one_cell(formulas_wb):
         named(formulas_wb, out.name)
 
 
-def _peel_guards(text):
+def _peel_guards(text, pointer=None):
     """A formula without its ``IF(ISNUMBER(X), ..., X)`` wrappers and the input checks' ``IF(Checks!C="OK", ...,
-    Checks!C)`` inside them; returns (inner formula, the Xs in order, the check cell or None)."""
+    Checks!C)`` inside them; returns (inner formula, the Xs in order, the check cell or None). ``pointer``: the text
+    (a formula's string constant) each of those guards shows instead of X or Checks!C (a narrow memory cell's)."""
     body, names = text[1:], []
     while body.startswith("IF(ISNUMBER("):
         name = body[len("IF(ISNUMBER("):].split(")", 1)[0]
-        assert body.endswith(f",{name})"), body[-60:]
-        body = body[len(f"IF(ISNUMBER({name}),"):-len(f",{name})")]
+        shown = pointer or name
+        assert body.endswith(f",{shown})"), body[-60:]
+        body = body[len(f"IF(ISNUMBER({name}),"):-len(f",{shown})")]
         names.append(name)
     check = None
     if body.startswith("IF(Checks!"):
         check = body[len("IF("):].split("=", 1)[0]
-        assert body.startswith(f'IF({check}="OK",') and body.endswith(f",{check})"), body[:60]
-        body = body[len(f'IF({check}="OK",'):-len(f",{check})")]
+        shown = pointer or check
+        assert body.startswith(f'IF({check}="OK",') and body.endswith(f",{shown})"), body[:60]
+        body = body[len(f'IF({check}="OK",'):-len(f",{shown})")]
     return "=" + body, names, check
 
 
@@ -101,7 +104,8 @@ def test_named_results_are_the_engines_formula_text(formulas_wb):
     """Each named result's cell holds exactly xlcalc.outputs.output_excel(out): one definition, wrapped only in
     the checks that show a looked-up input's message (no catalog figure, no price at the tier) in place of #VALUE!,
     then a bounded result's message (a result past its formula's bound) where it is computed from one; a memory
-    result shows "see <Layout_Check's cell>" for a broken layout instead of the layout check's message."""
+    result shows "see <Layout_Check's cell>" for a broken layout instead of the layout check's message, and "see
+    Start!C3" (Start's input check, the master) instead of a failing input's or look-up's message."""
     from xlcalc.outputs import BOUNDED_OUTPUTS
     from xlcalc.scenario import INPUT_BY_NAME
     from xlcalc.workbook.rendering import LOOKED_UP, dependencies
@@ -109,8 +113,10 @@ def test_named_results_are_the_engines_formula_text(formulas_wb):
     checks = formulas_wb["Checks"]
     (sheet, at), = formulas_wb.defined_names["Layout_Check"].destinations
     pointer = f'"see {sheet}!{at.replace("$", "")}"'
+    assert formulas_wb["Start"]["B3"].value == "Input check"  # the master check, whole in C3
     for out in OUTPUTS:
-        inner, guards, check = _peel_guards(named(formulas_wb, out.name).value)
+        inner, guards, check = _peel_guards(named(formulas_wb, out.name).value,
+                                            '"see Start!C3"' if out.guarded else None)
         want = output_excel(out)
         if out.guarded:  # a broken layout: the way to Layout_Check's cell, not its message (too long for the cell)
             assert want.endswith(",Layout_Check)"), out.name

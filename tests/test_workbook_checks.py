@@ -47,6 +47,7 @@ PASTED = {
     "mfu40": ("MFU", 40, "a number > 0 and <= 1"),
     "util15": ("Utilisation", 1.5, "a number >= 0.01 and <= 1"),
     "budget_neg": ("Budget_USD", -5, "a number > 0 and <= 1e+13"),
+    "micro0": ("Micro_Batch", 0, "a whole number >= 1 and <= 1,000,000"),
     "gpu_typo": ("GPU_Type", "h100 sxm", "an id from the list on the GPUs sheet, or empty"),
     # the names `xlcalc memory --framework` takes (xlcalc.frameworks), listed
     "framework_typo": ("Framework", "hf-trainer", f"one of {', '.join(FRAMEWORKS)} (Frameworks sheet), or empty"),
@@ -58,12 +59,18 @@ DEPENDENT = {
               "Rent_Cost_USD", "Own_Cost_USD"),
     "util15": ("Own_Cost_USD", "Own_USD_per_GPU_Hour", "Breakeven_Months"),
     "budget_neg": ("Budget_Left_USD",),
+    "micro0": ("Mem_Total_GB", "Mem_First_Total_GB", "Mem_Activations_GB", "Fits_GPU"),
     "pp3": ("DP_Size", "Mem_Total_GB", "Mem_Static_GB", "Mem_Activations_GB", "Fits_GPU", "Max_Micro_Batch"),
 }
 # results that do not depend on the pasted input stay numbers
 INDEPENDENT = {"mfu40": ("Mem_Total_GB", "Train_FLOPs"), "util15": ("Train_Days", "Total_Cost_USD"),
                "framework_typo": ("Train_Days", "Total_Cost_USD"),
-               "budget_neg": ("Train_Days", "Total_Cost_USD", "Own_Cost_USD"), "pp3": ("Train_FLOPs",)}
+               "budget_neg": ("Train_Days", "Total_Cost_USD", "Own_Cost_USD"), "pp3": ("Train_FLOPs",),
+               "micro0": ("Hardware_Capex_USD", "Own_USD_per_GPU_Hour")}
+# what the narrow memory cells (the Memory and FineTuning sheets') show for a failing input check or a catalog
+# look-up's message: the way to Start's input check (C3, the master), which shows the first failing input whole
+CHECK_POINTER = "see Start!C3"
+MEMORY_RESULTS = {o.name for o in OUTPUTS if o.guarded}
 START_LABELS = {"Train_Days": "Training days on those GPUs", "Total_Cost_USD": "Total cost incl. training tax (USD)",
                 "Budget_Left_USD": "Budget left (negative = over)", "Mem_Total_GB": "Memory per GPU (GB)",
                 "Fits_GPU": "Fits in one GPU?"}
@@ -272,7 +279,8 @@ def test_a_pasted_value_is_named_with_its_cell_and_its_dependents_show_no_number
     assert wb["Start"]["C3"].value == message
     start = _start(wb)
     for result in DEPENDENT.get(case, ()):
-        assert named_cell(wb, result).value == message, (case, result, named_cell(wb, result).value)
+        shown = CHECK_POINTER if result in MEMORY_RESULTS else message  # a memory cell: the way to Start!C3
+        assert named_cell(wb, result).value == shown, (case, result, named_cell(wb, result).value)
         if result in START_LABELS:
             assert start[START_LABELS[result]] == message, (case, result)
     for result in INDEPENDENT.get(case, ()):
@@ -285,10 +293,16 @@ def test_a_gpu_typed_wrong_leaves_no_number_that_needs_its_figures(lo):
     wb = lo["gpu_typo"]
     looked_up = "h100 sxm: not on the GPUs sheet \u2014 pick an id from the list"
     assert named_cell(wb, "Peak_TFLOPS").value == looked_up
-    for result in ("Train_Days", "GPU_Hours", "Total_Cost_USD", "Budget_Left_USD", "Fits_GPU"):  # peak, memory
+    for result in ("Train_Days", "GPU_Hours", "Total_Cost_USD", "Budget_Left_USD"):  # peak
         assert named_cell(wb, result).value == looked_up, result
+    for result in ("Fits_GPU", "Fit_Verdict", "Max_Micro_Batch"):  # GPU memory: the narrow cells point to Start!C3
+        assert named_cell(wb, result).value == CHECK_POINTER, result
+    assert wb["Start"]["C3"].value == (f"{_where(wb, 'GPU_Type')}: GPU_Type = h100 sxm is not allowed: GPU_Type must "
+                                       "be an id from the list on the GPUs sheet, or empty")
     start = _start(wb)
     assert start["Training days on those GPUs"] == start["Total cost incl. training tax (USD)"] == looked_up
+    assert start["Fits in one GPU?"] == looked_up
+    assert isinstance(named_cell(wb, "Mem_Total_GB").value, float)  # the model's memory needs no GPU figure
 
 
 def test_a_framework_typed_wrong_leaves_no_memory_number(lo):
@@ -300,8 +314,11 @@ def test_a_framework_typed_wrong_leaves_no_memory_number(lo):
         looked_up = f"{words}: not on the Frameworks sheet \u2014 pick a Framework and one of the precisions it offers there"
         for name in ("Logits_Buffer_Bytes", "Optimizer_Step_Bytes", "Autocast_Copy_Bytes", "Grads_Freed"):
             assert named_cell(wb, name).value == looked_up, (case, name)
-        for result in ("Mem_Total_GB", "Fits_GPU", "Fit_Verdict", "Max_Micro_Batch"):
-            assert named_cell(wb, result).value == looked_up, (case, result)
+        for result in ("Mem_Total_GB", "Fits_GPU", "Fit_Verdict", "Max_Micro_Batch"):  # the way to Start!C3
+            assert named_cell(wb, result).value == CHECK_POINTER, (case, result)
+        # Start's memory result: the message the memory cell points to (the first failing input's, Framework's or
+        # Precision's: the preset choices are checked before the other inputs), not the way to it
+        assert _start(wb)["Memory per GPU (GB)"] == wb["Start"]["C3"].value != CHECK_POINTER, case
         assert isinstance(named_cell(wb, "Train_Days").value, float), case
         assert not _errors(wb), (case, _errors(wb)[:5])
     # torchtitan offers amp only (xlcalc.frameworks): Start's check names the cell, the framework and what it offers

@@ -194,7 +194,11 @@ def test_the_workbook_checks_name_a_bad_framework_and_a_precision_it_does_not_of
     assert book.value("Start", "C3") == (
         f"{where['Framework']}: Framework = hf-trainer is not allowed: Framework must be one of "
         f"{', '.join(FRAMEWORKS)} (Frameworks sheet), or empty")
-    assert isinstance(book.value_of("Mem_Total_GB"), str) and "hf-trainer" in book.value_of("Mem_Total_GB")
+    # the narrow memory cell shows the way to Start's input check; Start's memory result shows the message itself
+    assert book.value_of("Mem_Total_GB") == "see Start!C3"
+    memory_row = next(at for at, c in book.sheets["Start"].items() if at.startswith("B") and
+                      c.value == "Memory per GPU (GB)")
+    assert book.value("Start", "C" + memory_row[1:]) == book.value("Start", "C3")
     assert isinstance(book.value_of("Train_Days"), float)  # time does not depend on the framework
     put("Framework", "torchtitan")
     put("Precision", "fp32")

@@ -452,8 +452,9 @@ def printed() -> dict:
     """PDFs as a user prints them, in two soffice runs: the seed 002 workbook saved as .ods, then one run printing
     seed002.xlsx (an A800: no purchase price), gap.xlsx (a GPU with a figure left unpublished, on Inputs and in the
     last Scenarios column), priced.xlsx (a GPU with a purchase price), pp3.xlsx (PP 3 on its 80 layers: a layout
-    that does not split into whole stages), par.xlsx (such layouts typed into two Parallelism rows: PAR_ROWS) and
-    that .ods (as seed002-ods)."""
+    that does not split into whole stages), par.xlsx (such layouts typed into two Parallelism rows: PAR_ROWS),
+    inputs.xlsx (FAILING_INPUTS: a value pasted past its check and a framework look-up with no row) and that .ods (as
+    seed002-ods)."""
     require_libreoffice()
     from xlcalc.workbook.libreoffice import convert, to_pdf
 
@@ -466,12 +467,13 @@ def printed() -> dict:
     set_inputs(book, src / "gap.xlsx", {"GPU_Type": _gap_gpu().id, _scenario_gpu_cell(book.wb): _gap_gpu().id})
     set_inputs(book, src / "priced.xlsx", {"GPU_Type": _priced_gpu()})
     set_inputs(book, src / "pp3.xlsx", {"PP_Size": 3})
+    set_inputs(book, src / "inputs.xlsx", FAILING_INPUTS)
     set_inputs(book, src / "par.xlsx", {f"Parallelism!{col}{r}": v for r, (tp, pp, _, _) in PAR_ROWS.items()
                                         for col, v in (("A", tp), ("B", pp))})
     ods, = convert([src / "seed002.xlsx"], work / "ods", "ods", ".ods")
     ods = ods.rename(src / "seed002-ods.ods")
-    pdfs = to_pdf([src / "seed002.xlsx", src / "gap.xlsx", src / "priced.xlsx", src / "pp3.xlsx", src / "par.xlsx", ods],
-                  work / "out")
+    pdfs = to_pdf([src / "seed002.xlsx", src / "gap.xlsx", src / "priced.xlsx", src / "pp3.xlsx", src / "par.xlsx",
+                   src / "inputs.xlsx", ods], work / "out")
     return {p.stem: p for p in pdfs} | {f"{p.stem}.xlsx": src / f"{p.stem}.xlsx" for p in pdfs}
 
 
@@ -748,6 +750,87 @@ def test_pdf_of_a_layout_that_does_not_divide_prints_its_message_whole_and_point
                     assert _read_down(lines, i, c, len(target)).startswith(target), (name, line)
                 c = line.find(start, c + 1)
     assert cells >= 1 + 3 + 1 + 3  # Memory's, Start's (check and two key results), Checks', three Scenarios columns
+    for error in ERROR_VALUES:
+        assert error not in whole, error
+    for n, page in enumerate(pages, start=1):
+        assert "###" not in page, (n, [line for line in page.splitlines() if "###" in line][:3])
+
+
+# Inputs the memory reads, failing: a micro-batch of 0 pasted past its validation (its check refuses it), and
+# torchtitan at fp32, a pair the Frameworks sheet does not list (torchtitan offers amp only: the framework inputs of
+# the memory hold the look-up's message, "torchtitan at fp32: not on the Frameworks sheet ...")
+FAILING_INPUTS = {"Micro_Batch": 0, "Framework": "torchtitan", "Precision": "fp32"}
+
+
+def test_pdf_of_failing_inputs_prints_pointers_in_the_memory_cells_and_the_message_whole():
+    """FAILING_INPUTS, printed: every memory cell of the Memory and FineTuning sheets prints the way to Start's input
+    check, "see Start!C3", and no number; Start's input check prints the first failing input's message whole
+    (Precision's: the preset choices are checked before the other inputs), and its memory and fit results that
+    message; on the Memory sheet every message that starts printing prints to its end (the layout check's row, which
+    shows Micro_Batch's); no page more than the untouched plan. (Not asserted: the other sheets' cells that show such
+    a message, which print it clipped as before: Inputs' framework cells, FineTuning's days and GPU-hours, Time,
+    Budget, Scenarios, Sensitivity, the Checks sheet's longer lines.)"""
+    from xlcalc.frameworks import FRAMEWORKS
+
+    _pdftotext()
+    pdf = printed()["inputs"]
+    wb = openpyxl.load_workbook(printed()["inputs.xlsx"])
+    whole = _pdf_text(pdf)
+    pages = whole.split("\f")
+    assert len(pages) == len(_pdf_text(printed()["seed002"]).split("\f"))  # no page more
+    assert 8 <= whole.count("\f") <= 40
+    order = [(re.findall(r"(\w+) \u2014 page \d+ of", page) or [""])[-1] for page in pages]
+    by_sheet: dict[str, list[str]] = {}
+    for page, name in zip(pages, order):
+        by_sheet.setdefault(name, []).append(page)
+    flat = {name: " ".join(" ".join(ps).split()) for name, ps in by_sheet.items()}
+    assert wb["Start"]["B3"].value == "Input check"
+    pointer = "see Start!C3"
+
+    def where(name: str) -> str:
+        (sheet, at), = wb.defined_names[name].destinations
+        return f"{sheet}!{at.replace('$', '')}"
+
+    precision = (f"{where('Precision')}: Precision = fp32 is not allowed: Precision must be a precision the "
+                 f"Frameworks sheet gives for framework torchtitan: {', '.join(FRAMEWORKS['torchtitan'])}, or empty")
+    micro = (f"{where('Micro_Batch')}: Micro_Batch = 0 is not allowed: Micro_Batch must be a whole number >= 1 and "
+             "<= 1,000,000")
+    assert "Input check " + precision in flat["Start"], flat["Start"][:1500]
+    for label in ("Memory per GPU (GB)", "Fits in one GPU?"):  # Start's memory results: the message, not the way
+        assert f"{label} {precision}" in flat["Start"], label
+    assert pointer not in flat["Start"]
+    memory = "\n".join(by_sheet["Memory"]).splitlines()
+    for label in ("Layers on the stage", "Weights", "Logits and loss buffers", "Recompute working set",
+                  "Total per GPU"):  # the part cells: both stages point to Start!C3
+        line = next(line for line in memory if line.startswith(label + " "))
+        assert line.split()[len(label.split()):][:4] == pointer.split() * 2, (label, line)
+    for name in ("DP_Size", "Mem_Total_GB", "Fit_Verdict", "Fits_GPU", "Max_Micro_Batch", "Inflight_First"):
+        label = OUTPUT_BY_NAME[name].label
+        line = next(line for line in memory if line.startswith(label[:40]))
+        assert pointer in line and not re.search(r"\d", line.split(pointer, 1)[1].split("  ")[0]), (name, line)
+    fine = "\n".join(by_sheet["FineTuning"]).splitlines()
+    for label in ("Weights, first stage (frozen base + adapters)", "Memory per GPU, heavier stage", "Fits the GPU?"):
+        line = next(line for line in fine if line.startswith(label))
+        assert line[len(label):].split()[:2] == pointer.split(), (label, line)
+    assert "Layout check (OK = every piece whole) " + micro in flat["Memory"]  # its row: the input's check, whole
+    # on the Memory sheet and Start, every message that starts printing prints to its end
+    sentences = {"Micro_Batch = 0 is not allow": micro, "Precision = fp32 is not allow": precision,
+                 "torchtitan at fp32: not on the": "torchtitan at fp32: not on the Frameworks sheet \u2014 pick a "
+                                                    "Framework and one of the precisions it offers there"}
+    starts = 0
+    for name in ("Start", "Memory"):
+        lines = "\n".join(by_sheet[name]).splitlines()
+        for i, line in enumerate(lines):
+            for start, sentence in sentences.items():
+                c = line.find(start)
+                if c < 0:
+                    continue
+                starts += 1
+                text = " ".join(" ".join(lines[i:i + 4]).split())  # the cell's wrapped lines under it
+                tail = sentence[sentence.find(start):]
+                assert tail in text or _read_down(lines, i, c, len("".join(tail.split()))).startswith(
+                    "".join(tail.split())), (name, line)
+    assert starts >= 3 + 1  # Start's input check and its memory and fit results; Memory's layout check row
     for error in ERROR_VALUES:
         assert error not in whole, error
     for n, page in enumerate(pages, start=1):

@@ -256,20 +256,23 @@ def _guarded_bound(name: str, bound: Bound, refs: Mapping[str, str], follows: An
     return bound if made is template else made.bind(bound_refs)
 
 
-def pointing(expr: Any, pointer: str, layout: str = "Layout_Check") -> Any:
+def pointing(expr: Any, pointer: str, layout: str = "Layout_Check", checks_pointer: str | None = None) -> Any:
     """``expr`` with its layout guard, ``IF(Layout_Check="OK", x, Layout_Check)`` (xlcalc.outputs.output_expr),
     showing the text ``pointer`` instead of the layout check's message: a cell too narrow for the message names the
     cell that shows it whole. ``layout``: the reference text that stands for Layout_Check (a Scenarios column's).
-    The guard is found down the then-branches of the guards around it (looked-up inputs, input checks: they keep
-    their precedence); ``expr`` is returned as it is where it has no layout guard."""
+    ``checks_pointer``: the text the guards of :func:`guarded` show instead of their message, the look-up guards of
+    the looked-up inputs whose message fails their check (checks.LOOKED_UP_FAILING) and the input checks'
+    (``IF(Checks!C<row>="OK", x, Checks!C<row>)``), naming the master check that shows such a message whole; None:
+    those guards as they are. The guards are found down the then-branches (they keep their precedence); ``expr`` is
+    returned as it is where it has none to rewrite."""
     if isinstance(expr, Bound):
         # (``layout`` stays out of the key: in a template the guard reads the Layout_Check slot, or a reference that
         # is the template's own, so that the rows of a Parallelism sheet share one pointing template)
-        key = ("pointing", expr.template, pointer)
+        key = ("pointing", expr.template, pointer, checks_pointer)
         memo = checks.layout_memo()  # a guarded template is the layout's (_guarded_bound): one memo per layout
         made = memo.get(key) if memo is not None else None
         if made is None:
-            inner = pointing(expr.template.expr, pointer, layout)
+            inner = pointing(expr.template.expr, pointer, layout, checks_pointer)
             made = expr.template if inner is expr.template.expr else \
                 Template(inner, expr.template.subs, expr.template.slots)
             if memo is not None:
@@ -278,10 +281,23 @@ def pointing(expr: Any, pointer: str, layout: str = "Layout_Check") -> Any:
     if not (isinstance(expr, Func) and expr.name == "IF"):
         return expr
     cond, then, otherwise = expr.args
+    inner = pointing(then, pointer, layout, checks_pointer)
     if _is_layout_guard(cond, otherwise, layout):
-        return Func("IF", (cond, then, Text(pointer)))
-    inner = pointing(then, pointer, layout)
+        return Func("IF", (cond, inner, Text(pointer)))
+    if checks_pointer is not None and _is_input_guard(cond, otherwise):
+        return Func("IF", (cond, inner, Text(checks_pointer)))
     return expr if inner is then else Func("IF", (cond, inner, otherwise))
+
+
+def _is_input_guard(cond: Expr, otherwise: Expr) -> bool:
+    """``cond`` and ``otherwise`` are those of a look-up guard, ``IF(ISNUMBER(X), x, X)`` of a looked-up input X whose
+    message fails its check, or of an input check, ``IF(Checks!C<row>="OK", x, Checks!C<row>)``."""
+    if isinstance(cond, IsNumber):
+        arg = cond.arg
+        return isinstance(arg, Var) and arg.name in checks.LOOKED_UP_FAILING and otherwise.key() == arg.key()
+    return isinstance(cond, BinOp) and cond.op == "=" and isinstance(cond.left, Var) \
+        and cond.left.name.startswith(f"{checks.SHEET}!") and cond.right.key() == Text(checks.OK).key() \
+        and otherwise.key() == cond.left.key()
 
 
 def _is_layout_guard(cond: Expr, otherwise: Expr, layout: str) -> bool:

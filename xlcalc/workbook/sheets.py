@@ -19,7 +19,7 @@ from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, Scenario
 from ..stage_memory import PARTS, memory_steps
 from . import charts, checks
 from .catalogs import FRAMEWORK_DERIVED, GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, FrameworkTable, PriceTable, Table
-from .messages import LAYOUT_POINTER, LAYOUT_ROW, longest_layout_message, message_cell
+from .messages import CHECK_POINTER, INPUT_CHECK_CELL, LAYOUT_POINTER, LAYOUT_ROW, longest_layout_message, message_cell
 from .model import Book, Concat, IfError, IsNumber, NotAvailable, ref_text
 from .rendering import (
     BOOL_FORMAT,
@@ -163,12 +163,13 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
 def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str] | None = None,
                label: str | None = None, define: bool = True, pointer: str | None = None) -> str:
     """A named result (or the same result over other cells) with its equation and source; ``pointer``: the text a
-    memory result shows for a broken layout instead of the layout check's message (:func:`rendering.pointing`)."""
+    memory result shows for a broken layout instead of the layout check's message, and CHECK_POINTER the one it shows
+    for a failing input check or look-up instead of that message (:func:`rendering.pointing`)."""
     out = OUTPUT_BY_NAME[name]
     expr, subs = output_formula(name, varmap, inline=True)
     expr = guarded_output(name, expr, varmap)
     if pointer is not None:
-        expr = pointing(expr, pointer)
+        expr = pointing(expr, pointer, checks_pointer=CHECK_POINTER)
     b = ctx.book
     b.put(sheet, f"A{row}", label or out.label)
     ref = b.put(sheet, f"B{row}", expr, "output" if define else "formula", display_format(out), subs)
@@ -179,6 +180,8 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
                            f"Source: {out.formula.source}", "note")
     b.wrap.add((sheet, f"D{row}"))
     deps = dependencies(name).union(*(dependencies(v) | {v} for v in (varmap or {}).values() if v in OUTPUT_BY_NAME))
+    if pointer is not None:  # a failing look-up's message is pointed to (CHECK_POINTER), not shown
+        deps = {d for d in deps if d not in checks.LOOKED_UP_FAILING}
     if chars := longest_message_in(deps):  # a catalog's message (no purchase price, rate or figure) wraps in B
         message_cell(b, sheet, row, "B", "B", chars)
     return ref
@@ -496,7 +499,8 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
             if isinstance(item, str):
                 out = OUTPUT_BY_NAME[item]
                 expr, subs = output_formula(item, None, inline=True)
-                b.put(s, f"{col}{row}", pointing(guarded_output(item, expr), LAYOUT_POINTER), "output",
+                b.put(s, f"{col}{row}", pointing(guarded_output(item, expr), LAYOUT_POINTER,
+                                                 checks_pointer=CHECK_POINTER), "output",
                       out.number_format, subs)
                 b.name(item, s, f"{col}{row}")
                 note = f"{out.formula.udf_name}: {out.formula.equation}. Source: {out.formula.source}"
@@ -537,8 +541,10 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
 
 
 def _guarded(expr: Any) -> Any:
-    """An input shown on the Memory sheet: LAYOUT_POINTER instead of the number for a broken layout."""
-    return if_(eq(Var("Layout_Check"), LAYOUT_OK), guarded(expr, needs(expr)), LAYOUT_POINTER)
+    """An input shown on the Memory sheet: CHECK_POINTER instead of the number for a failing input check, else
+    LAYOUT_POINTER for a broken layout (the precedence of the memory results' guards)."""
+    return pointing(guarded(if_(eq(Var("Layout_Check"), LAYOUT_OK), expr, LAYOUT_POINTER), needs(expr)),
+                    LAYOUT_POINTER, checks_pointer=CHECK_POINTER)
 
 
 def layout_row(ctx: Ctx, s: str, row: int) -> None:
@@ -873,7 +879,8 @@ def key_result(name: str, check: str) -> Any:
         return guarded(Var(name), {name})
     deps = dependencies(name)
     expr: Any = IfError(Var(name), Var(check))  # the named result shows a failing input's message itself
-    if OUTPUT_BY_NAME[name].guarded:  # a memory result: the layout message its cell points to, whole
+    if OUTPUT_BY_NAME[name].guarded:  # a memory result: the message its cell points to, whole
+        expr = if_(IfError(eq(Var(name), CHECK_POINTER), False), Var(check), expr)
         expr = if_(IfError(eq(Var(name), LAYOUT_POINTER), False), Var("Layout_Check"), expr)
     for dep in reversed([n for n in CHECKED if n in deps]):
         expr = if_(IsNumber(Var(dep)), expr, Var(dep))
@@ -918,6 +925,7 @@ def start_sheet(ctx: Ctx) -> int:
     b.put(s, "B2", "Plan")
     b.put(s, "C2", plan_title(ctx), "formula")
     b.put(s, "B3", "Input check")
+    assert INPUT_CHECK_CELL == f"{s}!C3"  # the cell the memory cells point to for a failing input
     b.put(s, "C3", input_check(), "formula")
     b.rules.append((s, "C3", f'bad_unless:"{ALL_CLEAR}"'))  # red with the cell and the reason
     for r in (2, 3):  # the plan in words; the first failing input's message
