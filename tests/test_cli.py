@@ -8,13 +8,8 @@ import sys
 
 import pytest
 
+from cli_run import run
 from xlcalc.cli import main
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_estimate_reproduces_seed_002_on_a800(capsys):

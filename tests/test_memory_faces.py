@@ -19,10 +19,10 @@ import openpyxl
 import pytest
 
 import lo_batch
+from cli_run import run
 from named_edits import Edits
 from requires import require
 from xlcalc import catalog
-from xlcalc.cli import main
 from xlcalc.errors import InputError
 from xlcalc.recipes import DEFAULT_RECIPE, RECIPES
 from xlcalc.registry import get_formula
@@ -41,11 +41,6 @@ GLOBAL_BATCH = 128  # sequences: 8 micro-batches per pipeline, more than PP, so 
 DEFAULT = RECIPES[DEFAULT_RECIPE]
 RECIPE_WORDS = f"{DEFAULT.id} {DEFAULT.weights:g}+{DEFAULT.grads:g}+{DEFAULT.optimizer:g} bytes/param"
 
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def cli_memory(capsys, *extra):

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import xlcalc as x
+from cli_run import run
 from xlcalc import catalog, money
-from xlcalc.cli import main
 from xlcalc.cli.fmt import money as fmt_money
 from xlcalc.cli.fmt import number
 from xlcalc.errors import InputError
@@ -25,11 +25,6 @@ from xlcalc.scenario import Scenario, evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 # --- seed 001 §5.1: CostCalculator, 128 A100 for 30 days -------------------------------------------

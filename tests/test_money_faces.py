@@ -13,19 +13,14 @@ from pathlib import Path
 import pytest
 
 import lo_batch
+from cli_run import run
 from named_edits import Edits
 from xlcalc import catalog, money
-from xlcalc.cli import main
 from xlcalc.errors import InputError
 from xlcalc.scenario import Scenario, evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 # --- the same dollars in every face ----------------------------------------------------------------------

@@ -13,16 +13,11 @@ import re
 
 import pytest
 
-from xlcalc.cli import COMMANDS, build_parser, main
+from cli_run import run
+from xlcalc.cli import COMMANDS, build_parser
 from xlcalc.frameworks import DEFAULT_FRAMEWORK
 from xlcalc.recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS
 from xlcalc.scenario import Scenario
-
-
-def run(capsys, *argv):
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:

@@ -45,19 +45,18 @@ class Stack:
     # stack with no --framework holds these, so `xlcalc memory --framework <it>` gives the plan's GB per GPU
     framework: Optional[tuple[str, str]] = None
 
+    def __post_init__(self) -> None:
+        # the framework's memory inputs (recipe bytes, logits held for the loss, optimizer-step temporaries, autocast
+        # copies, gradients freed) join the settings as xlcalc.frameworks declares them, not restated here
+        if self.framework is not None:
+            object.__setattr__(self, "settings", {**profile_values(self.framework[0]), **self.settings})
+
 
 # The non-matmul time factor fitted with the stacks' efficiencies on all the published runs (one for every stack;
 # docs/validation.md, a test checks it): the counted HBM traffic of norms, activations, residuals and the loss
 # takes this many times its time at peak bandwidth (bytes moved / bytes counted over achieved / peak bandwidth).
 NONMATMUL_FACTOR = 4.0
 _FIT = dict(elementwise_factor=NONMATMUL_FACTOR)
-
-
-
-def _memory(framework: str) -> dict[str, Any]:
-    """The memory inputs (recipe bytes, logits held for the loss, optimizer-step temporaries, autocast copies,
-    gradients freed) of the framework a stack's runs train with, as xlcalc.frameworks declares them (not restated)."""
-    return profile_values(framework)
 
 
 # PyTorch FSDP with mixed precision: fp32 sharded parameters, fp32 gradients, Adam m and v in fp32 (recipe fp32; the
@@ -84,7 +83,7 @@ _TE_CAST = ("FP8 operands cast by Transformer Engine's cast-transpose: read 2 by
 STACKS: dict[str, Stack] = {s.id: s for s in (
     Stack(
         id="megatron", name="Megatron-Core / NeMo / Megatron-Bridge and Megatron-style 3D/4D stacks (2023-2026)",
-        settings=dict(**_FIT, **_memory("megatron"), fp8_cast_bytes=4.0, fp8_forward_casts_fused=True),
+        settings=dict(**_FIT, fp8_cast_bytes=4.0, fp8_forward_casts_fused=True),
         facts=(_TE_CAST,
                ("te.LayerNormLinear / te.LayerNormMLP write the norm and activation outputs in FP8, so only the "
                 "attention output and the backward gradients are cast separately (fp8_forward_casts_fused)",
@@ -112,7 +111,7 @@ STACKS: dict[str, Stack] = {s.id: s for s in (
     ),
     Stack(
         id="llm-foundry", name="Composer / llm-foundry of 2023: PyTorch FSDP, FlashAttention-class kernels, MPT models",
-        settings=dict(**_FIT, **_memory("llm-foundry"), **_FA2, attention_kernel_speed=TRITON_FLASH_ATTENTION_SPEED,
+        settings=dict(**_FIT, **_FA2, attention_kernel_speed=TRITON_FLASH_ATTENTION_SPEED,
                       fp8_cast_bytes=4.0, fp8_forward_casts_fused=False, loss_bytes=6.0, dropout=False),
         facts=(_FSDP_FACT,
                ("MPT trains without dropout: resid_pdrop and emb_pdrop default to 0.0 and the MPT yamls set no other; "
@@ -146,7 +145,7 @@ STACKS: dict[str, Stack] = {s.id: s for s in (
     ),
     Stack(
         id="fsdp-eager", name="PyTorch FSDP2 without compilation (torchtitan of 2024, eager)",
-        settings=dict(**_FIT, **_memory("torchtitan"), **_FA2, fp8_cast_bytes=4.0,
+        settings=dict(**_FIT, **_FA2, fp8_cast_bytes=4.0,
                       fp8_forward_casts_fused=False),
         facts=(_FSDP_FACT, _FA2_FACT,
                ("compile = false: every operator its own kernel, FP8 casts included", "torchtitan train_configs "
@@ -158,7 +157,7 @@ STACKS: dict[str, Stack] = {s.id: s for s in (
     ),
     Stack(
         id="fsdp-compiled", name="PyTorch FSDP2 with torch.compile (torchtitan)",
-        settings=dict(**_FIT, **_memory("torchtitan-compile"), **_FA2, fp8_cast_bytes=4.0,
+        settings=dict(**_FIT, **_FA2, fp8_cast_bytes=4.0,
                       fp8_forward_casts_fused=True),
         facts=(_FSDP_FACT, _FA2_FACT,
                ("torch.compile fuses the float8 casts into the kernels that produce the operands",
