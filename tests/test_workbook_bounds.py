@@ -61,8 +61,10 @@ def _cell(book: Book, name: str) -> str:
 
 def test_every_cell_computed_from_a_bounded_result_checks_it(book):
     assert DAYS_MESSAGE in _cell(book, "Train_Days")
-    # inside the bound's guard, the input checks of the cell (Checks sheet): IF(<checks>="OK", <result>, <checks>)
-    assert re.search(r'IF\(ISNUMBER\(GPU_Hours\),IF\((Checks!\$C\$\d+)="OK",GPU_Hours\*USD_per_GPU_Hour,\1\),GPU_Hours\)',
+    # inside the bound's guard, the input checks of the cell (Checks sheet): IF(<checks>="OK", <result>, the way to
+    # Start's input check, which shows a failing check's message whole)
+    assert re.search(r'IF\(ISNUMBER\(GPU_Hours\),IF\(Checks!\$C\$\d+="OK",GPU_Hours\*USD_per_GPU_Hour,"see Start!C3"\),'
+                     r'GPU_Hours\)',
                      _cell(book, "Compute_Cost_USD"))
     assert "ISNUMBER(Train_Days)" in _cell(book, "Power_Cost_USD")
     total = _cell(book, "Total_Cost_USD")

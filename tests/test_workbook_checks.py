@@ -279,8 +279,8 @@ def test_a_pasted_value_is_named_with_its_cell_and_its_dependents_show_no_number
     assert wb["Start"]["C3"].value == message
     start = _start(wb)
     for result in DEPENDENT.get(case, ()):
-        shown = CHECK_POINTER if result in MEMORY_RESULTS else message  # a memory cell: the way to Start!C3
-        assert named_cell(wb, result).value == shown, (case, result, named_cell(wb, result).value)
+        # a result's cell (too narrow to print the message): the way to Start!C3, which shows it whole
+        assert named_cell(wb, result).value == CHECK_POINTER, (case, result, named_cell(wb, result).value)
         if result in START_LABELS:
             assert start[START_LABELS[result]] == message, (case, result)
     for result in INDEPENDENT.get(case, ()):
@@ -293,9 +293,9 @@ def test_a_gpu_typed_wrong_leaves_no_number_that_needs_its_figures(lo):
     wb = lo["gpu_typo"]
     looked_up = "h100 sxm: not on the GPUs sheet \u2014 pick an id from the list"
     assert named_cell(wb, "Peak_TFLOPS").value == looked_up
-    for result in ("Train_Days", "GPU_Hours", "Total_Cost_USD", "Budget_Left_USD"):  # peak
-        assert named_cell(wb, result).value == looked_up, result
-    for result in ("Fits_GPU", "Fit_Verdict", "Max_Micro_Batch"):  # GPU memory: the narrow cells point to Start!C3
+    # peak, then GPU memory: the results' cells point to Start!C3 (Start's rows show the look-up's message)
+    for result in ("Train_Days", "GPU_Hours", "Total_Cost_USD", "Budget_Left_USD", "Fits_GPU", "Fit_Verdict",
+                   "Max_Micro_Batch"):
         assert named_cell(wb, result).value == CHECK_POINTER, result
     assert wb["Start"]["C3"].value == (f"{_where(wb, 'GPU_Type')}: GPU_Type = h100 sxm is not allowed: GPU_Type must "
                                        "be an id from the list on the GPUs sheet, or empty")
@@ -399,34 +399,29 @@ def test_a_value_pasted_on_another_sheet_is_named_by_the_master_check(lo, case):
     assert wb["Start"]["C3"].value != ALL_CLEAR
     for name in ("Train_Days", "Total_Cost_USD", "Mem_Total_GB"):  # the Inputs sheet's plan is not touched
         assert _number(named_cell(wb, name).value), (case, name)
-    if case == "scen_mfu":  # its column's results: the message; the other columns: numbers
+    if case == "scen_mfu":  # its column's results: the cell the message blames; the other columns: numbers
         for where in ("scen_days", "scen_cost"):
-            assert named_cell(wb, p[where]).value == message, where
+            assert named_cell(wb, p[where]).value == message.split(": ", 1)[0] + " refused: see Checks", where
         assert _number(named_cell(wb, p["scen2_days"]).value)
     elif case == "scen_gpu":  # the column's figures are looked up by its GPU: the look-up's message, no number
         looked_up = "h100 sxm: not on the GPUs sheet \u2014 pick an id from the list"
         assert named_cell(wb, p["scen3_peak"]).value == looked_up
         assert named_cell(wb, p["scen3_days"]).value == looked_up
         assert _number(named_cell(wb, p["scen2_days"]).value)
-    elif case == "sens":  # the MFU column and the GPU-count row show their cell's message; the rest are numbers
-        gpus = f"{p['sens_gpus']}: N_GPUs = 2.5 is not allowed: N_GPUs must be a whole number >= 1 and <= 10,000,000"
+    elif case == "sens":  # the MFU column and the GPU-count row point to Start's check; the rest are numbers
         for table in ("days", "cost"):
             grid = p[table]
             for i, row in enumerate(grid):
                 for j, where in enumerate(row):
                     v = named_cell(wb, where).value
-                    if j == 0:
-                        assert v == message, (table, where, v)
-                    elif i == 1:
-                        assert v == gpus, (table, where, v)
+                    if j == 0 or i == 1:
+                        assert v == CHECK_POINTER, (table, where, v)
                     else:
                         assert _number(v), (table, where, v)
-    elif case == "par":  # row 5 (TP 2.5) and row 6 (recompute "sometimes"): the message; row 7 a number of GB
-        recompute = ('Parallelism!D6: Recompute = sometimes is not allowed: Recompute must be one of "none", '
-                     '"selective", "op_selective", "full"')
+    elif case == "par":  # row 5 (TP 2.5) and row 6 (recompute "sometimes"): the way to Start's check, whose message
+        # is row 5's (the first failing); row 7 a number of GB
         ws = wb["Parallelism"]
-        assert ws[f"{PAR_TOTAL_GB_COL}5"].value == message
-        assert ws[f"{PAR_TOTAL_GB_COL}6"].value == recompute
+        assert ws[f"{PAR_TOTAL_GB_COL}5"].value == ws[f"{PAR_TOTAL_GB_COL}6"].value == CHECK_POINTER
         assert ws[f"{PAR_TOTAL_GB_COL}4"].value == "Total GB"
         assert _number(ws[f"{PAR_TOTAL_GB_COL}7"].value), ws[f"{PAR_TOTAL_GB_COL}7"].value
     checks = wb["Checks"]

@@ -382,9 +382,9 @@ def test_key_results_are_numbers_or_a_readable_message_for_every_preset(lo):
                 assert results[label] == gaps[0], (name, label)
             else:
                 assert isinstance(results[label], (int, float)), (name, label, results[label])
-        if price_gap:  # every cell priced on the other sheets shows the price cell's message, not #VALUE!
+        if price_gap:  # every cell priced on the other sheets shows the way to the price's message, not #VALUE!
             for result in ("Compute_Cost_USD", "Total_Cost_USD", "Budget_Left_USD", "Rent_Cost_USD"):
-                assert named_cell(wb, result).value == price_gap, (name, result)
+                assert named_cell(wb, result).value == "see Start!C3", (name, result)
         allowed = chart_data_cells(wb)  # #N/A there: no point on the chart (tests/chart_data.py)
         for ws in wb.worksheets:  # no error value on any sheet
             errors = [f"{ws.title}!{x.coordinate}={x.value}" for row in ws.iter_rows() for x in row
@@ -766,10 +766,11 @@ def test_pdf_of_failing_inputs_prints_pointers_in_the_memory_cells_and_the_messa
     """FAILING_INPUTS, printed: every memory cell of the Memory and FineTuning sheets prints the way to Start's input
     check, "see Start!C3", and no number; Start's input check prints the first failing input's message whole
     (Precision's: the preset choices are checked before the other inputs), and its memory and fit results that
-    message; on the Memory sheet every message that starts printing prints to its end (the layout check's row, which
-    shows Micro_Batch's); no page more than the untouched plan. (Not asserted: the other sheets' cells that show such
-    a message, which print it clipped as before: Inputs' framework cells, FineTuning's days and GPU-hours, Time,
-    Budget, Scenarios, Sensitivity, the Checks sheet's longer lines.)"""
+    message; on every sheet every message that starts printing prints to its end (on Memory the layout check's row,
+    which shows Micro_Batch's), and the narrow cells of every sheet print the way to it: "see Start!C3" (the
+    framework inputs' cells on Inputs and Scenarios too), or in a Scenarios column "Inputs!B29 refused: see Checks"
+    (the cell its message blames: the Checks sheet prints that cell's line whole, a long value in it cut to its start
+    and "..."); no page more than the untouched plan."""
     from xlcalc.frameworks import FRAMEWORKS
 
     _pdftotext()
@@ -817,20 +818,36 @@ def test_pdf_of_failing_inputs_prints_pointers_in_the_memory_cells_and_the_messa
     sentences = {"Micro_Batch = 0 is not allow": micro, "Precision = fp32 is not allow": precision,
                  "torchtitan at fp32: not on the": "torchtitan at fp32: not on the Frameworks sheet \u2014 pick a "
                                                     "Framework and one of the precisions it offers there"}
-    starts = 0
-    for name in ("Start", "Memory"):
-        lines = "\n".join(by_sheet[name]).splitlines()
+    # each message also starts with the cell it blames ("Inputs!B29: Mi..."): a cell clipped short of the message
+    sentences = {where("Micro_Batch") + ": Mi": micro, where("Precision") + ": Pr": precision, **sentences}
+    starts: dict[str, int] = {}
+    for name, ps in by_sheet.items():  # on every sheet, every message that starts printing prints to its end
+        lines = "\n".join(ps).splitlines()
         for i, line in enumerate(lines):
+            seen: set[int] = set()  # where a message with its cell starts: its sentence is read from there
             for start, sentence in sentences.items():
                 c = line.find(start)
-                if c < 0:
-                    continue
-                starts += 1
-                text = " ".join(" ".join(lines[i:i + 4]).split())  # the cell's wrapped lines under it
-                tail = sentence[sentence.find(start):]
-                assert tail in text or _read_down(lines, i, c, len("".join(tail.split()))).startswith(
-                    "".join(tail.split())), (name, line)
-    assert starts >= 3 + 1  # Start's input check and its memory and fit results; Memory's layout check row
+                while c >= 0:
+                    if not any(0 < c - at <= len(where("Precision")) + 2 for at in seen):
+                        seen.add(c)
+                        starts[name] = starts.get(name, 0) + 1
+                        text = " ".join(" ".join(lines[i:i + 4]).split())  # the cell's wrapped lines under it
+                        tail = sentence[sentence.find(start):]
+                        assert tail in text or _read_down(lines, i, c, len("".join(tail.split()))).startswith(
+                            "".join(tail.split())), (name, line)
+                    c = line.find(start, c + 1)
+    # Start's input check and its memory and fit results; Memory's layout check row; the Checks sheet's lines; each
+    # Scenarios column's layout check (the column's input check's message)
+    assert starts["Start"] >= 3 and starts["Memory"] >= 1 and starts["Checks"] >= 2 + 3 and starts["Scenarios"] >= 3
+    # the narrow cells print the way to the whole message: Start's input check, or in a Scenarios column the cell its
+    # message blames and the Checks sheet, where that cell's line prints whole
+    for name in ("Inputs", "Time", "Budget", "FineTuning", "Sensitivity", "Parallelism", "Scenarios"):
+        assert pointer in flat[name], name
+    assert flat["Inputs"].count(pointer) == 4  # the framework inputs: their look-up's message names no cell
+    assert flat["Scenarios"].count(f"{where('Micro_Batch')} refused: see Checks") >= 3 * 5  # in each column
+    for checked in ("Grads_Freed", "Logits_Buffer_Bytes"):  # a long value in a check's line: its start and "..."
+        assert re.search(rf"Scenarios!C\d+: {checked} = torchtitan at fp32: n\.\.\. is not allowed: {checked} must be",
+                         flat["Checks"]), checked
     for error in ERROR_VALUES:
         assert error not in whole, error
     for n, page in enumerate(pages, start=1):

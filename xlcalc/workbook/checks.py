@@ -26,13 +26,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..expr import Expr, Func, Template, Text, Var, and_, eq, floor_int, if_, not_, or_
-from ..frameworks import FRAMEWORKS, PRECISIONS
+from ..expr import Expr, Func, Num, Template, Text, Var, and_, eq, floor_int, if_, not_, or_
+from ..frameworks import FRAMEWORKS, PRECISIONS, PROFILE_FIELDS
 from ..inputs import spec
 from ..layout import CONSTRAINTS, layout_blamed
 from ..outputs import OUTPUT_BY_NAME
-from ..scenario import INPUT_BY_NAME, INPUTS
-from .messages import longest_layout_message, message_cell
+from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, INPUTS
+from .messages import VALUE_CHARS, longest_layout_message, message_cell
 from .model import RENDERING, Book, Concat, IfError, IsNumber, Lookup, ref_text
 
 SHEET = "Checks"
@@ -42,20 +42,25 @@ CHOICES = ("Model_Preset", "GPU_Type", "Recipe_Id", "Framework", "Precision", "P
 # what a choice's check names as allowed, where it is not "an id from the list on the <sheet> sheet, or empty"
 CHOICE_ALLOWED = {"Framework": f"one of {', '.join(FRAMEWORKS)} (Frameworks sheet), or empty",
                   "Precision": f"one of {', '.join(PRECISIONS)} (Frameworks sheet), or empty"}
+# the inputs the Frameworks sheet gives (their look-up's message: a framework and precision it does not list)
+FRAMEWORK_INPUTS = tuple(INPUT_BY_FIELD[f].name for f in PROFILE_FIELDS[1:])
 # Looked-up inputs whose message (a figure the catalog lacks, no price at the tier) is a failing check; a missing
 # purchase price is not: the owning results say what to type, the rest of the plan stands
 LOOKED_UP_FAILING = ("Peak_TFLOPS", "GPU_Memory_GB", "GPUs_per_Node", "Params_B", "Seq_Len", "Hidden", "Layers",
                      "Heads", "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer", "USD_per_GPU_Hour",
-                     "Logits_Buffer_Bytes", "Optimizer_Step_Bytes", "Autocast_Copy_Bytes", "Grads_Freed")
+                     *FRAMEWORK_INPUTS)
 LOOKED_UP_TEXT_OK = ("Capex_USD_per_GPU",)
 CHECKED = CHOICES + tuple(c.name for c in INPUTS)  # the row order of the input checks
 FIRST_ROW = 8           # the first input check
 LAYOUT_ROW = 4          # the layout check with the cell it blames
 MAX_NESTED = 40         # checks gathered in one cell (a spreadsheet nests at most 64 IFs)
 OK = "OK"               # a check that passes
+CHECK_WIDTH = 125  # the width of the columns of the checks' messages (C, G)
+# the characters of a message that print in one line of them (129 seen in LibreOffice's PDF at a width of 100)
+CHECK_LINE_CHARS = CHECK_WIDTH * 5 // 4
 CELL_COLS = ("E", "F", "G")  # the other sheets' input cells: the cell, the input, its check
 # a Parallelism row's layout check whole (not printed: column G prints it without the arithmetic in brackets, in one
-# line of its 100 characters; Start's input check shows the first failing row's whole)
+# line; Start's input check shows the first failing row's whole)
 LAYOUT_WHOLE_COL = "H"
 SHORT_CHARS = 90  # the most characters of column G's one printed line
 
@@ -236,8 +241,14 @@ def _all(tests: list[Any]) -> Any:
     return and_(*tests) if len(tests) > 1 else tests[0]
 
 
+def shown_value(x: Any) -> Any:
+    """A value as a check's message shows it: a text longer than VALUE_CHARS cut to its start and "..."."""
+    return if_(Func("LEN", (x,)) > VALUE_CHARS, Concat(Func("LEFT", (x, Num(VALUE_CHARS - 3))), "..."), x)
+
+
 def _message(where: str, name: str, allowed: str, x: Var | None = None) -> Concat:
-    return Concat(f"{where}: {name} = ", x if x is not None else Var(name), f" is not allowed: {name} must be {allowed}")
+    return Concat(f"{where}: {name} = ", shown_value(x if x is not None else Var(name)),
+                  f" is not allowed: {name} must be {allowed}")
 
 
 def input_check(book: Book, name: str, lists: dict[str, tuple[str, str, int, int]]) -> Any:
@@ -268,7 +279,7 @@ def value_check(x: Var, where: str, name: str, lists: dict[str, tuple[str, str, 
         if name == "Precision" and _FRAMEWORKS.get() is not None:  # and one the framework in effect offers
             fw = _FRAMEWORKS.get()
             assert fw is not None
-            offered = Concat(f"{where}: {name} = ", x, f" is not allowed: {name} must be a precision the Frameworks "
+            offered = Concat(f"{where}: {name} = ", shown_value(x), f" is not allowed: {name} must be a precision the Frameworks "
                              "sheet gives for framework ", fw.framework(), ": ", IfError(fw.offered(), ""), ", or empty")
             listed = if_(eq(IfError(fw.pair(x), ""), ""), offered, OK)
         return if_(eq(x, ""), OK, if_(eq(found, ""), _message(where, name, allowed, x), listed))
@@ -405,14 +416,16 @@ def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int
     book.rules.append((s, f"C{LAYOUT_ROW}", "bad_unless_ok"))
     for col, head in zip("ABC", ("input", "cell", "check (OK: allowed)")):
         book.put(s, f"{col}{FIRST_ROW - 1}", head, "header")
+    c_at, c_name, c_check = CELL_COLS
+    book.widths[s] = {"A": 24, "B": 40, "C": CHECK_WIDTH, "D": 2, c_at: 18, c_name: 18, c_check: CHECK_WIDTH}
     for k, name in enumerate(CHECKED):
         row = FIRST_ROW + k
         sheet, at = book.names[name]
         book.put(s, f"A{row}", name)
         book.put(s, f"B{row}", f"{sheet}!{at}")
         book.put(s, f"C{row}", input_check(book, name, lists), "formula")
+        _wrap_if_long(book, row, "C", f"{sheet}!{at}", name, lists)
     book.rules.append((s, f"C{FIRST_ROW}:C{FIRST_ROW + len(CHECKED) - 1}", "bad_unless_ok"))
-    c_at, c_name, c_check = CELL_COLS
     book.put(s, f"{c_at}{FIRST_ROW - 2}", "Input cells of the Scenarios, Sensitivity and Parallelism sheets; each "
              "Parallelism row's layout", "group")
     for col, head in zip(CELL_COLS, ("cell", "input", "check (OK: allowed)")):
@@ -425,6 +438,7 @@ def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int
             book.put(s, f"{c_check}{row}", layout_line(Var(whole)), "formula")
         else:
             book.put(s, f"{c_check}{row}", cell_check(check, lists), "formula")
+            _wrap_if_long(book, row, c_check, check.ref.replace("$", ""), check.name, lists)
     last_cell = FIRST_ROW + max(len(reg.cells), 1) - 1
     if reg.cells:
         book.rules.append((s, f"{c_check}{FIRST_ROW}:{c_check}{last_cell}", "bad_unless_ok"))
@@ -441,13 +455,35 @@ def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int
             book.put(s, f"C{row}", _first_failing(book, members, reg), "formula")
     last = GROUP_FIRST_ROW + len(reg.groups) - 1
     book.rules.append((s, f"C{GROUP_FIRST_ROW}:C{last}", "bad_unless_ok"))
-    book.widths[s] = {"A": 24, "B": 40, "C": 100, "D": 2, c_at: 18, c_name: 18, c_check: 100}
     # the message whole, wrapped: the cell it blames (at most WHERE_CHARS), then the layout check's message
     message_cell(book, s, LAYOUT_ROW, "C", "C", WHERE_CHARS + longest_layout_message())
     book.freeze[s] = f"A{FIRST_ROW}"  # the column headings stay in sight (and head every printed page)
     # printed: the layout check and the input checks (A:C), then the other sheets' input cells and layouts (E:G), each
     # range from its heading; the gathering cells below the input checks are working cells, not printed
     book.print_areas[s] = f"A1:C{FIRST_ROW + len(CHECKED) - 1},{c_at}{FIRST_ROW - 2}:{c_check}{last_cell}"
+
+
+def longest_check(where: str, name: str, lists: dict[str, tuple[str, str, int, int]]) -> int:
+    """The longest message the check of input ``name`` in cell ``where`` can show (:func:`value_check`), the value
+    at most VALUE_CHARS long; a looked-up input's own message is sized where it is looked up."""
+    if name == "Precision" and _FRAMEWORKS.get() is not None:
+        longest = max(len(fw) + 2 + len(", ".join(precisions)) for fw, precisions in FRAMEWORKS.items())
+        return len(f"{where}: {name} =  is not allowed: {name} must be a precision the Frameworks sheet gives for "
+                   "framework , or empty") + VALUE_CHARS + longest
+    if name in CHOICES:
+        allowed = CHOICE_ALLOWED.get(name, f"an id from the list on the {lists[name][0]} sheet, or empty")
+    else:
+        allowed = spec(INPUT_BY_NAME[name].spec_name).allowed
+    return len(f"{where}: {name} =  is not allowed: {name} must be {allowed}") + VALUE_CHARS
+
+
+def _wrap_if_long(book: Book, row: int, col: str, where: str, name: str,
+                  lists: dict[str, tuple[str, str, int, int]]) -> None:
+    """A check whose longest message takes more than the printed line of its column wraps there, its row tall
+    enough."""
+    chars = longest_check(where, name, lists)
+    if chars > CHECK_LINE_CHARS:
+        message_cell(book, SHEET, row, col, col, chars)
 
 
 def is_checked(name: str) -> bool:

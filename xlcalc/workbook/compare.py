@@ -16,7 +16,7 @@ from ..outputs import OUTPUT_BY_NAME, OUTPUTS
 from ..scenario import INPUT_BY_NAME, INPUTS, Scenario
 from . import checks
 from .catalogs import GPU_DERIVED
-from .messages import longest_layout_message, message_cell
+from .messages import CHECK_CELL_POINTER, CHECK_POINTER, longest_layout_message, message_cell
 from .model import Concat, IfError, coord, ref_text
 from .rendering import (
     BOOL_FORMAT,
@@ -26,6 +26,7 @@ from .rendering import (
     guarded,
     guarded_output,
     output_formula,
+    pointer_format,
     pointing,
 )
 from .sheets import (
@@ -152,6 +153,8 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
                     value = value.substitute({n: Var(varmap[n]) for n in ("Layers", "PP_Size")})
             fmt: str | None = spec(cell.spec_name).number_format
             fmt = BOOL_FORMAT if spec(cell.spec_name).kind == "bool" else (None if fmt == "General" else fmt)
+            if cell.name in checks.FRAMEWORK_INPUTS:  # a look-up's message: the way to Start's input check
+                fmt = pointer_format(fmt)
             varmap[cell.name] = checks.register(b.put(s, f"{col}{row}", value, "input", fmt), cell.name,
                                                 looked_up=cell.name in LOOKED_UP)
             if isinstance(value, Expr) and (chars := longest_message_in({cell.name})):  # a look-up's message
@@ -172,8 +175,11 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             r = int(varmap[out.name].rsplit("$", 1)[1])
             expr, subs = output_formula(out.name, varmap, inline=True)
             expr = guarded_output(out.name, expr, varmap, follows)
-            if out.guarded:  # a memory result: the way to the column's layout check, whole in its own cell
-                expr = pointing(expr, f"see {col}{layout_row}", varmap["Layout_Check"])
+            # a memory result: the way to the column's layout check, whole in its own cell; every result but that
+            # check: the way to a failing input's check (its Checks cell), or for a framework look-up Start's
+            if out.name != "Layout_Check":
+                expr = pointing(expr, f"see {col}{layout_row}" if out.guarded else None, varmap["Layout_Check"],
+                                CHECK_CELL_POINTER, frozenset(varmap[n] for n in checks.FRAMEWORK_INPUTS))
             b.put(s, f"A{r}", out.label)
             b.put(s, f"B{r}", out.unit)
             b.put(s, f"{col}{r}", expr, "formula", display_format(out), subs)
@@ -249,15 +255,18 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
                     (tables["days"]["gpu_refs"][i], tables["days"]["mfu_refs"][j])
                 deps = dependencies("Total_Cost_USD") | dependencies("Train_Days") if name is None else \
                     dependencies(name)
-                if chars := longest_message_in(deps):  # a catalog's message (no rental rate) wraps in the cell
+                # a catalog's message wraps in the cell (a failing look-up's is pointed to: Start's input check)
+                if chars := longest_message_in({d for d in deps if d not in checks.LOOKED_UP_FAILING}):
                     message_cell(b, s, head + 1 + i, coord(2 + j, 1)[:-1], coord(2 + j, 1)[:-1], chars)
                 if name is None:  # spend rate: this grid point's total cost over its days
                     expr = Var(tables["cost"]["cells"][i][j]) / Var(tables["days"]["cells"][i][j]) * 30
-                    expr = guarded(expr, deps, exclude={"N_GPUs", "MFU"}, cells=axes)
+                    expr = pointing(guarded(expr, deps, exclude={"N_GPUs", "MFU"}, cells=axes), None,
+                                    checks_pointer=CHECK_POINTER)
                     cells[i].append(b.put(s, at, expr, "formula", '"$"#,##0'))
                     continue
                 expr, subs = output_formula(name, {"N_GPUs": row_refs[i], "MFU": col_refs[j]})
                 expr = guarded_output(name, expr, exclude={"N_GPUs", "MFU"}, cells=axes)
+                expr = pointing(expr, None, checks_pointer=CHECK_POINTER)  # the message whole: Start's input check
                 cells[i].append(b.put(s, at, expr, "formula", OUTPUT_BY_NAME[name].number_format, subs))
         tables[key] = {"head": head, "rows": len(gpus), "cols": len(mfus), "mfu_refs": col_refs,
                        "gpu_refs": row_refs, "cells": cells}
@@ -384,7 +393,7 @@ def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
                 whole = b.put(s, whole_at, expr, "formula", None, subs)
                 b.put(s, at, par_layout_short(Var(whole)), "formula")
                 continue
-            expr = pointing(expr, PAR_POINTER.format(col=check_col), varmap["Layout_Check"])
+            expr = pointing(expr, PAR_POINTER.format(col=check_col), varmap["Layout_Check"], CHECK_POINTER)
             b.put(s, at, expr, "formula", display_format(OUTPUT_BY_NAME[name]), subs)
         # a layout that does not split into whole pieces rolls up to Start's input check, naming the row's cell
         checks.register_layout(varmap["Layout_Check"], {n: varmap[n] for n in ("TP_Size", "PP_Size")},

@@ -52,6 +52,14 @@ LAYOUT_POINTER = f"see Memory!B{LAYOUT_ROW}"
 # framework and precision the Frameworks sheet does not list.)
 INPUT_CHECK_CELL = "Start!C3"
 CHECK_POINTER = f"see {INPUT_CHECK_CELL}"
+# A Scenarios column's results (44 characters wide) name the cell a failing input check blames instead, "Scenarios!C27
+# refused: see Checks" (the Checks sheet prints that cell's line whole), and CHECK_POINTER for a framework look-up's
+# message (the column's framework inputs follow the Inputs sheet's choice, which Start's input check names).
+CHECK_CELL_POINTER = "see the cell's check"
+CHECK_REFUSED = "refused: see Checks"
+# A value shown in a check's message: at most this many characters (a longer text, such as a look-up's message in a
+# cell that follows the Inputs sheet, ends in "..."), so that a check's line prints whole on the Checks sheet
+VALUE_CHARS = 24
 NUMBER_CHARS = 12  # a number in the message: an input up to 10,000,000, or a ratio rounded to 2 decimals
 
 

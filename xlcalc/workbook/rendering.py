@@ -17,7 +17,8 @@ from ..expr import BinOp, Bound, Expr, Func, Template, Text, Var, eq, if_, unfol
 from ..layout import LAYOUT_OK
 from ..outputs import BOUNDED_OUTPUTS, OUTPUT_BY_NAME, OUTPUTS, output_expr, plain_expr
 from . import checks
-from .model import RENDERING, IsNumber, Lookup
+from .messages import CHECK_CELL_POINTER, CHECK_POINTER, CHECK_REFUSED
+from .model import RENDERING, Concat, IfError, IsNumber, Lookup
 
 
 def _deps(name: str, seen: dict[str, set[str]]) -> set[str]:
@@ -158,6 +159,18 @@ def preset_or(key: Expr | str, value: Any, lookup: Expr) -> Expr:
 BOOL_FORMAT = '"TRUE";"TRUE";"FALSE"'  # TRUE/FALSE as words in LibreOffice too (where a boolean is 1/0)
 
 
+def pointer_format(fmt: str | None) -> str:
+    """``fmt`` with a text section that shows CHECK_POINTER: the cell of a framework input, whose text is the
+    Frameworks sheet's look-up message (a framework and precision it does not list) or a value typed wrong, both named
+    whole by Start's input check; the cell (30 to 44 characters wide) would print the message clipped. Its value
+    stays the message (the formula bar, ``xlcalc read`` and every result that reads it see it)."""
+    sections = (fmt or "General").split(";")
+    if len(sections) == 1:  # positive; negative; zero
+        sections = [sections[0], "-" + sections[0], sections[0]]
+    assert len(sections) == 3, fmt
+    return ";".join(sections + [f'"{CHECK_POINTER}"'])
+
+
 def display_format(out: Any) -> str:
     """Number format of a named result's cell: its own, or TRUE/FALSE as words for a boolean."""
     if getattr(out.formula, "returns", "number") == "bool" and out.number_format in (None, "General"):
@@ -256,14 +269,18 @@ def _guarded_bound(name: str, bound: Bound, refs: Mapping[str, str], follows: An
     return bound if made is template else made.bind(bound_refs)
 
 
-def pointing(expr: Any, pointer: str, layout: str = "Layout_Check", checks_pointer: str | None = None) -> Any:
+def pointing(expr: Any, pointer: str | None, layout: str = "Layout_Check", checks_pointer: str | None = None,
+             lookups: frozenset[str] = frozenset()) -> Any:
     """``expr`` with its layout guard, ``IF(Layout_Check="OK", x, Layout_Check)`` (xlcalc.outputs.output_expr),
     showing the text ``pointer`` instead of the layout check's message: a cell too narrow for the message names the
-    cell that shows it whole. ``layout``: the reference text that stands for Layout_Check (a Scenarios column's).
+    cell that shows it whole (None: the layout guard as it is). ``layout``: the reference text that stands for
+    Layout_Check (a Scenarios column's).
     ``checks_pointer``: the text the guards of :func:`guarded` show instead of their message, the look-up guards of
     the looked-up inputs whose message fails their check (checks.LOOKED_UP_FAILING) and the input checks'
-    (``IF(Checks!C<row>="OK", x, Checks!C<row>)``), naming the master check that shows such a message whole; None:
-    those guards as they are. The guards are found down the then-branches (they keep their precedence); ``expr`` is
+    (``IF(Checks!C<row>="OK", x, Checks!C<row>)``), naming the master check that shows such a message whole;
+    messages.CHECK_CELL_POINTER: an input check's guard names the cell its message blames (:func:`refused`) and a
+    look-up guard's shows CHECK_POINTER (``lookups``: the column's cells of the framework inputs, where the cell is
+    not a template's placeholder); None: those guards as they are. The guards are found down the then-branches (they keep their precedence); ``expr`` is
     returned as it is where it has none to rewrite."""
     if isinstance(expr, Bound):
         # (``layout`` stays out of the key: in a template the guard reads the Layout_Check slot, or a reference that
@@ -272,7 +289,7 @@ def pointing(expr: Any, pointer: str, layout: str = "Layout_Check", checks_point
         memo = checks.layout_memo()  # a guarded template is the layout's (_guarded_bound): one memo per layout
         made = memo.get(key) if memo is not None else None
         if made is None:
-            inner = pointing(expr.template.expr, pointer, layout, checks_pointer)
+            inner = pointing(expr.template.expr, pointer, layout, checks_pointer, lookups)
             made = expr.template if inner is expr.template.expr else \
                 Template(inner, expr.template.subs, expr.template.slots)
             if memo is not None:
@@ -281,23 +298,43 @@ def pointing(expr: Any, pointer: str, layout: str = "Layout_Check", checks_point
     if not (isinstance(expr, Func) and expr.name == "IF"):
         return expr
     cond, then, otherwise = expr.args
-    inner = pointing(then, pointer, layout, checks_pointer)
-    if _is_layout_guard(cond, otherwise, layout):
+    inner = pointing(then, pointer, layout, checks_pointer, lookups)
+    if pointer is not None and _is_layout_guard(cond, otherwise, layout):
         return Func("IF", (cond, inner, Text(pointer)))
-    if checks_pointer is not None and _is_input_guard(cond, otherwise):
+    if checks_pointer is not None and not _is_layout_guard(cond, otherwise, layout) and \
+            _is_input_guard(cond, otherwise, checks_pointer == CHECK_CELL_POINTER, lookups):
+        if checks_pointer == CHECK_CELL_POINTER:  # the cell the input check blames; a look-up's: the master check
+            return Func("IF", (cond, inner, refused(cond.left) if isinstance(cond, BinOp) else Text(CHECK_POINTER)))
         return Func("IF", (cond, inner, Text(checks_pointer)))
     return expr if inner is then else Func("IF", (cond, inner, otherwise))
 
 
-def _is_input_guard(cond: Expr, otherwise: Expr) -> bool:
+def refused(check: Expr) -> Expr:
+    """The way from a Scenarios column's result to the Checks sheet's printed line of a failing input check ``check``
+    (a gathering cell, not printed): the cell its message blames, "Scenarios!C27 refused: see Checks" (the message
+    starts with that cell and a colon; else "refused: see Checks")."""
+    cell = Func("LEFT", (check, Func("FIND", (Text(":"), check)) - 1))
+    return Concat(IfError(Concat(cell, " "), ""), CHECK_REFUSED)
+
+
+def _is_input_guard(cond: Expr, otherwise: Expr, column: bool = False, lookups: frozenset[str] = frozenset()) -> bool:
     """``cond`` and ``otherwise`` are those of a look-up guard, ``IF(ISNUMBER(X), x, X)`` of a looked-up input X whose
-    message fails its check, or of an input check, ``IF(Checks!C<row>="OK", x, Checks!C<row>)``."""
+    message fails its check, or of an input check, ``IF(Checks!C<row>="OK", x, Checks!C<row>)`` (in a template: the
+    check cell's placeholder; the caller rules out the layout check's guard). ``column``: in a
+    Scenarios column, whose look-up guards read its cells (a template's slots): those of the framework inputs only
+    (a GPU figure the column's GPU lacks is the column's to show, whole)."""
     if isinstance(cond, IsNumber):
         arg = cond.arg
-        return isinstance(arg, Var) and arg.name in checks.LOOKED_UP_FAILING and otherwise.key() == arg.key()
+        names = _FRAMEWORK_SLOTS | lookups if column else checks.LOOKED_UP_FAILING
+        return isinstance(arg, Var) and arg.name in names and otherwise.key() == arg.key()
     return isinstance(cond, BinOp) and cond.op == "=" and isinstance(cond.left, Var) \
-        and cond.left.name.startswith(f"{checks.SHEET}!") and cond.right.key() == Text(checks.OK).key() \
+        and cond.left.name.startswith((f"{checks.SHEET}!", Template.slot("")[0])) \
+        and cond.right.key() == Text(checks.OK).key() \
         and otherwise.key() == cond.left.key()
+
+
+# the framework inputs' placeholders in a Scenarios column's templates
+_FRAMEWORK_SLOTS = frozenset(Template.slot(n) for n in checks.FRAMEWORK_INPUTS)
 
 
 def _is_layout_guard(cond: Expr, otherwise: Expr, layout: str) -> bool:

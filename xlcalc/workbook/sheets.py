@@ -30,6 +30,7 @@ from .rendering import (
     guarded_output,
     needs,
     output_formula,
+    pointer_format,
     pointing,
     preset_or,
 )
@@ -145,6 +146,8 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
         fmt = fmt or "#,##0"
     if s.kind == "bool":
         fmt = BOOL_FORMAT
+    if cell.name in checks.FRAMEWORK_INPUTS:  # a look-up's message prints as the way to Start's input check
+        fmt = pointer_format(fmt)
     b.put(sheet, f"B{row}", value, "input", fmt)
     b.name(cell.name, sheet, f"B{row}")
     b.put(sheet, f"C{row}", s.unit)
@@ -163,13 +166,15 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
 def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str] | None = None,
                label: str | None = None, define: bool = True, pointer: str | None = None) -> str:
     """A named result (or the same result over other cells) with its equation and source; ``pointer``: the text a
-    memory result shows for a broken layout instead of the layout check's message, and CHECK_POINTER the one it shows
-    for a failing input check or look-up instead of that message (:func:`rendering.pointing`)."""
+    memory result shows for a broken layout instead of the layout check's message. Every result but the layout check
+    shows CHECK_POINTER for a failing input check or look-up instead of its message, which Start's input check shows
+    whole (:func:`rendering.pointing`): the result's column is too narrow to print it."""
     out = OUTPUT_BY_NAME[name]
     expr, subs = output_formula(name, varmap, inline=True)
     expr = guarded_output(name, expr, varmap)
-    if pointer is not None:
-        expr = pointing(expr, pointer, checks_pointer=CHECK_POINTER)
+    points = name != "Layout_Check"  # the layout check's row shows a failing input's message whole
+    if pointer is not None or points:
+        expr = pointing(expr, pointer, checks_pointer=CHECK_POINTER if points else None)
     b = ctx.book
     b.put(sheet, f"A{row}", label or out.label)
     ref = b.put(sheet, f"B{row}", expr, "output" if define else "formula", display_format(out), subs)
@@ -180,7 +185,7 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
                            f"Source: {out.formula.source}", "note")
     b.wrap.add((sheet, f"D{row}"))
     deps = dependencies(name).union(*(dependencies(v) | {v} for v in (varmap or {}).values() if v in OUTPUT_BY_NAME))
-    if pointer is not None:  # a failing look-up's message is pointed to (CHECK_POINTER), not shown
+    if points:  # a failing look-up's message is pointed to (CHECK_POINTER), not shown
         deps = {d for d in deps if d not in checks.LOOKED_UP_FAILING}
     if chars := longest_message_in(deps):  # a catalog's message (no purchase price, rate or figure) wraps in B
         message_cell(b, sheet, row, "B", "B", chars)
@@ -191,7 +196,8 @@ def formula_row(ctx: Ctx, sheet: str, row: int, label: str, expr: Any, unit: str
                 fmt: str | None = None, subs: Any = None) -> str:
     b = ctx.book
     b.put(sheet, f"A{row}", label)
-    ref = b.put(sheet, f"B{row}", expr, "formula", fmt, subs)
+    # a failing input check or look-up: the way to Start's input check, which shows the message whole
+    ref = b.put(sheet, f"B{row}", pointing(expr, None, checks_pointer=CHECK_POINTER), "formula", fmt, subs)
     b.put(sheet, f"C{row}", unit)
     b.put(sheet, f"D{row}", note, "note")
     b.wrap.add((sheet, f"D{row}"))
@@ -715,18 +721,18 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
             # the range's end stands for the input; every other looked-up input is checked by name
             varmap = {name: ref_text(s, f"{val_col}{row}")}
             expr, subs = output_formula("Total_Cost_USD", varmap)
-            b.put(s, f"{cost_col}{row}",
-                  range_checked(low_x, high_x, guarded_output("Total_Cost_USD", expr, varmap, {name})), "formula",
-                  out.number_format, subs)
+            b.put(s, f"{cost_col}{row}", range_checked(low_x, high_x, pointing(
+                guarded_output("Total_Cost_USD", expr, varmap, {name}), None, checks_pointer=CHECK_POINTER)),
+                "formula", out.number_format, subs)
             change = ranges.cost_change_usd(total_usd=Var(ref_text(s, f"{cost_col}{row}")),
                                             base_usd=Var("Total_Cost_USD"))
-            b.put(s, f"{change_col}{row}", range_checked(
-                low_x, high_x, guarded(change, needs(change) | dependencies("Total_Cost_USD"))), "formula",
-                  '"$"#,##0;-"$"#,##0')
+            b.put(s, f"{change_col}{row}", range_checked(low_x, high_x, pointing(
+                guarded(change, needs(change) | dependencies("Total_Cost_USD")), None, checks_pointer=CHECK_POINTER)),
+                "formula", '"$"#,##0;-"$"#,##0')
             expr, subs = output_formula("Wall_Days", varmap)
-            b.put(s, f"{days_col}{row}", range_checked(low_x, high_x, guarded_output("Wall_Days", expr, varmap,
-                                                                                     {name})),
-                  "formula", "#,##0.0", subs)
+            b.put(s, f"{days_col}{row}", range_checked(low_x, high_x, pointing(
+                guarded_output("Wall_Days", expr, varmap, {name}), None, checks_pointer=CHECK_POINTER)),
+                "formula", "#,##0.0", subs)
         for cols, result in (("DEFG", "Total_Cost_USD"), ("HI", "Wall_Days")):  # a catalog's message wraps
             for col in cols:
                 message_cell(b, s, row, col, col, longest_message_in(dependencies(result)))
@@ -879,8 +885,9 @@ def key_result(name: str, check: str) -> Any:
         return guarded(Var(name), {name})
     deps = dependencies(name)
     expr: Any = IfError(Var(name), Var(check))  # the named result shows a failing input's message itself
-    if OUTPUT_BY_NAME[name].guarded:  # a memory result: the message its cell points to, whole
-        expr = if_(IfError(eq(Var(name), CHECK_POINTER), False), Var(check), expr)
+    # the message its cell points to, whole
+    expr = if_(IfError(eq(Var(name), CHECK_POINTER), False), Var(check), expr)
+    if OUTPUT_BY_NAME[name].guarded:  # a memory result
         expr = if_(IfError(eq(Var(name), LAYOUT_POINTER), False), Var("Layout_Check"), expr)
     for dep in reversed([n for n in CHECKED if n in deps]):
         expr = if_(IsNumber(Var(dep)), expr, Var(dep))
