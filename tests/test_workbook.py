@@ -135,7 +135,7 @@ def test_templated_formulas_equal_the_reference_trees(names):
     """A named result over other cells is built and rendered once per shape (a template bound to each cell's
     references): every formula cell's text and engine value equal those of the reference build, which makes each
     cell's tree anew (model.reference_rendering)."""
-    from xlcalc.expr import Bound
+    from xlcalc.expr.template import Bound
     from xlcalc.workbook import layout
     from xlcalc.workbook.model import identity, reference_rendering
 
@@ -767,7 +767,7 @@ def test_every_template_builds(template, tmp_path):
 
 def test_a_true_false_rule_gives_its_cells_the_words_format():
     """Any cell coloured by TRUE/FALSE reads as words (and LibreOffice 7.4 can export it to PDF)."""
-    from xlcalc.expr import Var
+    from xlcalc.expr.nodes import Var
     from xlcalc.workbook import layout
     from xlcalc.workbook.writer import to_workbook
 
