@@ -46,7 +46,7 @@ import openpyxl  # noqa: E402
 
 from xlcalc import presets  # noqa: E402
 from xlcalc.atomic import write_text  # noqa: E402
-from xlcalc.expr import Expr  # noqa: E402
+from xlcalc.expr.nodes import Expr  # noqa: E402
 from xlcalc.workbook import build, layout  # noqa: E402
 from xlcalc.workbook.libreoffice import recalculate, soffice  # noqa: E402
 from xlcalc.workbook.writer import save_package, to_workbook  # noqa: E402

@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from xlcalc import expr as _expr  # noqa: E402
 from xlcalc.atomic import write_text  # noqa: E402
-from xlcalc.expr import Var  # noqa: E402
+from xlcalc.expr import functions as _functions  # noqa: E402
+from xlcalc.expr.nodes import Var  # noqa: E402
 from xlcalc.inputs import spec  # noqa: E402
 from xlcalc.pycode import python_steps  # noqa: E402
 from xlcalc.stage_memory import MODEL_INPUTS, VARIANTS, memory_steps  # noqa: E402
@@ -41,10 +41,12 @@ tests/test_memory_code.py checks it against the step-by-step evaluation.
 
 from typing import Any
 
-from .expr import EXCEL_FUNCTIONS as _F
-from .expr import _ceiling, _floor_int, _round, _roundup
-from .expr import _py_eq as _eq
-from .expr import as_text as _text
+from .expr.excel import EXCEL_FUNCTIONS as _F
+from .expr.excel import PY_BINOPS as _OPS
+from .expr.excel import as_text as _text
+
+_ceiling, _roundup, _round, _floor_int = _F["CEILING"], _F["ROUNDUP"], _F["ROUND"], _F["INT"]
+_eq = _OPS["="]
 '''
 
 
@@ -57,7 +59,7 @@ def _name(n: str) -> str:
 def render() -> str:
     out = [HEADER]
     by_excel = {spec(k).excel_name: k for k in (*MODEL_INPUTS, "memory_gb")}
-    saved, _expr._numeric = _expr._numeric, 0
+    saved, _functions._numeric = _functions._numeric, 0
     try:
         for fname, (capacity, moe) in VARIANTS.items():
             steps = [st for st in memory_steps(None if moe else {"expert_params_b": 0},
@@ -73,7 +75,7 @@ def render() -> str:
             out += python_steps(exprs, _name)
             out.append("    return {" + ", ".join(f"{n!r}: {n}" for n, _ in exprs) + "}")
     finally:
-        _expr._numeric = saved
+        _functions._numeric = saved
     return "\n".join(out) + "\n"
 
 

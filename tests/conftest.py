@@ -95,3 +95,7 @@ def lite_main(tmp_path_factory) -> Path:
     finally:
         sys.path[:] = saved
     return path
+
+
+# --- seed 002's planning workbook as built, read by tests/test_workbook_*.py: built once per test process ----------
+from seed002_workbook import formulas_wb, seed002, values_wb  # noqa: E402, F401  (fixtures, made available here)

@@ -19,7 +19,7 @@ import pytest
 
 from xlcalc import stage_memory as sm
 from xlcalc.errors import InputError
-from xlcalc.expr import BinOp, Func, Num, Text, Var, wrap
+from xlcalc.expr.nodes import BinOp, Func, Num, Text, Var, wrap
 from xlcalc.pycode import python_expr
 
 ROOT = Path(__file__).resolve().parent.parent

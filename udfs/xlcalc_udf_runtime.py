@@ -34,7 +34,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from xlcalc.errors import InputError
-from xlcalc.expr import EXCEL_FUNCTIONS, PY_BINOPS, BinOp, Bool, Call, Func, Neg, Num, Text, Var
+from xlcalc.expr.excel import EXCEL_FUNCTIONS, PY_BINOPS
+from xlcalc.expr.nodes import BinOp, Bool, Call, Func, Neg, Num, Text, Var
 from xlcalc.inputs import spec
 from xlcalc.registry import Formula, get_formula
 from xlcalc.rowcode import NoRowForm, rows_function

@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InputError
-from .expr import and_, as_text, ceiling, concat, eq, floor_int, if_, is_expr, max_, not_, or_, round_
+from .expr.excel import as_text
+from .expr.functions import and_, ceiling, concat, eq, floor_int, if_, max_, not_, or_, round_
+from .expr.nodes import is_expr
 
 __all__ = ["LAYOUT_OK", "CONSTRAINTS", "LAYOUT_INPUTS", "LAYOUT_DEFAULTS", "check_layout", "check_replicas", "check_stages", "layout_message", "stage_layer_counts",
            "data_parallel", "parse_layers_per_stage", "stage_split", "preset_stage_ends", "layout_blamed"]

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, cast
 
-from .expr import Expr, IfError, Var, eq, if_, wrap
+from .expr.functions import eq, if_
+from .expr.nodes import Expr, IfError, Var, wrap
 from .formulas import budget, compute, cost, finetune, goodput, ownership
 from .formulas import ranges as franges
 from .layout import LAYOUT_OK

@@ -18,11 +18,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .expr import BinOp, Bool, Call, Expr, Func, Neg, Num, Text, Var, wrap
+from .expr.nodes import BinOp, Bool, Call, Expr, Func, Neg, Num, Text, Var, wrap
 
 __all__ = ["inline", "python_expr", "python_steps", "PY_FUNCTIONS"]
 
-# spreadsheet function -> the name the generated module imports it under (xlcalc.expr.EXCEL_FUNCTIONS[name])
+# spreadsheet function -> the name the generated module imports it under (xlcalc.expr.excel.EXCEL_FUNCTIONS[name])
 PY_FUNCTIONS = {"MIN": "min", "MAX": "max", "SQRT": "_F['SQRT']", "CEILING": "_ceiling", "ROUNDUP": "_roundup",
                 "INT": "_floor_int", "ROUND": "_round", "ABS": "abs", "LOG": "_F['LOG']", "FIXED": "_F['FIXED']"}
 _CMP = {"<", "<=", ">", ">="}
@@ -144,7 +144,7 @@ def python_steps(steps: Iterable[tuple[str, Expr]], name_of: Callable[[str], str
         counts.update(s.key() for s in _subtrees(e) if not isinstance(s, (Var, Num, Text, Bool)))
     temps: dict[Any, str] = {}
     lines: list[str] = []
-    # a variable compared with texts: compared as spreadsheets do (text case-insensitively, xlcalc.expr._py_eq),
+    # a variable compared with texts: compared as spreadsheets do (text case-insensitively, xlcalc.expr.excel._py_eq),
     # by its lower case computed once
     compared = sorted({cmp[0] for _, e in exprs for s in _subtrees(e) if isinstance(s, BinOp)
                        and (cmp := _text_comparison(s)) is not None})

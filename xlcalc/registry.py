@@ -19,16 +19,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import expr as _expr
 from .errors import InputError, UnknownNameError
-from .expr import Call, Expr, Names, Var, wrap
+from .expr import functions as _functions
+from .expr.nodes import Call, Expr, Names, Var, wrap
 from .inputs import InputSpec, spec
 from .validate import call_error, validate_all
 
 REGISTRY: dict[str, "Formula"] = {}
 
-# Fast dispatch: while a formula computes numbers (``expr._numeric`` > 0), a formula called from inside it gets
-# plain values that were validated at the boundary, so it skips what only the faces need -- signature binding
+# Fast dispatch: while a formula computes numbers (``expr.functions._numeric`` > 0), a formula called from inside it
+# gets plain values that were validated at the boundary, so it skips what only the faces need -- signature binding
 # (Python binds the arguments and applies the defaults itself), the is-this-an-expression checks and validation.
 
 
@@ -112,7 +112,7 @@ class Formula:
         return clean
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if _expr._numeric:  # nested inside a formula computing numbers: the fast path
+        if _functions._numeric:  # nested inside a formula computing numbers: the fast path
             cache = self._cache
             if cache is None or kwargs:
                 return self.func(*args, **kwargs)
@@ -125,7 +125,7 @@ class Formula:
         if any(isinstance(v, Expr) for v in values.values()):
             return Call(self, {k: wrap(v) for k, v in values.items()})
         clean = self.validate(values)
-        _expr._numeric += 1
+        _functions._numeric += 1
         try:
             result = self.func(**clean)
         except ZeroDivisionError:
@@ -133,7 +133,7 @@ class Formula:
         except OverflowError:
             raise self.undefined(clean, "overflows") from None
         finally:
-            _expr._numeric -= 1
+            _functions._numeric -= 1
         if isinstance(result, float) and not math.isfinite(result):
             raise self.undefined(clean, "overflows" if not math.isnan(result) else "has no defined result")
         if self.beyond(result):
@@ -190,13 +190,13 @@ class Formula:
 
     def raw(self, **values: Any) -> Any:
         """Compute without validation (for inner loops whose inputs were validated once), numbers only."""
-        if _expr._numeric:  # already computing numbers (e.g. inside :func:`numeric`): call the body directly
+        if _functions._numeric:  # already computing numbers (e.g. inside :func:`numeric`): call the body directly
             return self.func(**values)
-        _expr._numeric += 1
+        _functions._numeric += 1
         try:
             return self.func(**values)
         finally:
-            _expr._numeric -= 1
+            _functions._numeric -= 1
 
     # -- the workbook face ---------------------------------------------------
     def excel(self, names: Names | None = None, subs: Mapping[Any, str] | None = None) -> str:
@@ -228,11 +228,11 @@ def numeric() -> Iterator[None]:
 
     For inner loops (the planner's search) whose inputs were validated once at the boundary.
     """
-    _expr._numeric += 1
+    _functions._numeric += 1
     try:
         yield
     finally:
-        _expr._numeric -= 1
+        _functions._numeric -= 1
 
 
 def formula(

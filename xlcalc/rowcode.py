@@ -15,7 +15,8 @@ import math
 from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
-from .expr import EXCEL_FUNCTIONS, PY_BINOPS, BinOp, Bool, Call, Func, Neg, Num, Text, Var
+from .expr.excel import EXCEL_FUNCTIONS, PY_BINOPS
+from .expr.nodes import BinOp, Bool, Call, Func, Neg, Num, Text, Var
 from .inputs import spec
 from .registry import Formula
 

@@ -10,10 +10,12 @@ tests/test_memory_code.py checks it against the step-by-step evaluation.
 
 from typing import Any
 
-from .expr import EXCEL_FUNCTIONS as _F
-from .expr import _ceiling, _floor_int, _round, _roundup
-from .expr import _py_eq as _eq
-from .expr import as_text as _text
+from .expr.excel import EXCEL_FUNCTIONS as _F
+from .expr.excel import PY_BINOPS as _OPS
+from .expr.excel import as_text as _text
+
+_ceiling, _roundup, _round, _floor_int = _F["CEILING"], _F["ROUNDUP"], _F["ROUND"], _F["INT"]
+_eq = _OPS["="]
 
 
 

@@ -40,7 +40,7 @@ Recompute modes (``recompute``):
 from __future__ import annotations
 
 from ..errors import InputError
-from ..expr import and_, eq, if_, max_
+from ..expr.functions import and_, eq, if_, max_
 from ..registry import formula
 
 __all__ = ["act_attention_bytes", "act_ffn_bytes", "act_moe_bytes", "layer_activation_bytes",

@@ -7,7 +7,7 @@ These are the values of the spilled BUDGET_PLAN; :func:`xlcalc.money.budget_plan
 
 from __future__ import annotations
 
-from ..expr import floor_int
+from ..expr.functions import floor_int
 from ..registry import formula
 from .compute import chinchilla_opt_tokens_t, chinchilla_params_b
 

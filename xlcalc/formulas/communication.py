@@ -7,7 +7,7 @@ Conventions: bf16 activations (2 bytes), GB = 1e9 bytes, GB/s = 1e9 bytes/s.
 
 from __future__ import annotations
 
-from ..expr import eq, floor_int, if_, max_, min_
+from ..expr.functions import eq, floor_int, if_, max_, min_
 from ..registry import formula
 from .parallel import allgather_bytes, allreduce_bytes
 

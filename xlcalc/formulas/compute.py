@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..expr import ceiling, eq, if_, sqrt
+from ..expr.functions import ceiling, eq, if_, sqrt
 from ..inputs import result_bound
 from ..registry import formula
 

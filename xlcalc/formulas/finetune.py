@@ -8,7 +8,7 @@ base in 4-bit NormalFloat with (double-quantised) block constants (Dettmers et a
 from __future__ import annotations
 
 from ..errors import InputError
-from ..expr import and_, eq, if_, or_
+from ..expr.functions import and_, eq, if_, or_
 from ..registry import formula
 from .compute import _DAYS, _GPU_HOURS, _GPUS
 

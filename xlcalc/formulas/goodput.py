@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from ..errors import InputError
-from ..expr import if_, sqrt
+from ..expr.functions import if_, sqrt
 from ..registry import formula
 
 __all__ = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import layout
 from ..errors import InputError
-from ..expr import and_, eq, floor_int, if_, max_, min_, not_, or_
+from ..expr.functions import and_, eq, floor_int, if_, max_, min_, not_, or_
 from ..registry import formula
 
 __all__ = [

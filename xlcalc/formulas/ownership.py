@@ -10,7 +10,7 @@ energy is paid only while the GPUs run.
 from __future__ import annotations
 
 from ..errors import InputError
-from ..expr import ceiling, if_
+from ..expr.functions import ceiling, if_
 from ..registry import formula
 from .cost import capex_cost_usd, power_cost_usd
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..expr import min_
+from ..expr.functions import min_
 from ..registry import formula
 
 __all__ = ["range_value", "range_fraction", "cost_change_usd"]

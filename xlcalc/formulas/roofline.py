@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..expr import max_, min_
+from ..expr.functions import max_, min_
 from ..registry import formula
 
 __all__ = [

@@ -8,7 +8,7 @@ Conventions: bf16 activations (2 bytes), GB = 1e9 bytes, GB/s = 1e9 bytes/s, TFL
 
 from __future__ import annotations
 
-from ..expr import and_, ceiling, eq, if_, max_, min_, not_, or_
+from ..expr.functions import and_, ceiling, eq, if_, max_, min_, not_, or_
 from ..registry import formula
 from .parallel import pipeline_bubble
 from .roofline import time_lower_s

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import catalog
-from ..expr import Expr, IfError, Var, eq, if_
+from ..expr.functions import eq, if_
+from ..expr.nodes import Expr, IfError, Var
 from ..frameworks import DEFAULT_FRAMEWORK, FRAMEWORK_NAMES, FRAMEWORKS, PRECISIONS, PROFILE_FIELDS, get_profile
 from ..recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, RECIPES
 from ..registry import all_formulas

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import catalog
-from ..expr import Expr, Func, Text, Var, eq, if_
+from ..expr.functions import eq, if_
+from ..expr.nodes import Expr, Func, Text, Var
 from ..inputs import spec
 from ..layout import LAYOUT_OK, preset_stage_ends
 from ..outputs import OUTPUT_BY_NAME, OUTPUTS

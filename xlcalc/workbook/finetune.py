@@ -7,7 +7,7 @@ fine-tuning part) and the scenario's time and cost, so the Memory, Time and Budg
 
 from __future__ import annotations
 
-from ..expr import Var
+from ..expr.nodes import Var
 from ..formulas import compute
 from ..formulas import finetune as ff
 from .messages import LAYOUT_POINTER

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from ..expr import Var
+from ..expr.nodes import Var
 from ..layout import CONSTRAINTS, LAYOUT_INPUTS
 from .layout import DEFAULT_WIDTH, WIDTHS
 from .model import Book
@@ -67,7 +67,7 @@ NUMBER_CHARS = 12  # a number in the message: an input up to 10,000,000, or a ra
 def longest_layout_message() -> int:
     """An upper bound on the characters of the layout check's message (xlcalc.layout.layout_message): the words of
     the longest constraint's message, each number in it counted at NUMBER_CHARS."""
-    from ..expr import is_expr
+    from ..expr.nodes import is_expr
 
     v = {k: Var(k) for k in LAYOUT_INPUTS}
     longest = 0

@@ -18,7 +18,7 @@ from typing import Any
 
 from openpyxl.utils.cell import coordinate_from_string, get_column_letter
 
-from ..expr import Expr, IfError, Text, identity, wrap
+from ..expr.nodes import Expr, IfError, Text, identity, wrap
 
 __all__ = ["NA", "Book", "Cell", "Concat", "ErrorValue", "IfError", "IsNumber", "Lookup", "NotAvailable", "coord", "excel_text", "identity", "ref_text"]
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..expr import BinOp, Bound, Expr, Func, Template, Text, Var, eq, if_, unfolded, wrap
+from ..expr.functions import eq, if_
+from ..expr.nodes import BinOp, Expr, Func, Text, Var, unfolded, wrap
+from ..expr.template import Bound, Template
 from ..layout import LAYOUT_OK
 from ..outputs import BOUNDED_OUTPUTS, OUTPUT_BY_NAME, OUTPUTS, output_expr, plain_expr
 from . import checks

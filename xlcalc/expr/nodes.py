@@ -1,96 +1,28 @@
-"""A tiny expression layer: one formula body computes numbers *and* renders Excel text.
+"""The expression tree: its node types, how each evaluates, renders as Excel text and substitutes inputs.
 
-A formula in xlcalc is an ordinary Python function written with ``+ - * / **``
-and the helpers below (:func:`if_`, :func:`min_`, :func:`max_`, :func:`eq`, ...).
-Called with numbers it returns a number. Called with :class:`Var` symbols it
-returns an :class:`Expr` tree, which can
-
-* be evaluated against a mapping of input values (``Expr.evaluate``), and
-* be rendered as Excel formula text over cell references or defined names
-  (``Expr.to_excel``), using only classic functions that Excel 2016+,
-  LibreOffice, Google Sheets and Numbers all share.
-
-The helpers dispatch on their arguments: with plain numbers they compute
-directly (fast enough for the planner's inner loops); with any ``Expr``
-argument they build a node.
+A formula body called with :class:`Var` symbols builds these nodes (the operators of :class:`Expr`, the
+functions of :mod:`xlcalc.expr.functions`). ``substitute`` folds what its substitution leaves constant (see
+*constant folding* below); :func:`unfolded` turns that off.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, cast
 
+from .excel import EXCEL_FUNCTIONS, PY_BINOPS, as_text, render_number
+
 __all__ = [
-    "Expr", "Num", "Text", "Bool", "Var", "BinOp", "Neg", "Func", "Call",
-    "wrap", "is_expr", "if_", "min_", "max_", "sqrt", "ceiling", "roundup",
-    "floor_int", "eq", "concat", "as_text", "round_", "and_", "or_", "not_", "log2", "abs_", "render_number",
-    "EXCEL_FUNCTIONS", "PY_BINOPS", "Template", "Bound", "identity", "IfError", "unfolded",
+    "Names", "Expr", "Num", "Text", "Bool", "Var", "BinOp", "Neg", "Func", "Call", "IfError",
+    "identity", "wrap", "is_expr", "unfolded",
 ]
-
-
-def render_number(value: float | int) -> str:
-    """Render a number the way Excel writes it: ``1E+9``, ``0.4``, ``86400``."""
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    v = float(value)
-    if not math.isfinite(v):
-        raise ValueError(f"cannot write the non-finite number {value!r} into a formula")
-    if v.is_integer() and abs(v) < 1e6:
-        return str(int(v))
-    text = repr(v)
-    if "e" not in text and not (v.is_integer() and abs(v) >= 1e6):
-        return text
-    mantissa, exponent = f"{v:.16e}".split("e")
-    # shortest mantissa that round-trips
-    for digits in range(1, 18):
-        candidate = f"{v:.{digits - 1}e}"
-        if float(candidate) == v:
-            mantissa, exponent = candidate.split("e")
-            break
-    if "." in mantissa:
-        mantissa = mantissa.rstrip("0").rstrip(".")
-    exp = int(exponent)
-    return f"{mantissa}E{'+' if exp >= 0 else '-'}{abs(exp)}"
 
 
 # Operator precedence for rendering (higher binds tighter).
 _PREC = {"=": 1, "<>": 1, "<": 1, "<=": 1, ">": 1, ">=": 1, "&": 1.5, "+": 2, "-": 2, "*": 3, "/": 3, "^": 4}
 _ATOM = 9
-
-PY_BINOPS: dict[str, Callable[[Any, Any], Any]] = {
-    "+": lambda a, b: a + b,
-    "-": lambda a, b: a - b,
-    "*": lambda a, b: a * b,
-    "/": lambda a, b: a / b,
-    "^": lambda a, b: a ** b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-    "=": lambda a, b: _py_eq(a, b),
-    "<>": lambda a, b: not _py_eq(a, b),
-    "&": lambda a, b: as_text(a) + as_text(b),
-}
-
-
-def as_text(value: Any) -> str:
-    """A value as Excel's ``&`` writes it: whole numbers without a decimal point, 15 significant digits."""
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, (int, float)):
-        v = float(value)
-        return str(int(v)) if v.is_integer() and abs(v) < 1e15 else format(v, ".15g")
-    return str(value)
-
-
-def _py_eq(a: Any, b: Any) -> bool:
-    # Excel compares text case-insensitively.
-    if isinstance(a, str) and isinstance(b, str):
-        return a.lower() == b.lower()
-    return cast(bool, a == b)
 
 
 Names = Mapping[str, str] | Callable[[str], str]
@@ -326,65 +258,6 @@ class Neg(Expr):
         return ("neg", self.operand.key())
 
 
-def _ceiling(x: float, significance: float) -> float:
-    if significance == 0:
-        return 0.0
-    q = x / significance
-    # Tolerate float noise such as 864*1.05/8 = 113.40000000000001.
-    r = round(q)
-    if abs(q - r) <= 1e-12 * max(1.0, abs(q)):
-        q = r
-    return math.ceil(q) * significance
-
-
-def _roundup(x: float, digits: float) -> float:
-    f = 10.0 ** int(digits)
-    q = abs(x) * f
-    r = round(q)
-    if abs(q - r) <= 1e-12 * max(1.0, q):
-        q = r
-    return math.copysign(math.ceil(q) / f, x)
-
-
-def _round(x: float, digits: float = 0) -> float:
-    """Excel's ROUND: half away from zero."""
-    f = 10.0 ** int(digits)
-    return math.copysign(math.floor(abs(x) * f + 0.5) / f, x)
-
-
-def _floor_int(x: float) -> float:
-    r = round(x)
-    if abs(x - r) <= 1e-12 * max(1.0, abs(x)):
-        return float(r)
-    return float(math.floor(x))
-
-
-def _find(find: str, text: str, start: int) -> int:
-    at = text.find(find, start - 1) if start >= 1 else -1
-    if at < 0:
-        raise ValueError(f"FIND: {find!r} is not in the text")
-    return at + 1
-
-
-# name -> python implementation (IF is special-cased: it is lazy)
-EXCEL_FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "MIN": lambda *a: min(a),
-    "MAX": lambda *a: max(a),
-    "SQRT": math.sqrt,
-    "CEILING": _ceiling,
-    "ROUNDUP": _roundup,
-    "INT": _floor_int,
-    "ROUND": _round,
-    "AND": lambda *a: all(a),
-    "OR": lambda *a: any(a),
-    "NOT": lambda a: not a,
-    "LOG": lambda x, base=10: math.log(x, base),
-    "ABS": abs,
-    "FIXED": lambda x, decimals=2: f"{_round(x, decimals):,.{max(int(decimals), 0)}f}",  # text with thousands commas
-    "LEN": lambda text: len(as_text(text)),
-    "LEFT": lambda text, n=1: as_text(text)[:max(int(n), 0)],
-    "FIND": lambda find, text, start=1: _find(as_text(find), as_text(text), int(start)),  # 1-based; #VALUE! if absent
-}
 
 
 class Func(Expr):
@@ -583,163 +456,6 @@ def identity(var: str) -> str:
     return var
 
 
-# A template's placeholders: a variable renders as ``\x00slot\x00``, a shared sub-result as ``\x01slot\x01``
-# (neither character can occur in a name, a cell reference or a formula's text).
-_SLOT = re.compile("([\x00\x01])([^\x00\x01]*)\\1")
-
-
-class Template:
-    """One expression shared by many cells: written over placeholder variables, rendered once.
-
-    A formula placed over other cells row after row (a Parallelism row, a Sensitivity grid point, a Scenarios
-    column) has the same tree and text each time but for the cell references. The template holds that tree over
-    the variables :meth:`slot` names and the ``subs`` rendering shared sub-results (their cell text given as
-    :meth:`sub_slot`); :meth:`bind` fills the slots with references. A bound template renders and evaluates
-    exactly as the tree with the references substituted, rendered with the subs built over those references,
-    provided the references are distinct and never occur in the template as names of their own.
-    """
-
-    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_form", "_slot_names")
-
-    def __init__(self, expr: Expr, subs: Mapping[Any, str] | None, slots: Any):
-        self.expr, self.subs = expr, subs
-        self.slots = frozenset(slots)
-        self._text: str | None = None
-        self._vars: set[str] | None = None
-        self._form: tuple[str, tuple[str, ...]] | None = None
-        self._slot_names: dict[str, str] | None = None
-
-    @staticmethod
-    def slot(name: str) -> str:
-        """The placeholder variable standing for the reference bound to ``name``."""
-        return "\x00" + name + "\x00"
-
-    @staticmethod
-    def sub_slot(name: str) -> str:
-        """The text a shared sub-result renders as when it sits in the cell bound to ``name``."""
-        return "\x01" + name + "\x01"
-
-    def text(self, names: Names) -> str:
-        """The rendered text with the placeholders left in (computed once for :func:`identity`)."""
-        if names is identity and self._text is not None:
-            return self._text
-        held = {self.slot(k) for k in self.slots}
-        text = self.expr.render(lambda v: v if v in held else _name_of(names, v), self.subs)
-        if names is identity:
-            self._text = text
-        return text
-
-    def form(self) -> tuple[str, tuple[str, ...]]:
-        """The text for :func:`identity` as a ``str.format`` pattern: each placeholder a positional field
-        (``{0}``, ``{1}``, ...) for the reference of the slot named at that position of the tuple, braces
-        doubled. ``pattern.format(*(refs[k] for k in slots))`` is the text with the references written in."""
-        if self._form is None:
-            parts = _SLOT.split(self.text(identity))  # text, marker, slot name, marker, slot name, ..., text
-            order: dict[str, int] = {}
-            out = []
-            for i, part in enumerate(parts):
-                if i % 3 == 0:
-                    out.append(part.replace("{", "{{").replace("}", "}}"))
-                elif i % 3 == 2:
-                    out.append("{" + str(order.setdefault(part, len(order))) + "}")
-            self._form = "".join(out), tuple(order)
-        return self._form
-
-    def variables(self) -> set[str]:
-        if self._vars is None:
-            self._vars = self.expr.variables()
-        return self._vars
-
-    def slot_names(self) -> dict[str, str]:
-        """The slot each placeholder variable stands for (``{slot(k): k}``)."""
-        if self._slot_names is None:
-            self._slot_names = {self.slot(k): k for k in self.slots}
-        return self._slot_names
-
-    def bind(self, refs: Mapping[str, str]) -> "Bound":
-        """The template with slot ``k`` standing for the reference ``refs[k]`` (every slot bound)."""
-        return Bound(self, refs)
-
-
-class Bound(Expr):
-    """A :class:`Template` with its slots bound to references: renders the template's text with the references
-    written in, evaluates the template with each slot read through its reference.
-
-    It carries the template's ``subs``: the subs a caller passes to :meth:`render` do not reach inside it.
-    """
-
-    __slots__ = ("template", "refs", "_expanded")
-
-    def __init__(self, template: Template, refs: Mapping[str, str]):
-        missing = template.slots - set(refs)
-        if missing:
-            raise KeyError(f"no reference given for the template's slots {sorted(missing)}")
-        self.template, self.refs = template, refs
-        self._expanded: Expr | None = None
-
-    @property
-    def prec(self) -> float:  # type: ignore[override]
-        return self.template.expr.prec
-
-    def expand(self) -> Expr:
-        """The same expression as a plain tree over the references (what a template saves building per cell)."""
-        if self._expanded is None:
-            self._expanded = self.template.expr.substitute({Template.slot(k): Var(v) for k, v in self.refs.items()})
-        return self._expanded
-
-    def children(self) -> tuple[Expr, ...]:
-        return (self.expand(),)
-
-    def _collect(self, out: set[str]) -> None:
-        for v in self.template.variables():
-            if v.startswith("\x00") and v.endswith("\x00"):
-                out.add(self.refs[v[1:-1]])
-            else:
-                out.add(v)
-
-    def evaluate(self, env: Mapping[str, Any]) -> Any:
-        return self.template.expr.evaluate(_Rebound(env, self.refs, self.template.slot_names()))
-
-    def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
-        refs = self.refs
-        if names is identity:
-            pattern, slots = self.template.form()
-            return pattern.format(*[refs[k] for k in slots])
-        text = self.template.text(names)
-        return _SLOT.sub(lambda m: _name_of(names, refs[m[2]]) if m[1] == "\x00" else refs[m[2]], text)
-
-    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
-        return self.expand().substitute(mapping)
-
-    def key(self) -> Any:
-        return self.expand().key()
-
-
-class _Rebound(Mapping[str, Any]):
-    """An environment in which a template's placeholder variables read their bound references."""
-
-    __slots__ = ("env", "refs", "slot_names")
-
-    def __init__(self, env: Mapping[str, Any], refs: Mapping[str, str], slot_names: Mapping[str, str] | None = None):
-        self.env, self.refs = env, refs
-        self.slot_names = slot_names if slot_names is not None else {Template.slot(k): k for k in refs}
-
-    def __getitem__(self, var: str) -> Any:
-        slot = self.slot_names.get(var)
-        if slot is not None:
-            return self.env[self.refs[slot]]
-        return self.env[var]
-
-    def __getattr__(self, name: str) -> Any:  # what else the environment offers (a workbook's cells)
-        return getattr(self.env, name)
-
-    def __iter__(self) -> Any:
-        return iter(self.env)
-
-    def __len__(self) -> int:
-        return len(self.env)
-
-
 def wrap(value: Any) -> Expr:
     """Turn a Python constant into an expression node."""
     if isinstance(value, Expr):
@@ -755,110 +471,6 @@ def wrap(value: Any) -> Expr:
 
 def is_expr(*values: Any) -> bool:
     return any(isinstance(v, Expr) for v in values)
-
-
-# > 0 while a registered formula computes numbers (the registry's validated call or ``.raw``): every argument
-# is then a plain value, so the helpers below skip their is-this-an-expression checks (fast dispatch).
-_numeric = 0
-
-
-# -- helpers usable in formula bodies ------------------------------------------
-
-def if_(cond: Any, then: Any, otherwise: Any) -> Any:
-    """``IF(cond, then, otherwise)``. With plain values both branches are already computed."""
-    if not _numeric and is_expr(cond, then, otherwise):
-        return Func("IF", (wrap(cond), wrap(then), wrap(otherwise)))
-    return then if cond else otherwise
-
-
-def _fn(name: str, *args: Any) -> Any:
-    if not _numeric and is_expr(*args):
-        return Func(name, tuple(wrap(a) for a in args))
-    return EXCEL_FUNCTIONS[name](*args)
-
-
-def min_(*args: Any) -> Any:
-    return _fn("MIN", *args)
-
-
-def max_(*args: Any) -> Any:
-    return _fn("MAX", *args)
-
-
-def sqrt(x: Any) -> Any:
-    return _fn("SQRT", x)
-
-
-# Counts are rounded to 9 decimals before CEILING/INT so that float noise such as
-# 864*1.05/8 = 113.40000000000001 or 905*2*1.1 = 1991.0000000000002 cannot push a whole
-# count up or down; Excel and LibreOffice tolerate such noise themselves, and with the
-# explicit ROUND every engine (and Python) agrees.
-NOISE_DIGITS = 9
-_NOISE_SCALE = 10.0 ** NOISE_DIGITS  # as _round computes it
-
-
-def ceiling(x: Any, significance: Any = 1) -> Any:
-    """``CEILING(ROUND(x, 9), significance)``: round up to a multiple of ``significance`` (x >= 0)."""
-    if _numeric:
-        if significance == 1:  # _ceiling(_round(x, 9), 1) with the two calls inlined (the step-time model's hot path)
-            q = math.copysign(math.floor(abs(x) * _NOISE_SCALE + 0.5) / _NOISE_SCALE, x)
-            r = round(q)
-            if abs(q - r) <= 1e-12 * max(1.0, abs(q)):
-                q = r
-            return math.ceil(q) * significance
-        return _ceiling(_round(x, NOISE_DIGITS), significance)
-    return _fn("CEILING", _fn("ROUND", x, NOISE_DIGITS), significance)
-
-
-def roundup(x: Any, digits: Any = 0) -> Any:
-    return _fn("ROUNDUP", x, digits)
-
-
-def floor_int(x: Any) -> Any:
-    """``INT(ROUND(x, 9))``: round down to a whole number (see NOISE_DIGITS)."""
-    return _fn("INT", _fn("ROUND", x, NOISE_DIGITS))
-
-
-def round_(x: Any, digits: Any = 0) -> Any:
-    """``ROUND(x, digits)`` (half away from zero, as Excel)."""
-    return _fn("ROUND", x, digits)
-
-
-def log2(x: Any) -> Any:
-    return _fn("LOG", x, 2)
-
-
-def abs_(x: Any) -> Any:
-    return _fn("ABS", x)
-
-
-def and_(*args: Any) -> Any:
-    return _fn("AND", *args)
-
-
-def or_(*args: Any) -> Any:
-    return _fn("OR", *args)
-
-
-def not_(x: Any) -> Any:
-    return _fn("NOT", x)
-
-
-def concat(*parts: Any) -> Any:
-    """Text joined with Excel's ``&`` (numbers written as :func:`as_text` does)."""
-    if is_expr(*parts):
-        out = wrap(parts[0])
-        for p in parts[1:]:
-            out = BinOp("&", out, wrap(p))
-        return out
-    return "".join(as_text(p) for p in parts)
-
-
-def eq(a: Any, b: Any) -> Any:
-    """``a = b`` (text compared case-insensitively, as spreadsheets do)."""
-    if not _numeric and is_expr(a, b):
-        return BinOp("=", wrap(a), wrap(b))
-    return _py_eq(a, b)
 
 
 _ERRORS = (ArithmeticError, TypeError, ValueError, LookupError)

@@ -1,0 +1,132 @@
+"""Building the planning workbook: no macros or links, hostile text stays text, the build script, every preset,
+the one-pass package, the cycle collector left as found."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+import zipfile
+
+import openpyxl
+import pytest
+
+from seed002_workbook import ROOT, TEMPLATES, named
+from xlcalc.scenario import evaluate, load_scenario
+from xlcalc.workbook import build
+
+
+def test_no_macros_no_external_links(seed002):
+    with zipfile.ZipFile(seed002[0]) as zf:
+        names = zf.namelist()
+        types = zf.read("[Content_Types].xml").decode()
+    assert not any("vbaProject" in n or "externalLink" in n for n in names)
+    assert "macroEnabled" not in types
+
+
+HOSTILE = '''name = "=HYPERLINK(\\"http://example.invalid\\",\\"click\\")"
+notes = "+cmd|' /C calc'!A0 @SUM(1) -2+3"
+gpu = "h100"
+'''
+
+
+def test_hostile_scenario_text_stays_text(tmp_path):
+    toml = tmp_path / "hostile.toml"
+    toml.write_text(HOSTILE, encoding="utf-8")
+    sc = load_scenario(toml)
+    path = tmp_path / "hostile.xlsx"
+    lay = build(path, [sc])
+    wb = openpyxl.load_workbook(path)
+    for name, text in (("Scenario_Name", sc.name), ("Scenario_Notes", sc.notes)):
+        c = named(wb, name)
+        assert c.data_type == "s" and c.value == text
+    # the comparison columns' titles are built from their inputs, never from typed text
+    assert wb["Scenarios"]["C5"].data_type == "f" and "HYPERLINK" not in wb["Scenarios"]["C5"].value
+    with zipfile.ZipFile(path) as zf:
+        xml = zf.read("xl/worksheets/sheet2.xml").decode()  # Inputs
+    cell = re.search(r'<c r="B2"[^>]*>.*?</c>', xml).group(0)
+    assert "<f>" not in cell and "inlineStr" in cell
+    assert lay.book.cell("Inputs", "B2").value.startswith("=HYPERLINK")
+
+
+def test_build_workbook_script(tmp_path):
+    out = subprocess.run([sys.executable, str(ROOT / "build_workbook.py"), "--help"], capture_output=True,
+                         text=True, cwd=tmp_path)
+    assert out.returncode == 0 and "--scenario" in out.stdout and "-o" in out.stdout
+    assert "--force" in out.stdout and "never" in out.stdout and "overwritten" in out.stdout
+    run = subprocess.run([sys.executable, str(ROOT / "build_workbook.py")], capture_output=True, text=True,
+                         cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "planner.xlsx").exists()
+    assert (tmp_path / "planner.xlsx").stat().st_mode & 0o777 == 0o644  # readable by others
+    # an existing file is not overwritten silently
+    (tmp_path / "planner.xlsx").write_bytes(b"mine")
+    again = subprocess.run([sys.executable, str(ROOT / "build_workbook.py")], capture_output=True, text=True,
+                           cwd=tmp_path)
+    assert again.returncode == 2 and "planner.xlsx" in again.stderr and "--force" in again.stderr
+    assert "Traceback" not in again.stderr and (tmp_path / "planner.xlsx").read_bytes() == b"mine"
+    forced = subprocess.run([sys.executable, str(ROOT / "build_workbook.py"), "--force"], capture_output=True,
+                            text=True, cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert zipfile.is_zipfile(tmp_path / "planner.xlsx")
+    bad = subprocess.run([sys.executable, str(ROOT / "build_workbook.py"), "--scenario", "no-such-plan"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert bad.returncode == 2 and "scenario" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_bad_scenario_file_names_the_input(tmp_path):
+    from xlcalc.errors import InputError
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('mfu = 1.7\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"mfu = 1.7 is not allowed: mfu must be a number > 0 and <= 1"):
+        load_scenario(bad)
+
+
+@pytest.mark.parametrize("template", sorted(p.name for p in TEMPLATES.glob("*.toml")))
+def test_every_template_builds(template, tmp_path):
+    sc = load_scenario(TEMPLATES / template)
+    lay = build(tmp_path / "t.xlsx", [sc])
+    assert lay.scenario == sc
+    assert all(math.isfinite(v) for v in evaluate(sc).values() if not isinstance(v, (bool, str)))
+    assert evaluate(sc)["Layout_Check"] == "OK"
+
+
+def test_one_pass_package_is_the_bytes_openpyxl_and_inject_write(seed002):
+    """build() writes the cells and their cached values in one pass (writer.save_package); the reference is
+    openpyxl's own writer (stored_package) with cache.inject's cached values: every part byte for byte, but the
+    document properties' save time."""
+    import io
+
+    from xlcalc.workbook import cache
+    from xlcalc.workbook.writer import save_package, stored_package, to_workbook
+
+    _, lay = seed002
+    values = lay.book.cached_values()
+    ref, fast = io.BytesIO(), io.BytesIO()
+    cache.inject(io.BytesIO(stored_package(to_workbook(lay.book))), values, ref)
+    save_package(to_workbook(lay.book), values, fast)
+    with zipfile.ZipFile(ref) as a, zipfile.ZipFile(fast) as b:
+        assert a.namelist() == b.namelist()
+        differ = [n for n in a.namelist() if a.read(n) != b.read(n)]
+    assert differ in ([], ["docProps/core.xml"])
+
+
+def test_the_build_leaves_the_cycle_collector_as_it_found_it():
+    import gc
+
+    from xlcalc.workbook import collector_paused
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("a build that fails")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # off before, off after
+    finally:
+        gc.enable()

@@ -1,0 +1,168 @@
+"""One expression shared by many cells: a :class:`Template` rendered once, :class:`Bound` to each cell's references."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .nodes import Expr, Names, Var, _name_of, identity
+
+__all__ = ["Template", "Bound"]
+
+
+# A template's placeholders: a variable renders as ``\x00slot\x00``, a shared sub-result as ``\x01slot\x01``
+# (neither character can occur in a name, a cell reference or a formula's text).
+_SLOT = re.compile("([\x00\x01])([^\x00\x01]*)\\1")
+
+
+class Template:
+    """One expression shared by many cells: written over placeholder variables, rendered once.
+
+    A formula placed over other cells row after row (a Parallelism row, a Sensitivity grid point, a Scenarios
+    column) has the same tree and text each time but for the cell references. The template holds that tree over
+    the variables :meth:`slot` names and the ``subs`` rendering shared sub-results (their cell text given as
+    :meth:`sub_slot`); :meth:`bind` fills the slots with references. A bound template renders and evaluates
+    exactly as the tree with the references substituted, rendered with the subs built over those references,
+    provided the references are distinct and never occur in the template as names of their own.
+    """
+
+    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_form", "_slot_names")
+
+    def __init__(self, expr: Expr, subs: Mapping[Any, str] | None, slots: Any):
+        self.expr, self.subs = expr, subs
+        self.slots = frozenset(slots)
+        self._text: str | None = None
+        self._vars: set[str] | None = None
+        self._form: tuple[str, tuple[str, ...]] | None = None
+        self._slot_names: dict[str, str] | None = None
+
+    @staticmethod
+    def slot(name: str) -> str:
+        """The placeholder variable standing for the reference bound to ``name``."""
+        return "\x00" + name + "\x00"
+
+    @staticmethod
+    def sub_slot(name: str) -> str:
+        """The text a shared sub-result renders as when it sits in the cell bound to ``name``."""
+        return "\x01" + name + "\x01"
+
+    def text(self, names: Names) -> str:
+        """The rendered text with the placeholders left in (computed once for :func:`identity`)."""
+        if names is identity and self._text is not None:
+            return self._text
+        held = {self.slot(k) for k in self.slots}
+        text = self.expr.render(lambda v: v if v in held else _name_of(names, v), self.subs)
+        if names is identity:
+            self._text = text
+        return text
+
+    def form(self) -> tuple[str, tuple[str, ...]]:
+        """The text for :func:`identity` as a ``str.format`` pattern: each placeholder a positional field
+        (``{0}``, ``{1}``, ...) for the reference of the slot named at that position of the tuple, braces
+        doubled. ``pattern.format(*(refs[k] for k in slots))`` is the text with the references written in."""
+        if self._form is None:
+            parts = _SLOT.split(self.text(identity))  # text, marker, slot name, marker, slot name, ..., text
+            order: dict[str, int] = {}
+            out = []
+            for i, part in enumerate(parts):
+                if i % 3 == 0:
+                    out.append(part.replace("{", "{{").replace("}", "}}"))
+                elif i % 3 == 2:
+                    out.append("{" + str(order.setdefault(part, len(order))) + "}")
+            self._form = "".join(out), tuple(order)
+        return self._form
+
+    def variables(self) -> set[str]:
+        if self._vars is None:
+            self._vars = self.expr.variables()
+        return self._vars
+
+    def slot_names(self) -> dict[str, str]:
+        """The slot each placeholder variable stands for (``{slot(k): k}``)."""
+        if self._slot_names is None:
+            self._slot_names = {self.slot(k): k for k in self.slots}
+        return self._slot_names
+
+    def bind(self, refs: Mapping[str, str]) -> "Bound":
+        """The template with slot ``k`` standing for the reference ``refs[k]`` (every slot bound)."""
+        return Bound(self, refs)
+
+
+class Bound(Expr):
+    """A :class:`Template` with its slots bound to references: renders the template's text with the references
+    written in, evaluates the template with each slot read through its reference.
+
+    It carries the template's ``subs``: the subs a caller passes to :meth:`render` do not reach inside it.
+    """
+
+    __slots__ = ("template", "refs", "_expanded")
+
+    def __init__(self, template: Template, refs: Mapping[str, str]):
+        missing = template.slots - set(refs)
+        if missing:
+            raise KeyError(f"no reference given for the template's slots {sorted(missing)}")
+        self.template, self.refs = template, refs
+        self._expanded: Expr | None = None
+
+    @property
+    def prec(self) -> float:  # type: ignore[override]
+        return self.template.expr.prec
+
+    def expand(self) -> Expr:
+        """The same expression as a plain tree over the references (what a template saves building per cell)."""
+        if self._expanded is None:
+            self._expanded = self.template.expr.substitute({Template.slot(k): Var(v) for k, v in self.refs.items()})
+        return self._expanded
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.expand(),)
+
+    def _collect(self, out: set[str]) -> None:
+        for v in self.template.variables():
+            if v.startswith("\x00") and v.endswith("\x00"):
+                out.add(self.refs[v[1:-1]])
+            else:
+                out.add(v)
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        return self.template.expr.evaluate(_Rebound(env, self.refs, self.template.slot_names()))
+
+    def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
+        refs = self.refs
+        if names is identity:
+            pattern, slots = self.template.form()
+            return pattern.format(*[refs[k] for k in slots])
+        text = self.template.text(names)
+        return _SLOT.sub(lambda m: _name_of(names, refs[m[2]]) if m[1] == "\x00" else refs[m[2]], text)
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return self.expand().substitute(mapping)
+
+    def key(self) -> Any:
+        return self.expand().key()
+
+
+class _Rebound(Mapping[str, Any]):
+    """An environment in which a template's placeholder variables read their bound references."""
+
+    __slots__ = ("env", "refs", "slot_names")
+
+    def __init__(self, env: Mapping[str, Any], refs: Mapping[str, str], slot_names: Mapping[str, str] | None = None):
+        self.env, self.refs = env, refs
+        self.slot_names = slot_names if slot_names is not None else {Template.slot(k): k for k in refs}
+
+    def __getitem__(self, var: str) -> Any:
+        slot = self.slot_names.get(var)
+        if slot is not None:
+            return self.env[self.refs[slot]]
+        return self.env[var]
+
+    def __getattr__(self, name: str) -> Any:  # what else the environment offers (a workbook's cells)
+        return getattr(self.env, name)
+
+    def __iter__(self) -> Any:
+        return iter(self.env)
+
+    def __len__(self) -> int:
+        return len(self.env)
