@@ -16,13 +16,14 @@ from copy import copy
 from typing import IO, Any
 
 from openpyxl import Workbook
-from openpyxl.cell.cell import Cell
+from openpyxl.cell.cell import ERROR_CODES, ILLEGAL_CHARACTERS_RE, Cell
 from openpyxl.compat import safe_string
 from openpyxl.drawing.spreadsheet_drawing import SpreadsheetDrawing
 from openpyxl.formatting.rule import CellIsRule
 from openpyxl.styles import Alignment, Protection
 from openpyxl.utils import get_column_letter
 from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
+from openpyxl.utils.exceptions import IllegalCharacterError
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet._writer import WorksheetWriter
 from openpyxl.worksheet.datavalidation import DataValidation
@@ -57,9 +58,12 @@ def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, su
         cell = Cell(ws, row=row, column=col)
         ws._add_cell(cell)
     if isinstance(value, Expr):
-        cell.value = value.to_excel(identity, subs)
+        _bind_text(cell, value.to_excel(identity, subs))
     elif isinstance(value, str):
-        cell.value = value
+        if type(value) is str:
+            _bind_text(cell, value)
+        else:  # (a subclass: openpyxl's binding decides what it is)
+            cell.value = value
         cell.data_type = "s"  # never a formula, whatever it starts with
         if value.startswith(FORMULA_LEAD):
             cell.quotePrefix = True
@@ -79,6 +83,16 @@ def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, su
         cell.number_format = MONEY_WHOLE if number_format == '"$"#,##0' else number_format
     if styled is not None and not cell.quotePrefix:
         styled[style_key] = copy(cell._style)
+
+
+def _bind_text(cell: Cell, text: str) -> None:
+    """``cell.value = text`` for a ``str`` as openpyxl binds it (``Cell._bind_value``: cut to 32,767 characters, a
+    control character refused, a formula or an error code by its text), without its checks of the value's type."""
+    value = text[:32767]
+    if ILLEGAL_CHARACTERS_RE.search(value) is not None:
+        raise IllegalCharacterError(f"{value} cannot be used in worksheets.")
+    cell._value = value
+    cell.data_type = "f" if len(value) > 1 and value.startswith("=") else "e" if value in ERROR_CODES else "s"
 
 
 _COORDS: dict[str, tuple[int, int]] = {}
