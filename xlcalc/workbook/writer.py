@@ -405,24 +405,31 @@ def sheet_data(ws, values: Mapping[str, Any]) -> str:
     value of each formula cell (as :func:`xlcalc.workbook.cache.inject` writes it): the same bytes, written in
     one pass over the cells rather than element by element and then rewritten."""
     rows: dict[int, list[Any]] = {}
-    for (r, _), cell in sorted(ws._cells.items()):
-        rows.setdefault(r, []).append(cell)
+    cells = ws._cells
+    for rc in sorted(cells):
+        rows.setdefault(rc[0], []).append(cells[rc])
     dims = ws.row_dimensions
     for r in dims.keys() - rows.keys():  # a row with a height and no cells
         rows[r] = []
     out = ["<sheetData>"]
     style_ids: dict[bytes, int] = {}
+    letters: dict[int, str] = {}  # column -> letter (cell.coordinate, each column's letter made once)
     for r in sorted(rows):
         out.append(f'<row r="{r}"' + "".join(f' {k}="{_attr(v)}"' for k, v in dims.get(r, {})) + ">")
         for cell in rows[r]:
-            value, styled = cell._value, cell.has_style
+            value, style = cell._value, cell._style
+            styled = style is not None and any(style)  # cell.has_style
             if value is None and not styled:
                 continue
             if cell.hyperlink or cell.comment or cell.data_type not in "fsnb":
                 raise ValueError(f"{ws.title}!{cell.coordinate}: a cell the workbook's writer does not write")
-            at = cell.coordinate
+            col = cell.column
+            letter = letters.get(col)
+            if letter is None:
+                letter = letters[col] = get_column_letter(col)
+            at = f"{letter}{r}"
             if styled:  # cell.style_id, looked up once per distinct style (the workbook's list of styles is the same)
-                key = cell._style.tobytes()
+                key = style.tobytes()
                 style_id = style_ids.get(key)
                 if style_id is None:
                     style_id = style_ids[key] = cell.style_id
