@@ -621,13 +621,12 @@ class Template:
 
     def text(self, names: Names) -> str:
         """The rendered text with the placeholders left in (computed once for :func:`identity`)."""
-        if names is identity and self._text is not None:
+        if names is identity:  # (a placeholder is its own text there, as every other variable)
+            if self._text is None:
+                self._text = self.expr.render(identity, self.subs)
             return self._text
         held = {self.slot(k) for k in self.slots}
-        text = self.expr.render(lambda v: v if v in held else _name_of(names, v), self.subs)
-        if names is identity:
-            self._text = text
-        return text
+        return self.expr.render(lambda v: v if v in held else _name_of(names, v), self.subs)
 
     def form(self) -> tuple[str, tuple[str, ...]]:
         """The text for :func:`identity` as a ``str.format`` pattern: each placeholder a positional field
