@@ -670,9 +670,8 @@ class Bound(Expr):
     __slots__ = ("template", "refs", "_expanded")
 
     def __init__(self, template: Template, refs: Mapping[str, str]):
-        missing = template.slots - set(refs)
-        if missing:
-            raise KeyError(f"no reference given for the template's slots {sorted(missing)}")
+        if not refs.keys() >= template.slots:  # (every slot bound: checked without a set of the keys made)
+            raise KeyError(f"no reference given for the template's slots {sorted(template.slots - set(refs))}")
         self.template, self.refs = template, refs
         self._expanded: Expr | None = None
 
