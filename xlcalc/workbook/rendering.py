@@ -218,7 +218,7 @@ def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None, follows
     expr = checks.guard(expr, needs_inputs(deps, refs, follows, exclude, cells))
     # a bounded result past its bound holds its message (outputs.bound_message): checked where its own cell stands
     # for it (by name, or its cell in ``refs``), not where another's formula writes it out over other cells
-    standing = set(refs)
+    standing = refs.keys()
     shown = [n for n in BOUNDED_OUTPUTS if n in deps and (n in refs or standing.isdisjoint(_deps(n, _DEPS)))]
     for name in reversed([n for n in LOOKED_UP if n in deps] + shown):
         ref = Var(refs.get(name, name))
@@ -249,9 +249,8 @@ def guarded_output(name: str, expr: Any, refs: Mapping[str, str] | None = None, 
 
 def _output_deps(name: str, refs: Mapping[str, str]) -> set[str]:
     deps = dependencies(name)
-    for ref in refs.values():  # a named result standing for an input (the GPUs to provision for N_GPUs)
-        if ref in OUTPUT_BY_NAME:
-            deps |= dependencies(ref)
+    for ref in OUTPUT_BY_NAME.keys() & refs.values():  # a named result standing for an input (the GPUs to
+        deps |= dependencies(ref)                      # provision for N_GPUs)
     return deps
 
 
@@ -373,6 +372,6 @@ def needs_inputs(deps: Any, refs: Mapping[str, str], follows: Any = (), exclude:
                  cells: Any = ()) -> set[str]:
     """The input cells a cell over ``refs`` depends on through ``deps``: defined names (Inputs, Budget, FineTuning
     sheets) and the reference text of the other sheets' input cells that stand for some (``refs``) or are ``cells``."""
-    out = {n for n in deps if checks.is_checked(n) and (n not in refs or n in follows) and n not in exclude}
+    out = {n for n in deps if (n not in refs or n in follows) and n not in exclude and checks.is_checked(n)}
     out |= {refs[n] for n in deps if n in refs and checks.registered(refs[n])}
     return out | {c for c in cells if checks.registered(c)}
