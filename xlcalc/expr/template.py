@@ -49,13 +49,12 @@ class Template:
 
     def text(self, names: Names) -> str:
         """The rendered text with the placeholders left in (computed once for :func:`identity`)."""
-        if names is identity and self._text is not None:
+        if names is identity:  # (a placeholder is its own text there, as every other variable)
+            if self._text is None:
+                self._text = self.expr.render(identity, self.subs)
             return self._text
         held = {self.slot(k) for k in self.slots}
-        text = self.expr.render(lambda v: v if v in held else _name_of(names, v), self.subs)
-        if names is identity:
-            self._text = text
-        return text
+        return self.expr.render(lambda v: v if v in held else _name_of(names, v), self.subs)
 
     def form(self) -> tuple[str, tuple[str, ...]]:
         """The text for :func:`identity` as a ``str.format`` pattern: each placeholder a positional field
@@ -99,9 +98,8 @@ class Bound(Expr):
     __slots__ = ("template", "refs", "_expanded")
 
     def __init__(self, template: Template, refs: Mapping[str, str]):
-        missing = template.slots - set(refs)
-        if missing:
-            raise KeyError(f"no reference given for the template's slots {sorted(missing)}")
+        if not refs.keys() >= template.slots:  # (every slot bound: checked without a set of the keys made)
+            raise KeyError(f"no reference given for the template's slots {sorted(template.slots - set(refs))}")
         self.template, self.refs = template, refs
         self._expanded: Expr | None = None
 

@@ -11,6 +11,8 @@ table look-up (workbook plumbing, not a model formula).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import repeat
+from operator import contains
 from typing import Any
 
 from ..expr.functions import eq, if_
@@ -74,12 +76,12 @@ def output_formula(name: str, varmap: Mapping[str, str] | None = None,
     the tree anew for every cell.
     """
     varmap = dict(varmap or {})
-    refs = {k: v for k, v in varmap.items() if "!" in v}  # cell references (a defined name has no "!")
-    if not RENDERING.templates or len(set(refs.values())) < len(refs):  # two names on one cell: not a template's case
+    if not RENDERING.templates:
         return output_formula_tree(name, varmap, inline)
-    # a name mapped to a defined name (N_GPUs -> GPUs_to_Provision) stays in the template as that name
-    fixed = tuple(sorted((k, v) for k, v in varmap.items() if k not in refs))
-    shape = (name, frozenset(refs), fixed, inline)
+    refs, over = _split(varmap)
+    if over is None:  # two names on one cell: not a template's case
+        return output_formula_tree(name, varmap, inline)
+    shape = (name, over, inline)
     template = _TEMPLATES.get(shape)
     if template is None:
         expr, subs = output_formula_tree(name, {**varmap, **{k: Template.slot(k) for k in refs}}, inline, shared=True)
@@ -90,6 +92,23 @@ def output_formula(name: str, varmap: Mapping[str, str] | None = None,
 
 
 _TEMPLATES: dict[Any, Template] = {}
+_SPLIT: list[Any] = [None]  # (the last varmap split (a copy), its split)
+
+
+def _split(varmap: dict[str, str]) -> tuple[dict[str, str], tuple[frozenset[str], tuple[tuple[str, str], ...]] | None]:
+    """``varmap``'s cell references (a defined name has no "!") and the shape they and its other names give a
+    template: (the names mapped to cells, the names mapped to defined names and theirs), None where two names are
+    mapped to one cell. A name mapped to a defined name (N_GPUs -> GPUs_to_Provision) stays in the template as that
+    name. (A row or column places its results over one varmap: the split of the last one is kept.)"""
+    last = _SPLIT[0]
+    if last is not None and last[0] == varmap:
+        return last[1]
+    refs = {k: v for k, v in varmap.items() if "!" in v}
+    over = None
+    if len(set(refs.values())) == len(refs):
+        over = (frozenset(refs), tuple(sorted((k, v) for k, v in varmap.items() if k not in refs)))
+    _SPLIT[0] = (dict(varmap), (refs, over))  # one item: another thread reads a varmap with its own split
+    return refs, over
 
 
 def output_formula_tree(name: str, varmap: Mapping[str, str] | None = None,
@@ -214,7 +233,7 @@ def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None, follows
     expr = checks.guard(expr, needs_inputs(deps, refs, follows, exclude, cells))
     # a bounded result past its bound holds its message (outputs.bound_message): checked where its own cell stands
     # for it (by name, or its cell in ``refs``), not where another's formula writes it out over other cells
-    standing = set(refs)
+    standing = refs.keys()
     shown = [n for n in BOUNDED_OUTPUTS if n in deps and (n in refs or standing.isdisjoint(_deps(n, _DEPS)))]
     for name in reversed([n for n in LOOKED_UP if n in deps] + shown):
         ref = Var(refs.get(name, name))
@@ -245,9 +264,8 @@ def guarded_output(name: str, expr: Any, refs: Mapping[str, str] | None = None, 
 
 def _output_deps(name: str, refs: Mapping[str, str]) -> set[str]:
     deps = dependencies(name)
-    for ref in refs.values():  # a named result standing for an input (the GPUs to provision for N_GPUs)
-        if ref in OUTPUT_BY_NAME:
-            deps |= dependencies(ref)
+    for ref in OUTPUT_BY_NAME.keys() & refs.values():  # a named result standing for an input (the GPUs to
+        deps |= dependencies(ref)                      # provision for N_GPUs)
     return deps
 
 
@@ -357,7 +375,7 @@ def _guarded_row(name: str, bound: Bound, refs: Mapping[str, str], follows: Any,
     checked cells (in the order of the Checks sheet) and ``follows``/``exclude``. Over one shape :func:`guarded`
     makes the same guards but for those references: the inputs' checks are gathered by defined name, each checked
     cell's own check is written (not gathered per row: at most ``checks.INLINE_CELLS`` of them)."""
-    if refs != bound.refs or any("!" not in v for v in refs.values()):
+    if refs != bound.refs or not all(map(contains, refs.values(), repeat("!"))):  # (each a cell reference)
         return None
     template = bound.template
     checked = tuple(k for k, _ in own)
@@ -393,6 +411,6 @@ def needs_inputs(deps: Any, refs: Mapping[str, str], follows: Any = (), exclude:
                  cells: Any = ()) -> set[str]:
     """The input cells a cell over ``refs`` depends on through ``deps``: defined names (Inputs, Budget, FineTuning
     sheets) and the reference text of the other sheets' input cells that stand for some (``refs``) or are ``cells``."""
-    out = {n for n in deps if checks.is_checked(n) and (n not in refs or n in follows) and n not in exclude}
+    out = {n for n in deps if (n not in refs or n in follows) and n not in exclude and checks.is_checked(n)}
     out |= {refs[n] for n in deps if n in refs and checks.registered(refs[n])}
     return out | {c for c in cells if checks.registered(c)}

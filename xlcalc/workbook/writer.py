@@ -16,13 +16,14 @@ from copy import copy
 from typing import IO, Any
 
 from openpyxl import Workbook
-from openpyxl.cell.cell import Cell
+from openpyxl.cell.cell import ERROR_CODES, ILLEGAL_CHARACTERS_RE, Cell
 from openpyxl.compat import safe_string
 from openpyxl.drawing.spreadsheet_drawing import SpreadsheetDrawing
 from openpyxl.formatting.rule import CellIsRule
 from openpyxl.styles import Alignment, Protection
 from openpyxl.utils import get_column_letter
 from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
+from openpyxl.utils.exceptions import IllegalCharacterError
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet._writer import WorksheetWriter
 from openpyxl.worksheet.datavalidation import DataValidation
@@ -57,9 +58,12 @@ def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, su
         cell = Cell(ws, row=row, column=col)
         ws._add_cell(cell)
     if isinstance(value, Expr):
-        cell.value = value.to_excel(identity, subs)
+        _bind_text(cell, value.to_excel(identity, subs))
     elif isinstance(value, str):
-        cell.value = value
+        if type(value) is str:
+            _bind_text(cell, value)
+        else:  # (a subclass: openpyxl's binding decides what it is)
+            cell.value = value
         cell.data_type = "s"  # never a formula, whatever it starts with
         if value.startswith(FORMULA_LEAD):
             cell.quotePrefix = True
@@ -79,6 +83,16 @@ def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, su
         cell.number_format = MONEY_WHOLE if number_format == '"$"#,##0' else number_format
     if styled is not None and not cell.quotePrefix:
         styled[style_key] = copy(cell._style)
+
+
+def _bind_text(cell: Cell, text: str) -> None:
+    """``cell.value = text`` for a ``str`` as openpyxl binds it (``Cell._bind_value``: cut to 32,767 characters, a
+    control character refused, a formula or an error code by its text), without its checks of the value's type."""
+    value = text[:32767]
+    if ILLEGAL_CHARACTERS_RE.search(value) is not None:
+        raise IllegalCharacterError(f"{value} cannot be used in worksheets.")
+    cell._value = value
+    cell.data_type = "f" if len(value) > 1 and value.startswith("=") else "e" if value in ERROR_CODES else "s"
 
 
 _COORDS: dict[str, tuple[int, int]] = {}
@@ -391,24 +405,31 @@ def sheet_data(ws, values: Mapping[str, Any]) -> str:
     value of each formula cell (as :func:`xlcalc.workbook.cache.inject` writes it): the same bytes, written in
     one pass over the cells rather than element by element and then rewritten."""
     rows: dict[int, list[Any]] = {}
-    for (r, _), cell in sorted(ws._cells.items()):
-        rows.setdefault(r, []).append(cell)
+    cells = ws._cells
+    for rc in sorted(cells):
+        rows.setdefault(rc[0], []).append(cells[rc])
     dims = ws.row_dimensions
     for r in dims.keys() - rows.keys():  # a row with a height and no cells
         rows[r] = []
     out = ["<sheetData>"]
     style_ids: dict[bytes, int] = {}
+    letters: dict[int, str] = {}  # column -> letter (cell.coordinate, each column's letter made once)
     for r in sorted(rows):
         out.append(f'<row r="{r}"' + "".join(f' {k}="{_attr(v)}"' for k, v in dims.get(r, {})) + ">")
         for cell in rows[r]:
-            value, styled = cell._value, cell.has_style
+            value, style = cell._value, cell._style
+            styled = style is not None and any(style)  # cell.has_style
             if value is None and not styled:
                 continue
             if cell.hyperlink or cell.comment or cell.data_type not in "fsnb":
                 raise ValueError(f"{ws.title}!{cell.coordinate}: a cell the workbook's writer does not write")
-            at = cell.coordinate
+            col = cell.column
+            letter = letters.get(col)
+            if letter is None:
+                letter = letters[col] = get_column_letter(col)
+            at = f"{letter}{r}"
             if styled:  # cell.style_id, looked up once per distinct style (the workbook's list of styles is the same)
-                key = cell._style.tobytes()
+                key = style.tobytes()
                 style_id = style_ids.get(key)
                 if style_id is None:
                     style_id = style_ids[key] = cell.style_id
