@@ -135,9 +135,10 @@ def test_libreoffice_budget_first_cells_equal_xlcalc_budget(capsys):
     ("MFU", 40, "MFU = 40 is not allowed: MFU must be a number > 0 and <= 1", ("flops", "params_b", "tokens_t")),
     ("Deadline_Days", -1, "Deadline_Days = -1 is not allowed", ("gpus",)),
 ])
-def test_a_bad_input_shows_its_message_in_the_budget_first_cells_that_use_it(name, value, message, rows):
-    """The engine's evaluation of the workbook's own formulas (LibreOffice's above): the input checks guard the cells;
-    a cell that does not use the input stays a number."""
+def test_a_bad_input_points_the_budget_first_cells_that_use_it_to_its_message(name, value, message, rows):
+    """The engine's evaluation of the workbook's own formulas (LibreOffice's above): the input checks guard the cells,
+    which show the way to Start's input check (the message, whole); a cell that does not use the input stays a
+    number."""
     from xlcalc.workbook import layout
     b = layout([Scenario.build(gpu="h100")]).book
     top = next(int(at[1:]) for at, c in b.sheets["Budget"].items() if at[0] == "A" and c.value == HEADING)
@@ -145,11 +146,12 @@ def test_a_bad_input_shows_its_message_in_the_budget_first_cells_that_use_it(nam
     sheet, at = b.names[name]
     b.sheets[sheet][at].value = value
     b._memo.clear()
+    assert b.value("Start", "C3").startswith(f"{sheet}!{at}: {message}")
     for c in "BC":
         for key, r in zip(KEYS, range(top + 3, top + 8)):
             shown = b.value("Budget", f"{c}{r}")
-            if key in rows:
-                assert isinstance(shown, str) and shown.startswith(f"{sheet}!{at}: {message}"), (c, key, shown)
+            if key in rows:  # the way to Start's input check, which shows the message whole
+                assert shown == "see Start!C3", (c, key, shown)
             else:
                 assert isinstance(shown, float), (c, key, shown)
 
@@ -164,7 +166,7 @@ def test_no_purchase_price_says_what_to_type_in_the_own_column():
         assert "no purchase price for a800" in b.value("Budget", f"C{r}")
 
 
-def test_a_tier_without_a_price_shows_its_message_in_the_rent_column():
+def test_a_tier_without_a_price_points_the_rent_column_to_its_message():
     from xlcalc.workbook import layout
     b = layout([Scenario.build(gpu="h100")]).book
     top = next(int(at[1:]) for at, c in b.sheets["Budget"].items() if at[0] == "A" and c.value == HEADING)
@@ -173,4 +175,5 @@ def test_a_tier_without_a_price_shows_its_message_in_the_rent_column():
         b.sheets[sheet][at].value = value
     b._memo.clear()
     message = "h200: no published reserved-3y price on the Prices sheet \u2014 type it in USD_per_GPU_Hour"
-    assert all(b.value("Budget", f"B{r}") == message for r in range(top + 2, top + 8))
+    assert b.value("Start", "C3") == message  # the master check; the cells show the way to it
+    assert all(b.value("Budget", f"B{r}") == "see Start!C3" for r in range(top + 2, top + 8))

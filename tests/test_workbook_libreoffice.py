@@ -453,8 +453,8 @@ def printed() -> dict:
     seed002.xlsx (an A800: no purchase price), gap.xlsx (a GPU with a figure left unpublished, on Inputs and in the
     last Scenarios column), priced.xlsx (a GPU with a purchase price), pp3.xlsx (PP 3 on its 80 layers: a layout
     that does not split into whole stages), par.xlsx (such layouts typed into two Parallelism rows: PAR_ROWS),
-    inputs.xlsx (FAILING_INPUTS: a value pasted past its check and a framework look-up with no row) and that .ods (as
-    seed002-ods)."""
+    inputs.xlsx (FAILING_INPUTS: a value pasted past its check and a framework look-up with no row), pasted.xlsx
+    (PASTED_VALUES: the issue's pasted values and a GPU typed wrong) and that .ods (as seed002-ods)."""
     require_libreoffice()
     from xlcalc.workbook.libreoffice import convert, to_pdf
 
@@ -468,12 +468,13 @@ def printed() -> dict:
     set_inputs(book, src / "priced.xlsx", {"GPU_Type": _priced_gpu()})
     set_inputs(book, src / "pp3.xlsx", {"PP_Size": 3})
     set_inputs(book, src / "inputs.xlsx", FAILING_INPUTS)
+    set_inputs(book, src / "pasted.xlsx", PASTED_VALUES)
     set_inputs(book, src / "par.xlsx", {f"Parallelism!{col}{r}": v for r, (tp, pp, _, _) in PAR_ROWS.items()
                                         for col, v in (("A", tp), ("B", pp))})
     ods, = convert([src / "seed002.xlsx"], work / "ods", "ods", ".ods")
     ods = ods.rename(src / "seed002-ods.ods")
     pdfs = to_pdf([src / "seed002.xlsx", src / "gap.xlsx", src / "priced.xlsx", src / "pp3.xlsx", src / "par.xlsx",
-                   src / "inputs.xlsx", ods], work / "out")
+                   src / "inputs.xlsx", src / "pasted.xlsx", ods], work / "out")
     return {p.stem: p for p in pdfs} | {f"{p.stem}.xlsx": src / f"{p.stem}.xlsx" for p in pdfs}
 
 
@@ -756,6 +757,33 @@ def test_pdf_of_a_layout_that_does_not_divide_prints_its_message_whole_and_point
         assert "###" not in page, (n, [line for line in page.splitlines() if "###" in line][:3])
 
 
+def _print_whole(by_sheet: dict[str, list[str]], sentences: dict[str, str]) -> dict[str, int]:
+    """On every sheet's printed pages, each message that starts printing (a key of ``sentences``: the start of the
+    message that is its value) prints to its end: in the lines under it, or read down its column (``_read_down``).
+    A start that begins a longer one found first in the line (the message after the cell it blames) is read there.
+    Returns how many messages start on each sheet."""
+    starts: dict[str, int] = {}
+    for name, ps in by_sheet.items():
+        lines = "\n".join(ps).splitlines()
+        for i, line in enumerate(lines):
+            seen: set[int] = set()
+            for start, sentence in sentences.items():
+                c = line.find(start)
+                while c >= 0:
+                    if not any(0 < c - at <= CELL_CHARS for at in seen):
+                        seen.add(c)
+                        starts[name] = starts.get(name, 0) + 1
+                        text = " ".join(" ".join(lines[i:i + 4]).split())  # the cell's wrapped lines under it
+                        tail = sentence[sentence.find(start):]
+                        assert tail in text or _read_down(lines, i, c, len("".join(tail.split()))).startswith(
+                            "".join(tail.split())), (name, line)
+                    c = line.find(start, c + 1)
+    return starts
+
+
+CELL_CHARS = len("Scenarios!C100: ")  # the cell a message blames, before its sentence
+
+
 # Inputs the memory reads, failing: a micro-batch of 0 pasted past its validation (its check refuses it), and
 # torchtitan at fp32, a pair the Frameworks sheet does not list (torchtitan offers amp only: the framework inputs of
 # the memory hold the look-up's message, "torchtitan at fp32: not on the Frameworks sheet ...")
@@ -819,23 +847,8 @@ def test_pdf_of_failing_inputs_prints_pointers_in_the_memory_cells_and_the_messa
                  "torchtitan at fp32: not on the": "torchtitan at fp32: not on the Frameworks sheet \u2014 pick a "
                                                     "Framework and one of the precisions it offers there"}
     # each message also starts with the cell it blames ("Inputs!B29: Mi..."): a cell clipped short of the message
-    sentences = {where("Micro_Batch") + ": Mi": micro, where("Precision") + ": Pr": precision, **sentences}
-    starts: dict[str, int] = {}
-    for name, ps in by_sheet.items():  # on every sheet, every message that starts printing prints to its end
-        lines = "\n".join(ps).splitlines()
-        for i, line in enumerate(lines):
-            seen: set[int] = set()  # where a message with its cell starts: its sentence is read from there
-            for start, sentence in sentences.items():
-                c = line.find(start)
-                while c >= 0:
-                    if not any(0 < c - at <= len(where("Precision")) + 2 for at in seen):
-                        seen.add(c)
-                        starts[name] = starts.get(name, 0) + 1
-                        text = " ".join(" ".join(lines[i:i + 4]).split())  # the cell's wrapped lines under it
-                        tail = sentence[sentence.find(start):]
-                        assert tail in text or _read_down(lines, i, c, len("".join(tail.split()))).startswith(
-                            "".join(tail.split())), (name, line)
-                    c = line.find(start, c + 1)
+    starts = _print_whole(by_sheet, {where("Micro_Batch") + ": Mi": micro, where("Precision") + ": Pr": precision,
+                                     **sentences})
     # Start's input check and its memory and fit results; Memory's layout check row; the Checks sheet's lines; each
     # Scenarios column's layout check (the column's input check's message)
     assert starts["Start"] >= 3 and starts["Memory"] >= 1 and starts["Checks"] >= 2 + 3 and starts["Scenarios"] >= 3
@@ -848,6 +861,53 @@ def test_pdf_of_failing_inputs_prints_pointers_in_the_memory_cells_and_the_messa
     for checked in ("Grads_Freed", "Logits_Buffer_Bytes"):  # a long value in a check's line: its start and "..."
         assert re.search(rf"Scenarios!C\d+: {checked} = torchtitan at fp32: n\.\.\. is not allowed: {checked} must be",
                          flat["Checks"]), checked
+    for error in ERROR_VALUES:
+        assert error not in whole, error
+    for n, page in enumerate(pages, start=1):
+        assert "###" not in page, (n, [line for line in page.splitlines() if "###" in line][:3])
+
+
+# The issue's pasted values (MFU 40, utilisation 1.5, a budget of -5) and a GPU typed wrong (its figures' look-ups hold
+# "not on the GPUs sheet")
+PASTED_VALUES = {"GPU_Type": "h100 sxm", "MFU": 40, "Utilisation": 1.5, "Budget_USD": -5}
+
+
+def test_pdf_of_pasted_values_prints_every_message_whole_and_the_way_to_it():
+    """PASTED_VALUES, printed: Start's input check prints the first failing input's message whole (GPU_Type's), and
+    on every sheet every message that starts printing prints to its end; the narrow cells (Inputs' looked-up GPU
+    figures, Time, Budget's lines, ranges, own vs rent and budget-first) print "see Start!C3" instead; no error value,
+    no ###, no page more than the untouched plan."""
+    _pdftotext()
+    pdf = printed()["pasted"]
+    wb = openpyxl.load_workbook(printed()["pasted.xlsx"])
+    whole = _pdf_text(pdf)
+    pages = whole.split("\f")
+    assert len(pages) == len(_pdf_text(printed()["seed002"]).split("\f"))
+    order = [(re.findall(r"(\w+) \u2014 page \d+ of", page) or [""])[-1] for page in pages]
+    by_sheet: dict[str, list[str]] = {}
+    for page, name in zip(pages, order):
+        by_sheet.setdefault(name, []).append(page)
+    flat = {name: " ".join(" ".join(ps).split()) for name, ps in by_sheet.items()}
+
+    def where(name: str) -> str:
+        (sheet, at), = wb.defined_names[name].destinations
+        return f"{sheet}!{at.replace('$', '')}"
+
+    looked_up = "h100 sxm: not on the GPUs sheet \u2014 pick an id from the list"
+    allowed = {"MFU": "a number > 0 and <= 1", "Utilisation": "a number >= 0.01 and <= 1",
+               "Budget_USD": "a number > 0 and <= 1e+13"}  # as tests/test_workbook_checks.py's PASTED
+    sentences = {f"{where(n)}: {n} = {PASTED_VALUES[n]} is not allowed: {n} must be {a}" for n, a in allowed.items()}
+    gpu = (f"{where('GPU_Type')}: GPU_Type = h100 sxm is not allowed: GPU_Type must be an id from the list on the GPUs "
+           "sheet, or empty")
+    assert "Input check " + gpu in flat["Start"], flat["Start"][:1500]
+    by_start = {m[:20]: m for m in (*sentences, gpu)} | {m[m.index(": ") + 2:][:20]: m[m.index(": ") + 2:]
+                                                         for m in (*sentences, gpu)} | {looked_up[:24]: looked_up}
+    starts = _print_whole(by_sheet, by_start)
+    assert starts["Start"] >= 1 + 5 and starts["Checks"] >= 5, starts  # the key results wait for the peak's message
+    pointer = "see Start!C3"
+    for name in ("Inputs", "Time", "Budget"):
+        assert pointer in flat[name], name
+    assert flat["Inputs"].count(pointer) >= 3  # the GPU's figures: peak, memory, GPUs per node
     for error in ERROR_VALUES:
         assert error not in whole, error
     for n, page in enumerate(pages, start=1):

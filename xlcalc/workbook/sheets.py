@@ -146,7 +146,7 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
         fmt = fmt or "#,##0"
     if s.kind == "bool":
         fmt = BOOL_FORMAT
-    if cell.name in checks.FRAMEWORK_INPUTS:  # a look-up's message prints as the way to Start's input check
+    if cell.name in checks.LOOKED_UP_FAILING:  # a look-up's message prints as the way to Start's input check
         fmt = pointer_format(fmt)
     b.put(sheet, f"B{row}", value, "input", fmt)
     b.name(cell.name, sheet, f"B{row}")
@@ -690,13 +690,15 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
         rent = ownership.rent_over_months_usd(
             n_gpus=Var("N_GPUs"), usd_per_gpu_hour=Var("USD_per_GPU_Hour"), months=Var(ref_text(s, f"A{row}")),
             utilisation=Var("Utilisation"))
-        b.put(s, f"B{row}", guarded(rent, needs(rent)), "formula", '"$"#,##0')
+        b.put(s, f"B{row}", pointing(guarded(rent, needs(rent)), None, checks_pointer=CHECK_POINTER), "formula",
+              '"$"#,##0')
         message_cell(b, s, row, "B", "B", longest_message_in(needs(rent)))  # no rental rate: its sentence
         own = ownership.own_over_months_usd(
             n_gpus=Var("N_GPUs"), capex_usd_per_gpu=Var("Capex_per_GPU_All_In"), kw_per_gpu=Var("KW_per_GPU_All_In"),
             pue=Var("PUE"), usd_per_kwh=Var("Own_USD_per_kWh"), kw_per_rack=Var("KW_per_Rack"),
             usd_per_rack_month=Var("USD_per_Rack_Month"), months=Var(ref_text(s, f"A{row}")), utilisation=Var("Utilisation"))
-        b.put(s, f"C{row}", guarded(own, needs(own)), "formula", '"$"#,##0')
+        b.put(s, f"C{row}", pointing(guarded(own, needs(own)), None, checks_pointer=CHECK_POINTER), "formula",
+              '"$"#,##0')
         message_cell(b, s, row, "C", "D", longest_message())  # a missing purchase price's sentence
     t_last = row
     chart_data = chart_data_block(b, s, t_first, t_last)
@@ -714,7 +716,8 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
         b.put(s, f"A{row}", INPUT_BY_FIELD[field].label)
         for col, mult in (("B", low_x), ("C", high_x)):
             end = f(base_value=Var(name), range_factor=Var(INPUT_BY_FIELD[mult].name))
-            b.put(s, f"{col}{row}", range_checked(low_x, high_x, guarded(end, needs(end))), "formula",
+            b.put(s, f"{col}{row}", range_checked(low_x, high_x, pointing(guarded(end, needs(end)), None,
+                                                                   checks_pointer=CHECK_POINTER)), "formula",
                   fmt if fmt != "General" else "#,##0.00")
             message_cell(b, s, row, col, col, longest_message_in(needs(end)))
         for val_col, cost_col, change_col, days_col in (("B", "D", "F", "H"), ("C", "E", "G", "I")):
@@ -784,7 +787,8 @@ def budget_first(ctx: Ctx, row: int) -> int:
     row += 1
     b.put(s, f"A{row}", "Price of a busy GPU-hour (USD)")
     for col, price in (("B", "USD_per_GPU_Hour"), ("C", "Own_USD_per_GPU_Hour")):
-        b.put(s, f"{col}{row}", guarded(Var(price), needs(Var(price))), "formula", '"$"#,##0.000')
+        b.put(s, f"{col}{row}", pointing(guarded(Var(price), needs(Var(price))), None, checks_pointer=CHECK_POINTER),
+              "formula", '"$"#,##0.000')
         message_cell(b, s, row, col, col, longest_message_in(needs(Var(price))))
     b.put(s, f"D{row}", "USD_per_GPU_Hour (Inputs); OWN_USD_PER_GPU_HOUR: "
           f"{ownership.own_usd_per_gpu_hour.equation}", "note")
@@ -798,7 +802,8 @@ def budget_first(ctx: Ctx, row: int) -> int:
             expr = budget_first_expr(f, price)
             subs = {budget_first_expr(budget.budget_compute_flops, price).key(): flops_at[price]} \
                 if price in flops_at else None
-            ref = b.put(s, f"{col}{row}", guarded(expr, needs(expr)), "formula", fmt, subs)
+            ref = b.put(s, f"{col}{row}", pointing(guarded(expr, needs(expr)), None, checks_pointer=CHECK_POINTER),
+                        "formula", fmt, subs)
             message_cell(b, s, row, col, col, longest_message_in(needs(expr)))  # the price's message, wrapped
             if f is budget.budget_compute_flops:
                 flops_at[price] = ref
