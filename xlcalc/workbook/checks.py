@@ -279,8 +279,9 @@ def value_check(x: Var, where: str, name: str, lists: dict[str, tuple[str, str, 
         if name == "Precision" and _FRAMEWORKS.get() is not None:  # and one the framework in effect offers
             fw = _FRAMEWORKS.get()
             assert fw is not None
-            offered = Concat(f"{where}: {name} = ", shown_value(x), f" is not allowed: {name} must be a precision the Frameworks "
-                             "sheet gives for framework ", fw.framework(), ": ", IfError(fw.offered(), ""), ", or empty")
+            offered = Concat(f"{where}: {name} = ", shown_value(x), f" is not allowed: {name} must be a precision "
+                             "the Frameworks sheet gives for framework ", fw.framework(), ": ", IfError(fw.offered(), ""),
+                             ", or empty")
             listed = if_(eq(IfError(fw.pair(x), ""), ""), offered, OK)
         return if_(eq(x, ""), OK, if_(eq(found, ""), _message(where, name, allowed, x), listed))
     s = spec(INPUT_BY_NAME[name].spec_name)

@@ -177,7 +177,8 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             expr, subs = output_formula(out.name, varmap, inline=True)
             expr = guarded_output(out.name, expr, varmap, follows)
             # a memory result: the way to the column's layout check, whole in its own cell; every result but that
-            # check: the way to a failing input's check (its Checks cell), or for a framework look-up Start's
+            # check: the cell a failing input check blames (the Checks sheet prints its line), or for a framework
+            # look-up's message Start's input check
             if out.name != "Layout_Check":
                 expr = pointing(expr, f"see {col}{layout_row}" if out.guarded else None, varmap["Layout_Check"],
                                 CHECK_CELL_POINTER, frozenset(varmap[n] for n in checks.FRAMEWORK_INPUTS))

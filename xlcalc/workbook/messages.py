@@ -44,12 +44,11 @@ def message_cell(b: Book, s: str, row: int, first: str, last: str, chars: int) -
 # characters wide) show LAYOUT_POINTER for a broken layout instead: the message would be clipped in print.
 LAYOUT_ROW = 4
 LAYOUT_POINTER = f"see Memory!B{LAYOUT_ROW}"
-# The failing checks of the inputs a memory cell reads (a value an input's check refuses; a catalog look-up's message:
-# an id typed wrong, a figure the catalog leaves unpublished) show whole in Start's input check (the master check: the
-# first failing input's check, wrapped across C:D in a row as tall as the longest message needs). The narrow memory
-# cells show CHECK_POINTER instead. (Not the Inputs cell of a looked-up input: the rows of those the memory reads are
-# sized for no message, as every catalog row publishes their figures, and for no message of an id typed wrong or of a
-# framework and precision the Frameworks sheet does not list.)
+# The failing checks of the inputs a result reads (a value an input's check refuses; a catalog look-up's message: an
+# id typed wrong, a figure the catalog leaves unpublished) show whole in Start's input check (the master check: the
+# first failing input's check, wrapped across C:D in a row as tall as the longest message needs). The narrow result
+# cells show CHECK_POINTER instead, and so does a looked-up input's cell on Inputs holding such a message (its number
+# format's text section: rendering.pointer_format).
 INPUT_CHECK_CELL = "Start!C3"
 CHECK_POINTER = f"see {INPUT_CHECK_CELL}"
 # A Scenarios column's results (44 characters wide) name the cell a failing input check blames instead, "Scenarios!C27

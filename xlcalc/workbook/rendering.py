@@ -181,10 +181,11 @@ BOOL_FORMAT = '"TRUE";"TRUE";"FALSE"'  # TRUE/FALSE as words in LibreOffice too 
 
 
 def pointer_format(fmt: str | None) -> str:
-    """``fmt`` with a text section that shows CHECK_POINTER: the cell of a framework input, whose text is the
-    Frameworks sheet's look-up message (a framework and precision it does not list) or a value typed wrong, both named
-    whole by Start's input check; the cell (30 to 44 characters wide) would print the message clipped. Its value
-    stays the message (the formula bar, ``xlcalc read`` and every result that reads it see it)."""
+    """``fmt`` with a text section that shows CHECK_POINTER: the cell of a looked-up input whose text is a look-up's
+    message (a figure the catalog lacks, an id typed wrong, a framework and precision the Frameworks sheet does not
+    list) or a value typed wrong, which Start's input check names whole; the cell (30 to 44 characters wide) would
+    print the message clipped. Its value stays the message (the formula bar, ``xlcalc read`` and every result that
+    reads it see it)."""
     sections = (fmt or "General").split(";")
     if len(sections) == 1:  # positive; negative; zero
         sections = [sections[0], "-" + sections[0], sections[0]]
@@ -300,8 +301,8 @@ def pointing(expr: Any, pointer: str | None, layout: str = "Layout_Check", check
     (``IF(Checks!C<row>="OK", x, Checks!C<row>)``), naming the master check that shows such a message whole;
     messages.CHECK_CELL_POINTER: an input check's guard names the cell its message blames (:func:`refused`) and a
     look-up guard's shows CHECK_POINTER (``lookups``: the column's cells of the framework inputs, where the cell is
-    not a template's placeholder); None: those guards as they are. The guards are found down the then-branches (they keep their precedence); ``expr`` is
-    returned as it is where it has none to rewrite."""
+    not a template's placeholder); None: those guards as they are. The guards are found down the then-branches
+    (they keep their precedence); ``expr`` is returned as it is where it has none to rewrite."""
     if isinstance(expr, Bound):
         # (``layout`` stays out of the key: in a template the guard reads the Layout_Check slot, or a reference that
         # is the template's own, so that the rows of a Parallelism sheet share one pointing template)
