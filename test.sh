@@ -74,7 +74,7 @@ if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
 fi
 # --- END xlwings Lite test setup ---------------------------------------------------------------------
 
-# --- BEGIN PDF text tools (tests/test_workbook_libreoffice.py) -----------------------------------------
+# --- BEGIN PDF text tools (tests/test_workbook_print.py) -----------------------------------------------
 # pdftotext (poppler-utils) reads the text of the workbook's PDF print-out in the tests.
 if ! command -v pdftotext >/dev/null 2>&1; then
   apt_install pdftotext poppler-utils

@@ -45,7 +45,8 @@ import lo_batch  # noqa: E402
 # the longest units, longest first (seconds in a run on a 2-core machine, pytest --durations); the rest follow in
 # collection order
 LONGEST_FIRST = (*lo_batch.RUNS, "test_memory_loss_torch", "test_memory_harness_torch", "test_hostile_workbook",
-                 "test_validation_runs", "test_registry_excel", "test_lite_pyodide", "test_atomic_build_kill")
+                 "test_workbook_print", "test_validation_runs", "test_registry_excel", "test_lite_pyodide",
+                 "test_atomic_build_kill")
 
 
 def unit_of(nodeid: str) -> str:

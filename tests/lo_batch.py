@@ -23,9 +23,10 @@ from xlcalc.workbook.libreoffice import recalculate, soffice
 
 Producer = Callable[[Path], tuple[list[Path], Any]]
 
-# The test modules that use LibreOffice, by run: about the same CPU time each (the workbook module's 36 files and
-# its print-outs; the other modules' 25 files). A module that imports this one must be listed (tests/conftest.py
-# fails the run otherwise); test_readback asks for the workbook module's files.
+# The test modules that use LibreOffice, by run: about the same CPU time each (the workbook module's 36 files; the
+# other modules' 25 files; the print-outs are tests/test_workbook_print.py's own soffice run). A module that imports
+# this one must be listed (tests/conftest.py fails the run otherwise); test_readback asks for the workbook module's
+# files.
 RUNS: dict[str, frozenset[str]] = {
     "libreoffice-workbook": frozenset({"test_workbook_libreoffice", "test_readback"}),
     "libreoffice-faces": frozenset({"test_finetune_faces", "test_memory_faces", "test_moe", "test_money_faces",
