@@ -8,7 +8,7 @@ scan the workbook for error values leave these cells out, and check them on thei
 
 from __future__ import annotations
 
-from xlcalc.workbook.sheets import CHART_DATA_COLS, CHART_DATA_HEADING, OVER_TIME_MONTHS
+from xlcalc.workbook.budget_sheet import CHART_DATA_COLS, CHART_DATA_HEADING, OVER_TIME_MONTHS
 
 
 def chart_data_rows(wb) -> range:

@@ -15,7 +15,7 @@ import pytest
 import lo_batch
 from xlcalc.cli import main
 from xlcalc.scenario import Scenario
-from xlcalc.workbook import sheets
+from xlcalc.workbook import budget_sheet
 
 # budget (USD), deadline (days), GPU id, price tier, MFU
 VARIANTS = [
@@ -30,7 +30,7 @@ VARIANTS = [
     (2e7, 120, "a100-80gb", "on-demand", 0.5),
     (8e6, 60, "h200", "capacity-block", 0.4),
 ]
-# the CLI's row keys, in the order of the sheet's rows (sheets.BUDGET_FIRST_ROWS)
+# the CLI's row keys, in the order of the sheet's rows (budget_sheet.BUDGET_FIRST_ROWS)
 KEYS = ("gpus", "gpu_hours", "flops", "params_b", "tokens_t")
 HEADING = "Budget-first: what the approved budget buys by the deadline (xlcalc budget, BUDGET_PLAN)"
 
@@ -91,7 +91,7 @@ def test_budget_first_rows_are_the_cli_rows():
     from xlcalc import money
     plan = money.budget_plan(1e6, 2, 312, 0.4, 30)
     by = {r.key: r for r in plan}
-    assert [by[k].udf for k in KEYS] == [f.udf_name for _, f, _ in sheets.BUDGET_FIRST_ROWS]
+    assert [by[k].udf for k in KEYS] == [f.udf_name for _, f, _ in budget_sheet.BUDGET_FIRST_ROWS]
 
 
 def test_libreoffice_budget_first_cells_equal_xlcalc_budget(capsys):

@@ -192,7 +192,7 @@ def test_charts_reference_cells(seed002):
     assert len(charts) >= 5  # memory, cost by category, own vs rent, days vs GPUs, cost vs GPUs
     joined = "\n".join(charts)
     # cost by category: the seven lines of the Budget total (rows 21-27); own vs rent: both columns of its chart data
-    from xlcalc.workbook.sheets import CHART_DATA_COLS
+    from xlcalc.workbook.budget_sheet import CHART_DATA_COLS
     rent, own = (f"'Budget'!${c}$" for c in CHART_DATA_COLS[1:])
     for ref in ("'Memory'!$B$10:$B$19", "'Budget'!$B$21:$B$27", rent, own, "'Sensitivity'!"):
         assert ref in joined

@@ -12,7 +12,9 @@ from xlcalc.scenario import INPUTS, load_scenario
 
 def test_number_formats_come_from_the_specs(formulas_wb):
     assert named(formulas_wb, "MFU").number_format == "0.0%"
-    assert named(formulas_wb, "USD_per_GPU_Hour").number_format == '"$"#,##0.00'
+    # a looked-up input: the spec's format for numbers, and a text section that prints a look-up's message (no rate at
+    # the tier) as the way to Start's input check, which shows it whole
+    assert named(formulas_wb, "USD_per_GPU_Hour").number_format == '"$"#,##0.00;-"$"#,##0.00;"$"#,##0.00;"see Start!C3"'
     for out in OUTPUTS:
         want = '"TRUE";"TRUE";"FALSE"' if out.formula.returns == "bool" else out.number_format
         if want == '"$"#,##0':  # whole dollars keep an explicit negative section (the .ods -> PDF route needs it)

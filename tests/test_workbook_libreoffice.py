@@ -506,7 +506,7 @@ def test_capex_is_looked_up_from_the_gpu_or_says_it_has_none(lo):
 def test_the_own_vs_rent_chart_data_draw_no_point_for_a_message(lo):
     """LibreOffice's values of the chart-data columns: the table's number, or #N/A (no point) where the table shows
     a message (a GPU without a purchase price: the own line), never the $0 a chart draws for text."""
-    from xlcalc.workbook.sheets import CHART_DATA_COLS
+    from xlcalc.workbook.budget_sheet import CHART_DATA_COLS
 
     _, rent_col, own_col = CHART_DATA_COLS
     seen = set()

@@ -32,7 +32,7 @@ from xlcalc.outputs import OUTPUT_BY_NAME, OUTPUTS
 from xlcalc.scenario import INPUT_BY_NAME, load_scenario
 from xlcalc.workbook import build
 from xlcalc.workbook.rendering import dependencies
-from xlcalc.workbook.sheets import KEY_RESULTS
+from xlcalc.workbook.start import KEY_RESULTS
 
 # --- print: soffice --convert-to pdf straight from the .xlsx -----------------------------------------------
 

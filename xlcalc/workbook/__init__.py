@@ -16,7 +16,7 @@ from typing import Any
 
 from ..scenario import Scenario
 from .. import atomic
-from . import catalogs, charts, checks, compare, finetune, sheets
+from . import budget_sheet, catalogs, charts, checks, compare, finetune, memory_sheets, sheets, start
 from .model import Book
 from .readback import WorkbookError, read_workbook
 from .writer import save_package, to_workbook
@@ -52,11 +52,11 @@ def _layout(book: Book, scenarios: list[Scenario], main: Scenario, reg: checks.R
     frameworks = catalogs.framework_sheet(book)
     prices = catalogs.price_sheet(book)
     ctx = sheets.Ctx(book, main, gpus, models, recipes, prices, frameworks)
-    sheets.start_sheet(ctx)
+    start.start_sheet(ctx)
     sheets.inputs_sheet(ctx)
-    mem_rows = sheets.memory_sheet(ctx)
-    sheets.time_sheet(ctx)
-    sheets.budget_sheet(ctx)
+    mem_rows = memory_sheets.memory_sheet(ctx)
+    memory_sheets.time_sheet(ctx)
+    budget_sheet.budget_sheet(ctx)
     ft_rows = finetune.finetune_sheet(ctx)
     if len(scenarios) >= 2:
         columns = [(sc, False) for sc in scenarios]

@@ -2,7 +2,8 @@
 the longest message they can show (LibreOffice does not grow a row for a wrapped formula on load), and the longest
 layout check message, which the Memory sheet shows whole once (the narrow memory cells point to it).
 
-Its own room: the sheets (xlcalc/workbook/sheets.py) and the Checks sheet (checks.py) both size message cells with it.
+Its own room: the sheets (xlcalc/workbook/sheets.py and the sheet modules) and the Checks sheet (checks.py) both size
+message cells with it.
 """
 
 from __future__ import annotations
