@@ -23,9 +23,9 @@ from .rendering import (
 from .sheets import (
     PURCHASE_PRICE_USED,
     Ctx,
-    _header_row,
     capex_used,
     formula_row,
+    header_row,
     input_row,
     longest_message,
     longest_message_in,
@@ -99,7 +99,7 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
         row += 1
         input_row(ctx, s, row, field, getattr(sc, field))
     row += 2
-    _header_row(b, s, row, ("line", "USD", "unit", "formula and source"))
+    header_row(b, s, row, ("line", "USD", "unit", "formula and source"))
     first = row = row + 1
     for line in BUDGET_LINES:
         if line in INPUT_BY_FIELD:
@@ -131,7 +131,7 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     b.put(s, f"D{row}", over_time_note, "note")  # the own column spans C:D below, where a message wraps
     b.wrap.add((s, f"D{row}"))
     row += 1
-    _header_row(b, s, row, ("months", "rent (USD)", "own (USD)"))
+    header_row(b, s, row, ("months", "rent (USD)", "own (USD)"))
     b.merges.append((s, f"C{row}:D{row}"))
     t_first = row + 1
     for months in OVER_TIME_MONTHS:
@@ -233,7 +233,7 @@ def budget_first(ctx: Ctx, row: int) -> int:
           "(USD_per_GPU_Hour) on Inputs; owned: Own_USD_per_GPU_Hour (own vs rent above).", "note")
     b.wrap.add((s, f"D{row}"))
     row += 1
-    _header_row(b, s, row, ("", "rent", "own", "formula and source"))
+    header_row(b, s, row, ("", "rent", "own", "formula and source"))
     row += 1
     b.put(s, f"A{row}", "Price of a busy GPU-hour (USD)")
     for col, price in (("B", "USD_per_GPU_Hour"), ("C", "Own_USD_per_GPU_Hour")):

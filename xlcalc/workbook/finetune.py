@@ -12,7 +12,7 @@ from ..formulas import compute
 from ..formulas import finetune as ff
 from .messages import LAYOUT_POINTER
 from .rendering import guarded, needs
-from .sheets import Ctx, _header_row, formula_row, input_row, output_row
+from .sheets import Ctx, formula_row, header_row, input_row, output_row
 
 SHEET = "FineTuning"  # a sheet name without quotes in references (defined names are written unquoted)
 FIELDS = ("job", "lora_rank", "lora_targets")
@@ -31,7 +31,7 @@ def finetune_sheet(ctx: Ctx) -> dict[str, int]:
             "Budget sheets answer for this job."), start=2):
         b.put(s, f"A{r}", text, "note")
     rows: dict[str, int] = {}
-    _header_row(b, s, 6, ("input", "value", "unit", "what is allowed"))
+    header_row(b, s, 6, ("input", "value", "unit", "what is allowed"))
     row = 7
     for field in FIELDS:
         input_row(ctx, s, row, field, getattr(sc, field))

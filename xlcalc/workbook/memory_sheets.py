@@ -17,7 +17,7 @@ from .rendering import (
     output_formula,
     pointing,
 )
-from .sheets import Ctx, _header_row, formula_row, output_row
+from .sheets import Ctx, formula_row, header_row, output_row
 
 
 def memory_sheet(ctx: Ctx) -> dict[str, int]:
@@ -33,7 +33,7 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
           "output layer and the logits; the GPU of the heavier stage sets the memory. GB = 1e9 bytes.", "note")
     layout_row(ctx, s, LAYOUT_ROW)
     output_row(ctx, s, 5, "DP_Size", pointer=LAYOUT_POINTER)
-    _header_row(b, s, 7, ("per GPU", "first stage", "last stage", "formula and source"))
+    header_row(b, s, 7, ("per GPU", "first stage", "last stage", "formula and source"))
     rows: dict[str, int] = {}
     row = 8
     steps = {st.name: st for st in memory_steps(MEMORY_SOURCES, capacity=Var("GPU_Memory_GB"), layout_dp=1)}
@@ -125,7 +125,7 @@ def time_sheet(ctx: Ctx) -> None:
     b.put(s, "A1", "Compute and time", "title")
     b.put(s, "A2", "C = 6ND; days = C / (peak x GPUs x MFU); the deadline rounding follows seed 002 §7.3: "
           "exact GPUs -> whole TP x PP replicas -> + spare -> whole nodes.", "note")
-    _header_row(b, s, 4, ("", "value", "unit", "formula and source"))
+    header_row(b, s, 4, ("", "value", "unit", "formula and source"))
     output_row(ctx, s, 5, "Train_FLOPs")
     output_row(ctx, s, 6, "Train_Days")
     output_row(ctx, s, 7, "GPU_Hours")

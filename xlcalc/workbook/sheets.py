@@ -460,7 +460,7 @@ def longest_message_in(deps: Any) -> int:
                ("USD_per_GPU_Hour" in deps) + [figures[n] for n in deps if n in figures] + [0])
 
 
-def _header_row(b, s: str, row: int, names: tuple[str, ...]) -> None:
+def header_row(b, s: str, row: int, names: tuple[str, ...]) -> None:
     """Column headings of a sheet's A-D table."""
     for col, name in zip("ABCD", names):
         b.put(s, f"{col}{row}", name, "header")
