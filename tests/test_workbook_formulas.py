@@ -43,13 +43,15 @@ def _peel_guards(text, pointer=None):
     """A formula without its ``IF(ISNUMBER(X), ..., X)`` wrappers and the input checks' ``IF(Checks!C="OK", ...,
     Checks!C)`` inside them; returns (inner formula, the Xs in order, the check cell or None). ``pointer``: the text
     (a formula's string constant) each of those guards shows instead of Checks!C, or of X where X's message fails its
-    check (xlcalc.workbook.checks.LOOKED_UP_FAILING; a missing purchase price's sentence shows as it is)."""
+    check (xlcalc.workbook.checks.LOOKED_UP_FAILING; a missing purchase price's sentence shows as it is) or X is a
+    bounded result (its cell holds a short message past its bound, which Start's input check shows whole)."""
+    from xlcalc.outputs import BOUNDED_OUTPUTS
     from xlcalc.workbook.checks import LOOKED_UP_FAILING
 
     body, names = text[1:], []
     while body.startswith("IF(ISNUMBER("):
         name = body[len("IF(ISNUMBER("):].split(")", 1)[0]
-        shown = pointer if pointer and name in LOOKED_UP_FAILING else name
+        shown = pointer if pointer and name in (*LOOKED_UP_FAILING, *BOUNDED_OUTPUTS) else name
         assert body.endswith(f",{shown})"), body[-60:]
         body = body[len(f"IF(ISNUMBER({name}),"):-len(f",{shown})")]
         names.append(name)
@@ -65,7 +67,7 @@ def _peel_guards(text, pointer=None):
 def test_named_results_are_the_engines_formula_text(formulas_wb):
     """Each named result's cell holds exactly xlcalc.outputs.output_excel(out): one definition, wrapped only in
     the checks that show a looked-up input's message (no catalog figure, no price at the tier) in place of #VALUE!,
-    then a bounded result's message (a result past its formula's bound) where it is computed from one; a memory
+    then the way to Start's input check where it is computed from a bounded result (past its formula's bound); a memory
     result shows "see <Layout_Check's cell>" for a broken layout instead of the layout check's message, and every
     result but the layout check "see Start!C3" (Start's input check, the master) instead of a failing input's or
     look-up's message (the result's cell is too narrow to print it)."""
@@ -138,6 +140,45 @@ def test_every_formula_uses_only_portable_functions(formulas_wb):
                     if tok.type == "OPERAND" and tok.subtype == "RANGE":
                         assert "[" not in tok.value, f"external or structured reference in {c.value}"
     assert count > 500  # the whole planner is formulas, not typed numbers
+
+
+# Excel's specifications and limits (support.microsoft.com, "Excel specifications and limits", calculation
+# specifications): "Length of formula contents: 8,192 characters", "Nested levels of functions: 64". Past either,
+# Excel refuses the formula (LibreOffice does not), so the workbook would open in Excel with cells removed.
+EXCEL_FORMULA_CHARS = 8192
+EXCEL_NESTED_FUNCTIONS = 64
+
+
+def _nesting(formula: str) -> int:
+    """The deepest nesting of function calls in ``formula`` (Excel's tokenizer, as openpyxl reads a formula)."""
+    depth = deepest = 0
+    for tok in Tokenizer(formula).items:
+        if tok.type == "FUNC" and tok.subtype == "OPEN":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif tok.type == "FUNC" and tok.subtype == "CLOSE":
+            depth -= 1
+    assert depth == 0, formula
+    return deepest
+
+
+def test_nesting_counts_function_calls_only():
+    assert _nesting("=1+(2*(3))") == 0
+    assert _nesting('=IF(A1>0,IF(ISNUMBER(B1),"(x)",1),SUM(C1:C2))') == 3
+
+
+def test_every_formula_is_within_excels_limits(formulas_wb):
+    """No formula longer than Excel takes or nested deeper (the Sensitivity sheet's cost grid wrote the days out in
+    each point's formula: 8,229 characters; it reads the days table's cell now)."""
+    longest = deepest = 0
+    for ws in formulas_wb.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                if c.data_type == "f":
+                    assert len(c.value) <= EXCEL_FORMULA_CHARS, (ws.title, c.coordinate, len(c.value))
+                    assert _nesting(c.value) <= EXCEL_NESTED_FUNCTIONS, (ws.title, c.coordinate)
+                    longest, deepest = max(longest, len(c.value)), max(deepest, _nesting(c.value))
+    assert longest > 1000 and deepest > 10  # the check saw the long guarded formulas
 
 
 def test_every_formula_cell_has_a_cached_value(formulas_wb, values_wb):

@@ -19,6 +19,7 @@ import pytest
 
 from named_edits import Edits
 from requires import require
+from test_workbook_bounds import DAYS_MESSAGE, DAYS_SHORT, HOURS_SHORT, TINY_MFU
 from test_workbook_libreoffice import (
     ERROR_VALUES,
     SEED002,
@@ -47,7 +48,8 @@ def printed() -> dict:
     last Scenarios column), priced.xlsx (a GPU with a purchase price), pp3.xlsx (PP 3 on its 80 layers: a layout
     that does not split into whole stages), par.xlsx (such layouts typed into two Parallelism rows: PAR_ROWS),
     inputs.xlsx (FAILING_INPUTS: a value pasted past its check and a framework look-up with no row), pasted.xlsx
-    (PASTED_VALUES: the issue's pasted values and a GPU typed wrong) and that .ods (as seed002-ods)."""
+    (PASTED_VALUES: the issue's pasted values and a GPU typed wrong), bound.xlsx (an MFU within its range that puts
+    the days, GPU-hours and GPUs for the deadline past their bounds) and that .ods (as seed002-ods)."""
     require_libreoffice()
     from xlcalc.workbook.libreoffice import convert, to_pdf
 
@@ -62,12 +64,13 @@ def printed() -> dict:
     set_inputs(book, src / "pp3.xlsx", {"PP_Size": 3})
     set_inputs(book, src / "inputs.xlsx", FAILING_INPUTS)
     set_inputs(book, src / "pasted.xlsx", PASTED_VALUES)
+    set_inputs(book, src / "bound.xlsx", {"MFU": TINY_MFU})
     set_inputs(book, src / "par.xlsx", {f"Parallelism!{col}{r}": v for r, (tp, pp, _, _) in PAR_ROWS.items()
                                         for col, v in (("A", tp), ("B", pp))})
     ods, = convert([src / "seed002.xlsx"], work / "ods", "ods", ".ods")
     ods = ods.rename(src / "seed002-ods.ods")
     pdfs = to_pdf([src / "seed002.xlsx", src / "gap.xlsx", src / "priced.xlsx", src / "pp3.xlsx", src / "par.xlsx",
-                   src / "inputs.xlsx", src / "pasted.xlsx", ods], work / "out")
+                   src / "inputs.xlsx", src / "pasted.xlsx", src / "bound.xlsx", ods], work / "out")
     return {p.stem: p for p in pdfs} | {f"{p.stem}.xlsx": src / f"{p.stem}.xlsx" for p in pdfs}
 
 
@@ -501,6 +504,40 @@ def test_pdf_of_pasted_values_prints_every_message_whole_and_the_way_to_it():
     for name in ("Inputs", "Time", "Budget"):
         assert pointer in flat[name], name
     assert flat["Inputs"].count(pointer) >= 3  # the GPU's figures: peak, memory, GPUs per node
+    for error in ERROR_VALUES:
+        assert error not in whole, error
+    for n, page in enumerate(pages, start=1):
+        assert "###" not in page, (n, [line for line in page.splitlines() if "###" in line][:3])
+
+
+def test_pdf_of_results_past_their_bounds_prints_every_message_whole_and_the_way_to_it():
+    """MFU 1e-300 (within its range) puts days, GPU-hours and GPUs for the deadline past their formulas' bounds:
+    Start's input check prints the whole message naming the inputs (test_workbook_bounds.DAYS_MESSAGE); the
+    results' own cells and those that compute them over other cells (a Scenarios column, a Sensitivity grid point, a
+    Ranges row's end, the full fine-tune's days) print the short one whole, "Train_Days over 100,000,000"; the cells
+    computed from the plan's results print "see Start!C3" (Time, Budget, FineTuning, Sensitivity's spend); every
+    message that starts
+    printing prints to its end, no error value, no ###, no page more than the untouched plan."""
+    _pdftotext()
+    whole = _pdf_text(printed()["bound"])
+    pages = whole.split("\f")
+    assert len(pages) == len(_pdf_text(printed()["seed002"]).split("\f"))
+    order = [(re.findall(r"(\w+) \u2014 page \d+ of", page) or [""])[-1] for page in pages]
+    by_sheet: dict[str, list[str]] = {}
+    for page, name in zip(pages, order):
+        by_sheet.setdefault(name, []).append(page)
+    flat = {name: " ".join(" ".join(ps).split()) for name, ps in by_sheet.items()}
+    assert "Input check " + DAYS_MESSAGE in flat["Start"], flat["Start"][:1500]
+    shorts = (DAYS_SHORT, HOURS_SHORT, "GPUs_for_Deadline over 10,000,000", "TRAIN_DAYS over 100,000,000")
+    # a short message starts with the result's name and "over" (a narrow cell wraps the bound to its next line)
+    starts = _print_whole(by_sheet, {DAYS_MESSAGE[:20]: DAYS_MESSAGE} | {m[:m.index(" over") + 5]: m for m in shorts})
+    # Start: the input check and the key results computed from the days; Time: the 3 bounded results; FineTuning: the
+    # full fine-tune's days; a Scenarios column: the 3 bounded results and the results computed from them, in each
+    # of the 3 columns; Budget: the Ranges rows of MFU and tokens (days and cost at both ends)
+    assert starts["Start"] >= 5 and starts["Time"] >= 3 and starts["FineTuning"] >= 1, starts
+    assert starts["Scenarios"] >= 3 * 10 and starts["Budget"] >= 4, starts
+    for name in ("Time", "Budget", "FineTuning", "Sensitivity"):
+        assert "see Start!C3" in flat[name], name
     for error in ERROR_VALUES:
         assert error not in whole, error
     for n, page in enumerate(pages, start=1):

@@ -190,13 +190,14 @@ def output_excel(out: OutputCell, names: dict[str, str] | None = None) -> str:
 def output_expr(out: OutputCell) -> Expr:
     """The formula of a named result as one expression over the defined names.
 
-    A memory result reads ``IF(Layout_Check="OK", <formula>, Layout_Check)``: a broken layout shows the layout
+    A bounded result (``Formula.at_most``) past its bound reads :func:`bound_short`, its cell's message (Start's input
+    check shows :func:`bound_message` for it, whole). A memory result reads ``IF(Layout_Check="OK", <formula>, Layout_Check)``: a broken layout shows the layout
     check's message in the cell, never a number.
     """
     expr = plain_expr(out)
     if out.formula.at_most is not None:
         # past the bound, or past the largest number a spreadsheet holds (#NUM!): the message
-        expr = if_(IfError(expr > out.formula.at_most[0], True), bound_message(out), expr)
+        expr = within_bound(expr, out.formula, out.name)
     if out.guarded:
         return if_(eq(Var("Layout_Check"), LAYOUT_OK), expr, Var("Layout_Check"))
     return expr
@@ -211,16 +212,44 @@ def bound_inputs(out: OutputCell) -> list[str]:
 
 
 def bound_message(out: OutputCell) -> str:
-    """What a bounded result's cell shows past its bound (``Formula.at_most``): the result, the bound and the inputs
-    that produced it (a spreadsheet string constant: at most 255 characters)."""
+    """What Start's input check shows for a bounded result past its bound (``Formula.at_most``): the result, the bound
+    and the inputs that produced it (a spreadsheet string constant: at most 255 characters)."""
     assert out.formula.at_most is not None
-    limit = out.formula.at_most[0]
     unit = "" if out.formula.unit == "fraction" else f" {out.formula.unit}"
-    shown = f"{limit:,.0f}" if limit < 1e9 else f"{limit:.3g}"
-    text = (f"{out.name} would be over {shown}{unit}, its bound: the inputs contradict each other \u2014 "
-            f"check {', '.join(bound_inputs(out))}")
+    text = (f"{out.name} would be over {_bound_shown(out.formula)}{unit}, its bound: the inputs contradict each other "
+            f"\u2014 check {', '.join(bound_inputs(out))}")
     assert len(text) <= 255, text
     return text
+
+
+def bound_short(out: OutputCell) -> str:
+    """What a bounded result's cell, and every cell computed from it, holds past its bound: the result and the bound
+    (at most BOUND_SHORT_CHARS characters, whole in a Sensitivity grid point's cell; a Scenarios column's is wider).
+    Start's input check shows :func:`bound_message` for it, naming the inputs."""
+    return bound_text(out.formula, out.name)
+
+
+def bound_text(formula: Formula, name: str) -> str:
+    """``name`` (a result computed by ``formula``) and the formula's bound, ``Train_Days over 100,000,000``."""
+    text = f"{name} over {_bound_shown(formula)}"
+    assert len(text) <= BOUND_SHORT_CHARS, text
+    return text
+
+
+def within_bound(expr: Expr, formula: Formula, name: str) -> Expr:
+    """``expr`` (``formula``'s result, called ``name``), or past the formula's bound (``Formula.at_most``) or the
+    largest number a spreadsheet holds (#NUM!), :func:`bound_text`."""
+    assert formula.at_most is not None
+    return if_(IfError(expr > formula.at_most[0], True), bound_text(formula, name), expr)
+
+
+BOUND_SHORT_CHARS = 34
+
+
+def _bound_shown(formula: Formula) -> str:
+    assert formula.at_most is not None
+    limit = formula.at_most[0]
+    return f"{limit:,.0f}" if limit < 1e9 else f"{limit:.3g}"
 
 
 def plain_expr(out: OutputCell) -> Expr:

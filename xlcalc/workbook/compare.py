@@ -18,7 +18,7 @@ from ..scenario import INPUT_BY_NAME, INPUTS, Scenario
 from . import checks
 from .catalogs import GPU_DERIVED
 from .messages import CHECK_CELL_POINTER, CHECK_POINTER, longest_layout_message, message_cell
-from .model import Concat, IfError, coord, ref_text
+from .model import Concat, IfError, IsNumber, coord, ref_text
 from .rendering import (
     BOOL_FORMAT,
     LOOKED_UP,
@@ -261,13 +261,20 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
                 if chars := longest_message_in({d for d in deps if d not in checks.LOOKED_UP_FAILING}):
                     message_cell(b, s, head + 1 + i, coord(2 + j, 1)[:-1], coord(2 + j, 1)[:-1], chars)
                 if name is None:  # spend rate: this grid point's total cost over its days
-                    expr = Var(tables["cost"]["cells"][i][j]) / Var(tables["days"]["cells"][i][j]) * 30
+                    cost = Var(tables["cost"]["cells"][i][j])
+                    expr = cost / Var(tables["days"]["cells"][i][j]) * 30
                     expr = pointing(guarded(expr, deps, exclude={"N_GPUs", "MFU"}, cells=axes), None,
                                     checks_pointer=CHECK_POINTER)
+                    expr = if_(IsNumber(cost), expr, cost)  # the cost cell's message (its days' included)
                     cells[i].append(b.put(s, at, expr, "formula", '"$"#,##0'))
                     continue
-                expr, subs = output_formula(name, {"N_GPUs": row_refs[i], "MFU": col_refs[j]})
-                expr = guarded_output(name, expr, exclude={"N_GPUs", "MFU"}, cells=axes)
+                varmap = {"N_GPUs": row_refs[i], "MFU": col_refs[j]}
+                if key == "cost":  # the point's days: the days table's cell (written out, the formula would pass
+                    varmap["Train_Days"] = tables["days"]["cells"][i][j]  # Excel's 8,192 characters)
+                expr, subs = output_formula(name, varmap)
+                # the point's days past their bound, or the way to a failing input's message: as the days cell
+                expr = guarded_output(name, expr, varmap if key == "cost" else None, exclude={"N_GPUs", "MFU"},
+                                      cells=axes)
                 expr = pointing(expr, None, checks_pointer=CHECK_POINTER)  # the message whole: Start's input check
                 cells[i].append(b.put(s, at, expr, "formula", OUTPUT_BY_NAME[name].number_format, subs))
         tables[key] = {"head": head, "rows": len(gpus), "cols": len(mfus), "mfu_refs": col_refs,

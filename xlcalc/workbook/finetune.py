@@ -10,7 +10,8 @@ from __future__ import annotations
 from ..expr.nodes import Var
 from ..formulas import compute
 from ..formulas import finetune as ff
-from .messages import LAYOUT_POINTER
+from ..outputs import bound_text, within_bound
+from .messages import LAYOUT_POINTER, message_cell
 from .rendering import guarded, needs
 from .sheets import Ctx, formula_row, header_row, input_row, output_row
 
@@ -76,12 +77,17 @@ def finetune_sheet(ctx: Ctx) -> dict[str, int]:
                                    ("Compute cost (GPU-hours x price)", "Compute_Cost_USD", "USD", '"$"#,##0'),
                                    ("Total cost (every line of the Budget sheet)", "Total_Cost_USD", "USD",
                                     '"$"#,##0')):
-        formula_row(ctx, s, row, label, Var(name), unit, f"{name} from the Time and Budget sheets", fmt)
+        # a bounded result past its bound (its cell's short message): the way to Start's input check, which shows it
+        formula_row(ctx, s, row, label, guarded(Var(name), {name}), unit, f"{name} from the Time and Budget sheets",
+                    fmt)
         rows[name] = row
         row += 1
     full_days = compute.train_days(Var("Params_B"), Var("Tokens_T"), Var("Peak_TFLOPS"), Var("N_GPUs"), Var("MFU"))
-    formula_row(ctx, s, row, "Days of a full fine-tune on the same tokens", guarded(full_days, needs(full_days)), "days",
-                f"{compute.train_days.udf_name}: {compute.train_days.equation} (6ND), for comparison", "#,##0.00")
+    days = compute.train_days.udf_name
+    formula_row(ctx, s, row, "Days of a full fine-tune on the same tokens",
+                guarded(within_bound(full_days, compute.train_days, days), needs(full_days)), "days",
+                f"{days}: {compute.train_days.equation} (6ND), for comparison", "#,##0.00")
+    message_cell(b, s, row, "B", "B", len(bound_text(compute.train_days, days)))  # past its bound: its message
     rows["Full_Days"] = row
     row += 2
     for text in ("Not counted: LoRA dropout's copy of each adapted matrix's input (torchtune and PEFT default to "

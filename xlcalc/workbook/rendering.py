@@ -10,7 +10,7 @@ table look-up (workbook plumbing, not a model formula).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from itertools import repeat
 from operator import contains
 from typing import Any
@@ -217,7 +217,7 @@ def needs(expr: Expr) -> set[str]:
 
 
 def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None, follows: Any = (),
-            exclude: Any = (), cells: Any = ()) -> Any:
+            exclude: Any = (), cells: Any = (), inline: Sequence[str] = ()) -> Any:
     """``IF(ISNUMBER(input), expr, input)`` for each looked-up input of ``deps`` (first one outermost), around
     ``IF(<checks>="OK", expr, <checks>)``, the input checks of ``deps`` gathered on the Checks sheet (checks.py).
 
@@ -228,7 +228,8 @@ def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None, follows
     except those in ``follows`` (a cell that follows the Inputs sheet's cell of that name); ``exclude``: inputs the
     cell does not take from the Inputs sheet (a Sensitivity grid point's GPUs and MFU). An input cell of another sheet
     that stands for an input in ``refs`` (a Scenarios column's, a Parallelism row's), or is one of ``cells`` (a
-    Sensitivity grid point's GPUs and MFU), is checked by its own check (checks.register).
+    Sensitivity grid point's GPUs and MFU), is checked by its own check (checks.register). ``inline``: the bounded
+    results the cell's formula writes out over ``refs`` (:func:`written_bounded`), checked as written.
     """
     refs = refs or {}
     expr = checks.guard(expr, needs_inputs(deps, refs, follows, exclude, cells))
@@ -236,6 +237,9 @@ def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None, follows
     # for it (by name, or its cell in ``refs``), not where another's formula writes it out over other cells
     standing = refs.keys()
     shown = [n for n in BOUNDED_OUTPUTS if n in deps and (n in refs or standing.isdisjoint(_deps(n, _DEPS)))]
+    for name in reversed(inline):  # written out in the cell's formula: checked as written, its bound included
+        bounded = _over(name, {k: Var(v) for k, v in refs.items()}, True)
+        expr = Func("IF", (IsNumber(bounded), wrap(expr), bounded))
     for name in reversed([n for n in LOOKED_UP if n in deps] + shown):
         ref = Var(refs.get(name, name))
         expr = Func("IF", (IsNumber(ref), wrap(expr), ref))  # if_(ISNUMBER(ref), expr, ref)
@@ -260,7 +264,15 @@ def guarded_output(name: str, expr: Any, refs: Mapping[str, str] | None = None, 
         made = _guarded_row(name, expr, refs, follows, exclude, own)
         if made is not None:
             return made
-    return guarded(expr, _output_deps(name, refs), refs, follows, exclude, cells)
+    return guarded(expr, _output_deps(name, refs), refs, follows, exclude, cells, written_bounded(name, refs))
+
+
+def written_bounded(name: str, refs: Mapping[str, str]) -> list[str]:
+    """The bounded results that named result ``name``'s formula over ``refs`` writes out (:func:`output_formula`
+    writes out a result it depends on whose own inputs ``refs`` replaces, e.g. Train_Days in a Ranges row's days at
+    low MFU): past its bound there, the cell shows its message (outputs.bound_short), never a number."""
+    return [n for n in BOUNDED_OUTPUTS if n in dependencies(name) and n not in refs
+            and not refs.keys().isdisjoint(_deps(n, _DEPS))]
 
 
 def _output_deps(name: str, refs: Mapping[str, str]) -> set[str]:
@@ -283,7 +295,8 @@ def _guarded_bound(name: str, bound: Bound, refs: Mapping[str, str], follows: An
     if made is None:
         if slotted is None:
             slotted = {k: Template.slot(k) for k in refs}
-        expr = guarded(template.expr, _output_deps(name, refs), slotted, follows, exclude)
+        expr = guarded(template.expr, _output_deps(name, refs), slotted, follows, exclude,
+                       inline=written_bounded(name, refs))
         made = template if expr is template.expr else Template(expr, template.subs, template.slots)
         if memo is not None:
             memo[key] = made
@@ -340,13 +353,13 @@ def refused(check: Expr) -> Expr:
 
 def _is_input_guard(cond: Expr, otherwise: Expr, column: bool = False, lookups: frozenset[str] = frozenset()) -> bool:
     """``cond`` and ``otherwise`` are those of a look-up guard, ``IF(ISNUMBER(X), x, X)`` of a looked-up input X whose
-    message fails its check, or of an input check, ``IF(Checks!C<row>="OK", x, Checks!C<row>)`` (in a template: the
+    message fails its check or of a bounded result X (the Inputs' plan's), or of an input check, ``IF(Checks!C<row>="OK", x, Checks!C<row>)`` (in a template: the
     check cell's placeholder; the caller rules out the layout check's guard). ``column``: in a
     Scenarios column, whose look-up guards read its cells (a template's slots): those of the framework inputs only
     (a GPU figure the column's GPU lacks is the column's to show, whole)."""
     if isinstance(cond, IsNumber):
         arg = cond.arg
-        names = _FRAMEWORK_SLOTS | lookups if column else checks.LOOKED_UP_FAILING
+        names = _FRAMEWORK_SLOTS | lookups if column else _POINTED_NAMES
         return isinstance(arg, Var) and arg.name in names and otherwise.key() == arg.key()
     return isinstance(cond, BinOp) and cond.op == "=" and isinstance(cond.left, Var) \
         and cond.left.name.startswith((f"{checks.SHEET}!", Template.slot("")[0])) \
@@ -354,6 +367,10 @@ def _is_input_guard(cond: Expr, otherwise: Expr, column: bool = False, lookups: 
         and otherwise.key() == cond.left.key()
 
 
+# the defined names whose message a guard of the Inputs' plan points to: the looked-up inputs whose message fails their
+# check, and the bounded results (a result past its bound holds outputs.bound_short; Start's input check shows
+# outputs.bound_message whole)
+_POINTED_NAMES = frozenset(checks.LOOKED_UP_FAILING) | frozenset(BOUNDED_OUTPUTS)
 # the framework inputs' placeholders in a Scenarios column's templates
 _FRAMEWORK_SLOTS = frozenset(Template.slot(n) for n in checks.FRAMEWORK_INPUTS)
 
@@ -390,7 +407,7 @@ def _guarded_row(name: str, bound: Bound, refs: Mapping[str, str], follows: Any,
         deps = _output_deps(name, refs)
         made = None
         if sum(k in deps for k in checked) <= checks.INLINE_CELLS:  # more: a gathering cell per row (no template)
-            real = guarded(bound, deps, refs, follows, exclude)
+            real = guarded(bound, deps, refs, follows, exclude, inline=written_bounded(name, refs))
             slot_of = {v: Var(Template.slot(k)) for k, v in row_refs.items()}
             if len(slot_of) == len(row_refs):
                 made = Template(_reguard(real, bound, template.expr, slot_of), template.subs, row_refs)

@@ -14,7 +14,7 @@ from ..expr import Expr, Func, Var, eq, if_, wrap
 from ..frameworks import FRAMEWORKS, PRECISIONS, get_profile
 from ..inputs import spec
 from ..layout import preset_stage_ends
-from ..outputs import OUTPUT_BY_NAME
+from ..outputs import BOUNDED_OUTPUTS, OUTPUT_BY_NAME, bound_short
 from ..recipes import RECIPES, get_recipe
 from ..scenario import INPUT_BY_FIELD, Scenario
 from . import checks
@@ -188,6 +188,8 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
         deps = {d for d in deps if d not in checks.LOOKED_UP_FAILING}
     if chars := longest_message_in(deps):  # a catalog's message (no purchase price, rate or figure) wraps in B
         message_cell(b, sheet, row, "B", "B", chars)
+    if name in BOUNDED_OUTPUTS:  # past its bound, its own message (outputs.bound_short) wraps in B
+        message_cell(b, sheet, row, "B", "B", len(bound_short(out)))
     return ref
 
 

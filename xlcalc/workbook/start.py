@@ -6,7 +6,7 @@ from typing import Any
 
 from ..expr import Var, and_, eq, if_
 from ..inputs import spec
-from ..outputs import BOUNDED_OUTPUTS, OUTPUT_BY_NAME, RANGES
+from ..outputs import BOUNDED_OUTPUTS, OUTPUT_BY_NAME, RANGES, bound_message, bound_short
 from ..scenario import INPUT_BY_NAME
 from . import checks
 from .budget_sheet import range_inverted, range_message
@@ -30,11 +30,17 @@ def input_check() -> Any:
     layout check with the cell it blames, an inverted range, a result past its bound, else OK or a hint."""
     ok: Any = if_(and_(*(IsNumber(Var(n)) for n in KEY_CHECK)), ALL_CLEAR,
                   "A result cannot be computed: check the yellow cells on the Inputs sheet (a number is missing)")
-    for name in reversed(BOUNDED_OUTPUTS):  # a result past its bound: its message, naming the inputs
-        ok = if_(IsNumber(Var(name)), ok, IfError(Var(name), ok))
+    for name in reversed(BOUNDED_OUTPUTS):  # a result past its bound: its message, naming the inputs (its cell holds
+        out = OUTPUT_BY_NAME[name]           # the short one); another text: that text
+        ok = if_(IsNumber(Var(name)), ok, if_(_is_short(name), bound_message(out), IfError(Var(name), ok)))
     for _field, _name, low_x, high_x, _f in reversed(RANGES):  # an inverted range: the scenario's own message
         ok = if_(range_inverted(low_x, high_x), range_message(low_x, high_x), ok)
     return checks.master(ok)  # every input's check (Checks sheet), then the layout, then the above
+
+
+def _is_short(name: str) -> Any:
+    """The bounded result ``name``'s cell holds its message past its bound (outputs.bound_short)."""
+    return IfError(eq(Var(name), bound_short(OUTPUT_BY_NAME[name])), False)
 
 
 def key_result(name: str, check: str) -> Any:
@@ -50,6 +56,8 @@ def key_result(name: str, check: str) -> Any:
     expr: Any = IfError(Var(name), Var(check))  # the named result shows a failing input's message itself
     # the message its cell points to, whole
     expr = if_(IfError(eq(Var(name), CHECK_POINTER), False), Var(check), expr)
+    if name in BOUNDED_OUTPUTS:  # past its bound: the input check names the inputs
+        expr = if_(_is_short(name), Var(check), expr)
     if OUTPUT_BY_NAME[name].guarded:  # a memory result
         expr = if_(IfError(eq(Var(name), LAYOUT_POINTER), False), Var("Layout_Check"), expr)
     for dep in reversed([n for n in CHECKED if n in deps]):

@@ -371,8 +371,9 @@ def to_workbook(book: Book) -> Workbook:
         wb[sheet].merge_cells(rng)
     for ws in wb.worksheets:
         fit_row_heights(ws)
-    for (sheet, row), points in book.heights.items():
-        wb[sheet].row_dimensions[row].height = points
+    for (sheet, row), points in book.heights.items():  # a message's row: never lower than its wrapped text needs
+        dim = wb[sheet].row_dimensions[row]
+        dim.height = max(points, dim.height or 0)
     for sheet, first, last in book.hidden_columns:  # collapsed under the outline's + button; not printed
         wb[sheet].column_dimensions.group(first, last, hidden=True, outline_level=1)
     for add_chart in book.charts:
