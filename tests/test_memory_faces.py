@@ -20,16 +20,18 @@ import pytest
 
 import lo_batch
 from cli_run import run
-from named_edits import Edits
+from named_edits import Edits, named_cell
 from requires import require
 from xlcalc import catalog
 from xlcalc.errors import InputError
+from xlcalc.outputs import OUTPUT_BY_NAME
 from xlcalc.recipes import DEFAULT_RECIPE, RECIPES
 from xlcalc.registry import get_formula
 from xlcalc.scenario import Scenario
 from xlcalc.stage_memory import stage_memory
 from xlcalc.workbook import build
 from xlcalc.workbook.libreoffice import soffice
+from xlcalc.workbook.start import ALL_CLEAR
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,11 +87,6 @@ def udf_args() -> list:
 
 def require_libreoffice():
     require(soffice(), "LibreOffice (soffice) is not installed")
-
-
-def named_cell(wb, name):
-    (sheet, at), = wb.defined_names[name].destinations
-    return wb[sheet][at.replace("$", "")]
 
 
 def fit_capacities() -> dict[str, float]:
@@ -154,7 +151,24 @@ def _produce(work: Path) -> tuple[list[Path], list[str]]:
     for key, values in cells.items():
         book.save(src / f"{key}.xlsx", values)
         names.append(key)
+    # two scenarios side by side (columns of their own): the question as it is, and with transformers; the first
+    # column's dropdowns then switched to torchtitan at amp, as a user would
+    build(work / "columns.xlsx", [question, Scenario.build(**{**question.model_dump(exclude_unset=True),
+                                                              "framework": "transformers"})])
+    book = Edits(work / "columns.xlsx")
+    book.save(src / "columns.xlsx", {})
+    names.append("columns")
+    at = {n: _column_cell(book.wb, n, "C") for n in ("Framework", "Precision")}
+    book.save(src / "columns_picked.xlsx", {at["Framework"]: "torchtitan", at["Precision"]: "amp"})
+    names.append("columns_picked")
     return [src / f"{n}.xlsx" for n in names], names
+
+
+def _column_cell(wb, label: str, col: str) -> str:
+    """The cell of a Scenarios column ``col`` in the row labelled ``label`` (column A), as ``Scenarios!C10``."""
+    ws = wb["Scenarios"]
+    row = next(r for r in range(1, ws.max_row + 1) if ws[f"A{r}"].value == label)
+    return f"Scenarios!{col}{row}"
 
 
 @pytest.fixture(scope="module")
@@ -437,6 +451,29 @@ def test_a_named_framework_gives_the_same_memory_on_every_face(capsys, recalcula
                 "workbook": named_cell(wb, "Fit_Verdict").value}
     assert len(set(verdicts.values())) == 1, verdicts
     assert bool(named_cell(wb, "Fits_GPU").value) is memory["fits"] is estimate["results"]["Fits_GPU"]
+
+
+def test_each_scenarios_column_takes_its_own_framework_as_the_cli_does(capsys, recalculated):
+    """Scenarios side by side, each column with its own Framework and Precision dropdowns: a column built from a
+    scenario with transformers, and one whose dropdowns were switched to torchtitan at amp in the sheet, each hold the
+    memory `xlcalc memory --framework ...` gives for that framework; the Inputs plan keeps the default's."""
+    want = {}
+    for framework in ("transformers", "torchtitan", None):
+        code, out, err = cli_memory(capsys, *(("--framework", framework) if framework else ()), "--json")
+        assert code == 0, err
+        want[framework] = json.loads(out)["total_gb"]
+    assert len(set(want.values())) == 3  # the three answers differ: each column's own framework is seen
+    mem_label = OUTPUT_BY_NAME["Mem_Total_GB"].label
+    for case, columns in (("columns", {"C": None, "D": "transformers"}),
+                          ("columns_picked", {"C": "torchtitan", "D": "transformers"})):
+        wb = recalculated[case]
+        for col, framework in columns.items():
+            assert (named_cell(wb, _column_cell(wb, "Framework", col)).value or None) == framework, (case, col)
+            got = named_cell(wb, _column_cell(wb, mem_label, col)).value
+            assert isinstance(got, float) and abs(got - want[framework]) <= 0.001 * want[framework], (
+                case, col, got, want[framework])
+        assert abs(named_cell(wb, "Mem_Total_GB").value - want[None]) <= 0.001 * want[None]
+        assert wb["Start"]["C3"].value == ALL_CLEAR  # every check passes, the columns' Precision checks included
 
 
 def test_a_framework_picked_in_the_workbook_changes_the_fit_as_on_the_cli(capsys, recalculated):

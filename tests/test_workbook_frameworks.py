@@ -206,3 +206,49 @@ def test_the_workbook_checks_name_a_bad_framework_and_a_precision_it_does_not_of
         f"{where['Precision']}: Precision = fp32 is not allowed: Precision must be a precision the Frameworks sheet "
         "gives for framework torchtitan: amp, or empty")
     assert isinstance(book.value_of("Fits_GPU"), str)
+
+
+def test_each_scenarios_column_has_its_own_framework_and_precision_checked_against_it():
+    """Scenarios side by side: each column's Framework and Precision dropdowns (the CLI's names) fill that column's
+    memory inputs as on Inputs, and its Precision is checked against its own Framework, naming its cell (engine
+    evaluation; LibreOffice's: tests/test_memory_faces.py)."""
+    seed = load_scenario(SEED002)
+    own = {k: v for k, v in seed.model_dump(exclude_unset=True).items() if k not in ("recipe", *map(str.lower, BYTES))}
+    book = layout([seed, Scenario.build(**own, framework="transformers")]).book
+    ws = book.sheets["Scenarios"]
+    rows = {c.value: int(at[1:]) for at, c in ws.items() if at.startswith("A") and c.value in (
+        "Framework", "Precision", "Logits buffer (bytes per logit)")}
+    assert set(rows) >= {"Framework", "Precision"}
+    assert book.value("Scenarios", f"C{rows['Framework']}") == "" and \
+        book.value("Scenarios", f"D{rows['Framework']}") == "transformers"
+    lists = [v for v in book.validations if v.get("sheet") == "Scenarios" and v.get("label") in ("Framework",
+                                                                                              "Precision")]
+    assert {v["at"] for v in lists} == {f"{c}{rows[n]}" for c in "CD" for n in ("Framework", "Precision")}
+
+    def column(col: str, name: str):
+        row = next(int(at[1:]) for at, c in ws.items() if at.startswith("A") and c.value == label[name])
+        return book.value("Scenarios", f"{col}{row}")
+
+    from xlcalc.scenario import INPUT_BY_NAME
+    label = {n: INPUT_BY_NAME[n].label for n in (*BYTES, *FRAMEWORK_INPUTS)}
+    # transformers at its usual precision (amp): as the Inputs sheet gives it (test above), 4 + 4 + 8 bytes, 12 bytes
+    # per logit, 2 bytes of autocast copies, gradients freed; the seed's own column keeps its numbers
+    assert tuple(column("D", n) for n in (*BYTES, *FRAMEWORK_INPUTS)) == (4, 4, 8, 12, 0, 2, True)
+    assert tuple(column("C", n) for n in BYTES) == (seed.bytes_weights, seed.bytes_grads, seed.bytes_optimizer)
+    # the first column switched to torchtitan at fp32, a pair the Frameworks sheet does not list: its own Precision
+    # check names its cell and torchtitan's precisions (the Inputs sheet's Framework is empty: megatron's would differ)
+    book.cell("Scenarios", f"C{rows['Framework']}").value = "torchtitan"
+    book.cell("Scenarios", f"C{rows['Precision']}").value = "fp32"
+    book._memo.clear()
+    checks = book.sheets["Checks"]
+    line = next(at for at, c in checks.items() if c.value == f"Scenarios!C{rows['Precision']}")
+    check_col = chr(ord(line[0]) + 2)
+    assert book.value("Checks", f"{check_col}{line[1:]}") == (
+        f"Scenarios!C{rows['Precision']}: Precision = fp32 is not allowed: Precision must be a precision the Frameworks "
+        "sheet gives for framework torchtitan: amp, or empty")
+    book.cell("Scenarios", f"C{rows['Precision']}").value = "amp"
+    book._memo.clear()
+    assert book.value("Checks", f"{check_col}{line[1:]}") == "OK"
+    # torchtitan's memory facts; the column's picked recipe (seed 002's) wins for the bytes, as on the CLI
+    assert tuple(column("C", n) for n in (*BYTES, *FRAMEWORK_INPUTS)) == (
+        seed.bytes_weights, seed.bytes_grads, seed.bytes_optimizer, 12, 0, 0, True)

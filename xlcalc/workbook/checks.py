@@ -20,7 +20,7 @@ formulas are written once every input has its cell (:func:`finish`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -165,12 +165,13 @@ def gathered(names: Any) -> str | None:
     return reg.ref(group)
 
 
-def register(ref: str, name: str, looked_up: bool = False) -> str:
+def register(ref: str, name: str, looked_up: bool = False, over: Mapping[str, str] | None = None) -> str:
     """The cell ``ref`` (another sheet's input cell) holds input ``name``: its check on the Checks sheet feeds the
-    master check, and :func:`gathered` over ``ref`` includes it. Returns ``ref``."""
+    master check, and :func:`gathered` over ``ref`` includes it. ``over``: the cells that stand for the other names
+    its check reads (a Scenarios column's Precision: the column's Framework). Returns ``ref``."""
     reg = _ACTIVE.get()
     if reg is not None:
-        reg.add_cell(CellCheck(ref, name, looked_up))
+        reg.add_cell(CellCheck(ref, name, looked_up, over=tuple((over or {}).items())))
     return ref
 
 
@@ -263,7 +264,8 @@ def cell_check(check: CellCheck, lists: dict[str, tuple[str, str, int, int]]) ->
     """The check of another sheet's input cell: as its input's on Inputs, naming its own cell; a look-up's message
     there (the column's GPU has no such figure) is the column's to show, not a failing input."""
     where = check.ref.replace("$", "")
-    return value_check(Var(check.ref), where, check.name, lists, "text_ok" if check.looked_up else None)
+    made = value_check(Var(check.ref), where, check.name, lists, "text_ok" if check.looked_up else None)
+    return made.substitute({k: Var(v) for k, v in check.over}) if check.over else made
 
 
 def value_check(x: Var, where: str, name: str, lists: dict[str, tuple[str, str, int, int]],

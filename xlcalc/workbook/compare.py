@@ -140,6 +140,8 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
                                   "list": "=" + id_range(ctx.recipes),
                                   "allowed": "a recipe id from the Recipes sheet, or empty"})
         row += 1
+        framework = framework_cells(ctx, s, col, row, sc, linked)
+        row += 2
         for cell in INPUTS:
             b.put(s, f"A{row}", cell.label)
             b.put(s, f"B{row}", spec(cell.spec_name).unit)
@@ -148,8 +150,10 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             elif linked and cell.field not in GPU_DERIVED:
                 value = Var(cell.name)  # follows the Inputs sheet
                 follows.add(cell.name)
-            else:
-                value = derived_value(ctx, sc, cell.field, gpu_ref, model_ref, recipe_ref)
+            else:  # the column's framework and precision fill what they set, as on Inputs
+                value = derived_value(ctx, sc, cell.field, gpu_ref, model_ref, recipe_ref, framework=not linked)
+                if framework and isinstance(value, Expr):
+                    value = value.substitute(framework)
                 if cell.field in STAGE_ENDS and isinstance(value, Expr):  # this column's layers and PP
                     value = value.substitute({n: Var(varmap[n]) for n in ("Layers", "PP_Size")})
             fmt: str | None = spec(cell.spec_name).number_format
@@ -196,6 +200,30 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         maps.append(varmap)
     b.freeze[s] = "C5"
     return maps
+
+
+def framework_cells(ctx: Ctx, s: str, col: str, row: int, sc: Scenario, linked: bool) -> dict[str, Var]:
+    """A column's Framework and Precision (rows ``row`` and ``row + 1``): dropdowns of its own (as on Inputs), whose
+    picks fill the column's bytes per parameter and memory inputs; "as on Inputs" in a linked column, whose inputs
+    follow the Inputs sheet's. Returns the names the column's look-ups read -> its cells (empty where linked)."""
+    b, fw = ctx.book, ctx.frameworks
+    assert fw is not None
+    lists = {"Framework": ref_text(fw.sheet, f"A{fw.first_row}") + f":$A${fw.last_row}",
+             "Precision": ref_text(fw.sheet, f"A{fw.precision_first}") + f":$A${fw.precision_last}"}
+    cells: dict[str, Var] = {}
+    for k, name in enumerate(("Framework", "Precision")):
+        b.put(s, f"A{row + k}", name)
+        if linked:
+            b.put(s, f"{col}{row + k}", "as on Inputs", "note")
+            continue
+        value = getattr(sc, name.lower()) or ""
+        # the column's Precision is checked against the column's Framework
+        ref = checks.register(b.put(s, f"{col}{row + k}", value, "text_input"), name,
+                              over={n: v.name for n, v in cells.items()})
+        cells[name] = Var(ref)
+        b.validations.append({"sheet": s, "at": f"{col}{row + k}", "label": name, "list": "=" + lists[name],
+                              "allowed": checks.CHOICE_ALLOWED[name]})
+    return cells
 
 
 # --- Sensitivity -------------------------------------------------------------------------------------
