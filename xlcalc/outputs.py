@@ -191,8 +191,9 @@ def output_expr(out: OutputCell) -> Expr:
     """The formula of a named result as one expression over the defined names.
 
     A bounded result (``Formula.at_most``) past its bound reads :func:`bound_short`, its cell's message (Start's input
-    check shows :func:`bound_message` for it, whole). A memory result reads ``IF(Layout_Check="OK", <formula>, Layout_Check)``: a broken layout shows the layout
-    check's message in the cell, never a number.
+    check shows :func:`bound_message` for it, whole). A memory result reads
+    ``IF(Layout_Check="OK", <formula>, Layout_Check)``: a broken layout shows the layout check's message in the cell,
+    never a number.
     """
     expr = plain_expr(out)
     if out.formula.at_most is not None:

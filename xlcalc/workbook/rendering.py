@@ -353,8 +353,9 @@ def refused(check: Expr) -> Expr:
 
 def _is_input_guard(cond: Expr, otherwise: Expr, column: bool = False, lookups: frozenset[str] = frozenset()) -> bool:
     """``cond`` and ``otherwise`` are those of a look-up guard, ``IF(ISNUMBER(X), x, X)`` of a looked-up input X whose
-    message fails its check or of a bounded result X (the Inputs' plan's), or of an input check, ``IF(Checks!C<row>="OK", x, Checks!C<row>)`` (in a template: the
-    check cell's placeholder; the caller rules out the layout check's guard). ``column``: in a
+    message fails its check or of a bounded result X (the Inputs' plan's), or of an input check,
+    ``IF(Checks!C<row>="OK", x, Checks!C<row>)`` (in a template: the check cell's placeholder; the caller rules out
+    the layout check's guard). ``column``: in a
     Scenarios column, whose look-up guards read its cells (a template's slots): those of the framework inputs only
     (a GPU figure the column's GPU lacks is the column's to show, whole)."""
     if isinstance(cond, IsNumber):
