@@ -24,6 +24,8 @@ REFERENCE_EFFICIENCY = 0.70  # efficiency at which the planner chooses what a so
 # and the loss x this factor at peak bandwidth, i.e. bytes moved / bytes counted over achieved / peak bandwidth)
 # at which every run is predicted; the calibration picks one, shared by all stacks, on the other sources.
 FACTOR_GRID = [1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0]
+# predict() copies one checked Settings to each grid point without checking it again: the grids must pass the checks
+assert all(0 < e <= 1 for e in GRID) and all(f >= 0 for f in FACTOR_GRID)
 
 
 def capabilities() -> frozenset[str]:
@@ -116,13 +118,16 @@ def predict(q: Query, caps: frozenset[str] | None = None) -> Curve:
         label = (f"TP={cfg.tp}, PP={cfg.pp}, DP={cfg.dp}, ZeRO-{cfg.zero_stage}{', SP' if cfg.seq_parallel else ''}, "
                  f"recompute {cfg.recompute}, micro-batch {cfg.micro_batch}"
                  + (f", v={cfg.virtual_stages}" if cfg.virtual_stages > 1 else ""))
+    # _settings(q, eff, factor) at every point of the grid, the stack's and the run's facts merged and checked once:
+    # only the two grid fields differ, and both grids lie within their fields' bounds (checked below the grids)
+    base = _settings(q, REFERENCE_EFFICIENCY)
+    hardware = {eff: _resolve(q, base.model_copy(update={"matmul_efficiency": eff})) for eff in GRID}  # reads no factor
     by_factor = {}
     for factor in FACTOR_GRID:
         out = []
         for eff in GRID:
-            st = _settings(q, eff, factor)
-            hw = _resolve(q, st)
-            pred = pst.evaluate(arch, hw, st, cfg, q.seq_len, q.global_batch)
+            st = base.model_copy(update={"matmul_efficiency": eff, "elementwise_factor": factor})
+            pred = pst.evaluate(arch, hardware[eff], st, cfg, q.seq_len, q.global_batch)
             out.append(pred.tokens_per_s_per_gpu)
         by_factor[factor] = out
     return Curve(tokens_s=by_factor[1.0], config=label, fits=fits, by_factor=by_factor)
