@@ -7,13 +7,14 @@ Only this module knows the planner's API. :func:`capabilities` reads from it wha
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from ..planner import Settings, plan
 from ..planner import steptime as pst
 from ..planner.stacks import PLANNER
 from ..planner.steptime import arch_from_model
+from ..registry import numeric
 from .runs import Query
 
 # Matmul efficiencies at which every run is predicted once; calibration interpolates between them.
@@ -122,12 +123,18 @@ def predict(q: Query, caps: frozenset[str] | None = None) -> Curve:
     # only the two grid fields differ, and both grids lie within their fields' bounds (checked below the grids)
     base = _settings(q, REFERENCE_EFFICIENCY)
     hardware = {eff: _resolve(q, base.model_copy(update={"matmul_efficiency": eff})) for eff in GRID}  # reads no factor
+    # pst.evaluate at every point of the grid: its memory part reads neither grid field (nor the hardware's
+    # efficiency), so it is computed once and each point's step time filled into a copy of it
+    microbatches = int(round(q.global_batch / cfg.dp / cfg.micro_batch))
+    with numeric():
+        memory = pst.memory(arch, hardware[REFERENCE_EFFICIENCY], base, cfg, q.seq_len // cfg.cp, microbatches)
     by_factor = {}
     for factor in FACTOR_GRID:
         out = []
         for eff in GRID:
             st = base.model_copy(update={"matmul_efficiency": eff, "elementwise_factor": factor})
-            pred = pst.evaluate(arch, hardware[eff], st, cfg, q.seq_len, q.global_batch)
+            with numeric():
+                pred = pst.timing(replace(memory), arch, hardware[eff], st, q.seq_len, q.global_batch)
             out.append(pred.tokens_per_s_per_gpu)
         by_factor[factor] = out
     return Curve(tokens_s=by_factor[1.0], config=label, fits=fits, by_factor=by_factor)
