@@ -3,9 +3,10 @@
 One child process trains every configuration one step under FakeTensorMode and MemTracker (transformers' Llama,
 Qwen2, Mistral, Mixtral, Gemma; bf16, autocast, fused and foreach AdamW, activation checkpointing, peft LoRA) and
 prints PyTorch's peak allocated bytes by category; here each category is set beside the stage model's part for the
-same configuration, and docs/memory.md's section must be what the script renders from them. Expected
-values are PyTorch's counts; the bounds asserted are those that hold, the misses are listed in the doc. Needs torch,
-transformers and peft (the 'test' and 'torch' extras); skipped without them except under CI=true.
+same configuration (and the transformers framework profile's peak beside two of them), and docs/memory.md's section
+must be what the script renders from them. Expected values are PyTorch's counts; the bounds asserted are those that
+hold, the misses are listed in the doc. Needs torch, transformers and peft (the 'test' and 'torch' extras); skipped
+without them except under CI=true.
 """
 
 from __future__ import annotations
