@@ -7,7 +7,8 @@ Only this module knows the planner's API. :func:`capabilities` reads from it wha
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field, replace
+from copy import copy
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..planner import Settings, plan
@@ -79,6 +80,19 @@ def predict(q: Query, caps: frozenset[str] | None = None) -> Curve:
     evaluated with the most frugal unstated choices and flagged. Raises InputError/CatalogError when the
     planner refuses the query.
     """
+    label, fits, by_factor = _predict(q, caps, FACTOR_GRID)
+    return Curve(tokens_s=by_factor[1.0], config=label, fits=fits, by_factor=by_factor)
+
+
+def predict_at(q: Query, caps: frozenset[str] | None, factor: float) -> list[float]:
+    """``predict(q, caps).at(factor)``, the planner's tokens/s at every efficiency of :data:`GRID`, computed at that
+    non-matmul factor only."""
+    return _predict(q, caps, [factor])[2][factor]
+
+
+def _predict(q: Query, caps: frozenset[str] | None, factors: list[float]) -> tuple[str, bool, dict[float, list[float]]]:
+    """:func:`predict`'s configuration label, whether it fits, and tokens/s per GPU at each efficiency of GRID by
+    non-matmul factor, at ``factors``."""
     caps = capabilities() if caps is None else caps
     arch = arch_from_model(q.model)
     pins: dict[str, Any] = dict(tp=q.tp, pp=q.pp, zero_stage=q.zero_stage, recompute=q.recompute, micro_batch=q.micro_batch,
@@ -129,15 +143,15 @@ def predict(q: Query, caps: frozenset[str] | None = None) -> Curve:
     with numeric():
         memory = pst.memory(arch, hardware[REFERENCE_EFFICIENCY], base, cfg, q.seq_len // cfg.cp, microbatches)
     by_factor = {}
-    for factor in FACTOR_GRID:
+    for factor in factors:
         out = []
         for eff in GRID:
             st = base.model_copy(update={"matmul_efficiency": eff, "elementwise_factor": factor})
             with numeric():
-                pred = pst.timing(replace(memory), arch, hardware[eff], st, q.seq_len, q.global_batch)
+                pred = pst.timing(copy(memory), arch, hardware[eff], st, q.seq_len, q.global_batch)
             out.append(pred.tokens_per_s_per_gpu)
         by_factor[factor] = out
-    return Curve(tokens_s=by_factor[1.0], config=label, fits=fits, by_factor=by_factor)
+    return label, fits, by_factor
 
 
 _RESOLVE_TAKES_N_GPUS = "n_gpus" in inspect.signature(pst.resolve_hardware).parameters
