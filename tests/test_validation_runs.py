@@ -27,7 +27,7 @@ def records():
 
 @pytest.fixture(scope="module")
 def full(records):
-    """The whole validation, once (about 15 s on one core)."""
+    """The whole validation, once (about 30 CPU seconds)."""
     return V.validate(records)
 
 
