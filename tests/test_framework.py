@@ -5,21 +5,19 @@ bytes per parameter of the recipe, bytes per logit held for the loss, the optimi
 weight copies and whether gradients are freed. The CLI with --framework must give what it gives with the same
 numbers typed as explicit flags (another path through the program), the worksheet function the CLI's GB, an
 explicit input must win over the profile and a bad name must be refused naming the input, the value and the known
-names. Two of the torch harness's configurations (scripts/torch_memory.py) are measured by PyTorch and compared with
-the transformers profile's prediction.
+names. (The transformers profile against two of the torch harness's configurations measured by PyTorch:
+tests/test_memory_harness_torch.py, which measures them all in one process.)
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-from procs import run_bounded
 from requires import require
 from xlcalc import catalog
 from xlcalc.cli import main
@@ -239,37 +237,6 @@ def test_udf_bad_names():
     assert rows[0][0] == pytest.approx(udfs.MEM_PER_GPU_GB(*udf_args(), framework="transformers"), rel=1e-12)
     assert rows[1][0] == pytest.approx(udfs.MEM_PER_GPU_GB(*udf_args()), rel=1e-12)
     assert rows[2][0].startswith("#VALUE! row 3") and "framework = 'nemo2'" in rows[2][0]
-
-
-# --- against PyTorch's accounting (scripts/torch_memory.py) ---------------------------------------------------------
-
-def test_transformers_profile_against_the_torch_harness():
-    """Two harness configurations trained by transformers' model code under PyTorch's MemTracker: pure bf16 and fp32
-    weights under autocast, both with fused AdamW (the Trainer's default with torch >= 2.8). The transformers profile
-    at bf16 and amp predicts each one's measured peak within the harness's median total error bound (4%; Megatron's
-    defaults miss the autocast configuration by more)."""
-    for mod in ("torch", "transformers", "peft"):
-        require(importlib.util.find_spec(mod), f"{mod} is not installed (the 'test' and 'torch' extras)")
-    script = ROOT / "scripts" / "torch_memory.py"
-    spec = importlib.util.spec_from_file_location("torch_memory", script)
-    tm = importlib.util.module_from_spec(spec)
-    sys.modules["torch_memory"] = tm
-    spec.loader.exec_module(tm)
-    names = {"llama-bf16-fused": "bf16", "llama-autocast-fused": "amp"}
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TRANSFORMERS_VERBOSITY": "error", "HF_HUB_OFFLINE": "1"}
-    out = run_bounded([sys.executable, str(script), "--measure", "--only", *names], cpu_s=300, env=env)
-    assert out.returncode == 0, out.stderr[-3000:]
-    measured = {m["config"]["name"]: m for m in json.loads(out.stdout)}
-    assert set(measured) == set(names)
-    from xlcalc.stage_memory import stage_memory
-
-    by_name = {c.name: c for c in tm.CONFIGS}
-    for name, precision in names.items():
-        inputs = tm.stage_inputs(by_name[name])
-        inputs.update(profile_values("transformers", precision))  # the framework's memory inputs, not the harness's
-        predicted = stage_memory(**inputs).memory_gb * 1e9
-        peak = measured[name]["peak"]["Total"]
-        assert abs(predicted / peak - 1) <= 0.04, (name, predicted, peak)
 
 
 def test_framework_table_in_the_doc_is_regenerated():

@@ -3,9 +3,10 @@
 One child process trains every configuration one step under FakeTensorMode and MemTracker (transformers' Llama,
 Qwen2, Mistral, Mixtral, Gemma; bf16, autocast, fused and foreach AdamW, activation checkpointing, peft LoRA) and
 prints PyTorch's peak allocated bytes by category; here each category is set beside the stage model's part for the
-same configuration, and docs/memory.md's section must be what the script renders from them. Expected
-values are PyTorch's counts; the bounds asserted are those that hold, the misses are listed in the doc. Needs torch,
-transformers and peft (the 'test' and 'torch' extras); skipped without them except under CI=true.
+same configuration (and the transformers framework profile's peak beside two of them), and docs/memory.md's section
+must be what the script renders from them. Expected values are PyTorch's counts; the bounds asserted are those that
+hold, the misses are listed in the doc. Needs torch, transformers and peft (the 'test' and 'torch' extras); skipped
+without them except under CI=true.
 """
 
 from __future__ import annotations
@@ -95,3 +96,34 @@ def test_activations_loss_and_temporaries(rows):
 def test_doc_section_is_regenerated(tm, measured):
     text = tm.DOC.read_text(encoding="utf-8")
     assert tm._splice(text, tm.render(measured)) == text, "run python scripts/torch_memory.py"
+
+
+# --- the transformers framework profile (xlcalc.frameworks) against two of the configurations ----------------------
+
+TRANSFORMERS_CONFIGS = {"llama-bf16-fused": "bf16", "llama-autocast-fused": "amp"}
+
+
+def test_transformers_profile_against_the_torch_harness(tm, measured):
+    """Two harness configurations trained by transformers' model code under PyTorch's MemTracker: pure bf16 and fp32
+    weights under autocast, both with fused AdamW (the Trainer's default with torch >= 2.8). The transformers profile
+    at bf16 and amp predicts each one's measured peak within the harness's median total error bound (4%; Megatron's
+    defaults miss the autocast configuration by more). Their measurements are the module's, of every configuration
+    in one child process."""
+    from xlcalc.frameworks import profile_values
+    from xlcalc.stage_memory import stage_memory
+
+    by_measured = {m["config"]["name"]: m for m in measured}
+    by_name = {c.name: c for c in tm.CONFIGS}
+    for name, precision in TRANSFORMERS_CONFIGS.items():
+        inputs = tm.stage_inputs(by_name[name])
+        inputs.update(profile_values("transformers", precision))  # the framework's memory inputs, not the harness's
+        predicted = stage_memory(**inputs).memory_gb * 1e9
+        peak = by_measured[name]["peak"]["Total"]
+        assert abs(predicted / peak - 1) <= 0.04, (name, predicted, peak)
+
+
+def test_only_measures_the_configurations_named(tm, monkeypatch, capsys):
+    # `--measure --only NAME...` (a configuration or two measured alone): exactly those, each measured by measure()
+    monkeypatch.setattr(tm, "measure", lambda c: {"config": {"name": c.name}})
+    assert tm.main(["--measure", "--only", *TRANSFORMERS_CONFIGS]) == 0
+    assert [m["config"]["name"] for m in json.loads(capsys.readouterr().out)] == list(TRANSFORMERS_CONFIGS)

@@ -52,19 +52,24 @@ CHILD = textwrap.dedent('''
     def ce(logits, labels):                       # torchtitan's cross_entropy_loss, torchtune's per chunk
         return F.cross_entropy(logits.float(), labels, reduction="sum")
 
-    for mode in sys.argv[1:]:                     # every mode in one process: one start, one compiler pool
+    def inputs(tokens):
         torch.manual_seed(0)
-        h = torch.randn(T, D, dtype=torch.bfloat16, requires_grad=True)
-        W = torch.randn(D, V, dtype=torch.bfloat16, requires_grad=True)
-        labels = torch.randint(0, V, (T,))
+        return (torch.randn(tokens, D, dtype=torch.bfloat16, requires_grad=True),
+                torch.randn(D, V, dtype=torch.bfloat16, requires_grad=True), torch.randint(0, V, (tokens,)))
+
+    for mode in sys.argv[1:]:                     # every mode in one process: one start, one compiler pool
+        compiled = mode.endswith("compiled")
+        # eager, the warm-up only loads the kernels: it runs them on T / 16 tokens (the measured step's rise is its
+        # own buffers, the gradients existing); compiled, it compiles for the measured shapes: on all T tokens
+        h, W, labels = inputs(T if compiled else T // 16)
         torch._dynamo.reset()                     # each compiled mode compiles afresh, as in its own process
-        fn = torch.compile(ce) if mode.endswith("compiled") else ce
+        fn = torch.compile(ce) if compiled else ce
 
         def linear_ce(hc, t):                     # torchtune LinearCrossEntropyLoss.compute_cross_entropy
             return F.cross_entropy((hc @ W).float(), t, reduction="sum")
 
         # LinearCrossEntropyLoss.apply_compile_strategy compiles compute_cross_entropy, the chunk's projection with it
-        lin = torch.compile(linear_ce) if mode.endswith("compiled") else linear_ce
+        lin = torch.compile(linear_ce) if compiled else linear_ce
 
         def step():
             if mode.startswith("linear"):         # torchtune LinearCrossEntropyLoss: projection + loss per chunk,
@@ -81,6 +86,11 @@ CHILD = textwrap.dedent('''
             loss.backward()
 
         step()                                    # warm-up (compiles)
+        if not compiled:                          # the measured step's inputs, all T tokens
+            del h, W, labels
+            gc.collect()
+            h, W, labels = inputs(T)
+            h.grad, W.grad = torch.ones_like(h), torch.ones_like(W)
         W.grad.zero_(); h.grad.zero_(); gc.collect()  # the gradients exist: only the loss's buffers rise
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")                          # reset the resident peak (VmHWM) to the current size

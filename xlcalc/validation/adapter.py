@@ -7,6 +7,7 @@ Only this module knows the planner's API. :func:`capabilities` reads from it wha
 from __future__ import annotations
 
 import inspect
+from copy import copy
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -14,6 +15,7 @@ from ..planner import Settings, plan
 from ..planner import steptime as pst
 from ..planner.stacks import PLANNER
 from ..planner.steptime import arch_from_model
+from ..registry import numeric
 from .runs import Query
 
 # Matmul efficiencies at which every run is predicted once; calibration interpolates between them.
@@ -24,6 +26,8 @@ REFERENCE_EFFICIENCY = 0.70  # efficiency at which the planner chooses what a so
 # and the loss x this factor at peak bandwidth, i.e. bytes moved / bytes counted over achieved / peak bandwidth)
 # at which every run is predicted; the calibration picks one, shared by all stacks, on the other sources.
 FACTOR_GRID = [1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0]
+# predict() copies one checked Settings to each grid point without checking it again: the grids must pass the checks
+assert all(0 < e <= 1 for e in GRID) and all(f >= 0 for f in FACTOR_GRID)
 
 
 def capabilities() -> frozenset[str]:
@@ -76,6 +80,19 @@ def predict(q: Query, caps: frozenset[str] | None = None) -> Curve:
     evaluated with the most frugal unstated choices and flagged. Raises InputError/CatalogError when the
     planner refuses the query.
     """
+    label, fits, by_factor = _predict(q, caps, FACTOR_GRID)
+    return Curve(tokens_s=by_factor[1.0], config=label, fits=fits, by_factor=by_factor)
+
+
+def predict_at(q: Query, caps: frozenset[str] | None, factor: float) -> list[float]:
+    """``predict(q, caps).at(factor)``, the planner's tokens/s at every efficiency of :data:`GRID`, computed at that
+    non-matmul factor only."""
+    return _predict(q, caps, [factor])[2][factor]
+
+
+def _predict(q: Query, caps: frozenset[str] | None, factors: list[float]) -> tuple[str, bool, dict[float, list[float]]]:
+    """:func:`predict`'s configuration label, whether it fits, and tokens/s per GPU at each efficiency of GRID by
+    non-matmul factor, at ``factors``."""
     caps = capabilities() if caps is None else caps
     arch = arch_from_model(q.model)
     pins: dict[str, Any] = dict(tp=q.tp, pp=q.pp, zero_stage=q.zero_stage, recompute=q.recompute, micro_batch=q.micro_batch,
@@ -116,16 +133,25 @@ def predict(q: Query, caps: frozenset[str] | None = None) -> Curve:
         label = (f"TP={cfg.tp}, PP={cfg.pp}, DP={cfg.dp}, ZeRO-{cfg.zero_stage}{', SP' if cfg.seq_parallel else ''}, "
                  f"recompute {cfg.recompute}, micro-batch {cfg.micro_batch}"
                  + (f", v={cfg.virtual_stages}" if cfg.virtual_stages > 1 else ""))
+    # _settings(q, eff, factor) at every point of the grid, the stack's and the run's facts merged and checked once:
+    # only the two grid fields differ, and both grids lie within their fields' bounds (checked below the grids)
+    base = _settings(q, REFERENCE_EFFICIENCY)
+    hardware = {eff: _resolve(q, base.model_copy(update={"matmul_efficiency": eff})) for eff in GRID}  # reads no factor
+    # pst.evaluate at every point of the grid: its memory part reads neither grid field (nor the hardware's
+    # efficiency), so it is computed once and each point's step time filled into a copy of it
+    microbatches = int(round(q.global_batch / cfg.dp / cfg.micro_batch))
+    with numeric():
+        memory = pst.memory(arch, hardware[REFERENCE_EFFICIENCY], base, cfg, q.seq_len // cfg.cp, microbatches)
     by_factor = {}
-    for factor in FACTOR_GRID:
+    for factor in factors:
         out = []
         for eff in GRID:
-            st = _settings(q, eff, factor)
-            hw = _resolve(q, st)
-            pred = pst.evaluate(arch, hw, st, cfg, q.seq_len, q.global_batch)
+            st = base.model_copy(update={"matmul_efficiency": eff, "elementwise_factor": factor})
+            with numeric():
+                pred = pst.timing(copy(memory), arch, hardware[eff], st, q.seq_len, q.global_batch)
             out.append(pred.tokens_per_s_per_gpu)
         by_factor[factor] = out
-    return Curve(tokens_s=by_factor[1.0], config=label, fits=fits, by_factor=by_factor)
+    return label, fits, by_factor
 
 
 _RESOLVE_TAKES_N_GPUS = "n_gpus" in inspect.signature(pst.resolve_hardware).parameters

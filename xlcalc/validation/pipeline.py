@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from ..errors import CatalogError, InputError
 from ..planner.stacks import DEFAULT_STACK, PLANNER, STACKS
-from .adapter import FACTOR_GRID, Curve, capabilities, predict, unsupported
+from .adapter import FACTOR_GRID, Curve, capabilities, predict, predict_at, unsupported
 from .factchoice import FactCurves, loso_chosen
 from .facts import FACTS
 from .runs import DEDUP_RULE, SCORED_APART, Query, Skip, deduplicate, load_runs, to_query
@@ -132,6 +132,6 @@ def at_defaults(queries: list[Query], caps: frozenset[str], stack: str = DEFAULT
         if eff is None:
             skipped.append(q.id)
             continue
-        curve = predict(plain, caps).at(factor)
+        curve = predict_at(plain, caps, factor)
         errors[q.id] = math.exp(log_error_at([math.log(t / q.measured_tokens_s) for t in curve], eff)) - 1
     return dict(errors=errors, skipped=skipped, stack=stack)
