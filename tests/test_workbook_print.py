@@ -102,10 +102,7 @@ def test_pdf_export_straight_from_the_xlsx_has_the_key_results_on_page_one():
     pages = whole.count("\f")
     # every sheet fits to one page wide: no 66-page print-out (16 sheets; rows tall enough for their messages)
     assert 8 <= pages <= 40, pages
-    for error in ERROR_VALUES:
-        assert error not in whole, error
-    for n, page in enumerate(whole.split("\f"), start=1):
-        assert "###" not in page, (n, [line for line in page.splitlines() if "###" in line][:3])  # a column too narrow
+    _no_error_value_nor_hashes(whole.split("\f"))  # no ###: no column too narrow
     # page 1 names every sheet; the pages follow that order (the footer names each page's sheet)
     contents = " ".join(page1.split()).split("Sheets, in print order: ", 1)[1].split(".", 1)[0].split(", ")
     assert len(set(contents)) == len(contents) == 16, contents
@@ -312,11 +309,7 @@ def test_pdf_of_a_layout_that_does_not_divide_prints_its_message_whole_and_point
     assert pointer == "see Memory!B4"
     whole = _pdf_text(pdf)
     pages = whole.split("\f")
-    order = [(re.findall(r"(\w+) \u2014 page \d+ of", page) or [""])[-1] for page in pages]
-    by_sheet: dict[str, list[str]] = {}
-    for page, name in zip(pages, order):
-        by_sheet.setdefault(name, []).append(page)
-    flat = {name: " ".join(" ".join(ps).split()) for name, ps in by_sheet.items()}
+    by_sheet, flat = _by_sheet(pages)
     why = " ".join(PP3_WHY.split())
     assert flat["Memory"].count(why) == 1, flat["Memory"][:2000]  # whole, once: the layout check's row
     assert "Layout check (OK = every piece whole) " + why in flat["Memory"]
@@ -347,10 +340,36 @@ def test_pdf_of_a_layout_that_does_not_divide_prints_its_message_whole_and_point
                     assert _read_down(lines, i, c, len(target)).startswith(target), (name, line)
                 c = line.find(start, c + 1)
     assert cells >= 1 + 3 + 1 + 3  # Memory's, Start's (check and two key results), Checks', three Scenarios columns
-    for error in ERROR_VALUES:
-        assert error not in whole, error
+    _no_error_value_nor_hashes(pages)
+
+
+def _as_printed(stem: str) -> tuple[list[str], dict[str, list[str]], dict[str, str]]:
+    """The pages of the case ``stem`` as printed (as many as the untouched plan's), by sheet (:func:`_by_sheet`)."""
+    _pdftotext()
+    pages = _pdf_text(printed()[stem]).split("\f")
+    assert len(pages) == len(_pdf_text(printed()["seed002"]).split("\f"))
+    return (pages, *_by_sheet(pages))
+
+
+def _by_sheet(pages: list[str]) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """The printed pages by sheet (each page's footer names its sheet), and each sheet's text on one line."""
+    by_sheet: dict[str, list[str]] = {}
+    for page in pages:
+        by_sheet.setdefault((re.findall(r"(\w+) \u2014 page \d+ of", page) or [""])[-1], []).append(page)
+    return by_sheet, {name: " ".join(" ".join(ps).split()) for name, ps in by_sheet.items()}
+
+
+def _no_error_value_nor_hashes(pages: list[str]) -> None:
     for n, page in enumerate(pages, start=1):
+        for error in ERROR_VALUES:
+            assert error not in page, (n, error)
         assert "###" not in page, (n, [line for line in page.splitlines() if "###" in line][:3])
+
+
+def _where(wb, name: str) -> str:
+    """The cell a defined name points to, as ``Sheet!A1``."""
+    (sheet, at), = wb.defined_names[name].destinations
+    return f"{sheet}!{at.replace('$', '')}"
 
 
 def _print_whole(by_sheet: dict[str, list[str]], sentences: dict[str, str]) -> dict[str, int]:
@@ -397,24 +416,13 @@ def test_pdf_of_failing_inputs_prints_pointers_in_the_memory_cells_and_the_messa
     and "..."); no page more than the untouched plan."""
     from xlcalc.frameworks import FRAMEWORKS
 
-    _pdftotext()
-    pdf = printed()["inputs"]
+    pages, by_sheet, flat = _as_printed("inputs")  # no page more than the untouched plan
     wb = openpyxl.load_workbook(printed()["inputs.xlsx"])
-    whole = _pdf_text(pdf)
-    pages = whole.split("\f")
-    assert len(pages) == len(_pdf_text(printed()["seed002"]).split("\f"))  # no page more
-    assert 8 <= whole.count("\f") <= 40
-    order = [(re.findall(r"(\w+) \u2014 page \d+ of", page) or [""])[-1] for page in pages]
-    by_sheet: dict[str, list[str]] = {}
-    for page, name in zip(pages, order):
-        by_sheet.setdefault(name, []).append(page)
-    flat = {name: " ".join(" ".join(ps).split()) for name, ps in by_sheet.items()}
+    assert 8 <= len(pages) - 1 <= 40
     assert wb["Start"]["B3"].value == "Input check"
     pointer = "see Start!C3"
 
-    def where(name: str) -> str:
-        (sheet, at), = wb.defined_names[name].destinations
-        return f"{sheet}!{at.replace('$', '')}"
+    where = functools.partial(_where, wb)
 
     precision = (f"{where('Precision')}: Precision = fp32 is not allowed: Precision must be a precision the "
                  f"Frameworks sheet gives for framework torchtitan: {', '.join(FRAMEWORKS['torchtitan'])}, or empty")
@@ -457,10 +465,7 @@ def test_pdf_of_failing_inputs_prints_pointers_in_the_memory_cells_and_the_messa
     for checked in ("Grads_Freed", "Logits_Buffer_Bytes"):  # a long value in a check's line: its start and "..."
         assert re.search(rf"Scenarios!C\d+: {checked} = torchtitan at fp32: n\.\.\. is not allowed: {checked} must be",
                          flat["Checks"]), checked
-    for error in ERROR_VALUES:
-        assert error not in whole, error
-    for n, page in enumerate(pages, start=1):
-        assert "###" not in page, (n, [line for line in page.splitlines() if "###" in line][:3])
+    _no_error_value_nor_hashes(pages)
 
 
 # The issue's pasted values (MFU 40, utilisation 1.5, a budget of -5) and a GPU typed wrong (its figures' look-ups hold
@@ -473,21 +478,10 @@ def test_pdf_of_pasted_values_prints_every_message_whole_and_the_way_to_it():
     on every sheet every message that starts printing prints to its end; the narrow cells (Inputs' looked-up GPU
     figures, Time, Budget's lines, ranges, own vs rent and budget-first) print "see Start!C3" instead; no error value,
     no ###, no page more than the untouched plan."""
-    _pdftotext()
-    pdf = printed()["pasted"]
+    pages, by_sheet, flat = _as_printed("pasted")
     wb = openpyxl.load_workbook(printed()["pasted.xlsx"])
-    whole = _pdf_text(pdf)
-    pages = whole.split("\f")
-    assert len(pages) == len(_pdf_text(printed()["seed002"]).split("\f"))
-    order = [(re.findall(r"(\w+) \u2014 page \d+ of", page) or [""])[-1] for page in pages]
-    by_sheet: dict[str, list[str]] = {}
-    for page, name in zip(pages, order):
-        by_sheet.setdefault(name, []).append(page)
-    flat = {name: " ".join(" ".join(ps).split()) for name, ps in by_sheet.items()}
 
-    def where(name: str) -> str:
-        (sheet, at), = wb.defined_names[name].destinations
-        return f"{sheet}!{at.replace('$', '')}"
+    where = functools.partial(_where, wb)
 
     looked_up = "h100 sxm: not on the GPUs sheet \u2014 pick an id from the list"
     allowed = {"MFU": "a number > 0 and <= 1", "Utilisation": "a number >= 0.01 and <= 1",
@@ -504,10 +498,7 @@ def test_pdf_of_pasted_values_prints_every_message_whole_and_the_way_to_it():
     for name in ("Inputs", "Time", "Budget"):
         assert pointer in flat[name], name
     assert flat["Inputs"].count(pointer) >= 3  # the GPU's figures: peak, memory, GPUs per node
-    for error in ERROR_VALUES:
-        assert error not in whole, error
-    for n, page in enumerate(pages, start=1):
-        assert "###" not in page, (n, [line for line in page.splitlines() if "###" in line][:3])
+    _no_error_value_nor_hashes(pages)
 
 
 def test_pdf_of_results_past_their_bounds_prints_every_message_whole_and_the_way_to_it():
@@ -518,15 +509,7 @@ def test_pdf_of_results_past_their_bounds_prints_every_message_whole_and_the_way
     computed from the plan's results print "see Start!C3" (Time, Budget, FineTuning, Sensitivity's spend); every
     message that starts
     printing prints to its end, no error value, no ###, no page more than the untouched plan."""
-    _pdftotext()
-    whole = _pdf_text(printed()["bound"])
-    pages = whole.split("\f")
-    assert len(pages) == len(_pdf_text(printed()["seed002"]).split("\f"))
-    order = [(re.findall(r"(\w+) \u2014 page \d+ of", page) or [""])[-1] for page in pages]
-    by_sheet: dict[str, list[str]] = {}
-    for page, name in zip(pages, order):
-        by_sheet.setdefault(name, []).append(page)
-    flat = {name: " ".join(" ".join(ps).split()) for name, ps in by_sheet.items()}
+    pages, by_sheet, flat = _as_printed("bound")
     assert "Input check " + DAYS_MESSAGE in flat["Start"], flat["Start"][:1500]
     shorts = (DAYS_SHORT, HOURS_SHORT, "GPUs_for_Deadline over 10,000,000", "TRAIN_DAYS over 100,000,000")
     # a short message starts with the result's name and "over" (a narrow cell wraps the bound to its next line)
@@ -538,10 +521,7 @@ def test_pdf_of_results_past_their_bounds_prints_every_message_whole_and_the_way
     assert starts["Scenarios"] >= 3 * 10 and starts["Budget"] >= 4, starts
     for name in ("Time", "Budget", "FineTuning", "Sensitivity"):
         assert "see Start!C3" in flat[name], name
-    for error in ERROR_VALUES:
-        assert error not in whole, error
-    for n, page in enumerate(pages, start=1):
-        assert "###" not in page, (n, [line for line in page.splitlines() if "###" in line][:3])
+    _no_error_value_nor_hashes(pages)
 
 
 def test_pdf_of_parallelism_rows_that_do_not_divide_prints_short_whole_messages_and_pointers():
@@ -551,16 +531,7 @@ def test_pdf_of_parallelism_rows_that_do_not_divide_prints_short_whole_messages_
     in one line (the cell it blames, then the message without the arithmetic in brackets, which it never starts);
     Start's input check prints the first row's whole message. Every message that starts printing prints to its end,
     and the printed pages are as many as the untouched plan's."""
-    _pdftotext()
-    pdf = printed()["par"]
-    whole = _pdf_text(pdf)
-    pages = whole.split("\f")
-    assert len(pages) == len(_pdf_text(printed()["seed002"]).split("\f"))  # no page more
-    order = [(re.findall(r"(\w+) \u2014 page \d+ of", page) or [""])[-1] for page in pages]
-    by_sheet: dict[str, list[str]] = {}
-    for page, name in zip(pages, order):
-        by_sheet.setdefault(name, []).append(page)
-    flat = {name: " ".join(" ".join(ps).split()) for name, ps in by_sheet.items()}
+    pages, by_sheet, flat = _as_printed("par")  # no page more than the untouched plan
     par = flat["Parallelism"]
     assert par.count("pp = 3 refused") == 1 and par.count("refused: see Checks") == 1, par[:3000]
     assert "is not allowed" not in par  # no message starts in the table's narrow cells
@@ -592,10 +563,7 @@ def test_pdf_of_parallelism_rows_that_do_not_divide_prints_short_whole_messages_
                 assert tail.startswith(why), (name, line)
                 assert not tail[len(why):].startswith((" (", ":")), (name, line)
     assert starts >= 2 + 1  # the two Checks lines and Start's input check
-    for error in ERROR_VALUES:
-        assert error not in whole, error
-    for n, page in enumerate(pages, start=1):
-        assert "###" not in page, (n, [line for line in page.splitlines() if "###" in line][:3])
+    _no_error_value_nor_hashes(pages)
 
 
 def _printed_in_column(layout_text: str, label: str, message: str, beside: str | None) -> bool:
