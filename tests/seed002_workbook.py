@@ -1,6 +1,6 @@
 """What the tests of the planning workbook as built (tests/test_workbook_*.py) share: seed 002's workbook, built
 once per test process, read with its formulas and with its cached values; a defined name's one cell; where the
-scenario presets are; the parameters one GPU of seed 002's first pipeline stage holds.
+scenario presets are; seed 002's layout; the parameters one GPU of seed 002's first pipeline stage holds.
 
 tests/conftest.py makes the fixtures (``seed002``, ``formulas_wb``, ``values_wb``) available to every test file.
 """
@@ -17,6 +17,10 @@ from xlcalc.workbook import build
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "xlcalc" / "presets"  # the scenario presets (package data)
+
+# seed 002's layout, as its preset states it (xlcalc/presets/seed002-70b-a800.toml: TP 4 x PP 4 replicas, ZeRO-1,
+# sequence parallelism, selective recompute); a scenario that leaves it out computes one GPU's (the one default)
+SEED002_LAYOUT = {"tp": 4, "pp": 4, "zero_stage": 1, "seq_parallel": True, "recompute": "selective"}
 
 
 def first_stage_psi_b(params_b=70, vocab=32000, hidden=8192, layers=80, pp=4, tp=4):

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from cli_run import run
+from cli_run import SEED002_LAYOUT_FLAGS, run
 from xlcalc.cli import main
 
 
@@ -35,13 +35,20 @@ def test_estimate_prints_a_table_for_people(capsys):
     assert code == 0
     assert "Training days" in out and "76.08" in out
     assert "Traceback" not in out
+    # no layout given: one GPU's, whose model states alone (70e9 x 18 bytes = 1,260 GB) outgrow the 80 GB card; the
+    # answer says so before the table and names the flags that set a layout and the planner
+    head = out.split("\nresult ")[0]
+    assert "Layout: DOES NOT FIT" in head and "of 80.00 GB" in head and "one GPU's layout" in head
+    assert all(f in head for f in ("--tp", "--pp", "--zero-stage", "xlcalc plan"))
+    code, out, _ = run(capsys, "estimate", *SEED002_LAYOUT_FLAGS)
+    assert code == 0 and "DOES NOT FIT" not in out and "Layout:" not in out
 
 
 def test_estimate_takes_a_precision_recipe(capsys):
     # Megatron recipe 2 + 4 + 12 bytes/param, ZeRO-1 over DP = 1024 / 16 = 64; the first of PP 4 stages holds
     # 20 of 80 layers ((70e9 - 2 x 32000 x 8192) / 80 parameters each) and the 32000 x 8192 input embedding, / TP 4:
     # (2 + 4) * psi + 12 * psi / 64 GB
-    code, out, _ = run(capsys, "estimate", "--recipe", "megatron", "--params-b", "70", "--json")
+    code, out, _ = run(capsys, "estimate", "--recipe", "megatron", "--params-b", "70", *SEED002_LAYOUT_FLAGS, "--json")
     assert code == 0
     vh = 32000 * 8192 / 1e9
     psi = (20 * (70 - 2 * vh) / 80 + vh) / 4

@@ -84,9 +84,10 @@ def test_old_spellings_are_hidden_aliases_of_the_one_flag(command, old, dest):
 
 
 def test_an_input_several_commands_take_states_one_default_the_declared_one():
-    # every stated fixed default of a scenario input equals the scenario's; the memory model's layout inputs state
-    # theirs (xlcalc.recipes.MEMORY_DEFAULTS) and are checked below
-    layout = {"tp", "pp", "zero_stage", "seq_parallel", "recompute", "micro_batch", "dp"}
+    # every stated fixed default of a scenario input equals the scenario's; a layout input's is the memory model's
+    # (xlcalc.recipes.MEMORY_DEFAULTS, one GPU) on every command, and the scenario's field is that same default
+    layout = {"tp", "pp", "zero_stage", "seq_parallel", "recompute", "micro_batch"}
+    assert {k: FIELDS[k].default for k in layout} == {k: MEMORY_DEFAULTS[k] for k in layout}
     taken: dict[str, set[str]] = {}
     checked = 0
     for command, p in COMMAND_PARSERS.items():
@@ -97,7 +98,7 @@ def test_an_input_several_commands_take_states_one_default_the_declared_one():
             stated = _stated_default(_stated_help(p, a))
             if stated is None:  # required, searched or derived (from --model, the GPU's): no fixed default
                 continue
-            declared = (MEMORY_DEFAULTS[a.dest] if command == "memory" and a.dest in layout
+            declared = (MEMORY_DEFAULTS[a.dest] if a.dest in layout
                         else DEFAULT_RECIPE if a.dest == "recipe" else DEFAULT_FRAMEWORK if a.dest == "framework"
                         else FIELDS[a.dest].default)
             if isinstance(stated, float):
@@ -178,7 +179,7 @@ def test_a_switch_takes_both_forms(capsys, command):
         assert code == 2 and "seq_parallel = 'maybe'" in err and "grads_freed = 2" in err
 
 
-# 126 layers (Llama 3.1 405B) on 16 stages: 7 + 14 x 8 + 7; TP 4 x PP 16 divides the default 1,024 GPUs
+# 126 layers (Llama 3.1 405B) on 16 stages: 7 + 14 x 8 + 7; PP 16 (x the default TP 1) divides the default 1,024 GPUs
 SPLIT = "7," + "8," * 14 + "7"
 
 
@@ -201,13 +202,20 @@ def test_a_pp_that_contradicts_the_stage_list_is_refused(capsys, command):
     assert "pp = 4 is not allowed" in err and "16" in err and "Traceback" not in err
 
 
-@pytest.mark.xfail(strict=True, reason="open (issue 22): the memory model's layout defaults (one GPU, no recompute) "
-                   "and the scenario's (seed 002's TP 4, PP 4, ZeRO-1, SP, selective, 4,096 tokens) are still two")
 def test_memory_and_estimate_share_the_layout_defaults(capsys):
-    code, out, _ = run(capsys, "memory", "--params-b", "70", "--layers", "80", "--hidden", "8192", "--heads", "64",
-                       "--vocab", "32000", "--json")
+    arch = ("--params-b", "70", "--layers", "80", "--hidden", "8192", "--heads", "64", "--vocab", "32000", "--json")
+    code, out, _ = run(capsys, "memory", *arch)
     assert code == 0
-    used = json.loads(out)["inputs"]
+    memory = json.loads(out)
+    used = memory["inputs"]
+    code, out, _ = run(capsys, "estimate", *arch)
+    assert code == 0
+    estimate = json.loads(out)
     sc = Scenario()
-    assert [used[k] for k in ("tp", "pp", "zero_stage", "seq_parallel", "recompute", "seq_len")] == [
-        sc.tp, sc.pp, sc.zero_stage, sc.seq_parallel, sc.recompute, sc.seq_len]
+    names = ("tp", "pp", "zero_stage", "seq_parallel", "recompute", "micro_batch", "seq_len")
+    assert [used[k] for k in names] == [estimate["scenario"][k] for k in names] == [getattr(sc, k) for k in names]
+    # the one default: one GPU (TP 1, PP 1, no ZeRO, no SP, no recompute, one sequence) of 4,096 tokens (Llama 2's)
+    assert [used[k] for k in names] == [1, 1, 0, False, "none", 1, 4096]
+    # so both hold every parameter's model states on each GPU: 70e9 x (2 + 4 + 12) bytes (Megatron's recipe) = 1,260 GB
+    assert memory["static_gb"] == pytest.approx(70 * 18) == estimate["results"]["Mem_Static_GB"]
+    assert memory["total_gb"] == pytest.approx(estimate["results"]["Mem_Total_GB"])

@@ -6,7 +6,7 @@ import openpyxl
 import pytest
 
 from named_edits import list_cells, validation_of
-from seed002_workbook import TEMPLATES, first_stage_psi_b, named
+from seed002_workbook import SEED002_LAYOUT, TEMPLATES, first_stage_psi_b, named
 from xlcalc.scenario import evaluate, load_scenario
 from xlcalc.workbook import build
 
@@ -67,7 +67,7 @@ def test_unknown_recipe_in_a_scenario_file_names_the_input(tmp_path):
 def test_overwritten_byte_count_is_a_number_the_others_stay_looked_up(tmp_path):
     from xlcalc.scenario import Scenario
 
-    sc = Scenario.build(recipe="megatron", gpu="h100", bytes_grads=3)
+    sc = Scenario.build(recipe="megatron", gpu="h100", bytes_grads=3, **SEED002_LAYOUT)
     path = tmp_path / "r.xlsx"
     build(path, [sc])
     wb, vals = openpyxl.load_workbook(path), openpyxl.load_workbook(path, data_only=True)

@@ -100,7 +100,9 @@ MEMORY_DEFAULTS: dict[str, Any] = {
     "lora_targets": "all_linear",  # QLoRA §4: adapters on every linear layer are needed to match full fine-tuning
     "quant_block": 64,           # QLoRA §3: NF4 blocks of 64 weights, constants double-quantised in blocks of 256
     "double_quant": True,
-    # the layout when a question leaves it out: one GPU, no sharding, no recomputation, one sequence
+    # the layout when a question leaves it out: one GPU, no sharding, no recomputation, one sequence. The one
+    # declaration of every face's layout defaults (xlcalc.scenario.Scenario's fields read them: estimate, cost, the
+    # scenario files and the workbook); what is given is what is computed, a layout is the user's or xlcalc plan's
     "tp": 1, "pp": 1, "dp": 1, "zero_stage": 0, "seq_parallel": False, "recompute": "none", "micro_batch": 1,
 }
 

@@ -155,8 +155,11 @@ INPUT_BY_NAME = {c.name: c for c in INPUTS}
 
 
 class Scenario(BaseModel):
-    """Every input of a plan. Defaults are seed 002's 70B-on-A800 case (MHA, F = 4h as its activation formula),
-    with the default precision recipe (xlcalc.recipes.DEFAULT_RECIPE)."""
+    """Every input of a plan. The model, data and cluster defaults are seed 002's 70B-on-A800 case (MHA, F = 4h as
+    its activation formula), with the default precision recipe (xlcalc.recipes.DEFAULT_RECIPE); the layout defaults
+    (TP, PP, ZeRO stage, sequence parallelism, recompute, micro-batch) are the memory model's, one GPU's
+    (xlcalc.recipes.MEMORY_DEFAULTS): what a plan gives is what is computed, and a layout is the user's or the
+    planner's (``xlcalc plan``) choice."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -173,6 +176,8 @@ class Scenario(BaseModel):
     params_b: float = 70
     active_params_b: float = 0  # a mixture of experts' active parameters: the N of 6*N*D (0 = params_b)
     tokens_t: float = 2
+    # the one default sequence length of every face (xlcalc.planner.architecture.FLAGS_SEQ_LEN reads it): 4,096
+    # tokens, Llama 2's training context (Touvron et al. 2023, Table 1) and seed 002's
     seq_len: int = 4096
     hidden: int = 8192
     layers: int = 80
@@ -182,12 +187,13 @@ class Scenario(BaseModel):
     n_gpus: int = 1024
     gpus_per_node: int = 8
     mfu: float = 0.4
-    tp: int = 4
-    pp: int = 4
-    zero_stage: int = 1
-    seq_parallel: bool = True
-    recompute: str = "selective"
-    micro_batch: int = 1
+    # the layout: the memory model's defaults, one GPU (xlcalc.recipes.MEMORY_DEFAULTS, the one declaration)
+    tp: int = MEMORY_DEFAULTS["tp"]
+    pp: int = MEMORY_DEFAULTS["pp"]
+    zero_stage: int = MEMORY_DEFAULTS["zero_stage"]
+    seq_parallel: bool = MEMORY_DEFAULTS["seq_parallel"]
+    recompute: str = MEMORY_DEFAULTS["recompute"]
+    micro_batch: int = MEMORY_DEFAULTS["micro_batch"]
     # bytes per parameter and the stage memory model's other defaults: xlcalc.recipes (one place for every face)
     bytes_weights: float = _BYTES["bytes_weights"]
     bytes_grads: float = _BYTES["bytes_grads"]

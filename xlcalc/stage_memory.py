@@ -564,8 +564,10 @@ def _compose(values: dict[str, Any], result: str) -> Any:
     dynamic_defaults=udf_defaults, dynamic_params=PROFILE_INPUTS,
     dynamic_from=("framework", "precision"),
 )
-def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len, micro_batch=1, tp=1, pp=1,  # type: ignore[no-untyped-def]  # a formula body (see pyproject.toml)
-                   cp=1, dp=1, zero_stage=0, seq_parallel=False, recompute="none", gated_ffn=False,
+def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len,  # type: ignore[no-untyped-def]  # a formula body (see pyproject.toml)
+                   micro_batch=_D["micro_batch"], tp=_D["tp"], pp=_D["pp"], cp=_D["cp"], dp=_D["dp"],
+                   zero_stage=_D["zero_stage"], seq_parallel=_D["seq_parallel"], recompute=_D["recompute"],
+                   gated_ffn=False,
                    tied_embeddings=_D["tied_embeddings"], flash_attention=_D["flash_attention"],
                    virtual_stages=_D["virtual_stages"], microbatches=_D["microbatches"],
                    first_stage_layers=_D["first_stage_layers"], last_stage_layers=_D["last_stage_layers"],

@@ -40,7 +40,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Estimate FLOPs, days, GPU-hours, GPUs for a deadline, memory per GPU and cost, with renting and "
             "owning side by side and goodput (failures and checkpoints) priced in. "
-            "Defaults are seed 002's case (70B, 2T tokens, 1024 A800 at MFU 0.4). "
+            "Defaults are seed 002's case (70B, 2T tokens, 1024 A800 at MFU 0.4) on one GPU's layout (TP 1, PP 1, "
+            "ZeRO-0, no recompute, as xlcalc memory): give the layout (--tp, --pp, --zero-stage, ...) or let "
+            "xlcalc plan choose one. "
             "--model and --gpu fill the architecture, the GPU figures and the GPU's catalog price; "
             "explicit flags win."
         ),
@@ -115,6 +117,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"Framework: {framework_words(args)}")
     print(job_line({**memory, "inputs": scenario.model_dump()}).replace("job: ", "Job: ", 1))
     print(f"Failures: {_failure_note(scenario, results)}")
+    if memory.get("fit", {}).get("verdict") == "does not fit":
+        print(layout_advice(args, scenario, memory))
     print()
     rows = [(o.label, number(results[o.name], o.unit), o.unit) for o in OUTPUTS
             if o.name not in OWN_VS_RENT and o.name not in _MEMORY_DETAIL]
@@ -140,6 +144,22 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(ranges_table(rng))
     return 0
+
+
+# the flags that set the layout (left out: one GPU's, xlcalc.recipes.MEMORY_DEFAULTS through the scenario's fields)
+_LAYOUT_FLAGS = ("tp", "pp", "zero_stage", "seq_parallel", "recompute", "micro_batch", "cp", "layers_per_stage")
+
+
+def layout_advice(args: argparse.Namespace, scenario: Scenario, memory: dict) -> str:
+    """What to do when the layout does not fit the GPU: the flags that set a layout, or the planner."""
+    f = memory["fit"]
+    given = [n for n in _LAYOUT_FLAGS if getattr(args, n, None) is not None]
+    layout = (f"TP {scenario.tp}, PP {scenario.pp}, ZeRO-{scenario.zero_stage}, recompute {scenario.recompute}"
+              + ("" if given else ": one GPU's layout, the default when no layout flag is given"))
+    return (f"Layout: DOES NOT FIT - {memory['total_gb']:,.2f} GB per GPU predicted, {f['upper_gb']:,.2f} GB with "
+            f"the margin, of {f['capacity_gb']:,.2f} GB ({layout}).\n"
+            "  Give a layout that fits with --tp, --pp, --zero-stage (and --recompute, --seq-parallel, --micro-batch), "
+            "or let `xlcalc plan` search for one; the days, GPU-hours and cost below assume the run fits.")
 
 
 def _layers(args: argparse.Namespace, values: dict) -> int:

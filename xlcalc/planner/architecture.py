@@ -10,14 +10,16 @@ from dataclasses import dataclass
 
 from .. import catalog
 from ..errors import InputError
+from ..scenario import Scenario
 from ..validate import check_value
 
 __all__ = ["Arch", "arch_from_model", "arch_from_flags", "FLAGS_VOCAB", "FLAGS_SEQ_LEN"]
 
-# What an architecture given by its numbers (no model, no config.json) assumes where it is not given: the one
-# declaration of these defaults (arch_from_flags; plan's and memory's flags and help take them from here).
+# What an architecture given by its numbers (no model, no config.json) assumes where it is not given (arch_from_flags;
+# plan's and memory's flags and help take them from here).
 FLAGS_VOCAB = 32000     # Llama 1/2's vocabulary
-FLAGS_SEQ_LEN = 2048    # GPT-3's and Llama 1's training context
+# the scenario's sequence length, the one default of every face (xlcalc.scenario.Scenario: 4,096, Llama 2's context)
+FLAGS_SEQ_LEN: int = Scenario.model_fields["seq_len"].default
 
 
 @dataclass(frozen=True)
