@@ -23,6 +23,7 @@ import pytest
 import lo_batch
 import xlcalc
 from chart_data import chart_data_cells, chart_data_rows
+from cli_run import SEED002_LAYOUT_FLAGS
 from named_edits import Edits
 from xlcalc import catalog
 from xlcalc.cli import main as xlcalc_main
@@ -460,9 +461,10 @@ def test_a_picked_tier_prices_the_plan_and_states_price_and_tier_as_the_cli(lo, 
     assert wb["Budget"]["D3"].value.startswith(shown)
     # the CLI's estimate of the same plan at the same tier: the same dollars
     sc = c["scenario"]
-    # (no --capex-usd-per-gpu: both take the GPU's purchase price from the price catalog, or both say it has none)
+    # (no --capex-usd-per-gpu: both take the GPU's purchase price from the price catalog, or both say it has none;
+    # seed 002's layout given as its preset gives it)
     assert main(["estimate", "--gpu", sc.gpu, "--price-tier", tier, "--recipe", "seed002", "--overhead-gb", "4",
-                 "--json"]) == 0
+                 *SEED002_LAYOUT_FLAGS, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert {c.field: data["scenario"][c.field] for c in INPUTS} == {c.field: getattr(sc, c.field) for c in INPUTS}
     assert data["price"] == cli
