@@ -80,6 +80,12 @@ def test_memory_table_shows_each_component(capsys):
     for word in ("Weights", "Gradients", "Optimizer", "Activations", "Logits", "Other", "total", "first stage",
                  "recipe: megatron", "fit: DOES NOT FIT"):
         assert word in out
+    # 70B x 18 bytes / TP 8 = 157.5 GB of model states on an 80 GB card: the answer names what sets a layout
+    assert "a layout that fits:" in out and all(f in out for f in ("--tp", "--pp", "--zero-stage", "xlcalc plan"))
+    # TP 8, PP 4, ZeRO-1 over DP 32: 70e9 x (2 + 4) / 32 + 70e9 x 12 / 32 / 32 bytes of states, well inside 80 GB
+    code, out, _ = run(capsys, "memory", "--model", "llama2-70b", "--tp", "8", "--pp", "4", "--dp", "32",
+                       "--zero-stage", "1", "--recompute", "full", "--gpu", "A800")
+    assert code == 0 and "fit: FITS" in out and "a layout that fits:" not in out
 
 
 def test_catalog_lists_and_shows(capsys):

@@ -336,6 +336,12 @@ def run(args: argparse.Namespace) -> int:
     print(f"memory per GPU: {out['total_gb']:,.2f} GB ({out['peak_stage']} stage)")
     if "fit" in out:
         print(fit_lines(out))
+        if out["fit"]["verdict"] != "fits":
+            smaller = out["max_micro_batch"]
+            print("a layout that fits: " + (f"--micro-batch {number(smaller)} (the largest that fits), or " if
+                                            1 <= smaller < i["micro_batch"] else "")
+                  + "shard with --tp, --pp, --dp and --zero-stage (or recompute with --recompute), or let "
+                  "`xlcalc plan` search for one")
     return 0
 
 
