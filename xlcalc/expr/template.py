@@ -141,26 +141,26 @@ class Bound(Expr):
         return self.expand().key()
 
 
-class _Rebound(Mapping[str, Any]):
-    """An environment in which a template's placeholder variables read their bound references."""
+class _Rebound(dict[str, Any]):
+    """An environment in which a template's placeholder variables read their bound references.
+
+    A variable is read through the environment the first time and kept: a template's formula reads the same few
+    cells again and again (a guard's input, then the result over it), and a value read does not change while the
+    template is evaluated (the environment's values are the cells' computed values).
+    """
 
     __slots__ = ("env", "refs", "slot_names")
 
     def __init__(self, env: Mapping[str, Any], refs: Mapping[str, str], slot_names: Mapping[str, str] | None = None):
+        super().__init__()
         self.env, self.refs = env, refs
         self.slot_names = slot_names if slot_names is not None else {Template.slot(k): k for k in refs}
 
-    def __getitem__(self, var: str) -> Any:
+    def __missing__(self, var: str) -> Any:
         slot = self.slot_names.get(var)
-        if slot is not None:
-            return self.env[self.refs[slot]]
-        return self.env[var]
+        value = self.env[self.refs[slot]] if slot is not None else self.env[var]
+        self[var] = value
+        return value
 
     def __getattr__(self, name: str) -> Any:  # what else the environment offers (a workbook's cells)
         return getattr(self.env, name)
-
-    def __iter__(self) -> Any:
-        return iter(self.env)
-
-    def __len__(self) -> int:
-        return len(self.env)
