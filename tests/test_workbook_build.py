@@ -130,3 +130,32 @@ def test_the_build_leaves_the_cycle_collector_as_it_found_it():
         assert not gc.isenabled()  # off before, off after
     finally:
         gc.enable()
+
+
+
+def test_a_formula_text_is_refused_for_exactly_the_characters_openpyxl_refuses():
+    """The writer binds a formula's text without openpyxl's ``cell.value`` (writer._bind_text): a control character
+    in it is refused as openpyxl's own binding refuses it, and every other character is written. XML 1.0 allows no
+    control character below 0x20 but tab, line feed and carriage return: 29 refused."""
+    from openpyxl import Workbook
+    from openpyxl.utils.exceptions import IllegalCharacterError
+
+    from xlcalc.expr import Text
+    from xlcalc.workbook.writer import write_cell
+
+    ws = Workbook().active
+    refused_here = []
+    for ch in [chr(c) for c in range(0x80)] + ["\u2014", "\u00e9", "\ufffe"]:
+        try:
+            ws["A1"].value = f'="{ch}"'
+            refused = False
+        except IllegalCharacterError:
+            refused = True
+        try:
+            write_cell(ws, "B1", Text(ch), "formula", None, None)
+        except IllegalCharacterError:
+            refused_here.append(ch)
+            assert refused, repr(ch)
+        else:
+            assert not refused and ws["B1"].value == "=" + Text(ch).render(str), repr(ch)
+    assert len(refused_here) == 29

@@ -67,7 +67,11 @@ SHORT_CHARS = 90  # the most characters of column G's one printed line
 
 def check_ref(name: str) -> str:
     """The cell of input ``name``'s check on the Checks sheet."""
-    return ref_text(SHEET, f"C{FIRST_ROW + CHECKED.index(name)}")
+    return ref_text(SHEET, f"C{_CHECK_ROW[name]}")
+
+
+_CHECK_ROW = {name: FIRST_ROW + k for k, name in enumerate(CHECKED)}  # input -> the row of its check
+assert len(_CHECK_ROW) == len(CHECKED), "an input checked twice"
 
 
 GROUP_FIRST_ROW = FIRST_ROW + len(CHECKED) + 3
@@ -201,8 +205,18 @@ def cell_checks(refs: Any) -> list[tuple[str, str]]:
     reg = _ACTIVE.get()
     if reg is None:
         return []
+    # the cells of a row or column are asked about once per result placed over them: the answer for the last
+    # ``refs`` is kept, with the number of registered cells it was made with (a cell once registered keeps its row)
+    last = reg.memo.get(_CELL_CHECKS)
+    if last is not None and last[1] == len(reg.cells) and last[0] == refs:
+        return list(last[2])
     cells = reg.cells
-    return [(k, reg.check_ref(ref)) for _, k, ref in sorted((cells[r][0], k, r) for k, r in refs.items() if r in cells)]
+    made = [(k, reg.check_ref(ref)) for _, k, ref in sorted((cells[r][0], k, r) for k, r in refs.items() if r in cells)]
+    reg.memo[_CELL_CHECKS] = (dict(refs), len(cells), made)
+    return list(made)
+
+
+_CELL_CHECKS = ("cell checks",)  # Registry.memo's key of the last cell_checks answer
 
 
 INLINE_CELLS = 6  # the other sheets' cells a guard checks one by one (more: gathered in a cell of their own)
@@ -218,7 +232,8 @@ def guard(expr: Any, names: Any) -> Any:
     if reg is None:
         return expr
     names = set(names)
-    cells = [r for r in reg.cells if r in names]
+    # (the registered cells among ``names`` in the order of their rows, the order they were registered in)
+    cells = sorted(names & reg.cells.keys(), key=lambda r: reg.cells[r][0])
     checked = [reg.ref(frozenset(cells))] if len(cells) > INLINE_CELLS else [reg.check_ref(r) for r in cells]
     for at in reversed(checked):
         expr = if_(eq(Var(at), OK), expr, Var(at))
