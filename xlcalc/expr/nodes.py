@@ -500,7 +500,10 @@ def wrap(value: Any) -> Expr:
 
 
 def is_expr(*values: Any) -> bool:
-    return any(isinstance(v, Expr) for v in values)
+    for v in values:  # (a loop, not any() over a generator: called for every node a formula body builds)
+        if isinstance(v, Expr):
+            return True
+    return False
 
 
 _ERRORS = (ArithmeticError, TypeError, ValueError, LookupError)
