@@ -163,7 +163,7 @@ def gathered(names: Any) -> str | None:
     reg = _ACTIVE.get()
     if reg is None:
         return None
-    group = frozenset(n for n in names if n in CHECKED or n in reg.cells)
+    group = frozenset(n for n in names if n in _CHECK_ROW or n in reg.cells)  # (_CHECK_ROW: CHECKED's names)
     if not group:
         return None
     return reg.ref(group)
@@ -514,7 +514,7 @@ def _wrap_if_long(book: Book, row: int, col: str, where: str, name: str,
 
 
 def is_checked(name: str) -> bool:
-    return name in CHECKED
+    return name in _CHECK_ROW  # (the names of CHECKED)
 
 
 def master(expr_ok: Any) -> Any:

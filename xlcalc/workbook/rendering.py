@@ -84,8 +84,8 @@ def output_formula(name: str, varmap: Mapping[str, str] | None = None,
     shape = (name, over, inline)
     template = _TEMPLATES.get(shape)
     if template is None:
-        expr, subs = output_formula_tree(name, {**varmap, **{k: Template.slot(k) for k in refs}}, inline, shared=True)
-        slot_of = {Template.slot(k): k for k in refs}
+        slotted, slot_of = _slotted(varmap, refs)
+        expr, subs = output_formula_tree(name, slotted, inline, shared=True)
         subs = {key: Template.sub_slot(slot_of[text]) if text in slot_of else text for key, text in subs.items()}
         template = _TEMPLATES[shape] = Template(expr, subs, refs)
     return template.bind(refs), {}
@@ -109,6 +109,20 @@ def _split(varmap: dict[str, str]) -> tuple[dict[str, str], tuple[frozenset[str]
         over = (frozenset(refs), tuple(sorted((k, v) for k, v in varmap.items() if k not in refs)))
     _SPLIT[0] = (dict(varmap), (refs, over))  # one item: another thread reads a varmap with its own split
     return refs, over
+
+
+_SLOTTED: list[Any] = [None]  # (the last varmap (a copy), its _slotted)
+
+
+def _slotted(varmap: dict[str, str], refs: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """``varmap`` with each name of ``refs`` (its cells: :func:`_split`) mapped to its placeholder, and the name of
+    each placeholder. (The templates of a row or column are made over one varmap: those of the last one are kept.)"""
+    last = _SLOTTED[0]
+    if last is not None and last[0] == varmap:
+        return last[1]
+    made = {**varmap, **{k: Template.slot(k) for k in refs}}, {Template.slot(k): k for k in refs}
+    _SLOTTED[0] = (dict(varmap), made)  # one item: another thread reads a varmap with its own
+    return made
 
 
 def output_formula_tree(name: str, varmap: Mapping[str, str] | None = None,

@@ -90,7 +90,7 @@ def _bind_text(cell: Cell, text: str) -> None:
     """``cell.value = text`` for a ``str`` as openpyxl binds it (``Cell._bind_value``: cut to 32,767 characters, a
     control character refused, a formula or an error code by its text), without its checks of the value's type."""
     value = text[:32767]
-    if _ILLEGAL.search(value) is not None:
+    if not value.isprintable() and _ILLEGAL.search(value) is not None:  # (printable text has no control character)
         raise IllegalCharacterError(f"{value} cannot be used in worksheets.")
     cell._value = value
     cell.data_type = "f" if len(value) > 1 and value.startswith("=") else "e" if value in ERROR_CODES else "s"
