@@ -241,9 +241,13 @@ class BinOp(Expr):
         p = _PREC[self.op]
         left = self.left.render(names, subs)
         right = self.right.render(names, subs)
-        if _child_prec(self.left, subs) < p:
+        if subs:
+            left_prec, right_prec = _child_prec(self.left, subs), _child_prec(self.right, subs)
+        else:  # (what _child_prec gives without subs)
+            left_prec, right_prec = self.left.prec, self.right.prec
+        if left_prec < p:
             left = f"({left})"
-        if _child_prec(self.right, subs) <= p:
+        if right_prec <= p:
             right = f"({right})"
         return f"{left}{self.op}{right}"
 
