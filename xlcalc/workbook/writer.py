@@ -17,17 +17,19 @@ from copy import copy
 from typing import IO, Any
 
 from openpyxl import Workbook
-from openpyxl.cell.cell import ERROR_CODES, Cell
+from openpyxl.cell.cell import ERROR_CODES, Cell, MergedCell
 from openpyxl.compat import safe_string
 from openpyxl.drawing.spreadsheet_drawing import SpreadsheetDrawing
 from openpyxl.formatting.rule import CellIsRule
-from openpyxl.styles import Alignment, Protection
+from openpyxl.styles import Alignment, Border, Protection
+from openpyxl.styles.cell_style import StyleArray
 from openpyxl.utils import get_column_letter
 from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
 from openpyxl.utils.exceptions import IllegalCharacterError
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet._writer import WorksheetWriter
 from openpyxl.worksheet.datavalidation import DataValidation
+from openpyxl.worksheet.merge import MergedCellRange
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.writer.excel import ExcelWriter
 
@@ -133,6 +135,63 @@ class _Alignments:
     def get(self, cell: Any) -> Alignment:
         """The cell's alignment (openpyxl's ``cell.alignment`` without the proxy around it)."""
         return self.wb._alignments[cell._style.alignmentId]
+
+
+class Merger:
+    """``ws.merge_cells(range)`` for the ranges of one workbook: openpyxl's steps (a MergedCellRange, MergedCells for
+    the range's other cells, then MergedCellRange.format), format's borders worked out once each.
+
+    format() gives each edge cell of the range its border plus the start cell's side on that edge (``cell.border +=
+    Border(<side>=...)``), then every cell of the range the start cell's protection; openpyxl hashes and compares
+    the new border or protection with the workbook's list on every assignment. A border's sum depends only on the two
+    borders and the side: it is kept by (side, the start cell's border id, the edge cell's border id); a protection
+    by the start cell's protection id -- the same ids, the first of each added to the list in the same order."""
+
+    def __init__(self) -> None:
+        self.sums: dict[tuple[str, int, int], int] = {}
+        self.protections: dict[int, int] = {}
+
+    def merge(self, ws: Any, rng: str) -> None:
+        mcr = MergedCellRange(ws, rng)  # (its start cell takes the bottom and right sides of its end cell)
+        ws.merged_cells.add(mcr)
+        cells = mcr.cells
+        next(cells)  # the start cell stays
+        for row, col in cells:
+            ws._cells[row, col] = MergedCell(ws, row, col)
+        start, borders = mcr.start_cell, ws.parent._borders
+        for name in ("top", "left", "right", "bottom"):  # MergedCellRange.format
+            if not start._style:
+                start._style = StyleArray()  # (as reading cell.border makes it)
+            start_id = start._style.borderId
+            side = getattr(borders[start_id], name)
+            if side and side.style is None:
+                continue
+            for coord in getattr(mcr, name):
+                cell = ws._cells.get(coord)
+                if cell is None:
+                    cell = ws._cells[coord] = MergedCell(ws, row=coord[0], column=coord[1])
+                if not cell._style:
+                    cell._style = StyleArray()
+                key = (name, start_id, cell._style.borderId)
+                made = self.sums.get(key)
+                if made is None:
+                    cell.border += Border(**{name: side})
+                    self.sums[key] = cell._style.borderId
+                else:
+                    cell._style.borderId = made
+        start_id = start._style.protectionId
+        protection = self.protections.get(start_id)
+        for coord in mcr.cells:
+            cell = ws._cells.get(coord)
+            if cell is None:
+                cell = ws._cells[coord] = MergedCell(ws, row=coord[0], column=coord[1])
+            if not cell._style:
+                cell._style = StyleArray()
+            if protection is None:
+                cell.protection = copy(start.protection)
+                protection = self.protections[start_id] = cell._style.protectionId
+            else:
+                cell._style.protectionId = protection
 
 
 def _number(x: float) -> str:
@@ -372,8 +431,9 @@ def to_workbook(book: Book) -> Workbook:
             if (cell := ws._cells.get((row, k))) is not None and cell.value is not None:
                 a = align.get(cell)
                 align.set(cell, horizontal=a.horizontal, wrap_text=a.wrap_text, vertical="top")
+    merger = Merger()
     for sheet, rng in book.merges:
-        wb[sheet].merge_cells(rng)
+        merger.merge(wb[sheet], rng)
     for ws in wb.worksheets:
         fit_row_heights(ws)
     for (sheet, row), points in book.heights.items():  # a message's row: never lower than its wrapped text needs
