@@ -37,7 +37,7 @@ from ..expr.nodes import Expr
 from ..inputs import InputSpec
 from .cache import _value_xml
 from .layout import BAD_FILL, CHARS_PER_WIDTH, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, WIDTHS
-from .model import Book, identity
+from .model import _PLAIN_COORD, Book, identity
 from .rendering import BOOL_FORMAT
 
 SHEET_ORDER = ("Start", "Inputs", "Memory", "Time", "Budget", "FineTuning", "Scenarios", "Sensitivity", "Parallelism",
@@ -109,7 +109,8 @@ def _row_col(at: str) -> tuple[int, int]:
     """(row, column) of a coordinate such as ``B12`` (each coordinate parsed once)."""
     rc = _COORDS.get(at)
     if rc is None:
-        col, row = coordinate_from_string(at)
+        m = _PLAIN_COORD.match(at)  # (a plain "B12" split without openpyxl's parse; anything else parsed by it)
+        col, row = (m[1], int(m[2])) if m else coordinate_from_string(at)
         rc = _COORDS[at] = (row, column_index_from_string(col))
     return rc
 
