@@ -130,3 +130,78 @@ def test_the_build_leaves_the_cycle_collector_as_it_found_it():
         assert not gc.isenabled()  # off before, off after
     finally:
         gc.enable()
+
+
+
+def test_a_formula_text_is_refused_for_exactly_the_characters_openpyxl_refuses():
+    """The writer binds a formula's text without openpyxl's ``cell.value`` (writer._bind_text): a control character
+    in it is refused as openpyxl's own binding refuses it, and every other character is written. XML 1.0 allows no
+    control character below 0x20 but tab, line feed and carriage return: 29 refused."""
+    from openpyxl import Workbook
+    from openpyxl.utils.exceptions import IllegalCharacterError
+
+    from xlcalc.expr import Text
+    from xlcalc.workbook.writer import write_cell
+
+    ws = Workbook().active
+    refused_here = []
+    for ch in [chr(c) for c in range(0x80)] + ["\u2014", "\u00e9", "\ufffe"]:
+        try:
+            ws["A1"].value = f'="{ch}"'
+            refused = False
+        except IllegalCharacterError:
+            refused = True
+        try:
+            write_cell(ws, "B1", Text(ch), "formula", None, None)
+        except IllegalCharacterError:
+            refused_here.append(ch)
+            assert refused, repr(ch)
+        else:
+            assert not refused and ws["B1"].value == "=" + Text(ch).render(str), repr(ch)
+    assert len(refused_here) == 29
+
+
+def _styles(wb):
+    """Every cell of every sheet as (sheet, coordinate, cell type, style array), and the workbook's style lists."""
+    cells = [(ws.title, k, type(c).__name__, None if c._style is None else list(c._style))
+             for ws in wb.worksheets for k, c in sorted(ws._cells.items())]
+    return cells, list(wb._borders), list(wb._protections)
+
+
+def test_merged_ranges_are_styled_as_openpyxl_merges_them(monkeypatch):
+    """writer.Merger (openpyxl's merge with each border and protection sum worked out once) leaves every cell and
+    style list as openpyxl's own ``merge_cells`` does: the planner's merged ranges, and ranges whose start cells
+    have other borders and protections than the planner's."""
+    from openpyxl import Workbook
+    from openpyxl.styles import Border, Protection, Side
+
+    from xlcalc.workbook import layout, writer
+
+    lay = layout([load_scenario(TEMPLATES / "seed002-70b-a800.toml")])
+    merged = _styles(writer.to_workbook(lay.book))
+    thin, thick = Side(style="thin"), Side(style="thick")
+
+    def hand_made():
+        wb = Workbook()
+        ws = wb.active
+        for row, (border, locked) in enumerate([(Border(left=thin, top=thin), False), (Border(right=thick), True),
+                                                 (Border(left=thin, right=thin, top=thin, bottom=thin), False),
+                                                 (Border(), None), (Border(bottom=thick), False)], start=2):
+            ws.cell(row, 2, "x").border = border
+            if locked is not None:
+                ws.cell(row, 2).protection = Protection(locked=locked)
+        ws.cell(4, 4, "end").border = Border(bottom=thin, right=thick)  # the end cell's sides go to the start cell
+        return wb, ["B2:D2", "B3:D4", "B6:E7"]
+
+    wb, ranges = hand_made()
+    merger = writer.Merger()
+    for rng in ranges:
+        merger.merge(wb.active, rng)
+    ours = _styles(wb)
+    monkeypatch.setattr(writer.Merger, "merge", lambda self, ws, rng: ws.merge_cells(rng))
+    assert _styles(writer.to_workbook(lay.book)) == merged
+    wb, ranges = hand_made()
+    for rng in ranges:
+        wb.active.merge_cells(rng)
+    assert _styles(wb) == ours
+    assert any(t == "MergedCell" and s and s[2] for _, _, t, s in ours[0])  # a merged cell with a border of its own

@@ -29,7 +29,12 @@ Names = Mapping[str, str] | Callable[[str], str]
 
 
 class Expr:
-    """Base class of expression nodes."""
+    """Base class of expression nodes.
+
+    A node never changes once built. :class:`BinOp` and :class:`Func` keep the text they render for
+    :func:`identity` without ``subs`` (a workbook cell's case): that text depends on the node alone, so a subtree
+    that many cells share (an input's guard, a check) is rendered once.
+    """
 
     __slots__ = ()
     prec = _ATOM
@@ -112,6 +117,11 @@ def _name_of(names: Names, var: str) -> str:
         raise KeyError(f"no cell or defined name given for input {var!r}") from None
 
 
+# A number's formula text by (type, value): a workbook writes the same few constants thousands of times. The type is
+# part of the key (True == 1 == 1.0 hash alike but render as TRUE, 1, 1); -0.0 == 0.0 render alike ("0").
+_NUM_TEXT: dict[tuple[type, Any], str] = {}
+
+
 class Num(Expr):
     __slots__ = ("value",)
 
@@ -122,8 +132,12 @@ class Num(Expr):
         return self.value
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
-        text = render_number(self.value)
-        return f"({text})" if text.startswith("-") else text
+        key = (type(self.value), self.value)
+        text = _NUM_TEXT.get(key)
+        if text is None:
+            text = render_number(self.value)
+            text = _NUM_TEXT[key] = f"({text})" if text.startswith("-") else text
+        return text
 
     def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
         return self
@@ -200,10 +214,11 @@ class Var(Expr):
 
 
 class BinOp(Expr):
-    __slots__ = ("op", "left", "right")
+    __slots__ = ("op", "left", "right", "_text")
 
     def __init__(self, op: str, left: Expr, right: Expr):
         self.op, self.left, self.right = op, left, right
+        self._text: str | None = None  # the text for identity without subs (see Expr)
 
     @property
     def prec(self) -> float:  # type: ignore[override]
@@ -216,12 +231,23 @@ class BinOp(Expr):
         return PY_BINOPS[self.op](self.left.evaluate(env), self.right.evaluate(env))
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
-        p = self.prec
+        if names is identity and not subs:
+            if self._text is None:
+                self._text = self._render(names, subs)
+            return self._text
+        return self._render(names, subs)
+
+    def _render(self, names: Names, subs: Mapping[Any, str] | None) -> str:
+        p = _PREC[self.op]
         left = self.left.render(names, subs)
         right = self.right.render(names, subs)
-        if _child_prec(self.left, subs) < p:
+        if subs:
+            left_prec, right_prec = _child_prec(self.left, subs), _child_prec(self.right, subs)
+        else:  # (what _child_prec gives without subs)
+            left_prec, right_prec = self.left.prec, self.right.prec
+        if left_prec < p:
             left = f"({left})"
-        if _child_prec(self.right, subs) <= p:
+        if right_prec <= p:
             right = f"({right})"
         return f"{left}{self.op}{right}"
 
@@ -263,12 +289,13 @@ class Neg(Expr):
 class Func(Expr):
     """A spreadsheet function call, e.g. ``MAX(a, b)`` or ``IF(c, a, b)``."""
 
-    __slots__ = ("name", "args")
+    __slots__ = ("name", "args", "_text")
 
     def __init__(self, name: str, args: tuple[Expr, ...]):
         if name != "IF" and name not in EXCEL_FUNCTIONS:
             raise ValueError(f"function {name} is not in xlcalc's portable function set")
         self.name, self.args = name, args
+        self._text: str | None = None  # the text for identity without subs (see Expr)
 
     def children(self) -> tuple[Expr, ...]:
         return self.args
@@ -277,9 +304,16 @@ class Func(Expr):
         if self.name == "IF":  # lazy: only the branch taken is evaluated
             cond, a, b = self.args
             return a.evaluate(env) if cond.evaluate(env) else b.evaluate(env)
-        return EXCEL_FUNCTIONS[self.name](*(arg.evaluate(env) for arg in self.args))
+        return EXCEL_FUNCTIONS[self.name](*[arg.evaluate(env) for arg in self.args])
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
+        if names is identity and not subs:
+            if self._text is None:
+                self._text = self._render(names, subs)
+            return self._text
+        return self._render(names, subs)
+
+    def _render(self, names: Names, subs: Mapping[Any, str] | None) -> str:
         return f"{self.name}(" + ",".join([a.render(names, subs) for a in self.args]) + ")"
 
     def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
@@ -470,7 +504,10 @@ def wrap(value: Any) -> Expr:
 
 
 def is_expr(*values: Any) -> bool:
-    return any(isinstance(v, Expr) for v in values)
+    for v in values:  # (a loop, not any() over a generator: called for every node a formula body builds)
+        if isinstance(v, Expr):
+            return True
+    return False
 
 
 _ERRORS = (ArithmeticError, TypeError, ValueError, LookupError)

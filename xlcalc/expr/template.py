@@ -27,7 +27,7 @@ class Template:
     provided the references are distinct and never occur in the template as names of their own.
     """
 
-    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_form", "_slot_names")
+    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_form")
 
     def __init__(self, expr: Expr, subs: Mapping[Any, str] | None, slots: Any):
         self.expr, self.subs = expr, subs
@@ -35,7 +35,6 @@ class Template:
         self._text: str | None = None
         self._vars: set[str] | None = None
         self._form: tuple[str, tuple[str, ...]] | None = None
-        self._slot_names: dict[str, str] | None = None
 
     @staticmethod
     def slot(name: str) -> str:
@@ -76,12 +75,6 @@ class Template:
         if self._vars is None:
             self._vars = self.expr.variables()
         return self._vars
-
-    def slot_names(self) -> dict[str, str]:
-        """The slot each placeholder variable stands for (``{slot(k): k}``)."""
-        if self._slot_names is None:
-            self._slot_names = {self.slot(k): k for k in self.slots}
-        return self._slot_names
 
     def bind(self, refs: Mapping[str, str]) -> "Bound":
         """The template with slot ``k`` standing for the reference ``refs[k]`` (every slot bound)."""
@@ -124,7 +117,7 @@ class Bound(Expr):
                 out.add(v)
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
-        return self.template.expr.evaluate(_Rebound(env, self.refs, self.template.slot_names()))
+        return self.template.expr.evaluate(_Rebound(env, self.refs, self.template.slots))
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
         refs = self.refs
@@ -141,26 +134,29 @@ class Bound(Expr):
         return self.expand().key()
 
 
-class _Rebound(Mapping[str, Any]):
-    """An environment in which a template's placeholder variables read their bound references."""
+class _Rebound(dict[str, Any]):
+    """An environment in which a template's placeholder variables read their bound references.
 
-    __slots__ = ("env", "refs", "slot_names")
+    A variable is read through the environment the first time and kept: a template's formula reads the same few
+    cells again and again (a guard's input, then the result over it), and a value read does not change while the
+    template is evaluated (the environment's values are the cells' computed values).
+    """
 
-    def __init__(self, env: Mapping[str, Any], refs: Mapping[str, str], slot_names: Mapping[str, str] | None = None):
+    __slots__ = ("env", "refs", "slots")
+
+    def __init__(self, env: Mapping[str, Any], refs: Mapping[str, str], slots: Any = None):
+        super().__init__()
         self.env, self.refs = env, refs
-        self.slot_names = slot_names if slot_names is not None else {Template.slot(k): k for k in refs}
+        self.slots = refs.keys() if slots is None else slots
 
-    def __getitem__(self, var: str) -> Any:
-        slot = self.slot_names.get(var)
-        if slot is not None:
-            return self.env[self.refs[slot]]
-        return self.env[var]
+    def __missing__(self, var: str) -> Any:
+        # a placeholder is Template.slot(k), "\x00k\x00", for a slot k (a name never holds "\x00"): read its reference
+        if var[:1] == "\x00" and var[-1:] == "\x00" and len(var) > 1 and var[1:-1] in self.slots:
+            value = self.env[self.refs[var[1:-1]]]
+        else:
+            value = self.env[var]
+        self[var] = value
+        return value
 
     def __getattr__(self, name: str) -> Any:  # what else the environment offers (a workbook's cells)
         return getattr(self.env, name)
-
-    def __iter__(self) -> Any:
-        return iter(self.env)
-
-    def __len__(self) -> int:
-        return len(self.env)

@@ -26,7 +26,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..expr import Expr, Func, Num, Template, Text, Var, and_, eq, floor_int, if_, not_, or_
+from ..expr import BinOp, Expr, Func, Num, Template, Text, Var, and_, eq, floor_int, if_, not_, or_, wrap
 from ..frameworks import FRAMEWORKS, PRECISIONS, PROFILE_FIELDS
 from ..inputs import spec
 from ..layout import CONSTRAINTS, layout_blamed
@@ -67,7 +67,11 @@ SHORT_CHARS = 90  # the most characters of column G's one printed line
 
 def check_ref(name: str) -> str:
     """The cell of input ``name``'s check on the Checks sheet."""
-    return ref_text(SHEET, f"C{FIRST_ROW + CHECKED.index(name)}")
+    return ref_text(SHEET, f"C{_CHECK_ROW[name]}")
+
+
+_CHECK_ROW = {name: FIRST_ROW + k for k, name in enumerate(CHECKED)}  # input -> the row of its check
+assert len(_CHECK_ROW) == len(CHECKED), "an input checked twice"
 
 
 GROUP_FIRST_ROW = FIRST_ROW + len(CHECKED) + 3
@@ -159,7 +163,7 @@ def gathered(names: Any) -> str | None:
     reg = _ACTIVE.get()
     if reg is None:
         return None
-    group = frozenset(n for n in names if n in CHECKED or n in reg.cells)
+    group = frozenset(n for n in names if n in _CHECK_ROW or n in reg.cells)  # (_CHECK_ROW: CHECKED's names)
     if not group:
         return None
     return reg.ref(group)
@@ -201,8 +205,18 @@ def cell_checks(refs: Any) -> list[tuple[str, str]]:
     reg = _ACTIVE.get()
     if reg is None:
         return []
+    # the cells of a row or column are asked about once per result placed over them: the answer for the last
+    # ``refs`` is kept, with the number of registered cells it was made with (a cell once registered keeps its row)
+    last = reg.memo.get(_CELL_CHECKS)
+    if last is not None and last[1] == len(reg.cells) and last[0] == refs:
+        return list(last[2])
     cells = reg.cells
-    return [(k, reg.check_ref(ref)) for _, k, ref in sorted((cells[r][0], k, r) for k, r in refs.items() if r in cells)]
+    made = [(k, reg.check_ref(ref)) for _, k, ref in sorted((cells[r][0], k, r) for k, r in refs.items() if r in cells)]
+    reg.memo[_CELL_CHECKS] = (dict(refs), len(cells), made)
+    return list(made)
+
+
+_CELL_CHECKS = ("cell checks",)  # Registry.memo's key of the last cell_checks answer
 
 
 INLINE_CELLS = 6  # the other sheets' cells a guard checks one by one (more: gathered in a cell of their own)
@@ -218,14 +232,15 @@ def guard(expr: Any, names: Any) -> Any:
     if reg is None:
         return expr
     names = set(names)
-    cells = [r for r in reg.cells if r in names]
+    # (the registered cells among ``names`` in the order of their rows, the order they were registered in)
+    cells = sorted(names & reg.cells.keys(), key=lambda r: reg.cells[r][0])
     checked = [reg.ref(frozenset(cells))] if len(cells) > INLINE_CELLS else [reg.check_ref(r) for r in cells]
     for at in reversed(checked):
-        expr = if_(eq(Var(at), OK), expr, Var(at))
+        expr = _passes(at, wrap(expr))
     inputs = gathered(names - set(reg.cells))
     if inputs is None:
         return expr
-    return if_(eq(Var(inputs), OK), expr, Var(inputs))
+    return _passes(inputs, wrap(expr))
 
 
 # --- the check of one input ----------------------------------------------------------------------------------
@@ -318,10 +333,19 @@ def _first_failing(book: Book, refs: list[str], reg: Registry) -> Any:
 
 
 def _first_failing_cells(refs: list[str]) -> Any:
-    expr: Any = OK
+    expr: Any = Text(OK)
     for r in reversed(refs):
-        expr = if_(eq(Var(r), OK), expr, Var(r))
+        expr = _passes(r, expr)
     return expr
+
+
+def _passes(ref: str, expr: Expr) -> Expr:
+    """``IF(<ref>="OK", expr, <ref>)``: ``if_(eq(Var(ref), OK), expr, Var(ref))`` built straight (the gathering cells
+    and guards build thousands)."""
+    return Func("IF", (BinOp("=", Var(ref), _OK), expr, Var(ref)))
+
+
+_OK = Text(OK)
 
 
 def layout_where(book: Book, row: CellCheck | None = None, var: Any = None) -> Any:
@@ -490,7 +514,7 @@ def _wrap_if_long(book: Book, row: int, col: str, where: str, name: str,
 
 
 def is_checked(name: str) -> bool:
-    return name in CHECKED
+    return name in _CHECK_ROW  # (the names of CHECKED)
 
 
 def master(expr_ok: Any) -> Any:

@@ -35,8 +35,12 @@ class Cell:
 
 @functools.cache  # a layout writes the same few thousand references again and again
 def ref_text(sheet: str, coord: str, absolute: bool = True) -> str:
-    col, row = coordinate_from_string(coord)
+    m = _PLAIN_COORD.match(coord)  # (a plain "B12" split without openpyxl's parse; anything else parsed by it)
+    col, row = (m[1], m[2]) if m else coordinate_from_string(coord)
     return f"{sheet}!${col}${row}" if absolute else f"{sheet}!{col}{row}"
+
+
+_PLAIN_COORD = re.compile(r"([A-Z]{1,3})([1-9][0-9]*)\Z")
 
 
 def coord(col: int, row: int) -> str:

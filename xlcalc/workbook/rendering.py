@@ -10,7 +10,7 @@ table look-up (workbook plumbing, not a model formula).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
 from operator import contains
 from typing import Any
@@ -55,7 +55,7 @@ def _over(name: str, varmap: Mapping[str, Expr], inline: bool, top: bool = True)
     for v in expr.variables():
         if v in varmap:
             mapping[v] = varmap[v]
-        elif inline and v in OUTPUT_BY_NAME and _deps(v, _DEPS) & set(varmap):
+        elif inline and v in OUTPUT_BY_NAME and not _deps(v, _DEPS).isdisjoint(varmap):
             mapping[v] = _over(v, varmap, inline, top=False)
     return expr.substitute(mapping)
 
@@ -84,8 +84,8 @@ def output_formula(name: str, varmap: Mapping[str, str] | None = None,
     shape = (name, over, inline)
     template = _TEMPLATES.get(shape)
     if template is None:
-        expr, subs = output_formula_tree(name, {**varmap, **{k: Template.slot(k) for k in refs}}, inline, shared=True)
-        slot_of = {Template.slot(k): k for k in refs}
+        slotted, slot_of = _slotted(varmap, refs)
+        expr, subs = output_formula_tree(name, slotted, inline, shared=True)
         subs = {key: Template.sub_slot(slot_of[text]) if text in slot_of else text for key, text in subs.items()}
         template = _TEMPLATES[shape] = Template(expr, subs, refs)
     return template.bind(refs), {}
@@ -111,6 +111,20 @@ def _split(varmap: dict[str, str]) -> tuple[dict[str, str], tuple[frozenset[str]
     return refs, over
 
 
+_SLOTTED: list[Any] = [None]  # (the last varmap (a copy), its _slotted)
+
+
+def _slotted(varmap: dict[str, str], refs: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """``varmap`` with each name of ``refs`` (its cells: :func:`_split`) mapped to its placeholder, and the name of
+    each placeholder. (The templates of a row or column are made over one varmap: those of the last one are kept.)"""
+    last = _SLOTTED[0]
+    if last is not None and last[0] == varmap:
+        return last[1]
+    made = {**varmap, **{k: Template.slot(k) for k in refs}}, {Template.slot(k): k for k in refs}
+    _SLOTTED[0] = (dict(varmap), made)  # one item: another thread reads a varmap with its own
+    return made
+
+
 def output_formula_tree(name: str, varmap: Mapping[str, str] | None = None,
                         inline: bool = True, shared: bool = False) -> tuple[Expr, dict[Any, str]]:
     """:func:`output_formula` built as a tree of its own for this call (the reference its templates match).
@@ -119,7 +133,7 @@ def output_formula_tree(name: str, varmap: Mapping[str, str] | None = None,
     all the results placed over it (the templates of a Scenarios column); otherwise they are made for this call.
     """
     varmap = dict(varmap or {})
-    vm = {k: Var(v) for k, v in varmap.items()}
+    vm = _Vars(varmap)
     expr = _over(name, vm, inline)
     subs: dict[Any, str] = {}
     if shared:
@@ -134,9 +148,38 @@ def output_formula_tree(name: str, varmap: Mapping[str, str] | None = None,
             break
         if earlier.name in varmap:
             subs[earlier.expr().substitute(vm).key()] = varmap[earlier.name]
-        elif not (_deps(earlier.name, _DEPS) & set(varmap)):
+        elif _deps(earlier.name, _DEPS).isdisjoint(varmap):
             subs[earlier.expr().key()] = earlier.name
     return expr, subs
+
+
+class _Vars(Mapping[str, Expr]):
+    """``{name: Var(varmap[name])}``, each ``Var`` made when first read: a Scenarios column maps some 150 names, of
+    which one result's formula reads a few."""
+
+    __slots__ = ("varmap", "made")
+
+    def __init__(self, varmap: Mapping[str, str]):
+        self.varmap = varmap
+        self.made: dict[str, Expr] = {}
+
+    def __getitem__(self, name: str) -> Expr:
+        var = self.made.get(name)
+        if var is None:
+            var = self.made[name] = Var(self.varmap[name])
+        return var
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self.varmap else default
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.varmap
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.varmap)
+
+    def __len__(self) -> int:
+        return len(self.varmap)
 
 
 _SUB_ENTRIES: dict[Any, list[tuple[str, Any, str]]] = {}
@@ -152,7 +195,7 @@ def _sub_entries(varmap: Mapping[str, str]) -> list[tuple[str, Any, str]]:
         for earlier in OUTPUTS:
             if earlier.name in varmap:
                 entries.append((earlier.name, earlier.expr().substitute(vm).key(), varmap[earlier.name]))
-            elif not (_deps(earlier.name, _DEPS) & set(varmap)):
+            elif _deps(earlier.name, _DEPS).isdisjoint(varmap):
                 entries.append((earlier.name, earlier.expr().key(), earlier.name))
             else:
                 entries.append((earlier.name, None, ""))

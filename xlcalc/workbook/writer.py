@@ -10,23 +10,26 @@ from __future__ import annotations
 
 import datetime
 import io
+import re
 import zipfile
 from collections.abc import Mapping
 from copy import copy
 from typing import IO, Any
 
 from openpyxl import Workbook
-from openpyxl.cell.cell import ERROR_CODES, ILLEGAL_CHARACTERS_RE, Cell
+from openpyxl.cell.cell import ERROR_CODES, Cell, MergedCell
 from openpyxl.compat import safe_string
 from openpyxl.drawing.spreadsheet_drawing import SpreadsheetDrawing
 from openpyxl.formatting.rule import CellIsRule
-from openpyxl.styles import Alignment, Protection
+from openpyxl.styles import Alignment, Border, Protection
+from openpyxl.styles.cell_style import StyleArray
 from openpyxl.utils import get_column_letter
 from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
 from openpyxl.utils.exceptions import IllegalCharacterError
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet._writer import WorksheetWriter
 from openpyxl.worksheet.datavalidation import DataValidation
+from openpyxl.worksheet.merge import MergedCellRange
 from openpyxl.worksheet.pagebreak import Break
 from openpyxl.writer.excel import ExcelWriter
 
@@ -34,7 +37,7 @@ from ..expr.nodes import Expr
 from ..inputs import InputSpec
 from .cache import _value_xml
 from .layout import BAD_FILL, CHARS_PER_WIDTH, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, WIDTHS
-from .model import Book, identity
+from .model import _PLAIN_COORD, Book, identity
 from .rendering import BOOL_FORMAT
 
 SHEET_ORDER = ("Start", "Inputs", "Memory", "Time", "Budget", "FineTuning", "Scenarios", "Sensitivity", "Parallelism",
@@ -89,11 +92,15 @@ def _bind_text(cell: Cell, text: str) -> None:
     """``cell.value = text`` for a ``str`` as openpyxl binds it (``Cell._bind_value``: cut to 32,767 characters, a
     control character refused, a formula or an error code by its text), without its checks of the value's type."""
     value = text[:32767]
-    if ILLEGAL_CHARACTERS_RE.search(value) is not None:
+    if not value.isprintable() and _ILLEGAL.search(value) is not None:  # (printable text has no control character)
         raise IllegalCharacterError(f"{value} cannot be used in worksheets.")
     cell._value = value
     cell.data_type = "f" if len(value) > 1 and value.startswith("=") else "e" if value in ERROR_CODES else "s"
 
+
+# openpyxl's ILLEGAL_CHARACTERS_RE (r"[\000-\010]|[\013-\014]|[\016-\037]") as one character class: the same
+# characters, searched without trying three alternatives at each position of a formula's text
+_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 _COORDS: dict[str, tuple[int, int]] = {}
 
@@ -102,7 +109,8 @@ def _row_col(at: str) -> tuple[int, int]:
     """(row, column) of a coordinate such as ``B12`` (each coordinate parsed once)."""
     rc = _COORDS.get(at)
     if rc is None:
-        col, row = coordinate_from_string(at)
+        m = _PLAIN_COORD.match(at)  # (a plain "B12" split without openpyxl's parse; anything else parsed by it)
+        col, row = (m[1], int(m[2])) if m else coordinate_from_string(at)
         rc = _COORDS[at] = (row, column_index_from_string(col))
     return rc
 
@@ -128,6 +136,63 @@ class _Alignments:
     def get(self, cell: Any) -> Alignment:
         """The cell's alignment (openpyxl's ``cell.alignment`` without the proxy around it)."""
         return self.wb._alignments[cell._style.alignmentId]
+
+
+class Merger:
+    """``ws.merge_cells(range)`` for the ranges of one workbook: openpyxl's steps (a MergedCellRange, MergedCells for
+    the range's other cells, then MergedCellRange.format), format's borders worked out once each.
+
+    format() gives each edge cell of the range its border plus the start cell's side on that edge (``cell.border +=
+    Border(<side>=...)``), then every cell of the range the start cell's protection; openpyxl hashes and compares
+    the new border or protection with the workbook's list on every assignment. A border's sum depends only on the two
+    borders and the side: it is kept by (side, the start cell's border id, the edge cell's border id); a protection
+    by the start cell's protection id -- the same ids, the first of each added to the list in the same order."""
+
+    def __init__(self) -> None:
+        self.sums: dict[tuple[str, int, int], int] = {}
+        self.protections: dict[int, int] = {}
+
+    def merge(self, ws: Any, rng: str) -> None:
+        mcr = MergedCellRange(ws, rng)  # (its start cell takes the bottom and right sides of its end cell)
+        ws.merged_cells.add(mcr)
+        cells = mcr.cells
+        next(cells)  # the start cell stays
+        for row, col in cells:
+            ws._cells[row, col] = MergedCell(ws, row, col)
+        start, borders = mcr.start_cell, ws.parent._borders
+        for name in ("top", "left", "right", "bottom"):  # MergedCellRange.format
+            if not start._style:
+                start._style = StyleArray()  # (as reading cell.border makes it)
+            start_id = start._style.borderId
+            side = getattr(borders[start_id], name)
+            if side and side.style is None:
+                continue
+            for coord in getattr(mcr, name):
+                cell = ws._cells.get(coord)
+                if cell is None:
+                    cell = ws._cells[coord] = MergedCell(ws, row=coord[0], column=coord[1])
+                if not cell._style:
+                    cell._style = StyleArray()
+                key = (name, start_id, cell._style.borderId)
+                made = self.sums.get(key)
+                if made is None:
+                    cell.border += Border(**{name: side})
+                    self.sums[key] = cell._style.borderId
+                else:
+                    cell._style.borderId = made
+        start_id = start._style.protectionId
+        protection = self.protections.get(start_id)
+        for coord in mcr.cells:
+            cell = ws._cells.get(coord)
+            if cell is None:
+                cell = ws._cells[coord] = MergedCell(ws, row=coord[0], column=coord[1])
+            if not cell._style:
+                cell._style = StyleArray()
+            if protection is None:
+                cell.protection = copy(start.protection)
+                protection = self.protections[start_id] = cell._style.protectionId
+            else:
+                cell._style.protectionId = protection
 
 
 def _number(x: float) -> str:
@@ -367,8 +432,9 @@ def to_workbook(book: Book) -> Workbook:
             if (cell := ws._cells.get((row, k))) is not None and cell.value is not None:
                 a = align.get(cell)
                 align.set(cell, horizontal=a.horizontal, wrap_text=a.wrap_text, vertical="top")
+    merger = Merger()
     for sheet, rng in book.merges:
-        wb[sheet].merge_cells(rng)
+        merger.merge(wb[sheet], rng)
     for ws in wb.worksheets:
         fit_row_heights(ws)
     for (sheet, row), points in book.heights.items():  # a message's row: never lower than its wrapped text needs
