@@ -213,12 +213,30 @@ class Var(Expr):
         return f"Var({self.name!r})"
 
 
-class BinOp(Expr):
-    __slots__ = ("op", "left", "right", "_text")
+class _TextKept(Expr):
+    """A node that keeps the text it renders for :func:`identity` without ``subs`` (see :class:`Expr`); a subclass
+    writes ``_render`` and sets ``_text`` to None when it is built."""
+
+    __slots__ = ("_text",)
+    _text: str | None
+
+    def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
+        if names is identity and not subs:
+            if self._text is None:
+                self._text = self._render(names, subs)
+            return self._text
+        return self._render(names, subs)
+
+    def _render(self, names: Names, subs: Mapping[Any, str] | None) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class BinOp(_TextKept):
+    __slots__ = ("op", "left", "right")
 
     def __init__(self, op: str, left: Expr, right: Expr):
         self.op, self.left, self.right = op, left, right
-        self._text: str | None = None  # the text for identity without subs (see Expr)
+        self._text = None  # the text for identity without subs (see _TextKept)
 
     @property
     def prec(self) -> float:  # type: ignore[override]
@@ -229,13 +247,6 @@ class BinOp(Expr):
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         return PY_BINOPS[self.op](self.left.evaluate(env), self.right.evaluate(env))
-
-    def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
-        if names is identity and not subs:
-            if self._text is None:
-                self._text = self._render(names, subs)
-            return self._text
-        return self._render(names, subs)
 
     def _render(self, names: Names, subs: Mapping[Any, str] | None) -> str:
         p = _PREC[self.op]
@@ -286,16 +297,16 @@ class Neg(Expr):
 
 
 
-class Func(Expr):
+class Func(_TextKept):
     """A spreadsheet function call, e.g. ``MAX(a, b)`` or ``IF(c, a, b)``."""
 
-    __slots__ = ("name", "args", "_text")
+    __slots__ = ("name", "args")
 
     def __init__(self, name: str, args: tuple[Expr, ...]):
         if name != "IF" and name not in EXCEL_FUNCTIONS:
             raise ValueError(f"function {name} is not in xlcalc's portable function set")
         self.name, self.args = name, args
-        self._text: str | None = None  # the text for identity without subs (see Expr)
+        self._text = None  # the text for identity without subs (see _TextKept)
 
     def children(self) -> tuple[Expr, ...]:
         return self.args
@@ -305,13 +316,6 @@ class Func(Expr):
             cond, a, b = self.args
             return a.evaluate(env) if cond.evaluate(env) else b.evaluate(env)
         return EXCEL_FUNCTIONS[self.name](*[arg.evaluate(env) for arg in self.args])
-
-    def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
-        if names is identity and not subs:
-            if self._text is None:
-                self._text = self._render(names, subs)
-            return self._text
-        return self._render(names, subs)
 
     def _render(self, names: Names, subs: Mapping[Any, str] | None) -> str:
         return f"{self.name}(" + ",".join([a.render(names, subs) for a in self.args]) + ")"
