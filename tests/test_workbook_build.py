@@ -132,7 +132,6 @@ def test_the_build_leaves_the_cycle_collector_as_it_found_it():
         gc.enable()
 
 
-
 def test_a_formula_text_is_refused_for_exactly_the_characters_openpyxl_refuses():
     """The writer binds a formula's text without openpyxl's ``cell.value`` (writer._bind_text): a control character
     in it is refused as openpyxl's own binding refuses it, and every other character is written. XML 1.0 allows no
