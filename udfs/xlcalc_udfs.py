@@ -1453,212 +1453,6 @@ def PEAK_STAGE_PART_GB(first_stage_gb, last_stage_gb, first_part_gb, last_part_g
 
 
 @func(category=BLOCKS_CATEGORY)
-@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
-@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
-@arg("days", ndim=2, doc="Wall-clock days [days]")
-@ret()
-def RENT_COST_USD(n_gpus, usd_per_gpu_hour, days):
-    """Rental bill for n GPUs over a number of days. [USD]. GPUs * $/GPU-hour * days * 24. Source: seed 001 §5.1 (cloud hours x hourly rate); issue 12"""
-    return formula_call("rent_cost_usd", n_gpus, usd_per_gpu_hour, days)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
-@arg("capex_usd_per_server", ndim=2, doc="Purchase price of one server without its GPUs (CPUs, memory, NICs, chassis) [USD/server]")
-@arg("gpus_per_node", ndim=2, doc="GPUs per server node [GPUs]")
-@ret()
-def CAPEX_PER_GPU_ALL_IN(capex_usd_per_gpu, capex_usd_per_server, gpus_per_node):
-    """Purchase price per GPU including its share of the server it sits in. [USD/GPU]. capex per GPU + capex per server / GPUs per server. Source: seed 001 §5.1 (card price; DGX A100 server $200,000 for 8 GPUs); seed 003 (H100 server $200-300k)"""
-    return formula_call("capex_usd_per_gpu_all_in", capex_usd_per_gpu, capex_usd_per_server, gpus_per_node)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
-@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
-@ret()
-def CLUSTER_CAPEX_USD(n_gpus, capex_usd_per_gpu):
-    """Purchase price of the whole cluster (what owning asks for up front). [USD]. GPUs * capex per GPU. Source: seed 001 §5.1 (hardware purchase cost)"""
-    return formula_call("cluster_capex_usd", n_gpus, capex_usd_per_gpu)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
-@arg("kw_per_server", ndim=2, doc="Power of one server without its GPUs (CPUs, fans, NICs), kW [kW]")
-@arg("gpus_per_node", ndim=2, doc="GPUs per server node [GPUs]")
-@ret()
-def KW_PER_GPU_ALL_IN(kw_per_gpu, kw_per_server, gpus_per_node):
-    """IT power per GPU including its share of the server's own power. [kW]. kW per GPU + kW per server / GPUs per server. Source: seed 003 (a GPU draws 300-700 W, plus the server around it)"""
-    return formula_call("kw_per_gpu_all_in", kw_per_gpu, kw_per_server, gpus_per_node)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
-@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
-@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
-@ret()
-def FACILITY_MW(n_gpus, kw_per_gpu, pue):
-    """Facility power the cluster draws from the grid, megawatts. [MW]. GPUs * kW per GPU * PUE / 1000. Source: seed 003 (power and facilities); PUE = facility power / IT power"""
-    return formula_call("facility_mw", n_gpus, kw_per_gpu, pue)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
-@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
-@arg("kw_per_rack", ndim=2, doc="Power one rack can feed and cool, kW (seed 001: 20-40 kW) [kW]")
-@ret()
-def RACKS_NEEDED(n_gpus, kw_per_gpu, kw_per_rack):
-    """Racks needed to power the cluster's IT load at a stated kW per rack. [racks]. CEILING(GPUs * kW per GPU / kW per rack). Source: seed 001 §7.2 (20-40 kW per rack)"""
-    return formula_call("racks_needed", n_gpus, kw_per_gpu, kw_per_rack)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
-@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
-@arg("kw_per_rack", ndim=2, doc="Power one rack can feed and cool, kW (seed 001: 20-40 kW) [kW]")
-@arg("usd_per_rack_month", ndim=2, doc="Hosting (colocation, space, cooling, operations) per rack and month [USD/rack-month]")
-@arg("days", ndim=2, doc="Wall-clock days [days]")
-@ret()
-def HOSTING_COST_USD(n_gpus, kw_per_gpu, kw_per_rack, usd_per_rack_month, days):
-    """Hosting (colocation, cooling, operations) of the racks over a number of days. [USD]. racks * $/rack-month * days / (365/12). Source: seed 003 (data centre: racks, cooling, UPS); issue 12 (hosting per rack)"""
-    return formula_call("hosting_cost_usd", n_gpus, kw_per_gpu, kw_per_rack, usd_per_rack_month, days)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
-@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
-@arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
-@arg("days", ndim=2, doc="Wall-clock days [days]")
-@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
-@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
-@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
-@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
-@ret()
-def OWN_COST_AT_UTILISATION_USD(n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh, utilisation):
-    """Cost of a run on owned GPUs that are busy only a share of their life (the run bears the idle hours). [USD]. depreciation over the run / utilisation + electricity. Source: seed 001 §5.1; issue 12 (utilisation: idle hours are paid for too)"""
-    return formula_call("own_cost_at_utilisation_usd", n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh, utilisation)
-
-
-@func(category=CATEGORY)
-@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
-@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
-@arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
-@arg("days", ndim=2, doc="Wall-clock days [days]")
-@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
-@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
-@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
-@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
-@arg("kw_per_rack", ndim=2, doc="Power one rack can feed and cool, kW (seed 001: 20-40 kW) [kW]")
-@arg("usd_per_rack_month", ndim=2, doc="Hosting (colocation, space, cooling, operations) per rack and month [USD/rack-month]")
-@ret()
-def OWN_TOTAL_COST_USD(n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh, utilisation, kw_per_rack, usd_per_rack_month):
-    """All-in cost of a run on owned hardware: depreciation, hosting (both / utilisation) and energy. [USD]. (depreciation + hosting) over the run / utilisation + electricity. Source: seed 001 §5.1, §7.2; seed 003 (hardware, power and facilities); issue 12"""
-    return formula_call("own_total_cost_usd", n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh, utilisation, kw_per_rack, usd_per_rack_month)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
-@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
-@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
-@ret()
-def ENERGY_USD_PER_GPU_HOUR(kw_per_gpu, pue, usd_per_kwh):
-    """Electricity cost of one busy GPU-hour. [USD/GPU-hour]. kW per GPU * PUE * $/kWh. Source: seed 001 §5.1 (electricity, priced per kWh)"""
-    return formula_call("energy_usd_per_gpu_hour", kw_per_gpu, pue, usd_per_kwh)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
-@arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
-@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
-@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
-@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
-@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
-@ret()
-def OWN_USD_PER_GPU_HOUR(capex_usd_per_gpu, depreciation_years, kw_per_gpu, pue, usd_per_kwh, utilisation):
-    """What one busy GPU-hour costs on owned hardware (the price to compare with a rental rate). [USD/GPU-hour]. capex / (years * 8760 * utilisation) + kW * PUE * $/kWh. Source: seed 001 §5.1; issue 12"""
-    return formula_call("own_usd_per_gpu_hour", capex_usd_per_gpu, depreciation_years, kw_per_gpu, pue, usd_per_kwh, utilisation)
-
-
-@func(category=CATEGORY)
-@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
-@arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
-@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
-@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
-@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
-@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
-@ret()
-def BREAKEVEN_UTILISATION(capex_usd_per_gpu, depreciation_years, kw_per_gpu, pue, usd_per_kwh, usd_per_gpu_hour):
-    """Break-even utilisation: above it, a busy GPU-hour costs less owned than rented (> 1: never). [fraction]. capex / (years * 8760 * (rent $/GPU-hour - kW * PUE * $/kWh)). Source: issue 12 (share of hours a GPU must be busy for owning to cost no more per b..."""
-    return formula_call("breakeven_utilisation", capex_usd_per_gpu, depreciation_years, kw_per_gpu, pue, usd_per_kwh, usd_per_gpu_hour)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
-@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
-@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
-@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
-@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
-@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
-@ret()
-def BREAKEVEN_MONTHS(capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh, usd_per_gpu_hour, utilisation):
-    """Months after which the rent saved by owning (net of electricity) has paid for the GPU. [months]. capex / ((rent $/GPU-hour - kW * PUE * $/kWh) * utilisation * 8760 / 12). Source: issue 12 (months of renting that cost as much as buying)"""
-    return formula_call("breakeven_months", capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh, usd_per_gpu_hour, utilisation)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
-@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
-@arg("months", ndim=2, doc="Months (of 365/12 days) [months]")
-@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
-@ret()
-def RENT_OVER_MONTHS_USD(n_gpus, usd_per_gpu_hour, months, utilisation):
-    """Cumulative rent after some months for the busy hours of n GPUs. [USD]. GPUs * $/GPU-hour * months * 8760/12 * utilisation. Source: issue 12 (own vs rent over time: rent is paid for busy hours only)"""
-    return formula_call("rent_over_months_usd", n_gpus, usd_per_gpu_hour, months, utilisation)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
-@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
-@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
-@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
-@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
-@arg("kw_per_rack", ndim=2, doc="Power one rack can feed and cool, kW (seed 001: 20-40 kW) [kW]")
-@arg("usd_per_rack_month", ndim=2, doc="Hosting (colocation, space, cooling, operations) per rack and month [USD/rack-month]")
-@arg("months", ndim=2, doc="Months (of 365/12 days) [months]")
-@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
-@ret()
-def OWN_OVER_MONTHS_USD(n_gpus, capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh, kw_per_rack, usd_per_rack_month, months, utilisation):
-    """Cumulative cash out after some months for owned GPUs: the purchase, then energy and hosting. [USD]. GPUs * capex + GPUs * kW * PUE * $/kWh * months * 8760/12 * utilisation + racks * $/rack-month * months. Source: issue 12 (own vs rent over time: buy up..."""
-    return formula_call("own_over_months_usd", n_gpus, capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh, kw_per_rack, usd_per_rack_month, months, utilisation)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("base_value", ndim=2, doc="The base-case value of an input a range moves")
-@arg("range_factor", ndim=2, doc="Multiplier of the base value at the low or high end of a range (0.75 = 25% lower) [ratio]")
-@ret()
-def RANGE_VALUE(base_value, range_factor):
-    """An input at the low or high end of its range. [unit of the input]. base value * multiplier. Source: issue 12 (low/base/high ranges)"""
-    return formula_call("range_value", base_value, range_factor)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("base_value", ndim=2, doc="The base-case value of an input a range moves")
-@arg("range_factor", ndim=2, doc="Multiplier of the base value at the low or high end of a range (0.75 = 25% lower) [ratio]")
-@ret()
-def RANGE_FRACTION(base_value, range_factor):
-    """A share (such as MFU) at the low or high end of its range, at most 1. [fraction]. MIN(base value * multiplier, 1). Source: issue 12 (low/base/high ranges; a share stays <= 1)"""
-    return formula_call("range_fraction", base_value, range_factor)
-
-
-@func(category=BLOCKS_CATEGORY)
-@arg("total_usd", ndim=2, doc="A total cost in USD [USD]")
-@arg("base_usd", ndim=2, doc="The base case's cost, USD [USD]")
-@ret()
-def COST_CHANGE_USD(total_usd, base_usd):
-    """How much a case costs more (or, negative, less) than the base case. [USD]. cost - base cost. Source: issue 12 (tornado: the swing of each input)"""
-    return formula_call("cost_change_usd", total_usd, base_usd)
-
-
-@func(category=BLOCKS_CATEGORY)
 @arg("flops", ndim=2, doc="Floating-point operations [FLOPs]")
 @arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
 @ret()
@@ -2168,6 +1962,269 @@ def MOE_PERMUTE_TIME_S(layers_per_stage, tokens, hidden, topk, hbm_tb_s, recompu
 
 
 @func(category=BLOCKS_CATEGORY)
+@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("matmul_efficiency", ndim=2, doc="Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak) [fraction]")
+@arg("sm_count", ndim=2, doc="Streaming multiprocessors of one GPU (A100: 108, H100 SXM: 132) [SMs]")
+@arg("wave_quantization", ndim=2, doc="Charge each matmul for whole waves of output tiles over the GPU's SMs (needs its SM count; FALSE: every matmul at the matmul efficiency) (TRUE/FALSE)")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@ret()
+def STAGE_MATMUL_TIME_S(layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, peak_tflops, matmul_efficiency, sm_count=1, wave_quantization=True, gated_ffn=False, tp=1, recompute="none"):
+    """Matmul time of one pipeline stage for some tokens on one GPU, logit layer included (0 layers: the logit layer [seconds]. wave quantization on: STAGE_LINEAR_TIME_S (each matmul in whole waves of tiles over the GPU's SMs); off: STAGE_MATMUL_FLOPS / (peak..."""
+    return formula_call("stage_matmul_time_s", layers_per_stage, tokens, hidden, heads, kv_heads, head_dim, ffn_hidden, vocab, peak_tflops, matmul_efficiency, sm_count, wave_quantization, gated_ffn, tp, recompute)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
+@arg("seq_len", ndim=2, doc="Sequence length [tokens]")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("peak_tflops", ndim=2, doc="Dense peak TFLOP/s of one GPU at the training precision [TFLOP/s per GPU]")
+@arg("matmul_efficiency", ndim=2, doc="Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak) [fraction]")
+@arg("attention_efficiency", ndim=2, doc="Achievable share of peak in the fused attention kernel [fraction]")
+@arg("hbm_tb_s", ndim=2, doc="Memory (HBM) bandwidth of one GPU, TB/s [TB/s]")
+@arg("flash_attention", ndim=2, doc="Fused (Flash) attention: no s x s tensors stored, causal half computed (TRUE/FALSE)")
+@arg("tp", ndim=2, doc="Tensor-parallel size t [GPUs]")
+@arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
+@arg("attention_factor", ndim=2, doc="Share of its A100 share of peak a FlashAttention-2-class kernel reaches on this GPU (1: the same; Hopper 0.70 when the stack's kernel is written for Ampere) [fraction]")
+@arg("attention_kernel_speed", ndim=2, doc="Speed of the stack's attention kernel relative to FlashAttention-2 on the same GPU (1: FlashAttention-2 or faster; FlashAttention in Triton: 0.55) [fraction]")
+@ret()
+def LAYER_ATTENTION_TIME_S(tokens, seq_len, heads, head_dim, peak_tflops, matmul_efficiency, attention_efficiency, hbm_tb_s, flash_attention=True, tp=1, recompute="none", attention_factor=1, attention_kernel_speed=1):
+    """Time of one layer's attention core (scores and weighted sum) for some tokens on one GPU, recomputation [seconds]. fused: ATTENTION_CORE_TIME_S(flops, peak, attention eff * factor * kernel speed, matmul eff * factor); unfused: STAGE_UNFUSED_ATTENTION_TI..."""
+    return formula_call("layer_attention_time_s", tokens, seq_len, heads, head_dim, peak_tflops, matmul_efficiency, attention_efficiency, hbm_tb_s, flash_attention, tp, recompute, attention_factor, attention_kernel_speed)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
+@arg("layer_matmul_s", ndim=2, doc="Matmul time of one layer for one micro-batch on one GPU [seconds]")
+@arg("layer_attention_s", ndim=2, doc="Attention-core time of one layer for one micro-batch on one GPU [seconds]")
+@arg("layer_elementwise_s", ndim=2, doc="Non-matmul (norms, residuals, dropout, activation) time of one layer for one micro-batch on one GPU [seconds]")
+@arg("logits_s", ndim=2, doc="Time of the logit layer and the loss for one micro-batch on one GPU [seconds]")
+@arg("tp_comm_s", ndim=2, doc="Exposed tensor-parallel communication of one stage and micro-batch [seconds]")
+@arg("cp_comm_s", ndim=2, doc="Exposed context-parallel communication of one stage and micro-batch [seconds]")
+@arg("pp_comm_s", ndim=2, doc="Exposed pipeline send/receive time of one micro-batch [seconds]")
+@ret()
+def MICROBATCH_TIME_S(layers_per_stage, layer_matmul_s, layer_attention_s, layer_elementwise_s, logits_s, tp_comm_s=0, cp_comm_s=0, pp_comm_s=0):
+    """Time of one micro-batch (forward and backward) on the slowest pipeline stage, its exposed communication [seconds]. L/p * (layer matmul + layer attention + layer elementwise) + logit layer (matmul + loss) + TP comm + CP comm + PP send/receive. Source: N..."""
+    return formula_call("microbatch_time_s", layers_per_stage, layer_matmul_s, layer_attention_s, layer_elementwise_s, logits_s, tp_comm_s, cp_comm_s, pp_comm_s)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
+@arg("days", ndim=2, doc="Wall-clock days [days]")
+@ret()
+def RENT_COST_USD(n_gpus, usd_per_gpu_hour, days):
+    """Rental bill for n GPUs over a number of days. [USD]. GPUs * $/GPU-hour * days * 24. Source: seed 001 §5.1 (cloud hours x hourly rate); issue 12"""
+    return formula_call("rent_cost_usd", n_gpus, usd_per_gpu_hour, days)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@arg("capex_usd_per_server", ndim=2, doc="Purchase price of one server without its GPUs (CPUs, memory, NICs, chassis) [USD/server]")
+@arg("gpus_per_node", ndim=2, doc="GPUs per server node [GPUs]")
+@ret()
+def CAPEX_PER_GPU_ALL_IN(capex_usd_per_gpu, capex_usd_per_server, gpus_per_node):
+    """Purchase price per GPU including its share of the server it sits in. [USD/GPU]. capex per GPU + capex per server / GPUs per server. Source: seed 001 §5.1 (card price; DGX A100 server $200,000 for 8 GPUs); seed 003 (H100 server $200-300k)"""
+    return formula_call("capex_usd_per_gpu_all_in", capex_usd_per_gpu, capex_usd_per_server, gpus_per_node)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@ret()
+def CLUSTER_CAPEX_USD(n_gpus, capex_usd_per_gpu):
+    """Purchase price of the whole cluster (what owning asks for up front). [USD]. GPUs * capex per GPU. Source: seed 001 §5.1 (hardware purchase cost)"""
+    return formula_call("cluster_capex_usd", n_gpus, capex_usd_per_gpu)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("kw_per_server", ndim=2, doc="Power of one server without its GPUs (CPUs, fans, NICs), kW [kW]")
+@arg("gpus_per_node", ndim=2, doc="GPUs per server node [GPUs]")
+@ret()
+def KW_PER_GPU_ALL_IN(kw_per_gpu, kw_per_server, gpus_per_node):
+    """IT power per GPU including its share of the server's own power. [kW]. kW per GPU + kW per server / GPUs per server. Source: seed 003 (a GPU draws 300-700 W, plus the server around it)"""
+    return formula_call("kw_per_gpu_all_in", kw_per_gpu, kw_per_server, gpus_per_node)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@ret()
+def FACILITY_MW(n_gpus, kw_per_gpu, pue):
+    """Facility power the cluster draws from the grid, megawatts. [MW]. GPUs * kW per GPU * PUE / 1000. Source: seed 003 (power and facilities); PUE = facility power / IT power"""
+    return formula_call("facility_mw", n_gpus, kw_per_gpu, pue)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("kw_per_rack", ndim=2, doc="Power one rack can feed and cool, kW (seed 001: 20-40 kW) [kW]")
+@ret()
+def RACKS_NEEDED(n_gpus, kw_per_gpu, kw_per_rack):
+    """Racks needed to power the cluster's IT load at a stated kW per rack. [racks]. CEILING(GPUs * kW per GPU / kW per rack). Source: seed 001 §7.2 (20-40 kW per rack)"""
+    return formula_call("racks_needed", n_gpus, kw_per_gpu, kw_per_rack)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("kw_per_rack", ndim=2, doc="Power one rack can feed and cool, kW (seed 001: 20-40 kW) [kW]")
+@arg("usd_per_rack_month", ndim=2, doc="Hosting (colocation, space, cooling, operations) per rack and month [USD/rack-month]")
+@arg("days", ndim=2, doc="Wall-clock days [days]")
+@ret()
+def HOSTING_COST_USD(n_gpus, kw_per_gpu, kw_per_rack, usd_per_rack_month, days):
+    """Hosting (colocation, cooling, operations) of the racks over a number of days. [USD]. racks * $/rack-month * days / (365/12). Source: seed 003 (data centre: racks, cooling, UPS); issue 12 (hosting per rack)"""
+    return formula_call("hosting_cost_usd", n_gpus, kw_per_gpu, kw_per_rack, usd_per_rack_month, days)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
+@arg("days", ndim=2, doc="Wall-clock days [days]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
+@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
+@ret()
+def OWN_COST_AT_UTILISATION_USD(n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh, utilisation):
+    """Cost of a run on owned GPUs that are busy only a share of their life (the run bears the idle hours). [USD]. depreciation over the run / utilisation + electricity. Source: seed 001 §5.1; issue 12 (utilisation: idle hours are paid for too)"""
+    return formula_call("own_cost_at_utilisation_usd", n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh, utilisation)
+
+
+@func(category=CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
+@arg("days", ndim=2, doc="Wall-clock days [days]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
+@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
+@arg("kw_per_rack", ndim=2, doc="Power one rack can feed and cool, kW (seed 001: 20-40 kW) [kW]")
+@arg("usd_per_rack_month", ndim=2, doc="Hosting (colocation, space, cooling, operations) per rack and month [USD/rack-month]")
+@ret()
+def OWN_TOTAL_COST_USD(n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh, utilisation, kw_per_rack, usd_per_rack_month):
+    """All-in cost of a run on owned hardware: depreciation, hosting (both / utilisation) and energy. [USD]. (depreciation + hosting) over the run / utilisation + electricity. Source: seed 001 §5.1, §7.2; seed 003 (hardware, power and facilities); issue 12"""
+    return formula_call("own_total_cost_usd", n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu, pue, usd_per_kwh, utilisation, kw_per_rack, usd_per_rack_month)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
+@ret()
+def ENERGY_USD_PER_GPU_HOUR(kw_per_gpu, pue, usd_per_kwh):
+    """Electricity cost of one busy GPU-hour. [USD/GPU-hour]. kW per GPU * PUE * $/kWh. Source: seed 001 §5.1 (electricity, priced per kWh)"""
+    return formula_call("energy_usd_per_gpu_hour", kw_per_gpu, pue, usd_per_kwh)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
+@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
+@ret()
+def OWN_USD_PER_GPU_HOUR(capex_usd_per_gpu, depreciation_years, kw_per_gpu, pue, usd_per_kwh, utilisation):
+    """What one busy GPU-hour costs on owned hardware (the price to compare with a rental rate). [USD/GPU-hour]. capex / (years * 8760 * utilisation) + kW * PUE * $/kWh. Source: seed 001 §5.1; issue 12"""
+    return formula_call("own_usd_per_gpu_hour", capex_usd_per_gpu, depreciation_years, kw_per_gpu, pue, usd_per_kwh, utilisation)
+
+
+@func(category=CATEGORY)
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@arg("depreciation_years", ndim=2, doc="Depreciation life of the hardware [years]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
+@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
+@ret()
+def BREAKEVEN_UTILISATION(capex_usd_per_gpu, depreciation_years, kw_per_gpu, pue, usd_per_kwh, usd_per_gpu_hour):
+    """Break-even utilisation: above it, a busy GPU-hour costs less owned than rented (> 1: never). [fraction]. capex / (years * 8760 * (rent $/GPU-hour - kW * PUE * $/kWh)). Source: issue 12 (share of hours a GPU must be busy for owning to cost no more per b..."""
+    return formula_call("breakeven_utilisation", capex_usd_per_gpu, depreciation_years, kw_per_gpu, pue, usd_per_kwh, usd_per_gpu_hour)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
+@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
+@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
+@ret()
+def BREAKEVEN_MONTHS(capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh, usd_per_gpu_hour, utilisation):
+    """Months after which the rent saved by owning (net of electricity) has paid for the GPU. [months]. capex / ((rent $/GPU-hour - kW * PUE * $/kWh) * utilisation * 8760 / 12). Source: issue 12 (months of renting that cost as much as buying)"""
+    return formula_call("breakeven_months", capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh, usd_per_gpu_hour, utilisation)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
+@arg("months", ndim=2, doc="Months (of 365/12 days) [months]")
+@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
+@ret()
+def RENT_OVER_MONTHS_USD(n_gpus, usd_per_gpu_hour, months, utilisation):
+    """Cumulative rent after some months for the busy hours of n GPUs. [USD]. GPUs * $/GPU-hour * months * 8760/12 * utilisation. Source: issue 12 (own vs rent over time: rent is paid for busy hours only)"""
+    return formula_call("rent_over_months_usd", n_gpus, usd_per_gpu_hour, months, utilisation)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("n_gpus", ndim=2, doc="Number of GPUs [GPUs]")
+@arg("capex_usd_per_gpu", ndim=2, doc="Purchase price per GPU incl. its share of server and network [USD/GPU]")
+@arg("kw_per_gpu", ndim=2, doc="Power per GPU incl. its share of the server, kW [kW]")
+@arg("pue", ndim=2, doc="Power usage effectiveness of the data centre (>= 1)")
+@arg("usd_per_kwh", ndim=2, doc="Electricity price [USD/kWh]")
+@arg("kw_per_rack", ndim=2, doc="Power one rack can feed and cool, kW (seed 001: 20-40 kW) [kW]")
+@arg("usd_per_rack_month", ndim=2, doc="Hosting (colocation, space, cooling, operations) per rack and month [USD/rack-month]")
+@arg("months", ndim=2, doc="Months (of 365/12 days) [months]")
+@arg("utilisation", ndim=2, doc="Share of the hardware's hours that are busy with paid work (1 = always busy) [fraction]")
+@ret()
+def OWN_OVER_MONTHS_USD(n_gpus, capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh, kw_per_rack, usd_per_rack_month, months, utilisation):
+    """Cumulative cash out after some months for owned GPUs: the purchase, then energy and hosting. [USD]. GPUs * capex + GPUs * kW * PUE * $/kWh * months * 8760/12 * utilisation + racks * $/rack-month * months. Source: issue 12 (own vs rent over time: buy up..."""
+    return formula_call("own_over_months_usd", n_gpus, capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh, kw_per_rack, usd_per_rack_month, months, utilisation)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("base_value", ndim=2, doc="The base-case value of an input a range moves")
+@arg("range_factor", ndim=2, doc="Multiplier of the base value at the low or high end of a range (0.75 = 25% lower) [ratio]")
+@ret()
+def RANGE_VALUE(base_value, range_factor):
+    """An input at the low or high end of its range. [unit of the input]. base value * multiplier. Source: issue 12 (low/base/high ranges)"""
+    return formula_call("range_value", base_value, range_factor)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("base_value", ndim=2, doc="The base-case value of an input a range moves")
+@arg("range_factor", ndim=2, doc="Multiplier of the base value at the low or high end of a range (0.75 = 25% lower) [ratio]")
+@ret()
+def RANGE_FRACTION(base_value, range_factor):
+    """A share (such as MFU) at the low or high end of its range, at most 1. [fraction]. MIN(base value * multiplier, 1). Source: issue 12 (low/base/high ranges; a share stays <= 1)"""
+    return formula_call("range_fraction", base_value, range_factor)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("total_usd", ndim=2, doc="A total cost in USD [USD]")
+@arg("base_usd", ndim=2, doc="The base case's cost, USD [USD]")
+@ret()
+def COST_CHANGE_USD(total_usd, base_usd):
+    """How much a case costs more (or, negative, less) than the base case. [USD]. cost - base cost. Source: issue 12 (tornado: the swing of each input)"""
+    return formula_call("cost_change_usd", total_usd, base_usd)
+
+
+@func(category=BLOCKS_CATEGORY)
 @arg("stage_params_b", ndim=2, doc="Parameters held by one pipeline stage before TP/ZeRO splitting, billions [billion parameters]")
 @arg("stage_layers", ndim=2, doc="Transformer layers on one pipeline stage")
 @arg("layers", ndim=2, doc="Transformer layers L")
@@ -2354,24 +2411,6 @@ FORMULA_UDFS: tuple[str, ...] = (
     "MEM_PEAK_GB",
     "MEM_STATES_GB",
     "PEAK_STAGE_PART_GB",
-    "RENT_COST_USD",
-    "CAPEX_PER_GPU_ALL_IN",
-    "CLUSTER_CAPEX_USD",
-    "KW_PER_GPU_ALL_IN",
-    "FACILITY_MW",
-    "RACKS_NEEDED",
-    "HOSTING_COST_USD",
-    "OWN_COST_AT_UTILISATION_USD",
-    "OWN_TOTAL_COST_USD",
-    "ENERGY_USD_PER_GPU_HOUR",
-    "OWN_USD_PER_GPU_HOUR",
-    "BREAKEVEN_UTILISATION",
-    "BREAKEVEN_MONTHS",
-    "RENT_OVER_MONTHS_USD",
-    "OWN_OVER_MONTHS_USD",
-    "RANGE_VALUE",
-    "RANGE_FRACTION",
-    "COST_CHANGE_USD",
     "T_MATH_S",
     "T_COMM_S",
     "TIME_LOWER_S",
@@ -2413,6 +2452,27 @@ FORMULA_UDFS: tuple[str, ...] = (
     "ELEMENTWISE_TIME_S",
     "ATTENTION_CORE_TIME_S",
     "MOE_PERMUTE_TIME_S",
+    "STAGE_MATMUL_TIME_S",
+    "LAYER_ATTENTION_TIME_S",
+    "MICROBATCH_TIME_S",
+    "RENT_COST_USD",
+    "CAPEX_PER_GPU_ALL_IN",
+    "CLUSTER_CAPEX_USD",
+    "KW_PER_GPU_ALL_IN",
+    "FACILITY_MW",
+    "RACKS_NEEDED",
+    "HOSTING_COST_USD",
+    "OWN_COST_AT_UTILISATION_USD",
+    "OWN_TOTAL_COST_USD",
+    "ENERGY_USD_PER_GPU_HOUR",
+    "OWN_USD_PER_GPU_HOUR",
+    "BREAKEVEN_UTILISATION",
+    "BREAKEVEN_MONTHS",
+    "RENT_OVER_MONTHS_USD",
+    "OWN_OVER_MONTHS_USD",
+    "RANGE_VALUE",
+    "RANGE_FRACTION",
+    "COST_CHANGE_USD",
     "EXPERT_HELD_PARAMS_B",
     "EXPERT_SHARD_GROUP",
     "MEM_PER_GPU_GB",
@@ -2520,6 +2580,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "IMPLIED_MFU",
     "KW_PER_GPU_ALL_IN",
     "LAYER_ACTIVATION_BYTES",
+    "LAYER_ATTENTION_TIME_S",
     "LAYER_MATMUL_FLOPS",
     "LAYER_PARAMS_B",
     "LAYOUT_MESSAGE",
@@ -2552,6 +2613,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "MEM_WEIGHTS_GB",
     "MEM_ZERO3_BUFFER_GB",
     "MFU_FROM_STEP",
+    "MICROBATCH_TIME_S",
     "MODEL_FLOPS_PER_TOKEN",
     "MODEL_LIST",
     "MODEL_PARALLEL_MIN_DIM",
@@ -2586,6 +2648,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "STAGE_LAYERS",
     "STAGE_LINEAR_TIME_S",
     "STAGE_MATMUL_FLOPS",
+    "STAGE_MATMUL_TIME_S",
     "STAGE_PARAMS_B",
     "STAGE_UNFUSED_ATTENTION_TIME_S",
     "STEP_TIME_S",

@@ -258,6 +258,18 @@ _add("stride_gpus", "GPUs", "Rank distance between neighbouring members of a com
 _add("ranks_per_domain", "GPUs", "Members of a communicating group inside one scale-up domain", example=1, **COUNT)
 _add("passes", "", "Ring passes of a collective: 2 for all-reduce, 1 for all-gather or reduce-scatter", example=2, **NONNEG)
 _add("cp_overlap", "fraction", "Share of the attention compute that hides the context-parallel KV exchange (Megatron ring attention: 1)", example=1, **FRACTION)
+_add("wave_quantization", "", "Charge each matmul for whole waves of output tiles over the GPU's SMs (needs its SM count; FALSE: every matmul at the matmul efficiency) (TRUE/FALSE)", "Wave_Quantization", example=True, kind="bool")
+_add("attention_factor", "fraction", "Share of its A100 share of peak a FlashAttention-2-class kernel reaches on this GPU (1: the same; Hopper 0.70 when the stack's kernel is written for Ampere)", "Attention_Factor", example=1, gt=0, le=1, number_format="0%")
+_add("attention_kernel_speed", "fraction", "Speed of the stack's attention kernel relative to FlashAttention-2 on the same GPU (1: FlashAttention-2 or faster; FlashAttention in Triton: 0.55)", "Attention_Kernel_Speed", example=1, gt=0, le=1, number_format="0%")
+_add("pp_overlap", "fraction", "Share of the pipeline's send/receive hidden behind compute (Megatron --overlap-p2p-communication)", "PP_Overlap", example=0, **FRACTION)
+_add("dp_overlap", "fraction", "Share of the overlap window (one micro-batch; ZeRO-3: the step) that data-parallel communication hides behind", "DP_Overlap", example=0.5, **FRACTION)
+_add("layer_matmul_s", "seconds", "Matmul time of one layer for one micro-batch on one GPU", example=0.01, **NONNEG)
+_add("layer_attention_s", "seconds", "Attention-core time of one layer for one micro-batch on one GPU", example=0.002, **NONNEG)
+_add("layer_elementwise_s", "seconds", "Non-matmul (norms, residuals, dropout, activation) time of one layer for one micro-batch on one GPU", example=0.002, **NONNEG)
+_add("logits_s", "seconds", "Time of the logit layer and the loss for one micro-batch on one GPU", example=0.01, **NONNEG)
+_add("tp_comm_s", "seconds", "Exposed tensor-parallel communication of one stage and micro-batch", example=0, **NONNEG)
+_add("cp_comm_s", "seconds", "Exposed context-parallel communication of one stage and micro-batch", example=0, **NONNEG)
+_add("pp_comm_s", "seconds", "Exposed pipeline send/receive time of one micro-batch", example=0, **NONNEG)
 
 # --- fine-tuning ------------------------------------------------------------------------
 _add("lora_rank", "", "LoRA rank r of each adapter (B is d x r, A is r x k)", "LoRA_Rank", example=16, kind="int", ge=1, le=65536)
@@ -416,7 +428,7 @@ _LIMITS: dict[str, tuple[float, str]] = {
     "shared_ffn_hidden": (1e7, "width"), "head_dim": (1e6, "width"), "q_lora_rank": (1e6, "width"),
     "kv_lora_rank": (1e6, "width"), "qk_rope_head_dim": (1e6, "width"), "qk_nope_head_dim": (1e6, "width"),
     "v_head_dim": (1e6, "width"), "in_features": (1e7, "width"), "out_features": (1e7, "width"),
-    "rows": (1e9, "count"), "inner": (1e7, "width"), "cols": (1e9, "count"), "gemm_rows": (1e12, "count"),
+    "rows": (1e9, "count"), "inner": (1e7, "width"), "cols": (1e9, "count"), "gemm_rows": (1e9, "count"),
     "gemm_cols": (1e9, "count"),
     "layers": (1e4, "depth"), "stage_layers": (1e4, "depth"), "layers_per_stage": (1e4, "depth"),
     "first_stage_layers": (1e4, "depth"), "last_stage_layers": (1e4, "depth"), "prefetch_layers": (1e4, "depth"),

@@ -18,6 +18,7 @@ from .. import stage_memory as sm
 from ..errors import CatalogError, InputError
 from ..formulas import communication as fcomm
 from ..formulas import memory as fm
+from ..formulas import microbatch as fmb
 from ..formulas import steptime as fs
 from ..registry import numeric
 from .architecture import Arch, arch_from_flags, arch_from_model  # noqa: F401  (re-exported)
@@ -176,14 +177,11 @@ def _matmul_times(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hid
     them (a second forward), so selective and no recomputation share one entry of the cache."""
     shape = dict(hidden=hidden, heads=heads, kv_heads=kv_heads, head_dim=head_dim, ffn_hidden=ffn_hidden,
                  vocab=vocab, gated_ffn=gated_ffn, tp=tp, recompute=recompute)
-    if sm_count:
-        def mm(n: int, pk: float) -> Any:
-            return fs.stage_linear_time_s.fast(layers_per_stage=n, tokens=tokens, **shape, peak_tflops=pk,
-                                               matmul_efficiency=eff, sm_count=sm_count)
-    else:
-        def mm(n: int, pk: float) -> Any:
-            flops = fs.stage_matmul_flops.fast(layers_per_stage=n, tokens=tokens, **shape)
-            return fs.compute_time_s.fast(flops=flops, peak_tflops=pk, matmul_efficiency=eff)
+
+    def mm(n: int, pk: float) -> Any:  # STAGE_MATMUL_TIME_S: wave-quantized where the SM count is known
+        return fmb.stage_matmul_time_s.raw(layers_per_stage=n, tokens=tokens, **shape, peak_tflops=pk,
+                                           matmul_efficiency=eff, sm_count=sm_count or 1,
+                                           wave_quantization=bool(sm_count))
     logits = mm(0, peak)
     return mm(1, mm_peak) - (logits if mm_peak == peak else mm(0, mm_peak)), logits
 
@@ -206,21 +204,14 @@ def _per_layer(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden
     layer_mm, logits = _matmul_times(hidden, ph, pkv, pdh, ffn_hidden, vocab, gated_ffn, tokens, tp,
                                      recompute if recompute in ("full", "op_selective") else "none", peak, mm_peak,
                                      eff, sm_count)
-    att_flops = fs.stage_attention_flops.fast(layers_per_stage=1, tokens=tokens, seq_len=seq_len, heads=heads,
-                                             head_dim=head_dim, tp=tp, recompute=recompute)
-    if flash:
-        # attention_factor < 1: a FlashAttention-2-class kernel on a newer GPU than it was written for reaches that
-        # share of its A100 efficiency, on both the kernel's rate and the GEMM-rate floor; attention_speed < 1: a
-        # slower kernel than FlashAttention-2 on the same GPU (the kernel's rate only)
-        att = fs.attention_core_time_s.fast(flops=att_flops, peak_tflops=peak,
-                                           attention_efficiency=attention_efficiency * attention_factor
-                                           * attention_speed, matmul_efficiency=eff * attention_factor)
-    else:
-        # QK^T and AV as batched matmuls at their roofline; softmax, mask and dropout over the s x s scores
-        # at HBM speed (no FlashAttention)
-        att = fs.stage_unfused_attention_time_s.fast(
-            flops=att_flops, layers_per_stage=1, tokens=tokens, seq_len=seq_len, heads=heads, peak_tflops=peak,
-            matmul_efficiency=eff, hbm_tb_s=hbm_tb_s, tp=tp, recompute=recompute)
+    # LAYER_ATTENTION_TIME_S: attention_factor < 1, a FlashAttention-2-class kernel on a newer GPU than it was
+    # written for (on the kernel's rate and the GEMM-rate floor); attention_speed < 1, a slower kernel than
+    # FlashAttention-2 on the same GPU (the kernel's rate only); unfused (no FlashAttention): QK^T and AV at their
+    # roofline, softmax, mask and dropout over the s x s scores at HBM speed
+    att = fmb.layer_attention_time_s.raw(
+        tokens=tokens, seq_len=seq_len, heads=heads, head_dim=head_dim, peak_tflops=peak, matmul_efficiency=eff,
+        attention_efficiency=attention_efficiency, hbm_tb_s=hbm_tb_s, flash_attention=flash, tp=tp,
+        recompute=recompute, attention_factor=attention_factor, attention_kernel_speed=attention_speed)
     ew = dict(tokens=tokens, hidden=hidden, ffn_hidden=ffn_hidden, hbm_tb_s=hbm_tb_s, gated_ffn=gated_ffn, tp=tp,
               seq_parallel=seq_parallel, recompute=recompute, elementwise_factor=elementwise_factor, dropout=dropout)
     ew_layer = fs.elementwise_time_s.fast(layers_per_stage=1, vocab=0, **ew)

@@ -1,0 +1,58 @@
+"""The planner's inputs as the step-time chain's (:mod:`xlcalc.step_steps`): one layout's architecture, GPU,
+stack settings and layout, by input-spec name, for the chain to evaluate or a sheet to show."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .architecture import Arch
+from .hardware import Hardware
+from .settings import Settings
+from .steptime import Config
+
+__all__ = ["not_covered", "step_chain_inputs"]
+
+
+def not_covered(arch: Arch, st: Settings, cfg: Config) -> Optional[str]:
+    """Why the chain cannot price this layout (:data:`xlcalc.step_steps.NOT_COVERED`), or None when it can."""
+    from ..step_steps import NOT_COVERED
+
+    if arch.moe_layers or cfg.ep > 1:
+        return NOT_COVERED["experts"]
+    if cfg.fp8:
+        return NOT_COVERED["fp8"]
+    if cfg.offload:
+        return NOT_COVERED["offload"]
+    if cfg.stage_layers is not None and len(set(cfg.stage_layers)) > 1:
+        return NOT_COVERED["stage_layers"]
+    if st.comm_sms:
+        return NOT_COVERED["comm_sms"]
+    if arch.projection_shape != (arch.heads, arch.kv_heads, arch.head_dim):
+        return NOT_COVERED["projection"]
+    return None
+
+
+def step_chain_inputs(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int,
+                      global_batch: int) -> dict[str, Any]:
+    """The chain's inputs for one configuration (global_batch in sequences), the planner's values one for one."""
+    return {
+        "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads, "kv_heads": arch.kv_heads,
+        "head_dim": arch.head_dim, "ffn_hidden": arch.ffn_hidden, "gated_ffn": arch.gated_ffn, "vocab": arch.vocab,
+        "layer_params": arch.layer_params, "embedding_params": arch.embedding_params,
+        "tied_embeddings": arch.tied_embeddings,
+        "seq_len": seq_len, "micro_batch": cfg.micro_batch,
+        "microbatches": int(round(global_batch / cfg.dp / cfg.micro_batch)),
+        "tp": cfg.tp, "pp": cfg.pp, "dp": cfg.dp, "cp": cfg.cp, "zero_stage": cfg.zero_stage,
+        "seq_parallel": cfg.seq_parallel, "recompute": cfg.recompute, "virtual_stages": cfg.virtual_stages,
+        "peak_tflops": hw.peak_tflops, "matmul_efficiency": hw.matmul_efficiency,
+        "sm_count": hw.sm_count or 1, "wave_quantization": bool(hw.sm_count), "hbm_tb_s": hw.hbm_tb_s,
+        "scaleup_gb_s": hw.scaleup_gb_s,
+        # None: the whole cluster is one scale-up domain and no group crosses a NIC
+        "scaleout_gb_s": hw.scaleout_gb_s or hw.scaleup_gb_s, "nvlink_domain": hw.nvlink_domain,
+        "attention_efficiency": st.attention_efficiency, "attention_factor": hw.attention_factor,
+        "attention_kernel_speed": st.attention_kernel_speed, "flash_attention": st.flash_attention,
+        "elementwise_factor": st.elementwise_factor, "loss_bytes": st.loss_bytes, "dropout": st.dropout,
+        "link_efficiency": st.link_efficiency, "tp_overlap": st.tp_overlap, "pp_overlap": st.pp_overlap,
+        "cp_overlap": st.cp_overlap, "dp_overlap": st.dp_overlap, "grad_bytes": st.grad_bytes,
+        "bytes_weights": st.gather_bytes or st.bytes_weights, "bytes_per_param_step": st.bytes_per_param_step,
+    }
