@@ -30,7 +30,8 @@ Producer = Callable[[Path], tuple[list[Path], Any]]
 RUNS: dict[str, frozenset[str]] = {
     "libreoffice-workbook": frozenset({"test_workbook_libreoffice", "test_readback"}),
     "libreoffice-faces": frozenset({"test_finetune_faces", "test_memory_faces", "test_moe", "test_money_faces",
-                                    "test_workbook_bounds", "test_workbook_budget_first", "test_workbook_checks"}),
+                                    "test_workbook_bounds", "test_workbook_budget_first", "test_workbook_checks",
+                                    "test_workbook_step_time"}),
 }
 
 

@@ -1791,6 +1791,19 @@ def GPU_HOURS_AT_THROUGHPUT(tokens_t, tokens_per_s):
 
 
 @func(category=BLOCKS_CATEGORY)
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("heads", ndim=2, doc="Attention heads a")
+@arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
+@arg("head_dim", ndim=2, doc="Dimension of one attention head")
+@arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
+@arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
+@ret()
+def DENSE_LAYER_PARAMS(hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False):
+    """Parameters of one dense transformer layer without biases, from its shape (a count, not billions). [parameters]. h*a*dh [Q] + 2*h*kv*dh [K,V] + a*dh*h [O] + (3 if gated else 2)*h*F [FFN] + 2*h [two norms]. Source: a pre-norm decoder layer without biases..."""
+    return formula_call("dense_layer_params", hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn)
+
+
+@func(category=BLOCKS_CATEGORY)
 @arg("layers", ndim=2, doc="Transformer layers L")
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @arg("layer_params", ndim=2, doc="Parameters of one transformer layer (a count, not billions) [parameters]")
@@ -2001,6 +2014,18 @@ def STAGE_MATMUL_TIME_S(layers_per_stage, tokens, hidden, heads, kv_heads, head_
 def LAYER_ATTENTION_TIME_S(tokens, seq_len, heads, head_dim, peak_tflops, matmul_efficiency, attention_efficiency, hbm_tb_s, flash_attention=True, tp=1, recompute="none", attention_factor=1, attention_kernel_speed=1):
     """Time of one layer's attention core (scores and weighted sum) for some tokens on one GPU, recomputation [seconds]. fused: ATTENTION_CORE_TIME_S(flops, peak, attention eff * factor * kernel speed, matmul eff * factor); unfused: STAGE_UNFUSED_ATTENTION_TI..."""
     return formula_call("layer_attention_time_s", tokens, seq_len, heads, head_dim, peak_tflops, matmul_efficiency, attention_efficiency, hbm_tb_s, flash_attention, tp, recompute, attention_factor, attention_kernel_speed)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("last_layers", ndim=2, doc="Layers on the last pipeline stage (it also runs the logit layer and the loss) [layers]")
+@arg("other_layers", ndim=2, doc="Most layers on any pipeline stage but the last [layers]")
+@arg("layer_s", ndim=2, doc="Time of one layer (matmuls, attention, elementwise) for one micro-batch on one GPU [seconds]")
+@arg("logits_s", ndim=2, doc="Time of the logit layer and the loss for one micro-batch on one GPU [seconds]")
+@arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
+@ret()
+def SLOWEST_STAGE_LAYERS(last_layers, other_layers, layer_s, logits_s, pp):
+    """Layers of the pipeline stage that sets the pace (with one stage: all of them, the logit layer included). [layers]. the other stages' most layers if they take longer than the last stage's layers and the logit layer (x * layer time > last * layer time + ..."""
+    return formula_call("slowest_stage_layers", last_layers, other_layers, layer_s, logits_s, pp)
 
 
 @func(category=BLOCKS_CATEGORY)
@@ -2440,6 +2465,7 @@ FORMULA_UDFS: tuple[str, ...] = (
     "TOKENS_PER_S_PER_GPU",
     "TRAIN_DAYS_AT_THROUGHPUT",
     "GPU_HOURS_AT_THROUGHPUT",
+    "DENSE_LAYER_PARAMS",
     "PIPELINE_STAGE_PARAMS",
     "LOGITS_MEMORY_BYTES",
     "STAGE_ACTIVATIONS_GB",
@@ -2454,6 +2480,7 @@ FORMULA_UDFS: tuple[str, ...] = (
     "MOE_PERMUTE_TIME_S",
     "STAGE_MATMUL_TIME_S",
     "LAYER_ATTENTION_TIME_S",
+    "SLOWEST_STAGE_LAYERS",
     "MICROBATCH_TIME_S",
     "RENT_COST_USD",
     "CAPEX_PER_GPU_ALL_IN",
@@ -2528,6 +2555,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "DAYS_FOR_BUDGET",
     "DAYS_FROM_THROUGHPUT",
     "DAYS_WITH_FAILURES",
+    "DENSE_LAYER_PARAMS",
     "DP_COMM_BYTES",
     "DP_COMM_TIME_HIERARCHICAL_S",
     "DP_COMM_TIME_S",
@@ -2642,6 +2670,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "RENT_COST_USD",
     "RENT_OVER_MONTHS_USD",
     "REPLICAS_NEEDED",
+    "SLOWEST_STAGE_LAYERS",
     "STAGE_ACTIVATIONS_GB",
     "STAGE_ATTENTION_FLOPS",
     "STAGE_INFLIGHT_MICROBATCHES",

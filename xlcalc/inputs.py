@@ -263,6 +263,9 @@ _add("attention_factor", "fraction", "Share of its A100 share of peak a FlashAtt
 _add("attention_kernel_speed", "fraction", "Speed of the stack's attention kernel relative to FlashAttention-2 on the same GPU (1: FlashAttention-2 or faster; FlashAttention in Triton: 0.55)", "Attention_Kernel_Speed", example=1, gt=0, le=1, number_format="0%")
 _add("pp_overlap", "fraction", "Share of the pipeline's send/receive hidden behind compute (Megatron --overlap-p2p-communication)", "PP_Overlap", example=0, **FRACTION)
 _add("dp_overlap", "fraction", "Share of the overlap window (one micro-batch; ZeRO-3: the step) that data-parallel communication hides behind", "DP_Overlap", example=0.5, **FRACTION)
+_add("last_layers", "layers", "Layers on the last pipeline stage (it also runs the logit layer and the loss)", example=10, **POS)
+_add("other_layers", "layers", "Most layers on any pipeline stage but the last", example=10, **POS)
+_add("layer_s", "seconds", "Time of one layer (matmuls, attention, elementwise) for one micro-batch on one GPU", example=0.01, **NONNEG)
 _add("layer_matmul_s", "seconds", "Matmul time of one layer for one micro-batch on one GPU", example=0.01, **NONNEG)
 _add("layer_attention_s", "seconds", "Attention-core time of one layer for one micro-batch on one GPU", example=0.002, **NONNEG)
 _add("layer_elementwise_s", "seconds", "Non-matmul (norms, residuals, dropout, activation) time of one layer for one micro-batch on one GPU", example=0.002, **NONNEG)
@@ -432,6 +435,7 @@ _LIMITS: dict[str, tuple[float, str]] = {
     "gemm_cols": (1e9, "count"),
     "layers": (1e4, "depth"), "stage_layers": (1e4, "depth"), "layers_per_stage": (1e4, "depth"),
     "first_stage_layers": (1e4, "depth"), "last_stage_layers": (1e4, "depth"), "prefetch_layers": (1e4, "depth"),
+    "last_layers": (1e4, "depth"), "other_layers": (1e4, "depth"),
     "virtual_stages": (1e4, "depth"), "forward_passes": (1e3, "count"),
     "heads": (1e5, "heads"), "kv_heads": (1e5, "heads"), "vocab": (1e7, "vocab"),
     "experts": (1e6, "count"), "topk": (1e6, "count"),

@@ -9,7 +9,7 @@ with numbers; written over defined names it is a sheet of live formulas. The pla
 (:mod:`xlcalc.planner.steptime`) computes the same terms from the same formulas, and
 ``tests/test_step_steps.py`` checks that both give one step time for every layout the chain covers.
 
-The chain covers a dense model (no experts) with even pipeline stages, bf16 linear layers (no FP8), the optimizer
+The chain covers a dense model (no experts) with even middle pipeline stages (the first and the last may differ), bf16 linear layers (no FP8), the optimizer
 on the GPU and every streaming multiprocessor computing (:data:`NOT_COVERED` names the rest); the planner's search
 covers those too. Inputs are input-spec names (:mod:`xlcalc.inputs`); the global batch is ``microbatches`` x
 ``micro_batch`` x ``dp`` sequences of ``seq_len`` tokens.
@@ -23,12 +23,13 @@ from typing import Any
 from . import registry
 from .errors import InputError
 from .expr import functions as _functions
-from .expr.functions import if_
+from .expr.functions import if_, max_
 from .expr.nodes import Expr, Var, wrap
 from .formulas import communication as fc
 from .formulas import microbatch as fmb
 from .formulas import steptime as fs
 from .inputs import spec
+from .layout import stage_layer_counts
 from .registry import Formula
 from .stage_memory import Step
 
@@ -42,7 +43,7 @@ STEP_INPUTS = (
     "embedding_params", "tied_embeddings",
     # the run and the layout
     "seq_len", "micro_batch", "microbatches", "tp", "pp", "dp", "cp", "zero_stage", "seq_parallel", "recompute",
-    "virtual_stages",
+    "virtual_stages", "first_stage_layers", "last_stage_layers",
     # the GPU and the cluster
     "peak_tflops", "matmul_efficiency", "sm_count", "wave_quantization", "hbm_tb_s", "scaleup_gb_s", "scaleout_gb_s",
     "nvlink_domain",
@@ -57,7 +58,7 @@ NOT_COVERED = {
     "experts": "a mixture of experts (expert parallelism, token permutation)",
     "fp8": "FP8 linear layers",
     "offload": "an optimizer offloaded to the CPU",
-    "stage_layers": "uneven pipeline stages",
+    "stage_layers": "uneven middle pipeline stages (only the first and the last may differ)",
     "comm_sms": "SMs kept by communication kernels",
     "projection": "attention projections of their own shape (MLA)",
 }
@@ -78,7 +79,8 @@ def step_time_steps(src: Mapping[str, Any] | None = None) -> tuple[Step, ...]:
         steps.append(Step(name, formula, {k: wrap(v) for k, v in args.items()}, label, guarded=False))
         return Var(name)
 
-    layers_stage = s["layers"] / s["pp"]             # even stages: the last (it also holds the logit layer) is slowest
+    # layers of the first, a middle and the last stage: L/p each, or the end stages given and the rest shared evenly
+    first, middle, last = stage_layer_counts(s)
     tokens_mb = s["seq_len"] * s["micro_batch"] / s["cp"]  # one GPU's tokens of a micro-batch
     shape = dict(hidden=s["hidden"], heads=s["heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"],
                  ffn_hidden=s["ffn_hidden"], vocab=s["vocab"], gated_ffn=s["gated_ffn"])
@@ -105,6 +107,11 @@ def step_time_steps(src: Mapping[str, Any] | None = None) -> tuple[Step, ...]:
                    layers_per_stage=1, vocab=0, **elementwise)
     ew_logits = add("Step_Loss_S", fs.elementwise_time_s, "The loss over the logits (s)",
                     layers_per_stage=0, vocab=s["vocab"], loss_bytes=s["loss_bytes"], **elementwise)
+    layer_s = mm_layer_logits - mm_logits + attention + ew_layer
+    logits_s = mm_logits + ew_logits
+    layers_stage = add("Step_Slowest_Stage_Layers", fmb.slowest_stage_layers, "Layers of the slowest pipeline stage",
+                       last_layers=last, other_layers=max_(first, middle), layer_s=layer_s, logits_s=logits_s,
+                       pp=s["pp"])
     # --- communication on a micro-batch's path ------------------------------------------------------------------
     link = dict(link_efficiency=s["link_efficiency"])
     tp_comm = add("Step_TP_Comm_S", fc.tp_comm_time_s, "Exposed TP communication of the stage, one micro-batch (s)",
@@ -125,7 +132,8 @@ def step_time_steps(src: Mapping[str, Any] | None = None) -> tuple[Step, ...]:
               virtual_stages=s["virtual_stages"], **link)
     microbatch = add("Step_Microbatch_S", fmb.microbatch_time_s, "One micro-batch on the slowest stage (s)",
                      layers_per_stage=layers_stage, layer_matmul_s=mm_layer_logits - mm_logits,
-                     layer_attention_s=attention, layer_elementwise_s=ew_layer, logits_s=mm_logits + ew_logits,
+                     layer_attention_s=attention, layer_elementwise_s=ew_layer,
+                     logits_s=if_(layers_stage > last, 0, logits_s),  # the last stage runs the logit layer
                      tp_comm_s=tp_comm, cp_comm_s=cp_comm,
                      pp_comm_s=if_(s["pp"] > 1, p2p * (1 - s["pp_overlap"]), 0))
     # --- once per step: data-parallel communication, the optimizer, the bubble ---------------------------------

@@ -19,7 +19,7 @@ from .steptime import (
     stage_unfused_attention_time_s,
 )
 
-__all__ = ["stage_matmul_time_s", "layer_attention_time_s", "microbatch_time_s"]
+__all__ = ["stage_matmul_time_s", "layer_attention_time_s", "slowest_stage_layers", "microbatch_time_s"]
 
 
 @formula(
@@ -60,6 +60,20 @@ def layer_attention_time_s(tokens, seq_len, heads, head_dim, peak_tflops, matmul
     unfused = stage_unfused_attention_time_s(flops, 1, tokens, seq_len, heads, peak_tflops, matmul_efficiency,
                                              hbm_tb_s, tp, recompute)
     return if_(flash_attention, fused, unfused)
+
+
+@formula(
+    udf="SLOWEST_STAGE_LAYERS", unit="layers", category="steptime",
+    equation="the other stages' most layers if they take longer than the last stage's layers and the logit layer "
+             "(x * layer time > last * layer time + logit layer time), else the last stage's",
+    source="Narayanan et al. 2021 §2.2: the slowest pipeline stage sets the pace of every micro-batch; the last stage "
+           "also runs the output layer and the loss (Llama 3's split gives it one layer fewer: Dubey et al. 2024 "
+           "§3.3.2)",
+)
+def slowest_stage_layers(last_layers, other_layers, layer_s, logits_s, pp):
+    """Layers of the pipeline stage that sets the pace (with one stage: all of them, the logit layer included)."""
+    other_slower = other_layers * layer_s > last_layers * layer_s + logits_s
+    return if_(pp > 1, if_(other_slower, other_layers, last_layers), last_layers)
 
 
 @formula(

@@ -23,7 +23,7 @@ __all__ = [
     "pipeline_stage_params", "logits_memory_bytes", "stage_activations_gb", "logits_matmul_flops",
     "stage_matmul_flops", "stage_linear_time_s", "stage_attention_flops", "flash_attention_time_s",
     "stage_unfused_attention_time_s", "elementwise_time_s", "attention_core_time_s", "fp8_cast_bytes_per_token",
-    "moe_permute_time_s",
+    "moe_permute_time_s", "dense_layer_params",
 ]
 
 
@@ -308,6 +308,18 @@ def gpu_hours_at_throughput(tokens_t, tokens_per_s):
 
 
 # --- one pipeline stage: the planner's step-time model, term by term ----------------------------------
+
+
+@formula(
+    udf="DENSE_LAYER_PARAMS", unit="parameters", category="steptime",
+    equation="h*a*dh [Q] + 2*h*kv*dh [K,V] + a*dh*h [O] + (3 if gated else 2)*h*F [FFN] + 2*h [two norms]",
+    source="a pre-norm decoder layer without biases (Llama: Touvron et al. 2023 §2.2, RMSNorm and SwiGLU); GQA's K and "
+           "V are kv heads wide (Ainslie et al. 2023)",
+)
+def dense_layer_params(hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False):
+    """Parameters of one dense transformer layer without biases, from its shape (a count, not billions)."""
+    attention = hidden * heads * head_dim * 2 + 2 * hidden * kv_heads * head_dim
+    return attention + if_(gated_ffn, 3, 2) * hidden * ffn_hidden + 2 * hidden
 
 
 @formula(

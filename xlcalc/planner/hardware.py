@@ -16,7 +16,7 @@ from ..errors import CatalogError
 from .kernels import FLASH_ATTENTION_2_SHARE
 from .stacks import STACKS
 
-__all__ = ["Hardware", "resolve_hardware", "SM_COUNT", "attention_factor"]
+__all__ = ["Hardware", "resolve_hardware", "SM_COUNT", "attention_factor", "catalog_matmul_efficiency"]
 
 # Streaming multiprocessors, from the vendors' architecture documents. A GPU not listed gets no wave
 # quantization unless Settings.sm_count gives its count.
@@ -99,6 +99,19 @@ def _efficiency(row: catalog.GPU, settings: Any) -> tuple[Optional[float], str]:
         if ref.matmul_efficiency:
             return ref.matmul_efficiency, f"catalog, {ref.name} (same die), single-GPU microbenchmark"
     return None, ""
+
+
+def catalog_matmul_efficiency(row: catalog.GPU) -> Optional[float]:
+    """The matmul efficiency the planner takes for a GPU when neither the settings nor the stack give one."""
+    return _efficiency(row, _NO_SETTINGS)[0]
+
+
+class _NoSettings:
+    matmul_efficiency = None
+    stack = None
+
+
+_NO_SETTINGS = _NoSettings()
 
 
 def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int] = None) -> Hardware:

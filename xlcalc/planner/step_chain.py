@@ -10,7 +10,7 @@ from .hardware import Hardware
 from .settings import Settings
 from .steptime import Config
 
-__all__ = ["not_covered", "step_chain_inputs"]
+__all__ = ["not_covered", "stack_facts", "step_chain_inputs"]
 
 
 def not_covered(arch: Arch, st: Settings, cfg: Config) -> Optional[str]:
@@ -23,7 +23,7 @@ def not_covered(arch: Arch, st: Settings, cfg: Config) -> Optional[str]:
         return NOT_COVERED["fp8"]
     if cfg.offload:
         return NOT_COVERED["offload"]
-    if cfg.stage_layers is not None and len(set(cfg.stage_layers)) > 1:
+    if cfg.stage_layers is not None and len(set(cfg.stage_layers[1:-1])) > 1:
         return NOT_COVERED["stage_layers"]
     if st.comm_sms:
         return NOT_COVERED["comm_sms"]
@@ -44,15 +44,32 @@ def step_chain_inputs(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_l
         "microbatches": int(round(global_batch / cfg.dp / cfg.micro_batch)),
         "tp": cfg.tp, "pp": cfg.pp, "dp": cfg.dp, "cp": cfg.cp, "zero_stage": cfg.zero_stage,
         "seq_parallel": cfg.seq_parallel, "recompute": cfg.recompute, "virtual_stages": cfg.virtual_stages,
+        # the end stages' layers where they differ from the middle ones (0: an even split)
+        **_ends(cfg),
         "peak_tflops": hw.peak_tflops, "matmul_efficiency": hw.matmul_efficiency,
         "sm_count": hw.sm_count or 1, "wave_quantization": bool(hw.sm_count), "hbm_tb_s": hw.hbm_tb_s,
         "scaleup_gb_s": hw.scaleup_gb_s,
         # None: the whole cluster is one scale-up domain and no group crosses a NIC
         "scaleout_gb_s": hw.scaleout_gb_s or hw.scaleup_gb_s, "nvlink_domain": hw.nvlink_domain,
-        "attention_efficiency": st.attention_efficiency, "attention_factor": hw.attention_factor,
-        "attention_kernel_speed": st.attention_kernel_speed, "flash_attention": st.flash_attention,
+        "attention_factor": hw.attention_factor, **stack_facts(st),
+    }
+
+
+def stack_facts(st: Settings) -> dict[str, Any]:
+    """The chain's inputs a software stack sets (its profile's facts over the planner's defaults), and whether its
+    attention kernel is FlashAttention-2 on a newer GPU than it was written for (Settings.attention_by_generation)."""
+    return {
+        "attention_efficiency": st.attention_efficiency, "attention_kernel_speed": st.attention_kernel_speed,
+        "attention_by_generation": st.attention_by_generation, "flash_attention": st.flash_attention,
         "elementwise_factor": st.elementwise_factor, "loss_bytes": st.loss_bytes, "dropout": st.dropout,
         "link_efficiency": st.link_efficiency, "tp_overlap": st.tp_overlap, "pp_overlap": st.pp_overlap,
         "cp_overlap": st.cp_overlap, "dp_overlap": st.dp_overlap, "grad_bytes": st.grad_bytes,
         "bytes_weights": st.gather_bytes or st.bytes_weights, "bytes_per_param_step": st.bytes_per_param_step,
     }
+
+
+def _ends(cfg: Config) -> dict[str, int]:
+    layers = cfg.stage_layers
+    if layers is None or cfg.pp == 1 or len(set(layers)) == 1:
+        return {"first_stage_layers": 0, "last_stage_layers": 0}
+    return {"first_stage_layers": layers[0], "last_stage_layers": layers[-1]}

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..scenario import Scenario
 from .. import atomic
-from . import budget_sheet, catalogs, charts, checks, compare, finetune, memory_sheets, sheets, start
+from . import budget_sheet, catalogs, charts, checks, compare, finetune, memory_sheets, sheets, start, step_sheet
 from .model import Book
 from .readback import WorkbookError, read_workbook
 from .writer import save_package, to_workbook
@@ -38,9 +38,9 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
     scenarios = list(scenarios) or [Scenario()]
     main = scenarios[0]
     book = Book()
-    book.sheets.update({t: {} for t in ("Start", "Inputs", "Memory", "Time", "Budget", "FineTuning", "Scenarios",
-                                        "Sensitivity", "Parallelism", "GPUs", "Models", "Recipes",
-                                        "Frameworks", "Prices", "References", checks.SHEET)})
+    book.sheets.update({t: {} for t in ("Start", "Inputs", "Memory", "Time", "StepTime", "Budget", "FineTuning",
+                                        "Scenarios", "Sensitivity", "Parallelism", "GPUs", "Models", "Recipes",
+                                        "Frameworks", "Stacks", "Prices", "References", checks.SHEET)})
     with checks.collecting() as reg:  # the cells that gather input checks, placed as the results need them
         return _layout(book, scenarios, main, reg)
 
@@ -51,11 +51,13 @@ def _layout(book: Book, scenarios: list[Scenario], main: Scenario, reg: checks.R
     recipes = catalogs.recipe_sheet(book)
     frameworks = catalogs.framework_sheet(book)
     prices = catalogs.price_sheet(book)
+    stacks = step_sheet.stack_sheet(book)
     ctx = sheets.Ctx(book, main, gpus, models, recipes, prices, frameworks)
     start.start_sheet(ctx)
     sheets.inputs_sheet(ctx)
     mem_rows = memory_sheets.memory_sheet(ctx)
     memory_sheets.time_sheet(ctx)
+    step_sheet.step_time_sheet(ctx, stacks)
     budget_sheet.budget_sheet(ctx)
     ft_rows = finetune.finetune_sheet(ctx)
     if len(scenarios) >= 2:

@@ -9,6 +9,7 @@ from .. import catalog
 from ..expr.functions import eq, if_
 from ..expr.nodes import Expr, IfError, Var
 from ..frameworks import DEFAULT_FRAMEWORK, FRAMEWORK_NAMES, FRAMEWORKS, PRECISIONS, PROFILE_FIELDS, get_profile
+from ..planner.hardware import SM_COUNT, attention_factor, catalog_matmul_efficiency
 from ..recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, RECIPES
 from ..registry import all_formulas
 from .model import Book, Concat, Lookup, LookupOr, coord
@@ -22,7 +23,13 @@ GPU_COLUMNS = (
     ("memory_gb", "memory GB (nominal)", 11),
     ("capacity_gb", "memory GB the fit uses (as exposed to CUDA where a source gives it, else nominal)", 14),
     ("hbm_tb_s", "HBM TB/s", 10), ("gpus_per_node", "GPUs per node", 10),
-    ("tdp_w", "TDP W", 9), ("source", "source", 90),
+    ("tdp_w", "TDP W", 9),
+    # what the step time (StepTime sheet) reads beside them, as xlcalc plan resolves it
+    ("scaleup_gb_s", "scale-up GB/s per direction (NVLink)", 12), ("scaleout_gb_s", "scale-out GB/s (NIC)", 11),
+    ("nvlink_domain", "GPUs per NVLink domain", 10), ("sm_count", "SMs (wave quantization)", 10),
+    ("step_matmul_efficiency", "matmul efficiency when the stack gives none", 13),
+    ("attention_generation_factor", "FlashAttention-2 share vs its A100 share", 13),
+    ("source", "source", 90),
 )
 MODEL_COLUMNS = (
     ("id", "id", 16), ("name", "name", 26), ("params_b", "params B (from architecture)", 14),
@@ -67,6 +74,12 @@ def _row_value(row, field: str):
         return round(row.active_params_b, 3) if row.experts else 0
     if field == "kv_heads":
         return row.kv_heads or row.heads
+    if field == "sm_count":
+        return SM_COUNT.get(row.id)
+    if field == "step_matmul_efficiency":
+        return catalog_matmul_efficiency(row)
+    if field == "attention_generation_factor":
+        return attention_factor(row.id, True)
     return getattr(row, field)
 
 

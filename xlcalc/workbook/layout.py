@@ -35,6 +35,7 @@ WIDTHS = {
     "Inputs": {"A": 44, "B": 30, "C": 22, "D": 110},  # B: a looked-up input's cell, where a catalog message wraps
     "Memory": {"A": 48, "B": 16, "C": 14, "D": 110},
     "Time": {"A": 48, "B": 18, "C": 14, "D": 60},
+    "StepTime": {"A": 56, "B": 18, "C": 16, "D": 110},
     "Budget": {"A": 48, "B": 30, "C": 30, "D": 100},  # B, C: the rent and own columns, where a catalog message wraps
     "FineTuning": {"A": 52, "B": 18, "C": 18, "D": 90},
     "Scenarios": {"A": 40, "B": 16},
@@ -44,6 +45,7 @@ WIDTHS = {
     "Models": {},
     "Recipes": {},
     "Frameworks": {},
+    "Stacks": {},
     "Prices": {},
     "References": {"A": 26, "B": 22, "C": 80, "D": 16, "E": 100, "F": 100},
 }

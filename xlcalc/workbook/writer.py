@@ -40,8 +40,8 @@ from .layout import BAD_FILL, CHARS_PER_WIDTH, DEFAULT_WIDTH, EDITABLE, GOOD_FIL
 from .model import _PLAIN_COORD, Book, identity
 from .rendering import BOOL_FORMAT
 
-SHEET_ORDER = ("Start", "Inputs", "Memory", "Time", "Budget", "FineTuning", "Scenarios", "Sensitivity", "Parallelism",
-               "GPUs", "Models", "Recipes", "Frameworks", "Prices", "References")
+SHEET_ORDER = ("Start", "Inputs", "Memory", "Time", "StepTime", "Budget", "FineTuning", "Scenarios", "Sensitivity",
+               "Parallelism", "GPUs", "Models", "Recipes", "Frameworks", "Stacks", "Prices", "References")
 FORMULA_LEAD = ("=", "+", "-", "@")
 
 
@@ -286,8 +286,8 @@ def merged_validations(validations: list[dict[str, Any]]) -> list[tuple[dict[str
 
 
 # sheets printed landscape (wide tables); the rest portrait
-LANDSCAPE = {"Start", "Inputs", "Memory", "Time", "Budget", "FineTuning", "Scenarios", "Sensitivity", "Parallelism",
-             "GPUs", "Models", "Recipes", "Frameworks", "Prices", "References"}
+LANDSCAPE = {"Start", "Inputs", "Memory", "Time", "StepTime", "Budget", "FineTuning", "Scenarios", "Sensitivity",
+             "Parallelism", "GPUs", "Models", "Recipes", "Frameworks", "Stacks", "Prices", "References"}
 ROW_CM, CHAR_CM = 0.53, 0.2  # default row height; width of one character of column width (Calibri 11)
 
 

@@ -1,0 +1,141 @@
+"""The StepTime sheet: the step time and MFU ``xlcalc plan`` gives for the Inputs sheet's layout, as live formulas.
+
+The planner (``plan`` with every layout choice pinned, the same run, GPU, global batch and stack) is the reference;
+the workbook's own values (what its cells cache) and LibreOffice's recalculation of them must give its numbers, for
+several presets and for the stacks picked in the Stack dropdown as a user would. Skips where LibreOffice is absent,
+except under CI=true, where it fails.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+import lo_batch
+from named_edits import Edits, named_cell, validation_of
+from xlcalc import catalog, presets
+from xlcalc.planner import Settings, plan
+from xlcalc.planner.stacks import DEFAULT_STACK, STACKS
+from xlcalc.planner.steptime import arch_from_flags, arch_from_model
+from xlcalc.workbook import build, layout
+from xlcalc.workbook.step_sheet import STEP_SHEET
+
+PRESETS = ("seed002-70b-a800", "llama31-405b-h100", "seed000-100b-h100")
+# the sheet's names and the plan's fields
+RESULTS = {"Step_Time_S": "step_s", "Step_MFU": "mfu", "Step_HFU": "hfu",
+           "Step_Tokens_per_S_per_GPU": "tokens_per_s_per_gpu", "Step_DP_Comm_S": "dp_comm_s",
+           "Step_Optimizer_S": "optimizer_s", "Step_Bubble_S": "bubble_s"}
+# (preset, Stack picked, global batch typed in tokens; None: as built)
+LO_CASES = [("seed002-70b-a800", None, None), ("seed002-70b-a800", "megatron", None),
+            ("llama31-405b-h100", "llm-foundry", None), ("llama31-405b-h100", "megatron-2021", 2048 * 8192),
+            ("seed000-100b-h100", "fsdp-compiled", None)]
+
+
+def planned(sc, stack: str, batch_tokens: float):
+    """``plan``'s prediction of the scenario's layout (every choice pinned) on ``stack``."""
+    arch = arch_from_model(catalog.get_model(sc.model)) if sc.model else arch_from_flags(
+        sc.layers, sc.hidden, sc.heads, sc.kv_heads, sc.ffn_hidden, sc.vocab, sc.gated_ffn, sc.seq_len)
+    result = plan(arch=arch, gpu=sc.gpu, n_gpus=sc.n_gpus, seq_len=sc.seq_len, global_batch_tokens=batch_tokens,
+                  settings=Settings(stack=stack), tp=sc.tp, pp=sc.pp, zero_stage=sc.zero_stage,
+                  recompute=sc.recompute, micro_batch=sc.micro_batch, seq_parallel=sc.seq_parallel,
+                  virtual_stages=sc.virtual_stages, cp=sc.cp, top=1)
+    assert result.plans, [r.reason for r in result.rejected][:3]
+    return result.plans[0]
+
+
+def _value(lay, name: str):
+    sheet, at = lay.book.names[name]
+    return lay.book.value(sheet, at)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("stack", [DEFAULT_STACK, "megatron", "megatron-2021", "llm-foundry"])
+def test_the_sheet_gives_plans_step_time(preset, stack):
+    sc = presets.load(preset)
+    lay = layout([sc])
+    sheet, at = lay.book.names["Stack"]
+    assert lay.book.value(sheet, at) == DEFAULT_STACK  # the default every face takes
+    lay.book.put(sheet, at, stack, "text_input")
+    lay.book.cached_values()  # recomputed with the stack picked
+    assert _value(lay, "Step_Check") == "OK"
+    expected = planned(sc, stack, _value(lay, "Global_Batch_Tokens"))
+    for name, field in RESULTS.items():
+        assert _value(lay, name) == pytest.approx(getattr(expected, field), rel=1e-12), name
+
+
+def test_a_stack_a_gpu_or_a_batch_it_cannot_use_is_named():
+    lay = layout([presets.load("seed002-70b-a800")])
+    book = lay.book
+    stack_at, batch_at, gpu_at = book.names["Stack"], book.names["Global_Batch_Tokens"], book.names["GPU_Type"]
+    book.put(*stack_at, "nemo-typo", "text_input")
+    book.cached_values()
+    assert _value(lay, "Step_Check") == "nemo-typo: not on the Stacks sheet \u2014 pick a stack from the list"
+    assert str(_value(lay, "Step_Time_S")).startswith(f"see {STEP_SHEET}!B")
+    book.put(*stack_at, "megatron", "text_input")
+    book.put(*batch_at, 4096 * 1000, "input")  # 1,000 sequences over DP 64: 15.6 micro-batches
+    book.cached_values()
+    assert "15.625 micro-batches" in _value(lay, "Step_Check")
+    book.put(*batch_at, 4096 * 1024, "input")
+    book.put(*gpu_at, "ascend-910b", "text_input")  # the GPU catalog has no HBM bandwidth for it
+    book.cached_values()
+    assert _value(lay, "Step_Check") == "ascend-910b: no published HBM bandwidth \u2014 type it on the GPUs sheet"
+
+
+def test_the_stacks_sheet_holds_each_profiles_documented_facts():
+    lay = layout([presets.load("seed002-70b-a800")])
+    book = lay.book
+    rows = {book.value("Stacks", f"A{r}"): r for r in range(4, 4 + len(STACKS))}
+    assert set(rows) == set(STACKS)
+    headers = {book.value("Stacks", f"{c}3"): c for c in "ABCDEFGHIJKLMNOPQRSTU"}
+    # llm-foundry: fused cross-entropy on bf16 logits, 6 bytes per logit, no dropout (llmfoundry modeling_mpt.py);
+    # Megatron-LM 2021: no FlashAttention (it predates it)
+    assert book.value("Stacks", f"{headers['loss bytes per logit']}{rows['llm-foundry']}") == 6
+    assert book.value("Stacks", f"{headers['dropout kernels']}{rows['llm-foundry']}") is False
+    assert book.value("Stacks", f"{headers['fused attention']}{rows['megatron-2021']}") is False
+
+
+@lo_batch.register("step_time")
+def _produce(work: Path):
+    src = work / "in"
+    src.mkdir()
+    files, cases = [], []
+    for preset in dict.fromkeys(p for p, _, _ in LO_CASES):
+        build(work / f"{preset}.xlsx", [presets.load(preset)])
+        book = Edits(work / f"{preset}.xlsx")
+        for k, (p, stack, batch) in enumerate(LO_CASES):
+            if p != preset:
+                continue
+            edits = {**({"Stack": stack} if stack else {}), **({"Global_Batch_Tokens": batch} if batch else {})}
+            out = src / f"{preset}-{k}.xlsx"
+            book.save(out, edits)
+            files.append(out)
+            cases.append((p, stack or DEFAULT_STACK, batch))
+    return files, cases
+
+
+@pytest.fixture(scope="module")
+def recalculated():
+    files, cases = lo_batch.results("step_time")
+    return [(case, openpyxl.load_workbook(f, data_only=True)) for f, case in zip(files, cases)]
+
+
+def test_libreoffice_gives_plans_step_time_for_the_stack_picked(recalculated):
+    assert len(recalculated) == len(LO_CASES)
+    for (preset, stack, batch), wb in recalculated:
+        sc = presets.load(preset)
+        assert named_cell(wb, "Step_Check").value == "OK", (preset, stack)
+        expected = planned(sc, stack, batch or named_cell(wb, "Global_Batch_Tokens").value)
+        for name, field in RESULTS.items():
+            assert named_cell(wb, name).value == pytest.approx(getattr(expected, field), rel=1e-9), (preset, stack,
+                                                                                                    name)
+
+
+def test_the_stack_dropdown_lists_every_profile(tmp_path):
+    build(tmp_path / "p.xlsx", [presets.load("seed002-70b-a800")])
+    wb = openpyxl.load_workbook(tmp_path / "p.xlsx")
+    dv = validation_of(wb, "Stack")
+    sheet, rng = dv.formula1.lstrip("=").split("!")
+    listed = [row[0].value for row in wb[sheet][rng.replace("$", "")]]
+    assert listed == list(STACKS)

@@ -1,0 +1,241 @@
+"""The Stacks and StepTime sheets: the planner's step time of the Inputs sheet's layout, as live formulas.
+
+StepTime writes the step-time chain (:func:`xlcalc.step_steps.step_time_steps`) over the workbook's names: the
+model and layout of the Inputs sheet, the GPU's figures from the GPUs sheet (by GPU_Type) and the software stack's
+facts from the Stacks sheet (by the Stack dropdown). Each cell is one step, the same registered formula the planner's
+search evaluates, so the sheet gives ``xlcalc plan``'s step time and MFU for the same run and stack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import catalog
+from ..expr.functions import and_, eq, if_
+from ..expr.nodes import Expr, Func, IfError, Var, wrap
+from ..formulas import steptime as fs
+from ..layout import LAYOUT_OK
+from ..planner import Settings
+from ..planner.stacks import DEFAULT_STACK, STACKS
+from ..planner.step_chain import stack_facts
+from ..step_steps import step_time_steps
+from .catalogs import FIRST, Table
+from .messages import CHECK_POINTER, LAYOUT_POINTER
+from .model import Book, Concat, IsNumber, LookupOr, coord
+from .rendering import guarded, needs, pointing
+from .sheets import Ctx, header_row
+
+__all__ = ["STACK_SHEET", "STEP_SHEET", "StackTable", "stack_sheet", "step_time_sheet"]
+
+STACK_SHEET, STEP_SHEET = "Stacks", "StepTime"
+# the Stacks sheet's fact columns: the planner's Settings field, the chain input it gives, header, number format
+STACK_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
+    ("matmul_efficiency", "matmul_efficiency", "matmul efficiency (empty: the GPU's)", "0.0%"),
+    ("attention_by_generation", "", "FlashAttention-2 on Hopper at 0.70 of its A100 share", "General"),
+    ("attention_efficiency", "attention_efficiency", "attention kernel share of peak", "0.0%"),
+    ("attention_kernel_speed", "attention_kernel_speed", "attention kernel speed vs FlashAttention-2", "0.0%"),
+    ("flash_attention", "flash_attention", "fused attention", "General"),
+    ("elementwise_factor", "elementwise_factor", "elementwise traffic factor", "0.##"),
+    ("loss_bytes", "loss_bytes", "loss bytes per logit", "0.##"),
+    ("dropout", "dropout", "dropout kernels", "General"),
+    ("link_efficiency", "link_efficiency", "link efficiency", "0%"),
+    ("tp_overlap", "tp_overlap", "TP comm hidden", "0%"),
+    ("pp_overlap", "pp_overlap", "PP send/receive hidden", "0%"),
+    ("cp_overlap", "cp_overlap", "CP comm hidden", "0%"),
+    ("dp_overlap", "dp_overlap", "DP comm overlap window", "0%"),
+    ("grad_bytes", "grad_bytes", "bytes per reduced gradient", "0.##"),
+    ("bytes_weights", "bytes_weights", "bytes per gathered weight", "0.##"),
+    ("bytes_per_param_step", "bytes_per_param_step", "optimizer step bytes per parameter", "0.##"),
+)
+# Llama 2's batch: 4M tokens, 1,024 sequences of 4,096 (Touvron et al. 2023 §2.2); the example on a model with none
+EXAMPLE_BATCH_SEQUENCES = 1024
+# the GPUs sheet's columns the chain reads (xlcalc.workbook.catalogs.GPU_COLUMNS)
+GPU_FACTS = ("hbm_tb_s", "scaleup_gb_s", "scaleout_gb_s", "nvlink_domain", "sm_count", "step_matmul_efficiency",
+             "attention_generation_factor")
+
+
+@dataclass(frozen=True)
+class StackTable(Table):
+    pass
+
+
+def stack_sheet(book: Book) -> StackTable:
+    """One row per software-stack profile (xlcalc.planner.stacks): the facts the step time takes from it, as the
+    planner resolves them (the stack's documented facts over the planner's defaults)."""
+    s = STACK_SHEET
+    book.put(s, "A1", "Software stacks: the facts the step time takes from each (xlcalc.planner.stacks)", "title")
+    book.put(s, "A2", "Each profile's documented facts over the planner's defaults, as `xlcalc plan --stack` uses them; "
+             "the StepTime sheet looks them up by its Stack dropdown. Yellow cells may be edited.", "note")
+    columns = ["id", "name"] + [c[0] for c in STACK_COLUMNS] + ["facts"]
+    headers = ["id", "name"] + [c[2] for c in STACK_COLUMNS] + ["what the stack does, and where that is stated"]
+    for j, header in enumerate(headers, start=1):
+        book.put(s, coord(j, 3), header, "header")
+        book.widths.setdefault(s, {})[coord(j, 1)[:-1]] = 90 if header.startswith("what") else 13
+    for i, stack in enumerate(STACKS.values()):
+        row = FIRST + i
+        facts = stack_facts(Settings(stack=stack.id))
+        book.put(s, coord(1, row), stack.id, "label")
+        book.put(s, coord(2, row), stack.name, "text")
+        for j, (field, _, _, fmt) in enumerate(STACK_COLUMNS, start=3):
+            value = facts.get(field, stack.matmul_efficiency if field == "matmul_efficiency" else None)
+            book.put(s, coord(j, row), value, "input", None if fmt == "General" else fmt)
+        book.put(s, coord(len(columns), row), "; ".join(f"{what} ({where})" for what, where in stack.facts), "text")
+    book.freeze[s] = "B4"
+    return StackTable(s, tuple(columns), FIRST, FIRST + len(STACKS) - 1)
+
+
+def _stack_fact(stacks: StackTable, field: str) -> Expr:
+    missing = Concat(Var("Stack"), ": not on the Stacks sheet \u2014 pick a stack from the list")
+    return IfError(LookupOr(Var("Stack"), stacks.sheet, "A", stacks.col(field), stacks.first_row, stacks.last_row,
+                            ""), missing)
+
+
+def _gpu_fact(gpus: Table, field: str, blank: Any) -> Expr:
+    missing = Concat(Var("GPU_Type"), ": not on the GPUs sheet \u2014 pick a GPU on Inputs (GPU_Type) for the step time")
+    return IfError(LookupOr(Var("GPU_Type"), gpus.sheet, gpus.col("id"), gpus.col(field), gpus.first_row,
+                            gpus.last_row, blank), missing)
+
+
+def _sources(ctx: Ctx, stacks: StackTable) -> tuple[dict[str, Any], list[tuple[str, str, Expr, str, str]]]:
+    """The chain's inputs over the workbook's names, and the fact rows to place: (name, label, formula, unit,
+    number format)."""
+    gpus = ctx.gpus
+    facts: list[tuple[str, str, Expr, str, str]] = []
+
+    def fact(name: str, label: str, expr: Expr, unit: str = "", fmt: str = "0.####") -> Var:
+        facts.append((name, label, expr, unit, fmt))
+        return Var(name)
+
+    stack = {field: _stack_fact(stacks, field) for field, *_ in STACK_COLUMNS}
+    fact("Step_Layer_Params", "Parameters of one layer, from its shape (as the planner counts them)",
+         fs.dense_layer_params(hidden=Var("Hidden"), heads=Var("Heads"), kv_heads=Var("KV_Heads"),
+                               head_dim=Var("Hidden") / Var("Heads"), ffn_hidden=Var("FFN_Hidden"),
+                               gated_ffn=Var("Gated_FFN")), "parameters", "#,##0")
+    def no(what: str, where: str = "type it on the GPUs sheet") -> Expr:
+        return Concat(Var("GPU_Type"), f": no published {what} \u2014 {where}")
+
+    gpu_eff = _gpu_fact(gpus, "step_matmul_efficiency", no("matmul efficiency", "pick a stack that gives one"))
+    src: dict[str, Any] = {
+        "head_dim": Var("Hidden") / Var("Heads"), "layer_params": Var("Step_Layer_Params"),
+        "embedding_params": Var("Vocab") * Var("Hidden"), "dp": Var("DP_Size"), "microbatches": Var("Step_Microbatches"),
+        "seq_len": Var("Seq_Len"), "micro_batch": Var("Micro_Batch"), "tp": Var("TP_Size"), "pp": Var("PP_Size"),
+        "cp": Var("CP_Size"), "zero_stage": Var("ZeRO_Stage"), "peak_tflops": Var("Peak_TFLOPS"),
+    }
+    src["matmul_efficiency"] = fact("Step_Matmul_Efficiency", "Matmul efficiency (the stack's, else the GPU's)",
+                                    if_(eq(stack["matmul_efficiency"], ""), gpu_eff, stack["matmul_efficiency"]),
+                                    "fraction", "0.0%")
+    sms = _gpu_fact(gpus, "sm_count", 0)
+    src["sm_count"] = fact("Step_SM_Count", "SMs per GPU (0: unknown, no wave quantization)", sms, "SMs", "0")
+    src["wave_quantization"] = Var("Step_SM_Count") > 0
+    src["hbm_tb_s"] = fact("Step_HBM_TB_s", "HBM bandwidth", _gpu_fact(gpus, "hbm_tb_s", no("HBM bandwidth")), "TB/s", "0.##")
+    src["scaleup_gb_s"] = fact("Step_Scaleup_GB_s", "Scale-up bandwidth per direction",
+                               _gpu_fact(gpus, "scaleup_gb_s", no("scale-up bandwidth")), "GB/s", "#,##0")
+    src["nvlink_domain"] = fact("Step_NVLink_Domain", "GPUs per NVLink domain (empty: per node)",
+                                _gpu_fact(gpus, "nvlink_domain", Var("GPUs_per_Node")), "GPUs", "0")
+    # no scale-out figure: only a cluster inside one scale-up domain, which never uses the NIC
+    inside = if_(Var("N_GPUs") <= Var("Step_NVLink_Domain"), Var("Step_Scaleup_GB_s"),
+                 no("scale-out bandwidth for a cluster beyond one NVLink domain"))
+    src["scaleout_gb_s"] = fact("Step_Scaleout_GB_s", "Scale-out bandwidth (none: one scale-up domain)",
+                                _gpu_fact(gpus, "scaleout_gb_s", inside), "GB/s", "#,##0")
+    src["attention_factor"] = fact(
+        "Step_Attention_Factor", "Attention kernel's share vs its A100 share (stacks with FlashAttention-2 on Hopper)",
+        if_(eq(stack["attention_by_generation"], True), _gpu_fact(gpus, "attention_generation_factor", 1), 1),
+        "fraction", "0%")
+    for field, chain_input, label, fmt in STACK_COLUMNS:
+        if chain_input and chain_input not in src:
+            src[chain_input] = fact("Step_" + "_".join(p.capitalize() for p in field.split("_")), label,
+                                    stack[field], "", fmt)
+    return src, facts
+
+
+def step_time_sheet(ctx: Ctx, stacks: StackTable) -> None:
+    """The step time of the Inputs sheet's layout for the Stack picked here and the global batch typed here."""
+    s, b = STEP_SHEET, ctx.book
+    b.put(s, "A1", "Step time and MFU of this layout, by the planner's model", "title")
+    b.put(s, "A2", "Each green cell is one formula of the planner's step-time model (xlcalc plan gives the same step "
+          "time for the same run and stack). The model, layout and GPU come from Inputs, the GPU's figures from the GPUs "
+          "sheet, the stack's facts from the Stacks sheet; a layer's parameters from its shape, as the planner counts "
+          "them (the Memory sheet takes them from Params_B).", "note")
+    header_row(b, s, 4, ("", "value", "unit", "formula and source"))
+    b.put(s, "A5", "Stack (software, as xlcalc plan --stack)")
+    b.put(s, "B5", DEFAULT_STACK, "text_input")
+    b.name("Stack", s, "B5")
+    b.put(s, "D5", "Stack: one of the Stacks sheet's ids; default: plain PyTorch FSDP without compilation.", "note")
+    b.validations.append({"sheet": s, "at": "B5", "label": "Stack (Stack)", "allowed": "a stack id from the Stacks sheet",
+                          "list": f"={stacks.sheet}!$A${stacks.first_row}:$A${stacks.last_row}"})
+    b.put(s, "A6", "Global batch (tokens per step)")
+    b.put(s, "B6", example_batch_tokens(ctx.scenario), "input", "#,##0")
+    b.name("Global_Batch_Tokens", s, "B6")
+    b.put(s, "C6", "tokens")
+    b.put(s, "D6", "Global_Batch_Tokens: whole sequences, a whole number of micro-batches per data-parallel group "
+          "(xlcalc plan --global-batch-tokens); type your run's.", "note")
+    src, facts = _sources(ctx, stacks)
+    steps = step_time_steps(src)
+    per_replica = Var("Global_Batch_Tokens") / Var("Seq_Len") / Var("DP_Size") / Var("Micro_Batch")
+    row = 7
+    rows: list[tuple[str, str, Expr, str, str]] = [
+        ("Step_Microbatches", "Micro-batches per step (global batch / (seq len x DP x micro-batch))",
+         if_(eq(Var("Layout_Check"), LAYOUT_OK), per_replica, LAYOUT_POINTER), "", "#,##0.##"), *facts]
+    microbatches = Var("Step_Microbatches")
+    # the first of: a figure the stack or the GPU lacks, a layout that does not split, a batch of no whole micro-batches
+    check: Any = if_(and_(microbatches >= 1, eq(microbatches, Var("Step_Microbatches_Whole"))), LAYOUT_OK,
+                     Concat("the global batch is ", microbatches, " micro-batches per data-parallel group: give a "
+                            "whole number (Global_Batch_Tokens)"))
+    check = if_(eq(Var("Layout_Check"), LAYOUT_OK), check, LAYOUT_POINTER)
+    for name in reversed(("Step_Link_Efficiency", "Step_Matmul_Efficiency", "Step_HBM_TB_s", "Step_Scaleup_GB_s",
+                          "Step_Scaleout_GB_s")):
+        check = if_(IsNumber(Var(name)), check, Var(name))
+    deps = set().union(*(needs(e) for _, _, e, _, _ in rows), *(needs(st.expr()) for st in steps))
+    deps -= {n for n, *_ in rows} | {st.name for st in steps} | {"Step_Check", "Step_Microbatches_Whole"}
+    for name, label, expr, unit, fmt in rows:
+        b.put(s, f"A{row}", label)
+        b.put(s, f"B{row}", pointing(guarded(expr, needs(expr) - {n for n, *_ in rows}), None,
+                                     checks_pointer=CHECK_POINTER), "formula", fmt)
+        b.name(name, s, f"B{row}")
+        b.put(s, f"C{row}", unit)
+        used = expr.variables()
+        where = " and ".join(w for n, w in (("Stack", "the Stacks sheet (by Stack)"),
+                                            ("GPU_Type", "the GPUs sheet (by GPU_Type)")) if n in used)
+        where = where or "the Inputs sheet"
+        b.put(s, f"D{row}", f"{name}: from {where}", "note")
+        row += 1
+    b.put(s, f"A{row}", "Micro-batches, rounded (the planner's)")
+    b.put(s, f"B{row}", if_(IsNumber(microbatches), _round(microbatches), microbatches), "formula", "#,##0")
+    b.name("Step_Microbatches_Whole", s, f"B{row}")
+    row += 1
+    b.put(s, f"A{row}", "Step-time check (OK: every figure known, the layout whole)")
+    b.put(s, f"B{row}", pointing(guarded(check, deps), None, checks_pointer=CHECK_POINTER), "formula")
+    b.name("Step_Check", s, f"B{row}")
+    b.merges.append((s, f"B{row}:D{row}"))
+    check_ref = f"see {STEP_SHEET}!B{row}"
+    row += 2
+    header_row(b, s, row, ("step", "value", "unit", "formula and source"))
+    row += 1
+    for st in steps:
+        expr = if_(eq(Var("Step_Check"), LAYOUT_OK), st.expr(), check_ref)
+        fmt = "0.0%" if st.formula.unit == "fraction" else "#,##0" if "Tokens" in st.name or "FLOPs" in st.name \
+            else "0.0000"
+        b.put(s, f"A{row}", st.label, "header" if st.name == "Step_Time_S" else "label")
+        b.put(s, f"B{row}", pointing(guarded(expr, deps), None, checks_pointer=CHECK_POINTER),
+              "output" if st.name in ("Step_Time_S", "Step_MFU") else "formula", fmt)
+        b.name(st.name, s, f"B{row}")
+        b.put(s, f"C{row}", st.formula.unit)
+        b.put(s, f"D{row}", f"{st.name} = {st.formula.udf_name}: {st.formula.equation}. Source: {st.formula.source}",
+              "note")
+        row += 1
+    b.freeze[s] = "A5"
+
+
+def example_batch_tokens(scenario: Any) -> float:
+    """The global batch the sheet starts from: the catalog model's published one, else EXAMPLE_BATCH_SEQUENCES
+    sequences of the scenario's length (a value to type over: no face assumes a batch for a model it does not know)."""
+    if scenario.model:
+        published = catalog.get_model(scenario.model).global_batch_tokens
+        if published:
+            return float(published)
+    return float(scenario.seq_len * EXAMPLE_BATCH_SEQUENCES)
+
+
+def _round(x: Expr) -> Expr:
+    return Func("ROUND", (x, wrap(0)))
