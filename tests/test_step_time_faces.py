@@ -142,6 +142,31 @@ def test_the_default_stack_is_plans_default_and_a_named_stack_changes_the_step(c
     assert layout_prediction(runspec["model"], **kw, **layout, stack="megatron").step_s != default.step_s
 
 
+CONFIGS = Path(__file__).resolve().parent / "data" / "hf_configs"
+
+
+@pytest.mark.parametrize("config, moe", [("mistral-7b-v0.1.json", {}), ("mixtral-8x7b-v0.1.json", dict(ep=8))])
+def test_a_config_json_model_gives_what_plan_config_gives(capsys, config, moe):
+    # a model of a config.json (not in the catalog); the mixture of experts with its experts split over 8 GPUs and
+    # each expert split as the dense layers (CLI --etp = TP, the function's etp left out)
+    from xlcalc.hf_config import model_from_hf_config
+
+    layout = dict(tp=2, pp=1, cp=1, zero_stage=1, seq_parallel=True, recompute="selective", micro_batch=1,
+                  virtual_stages=1)
+    argv = ["plan", "--config", str(CONFIGS / config), "--gpu", "H100", "--n-gpus", "16", "--seq-len", "4096",
+            "--global-batch-tokens", "4194304", "--json", "--top", "1"]
+    argv += [x for k, v in {**layout, **moe}.items() for x in ("--" + k.replace("_", "-"), str(v))]
+    argv += ["--etp", "2"] if moe else []
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    (cli,) = json.loads(out)["plans"]
+    py = layout_prediction(model_from_hf_config(CONFIGS / config), gpu="H100", n_gpus=16, seq_len=4096,
+                           global_batch_tokens=4194304, **layout, **moe)
+    assert (py.ep, py.etp) == (cli["ep"], cli["etp"]) == ((8, 0) if moe else (1, 0))
+    for name in ("step_s", "mfu", "tokens_per_s_per_gpu", "memory_gb"):
+        assert getattr(py, name) == pytest.approx(cli[name], rel=REL), name
+
+
 # -- bad input ------------------------------------------------------------------------------------------------------
 
 BASE = dict(model="llama3.1-8b", gpu="H100", n_gpus=8, seq_len=8192, global_batch_tokens=2 ** 20)
