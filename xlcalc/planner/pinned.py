@@ -112,4 +112,5 @@ def _no_plan(result: Any, pins: dict[str, Any]) -> InputError:
     reasons = "; ".join(result.rejected_by_reason) or (
         f"ZeRO-{p['zero_stage']} shards over the data-parallel GPUs and DP x CP = {dp_cp} here: give ZeRO-0 "
         "or more GPUs" if p["zero_stage"] and dp_cp == 1 else "no configuration of these choices is searched")
-    return InputError("layout", shown, f"a layout the planner can run on {result.n_gpus} GPUs", reasons)
+    gpus = f"{result.n_gpus} GPU" + ("s" if result.n_gpus != 1 else "")
+    return InputError("layout", shown, f"a layout the planner can run on {gpus}", reasons)
