@@ -154,6 +154,8 @@ def lite(tmp_path_factory, request):
         ("TRAIN_DAYS", [[[7.0], [70.0], [405.0]], 2, 312, 1024, [[0.4], [0.4], [1.5]]]),  # a range
         ("GPU_SPEC", ["H100", "bf16_tflops"]),
         ("TRAIN_DAYS", [70, 2, 312, 1024, 1.5]),                      # an error
+        ("LAYOUT_MFU", ["llama3.1-8b", "H100", 8, 8192, 1048576, 1, 1, 3]),  # one chosen layout
+        ("LAYOUT_STEP_S", ["llama3.1-8b", "H100", 8, 8192, 1048576, 1, 1, 0]),  # a layout that does not fit
     ]
     lite_main = request.getfixturevalue("lite_main")  # built once the test can run
     tmp = tmp_path_factory.mktemp("lite")

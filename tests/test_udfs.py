@@ -40,7 +40,8 @@ def test_every_registry_formula_has_a_udf_and_nothing_else():
     assert set(udfs.FORMULA_UDFS) == registry
     assert len(udfs.FORMULA_UDFS) == len(registry) == len(FORMULAS)
     assert set(udfs.UDF_NAMES) == registry | {"GPU_SPEC", "MODEL_SPEC", "GPU_LIST", "MODEL_LIST", "PLAN", "BUDGET_PLAN",
-                                            "GPU_PRICE", "GPU_PRICE_NOTE"}
+                                            "GPU_PRICE", "GPU_PRICE_NOTE", "LAYOUT_STEP_S", "LAYOUT_MFU",
+                                            "LAYOUT_TOKENS_PER_S_PER_GPU"}
     assert sorted(udfs.__all__) == sorted([*udfs.UDF_NAMES, "CATALOG_UDFS", "PLANNER_UDFS"])
     assert set(udfs.PLANNER_UDFS) <= set(udfs.__all__)
 

@@ -187,7 +187,8 @@ def test_macro_options_carry_description_category_and_argument_docs(registered):
     for name in registered.module.CATALOG_UDFS:
         assert 0 < len(calls[f"'{BOOK_NAME}'!{name}"]["Description"]) <= 255
     main = {n.split("!")[1] for n, o in calls.items() if o["Category"] == "xlcalc"}
-    assert main == QUESTIONS | {"GPU_SPEC", "MODEL_SPEC", "GPU_LIST", "MODEL_LIST", "PLAN", "BUDGET_PLAN", "GPU_PRICE",
+    assert main == QUESTIONS | {"GPU_SPEC", "MODEL_SPEC", "GPU_LIST", "MODEL_LIST", "PLAN", "LAYOUT_STEP_S", "LAYOUT_MFU",
+                                "LAYOUT_TOKENS_PER_S_PER_GPU", "BUDGET_PLAN", "GPU_PRICE",
                                 "GPU_PRICE_NOTE"}
 
 
@@ -226,4 +227,5 @@ def test_the_questions_are_declared_in_the_registry_and_named_in_the_docs():
     text = (ROOT / "docs" / "excel.md").read_text(encoding="utf-8")
     para = text[text.index("Two categories: **xlcalc**"):text.index("**xlcalc building blocks** holds")]
     assert set(re.findall(r"`([A-Z][A-Z0-9_]+)`", para)) == QUESTIONS | {
-        "PLAN", "BUDGET_PLAN", "GPU_PRICE", "GPU_PRICE_NOTE", "GPU_SPEC", "MODEL_SPEC", "GPU_LIST", "MODEL_LIST"}
+        "PLAN", "LAYOUT_STEP_S", "LAYOUT_MFU", "LAYOUT_TOKENS_PER_S_PER_GPU", "BUDGET_PLAN", "GPU_PRICE",
+        "GPU_PRICE_NOTE", "GPU_SPEC", "MODEL_SPEC", "GPU_LIST", "MODEL_LIST"}

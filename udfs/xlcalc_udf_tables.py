@@ -4,6 +4,7 @@ and functions that spill a table.
     GPU_SPEC(gpu, field)     MODEL_SPEC(model, field)     one catalog value
     GPU_LIST()               MODEL_LIST()                 the catalogs: header row + one row each
     PLAN(model, gpu, ...)                                 the planner's best layouts, spilled
+    LAYOUT_STEP_S, LAYOUT_MFU, LAYOUT_TOKENS_PER_S_PER_GPU   one given layout's step, as PLAN has it
     BUDGET_PLAN(budget_usd, usd_per_gpu_hour, ...)        what a budget buys: GPUs, GPU-hours, model, tokens
 
 To add one more (e.g. a table that spills rows): write it below as an ordinary function with
@@ -23,7 +24,9 @@ from xlwings import arg, func, ret
 
 from xlcalc import catalog
 from xlcalc.errors import InputError
+from xlcalc.inputs import spec
 from xlcalc.planner.stacks import ALIASES, DEFAULT_STACK, PLANNER, STACKS
+from xlcalc.recipes import MEMORY_DEFAULTS
 from xlcalc_udf_runtime import CATEGORY, as_grid, broadcast, is_empty
 
 # -- helpers ------------------------------------------------------------------------------------
@@ -163,6 +166,89 @@ def PLAN(model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t=None, scaleo
     return plan_table(result, count)
 
 
+# -- one layout's step: the planner with every layout choice pinned ----------------------------------
+
+_LAYOUT_ARGS = ("model", "gpu", "n_gpus", "seq_len", "global_batch_tokens", "tp", "pp", "zero_stage", "recompute",
+                "micro_batch", "cp", "virtual_stages", "seq_parallel", "ep", "stack")
+_LAYOUT_REQUIRED = {"model": "a model name from MODEL_LIST()", "gpu": "a GPU name from GPU_LIST()",
+                    "n_gpus": "a number of GPUs", "seq_len": "a sequence length in tokens",
+                    "global_batch_tokens": "a number of tokens per step, e.g. 4194304"}
+
+
+def _choice_doc(name: str) -> str:
+    value = MEMORY_DEFAULTS[name]
+    shown = str(value).upper() if isinstance(value, bool) else f'"{value}"' if isinstance(value, str) else value
+    return spec(name).help()[:200] + f"; empty: one GPU's default, {shown}"
+
+
+def _layout_plan(args: tuple[Any, ...]) -> Any:
+    """The planner's plan of the one layout the cells give (xlcalc.planner.layout_prediction)."""
+    from xlcalc.planner import layout_prediction
+    from xlcalc.planner.stacks import stack_choices
+    from xlcalc.validate import check_value
+
+    v = {k: one_cell(k, a) for k, a in zip(_LAYOUT_ARGS, args)}
+    lacking = [InputError(k, None, allowed, "the input is required; the cell is empty")
+               for k, allowed in _LAYOUT_REQUIRED.items() if v[k] is None]
+    if lacking:
+        raise InputError.all(lacking)
+    return layout_prediction(
+        text("model", v["model"], _LAYOUT_REQUIRED["model"]), gpu=text("gpu", v["gpu"], _LAYOUT_REQUIRED["gpu"]),
+        n_gpus=check_value("n_gpus", v["n_gpus"]), seq_len=check_value("seq_len", v["seq_len"]),
+        global_batch_tokens=check_value("tokens", v["global_batch_tokens"], "global_batch_tokens"),
+        stack=None if v["stack"] is None else text("stack", v["stack"], stack_choices()),
+        **{k: v[k] for k in _LAYOUT_ARGS[5:-1]})
+
+
+def _layout_args(fn: Any) -> Any:
+    """The arguments every layout function takes, one ``@arg`` each: PLAN's run, then the layout's choices."""
+    docs = {"model": "Model name from MODEL_LIST(), e.g. \"llama3.1-8b\"",
+            "gpu": "GPU name from GPU_LIST(), e.g. \"H100\"", "n_gpus": "Number of GPUs in the cluster",
+            "seq_len": "Sequence length (tokens)",
+            "global_batch_tokens": "Tokens per optimizer step (global batch), e.g. 4194304",
+            "ep": "Expert-parallel size of a mixture of experts (required for one; empty for a dense model)",
+            "stack": "Software stack profile, one of " + ", ".join(STACKS) + " or a name it is known by; empty: "
+                     + DEFAULT_STACK + ", the default, as PLAN"}
+    for name in reversed(_LAYOUT_ARGS):
+        fn = arg(name, ndim=2, doc=docs.get(name) or _choice_doc(name))(fn)
+    return fn
+
+
+@func(category=CATEGORY)
+@_layout_args
+@ret()
+def LAYOUT_STEP_S(model, gpu, n_gpus, seq_len, global_batch_tokens, tp=None, pp=None, zero_stage=None,
+                  recompute=None, micro_batch=None, cp=None, virtual_stages=None, seq_parallel=None, ep=None,
+                  stack=None):
+    """Predicted seconds per optimizer step of one given layout (TP, PP, ZeRO, recompute, micro-batch, CP, ...), as PLAN and xlcalc plan give it for that layout pinned; empty layout cells: one GPU's defaults. An error says why a layout does not divide or fit."""  # noqa: E501
+    return _layout_plan((model, gpu, n_gpus, seq_len, global_batch_tokens, tp, pp, zero_stage, recompute,
+                         micro_batch, cp, virtual_stages, seq_parallel, ep, stack)).step_s
+
+
+@func(category=CATEGORY)
+@_layout_args
+@ret()
+def LAYOUT_MFU(model, gpu, n_gpus, seq_len, global_batch_tokens, tp=None, pp=None, zero_stage=None, recompute=None,
+               micro_batch=None, cp=None, virtual_stages=None, seq_parallel=None, ep=None, stack=None):
+    """Predicted model FLOPs utilisation (a fraction of the GPUs' dense peak; attention and logits counted) of one given layout, as PLAN and xlcalc plan give it for that layout pinned: model FLOPs per step / (step time x GPUs x peak)."""  # noqa: E501
+    return _layout_plan((model, gpu, n_gpus, seq_len, global_batch_tokens, tp, pp, zero_stage, recompute,
+                         micro_batch, cp, virtual_stages, seq_parallel, ep, stack)).mfu
+
+
+@func(category=CATEGORY)
+@_layout_args
+@ret()
+def LAYOUT_TOKENS_PER_S_PER_GPU(model, gpu, n_gpus, seq_len, global_batch_tokens, tp=None, pp=None,
+                                zero_stage=None, recompute=None, micro_batch=None, cp=None, virtual_stages=None,
+                                seq_parallel=None, ep=None, stack=None):
+    """Predicted training throughput of one given layout, tokens per second per GPU (global batch tokens / step time / GPUs), as PLAN and xlcalc plan give it for that layout pinned."""  # noqa: E501
+    return _layout_plan((model, gpu, n_gpus, seq_len, global_batch_tokens, tp, pp, zero_stage, recompute,
+                         micro_batch, cp, virtual_stages, seq_parallel, ep, stack)).tokens_per_s_per_gpu
+
+
+LAYOUT_UDFS: tuple[str, ...] = ("LAYOUT_STEP_S", "LAYOUT_MFU", "LAYOUT_TOKENS_PER_S_PER_GPU")
+
+
 # -- money ----------------------------------------------------------------------------------------
 
 
@@ -229,5 +315,5 @@ MONEY_UDFS: tuple[str, ...] = ("BUDGET_PLAN", "GPU_PRICE", "GPU_PRICE_NOTE")
 
 CATALOG_UDFS: tuple[str, ...] = ("GPU_SPEC", "MODEL_SPEC", "GPU_LIST", "MODEL_LIST")
 PLANNER_UDFS: tuple[str, ...] = ("PLAN",)
-TABLE_UDFS: tuple[str, ...] = CATALOG_UDFS + PLANNER_UDFS + MONEY_UDFS
+TABLE_UDFS: tuple[str, ...] = CATALOG_UDFS + PLANNER_UDFS + LAYOUT_UDFS + MONEY_UDFS
 """Every worksheet function of this file, in the order the generator imports them."""

@@ -7,9 +7,10 @@
 
 from .answer import Plan, PlanResult, Rejection, plan_table  # noqa: F401
 from .search import plan, search  # noqa: F401
+from .pinned import layout_prediction  # noqa: F401
 from .settings import Settings  # noqa: F401
 from .steptime import Arch, Config, Hardware, Prediction, arch_from_flags, arch_from_model, evaluate  # noqa: F401
 from .explain import explain  # noqa: F401
 
 __all__ = ["Plan", "PlanResult", "Rejection", "plan", "plan_table", "search", "Arch", "Config", "Hardware",
-           "Prediction", "Settings", "arch_from_flags", "arch_from_model", "evaluate", "explain"]
+           "Prediction", "Settings", "layout_prediction", "arch_from_flags", "arch_from_model", "evaluate", "explain"]
