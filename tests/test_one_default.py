@@ -219,3 +219,56 @@ def test_memory_and_estimate_share_the_layout_defaults(capsys):
     # so both hold every parameter's model states on each GPU: 70e9 x (2 + 4 + 12) bytes (Megatron's recipe) = 1,260 GB
     assert memory["static_gb"] == pytest.approx(70 * 18) == estimate["results"]["Mem_Static_GB"]
     assert memory["total_gb"] == pytest.approx(estimate["results"]["Mem_Total_GB"])
+
+
+# --- the one default sequence length (xlcalc.recipes.DEFAULT_SEQ_LEN) --------------------------------------------
+
+CONFIG = "tests/data/hf_configs/llama-2-7b.json"  # max_position_embeddings 4096: the context window, not a default
+
+
+def test_one_declared_sequence_length_4096():
+    # the scenario's field, the catalog's config.json model and the flags' architecture all read the one declaration
+    from xlcalc.catalog import Model
+    from xlcalc.planner.architecture import FLAGS_SEQ_LEN
+    from xlcalc.recipes import DEFAULT_SEQ_LEN
+    assert DEFAULT_SEQ_LEN == 4096  # Llama 2's training context (Touvron et al. 2023, Table 1)
+    assert FIELDS["seq_len"].default == Model.model_fields["seq_len"].default == FLAGS_SEQ_LEN == DEFAULT_SEQ_LEN
+
+
+def test_a_config_model_has_the_one_sequence_length_on_every_command(capsys, tmp_path):
+    from xlcalc.hf_config import model_from_hf_config
+    from xlcalc.recipes import DEFAULT_SEQ_LEN
+    # a context window other than the default, so a face that took the file's window would show it
+    cfg = json.loads(open(CONFIG, encoding="utf-8").read())
+    cfg["max_position_embeddings"] = 32768
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    assert model_from_hf_config(path).seq_len == DEFAULT_SEQ_LEN
+    code, out, err = run(capsys, "memory", "--config", str(path), "--json")
+    assert code == 0, err
+    memory = json.loads(out)["inputs"]["seq_len"]
+    code, out, err = run(capsys, "estimate", "--config", str(path), "--json")
+    assert code == 0, err
+    estimate = json.loads(out)["scenario"]["seq_len"]
+    assert memory == estimate == DEFAULT_SEQ_LEN == 4096
+    # a given --seq-len wins on both
+    for command, key in (("memory", "inputs"), ("estimate", "scenario")):
+        code, out, err = run(capsys, command, "--config", str(path), "--seq-len", "1024", "--json")
+        assert code == 0 and json.loads(out)[key]["seq_len"] == 1024, err
+    # the help says what the file's max_position_embeddings is and what is taken instead
+    for command in ("memory", "estimate"):
+        text = " ".join(COMMAND_PARSERS[command].format_help().split())
+        assert "context window, not the training sequence length" in text and f"else {DEFAULT_SEQ_LEN})" in text
+
+
+def test_a_catalog_row_states_its_sequence_length(tmp_path):
+    # a catalog row's sequence length is published data: a row without one is refused, never given the default
+    from xlcalc import catalog
+    from xlcalc.errors import CatalogError
+    path = tmp_path / "models.toml"
+    path.write_text('[[model]]\nid = "m"\nname = "M"\nlayers = 2\nhidden = 64\nheads = 8\nffn_hidden = 256\n'
+                    'vocab = 100\nsource = "a test"\n', encoding="utf-8")
+    with pytest.raises(CatalogError, match=r"\(m\) seq_len: missing"):
+        catalog.load("models", path)
+    path.write_text(path.read_text(encoding="utf-8") + "seq_len = 512\n", encoding="utf-8")
+    assert catalog.load("models", path)[0].seq_len == 512

@@ -29,7 +29,7 @@ from .inputs import spec
 from .layout import check_layout
 from .model_inputs import model_inputs
 from .outputs import MESSAGE_OUTPUTS, OUTPUTS, RANGES
-from .recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, default_bytes, get_recipe
+from .recipes import DEFAULT_SEQ_LEN, MEMORY_DEFAULTS, RECIPE_FIELDS, default_bytes, get_recipe
 from .untrusted import check_text, check_value, read_limited
 from .validate import from_pydantic, validate_one
 
@@ -176,9 +176,8 @@ class Scenario(BaseModel):
     params_b: float = 70
     active_params_b: float = 0  # a mixture of experts' active parameters: the N of 6*N*D (0 = params_b)
     tokens_t: float = 2
-    # the one default sequence length of every face (xlcalc.planner.architecture.FLAGS_SEQ_LEN reads it): 4,096
-    # tokens, Llama 2's training context (Touvron et al. 2023, Table 1) and seed 002's
-    seq_len: int = 4096
+    # the one default sequence length of every face (xlcalc.recipes.DEFAULT_SEQ_LEN): 4,096 tokens, Llama 2's
+    seq_len: int = DEFAULT_SEQ_LEN
     hidden: int = 8192
     layers: int = 80
     heads: int = 64
@@ -343,9 +342,9 @@ class Scenario(BaseModel):
         if blank:  # an empty name is a mistake, not "the default"
             raise InputError.all(blank)
         if isinstance(values.get("model"), catalog.Model):
-            # a model with no catalog row (e.g. from a Hugging Face config.json): its figures are typed in;
-            # its file gives no training sequence length, so the scenario's stays
-            merged.update(_architecture(values["model"]))
+            # a model with no catalog row (e.g. from a Hugging Face config.json): its figures are typed in; its
+            # file gives no training sequence length, so it has the one default (xlcalc.recipes.DEFAULT_SEQ_LEN)
+            merged.update(_architecture(values["model"]), seq_len=values["model"].seq_len)
             values = {**values, "model": None}
         if values.get("model"):
             m = catalog.get_model(values["model"])
