@@ -2,7 +2,9 @@
 
 Each command's parser is built in-process (``xlcalc.cli.build_parser``); what a flag's help states is compared with
 the one declaration of the default (the scenario's field default, ``xlcalc.scenario.Scenario``), and the numbers
-the commands compute from left-out inputs are checked against a calculation written here.
+the commands compute from left-out inputs are checked against a calculation written here. The worksheet functions'
+argument defaults are compared with the same declarations (and ``xlcalc.recipes``), and the sequence length of a
+model read from a config.json with the one default sequence length on every command.
 """
 
 from __future__ import annotations
@@ -272,3 +274,71 @@ def test_a_catalog_row_states_its_sequence_length(tmp_path):
         catalog.load("models", path)
     path.write_text(path.read_text(encoding="utf-8") + "seq_len = 512\n", encoding="utf-8")
     assert catalog.load("models", path)[0].seq_len == 512
+
+
+# --- the worksheet functions' argument defaults: the one declared default of each input ------------------------
+
+def _declared() -> dict[str, object]:
+    """Input name -> its one declared default: the scenario's fields (None: filled from a name, no fixed default),
+    the memory model's (xlcalc.recipes.MEMORY_DEFAULTS and the default recipe's bytes), the framework by name."""
+    from xlcalc.recipes import DEFAULT_SEQ_LEN, default_bytes
+    declared: dict[str, object] = {k: f.default for k, f in FIELDS.items() if f.default is not None}
+    # where the scenario and the memory model both hold an input, they hold the same default
+    both = {k for k in {**MEMORY_DEFAULTS, **default_bytes()} if k in declared}
+    assert {k: declared[k] for k in both} == {k: {**MEMORY_DEFAULTS, **default_bytes()}[k] for k in both}
+    assert len(both) > 30
+    declared.update(MEMORY_DEFAULTS, **default_bytes(), framework=DEFAULT_FRAMEWORK, recipe=DEFAULT_RECIPE)
+    assert declared["seq_len"] == DEFAULT_SEQ_LEN == 4096
+    return declared
+
+
+def _worksheet_functions() -> dict[str, object]:
+    pytest.importorskip("xlwings")
+    import importlib
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "udfs"))
+    out: dict[str, object] = {}
+    for module in ("xlcalc_udfs", "xlcalc_udf_tables"):  # generated, and the hand-written table functions
+        mod = importlib.import_module(module)
+        out.update({n: f for n in mod.__all__ if callable(f := getattr(mod, n))} if module == "xlcalc_udfs"
+                   else {n: getattr(mod, n) for n in mod.TABLE_UDFS})
+    return out
+
+
+# The second defaults still standing, each a different statement than the declared one (a change of these would
+# move what existing worksheets compute): the fine-tuning functions take job "lora", as --job does when adapters
+# are given (xlcalc memory: "default full, or lora when --lora-rank is given"); DP communication counts one
+# micro-batch per step, where the memory model's 1,000,000 means "as many as fill the pipeline" (only
+# min(in flight, micro-batches) counts there), no count of gradient reductions.
+SECOND_DEFAULTS = {
+    **{(f, "job"): "lora" for f in ("ADAPTER_PARAMS_B", "FT_TRAINABLE_PARAMS_B", "MEM_FT_WEIGHTS_GB",
+                                    "ACT_FROZEN_SAVING_BYTES", "FT_FLOPS_PER_TOKEN", "FT_TRAIN_FLOPS", "FT_TRAIN_DAYS",
+                                    "FT_GPU_HOURS", "FT_GPUS_FOR_DAYS")},
+    **{(f, "microbatches"): 1 for f in ("DP_COMM_BYTES", "DP_COMM_TIME_S", "DP_COMM_TIME_HIERARCHICAL_S")},
+}
+
+
+def test_every_worksheet_functions_default_is_the_inputs_declared_one():
+    import inspect
+    declared = _declared()
+    functions = _worksheet_functions()
+    assert {"MEM_STATIC_GB", "MEM_PER_GPU_GB", "LAYER_ACTIVATION_BYTES", "PLAN", "GPU_PRICE"} <= set(functions)
+    differ: dict[tuple[str, str], object] = {}
+    checked = 0
+    for name, fn in functions.items():
+        for p in inspect.signature(fn).parameters.values():  # type: ignore[arg-type]
+            # None: filled from other inputs (MEM_PER_GPU_GB's bytes: the framework's; PLAN's tokens: the catalog's)
+            if p.default is inspect.Parameter.empty or p.default is None or p.name not in declared:
+                continue
+            want = declared[p.name]
+            same = p.default == want and isinstance(p.default, bool) == isinstance(want, bool)
+            if not same:
+                differ[(name, p.name)] = p.default
+            checked += 1
+    assert differ == SECOND_DEFAULTS
+    assert checked > 200
+    # pinned by hand: the default recipe's gradients (Megatron, 4 bytes), 4 GB other memory, no gated FFN, TP 1
+    sig = {n: inspect.signature(functions[n]).parameters for n in ("MEM_STATIC_GB", "MEM_TOTAL_GB", "ACT_FFN_BYTES")}
+    assert (sig["MEM_STATIC_GB"]["bytes_grads"].default, sig["MEM_TOTAL_GB"]["overhead_gb"].default,
+            sig["ACT_FFN_BYTES"]["gated_ffn"].default, sig["ACT_FFN_BYTES"]["tp"].default) == (4, 4.0, False, 1)

@@ -102,6 +102,9 @@ MEMORY_DEFAULTS: dict[str, Any] = {
     "microbatches": 1000000,     # as many micro-batches as the pipeline can hold in flight
     "flash_attention": True,
     "tied_embeddings": False,
+    # a plain two-matrix FFN (F = 4h), as seed 002's 70B model, the scenario's default architecture; a model or a
+    # config.json gives its own (Llama, Mistral, Qwen, Gemma, DeepSeek: gated, SwiGLU/GeGLU)
+    "gated_ffn": False,
     # fine-tuning (xlcalc.formulas.finetune): "full" trains every weight, as pre-training
     "job": "full",
     "lora_rank": 8,              # PEFT LoraConfig and torchtune's Llama 3.1 8B LoRA recipe: r = 8

@@ -202,7 +202,7 @@ class Scenario(BaseModel):
     allocator_reserve_frac: float = MEMORY_DEFAULTS["allocator_reserve_frac"]
     kv_heads: int = 64
     ffn_hidden: int = 32768
-    gated_ffn: bool = False
+    gated_ffn: bool = MEMORY_DEFAULTS["gated_ffn"]
     vocab: int = 32000
     tied_embeddings: bool = MEMORY_DEFAULTS["tied_embeddings"]
     flash_attention: bool = MEMORY_DEFAULTS["flash_attention"]

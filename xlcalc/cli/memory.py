@@ -89,7 +89,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        f"(default {MEMORY_DEFAULTS['recompute']})")
     add_switch(p, "flash_attention", "fused (Flash) attention; FALSE: attention stores the s x s scores",
                default=MEMORY_DEFAULTS["flash_attention"])
-    add_switch(p, "gated_ffn", "gated FFN (SwiGLU) (default: from --model, else FALSE)")
+    add_switch(p, "gated_ffn", "gated FFN (SwiGLU) (default: from --model, else "
+               f"{shown(MEMORY_DEFAULTS['gated_ffn'])})")
     add_switch(p, "tied_embeddings", "input and output share one table (default: from --model, else "
                f"{shown(MEMORY_DEFAULTS['tied_embeddings'])})")
     add_switch(p, "optimizer_offload", "optimizer states in CPU memory", default=MEMORY_DEFAULTS["optimizer_offload"])

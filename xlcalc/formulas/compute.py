@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from ..expr.functions import ceiling, eq, if_, sqrt
 from ..inputs import result_bound
+from ..recipes import MEMORY_DEFAULTS
 from ..registry import formula
+
+# every input's default is declared once (xlcalc.recipes): the signatures below read it
+_D = MEMORY_DEFAULTS
 
 __all__ = [
     "train_flops", "flops_per_token_palm", "megatron_iteration_flops", "train_days",
@@ -146,7 +150,7 @@ def days_from_throughput(params_b, tokens_t, n_gpus, achieved_tflops, full_recom
     source="Narayanan et al. 2021 §2 (n = p * t * d); context parallelism adds a factor (Megatron-Core CP)",
     check=_whole_replicas,
 )
-def data_parallel_size(n_gpus, tp=1, pp=1, cp=1):
+def data_parallel_size(n_gpus, tp=_D["tp"], pp=_D["pp"], cp=_D["cp"]):
     """Data-parallel size: how many model replicas the GPUs form."""
     return n_gpus / (tp * pp * cp)
 
