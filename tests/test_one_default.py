@@ -280,14 +280,17 @@ def test_a_catalog_row_states_its_sequence_length(tmp_path):
 
 def _declared() -> dict[str, object]:
     """Input name -> its one declared default: the scenario's fields (None: filled from a name, no fixed default),
-    the memory model's (xlcalc.recipes.MEMORY_DEFAULTS and the default recipe's bytes), the framework by name."""
+    the memory model's (xlcalc.recipes.MEMORY_DEFAULTS and the default recipe's bytes), the framework by name,
+    Chinchilla's tokens per parameter."""
+    from xlcalc.formulas.compute import TOKENS_PER_PARAM
     from xlcalc.recipes import DEFAULT_SEQ_LEN, default_bytes
     declared: dict[str, object] = {k: f.default for k, f in FIELDS.items() if f.default is not None}
     # where the scenario and the memory model both hold an input, they hold the same default
     both = {k for k in {**MEMORY_DEFAULTS, **default_bytes()} if k in declared}
     assert {k: declared[k] for k in both} == {k: {**MEMORY_DEFAULTS, **default_bytes()}[k] for k in both}
     assert len(both) > 30
-    declared.update(MEMORY_DEFAULTS, **default_bytes(), framework=DEFAULT_FRAMEWORK, recipe=DEFAULT_RECIPE)
+    declared.update(MEMORY_DEFAULTS, **default_bytes(), framework=DEFAULT_FRAMEWORK, recipe=DEFAULT_RECIPE,
+                    tokens_per_param=TOKENS_PER_PARAM)
     assert declared["seq_len"] == DEFAULT_SEQ_LEN == 4096
     return declared
 
@@ -338,7 +341,12 @@ def test_every_worksheet_functions_default_is_the_inputs_declared_one():
             checked += 1
     assert differ == SECOND_DEFAULTS
     assert checked > 200
-    # pinned by hand: the default recipe's gradients (Megatron, 4 bytes), 4 GB other memory, no gated FFN, TP 1
-    sig = {n: inspect.signature(functions[n]).parameters for n in ("MEM_STATIC_GB", "MEM_TOTAL_GB", "ACT_FFN_BYTES")}
+    # pinned by hand: the default recipe's gradients (Megatron, 4 bytes), 4 GB other memory, no gated FFN, TP 1,
+    # Chinchilla's 20 tokens per parameter, 15% of compute lost to failures (seed 000: 10-20%)
+    sig = {n: inspect.signature(functions[n]).parameters
+           for n in ("MEM_STATIC_GB", "MEM_TOTAL_GB", "ACT_FFN_BYTES", "BUDGET_PARAMS_B", "TOTAL_COST_USD")}
     assert (sig["MEM_STATIC_GB"]["bytes_grads"].default, sig["MEM_TOTAL_GB"]["overhead_gb"].default,
-            sig["ACT_FFN_BYTES"]["gated_ffn"].default, sig["ACT_FFN_BYTES"]["tp"].default) == (4, 4.0, False, 1)
+            sig["ACT_FFN_BYTES"]["gated_ffn"].default, sig["ACT_FFN_BYTES"]["tp"].default,
+            sig["BUDGET_PARAMS_B"]["tokens_per_param"].default, sig["TOTAL_COST_USD"]["failure_frac"].default
+            ) == (4, 4.0, False, 1, 20, 0.15)
+    assert FIELDS["failure_frac"].default == 0.15

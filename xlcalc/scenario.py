@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from . import catalog
 from .errors import InputError, UnknownNameError
+from .formulas.cost import FAILURE_FRAC
 from .frameworks import get_profile
 from .inputs import spec
 from .layout import check_layout
@@ -228,7 +229,7 @@ class Scenario(BaseModel):
     kw_per_gpu: float = 1.0
     pue: float = 1.3
     usd_per_kwh: float = 0.0
-    failure_frac: float = 0.15
+    failure_frac: float = FAILURE_FRAC  # xlcalc.formulas.cost: 15%, the middle of seed 000's 10-20%
     experiments_frac: float = 0.0
     experiments_usd: float = 0
     data_frac: float = 0
