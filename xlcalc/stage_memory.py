@@ -109,8 +109,8 @@ MODEL_INPUTS = (
 
 def defaults() -> dict[str, Any]:
     """The model's defaults: the default recipe's bytes and MEMORY_DEFAULTS (xlcalc.recipes)."""
-    return {**default_bytes(), **MEMORY_DEFAULTS, "cluster_gpus": 0, "batch_sequences": 0, "experts": 0, "ep": 1,
-            "expert_params_b": 0, "expert_tp": 0}
+    not_given = {k: LAYOUT_DEFAULTS[k] for k in ("cluster_gpus", "batch_sequences", "experts", "ep")}  # the layout's
+    return {**default_bytes(), **MEMORY_DEFAULTS, **not_given, "expert_params_b": 0, "expert_tp": 0}
 
 
 @dataclass(frozen=True)
