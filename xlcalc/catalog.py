@@ -18,7 +18,7 @@ from typing import Any, Literal, Optional, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import CatalogError, InputError
-from .recipes import DEFAULT_SEQ_LEN
+from .recipes import DEFAULT_SEQ_LEN, MEMORY_DEFAULTS
 
 DATA: Traversable = files(__package__ or "xlcalc") / "data"  # package data, read through importlib.resources
 
@@ -119,9 +119,9 @@ class Model(_Row):
     kv_heads: Optional[int] = Field(default=None, ge=1, description="KV heads (GQA/MQA); None = heads")
     head_dim: Optional[int] = Field(default=None, ge=1, description="None = hidden / heads")
     ffn_hidden: int = Field(ge=1, description="FFN inner size of a dense layer")
-    gated_ffn: bool = Field(default=False, description="SwiGLU/GeGLU: three FFN matrices instead of two")
+    gated_ffn: bool = Field(default=MEMORY_DEFAULTS["gated_ffn"], description="SwiGLU/GeGLU: three FFN matrices instead of two")
     vocab: int = Field(ge=1)
-    tied_embeddings: bool = False
+    tied_embeddings: bool = MEMORY_DEFAULTS["tied_embeddings"]
     seq_len: int = Field(
         default=DEFAULT_SEQ_LEN, ge=1,
         description="pre-training sequence length: a catalog row's is published (load() refuses a row without one); a "
