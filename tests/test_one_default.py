@@ -225,7 +225,7 @@ def test_memory_and_estimate_share_the_layout_defaults(capsys):
 
 # --- the one default sequence length (xlcalc.recipes.DEFAULT_SEQ_LEN) --------------------------------------------
 
-CONFIG = "tests/data/hf_configs/llama-2-7b.json"  # max_position_embeddings 4096: the context window, not a default
+CONFIG = "tests/data/hf_configs/llama-2-7b.json"  # LlamaConfig's defaults: max_position_embeddings 2048
 
 
 def test_one_declared_sequence_length_4096():
@@ -246,6 +246,8 @@ def test_a_config_model_has_the_one_sequence_length_on_every_command(capsys, tmp
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg), encoding="utf-8")
     assert model_from_hf_config(path).seq_len == DEFAULT_SEQ_LEN
+    # nor is a shorter window a cap: LlamaConfig's 2048 describes Llama 2 7B, trained at 4,096
+    assert model_from_hf_config(CONFIG).seq_len == DEFAULT_SEQ_LEN
     code, out, err = run(capsys, "memory", "--config", str(path), "--json")
     assert code == 0, err
     memory = json.loads(out)["inputs"]["seq_len"]

@@ -191,7 +191,9 @@ def model_from_hf_config(config: str | Path | Mapping[str, Any], *, name: str | 
     The config gives the context window (max_position_embeddings: the longest sequence its positions allow,
     e.g. 131,072 for Llama 3.1 8B, trained at 8,192), not the training sequence length, so the model takes the
     one default sequence length of every face, xlcalc.recipes.DEFAULT_SEQ_LEN (4,096): ``xlcalc memory`` and
-    ``estimate`` use it unless --seq-len is given; ``plan`` asks for --seq-len.
+    ``estimate`` use it unless --seq-len is given; ``plan`` asks for --seq-len. The window does not cap it either:
+    transformers' LlamaConfig, whose defaults it documents as Llama 2 7B's, says 2048 for a model trained at 4,096
+    (tests/data/hf_configs/llama-2-7b.json); the notes state the window beside the length taken.
     """
     if isinstance(config, (str, Path)):
         label = str(config)
