@@ -54,7 +54,8 @@ def test_korthikanti_selective_tp8_sp_derived_check():
     assert got == pytest.approx(0.107, abs=5e-4)
 
 
-LLAMA_70B = dict(seq_len=8192, micro_batch=1, hidden=8192, heads=64, kv_heads=8, head_dim=128, ffn_hidden=28672)
+LLAMA_70B = dict(seq_len=8192, micro_batch=1, hidden=8192, heads=64, kv_heads=8, head_dim=128, ffn_hidden=28672,
+                 gated_ffn=True)  # SwiGLU
 
 
 def test_llama_layer_by_hand():

@@ -14,7 +14,7 @@ from xlcalc.formulas.memory import mem_lora_gb, mem_static_gb
 
 # LLaMA-65B (Touvron et al. 2023 Table 2: dim 8192, 64 heads, 80 layers; FFN 2/3 x 4d rounded up to a
 # multiple of 256 as in Meta's reference code = 22016; vocabulary 32,000, untied).
-LLAMA65 = dict(hidden=8192, layers=80, heads=64, kv_heads=64, head_dim=128, ffn_hidden=22016)
+LLAMA65 = dict(hidden=8192, layers=80, heads=64, kv_heads=64, head_dim=128, ffn_hidden=22016, gated_ffn=True)
 LLAMA65_PARAMS_B = 65.2          # LLaMA paper Table 2 (published.json llama1-65b)
 LLAMA65_EMBED_B = 2 * 32000 * 8192 / 1e9
 

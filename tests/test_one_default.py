@@ -2,7 +2,9 @@
 
 Each command's parser is built in-process (``xlcalc.cli.build_parser``); what a flag's help states is compared with
 the one declaration of the default (the scenario's field default, ``xlcalc.scenario.Scenario``), and the numbers
-the commands compute from left-out inputs are checked against a calculation written here.
+the commands compute from left-out inputs are checked against a calculation written here. The worksheet functions'
+argument defaults are compared with the same declarations (and ``xlcalc.recipes``), and the sequence length of a
+model read from a config.json with the one default sequence length on every command.
 """
 
 from __future__ import annotations
@@ -219,3 +221,134 @@ def test_memory_and_estimate_share_the_layout_defaults(capsys):
     # so both hold every parameter's model states on each GPU: 70e9 x (2 + 4 + 12) bytes (Megatron's recipe) = 1,260 GB
     assert memory["static_gb"] == pytest.approx(70 * 18) == estimate["results"]["Mem_Static_GB"]
     assert memory["total_gb"] == pytest.approx(estimate["results"]["Mem_Total_GB"])
+
+
+# --- the one default sequence length (xlcalc.recipes.DEFAULT_SEQ_LEN) --------------------------------------------
+
+CONFIG = "tests/data/hf_configs/llama-2-7b.json"  # LlamaConfig's defaults: max_position_embeddings 2048
+
+
+def test_one_declared_sequence_length_4096():
+    # the scenario's field, the catalog's config.json model and the flags' architecture all read the one declaration
+    from xlcalc.catalog import Model
+    from xlcalc.planner.architecture import FLAGS_SEQ_LEN
+    from xlcalc.recipes import DEFAULT_SEQ_LEN
+    assert DEFAULT_SEQ_LEN == 4096  # Llama 2's training context (Touvron et al. 2023, Table 1)
+    assert FIELDS["seq_len"].default == Model.model_fields["seq_len"].default == FLAGS_SEQ_LEN == DEFAULT_SEQ_LEN
+
+
+def test_a_config_model_has_the_one_sequence_length_on_every_command(capsys, tmp_path):
+    from xlcalc.hf_config import model_from_hf_config
+    from xlcalc.recipes import DEFAULT_SEQ_LEN
+    # a context window other than the default, so a face that took the file's window would show it
+    cfg = json.loads(open(CONFIG, encoding="utf-8").read())
+    cfg["max_position_embeddings"] = 32768
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    assert model_from_hf_config(path).seq_len == DEFAULT_SEQ_LEN
+    # nor is a shorter window a cap: LlamaConfig's 2048 describes Llama 2 7B, trained at 4,096
+    assert model_from_hf_config(CONFIG).seq_len == DEFAULT_SEQ_LEN
+    code, out, err = run(capsys, "memory", "--config", str(path), "--json")
+    assert code == 0, err
+    memory = json.loads(out)["inputs"]["seq_len"]
+    code, out, err = run(capsys, "estimate", "--config", str(path), "--json")
+    assert code == 0, err
+    estimate = json.loads(out)["scenario"]["seq_len"]
+    assert memory == estimate == DEFAULT_SEQ_LEN == 4096
+    # a given --seq-len wins on both
+    for command, key in (("memory", "inputs"), ("estimate", "scenario")):
+        code, out, err = run(capsys, command, "--config", str(path), "--seq-len", "1024", "--json")
+        assert code == 0 and json.loads(out)[key]["seq_len"] == 1024, err
+    # the help says what the file's max_position_embeddings is and what is taken instead
+    for command in ("memory", "estimate"):
+        text = " ".join(COMMAND_PARSERS[command].format_help().split())
+        assert "context window, not the training sequence length" in text and f"else {DEFAULT_SEQ_LEN})" in text
+
+
+def test_a_catalog_row_states_its_sequence_length(tmp_path):
+    # a catalog row's sequence length is published data: a row without one is refused, never given the default
+    from xlcalc import catalog
+    from xlcalc.errors import CatalogError
+    path = tmp_path / "models.toml"
+    path.write_text('[[model]]\nid = "m"\nname = "M"\nlayers = 2\nhidden = 64\nheads = 8\nffn_hidden = 256\n'
+                    'vocab = 100\nsource = "a test"\n', encoding="utf-8")
+    with pytest.raises(CatalogError, match=r"\(m\) seq_len: missing"):
+        catalog.load("models", path)
+    path.write_text(path.read_text(encoding="utf-8") + "seq_len = 512\n", encoding="utf-8")
+    assert catalog.load("models", path)[0].seq_len == 512
+
+
+# --- the worksheet functions' argument defaults: the one declared default of each input ------------------------
+
+def _declared() -> dict[str, object]:
+    """Input name -> its one declared default: the scenario's fields (None: filled from a name, no fixed default),
+    the memory model's (xlcalc.recipes.MEMORY_DEFAULTS and the default recipe's bytes), the framework by name,
+    Chinchilla's tokens per parameter."""
+    from xlcalc.formulas.compute import TOKENS_PER_PARAM
+    from xlcalc.recipes import DEFAULT_SEQ_LEN, default_bytes
+    declared: dict[str, object] = {k: f.default for k, f in FIELDS.items() if f.default is not None}
+    # where the scenario and the memory model both hold an input, they hold the same default
+    both = {k for k in {**MEMORY_DEFAULTS, **default_bytes()} if k in declared}
+    assert {k: declared[k] for k in both} == {k: {**MEMORY_DEFAULTS, **default_bytes()}[k] for k in both}
+    assert len(both) > 30
+    declared.update(MEMORY_DEFAULTS, **default_bytes(), framework=DEFAULT_FRAMEWORK, recipe=DEFAULT_RECIPE,
+                    tokens_per_param=TOKENS_PER_PARAM)
+    assert declared["seq_len"] == DEFAULT_SEQ_LEN == 4096
+    return declared
+
+
+def _worksheet_functions() -> dict[str, object]:
+    pytest.importorskip("xlwings")
+    import importlib
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "udfs"))
+    out: dict[str, object] = {}
+    for module in ("xlcalc_udfs", "xlcalc_udf_tables"):  # generated, and the hand-written table functions
+        mod = importlib.import_module(module)
+        out.update({n: f for n in mod.__all__ if callable(f := getattr(mod, n))} if module == "xlcalc_udfs"
+                   else {n: getattr(mod, n) for n in mod.TABLE_UDFS})
+    return out
+
+
+# The second defaults still standing, each a different statement than the declared one (a change of these would
+# move what existing worksheets compute): the fine-tuning functions take job "lora", as --job does when adapters
+# are given (xlcalc memory: "default full, or lora when --lora-rank is given"); DP communication counts one
+# micro-batch per step, where the memory model's 1,000,000 means "as many as fill the pipeline" (only
+# min(in flight, micro-batches) counts there), no count of gradient reductions.
+SECOND_DEFAULTS = {
+    **{(f, "job"): "lora" for f in ("ADAPTER_PARAMS_B", "FT_TRAINABLE_PARAMS_B", "MEM_FT_WEIGHTS_GB",
+                                    "ACT_FROZEN_SAVING_BYTES", "FT_FLOPS_PER_TOKEN", "FT_TRAIN_FLOPS", "FT_TRAIN_DAYS",
+                                    "FT_GPU_HOURS", "FT_GPUS_FOR_DAYS")},
+    **{(f, "microbatches"): 1 for f in ("DP_COMM_BYTES", "DP_COMM_TIME_S", "DP_COMM_TIME_HIERARCHICAL_S")},
+}
+
+
+def test_every_worksheet_functions_default_is_the_inputs_declared_one():
+    import inspect
+    declared = _declared()
+    functions = _worksheet_functions()
+    assert {"MEM_STATIC_GB", "MEM_PER_GPU_GB", "LAYER_ACTIVATION_BYTES", "PLAN", "GPU_PRICE"} <= set(functions)
+    differ: dict[tuple[str, str], object] = {}
+    checked = 0
+    for name, fn in functions.items():
+        for p in inspect.signature(fn).parameters.values():  # type: ignore[arg-type]
+            # None: filled from other inputs (MEM_PER_GPU_GB's bytes: the framework's; PLAN's tokens: the catalog's)
+            if p.default is inspect.Parameter.empty or p.default is None or p.name not in declared:
+                continue
+            want = declared[p.name]
+            same = p.default == want and isinstance(p.default, bool) == isinstance(want, bool)
+            if not same:
+                differ[(name, p.name)] = p.default
+            checked += 1
+    assert differ == SECOND_DEFAULTS
+    assert checked > 200
+    # pinned by hand: the default recipe's gradients (Megatron, 4 bytes), 4 GB other memory, no gated FFN, TP 1,
+    # Chinchilla's 20 tokens per parameter, 15% of compute lost to failures (seed 000: 10-20%)
+    sig = {n: inspect.signature(functions[n]).parameters
+           for n in ("MEM_STATIC_GB", "MEM_TOTAL_GB", "ACT_FFN_BYTES", "BUDGET_PARAMS_B", "TOTAL_COST_USD")}
+    assert (sig["MEM_STATIC_GB"]["bytes_grads"].default, sig["MEM_TOTAL_GB"]["overhead_gb"].default,
+            sig["ACT_FFN_BYTES"]["gated_ffn"].default, sig["ACT_FFN_BYTES"]["tp"].default,
+            sig["BUDGET_PARAMS_B"]["tokens_per_param"].default, sig["TOTAL_COST_USD"]["failure_frac"].default
+            ) == (4, 4.0, False, 1, 20, 0.15)
+    assert FIELDS["failure_frac"].default == 0.15

@@ -71,7 +71,7 @@ def test_public_contract_names_and_argument_orders():
         "GPU_HOURS": "params_b, tokens_t, peak_tflops, mfu",
         "GPUS_FOR_DAYS": "params_b, tokens_t, peak_tflops, mfu, days",
         "CHINCHILLA_TOKENS_T": "params_b, tokens_per_param=20",
-        "MEM_STATIC_GB": "params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_weights=2, bytes_grads=2, bytes_optimizer=12",
+        "MEM_STATIC_GB": "params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_weights=2, bytes_grads=4, bytes_optimizer=12",
         "MEM_ACT_GB": "seq_len, micro_batch, hidden, layers, heads, tp=1, seq_parallel=False, recompute='none'",
         "PIPELINE_BUBBLE": "pp, microbatches, virtual_stages=1",
         "GPU_SPEC": "gpu, field",
@@ -157,7 +157,9 @@ def test_catalog_lookup_errors_name_the_problem():
 # -- Excel realities ----------------------------------------------------------------------------
 
 def test_empty_cells_mean_the_default():
-    full = udfs.MEM_STATIC_GB(70, 0, 1, 8, 1, 2, 2, 12)
+    # the defaults: ZeRO-0, DP 1, PP 1 and the default recipe (Megatron's 2 + 4 + 12 bytes): 70 x 18 / TP 8
+    full = udfs.MEM_STATIC_GB(70, 0, 1, 8, 1, 2, 4, 12)
+    assert full == pytest.approx(70 * 18 / 8)
     assert udfs.MEM_STATIC_GB(70, None, None, 8, None, None, None, None) == full
     assert udfs.MEM_STATIC_GB(70, "", 1, 8) == full  # a cell holding "" counts as empty
     assert udfs.MEM_ACT_GB(4096, 1, 8192, 80, 64, 8, None, None) == udfs.MEM_ACT_GB(4096, 1, 8192, 80, 64, 8)

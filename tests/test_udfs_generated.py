@@ -107,7 +107,7 @@ def test_every_formula_is_a_plain_def_that_grep_finds(which, request):
     source = _generated(which, request).read_text(encoding="utf-8")
     assert "def TRAIN_DAYS(params_b, tokens_t, peak_tflops, n_gpus, mfu):" in source
     assert "def MEM_STATIC_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_weights=2, " \
-           "bytes_grads=2, bytes_optimizer=12):" in source
+           "bytes_grads=4, bytes_optimizer=12):" in source
     for f in xlcalc.all_formulas():
         assert re.search(rf"^def {f.udf_name}\(", source, re.M), f.udf_name
     assert "exec(" not in source and "compile(" not in source

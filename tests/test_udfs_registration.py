@@ -202,7 +202,7 @@ def test_arguments_arrive_two_dimensional(registered):
     assert all(a["options"] == {"ndim": 2} for a in info["args"])
     assert "optional" not in info["args"][0]
     opt = {a["name"]: a["optional"] for a in registered.module.MEM_STATIC_GB.__xlfunc__["args"] if "optional" in a}
-    assert opt == {"zero_stage": 0, "dp": 1, "tp": 1, "pp": 1, "bytes_weights": 2, "bytes_grads": 2, "bytes_optimizer": 12}
+    assert opt == {"zero_stage": 0, "dp": 1, "tp": 1, "pp": 1, "bytes_weights": 2, "bytes_grads": 4, "bytes_optimizer": 12}
 
 
 def test_registered_functions_compute_like_the_plain_ones(registered):

@@ -78,7 +78,7 @@ def ACT_ATTENTION_BYTES(seq_len, micro_batch, hidden, heads, kv_heads, head_dim,
 @arg("q_lora_rank", ndim=2, doc="MLA: rank of the query down-projection (0 = queries projected directly)")
 @arg("kv_lora_rank", ndim=2, doc="MLA: rank of the joint key/value down-projection (0 = not MLA: GQA/MHA)")
 @ret()
-def ACT_FFN_BYTES(seq_len, micro_batch, hidden, ffn_hidden, gated_ffn=True, norm_type="rmsnorm", dropout=False, tp=1, seq_parallel=False, cp=1, recompute="none", linear_input_bytes=2, q_lora_rank=0, kv_lora_rank=0):
+def ACT_FFN_BYTES(seq_len, micro_batch, hidden, ffn_hidden, gated_ffn=False, norm_type="rmsnorm", dropout=False, tp=1, seq_parallel=False, cp=1, recompute="none", linear_input_bytes=2, q_lora_rank=0, kv_lora_rank=0):
     """Activation bytes of the dense feed-forward half of one layer (its norm, its input, the FFN). [bytes per layer]. T = s*b/cp, F = ffn/t, r = 1/t with SP; none and selective: T*[r*(2h + n + l*h + h if dropout) + (6 + l)F gated or (2 + l)F plain]; op_selec..."""
     return formula_call("act_ffn_bytes", seq_len, micro_batch, hidden, ffn_hidden, gated_ffn, norm_type, dropout, tp, seq_parallel, cp, recompute, linear_input_bytes, q_lora_rank, kv_lora_rank)
 
@@ -139,7 +139,7 @@ def ACT_MOE_BYTES(seq_len, micro_batch, hidden, experts, topk, expert_ffn_hidden
 @arg("qk_nope_head_dim", ndim=2, doc="MLA: non-rotary part of each query/key head")
 @arg("v_head_dim", ndim=2, doc="MLA: dimension of each value head")
 @ret()
-def LAYER_ACTIVATION_BYTES(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=True, norm_type="rmsnorm", flash_attention=True, dropout=False, tp=1, seq_parallel=False, cp=1, recompute="none", linear_input_bytes=2, experts=0, topk=1, capacity_factor=1, expert_ffn_hidden=0, shared_ffn_hidden=0, ep=1, etp=1, q_lora_rank=0, kv_lora_rank=0, qk_rope_head_dim=0, qk_nope_head_dim=0, v_head_dim=0):
+def LAYER_ACTIVATION_BYTES(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False, norm_type="rmsnorm", flash_attention=True, dropout=False, tp=1, seq_parallel=False, cp=1, recompute="none", linear_input_bytes=2, experts=0, topk=1, capacity_factor=1, expert_ffn_hidden=0, shared_ffn_hidden=0, ep=1, etp=1, q_lora_rank=0, kv_lora_rank=0, qk_rope_head_dim=0, qk_nope_head_dim=0, v_head_dim=0):
     """Activation bytes one transformer layer keeps for its backward pass on one GPU (one micro-batch). [bytes per layer]. ACT_ATTENTION_BYTES + (ACT_MOE_BYTES if experts > 0 else ACT_FFN_BYTES), per recompute mode. Source: Korthikanti et al. 2022 (arXiv 2205..."""
     return formula_call("layer_activation_bytes", seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn, norm_type, flash_attention, dropout, tp, seq_parallel, cp, recompute, linear_input_bytes, experts, topk, capacity_factor, expert_ffn_hidden, shared_ffn_hidden, ep, etp, q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim)
 
@@ -174,7 +174,7 @@ def LAYER_ACTIVATION_BYTES(seq_len, micro_batch, hidden, heads, kv_heads, head_d
 @arg("qk_nope_head_dim", ndim=2, doc="MLA: non-rotary part of each query/key head")
 @arg("v_head_dim", ndim=2, doc="MLA: dimension of each value head")
 @ret()
-def ACT_RECOMPUTE_WORKING_BYTES(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=True, norm_type="rmsnorm", flash_attention=True, dropout=False, tp=1, seq_parallel=False, cp=1, recompute="none", linear_input_bytes=2, experts=0, topk=1, capacity_factor=1, expert_ffn_hidden=0, shared_ffn_hidden=0, ep=1, etp=1, q_lora_rank=0, kv_lora_rank=0, qk_rope_head_dim=0, qk_nope_head_dim=0, v_head_dim=0):
+def ACT_RECOMPUTE_WORKING_BYTES(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False, norm_type="rmsnorm", flash_attention=True, dropout=False, tp=1, seq_parallel=False, cp=1, recompute="none", linear_input_bytes=2, experts=0, topk=1, capacity_factor=1, expert_ffn_hidden=0, shared_ffn_hidden=0, ep=1, etp=1, q_lora_rank=0, kv_lora_rank=0, qk_rope_head_dim=0, qk_nope_head_dim=0, v_head_dim=0):
     """Recompute working set: the tensors one layer recomputes in its backward, alive at once (once per GPU). [bytes]. LAYER_ACTIVATION_BYTES(recompute = none) - LAYER_ACTIVATION_BYTES(recompute), once per GPU. Source: torch.utils.checkpoint: the backward rec..."""
     return formula_call("act_recompute_working_bytes", seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn, norm_type, flash_attention, dropout, tp, seq_parallel, cp, recompute, linear_input_bytes, experts, topk, capacity_factor, expert_ffn_hidden, shared_ffn_hidden, ep, etp, q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim)
 
@@ -791,7 +791,7 @@ def BUDGET_LEFT_USD(budget_usd, total_usd):
 @arg("lora_targets", ndim=2, doc="Matrices that get LoRA adapters: \"qv\" (LoRA paper), \"qkv\", \"attention\" (q, k, v, o) or \"all_linear\" (QLoRA: attention and FFN)")
 @arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
 @ret()
-def LORA_PARAMS_B(hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets="all_linear", gated_ffn=True):
+def LORA_PARAMS_B(hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets="all_linear", gated_ffn=False):
     """Trainable parameters of LoRA adapters of rank r on the chosen matrices of every layer, billions. [billion parameters]. r x sum over adapted d_in x d_out matrices of (d_in + d_out) x L; qv: q (h, a*dh), v (h, kv*dh); qkv: + k (h, kv*dh); attention: + o ..."""
     return formula_call("lora_params_b", hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets, gated_ffn)
 
@@ -843,7 +843,7 @@ def MEM_QLORA_GB(params_b, embed_params_b, trainable_params_b, quant_block=64, d
 @arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
 @arg("job", ndim=2, doc="Training job: \"full\" (every weight trained, as pre-training), \"lora\" (frozen 16-bit base + low-rank adapters) or \"qlora\" (frozen 4-bit NF4 base + adapters)")
 @ret()
-def ADAPTER_PARAMS_B(hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets="all_linear", gated_ffn=True, job="lora"):
+def ADAPTER_PARAMS_B(hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets="all_linear", gated_ffn=False, job="lora"):
     """LoRA adapter parameters of a job on some layers, billions (none for a full fine-tune). [billion parameters]. job = full: 0; lora or qlora: LORA_PARAMS_B over the given layers (e.g. the layers of one pipeline stage). Source: Hu et al. 2021 (LoRA) §4: r(..."""
     return formula_call("adapter_params_b", hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets, gated_ffn, job)
 
@@ -1068,7 +1068,7 @@ def MEM_WEIGHTS_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_weights=2):
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @arg("bytes_grads", ndim=2, doc="Bytes per parameter for gradients (bf16: 2, fp32: 4) [bytes/param]")
 @ret()
-def MEM_GRADS_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_grads=2):
+def MEM_GRADS_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_grads=4):
     """Gradient memory per GPU, GB. [GB per GPU]. g * N/(tp*pp), / dp under ZeRO-2 and 3. Source: Rajbhandari et al. 2019 (ZeRO) §5: stage 1 shards optimizer states, 2 also gradients, 3 also weights"""
     return formula_call("mem_grads_gb", params_b, zero_stage, dp, tp, pp, bytes_grads)
 
@@ -1096,7 +1096,7 @@ def MEM_OPTIMIZER_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_optimizer=1
 @arg("bytes_grads", ndim=2, doc="Bytes per parameter for gradients (bf16: 2, fp32: 4) [bytes/param]")
 @arg("bytes_optimizer", ndim=2, doc="Bytes per parameter for optimizer states (Adam fp32 m+v: 8, +master: 12) [bytes/param]")
 @ret()
-def MEM_STATIC_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_weights=2, bytes_grads=2, bytes_optimizer=12):
+def MEM_STATIC_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_weights=2, bytes_grads=4, bytes_optimizer=12):
     """Model-state memory per GPU (weights, gradients, optimizer states), GB = 1e9 bytes. [GB per GPU]. Psi = N/(tp*pp); ZeRO 0: (w+g+o)Psi; 1: (w+g)Psi + o*Psi/dp; 2: w*Psi + (g+o)Psi/dp; 3: (w+g+o)Psi/dp. Source: Rajbhandari et al. 2019 (ZeRO) §5; seed 002 ..."""
     return formula_call("mem_static_gb", params_b, zero_stage, dp, tp, pp, bytes_weights, bytes_grads, bytes_optimizer)
 
@@ -1201,7 +1201,7 @@ def MEM_ACT_PIPELINE_GB(seq_len, micro_batch, hidden, layers, heads, tp=1, seq_p
 @arg("activations_gb", ndim=2, doc="Activation memory per GPU, GB [GB]")
 @arg("overhead_gb", ndim=2, doc="Other memory per GPU (NCCL buffers, library workspaces; the fit adds the CUDA context and allocator reserve as its margin), GB [GB]")
 @ret()
-def MEM_TOTAL_GB(static_gb, activations_gb, overhead_gb=0):
+def MEM_TOTAL_GB(static_gb, activations_gb, overhead_gb=4.0):
     """Peak memory per GPU. [GB per GPU]. total = model states + activations + overhead. Source: seed 002 §7.1.3"""
     return formula_call("mem_total_gb", static_gb, activations_gb, overhead_gb)
 
@@ -1360,7 +1360,7 @@ def MEM_RECOMPUTE_WORKING_GB(full_act_bytes, stored_act_bytes):
 @arg("stage", ndim=2, doc="Pipeline stage: \"first\" (input embedding, most micro-batches in flight) or \"last\" (output layer, logits and loss)")
 @arg("output_copy_bytes", ndim=2, doc="Bytes per vocabulary row of the output layer's autocast weight copy (autocast copy bytes x hidden; 0 without autocast) [bytes]")
 @ret()
-def MEM_LOGITS_GB(seq_len, micro_batch, vocab, tp=1, cp=1, logits_buffer_bytes=4, pp=1, stage="last", output_copy_bytes=0):
+def MEM_LOGITS_GB(seq_len, micro_batch, vocab, tp=1, cp=1, logits_buffer_bytes=4.0, pp=1, stage="last", output_copy_bytes=0):
     """Logits and loss buffers of one micro-batch on the last pipeline stage, GB per GPU; under torch.autocast with [GB per GPU]. (bytes per logit * s*b/c + output copy bytes per vocabulary row) * V/t / 1e9 on the last stage (every stage when p = 1), else 0. ..."""
     return formula_call("mem_logits_gb", seq_len, micro_batch, vocab, tp, cp, logits_buffer_bytes, pp, stage, output_copy_bytes)
 
@@ -1385,7 +1385,7 @@ def MEM_GATHERED_PARAMS_GB(layer_params_b, tp=1, zero_stage=0, prefetch_layers=0
 @arg("recompute", ndim=2, doc="Activation recomputation: \"none\", \"selective\" (Megatron: the attention core), \"op_selective\" (PyTorch per-op, torchtitan's policy) or \"full\"")
 @arg("autocast_copy_bytes", ndim=2, doc="Bytes per weight of the 16-bit copies torch.autocast makes of fp32 weights for the matmuls and autograd keeps for the backward (2 under autocast to bf16 or fp16 with fp32 weights; 0 when the weights are 16-bit or cast by FSDP's or Megatron's mixed precisi")
 @ret()
-def ACT_AUTOCAST_COPY_BYTES(layer_params_b, tp=1, recompute="none", autocast_copy_bytes=0):
+def ACT_AUTOCAST_COPY_BYTES(layer_params_b, tp=1, recompute="none", autocast_copy_bytes=0.0):
     """Bytes of the 16-bit weight copies one layer's forward under torch.autocast keeps for its backward. [bytes per layer]. autocast copy bytes * layer params / t, kept per micro-batch; 0 under full or per-op recompute (the recomputed layer's copies are in i..."""
     return formula_call("act_autocast_copy_bytes", layer_params_b, tp, recompute, autocast_copy_bytes)
 
@@ -1398,7 +1398,7 @@ def ACT_AUTOCAST_COPY_BYTES(layer_params_b, tp=1, recompute="none", autocast_cop
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @arg("optimizer_step_bytes", ndim=2, doc="Bytes per trained parameter the optimizer step allocates while it runs (PyTorch's foreach AdamW, its default on GPUs: one tensor of each parameter's size, 2 for bf16 and 4 for fp32 parameters; a fused step, PyTorch's fused=True or Megatron-Core's: 0) [byt")
 @ret()
-def MEM_OPTIMIZER_STEP_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, optimizer_step_bytes=0):
+def MEM_OPTIMIZER_STEP_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, optimizer_step_bytes=0.0):
     """Temporaries of the optimizer step per GPU, GB: live only while the step runs, beside all the gradients. [GB per GPU]. optimizer step bytes * N/(tp*pp), / dp under ZeRO-1, 2 and 3 (sharded as the optimizer states). Source: PyTorch torch/optim/adam.py (2..."""
     return formula_call("mem_optimizer_step_gb", params_b, zero_stage, dp, tp, pp, optimizer_step_bytes)
 
@@ -1418,7 +1418,7 @@ def MEM_OPTIMIZER_STEP_GB(params_b, zero_stage=0, dp=1, tp=1, pp=1, optimizer_st
 @arg("pp", ndim=2, doc="Pipeline-parallel size p [GPUs]")
 @arg("step_gb", ndim=2, doc="Temporaries of the optimizer step per GPU, GB [GB]")
 @ret()
-def MEM_STAGE_TOTAL_GB(weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb, logits_gb, comm_buffer_gb=0, overhead_gb=0, grads_freed=False, pp=1, step_gb=0):
+def MEM_STAGE_TOTAL_GB(weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb, logits_gb, comm_buffer_gb=0.0, overhead_gb=4.0, grads_freed=False, pp=1, step_gb=0):
     """Memory per GPU of one pipeline stage: its parts at the step's peak moment. [GB per GPU]. weights + optimizer + FP8 copies + gathered parameters + buckets + other + gradients + MAX(activations + recompute working set + logits, optimizer step temporaries..."""
     return formula_call("mem_stage_total_gb", weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb, logits_gb, comm_buffer_gb, overhead_gb, grads_freed, pp, step_gb)
 

@@ -18,6 +18,7 @@ from typing import Any, Literal, Optional, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import CatalogError, InputError
+from .recipes import DEFAULT_SEQ_LEN, MEMORY_DEFAULTS
 
 DATA: Traversable = files(__package__ or "xlcalc") / "data"  # package data, read through importlib.resources
 
@@ -118,10 +119,14 @@ class Model(_Row):
     kv_heads: Optional[int] = Field(default=None, ge=1, description="KV heads (GQA/MQA); None = heads")
     head_dim: Optional[int] = Field(default=None, ge=1, description="None = hidden / heads")
     ffn_hidden: int = Field(ge=1, description="FFN inner size of a dense layer")
-    gated_ffn: bool = Field(default=False, description="SwiGLU/GeGLU: three FFN matrices instead of two")
+    gated_ffn: bool = Field(default=MEMORY_DEFAULTS["gated_ffn"], description="SwiGLU/GeGLU: three FFN matrices instead of two")
     vocab: int = Field(ge=1)
-    tied_embeddings: bool = False
-    seq_len: int = Field(default=2048, ge=1, description="pre-training sequence length")
+    tied_embeddings: bool = MEMORY_DEFAULTS["tied_embeddings"]
+    seq_len: int = Field(
+        default=DEFAULT_SEQ_LEN, ge=1,
+        description="pre-training sequence length: a catalog row's is published (load() refuses a row without one); a "
+                    "model read from a config.json, which gives only its context window, takes the one default "
+                    "(xlcalc.recipes.DEFAULT_SEQ_LEN)")
     global_batch_tokens: Optional[float] = Field(
         default=None, gt=0, description="pre-training global batch in tokens where the source gives it in whole "
                                         "sequences (the batch after any ramp-up); None: not published, or only as a "
@@ -339,6 +344,12 @@ def load(kind: str, path: str | Path | None = None) -> tuple[Any, ...]:
     except ValidationError as exc:
         problems = "; ".join(_describe(raw, key, e) for e in exc.errors())
         raise CatalogError(f"catalog {label} is not valid: {problems}") from exc
+    if kind == "models":  # a row's sequence length is data: published, never the default a config.json model takes
+        lacking = [f"[[{key}]] #{i + 1} ({r.get('id', 'no id')}) seq_len: missing"
+                   for i, r in enumerate(raw.get(key) or []) if "seq_len" not in r]
+        if lacking:
+            raise CatalogError(f"catalog {label} is not valid: {'; '.join(lacking)} (the published pre-training "
+                               "sequence length; a catalog row takes no default)")
     seen: dict[str, str] = {}
     for row in rows:
         for name in (row.id, row.name, *row.aliases):

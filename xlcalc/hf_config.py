@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from .catalog import Model
 from .errors import InputError
+from .recipes import DEFAULT_SEQ_LEN
 from .untrusted import MAX_DEPTH, check_text, check_value, read_limited
 
 __all__ = ["FAMILIES", "read_hf_config", "model_from_hf_config"]
@@ -187,8 +188,12 @@ def model_from_hf_config(config: str | Path | Mapping[str, Any], *, name: str | 
     experts' worth), DeepSeek (n_routed_experts, n_shared_experts, moe_intermediate_size,
     first_k_dense_replace, MLA ranks; the aux-loss-free routing bias of DeepSeek-V3, or of a V2 config whose
     topk_method is "noaux_tc").
-    The config gives the context window (max_position_embeddings), not the training sequence length,
-    so the model keeps the catalog's default sequence length; give it where a face asks for one.
+    The config gives the context window (max_position_embeddings: the longest sequence its positions allow,
+    e.g. 131,072 for Llama 3.1 8B, trained at 8,192), not the training sequence length, so the model takes the
+    one default sequence length of every face, xlcalc.recipes.DEFAULT_SEQ_LEN (4,096): ``xlcalc memory`` and
+    ``estimate`` use it unless --seq-len is given; ``plan`` asks for --seq-len. The window does not cap it either:
+    transformers' LlamaConfig, whose defaults it documents as Llama 2 7B's, says 2048 for a model trained at 4,096
+    (tests/data/hf_configs/llama-2-7b.json); the notes state the window beside the length taken.
     """
     if isinstance(config, (str, Path)):
         label = str(config)
@@ -257,7 +262,8 @@ def model_from_hf_config(config: str | Path | Mapping[str, Any], *, name: str | 
     notes = f"from config.json (model_type {mtype})"
     if cfg.get("max_position_embeddings") is not None:
         window = _int(cfg, "max_position_embeddings", where)
-        notes += f"; context window {window} tokens (give the training sequence length)"
+        notes += (f"; context window {window} tokens, not the training sequence length (give it; else "
+                  f"{DEFAULT_SEQ_LEN})")
     try:
         return Model(id=_slug(title), name=title, source=f"Hugging Face config.json: {where}", notes=notes, **fields)
     except ValidationError as exc:

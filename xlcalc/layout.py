@@ -29,17 +29,21 @@ from .errors import InputError
 from .expr.excel import as_text
 from .expr.functions import and_, ceiling, concat, eq, floor_int, if_, max_, not_, or_, round_
 from .expr.nodes import is_expr
+from .recipes import MEMORY_DEFAULTS
 
 __all__ = ["LAYOUT_OK", "CONSTRAINTS", "LAYOUT_INPUTS", "LAYOUT_DEFAULTS", "check_layout", "check_replicas", "check_stages", "layout_message", "stage_layer_counts",
            "data_parallel", "parse_layers_per_stage", "stage_split", "preset_stage_ends", "layout_blamed"]
 
 LAYOUT_OK = "OK"  # the message of a layout that splits into whole pieces
 
-# Inputs of the check with the value meaning "not given / no constraint".
+# Inputs of the check with the value meaning "not given / no constraint": a layout input's is its one default
+# (xlcalc.recipes.MEMORY_DEFAULTS: one GPU, an even split); the rest are 0 = not given (kv_heads: = heads), EP 1.
+_M = MEMORY_DEFAULTS
 LAYOUT_DEFAULTS: dict[str, Any] = {
-    "kv_heads": 0, "first_stage_layers": 0, "last_stage_layers": 0, "tp": 1, "pp": 1, "cp": 1, "dp": 1,
-    "cluster_gpus": 0, "dp_shard": 0, "experts": 0, "ep": 1, "micro_batch": 1, "batch_sequences": 0,
-    "virtual_stages": 1,
+    "kv_heads": 0, "first_stage_layers": _M["first_stage_layers"], "last_stage_layers": _M["last_stage_layers"],
+    "tp": _M["tp"], "pp": _M["pp"], "cp": _M["cp"], "dp": _M["dp"], "cluster_gpus": 0, "dp_shard": _M["dp_shard"],
+    "experts": 0, "ep": 1, "micro_batch": _M["micro_batch"], "batch_sequences": 0,
+    "virtual_stages": _M["virtual_stages"],
 }
 LAYOUT_INPUTS = ("hidden", "heads", "layers", "seq_len", *LAYOUT_DEFAULTS)
 
@@ -248,13 +252,14 @@ def layout_blamed(values: V, where: Mapping[str, Any]) -> Any:
     return out
 
 
-def check_replicas(n_gpus: int, tp: int = 1, pp: int = 1, cp: int = 1) -> None:
+def check_replicas(n_gpus: int, tp: int = _M["tp"], pp: int = _M["pp"], cp: int = _M["cp"]) -> None:
     """The GPUs-by-TP x PP x CP constraint alone (for DATA_PARALLEL_SIZE)."""
     _raise_if(next(c for c in CONSTRAINTS if c.key == "gpus_replicas"),
               {**LAYOUT_DEFAULTS, "tp": tp, "pp": pp, "cp": cp, "cluster_gpus": n_gpus})
 
 
-def check_stages(layers: int, pp: int = 1, first_stage_layers: int = 0, last_stage_layers: int = 0) -> None:
+def check_stages(layers: int, pp: int = _M["pp"], first_stage_layers: int = _M["first_stage_layers"],
+                 last_stage_layers: int = _M["last_stage_layers"]) -> None:
     """The pipeline-split constraints alone (for STAGE_LAYERS): whole layers on every stage."""
     v = {**LAYOUT_DEFAULTS, "layers": layers, "pp": pp, "first_stage_layers": first_stage_layers,
          "last_stage_layers": last_stage_layers}

@@ -107,10 +107,15 @@ def budget_plan_table(budget_usd: float, usd_per_gpu_hour: float, peak_tflops: f
 
 # --- own vs rent -----------------------------------------------------------------------------------
 
+_DEFAULT = {k: f.default for k, f in Scenario.model_fields.items()}  # each input's one default (the scenario's)
+
+
 def own_vs_rent(n_gpus: int, days: float, usd_per_gpu_hour: float, capex_usd_per_gpu: float,
                 depreciation_years: float, kw_per_gpu: float, pue: float, usd_per_kwh: float,
-                utilisation: float = 1.0, capex_usd_per_server: float = 0, kw_per_server: float = 0,
-                gpus_per_node: int = 8, kw_per_rack: float = 40, usd_per_rack_month: float = 0) -> list[Row]:
+                utilisation: float = _DEFAULT["utilisation"], capex_usd_per_server: float = _DEFAULT["capex_usd_per_server"],
+                kw_per_server: float = _DEFAULT["kw_per_server"], gpus_per_node: int = _DEFAULT["gpus_per_node"],
+                kw_per_rack: float = _DEFAULT["kw_per_rack"],
+                usd_per_rack_month: float = _DEFAULT["usd_per_rack_month"]) -> list[Row]:
     """Rent beside own for one run, with break-even utilisation and months.
 
     Break-even rows hold a readable message instead of a number when the rent does not even

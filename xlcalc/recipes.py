@@ -1,7 +1,7 @@
 """Byte recipes for model states, and every default of the stage memory model — in this one place.
 
-``DEFAULT_RECIPE`` and ``MEMORY_DEFAULTS`` are what ``xlcalc memory``, ``estimate``, ``plan``, the worksheet
-functions and the workbook assume when an input is left out; each face states the recipe it used
+``DEFAULT_RECIPE``, ``MEMORY_DEFAULTS`` and ``DEFAULT_SEQ_LEN`` are what ``xlcalc memory``, ``estimate``, ``plan``,
+the worksheet functions and the workbook assume when an input is left out; each face states the recipe it used
 (:func:`recipe_label`).
 """
 
@@ -57,6 +57,14 @@ def get_recipe(name: str) -> Recipe:
 # fp32 main gradients, fp32 master weights + Adam m, v). 2 + 4 + 12 = 18 bytes per parameter.
 DEFAULT_RECIPE = "megatron"
 
+# The sequence length when neither the question nor the model gives one: 4,096 tokens, Llama 2's training context
+# (Touvron et al. 2023, Table 1) and seed 002's. The scenario's default (xlcalc.scenario.Scenario.seq_len: estimate,
+# cost, the scenario files, the workbook), memory's and plan's for an architecture given by its numbers, and a model
+# read from a config.json's (xlcalc.catalog.Model.seq_len; the file gives the context window
+# max_position_embeddings, the longest sequence the positions allow, not the length the model was trained on). A
+# catalog row's sequence length is its published pre-training one (data, never this default).
+DEFAULT_SEQ_LEN = 4096
+
 # Every other default of the stage memory model (xlcalc.stage_memory), with where it comes from.
 MEMORY_DEFAULTS: dict[str, Any] = {
     # CUDA context, NCCL workspaces, allocator reserve and fragmentation: a flat allowance per GPU (GB)
@@ -94,6 +102,9 @@ MEMORY_DEFAULTS: dict[str, Any] = {
     "microbatches": 1000000,     # as many micro-batches as the pipeline can hold in flight
     "flash_attention": True,
     "tied_embeddings": False,
+    # a plain two-matrix FFN (F = 4h), as seed 002's 70B model, the scenario's default architecture; a model or a
+    # config.json gives its own (Llama, Mistral, Qwen, Gemma, DeepSeek: gated, SwiGLU/GeGLU)
+    "gated_ffn": False,
     # fine-tuning (xlcalc.formulas.finetune): "full" trains every weight, as pre-training
     "job": "full",
     "lora_rank": 8,              # PEFT LoraConfig and torchtune's Llama 3.1 8B LoRA recipe: r = 8

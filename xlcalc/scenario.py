@@ -24,12 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from . import catalog
 from .errors import InputError, UnknownNameError
+from .formulas.cost import FAILURE_FRAC
 from .frameworks import get_profile
 from .inputs import spec
 from .layout import check_layout
 from .model_inputs import model_inputs
 from .outputs import MESSAGE_OUTPUTS, OUTPUTS, RANGES
-from .recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, default_bytes, get_recipe
+from .recipes import DEFAULT_SEQ_LEN, MEMORY_DEFAULTS, RECIPE_FIELDS, default_bytes, get_recipe
 from .untrusted import check_text, check_value, read_limited
 from .validate import from_pydantic, validate_one
 
@@ -176,9 +177,8 @@ class Scenario(BaseModel):
     params_b: float = 70
     active_params_b: float = 0  # a mixture of experts' active parameters: the N of 6*N*D (0 = params_b)
     tokens_t: float = 2
-    # the one default sequence length of every face (xlcalc.planner.architecture.FLAGS_SEQ_LEN reads it): 4,096
-    # tokens, Llama 2's training context (Touvron et al. 2023, Table 1) and seed 002's
-    seq_len: int = 4096
+    # the one default sequence length of every face (xlcalc.recipes.DEFAULT_SEQ_LEN): 4,096 tokens, Llama 2's
+    seq_len: int = DEFAULT_SEQ_LEN
     hidden: int = 8192
     layers: int = 80
     heads: int = 64
@@ -203,7 +203,7 @@ class Scenario(BaseModel):
     allocator_reserve_frac: float = MEMORY_DEFAULTS["allocator_reserve_frac"]
     kv_heads: int = 64
     ffn_hidden: int = 32768
-    gated_ffn: bool = False
+    gated_ffn: bool = MEMORY_DEFAULTS["gated_ffn"]
     vocab: int = 32000
     tied_embeddings: bool = MEMORY_DEFAULTS["tied_embeddings"]
     flash_attention: bool = MEMORY_DEFAULTS["flash_attention"]
@@ -229,7 +229,7 @@ class Scenario(BaseModel):
     kw_per_gpu: float = 1.0
     pue: float = 1.3
     usd_per_kwh: float = 0.0
-    failure_frac: float = 0.15
+    failure_frac: float = FAILURE_FRAC  # xlcalc.formulas.cost: 15%, the middle of seed 000's 10-20%
     experiments_frac: float = 0.0
     experiments_usd: float = 0
     data_frac: float = 0
@@ -343,9 +343,9 @@ class Scenario(BaseModel):
         if blank:  # an empty name is a mistake, not "the default"
             raise InputError.all(blank)
         if isinstance(values.get("model"), catalog.Model):
-            # a model with no catalog row (e.g. from a Hugging Face config.json): its figures are typed in;
-            # its file gives no training sequence length, so the scenario's stays
-            merged.update(_architecture(values["model"]))
+            # a model with no catalog row (e.g. from a Hugging Face config.json): its figures are typed in; its
+            # file gives no training sequence length, so it has the one default (xlcalc.recipes.DEFAULT_SEQ_LEN)
+            merged.update(_architecture(values["model"]), seq_len=values["model"].seq_len)
             values = {**values, "model": None}
         if values.get("model"):
             m = catalog.get_model(values["model"])

@@ -109,8 +109,8 @@ MODEL_INPUTS = (
 
 def defaults() -> dict[str, Any]:
     """The model's defaults: the default recipe's bytes and MEMORY_DEFAULTS (xlcalc.recipes)."""
-    return {**default_bytes(), **MEMORY_DEFAULTS, "cluster_gpus": 0, "batch_sequences": 0, "experts": 0, "ep": 1,
-            "expert_params_b": 0, "expert_tp": 0}
+    not_given = {k: LAYOUT_DEFAULTS[k] for k in ("cluster_gpus", "batch_sequences", "experts", "ep")}  # the layout's
+    return {**default_bytes(), **MEMORY_DEFAULTS, **not_given, "expert_params_b": 0, "expert_tp": 0}
 
 
 @dataclass(frozen=True)
@@ -386,7 +386,6 @@ def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
         v["kv_heads"] = v["heads"]
     if v.get("ffn_hidden") is None and "hidden" in v:
         v["ffn_hidden"] = 4 * v["hidden"]
-    v.setdefault("gated_ffn", False)
     merged = {**defaults(), **v}
     missing = [k for k in MODEL_INPUTS if k not in merged and k != "head_dim"]
     if missing:
@@ -567,7 +566,7 @@ def _compose(values: dict[str, Any], result: str) -> Any:
 def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab, seq_len,  # type: ignore[no-untyped-def]  # a formula body (see pyproject.toml)
                    micro_batch=_D["micro_batch"], tp=_D["tp"], pp=_D["pp"], cp=_D["cp"], dp=_D["dp"],
                    zero_stage=_D["zero_stage"], seq_parallel=_D["seq_parallel"], recompute=_D["recompute"],
-                   gated_ffn=False,
+                   gated_ffn=_D["gated_ffn"],
                    tied_embeddings=_D["tied_embeddings"], flash_attention=_D["flash_attention"],
                    virtual_stages=_D["virtual_stages"], microbatches=_D["microbatches"],
                    first_stage_layers=_D["first_stage_layers"], last_stage_layers=_D["last_stage_layers"],

@@ -9,8 +9,7 @@ from ..errors import CatalogError, InputError
 from ..frameworks import DEFAULT_FRAMEWORK, DEFAULT_PRECISION, FRAMEWORKS, PRECISIONS, framework_label, profile_values
 from ..layout import stage_split
 from ..model_inputs import model_inputs
-from ..planner.architecture import FLAGS_SEQ_LEN
-from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS, RECIPES, recipe_bytes
+from ..recipes import DEFAULT_RECIPE, DEFAULT_SEQ_LEN, MEMORY_DEFAULTS, RECIPES, recipe_bytes
 from ..stage_memory import PARTS, SHARDING, stage_memory
 from ..validate import validate_all
 from .flags import add_switch, shown, switch_value
@@ -27,7 +26,7 @@ _NUMBER_FLAGS = (
     ("head-dim", "head size (default: from --model, else hidden/heads)"),
     ("ffn-hidden", "FFN inner size F (default: from --model, else 4h)"),
     ("vocab", "vocabulary size V (default: from --model)"),
-    ("seq-len", f"sequence length (default: the model's, else {FLAGS_SEQ_LEN})"),
+    ("seq-len", f"sequence length (default: a catalog model's pre-training one, else {DEFAULT_SEQ_LEN})"),
     ("micro-batch", f"micro-batch size, sequences (default {MEMORY_DEFAULTS['micro_batch']})"),
     ("tp", f"tensor-parallel size (default {MEMORY_DEFAULTS['tp']})"),
     ("pp", f"pipeline-parallel size (default {MEMORY_DEFAULTS['pp']})"),
@@ -90,7 +89,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        f"(default {MEMORY_DEFAULTS['recompute']})")
     add_switch(p, "flash_attention", "fused (Flash) attention; FALSE: attention stores the s x s scores",
                default=MEMORY_DEFAULTS["flash_attention"])
-    add_switch(p, "gated_ffn", "gated FFN (SwiGLU) (default: from --model, else FALSE)")
+    add_switch(p, "gated_ffn", "gated FFN (SwiGLU) (default: from --model, else "
+               f"{shown(MEMORY_DEFAULTS['gated_ffn'])})")
     add_switch(p, "tied_embeddings", "input and output share one table (default: from --model, else "
                f"{shown(MEMORY_DEFAULTS['tied_embeddings'])})")
     add_switch(p, "optimizer_offload", "optimizer states in CPU memory", default=MEMORY_DEFAULTS["optimizer_offload"])
@@ -116,7 +116,7 @@ def values_from_args(args: argparse.Namespace) -> dict:
         v.update(model_inputs(from_config))
     elif args.model:
         v.update(model_inputs(catalog.get_model(args.model)))
-    v.setdefault("seq_len", FLAGS_SEQ_LEN)
+    v.setdefault("seq_len", DEFAULT_SEQ_LEN)  # no model (a config.json model has it already)
     v.update(framework_values(args))
     for flag, _ in _NUMBER_FLAGS:
         given = cli_value(getattr(args, flag.replace("-", "_")))

@@ -96,7 +96,7 @@ def add_model_flags(p: Any) -> None:
     """The model: a preset, a config.json or the architecture (plan, calibrate)."""
     g = p.add_argument_group("model (a preset or the architecture)")
     g.add_argument("--model", help="model preset id, e.g. llama2-70b")
-    add_config_flag(g)
+    add_config_flag(g, seq_len_default=False)
     g.add_argument("--layers", help="layers L")
     g.add_argument("--hidden", help="hidden size h")
     g.add_argument("--heads", help="attention heads a")

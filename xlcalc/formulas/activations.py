@@ -41,7 +41,11 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..expr.functions import and_, eq, if_, max_
+from ..recipes import MEMORY_DEFAULTS
 from ..registry import formula
+
+# every input's default is declared once (xlcalc.recipes): the signatures below read it
+_D = MEMORY_DEFAULTS
 
 __all__ = ["act_attention_bytes", "act_ffn_bytes", "act_moe_bytes", "layer_activation_bytes",
            "act_recompute_working_bytes"]
@@ -88,7 +92,7 @@ def _region(tp, seq_parallel):
     source=_SRC, check=_check_layout,
 )
 def act_attention_bytes(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, norm_type="rmsnorm",
-                        flash_attention=True, dropout=False, tp=1, seq_parallel=False, cp=1, recompute="none",
+                        flash_attention=_D["flash_attention"], dropout=False, tp=_D["tp"], seq_parallel=_D["seq_parallel"], cp=_D["cp"], recompute=_D["recompute"],
                         linear_input_bytes=2, q_lora_rank=0, kv_lora_rank=0, qk_rope_head_dim=0,
                         qk_nope_head_dim=0, v_head_dim=0):
     """Activation bytes of the attention half of one layer (its norm, projections, core, residual input).
@@ -153,8 +157,8 @@ def act_attention_bytes(seq_len, micro_batch, hidden, heads, kv_heads, head_dim,
     ),
     source=_SRC,
 )
-def act_ffn_bytes(seq_len, micro_batch, hidden, ffn_hidden, gated_ffn=True, norm_type="rmsnorm", dropout=False,
-                  tp=1, seq_parallel=False, cp=1, recompute="none", linear_input_bytes=2, q_lora_rank=0,
+def act_ffn_bytes(seq_len, micro_batch, hidden, ffn_hidden, gated_ffn=_D["gated_ffn"], norm_type="rmsnorm", dropout=False,
+                  tp=_D["tp"], seq_parallel=_D["seq_parallel"], cp=_D["cp"], recompute=_D["recompute"], linear_input_bytes=2, q_lora_rank=0,
                   kv_lora_rank=0):
     """Activation bytes of the dense feed-forward half of one layer (its norm, its input, the FFN).
 
@@ -191,8 +195,8 @@ def act_ffn_bytes(seq_len, micro_batch, hidden, ffn_hidden, gated_ffn=True, norm
     source=_SRC, check=_check_layout,
 )
 def act_moe_bytes(seq_len, micro_batch, hidden, experts, topk, expert_ffn_hidden, capacity_factor=1,
-                  shared_ffn_hidden=0, norm_type="rmsnorm", dropout=False, tp=1, seq_parallel=False, cp=1, ep=1,
-                  etp=1, recompute="none", linear_input_bytes=2, q_lora_rank=0, kv_lora_rank=0):
+                  shared_ffn_hidden=0, norm_type="rmsnorm", dropout=False, tp=_D["tp"], seq_parallel=_D["seq_parallel"], cp=_D["cp"], ep=1,
+                  etp=1, recompute=_D["recompute"], linear_input_bytes=2, q_lora_rank=0, kv_lora_rank=0):
     """Activation bytes of a mixture-of-experts feed-forward half of one layer.
 
     Per token (E experts, k = topk, c = capacity_factor, R = c*k expert-buffer rows per token — on
@@ -230,9 +234,9 @@ def act_moe_bytes(seq_len, micro_batch, hidden, experts, topk, expert_ffn_hidden
     equation="ACT_ATTENTION_BYTES + (ACT_MOE_BYTES if experts > 0 else ACT_FFN_BYTES), per recompute mode",
     source=_SRC, check=_check_layout,
 )
-def layer_activation_bytes(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=True,
-                           norm_type="rmsnorm", flash_attention=True, dropout=False, tp=1, seq_parallel=False, cp=1,
-                           recompute="none", linear_input_bytes=2, experts=0, topk=1, capacity_factor=1,
+def layer_activation_bytes(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=_D["gated_ffn"],
+                           norm_type="rmsnorm", flash_attention=_D["flash_attention"], dropout=False, tp=_D["tp"], seq_parallel=_D["seq_parallel"], cp=_D["cp"],
+                           recompute=_D["recompute"], linear_input_bytes=2, experts=0, topk=1, capacity_factor=1,
                            expert_ffn_hidden=0, shared_ffn_hidden=0, ep=1, etp=1, q_lora_rank=0, kv_lora_rank=0,
                            qk_rope_head_dim=0, qk_nope_head_dim=0, v_head_dim=0):
     """Activation bytes one transformer layer keeps for its backward pass on one GPU (one micro-batch).
@@ -261,9 +265,9 @@ def layer_activation_bytes(seq_len, micro_batch, hidden, heads, kv_heads, head_d
     source="torch.utils.checkpoint: the backward recomputes one checkpointed layer at a time; its recomputed tensors live until that layer's backward ends",
     check=_check_layout,
 )
-def act_recompute_working_bytes(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=True,
-                                norm_type="rmsnorm", flash_attention=True, dropout=False, tp=1, seq_parallel=False,
-                                cp=1, recompute="none", linear_input_bytes=2, experts=0, topk=1, capacity_factor=1,
+def act_recompute_working_bytes(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=_D["gated_ffn"],
+                                norm_type="rmsnorm", flash_attention=_D["flash_attention"], dropout=False, tp=_D["tp"], seq_parallel=_D["seq_parallel"],
+                                cp=_D["cp"], recompute=_D["recompute"], linear_input_bytes=2, experts=0, topk=1, capacity_factor=1,
                                 expert_ffn_hidden=0, shared_ffn_hidden=0, ep=1, etp=1, q_lora_rank=0,
                                 kv_lora_rank=0, qk_rope_head_dim=0, qk_nope_head_dim=0, v_head_dim=0):
     """Recompute working set: the tensors one layer recomputes in its backward, alive at once (once per GPU).

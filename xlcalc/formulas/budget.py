@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..expr.functions import floor_int
 from ..registry import formula
-from .compute import chinchilla_opt_tokens_t, chinchilla_params_b
+from .compute import TOKENS_PER_PARAM, chinchilla_opt_tokens_t, chinchilla_params_b
 
 __all__ = [
     "budget_gpus", "budget_compute_flops", "budget_params_b", "budget_tokens_t", "budget_tokens_for_model_t",
@@ -36,7 +36,7 @@ def budget_compute_flops(budget_usd, usd_per_gpu_hour, peak_tflops, mfu):
 @formula(udf="BUDGET_PARAMS_B", unit="billion parameters", category="budget",
          equation="SQRT(budget FLOPs / (6 * k)), k tokens per parameter",
          source="Hoffmann et al. 2022 (Chinchilla) with C = 6ND; issue 12")
-def budget_params_b(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, tokens_per_param=20):
+def budget_params_b(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, tokens_per_param=TOKENS_PER_PARAM):
     """Largest compute-optimal model a budget trains."""
     return chinchilla_params_b(budget_compute_flops(budget_usd, usd_per_gpu_hour, peak_tflops, mfu), tokens_per_param)
 
@@ -44,7 +44,7 @@ def budget_params_b(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, tokens_per_p
 @formula(udf="BUDGET_TOKENS_T", unit="trillion tokens", category="budget",
          equation="k * SQRT(budget FLOPs / (6 * k))",
          source="Hoffmann et al. 2022 (Chinchilla) with C = 6ND; issue 12")
-def budget_tokens_t(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, tokens_per_param=20):
+def budget_tokens_t(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, tokens_per_param=TOKENS_PER_PARAM):
     """Training tokens of the largest compute-optimal model a budget trains."""
     return chinchilla_opt_tokens_t(budget_compute_flops(budget_usd, usd_per_gpu_hour, peak_tflops, mfu),
                                    tokens_per_param)

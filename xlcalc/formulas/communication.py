@@ -8,8 +8,13 @@ Conventions: bf16 activations (2 bytes), GB = 1e9 bytes, GB/s = 1e9 bytes/s.
 from __future__ import annotations
 
 from ..expr.functions import eq, floor_int, if_, max_, min_
+from ..recipes import MEMORY_DEFAULTS, default_bytes
 from ..registry import formula
 from .parallel import allgather_bytes, allreduce_bytes
+
+# every input's default is declared once (xlcalc.recipes): the signatures below read it
+_D = MEMORY_DEFAULTS
+_B = default_bytes()  # the default recipe's bytes per parameter
 
 __all__ = [
     "tp_comm_bytes_per_layer",
@@ -33,7 +38,7 @@ __all__ = [
     equation="(4, or 6 with full recompute) ring all-reduces of 2*s*b*h bytes over t ranks; SP: RS+AG, same bytes",
     source="Shoeybi et al. 2019 (2 all-reduces forward, 2 backward); Korthikanti et al. 2022 §4.2.2 (SP); NCCL ring 2S(n-1)/n",
 )
-def tp_comm_bytes_per_layer(seq_len, micro_batch, hidden, tp, recompute="none"):
+def tp_comm_bytes_per_layer(seq_len, micro_batch, hidden, tp, recompute=_D["recompute"]):
     """Bytes one GPU sends for tensor parallelism in one layer and one micro-batch."""
     count = if_(eq(recompute, "full"), 6, 4)
     return count * allreduce_bytes(2 * seq_len * micro_batch * hidden, tp)
@@ -55,7 +60,7 @@ def exposed_comm_s(comm_s, window_s, overlap_frac):
     source="Shoeybi et al. 2019 (TP all-reduces inside a node, over NVLink); NCCL bus bandwidth = link x efficiency",
 )
 def tp_comm_time_s(layers_per_stage, seq_len, micro_batch, hidden, tp, scaleup_gb_s, link_efficiency,
-                   recompute="none", tp_overlap=0):
+                   recompute=_D["recompute"], tp_overlap=0):
     """Exposed tensor-parallel communication time of one stage and one micro-batch."""
     total = layers_per_stage * tp_comm_bytes_per_layer(seq_len, micro_batch, hidden, tp, recompute)
     return total / (scaleup_gb_s * link_efficiency * 1e9) * (1 - tp_overlap)
@@ -78,7 +83,7 @@ def group_bandwidth_gb_s(span_gpus, gpus_per_node, scaleup_gb_s, scaleout_gb_s):
     source="Narayanan et al. 2021 §3.3 (p2p of b*s*h per micro-batch and stage boundary; interleaving: v times "
            "as many; scatter/gather splits it over t)",
 )
-def pipeline_p2p_time_s(tokens, hidden, bandwidth_gb_s, link_efficiency, tp=1, virtual_stages=1):
+def pipeline_p2p_time_s(tokens, hidden, bandwidth_gb_s, link_efficiency, tp=_D["tp"], virtual_stages=_D["virtual_stages"]):
     """Pipeline point-to-point time of one micro-batch: bf16 activations forward and gradients backward."""
     return 2 * virtual_stages * 2 * tokens * hidden / tp / (bandwidth_gb_s * link_efficiency * 1e9)
 
@@ -92,7 +97,7 @@ def pipeline_p2p_time_s(tokens, hidden, bandwidth_gb_s, link_efficiency, tp=1, v
     source="Rajbhandari et al. 2020 §5-7 (ZeRO communication volume); NCCL ring: all-reduce 2S(n-1)/n, "
            "all-gather and reduce-scatter S(n-1)/n",
 )
-def dp_comm_bytes(params_per_gpu, dp, zero_stage=0, microbatches=1, grad_bytes=4, bytes_weights=2):
+def dp_comm_bytes(params_per_gpu, dp, zero_stage=_D["zero_stage"], microbatches=1, grad_bytes=4, bytes_weights=_B["bytes_weights"]):
     """Bytes one GPU sends for data parallelism in one step."""
     grads = params_per_gpu * grad_bytes
     sharded = (allgather_bytes(grads, dp)
@@ -109,8 +114,8 @@ def dp_comm_bytes(params_per_gpu, dp, zero_stage=0, microbatches=1, grad_bytes=4
     source="xlcalc step-time model: gradients are reduced as the last backward pass produces them; ZeRO-3 "
            "gathers overlap the whole step (Rajbhandari et al. 2020 §7)",
 )
-def dp_comm_time_s(params_per_gpu, dp, microbatch_s, bandwidth_gb_s, link_efficiency, zero_stage=0, microbatches=1,
-                   grad_bytes=4, bytes_weights=2, overlap_frac=0.5):
+def dp_comm_time_s(params_per_gpu, dp, microbatch_s, bandwidth_gb_s, link_efficiency, zero_stage=_D["zero_stage"], microbatches=1,
+                   grad_bytes=4, bytes_weights=_B["bytes_weights"], overlap_frac=0.5):
     """Exposed data-parallel communication time of one step."""
     comm = (dp_comm_bytes(params_per_gpu, dp, zero_stage, microbatches, grad_bytes, bytes_weights)
             / (bandwidth_gb_s * link_efficiency * 1e9))
@@ -159,7 +164,7 @@ def collective_time_s(size_bytes, ranks, ranks_per_domain, scaleup_gb_s, scaleou
     source="Rajbhandari et al. 2020 §5-7 (ZeRO communication volume); COLLECTIVE_TIME_S (hierarchical)",
 )
 def dp_comm_time_hierarchical_s(params_per_gpu, dp, ranks_per_domain, microbatch_s, scaleup_gb_s, scaleout_gb_s,
-                                link_efficiency, zero_stage=0, microbatches=1, grad_bytes=4, bytes_weights=2,
+                                link_efficiency, zero_stage=_D["zero_stage"], microbatches=1, grad_bytes=4, bytes_weights=_B["bytes_weights"],
                                 overlap_frac=0.5):
     """Exposed data-parallel communication time of one step, priced on NVLink inside a domain and the NIC across."""
     grads = collective_time_s(params_per_gpu * grad_bytes, dp, ranks_per_domain, scaleup_gb_s, scaleout_gb_s,
@@ -177,7 +182,7 @@ def dp_comm_time_hierarchical_s(params_per_gpu, dp, ranks_per_domain, microbatch
              "backward K,V and their gradients)",
     source="Megatron-LM context parallelism (ring attention with P2P KV exchange; Liu et al. 2023, Ring Attention)",
 )
-def cp_comm_bytes_per_layer(tokens, kv_heads, head_dim, cp, tp=1):
+def cp_comm_bytes_per_layer(tokens, kv_heads, head_dim, cp, tp=_D["tp"]):
     """Bytes one GPU sends per layer and micro-batch for context parallelism."""
     return 3 * (cp - 1) * 2 * 2 * (tokens / cp) * kv_heads * head_dim / tp
 
@@ -188,7 +193,7 @@ def cp_comm_bytes_per_layer(tokens, kv_heads, head_dim, cp, tp=1):
     source="Megatron-LM context parallelism: the KV exchange of the next chunk overlaps the attention of this one",
 )
 def cp_comm_time_s(layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_gb_s, link_efficiency, window_s,
-                   tp=1, cp_overlap=1):
+                   tp=_D["tp"], cp_overlap=1):
     """Exposed context-parallel communication of one stage and micro-batch."""
     comm = layers_per_stage * cp_comm_bytes_per_layer(tokens, kv_heads, head_dim, cp, tp) / (
         bandwidth_gb_s * link_efficiency * 1e9)
@@ -213,7 +218,7 @@ def cp_comm_time_s(layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_g
     ),
 )
 def ep_alltoall_time_s(layers_per_stage, tokens, hidden, topk, ep, ranks_per_domain, scaleup_gb_s, scaleout_gb_s,
-                       link_efficiency, window_s, a2a_bytes=2, max_nodes_per_token=0, recompute="none",
+                       link_efficiency, window_s, a2a_bytes=2, max_nodes_per_token=0, recompute=_D["recompute"],
                        ep_overlap=0):
     """Exposed expert-parallel all-to-all (dispatch and combine) time of one stage and one micro-batch.
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from ..expr.functions import ceiling, eq, if_, sqrt
 from ..inputs import result_bound
+from ..recipes import MEMORY_DEFAULTS
 from ..registry import formula
+
+# every input's default is declared once (xlcalc.recipes): the signatures below read it
+_D = MEMORY_DEFAULTS
 
 __all__ = [
     "train_flops", "flops_per_token_palm", "megatron_iteration_flops", "train_days",
@@ -146,7 +150,7 @@ def days_from_throughput(params_b, tokens_t, n_gpus, achieved_tflops, full_recom
     source="Narayanan et al. 2021 §2 (n = p * t * d); context parallelism adds a factor (Megatron-Core CP)",
     check=_whole_replicas,
 )
-def data_parallel_size(n_gpus, tp=1, pp=1, cp=1):
+def data_parallel_size(n_gpus, tp=_D["tp"], pp=_D["pp"], cp=_D["cp"]):
     """Data-parallel size: how many model replicas the GPUs form."""
     return n_gpus / (tp * pp * cp)
 
@@ -181,12 +185,17 @@ def gpus_whole_nodes(gpus_needed, replica_gpus, spare_frac, gpus_per_node):
     return ceiling(gpus_with_spare(gpus_needed, replica_gpus, spare_frac), gpus_per_node)
 
 
+# Compute-optimal training tokens per parameter, the one default of every function that takes tokens_per_param:
+# 20, Hoffmann et al. 2022 (Chinchilla): about 20 across its Table 3's model sizes; Chinchilla, 70B, on 1.4T tokens
+TOKENS_PER_PARAM = 20
+
+
 @formula(
     udf="CHINCHILLA_TOKENS_T", unit="trillion tokens", category="compute",
     equation="D = 20*N (tokens per parameter)",
     source="Hoffmann et al. 2022 (Chinchilla); seed 000",
 )
-def chinchilla_tokens_t(params_b, tokens_per_param=20):
+def chinchilla_tokens_t(params_b, tokens_per_param=TOKENS_PER_PARAM):
     """Compute-optimal training tokens for a model size."""
     return params_b * tokens_per_param / 1000
 
@@ -196,7 +205,7 @@ def chinchilla_tokens_t(params_b, tokens_per_param=20):
     equation="N_opt = SQRT(C / (6*k)), k tokens per parameter (k = 20: SQRT(C/120))",
     source="Hoffmann et al. 2022 with C = 6ND and D = k*N",
 )
-def chinchilla_params_b(compute_flops, tokens_per_param=20):
+def chinchilla_params_b(compute_flops, tokens_per_param=TOKENS_PER_PARAM):
     """Compute-optimal model size for a FLOPs budget."""
     return sqrt(compute_flops / (6 * tokens_per_param)) / 1e9
 
@@ -206,6 +215,6 @@ def chinchilla_params_b(compute_flops, tokens_per_param=20):
     equation="D_opt = k * N_opt = SQRT(k*C/6)",
     source="Hoffmann et al. 2022 with C = 6ND and D = k*N",
 )
-def chinchilla_opt_tokens_t(compute_flops, tokens_per_param=20):
+def chinchilla_opt_tokens_t(compute_flops, tokens_per_param=TOKENS_PER_PARAM):
     """Compute-optimal training tokens for a FLOPs budget."""
     return tokens_per_param * chinchilla_params_b(compute_flops, tokens_per_param) * 1e9 / 1e12

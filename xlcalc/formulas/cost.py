@@ -5,6 +5,10 @@ from __future__ import annotations
 from ..registry import formula
 from .compute import _DAYS
 
+# Compute lost to failures and restarts when a plan does not say: 15%, the middle of seed 000's 10-20% training tax
+# (the scenario's failure_frac reads it: estimate, cost, the scenario files, the workbook)
+FAILURE_FRAC = 0.15
+
 __all__ = [
     "cloud_cost_usd", "capex_cost_usd", "energy_mwh", "power_cost_usd", "own_cost_usd",
     "training_tax_usd", "total_cost_usd", "usd_per_million_tokens", "gpu_hours_for_budget", "days_for_budget", "budget_left_usd",
@@ -54,7 +58,7 @@ def own_cost_usd(n_gpus, capex_usd_per_gpu, depreciation_years, days, kw_per_gpu
 @formula(udf="TRAINING_TAX_USD", unit="USD", category="cost",
          equation="compute * (failures + experiments)",
          source="seed 000 (training tax: failures and restarts 10-20%); seed 003 (experiments and failed runs)")
-def training_tax_usd(compute_usd, failure_frac=0.15, experiments_frac=0):
+def training_tax_usd(compute_usd, failure_frac=FAILURE_FRAC, experiments_frac=0):
     """The training tax: compute lost to failures and restarts, plus experiments and ablations."""
     return compute_usd * (failure_frac + experiments_frac)
 
@@ -62,7 +66,7 @@ def training_tax_usd(compute_usd, failure_frac=0.15, experiments_frac=0):
 @formula(udf="TOTAL_COST_USD", question=True, unit="USD", category="cost",
          equation="compute + training tax + data + people + other",
          source="seed 000 (training tax: failures 10-20%, people, power); seed 003 (data, experiments)")
-def total_cost_usd(compute_usd, failure_frac=0.15, experiments_frac=0, data_usd=0, people_usd=0, other_usd=0):
+def total_cost_usd(compute_usd, failure_frac=FAILURE_FRAC, experiments_frac=0, data_usd=0, people_usd=0, other_usd=0):
     """Total cost of a training project including the training tax."""
     return compute_usd + training_tax_usd(compute_usd, failure_frac, experiments_frac) + data_usd + people_usd + other_usd
 

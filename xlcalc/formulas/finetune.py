@@ -9,8 +9,13 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..expr.functions import and_, eq, if_, or_
+from ..recipes import MEMORY_DEFAULTS, default_bytes
 from ..registry import formula
 from .compute import _DAYS, _GPU_HOURS, _GPUS
+
+# every input's default is declared once (xlcalc.recipes): the signatures below read it
+_D = MEMORY_DEFAULTS
+_B = default_bytes()  # the default recipe's bytes per parameter
 
 __all__ = ["lora_params_b", "nf4_bytes_per_param", "mem_qlora_base_gb", "mem_qlora_gb", "adapter_params_b",
            "ft_trainable_params_b", "mem_ft_weights_gb", "act_frozen_saving_bytes", "ft_flops_per_token",
@@ -26,8 +31,8 @@ __all__ = ["lora_params_b", "nf4_bytes_per_param", "mem_qlora_base_gb", "mem_qlo
     source="Hu et al. 2021 (LoRA) §4: W0 + BA with B (d x r), A (r x k), r(d + k) trainable per matrix; Table 4: "
            "GPT-3 175B on Wq, Wv 4.7M (r = 1) and 37.7M (r = 8); Dettmers et al. 2023 (QLoRA): adapters on all linear layers",
 )
-def lora_params_b(hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets="all_linear",
-                  gated_ffn=True):
+def lora_params_b(hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets=_D["lora_targets"],
+                  gated_ffn=_D["gated_ffn"]):
     """Trainable parameters of LoRA adapters of rank r on the chosen matrices of every layer, billions."""
     q = hidden + heads * head_dim
     kv = hidden + kv_heads * head_dim
@@ -43,7 +48,7 @@ def lora_params_b(hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_ra
     equation="(4 + 32/B) / 8; with double quantisation (4 + 8/B + 32/(256 B)) / 8 (B = 64: 0.5 -> 0.127 bits of constants)",
     source="Dettmers et al. 2023 (QLoRA) §3: 4-bit NormalFloat, block size 64, FP8 second-level constants in blocks of 256",
 )
-def nf4_bytes_per_param(quant_block=64, double_quant=True):
+def nf4_bytes_per_param(quant_block=_D["quant_block"], double_quant=_D["double_quant"]):
     """Bytes per base-model parameter stored as 4-bit NormalFloat with its quantisation constants."""
     return (4 + if_(double_quant, 8 / quant_block + 32 / (quant_block * 256), 32 / quant_block)) / 8
 
@@ -60,7 +65,7 @@ def _embed_within_params(*, params_b, embed_params_b, **_):
     source="Dettmers et al. 2023 (QLoRA) §3; bitsandbytes/transformers 4-bit loading quantises the linear layers and keeps the output layer (lm_head) unquantised",
     check=_embed_within_params,
 )
-def mem_qlora_base_gb(params_b, embed_params_b, quant_block=64, double_quant=True, bytes_weights=2):
+def mem_qlora_base_gb(params_b, embed_params_b, quant_block=_D["quant_block"], double_quant=_D["double_quant"], bytes_weights=_B["bytes_weights"]):
     """Frozen base-model weights of QLoRA, GB (1e9 bytes)."""
     return (params_b - embed_params_b) * nf4_bytes_per_param(quant_block, double_quant) + embed_params_b * bytes_weights
 
@@ -71,7 +76,7 @@ def mem_qlora_base_gb(params_b, embed_params_b, quant_block=64, double_quant=Tru
     source="Dettmers et al. 2023 (QLoRA); seed 002 §7.1.2 (LoRA: 2P + 14P', the same with a 16-bit base)",
     check=_embed_within_params,
 )
-def mem_qlora_gb(params_b, embed_params_b, trainable_params_b, quant_block=64, double_quant=True, bytes_weights=2,
+def mem_qlora_gb(params_b, embed_params_b, trainable_params_b, quant_block=_D["quant_block"], double_quant=_D["double_quant"], bytes_weights=_B["bytes_weights"],
                  bytes_trainable=14):
     """Model-state memory of QLoRA fine-tuning on one GPU, GB."""
     return (mem_qlora_base_gb(params_b, embed_params_b, quant_block, double_quant, bytes_weights)
@@ -94,8 +99,8 @@ _JOB_SOURCE = ("Hu et al. 2021 (LoRA) §4.2: W0 frozen, only A and B receive gra
     equation="job = full: 0; lora or qlora: LORA_PARAMS_B over the given layers (e.g. the layers of one pipeline stage)",
     source="Hu et al. 2021 (LoRA) §4: r(d + k) trainable parameters per adapted d x k matrix",
 )
-def adapter_params_b(hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets="all_linear",
-                     gated_ffn=True, job="lora"):
+def adapter_params_b(hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank, lora_targets=_D["lora_targets"],
+                     gated_ffn=_D["gated_ffn"], job="lora"):
     """LoRA adapter parameters of a job on some layers, billions (none for a full fine-tune)."""
     return if_(eq(job, "full"), 0, lora_params_b(hidden, layers, heads, kv_heads, head_dim, ffn_hidden, lora_rank,
                                                  lora_targets, gated_ffn))
@@ -118,8 +123,8 @@ def ft_trainable_params_b(params_b, trainable_params_b, job="lora"):
     source=_JOB_SOURCE + "; PyTorch FSDP and DeepSpeed ZeRO-3 shard frozen parameters with the trainable ones",
     check=_embed_within_params,
 )
-def mem_ft_weights_gb(params_b, embed_params_b, trainable_params_b, job="lora", zero_stage=0, dp=1, tp=1,
-                      bytes_weights=2, quant_block=64, double_quant=True):
+def mem_ft_weights_gb(params_b, embed_params_b, trainable_params_b, job="lora", zero_stage=_D["zero_stage"], dp=_D["dp"], tp=_D["tp"],
+                      bytes_weights=_B["bytes_weights"], quant_block=_D["quant_block"], double_quant=_D["double_quant"]):
     """Weights of a (fine-tuning) job per GPU, GB: base model (trained, 16-bit frozen or NF4) plus adapters.
 
     ``params_b`` are the base model's parameters on the GPU's stage, ``embed_params_b`` those of them that stay in
@@ -139,8 +144,8 @@ def mem_ft_weights_gb(params_b, embed_params_b, trainable_params_b, job="lora", 
     source=("PyTorch autograd keeps a matmul's input only for its weight gradient (derivatives.yaml, mm), so a frozen "
             "matrix without an adapter keeps none; checked against PyTorch in tests/test_finetune_torch.py"),
 )
-def act_frozen_saving_bytes(seq_len, micro_batch, hidden, ffn_hidden, tp=1, seq_parallel=False, recompute="none",
-                            job="lora", lora_targets="all_linear"):
+def act_frozen_saving_bytes(seq_len, micro_batch, hidden, ffn_hidden, tp=_D["tp"], seq_parallel=_D["seq_parallel"], recompute=_D["recompute"],
+                            job="lora", lora_targets=_D["lora_targets"]):
     """Activation bytes per layer a frozen base does not keep (subtract from ACT_LAYER_BYTES_GENERAL).
 
     With a frozen base the FFN's up/gate input (the second norm's output) and the down projection's input (the

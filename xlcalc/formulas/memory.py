@@ -5,7 +5,12 @@ from __future__ import annotations
 from .. import layout
 from ..errors import InputError
 from ..expr.functions import and_, eq, floor_int, if_, max_, min_, not_, or_
+from ..recipes import MEMORY_DEFAULTS, default_bytes
 from ..registry import formula
+
+# every input's default is declared once (xlcalc.recipes): the signatures below read it
+_D = MEMORY_DEFAULTS
+_B = default_bytes()  # the default recipe's bytes per parameter
 
 __all__ = [
     "mem_weights_gb", "mem_grads_gb", "mem_optimizer_gb", "mem_static_gb", "mem_zero3_buffer_gb", "mem_lora_gb", "act_layer_bytes_general", "act_layer_bytes", "mem_act_gb",
@@ -31,7 +36,7 @@ _AUTOCAST_SOURCE = ("PyTorch autocast (aten/src/ATen/autocast_mode.cpp, cached_c
     equation="w * N/(tp*pp), / dp under ZeRO-3",
     source=_ZERO_SOURCE,
 )
-def mem_weights_gb(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_weights=2):
+def mem_weights_gb(params_b, zero_stage=_D["zero_stage"], dp=_D["dp"], tp=_D["tp"], pp=_D["pp"], bytes_weights=_B["bytes_weights"]):
     """Weight memory per GPU, GB = 1e9 bytes."""
     return bytes_weights * params_b / (tp * pp) / if_(zero_stage >= 3, dp, 1)
 
@@ -41,7 +46,7 @@ def mem_weights_gb(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_weights=2):
     equation="g * N/(tp*pp), / dp under ZeRO-2 and 3",
     source=_ZERO_SOURCE,
 )
-def mem_grads_gb(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_grads=2):
+def mem_grads_gb(params_b, zero_stage=_D["zero_stage"], dp=_D["dp"], tp=_D["tp"], pp=_D["pp"], bytes_grads=_B["bytes_grads"]):
     """Gradient memory per GPU, GB."""
     return bytes_grads * params_b / (tp * pp) / if_(zero_stage >= 2, dp, 1)
 
@@ -51,7 +56,7 @@ def mem_grads_gb(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_grads=2):
     equation="o * N/(tp*pp), / dp under ZeRO-1, 2 and 3",
     source=_ZERO_SOURCE,
 )
-def mem_optimizer_gb(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_optimizer=12):
+def mem_optimizer_gb(params_b, zero_stage=_D["zero_stage"], dp=_D["dp"], tp=_D["tp"], pp=_D["pp"], bytes_optimizer=_B["bytes_optimizer"]):
     """Optimizer-state memory per GPU (fp32 master copy, Adam m and v), GB."""
     return bytes_optimizer * params_b / (tp * pp) / if_(zero_stage >= 1, dp, 1)
 
@@ -64,7 +69,7 @@ def mem_optimizer_gb(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_optimizer=1
     ),
     source="Rajbhandari et al. 2019 (ZeRO) §5; seed 002 §7.1.2 (14P, 2P+12P/N, 14P/N)",
 )
-def mem_static_gb(params_b, zero_stage=0, dp=1, tp=1, pp=1, bytes_weights=2, bytes_grads=2, bytes_optimizer=12):
+def mem_static_gb(params_b, zero_stage=_D["zero_stage"], dp=_D["dp"], tp=_D["tp"], pp=_D["pp"], bytes_weights=_B["bytes_weights"], bytes_grads=_B["bytes_grads"], bytes_optimizer=_B["bytes_optimizer"]):
     """Model-state memory per GPU (weights, gradients, optimizer states), GB = 1e9 bytes."""
     return (mem_weights_gb(params_b, zero_stage, dp, tp, pp, bytes_weights)
             + mem_grads_gb(params_b, zero_stage, dp, tp, pp, bytes_grads)
@@ -86,7 +91,7 @@ def mem_zero3_buffer_gb(largest_layer_params_b):
     equation="w*P (frozen) + k*P' (trainable: weights, grads, optimizer)",
     source="seed 002 §7.1.2 (LoRA: 2P + 14P')",
 )
-def mem_lora_gb(params_b, trainable_params_b, bytes_weights=2, bytes_trainable=14):
+def mem_lora_gb(params_b, trainable_params_b, bytes_weights=_B["bytes_weights"], bytes_trainable=14):
     """Model-state memory of LoRA fine-tuning: frozen weights plus full states of the adapters."""
     return bytes_weights * params_b + bytes_trainable * trainable_params_b
 
@@ -108,8 +113,8 @@ def _heads_divisible(*, heads, tp, **_):
            "SwiGLU; op_selective: torchtitan's per-op policy saves SDPA outputs and every other mm output "
            "(mm 1, 3, 5, 7 of Q, K, V, O, W1, W3, W2)",
 )
-def act_layer_bytes_general(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False,
-                            tp=1, seq_parallel=False, recompute="none", flash_attention=True):
+def act_layer_bytes_general(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=_D["gated_ffn"],
+                            tp=_D["tp"], seq_parallel=_D["seq_parallel"], recompute=_D["recompute"], flash_attention=_D["flash_attention"]):
     """Activation bytes of one layer for GQA, any FFN size, gated FFN and FlashAttention.
 
     ``op_selective`` is PyTorch's per-op selective activation checkpointing with torchtitan's policy
@@ -142,7 +147,7 @@ def act_layer_bytes_general(seq_len, micro_batch, hidden, heads, kv_heads, head_
     source="Korthikanti et al. 2022 (arXiv 2205.05198), Table 2: ACT_LAYER_BYTES_GENERAL with MHA, F = 4h, no flash",
     check=_heads_divisible,
 )
-def act_layer_bytes(seq_len, micro_batch, hidden, heads, tp=1, seq_parallel=False, recompute="none"):
+def act_layer_bytes(seq_len, micro_batch, hidden, heads, tp=_D["tp"], seq_parallel=_D["seq_parallel"], recompute=_D["recompute"]):
     """Activation bytes of one transformer layer (16-bit activations, FFN = 4h, no FlashAttention)."""
     return act_layer_bytes_general(seq_len, micro_batch, hidden, heads, heads, hidden / heads, 4 * hidden, False,
                                    tp, seq_parallel, recompute, False)
@@ -154,7 +159,7 @@ def act_layer_bytes(seq_len, micro_batch, hidden, heads, tp=1, seq_parallel=Fals
     source="Korthikanti et al. 2022, Table 2 and §4.2.3",
     check=_heads_divisible,
 )
-def mem_act_gb(seq_len, micro_batch, hidden, layers, heads, tp=1, seq_parallel=False, recompute="none"):
+def mem_act_gb(seq_len, micro_batch, hidden, layers, heads, tp=_D["tp"], seq_parallel=_D["seq_parallel"], recompute=_D["recompute"]):
     """Activation memory per GPU for all layers (the first stage of a 1F1B pipeline)."""
     return layers * act_layer_bytes(seq_len, micro_batch, hidden, heads, tp, seq_parallel, recompute) / 1e9
 
@@ -164,7 +169,7 @@ def mem_act_gb(seq_len, micro_batch, hidden, layers, heads, tp=1, seq_parallel=F
     equation="interleaved (v > 1): 1 + (p-1)/(p*v); with m < p: x m/p; plain 1F1B: 1",
     source="Korthikanti et al. 2022 §4.2.3",
 )
-def act_inflight_factor(pp, virtual_stages=1, microbatches=1000000):
+def act_inflight_factor(pp, virtual_stages=_D["virtual_stages"], microbatches=_D["microbatches"]):
     """Multiplier on L layers' activations for the first pipeline stage's in-flight micro-batches."""
     interleave = if_(virtual_stages > 1, 1 + (pp - 1) / (pp * virtual_stages), 1)
     return interleave * if_(microbatches < pp, microbatches / pp, 1)
@@ -176,8 +181,8 @@ def act_inflight_factor(pp, virtual_stages=1, microbatches=1000000):
     source="Korthikanti et al. 2022 §4.2.3 (Fig. 1 uses p = 8, v = 3)",
     check=_heads_divisible,
 )
-def mem_act_pipeline_gb(seq_len, micro_batch, hidden, layers, heads, tp=1, seq_parallel=False, recompute="none",
-                        pp=1, virtual_stages=1, microbatches=1000000):
+def mem_act_pipeline_gb(seq_len, micro_batch, hidden, layers, heads, tp=_D["tp"], seq_parallel=_D["seq_parallel"], recompute=_D["recompute"],
+                        pp=_D["pp"], virtual_stages=_D["virtual_stages"], microbatches=_D["microbatches"]):
     """Activation memory of the first pipeline stage, with the schedule's in-flight factor."""
     return (mem_act_gb(seq_len, micro_batch, hidden, layers, heads, tp, seq_parallel, recompute)
             * act_inflight_factor(pp, virtual_stages, microbatches))
@@ -188,7 +193,7 @@ def mem_act_pipeline_gb(seq_len, micro_batch, hidden, layers, heads, tp=1, seq_p
     equation="total = model states + activations + overhead",
     source="seed 002 §7.1.3",
 )
-def mem_total_gb(static_gb, activations_gb, overhead_gb=0):
+def mem_total_gb(static_gb, activations_gb, overhead_gb=_D["overhead_gb"]):
     """Peak memory per GPU."""
     return static_gb + activations_gb + overhead_gb
 
@@ -217,7 +222,7 @@ _FIT_MARGIN_SOURCE = (
     equation="CUDA context GB + allocator reserve share x predicted total GB",
     source=_FIT_MARGIN_SOURCE,
 )
-def fit_margin_gb(total_gb, cuda_context_gb=0.4, allocator_reserve_frac=0.05):
+def fit_margin_gb(total_gb, cuda_context_gb=_D["cuda_context_gb"], allocator_reserve_frac=_D["allocator_reserve_frac"]):
     """What the card holds beyond the predicted tensors: the CUDA context and the caching allocator's reserve."""
     return cuda_context_gb + allocator_reserve_frac * total_gb
 
@@ -241,7 +246,7 @@ def fit_verdict(total_gb, memory_gb, margin_gb=0):
              "FIT_VERDICT calls fits",
     source="FIT_MARGIN_GB solved for the total (" + _FIT_MARGIN_SOURCE + ")",
 )
-def fit_capacity_gb(memory_gb, cuda_context_gb=0.4, allocator_reserve_frac=0.05):
+def fit_capacity_gb(memory_gb, cuda_context_gb=_D["cuda_context_gb"], allocator_reserve_frac=_D["allocator_reserve_frac"]):
     """The largest predicted memory per GPU that still fits with its margin."""
     return (memory_gb - cuda_context_gb) / (1 + allocator_reserve_frac)
 
@@ -266,9 +271,9 @@ def max_micro_batch(memory_gb, static_gb, overhead_gb, act_gb_per_sample):
              "v = 1 or (PP > 1 and v | stage layers)",
     source="Megatron-LM argument checks (arguments.py: divisibility of heads, layers, world size, batch)",
 )
-def layout_message(hidden, heads, layers, seq_len, kv_heads, first_stage_layers=0, last_stage_layers=0, tp=1, pp=1,
-                   cp=1, dp=1, cluster_gpus=0, dp_shard=0, experts=0, ep=1, micro_batch=1, batch_sequences=0,
-                   virtual_stages=1):
+def layout_message(hidden, heads, layers, seq_len, kv_heads, first_stage_layers=_D["first_stage_layers"], last_stage_layers=_D["last_stage_layers"], tp=_D["tp"], pp=_D["pp"],
+                   cp=_D["cp"], dp=_D["dp"], cluster_gpus=0, dp_shard=_D["dp_shard"], experts=0, ep=1, micro_batch=_D["micro_batch"], batch_sequences=0,
+                   virtual_stages=_D["virtual_stages"]):
     """Why a parallel layout does not split the model and batch into whole pieces ("OK" if it does)."""
     return layout.layout_message(dict(
         hidden=hidden, heads=heads, layers=layers, seq_len=seq_len, kv_heads=kv_heads,
@@ -287,7 +292,7 @@ def _whole_stages(*, layers, pp, first_stage_layers=0, last_stage_layers=0, **_)
     source="Narayanan et al. 2021 §2.2 (L/p layers per stage); Llama 3 paper §3.3.2 (fewer layers on the first and "
            "last stage)",
 )
-def stage_layers(layers, pp, stage="first", first_stage_layers=0, last_stage_layers=0):
+def stage_layers(layers, pp, stage="first", first_stage_layers=_D["first_stage_layers"], last_stage_layers=_D["last_stage_layers"]):
     """Transformer layers on the first or the last pipeline stage."""
     first, _, last = layout.stage_layer_counts(dict(layers=layers, pp=pp, first_stage_layers=first_stage_layers,
                                                     last_stage_layers=last_stage_layers))
@@ -299,7 +304,7 @@ def stage_layers(layers, pp, stage="first", first_stage_layers=0, last_stage_lay
     equation="(N - (2 - tied)*V*h/1e9) / L",
     source="a decoder's parameters: L layers plus the input embedding and output layer, V*h each (one if tied)",
 )
-def layer_params_b(params_b, layers, hidden, vocab, tied_embeddings=False):
+def layer_params_b(params_b, layers, hidden, vocab, tied_embeddings=_D["tied_embeddings"]):
     """Parameters of one transformer layer, billions, from the model's total (MoE: all experts, averaged)."""
     return (params_b - if_(tied_embeddings, 1, 2) * vocab * hidden / 1e9) / layers
 
@@ -311,7 +316,7 @@ def layer_params_b(params_b, layers, hidden, vocab, tied_embeddings=False):
     source="Megatron-LM: the first stage holds the embedding, the last the output layer (with tied embeddings a "
            "copy whose gradient is all-reduced with the first's); Narayanan et al. 2021 §3.2",
 )
-def stage_params_b(stage_layers, layer_params_b, hidden, vocab, pp=1, tied_embeddings=False):
+def stage_params_b(stage_layers, layer_params_b, hidden, vocab, pp=_D["pp"], tied_embeddings=_D["tied_embeddings"]):
     """Parameters of one pipeline stage (first or last) before TP and ZeRO split them, billions."""
     tables = if_(and_(eq(pp, 1), not_(tied_embeddings)), 2, 1)
     return stage_layers * layer_params_b + tables * vocab * hidden / 1e9
@@ -323,7 +328,7 @@ def stage_params_b(stage_layers, layer_params_b, hidden, vocab, pp=1, tied_embed
     source="Korthikanti et al. 2022 §4.2.3 (1F1B: the first stage holds p micro-batches in flight; interleaved "
            "schedule: x (1 + (p-1)/(p*v))); Narayanan et al. 2021 §2.2",
 )
-def stage_inflight_microbatches(pp, stage="first", virtual_stages=1, microbatches=1000000):
+def stage_inflight_microbatches(pp, stage="first", virtual_stages=_D["virtual_stages"], microbatches=_D["microbatches"]):
     """Micro-batches whose activations a pipeline stage holds at its peak."""
     interleave = if_(virtual_stages > 1, 1 + (pp - 1) / (pp * virtual_stages), 1)
     return if_(eq(stage, "first"), min_(microbatches, pp) * interleave, 1)
@@ -357,7 +362,7 @@ def mem_recompute_working_gb(full_act_bytes, stored_act_bytes):
     source="Megatron-LM: logits cast to fp32 for the vocab-parallel cross-entropy (4 bytes, V split over t; "
            "Shoeybi et al. 2019 §3); context parallelism splits the sequence. Autocast: " + _AUTOCAST_SOURCE,
 )
-def mem_logits_gb(seq_len, micro_batch, vocab, tp=1, cp=1, logits_buffer_bytes=4, pp=1, stage="last",
+def mem_logits_gb(seq_len, micro_batch, vocab, tp=_D["tp"], cp=_D["cp"], logits_buffer_bytes=_D["logits_buffer_bytes"], pp=_D["pp"], stage="last",
                   output_copy_bytes=0):
     """Logits and loss buffers of one micro-batch on the last pipeline stage, GB per GPU; under torch.autocast with
     fp32 weights also the output layer's 16-bit weight copy (``output_copy_bytes`` = copy bytes x h per vocabulary
@@ -379,8 +384,8 @@ def mem_logits_gb(seq_len, micro_batch, vocab, tp=1, cp=1, logits_buffer_bytes=4
            "micro-batch's backward (stage.py, backward_maybe_with_nosync), and FSDP2 accumulates the unsharded "
            "gradients in the reduce dtype (FSDPParam.to_accumulated_grad_if_needed)",
 )
-def mem_gathered_params_gb(layer_params_b, tp=1, zero_stage=0, prefetch_layers=0, pp=1, stage_params_b=0,
-                           bytes_grads=4):
+def mem_gathered_params_gb(layer_params_b, tp=_D["tp"], zero_stage=_D["zero_stage"], prefetch_layers=_D["prefetch_layers"], pp=_D["pp"], stage_params_b=0,
+                           bytes_grads=_B["bytes_grads"]):
     """Parameters ZeRO-3/FSDP gathers whole for the layer computing (and those prefetched), GB per GPU.
 
     With pipeline parallelism the whole stage stays gathered (16-bit) through the step and its gradients
@@ -397,7 +402,7 @@ def mem_gathered_params_gb(layer_params_b, tp=1, zero_stage=0, prefetch_layers=0
              "recomputed layer's copies are in its working set)",
     source=_AUTOCAST_SOURCE,
 )
-def act_autocast_copy_bytes(layer_params_b, tp=1, recompute="none", autocast_copy_bytes=0):
+def act_autocast_copy_bytes(layer_params_b, tp=_D["tp"], recompute=_D["recompute"], autocast_copy_bytes=_D["autocast_copy_bytes"]):
     """Bytes of the 16-bit weight copies one layer's forward under torch.autocast keeps for its backward."""
     kept = if_(or_(eq(recompute, "full"), eq(recompute, "op_selective")), 0, 1)
     return kept * autocast_copy_bytes * layer_params_b * 1e9 / tp
@@ -412,7 +417,7 @@ def act_autocast_copy_bytes(layer_params_b, tp=1, recompute="none", autocast_cop
            "the fused step (_fused_adam, fused=True) allocates none; measured with PyTorch's MemTracker by "
            "scripts/torch_memory.py",
 )
-def mem_optimizer_step_gb(params_b, zero_stage=0, dp=1, tp=1, pp=1, optimizer_step_bytes=0):
+def mem_optimizer_step_gb(params_b, zero_stage=_D["zero_stage"], dp=_D["dp"], tp=_D["tp"], pp=_D["pp"], optimizer_step_bytes=_D["optimizer_step_bytes"]):
     """Temporaries of the optimizer step per GPU, GB: live only while the step runs, beside all the gradients."""
     return optimizer_step_bytes * params_b / (tp * pp) / if_(zero_stage >= 1, dp, 1)
 
@@ -428,7 +433,7 @@ def mem_optimizer_step_gb(params_b, zero_stage=0, dp=1, tp=1, pp=1, optimizer_st
            "live during the step, after the backward has freed the activations",
 )
 def mem_stage_total_gb(weights_gb, grads_gb, optimizer_gb, fp8_gb, gathered_gb, activations_gb, recompute_gb,
-                       logits_gb, comm_buffer_gb=0, overhead_gb=0, grads_freed=False, pp=1, step_gb=0):
+                       logits_gb, comm_buffer_gb=_D["comm_buffer_gb"], overhead_gb=_D["overhead_gb"], grads_freed=_D["grads_freed"], pp=_D["pp"], step_gb=0):
     """Memory per GPU of one pipeline stage: its parts at the step's peak moment.
 
     Gradients that persist across steps (Megatron-Core's contiguous buffer) are there at the activations' peak,

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from ..recipes import MEMORY_DEFAULTS
 from ..registry import formula
+
+# every input's default is declared once (xlcalc.recipes): the signatures below read it
+_D = MEMORY_DEFAULTS
 
 __all__ = ["pipeline_bubble", "pipeline_bubble_share", "allreduce_bytes", "allgather_bytes"]
 
@@ -12,7 +16,7 @@ __all__ = ["pipeline_bubble", "pipeline_bubble_share", "allreduce_bytes", "allga
     equation="bubble / ideal = (p-1)/(v*m)",
     source="Narayanan et al. 2021 §2.2 (1F1B and interleaved schedules)",
 )
-def pipeline_bubble(pp, microbatches, virtual_stages=1):
+def pipeline_bubble(pp, microbatches, virtual_stages=_D["virtual_stages"]):
     """Pipeline bubble time relative to the ideal (bubble-free) iteration time."""
     return (pp - 1) / (virtual_stages * microbatches)
 
@@ -22,7 +26,7 @@ def pipeline_bubble(pp, microbatches, virtual_stages=1):
     equation="(p-1)/(v*m + p-1)",
     source="Narayanan et al. 2021 §2.2",
 )
-def pipeline_bubble_share(pp, microbatches, virtual_stages=1):
+def pipeline_bubble_share(pp, microbatches, virtual_stages=_D["virtual_stages"]):
     """Share of each iteration that the pipeline spends idle."""
     return (pp - 1) / (virtual_stages * microbatches + pp - 1)
 

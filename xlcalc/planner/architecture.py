@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from .. import catalog
 from ..errors import InputError
+from ..recipes import DEFAULT_SEQ_LEN, MEMORY_DEFAULTS
 from ..scenario import Scenario
 from ..validate import check_value
 
@@ -17,9 +18,11 @@ __all__ = ["Arch", "arch_from_model", "arch_from_flags", "FLAGS_VOCAB", "FLAGS_S
 
 # What an architecture given by its numbers (no model, no config.json) assumes where it is not given (arch_from_flags;
 # plan's and memory's flags and help take them from here).
-FLAGS_VOCAB = 32000     # Llama 1/2's vocabulary
-# the scenario's sequence length, the one default of every face (xlcalc.scenario.Scenario: 4,096, Llama 2's context)
-FLAGS_SEQ_LEN: int = Scenario.model_fields["seq_len"].default
+# the scenario's vocabulary (xlcalc.scenario.Scenario.vocab: 32,000, Llama 1/2's); the memory model's FFN (not gated)
+FLAGS_VOCAB: int = Scenario.model_fields["vocab"].default
+FLAGS_GATED_FFN: bool = MEMORY_DEFAULTS["gated_ffn"]
+# the one default sequence length of every face (xlcalc.recipes.DEFAULT_SEQ_LEN: 4,096, Llama 2's context)
+FLAGS_SEQ_LEN: int = DEFAULT_SEQ_LEN
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,7 @@ def arch_from_flags(layers: int, hidden: int, heads: int, kv_heads: int | None =
         raise InputError("heads", heads, f"a divisor of hidden = {hidden}")
     if heads % kv:
         raise InputError("kv_heads", kv, f"a divisor of heads = {heads}")
-    gated = bool(gated_ffn) if gated_ffn is not None else False
+    gated = bool(gated_ffn) if gated_ffn is not None else FLAGS_GATED_FFN
     ffn = check_value("ffn_hidden", ffn_hidden if ffn_hidden is not None else 4 * hidden)
     model = catalog.Model(
         id="custom", name=f"custom {layers}x{hidden}", source="architecture flags", layers=layers, hidden=hidden,

@@ -13,7 +13,7 @@ from ..formulas import cost as fcost
 from ..formulas import steptime as fs
 from ..inputs import spec
 from ..layout import check_layout, stage_split
-from ..recipes import recipe_label
+from ..recipes import MEMORY_DEFAULTS, recipe_label
 from ..registry import numeric
 from ..validate import check_value, checked_inputs
 from .answer import Assumed, Plan, PlanResult, Rejection, StackOutcome
@@ -315,7 +315,8 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
          settings: Settings | None = None, tp: int | None = None, pp: int | None = None, zero_stage: int | None = None,
          recompute: str | None = None, micro_batch: int | None = None, seq_parallel: bool | None = None,
          virtual_stages: int | None = None, cp: int | None = None, ep: int | None = None, etp: int | None = None,
-         stage_layers: list[int] | None = None, fp8: bool = False, optimizer_offload: bool = False,
+         stage_layers: list[int] | None = None, fp8: bool = False,
+         optimizer_offload: bool = MEMORY_DEFAULTS["optimizer_offload"],
          top: int = 10, max_micro_batch: int | None = None, stack_spread: bool = False,
          compare_unpinned: bool = False) -> PlanResult:
     """Plan the parallelism of a training run: every configuration that fits, best (fastest, then cheapest) first.
