@@ -8,19 +8,27 @@ except under CI=true, where it fails.
 
 from __future__ import annotations
 
+import inspect
+import json
+import sys
 from pathlib import Path
 
 import openpyxl
 import pytest
 
 import lo_batch
+from cli_run import run
 from named_edits import Edits, named_cell, validation_of
 from xlcalc import catalog, presets
-from xlcalc.planner import Settings, plan
+from xlcalc.planner import Settings, layout_prediction, plan
 from xlcalc.planner.stacks import DEFAULT_STACK, STACKS
 from xlcalc.planner.steptime import arch_from_flags, arch_from_model
+from xlcalc.scenario import Scenario
 from xlcalc.workbook import build, layout
 from xlcalc.workbook.step_sheet import STEP_SHEET
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "udfs"))
+import xlcalc_udfs as u  # noqa: E402
 
 PRESETS = ("seed002-70b-a800", "llama31-405b-h100", "seed000-100b-h100")
 # the sheet's names and the plan's fields
@@ -31,6 +39,12 @@ RESULTS = {"Step_Time_S": "step_s", "Step_MFU": "mfu", "Step_HFU": "hfu",
 LO_CASES = [("seed002-70b-a800", None, None), ("seed002-70b-a800", "megatron", None),
             ("llama31-405b-h100", "llm-foundry", None), ("llama31-405b-h100", "megatron-2021", 2048 * 8192),
             ("seed000-100b-h100", "fsdp-compiled", None)]
+
+
+# one run through every face: a catalog model on 128 H100, TP 8 x PP 4 x DP 4, Megatron's stack, 4M-token batch
+FACES_RUN = dict(model="llama3.1-70b", gpu="h100-sxm", n_gpus=128, seq_len=8192, tp=8, pp=4, zero_stage=1,
+                 seq_parallel=True, recompute="selective", micro_batch=1)
+FACES_STACK, FACES_BATCH = "megatron", 4 * 2 ** 20
 
 
 def planned(sc, stack: str, batch_tokens: float):
@@ -112,18 +126,20 @@ def _produce(work: Path):
             book.save(out, edits)
             files.append(out)
             cases.append((p, stack or DEFAULT_STACK, batch))
-    return files, cases
+    build(work / "faces.xlsx", [Scenario.build(**FACES_RUN)])
+    Edits(work / "faces.xlsx").save(src / "faces.xlsx", {"Stack": FACES_STACK, "Global_Batch_Tokens": FACES_BATCH})
+    return [*files, src / "faces.xlsx"], cases
 
 
 @pytest.fixture(scope="module")
 def recalculated():
     files, cases = lo_batch.results("step_time")
-    return [(case, openpyxl.load_workbook(f, data_only=True)) for f, case in zip(files, cases)]
+    return [(case, openpyxl.load_workbook(f, data_only=True)) for f, case in zip(files, [*cases, "faces"])]
 
 
 def test_libreoffice_gives_plans_step_time_for_the_stack_picked(recalculated):
-    assert len(recalculated) == len(LO_CASES)
-    for (preset, stack, batch), wb in recalculated:
+    assert len(recalculated) == len(LO_CASES) + 1
+    for (preset, stack, batch), wb in recalculated[:-1]:
         sc = presets.load(preset)
         assert named_cell(wb, "Step_Check").value == "OK", (preset, stack)
         expected = planned(sc, stack, batch or named_cell(wb, "Global_Batch_Tokens").value)
@@ -139,3 +155,27 @@ def test_the_stack_dropdown_lists_every_profile(tmp_path):
     sheet, rng = dv.formula1.lstrip("=").split("!")
     listed = [row[0].value for row in wb[sheet][rng.replace("$", "")]]
     assert listed == list(STACKS)
+
+
+def test_one_run_gives_one_step_time_in_every_face(capsys, recalculated):
+    # the CLI (plan --json, every layout flag pinned), Python (layout_prediction), the worksheet functions and the
+    # workbook recalculated by LibreOffice with the stack picked in its dropdown
+    case, wb = recalculated[-1]
+    assert case == "faces" and named_cell(wb, "Step_Check").value == "OK"
+    layout = {k: FACES_RUN[k] for k in ("tp", "pp", "zero_stage", "seq_parallel", "recompute", "micro_batch")}
+    code, out, err = run(capsys, "plan", "--model", FACES_RUN["model"], "--gpu", FACES_RUN["gpu"],
+                         "--n-gpus", str(FACES_RUN["n_gpus"]), "--seq-len", str(FACES_RUN["seq_len"]),
+                         "--global-batch-tokens", str(FACES_BATCH), "--stack", FACES_STACK, "--tp", "8", "--pp", "4",
+                         "--cp", "1", "--zero-stage", "1", "--seq-parallel", "TRUE", "--recompute", "selective",
+                         "--micro-batch", "1", "--virtual-stages", "1", "--top", "1", "--json")
+    assert code == 0, err
+    cli = json.loads(out)["plans"][0]
+    py = layout_prediction(FACES_RUN["model"], gpu=FACES_RUN["gpu"], n_gpus=FACES_RUN["n_gpus"],
+                           seq_len=FACES_RUN["seq_len"], global_batch_tokens=FACES_BATCH, stack=FACES_STACK, **layout)
+    values = {**FACES_RUN, "global_batch_tokens": FACES_BATCH, "stack": FACES_STACK, "cp": 1, "virtual_stages": 1}
+    for name, field, fn in (("Step_Time_S", "step_s", u.LAYOUT_STEP_S), ("Step_MFU", "mfu", u.LAYOUT_MFU),
+                            ("Step_Tokens_per_S_per_GPU", "tokens_per_s_per_gpu", u.LAYOUT_TOKENS_PER_S_PER_GPU)):
+        args = [None if values.get(k) is None else [[values[k]]] for k in inspect.signature(fn).parameters]
+        assert getattr(py, field) == pytest.approx(cli[field], rel=1e-12), name
+        assert fn(*args) == pytest.approx(cli[field], rel=1e-12), name
+        assert named_cell(wb, name).value == pytest.approx(cli[field], rel=1e-9), name
