@@ -34,7 +34,8 @@ PRESETS = ("seed002-70b-a800", "llama31-405b-h100", "seed000-100b-h100")
 # the sheet's names and the plan's fields
 RESULTS = {"Step_Time_S": "step_s", "Step_MFU": "mfu", "Step_HFU": "hfu",
            "Step_Tokens_per_S_per_GPU": "tokens_per_s_per_gpu", "Step_DP_Comm_S": "dp_comm_s",
-           "Step_Optimizer_S": "optimizer_s", "Step_Bubble_S": "bubble_s"}
+           "Step_Optimizer_S": "optimizer_s", "Step_Bubble_S": "bubble_s", "Step_Train_Days": "days",
+           "Step_GPU_Hours": "gpu_hours"}
 # (preset, Stack picked, global batch typed in tokens; None: as built)
 LO_CASES = [("seed002-70b-a800", None, None), ("seed002-70b-a800", "megatron", None),
             ("llama31-405b-h100", "llm-foundry", None), ("llama31-405b-h100", "megatron-2021", 2048 * 8192),
@@ -52,6 +53,7 @@ def planned(sc, stack: str, batch_tokens: float):
     arch = arch_from_model(catalog.get_model(sc.model)) if sc.model else arch_from_flags(
         sc.layers, sc.hidden, sc.heads, sc.kv_heads, sc.ffn_hidden, sc.vocab, sc.gated_ffn, sc.seq_len)
     result = plan(arch=arch, gpu=sc.gpu, n_gpus=sc.n_gpus, seq_len=sc.seq_len, global_batch_tokens=batch_tokens,
+                  tokens_t=sc.tokens_t,
                   settings=Settings(stack=stack), tp=sc.tp, pp=sc.pp, zero_stage=sc.zero_stage,
                   recompute=sc.recompute, micro_batch=sc.micro_batch, seq_parallel=sc.seq_parallel,
                   virtual_stages=sc.virtual_stages, cp=sc.cp, top=1)

@@ -19,6 +19,7 @@ from ..layout import LAYOUT_OK
 from ..planner import Settings
 from ..planner.stacks import DEFAULT_STACK, STACKS
 from ..planner.step_chain import stack_facts
+from ..stage_memory import Step
 from ..step_steps import step_time_steps
 from .catalogs import FIRST, Table
 from .messages import CHECK_POINTER, LAYOUT_POINTER
@@ -186,8 +187,12 @@ def step_time_sheet(ctx: Ctx, stacks: StackTable) -> None:
     for name in reversed(("Step_Link_Efficiency", "Step_Matmul_Efficiency", "Step_HBM_TB_s", "Step_Scaleup_GB_s",
                           "Step_Scaleout_GB_s")):
         check = if_(IsNumber(Var(name)), check, Var(name))
-    deps = set().union(*(needs(e) for _, _, e, _, _ in rows), *(needs(st.expr()) for st in steps))
-    deps -= {n for n, *_ in rows} | {st.name for st in steps} | {"Step_Check", "Step_Microbatches_Whole"}
+    throughput = dict(tokens_t=Var("Tokens_T"), tokens_per_s=Var("Step_Tokens_per_S_per_GPU"))
+    timeline = (Step("Step_Train_Days", fs.train_days_at_throughput, {**throughput, "n_gpus": Var("N_GPUs")},
+                     "Training days at this step time (Tokens_T on Inputs)"),
+                Step("Step_GPU_Hours", fs.gpu_hours_at_throughput, throughput, "GPU-hours at this step time"))
+    deps = set().union(*(needs(e) for _, _, e, _, _ in rows), *(needs(st.expr()) for st in (*steps, *timeline)))
+    deps -= {n for n, *_ in rows} | {st.name for st in (*steps, *timeline)} | {"Step_Check", "Step_Microbatches_Whole"}
     for name, label, expr, unit, fmt in rows:
         b.put(s, f"A{row}", label)
         b.put(s, f"B{row}", pointing(guarded(expr, needs(expr) - {n for n, *_ in rows}), None,
@@ -212,13 +217,13 @@ def step_time_sheet(ctx: Ctx, stacks: StackTable) -> None:
     row += 2
     header_row(b, s, row, ("step", "value", "unit", "formula and source"))
     row += 1
-    for st in steps:
+    for st in (*steps, *timeline):
         expr = if_(eq(Var("Step_Check"), LAYOUT_OK), st.expr(), check_ref)
         fmt = "0.0%" if st.formula.unit == "fraction" else "#,##0" if "Tokens" in st.name or "FLOPs" in st.name \
-            else "0.0000"
+            or "Hours" in st.name else "#,##0.00" if "Days" in st.name else "0.0000"
         b.put(s, f"A{row}", st.label, "header" if st.name == "Step_Time_S" else "label")
         b.put(s, f"B{row}", pointing(guarded(expr, deps), None, checks_pointer=CHECK_POINTER),
-              "output" if st.name in ("Step_Time_S", "Step_MFU") else "formula", fmt)
+              "output" if st.name in ("Step_Time_S", "Step_MFU", "Step_Train_Days") else "formula", fmt)
         b.name(st.name, s, f"B{row}")
         b.put(s, f"C{row}", st.formula.unit)
         b.put(s, f"D{row}", f"{st.name} = {st.formula.udf_name}: {st.formula.equation}. Source: {st.formula.source}",
