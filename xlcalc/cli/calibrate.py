@@ -14,10 +14,10 @@ from .plan import (
     add_layout_flags,
     add_model_flags,
     add_run_flags,
-    add_settings_flags,
     layout_pins,
     model_and_arch,
 )
+from .settings_flags import add_settings_flags
 
 # the inputs that pin the measured run: without them there is no run to calibrate on
 _REQUIRED = ("n_gpus", "seq_len", "global_batch_tokens", "tp", "pp", "micro_batch", "recompute")
@@ -48,9 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("the run's layout (--tp, --pp, --micro-batch and --recompute required; what is left "
                              "out is the planner's best choice)")
     add_layout_flags(g)
-    g = p.add_argument_group("step-time model settings (the stack and every setting but the matmul efficiency, "
-                             "which is fitted)")
-    add_settings_flags(g)
+    add_settings_flags(p, "step-time model settings (the stack and every setting but the matmul efficiency, which is "
+                          "fitted)")
     p.add_argument("--out", metavar="FILE", required=True, help="the profile to write (JSON, replaced atomically)")
     p.add_argument("--json", action="store_true", help="print the profile and the calibrated plan as JSON")
     p.set_defaults(func=run, profile=None)

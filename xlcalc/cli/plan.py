@@ -15,51 +15,11 @@ from ..planner.architecture import FLAGS_VOCAB
 from ..validate import from_pydantic
 from .flags import add_input, add_switch, switch_value
 from .fmt import cli_value, dump_json, number, price_line, table
-from .memory import add_framework_flags
 from .models import add_config_flag, config_model
+from .settings_flags import SETTING_FLAGS, add_settings_flags
 
 if TYPE_CHECKING:
     from ..planner import Settings
-
-_SETTINGS = (
-    ("matmul_efficiency", "share of peak the matmuls reach in training (default: the stack profile's, fitted to "
-                          "its published runs; --stack planner: the GPU's catalog value; docs/validation.md)"),
-    ("attention_efficiency", "share of peak of the attention core (default: the stack profile's; --stack "
-                             "planner: 0.35)"),
-    ("attention_kernel_speed", "speed of the attention kernel relative to FlashAttention-2 on the same GPU "
-                               "(default 1; FlashAttention in Triton: 0.55)"),
-    ("link_efficiency", "achieved collective bandwidth / link bandwidth (default 0.8)"),
-    ("dp_overlap", "share of the overlap window that hides DP communication (default 0.5)"),
-    ("tp_overlap", "share of TP communication hidden behind compute (default 0; async TP / TP comm overlap: ~1)"),
-    ("pp_overlap", "share of pipeline send/receive hidden behind compute (default 0)"),
-    ("cp_overlap", "share of the attention compute that hides the CP KV exchange (default 1)"),
-    ("ep_overlap", "share of a stage's compute that hides the MoE all-to-all (default 0; DeepSeek-V3 DualPipe: 1)"),
-    ("a2a_bytes", "bytes per element the MoE all-to-all sends (default 2, bf16; FP8 dispatch + bf16 combine: 1.5)"),
-    ("max_nodes_per_token", "node-limited MoE routing: NVLink domains a token's experts may span (default 0, no "
-                            "limit; DeepSeek-V3: 4)"),
-    ("comm_sms", "SMs kept by communication kernels that overlap compute (default 0; DeepSeek-V3: 20 of 132)"),
-    ("fp8_efficiency_ratio", "FP8 matmul efficiency relative to bf16 (default 0.883, MAMF H100 fp8/bf16)"),
-    ("fp8_cast_bytes", "HBM bytes per element of each FP8 GEMM operand cast (default 4: Transformer Engine "
-                       "cast-transpose; 0: casts not counted)"),
-    ("overhead_gb", "other memory per GPU: NCCL, workspaces, GB (default 4)"),
-    ("cuda_context_gb", "CUDA context per GPU, GB, in the fit's margin (default 0.4)"),
-    ("allocator_reserve_frac", "caching allocator reserve, share of the prediction, in the fit's margin (default 0.05)"),
-    ("peak_tflops", "override the GPU's dense bf16/fp16 peak TFLOP/s"),
-    ("memory_gb", "override the GPU's memory, GB"),
-    ("hbm_tb_s", "override the GPU's HBM bandwidth, TB/s"),
-    ("scaleup_gb_s", "override the scale-up (NVLink) bandwidth per GPU and direction, GB/s"),
-    ("scaleout_gb_s", "override the scale-out (InfiniBand) bandwidth per GPU and direction, GB/s"),
-    ("pcie_gb_s", "host link (PCIe) bandwidth per GPU and direction, GB/s, for --optimizer-offload (PCIe Gen5 x16: 64)"),
-    ("host_memory_gb_s", "CPU memory bandwidth per GPU, GB/s, for --optimizer-offload (the server's DRAM bandwidth / "
-                         "its GPUs)"),
-    ("gpus_per_node", "override GPUs per node"),
-    ("nvlink_domain", "override GPUs per NVLink domain (8 on DGX/HGX, 72 on GB200 NVL72)"),
-    ("usd_per_gpu_hour", "price per GPU-hour (default: the price catalog's)"),
-    ("bytes_weights", "bytes/param of weights (default: the stack profile's; --stack planner: 2)"),
-    ("bytes_grads", "bytes/param of gradients (default: the stack profile's; --stack planner: 4, fp32 main grads)"),
-    ("bytes_optimizer", "bytes/param of optimizer states (default: the stack profile's; --stack planner: 12)"),
-)
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -83,8 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("pins (fix a choice instead of searching it)")
     add_layout_flags(g)
     g.add_argument("--max-micro-batch", help="largest micro-batch to search (default: as far as memory allows)")
-    g = p.add_argument_group("step-time model settings")
-    add_settings_flags(g)
+    g = add_settings_flags(p, "step-time model settings")
     g.add_argument("--profile", metavar="FILE", help="calibration profile written by xlcalc calibrate: plan with "
                                                      "its fitted matmul efficiency, memory margin and settings")
     p.add_argument("--top", default="5", help="plans to show (default 5)")
@@ -134,25 +93,6 @@ def add_layout_flags(g: argparse._ArgumentGroup) -> None:
                "default: searched", default=None)
 
 
-def add_settings_flags(g: argparse._ArgumentGroup) -> None:
-    """The step-time model's settings (plan, calibrate)."""
-    for name, text in _SETTINGS:
-        g.add_argument("--" + name.replace("_", "-"), help=text)
-    from ..planner.stacks import ALIASES, DEFAULT_STACK, PLANNER, STACKS
-    g.add_argument("--stack", help="software-stack profile whose documented facts and fitted matmul efficiency to "
-                                   f"use: {', '.join(STACKS)}, or a name it is known by ({', '.join(ALIASES)}); "
-                                   f"{PLANNER}: the planner's own settings (default {DEFAULT_STACK}: plain PyTorch "
-                                   "FSDP without compilation)")
-    add_framework_flags(g)
-    add_switch(g, "flash_attention", "fused (Flash) attention; FALSE: unfused, s x s scores stored")
-    g.add_argument("--efficiency-of-mamf", action="store_true",
-                   help="read --matmul-efficiency as a share of the GPU's measured MAMF, not of its peak")
-    g.add_argument("--attention-by-generation", action="store_true",
-                   help="FlashAttention-2-class attention (written for Ampere): 0.70 of its A100 share of peak on Hopper")
-    g.add_argument("--fp8-unfused-casts", action="store_true",
-                   help="every FP8 operand cast in its own kernel (te.Linear alone), not fused into norms and activation")
-
-
 def layout_pins(args: argparse.Namespace) -> dict:
     """The layout pins as :func:`xlcalc.planner.plan` takes them."""
     return dict(tp=cli_value(args.tp), pp=cli_value(args.pp), zero_stage=cli_value(args.zero_stage),
@@ -166,7 +106,7 @@ def layout_pins(args: argparse.Namespace) -> dict:
 def _settings(args: argparse.Namespace):
     from ..planner import Settings
 
-    values = {name: cli_value(getattr(args, name)) for name, _ in _SETTINGS if getattr(args, name) is not None}
+    values = {name: cli_value(getattr(args, name)) for name in SETTING_FLAGS if getattr(args, name) is not None}
     if args.stack is not None:
         from ..planner.stacks import stack_id
         stack_id(args.stack)  # an unknown name: its error lists the known ones

@@ -187,7 +187,7 @@ def step_time_sheet(ctx: Ctx, stacks: StackTable) -> None:
     for name in reversed(("Step_Link_Efficiency", "Step_Matmul_Efficiency", "Step_HBM_TB_s", "Step_Scaleup_GB_s",
                           "Step_Scaleout_GB_s")):
         check = if_(IsNumber(Var(name)), check, Var(name))
-    throughput = dict(tokens_t=Var("Tokens_T"), tokens_per_s=Var("Step_Tokens_per_S_per_GPU"))
+    throughput: dict[str, Expr] = dict(tokens_t=Var("Tokens_T"), tokens_per_s=Var("Step_Tokens_per_S_per_GPU"))
     timeline = (Step("Step_Train_Days", fs.train_days_at_throughput, {**throughput, "n_gpus": Var("N_GPUs")},
                      "Training days at this step time (Tokens_T on Inputs)"),
                 Step("Step_GPU_Hours", fs.gpu_hours_at_throughput, throughput, "GPU-hours at this step time"))
