@@ -36,6 +36,9 @@ RESULTS = {"Step_Time_S": "step_s", "Step_MFU": "mfu", "Step_HFU": "hfu",
            "Step_Tokens_per_S_per_GPU": "tokens_per_s_per_gpu", "Step_DP_Comm_S": "dp_comm_s",
            "Step_Optimizer_S": "optimizer_s", "Step_Bubble_S": "bubble_s", "Step_Train_Days": "days",
            "Step_GPU_Hours": "gpu_hours"}
+# the range plan prints for a named stack (the held-out errors of the stack profiles)
+RANGE = {"Step_MFU_Low": "mfu_low", "Step_MFU_High": "mfu_high", "Step_Days_Low": "days_low",
+         "Step_Days_High": "days_high"}
 # (preset, Stack picked, global batch typed in tokens; None: as built)
 LO_CASES = [("seed002-70b-a800", None, None), ("seed002-70b-a800", "megatron", None),
             ("llama31-405b-h100", "llm-foundry", None), ("llama31-405b-h100", "megatron-2021", 2048 * 8192),
@@ -58,7 +61,7 @@ def planned(sc, stack: str, batch_tokens: float):
                   recompute=sc.recompute, micro_batch=sc.micro_batch, seq_parallel=sc.seq_parallel,
                   virtual_stages=sc.virtual_stages, cp=sc.cp, top=1)
     assert result.plans, [r.reason for r in result.rejected][:3]
-    return result.plans[0]
+    return result.plans[0], result.interval
 
 
 def _value(lay, name: str):
@@ -76,9 +79,11 @@ def test_the_sheet_gives_plans_step_time(preset, stack):
     lay.book.put(sheet, at, stack, "text_input")
     lay.book.cached_values()  # recomputed with the stack picked
     assert _value(lay, "Step_Check") == "OK"
-    expected = planned(sc, stack, _value(lay, "Global_Batch_Tokens"))
+    expected, interval = planned(sc, stack, _value(lay, "Global_Batch_Tokens"))
     for name, field in RESULTS.items():
         assert _value(lay, name) == pytest.approx(getattr(expected, field), rel=1e-12), name
+    for name, field in RANGE.items():
+        assert _value(lay, name) == pytest.approx(getattr(interval, field), rel=1e-12), name
 
 
 def test_a_stack_a_gpu_or_a_batch_it_cannot_use_is_named():
@@ -144,7 +149,9 @@ def test_libreoffice_gives_plans_step_time_for_the_stack_picked(recalculated):
     for (preset, stack, batch), wb in recalculated[:-1]:
         sc = presets.load(preset)
         assert named_cell(wb, "Step_Check").value == "OK", (preset, stack)
-        expected = planned(sc, stack, batch or named_cell(wb, "Global_Batch_Tokens").value)
+        expected, interval = planned(sc, stack, batch or named_cell(wb, "Global_Batch_Tokens").value)
+        for name, field in RANGE.items():
+            assert named_cell(wb, name).value == pytest.approx(getattr(interval, field), rel=1e-9), (preset, name)
         for name, field in RESULTS.items():
             assert named_cell(wb, name).value == pytest.approx(getattr(expected, field), rel=1e-9), (preset, stack,
                                                                                                     name)

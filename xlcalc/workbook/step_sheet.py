@@ -8,15 +8,18 @@ search evaluates, so the sheet gives ``xlcalc plan``'s step time and MFU for the
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from .. import catalog
 from ..expr.functions import and_, eq, if_
 from ..expr.nodes import Expr, Func, IfError, Var, wrap
+from ..formulas import ranges as franges
 from ..formulas import steptime as fs
 from ..layout import LAYOUT_OK
 from ..planner import Settings
+from ..planner.ranges import interval_data
 from ..planner.stacks import DEFAULT_STACK, STACKS
 from ..planner.step_chain import stack_facts
 from ..stage_memory import Step
@@ -190,7 +193,8 @@ def step_time_sheet(ctx: Ctx, stacks: StackTable) -> None:
     throughput: dict[str, Expr] = dict(tokens_t=Var("Tokens_T"), tokens_per_s=Var("Step_Tokens_per_S_per_GPU"))
     timeline = (Step("Step_Train_Days", fs.train_days_at_throughput, {**throughput, "n_gpus": Var("N_GPUs")},
                      "Training days at this step time (Tokens_T on Inputs)"),
-                Step("Step_GPU_Hours", fs.gpu_hours_at_throughput, throughput, "GPU-hours at this step time"))
+                Step("Step_GPU_Hours", fs.gpu_hours_at_throughput, throughput, "GPU-hours at this step time"),
+                *_range_steps())
     deps = set().union(*(needs(e) for _, _, e, _, _ in rows), *(needs(st.expr()) for st in (*steps, *timeline)))
     deps -= {n for n, *_ in rows} | {st.name for st in (*steps, *timeline)} | {"Step_Check", "Step_Microbatches_Whole"}
     for name, label, expr, unit, fmt in rows:
@@ -209,6 +213,13 @@ def step_time_sheet(ctx: Ctx, stacks: StackTable) -> None:
     b.put(s, f"B{row}", if_(IsNumber(microbatches), _round(microbatches), microbatches), "formula", "#,##0")
     b.name("Step_Microbatches_Whole", s, f"B{row}")
     row += 1
+    for name, label, value, note in _range_factors():
+        b.put(s, f"A{row}", label)
+        b.put(s, f"B{row}", value, "label", "0.000")
+        b.name(name, s, f"B{row}")
+        b.put(s, f"C{row}", "x")
+        b.put(s, f"D{row}", note, "note")
+        row += 1
     b.put(s, f"A{row}", "Step-time check (OK: every figure known, the layout whole)")
     b.put(s, f"B{row}", pointing(guarded(check, deps), None, checks_pointer=CHECK_POINTER), "formula")
     b.name("Step_Check", s, f"B{row}")
@@ -219,7 +230,7 @@ def step_time_sheet(ctx: Ctx, stacks: StackTable) -> None:
     row += 1
     for st in (*steps, *timeline):
         expr = if_(eq(Var("Step_Check"), LAYOUT_OK), st.expr(), check_ref)
-        fmt = "0.0%" if st.formula.unit == "fraction" else "#,##0" if "Tokens" in st.name or "FLOPs" in st.name \
+        fmt = "0.0%" if st.formula.unit == "fraction" or "MFU" in st.name else "#,##0" if "Tokens" in st.name or "FLOPs" in st.name \
             or "Hours" in st.name else "#,##0.00" if "Days" in st.name else "0.0000"
         b.put(s, f"A{row}", st.label, "header" if st.name == "Step_Time_S" else "label")
         b.put(s, f"B{row}", pointing(guarded(expr, deps), None, checks_pointer=CHECK_POINTER),
@@ -240,6 +251,31 @@ def example_batch_tokens(scenario: Any) -> float:
         if published:
             return float(published)
     return float(scenario.seq_len * EXAMPLE_BATCH_SEQUENCES)
+
+
+def _range_factors() -> list[tuple[str, str, float, str]]:
+    """The multipliers of the predicted MFU at the ends of the range of held-out errors of the stack profiles (the
+    range ``xlcalc plan --stack`` prints: xlcalc.planner.ranges, from xlcalc/data/mfu_interval.json)."""
+    d = interval_data()
+    where = (f"exp(-{{}}) of log(predicted / measured MFU) over {d['runs']} published runs of {d['sources']} sources, "
+             f"each predicted leave-one-source-out ({d['out_of_sample_coverage']:.0%} of them inside the range "
+             "out of sample; xlcalc/data/mfu_interval.json, docs/validation.md)")
+    return [("Step_Range_Low_X", f"MFU range, low end (x the prediction; {d['level']:.0%} of held-out runs)",
+             math.exp(-d["q90_log_error"]), where.format("q90")),
+            ("Step_Range_High_X", "MFU range, high end (x the prediction)", math.exp(-d["q10_log_error"]),
+             where.format("q10"))]
+
+
+def _range_steps() -> tuple[Step, ...]:
+    """The range of MFU and of the days (days scale as 1 / MFU), as ``xlcalc plan`` gives it for a named stack."""
+    def ranged(name: str, label: str, base: str, factor: Expr) -> Step:
+        return Step(name, franges.range_value, {"base_value": Var(base), "range_factor": factor}, label)
+
+    low, high = Var("Step_Range_Low_X"), Var("Step_Range_High_X")
+    return (ranged("Step_MFU_Low", "MFU, low end of the range", "Step_MFU", low),
+            ranged("Step_MFU_High", "MFU, high end of the range", "Step_MFU", high),
+            ranged("Step_Days_Low", "Training days, low end (at the high MFU)", "Step_Train_Days", 1 / high),
+            ranged("Step_Days_High", "Training days, high end (at the low MFU)", "Step_Train_Days", 1 / low))
 
 
 def _round(x: Expr) -> Expr:
