@@ -98,6 +98,11 @@ def test_a_stack_a_gpu_or_a_batch_it_cannot_use_is_named():
     book.put(*batch_at, 4096 * 1000, "input")  # 1,000 sequences over DP 64: 15.6 micro-batches
     book.cached_values()
     assert "15.625 micro-batches" in _value(lay, "Step_Check")
+    for pasted in ("lots", -4096, None):  # a text, a negative number, a blank pasted over the batch
+        book.put(*batch_at, pasted, "input")
+        book.cached_values()
+        assert _value(lay, "Step_Check") == "Global_Batch_Tokens: a number of tokens per step > 0 (whole sequences)"
+        assert str(_value(lay, "Step_MFU")).startswith(f"see {STEP_SHEET}!B")
     book.put(*batch_at, 4096 * 1024, "input")
     book.put(*gpu_at, "ascend-910b", "text_input")  # the GPU catalog has no HBM bandwidth for it
     book.cached_values()

@@ -17,6 +17,7 @@ from ..expr.functions import and_, eq, if_
 from ..expr.nodes import Expr, Func, IfError, Var, wrap
 from ..formulas import ranges as franges
 from ..formulas import steptime as fs
+from ..inputs import spec
 from ..layout import LAYOUT_OK
 from ..planner import Settings
 from ..planner.ranges import interval_data
@@ -171,6 +172,7 @@ def step_time_sheet(ctx: Ctx, stacks: StackTable) -> None:
     b.put(s, "A6", "Global batch (tokens per step)")
     b.put(s, "B6", example_batch_tokens(ctx.scenario), "input", "#,##0")
     b.name("Global_Batch_Tokens", s, "B6")
+    b.validations.append({"sheet": s, "at": "B6", "spec": spec("tokens"), "label": "Global batch (Global_Batch_Tokens)"})
     b.put(s, "C6", "tokens")
     b.put(s, "D6", "Global_Batch_Tokens: whole sequences, a whole number of micro-batches per data-parallel group "
           "(xlcalc plan --global-batch-tokens); type your run's.", "note")
@@ -180,13 +182,14 @@ def step_time_sheet(ctx: Ctx, stacks: StackTable) -> None:
     row = 7
     rows: list[tuple[str, str, Expr, str, str]] = [
         ("Step_Microbatches", "Micro-batches per step (global batch / (seq len x DP x micro-batch))",
-         if_(eq(Var("Layout_Check"), LAYOUT_OK), per_replica, LAYOUT_POINTER), "", "#,##0.##"), *facts]
+         _batch_checked(if_(eq(Var("Layout_Check"), LAYOUT_OK), per_replica, LAYOUT_POINTER)), "", "#,##0.##"),
+        *facts]
     microbatches = Var("Step_Microbatches")
     # the first of: a figure the stack or the GPU lacks, a layout that does not split, a batch of no whole micro-batches
     check: Any = if_(and_(microbatches >= 1, eq(microbatches, Var("Step_Microbatches_Whole"))), LAYOUT_OK,
                      Concat("the global batch is ", microbatches, " micro-batches per data-parallel group: give a "
                             "whole number (Global_Batch_Tokens)"))
-    check = if_(eq(Var("Layout_Check"), LAYOUT_OK), check, LAYOUT_POINTER)
+    check = _batch_checked(if_(eq(Var("Layout_Check"), LAYOUT_OK), check, LAYOUT_POINTER))
     for name in reversed(("Step_Link_Efficiency", "Step_Matmul_Efficiency", "Step_HBM_TB_s", "Step_Scaleup_GB_s",
                           "Step_Scaleout_GB_s")):
         check = if_(IsNumber(Var(name)), check, Var(name))
@@ -251,6 +254,15 @@ def example_batch_tokens(scenario: Any) -> float:
         if published:
             return float(published)
     return float(scenario.seq_len * EXAMPLE_BATCH_SEQUENCES)
+
+
+BATCH_REFUSED = "Global_Batch_Tokens: a number of tokens per step > 0 (whole sequences)"
+
+
+def _batch_checked(expr: Any) -> Expr:
+    """``expr`` where the global batch typed is a number > 0, else what is allowed (a pasted text or a blank)."""
+    batch = Var("Global_Batch_Tokens")
+    return if_(IsNumber(batch), if_(batch > 0, expr, BATCH_REFUSED), BATCH_REFUSED)
 
 
 def _range_factors() -> list[tuple[str, str, float, str]]:
