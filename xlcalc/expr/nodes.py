@@ -232,11 +232,14 @@ class _TextKept(Expr):
 
 
 class BinOp(_TextKept):
-    __slots__ = ("op", "left", "right")
+    __slots__ = ("op", "left", "right", "_lower")
 
     def __init__(self, op: str, left: Expr, right: Expr):
         self.op, self.left, self.right = op, left, right
         self._text = None  # the text for identity without subs (see _TextKept)
+        # ``<variable> = "<text>"`` (a check's guard, IF(Checks!C9="OK", ...), thousands in a workbook): the text in
+        # lower case, for evaluate's shortcut; None for any other comparison or operator
+        self._lower = right.value.lower() if op == "=" and type(left) is Var and type(right) is Text else None
 
     @property
     def prec(self) -> float:  # type: ignore[override]
@@ -246,6 +249,9 @@ class BinOp(_TextKept):
         return (self.left, self.right)
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
+        if self._lower is not None:  # excel._py_eq(env[variable], text) without its calls: text is case-insensitive
+            value = env[cast(Var, self.left).name]
+            return value.lower() == self._lower if isinstance(value, str) else value == cast(Text, self.right).value
         return PY_BINOPS[self.op](self.left.evaluate(env), self.right.evaluate(env))
 
     def _render(self, names: Names, subs: Mapping[Any, str] | None) -> str:
