@@ -27,14 +27,14 @@ class Template:
     provided the references are distinct and never occur in the template as names of their own.
     """
 
-    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_form")
+    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_pieces")
 
     def __init__(self, expr: Expr, subs: Mapping[Any, str] | None, slots: Any):
         self.expr, self.subs = expr, subs
         self.slots = frozenset(slots)
         self._text: str | None = None
         self._vars: set[str] | None = None
-        self._form: tuple[str, tuple[str, ...]] | None = None
+        self._pieces: tuple[list[str], tuple[tuple[int, str], ...]] | None = None
 
     @staticmethod
     def slot(name: str) -> str:
@@ -55,21 +55,23 @@ class Template:
         held = {self.slot(k) for k in self.slots}
         return self.expr.render(lambda v: v if v in held else _name_of(names, v), self.subs)
 
-    def form(self) -> tuple[str, tuple[str, ...]]:
-        """The text for :func:`identity` as a ``str.format`` pattern: each placeholder a positional field
-        (``{0}``, ``{1}``, ...) for the reference of the slot named at that position of the tuple, braces
-        doubled. ``pattern.format(*(refs[k] for k in slots))`` is the text with the references written in."""
-        if self._form is None:
+    def pieces(self) -> tuple[list[str], tuple[tuple[int, str], ...]]:
+        """The text for :func:`identity` in pieces: the text between the placeholders, with an empty piece where each
+        placeholder stands, and (that piece's index, the slot named there) for each. Writing ``refs[k]`` at the index
+        of each and joining the pieces gives the text with the references written in (as a ``str.format`` of it
+        would, without parsing the text again for each cell)."""
+        if self._pieces is None:
             parts = _SLOT.split(self.text(identity))  # text, marker, slot name, marker, slot name, ..., text
-            order: dict[str, int] = {}
-            out = []
+            pieces: list[str] = []
+            at: list[tuple[int, str]] = []
             for i, part in enumerate(parts):
                 if i % 3 == 0:
-                    out.append(part.replace("{", "{{").replace("}", "}}"))
+                    pieces.append(part)
                 elif i % 3 == 2:
-                    out.append("{" + str(order.setdefault(part, len(order))) + "}")
-            self._form = "".join(out), tuple(order)
-        return self._form
+                    at.append((len(pieces), part))
+                    pieces.append("")
+            self._pieces = pieces, tuple(at)
+        return self._pieces
 
     def variables(self) -> set[str]:
         if self._vars is None:
@@ -122,8 +124,11 @@ class Bound(Expr):
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
         refs = self.refs
         if names is identity:
-            pattern, slots = self.template.form()
-            return pattern.format(*[refs[k] for k in slots])
+            pieces, at = self.template.pieces()
+            written = pieces.copy()
+            for i, k in at:
+                written[i] = refs[k]
+            return "".join(written)
         text = self.template.text(names)
         return _SLOT.sub(lambda m: _name_of(names, refs[m[2]]) if m[1] == "\x00" else refs[m[2]], text)
 
