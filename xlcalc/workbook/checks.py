@@ -33,7 +33,7 @@ from ..layout import CONSTRAINTS, layout_blamed
 from ..outputs import OUTPUT_BY_NAME
 from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, INPUTS
 from .messages import VALUE_CHARS, longest_layout_message, message_cell
-from .model import RENDERING, Book, Concat, IfError, IsNumber, Lookup, ref_text
+from .model import RENDERING, Book, Concat, FirstFailing, IfError, IsNumber, Lookup, ref_text
 
 SHEET = "Checks"
 WHERE_CHARS = 40  # "<Sheet>!<cell> (<input name>): " before a layout message: "Parallelism!B6 (PP_Size): " is 26
@@ -333,10 +333,7 @@ def _first_failing(book: Book, refs: list[str], reg: Registry) -> Any:
 
 
 def _first_failing_cells(refs: list[str]) -> Any:
-    expr: Any = Text(OK)
-    for r in reversed(refs):
-        expr = _passes(r, expr)
-    return expr
+    return FirstFailing(refs, OK)  # IF(<ref>="OK", ..., <ref>) for each of refs, "OK" innermost
 
 
 def _passes(ref: str, expr: Expr) -> Expr:

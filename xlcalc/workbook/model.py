@@ -18,9 +18,10 @@ from typing import Any
 
 from openpyxl.utils.cell import coordinate_from_string, get_column_letter
 
-from ..expr.nodes import Expr, IfError, Text, identity, wrap
+from ..expr.nodes import BinOp, Expr, Func, IfError, Text, Var, identity, wrap
 
-__all__ = ["NA", "Book", "Cell", "Concat", "ErrorValue", "IfError", "IsNumber", "Lookup", "NotAvailable", "coord", "excel_text", "identity", "ref_text"]
+__all__ = ["NA", "Book", "Cell", "Concat", "ErrorValue", "FirstFailing", "IfError", "IsNumber", "Lookup", "NotAvailable",
+           "coord", "excel_text", "identity", "ref_text"]
 
 _REF = re.compile(r"^(?P<sheet>[A-Za-z][A-Za-z0-9_]*)!\$?(?P<col>[A-Z]{1,3})\$?(?P<row>\d+)$")
 
@@ -344,6 +345,48 @@ class IsNumber(Expr):
 
     def key(self) -> Any:
         return ("isnumber", self.arg.key())
+
+
+class FirstFailing(Expr):
+    """``IF(r1="OK", IF(r2="OK", ..., "OK"), r2), r1)``: the value of the first cell of ``refs`` that is not the text
+    ``ok`` (compared as ``=`` compares texts: case ignored), else ``ok`` -- a gathering cell of the Checks sheet.
+
+    The nested IFs as one node: a workbook has hundreds of these cells, each up to 40 checks deep; its text is
+    written in one pass and its value found by a loop. :meth:`chain` is the same formula as IF nodes (what it
+    renders and evaluates as; its children, substitution and key are the chain's)."""
+
+    __slots__ = ("refs", "ok")
+
+    def __init__(self, refs: Any, ok: str):
+        self.refs, self.ok = tuple(refs), ok
+
+    def chain(self) -> Expr:
+        expr: Expr = Text(self.ok)
+        for r in reversed(self.refs):
+            expr = Func("IF", (BinOp("=", Var(r), Text(self.ok)), expr, Var(r)))
+        return expr
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.chain(),)
+
+    def render(self, names: Any, subs: Any = None) -> str:
+        ok = Text(self.ok).render(names)
+        refs = [Var(r).render(names, subs) for r in self.refs]
+        return "".join([f"IF({r}={ok}," for r in refs]) + ok + "".join([f",{r})" for r in reversed(refs)])
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        ok, lower = self.ok, self.ok.lower()
+        for r in self.refs:
+            value = env[r]
+            if not (value.lower() == lower if isinstance(value, str) else value == ok):  # (excel._py_eq)
+                return value
+        return ok
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return self.chain().substitute(mapping)
+
+    def key(self) -> Any:
+        return self.chain().key()
 
 
 class ErrorValue(str):
