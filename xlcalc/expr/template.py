@@ -27,7 +27,7 @@ class Template:
     provided the references are distinct and never occur in the template as names of their own.
     """
 
-    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_pieces")
+    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_pieces", "_placeholders")
 
     def __init__(self, expr: Expr, subs: Mapping[Any, str] | None, slots: Any):
         self.expr, self.subs = expr, subs
@@ -35,6 +35,7 @@ class Template:
         self._text: str | None = None
         self._vars: set[str] | None = None
         self._pieces: tuple[list[str], tuple[tuple[int, str], ...]] | None = None
+        self._placeholders: dict[str, str] | None = None
 
     @staticmethod
     def slot(name: str) -> str:
@@ -72,6 +73,12 @@ class Template:
                     pieces.append("")
             self._pieces = pieces, tuple(at)
         return self._pieces
+
+    def placeholders(self) -> dict[str, str]:
+        """Each slot's placeholder variable -> the slot (made once)."""
+        if self._placeholders is None:
+            self._placeholders = {self.slot(k): k for k in self.slots}
+        return self._placeholders
 
     def variables(self) -> set[str]:
         if self._vars is None:
@@ -119,7 +126,7 @@ class Bound(Expr):
                 out.add(v)
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
-        return self.template.expr.evaluate(_Rebound(env, self.refs, self.template.slots))
+        return self.template.expr.evaluate(_Rebound(env, self.refs, self.template.placeholders()))
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
         refs = self.refs
@@ -147,19 +154,16 @@ class _Rebound(dict[str, Any]):
     template is evaluated (the environment's values are the cells' computed values).
     """
 
-    __slots__ = ("env", "refs", "slots")
+    __slots__ = ("env", "refs", "placeholders")
 
-    def __init__(self, env: Mapping[str, Any], refs: Mapping[str, str], slots: Any = None):
+    def __init__(self, env: Mapping[str, Any], refs: Mapping[str, str], placeholders: Mapping[str, str]):
         super().__init__()
-        self.env, self.refs = env, refs
-        self.slots = refs.keys() if slots is None else slots
+        self.env, self.refs, self.placeholders = env, refs, placeholders
 
     def __missing__(self, var: str) -> Any:
-        # a placeholder is Template.slot(k), "\x00k\x00", for a slot k (a name never holds "\x00"): read its reference
-        if var[:1] == "\x00" and var[-1:] == "\x00" and len(var) > 1 and var[1:-1] in self.slots:
-            value = self.env[self.refs[var[1:-1]]]
-        else:
-            value = self.env[var]
+        # a placeholder, Template.slot(k) for a slot k (a name never holds "\x00"), reads its reference
+        slot = self.placeholders.get(var)
+        value = self.env[var] if slot is None else self.env[self.refs[slot]]
         self[var] = value
         return value
 
