@@ -470,7 +470,13 @@ def stored_package(wb: Workbook) -> bytes:
 
 
 def _text(v: str) -> str:
-    return v.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    if "&" in v:  # (each replaced only where it occurs: a search costs a fraction of a replace that finds none)
+        v = v.replace("&", "&amp;")
+    if "<" in v:
+        v = v.replace("<", "&lt;")
+    if ">" in v:
+        v = v.replace(">", "&gt;")
+    return v
 
 
 def _attr(v: str) -> str:
