@@ -33,7 +33,7 @@ from ..layout import CONSTRAINTS, layout_blamed
 from ..outputs import OUTPUT_BY_NAME
 from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, INPUTS
 from .messages import VALUE_CHARS, longest_layout_message, message_cell
-from .model import RENDERING, Book, Concat, FirstFailing, IfError, IsNumber, Lookup, ref_text
+from .model import RENDERING, Book, Concat, FirstFailing, IfError, IsNumber, Lookup, placed, ref_text
 
 SHEET = "Checks"
 WHERE_CHARS = 40  # "<Sheet>!<cell> (<input name>): " before a layout message: "Parallelism!B6 (PP_Size): " is 26
@@ -403,9 +403,16 @@ def _layout_row_expr(book: Book, row: CellCheck, var: Any) -> Any:
     return if_(or_(*another), OK, Concat(where, ": ", layout))
 
 
-def layout_line(whole: Var) -> Any:
-    """A Parallelism row's layout check ``whole`` ("<cell> (<Name>): <message> (<the arithmetic>)") in one printed line:
-    without the arithmetic in brackets, or, where that is longer than SHORT_CHARS, up to "is not allowed"."""
+def layout_line(whole: str) -> Any:
+    """A Parallelism row's layout check in cell ``whole`` ("<cell> (<Name>): <message> (<the arithmetic>)") in one
+    printed line: without the arithmetic in brackets, or, where that is longer than SHORT_CHARS, up to "is not
+    allowed". (One template, bound to each row's cell: model.placed.)"""
+    return placed("layout_line", _layout_line, {"whole": whole})
+
+
+def _layout_line(var: Any) -> Any:
+    whole = var("whole")
+
     def find(text: str, *start: Any) -> Any:
         return Func("FIND", (Text(text), whole, *start))
 
@@ -459,7 +466,7 @@ def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int
         book.put(s, f"{c_name}{row}", check.name)
         if check.layout:  # whole in H (what the master check reads), in G without the arithmetic: one printed line
             whole = book.put(s, f"{LAYOUT_WHOLE_COL}{row}", layout_row_check(book, check, reg), "formula")
-            book.put(s, f"{c_check}{row}", layout_line(Var(whole)), "formula")
+            book.put(s, f"{c_check}{row}", layout_line(whole), "formula")
         else:
             book.put(s, f"{c_check}{row}", cell_check(check, lists), "formula")
             _wrap_if_long(book, row, c_check, check.ref.replace("$", ""), check.name, lists)

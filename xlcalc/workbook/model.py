@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -19,9 +19,10 @@ from typing import Any
 from openpyxl.utils.cell import coordinate_from_string, get_column_letter
 
 from ..expr.nodes import BinOp, Expr, Func, IfError, Text, Var, identity, wrap
+from ..expr.template import Template
 
 __all__ = ["NA", "Book", "Cell", "Concat", "ErrorValue", "FirstFailing", "IfError", "IsNumber", "Lookup", "NotAvailable",
-           "coord", "excel_text", "identity", "ref_text"]
+           "coord", "excel_text", "identity", "placed", "ref_text"]
 
 _REF = re.compile(r"^(?P<sheet>[A-Za-z][A-Za-z0-9_]*)!\$?(?P<col>[A-Z]{1,3})\$?(?P<row>\d+)$")
 
@@ -438,3 +439,19 @@ def reference_rendering() -> Iterator[None]:
         yield
     finally:
         RENDERING.templates = before
+
+
+_PLACED: dict[Any, Template] = {}
+
+
+def placed(key: Any, make: Callable[[Callable[[str], Expr]], Expr], refs: Mapping[str, str]) -> Expr:
+    """``make(var)``, a formula written over ``var(k)`` for the cell ``refs[k]`` of each of its keys ``k``, placed
+    row after row over other cells (a Parallelism row's stage ends): made once per ``key`` (which names all else the
+    formula depends on) as a :class:`~xlcalc.expr.Template` and bound to each call's ``refs`` -- the text and values
+    of the tree ``make(lambda k: Var(refs[k]))``, which :func:`reference_rendering` builds instead."""
+    if not RENDERING.templates:
+        return make(lambda k: Var(refs[k]))
+    template = _PLACED.get(key)
+    if template is None:
+        template = _PLACED[key] = Template(make(lambda k: Var(Template.slot(k))), None, refs)
+    return template.bind(refs)
