@@ -331,6 +331,7 @@ def fit_row_heights(ws) -> None:
         spans[(r1, c1)] = range(c1, c2 + 1)
     lines: dict[int, int] = {}
     alignments = ws.parent._alignments
+    widths: dict[range, float] = {}  # the characters a span of columns holds (each span's columns read once)
     for (r, col), c in ws._cells.items():  # the cells written (walking the whole grid would create empty ones)
         value = c._value
         if not isinstance(value, str) or value.startswith("="):
@@ -339,7 +340,10 @@ def fit_row_heights(ws) -> None:
         if c._style is None or not c._style.alignmentId or not alignments[c._style.alignmentId].wrap_text:
             continue
         cols = spans.get((r, col), range(col, col + 1))
-        chars = sum((ws.column_dimensions[get_column_letter(k)].width or DEFAULT_WIDTH) for k in cols) * CHARS_PER_WIDTH
+        chars = widths.get(cols)
+        if chars is None:
+            dims = ws.column_dimensions
+            chars = widths[cols] = sum((dims[get_column_letter(k)].width or DEFAULT_WIDTH) for k in cols) * CHARS_PER_WIDTH
         lines[r] = max(lines.get(r, 1), sum(-(-max(len(p), 1) // int(chars)) for p in c.value.split("\n")))
     for r in sorted(lines):
         if lines[r] > 1:
