@@ -27,7 +27,7 @@ class Template:
     provided the references are distinct and never occur in the template as names of their own.
     """
 
-    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_pieces", "_placeholders")
+    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_pieces")
 
     def __init__(self, expr: Expr, subs: Mapping[Any, str] | None, slots: Any):
         self.expr, self.subs = expr, subs
@@ -35,7 +35,6 @@ class Template:
         self._text: str | None = None
         self._vars: set[str] | None = None
         self._pieces: tuple[list[str], tuple[tuple[int, str], ...]] | None = None
-        self._placeholders: dict[str, str] | None = None
 
     @staticmethod
     def slot(name: str) -> str:
@@ -73,12 +72,6 @@ class Template:
                     pieces.append("")
             self._pieces = pieces, tuple(at)
         return self._pieces
-
-    def placeholders(self) -> dict[str, str]:
-        """Each slot's placeholder variable -> the slot (made once)."""
-        if self._placeholders is None:
-            self._placeholders = {self.slot(k): k for k in self.slots}
-        return self._placeholders
 
     def variables(self) -> set[str]:
         if self._vars is None:
@@ -126,7 +119,7 @@ class Bound(Expr):
                 out.add(v)
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
-        return self.template.expr.evaluate(_Rebound(env, self.refs, self.template.placeholders()))
+        return self.template.expr.evaluate(_Rebound(env, self.refs, self.template.slots))
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
         refs = self.refs
@@ -146,6 +139,11 @@ class Bound(Expr):
         return self.expand().key()
 
 
+# a variable a template's formula reads -> the slot it is the placeholder of ("\x00", never a slot, for any other
+# variable): each variable's name looked at once (the layouts' templates read the same few thousand names)
+_SLOT_OF: dict[str, str] = {}
+
+
 class _Rebound(dict[str, Any]):
     """An environment in which a template's placeholder variables read their bound references.
 
@@ -154,16 +152,18 @@ class _Rebound(dict[str, Any]):
     template is evaluated (the environment's values are the cells' computed values).
     """
 
-    __slots__ = ("env", "refs", "placeholders")
+    __slots__ = ("env", "refs", "slots")
 
-    def __init__(self, env: Mapping[str, Any], refs: Mapping[str, str], placeholders: Mapping[str, str]):
+    def __init__(self, env: Mapping[str, Any], refs: Mapping[str, str], slots: Any):
         super().__init__()
-        self.env, self.refs, self.placeholders = env, refs, placeholders
+        self.env, self.refs, self.slots = env, refs, slots
 
     def __missing__(self, var: str) -> Any:
         # a placeholder, Template.slot(k) for a slot k (a name never holds "\x00"), reads its reference
-        slot = self.placeholders.get(var)
-        value = self.env[var] if slot is None else self.env[self.refs[slot]]
+        slot = _SLOT_OF.get(var)
+        if slot is None:
+            slot = _SLOT_OF[var] = var[1:-1] if len(var) > 1 and var[0] == var[-1] == "\x00" else "\x00"
+        value = self.env[self.refs[slot]] if slot in self.slots else self.env[var]
         self[var] = value
         return value
 
