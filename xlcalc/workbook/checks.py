@@ -199,6 +199,12 @@ def registered(ref: str) -> bool:
     return reg is not None and ref in reg.cells
 
 
+def registered_cells() -> Mapping[str, Any]:
+    """The input cells of other sheets with a check of their own, by reference text (none outside a layout)."""
+    reg = _ACTIVE.get()
+    return {} if reg is None else reg.cells
+
+
 def cell_checks(refs: Any) -> list[tuple[str, str]]:
     """(name, the cell of its check) for each name of ``refs`` (name -> reference text) whose cell has a check of its
     own, in the order of the Checks sheet (the order :func:`guard` writes them in)."""

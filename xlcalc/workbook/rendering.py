@@ -403,11 +403,12 @@ def _is_input_guard(cond: Expr, otherwise: Expr, column: bool = False, lookups: 
     (a GPU figure the column's GPU lacks is the column's to show, whole)."""
     if isinstance(cond, IsNumber):
         arg = cond.arg
-        names = _FRAMEWORK_SLOTS | lookups if column else _POINTED_NAMES
-        return isinstance(arg, Var) and arg.name in names and otherwise.key() == arg.key()
+        if not isinstance(arg, Var):
+            return False
+        named = arg.name in _FRAMEWORK_SLOTS or arg.name in lookups if column else arg.name in _POINTED_NAMES
+        return named and otherwise.key() == arg.key()
     return isinstance(cond, BinOp) and cond.op == "=" and isinstance(cond.left, Var) \
-        and cond.left.name.startswith((f"{checks.SHEET}!", Template.slot("")[0])) \
-        and cond.right.key() == Text(checks.OK).key() \
+        and cond.left.name.startswith(_CHECK_CELL_STARTS) and cond.right.key() == _OK_KEY \
         and otherwise.key() == cond.left.key()
 
 
@@ -417,13 +418,16 @@ def _is_input_guard(cond: Expr, otherwise: Expr, column: bool = False, lookups: 
 _POINTED_NAMES = frozenset(checks.LOOKED_UP_FAILING) | frozenset(BOUNDED_OUTPUTS)
 # the framework inputs' placeholders in a Scenarios column's templates
 _FRAMEWORK_SLOTS = frozenset(Template.slot(n) for n in checks.FRAMEWORK_INPUTS)
+_CHECK_CELL_STARTS = (f"{checks.SHEET}!", Template.slot("")[0])  # a check's cell, or a template's placeholder of one
+_OK_KEY, _LAYOUT_OK_KEY = Text(checks.OK).key(), Text(LAYOUT_OK).key()
+_LAYOUT_SLOT = Template.slot("Layout_Check")
 
 
 def _is_layout_guard(cond: Expr, otherwise: Expr, layout: str) -> bool:
     """``cond`` and ``otherwise`` are those of ``IF(<layout>="OK", x, <layout>)`` (in a template: its slot)."""
-    names = {layout, Template.slot("Layout_Check")}
-    return isinstance(cond, BinOp) and cond.op == "=" and isinstance(cond.left, Var) and cond.left.name in names \
-        and cond.right.key() == Text(LAYOUT_OK).key() and otherwise.key() == cond.left.key()
+    return isinstance(cond, BinOp) and cond.op == "=" and isinstance(cond.left, Var) \
+        and (cond.left.name == layout or cond.left.name == _LAYOUT_SLOT) and cond.right.key() == _LAYOUT_OK_KEY \
+        and otherwise.key() == cond.left.key()
 
 
 def _guarded_row(name: str, bound: Bound, refs: Mapping[str, str], follows: Any, exclude: Any,
@@ -474,5 +478,6 @@ def needs_inputs(deps: Any, refs: Mapping[str, str], follows: Any = (), exclude:
     """The input cells a cell over ``refs`` depends on through ``deps``: defined names (Inputs, Budget, FineTuning
     sheets) and the reference text of the other sheets' input cells that stand for some (``refs``) or are ``cells``."""
     out = {n for n in deps if (n not in refs or n in follows) and n not in exclude and checks.is_checked(n)}
-    out |= {refs[n] for n in deps if n in refs and checks.registered(refs[n])}
-    return out | {c for c in cells if checks.registered(c)}
+    registered = checks.registered_cells()
+    out |= {refs[n] for n in deps if n in refs and refs[n] in registered}
+    return out | {c for c in cells if c in registered}
