@@ -505,7 +505,8 @@ def sheet_data(ws, values: Mapping[str, Any]) -> str:
         out.append(f'<row r="{r}"' + "".join(f' {k}="{_attr(v)}"' for k, v in dims.get(r, {})) + ">")
         for cell in rows[r]:
             value, style = cell._value, cell._style
-            styled = style is not None and any(style)  # cell.has_style
+            key = style.tobytes() if style is not None else _NO_STYLE
+            styled = key != _NO_STYLE  # cell.has_style: a style array not all 0
             if value is None and not styled:
                 continue
             if cell.hyperlink or cell.comment or cell.data_type not in "fsnb":
@@ -516,7 +517,6 @@ def sheet_data(ws, values: Mapping[str, Any]) -> str:
                 letter = letters[col] = get_column_letter(col)
             at = f"{letter}{r}"
             if styled:  # cell.style_id, looked up once per distinct style (the workbook's list of styles is the same)
-                key = style.tobytes()
                 style_id = style_ids.get(key)
                 if style_id is None:
                     style_id = style_ids[key] = cell.style_id
@@ -540,6 +540,7 @@ def sheet_data(ws, values: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
+_NO_STYLE = StyleArray().tobytes()  # a cell's style array with every id 0 (no style of its own)
 _EMPTY_SHEET_DATA = b"<sheetData></sheetData>"
 
 
