@@ -205,21 +205,23 @@ def registered_cells() -> Mapping[str, Any]:
     return {} if reg is None else reg.cells
 
 
-def cell_checks(refs: Any) -> list[tuple[str, str]]:
+def cell_checks(refs: Any) -> tuple[tuple[str, str], ...]:
     """(name, the cell of its check) for each name of ``refs`` (name -> reference text) whose cell has a check of its
     own, in the order of the Checks sheet (the order :func:`guard` writes them in)."""
     reg = _ACTIVE.get()
     if reg is None:
-        return []
+        return ()
     # the cells of a row or column are asked about once per result placed over them: the answer for the last
-    # ``refs`` is kept, with the number of registered cells it was made with (a cell once registered keeps its row)
+    # ``refs`` is kept, with the number of registered cells it was made with (a cell once registered keeps its row),
+    # and given again as the same object (what rendering._row_facts tells a row's next result by)
     last = reg.memo.get(_CELL_CHECKS)
     if last is not None and last[1] == len(reg.cells) and last[0] == refs:
-        return list(last[2])
+        return last[2]  # type: ignore[no-any-return]
     cells = reg.cells
-    made = [(k, reg.check_ref(ref)) for _, k, ref in sorted((cells[r][0], k, r) for k, r in refs.items() if r in cells)]
+    made = tuple((k, reg.check_ref(ref))
+                 for _, k, ref in sorted((cells[r][0], k, r) for k, r in refs.items() if r in cells))
     reg.memo[_CELL_CHECKS] = (dict(refs), len(cells), made)
-    return list(made)
+    return made
 
 
 _CELL_CHECKS = ("cell checks",)  # Registry.memo's key of the last cell_checks answer

@@ -431,7 +431,7 @@ def _is_layout_guard(cond: Expr, otherwise: Expr, layout: str) -> bool:
 
 
 def _guarded_row(name: str, bound: Bound, refs: Mapping[str, str], follows: Any, exclude: Any,
-                 own: list[tuple[str, str]]) -> Expr | None:
+                 own: tuple[tuple[str, str], ...]) -> Expr | None:
     """A named result over a row's cells that are input cells with checks of their own (a Parallelism row), guarded
     as a template: the guards of the first row of a shape made as :func:`guarded` makes them, their references to the
     row's cells and to those cells' checks then made placeholders, bound to each row's own. None where the shape is
@@ -441,16 +441,16 @@ def _guarded_row(name: str, bound: Bound, refs: Mapping[str, str], follows: Any,
     checked cells (in the order of the Checks sheet) and ``follows``/``exclude``. Over one shape :func:`guarded`
     makes the same guards but for those references: the inputs' checks are gathered by defined name, each checked
     cell's own check is written (not gathered per row: at most ``checks.INLINE_CELLS`` of them)."""
-    if refs != bound.refs or not all(map(contains, refs.values(), repeat("!"))):  # (each a cell reference)
-        return None
-    template = bound.template
-    checked = tuple(k for k, _ in own)
-    key = ("guarded row", name, template, frozenset(refs), checked, frozenset(follows), frozenset(exclude))
     memo = checks.layout_memo()
     if memo is None:
         return None
+    row = _row_facts(memo, refs, bound.refs, own)
+    if row is None:
+        return None
+    names, checked, row_refs = row
+    template = bound.template
+    key = ("guarded row", name, template, names, checked, frozenset(follows), frozenset(exclude))
     made = memo.get(key, False)
-    row_refs = {**refs, **{"check " + k: check for k, check in own}}
     if made is False:
         deps = _output_deps(name, refs)
         made = None
@@ -461,6 +461,26 @@ def _guarded_row(name: str, bound: Bound, refs: Mapping[str, str], follows: Any,
                 made = Template(_reguard(real, bound, template.expr, slot_of), template.subs, row_refs)
         memo[key] = made
     return None if made is None else made.bind(row_refs)
+
+
+_ROW_FACTS = ("row facts",)  # the layout memo's key of the last _row_facts answer
+
+
+def _row_facts(memo: dict[Any, Any], refs: Mapping[str, str], bound_refs: Mapping[str, str],
+               own: tuple[tuple[str, str], ...]) -> tuple[frozenset[str], tuple[str, ...], dict[str, str]] | None:
+    """What :func:`_guarded_row` makes of a row's cells: (the names ``refs`` maps, the names of ``own`` (the checked
+    cells), the references of the row's templates with those cells' checks), None where the row's shape is not a
+    template's (``refs`` are not the template's references, or not all cell references). Made once per row:
+    checks.cell_checks gives the same ``own`` for the same ``refs`` (its references, and its checks, unchanged),
+    and ``bound_refs`` is the references the row's templates are bound to (never changed once made)."""
+    last = memo.get(_ROW_FACTS)
+    if last is not None and last[0] is own and last[1] is bound_refs:
+        return last[2]  # type: ignore[no-any-return]
+    facts = None
+    if refs == bound_refs and all(map(contains, refs.values(), repeat("!"))):  # (each a cell reference)
+        facts = (frozenset(refs), tuple(k for k, _ in own), {**refs, **{"check " + k: check for k, check in own}})
+    memo[_ROW_FACTS] = (own, bound_refs, facts)
+    return facts
 
 
 def _reguard(expr: Expr, inner: Expr, new_inner: Expr, mapping: Mapping[str, Expr]) -> Expr:
