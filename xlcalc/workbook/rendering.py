@@ -389,9 +389,17 @@ def pointing(expr: Any, pointer: str | None, layout: str = "Layout_Check", check
 def refused(check: Expr) -> Expr:
     """The way from a Scenarios column's result to the Checks sheet's printed line of a failing input check ``check``
     (a gathering cell, not printed): the cell its message blames, "Scenarios!C27 refused: see Checks" (the message
-    starts with that cell and a colon; else "refused: see Checks")."""
-    cell = Func("LEFT", (check, Func("FIND", (Text(":"), check)) - 1))
-    return Concat(IfError(Concat(cell, " "), ""), CHECK_REFUSED)
+    starts with that cell and a colon; else "refused: see Checks"). Made once per check (a node never changes: the
+    results that one check guards share it)."""
+    key = check.key()
+    made = _REFUSED.get(key)
+    if made is None:
+        cell = Func("LEFT", (check, Func("FIND", (Text(":"), check)) - 1))
+        made = _REFUSED[key] = Concat(IfError(Concat(cell, " "), ""), CHECK_REFUSED)
+    return made
+
+
+_REFUSED: dict[Any, Expr] = {}
 
 
 def _is_input_guard(cond: Expr, otherwise: Expr, column: bool = False, lookups: frozenset[str] = frozenset()) -> bool:
