@@ -392,8 +392,9 @@ def to_workbook(book: Book) -> Workbook:
     wb.remove(wb.active)
     styled: dict[tuple[str, str | None], Any] = {}
     titles = [t for t in SHEET_ORDER if t in book.sheets] + [t for t in book.sheets if t not in SHEET_ORDER]
+    sheets = {}  # title -> worksheet (the workbook's own look-up makes a list of its sheets and walks it every time)
     for title in titles:
-        ws = wb.create_sheet(title)
+        ws = sheets[title] = wb.create_sheet(title)
         for at, c in book.sheets[title].items():
             write_cell(ws, at, c.value, c.kind, c.number_format, c.subs, styled)
         widths: dict[str, float] = {c: DEFAULT_WIDTH for c in "ABCDEFGHIJKL"}
@@ -408,9 +409,9 @@ def to_workbook(book: Book) -> Workbook:
         ws.protection.formatRows = False
         ws.sheet_view.zoomScale = 100
     for v, sqref in merged_validations(book.validations):
-        add_validation(wb[v["sheet"]], v, sqref)
+        add_validation(sheets[v["sheet"]], v, sqref)
     for sheet, rng, rule in book.rules:
-        ws = wb[sheet]
+        ws = sheets[sheet]
         if rule == "good_if_true":
             # TRUE/FALSE as words; LibreOffice 7.4 also fails to export a PDF of a boolean cell in
             # General format that carries this rule ("Unspecified Application Error")
@@ -436,10 +437,10 @@ def to_workbook(book: Book) -> Workbook:
         wb.defined_names[name] = DefinedName(name, attr_text=f"{sheet}!${col}${row}")
     align = _Alignments(wb)
     for sheet, at in book.wrap:
-        cell = wb[sheet][at]
+        cell = sheets[sheet][at]
         align.set(cell, wrap_text=True, vertical="top")
     for sheet, at in book.messages:
-        ws = wb[sheet]
+        ws = sheets[sheet]
         col, row = coordinate_from_string(at)
         align.set(ws[at], wrap_text=True, vertical="top", horizontal="left")
         for k in range(1, column_index_from_string(col)):  # the row reads across at the top: label, then message
@@ -448,14 +449,14 @@ def to_workbook(book: Book) -> Workbook:
                 align.set(cell, horizontal=a.horizontal, wrap_text=a.wrap_text, vertical="top")
     merger = Merger()
     for sheet, rng in book.merges:
-        merger.merge(wb[sheet], rng)
+        merger.merge(sheets[sheet], rng)
     for ws in wb.worksheets:
         fit_row_heights(ws)
     for (sheet, row), points in book.heights.items():  # a message's row: never lower than its wrapped text needs
-        dim = wb[sheet].row_dimensions[row]
+        dim = sheets[sheet].row_dimensions[row]
         dim.height = max(points, dim.height or 0)
     for sheet, first, last in book.hidden_columns:  # collapsed under the outline's + button; not printed
-        wb[sheet].column_dimensions.group(first, last, hidden=True, outline_level=1)
+        sheets[sheet].column_dimensions.group(first, last, hidden=True, outline_level=1)
     for add_chart in book.charts:
         add_chart(wb)
     for ws in wb.worksheets:
