@@ -75,7 +75,7 @@ def output_formula(name: str, varmap: Mapping[str, str] | None = None,
     the values are those of :func:`output_formula_tree`, the reference, which builds
     the tree anew for every cell.
     """
-    varmap = dict(varmap or {})
+    varmap = varmap or {}  # (read, never changed: the split and the templates keep copies of what they keep)
     if not RENDERING.templates:
         return output_formula_tree(name, varmap, inline)
     refs, over = _split(varmap)
@@ -95,7 +95,7 @@ _TEMPLATES: dict[Any, Template] = {}
 _SPLIT: list[Any] = [None]  # (the last varmap split (a copy), its split)
 
 
-def _split(varmap: dict[str, str]) -> tuple[dict[str, str], tuple[frozenset[str], tuple[tuple[str, str], ...]] | None]:
+def _split(varmap: Mapping[str, str]) -> tuple[dict[str, str], tuple[frozenset[str], tuple[tuple[str, str], ...]] | None]:
     """``varmap``'s cell references (a defined name has no "!") and the shape they and its other names give a
     template: (the names mapped to cells, the names mapped to defined names and theirs), None where two names are
     mapped to one cell. A name mapped to a defined name (N_GPUs -> GPUs_to_Provision) stays in the template as that
@@ -114,7 +114,7 @@ def _split(varmap: dict[str, str]) -> tuple[dict[str, str], tuple[frozenset[str]
 _SLOTTED: list[Any] = [None]  # (the last varmap (a copy), its _slotted)
 
 
-def _slotted(varmap: dict[str, str], refs: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+def _slotted(varmap: Mapping[str, str], refs: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     """``varmap`` with each name of ``refs`` (its cells: :func:`_split`) mapped to its placeholder, and the name of
     each placeholder. (The templates of a row or column are made over one varmap: those of the last one are kept.)"""
     last = _SLOTTED[0]
@@ -183,10 +183,14 @@ class _Vars(Mapping[str, Expr]):
 
 
 _SUB_ENTRIES: dict[Any, list[tuple[str, Any, str]]] = {}
+_SUB_LAST: list[Any] = [None]  # (the last varmap (a copy), its entries)
 
 
 def _sub_entries(varmap: Mapping[str, str]) -> list[tuple[str, Any, str]]:
     """(result, key, text) of every named result in order, as output_formula_tree's loop makes them (key None: none)."""
+    last = _SUB_LAST[0]
+    if last is not None and last[0] == varmap:  # (the results placed over one varmap ask one after another)
+        return last[1]  # type: ignore[no-any-return]
     memo_key = tuple(sorted(varmap.items()))
     entries = _SUB_ENTRIES.get(memo_key)
     if entries is None:
@@ -200,6 +204,7 @@ def _sub_entries(varmap: Mapping[str, str]) -> list[tuple[str, Any, str]]:
             else:
                 entries.append((earlier.name, None, ""))
         _SUB_ENTRIES[memo_key] = entries
+    _SUB_LAST[0] = (dict(varmap), entries)  # one item: another thread reads a varmap with its own
     return entries
 
 
