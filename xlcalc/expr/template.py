@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .nodes import Expr, Names, Var, _name_of, identity
+from .nodes import Expr, Func, Names, Var, _name_of, identity
 
 __all__ = ["Template", "Bound"]
 
@@ -27,7 +27,7 @@ class Template:
     provided the references are distinct and never occur in the template as names of their own.
     """
 
-    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_pieces")
+    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_pieces", "_outer")
 
     def __init__(self, expr: Expr, subs: Mapping[Any, str] | None, slots: Any):
         self.expr, self.subs = expr, subs
@@ -35,6 +35,7 @@ class Template:
         self._text: str | None = None
         self._vars: set[str] | None = None
         self._pieces: tuple[list[str], tuple[tuple[int, str], ...]] | None = None
+        self._outer: tuple[tuple[tuple[Expr, Expr], ...], Expr] | None = None
 
     @staticmethod
     def slot(name: str) -> str:
@@ -72,6 +73,23 @@ class Template:
                     pieces.append("")
             self._pieces = pieces, tuple(at)
         return self._pieces
+
+    def outer_guards(self) -> tuple[tuple[tuple[Expr, Expr], ...], Expr]:
+        """The guards around the template's formula that read no slot: (test, value) of each ``IF(test, <the rest>,
+        value)`` from the outermost down its then-branches while neither test nor value reads a placeholder, and the
+        expression inside them (made once). Every cell bound to the template passes them, or fails the first one that
+        fails with its value, alike."""
+        if self._outer is None:
+            guards: list[tuple[Expr, Expr]] = []
+            expr = self.expr
+            while isinstance(expr, Func) and expr.name == "IF":
+                test, then, value = expr.args
+                if any(v.startswith("\x00") for v in test.variables() | value.variables()):
+                    break
+                guards.append((test, value))
+                expr = then
+            self._outer = tuple(guards), expr
+        return self._outer
 
     def variables(self) -> set[str]:
         if self._vars is None:
@@ -119,7 +137,24 @@ class Bound(Expr):
                 out.add(v)
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
-        return self.template.expr.evaluate(_Rebound(env, self.refs, self.template.slots))
+        template = self.template
+        # an environment that keeps each template's outer guards' outcome (a workbook's: model._Env) has them evaluated
+        # once for all the cells bound to the template: they read no slot, so each cell passes or fails them alike
+        passed = None if type(env) is _Rebound else getattr(env, "outer_guards", None)
+        if passed is None:
+            return template.expr.evaluate(_Rebound(env, self.refs, template.slots))
+        outcome = passed.get(template)
+        if outcome is None:  # the guards in order, as the IFs evaluate them (an error raised is not kept)
+            guards, inner = template.outer_guards()
+            outcome = inner
+            for test, value in guards:
+                if not test.evaluate(env):
+                    outcome = (value.evaluate(env),)
+                    break
+            passed[template] = outcome
+        if type(outcome) is tuple:  # a guard that fails: its value
+            return outcome[0]
+        return outcome.evaluate(_Rebound(env, self.refs, template.slots))
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
         refs = self.refs

@@ -146,14 +146,21 @@ class _Env(dict[Any, Any]):
     Keyed by ``(sheet, cell)``: the value computed for that cell (``_CYCLE`` while it is being computed). Keyed by a
     defined name or reference text (what a formula's variables are): the value read through it, a blank cell as 0.
     A variable read again is a dictionary look-up; ``__missing__`` finds its cell and computes it through
-    :meth:`Book.value` (a cell being computed: a cycle). Clearing the memo forgets both.
+    :meth:`Book.value` (a cell being computed: a cycle). ``outer_guards``: for each template a bound cell evaluated
+    (xlcalc.expr.template.Bound.evaluate), the outcome of the guards around its formula that read none of its slots.
+    Clearing the memo forgets all three.
     """
 
-    __slots__ = ("book",)
+    __slots__ = ("book", "outer_guards")
 
     def __init__(self, book: Book):
         super().__init__()
         self.book = book
+        self.outer_guards: dict[Any, Any] = {}  # template -> its outer guards' outcome (expr.template.Bound.evaluate)
+
+    def clear(self) -> None:
+        super().clear()
+        self.outer_guards.clear()
 
     def __missing__(self, var: Any) -> Any:
         if not isinstance(var, str):  # a (sheet, cell) not computed yet
