@@ -126,7 +126,11 @@ class Registry:
             return list(CHECKED) + [r for r in self.cells if not r.startswith(LAYOUT_KEY)]
         if names == LAYOUTS:
             return [r for r in self.cells if r.startswith(LAYOUT_KEY)]
-        return [n for n in CHECKED if n in names] + [r for r in self.cells if r in names]
+        # (the set's own members sorted by their rows, not every input and cell walked for each of hundreds of sets;
+        # a cell's row is its place in the order cells were added)
+        cells = self.cells
+        return sorted((n for n in names if n in _CHECK_ROW), key=_CHECK_ROW.__getitem__) + \
+            sorted((r for r in names if r in cells), key=lambda r: cells[r][0])
 
     def check_ref(self, key: str) -> str:
         if key in self.cells:
