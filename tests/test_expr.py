@@ -205,7 +205,7 @@ def test_a_bound_template_renders_and_evaluates_as_the_substituted_tree():
 
 
 def test_a_bound_template_writes_braces_and_repeated_slots_as_the_tree():
-    """The template's text is a format pattern once made: braces of a text literal stay as they are, a slot used
+    """The template's text is cut into pieces once made: braces of a text literal stay as they are, a slot used
     twice takes the same reference both times, and a name without a slot is written as it stands."""
     from xlcalc.expr.functions import concat
     from xlcalc.expr.nodes import identity
@@ -219,3 +219,37 @@ def test_a_bound_template_writes_braces_and_repeated_slots_as_the_tree():
     bound = template.bind({"a": "S!$A$1", "b": "S!$B$7"})
     assert bound.to_excel(identity) == tree.to_excel(identity) == '="{"&S!$A$1&"}{0}"&S!$B$7&"{{"&S!$A$1&"}"'
     assert template.bind({"a": "T!$C$3", "b": "k"}).to_excel(identity) == over("T!$C$3", "k").to_excel(identity)
+
+
+def test_the_guards_around_a_template_that_read_no_slot_are_evaluated_once_per_keeping_environment():
+    """An environment that keeps outer guards' outcomes (a workbook's, model._Env) has the guards around a template's
+    formula that read none of its slots evaluated once for every cell bound to it; each cell's value is still the
+    value its own tree has: the formula over its reference where the guards pass, the failing guard's value."""
+    from xlcalc.expr.template import Template
+
+    class Reads(dict):  # counts the reads of "g"; ``outer_guards`` where it keeps the outcomes
+        def __init__(self, values, keep):
+            super().__init__(values)
+            self.g_reads = 0
+            if keep:
+                self.outer_guards = {}
+
+        def __getitem__(self, var):
+            self.g_reads += var == "g"
+            return super().__getitem__(var)
+
+    def over(x):
+        return if_(eq(Var("g"), "OK"), if_(Var("n") > 0, if_(Var(x) > 1, Var(x) * Var("n"), "small"), "n <= 0"),
+                   Var("g"))
+
+    template = Template(over(Template.slot("x")), None, ["x"])
+    for g, n, expected in (("ok", 3, {"A1": 15, "A2": "small"}), ("refused", 3, {"A1": "refused", "A2": "refused"}),
+                           ("OK", -1, {"A1": "n <= 0", "A2": "n <= 0"})):
+        for keep in (True, False):
+            env = Reads({"g": g, "n": n, "A1": 5, "A2": 0}, keep)
+            got = {ref: template.bind({"x": ref}).evaluate(env) for ref in ("A1", "A2")}
+            assert got == expected == {ref: over(ref).evaluate(dict(env)) for ref in ("A1", "A2")}
+            # kept: the guard's test reads g once for both cells (and its value once more where it fails); else
+            # each cell reads it once (a bound cell's environment keeps what it reads)
+            assert env.g_reads == ((1 if g.lower() == "ok" else 2) if keep else 2)
+            assert list(getattr(env, "outer_guards", {template: 0})) == [template]

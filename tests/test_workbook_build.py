@@ -11,6 +11,8 @@ import zipfile
 
 import openpyxl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from seed002_workbook import ROOT, TEMPLATES, named
 from xlcalc.scenario import evaluate, load_scenario
@@ -144,7 +146,7 @@ def test_a_formula_text_is_refused_for_exactly_the_characters_openpyxl_refuses()
 
     ws = Workbook().active
     refused_here = []
-    for ch in [chr(c) for c in range(0x80)] + ["\u2014", "\u00e9", "\ufffe"]:
+    for ch in [chr(c) for c in range(0x80)] + ["\u2014", "\u00e9", "\ufffe", "\ud800"]:  # (a lone surrogate too)
         try:
             ws["A1"].value = f'="{ch}"'
             refused = False
@@ -204,3 +206,26 @@ def test_merged_ranges_are_styled_as_openpyxl_merges_them(monkeypatch):
         wb.active.merge_cells(rng)
     assert _styles(wb) == ours
     assert any(t == "MergedCell" and s and s[2] for _, _, t, s in ours[0])  # a merged cell with a border of its own
+
+
+@given(st.lists(st.sampled_from(["OK", "ok", "Ok", "OK ", "", "Inputs!B21: MFU = 40 is not allowed", 0, 1, 2.5,
+                                 True, False]), min_size=1, max_size=8))
+@settings(max_examples=60, deadline=None)
+def test_a_gathering_cell_is_the_nested_ifs_it_stands_for(values):
+    """model.FirstFailing (a Checks sheet's gathering cell as one node) writes IF(r1="OK",IF(r2="OK",...,"OK"),r2),r1)
+    and is the first value that is not OK (case ignored, as = compares texts), else OK -- as the chain of IF nodes
+    it stands for renders and evaluates."""
+    from xlcalc.expr.nodes import identity
+    from xlcalc.workbook.model import FirstFailing
+
+    refs = [f"Checks!$C${k}" for k in range(1, len(values) + 1)]
+    env = dict(zip(refs, values))
+    node = FirstFailing(refs, "OK")
+    text = "".join(f'IF({r}="OK",' for r in refs) + '"OK"' + "".join(f",{r})" for r in reversed(refs))
+    assert node.render(identity) == node.chain().render(identity) == text
+    failing = [v for v in values if not (isinstance(v, str) and v.lower() == "ok")]
+    expected = failing[0] if failing else "OK"
+    for got in (node.evaluate(env), node.chain().evaluate(env)):
+        assert got == expected and type(got) is type(expected)
+    assert node.variables() == set(refs) and node.functions() == {"IF"}
+    assert node.key() == node.chain().key()

@@ -7,6 +7,7 @@ thing (and is checked the same way) in every formula, UDF and workbook cell.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from .errors import InputError
@@ -32,7 +33,7 @@ class InputSpec:
     limit_reason: str = ""  # why the upper bound is where it is (shown when a value is above it)
     floor_reason: str = ""  # why the lower bound is where it is (shown when a value is below it)
 
-    @property
+    @cached_property  # (a workbook's checks ask for it hundreds of times)
     def allowed(self) -> str:
         """What is allowed, in words."""
         if self.kind == "bool":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 __all__ = ["render_number", "as_text", "PY_BINOPS", "EXCEL_FUNCTIONS"]
 
@@ -43,7 +43,8 @@ def _py_eq(a: Any, b: Any) -> bool:
     # Excel compares text case-insensitively.
     if isinstance(a, str) and isinstance(b, str):
         return a.lower() == b.lower()
-    return cast(bool, a == b)
+    same: bool = a == b  # (not cast(): a call on every comparison a workbook's evaluation makes)
+    return same
 
 
 PY_BINOPS: dict[str, Callable[[Any, Any], Any]] = {

@@ -232,11 +232,16 @@ class _TextKept(Expr):
 
 
 class BinOp(_TextKept):
-    __slots__ = ("op", "left", "right")
+    __slots__ = ("op", "left", "right", "_var_eq_text")
 
     def __init__(self, op: str, left: Expr, right: Expr):
         self.op, self.left, self.right = op, left, right
         self._text = None  # the text for identity without subs (see _TextKept)
+        # ``<variable> = "<text>"`` (a check's guard, IF(Checks!C9="OK", ...), thousands in a workbook): (the variable,
+        # the text, the text in lower case) for evaluate's shortcut; None for any other comparison or operator
+        self._var_eq_text: tuple[str, str, str] | None = None
+        if op == "=" and type(left) is Var and type(right) is Text:
+            self._var_eq_text = (left.name, right.value, right.value.lower())
 
     @property
     def prec(self) -> float:  # type: ignore[override]
@@ -246,6 +251,10 @@ class BinOp(_TextKept):
         return (self.left, self.right)
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
+        shortcut = self._var_eq_text
+        if shortcut is not None:  # excel._py_eq(env[variable], text) without its calls: text is case-insensitive
+            value = env[shortcut[0]]
+            return value.lower() == shortcut[2] if isinstance(value, str) else value == shortcut[1]
         return PY_BINOPS[self.op](self.left.evaluate(env), self.right.evaluate(env))
 
     def _render(self, names: Names, subs: Mapping[Any, str] | None) -> str:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .nodes import Expr, Names, Var, _name_of, identity
+from .nodes import Expr, Func, Names, Var, _name_of, identity
 
 __all__ = ["Template", "Bound"]
 
@@ -27,14 +27,15 @@ class Template:
     provided the references are distinct and never occur in the template as names of their own.
     """
 
-    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_form")
+    __slots__ = ("expr", "subs", "slots", "_text", "_vars", "_pieces", "_outer")
 
     def __init__(self, expr: Expr, subs: Mapping[Any, str] | None, slots: Any):
         self.expr, self.subs = expr, subs
         self.slots = frozenset(slots)
         self._text: str | None = None
         self._vars: set[str] | None = None
-        self._form: tuple[str, tuple[str, ...]] | None = None
+        self._pieces: tuple[list[str], tuple[tuple[int, str], ...]] | None = None
+        self._outer: tuple[tuple[tuple[Expr, Expr], ...], Expr] | None = None
 
     @staticmethod
     def slot(name: str) -> str:
@@ -55,21 +56,40 @@ class Template:
         held = {self.slot(k) for k in self.slots}
         return self.expr.render(lambda v: v if v in held else _name_of(names, v), self.subs)
 
-    def form(self) -> tuple[str, tuple[str, ...]]:
-        """The text for :func:`identity` as a ``str.format`` pattern: each placeholder a positional field
-        (``{0}``, ``{1}``, ...) for the reference of the slot named at that position of the tuple, braces
-        doubled. ``pattern.format(*(refs[k] for k in slots))`` is the text with the references written in."""
-        if self._form is None:
+    def pieces(self) -> tuple[list[str], tuple[tuple[int, str], ...]]:
+        """The text for :func:`identity` in pieces: the text between the placeholders, with an empty piece where each
+        placeholder stands, and (that piece's index, the slot named there) for each. Writing ``refs[k]`` at the index
+        of each and joining the pieces gives the text with the references written in (as a ``str.format`` of it
+        would, without parsing the text again for each cell)."""
+        if self._pieces is None:
             parts = _SLOT.split(self.text(identity))  # text, marker, slot name, marker, slot name, ..., text
-            order: dict[str, int] = {}
-            out = []
+            pieces: list[str] = []
+            at: list[tuple[int, str]] = []
             for i, part in enumerate(parts):
                 if i % 3 == 0:
-                    out.append(part.replace("{", "{{").replace("}", "}}"))
+                    pieces.append(part)
                 elif i % 3 == 2:
-                    out.append("{" + str(order.setdefault(part, len(order))) + "}")
-            self._form = "".join(out), tuple(order)
-        return self._form
+                    at.append((len(pieces), part))
+                    pieces.append("")
+            self._pieces = pieces, tuple(at)
+        return self._pieces
+
+    def outer_guards(self) -> tuple[tuple[tuple[Expr, Expr], ...], Expr]:
+        """The guards around the template's formula that read no slot: (test, value) of each ``IF(test, <the rest>,
+        value)`` from the outermost down its then-branches while neither test nor value reads a placeholder, and the
+        expression inside them (made once). Every cell bound to the template passes them, or fails the first one that
+        fails with its value, alike."""
+        if self._outer is None:
+            guards: list[tuple[Expr, Expr]] = []
+            expr = self.expr
+            while isinstance(expr, Func) and expr.name == "IF":
+                test, then, value = expr.args
+                if any(v.startswith("\x00") for v in test.variables() | value.variables()):
+                    break
+                guards.append((test, value))
+                expr = then
+            self._outer = tuple(guards), expr
+        return self._outer
 
     def variables(self) -> set[str]:
         if self._vars is None:
@@ -117,13 +137,33 @@ class Bound(Expr):
                 out.add(v)
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
-        return self.template.expr.evaluate(_Rebound(env, self.refs, self.template.slots))
+        template = self.template
+        # an environment that keeps each template's outer guards' outcome (a workbook's: model._Env) has them evaluated
+        # once for all the cells bound to the template: they read no slot, so each cell passes or fails them alike
+        passed = None if type(env) is _Rebound else getattr(env, "outer_guards", None)
+        if passed is None:
+            return template.expr.evaluate(_Rebound(env, self.refs, template.slots))
+        outcome = passed.get(template)
+        if outcome is None:  # the guards in order, as the IFs evaluate them (an error raised is not kept)
+            guards, inner = template.outer_guards()
+            outcome = inner
+            for test, value in guards:
+                if not test.evaluate(env):
+                    outcome = (value.evaluate(env),)
+                    break
+            passed[template] = outcome
+        if type(outcome) is tuple:  # a guard that fails: its value
+            return outcome[0]
+        return outcome.evaluate(_Rebound(env, self.refs, template.slots))
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
         refs = self.refs
         if names is identity:
-            pattern, slots = self.template.form()
-            return pattern.format(*[refs[k] for k in slots])
+            pieces, at = self.template.pieces()
+            written = pieces.copy()
+            for i, k in at:
+                written[i] = refs[k]
+            return "".join(written)
         text = self.template.text(names)
         return _SLOT.sub(lambda m: _name_of(names, refs[m[2]]) if m[1] == "\x00" else refs[m[2]], text)
 
@@ -132,6 +172,11 @@ class Bound(Expr):
 
     def key(self) -> Any:
         return self.expand().key()
+
+
+# a variable a template's formula reads -> the slot it is the placeholder of ("\x00", never a slot, for any other
+# variable): each variable's name looked at once (the layouts' templates read the same few thousand names)
+_SLOT_OF: dict[str, str] = {}
 
 
 class _Rebound(dict[str, Any]):
@@ -144,17 +189,16 @@ class _Rebound(dict[str, Any]):
 
     __slots__ = ("env", "refs", "slots")
 
-    def __init__(self, env: Mapping[str, Any], refs: Mapping[str, str], slots: Any = None):
+    def __init__(self, env: Mapping[str, Any], refs: Mapping[str, str], slots: Any):
         super().__init__()
-        self.env, self.refs = env, refs
-        self.slots = refs.keys() if slots is None else slots
+        self.env, self.refs, self.slots = env, refs, slots
 
     def __missing__(self, var: str) -> Any:
-        # a placeholder is Template.slot(k), "\x00k\x00", for a slot k (a name never holds "\x00"): read its reference
-        if var[:1] == "\x00" and var[-1:] == "\x00" and len(var) > 1 and var[1:-1] in self.slots:
-            value = self.env[self.refs[var[1:-1]]]
-        else:
-            value = self.env[var]
+        # a placeholder, Template.slot(k) for a slot k (a name never holds "\x00"), reads its reference
+        slot = _SLOT_OF.get(var)
+        if slot is None:
+            slot = _SLOT_OF[var] = var[1:-1] if len(var) > 1 and var[0] == var[-1] == "\x00" else "\x00"
+        value = self.env[self.refs[slot]] if slot in self.slots else self.env[var]
         self[var] = value
         return value
 

@@ -33,7 +33,7 @@ from ..layout import CONSTRAINTS, layout_blamed
 from ..outputs import OUTPUT_BY_NAME
 from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, INPUTS
 from .messages import VALUE_CHARS, longest_layout_message, message_cell
-from .model import RENDERING, Book, Concat, IfError, IsNumber, Lookup, ref_text
+from .model import RENDERING, Book, Concat, FirstFailing, IfError, IsNumber, Lookup, placed, ref_text
 
 SHEET = "Checks"
 WHERE_CHARS = 40  # "<Sheet>!<cell> (<input name>): " before a layout message: "Parallelism!B6 (PP_Size): " is 26
@@ -126,7 +126,11 @@ class Registry:
             return list(CHECKED) + [r for r in self.cells if not r.startswith(LAYOUT_KEY)]
         if names == LAYOUTS:
             return [r for r in self.cells if r.startswith(LAYOUT_KEY)]
-        return [n for n in CHECKED if n in names] + [r for r in self.cells if r in names]
+        # (the set's own members sorted by their rows, not every input and cell walked for each of hundreds of sets;
+        # a cell's row is its place in the order cells were added)
+        cells = self.cells
+        return sorted((n for n in names if n in _CHECK_ROW), key=_CHECK_ROW.__getitem__) + \
+            sorted((r for r in names if r in cells), key=lambda r: cells[r][0])
 
     def check_ref(self, key: str) -> str:
         if key in self.cells:
@@ -199,21 +203,29 @@ def registered(ref: str) -> bool:
     return reg is not None and ref in reg.cells
 
 
-def cell_checks(refs: Any) -> list[tuple[str, str]]:
+def registered_cells() -> Mapping[str, Any]:
+    """The input cells of other sheets with a check of their own, by reference text (none outside a layout)."""
+    reg = _ACTIVE.get()
+    return {} if reg is None else reg.cells
+
+
+def cell_checks(refs: Any) -> tuple[tuple[str, str], ...]:
     """(name, the cell of its check) for each name of ``refs`` (name -> reference text) whose cell has a check of its
     own, in the order of the Checks sheet (the order :func:`guard` writes them in)."""
     reg = _ACTIVE.get()
     if reg is None:
-        return []
+        return ()
     # the cells of a row or column are asked about once per result placed over them: the answer for the last
-    # ``refs`` is kept, with the number of registered cells it was made with (a cell once registered keeps its row)
+    # ``refs`` is kept, with the number of registered cells it was made with (a cell once registered keeps its row),
+    # and given again as the same object (what rendering._row_facts tells a row's next result by)
     last = reg.memo.get(_CELL_CHECKS)
     if last is not None and last[1] == len(reg.cells) and last[0] == refs:
-        return list(last[2])
+        return last[2]  # type: ignore[no-any-return]
     cells = reg.cells
-    made = [(k, reg.check_ref(ref)) for _, k, ref in sorted((cells[r][0], k, r) for k, r in refs.items() if r in cells)]
+    made = tuple((k, reg.check_ref(ref))
+                 for _, k, ref in sorted((cells[r][0], k, r) for k, r in refs.items() if r in cells))
     reg.memo[_CELL_CHECKS] = (dict(refs), len(cells), made)
-    return list(made)
+    return made
 
 
 _CELL_CHECKS = ("cell checks",)  # Registry.memo's key of the last cell_checks answer
@@ -333,10 +345,7 @@ def _first_failing(book: Book, refs: list[str], reg: Registry) -> Any:
 
 
 def _first_failing_cells(refs: list[str]) -> Any:
-    expr: Any = Text(OK)
-    for r in reversed(refs):
-        expr = _passes(r, expr)
-    return expr
+    return FirstFailing(refs, OK)  # IF(<ref>="OK", ..., <ref>) for each of refs, "OK" innermost
 
 
 def _passes(ref: str, expr: Expr) -> Expr:
@@ -406,9 +415,16 @@ def _layout_row_expr(book: Book, row: CellCheck, var: Any) -> Any:
     return if_(or_(*another), OK, Concat(where, ": ", layout))
 
 
-def layout_line(whole: Var) -> Any:
-    """A Parallelism row's layout check ``whole`` ("<cell> (<Name>): <message> (<the arithmetic>)") in one printed line:
-    without the arithmetic in brackets, or, where that is longer than SHORT_CHARS, up to "is not allowed"."""
+def layout_line(whole: str) -> Any:
+    """A Parallelism row's layout check in cell ``whole`` ("<cell> (<Name>): <message> (<the arithmetic>)") in one
+    printed line: without the arithmetic in brackets, or, where that is longer than SHORT_CHARS, up to "is not
+    allowed". (One template, bound to each row's cell: model.placed.)"""
+    return placed("layout_line", _layout_line, {"whole": whole})
+
+
+def _layout_line(var: Any) -> Any:
+    whole = var("whole")
+
     def find(text: str, *start: Any) -> Any:
         return Func("FIND", (Text(text), whole, *start))
 
@@ -462,7 +478,7 @@ def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int
         book.put(s, f"{c_name}{row}", check.name)
         if check.layout:  # whole in H (what the master check reads), in G without the arithmetic: one printed line
             whole = book.put(s, f"{LAYOUT_WHOLE_COL}{row}", layout_row_check(book, check, reg), "formula")
-            book.put(s, f"{c_check}{row}", layout_line(Var(whole)), "formula")
+            book.put(s, f"{c_check}{row}", layout_line(whole), "formula")
         else:
             book.put(s, f"{c_check}{row}", cell_check(check, lists), "formula")
             _wrap_if_long(book, row, c_check, check.ref.replace("$", ""), check.name, lists)

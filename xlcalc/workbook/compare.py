@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -18,7 +18,7 @@ from ..scenario import INPUT_BY_NAME, INPUTS, Scenario
 from . import checks
 from .catalogs import GPU_DERIVED
 from .messages import CHECK_CELL_POINTER, CHECK_POINTER, longest_layout_message, message_cell
-from .model import Concat, IfError, IsNumber, coord, ref_text
+from .model import Concat, IfError, IsNumber, coord, placed, ref_text
 from .rendering import (
     BOOL_FORMAT,
     LOOKED_UP,
@@ -349,8 +349,13 @@ PAR_SHORT_HEAD = 10  # the most characters of "<input> = <value>" the short mess
 PAR_REFUSED = "refused: see Checks"
 
 
-def par_layout_short(whole: Any) -> Any:
+def par_layout_short(whole: str) -> Any:
     """A Parallelism row's layout check short, from the cell ``whole`` that holds its whole message."""
+    return placed("par_layout_short", _par_layout_short, {"whole": whole})
+
+
+def _par_layout_short(var: Callable[[str], Expr]) -> Any:
+    whole = var("whole")
     at = Func("FIND", (Text(" is not allowed"), whole))
     short = if_(at <= PAR_SHORT_HEAD + 1, Concat(Func("LEFT", (whole, at - 1)), " refused"), PAR_REFUSED)
     return if_(eq(whole, LAYOUT_OK), LAYOUT_OK, IfError(short, PAR_REFUSED))
@@ -358,9 +363,12 @@ def par_layout_short(whole: Any) -> Any:
 
 def row_stage_end(name: str, pp_ref: str) -> Any:
     """First_Stage_Layers or Last_Stage_Layers of a Parallelism row whose PP is in cell ``pp_ref``."""
-    pp = Var(pp_ref)
-    split = preset_stage_ends(Var("Layers"), pp)[PAR_ENDS.index(name)]
-    return if_(eq(pp, Var("PP_Size")), Var(name), if_(eq(Var("Model_Preset"), ""), 0, IfError(split, 0)))
+    def make(var: Callable[[str], Expr]) -> Any:
+        pp = var("PP")
+        split = preset_stage_ends(Var("Layers"), pp)[PAR_ENDS.index(name)]
+        return if_(eq(pp, Var("PP_Size")), Var(name), if_(eq(Var("Model_Preset"), ""), 0, IfError(split, 0)))
+
+    return placed(("row_stage_end", name), make, {"PP": pp_ref})
 
 
 def candidate_configs(sc: Scenario) -> list[tuple[int, int, int, str, bool]]:
@@ -428,7 +436,7 @@ def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
             at = coord(j, r)
             if name == "Layout_Check":  # whole in its hidden cell, short in the row's layout check cell
                 whole = b.put(s, whole_at, expr, "formula", None, subs)
-                b.put(s, at, par_layout_short(Var(whole)), "formula")
+                b.put(s, at, par_layout_short(whole), "formula")
                 continue
             expr = pointing(expr, PAR_POINTER.format(col=check_col), varmap["Layout_Check"], CHECK_POINTER)
             b.put(s, at, expr, "formula", display_format(OUTPUT_BY_NAME[name]), subs)

@@ -11,16 +11,18 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from openpyxl.utils.cell import coordinate_from_string, get_column_letter
 
-from ..expr.nodes import Expr, IfError, Text, identity, wrap
+from ..expr.nodes import BinOp, Expr, Func, IfError, Text, Var, identity, wrap
+from ..expr.template import Template
 
-__all__ = ["NA", "Book", "Cell", "Concat", "ErrorValue", "IfError", "IsNumber", "Lookup", "NotAvailable", "coord", "excel_text", "identity", "ref_text"]
+__all__ = ["NA", "Book", "Cell", "Concat", "ErrorValue", "FirstFailing", "IfError", "IsNumber", "Lookup", "NotAvailable",
+           "coord", "excel_text", "identity", "placed", "ref_text"]
 
 _REF = re.compile(r"^(?P<sheet>[A-Za-z][A-Za-z0-9_]*)!\$?(?P<col>[A-Z]{1,3})\$?(?P<row>\d+)$")
 
@@ -144,14 +146,21 @@ class _Env(dict[Any, Any]):
     Keyed by ``(sheet, cell)``: the value computed for that cell (``_CYCLE`` while it is being computed). Keyed by a
     defined name or reference text (what a formula's variables are): the value read through it, a blank cell as 0.
     A variable read again is a dictionary look-up; ``__missing__`` finds its cell and computes it through
-    :meth:`Book.value` (a cell being computed: a cycle). Clearing the memo forgets both.
+    :meth:`Book.value` (a cell being computed: a cycle). ``outer_guards``: for each template a bound cell evaluated
+    (xlcalc.expr.template.Bound.evaluate), the outcome of the guards around its formula that read none of its slots.
+    Clearing the memo forgets all three.
     """
 
-    __slots__ = ("book",)
+    __slots__ = ("book", "outer_guards")
 
     def __init__(self, book: Book):
         super().__init__()
         self.book = book
+        self.outer_guards: dict[Any, Any] = {}  # template -> its outer guards' outcome (expr.template.Bound.evaluate)
+
+    def clear(self) -> None:
+        super().clear()
+        self.outer_guards.clear()
 
     def __missing__(self, var: Any) -> Any:
         if not isinstance(var, str):  # a (sheet, cell) not computed yet
@@ -346,6 +355,48 @@ class IsNumber(Expr):
         return ("isnumber", self.arg.key())
 
 
+class FirstFailing(Expr):
+    """``IF(r1="OK", IF(r2="OK", ..., "OK"), r2), r1)``: the value of the first cell of ``refs`` that is not the text
+    ``ok`` (compared as ``=`` compares texts: case ignored), else ``ok`` -- a gathering cell of the Checks sheet.
+
+    The nested IFs as one node: a workbook has hundreds of these cells, each up to 40 checks deep; its text is
+    written in one pass and its value found by a loop. :meth:`chain` is the same formula as IF nodes (what it
+    renders and evaluates as; its children, substitution and key are the chain's)."""
+
+    __slots__ = ("refs", "ok")
+
+    def __init__(self, refs: Any, ok: str):
+        self.refs, self.ok = tuple(refs), ok
+
+    def chain(self) -> Expr:
+        expr: Expr = Text(self.ok)
+        for r in reversed(self.refs):
+            expr = Func("IF", (BinOp("=", Var(r), Text(self.ok)), expr, Var(r)))
+        return expr
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.chain(),)
+
+    def render(self, names: Any, subs: Any = None) -> str:
+        ok = Text(self.ok).render(names)
+        refs = [Var(r).render(names, subs) for r in self.refs]
+        return "".join([f"IF({r}={ok}," for r in refs]) + ok + "".join([f",{r})" for r in reversed(refs)])
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        ok, lower = self.ok, self.ok.lower()
+        for r in self.refs:
+            value = env[r]
+            if not (value.lower() == lower if isinstance(value, str) else value == ok):  # (excel._py_eq)
+                return value
+        return ok
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return self.chain().substitute(mapping)
+
+    def key(self) -> Any:
+        return self.chain().key()
+
+
 class ErrorValue(str):
     """A spreadsheet error value as the engine gives it (``#N/A``): cached as an error, read back as its text."""
 
@@ -395,3 +446,19 @@ def reference_rendering() -> Iterator[None]:
         yield
     finally:
         RENDERING.templates = before
+
+
+_PLACED: dict[Any, Template] = {}
+
+
+def placed(key: Any, make: Callable[[Callable[[str], Expr]], Expr], refs: Mapping[str, str]) -> Expr:
+    """``make(var)``, a formula written over ``var(k)`` for the cell ``refs[k]`` of each of its keys ``k``, placed
+    row after row over other cells (a Parallelism row's stage ends): made once per ``key`` (which names all else the
+    formula depends on) as a :class:`~xlcalc.expr.Template` and bound to each call's ``refs`` -- the text and values
+    of the tree ``make(lambda k: Var(refs[k]))``, which :func:`reference_rendering` builds instead."""
+    if not RENDERING.templates:
+        return make(lambda k: Var(refs[k]))
+    template = _PLACED.get(key)
+    if template is None:
+        template = _PLACED[key] = Template(make(lambda k: Var(Template.slot(k))), None, refs)
+    return template.bind(refs)

@@ -75,7 +75,7 @@ def output_formula(name: str, varmap: Mapping[str, str] | None = None,
     the values are those of :func:`output_formula_tree`, the reference, which builds
     the tree anew for every cell.
     """
-    varmap = dict(varmap or {})
+    varmap = varmap or {}  # (read, never changed: the split and the templates keep copies of what they keep)
     if not RENDERING.templates:
         return output_formula_tree(name, varmap, inline)
     refs, over = _split(varmap)
@@ -95,7 +95,7 @@ _TEMPLATES: dict[Any, Template] = {}
 _SPLIT: list[Any] = [None]  # (the last varmap split (a copy), its split)
 
 
-def _split(varmap: dict[str, str]) -> tuple[dict[str, str], tuple[frozenset[str], tuple[tuple[str, str], ...]] | None]:
+def _split(varmap: Mapping[str, str]) -> tuple[dict[str, str], tuple[frozenset[str], tuple[tuple[str, str], ...]] | None]:
     """``varmap``'s cell references (a defined name has no "!") and the shape they and its other names give a
     template: (the names mapped to cells, the names mapped to defined names and theirs), None where two names are
     mapped to one cell. A name mapped to a defined name (N_GPUs -> GPUs_to_Provision) stays in the template as that
@@ -114,7 +114,7 @@ def _split(varmap: dict[str, str]) -> tuple[dict[str, str], tuple[frozenset[str]
 _SLOTTED: list[Any] = [None]  # (the last varmap (a copy), its _slotted)
 
 
-def _slotted(varmap: dict[str, str], refs: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+def _slotted(varmap: Mapping[str, str], refs: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     """``varmap`` with each name of ``refs`` (its cells: :func:`_split`) mapped to its placeholder, and the name of
     each placeholder. (The templates of a row or column are made over one varmap: those of the last one are kept.)"""
     last = _SLOTTED[0]
@@ -183,10 +183,14 @@ class _Vars(Mapping[str, Expr]):
 
 
 _SUB_ENTRIES: dict[Any, list[tuple[str, Any, str]]] = {}
+_SUB_LAST: list[Any] = [None]  # (the last varmap (a copy), its entries)
 
 
 def _sub_entries(varmap: Mapping[str, str]) -> list[tuple[str, Any, str]]:
     """(result, key, text) of every named result in order, as output_formula_tree's loop makes them (key None: none)."""
+    last = _SUB_LAST[0]
+    if last is not None and last[0] == varmap:  # (the results placed over one varmap ask one after another)
+        return last[1]  # type: ignore[no-any-return]
     memo_key = tuple(sorted(varmap.items()))
     entries = _SUB_ENTRIES.get(memo_key)
     if entries is None:
@@ -200,6 +204,7 @@ def _sub_entries(varmap: Mapping[str, str]) -> list[tuple[str, Any, str]]:
             else:
                 entries.append((earlier.name, None, ""))
         _SUB_ENTRIES[memo_key] = entries
+    _SUB_LAST[0] = (dict(varmap), entries)  # one item: another thread reads a varmap with its own
     return entries
 
 
@@ -389,9 +394,17 @@ def pointing(expr: Any, pointer: str | None, layout: str = "Layout_Check", check
 def refused(check: Expr) -> Expr:
     """The way from a Scenarios column's result to the Checks sheet's printed line of a failing input check ``check``
     (a gathering cell, not printed): the cell its message blames, "Scenarios!C27 refused: see Checks" (the message
-    starts with that cell and a colon; else "refused: see Checks")."""
-    cell = Func("LEFT", (check, Func("FIND", (Text(":"), check)) - 1))
-    return Concat(IfError(Concat(cell, " "), ""), CHECK_REFUSED)
+    starts with that cell and a colon; else "refused: see Checks"). Made once per check (a node never changes: the
+    results that one check guards share it)."""
+    key = check.key()
+    made = _REFUSED.get(key)
+    if made is None:
+        cell = Func("LEFT", (check, Func("FIND", (Text(":"), check)) - 1))
+        made = _REFUSED[key] = Concat(IfError(Concat(cell, " "), ""), CHECK_REFUSED)
+    return made
+
+
+_REFUSED: dict[Any, Expr] = {}
 
 
 def _is_input_guard(cond: Expr, otherwise: Expr, column: bool = False, lookups: frozenset[str] = frozenset()) -> bool:
@@ -403,11 +416,12 @@ def _is_input_guard(cond: Expr, otherwise: Expr, column: bool = False, lookups: 
     (a GPU figure the column's GPU lacks is the column's to show, whole)."""
     if isinstance(cond, IsNumber):
         arg = cond.arg
-        names = _FRAMEWORK_SLOTS | lookups if column else _POINTED_NAMES
-        return isinstance(arg, Var) and arg.name in names and otherwise.key() == arg.key()
+        if not isinstance(arg, Var):
+            return False
+        named = arg.name in _FRAMEWORK_SLOTS or arg.name in lookups if column else arg.name in _POINTED_NAMES
+        return named and otherwise.key() == arg.key()
     return isinstance(cond, BinOp) and cond.op == "=" and isinstance(cond.left, Var) \
-        and cond.left.name.startswith((f"{checks.SHEET}!", Template.slot("")[0])) \
-        and cond.right.key() == Text(checks.OK).key() \
+        and cond.left.name.startswith(_CHECK_CELL_STARTS) and cond.right.key() == _OK_KEY \
         and otherwise.key() == cond.left.key()
 
 
@@ -417,17 +431,20 @@ def _is_input_guard(cond: Expr, otherwise: Expr, column: bool = False, lookups: 
 _POINTED_NAMES = frozenset(checks.LOOKED_UP_FAILING) | frozenset(BOUNDED_OUTPUTS)
 # the framework inputs' placeholders in a Scenarios column's templates
 _FRAMEWORK_SLOTS = frozenset(Template.slot(n) for n in checks.FRAMEWORK_INPUTS)
+_CHECK_CELL_STARTS = (f"{checks.SHEET}!", Template.slot("")[0])  # a check's cell, or a template's placeholder of one
+_OK_KEY, _LAYOUT_OK_KEY = Text(checks.OK).key(), Text(LAYOUT_OK).key()
+_LAYOUT_SLOT = Template.slot("Layout_Check")
 
 
 def _is_layout_guard(cond: Expr, otherwise: Expr, layout: str) -> bool:
     """``cond`` and ``otherwise`` are those of ``IF(<layout>="OK", x, <layout>)`` (in a template: its slot)."""
-    names = {layout, Template.slot("Layout_Check")}
-    return isinstance(cond, BinOp) and cond.op == "=" and isinstance(cond.left, Var) and cond.left.name in names \
-        and cond.right.key() == Text(LAYOUT_OK).key() and otherwise.key() == cond.left.key()
+    return isinstance(cond, BinOp) and cond.op == "=" and isinstance(cond.left, Var) \
+        and (cond.left.name == layout or cond.left.name == _LAYOUT_SLOT) and cond.right.key() == _LAYOUT_OK_KEY \
+        and otherwise.key() == cond.left.key()
 
 
 def _guarded_row(name: str, bound: Bound, refs: Mapping[str, str], follows: Any, exclude: Any,
-                 own: list[tuple[str, str]]) -> Expr | None:
+                 own: tuple[tuple[str, str], ...]) -> Expr | None:
     """A named result over a row's cells that are input cells with checks of their own (a Parallelism row), guarded
     as a template: the guards of the first row of a shape made as :func:`guarded` makes them, their references to the
     row's cells and to those cells' checks then made placeholders, bound to each row's own. None where the shape is
@@ -437,16 +454,16 @@ def _guarded_row(name: str, bound: Bound, refs: Mapping[str, str], follows: Any,
     checked cells (in the order of the Checks sheet) and ``follows``/``exclude``. Over one shape :func:`guarded`
     makes the same guards but for those references: the inputs' checks are gathered by defined name, each checked
     cell's own check is written (not gathered per row: at most ``checks.INLINE_CELLS`` of them)."""
-    if refs != bound.refs or not all(map(contains, refs.values(), repeat("!"))):  # (each a cell reference)
-        return None
-    template = bound.template
-    checked = tuple(k for k, _ in own)
-    key = ("guarded row", name, template, frozenset(refs), checked, frozenset(follows), frozenset(exclude))
     memo = checks.layout_memo()
     if memo is None:
         return None
+    row = _row_facts(memo, refs, bound.refs, own)
+    if row is None:
+        return None
+    names, checked, row_refs = row
+    template = bound.template
+    key = ("guarded row", name, template, names, checked, frozenset(follows), frozenset(exclude))
     made = memo.get(key, False)
-    row_refs = {**refs, **{"check " + k: check for k, check in own}}
     if made is False:
         deps = _output_deps(name, refs)
         made = None
@@ -457,6 +474,26 @@ def _guarded_row(name: str, bound: Bound, refs: Mapping[str, str], follows: Any,
                 made = Template(_reguard(real, bound, template.expr, slot_of), template.subs, row_refs)
         memo[key] = made
     return None if made is None else made.bind(row_refs)
+
+
+_ROW_FACTS = ("row facts",)  # the layout memo's key of the last _row_facts answer
+
+
+def _row_facts(memo: dict[Any, Any], refs: Mapping[str, str], bound_refs: Mapping[str, str],
+               own: tuple[tuple[str, str], ...]) -> tuple[frozenset[str], tuple[str, ...], dict[str, str]] | None:
+    """What :func:`_guarded_row` makes of a row's cells: (the names ``refs`` maps, the names of ``own`` (the checked
+    cells), the references of the row's templates with those cells' checks), None where the row's shape is not a
+    template's (``refs`` are not the template's references, or not all cell references). Made once per row:
+    checks.cell_checks gives the same ``own`` for the same ``refs`` (its references, and its checks, unchanged),
+    and ``bound_refs`` is the references the row's templates are bound to (never changed once made)."""
+    last = memo.get(_ROW_FACTS)
+    if last is not None and last[0] is own and last[1] is bound_refs:
+        return last[2]  # type: ignore[no-any-return]
+    facts = None
+    if refs == bound_refs and all(map(contains, refs.values(), repeat("!"))):  # (each a cell reference)
+        facts = (frozenset(refs), tuple(k for k, _ in own), {**refs, **{"check " + k: check for k, check in own}})
+    memo[_ROW_FACTS] = (own, bound_refs, facts)
+    return facts
 
 
 def _reguard(expr: Expr, inner: Expr, new_inner: Expr, mapping: Mapping[str, Expr]) -> Expr:
@@ -474,5 +511,6 @@ def needs_inputs(deps: Any, refs: Mapping[str, str], follows: Any = (), exclude:
     """The input cells a cell over ``refs`` depends on through ``deps``: defined names (Inputs, Budget, FineTuning
     sheets) and the reference text of the other sheets' input cells that stand for some (``refs``) or are ``cells``."""
     out = {n for n in deps if (n not in refs or n in follows) and n not in exclude and checks.is_checked(n)}
-    out |= {refs[n] for n in deps if n in refs and checks.registered(refs[n])}
-    return out | {c for c in cells if checks.registered(c)}
+    registered = checks.registered_cells()
+    out |= {refs[n] for n in deps if n in refs and refs[n] in registered}
+    return out | {c for c in cells if c in registered}
