@@ -100,12 +100,12 @@ def test_pdf_export_straight_from_the_xlsx_has_the_key_results_on_page_one():
     assert "Input check OK: every key result is computed" in " ".join(page1.split())  # the master check, page 1
     whole = _pdf_text(pdf)
     pages = whole.count("\f")
-    # every sheet fits to one page wide: no 66-page print-out (16 sheets; rows tall enough for their messages)
+    # every sheet fits to one page wide: no 66-page print-out (18 sheets; rows tall enough for their messages)
     assert 8 <= pages <= 40, pages
     _no_error_value_nor_hashes(whole.split("\f"))  # no ###: no column too narrow
     # page 1 names every sheet; the pages follow that order (the footer names each page's sheet)
     contents = " ".join(page1.split()).split("Sheets, in print order: ", 1)[1].split(".", 1)[0].split(", ")
-    assert len(set(contents)) == len(contents) == 16, contents
+    assert len(set(contents)) == len(contents) == 18, contents
     footers = [re.findall(r"(\w+) \u2014 page \d+ of", page) for page in whole.split("\f") if page.strip()]
     order = [f[-1] for f in footers]
     assert [s for i, s in enumerate(order) if i == 0 or order[i - 1] != s] == contents
