@@ -31,6 +31,12 @@ def write_or_check(out: Path, body: str, begin: str, end: str, script: str, *, c
     if new is None:
         print(f"docs/{out.name} lacks the markers {begin!r} ... {end!r}", file=sys.stderr)
         return 1
+    return replace_or_check(out, text, new, script, check=check)
+
+
+def replace_or_check(out: Path, text: str, new: str, script: str, *, check: bool) -> int:
+    """Replace ``out`` (now ``text``) by ``new`` atomically; ``check``: exit status 1 if they differ, nothing
+    written."""
     if check:
         if new != text:
             print(f"docs/{out.name} is out of date: run python scripts/{script}", file=sys.stderr)

@@ -13,8 +13,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from scripts.docsplice import replace_or_check  # noqa: E402
 from xlcalc import all_formulas  # noqa: E402
-from xlcalc.atomic import write_text  # noqa: E402
 from xlcalc.inputs import spec  # noqa: E402
 
 OUT = ROOT / "docs" / "formulas.md"
@@ -58,17 +58,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if docs/formulas.md is out of date")
     args = parser.parse_args()
-    text = render()
-    if args.check:
-        current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
-        if current != text:
-            print("docs/formulas.md is out of date: run python scripts/make_formula_docs.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.parent.mkdir(exist_ok=True)
-    write_text(OUT, text)
-    print(f"wrote {OUT.relative_to(ROOT)}")
-    return 0
+    current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
+    return replace_or_check(OUT, current, render(), "make_formula_docs.py", check=args.check)
 
 
 if __name__ == "__main__":

@@ -181,13 +181,14 @@ def _choice_doc(name: str) -> str:
     return spec(name).help()[:200] + f"; empty: one GPU's default, {shown}"
 
 
-def _layout_plan(args: tuple[Any, ...]) -> Any:
-    """The planner's plan of the one layout the cells give (xlcalc.planner.layout_prediction)."""
+def _layout_plan(cells: dict[str, Any]) -> Any:
+    """The planner's plan of the one layout the cells give (xlcalc.planner.layout_prediction); ``cells``: a layout
+    function's arguments by name (its ``locals()``)."""
     from xlcalc.planner import layout_prediction
     from xlcalc.planner.stacks import stack_choices
     from xlcalc.validate import check_value
 
-    v = {k: one_cell(k, a) for k, a in zip(_LAYOUT_ARGS, args)}
+    v = {k: one_cell(k, cells[k]) for k in _LAYOUT_ARGS}
     lacking = [InputError(k, None, allowed, "the input is required; the cell is empty")
                for k, allowed in _LAYOUT_REQUIRED.items() if v[k] is None]
     if lacking:
@@ -221,8 +222,7 @@ def LAYOUT_STEP_S(model, gpu, n_gpus, seq_len, global_batch_tokens, tp=None, pp=
                   recompute=None, micro_batch=None, cp=None, virtual_stages=None, seq_parallel=None, ep=None,
                   stack=None):
     """Predicted seconds per optimizer step of one given layout (TP, PP, ZeRO, recompute, micro-batch, CP, ...), as PLAN and xlcalc plan give it for that layout pinned; empty layout cells: one GPU's defaults. An error says why a layout does not divide or fit."""  # noqa: E501
-    return _layout_plan((model, gpu, n_gpus, seq_len, global_batch_tokens, tp, pp, zero_stage, recompute,
-                         micro_batch, cp, virtual_stages, seq_parallel, ep, stack)).step_s
+    return _layout_plan(locals()).step_s
 
 
 @func(category=CATEGORY)
@@ -231,8 +231,7 @@ def LAYOUT_STEP_S(model, gpu, n_gpus, seq_len, global_batch_tokens, tp=None, pp=
 def LAYOUT_MFU(model, gpu, n_gpus, seq_len, global_batch_tokens, tp=None, pp=None, zero_stage=None, recompute=None,
                micro_batch=None, cp=None, virtual_stages=None, seq_parallel=None, ep=None, stack=None):
     """Predicted model FLOPs utilisation (a fraction of the GPUs' dense peak; attention and logits counted) of one given layout, as PLAN and xlcalc plan give it for that layout pinned: model FLOPs per step / (step time x GPUs x peak)."""  # noqa: E501
-    return _layout_plan((model, gpu, n_gpus, seq_len, global_batch_tokens, tp, pp, zero_stage, recompute,
-                         micro_batch, cp, virtual_stages, seq_parallel, ep, stack)).mfu
+    return _layout_plan(locals()).mfu
 
 
 @func(category=CATEGORY)
@@ -242,8 +241,7 @@ def LAYOUT_TOKENS_PER_S_PER_GPU(model, gpu, n_gpus, seq_len, global_batch_tokens
                                 zero_stage=None, recompute=None, micro_batch=None, cp=None, virtual_stages=None,
                                 seq_parallel=None, ep=None, stack=None):
     """Predicted training throughput of one given layout, tokens per second per GPU (global batch tokens / step time / GPUs), as PLAN and xlcalc plan give it for that layout pinned."""  # noqa: E501
-    return _layout_plan((model, gpu, n_gpus, seq_len, global_batch_tokens, tp, pp, zero_stage, recompute,
-                         micro_batch, cp, virtual_stages, seq_parallel, ep, stack)).tokens_per_s_per_gpu
+    return _layout_plan(locals()).tokens_per_s_per_gpu
 
 
 LAYOUT_UDFS: tuple[str, ...] = ("LAYOUT_STEP_S", "LAYOUT_MFU", "LAYOUT_TOKENS_PER_S_PER_GPU")

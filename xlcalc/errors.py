@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+K = TypeVar("K")
 
 
 class InputError(ValueError):
@@ -23,6 +25,19 @@ class InputError(ValueError):
         self.name, self.value, self.allowed, self.detail = name, value, allowed, detail
         self.problems: tuple[InputError, ...] = (self,)
         super().__init__(_line(name, value, allowed, detail))
+
+    @classmethod
+    def each(cls, check: Callable[[K], Any], keys: Iterable[K]) -> dict[K, Any]:
+        """``{key: check(key)}`` for every key; one error reporting every key whose check raised one."""
+        out, errors = {}, []
+        for key in keys:
+            try:
+                out[key] = check(key)
+            except InputError as exc:
+                errors.append(exc)
+        if errors:
+            raise cls.all(errors)
+        return out
 
     @classmethod
     def all(cls, errors: Iterable[InputError]) -> InputError:

@@ -64,16 +64,12 @@ def _parse_int(text: str) -> int | _HugeNumber:
     return int(text) if len(text) <= 30 else _HugeNumber(text)
 
 
-def _parse_constant(text: str) -> float:
-    return float(text)  # NaN, Infinity, -Infinity: refused by key below
-
-
 def read_hf_config(path: str | Path) -> dict[str, Any]:
     """The JSON object of a ``config.json`` file (a clear :class:`InputError` for a missing, huge, special or
     broken file: the size is checked before anything is read, a FIFO or device is never opened for reading)."""
     raw = read_limited(path, "config", MAX_CONFIG_BYTES, "config.json file")
     try:
-        data = json.loads(raw.decode("utf-8"), parse_int=_parse_int, parse_constant=_parse_constant)
+        data = json.loads(raw.decode("utf-8"), parse_int=_parse_int, parse_constant=float)  # NaN, Infinity: refused by key
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError("config", str(path), "a UTF-8 JSON file", str(exc)) from None
     except (RecursionError, ValueError) as exc:

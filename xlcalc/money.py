@@ -237,11 +237,6 @@ def ranges(scenario: Scenario) -> list[RangeRow]:
     return out
 
 
-def base_days_cost(scenario: Scenario) -> tuple[float, float]:
-    """Wall-clock days and total cost of a scenario at its base values."""
-    return _days_cost(scenario)
-
-
 __all__ = ["Row", "RangeRow", "BUDGET_PLAN_VALUES", "SEED001_TIERS", "seed001_tiers", "budget_plan",
            "budget_plan_table", "own_vs_rent", "goodput_rows",
-           "ranges", "base_days_cost"]
+           "ranges"]

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, cast
@@ -172,19 +171,18 @@ OUTPUT_BY_NAME = {o.name: o for o in OUTPUTS}
 BOUNDED_OUTPUTS = tuple(o.name for o in OUTPUTS if o.formula.at_most is not None)
 
 
-def output_excel(out: OutputCell, names: dict[str, str] | None = None) -> str:
+def output_excel(out: OutputCell) -> str:
     """The Excel formula text of a named result, over the defined names.
 
     A sub-result that an earlier named output already computes (e.g. 6ND inside
     Train_Days) is written as that output's name, so the workbook reads like the maths.
     """
-    render_name = _names_callable(names)
     subs: dict[Any, str] = {}
     for earlier in OUTPUTS:
         if earlier.name == out.name:
             break
-        subs[earlier.expr().key()] = render_name(earlier.name)
-    return output_expr(out).to_excel(render_name, subs)
+        subs[earlier.expr().key()] = earlier.name
+    return output_expr(out).to_excel(lambda n: n, subs)
 
 
 def output_expr(out: OutputCell) -> Expr:
@@ -257,11 +255,3 @@ def plain_expr(out: OutputCell) -> Expr:
     """The formula of a named result without the layout guard or the bound's message (for results written inside
     another's formula)."""
     return out.formula.expr.substitute(out.args)
-
-
-def _names_callable(names: Any) -> Callable[[str], str]:
-    if names is None:
-        return lambda n: n
-    if callable(names):
-        return names
-    return lambda n: names.get(n, n)

@@ -275,15 +275,9 @@ class Scenario(BaseModel):
         if not isinstance(data, dict):
             return data
         data = dict(data)
-        text_errors = []
-        for field in ("name", "notes"):  # text a workbook stores: no control characters (a notes line break is fine)
-            if isinstance(data.get(field), str):
-                try:
-                    check_text(field, data[field], "\t\n" if field == "notes" else "")
-                except InputError as exc:
-                    text_errors.append(exc)
-        if text_errors:
-            raise InputError.all(text_errors)
+        # text a workbook stores: no control characters (a notes line break is fine)
+        InputError.each(lambda f: check_text(f, data[f], "\t\n" if f == "notes" else ""),
+                        [f for f in ("name", "notes") if isinstance(data.get(f), str)])
         if data.get("recipe") is not None:
             data["recipe"] = get_recipe(str(data["recipe"])).id if str(data["recipe"]).strip() else None
         if data.get("framework") is not None or data.get("precision") is not None:  # the names as xlcalc.frameworks
@@ -296,16 +290,9 @@ class Scenario(BaseModel):
             data["ffn_hidden"] = 4 * hidden if isinstance(hidden, (int, float)) and not isinstance(hidden, bool) else None
             if data["ffn_hidden"] is None:
                 data.pop("ffn_hidden")
-        errors = []
-        for field, value in list(data.items()):
-            cell = INPUT_BY_FIELD.get(field)
-            if cell is not None and value is not None:
-                try:
-                    data[field] = validate_one(spec(cell.spec_name), value, name=field)
-                except InputError as exc:
-                    errors.append(exc)
-        if errors:  # every input that is not allowed, at once
-            raise InputError.all(errors)
+        data.update(InputError.each(  # every input that is not allowed, at once
+            lambda f: validate_one(spec(INPUT_BY_FIELD[f].spec_name), data[f], name=f),
+            [f for f, value in data.items() if f in INPUT_BY_FIELD and value is not None]))
         return data
 
     @model_validator(mode="after")
@@ -513,21 +500,18 @@ def load_scenario(path: str | Path) -> Scenario:
 def scenario_fields(data: dict[str, Any]) -> dict[str, Any]:
     """The keys and values of a scenario file checked as untrusted input (see :func:`load_scenario`)."""
     fields = Scenario.model_fields
-    errors: list[InputError] = []
-    for key, value in data.items():
-        try:
-            check_text("scenario key", key, "")
-            if key not in fields:
-                raise UnknownNameError("scenario field", key, sorted(fields))
-            if key == "notes" and isinstance(value, str):
-                check_text(key, value, "\t\n")  # notes may hold line breaks
-            else:
-                check_value(key, value)
-            _check_type(key, value, fields[key].annotation)
-        except InputError as exc:
-            errors.append(exc)
-    if errors:
-        raise InputError.all(errors)
+    def check(key: str) -> None:
+        value = data[key]
+        check_text("scenario key", key, "")
+        if key not in fields:
+            raise UnknownNameError("scenario field", key, sorted(fields))
+        if key == "notes" and isinstance(value, str):
+            check_text(key, value, "\t\n")  # notes may hold line breaks
+        else:
+            check_value(key, value)
+        _check_type(key, value, fields[key].annotation)
+
+    InputError.each(check, data)
     return dict(data)
 
 

@@ -115,16 +115,7 @@ def validate_all(values: Mapping[str, Any], names: Mapping[str, str] | None = No
 
     ``names`` maps a value's key to the input spec that checks it (default: the key itself).
     """
-    clean: dict[str, Any] = {}
-    errors: list[InputError] = []
-    for key, value in values.items():
-        try:
-            clean[key] = validate_one(_spec((names or {}).get(key, key)), value, name=key)
-        except InputError as exc:
-            errors.append(exc)
-    if errors:
-        raise InputError.all(errors)
-    return clean
+    return InputError.each(lambda key: validate_one(_spec((names or {}).get(key, key)), values[key], name=key), values)
 
 
 def call_error(func_name: str, signature: inspect.Signature, args: Sequence[Any], kwargs: Mapping[str, Any],

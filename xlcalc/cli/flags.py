@@ -89,9 +89,9 @@ def add_switch(p: Any, name: str, text: str, default: Any = DECLARED) -> None:
                    help=argparse.SUPPRESS)
 
 
-def switch_value(args: argparse.Namespace, name: str, spec_name: str | None = None) -> bool | None:
+def switch_value(args: argparse.Namespace, name: str) -> bool | None:
     """The TRUE/FALSE a switch was given as (None when left out), checked as the input's spec takes it."""
     from .fmt import cli_value
 
     value = getattr(args, name)
-    return None if value is None else bool(check_value(spec_name or name, cli_value(value), label=name))
+    return None if value is None else bool(check_value(name, cli_value(value), label=name))

@@ -138,14 +138,8 @@ def values_from_args(args: argparse.Namespace) -> dict:
         v["batch_sequences"] = v.pop("global_batch")
     if args.sharding:
         v["sharding"] = args.sharding
-    switches, wrong = {}, []  # every TRUE/FALSE flag that is neither, at once
-    for name in ("seq_parallel", "optimizer_offload", "grads_freed", "flash_attention", "gated_ffn", "tied_embeddings"):
-        try:
-            switches[name] = switch_value(args, name)
-        except InputError as exc:
-            wrong.append(exc)
-    if wrong:
-        raise InputError.all(wrong)
+    switches = InputError.each(lambda name: switch_value(args, name), (  # every TRUE/FALSE flag that is neither, at once
+        "seq_parallel", "optimizer_offload", "grads_freed", "flash_attention", "gated_ffn", "tied_embeddings"))
     for name in ("seq_parallel", "optimizer_offload", "flash_attention"):
         v[name] = MEMORY_DEFAULTS[name] if switches[name] is None else switches[name]
     if switches["grads_freed"] is not None:  # over the framework's (framework_values)

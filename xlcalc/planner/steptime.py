@@ -307,8 +307,9 @@ def microbatch_lower_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, 
 
 
 @lru_cache(maxsize=1024)
-def _flops_per_token(arch: Arch, seq_len: int, recompute: str) -> tuple[float, float]:
-    """(model FLOPs, hardware FLOPs) per token: MODEL_FLOPS_PER_TOKEN and HARDWARE_FLOPS_PER_TOKEN."""
+def flops_per_token(arch: Arch, seq_len: int, recompute: str = "none") -> tuple[float, float]:
+    """(model FLOPs, hardware FLOPs) per trained token of an architecture: MODEL_FLOPS_PER_TOKEN and
+    HARDWARE_FLOPS_PER_TOKEN, MLA's projections by their own parameters, an MoE's active experts only."""
     kw = dict(layers=arch.layers, hidden=arch.hidden, heads=arch.heads, kv_heads=arch.kv_heads,
               head_dim=arch.head_dim, ffn_hidden=arch.ffn_hidden, vocab=arch.vocab, seq_len=seq_len,
               gated_ffn=arch.gated_ffn)
@@ -323,12 +324,6 @@ def _flops_per_token(arch: Arch, seq_len: int, recompute: str) -> tuple[float, f
         model += 3 * delta
         hardware += (4 if recompute == "full" else 3.5 if recompute == "op_selective" else 3) * delta
     return model, hardware
-
-
-def flops_per_token(arch: Arch, seq_len: int, recompute: str = "none") -> tuple[float, float]:
-    """(model FLOPs, hardware FLOPs) per trained token of an architecture: MODEL_FLOPS_PER_TOKEN and
-    HARDWARE_FLOPS_PER_TOKEN, MLA's projections by their own parameters, an MoE's active experts only."""
-    return _flops_per_token(arch, seq_len, recompute)
 
 
 def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: int, global_batch: int) -> Prediction:
@@ -427,7 +422,7 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     step = fs.step_time_s.fast(microbatches=m, microbatch_s=mb_s, pp=p, virtual_stages=v, comm_s=t_dp, compute_s=t_opt)
     n = cfg.n_gpus
     tokens = global_batch * seq_len
-    mfpt, hfpt = _flops_per_token(arch, seq_len, rc)
+    mfpt, hfpt = flops_per_token(arch, seq_len, rc)
     peak = hw.peak_tflops
     pred.step_s = step
     pred.compute_s = m * (compute_mb - recompute_mb)

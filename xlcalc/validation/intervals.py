@@ -19,9 +19,8 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from pathlib import Path
 
-from ..planner.ranges import INTERVAL_JSON
+from ..planner.ranges import INTERVAL_JSON as INTERVAL_JSON  # the file scripts/make_validation.py writes
 
 LEVEL = 0.8
 
@@ -114,8 +113,3 @@ def as_text(data: dict) -> str:
     lines = [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()]
     rows = [f"  {json.dumps(r)}" for r in data["log_errors"]]
     return "{\n" + "\n".join(lines) + '\n "log_errors": [\n' + ",\n".join(rows) + "\n ]\n}\n"
-
-
-def load_interval(path: Path = INTERVAL_JSON) -> dict:
-    """The shipped interval data (see :func:`interval_data`)."""
-    return json.loads(path.read_text(encoding="utf-8"))

@@ -333,7 +333,7 @@ def value_check(x: Var, where: str, name: str, lists: dict[str, tuple[str, str, 
     return if_(IsNumber(x), inside, not_number)
 
 
-def _first_failing(book: Book, refs: list[str], reg: Registry) -> Any:
+def _first_failing(refs: list[str], reg: Registry) -> Any:
     """The first of ``refs`` (check cells) that is not OK, else OK: nested IFs, in cells of their own by chunks."""
     if len(refs) > MAX_NESTED:  # each chunk's own gathering cell (a set of its own: the inputs of those checks)
         cells = [reg.ref(frozenset(refs[i:i + MAX_NESTED])) for i in range(0, len(refs), MAX_NESTED)]
@@ -495,7 +495,7 @@ def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int
             members = reg.members(names)
             book.put(s, f"A{row}", f"{len(members)} inputs")
             book.put(s, f"B{row}", ", ".join(m.replace("$", "") for m in members))
-            book.put(s, f"C{row}", _first_failing(book, members, reg), "formula")
+            book.put(s, f"C{row}", _first_failing(members, reg), "formula")
     last = GROUP_FIRST_ROW + len(reg.groups) - 1
     book.rules.append((s, f"C{GROUP_FIRST_ROW}:C{last}", "bad_unless_ok"))
     # the message whole, wrapped: the cell it blames (at most WHERE_CHARS), then the layout check's message

@@ -16,7 +16,7 @@ from ..layout import LAYOUT_OK, preset_stage_ends
 from ..outputs import OUTPUT_BY_NAME, OUTPUTS
 from ..scenario import INPUT_BY_NAME, INPUTS, Scenario
 from . import checks
-from .catalogs import GPU_DERIVED
+from .catalogs import GPU_DERIVED, Table
 from .messages import CHECK_CELL_POINTER, CHECK_POINTER, longest_layout_message, message_cell
 from .model import Concat, IfError, IsNumber, coord, placed, ref_text
 from .rendering import (
@@ -116,30 +116,14 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         else:
             b.put(s, f"{col}{row}", sc.name, "text_input")
         row += 1
-        b.put(s, f"A{row}", "Model preset")
-        if linked:  # the architecture follows the Inputs sheet's preset and numbers
-            model_ref = b.put(s, f"{col}{row}", "as on Inputs", "note")
-        else:
-            model_ref = checks.register(b.put(s, f"{col}{row}", sc.model or "", "text_input"), "Model_Preset")
-            b.validations.append({"sheet": s, "at": f"{col}{row}", "label": "Model preset",
-                                  "list": "=" + id_range(ctx.models),
-                                  "allowed": "a model id from the Models sheet, or empty"})
-        row += 1
-        b.put(s, f"A{row}", "GPU type")
-        gpu_ref = checks.register(b.put(s, f"{col}{row}", sc.gpu or "", "text_input"), "GPU_Type")
-        b.validations.append({"sheet": s, "at": f"{col}{row}", "label": "GPU type",
-                              "list": "=" + ref_text(ctx.gpus.sheet, f"A{ctx.gpus.first_row}") + f":$A${ctx.gpus.last_row}",
-                              "allowed": "a GPU id from the GPUs sheet, or empty"})
-        row += 1
-        b.put(s, f"A{row}", "Precision recipe")
-        if linked:  # the bytes per parameter follow the Inputs sheet's recipe and numbers
-            recipe_ref = b.put(s, f"{col}{row}", "as on Inputs", "note")
-        else:
-            recipe_ref = checks.register(b.put(s, f"{col}{row}", sc.recipe or "", "text_input"), "Recipe_Id")
-            b.validations.append({"sheet": s, "at": f"{col}{row}", "label": "Precision recipe",
-                                  "list": "=" + id_range(ctx.recipes),
-                                  "allowed": "a recipe id from the Recipes sheet, or empty"})
-        row += 1
+        # a linked column's architecture and bytes per parameter follow the Inputs sheet's preset, recipe and numbers
+        model_ref = _pick(ctx, s, col, row, "Model preset", sc.model, "Model_Preset", ctx.models, "a model id from "
+                          "the Models sheet, or empty", linked)
+        gpu_ref = _pick(ctx, s, col, row + 1, "GPU type", sc.gpu, "GPU_Type", ctx.gpus,
+                        "a GPU id from the GPUs sheet, or empty", False)
+        recipe_ref = _pick(ctx, s, col, row + 2, "Precision recipe", sc.recipe, "Recipe_Id", ctx.recipes,
+                           "a recipe id from the Recipes sheet, or empty", linked)
+        row += 3
         framework = framework_cells(ctx, s, col, row, sc, linked)
         row += 2
         for cell in INPUTS:
@@ -200,6 +184,20 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         maps.append(varmap)
     b.freeze[s] = "C5"
     return maps
+
+
+def _pick(ctx: Ctx, s: str, col: str, row: int, label: str, value: str | None, name: str, table: Table,
+          allowed: str, linked: bool) -> Any:
+    """A column's catalog pick in row ``row``: a dropdown of ``table``'s ids checked as ``name``, or "as on Inputs"
+    in a linked column. Returns its cell."""
+    b = ctx.book
+    b.put(s, f"A{row}", label)
+    if linked:
+        return b.put(s, f"{col}{row}", "as on Inputs", "note")
+    ref = checks.register(b.put(s, f"{col}{row}", value or "", "text_input"), name)
+    b.validations.append({"sheet": s, "at": f"{col}{row}", "label": label, "list": "=" + id_range(table),
+                          "allowed": allowed})
+    return ref
 
 
 def framework_cells(ctx: Ctx, s: str, col: str, row: int, sc: Scenario, linked: bool) -> dict[str, Var]:
