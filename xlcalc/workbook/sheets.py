@@ -37,8 +37,6 @@ from .rendering import (
 BUDGET_FIELDS = ("failure_frac", "experiments_frac", "experiments_usd", "data_frac", "data_usd", "people_frac",
                  "people_usd", "other_usd", "budget_usd")
 TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes"}
-CHOICE_NAMES = {"Model_Preset": "model", "GPU_Type": "gpu", "Recipe_Id": "recipe", "Framework": "framework",
-                "Precision": "precision", "Price_Tier": "price_tier"}
 
 
 @dataclass

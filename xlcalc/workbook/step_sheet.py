@@ -9,7 +9,6 @@ search evaluates, so the sheet gives ``xlcalc plan``'s step time and MFU for the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 from .. import catalog
@@ -31,7 +30,7 @@ from .model import Book, Concat, IsNumber, LookupOr, coord
 from .rendering import guarded, needs, pointing
 from .sheets import Ctx, header_row
 
-__all__ = ["STACK_SHEET", "STEP_SHEET", "StackTable", "stack_sheet", "step_time_sheet"]
+__all__ = ["STACK_SHEET", "STEP_SHEET", "stack_sheet", "step_time_sheet"]
 
 STACK_SHEET, STEP_SHEET = "Stacks", "StepTime"
 # the Stacks sheet's fact columns: the planner's Settings field, the chain input it gives, header, number format
@@ -55,17 +54,9 @@ STACK_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
 )
 # Llama 2's batch: 4M tokens, 1,024 sequences of 4,096 (Touvron et al. 2023 §2.2); the example on a model with none
 EXAMPLE_BATCH_SEQUENCES = 1024
-# the GPUs sheet's columns the chain reads (xlcalc.workbook.catalogs.GPU_COLUMNS)
-GPU_FACTS = ("hbm_tb_s", "scaleup_gb_s", "scaleout_gb_s", "nvlink_domain", "sm_count", "step_matmul_efficiency",
-             "attention_generation_factor")
 
 
-@dataclass(frozen=True)
-class StackTable(Table):
-    pass
-
-
-def stack_sheet(book: Book) -> StackTable:
+def stack_sheet(book: Book) -> Table:
     """One row per software-stack profile (xlcalc.planner.stacks): the facts the step time takes from it, as the
     planner resolves them (the stack's documented facts over the planner's defaults)."""
     s = STACK_SHEET
@@ -87,10 +78,10 @@ def stack_sheet(book: Book) -> StackTable:
             book.put(s, coord(j, row), value, "input", None if fmt == "General" else fmt)
         book.put(s, coord(len(columns), row), "; ".join(f"{what} ({where})" for what, where in stack.facts), "text")
     book.freeze[s] = "B4"
-    return StackTable(s, tuple(columns), FIRST, FIRST + len(STACKS) - 1)
+    return Table(s, tuple(columns), FIRST, FIRST + len(STACKS) - 1)
 
 
-def _stack_fact(stacks: StackTable, field: str) -> Expr:
+def _stack_fact(stacks: Table, field: str) -> Expr:
     missing = Concat(Var("Stack"), ": not on the Stacks sheet \u2014 pick a stack from the list")
     return IfError(LookupOr(Var("Stack"), stacks.sheet, "A", stacks.col(field), stacks.first_row, stacks.last_row,
                             ""), missing)
@@ -102,7 +93,7 @@ def _gpu_fact(gpus: Table, field: str, blank: Any) -> Expr:
                             gpus.last_row, blank), missing)
 
 
-def _sources(ctx: Ctx, stacks: StackTable) -> tuple[dict[str, Any], list[tuple[str, str, Expr, str, str]]]:
+def _sources(ctx: Ctx, stacks: Table) -> tuple[dict[str, Any], list[tuple[str, str, Expr, str, str]]]:
     """The chain's inputs over the workbook's names, and the fact rows to place: (name, label, formula, unit,
     number format)."""
     gpus = ctx.gpus
@@ -154,7 +145,7 @@ def _sources(ctx: Ctx, stacks: StackTable) -> tuple[dict[str, Any], list[tuple[s
     return src, facts
 
 
-def step_time_sheet(ctx: Ctx, stacks: StackTable) -> None:
+def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
     """The step time of the Inputs sheet's layout for the Stack picked here and the global batch typed here."""
     s, b = STEP_SHEET, ctx.book
     b.put(s, "A1", "Step time and MFU of this layout, by the planner's model", "title")
