@@ -97,7 +97,9 @@ MODES = ("none", "selective", "op_selective", "full")
 @given(st.sampled_from([1, 2, 4, 8]), st.booleans(), st.booleans(), st.integers(1, 8),
        st.sampled_from([0, 8, 64]), st.sampled_from([0, 512]))
 def test_recompute_modes_keep_less(tp, sp, flash, b, experts, kv_lora):
+    # Llama 3 8B's shape, SwiGLU FFN included (gated_ffn: the FFN-shaped functions' default is a plain FFN)
     args = dict(seq_len=4096, micro_batch=b, hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn_hidden=14336,
+                gated_ffn=True,
                 tp=tp, seq_parallel=sp, flash_attention=flash, experts=experts, topk=2, expert_ffn_hidden=2048,
                 kv_lora_rank=kv_lora, q_lora_rank=kv_lora, qk_rope_head_dim=64, qk_nope_head_dim=128, v_head_dim=128)
     none, sel, op, full = (layer_activation_bytes(**args, recompute=m) for m in MODES)

@@ -108,6 +108,7 @@ def _sources(ctx: Ctx, stacks: Table) -> tuple[dict[str, Any], list[tuple[str, s
          fs.dense_layer_params(hidden=Var("Hidden"), heads=Var("Heads"), kv_heads=Var("KV_Heads"),
                                head_dim=Var("Hidden") / Var("Heads"), ffn_hidden=Var("FFN_Hidden"),
                                gated_ffn=Var("Gated_FFN")), "parameters", "#,##0")
+
     def no(what: str, where: str = "type it on the GPUs sheet") -> Expr:
         return Concat(Var("GPU_Type"), f": no published {what} \u2014 {where}")
 
@@ -140,8 +141,9 @@ def _sources(ctx: Ctx, stacks: Table) -> tuple[dict[str, Any], list[tuple[str, s
         "fraction", "0%")
     for field, chain_input, label, fmt in STACK_COLUMNS:
         if chain_input and chain_input not in src:
-            src[chain_input] = fact("Step_" + "_".join(p.capitalize() for p in field.split("_")), label,
-                                    stack[field], "", fmt)
+            unit = "fraction" if fmt.endswith("%") else "bytes" if "bytes" in label else ""
+            src[chain_input] = fact("Step_" + "_".join(p.capitalize() for p in field.split("_")),
+                                    label[0].upper() + label[1:] + " (the stack's)", stack[field], unit, fmt)
     return src, facts
 
 
