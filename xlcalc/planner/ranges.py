@@ -47,6 +47,13 @@ def interval_data() -> dict[str, Any]:
     return data
 
 
+def mfu_range_factors(d: dict[str, Any] | None = None) -> tuple[float, float]:
+    """(low, high) multipliers of a predicted MFU at the ends of its range: exp(-q90) and exp(-q10) of the held-out
+    log errors ``d`` (default: the stack profiles', the range of a plan with its stack named)."""
+    d = d if d is not None else interval_data()
+    return math.exp(-d["q90_log_error"]), math.exp(-d["q10_log_error"])
+
+
 def prediction_range(mfu: float, days: float, gpu_hours: float, cost_usd: Optional[float],
                      stack: Optional[str] = "named", named: bool = True) -> PredictionRange:
     """The range of one prediction: MFU bounds from the percentiles, the rest scaled as 1 / MFU. ``named`` False (no
@@ -56,7 +63,8 @@ def prediction_range(mfu: float, days: float, gpu_hours: float, cost_usd: Option
     top = interval_data()
     key = "planner" if stack in (None, PLANNER) else None if named else "without_stack"
     d = top if key is None or not top.get(key) else {**top, **top[key]}
-    mfu_low, mfu_high = mfu * math.exp(-d["q90_log_error"]), mfu * math.exp(-d["q10_log_error"])
+    low_x, high_x = mfu_range_factors(d)
+    mfu_low, mfu_high = mfu * low_x, mfu * high_x
     what = ("plans without a stack named (the default stack, " + DEFAULT_STACK + ")" if key == "without_stack"
             else "plans at the planner's own settings")
     return PredictionRange(

@@ -8,7 +8,7 @@ from typing import Any, Optional
 from .architecture import Arch
 from .hardware import Hardware
 from .settings import Settings
-from .steptime import Config
+from .steptime import Config, microbatches_per_step
 
 __all__ = ["not_covered", "stack_facts", "step_chain_inputs"]
 
@@ -41,7 +41,7 @@ def step_chain_inputs(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_l
         "layer_params": arch.layer_params, "embedding_params": arch.embedding_params,
         "tied_embeddings": arch.tied_embeddings,
         "seq_len": seq_len, "micro_batch": cfg.micro_batch,
-        "microbatches": int(round(global_batch / cfg.dp / cfg.micro_batch)),
+        "microbatches": microbatches_per_step(cfg, global_batch),
         "tp": cfg.tp, "pp": cfg.pp, "dp": cfg.dp, "cp": cfg.cp, "zero_stage": cfg.zero_stage,
         "seq_parallel": cfg.seq_parallel, "recompute": cfg.recompute, "virtual_stages": cfg.virtual_stages,
         # the end stages' layers where they differ from the middle ones (0: an even split)

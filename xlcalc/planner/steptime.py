@@ -440,10 +440,14 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     return pred
 
 
+def microbatches_per_step(cfg: Config, global_batch: int) -> int:
+    """Micro-batches each data-parallel replica runs per step: global batch (sequences) / (DP x micro-batch)."""
+    return int(round(global_batch / cfg.dp / cfg.micro_batch))
+
+
 def evaluate(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, global_batch: int) -> Prediction:
     """Memory and step time of one configuration (global_batch in sequences)."""
-    per_replica = global_batch / cfg.dp
-    microbatches = int(round(per_replica / cfg.micro_batch))
+    microbatches = microbatches_per_step(cfg, global_batch)
     with numeric():
         pred = memory(arch, hw, st, cfg, seq_len // cfg.cp, microbatches)
         return timing(pred, arch, hw, st, seq_len, global_batch)

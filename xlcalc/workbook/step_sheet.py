@@ -8,7 +8,6 @@ search evaluates, so the sheet gives ``xlcalc plan``'s step time and MFU for the
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from .. import catalog
@@ -19,7 +18,7 @@ from ..formulas import steptime as fs
 from ..inputs import spec
 from ..layout import LAYOUT_OK
 from ..planner import Settings
-from ..planner.ranges import interval_data
+from ..planner.ranges import interval_data, mfu_range_factors
 from ..planner.stacks import DEFAULT_STACK, STACKS
 from ..planner.step_chain import stack_facts
 from ..stage_memory import Step
@@ -265,10 +264,10 @@ def _range_factors() -> list[tuple[str, str, float, str]]:
     where = (f"exp(-{{}}) of log(predicted / measured MFU) over {d['runs']} published runs of {d['sources']} sources, "
              f"each predicted leave-one-source-out ({d['out_of_sample_coverage']:.0%} of them inside the range "
              "out of sample; xlcalc/data/mfu_interval.json, docs/validation.md)")
+    low_x, high_x = mfu_range_factors()
     return [("Step_Range_Low_X", f"MFU range, low end (x the prediction; {d['level']:.0%} of held-out runs)",
-             math.exp(-d["q90_log_error"]), where.format("q90")),
-            ("Step_Range_High_X", "MFU range, high end (x the prediction)", math.exp(-d["q10_log_error"]),
-             where.format("q10"))]
+             low_x, where.format("q90")),
+            ("Step_Range_High_X", "MFU range, high end (x the prediction)", high_x, where.format("q10"))]
 
 
 def _range_steps() -> tuple[Step, ...]:
