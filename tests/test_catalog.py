@@ -419,3 +419,17 @@ def test_cuda_memory_needs_its_source():
 
     with pytest.raises(PydanticError, match="cuda_memory_source"):
         GPU(id="x", name="X", vendor="V", source="a datasheet", memory_gb=80, cuda_memory_bytes=85_000_000_000)
+
+
+@pytest.mark.parametrize("biases,gated,relative", [(b, g, r) for b in (False, True) for g in (False, True)
+                                                   for r in (False, True)])
+def test_a_dense_layer_is_the_registered_formula_plus_the_models_extras(biases, gated, relative):
+    # One count of a dense layer: Model.layer_params is DENSE_LAYER_PARAMS (what the step-time chain and the StepTime
+    # sheet count) plus biases and relative-position terms. Checked against the catalog's count by parts (attention +
+    # FFN + two norms, with a shift each when the model has biases) for every catalog model without MLA.
+    for m in catalog.models():
+        if m.kv_lora_rank:
+            continue
+        m = m.model_copy(update=dict(biases=biases, gated_ffn=gated, relative_positions=relative))
+        by_parts = m.attention_params() + m.ffn_params(m.ffn_hidden) + 2 * m.hidden * (2 if biases else 1)
+        assert m.layer_params(False) == by_parts, m.id

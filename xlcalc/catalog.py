@@ -18,6 +18,7 @@ from typing import Any, Literal, Optional, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import CatalogError, InputError
+from .formulas.steptime import dense_layer_params
 from .recipes import DEFAULT_SEQ_LEN, MEMORY_DEFAULTS
 
 DATA: Traversable = files(__package__ or "xlcalc") / "data"  # package data, read through importlib.resources
@@ -221,7 +222,16 @@ class Model(_Row):
         return mats * self.hidden * inner + bias
 
     def layer_params(self, moe: bool, active: bool = False) -> int:
+        """Parameters of one layer. A dense layer without MLA is the registered DENSE_LAYER_PARAMS (the bias-free
+        pre-norm layer the step-time chain and the StepTime sheet count) plus what this model adds to it: biases
+        (q, k, v, o; the FFN's when not gated; the norms' shifts) and Transformer-XL's relative-position terms."""
         norms = 2 * self.hidden * (2 if self.biases else 1)
+        if not moe and not self.kv_lora_rank:
+            h, b, f = self.hidden, int(self.biases), self.ffn_hidden
+            extras = b * (self.heads * self.dh + 2 * self.kv * self.dh + h + 2 * h)
+            extras += (f + h) if self.biases and not self.gated_ffn else 0
+            extras += (h * self.heads * self.dh + 2 * self.heads * self.dh) if self.relative_positions else 0
+            return int(dense_layer_params(h, self.heads, self.kv, self.dh, f, self.gated_ffn)) + extras
         if not moe:
             return self.attention_params() + self.ffn_params(self.ffn_hidden) + norms
         assert self.moe_ffn_hidden
