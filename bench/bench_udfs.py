@@ -95,7 +95,7 @@ def measure(name, fn, args, floor, col, passes: int) -> dict[str, benchdoc.Timin
         try:
             return fn(*call)
         finally:
-            runtime.USE_NUMPY = runtime._np is not None
+            runtime.USE_NUMPY = runtime.HAVE_NUMPY
 
     reference = by_numpy()
     assert all(abs(x[0] - y[0]) <= 1e-12 * abs(y[0]) for x, y in zip(out, reference)), name

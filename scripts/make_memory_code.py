@@ -4,7 +4,7 @@
     python scripts/make_memory_code.py --check  # exit 1 if it is out of date
 
 The steps are those of ``xlcalc.stage_memory.memory_steps`` (each one registered formula of
-``xlcalc.formulas``), with every nested formula inlined (``xlcalc.pycode``). The planner evaluates thousands of
+``xlcalc.formulas``), with every nested formula inlined (``xlcalc.engine.compiled``). The planner evaluates thousands of
 configurations per search; one plain function per variant skips the per-step dispatch. The module is generated
 and committed (grep finds every line the planner runs); tests/test_memory_code.py checks that it is up to date
 and that it gives the numbers of the step-by-step evaluation.
@@ -21,10 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from xlcalc.atomic import write_text  # noqa: E402
+from xlcalc.engine import python_steps  # noqa: E402
 from xlcalc.expr import functions as _functions  # noqa: E402
 from xlcalc.expr.nodes import Var  # noqa: E402
 from xlcalc.inputs import spec  # noqa: E402
-from xlcalc.pycode import python_steps  # noqa: E402
 from xlcalc.stage_memory import MODEL_INPUTS, VARIANTS, memory_steps  # noqa: E402
 
 OUT = ROOT / "xlcalc" / "stage_memory_code.py"

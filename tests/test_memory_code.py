@@ -1,6 +1,6 @@
 """The stage memory model compiled into plain Python (xlcalc/stage_memory_code.py) is what its steps give.
 
-The module is generated from the steps by scripts/make_memory_code.py (through xlcalc.pycode); the planner's
+The module is generated from the steps by scripts/make_memory_code.py (through xlcalc.engine.compiled); the planner's
 search runs it. The reference is the step-by-step evaluation (each step's registered formula called in turn,
 ``stage_memory.evaluate(compiled=False)``): both must give every step the same number, on configurations drawn
 across the model's inputs (dense and MoE, ZeRO 0-3, PP with uneven stages, CP, interleaving, recomputation, FP8
@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from xlcalc import stage_memory as sm
+from xlcalc.engine import python_expr
 from xlcalc.errors import InputError
 from xlcalc.expr.nodes import BinOp, Func, Num, Text, Var, wrap
-from xlcalc.pycode import python_expr
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -98,12 +98,12 @@ def test_every_formula_over_columns_equals_its_single_cells(f, mode):
 def test_random_rows_equal_single_cells_in_both_modes(f, data):
     scenarios = data.draw(st.lists(inputs_for(f.params), min_size=2, max_size=5))
     for use_numpy in (True, False):
-        runtime.USE_NUMPY = use_numpy and runtime._np is not None
+        runtime.USE_NUMPY = use_numpy and runtime.HAVE_NUMPY
         try:
             cols = [[[s[p]] for s in scenarios] for p in f.params]
             out = getattr(udfs, f.udf_name)(*cols)
         finally:
-            runtime.USE_NUMPY = runtime._np is not None
+            runtime.USE_NUMPY = runtime.HAVE_NUMPY
         for k, s in enumerate(scenarios):
             expected = _single(f, [s[p] for p in f.params])
             if isinstance(expected, _Message):
@@ -142,11 +142,11 @@ NUMERIC = [s for s in all_specs().values() if s.kind in ("float", "int")]
                                   st.sampled_from([0.0, 1.0, 3.0, 10.0, 100.0, 0.5])), min_size=1, max_size=4))
 def test_the_column_shortcut_accepts_only_what_validation_returns_unchanged(s, values):
     for use_numpy in (True, False):
-        runtime.USE_NUMPY = use_numpy and runtime._np is not None
+        runtime.USE_NUMPY = use_numpy and runtime.HAVE_NUMPY
         try:
             accepted = runtime._plainly_allowed(s, values)
         finally:
-            runtime.USE_NUMPY = runtime._np is not None
+            runtime.USE_NUMPY = runtime.HAVE_NUMPY
         if accepted:
             for v in values:
                 clean = validate_one(s, v)

@@ -1,7 +1,7 @@
 """Excel's functions and operators as Python computes them, and numbers as Excel writes them.
 
 :data:`EXCEL_FUNCTIONS` and :data:`PY_BINOPS` are what an expression tree evaluates with (``Expr.evaluate``),
-what the generated Python of :mod:`xlcalc.pycode` and :mod:`xlcalc.rowcode` calls, and what the worksheet
+what the generated Python of :mod:`xlcalc.engine.compiled` and :mod:`xlcalc.engine.rows` calls, and what the worksheet
 functions' runtime computes with; :func:`render_number` and :func:`as_text` write numbers as a spreadsheet does.
 """
 

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .expr.nodes import BinOp, Bool, Call, Expr, Func, Neg, Num, Text, Var, wrap
+from ..expr.nodes import BinOp, Bool, Call, Expr, Func, Neg, Num, Text, Var, wrap
 
 __all__ = ["inline", "python_expr", "python_steps", "PY_FUNCTIONS"]
 

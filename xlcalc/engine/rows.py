@@ -5,7 +5,7 @@
 results row by row (or one value when no column reaches the result). The parts without a column are computed
 once, then every row in one comprehension - the same operations in the same order as the tree (and a single
 cell), so the same floats. xlwings Lite may have no numpy; this is how its ranges stay fast. Like
-:mod:`xlcalc.pycode`, it writes Python source from expressions; unlike it, both branches of IF are computed
+:mod:`xlcalc.engine.compiled`, it writes Python source from expressions; unlike it, both branches of IF are computed
 (as a formula body called with numbers does), so an error in either gives the single cell's error.
 """
 
@@ -15,10 +15,10 @@ import math
 from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
-from .expr.excel import EXCEL_FUNCTIONS, PY_BINOPS
-from .expr.nodes import BinOp, Bool, Call, Func, Neg, Num, Text, Var
-from .inputs import spec
-from .registry import Formula
+from ..expr.excel import EXCEL_FUNCTIONS, PY_BINOPS
+from ..expr.nodes import BinOp, Bool, Call, Func, Neg, Num, Text, Var
+from ..inputs import spec
+from ..registry import Formula
 
 __all__ = ["NoRowForm", "rows_function"]
 
