@@ -59,7 +59,7 @@ class _Fitted(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
     how: str = Field(min_length=3, pattern=r"\S", description="what was fitted to what, and where (docs/validation.md)")
-    matmul_efficiency: Optional[float] = Field(default=None, gt=0, le=1)
+    matmul_efficiency: Optional[float] = Field(default=None, gt=0, le=1, strict=True)
 
 
 class _StackFile(_Table):
@@ -159,21 +159,27 @@ def _validate(schema: type[BaseModel], raw: dict[str, Any], label: str) -> Any:
 def _describe(raw: dict[str, Any], err: Any) -> str:
     """One validation error as "[[fact]] #2 source = '': what is allowed"."""
     loc = list(err.get("loc", ()))
-    table, parts = "", list[str]()
+    table, key = "", ""
     for i, part in enumerate(loc):
-        if isinstance(part, int) and i > 0:
-            parts[-1] = f"[[{loc[i - 1]}]] #{part + 1}"
+        if isinstance(part, int) and i > 0:  # the n-th table of an array of tables ([[fact]]), or item of a list
+            key = key.removesuffix(str(loc[i - 1]))
+            key += f"[[{loc[i - 1]}]] #{part + 1} " if str(loc[i - 1]) in _TABLES else f"{loc[i - 1]} #{part + 1}"
         else:
-            parts.append(str(part))
+            key += str(part) if not key or key.endswith(" ") else f".{part}"
             if i < len(loc) - 1 and str(part) in _TABLES:
                 table = str(part)
-    key = " ".join(parts) or "file"
+    key = key.strip() or "file"
     if err.get("type") == "missing":
         return f"{key}: missing (required)"
     value = f" = {err['input']!r}" if not isinstance(err.get("input"), dict) else ""
     if err.get("type") == "extra_forbidden":
         allowed = ", ".join(_TABLES[table].model_fields)
-        return f"{key}{value}: not a key of {f'[{table}]' if table else 'a stack file'} (allowed: {allowed})"
+        where = f"[[{table}]]" if table in ("fact", "alias", "no_profile") else f"[{table}]" if table else "a stack file"
+        return f"{key}{value}: not a key of {where} (allowed: {allowed})"
+    if err.get("type") == "string_pattern_mismatch":
+        wanted = ("a lowercase name of letters, digits, '.' and '-'" if err.get("ctx", {}).get("pattern") == _ID
+                  else "text, not blank")
+        return f"{key}{value}: {wanted}"
     return f"{key}{value}: {err.get('msg', 'invalid')}"
 
 
@@ -186,6 +192,9 @@ def _profile(path: Traversable, label: str, sid: str) -> dict[str, Any]:
         problems.append(f"id = {spec.id!r}: the file's name without .toml ({sid!r})")
     fitted = {k: v for k, v in (spec.fitted.model_extra or {}).items()}
     problems += _settings_problems("fitted", fitted) + _settings_problems("settings", spec.settings)
+    if "matmul_efficiency" in spec.settings:
+        problems.append(f"settings.matmul_efficiency = {spec.settings['matmul_efficiency']!r}: give the efficiency in "
+                        "[fitted] (fitted to the stack's runs, docs/validation.md)")
     both = sorted(set(fitted) & set(spec.settings))
     problems += [f"settings.{k} = {spec.settings[k]!r}: also in [fitted]; give it once" for k in both]
     named = {k for fact in spec.fact for k in fact.sets}
