@@ -191,3 +191,8 @@ def test_an_oversized_file_is_refused(copy):
     with (copy / "megatron.toml").open("a", encoding="utf-8") as f:
         f.write("#" * MAX_STACK_FILE_BYTES + "\n")
     _refused(copy, "megatron.toml", f"at most {MAX_STACK_FILE_BYTES:,} bytes")
+
+
+def test_a_listed_profile_without_its_file_is_refused(copy):
+    (copy / "megatron-2021.toml").unlink()
+    _refused(copy, "megatron-2021.toml", "cannot be read", "No such file")

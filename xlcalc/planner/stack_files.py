@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import difflib
 import tomllib
-from contextlib import ExitStack
 from importlib.resources import as_file
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -109,7 +108,8 @@ def load_stack_files(folder: str | Path | None = None, reserved: Optional[dict[s
     ``reserved``: names no profile or alias may take (name -> what it means)."""
     where: Traversable = Path(folder) if folder is not None else DATA / "stacks"
     shown = str(folder) if folder is not None else "xlcalc/data/stacks"
-    names_raw, names_label = _read(where / NAMES_FILE, f"{shown}/{NAMES_FILE}")
+    names_label = f"{shown}/{NAMES_FILE}"
+    names_raw = _read(where / NAMES_FILE, names_label)
     names = _validate(_NamesFile, names_raw, names_label)
     profiles = names.profiles
     _check_names(names, names_label, reserved or {})
@@ -127,17 +127,15 @@ def load_stack_files(folder: str | Path | None = None, reserved: Optional[dict[s
     return StackFiles(loaded, aliases, frameworks, {n.name: n.why for n in names.no_profile})
 
 
-def _read(path: Traversable, label: str) -> tuple[dict[str, Any], str]:
+def _read(path: Traversable, label: str) -> dict[str, Any]:
     """The TOML table of one stack file (read_limited: a regular file, at most MAX_STACK_FILE_BYTES)."""
-    with ExitStack() as stack:
-        try:
-            real = stack.enter_context(as_file(path))
-        except OSError as exc:
-            raise CatalogError(f"stack file {label} cannot be read: {exc.strerror or exc}") from exc
-        try:
+    try:
+        with as_file(path) as real:  # the packaged file's own path (a temporary copy from a zip)
             raw = read_limited(real, "stack file", MAX_STACK_FILE_BYTES, "stack profile TOML file")
-        except InputError as exc:
-            raise CatalogError(f"stack file {label} cannot be read: {exc}") from exc
+    except (OSError, InputError) as exc:
+        detail = (f"{exc.detail}; it must be {exc.allowed}" if isinstance(exc, InputError)
+                  else exc.strerror or str(exc))
+        raise CatalogError(f"stack file {label} cannot be read: {detail}") from exc
     try:
         table = tomllib.loads(raw.decode("utf-8"))
         check_value("", table)  # no NaN or infinity (TOML has them), no control characters
@@ -145,18 +143,18 @@ def _read(path: Traversable, label: str) -> tuple[dict[str, Any], str]:
         raise CatalogError(f"stack file {label} is not valid TOML: {exc}") from exc
     except InputError as exc:
         raise CatalogError(f"stack file {label} is not valid: {exc}") from exc
-    return table, label
+    return table
 
 
 def _validate(schema: type[BaseModel], raw: dict[str, Any], label: str) -> Any:
     try:
         return schema.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(_describe(raw, e) for e in exc.errors())
+        problems = "; ".join(_describe(e) for e in exc.errors())
         raise CatalogError(f"stack file {label} is not valid: {problems}") from exc
 
 
-def _describe(raw: dict[str, Any], err: Any) -> str:
+def _describe(err: Any) -> str:
     """One validation error as "[[fact]] #2 source = '': what is allowed"."""
     loc = list(err.get("loc", ()))
     table, key = "", ""
@@ -185,12 +183,12 @@ def _describe(raw: dict[str, Any], err: Any) -> str:
 
 def _profile(path: Traversable, label: str, sid: str) -> dict[str, Any]:
     """One profile's Stack arguments, every rule of the module docstring checked."""
-    raw, _ = _read(path, label)
+    raw = _read(path, label)
     spec: _StackFile = _validate(_StackFile, raw, label)
     problems = []
     if spec.id != sid:
         problems.append(f"id = {spec.id!r}: the file's name without .toml ({sid!r})")
-    fitted = {k: v for k, v in (spec.fitted.model_extra or {}).items()}
+    fitted = dict(spec.fitted.model_extra or {})
     problems += _settings_problems("fitted", fitted) + _settings_problems("settings", spec.settings)
     if "matmul_efficiency" in spec.settings:
         problems.append(f"settings.matmul_efficiency = {spec.settings['matmul_efficiency']!r}: give the efficiency in "
