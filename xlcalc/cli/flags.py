@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..inputs import spec
 from ..validate import check_value
 
 # An input's older flags, still accepted (hidden from --help): input name -> spellings.
@@ -68,6 +69,12 @@ def add_input(p: Any, name: str, text: str, default: Any = DECLARED, metavar: st
     p.add_argument(flag(name), dest=name, metavar=metavar, default=None, help=help_text)
     for alias in ALIASES.get(name, ()) + aliases:
         p.add_argument(alias, dest=name, metavar=metavar, default=None, help=argparse.SUPPRESS)
+
+
+def tier_choices() -> str:
+    """The price tiers as a help text lists them (the price_tier input's choices)."""
+    *first, last = spec("price_tier").choices
+    return ", ".join(first) + " or " + last
 
 
 def given(args: argparse.Namespace, name: str) -> Any:
