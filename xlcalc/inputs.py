@@ -388,7 +388,8 @@ _add("model", "", 'Model from the model catalog (xlcalc catalog models), its id 
 _add("gpu", "", 'GPU from the GPU catalog (xlcalc catalog gpus), its id or an alias, any case, e.g. "H100": fills '
      'peak TFLOP/s, memory, GPUs per node and the catalog prices', example="h100", kind="name")
 _add("recipe", "", "Precision recipe: bytes per parameter of weights, gradients and optimizer states "
-     "(xlcalc.recipes: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8, torchtune 2+2+4, qlora 2+2+8)",
+     "(xlcalc.recipes: " + ", ".join(f"{r.id} {r.weights:g}+{r.grads:g}+{r.optimizer:g}" for r in _RECIPES.values())
+     + ")",
      example="megatron", kind="choice", choices=tuple(_RECIPES))
 # the rental tiers of the price catalog (xlcalc.catalog.PRICE_TIERS reads them here)
 _add("price_tier", "", "Rental tier of the GPU's catalog price: on-demand, reserved for 1 or 3 years, spot "
