@@ -269,8 +269,12 @@ def BUDGET_PLAN(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, days):
     return budget_plan_table(**v)
 
 
+# an argument whose input spec (xlcalc.inputs) has a longer name: GPU_PRICE's tier is the price_tier input
+ARG_SPECS: dict[str, str] = {"tier": "price_tier"}
+
+
 def _tier(value: Any) -> str | None:
-    return None if is_empty(value) else text("tier", value, "a price tier: " + ", ".join(catalog.PRICE_TIERS))
+    return None if is_empty(value) else text("tier", value, "a price tier: " + ", ".join(spec("price_tier").choices))
 
 
 def _price_one(cell: dict[str, Any]) -> float:

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from .errors import CatalogError, InputError
 from .formulas.steptime import dense_layer_params
+from .inputs import spec
 from .recipes import DEFAULT_SEQ_LEN, MEMORY_DEFAULTS
 
 DATA: Traversable = files(__package__ or "xlcalc") / "data"  # package data, read through importlib.resources
@@ -282,9 +283,10 @@ class Model(_Row):
         return (self.derived_params(active=True) - self.embedding_params()) / 1e9
 
 
-PRICE_TIERS = ("on-demand", "reserved-1y", "reserved-3y", "spot", "capacity-block", "assumed")
-"""Rental tiers: on-demand, reserved for 1 or 3 years, spot (pre-emptible), capacity block (a short
-reservation booked ahead, e.g. AWS EC2 Capacity Blocks) and "assumed" (a rate a report assumed)."""
+PRICE_TIERS = spec("price_tier").choices
+"""Rental tiers (the price_tier input's choices, xlcalc.inputs): on-demand, reserved for 1 or 3 years, spot
+(pre-emptible), capacity block (a short reservation booked ahead, e.g. AWS EC2 Capacity Blocks) and "assumed" (a rate
+a report assumed)."""
 
 
 class Price(_Row):

@@ -14,6 +14,8 @@ from .errors import InputError
 from .frameworks import DEFAULT_FRAMEWORK as _DEFAULT_FRAMEWORK
 from .frameworks import FRAMEWORKS as _FRAMEWORKS
 from .frameworks import PRECISIONS as _PRECISIONS
+from .recipes import RECIPES as _RECIPES
+from .recipes import SHARDING as _SHARDING
 
 
 @dataclass(frozen=True)
@@ -21,7 +23,7 @@ class InputSpec:
     name: str
     unit: str
     doc: str
-    kind: str = "float"  # float | int | bool | choice
+    kind: str = "float"  # float | int | bool | choice | name (a row of a catalog: its id or an alias, any case)
     gt: float | None = None
     ge: float | None = None
     lt: float | None = None
@@ -40,6 +42,8 @@ class InputSpec:
             return "TRUE or FALSE"
         if self.kind == "choice":
             return "one of " + ", ".join(f'"{c}"' for c in self.choices)
+        if self.kind == "name":
+            return f"a name: {self.doc}"
         parts = []
         noun = "a whole number" if self.kind == "int" else "a number"
         if self.gt is not None:
@@ -376,6 +380,39 @@ _add("first_stage_gb", "GB", "Memory per GPU of the first pipeline stage, GB", e
 _add("last_stage_gb", "GB", "Memory per GPU of the last pipeline stage, GB", example=60, **NONNEG)
 
 
+# --- what a command or a worksheet function is told besides the formulas' inputs -------------------------------
+# (the inputs that pick a row of a catalog, a recipe or a way of pricing; every documented flag of every command
+# is one of these specs, a planner setting or a command option, xlcalc.cli.flags.OPTIONS)
+_add("model", "", 'Model from the model catalog (xlcalc catalog models), its id or an alias, any case, e.g. '
+     '"llama2-70b": fills the architecture', example="llama2-70b", kind="name")
+_add("gpu", "", 'GPU from the GPU catalog (xlcalc catalog gpus), its id or an alias, any case, e.g. "H100": fills '
+     'peak TFLOP/s, memory, GPUs per node and the catalog prices', example="h100", kind="name")
+_add("recipe", "", "Precision recipe: bytes per parameter of weights, gradients and optimizer states "
+     "(xlcalc.recipes: " + ", ".join(f"{r.id} {r.weights:g}+{r.grads:g}+{r.optimizer:g}" for r in _RECIPES.values())
+     + ")",
+     example="megatron", kind="choice", choices=tuple(_RECIPES))
+# the rental tiers of the price catalog (xlcalc.catalog.PRICE_TIERS reads them here)
+_add("price_tier", "", "Rental tier of the GPU's catalog price: on-demand, reserved for 1 or 3 years, spot "
+     "(pre-emptible), capacity block (a short reservation booked ahead, e.g. AWS EC2 Capacity Blocks) or assumed (a "
+     "rate a report assumed)", example="on-demand", kind="choice",
+     choices=("on-demand", "reserved-1y", "reserved-3y", "spot", "capacity-block", "assumed"))
+_add("own", "", "Price a GPU-hour as owned hardware (depreciation at the utilisation, plus energy) instead of the "
+     "rental rate (TRUE/FALSE)", example=False, kind="bool")
+_add("sharding", "", "ZeRO/FSDP sharding by name, for its ZeRO stage (xlcalc.recipes.SHARDING): fsdp_full_shard = "
+     "ZeRO-3, fsdp_grad_op = ZeRO-2, hsdp = ZeRO-3 inside the dp_shard GPUs", example="fsdp_full_shard",
+     kind="choice", choices=tuple(_SHARDING))
+_add("quant", "", 'Storage of the frozen base: "nf4" 4-bit NormalFloat with double-quantised constants (QLoRA), '
+     '"none" 16-bit', example="none", kind="choice", choices=("none", "nf4"))
+_add("fp8", "", "FP8 linear layers (Transformer Engine recipe, the GPU's FP8 peak), the rest in bf16 (TRUE/FALSE)",
+     example=False, kind="bool")
+_add("max_micro_batch", "sequences", "Largest micro-batch the planner searches (left out: as far as memory allows)",
+     example=8, **COUNT)
+_add("peak_memory_gb", "GB", "Measured peak memory of one GPU in a run (torch.cuda.max_memory_reserved), GB",
+     example=70, **POS)
+_add("over_days", "days", "Days of the run the unexpected interruptions were counted over", example=54, **POS)
+_add("over_gpus", "GPUs", "GPUs of the run the unexpected interruptions were counted over", example=16384, **COUNT)
+
+
 # --- upper bounds: a value above one of these is a typing mistake, not a plan ----------------------------
 # Each bound sits far above the largest value any published run or product has, with the reason stated;
 # a value past it gets the reason in its message. Fractions (shares of 0 to 1) are capped at 1, so a
@@ -426,7 +463,7 @@ _LIMITS: dict[str, tuple[float, str]] = {
     "tokens_t": (1e3, "tokens"), "tokens_per_param": (1e6, "tokens_param"),
     "compute_flops": (1e33, "flops"), "flops": (1e33, "flops"), "flops_per_token": (1e18, "flops"),
     "seq_len": (1e8, "seq"), "tokens": (1e15, "tokens"),
-    "micro_batch": (1e6, "microbatch"), "global_batch": (1e8, "batch"), "batch_sequences": (1e8, "batch"),
+    "micro_batch": (1e6, "microbatch"), "max_micro_batch": (1e6, "microbatch"), "global_batch": (1e8, "batch"), "batch_sequences": (1e8, "batch"),
     "microbatches": (1e8, "batch"), "inflight_microbatches": (1e8, "batch"),
     "hidden": (1e6, "width"), "ffn_hidden": (1e7, "width"), "expert_ffn_hidden": (1e7, "width"),
     "shared_ffn_hidden": (1e7, "width"), "head_dim": (1e6, "width"), "q_lora_rank": (1e6, "width"),
@@ -440,7 +477,7 @@ _LIMITS: dict[str, tuple[float, str]] = {
     "virtual_stages": (1e4, "depth"), "forward_passes": (1e3, "count"),
     "heads": (1e5, "heads"), "kv_heads": (1e5, "heads"), "vocab": (1e7, "vocab"),
     "experts": (1e6, "count"), "topk": (1e6, "count"),
-    "n_gpus": (1e7, "gpus"), "tp": (1e7, "gpus"), "pp": (1e7, "gpus"), "dp": (1e7, "gpus"), "cp": (1e7, "gpus"),
+    "n_gpus": (1e7, "gpus"), "over_gpus": (1e7, "gpus"), "tp": (1e7, "gpus"), "pp": (1e7, "gpus"), "dp": (1e7, "gpus"), "cp": (1e7, "gpus"),
     "ep": (1e7, "gpus"), "etp": (1e7, "gpus"), "expert_tp": (1e7, "gpus"), "max_nodes_per_token": (1e7, "gpus"), "dp_shard": (1e7, "gpus"), "cluster_gpus": (1e7, "gpus"),
     "replica_gpus": (1e7, "gpus"), "ranks": (1e7, "gpus"), "span_gpus": (1e7, "gpus"), "stride_gpus": (1e7, "gpus"),
     "ranks_per_domain": (1e7, "gpus"), "nvlink_domain": (1e7, "gpus"), "gpus_per_node": (1e5, "gpus"),
@@ -448,7 +485,7 @@ _LIMITS: dict[str, tuple[float, str]] = {
     "peak_tflops": (1e6, "tflops"), "achieved_tflops": (1e6, "tflops"), "hbm_tb_s": (1e3, "tb_s"),
     "link_gb_s": (1e6, "gb_s"), "bandwidth_gb_s": (1e6, "gb_s"), "scaleup_gb_s": (1e6, "gb_s"),
     "scaleout_gb_s": (1e6, "gb_s"), "pcie_gb_s": (1e6, "gb_s"), "host_memory_gb_s": (1e6, "gb_s"),
-    "memory_gb": (1e5, "gb"), "static_gb": (1e9, "gb_part"), "activations_gb": (1e9, "gb_part"),
+    "memory_gb": (1e5, "gb"), "peak_memory_gb": (1e5, "gb"), "static_gb": (1e9, "gb_part"), "activations_gb": (1e9, "gb_part"),
     "act_gb_per_sample": (1e9, "gb_part"), "overhead_gb": (1e9, "gb_part"), "cuda_context_gb": (1e9, "gb_part"), "margin_gb": (1e9, "gb_part"), "total_gb": (1e9, "gb_part"),
     "comm_buffer_gb": (1e9, "gb_part"), "weights_gb": (1e9, "gb_part"), "grads_gb": (1e9, "gb_part"),
     "optimizer_gb": (1e9, "gb_part"), "fp8_gb": (1e9, "gb_part"), "gathered_gb": (1e9, "gb_part"),
@@ -460,7 +497,7 @@ _LIMITS: dict[str, tuple[float, str]] = {
     "logits_buffer_bytes": (64, "bytes_param"), "optimizer_step_bytes": (64, "bytes_param"),
     "autocast_copy_bytes": (64, "bytes_param"), "output_copy_bytes": (64 * 1e6, "bytes_param"),  # 64 bytes x the widest hidden
     "step_gb": (1e9, "gb_part"), "fp8_cast_bytes": (64, "bytes_param"), "loss_bytes": (64, "bytes_param"),
-    "days": (1e8, "days"), "months": (1200, "months"), "depreciation_years": (100, "years"),
+    "days": (1e8, "days"), "over_days": (1e8, "days"), "months": (1200, "months"), "depreciation_years": (100, "years"),
     "gpu_mtbf_h": (1e11, "hours"), "node_mtbf_h": (1e11, "hours"),
     "save_s": (1e6, "seconds"), "restart_s": (1e6, "seconds"),
     "usd_per_gpu_hour": (1e3, "usd_rate"), "capex_usd_per_gpu": (1e6, "usd_gpu"),

@@ -40,6 +40,11 @@ RECIPES: dict[str, Recipe] = {
 }
 
 
+# ZeRO / FSDP sharding by name -> ZeRO stage (HSDP: full shard inside dp_shard GPUs, replicated across groups); the
+# memory model's (xlcalc.stage_memory), the names the sharding input takes (xlcalc.inputs)
+SHARDING = {"none": 0, "zero0": 0, "zero1": 1, "zero2": 2, "zero3": 3, "fsdp_grad_op": 2, "fsdp_full_shard": 3,
+            "hsdp": 3}
+
 # Scenario field -> recipe attribute it is filled from (xlcalc.scenario.Scenario.build, the workbook's look-ups)
 RECIPE_FIELDS = {"bytes_weights": "weights", "bytes_grads": "grads", "bytes_optimizer": "optimizer"}
 

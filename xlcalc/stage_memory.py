@@ -61,7 +61,7 @@ from .formulas import memory as fm
 from .frameworks import DEFAULT_FRAMEWORK, PROFILE_INPUTS, udf_defaults
 from .inputs import spec
 from .layout import LAYOUT_DEFAULTS, check_layout
-from .recipes import MEMORY_DEFAULTS, default_bytes, recipe_label
+from .recipes import MEMORY_DEFAULTS, SHARDING, default_bytes, recipe_label
 from .registry import Formula, formula
 from .validate import check_value
 
@@ -84,9 +84,6 @@ PARTS: tuple[tuple[str, str], ...] = (
     ("other", "Other (NCCL, workspaces)"),
 )
 
-# ZeRO / FSDP sharding by name -> ZeRO stage (HSDP: full shard inside dp_shard GPUs, replicated across groups)
-SHARDING = {"none": 0, "zero0": 0, "zero1": 1, "zero2": 2, "zero3": 3, "fsdp_grad_op": 2, "fsdp_full_shard": 3,
-            "hsdp": 3}
 
 # Every input of the model (input-spec names); those not in ``defaults()`` must be given.
 MODEL_INPUTS = (

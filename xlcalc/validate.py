@@ -39,7 +39,7 @@ def _adapter(spec: InputSpec) -> TypeAdapter:
 
 
 def validate_one(spec: InputSpec, value: Any, name: str | None = None) -> Any:
-    """``value`` as input ``spec`` takes it (a float, an int, a bool or one of the choices).
+    """``value`` as input ``spec`` takes it (a float, an int, a bool, one of the choices or a name).
 
     ``name`` is the input's name in the message when the caller calls it something else
     (e.g. the scenario's ``deadline_days`` checked as ``days``).
@@ -47,6 +47,10 @@ def validate_one(spec: InputSpec, value: Any, name: str | None = None) -> Any:
     label = name or spec.name
     if spec.kind in ("float", "int"):
         return _number(spec, value, label)
+    if spec.kind == "name":  # a catalog row's id or alias: the catalog's look-up says whether it knows it
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+        raise InputError(label, value, spec.allowed, "the input is empty" if isinstance(value, str) else "not text")
     if spec.kind == "bool" and isinstance(value, (int, float)) and not isinstance(value, bool) \
             and value not in (0, 1):
         raise InputError(label, value, spec.allowed, "TRUE/FALSE, or 1/0")

@@ -10,7 +10,7 @@ from ..formulas import ownership
 from ..money import TOKENS_PER_PARAM, budget_plan, seed001_tiers
 from ..validate import check_value
 from .cost import resolve_price
-from .flags import OneDefaultFormatter, add_input, given
+from .flags import OneDefaultFormatter, add_input, given, tier_choices
 from .fmt import cli_value, dump_json, money, number, table
 
 
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--budget-usd", metavar="X", help="budget, USD (e.g. 1e6); required unless --seed001-tiers")
     p.add_argument("--gpu", help="GPU name, e.g. H100 (fills peak TFLOP/s and the rental rate)")
-    p.add_argument("--price-tier", help="on-demand, reserved-1y, reserved-3y, spot, capacity-block or assumed")
+    p.add_argument("--price-tier", help=tier_choices())
     p.add_argument("--usd-per-gpu-hour", metavar="X", help="rental rate, USD/GPU-hour (default: the GPU's catalog rate)")
     p.add_argument("--peak-tflops", metavar="X", help="dense peak TFLOP/s per GPU (default: the GPU's)")
     add_input(p, "mfu", "model FLOPs utilisation (seed 000: 0.3-0.5)")

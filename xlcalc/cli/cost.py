@@ -8,7 +8,7 @@ from .. import catalog
 from ..errors import InputError
 from ..money import own_vs_rent
 from ..validate import check_value
-from .flags import DECLARED, OneDefaultFormatter, add_input, input_default
+from .flags import DECLARED, OneDefaultFormatter, add_input, input_default, tier_choices
 from .fmt import cli_value, dump_json, money, number, price_line, table
 
 # Seed 001 §5.1's CostCalculator example: 128 A100-80GB for 30 days, $15,000 per card, 3-year depreciation,
@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=OneDefaultFormatter, allow_abbrev=False,
     )
     p.add_argument("--gpu", help="GPU name, e.g. H100 (see: xlcalc catalog prices)")
-    p.add_argument("--price-tier", help="on-demand, reserved-1y, reserved-3y, spot, capacity-block or assumed")
+    p.add_argument("--price-tier", help=tier_choices())
     p.add_argument("--usd-per-gpu-hour", metavar="X",
                    help="rental rate, USD/GPU-hour (default: the GPU's catalog rate, else seed 001's $10)")
     for name, text, default in FLAGS:

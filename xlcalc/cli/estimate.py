@@ -54,8 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu", help="GPU name, e.g. A800, H100 (see: xlcalc catalog gpus)")
     p.add_argument("--recipe", help=f"bytes per parameter: zero 2+2+12, megatron 2+4+12, seed002 2+4+8, fp32 4+4+8, "
                                     f"torchtune 2+2+4, qlora 2+2+8 (default {DEFAULT_RECIPE})")
-    p.add_argument("--price-tier", help="rental tier of the GPU's catalog price: on-demand, reserved-1y, "
-                   "reserved-3y, spot, capacity-block, assumed (default: the GPU's default price)")
+    p.add_argument("--price-tier", help="rental tier of the GPU's catalog price: "
+                   + ", ".join(spec("price_tier").choices) + " (default: the GPU's default price)")
     add_framework_flags(p)
     add_finetune_flags(p)
     for cell in INPUTS:  # one flag per input, its default (the scenario's) stated once

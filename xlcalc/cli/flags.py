@@ -12,7 +12,27 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..inputs import spec
 from ..validate import check_value
+
+# What a command or a worksheet function is told that is not an input of the answer: what to print, where to read
+# or write. Every other documented flag and argument is an input, declared once: its spec (xlcalc.inputs), a
+# planner setting (xlcalc.planner.settings_kinds) or a scenario field under its spec's name (xlcalc.scenario.INPUTS);
+# tests/test_inputs_declared.py holds every command and worksheet function to that. Option -> why it is no input.
+OPTIONS: dict[str, str] = {
+    "json": "how to print (JSON for scripts instead of tables), not what is computed",
+    "ranges": "what to print: estimate also prints the low/high range of its answers",
+    "top": "what to print: how many of the ranked plans plan (and PLAN) lists",
+    "seed001_tiers": "what to print: budget shows seed 001's three budget tiers instead of one budget",
+    "field": "what to print: which column of a catalog row GPU_SPEC and MODEL_SPEC return",
+    "config": "where to read: a Hugging Face config.json whose figures are the model's inputs",
+    "scenario": "where to read: a scenario TOML file whose fields are the inputs (xlcalc.scenario.Scenario)",
+    "profile": "where to read: a calibration profile whose fitted values are the planner's settings",
+    "out": "where to write: the file calibrate writes its profile to",
+    "output": "where to write: the workbook file",
+    "force": "whether to write: the workbook may replace an existing file",
+    "follow_symlinks": "where to write: the workbook may be written through a symbolic link",
+}
 
 # An input's older flags, still accepted (hidden from --help): input name -> spellings.
 ALIASES: dict[str, tuple[str, ...]] = {"n_gpus": ("--gpus",)}
@@ -68,6 +88,12 @@ def add_input(p: Any, name: str, text: str, default: Any = DECLARED, metavar: st
     p.add_argument(flag(name), dest=name, metavar=metavar, default=None, help=help_text)
     for alias in ALIASES.get(name, ()) + aliases:
         p.add_argument(alias, dest=name, metavar=metavar, default=None, help=argparse.SUPPRESS)
+
+
+def tier_choices() -> str:
+    """The price tiers as a help text lists them (the price_tier input's choices)."""
+    *first, last = spec("price_tier").choices
+    return ", ".join(first) + " or " + last
 
 
 def given(args: argparse.Namespace, name: str) -> Any:

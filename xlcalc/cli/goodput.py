@@ -7,6 +7,7 @@ import argparse
 from ..errors import InputError, missing
 from ..formulas import goodput
 from ..money import goodput_rows
+from ..validate import check_value
 from .flags import OneDefaultFormatter, add_input, given
 from .fmt import cli_value, dump_json, number, table
 
@@ -57,7 +58,8 @@ def mtbf_from_args(args: argparse.Namespace) -> tuple[float, str]:
         if lacking:
             raise missing(lacking, lambda n: "given with --interruptions (" + {
                 "over_days": "the days", "over_gpus": "the GPUs"}[n] + " of the run they were counted over)")
-        run = {"n_gpus": cli_value(args.over_gpus), "days": cli_value(args.over_days),
+        counted = InputError.each(lambda f: check_value(f, cli_value(getattr(args, f))), ["over_days", "over_gpus"])
+        run = {"n_gpus": counted["over_gpus"], "days": counted["over_days"],
                "interruptions": cli_value(args.interruptions)}
         source = f"{args.interruptions} interruptions in {args.over_days} days on {args.over_gpus} GPUs"
     return goodput.gpu_mtbf_observed_h(**run), source

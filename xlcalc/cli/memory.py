@@ -7,10 +7,11 @@ import argparse
 from .. import catalog
 from ..errors import CatalogError, InputError
 from ..frameworks import DEFAULT_FRAMEWORK, DEFAULT_PRECISION, FRAMEWORKS, PRECISIONS, framework_label, profile_values
+from ..inputs import spec
 from ..layout import stage_split
 from ..model_inputs import model_inputs
 from ..recipes import DEFAULT_RECIPE, DEFAULT_SEQ_LEN, MEMORY_DEFAULTS, RECIPES, recipe_bytes
-from ..stage_memory import PARTS, SHARDING, stage_memory
+from ..stage_memory import PARTS, stage_memory
 from ..validate import validate_all
 from .flags import add_switch, shown, switch_value
 from .fmt import cli_value, dump_json, number, table
@@ -77,7 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="model preset id, e.g. llama3.1-8b (see: xlcalc catalog models)")
     for flag, text in _NUMBER_FLAGS:
         p.add_argument("--" + flag, help=text)
-    p.add_argument("--sharding", choices=sorted(SHARDING),
+    p.add_argument("--sharding", choices=sorted(spec("sharding").choices),
                    help="ZeRO/FSDP by name: fsdp_full_shard = ZeRO-3, fsdp_grad_op = ZeRO-2, hsdp = ZeRO-3 "
                         "inside --dp-shard GPUs")
     p.add_argument("--layers-per-stage", metavar="LIST",
@@ -219,7 +220,7 @@ def add_finetune_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--lora-targets", metavar="LIST",
                    help="matrices with adapters: q,v | q,k,v | q,k,v,o | q,k,v,o,gate,up,down (or the names qv, "
                         "qkv, attention, all_linear; q_proj, ..., mlp accepted) (default all_linear)")
-    g.add_argument("--quant", choices=("none", "nf4"),
+    g.add_argument("--quant", choices=spec("quant").choices,
                    help="nf4: the frozen base in 4-bit NormalFloat with double-quantised constants (QLoRA; "
                         "implies --job qlora)")
 

@@ -16,7 +16,7 @@ from ..validate import from_pydantic
 from .flags import add_input, add_switch, switch_value
 from .fmt import cli_value, dump_json, number, price_line, table
 from .models import add_config_flag, config_model
-from .settings_flags import SETTING_FLAGS, add_settings_flags
+from .settings_flags import SETTING_FLAGS, add_settings_flags, switched_settings
 
 if TYPE_CHECKING:
     from ..planner import Settings
@@ -117,12 +117,7 @@ def _settings(args: argparse.Namespace):
         values.update(framework=profile.framework, precision=profile.precision)
     if switch_value(args, "flash_attention") is not None:
         values["flash_attention"] = switch_value(args, "flash_attention")
-    if args.efficiency_of_mamf:
-        values["matmul_efficiency_of_mamf"] = True
-    if args.attention_by_generation:
-        values["attention_by_generation"] = True
-    if args.fp8_unfused_casts:
-        values["fp8_forward_casts_fused"] = False
+    values.update(switched_settings(args))
     if getattr(args, "profile", None) is not None:
         values = _with_profile(args.profile, values)
     try:

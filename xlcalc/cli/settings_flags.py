@@ -10,7 +10,7 @@ from typing import Any
 from .flags import add_switch
 from .memory import add_framework_flags
 
-__all__ = ["SETTING_FLAGS", "add_settings_flags"]
+__all__ = ["SETTING_FLAGS", "SETTING_SWITCHES", "add_settings_flags", "switched_settings"]
 
 # flag (a Settings field) -> help; {default}: the field's declared default
 SETTING_FLAGS: dict[str, str] = {
@@ -57,6 +57,23 @@ SETTING_FLAGS: dict[str, str] = {
 }
 
 
+# switches that turn one TRUE/FALSE setting away from its default: flag -> (the Settings field it sets, the value it
+# sets, help)
+SETTING_SWITCHES: dict[str, tuple[str, bool, str]] = {
+    "efficiency_of_mamf": ("matmul_efficiency_of_mamf", True,
+                           "read --matmul-efficiency as a share of the GPU's measured MAMF, not of its peak"),
+    "attention_by_generation": ("attention_by_generation", True, "FlashAttention-2-class attention (written for "
+                                                                  "Ampere): 0.70 of its A100 share of peak on Hopper"),
+    "fp8_unfused_casts": ("fp8_forward_casts_fused", False, "every FP8 operand cast in its own kernel (te.Linear "
+                                                            "alone), not fused into norms and activation"),
+}
+
+
+def switched_settings(args: argparse.Namespace) -> dict[str, bool]:
+    """The settings the given switches set (Settings field -> value)."""
+    return {field: value for name, (field, value, _) in SETTING_SWITCHES.items() if getattr(args, name)}
+
+
 def _default(name: str) -> str:
     from ..planner.settings_kinds import KINDS
 
@@ -78,12 +95,8 @@ def add_settings_flags(p: argparse.ArgumentParser, heading: str) -> argparse._Ar
                                    "FSDP without compilation)")
     add_framework_flags(g)
     add_switch(g, "flash_attention", "fused (Flash) attention; FALSE: unfused, s x s scores stored")
-    g.add_argument("--efficiency-of-mamf", action="store_true",
-                   help="read --matmul-efficiency as a share of the GPU's measured MAMF, not of its peak")
-    g.add_argument("--attention-by-generation", action="store_true",
-                   help="FlashAttention-2-class attention (written for Ampere): 0.70 of its A100 share of peak on Hopper")
-    g.add_argument("--fp8-unfused-casts", action="store_true",
-                   help="every FP8 operand cast in its own kernel (te.Linear alone), not fused into norms and activation")
+    for name, (_field, _value, text) in SETTING_SWITCHES.items():
+        g.add_argument("--" + name.replace("_", "-"), action="store_true", help=text)
     for kind, model in KINDS.items():
         names = [n for n in SETTING_FLAGS if n in model.model_fields]
         if not names:

@@ -189,7 +189,7 @@ def calibrate(model: Any = None, *, arch: Any = None, gpu: str, n_gpus: int, seq
     best = run_at(eff).plans[0]
     margin = None
     if peak_memory_gb is not None:
-        peak = float(check_value("memory_gb", peak_memory_gb, label="peak_memory_gb"))
+        peak = float(check_value("peak_memory_gb", peak_memory_gb))
         if peak > first.gpu_memory_gb:
             raise InputError("peak_memory_gb", peak_memory_gb, f"at most the GPU's {first.gpu_memory_gb:g} GB",
                              f"a {first.gpu} holds no more")

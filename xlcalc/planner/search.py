@@ -307,7 +307,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
 @checked_inputs(n_gpus="n_gpus", seq_len="seq_len", global_batch_tokens="tokens", tokens_t="tokens_t",
                 deadline_days="days", tp="tp", pp="pp", zero_stage="zero_stage", recompute="recompute",
                 micro_batch="micro_batch", seq_parallel="seq_parallel", virtual_stages="virtual_stages", cp="cp",
-                fp8="seq_parallel", top="microbatches", max_micro_batch="micro_batch")
+                fp8="fp8", top="microbatches", max_micro_batch="max_micro_batch")
 def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, gpu: str | None = None,
          n_gpus: int | None = None,
          seq_len: int | None = None, global_batch_tokens: float | None = None, tokens_t: float | None = None,
