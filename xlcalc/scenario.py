@@ -30,7 +30,7 @@ from .inputs import spec
 from .layout import check_layout
 from .model_inputs import model_inputs
 from .outputs import MESSAGE_OUTPUTS, OUTPUTS, RANGES
-from .recipes import DEFAULT_SEQ_LEN, MEMORY_DEFAULTS, RECIPE_FIELDS, default_bytes, get_recipe
+from .recipes import DEFAULT_SEQ_LEN, DEFAULT_VOCAB, MEMORY_DEFAULTS, RECIPE_FIELDS, default_bytes, get_recipe
 from .untrusted import check_text, check_value, read_limited
 from .validate import from_pydantic, validate_one
 
@@ -204,7 +204,7 @@ class Scenario(BaseModel):
     kv_heads: int = 64
     ffn_hidden: int = 32768
     gated_ffn: bool = MEMORY_DEFAULTS["gated_ffn"]
-    vocab: int = 32000
+    vocab: int = DEFAULT_VOCAB  # Llama 1/2's (xlcalc.recipes.DEFAULT_VOCAB)
     tied_embeddings: bool = MEMORY_DEFAULTS["tied_embeddings"]
     flash_attention: bool = MEMORY_DEFAULTS["flash_attention"]
     cp: int = MEMORY_DEFAULTS["cp"]
