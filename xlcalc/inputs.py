@@ -493,14 +493,36 @@ def result_bound(name: str, what: str = "") -> tuple[float, str]:
     return s.le, f"the bound is {what or 'the one of the ' + name + ' input'}: {s.limit_reason}"
 
 
+def _stack_spec() -> InputSpec:
+    """The software stack: one of the stack profiles, which xlcalc.planner.stacks declares (their ids are its
+    STACKS, the default its DEFAULT_STACK). Made when first asked for: the planner's modules check their inputs with
+    this module's specs, so the planner cannot be read while this module loads."""
+    from .planner.stacks import DEFAULT_STACK, STACKS
+
+    return InputSpec(name="stack", unit="", excel_name="Stack", kind="choice", choices=tuple(STACKS),
+                     example=DEFAULT_STACK,
+                     doc="Software stack the step time is predicted for (xlcalc plan --stack): a profile of "
+                         "xlcalc.planner.stacks, whose documented facts and fitted matmul efficiency the step-time "
+                         f"model takes (default {DEFAULT_STACK}: plain PyTorch FSDP without compilation)")
+
+
+# specs whose allowed values a module that imports this one declares: made on first use
+_LATE = {"stack": _stack_spec}
+
+
 def spec(name: str) -> InputSpec:
     try:
         return _SPECS[name]
     except KeyError:
+        if name in _LATE:
+            made = _SPECS[name] = _LATE[name]()
+            return made
         raise KeyError(f"no input spec named {name!r}") from None
 
 
 def all_specs() -> dict[str, InputSpec]:
+    for name in _LATE:
+        spec(name)
     return dict(_SPECS)
 
 
