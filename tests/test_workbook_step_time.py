@@ -115,6 +115,25 @@ def test_a_scenarios_stack_and_batch_build_the_sheet_and_give_plans_step_time():
         assert _value(lay, name) == pytest.approx(getattr(interval, field), rel=1e-12), name
 
 
+def test_a_scenarios_uneven_pipeline_gives_plans_step_time_for_that_split():
+    # 80 layers on PP 4 with 26 on the first stage: 26, 18, 18, 18 (the rest shared by the other three), on another
+    # stack; the sheet, the Python face and plan given that split agree
+    sc = presets.load(STATED_PRESET)
+    sc.first_stage_layers, sc.stack = 26, "llm-foundry"
+    lay = layout([sc])
+    assert _value(lay, "Step_Check") == "OK"
+    batch = _value(lay, "Global_Batch_Tokens")
+    result = plan(arch=arch_from_flags(sc.layers, sc.hidden, sc.heads, sc.kv_heads, sc.ffn_hidden, sc.vocab,
+                                       sc.gated_ffn, sc.seq_len), gpu=sc.gpu, n_gpus=sc.n_gpus, seq_len=sc.seq_len,
+                  global_batch_tokens=batch, tokens_t=sc.tokens_t, settings=Settings(stack="llm-foundry"), tp=sc.tp,
+                  pp=sc.pp, zero_stage=sc.zero_stage, recompute=sc.recompute, micro_batch=sc.micro_batch,
+                  seq_parallel=sc.seq_parallel, virtual_stages=1, cp=1, stage_layers=[26, 18, 18, 18], top=1)
+    expected, py = result.plans[0], step_prediction(sc)
+    for name, field in RESULTS.items():
+        assert _value(lay, name) == pytest.approx(getattr(expected, field), rel=1e-12), name
+        assert getattr(py, field) == pytest.approx(getattr(expected, field), rel=1e-12), name
+
+
 def test_a_stack_a_gpu_or_a_batch_it_cannot_use_is_named():
     # Stack and Global_Batch_Tokens are the scenario's inputs: a value their spec refuses fails the input's check,
     # which Start shows whole and the step cells point to; an empty batch (none given, as plan) is the sheet's to ask
