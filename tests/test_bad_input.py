@@ -191,7 +191,7 @@ def python_cases() -> list[Case]:
                       global_batch_tokens=4e6, n_gpu=64), ("n_gpu",), 64, ("inputs of plan",), ("n_gpus",)))
     cases.append(Case("python", "plan(global_batch_tokens='4e6')", lambda: plan(
         "llama2-70b", gpu="h100", seq_len=4096, global_batch_tokens="4e6", n_gpus=64), ("global_batch_tokens",),
-        "4e6", (spec("tokens").allowed,)))
+        "4e6", (spec("global_batch_tokens").allowed,)))
     cases.append(Case("python", "plan(deadline_days=-3)", lambda: plan(
         "llama2-70b", gpu="h100", seq_len=4096, global_batch_tokens=4e6, deadline_days=-3), ("deadline_days",),
         -3, (spec("days").allowed,)))

@@ -219,6 +219,9 @@ _add("pcie_gb_s", "GB/s", "Host link (PCIe) bandwidth of one GPU, one direction,
 _add("host_memory_gb_s", "GB/s", "CPU memory bandwidth available to one GPU's offloaded optimizer, GB/s (a server's DRAM bandwidth / its GPUs)", "Host_Memory_GB_s", example=75, **POS)
 _add("scaleout_gb_s", "GB/s", "Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s", "Scaleout_GB_s", example=50, **POS)
 _add("tokens", "tokens", "Tokens processed (e.g. per micro-batch or per step)", example=4096, **POS)
+_add("global_batch_tokens", "tokens", "Global batch: tokens per optimizer step, rounded to whole sequences, a whole "
+     "number of micro-batches per data-parallel group (not given: a catalog model's published batch, else none)",
+     "Global_Batch_Tokens", example=4194304, **POS)
 _add("layers_per_stage", "", "Transformer layers on one pipeline stage (L/p)", example=20, **POS)
 _add("compute_s", "seconds", "Compute time", example=1.0, **NONNEG)
 _add("comm_s", "seconds", "Communication time", example=0.1, **NONNEG)
@@ -425,7 +428,7 @@ _LIMITS: dict[str, tuple[float, str]] = {
     "params_per_gpu": (1e14, "params"), "layer_params": (1e14, "params"), "embedding_params": (1e14, "params"),
     "tokens_t": (1e3, "tokens"), "tokens_per_param": (1e6, "tokens_param"),
     "compute_flops": (1e33, "flops"), "flops": (1e33, "flops"), "flops_per_token": (1e18, "flops"),
-    "seq_len": (1e8, "seq"), "tokens": (1e15, "tokens"),
+    "seq_len": (1e8, "seq"), "tokens": (1e15, "tokens"), "global_batch_tokens": (1e15, "tokens"),
     "micro_batch": (1e6, "microbatch"), "global_batch": (1e8, "batch"), "batch_sequences": (1e8, "batch"),
     "microbatches": (1e8, "batch"), "inflight_microbatches": (1e8, "batch"),
     "hidden": (1e6, "width"), "ffn_hidden": (1e7, "width"), "expert_ffn_hidden": (1e7, "width"),

@@ -155,7 +155,7 @@ INPUTS: tuple[InputCell, ...] = (
         "range_factor"),
     # -- the step time (the StepTime sheet): the software stack and the global batch, as xlcalc plan takes them
     _in("stack", "Stack", "Software stack (as xlcalc plan --stack)", STEP_GROUP),
-    _in("global_batch_tokens", "Global_Batch_Tokens", "Global batch (tokens per step)", STEP_GROUP, "tokens"),
+    _in("global_batch_tokens", "Global_Batch_Tokens", "Global batch (tokens per step)", STEP_GROUP),
 )
 
 INPUT_BY_FIELD = {c.field: c for c in INPUTS}
