@@ -200,18 +200,19 @@ def _produce(work: Path):
     build(work / "faces.xlsx", [Scenario.build(**FACES_RUN)])
     Edits(work / "faces.xlsx").save(src / "faces.xlsx", {"Stack": FACES_STACK, "Global_Batch_Tokens": FACES_BATCH})
     build(src / "stated.xlsx", [stated()])  # built with the scenario's own stack and batch, no edit
-    return [*files, src / "faces.xlsx", src / "stated.xlsx"], cases
+    build(src / "blank.xlsx", [Scenario.build(**FACES_RUN)])  # Llama 3.1 70B: no published batch, none given
+    return [*files, src / "faces.xlsx", src / "stated.xlsx", src / "blank.xlsx"], cases
 
 
 @pytest.fixture(scope="module")
 def recalculated():
     files, cases = lo_batch.results("step_time")
-    return [(case, openpyxl.load_workbook(f, data_only=True)) for f, case in zip(files, [*cases, "faces", "stated"])]
+    return [(case, openpyxl.load_workbook(f, data_only=True)) for f, case in zip(files, [*cases, "faces", "stated", "blank"])]
 
 
 def test_libreoffice_gives_plans_step_time_for_the_stack_picked(recalculated):
-    assert len(recalculated) == len(LO_CASES) + 2
-    for (preset, stack, batch), wb in recalculated[:-2]:
+    assert len(recalculated) == len(LO_CASES) + 3
+    for (preset, stack, batch), wb in recalculated[:-3]:
         sc = presets.load(preset)
         assert named_cell(wb, "Step_Check").value == "OK", (preset, stack)
         expected, interval = planned(sc, stack, batch or named_cell(wb, "Global_Batch_Tokens").value)
@@ -234,7 +235,7 @@ def test_the_stack_dropdown_lists_every_profile(tmp_path):
 def test_one_run_gives_one_step_time_in_every_face(capsys, recalculated):
     # the CLI (plan --json, every layout flag pinned), Python (layout_prediction), the worksheet functions and the
     # workbook recalculated by LibreOffice with the stack picked in its dropdown
-    case, wb = recalculated[-2]
+    case, wb = recalculated[-3]
     assert case == "faces" and named_cell(wb, "Step_Check").value == "OK"
     layout = {k: FACES_RUN[k] for k in ("tp", "pp", "zero_stage", "seq_parallel", "recompute", "micro_batch")}
     code, out, err = run(capsys, "plan", "--model", FACES_RUN["model"], "--gpu", FACES_RUN["gpu"],
@@ -257,10 +258,20 @@ def test_one_run_gives_one_step_time_in_every_face(capsys, recalculated):
 
 def test_libreoffice_gives_the_scenarios_step_time_for_its_stack_and_batch(recalculated):
     # the workbook built from a scenario's stack and batch, recalculated, gives the scenario's Python face's step
-    case, wb = recalculated[-1]
+    case, wb = recalculated[-2]
     assert case == "stated" and named_cell(wb, "Step_Check").value == "OK"
     assert (named_cell(wb, "Stack").value, named_cell(wb, "Global_Batch_Tokens").value) == (STATED_STACK, STATED_BATCH)
     py = step_prediction(stated())
     for name, field in (("Step_Time_S", "step_s"), ("Step_MFU", "mfu"),
                         ("Step_Tokens_per_S_per_GPU", "tokens_per_s_per_gpu")):
         assert named_cell(wb, name).value == pytest.approx(getattr(py, field), rel=1e-9), name
+
+
+def test_libreoffice_leaves_a_batch_not_given_to_the_step_time_check(recalculated):
+    # no batch given and none published (plan's rule: none assumed): the input's check passes (an empty cell is not
+    # given), the rest of the plan stands, and the step-time check asks for the run's batch
+    case, wb = recalculated[-1]
+    assert case == "blank" and named_cell(wb, "Global_Batch_Tokens").value is None
+    assert wb["Start"]["C3"].value.startswith("OK")
+    assert named_cell(wb, "Step_Check").value == BATCH_REFUSED
+    assert str(named_cell(wb, "Step_MFU").value).startswith(f"see {STEP_SHEET}!B")
