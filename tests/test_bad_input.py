@@ -32,7 +32,7 @@ from strategies import bad_value_for
 from xlcalc.cli import main
 from xlcalc.errors import InputError
 from xlcalc.inputs import spec
-from xlcalc.scenario import INPUTS, Scenario
+from xlcalc.scenario import INPUTS, STEP_GROUP, Scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "udfs") not in sys.path:
@@ -191,7 +191,7 @@ def python_cases() -> list[Case]:
                       global_batch_tokens=4e6, n_gpu=64), ("n_gpu",), 64, ("inputs of plan",), ("n_gpus",)))
     cases.append(Case("python", "plan(global_batch_tokens='4e6')", lambda: plan(
         "llama2-70b", gpu="h100", seq_len=4096, global_batch_tokens="4e6", n_gpus=64), ("global_batch_tokens",),
-        "4e6", (spec("tokens").allowed,)))
+        "4e6", (spec("global_batch_tokens").allowed,)))
     cases.append(Case("python", "plan(deadline_days=-3)", lambda: plan(
         "llama2-70b", gpu="h100", seq_len=4096, global_batch_tokens=4e6, deadline_days=-3), ("deadline_days",),
         -3, (spec("days").allowed,)))
@@ -276,10 +276,12 @@ def _flag(v: Any) -> str:
 
 def cli_cases() -> list[Case]:
     cases = []
-    for cell in INPUTS:  # estimate: every scenario input
+    for cell in INPUTS:  # estimate: every scenario input; the step time's (stack, global batch): plan, which has one
         s = spec(cell.spec_name)
         if s.kind not in NUMBER:
             continue
+        argv = ("plan", "--model", "llama3.1-8b", "--gpu", "h100", "--n-gpus", "8") if cell.group == STEP_GROUP \
+            else ("estimate",)
         for value, extra in bad_values(cell.spec_name):
             if isinstance(value, bool):
                 continue  # a flag's text "True" is text, covered by "abc"
@@ -287,8 +289,8 @@ def cli_cases() -> list[Case]:
             if text == "":
                 continue
             shown = text if isinstance(value, str) else value
-            cases.append(Case("cli", f"estimate --{cell.field.replace('_', '-')} {text}",
-                              lambda c=cell, t=text: cli("estimate", f"--{c.field.replace('_', '-')}={t}"),
+            cases.append(Case("cli", f"{argv[0]} --{cell.field.replace('_', '-')} {text}",
+                              lambda c=cell, t=text, a=argv: cli(*a, f"--{c.field.replace('_', '-')}={t}"),
                               (cell.field,), shown, (s.allowed,), extra))
     memory = [("tp", "3", "a divisor of heads = 64"), ("pp", "7", "a divisor of layers = 80"),
               ("cp", "3", "a divisor of seq_len"), ("memory-gb", "inf", "<= 100,000"),

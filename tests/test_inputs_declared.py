@@ -30,11 +30,6 @@ from xlcalc.scenario import INPUT_BY_FIELD, INPUTS
 SPECS = all_specs()
 SETTINGS = Settings.model_fields
 
-# TEMPORARY: inputs whose spec another change adds (landing at the same time as this test); they are expected to be
-# specs and are allowed undeclared only until that change is merged. Remove this set then.
-PENDING = {"stack", "global_batch_tokens"}
-
-
 def declared_as(name: str, arg_specs: dict[str, str] | None = None) -> str | None:
     """Where input ``name`` is declared, in words; None where it is declared nowhere but where it is used.
     ``arg_specs``: a worksheet function's arguments whose spec has another name."""
@@ -68,7 +63,7 @@ def documented_flags(parser: argparse.ArgumentParser) -> Iterator[tuple[str, arg
 def undeclared(uses: Iterable[tuple[str, str]], arg_specs: dict[str, str] | None = None) -> list[str]:
     """Each ``(where, input name)`` whose input is declared nowhere but there, as "where: name"."""
     return sorted({f"{where}: {name}" for where, name in uses
-                   if declared_as(name, arg_specs) is None and name not in PENDING})
+                   if declared_as(name, arg_specs) is None})
 
 
 def flag_uses(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
@@ -150,13 +145,12 @@ def test_a_flag_takes_what_its_spec_allows():
 
 
 def test_the_command_level_inputs_have_their_specs():
-    # the inputs only a command's own flag used to declare; "stack" and "global_batch_tokens" come with PENDING
+    # the inputs only a command's own flag used to declare
     named = {"model", "gpu", "recipe", "price_tier", "own", "sharding", "quant", "fp8", "max_micro_batch",
-             "peak_memory_gb", "over_days", "over_gpus"}
+             "peak_memory_gb", "over_days", "over_gpus", "stack", "global_batch_tokens"}
     assert named <= set(SPECS)
     for name in ("max_micro_batch", "peak_memory_gb", "over_days", "over_gpus"):
         assert SPECS[name].le is not None and SPECS[name].limit_reason, name  # a bound with its reason
-    assert PENDING == {"stack", "global_batch_tokens"}
 
 
 # --- the workbook's input cells ---------------------------------------------------------------------------------

@@ -352,3 +352,18 @@ def test_every_worksheet_functions_default_is_the_inputs_declared_one():
             sig["BUDGET_PARAMS_B"]["tokens_per_param"].default, sig["TOTAL_COST_USD"]["failure_frac"].default
             ) == (4, 4.0, False, 1, 20, 0.15)
     assert FIELDS["failure_frac"].default == 0.15
+
+
+def test_the_step_times_stack_and_batch_are_plans_flags_with_the_scenarios_defaults():
+    # the scenario's stack and global batch (the workbook's Stack and Global_Batch_Tokens) are plan's and calibrate's
+    # --stack and --global-batch-tokens: the stack's one default, and no fixed batch (a catalog model's published one)
+    from xlcalc.planner.stacks import DEFAULT_STACK
+    assert FIELDS["stack"].default == DEFAULT_STACK == "fsdp-eager" and FIELDS["global_batch_tokens"].default is None
+    for command in ("plan", "calibrate"):
+        p = COMMAND_PARSERS[command]
+        helps = {a.dest: _stated_help(p, a) for a in _documented(p)}
+        assert f"(default {DEFAULT_STACK}:" in helps["stack"], command
+        assert "published pre-training batch" in " ".join(helps["global_batch_tokens"].split()), command
+    # estimate computes no step time: it takes neither
+    estimate = {a.dest for a in _documented(COMMAND_PARSERS["estimate"])}
+    assert not {"stack", "global_batch_tokens"} & estimate

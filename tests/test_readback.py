@@ -185,3 +185,38 @@ def test_price_tier_round_trips_and_a_tier_without_a_rate_names_gpu_and_tier(tmp
     with pytest.raises(InputError) as e:
         read_workbook(tmp_path / "gap.xlsx")
     assert e.value.name == "price_tier" and "h200" in str(e.value) and "spot" in str(e.value)
+
+
+def _edited(built: Path, tmp_path: Path, values: dict, name: str = "step.xlsx") -> Path:
+    wb = openpyxl.load_workbook(built)
+    for defined, value in values.items():
+        (sheet, at), = wb.defined_names[defined].destinations
+        wb[sheet][at.replace("$", "")].value = value
+    wb.save(tmp_path / name)
+    return tmp_path / name
+
+
+def test_the_step_times_stack_and_batch_round_trip(built, tmp_path):
+    # the StepTime sheet's Stack and Global_Batch_Tokens are the scenario's inputs: edited there, read back
+    sc = read_workbook(built).scenario
+    assert (sc.stack, sc.global_batch_tokens) == ("fsdp-eager", 1024 * 4096)  # the preset's (seed002-70b-a800.toml)
+    rb = read_workbook(_edited(built, tmp_path, {"Stack": "megatron", "Global_Batch_Tokens": 2048 * 4096}))
+    assert (rb.scenario.stack, rb.scenario.global_batch_tokens) == ("megatron", 8_388_608)
+    assert not rb.findings and not rb.disagreements
+    # cleared: not given (the scenario's None; the StepTime sheet asks for one), as is 0, which a formula reads alike
+    for cleared in (None, 0):
+        assert read_workbook(_edited(built, tmp_path, {"Global_Batch_Tokens": cleared})).scenario.global_batch_tokens \
+            is None
+
+
+@pytest.mark.parametrize("name,value,message", [
+    ("Stack", "nemo-typo", r"stack = 'nemo-typo' is not allowed: stack must be one of \"megatron\""),
+    ("Stack", None, r"Stack = \(empty\) is not allowed"),
+    ("Global_Batch_Tokens", "lots", r"global_batch_tokens = 'lots' is not allowed: global_batch_tokens must be a "
+                                    r"number > 0 .*text, not a number"),
+    ("Global_Batch_Tokens", -4096, r"global_batch_tokens = -4096 is not allowed")])
+def test_a_bad_stack_or_batch_read_back_names_the_input(built, tmp_path, name, value, message):
+    path = _edited(built, tmp_path, {name: value})
+    with pytest.raises(InputError, match=message):
+        read_workbook(path)
+    assert cli_main(["read", str(path)]) == 2

@@ -24,8 +24,9 @@ from xlcalc.planner import Settings, layout_prediction, plan
 from xlcalc.planner.stacks import DEFAULT_STACK, STACKS
 from xlcalc.planner.steptime import arch_from_flags, arch_from_model
 from xlcalc.scenario import Scenario
+from xlcalc.scenario_step import step_prediction
 from xlcalc.workbook import build, layout
-from xlcalc.workbook.step_sheet import STEP_SHEET
+from xlcalc.workbook.step_sheet import BATCH_REFUSED, STEP_SHEET
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "udfs"))
 import xlcalc_udfs as u  # noqa: E402
@@ -64,6 +65,17 @@ def planned(sc, stack: str, batch_tokens: float):
     return result.plans[0], result.interval
 
 
+# a scenario that states its stack and batch (as a scenario file or a workbook read back does): a stack other than the
+# default and 2,048 sequences of 4,096 (32 micro-batches per replica over seed 002's DP 64)
+STATED_PRESET, STATED_STACK, STATED_BATCH = "seed002-70b-a800", "megatron-2021", 2048 * 4096
+
+
+def stated() -> Scenario:
+    sc = presets.load(STATED_PRESET)
+    sc.stack, sc.global_batch_tokens = STATED_STACK, STATED_BATCH  # validated on assignment
+    return sc
+
+
 def _value(lay, name: str):
     sheet, at = lay.book.names[name]
     return lay.book.value(sheet, at)
@@ -86,23 +98,70 @@ def test_the_sheet_gives_plans_step_time(preset, stack):
         assert _value(lay, name) == pytest.approx(getattr(interval, field), rel=1e-12), name
 
 
+def test_a_scenarios_stack_and_batch_build_the_sheet_and_give_plans_step_time():
+    # the sheet built from a scenario's stack and batch gives what plan (every layout choice pinned) and the
+    # scenario's Python face (xlcalc.scenario_step) give for them
+    sc = stated()
+    lay = layout([sc])
+    assert (_value(lay, "Stack"), _value(lay, "Global_Batch_Tokens")) == (STATED_STACK, STATED_BATCH)
+    assert _value(lay, "Step_Check") == "OK"
+    expected, interval = planned(sc, STATED_STACK, STATED_BATCH)
+    assert expected.microbatches == 32 and expected.step_s != planned(sc, DEFAULT_STACK, STATED_BATCH)[0].step_s
+    py = step_prediction(sc)
+    for name, field in RESULTS.items():
+        assert _value(lay, name) == pytest.approx(getattr(expected, field), rel=1e-12), name
+        assert getattr(py, field) == pytest.approx(getattr(expected, field), rel=1e-12), name
+    for name, field in RANGE.items():
+        assert _value(lay, name) == pytest.approx(getattr(interval, field), rel=1e-12), name
+
+
+def test_a_scenarios_uneven_pipeline_gives_plans_step_time_for_that_split():
+    # 80 layers on PP 4 with 26 on the first stage: 26, 18, 18, 18 (the rest shared by the other three), on another
+    # stack; the sheet, the Python face and plan given that split agree
+    sc = presets.load(STATED_PRESET)
+    sc.first_stage_layers, sc.stack = 26, "llm-foundry"
+    lay = layout([sc])
+    assert _value(lay, "Step_Check") == "OK"
+    batch = _value(lay, "Global_Batch_Tokens")
+    result = plan(arch=arch_from_flags(sc.layers, sc.hidden, sc.heads, sc.kv_heads, sc.ffn_hidden, sc.vocab,
+                                       sc.gated_ffn, sc.seq_len), gpu=sc.gpu, n_gpus=sc.n_gpus, seq_len=sc.seq_len,
+                  global_batch_tokens=batch, tokens_t=sc.tokens_t, settings=Settings(stack="llm-foundry"), tp=sc.tp,
+                  pp=sc.pp, zero_stage=sc.zero_stage, recompute=sc.recompute, micro_batch=sc.micro_batch,
+                  seq_parallel=sc.seq_parallel, virtual_stages=1, cp=1, stage_layers=[26, 18, 18, 18], top=1)
+    expected, py = result.plans[0], step_prediction(sc)
+    for name, field in RESULTS.items():
+        assert _value(lay, name) == pytest.approx(getattr(expected, field), rel=1e-12), name
+        assert getattr(py, field) == pytest.approx(getattr(expected, field), rel=1e-12), name
+
+
 def test_a_stack_a_gpu_or_a_batch_it_cannot_use_is_named():
+    # Stack and Global_Batch_Tokens are the scenario's inputs: a value their spec refuses fails the input's check,
+    # which Start shows whole and the step cells point to; an empty batch (none given, as plan) is the sheet's to ask
     lay = layout([presets.load("seed002-70b-a800")])
     book = lay.book
     stack_at, batch_at, gpu_at = book.names["Stack"], book.names["Global_Batch_Tokens"], book.names["GPU_Type"]
     book.put(*stack_at, "nemo-typo", "text_input")
     book.cached_values()
-    assert _value(lay, "Step_Check") == "nemo-typo: not on the Stacks sheet \u2014 pick a stack from the list"
-    assert str(_value(lay, "Step_Time_S")).startswith(f"see {STEP_SHEET}!B")
+    assert _value(lay, "Step_Check") == "see Start!C3"
+    assert book.value("Start", "C3") == (f"{STEP_SHEET}!{stack_at[1]}: Stack = nemo-typo is not allowed: Stack must "
+                                         "be " + ", ".join(f'"{k}"' for k in STACKS).join(("one of ", "")))
+    assert _value(lay, "Step_Time_S") == "see Start!C3"
     book.put(*stack_at, "megatron", "text_input")
     book.put(*batch_at, 4096 * 1000, "input")  # 1,000 sequences over DP 64: 15.6 micro-batches
     book.cached_values()
     assert "15.625 micro-batches" in _value(lay, "Step_Check")
-    for pasted in ("lots", -4096, None):  # a text, a negative number, a blank pasted over the batch
+    for pasted in ("lots", -4096):  # a text, a negative number pasted over the batch
         book.put(*batch_at, pasted, "input")
         book.cached_values()
-        assert _value(lay, "Step_Check") == "Global_Batch_Tokens: a number of tokens per step > 0 (whole sequences)"
-        assert str(_value(lay, "Step_MFU")).startswith(f"see {STEP_SHEET}!B")
+        assert _value(lay, "Step_Check") == "see Start!C3"
+        assert book.value("Start", "C3").startswith(f"{STEP_SHEET}!{batch_at[1]}: Global_Batch_Tokens = {pasted} is "
+                                                    "not allowed: Global_Batch_Tokens must be a number > 0")
+        assert _value(lay, "Step_MFU") == "see Start!C3"
+    book.put(*batch_at, None, "input")  # cleared: not given, the sheet asks for one (plan's rule: no assumed batch)
+    book.cached_values()
+    assert book.value("Start", "C3").startswith("OK")
+    assert _value(lay, "Step_Check") == BATCH_REFUSED and "type your run's global batch" in BATCH_REFUSED
+    assert str(_value(lay, "Step_MFU")).startswith(f"see {STEP_SHEET}!B")  # the step-time check, which says so
     book.put(*batch_at, 4096 * 1024, "input")
     book.put(*gpu_at, "ascend-910b", "text_input")  # the GPU catalog has no HBM bandwidth for it
     book.cached_values()
@@ -140,18 +199,20 @@ def _produce(work: Path):
             cases.append((p, stack or DEFAULT_STACK, batch))
     build(work / "faces.xlsx", [Scenario.build(**FACES_RUN)])
     Edits(work / "faces.xlsx").save(src / "faces.xlsx", {"Stack": FACES_STACK, "Global_Batch_Tokens": FACES_BATCH})
-    return [*files, src / "faces.xlsx"], cases
+    build(src / "stated.xlsx", [stated()])  # built with the scenario's own stack and batch, no edit
+    build(src / "blank.xlsx", [Scenario.build(**FACES_RUN)])  # Llama 3.1 70B: no published batch, none given
+    return [*files, src / "faces.xlsx", src / "stated.xlsx", src / "blank.xlsx"], cases
 
 
 @pytest.fixture(scope="module")
 def recalculated():
     files, cases = lo_batch.results("step_time")
-    return [(case, openpyxl.load_workbook(f, data_only=True)) for f, case in zip(files, [*cases, "faces"])]
+    return [(case, openpyxl.load_workbook(f, data_only=True)) for f, case in zip(files, [*cases, "faces", "stated", "blank"])]
 
 
 def test_libreoffice_gives_plans_step_time_for_the_stack_picked(recalculated):
-    assert len(recalculated) == len(LO_CASES) + 1
-    for (preset, stack, batch), wb in recalculated[:-1]:
+    assert len(recalculated) == len(LO_CASES) + 3
+    for (preset, stack, batch), wb in recalculated[:-3]:
         sc = presets.load(preset)
         assert named_cell(wb, "Step_Check").value == "OK", (preset, stack)
         expected, interval = planned(sc, stack, batch or named_cell(wb, "Global_Batch_Tokens").value)
@@ -174,7 +235,7 @@ def test_the_stack_dropdown_lists_every_profile(tmp_path):
 def test_one_run_gives_one_step_time_in_every_face(capsys, recalculated):
     # the CLI (plan --json, every layout flag pinned), Python (layout_prediction), the worksheet functions and the
     # workbook recalculated by LibreOffice with the stack picked in its dropdown
-    case, wb = recalculated[-1]
+    case, wb = recalculated[-3]
     assert case == "faces" and named_cell(wb, "Step_Check").value == "OK"
     layout = {k: FACES_RUN[k] for k in ("tp", "pp", "zero_stage", "seq_parallel", "recompute", "micro_batch")}
     code, out, err = run(capsys, "plan", "--model", FACES_RUN["model"], "--gpu", FACES_RUN["gpu"],
@@ -193,3 +254,24 @@ def test_one_run_gives_one_step_time_in_every_face(capsys, recalculated):
         assert getattr(py, field) == pytest.approx(cli[field], rel=1e-12), name
         assert fn(*args) == pytest.approx(cli[field], rel=1e-12), name
         assert named_cell(wb, name).value == pytest.approx(cli[field], rel=1e-9), name
+
+
+def test_libreoffice_gives_the_scenarios_step_time_for_its_stack_and_batch(recalculated):
+    # the workbook built from a scenario's stack and batch, recalculated, gives the scenario's Python face's step
+    case, wb = recalculated[-2]
+    assert case == "stated" and named_cell(wb, "Step_Check").value == "OK"
+    assert (named_cell(wb, "Stack").value, named_cell(wb, "Global_Batch_Tokens").value) == (STATED_STACK, STATED_BATCH)
+    py = step_prediction(stated())
+    for name, field in (("Step_Time_S", "step_s"), ("Step_MFU", "mfu"),
+                        ("Step_Tokens_per_S_per_GPU", "tokens_per_s_per_gpu")):
+        assert named_cell(wb, name).value == pytest.approx(getattr(py, field), rel=1e-9), name
+
+
+def test_libreoffice_leaves_a_batch_not_given_to_the_step_time_check(recalculated):
+    # no batch given and none published (plan's rule: none assumed): the input's check passes (an empty cell is not
+    # given), the rest of the plan stands, and the step-time check asks for the run's batch
+    case, wb = recalculated[-1]
+    assert case == "blank" and named_cell(wb, "Global_Batch_Tokens").value is None
+    assert wb["Start"]["C3"].value.startswith("OK")
+    assert named_cell(wb, "Step_Check").value == BATCH_REFUSED
+    assert str(named_cell(wb, "Step_MFU").value).startswith(f"see {STEP_SHEET}!B")

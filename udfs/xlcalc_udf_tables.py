@@ -158,7 +158,7 @@ def PLAN(model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t=None, scaleo
         raise InputError("global_batch_tokens", None, "a number of tokens per step, e.g. 4194304")
     result = plan(model_name, gpu=gpu_name, n_gpus=check_value("n_gpus", v["n_gpus"]),
                   seq_len=check_value("seq_len", v["seq_len"]),
-                  global_batch_tokens=check_value("tokens", v["global_batch_tokens"], "global_batch_tokens"),
+                  global_batch_tokens=check_value("global_batch_tokens", v["global_batch_tokens"]),
                   tokens_t=v["tokens_t"], settings=settings, top=count)
     if not result.plans:
         why = result.rejected[0].reason if result.rejected else "no configuration fits in GPU memory"
@@ -196,7 +196,7 @@ def _layout_plan(cells: dict[str, Any]) -> Any:
     return layout_prediction(
         text("model", v["model"], _LAYOUT_REQUIRED["model"]), gpu=text("gpu", v["gpu"], _LAYOUT_REQUIRED["gpu"]),
         n_gpus=check_value("n_gpus", v["n_gpus"]), seq_len=check_value("seq_len", v["seq_len"]),
-        global_batch_tokens=check_value("tokens", v["global_batch_tokens"], "global_batch_tokens"),
+        global_batch_tokens=check_value("global_batch_tokens", v["global_batch_tokens"]),
         stack=None if v["stack"] is None else text("stack", v["stack"], stack_choices()),
         **{k: v[k] for k in _LAYOUT_ARGS[5:-1]})
 

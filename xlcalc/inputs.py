@@ -223,6 +223,9 @@ _add("pcie_gb_s", "GB/s", "Host link (PCIe) bandwidth of one GPU, one direction,
 _add("host_memory_gb_s", "GB/s", "CPU memory bandwidth available to one GPU's offloaded optimizer, GB/s (a server's DRAM bandwidth / its GPUs)", "Host_Memory_GB_s", example=75, **POS)
 _add("scaleout_gb_s", "GB/s", "Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s", "Scaleout_GB_s", example=50, **POS)
 _add("tokens", "tokens", "Tokens processed (e.g. per micro-batch or per step)", example=4096, **POS)
+_add("global_batch_tokens", "tokens", "Global batch: tokens per optimizer step, rounded to whole sequences, a whole "
+     "number of micro-batches per data-parallel group (not given: a catalog model's published batch, else none)",
+     "Global_Batch_Tokens", example=4194304, **POS)
 _add("layers_per_stage", "", "Transformer layers on one pipeline stage (L/p)", example=20, **POS)
 _add("compute_s", "seconds", "Compute time", example=1.0, **NONNEG)
 _add("comm_s", "seconds", "Communication time", example=0.1, **NONNEG)
@@ -462,8 +465,9 @@ _LIMITS: dict[str, tuple[float, str]] = {
     "params_per_gpu": (1e14, "params"), "layer_params": (1e14, "params"), "embedding_params": (1e14, "params"),
     "tokens_t": (1e3, "tokens"), "tokens_per_param": (1e6, "tokens_param"),
     "compute_flops": (1e33, "flops"), "flops": (1e33, "flops"), "flops_per_token": (1e18, "flops"),
-    "seq_len": (1e8, "seq"), "tokens": (1e15, "tokens"),
-    "micro_batch": (1e6, "microbatch"), "max_micro_batch": (1e6, "microbatch"), "global_batch": (1e8, "batch"), "batch_sequences": (1e8, "batch"),
+    "seq_len": (1e8, "seq"), "tokens": (1e15, "tokens"), "global_batch_tokens": (1e15, "tokens"),
+    "micro_batch": (1e6, "microbatch"), "max_micro_batch": (1e6, "microbatch"), "global_batch": (1e8, "batch"),
+    "batch_sequences": (1e8, "batch"),
     "microbatches": (1e8, "batch"), "inflight_microbatches": (1e8, "batch"),
     "hidden": (1e6, "width"), "ffn_hidden": (1e7, "width"), "expert_ffn_hidden": (1e7, "width"),
     "shared_ffn_hidden": (1e7, "width"), "head_dim": (1e6, "width"), "q_lora_rank": (1e6, "width"),
@@ -530,14 +534,36 @@ def result_bound(name: str, what: str = "") -> tuple[float, str]:
     return s.le, f"the bound is {what or 'the one of the ' + name + ' input'}: {s.limit_reason}"
 
 
+def _stack_spec() -> InputSpec:
+    """The software stack: one of the stack profiles, which xlcalc.planner.stacks declares (their ids are its
+    STACKS, the default its DEFAULT_STACK). Made when first asked for: the planner's modules check their inputs with
+    this module's specs, so the planner cannot be read while this module loads."""
+    from .planner.stacks import DEFAULT_STACK, STACKS
+
+    return InputSpec(name="stack", unit="", excel_name="Stack", kind="choice", choices=tuple(STACKS),
+                     example=DEFAULT_STACK,
+                     doc="Software stack the step time is predicted for (xlcalc plan --stack): a profile of "
+                         "xlcalc.planner.stacks, whose documented facts and fitted matmul efficiency the step-time "
+                         f"model takes (default {DEFAULT_STACK}: plain PyTorch FSDP without compilation)")
+
+
+# specs whose allowed values a module that imports this one declares: made on first use
+_LATE = {"stack": _stack_spec}
+
+
 def spec(name: str) -> InputSpec:
     try:
         return _SPECS[name]
     except KeyError:
+        if name in _LATE:
+            made = _SPECS[name] = _LATE[name]()
+            return made
         raise KeyError(f"no input spec named {name!r}") from None
 
 
 def all_specs() -> dict[str, InputSpec]:
+    for name in _LATE:
+        spec(name)
     return dict(_SPECS)
 
 

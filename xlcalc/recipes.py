@@ -70,6 +70,11 @@ DEFAULT_RECIPE = "megatron"
 # catalog row's sequence length is its published pre-training one (data, never this default).
 DEFAULT_SEQ_LEN = 4096
 
+# The vocabulary when neither the question nor the model gives one: 32,000 tokens, Llama 1's and Llama 2's
+# (Touvron et al. 2023). The scenario's default (xlcalc.scenario.Scenario.vocab) and plan's and memory's for an
+# architecture given by its numbers (xlcalc.planner.architecture.FLAGS_VOCAB).
+DEFAULT_VOCAB = 32000
+
 # Every other default of the stage memory model (xlcalc.stage_memory), with where it comes from.
 MEMORY_DEFAULTS: dict[str, Any] = {
     # CUDA context, NCCL workspaces, allocator reserve and fragmentation: a flat allowance per GPU (GB)

@@ -30,7 +30,9 @@ from .inputs import spec
 from .layout import check_layout
 from .model_inputs import model_inputs
 from .outputs import MESSAGE_OUTPUTS, OUTPUTS, RANGES
-from .recipes import DEFAULT_SEQ_LEN, MEMORY_DEFAULTS, RECIPE_FIELDS, default_bytes, get_recipe
+from .planner.defaults import default_global_batch_tokens
+from .planner.stacks import DEFAULT_STACK, stack_id
+from .recipes import DEFAULT_SEQ_LEN, DEFAULT_VOCAB, MEMORY_DEFAULTS, RECIPE_FIELDS, default_bytes, get_recipe
 from .untrusted import check_text, check_value, read_limited
 from .validate import from_pydantic, validate_one
 
@@ -49,6 +51,8 @@ class InputCell:
 def _in(field: str, name: str, label: str, group: str, spec_name: str | None = None) -> InputCell:
     return InputCell(field, spec_name or field, name, label, group)
 
+
+STEP_GROUP = "Step time"  # the inputs of the step time alone, on the StepTime sheet
 
 INPUTS: tuple[InputCell, ...] = (
     _in("params_b", "Params_B", "Parameters (billions)", "Model and data"),
@@ -149,6 +153,9 @@ INPUTS: tuple[InputCell, ...] = (
         "range_factor"),
     _in("mtbf_high_x", "MTBF_High_X", "GPU MTBF (goodput): high end (x base)", "Ranges (low and high multipliers)",
         "range_factor"),
+    # -- the step time (the StepTime sheet): the software stack and the global batch, as xlcalc plan takes them
+    _in("stack", "Stack", "Software stack (as xlcalc plan --stack)", STEP_GROUP),
+    _in("global_batch_tokens", "Global_Batch_Tokens", "Global batch (tokens per step)", STEP_GROUP),
 )
 
 INPUT_BY_FIELD = {c.field: c for c in INPUTS}
@@ -204,7 +211,7 @@ class Scenario(BaseModel):
     kv_heads: int = 64
     ffn_hidden: int = 32768
     gated_ffn: bool = MEMORY_DEFAULTS["gated_ffn"]
-    vocab: int = 32000
+    vocab: int = DEFAULT_VOCAB  # Llama 1/2's (xlcalc.recipes.DEFAULT_VOCAB)
     tied_embeddings: bool = MEMORY_DEFAULTS["tied_embeddings"]
     flash_attention: bool = MEMORY_DEFAULTS["flash_attention"]
     cp: int = MEMORY_DEFAULTS["cp"]
@@ -223,6 +230,12 @@ class Scenario(BaseModel):
     job: str = MEMORY_DEFAULTS["job"]
     lora_rank: int = MEMORY_DEFAULTS["lora_rank"]
     lora_targets: str = MEMORY_DEFAULTS["lora_targets"]
+    # the step time's (xlcalc.scenario_step, the StepTime sheet), as plan's: the stack every face assumes when none
+    # is named (xlcalc.planner.stacks.DEFAULT_STACK); the global batch in tokens per step, None: not given, and
+    # Scenario.build fills a catalog model's published one (xlcalc.planner.defaults.default_global_batch_tokens,
+    # plan's one rule); no face assumes a batch for any other model
+    stack: str = DEFAULT_STACK
+    global_batch_tokens: Optional[float] = None
     deadline_days: float = 90
     spare_frac: float = 0.05
     usd_per_gpu_hour: float = 2.0
@@ -280,6 +293,8 @@ class Scenario(BaseModel):
                         [f for f in ("name", "notes") if isinstance(data.get(f), str)])
         if data.get("recipe") is not None:
             data["recipe"] = get_recipe(str(data["recipe"])).id if str(data["recipe"]).strip() else None
+        if isinstance(data.get("stack"), str):  # a name a stack is known by (an alias, any case): its profile's id
+            data["stack"] = _stack_id(data["stack"])
         if data.get("framework") is not None or data.get("precision") is not None:  # the names as xlcalc.frameworks
             data.update(_profile_names(data.get("framework"), data.get("precision")))  # spells them; unknown: named
         # architecture left out: multi-head attention (kv heads = heads) and F = 4h, as seed 002's formulas
@@ -337,6 +352,7 @@ class Scenario(BaseModel):
         if values.get("model"):
             m = catalog.get_model(values["model"])
             merged.update(_architecture(m), seq_len=m.seq_len)
+            merged["global_batch_tokens"] = default_global_batch_tokens(m)  # published, else None: as plan
         if values.get("gpu"):
             g = catalog.get_gpu(values["gpu"])
             if g.half_tflops is not None:
@@ -385,6 +401,15 @@ def _profile_names(framework: Any, precision: Any) -> dict[str, str]:
         raise InputError.all(blank)
     p = get_profile(framework, precision)
     return {"framework": p.framework, "precision": p.precision}
+
+
+def _stack_id(name: str) -> str:
+    """A stack name as the profile id it means (xlcalc.planner.stacks.stack_id: an alias, case and spaces ignored); a
+    name that is no profile's stays as typed, so the input's spec names it with the profiles allowed."""
+    try:
+        return stack_id(name)
+    except InputError:
+        return name
 
 
 def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:

@@ -164,7 +164,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def checked_inputs(**specs: str) -> Callable[[F], F]:
     """Decorate a Python entry point (e.g. the planner's ``plan``): arguments that do not bind raise
     :class:`InputError` (every missing one named, unknown names with their close matches), and the
-    arguments named here are validated by the input spec given (``global_batch_tokens="tokens"``),
+    arguments named here are validated by the input spec given (``seq_len="seq_len"``),
     every mistake at once, before the function runs. None means "not given" and is left to the function."""
 
     def deco(func: F) -> F:

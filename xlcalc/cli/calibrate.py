@@ -60,7 +60,7 @@ def _what(name: str) -> str:
     if name == "tokens_per_s":
         return "the measured tokens/s per GPU (--tokens-per-s; or --step-s, seconds per step)"
     try:
-        allowed = spec("tokens" if name == "global_batch_tokens" else name).allowed
+        allowed = spec(name).allowed
     except KeyError:
         allowed = "given"
     return f"{allowed}, as in the measured run (--{name.replace('_', '-')})"

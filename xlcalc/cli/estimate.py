@@ -11,7 +11,7 @@ from ..layout import stage_split
 from ..model_inputs import model_inputs
 from ..outputs import OUTPUT_BY_NAME, OUTPUTS
 from ..recipes import DEFAULT_RECIPE
-from ..scenario import INPUTS, Scenario, evaluate, price_note
+from ..scenario import INPUTS, STEP_GROUP, Scenario, evaluate, price_note
 from ..stage_memory import explain, memory_steps
 from ..validate import check_value
 from .flags import OneDefaultFormatter, add_input, add_switch, input_default
@@ -61,6 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     for cell in INPUTS:  # one flag per input, its default (the scenario's) stated once
         if cell.field in FINETUNE_FIELDS:  # --job, --lora-rank, --lora-targets (and --quant) above
             continue
+        if cell.group == STEP_GROUP:  # the step time's stack and batch: xlcalc plan's flags (estimate has no step)
+            continue
         if spec(cell.spec_name).kind == "bool":
             add_switch(p, cell.field, cell.label.replace(" (TRUE/FALSE)", ""))
         else:
@@ -75,7 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    values = {c.field: cli_value(getattr(args, c.field)) for c in INPUTS if c.field not in FINETUNE_FIELDS}
+    values = {c.field: cli_value(getattr(args, c.field)) for c in INPUTS
+              if c.field not in FINETUNE_FIELDS and c.group != STEP_GROUP}
     values.update(finetune_values(args))
     if args.price_tier and values.get("usd_per_gpu_hour") is not None:
         raise InputError("price_tier", args.price_tier, "left out when --usd-per-gpu-hour is given",

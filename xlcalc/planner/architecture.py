@@ -10,16 +10,16 @@ from dataclasses import dataclass
 
 from .. import catalog
 from ..errors import InputError
-from ..recipes import DEFAULT_SEQ_LEN, MEMORY_DEFAULTS
-from ..scenario import Scenario
+from ..recipes import DEFAULT_SEQ_LEN, DEFAULT_VOCAB, MEMORY_DEFAULTS
 from ..validate import check_value
 
 __all__ = ["Arch", "arch_from_model", "arch_from_flags", "FLAGS_VOCAB", "FLAGS_SEQ_LEN"]
 
 # What an architecture given by its numbers (no model, no config.json) assumes where it is not given (arch_from_flags;
 # plan's and memory's flags and help take them from here).
-# the scenario's vocabulary (xlcalc.scenario.Scenario.vocab: 32,000, Llama 1/2's); the memory model's FFN (not gated)
-FLAGS_VOCAB: int = Scenario.model_fields["vocab"].default
+# the one default vocabulary (xlcalc.recipes.DEFAULT_VOCAB: 32,000, Llama 1/2's, the scenario's too); the memory
+# model's FFN (not gated)
+FLAGS_VOCAB: int = DEFAULT_VOCAB
 FLAGS_GATED_FFN: bool = MEMORY_DEFAULTS["gated_ffn"]
 # the one default sequence length of every face (xlcalc.recipes.DEFAULT_SEQ_LEN: 4,096, Llama 2's context)
 FLAGS_SEQ_LEN: int = DEFAULT_SEQ_LEN

@@ -10,7 +10,7 @@ from ..errors import CatalogError, InputError, missing
 from .answer import Assumed
 from .steptime import Arch, arch_from_model
 
-__all__ = ["catalog_model", "resolve_model", "run_defaults"]
+__all__ = ["catalog_model", "default_global_batch_tokens", "resolve_model", "run_defaults"]
 
 
 def catalog_model(model: Any) -> catalog.Model | None:
@@ -26,6 +26,15 @@ def catalog_model(model: Any) -> catalog.Model | None:
     return None
 
 
+def default_global_batch_tokens(model: Any) -> float | None:
+    """The global batch (tokens per step) a run has when none is given: a catalog model's published pre-training
+    batch; None for a model the catalog has no batch of, or one not in the catalog (no face assumes a batch for a
+    model it does not know). The one rule: plan's (run_defaults) and the scenario's (xlcalc.scenario.Scenario.build,
+    so the workbook's Global_Batch_Tokens)."""
+    entry = catalog_model(model)
+    return float(entry.global_batch_tokens) if entry is not None and entry.global_batch_tokens else None
+
+
 def run_defaults(model: Any, arch: Arch | None, gpu: Any, seq_len: Any, global_batch_tokens: Any,
                  also_lacking: dict[str, str]) -> tuple[Any, Any, dict[str, Assumed]]:
     """(seq_len, global_batch_tokens, what was assumed): a catalog model's published pre-training sequence length
@@ -37,8 +46,8 @@ def run_defaults(model: Any, arch: Arch | None, gpu: Any, seq_len: Any, global_b
         seq_len = entry.seq_len
         assumed["seq_len"] = Assumed(value=seq_len, shown=f"{seq_len} tokens",
                                      basis=f"{entry.name}'s pre-training sequence length, model catalog")
-    if global_batch_tokens is None and entry is not None and entry.global_batch_tokens:
-        global_batch_tokens = entry.global_batch_tokens
+    if global_batch_tokens is None and entry is not None and default_global_batch_tokens(entry) is not None:
+        global_batch_tokens = default_global_batch_tokens(entry)
         assumed["global_batch_tokens"] = Assumed(
             value=global_batch_tokens, shown=f"{global_batch_tokens:,.0f} tokens "
                                             f"({global_batch_tokens / entry.seq_len:,.0f} sequences)",

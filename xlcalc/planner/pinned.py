@@ -32,7 +32,7 @@ LAYOUT_CHOICES = ("tp", "pp", "cp", "zero_stage", "seq_parallel", "recompute", "
 
 
 def layout_prediction(model: str | catalog.Model | None = None, *, arch: Arch | None = None, gpu: str,
-                      n_gpus: int, seq_len: int, global_batch_tokens: float,
+                      n_gpus: int, seq_len: int, global_batch_tokens: Optional[float],
                       tp: Optional[int] = None, pp: Optional[int] = None, cp: Optional[int] = None,
                       zero_stage: Optional[int] = None, seq_parallel: Optional[bool] = None,
                       recompute: Optional[str] = None, micro_batch: Optional[int] = None,
@@ -48,7 +48,8 @@ def layout_prediction(model: str | catalog.Model | None = None, *, arch: Arch | 
     ``model`` (catalog id or :class:`catalog.Model`) or ``arch``; ``stack`` names the software-stack profile
     (None: the planner's default stack, as ``plan``) or ``settings`` carries it with the rest of the model's
     settings. A mixture of experts needs ``ep`` (its expert-parallel size); ``etp`` left out is TP (the experts
-    split as the dense layers). ``tokens_t`` only sets the plan's days, GPU-hours and cost (None: as ``plan``).
+    split as the dense layers). ``tokens_t`` only sets the plan's days, GPU-hours and cost (None: as ``plan``);
+    ``global_batch_tokens`` None is ``plan``'s rule (a catalog model's published batch, else the input is missing).
 
     Raises :class:`InputError` for a layout that does not divide the run (GPUs not a multiple of TP x PP x CP,
     a batch of no whole micro-batches per replica, ...) or that does not fit in GPU memory, saying why in the

@@ -304,7 +304,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
     return fits, misses, count, reasons
 
 
-@checked_inputs(n_gpus="n_gpus", seq_len="seq_len", global_batch_tokens="tokens", tokens_t="tokens_t",
+@checked_inputs(n_gpus="n_gpus", seq_len="seq_len", global_batch_tokens="global_batch_tokens", tokens_t="tokens_t",
                 deadline_days="days", tp="tp", pp="pp", zero_stage="zero_stage", recompute="recompute",
                 micro_batch="micro_batch", seq_parallel="seq_parallel", virtual_stages="virtual_stages", cp="cp",
                 fp8="fp8", top="microbatches", max_micro_batch="max_micro_batch")

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import difflib
 import tomllib
-from importlib.resources import as_file
+from importlib.resources import as_file, files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..catalog import DATA
 from ..errors import CatalogError, InputError
 from ..frameworks import FRAMEWORKS
 from ..untrusted import check_value, read_limited
@@ -27,6 +26,8 @@ from .settings_kinds import KINDS
 
 __all__ = ["StackFiles", "load_stack_files", "STACK_FIELDS", "NAMES_FILE", "MAX_STACK_FILE_BYTES"]
 
+# the packaged profiles (read through importlib.resources, as the catalogs' data is)
+STACKS_DIR: Traversable = files("xlcalc") / "data" / "stacks"
 NAMES_FILE = "names.toml"
 MAX_STACK_FILE_BYTES = 64_000
 """The largest stack file read (the largest shipped is under 6 kB)."""
@@ -106,7 +107,7 @@ def load_stack_files(folder: str | Path | None = None, reserved: Optional[dict[s
     """Read and validate ``names.toml`` and every profile it lists from ``folder`` (default: the packaged
     ``xlcalc/data/stacks/``); a :class:`CatalogError` naming the file, the key and the value otherwise.
     ``reserved``: names no profile or alias may take (name -> what it means)."""
-    where: Traversable = Path(folder) if folder is not None else DATA / "stacks"
+    where: Traversable = Path(folder) if folder is not None else STACKS_DIR
     shown = str(folder) if folder is not None else "xlcalc/data/stacks"
     names_label = f"{shown}/{NAMES_FILE}"
     names_raw = _read(where / NAMES_FILE, names_label)

@@ -50,6 +50,10 @@ LOOKED_UP_FAILING = ("Peak_TFLOPS", "GPU_Memory_GB", "GPUs_per_Node", "Params_B"
                      "Heads", "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer", "USD_per_GPU_Hour",
                      *FRAMEWORK_INPUTS)
 LOOKED_UP_TEXT_OK = ("Capex_USD_per_GPU",)
+# Inputs an empty cell leaves not given (the scenario's None), which fails nothing: no global batch (the scenario gave
+# none and its model has no published one, plan's rule), whose StepTime sheet asks for one. A formula reads an empty
+# cell as 0, so 0 means the same (and reads back as not given)
+EMPTY_OK = ("Global_Batch_Tokens",)
 CHECKED = CHOICES + tuple(c.name for c in INPUTS)  # the row order of the input checks
 FIRST_ROW = 8           # the first input check
 LAYOUT_ROW = 4          # the layout check with the cell it blames
@@ -330,6 +334,8 @@ def value_check(x: Var, where: str, name: str, lists: dict[str, tuple[str, str, 
         not_number = if_(eq(x, ""), bad, OK)
     else:
         not_number = bad
+    if name in EMPTY_OK:  # empty (a spreadsheet's ISNUMBER is FALSE, ="" TRUE) or 0 (as a formula reads it): OK
+        return if_(eq(x, ""), OK, if_(IsNumber(x), if_(eq(x, 0), OK, inside), not_number))
     return if_(IsNumber(x), inside, not_number)
 
 

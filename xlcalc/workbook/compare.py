@@ -14,7 +14,7 @@ from ..expr.nodes import Expr, Func, Text, Var
 from ..inputs import spec
 from ..layout import LAYOUT_OK, preset_stage_ends
 from ..outputs import OUTPUT_BY_NAME, OUTPUTS
-from ..scenario import INPUT_BY_NAME, INPUTS, Scenario
+from ..scenario import INPUT_BY_NAME, INPUTS, STEP_GROUP, Scenario
 from . import checks
 from .catalogs import GPU_DERIVED, Table
 from .messages import CHECK_CELL_POINTER, CHECK_POINTER, longest_layout_message, message_cell
@@ -127,6 +127,8 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         framework = framework_cells(ctx, s, col, row, sc, linked)
         row += 2
         for cell in INPUTS:
+            if cell.group == STEP_GROUP:  # the step time's inputs: its chain is the StepTime sheet's alone
+                continue
             b.put(s, f"A{row}", cell.label)
             b.put(s, f"B{row}", spec(cell.spec_name).unit)
             if cell.field == "capex_usd_per_gpu" and ctx.prices is not None:  # the column's GPU's purchase price

@@ -23,6 +23,7 @@ from ..layout import preset_stage_ends
 from ..outputs import OUTPUTS
 from ..scenario import INPUTS, Scenario, evaluate
 from .catalogs import FRAMEWORK_DERIVED, GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED
+from .checks import EMPTY_OK
 from .package import Limits, Package, PackageError, check
 from .sheets import STAGE_ENDS
 from .verify import Finding, verify
@@ -202,6 +203,8 @@ def read_workbook(path: str | Path) -> ReadBack:
             presets = _presets(cell.field)
             if isinstance(v, str) and cell.field in FRAMEWORK_DERIVED and _any(data, "framework", "precision"):
                 continue  # the look-up's message (no such framework and precision): the engine names the input
+            if cell.name in EMPTY_OK and v in (None, 0):
+                continue  # not given (the global batch of a model with none published): the scenario's None
             if v is None:
                 if _any(data, *presets):
                     continue  # a look-up not yet recalculated: the preset fills it, as in the workbook

@@ -16,7 +16,7 @@ from ..inputs import spec
 from ..layout import preset_stage_ends
 from ..outputs import BOUNDED_OUTPUTS, OUTPUT_BY_NAME, bound_short
 from ..recipes import RECIPES, get_recipe
-from ..scenario import INPUT_BY_FIELD, Scenario
+from ..scenario import INPUT_BY_FIELD, STEP_GROUP, Scenario
 from . import checks
 from .catalogs import FRAMEWORK_DERIVED, GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, FrameworkTable, PriceTable, Table
 from .messages import CHECK_POINTER, message_cell
@@ -132,8 +132,9 @@ def stage_ends_value(scenario: Scenario, field: str, model_key: str) -> Any:
     return preset_or(model_key, value, IfError(split, 0))  # a PP or Layers not allowed: named by the checks
 
 
-def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
-    """Label, value (named, validated, unlocked), unit and what is allowed."""
+def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any, listed: str | None = None) -> None:
+    """Label, value (named, validated, unlocked), unit and what is allowed; ``listed``: the range of a sheet that
+    lists the allowed values (a choice's dropdown shows that list rather than the spec's)."""
     cell = INPUT_BY_FIELD[field]
     s = spec(cell.spec_name)
     b = ctx.book
@@ -157,7 +158,9 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any) -> None:
     b.wrap.add((sheet, f"D{row}"))
     if isinstance(value, Expr) and (chars := longest_message_in({cell.name})):  # the look-up's message wraps in B
         message_cell(b, sheet, row, "B", "B", chars)
-    b.validations.append({"sheet": sheet, "at": f"B{row}", "spec": s, "label": f"{cell.label} ({cell.name})"})
+    label = f"{cell.label} ({cell.name})"
+    b.validations.append({"sheet": sheet, "at": f"B{row}", "label": label, "list": listed, "allowed": s.allowed}
+                         if listed is not None else {"sheet": sheet, "at": f"B{row}", "spec": s, "label": label})
 
 
 def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str] | None = None,
@@ -224,7 +227,8 @@ def inputs_sheet(ctx: Ctx) -> None:
     row = 5
     groups: dict[str, list[str]] = {}
     for cell in INPUT_BY_FIELD.values():
-        if cell.field not in BUDGET_FIELDS and cell.group != "Fine-tuning":  # those on the FineTuning sheet
+        # those on the FineTuning and StepTime sheets
+        if cell.field not in BUDGET_FIELDS and cell.group not in ("Fine-tuning", STEP_GROUP):
             groups.setdefault(cell.group if cell.group != "Prices and budget" else "Prices", []).append(cell.field)
     for group, fields in groups.items():
         b.put(s, f"A{row}", group, "group")

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import catalog
 from ..expr.functions import and_, eq, if_
 from ..expr.nodes import Expr, Func, IfError, Var, wrap
 from ..formulas import ranges as franges
 from ..formulas import steptime as fs
-from ..inputs import spec
 from ..layout import LAYOUT_OK
 from ..planner import Settings
 from ..planner.ranges import interval_data, mfu_range_factors
-from ..planner.stacks import DEFAULT_STACK, STACKS
+from ..planner.stacks import STACKS
 from ..planner.step_chain import stack_facts
 from ..stage_memory import Step
 from ..step_steps import step_time_steps
@@ -27,7 +25,7 @@ from .catalogs import FIRST, Table
 from .messages import CHECK_POINTER, LAYOUT_POINTER
 from .model import Book, Concat, IsNumber, LookupOr, coord
 from .rendering import guarded, needs, pointing
-from .sheets import Ctx, header_row
+from .sheets import Ctx, header_row, input_row
 
 __all__ = ["STACK_SHEET", "STEP_SHEET", "stack_sheet", "step_time_sheet"]
 
@@ -51,9 +49,6 @@ STACK_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
     ("bytes_weights", "bytes_weights", "bytes per gathered weight", "0.##"),
     ("bytes_per_param_step", "bytes_per_param_step", "optimizer step bytes per parameter", "0.##"),
 )
-# Llama 2's batch: 4M tokens, 1,024 sequences of 4,096 (Touvron et al. 2023 §2.2); the example on a model with none
-EXAMPLE_BATCH_SEQUENCES = 1024
-
 
 def stack_sheet(book: Book) -> Table:
     """One row per software-stack profile (xlcalc.planner.stacks): the facts the step time takes from it, as the
@@ -147,7 +142,8 @@ def _sources(ctx: Ctx, stacks: Table) -> tuple[dict[str, Any], list[tuple[str, s
 
 
 def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
-    """The step time of the Inputs sheet's layout for the Stack picked here and the global batch typed here."""
+    """The step time of the Inputs sheet's layout for the Stack picked here and the global batch typed here (the
+    scenario's ``stack`` and ``global_batch_tokens``, read back from these cells)."""
     s, b = STEP_SHEET, ctx.book
     b.put(s, "A1", "Step time and MFU of this layout, by the planner's model", "title")
     b.put(s, "A2", "Each green cell is one formula of the planner's step-time model (xlcalc plan gives the same step "
@@ -155,19 +151,11 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
           "sheet, the stack's facts from the Stacks sheet; a layer's parameters from its shape, as the planner counts "
           "them (the Memory sheet takes them from Params_B).", "note")
     header_row(b, s, 4, ("", "value", "unit", "formula and source"))
-    b.put(s, "A5", "Stack (software, as xlcalc plan --stack)")
-    b.put(s, "B5", DEFAULT_STACK, "text_input")
-    b.name("Stack", s, "B5")
-    b.put(s, "D5", "Stack: one of the Stacks sheet's ids; default: plain PyTorch FSDP without compilation.", "note")
-    b.validations.append({"sheet": s, "at": "B5", "label": "Stack (Stack)", "allowed": "a stack id from the Stacks sheet",
-                          "list": f"={stacks.sheet}!$A${stacks.first_row}:$A${stacks.last_row}"})
-    b.put(s, "A6", "Global batch (tokens per step)")
-    b.put(s, "B6", example_batch_tokens(ctx.scenario), "input", "#,##0")
-    b.name("Global_Batch_Tokens", s, "B6")
-    b.validations.append({"sheet": s, "at": "B6", "spec": spec("tokens"), "label": "Global batch (Global_Batch_Tokens)"})
-    b.put(s, "C6", "tokens")
-    b.put(s, "D6", "Global_Batch_Tokens: whole sequences, a whole number of micro-batches per data-parallel group "
-          "(xlcalc plan --global-batch-tokens); type your run's.", "note")
+    # the scenario's two inputs of the step time alone (xlcalc.scenario.STEP_GROUP), the stack a dropdown of the
+    # Stacks sheet's ids
+    input_row(ctx, s, 5, "stack", ctx.scenario.stack,
+              listed=f"={stacks.sheet}!$A${stacks.first_row}:$A${stacks.last_row}")
+    input_row(ctx, s, 6, "global_batch_tokens", ctx.scenario.global_batch_tokens)
     src, facts = _sources(ctx, stacks)
     steps = step_time_steps(src)
     per_replica = Var("Global_Batch_Tokens") / Var("Seq_Len") / Var("DP_Size") / Var("Micro_Batch")
@@ -238,17 +226,10 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
     b.freeze[s] = "A5"
 
 
-def example_batch_tokens(scenario: Any) -> float:
-    """The global batch the sheet starts from: the catalog model's published one, else EXAMPLE_BATCH_SEQUENCES
-    sequences of the scenario's length (a value to type over: no face assumes a batch for a model it does not know)."""
-    if scenario.model:
-        published = catalog.get_model(scenario.model).global_batch_tokens
-        if published:
-            return float(published)
-    return float(scenario.seq_len * EXAMPLE_BATCH_SEQUENCES)
-
-
-BATCH_REFUSED = "Global_Batch_Tokens: a number of tokens per step > 0 (whole sequences)"
+# an empty batch (the scenario gave none and its model has no published one: plan's rule) or one pasted over the
+# cell's check
+BATCH_REFUSED = ("Global_Batch_Tokens: type your run's global batch in tokens per step (whole sequences); as xlcalc "
+                 "plan, only a catalog model with a published batch has one")
 
 
 def _batch_checked(expr: Any) -> Expr:
