@@ -19,7 +19,7 @@ from .. import atomic
 from . import budget_sheet, catalogs, charts, checks, compare, finetune, memory_sheets, sheets, start, step_sheet
 from .model import Book
 from .readback import WorkbookError, read_workbook
-from .writer import save_package, to_workbook
+from .writer import SHEET_ORDER, save_package, to_workbook
 
 __all__ = ["build", "layout", "Layout", "read_workbook", "WorkbookError"]
 
@@ -38,9 +38,7 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
     scenarios = list(scenarios) or [Scenario()]
     main = scenarios[0]
     book = Book()
-    book.sheets.update({t: {} for t in ("Start", "Inputs", "Memory", "Time", "StepTime", "Budget", "FineTuning",
-                                        "Scenarios", "Sensitivity", "Parallelism", "GPUs", "Models", "Recipes",
-                                        "Frameworks", "Stacks", "Prices", "References", checks.SHEET)})
+    book.sheets.update({t: {} for t in (*SHEET_ORDER, checks.SHEET)})  # the sheets in print order
     with checks.collecting() as reg:  # the cells that gather input checks, placed as the results need them
         return _layout(book, scenarios, main, reg)
 

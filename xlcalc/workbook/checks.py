@@ -44,11 +44,13 @@ CHOICE_ALLOWED = {"Framework": f"one of {', '.join(FRAMEWORKS)} (Frameworks shee
                   "Precision": f"one of {', '.join(PRECISIONS)} (Frameworks sheet), or empty"}
 # the inputs the Frameworks sheet gives (their look-up's message: a framework and precision it does not list)
 FRAMEWORK_INPUTS = tuple(INPUT_BY_FIELD[f].name for f in PROFILE_FIELDS[1:])
+# Inputs a catalog look-up fills (a preset's figure, the price of a GPU at a tier): a cell may hold the look-up's
+# message instead of a number
+CATALOG_LOOKED_UP = ("Peak_TFLOPS", "GPU_Memory_GB", "GPUs_per_Node", "Params_B", "Seq_Len", "Hidden", "Layers",
+                     "Heads", "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer", "USD_per_GPU_Hour")
 # Looked-up inputs whose message (a figure the catalog lacks, no price at the tier) is a failing check; a missing
 # purchase price is not: the owning results say what to type, the rest of the plan stands
-LOOKED_UP_FAILING = ("Peak_TFLOPS", "GPU_Memory_GB", "GPUs_per_Node", "Params_B", "Seq_Len", "Hidden", "Layers",
-                     "Heads", "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer", "USD_per_GPU_Hour",
-                     *FRAMEWORK_INPUTS)
+LOOKED_UP_FAILING = (*CATALOG_LOOKED_UP, *FRAMEWORK_INPUTS)
 LOOKED_UP_TEXT_OK = ("Capex_USD_per_GPU",)
 CHECKED = CHOICES + tuple(c.name for c in INPUTS)  # the row order of the input checks
 FIRST_ROW = 8           # the first input check
@@ -116,9 +118,11 @@ class Registry:
             row = self.groups[names] = GROUP_FIRST_ROW + len(self.groups)
         return ref_text(SHEET, f"C{row}")
 
-    def add_cell(self, check: CellCheck) -> None:
-        if check.ref not in self.cells:
-            self.cells[check.ref] = (FIRST_ROW + len(self.cells), check)
+    def add_cell(self, check: CellCheck, key: str | None = None) -> None:
+        """A check of another sheet's cell, kept under ``key`` (default: its cell), in the next row of E:G."""
+        key = check.ref if key is None else key
+        if key not in self.cells:
+            self.cells[key] = (FIRST_ROW + len(self.cells), check)
 
     def members(self, names: frozenset[str]) -> list[str]:
         """The checks of a set, in the order of the Checks sheet: the inputs', then the other sheets' cells'."""
@@ -190,17 +194,8 @@ def register_layout(ref: str, cells: dict[str, str], over: dict[str, str], messa
     ``message``: the cell that holds the check's whole message, where ``ref`` shows it short."""
     reg = _ACTIVE.get()
     if reg is not None:
-        check = CellCheck(ref, "Layout_Check", layout=tuple(cells.items()), over=tuple(over.items()),
-                          message=message)
-        key = LAYOUT_KEY + ref
-        if key not in reg.cells:
-            reg.cells[key] = (FIRST_ROW + len(reg.cells), check)
-
-
-def registered(ref: str) -> bool:
-    """True when ``ref`` is an input cell of another sheet with a check of its own."""
-    reg = _ACTIVE.get()
-    return reg is not None and ref in reg.cells
+        reg.add_cell(CellCheck(ref, "Layout_Check", layout=tuple(cells.items()), over=tuple(over.items()),
+                               message=message), LAYOUT_KEY + ref)
 
 
 def registered_cells() -> Mapping[str, Any]:
@@ -341,10 +336,6 @@ def _first_failing(refs: list[str], reg: Registry) -> Any:
         refs = cells
     else:
         refs = [reg.check_ref(k) for k in refs]
-    return _first_failing_cells(refs)
-
-
-def _first_failing_cells(refs: list[str]) -> Any:
     return FirstFailing(refs, OK)  # IF(<ref>="OK", ..., <ref>) for each of refs, "OK" innermost
 
 
@@ -549,4 +540,4 @@ def master(expr_ok: Any) -> Any:
 
 
 __all__ = ["CHECKED", "SHEET", "collecting", "finish", "gathered", "guard", "master", "check_ref", "is_checked",
-           "register", "registered"]
+           "register"]

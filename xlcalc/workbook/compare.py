@@ -27,18 +27,11 @@ from .rendering import (
     guarded,
     guarded_output,
     output_formula,
+    pointed,
     pointer_format,
     pointing,
 )
-from .sheets import (
-    STAGE_ENDS,
-    Ctx,
-    capex_value,
-    derived_value,
-    id_range,
-    longest_message_in,
-    plan_title,
-)
+from .sheets import STAGE_ENDS, Ctx, capex_value, derived_value, id_range, longest_message_in, plan_title
 
 COMPARE_GPUS = ("a800", "h100-sxm", "ascend-910b")
 # A Scenarios column's cells that can show a catalog's message (no purchase price or rental rate for the column's
@@ -289,8 +282,7 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
                 if name is None:  # spend rate: this grid point's total cost over its days
                     cost = Var(tables["cost"]["cells"][i][j])
                     expr = cost / Var(tables["days"]["cells"][i][j]) * 30
-                    expr = pointing(guarded(expr, deps, exclude={"N_GPUs", "MFU"}, cells=axes), None,
-                                    checks_pointer=CHECK_POINTER)
+                    expr = pointed(guarded(expr, deps, exclude={"N_GPUs", "MFU"}, cells=axes))
                     expr = if_(IsNumber(cost), expr, cost)  # the cost cell's message (its days' included)
                     cells[i].append(b.put(s, at, expr, "formula", '"$"#,##0'))
                     continue
@@ -301,7 +293,7 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
                 # the point's days past their bound, or the way to a failing input's message: as the days cell
                 expr = guarded_output(name, expr, varmap if key == "cost" else None, exclude={"N_GPUs", "MFU"},
                                       cells=axes)
-                expr = pointing(expr, None, checks_pointer=CHECK_POINTER)  # the message whole: Start's input check
+                expr = pointed(expr)  # the message whole: Start's input check
                 cells[i].append(b.put(s, at, expr, "formula", OUTPUT_BY_NAME[name].number_format, subs))
         tables[key] = {"head": head, "rows": len(gpus), "cols": len(mfus), "mfu_refs": col_refs,
                        "gpu_refs": row_refs, "cells": cells}

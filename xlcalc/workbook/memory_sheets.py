@@ -10,13 +10,7 @@ from ..outputs import MEMORY_SOURCES, OUTPUT_BY_NAME
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS
 from ..stage_memory import PARTS, memory_steps
 from .messages import CHECK_POINTER, LAYOUT_POINTER, LAYOUT_ROW, longest_layout_message, message_cell
-from .rendering import (
-    guarded,
-    guarded_output,
-    needs,
-    output_formula,
-    pointing,
-)
+from .rendering import guarded, guarded_output, needs, output_formula, pointing
 from .sheets import Ctx, formula_row, header_row, output_row
 
 
@@ -138,6 +132,3 @@ def time_sheet(ctx: Ctx) -> None:
     output_row(ctx, s, 15, "Train_Days", {"N_GPUs": "GPUs_to_Provision"},
                label="Days on the GPUs to provision", define=False)
     b.freeze[s] = "A5"
-
-
-# --- Budget -----------------------------------------------------------------------------------

@@ -250,8 +250,7 @@ def display_format(out: Any) -> str:
 
 # Inputs whose cell may hold a message instead of a number: a preset's look-up where the catalog has no figure, the
 # price of a GPU at a tier with no sourced rate, the purchase price of a GPU without one.
-LOOKED_UP = ("Peak_TFLOPS", "GPU_Memory_GB", "GPUs_per_Node", "Params_B", "Seq_Len", "Hidden", "Layers", "Heads",
-             "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer", "USD_per_GPU_Hour", "Capex_USD_per_GPU")
+LOOKED_UP = (*checks.CATALOG_LOOKED_UP, *checks.LOOKED_UP_TEXT_OK)
 
 
 def needs(expr: Expr) -> set[str]:
@@ -389,6 +388,17 @@ def pointing(expr: Any, pointer: str | None, layout: str = "Layout_Check", check
             return Func("IF", (cond, inner, refused(cond.left) if isinstance(cond, BinOp) else Text(CHECK_POINTER)))
         return Func("IF", (cond, inner, Text(checks_pointer)))
     return expr if inner is then else Func("IF", (cond, inner, otherwise))
+
+
+def pointed(expr: Any) -> Any:
+    """``expr`` showing CHECK_POINTER, the way to Start's input check (which shows the message whole), for a failing
+    input check or look-up (:func:`pointing`): a result's cell is too narrow to print the message."""
+    return pointing(expr, None, checks_pointer=CHECK_POINTER)
+
+
+def checked(expr: Any, deps: Any = None) -> Any:
+    """``expr`` guarded by the inputs it depends on (``deps``, default: :func:`needs`), :func:`pointed`."""
+    return pointed(guarded(expr, needs(expr) if deps is None else deps))
 
 
 def refused(check: Expr) -> Expr:

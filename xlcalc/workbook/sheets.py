@@ -29,6 +29,7 @@ from .rendering import (
     guarded_output,
     needs,
     output_formula,
+    pointed,
     pointer_format,
     pointing,
     preset_or,
@@ -196,17 +197,13 @@ def formula_row(ctx: Ctx, sheet: str, row: int, label: str, expr: Any, unit: str
     b = ctx.book
     b.put(sheet, f"A{row}", label)
     # a failing input check or look-up: the way to Start's input check, which shows the message whole
-    ref = b.put(sheet, f"B{row}", pointing(expr, None, checks_pointer=CHECK_POINTER), "formula", fmt, subs)
+    ref = b.put(sheet, f"B{row}", pointed(expr), "formula", fmt, subs)
     b.put(sheet, f"C{row}", unit)
     b.put(sheet, f"D{row}", note, "note")
     b.wrap.add((sheet, f"D{row}"))
     if isinstance(expr, Expr):  # a catalog's message (no purchase price, rate or figure) wraps in B
         message_cell(b, sheet, row, "B", "B", longest_message_in(needs(expr)))
     return ref
-
-
-def _subs_named(*names: str) -> dict[Any, str]:
-    return {OUTPUT_BY_NAME[n].expr().key(): n for n in names}
 
 
 # --- Inputs ---------------------------------------------------------------------------

@@ -145,7 +145,6 @@ class Expected:
     value: Any          # formula text ("=...") or the value the builder writes
     formula: bool
     editable: bool
-    quoted: bool        # text written with its text protection (quotePrefix)
 
 
 ExpectedBook = tuple[dict[str, dict[str, Expected]], dict[str, tuple[str, str]]]
@@ -179,8 +178,7 @@ def _expected_cells(scenarios: list[Scenario], shape: Shape) -> ExpectedBook:
         for at, c in cells.items():
             write_cell(scratch, at, c.value, c.kind, c.number_format, c.subs)
             cell = scratch[at]
-            v = cell.value
-            out[at] = Expected(v, cell.data_type == "f", not cell.protection.locked, bool(cell.quotePrefix))
+            out[at] = Expected(cell.value, cell.data_type == "f", not cell.protection.locked)
             cell.value = None
     return sheets, dict(lay.book.names)
 

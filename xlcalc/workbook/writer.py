@@ -24,7 +24,7 @@ from openpyxl.formatting.rule import CellIsRule
 from openpyxl.styles import Alignment, Border, Protection
 from openpyxl.styles.cell_style import StyleArray
 from openpyxl.utils import get_column_letter
-from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
+from openpyxl.utils.cell import column_index_from_string, coordinate_from_string, range_boundaries
 from openpyxl.utils.exceptions import IllegalCharacterError
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet._writer import WorksheetWriter
@@ -267,8 +267,6 @@ def merged_validations(validations: list[dict[str, Any]]) -> list[tuple[dict[str
     A workbook application keeps a list of validations; one per cell of the Parallelism and Scenarios grids made
     LibreOffice's load and save of the planner slower by hundreds of entries.
     """
-    from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
-
     groups: dict[tuple[Any, ...], dict[tuple[int, int], dict[str, Any]]] = {}
     for v in validations:
         col, row = coordinate_from_string(v["at"])
@@ -295,16 +293,13 @@ def merged_validations(validations: list[dict[str, Any]]) -> list[tuple[dict[str
     return out
 
 
-# sheets printed landscape (wide tables); the rest portrait
-LANDSCAPE = {"Start", "Inputs", "Memory", "Time", "StepTime", "Budget", "FineTuning", "Scenarios", "Sensitivity",
-             "Parallelism", "GPUs", "Models", "Recipes", "Frameworks", "Stacks", "Prices", "References"}
+# sheets printed landscape (wide tables): all but the Checks sheet, which prints portrait
+LANDSCAPE = frozenset(SHEET_ORDER)
 ROW_CM, CHAR_CM = 0.53, 0.2  # default row height; width of one character of column width (Calibri 11)
 
 
 def _chart_extent(ws) -> tuple[int, int]:
     """Last row and column any chart of the sheet covers (approximately, from its anchor and size)."""
-    from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
-
     last_row = last_col = 0
     for chart in ws._charts:
         anchor = chart.anchor if isinstance(chart.anchor, str) else None
@@ -323,8 +318,6 @@ def _chart_extent(ws) -> tuple[int, int]:
 
 def fit_row_heights(ws) -> None:
     """Give rows with wrapped text the height of their lines (not every application does it on load)."""
-    from openpyxl.utils.cell import range_boundaries
-
     spans = {}
     for rng in ws.merged_cells.ranges:
         c1, r1, c2, _ = range_boundaries(str(rng))
