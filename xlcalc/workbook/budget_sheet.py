@@ -23,6 +23,7 @@ from .sheets import (
     longest_message,
     longest_message_in,
     output_row,
+    output_rows,
     price_used,
 )
 
@@ -80,12 +81,9 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     # a looked-up money input's message that fails its check (the price: no rate at the tier) wraps across F:I
     message_cell(b, s, 1, "F", "I", longest_message_in({n for n in BOUNDED if n in checks.LOOKED_UP_FAILING}))
     b.put(s, "A4", "Failures and checkpoints", "group")
-    output_row(ctx, s, 5, "Cluster_MTBF_H")
-    output_row(ctx, s, 6, "Ckpt_Interval_H")
-    output_row(ctx, s, 7, "Goodput")
+    output_rows(ctx, s, 5, ("Cluster_MTBF_H", "Ckpt_Interval_H", "Goodput"))
     input_row(ctx, s, 8, "failure_frac", sc.failure_frac)
-    output_row(ctx, s, 9, "Failure_Frac_Used")
-    output_row(ctx, s, 10, "Wall_Days")
+    output_rows(ctx, s, 9, ("Failure_Frac_Used", "Wall_Days"))
     b.put(s, "A12", "Other lines: a share of compute and power, an amount, or both (seed 003)", "group")
     row = 12
     for field in BUDGET_SHARES:
@@ -101,8 +99,7 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
             output_row(ctx, s, row, line)
         row += 1
     last = row - 1
-    output_row(ctx, s, row, "Total_Cost_USD")
-    output_row(ctx, s, row + 1, "USD_per_M_Tokens")
+    output_rows(ctx, s, row, ("Total_Cost_USD", "USD_per_M_Tokens"))
     row += 3
     b.put(s, f"A{row}", "Estimate vs budget", "group")
     input_row(ctx, s, row + 1, "budget_usd", sc.budget_usd)
@@ -114,12 +111,11 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     message_cell(b, s, row, "D", "D", len(PURCHASE_PRICE_USED) + longest_message())
     over_time_note = (f"RENT_OVER_MONTHS_USD: {ownership.rent_over_months_usd.equation}; "
                       f"OWN_OVER_MONTHS_USD: {ownership.own_over_months_usd.equation}")
-    for name in ("Rent_Cost_USD", "Own_Cost_USD", "Own_USD_per_GPU_Hour", "Breakeven_Utilisation",
-                 "Breakeven_Months", "Capex_per_GPU_All_In", "Hardware_Capex_USD", "KW_per_GPU_All_In",
-                 "Facility_MW", "Racks_Needed"):
-        row += 1
-        output_row(ctx, s, row, name)  # a message wraps in the result's column (its unit and note beside it)
-    row += 2
+    # a message wraps in the result's column (its unit and note beside it)
+    row = output_rows(ctx, s, row + 1, ("Rent_Cost_USD", "Own_Cost_USD", "Own_USD_per_GPU_Hour",
+                                        "Breakeven_Utilisation", "Breakeven_Months", "Capex_per_GPU_All_In",
+                                        "Hardware_Capex_USD", "KW_per_GPU_All_In", "Facility_MW", "Racks_Needed"))
+    row += 1
     b.put(s, f"A{row}", "Own vs rent over time (cumulative cash for the cluster at its utilisation)", "group")
     b.put(s, f"D{row}", over_time_note, "note")  # the own column spans C:D below, where a message wraps
     b.wrap.add((s, f"D{row}"))

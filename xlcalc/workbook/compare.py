@@ -412,9 +412,8 @@ def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
         for j, (name, value) in enumerate(zip(PAR_INPUTS, cfg), start=1):
             varmap[name] = checks.register(
                 b.put(s, coord(j, r), value, "input", BOOL_FORMAT if name == "Seq_Parallel" else None), name)
-            sp = {"TP_Size": "tp", "PP_Size": "pp", "ZeRO_Stage": "zero_stage", "Recompute": "recompute",
-                  "Seq_Parallel": "seq_parallel"}[name]
-            b.validations.append({"sheet": s, "at": coord(j, r), "spec": spec(sp), "label": name})
+            b.validations.append({"sheet": s, "at": coord(j, r), "spec": spec(INPUT_BY_NAME[name].spec_name),
+                                  "label": name})
         for j, name in enumerate(PAR_OUTPUTS + PAR_STEPS + PAR_ENDS, start=len(PAR_INPUTS) + 1):
             varmap[name] = ref_text(s, coord(j, r))
             if name in PAR_ENDS:  # the stage ends the row's layout and memory read

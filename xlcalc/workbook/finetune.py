@@ -13,7 +13,7 @@ from ..formulas import finetune as ff
 from ..outputs import bound_text, within_bound
 from .messages import LAYOUT_POINTER, message_cell
 from .rendering import guarded, needs
-from .sheets import Ctx, formula_row, header_row, input_row, output_row
+from .sheets import Ctx, formula_row, header_row, input_row, output_rows
 
 SHEET = "FineTuning"  # a sheet name without quotes in references (defined names are written unquoted)
 FIELDS = ("job", "lora_rank", "lora_targets")
@@ -41,18 +41,13 @@ def finetune_sheet(ctx: Ctx) -> dict[str, int]:
     row += 1
     b.put(s, f"A{row}", "Parameters", "group")
     row += 1
-    for name in ("Adapter_Params_B", "Trainable_Params_B", "Stage_Adapter_Params_B_First",
-                 "Stage_Adapter_Params_B_Last", "Stage_Trainable_B_First", "Stage_Trainable_B_Last"):
-        output_row(ctx, s, row, name, pointer=LAYOUT_POINTER)
-        rows[name] = row
-        row += 1
+    row = output_rows(ctx, s, row, ("Adapter_Params_B", "Trainable_Params_B", "Stage_Adapter_Params_B_First",
+                                    "Stage_Adapter_Params_B_Last", "Stage_Trainable_B_First", "Stage_Trainable_B_Last"),
+                      LAYOUT_POINTER, rows)
     row += 1
     b.put(s, f"A{row}", "Memory per GPU (the Memory sheet's parts, for this job)", "group")
-    row += 1
-    for name in ("Layer_Act_Frozen_Saving", "Layer_Act_Frozen_Saving_No_Recompute"):
-        output_row(ctx, s, row, name, pointer=LAYOUT_POINTER)
-        rows[name] = row
-        row += 1
+    row = output_rows(ctx, s, row + 1, ("Layer_Act_Frozen_Saving", "Layer_Act_Frozen_Saving_No_Recompute"),
+                      LAYOUT_POINTER, rows)
     for label, name in (("Weights, first stage (frozen base + adapters)", "Mem_First_Weights_GB"),
                         ("Gradients, first stage (trained parameters only)", "Mem_First_Grads_GB"),
                         ("Optimizer states, first stage (trained parameters only)", "Mem_First_Optimizer_GB"),

@@ -192,6 +192,17 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
     return ref
 
 
+def output_rows(ctx: Ctx, sheet: str, row: int, names: tuple[str, ...], pointer: str | None = None,
+                rows: dict[str, int] | None = None) -> int:
+    """:func:`output_row` for each of ``names``, from ``row`` down (each one's row kept in ``rows``); the next row."""
+    for name in names:
+        output_row(ctx, sheet, row, name, pointer=pointer)
+        if rows is not None:
+            rows[name] = row
+        row += 1
+    return row
+
+
 def formula_row(ctx: Ctx, sheet: str, row: int, label: str, expr: Any, unit: str, note: str,
                 fmt: str | None = None, subs: Any = None) -> str:
     b = ctx.book

@@ -35,7 +35,7 @@ from openpyxl.writer.excel import ExcelWriter
 
 from ..expr.nodes import Expr
 from ..inputs import InputSpec
-from .cache import _value_xml
+from .cache import _value_xml, by_sheet
 from .layout import BAD_FILL, CHARS_PER_WIDTH, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, WIDTHS
 from .model import _PLAIN_COORD, Book, identity
 from .rendering import BOOL_FORMAT
@@ -576,8 +576,5 @@ class _PackageWriter(ExcelWriter):
 def save_package(wb: Workbook, values: Mapping[tuple[str, str], Any], out: IO[bytes]) -> None:
     """Save the workbook's package to ``out`` (compressed) with ``values[(sheet, cell)]`` as the cached values of
     formula cells: the package :func:`stored_package` and :func:`xlcalc.workbook.cache.inject` write, in one pass."""
-    by_sheet: dict[str, dict[str, Any]] = {}
-    for (sheet, at), v in values.items():
-        by_sheet.setdefault(sheet, {})[at] = v
     wb.properties.modified = datetime.datetime.now(tz=datetime.UTC).replace(tzinfo=None)
-    _PackageWriter(wb, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, allowZip64=True), by_sheet).save()
+    _PackageWriter(wb, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, allowZip64=True), by_sheet(values)).save()
