@@ -69,10 +69,9 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     Returns the rows the money charts plot (see :mod:`xlcalc.workbook.charts`).
     """
     s, b, sc = "Budget", ctx.book, ctx.scenario
-    b.put(s, "A1", "Budget — finance may edit the yellow lines", "title")
-    b.put(s, "A2", "Rent = GPU-hours x price; own = depreciation and hosting (over utilisation) + electricity. "
-          "Failures come from goodput (GPU MTBF, checkpoint and restart times on Inputs) unless Use_Typed_Tax "
-          "is TRUE. Categories follow seed 003.", "note")
+    b.titled(s, "Budget — finance may edit the yellow lines", "Rent = GPU-hours x price; own = depreciation and "
+             "hosting (over utilisation) + electricity. Failures come from goodput (GPU MTBF, checkpoint and restart "
+             "times on Inputs) unless Use_Typed_Tax is TRUE. Categories follow seed 003.")
     formula_row(ctx, s, 3, "Price per GPU-hour used", guarded(Var("USD_per_GPU_Hour"), {"USD_per_GPU_Hour"}),
                 "USD/GPU-hour", "", '"$"#,##0.000')
     b.put(s, "D3", Concat(price_used(ctx), ". Pick Price_Tier or type over USD_per_GPU_Hour on Inputs."), "formula")

@@ -16,7 +16,7 @@ from ..layout import LAYOUT_OK, preset_stage_ends
 from ..outputs import OUTPUT_BY_NAME, OUTPUTS
 from ..scenario import INPUT_BY_NAME, INPUTS, Scenario
 from . import checks
-from .catalogs import GPU_DERIVED, Table
+from .catalogs import GPU_DERIVED
 from .messages import CHECK_CELL_POINTER, CHECK_POINTER, longest_layout_message, message_cell
 from .model import Concat, IfError, IsNumber, coord, placed, ref_text
 from .rendering import (
@@ -89,9 +89,8 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
     Returns, per column, defined name -> cell reference (for tests and read-back).
     """
     s, b = "Scenarios", ctx.book
-    b.put(s, "A1", "Scenarios side by side", "title")
-    b.put(s, "A2", "Each column is a full plan. Linked columns follow the Inputs sheet except their GPU; "
-          "type over any yellow cell to change one column.", "note")
+    b.titled(s, "Scenarios side by side", "Each column is a full plan. Linked columns follow the Inputs sheet except "
+             "their GPU; type over any yellow cell to change one column.")
     b.put(s, "A4", "input / result", "header")
     b.put(s, "B4", "unit", "header")
     maps: list[dict[str, str]] = []
@@ -110,11 +109,11 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             b.put(s, f"{col}{row}", sc.name, "text_input")
         row += 1
         # a linked column's architecture and bytes per parameter follow the Inputs sheet's preset, recipe and numbers
-        model_ref = _pick(ctx, s, col, row, "Model preset", sc.model, "Model_Preset", ctx.models, "a model id from "
-                          "the Models sheet, or empty", linked)
-        gpu_ref = _pick(ctx, s, col, row + 1, "GPU type", sc.gpu, "GPU_Type", ctx.gpus,
+        model_ref = _pick(ctx, s, col, row, "Model preset", sc.model, "Model_Preset", id_range(ctx.models),
+                          "a model id from the Models sheet, or empty", linked)
+        gpu_ref = _pick(ctx, s, col, row + 1, "GPU type", sc.gpu, "GPU_Type", id_range(ctx.gpus),
                         "a GPU id from the GPUs sheet, or empty", False)
-        recipe_ref = _pick(ctx, s, col, row + 2, "Precision recipe", sc.recipe, "Recipe_Id", ctx.recipes,
+        recipe_ref = _pick(ctx, s, col, row + 2, "Precision recipe", sc.recipe, "Recipe_Id", id_range(ctx.recipes),
                            "a recipe id from the Recipes sheet, or empty", linked)
         row += 3
         framework = framework_cells(ctx, s, col, row, sc, linked)
@@ -179,17 +178,17 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
     return maps
 
 
-def _pick(ctx: Ctx, s: str, col: str, row: int, label: str, value: str | None, name: str, table: Table,
-          allowed: str, linked: bool) -> Any:
-    """A column's catalog pick in row ``row``: a dropdown of ``table``'s ids checked as ``name``, or "as on Inputs"
-    in a linked column. Returns its cell."""
+def _pick(ctx: Ctx, s: str, col: str, row: int, label: str, value: str | None, name: str, list_ref: str,
+          allowed: str, linked: bool, over: dict[str, str] | None = None) -> Any:
+    """A column's pick in row ``row``: a dropdown of the list ``list_ref`` checked as ``name`` (``over``: the cells
+    of the other names its check reads, see checks.register), or "as on Inputs" in a linked column. Returns its
+    cell."""
     b = ctx.book
     b.put(s, f"A{row}", label)
     if linked:
         return b.put(s, f"{col}{row}", "as on Inputs", "note")
-    ref = checks.register(b.put(s, f"{col}{row}", value or "", "text_input"), name)
-    b.validations.append({"sheet": s, "at": f"{col}{row}", "label": label, "list": "=" + id_range(table),
-                          "allowed": allowed})
+    ref = checks.register(b.put(s, f"{col}{row}", value or "", "text_input"), name, over=over)
+    b.validations.append({"sheet": s, "at": f"{col}{row}", "label": label, "list": "=" + list_ref, "allowed": allowed})
     return ref
 
 
@@ -197,23 +196,17 @@ def framework_cells(ctx: Ctx, s: str, col: str, row: int, sc: Scenario, linked: 
     """A column's Framework and Precision (rows ``row`` and ``row + 1``): dropdowns of its own (as on Inputs), whose
     picks fill the column's bytes per parameter and memory inputs; "as on Inputs" in a linked column, whose inputs
     follow the Inputs sheet's. Returns the names the column's look-ups read -> its cells (empty where linked)."""
-    b, fw = ctx.book, ctx.frameworks
+    fw = ctx.frameworks
     assert fw is not None
     lists = {"Framework": ref_text(fw.sheet, f"A{fw.first_row}") + f":$A${fw.last_row}",
              "Precision": ref_text(fw.sheet, f"A{fw.precision_first}") + f":$A${fw.precision_last}"}
     cells: dict[str, Var] = {}
     for k, name in enumerate(("Framework", "Precision")):
-        b.put(s, f"A{row + k}", name)
-        if linked:
-            b.put(s, f"{col}{row + k}", "as on Inputs", "note")
-            continue
-        value = getattr(sc, name.lower()) or ""
         # the column's Precision is checked against the column's Framework
-        ref = checks.register(b.put(s, f"{col}{row + k}", value, "text_input"), name,
-                              over={n: v.name for n, v in cells.items()})
-        cells[name] = Var(ref)
-        b.validations.append({"sheet": s, "at": f"{col}{row + k}", "label": name, "list": "=" + lists[name],
-                              "allowed": checks.CHOICE_ALLOWED[name]})
+        ref = _pick(ctx, s, col, row + k, name, getattr(sc, name.lower()), name, lists[name],
+                    checks.CHOICE_ALLOWED[name], linked, over={n: v.name for n, v in cells.items()})
+        if not linked:
+            cells[name] = Var(ref)
     return cells
 
 
@@ -241,8 +234,8 @@ SENSITIVITY_TABLES = (
 def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
     s, b, sc = "Sensitivity", ctx.book, ctx.scenario
     gpus, mfus = sensitivity_values(sc)
-    b.put(s, "A1", "Sensitivity: training days, total cost and monthly spend over GPU count x MFU", "title")
-    b.put(s, "A2", "Yellow GPU counts and MFUs may be edited; every other input comes from the Inputs sheet.", "note")
+    b.titled(s, "Sensitivity: training days, total cost and monthly spend over GPU count x MFU",
+             "Yellow GPU counts and MFUs may be edited; every other input comes from the Inputs sheet.")
     for j in range(len(mfus)):  # wide enough that a catalog's message (no rental rate) takes a few lines
         b.widths.setdefault(s, {})[coord(2 + j, 1)[:-1]] = SENSITIVITY_WIDTH
     tables: dict[str, Any] = {}
@@ -396,9 +389,9 @@ def par_width(j: int) -> int:
 
 def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
     s, b, sc = "Parallelism", ctx.book, ctx.scenario
-    b.put(s, "A1", "Parallel layouts: memory per GPU of candidate TP x PP x ZeRO x recompute", "title")
-    b.put(s, "A2", "Live: model size, sequence, micro-batch, bytes and GPU count come from the Inputs sheet. "
-          "Row 5 is the plan on the Inputs sheet as built; edit any yellow cell to try a layout.", "note")
+    b.titled(s, "Parallel layouts: memory per GPU of candidate TP x PP x ZeRO x recompute",
+             "Live: model size, sequence, micro-batch, bytes and GPU count come from the Inputs sheet. "
+             "Row 5 is the plan on the Inputs sheet as built; edit any yellow cell to try a layout.")
     for j, h in enumerate(PAR_HEAD, start=1):
         b.put(s, coord(j, 4), h, "header")
         b.wrap.add((s, coord(j, 4)))  # a heading wider than its column takes two lines, never cut

@@ -22,9 +22,9 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
     B:D) and LAYOUT_POINTER, the way to it, in every memory cell.
     """
     s, b = "Memory", ctx.book
-    b.put(s, "A1", "Memory per GPU, by part and pipeline stage", "title")
-    b.put(s, "A2", "The first stage holds the input embedding and the most micro-batches in flight, the last the "
-          "output layer and the logits; the GPU of the heavier stage sets the memory. GB = 1e9 bytes.", "note")
+    b.titled(s, "Memory per GPU, by part and pipeline stage", "The first stage holds the input embedding and the most "
+             "micro-batches in flight, the last the output layer and the logits; the GPU of the heavier stage sets "
+             "the memory. GB = 1e9 bytes.")
     layout_row(ctx, s, LAYOUT_ROW)
     output_row(ctx, s, 5, "DP_Size", pointer=LAYOUT_POINTER)
     header_row(b, s, 7, ("per GPU", "first stage", "last stage", "formula and source"))
@@ -109,9 +109,8 @@ def layout_row(ctx: Ctx, s: str, row: int) -> None:
 
 def time_sheet(ctx: Ctx) -> None:
     s, b = "Time", ctx.book
-    b.put(s, "A1", "Compute and time", "title")
-    b.put(s, "A2", "C = 6ND; days = C / (peak x GPUs x MFU); the deadline rounding follows seed 002 §7.3: "
-          "exact GPUs -> whole TP x PP replicas -> + spare -> whole nodes.", "note")
+    b.titled(s, "Compute and time", "C = 6ND; days = C / (peak x GPUs x MFU); the deadline rounding follows seed 002 "
+             "§7.3: exact GPUs -> whole TP x PP replicas -> + spare -> whole nodes.")
     header_row(b, s, 4, ("", "value", "unit", "formula and source"))
     output_rows(ctx, s, 5, ("Train_FLOPs", "Train_Days", "GPU_Hours"))
     b.put(s, "A9", "GPUs for a deadline", "group")

@@ -80,6 +80,11 @@ class Book:
         self.sheet(sheet)[at] = Cell(value, kind, number_format, subs)
         return ref_text(sheet, at)
 
+    def titled(self, sheet: str, title: str, note: str) -> None:
+        """A sheet's title (A1) and the note under it (A2)."""
+        self.put(sheet, "A1", title, "title")
+        self.put(sheet, "A2", note, "note")
+
     def name(self, name: str, sheet: str, at: str) -> None:
         if name in self.names:
             raise ValueError(f"defined name {name} placed twice")

@@ -293,16 +293,12 @@ def _compare(wb: Any, sheets: dict[str, dict[str, Expected]], flag: Any, finding
                 flag(title, at, f"the formula {_short(e.value, 60)} was deleted")
 
 
-def _ref(text: str) -> str:
-    return text.replace("$", "").replace("'", "")
-
-
 def _check_names(wb: Any, names: dict[str, tuple[str, str]], findings: list[Finding]) -> None:
     for name, (sheet, at) in names.items():
         dn = wb.defined_names.get(name)
         if dn is None:
             findings.append(Finding(f"defined name {name}", "missing"))
-        elif _ref(dn.attr_text) != f"{sheet}!{at}":
+        elif dn.attr_text.replace("$", "").replace("'", "") != f"{sheet}!{at}":
             findings.append(Finding(f"defined name {name}", f"points to {_short(dn.attr_text)}; xlcalc's points to "
                                                             f"{sheet}!${''.join(c for c in at if c.isalpha())}$"
                                                             f"{''.join(c for c in at if c.isdigit())}"))
