@@ -244,34 +244,24 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
         b.put(s, f"A{top}", title, "group")
         head = top + 1
         b.put(s, f"A{head}", "GPUs \\ MFU", "header")
-        col_refs = []
-        for j, m in enumerate(mfus):
-            at = coord(2 + j, head)
-            if key == "days":
-                col_refs.append(checks.register(b.put(s, at, m, "input", "0.0%"), "MFU"))
-                b.validations.append({"sheet": s, "at": at, "spec": spec("mfu"), "label": "MFU"})
-            else:
-                col_refs.append(b.put(s, at, Var(tables["days"]["mfu_refs"][j]), "formula", "0.0%"))
-        row_refs = []
+        days = tables.get("days")  # the days table's axes are the input cells; the other tables' follow them
+        col_refs = [_axis(b, s, coord(2 + j, head), m, "0.0%", "MFU", "MFU", days and days["mfu_refs"][j])
+                    for j, m in enumerate(mfus)]
+        row_refs: list[str] = []
         cells: list[list[str]] = []
+        deps = dependencies("Total_Cost_USD") | dependencies("Train_Days") if name is None else dependencies(name)
         for i, n in enumerate(gpus):
-            at = f"A{head + 1 + i}"
-            if key == "days":
-                row_refs.append(checks.register(b.put(s, at, n, "input", "#,##0"), "N_GPUs"))
-                b.validations.append({"sheet": s, "at": at, "spec": spec("n_gpus"), "label": "Number of GPUs"})
-            else:
-                row_refs.append(b.put(s, at, Var(tables["days"]["gpu_refs"][i]), "formula", "#,##0"))
+            row_refs.append(_axis(b, s, f"A{head + 1 + i}", n, "#,##0", "N_GPUs", "Number of GPUs",
+                                  days and days["gpu_refs"][i]))
             cells.append([])
             for j in range(len(mfus)):
                 at = coord(2 + j, head + 1 + i)
                 # the grid point's own GPUs and MFU: the days table's input cells, whose checks apply
-                axes = (row_refs[i], col_refs[j]) if key == "days" else \
-                    (tables["days"]["gpu_refs"][i], tables["days"]["mfu_refs"][j])
-                deps = dependencies("Total_Cost_USD") | dependencies("Train_Days") if name is None else \
-                    dependencies(name)
+                axes = (row_refs[i], col_refs[j]) if days is None else (days["gpu_refs"][i], days["mfu_refs"][j])
                 # a catalog's message wraps in the cell (a failing look-up's is pointed to: Start's input check)
                 if chars := longest_message_in({d for d in deps if d not in checks.LOOKED_UP_FAILING}):
-                    message_cell(b, s, head + 1 + i, coord(2 + j, 1)[:-1], coord(2 + j, 1)[:-1], chars)
+                    col = coord(2 + j, 1)[:-1]
+                    message_cell(b, s, head + 1 + i, col, col, chars)
                 if name is None:  # spend rate: this grid point's total cost over its days
                     cost = Var(tables["cost"]["cells"][i][j])
                     expr = cost / Var(tables["days"]["cells"][i][j]) * 30
@@ -293,6 +283,16 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
         top = head + len(gpus) + 3
     b.freeze[s] = "B4"
     return tables
+
+
+def _axis(b: Any, s: str, at: str, value: Any, fmt: str, name: str, label: str, days_ref: str | None) -> str:
+    """A Sensitivity axis cell: the days table's cell ``days_ref`` (a formula), or, in the days table, an input cell
+    holding ``value``, checked and validated as input ``name``."""
+    if days_ref is not None:
+        return b.put(s, at, Var(days_ref), "formula", fmt)
+    ref = checks.register(b.put(s, at, value, "input", fmt), name)
+    b.validations.append({"sheet": s, "at": at, "spec": spec(INPUT_BY_NAME[name].spec_name), "label": label})
+    return ref
 
 
 # --- Parallelism ------------------------------------------------------------------------------------------

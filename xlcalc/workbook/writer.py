@@ -46,6 +46,10 @@ FORMULA_LEAD = ("=", "+", "-", "@")
 
 
 MONEY_WHOLE = '"$"#,##0;-"$"#,##0'
+# the conditional formats of a kind of rule (Book.rules): (operator, formula, fill), in order
+RULES = {"good_if_true": (("equal", "TRUE", GOOD_FILL), ("equal", "FALSE", BAD_FILL)),
+         "bad_unless_ok": (("notEqual", '"OK"', BAD_FILL),),  # a check: OK passes, a message fails
+         "bad_if_negative": (("lessThan", "0", BAD_FILL), ("greaterThanOrEqual", "0", GOOD_FILL))}
 
 
 def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, subs: Any,
@@ -413,17 +417,10 @@ def to_workbook(book: Book) -> Workbook:
                 for cell in row:
                     if cell.number_format in (None, "General"):
                         cell.number_format = BOOL_FORMAT
-            ws.conditional_formatting.add(rng, CellIsRule(operator="equal", formula=["TRUE"], fill=GOOD_FILL))
-            ws.conditional_formatting.add(rng, CellIsRule(operator="equal", formula=["FALSE"], fill=BAD_FILL))
-        elif rule == "bad_unless_ok":  # a check: OK passes, a message fails
-            ws.conditional_formatting.add(rng, CellIsRule(operator="notEqual", formula=['"OK"'], fill=BAD_FILL))
-        elif rule.startswith("bad_unless:"):  # a master check: its all-clear text, else the message in red
-            ok = rule.split(":", 1)[1]
-            ws.conditional_formatting.add(rng, CellIsRule(operator="equal", formula=[ok], fill=GOOD_FILL))
-            ws.conditional_formatting.add(rng, CellIsRule(operator="notEqual", formula=[ok], fill=BAD_FILL))
-        elif rule == "bad_if_negative":
-            ws.conditional_formatting.add(rng, CellIsRule(operator="lessThan", formula=["0"], fill=BAD_FILL))
-            ws.conditional_formatting.add(rng, CellIsRule(operator="greaterThanOrEqual", formula=["0"], fill=GOOD_FILL))
+        ok = rule.removeprefix("bad_unless:")  # a master check: its all-clear text, else the message in red
+        formats = RULES[rule] if ok == rule else (("equal", ok, GOOD_FILL), ("notEqual", ok, BAD_FILL))
+        for operator, formula, fill in formats:
+            ws.conditional_formatting.add(rng, CellIsRule(operator=operator, formula=[formula], fill=fill))
     for name, (sheet, at) in book.names.items():
         col = "".join(ch for ch in at if ch.isalpha())
         row = at[len(col):]
