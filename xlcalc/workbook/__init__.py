@@ -57,14 +57,14 @@ def _layout(book: Book, scenarios: list[Scenario], main: Scenario, reg: checks.R
     memory_sheets.time_sheet(ctx)
     step_sheet.step_time_sheet(ctx, stacks)
     budget_sheet.budget_sheet(ctx)
-    ft_rows = finetune.finetune_sheet(ctx)
+    finetune.finetune_sheet(ctx)
     if len(scenarios) >= 2:
         columns = [(sc, False) for sc in scenarios]
     else:
         columns = compare.default_columns(main)
     maps = compare.scenarios_sheet(ctx, columns)
     tables = compare.sensitivity_sheet(ctx)
-    par = compare.parallelism_sheet(ctx)
+    compare.parallelism_sheet(ctx)
     catalogs.references_sheet(book)
     assert prices is not None
     checks.finish(book, reg, {
@@ -76,7 +76,7 @@ def _layout(book: Book, scenarios: list[Scenario], main: Scenario, reg: checks.R
         "Price_Tier": (prices.sheet, "A", prices.tier_first, prices.tier_last)}, frameworks)
     book.charts.append(lambda wb: charts.memory_chart(wb, mem_rows["Weights"], mem_rows["Other"]))
     book.charts.append(lambda wb: charts.sensitivity_charts(wb, tables))
-    return Layout(book, main, columns, maps, {"sensitivity": tables, "parallelism": par, "finetune": ft_rows})
+    return Layout(book, main, columns, maps, {"sensitivity": tables})
 
 
 def build(path: str | Path, scenarios: Sequence[Scenario] = (), *, overwrite: bool = True,

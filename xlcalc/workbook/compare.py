@@ -387,7 +387,7 @@ def par_width(j: int) -> int:
     return PAR_WIDTH
 
 
-def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
+def parallelism_sheet(ctx: Ctx) -> None:
     s, b, sc = "Parallelism", ctx.book, ctx.scenario
     b.titled(s, "Parallel layouts: memory per GPU of candidate TP x PP x ZeRO x recompute",
              "Live: model size, sequence, micro-batch, bytes and GPU count come from the Inputs sheet. "
@@ -436,4 +436,3 @@ def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
     last = first + len(configs) - 1
     b.rules.append((s, f"J{first}:J{last}", "good_if_true"))
     b.freeze[s] = "A5"
-    return {"first": first, "last": last, "configs": configs}

@@ -192,13 +192,10 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
     return ref
 
 
-def output_rows(ctx: Ctx, sheet: str, row: int, names: tuple[str, ...], pointer: str | None = None,
-                rows: dict[str, int] | None = None) -> int:
-    """:func:`output_row` for each of ``names``, from ``row`` down (each one's row kept in ``rows``); the next row."""
+def output_rows(ctx: Ctx, sheet: str, row: int, names: tuple[str, ...], pointer: str | None = None) -> int:
+    """:func:`output_row` for each of ``names``, from ``row`` down; the next row."""
     for name in names:
         output_row(ctx, sheet, row, name, pointer=pointer)
-        if rows is not None:
-            rows[name] = row
         row += 1
     return row
 

@@ -182,11 +182,7 @@ class Merger:
             if side and side.style is None:
                 continue
             for coord in getattr(mcr, name):
-                cell = ws._cells.get(coord)
-                if cell is None:
-                    cell = ws._cells[coord] = MergedCell(ws, row=coord[0], column=coord[1])
-                if not cell._style:
-                    cell._style = StyleArray()
+                cell = _styled_cell(ws, coord)
                 key = (name, start_id, cell._style.borderId)
                 made = self.sums.get(key)
                 if made is None:
@@ -197,16 +193,22 @@ class Merger:
         start_id = start._style.protectionId
         protection = self.protections.get(start_id)
         for coord in mcr.cells:
-            cell = ws._cells.get(coord)
-            if cell is None:
-                cell = ws._cells[coord] = MergedCell(ws, row=coord[0], column=coord[1])
-            if not cell._style:
-                cell._style = StyleArray()
+            cell = _styled_cell(ws, coord)
             if protection is None:
                 cell.protection = copy(start.protection)
                 protection = self.protections[start_id] = cell._style.protectionId
             else:
                 cell._style.protectionId = protection
+
+
+def _styled_cell(ws: Any, coord: tuple[int, int]) -> Any:
+    """The cell at (row, column) of a merged range, a MergedCell where none is, with a style array of its own."""
+    cell = ws._cells.get(coord)
+    if cell is None:
+        cell = ws._cells[coord] = MergedCell(ws, row=coord[0], column=coord[1])
+    if not cell._style:
+        cell._style = StyleArray()
+    return cell
 
 
 def _number(x: float) -> str:
