@@ -20,7 +20,7 @@ from ..scenario import INPUT_BY_FIELD, Scenario
 from . import checks
 from .catalogs import FRAMEWORK_DERIVED, GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, FrameworkTable, PriceTable, Table
 from .messages import CHECK_POINTER, message_cell
-from .model import Book, Concat, IfError, IsNumber, ref_text
+from .model import Book, Concat, IfError, IsNumber, missing_text, ref_text
 from .rendering import (
     BOOL_FORMAT,
     catalog_lookup,
@@ -428,12 +428,6 @@ def longest_price_message() -> int:
     return max(len(NO_GPU_FOR_TIER), max(map(len, ids)) + len("".join(NO_PRICE)) + max(map(len, tiers)))
 
 
-def missing_figure_text(field: str, sheet: str) -> str:
-    """What follows the id in a preset look-up's message where its catalog row has no figure for ``field``:
-    ": no published <what> on the <sheet> sheet - type it in <Name>" (model.Lookup.missing_text)."""
-    return f": no published {WHAT[field]} on the {sheet} sheet \u2014 type it in {INPUT_BY_FIELD[field].name}"
-
-
 @functools.cache
 def missing_figures() -> dict[str, int]:
     """Input name -> the longest message its preset look-up shows for a figure a catalog leaves unpublished
@@ -452,7 +446,7 @@ def missing_figures() -> dict[str, int]:
             ids = [r.id for r in rows if value(r, column) is None]
             if ids:
                 name = INPUT_BY_FIELD[field].name
-                out[name] = max(out.get(name, 0), max(map(len, ids)) + len(missing_figure_text(field, sheet)))
+                out[name] = max(out.get(name, 0), max(map(len, ids)) + len(missing_text(WHAT[field], sheet, name)))
     return out
 
 
