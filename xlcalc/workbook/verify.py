@@ -25,6 +25,7 @@ from typing import Any
 
 from ..scenario import Scenario
 from .compare import Shape, shaped_as
+from .model import ref_text
 
 FORMULA_LEAD = ("=", "+", "-", "@")
 MAX_AXIS = 5          # the builder's Sensitivity axes have at most five points (factors 0.25 ... 4)
@@ -300,8 +301,7 @@ def _check_names(wb: Any, names: dict[str, tuple[str, str]], findings: list[Find
             findings.append(Finding(f"defined name {name}", "missing"))
         elif dn.attr_text.replace("$", "").replace("'", "") != f"{sheet}!{at}":
             findings.append(Finding(f"defined name {name}", f"points to {_short(dn.attr_text)}; xlcalc's points to "
-                                                            f"{sheet}!${''.join(c for c in at if c.isalpha())}$"
-                                                            f"{''.join(c for c in at if c.isdigit())}"))
+                                                            f"{ref_text(sheet, at)}"))
     extra = [n for n in wb.defined_names if n not in names and not n.startswith("_xlnm.")]
     for ws in wb.worksheets:
         extra += [f"{ws.title}!{n}" for n in getattr(ws, "defined_names", {}) if not n.startswith("_xlnm.")]

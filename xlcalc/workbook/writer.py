@@ -37,7 +37,7 @@ from ..expr.nodes import Expr
 from ..inputs import InputSpec
 from .cache import _value_xml, by_sheet
 from .layout import BAD_FILL, CHARS_PER_WIDTH, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, WIDTHS
-from .model import _PLAIN_COORD, Book, identity
+from .model import _PLAIN_COORD, Book, identity, ref_text
 from .rendering import BOOL_FORMAT
 
 SHEET_ORDER = ("Start", "Inputs", "Memory", "Time", "StepTime", "Budget", "FineTuning", "Scenarios", "Sensitivity",
@@ -275,8 +275,8 @@ def merged_validations(validations: list[dict[str, Any]]) -> list[tuple[dict[str
     """
     groups: dict[tuple[Any, ...], dict[tuple[int, int], dict[str, Any]]] = {}
     for v in validations:
-        col, row = coordinate_from_string(v["at"])
-        groups.setdefault(_validation_key(v), {})[(column_index_from_string(col), row)] = v
+        row, col = _row_col(v["at"])
+        groups.setdefault(_validation_key(v), {})[(col, row)] = v
     out = []
     for cells in groups.values():
         runs: list[list[int]] = []  # [first col, last col, first row, last row]
@@ -311,8 +311,7 @@ def _chart_extent(ws) -> tuple[int, int]:
         anchor = chart.anchor if isinstance(chart.anchor, str) else None
         if anchor is None:
             continue
-        col, row = coordinate_from_string(anchor)
-        c = column_index_from_string(col)
+        row, c = _row_col(anchor)
         last_row = max(last_row, row + int(chart.height / ROW_CM) + 1)
         width = 0.0
         while width < chart.width:
@@ -354,7 +353,7 @@ def print_title_row(book: Book, title: str) -> int:
     panes, where that row holds headings), else its title (row 1), never a section heading inside the sheet."""
     at = book.freeze.get(title)
     if at:
-        row = int("".join(ch for ch in at if ch.isdigit())) - 1
+        row = _row_col(at)[0] - 1
         cells = book.sheets[title]
         if row >= 1 and any(c.kind == "header" for col in "ABCDE" if (c := cells.get(f"{col}{row}")) is not None):
             return row
@@ -424,19 +423,17 @@ def to_workbook(book: Book) -> Workbook:
         for operator, formula, fill in formats:
             ws.conditional_formatting.add(rng, CellIsRule(operator=operator, formula=[formula], fill=fill))
     for name, (sheet, at) in book.names.items():
-        col = "".join(ch for ch in at if ch.isalpha())
-        row = at[len(col):]
-        wb.defined_names[name] = DefinedName(name, attr_text=f"{sheet}!${col}${row}")
+        wb.defined_names[name] = DefinedName(name, attr_text=ref_text(sheet, at))
     align = _Alignments(wb)
     for sheet, at in book.wrap:
         cell = sheets[sheet][at]
         align.set(cell, wrap_text=True, vertical="top")
     for sheet, at in book.messages:
         ws = sheets[sheet]
-        col, row = coordinate_from_string(at)
+        msg_row, msg_col = _row_col(at)
         align.set(ws[at], wrap_text=True, vertical="top", horizontal="left")
-        for k in range(1, column_index_from_string(col)):  # the row reads across at the top: label, then message
-            if (cell := ws._cells.get((row, k))) is not None and cell.value is not None:
+        for k in range(1, msg_col):  # the row reads across at the top: label, then message
+            if (cell := ws._cells.get((msg_row, k))) is not None and cell.value is not None:
                 a = align.get(cell)
                 align.set(cell, horizontal=a.horizontal, wrap_text=a.wrap_text, vertical="top")
     merger = Merger()
