@@ -19,7 +19,7 @@ from .. import atomic
 from . import budget_sheet, catalogs, charts, checks, compare, finetune, memory_sheets, sheets, start, step_sheet
 from .model import Book
 from .readback import WorkbookError, read_workbook
-from .writer import save_package, to_workbook
+from .writer import SHEET_ORDER, save_package, to_workbook
 
 __all__ = ["build", "layout", "Layout", "read_workbook", "WorkbookError"]
 
@@ -38,9 +38,7 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
     scenarios = list(scenarios) or [Scenario()]
     main = scenarios[0]
     book = Book()
-    book.sheets.update({t: {} for t in ("Start", "Inputs", "Memory", "Time", "StepTime", "Budget", "FineTuning",
-                                        "Scenarios", "Sensitivity", "Parallelism", "GPUs", "Models", "Recipes",
-                                        "Frameworks", "Stacks", "Prices", "References", checks.SHEET)})
+    book.sheets.update({t: {} for t in (*SHEET_ORDER, checks.SHEET)})  # the sheets in print order
     with checks.collecting() as reg:  # the cells that gather input checks, placed as the results need them
         return _layout(book, scenarios, main, reg)
 
@@ -59,14 +57,14 @@ def _layout(book: Book, scenarios: list[Scenario], main: Scenario, reg: checks.R
     memory_sheets.time_sheet(ctx)
     step_sheet.step_time_sheet(ctx, stacks)
     budget_sheet.budget_sheet(ctx)
-    ft_rows = finetune.finetune_sheet(ctx)
+    finetune.finetune_sheet(ctx)
     if len(scenarios) >= 2:
         columns = [(sc, False) for sc in scenarios]
     else:
         columns = compare.default_columns(main)
     maps = compare.scenarios_sheet(ctx, columns)
     tables = compare.sensitivity_sheet(ctx)
-    par = compare.parallelism_sheet(ctx)
+    compare.parallelism_sheet(ctx)
     catalogs.references_sheet(book)
     assert prices is not None
     checks.finish(book, reg, {
@@ -78,7 +76,7 @@ def _layout(book: Book, scenarios: list[Scenario], main: Scenario, reg: checks.R
         "Price_Tier": (prices.sheet, "A", prices.tier_first, prices.tier_last)}, frameworks)
     book.charts.append(lambda wb: charts.memory_chart(wb, mem_rows["Weights"], mem_rows["Other"]))
     book.charts.append(lambda wb: charts.sensitivity_charts(wb, tables))
-    return Layout(book, main, columns, maps, {"sensitivity": tables, "parallelism": par, "finetune": ft_rows})
+    return Layout(book, main, columns, maps, {"sensitivity": tables})
 
 
 def build(path: str | Path, scenarios: Sequence[Scenario] = (), *, overwrite: bool = True,

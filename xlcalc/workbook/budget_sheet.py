@@ -10,16 +10,9 @@ from ..inputs import spec
 from ..outputs import OUTPUT_BY_NAME, RANGES
 from ..scenario import INPUT_BY_FIELD
 from . import charts, checks
-from .messages import CHECK_POINTER, message_cell
+from .messages import message_cell
 from .model import Book, Concat, IsNumber, NotAvailable, ref_text
-from .rendering import (
-    dependencies,
-    guarded,
-    guarded_output,
-    needs,
-    output_formula,
-    pointing,
-)
+from .rendering import checked, dependencies, guarded, guarded_output, needs, output_formula, pointed
 from .sheets import (
     PURCHASE_PRICE_USED,
     Ctx,
@@ -30,6 +23,7 @@ from .sheets import (
     longest_message,
     longest_message_in,
     output_row,
+    output_rows,
     price_used,
 )
 
@@ -75,10 +69,9 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     Returns the rows the money charts plot (see :mod:`xlcalc.workbook.charts`).
     """
     s, b, sc = "Budget", ctx.book, ctx.scenario
-    b.put(s, "A1", "Budget — finance may edit the yellow lines", "title")
-    b.put(s, "A2", "Rent = GPU-hours x price; own = depreciation and hosting (over utilisation) + electricity. "
-          "Failures come from goodput (GPU MTBF, checkpoint and restart times on Inputs) unless Use_Typed_Tax "
-          "is TRUE. Categories follow seed 003.", "note")
+    b.titled(s, "Budget — finance may edit the yellow lines", "Rent = GPU-hours x price; own = depreciation and "
+             "hosting (over utilisation) + electricity. Failures come from goodput (GPU MTBF, checkpoint and restart "
+             "times on Inputs) unless Use_Typed_Tax is TRUE. Categories follow seed 003.")
     formula_row(ctx, s, 3, "Price per GPU-hour used", guarded(Var("USD_per_GPU_Hour"), {"USD_per_GPU_Hour"}),
                 "USD/GPU-hour", "", '"$"#,##0.000')
     b.put(s, "D3", Concat(price_used(ctx), ". Pick Price_Tier or type over USD_per_GPU_Hour on Inputs."), "formula")
@@ -87,12 +80,9 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     # a looked-up money input's message that fails its check (the price: no rate at the tier) wraps across F:I
     message_cell(b, s, 1, "F", "I", longest_message_in({n for n in BOUNDED if n in checks.LOOKED_UP_FAILING}))
     b.put(s, "A4", "Failures and checkpoints", "group")
-    output_row(ctx, s, 5, "Cluster_MTBF_H")
-    output_row(ctx, s, 6, "Ckpt_Interval_H")
-    output_row(ctx, s, 7, "Goodput")
+    output_rows(ctx, s, 5, ("Cluster_MTBF_H", "Ckpt_Interval_H", "Goodput"))
     input_row(ctx, s, 8, "failure_frac", sc.failure_frac)
-    output_row(ctx, s, 9, "Failure_Frac_Used")
-    output_row(ctx, s, 10, "Wall_Days")
+    output_rows(ctx, s, 9, ("Failure_Frac_Used", "Wall_Days"))
     b.put(s, "A12", "Other lines: a share of compute and power, an amount, or both (seed 003)", "group")
     row = 12
     for field in BUDGET_SHARES:
@@ -108,8 +98,7 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
             output_row(ctx, s, row, line)
         row += 1
     last = row - 1
-    output_row(ctx, s, row, "Total_Cost_USD")
-    output_row(ctx, s, row + 1, "USD_per_M_Tokens")
+    output_rows(ctx, s, row, ("Total_Cost_USD", "USD_per_M_Tokens"))
     row += 3
     b.put(s, f"A{row}", "Estimate vs budget", "group")
     input_row(ctx, s, row + 1, "budget_usd", sc.budget_usd)
@@ -121,12 +110,11 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     message_cell(b, s, row, "D", "D", len(PURCHASE_PRICE_USED) + longest_message())
     over_time_note = (f"RENT_OVER_MONTHS_USD: {ownership.rent_over_months_usd.equation}; "
                       f"OWN_OVER_MONTHS_USD: {ownership.own_over_months_usd.equation}")
-    for name in ("Rent_Cost_USD", "Own_Cost_USD", "Own_USD_per_GPU_Hour", "Breakeven_Utilisation",
-                 "Breakeven_Months", "Capex_per_GPU_All_In", "Hardware_Capex_USD", "KW_per_GPU_All_In",
-                 "Facility_MW", "Racks_Needed"):
-        row += 1
-        output_row(ctx, s, row, name)  # a message wraps in the result's column (its unit and note beside it)
-    row += 2
+    # a message wraps in the result's column (its unit and note beside it)
+    row = output_rows(ctx, s, row + 1, ("Rent_Cost_USD", "Own_Cost_USD", "Own_USD_per_GPU_Hour",
+                                        "Breakeven_Utilisation", "Breakeven_Months", "Capex_per_GPU_All_In",
+                                        "Hardware_Capex_USD", "KW_per_GPU_All_In", "Facility_MW", "Racks_Needed"))
+    row += 1
     b.put(s, f"A{row}", "Own vs rent over time (cumulative cash for the cluster at its utilisation)", "group")
     b.put(s, f"D{row}", over_time_note, "note")  # the own column spans C:D below, where a message wraps
     b.wrap.add((s, f"D{row}"))
@@ -140,15 +128,13 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
         rent = ownership.rent_over_months_usd(
             n_gpus=Var("N_GPUs"), usd_per_gpu_hour=Var("USD_per_GPU_Hour"), months=Var(ref_text(s, f"A{row}")),
             utilisation=Var("Utilisation"))
-        b.put(s, f"B{row}", pointing(guarded(rent, needs(rent)), None, checks_pointer=CHECK_POINTER), "formula",
-              '"$"#,##0')
+        b.put(s, f"B{row}", checked(rent), "formula", '"$"#,##0')
         message_cell(b, s, row, "B", "B", longest_message_in(needs(rent)))  # no rental rate: its sentence
         own = ownership.own_over_months_usd(
             n_gpus=Var("N_GPUs"), capex_usd_per_gpu=Var("Capex_per_GPU_All_In"), kw_per_gpu=Var("KW_per_GPU_All_In"),
             pue=Var("PUE"), usd_per_kwh=Var("Own_USD_per_kWh"), kw_per_rack=Var("KW_per_Rack"),
             usd_per_rack_month=Var("USD_per_Rack_Month"), months=Var(ref_text(s, f"A{row}")), utilisation=Var("Utilisation"))
-        b.put(s, f"C{row}", pointing(guarded(own, needs(own)), None, checks_pointer=CHECK_POINTER), "formula",
-              '"$"#,##0')
+        b.put(s, f"C{row}", checked(own), "formula", '"$"#,##0')
         message_cell(b, s, row, "C", "D", longest_message())  # a missing purchase price's sentence
     t_last = row
     chart_data = chart_data_block(b, s, t_first, t_last)
@@ -166,26 +152,22 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
         b.put(s, f"A{row}", INPUT_BY_FIELD[field].label)
         for col, mult in (("B", low_x), ("C", high_x)):
             end = f(base_value=Var(name), range_factor=Var(INPUT_BY_FIELD[mult].name))
-            b.put(s, f"{col}{row}", range_checked(low_x, high_x, pointing(guarded(end, needs(end)), None,
-                                                                   checks_pointer=CHECK_POINTER)), "formula",
+            b.put(s, f"{col}{row}", range_checked(low_x, high_x, checked(end)), "formula",
                   fmt if fmt != "General" else "#,##0.00")
             message_cell(b, s, row, col, col, longest_message_in(needs(end)))
         for val_col, cost_col, change_col, days_col in (("B", "D", "F", "H"), ("C", "E", "G", "I")):
             # the range's end stands for the input; every other looked-up input is checked by name
             varmap = {name: ref_text(s, f"{val_col}{row}")}
             expr, subs = output_formula("Total_Cost_USD", varmap)
-            b.put(s, f"{cost_col}{row}", range_checked(low_x, high_x, pointing(
-                guarded_output("Total_Cost_USD", expr, varmap, {name}), None, checks_pointer=CHECK_POINTER)),
-                "formula", out.number_format, subs)
+            b.put(s, f"{cost_col}{row}", range_checked(low_x, high_x, pointed(
+                guarded_output("Total_Cost_USD", expr, varmap, {name}))), "formula", out.number_format, subs)
             change = ranges.cost_change_usd(total_usd=Var(ref_text(s, f"{cost_col}{row}")),
                                             base_usd=Var("Total_Cost_USD"))
-            b.put(s, f"{change_col}{row}", range_checked(low_x, high_x, pointing(
-                guarded(change, needs(change) | dependencies("Total_Cost_USD")), None, checks_pointer=CHECK_POINTER)),
-                "formula", '"$"#,##0;-"$"#,##0')
+            b.put(s, f"{change_col}{row}", range_checked(low_x, high_x, checked(
+                change, needs(change) | dependencies("Total_Cost_USD"))), "formula", '"$"#,##0;-"$"#,##0')
             expr, subs = output_formula("Wall_Days", varmap)
-            b.put(s, f"{days_col}{row}", range_checked(low_x, high_x, pointing(
-                guarded_output("Wall_Days", expr, varmap, {name}), None, checks_pointer=CHECK_POINTER)),
-                "formula", "#,##0.0", subs)
+            b.put(s, f"{days_col}{row}", range_checked(low_x, high_x, pointed(
+                guarded_output("Wall_Days", expr, varmap, {name}))), "formula", "#,##0.0", subs)
         for cols, result in (("DEFG", "Total_Cost_USD"), ("HI", "Wall_Days")):  # a catalog's message wraps
             for col in cols:
                 message_cell(b, s, row, col, col, longest_message_in(dependencies(result)))
@@ -237,8 +219,7 @@ def budget_first(ctx: Ctx, row: int) -> int:
     row += 1
     b.put(s, f"A{row}", "Price of a busy GPU-hour (USD)")
     for col, price in (("B", "USD_per_GPU_Hour"), ("C", "Own_USD_per_GPU_Hour")):
-        b.put(s, f"{col}{row}", pointing(guarded(Var(price), needs(Var(price))), None, checks_pointer=CHECK_POINTER),
-              "formula", '"$"#,##0.000')
+        b.put(s, f"{col}{row}", checked(Var(price)), "formula", '"$"#,##0.000')
         message_cell(b, s, row, col, col, longest_message_in(needs(Var(price))))
     b.put(s, f"D{row}", "USD_per_GPU_Hour (Inputs); OWN_USD_PER_GPU_HOUR: "
           f"{ownership.own_usd_per_gpu_hour.equation}", "note")
@@ -252,8 +233,7 @@ def budget_first(ctx: Ctx, row: int) -> int:
             expr = budget_first_expr(f, price)
             subs = {budget_first_expr(budget.budget_compute_flops, price).key(): flops_at[price]} \
                 if price in flops_at else None
-            ref = b.put(s, f"{col}{row}", pointing(guarded(expr, needs(expr)), None, checks_pointer=CHECK_POINTER),
-                        "formula", fmt, subs)
+            ref = b.put(s, f"{col}{row}", checked(expr), "formula", fmt, subs)
             message_cell(b, s, row, col, col, longest_message_in(needs(expr)))  # the price's message, wrapped
             if f is budget.budget_compute_flops:
                 flops_at[price] = ref
@@ -277,6 +257,3 @@ def range_message(low_x: str, high_x: str) -> Concat:
 def range_checked(low_x: str, high_x: str, expr: Any) -> Any:
     """A cell of a range's row: the inverted range's message, else ``expr``."""
     return if_(range_inverted(low_x, high_x), range_message(low_x, high_x), expr)
-
-
-# --- Start -----------------------------------------------------------------------------------------

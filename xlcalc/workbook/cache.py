@@ -58,6 +58,14 @@ def _value_xml(value: Any) -> tuple[str, str] | None:
     return None
 
 
+def by_sheet(values: Mapping[tuple[str, str], Any]) -> dict[str, dict[str, Any]]:
+    """``values[(sheet, cell)]`` as ``{sheet: {cell: value}}``."""
+    out: dict[str, dict[str, Any]] = {}
+    for (sheet, at), v in values.items():
+        out.setdefault(sheet, {})[at] = v
+    return out
+
+
 def inject(path: str | Path | IO[bytes], values: Mapping[tuple[str, str], Any], out: IO[bytes] | None = None) -> int:
     """Write ``values[(sheet, cell)]`` as the cached value of those formula cells; return how many.
 
@@ -71,13 +79,10 @@ def inject(path: str | Path | IO[bytes], values: Mapping[tuple[str, str], Any], 
             raise TypeError("inject() needs out= when path is a file object")
         with write(path) as f:
             return inject(path, values, f)
-    by_sheet: dict[str, dict[str, Any]] = {}
-    for (sheet, at), v in values.items():
-        by_sheet.setdefault(sheet, {})[at] = v
     count = 0
     with zipfile.ZipFile(path) as zin:
         parts = sheet_paths(zin)
-        wanted = {parts[s]: cells for s, cells in by_sheet.items() if s in parts}
+        wanted = {parts[s]: cells for s, cells in by_sheet(values).items() if s in parts}
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
             for info in zin.infolist():
                 data = zin.read(info.filename)

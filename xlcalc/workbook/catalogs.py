@@ -62,14 +62,9 @@ class Table:
         return coord(self.columns.index(field) + 1, 1)[:-1]
 
 
-def model_params_b(m: catalog.Model) -> float:
-    """Parameter count as the Scenario preset fills it (xlcalc.scenario.Scenario.build)."""
-    return round(m.params_b, 3)
-
-
 def _row_value(row, field: str):
-    if field == "params_b":
-        return model_params_b(row)
+    if field == "params_b":  # as the Scenario preset fills it (xlcalc.scenario.Scenario.build)
+        return round(row.params_b, 3)
     if field == "active_params_b":  # as the Scenario preset fills it: 0 for a dense model
         return round(row.active_params_b, 3) if row.experts else 0
     if field == "kv_heads":
@@ -83,12 +78,16 @@ def _row_value(row, field: str):
     return getattr(row, field)
 
 
-def _table(book: Book, sheet: str, title: str, note: str, columns, rows) -> Table:
-    book.put(sheet, "A1", title, "title")
-    book.put(sheet, "A2", note, "note")
+def _head(book: Book, sheet: str, title: str, note: str, columns: Any) -> None:
+    """A catalog sheet's title, note and column headings (row 3), each column as wide as ``columns`` says."""
+    book.titled(sheet, title, note)
     for j, (_, header, width) in enumerate(columns, start=1):
         book.put(sheet, coord(j, 3), header, "header")
         book.widths.setdefault(sheet, {})[coord(j, 1)[:-1]] = width
+
+
+def _table(book: Book, sheet: str, title: str, note: str, columns, rows) -> Table:
+    _head(book, sheet, title, note, columns)
     for i, row in enumerate(rows):
         for j, (field, _, _) in enumerate(columns, start=1):
             value = _row_value(row, field)
@@ -99,30 +98,22 @@ def _table(book: Book, sheet: str, title: str, note: str, columns, rows) -> Tabl
 
 
 def gpu_sheet(book: Book) -> Table:
-    return _table(
-        book, "GPUs", "GPU catalog",
-        "Dense TFLOP/s (no 2:4 sparsity); GB = 1e9 bytes. An empty cell: no published figure. "
-        "Yellow cells may be edited; the Inputs sheet looks GPUs up here by id.",
-        GPU_COLUMNS, catalog.gpus(),
-    )
+    return _table(book, "GPUs", "GPU catalog", "Dense TFLOP/s (no 2:4 sparsity); GB = 1e9 bytes. An empty cell: no "
+                  "published figure. Yellow cells may be edited; the Inputs sheet looks GPUs up here by id.",
+                  GPU_COLUMNS, catalog.gpus())
 
 
 def model_sheet(book: Book) -> Table:
-    return _table(
-        book, "Models", "Model catalog",
-        "Parameter counts are derived from the architecture (embeddings, attention, FFN, norms). "
-        "The Inputs sheet looks presets up here by id.",
-        MODEL_COLUMNS, catalog.models(),
-    )
+    return _table(book, "Models", "Model catalog", "Parameter counts are derived from the architecture (embeddings, "
+                  "attention, FFN, norms). The Inputs sheet looks presets up here by id.",
+                  MODEL_COLUMNS, catalog.models())
 
 
 def recipe_sheet(book: Book) -> Table:
-    return _table(
-        book, "Recipes", "Precision recipes: bytes per parameter of the model states",
-        "Weights, gradients and optimizer states (with any fp32 master copy) in bytes per parameter. "
-        "Yellow cells may be edited; the Inputs sheet looks the precision recipe up here by id.",
-        RECIPE_COLUMNS, list(RECIPES.values()),
-    )
+    return _table(book, "Recipes", "Precision recipes: bytes per parameter of the model states",
+                  "Weights, gradients and optimizer states (with any fp32 master copy) in bytes per parameter. "
+                  "Yellow cells may be edited; the Inputs sheet looks the precision recipe up here by id.",
+                  RECIPE_COLUMNS, list(RECIPES.values()))
 
 
 PRICE_COLUMNS = (
@@ -162,13 +153,9 @@ def price_sheet(book: Book) -> PriceTable:
     """
     s = "Prices"
     rows: list[Any] = [p for p in catalog.prices() if p.usd_per_gpu_hour is not None and p.tier is not None]
-    book.put(s, "A1", "Rental prices per GPU-hour, by GPU and tier", "title")
-    book.put(s, "A2", "From the price catalog, each with its date and source. Inputs looks USD_per_GPU_Hour up here by "
-             "GPU_Type and Price_Tier; a pair with no row has no sourced price. Type your own quote over "
-             "USD_per_GPU_Hour on Inputs, or over a yellow rate here.", "note")
-    for j, (_, header, width) in enumerate(PRICE_COLUMNS, start=1):
-        book.put(s, coord(j, 3), header, "header")
-        book.widths.setdefault(s, {})[coord(j, 1)[:-1]] = width
+    _head(book, s, "Rental prices per GPU-hour, by GPU and tier", "From the price catalog, each with its date and "
+          "source. Inputs looks USD_per_GPU_Hour up here by GPU_Type and Price_Tier; a pair with no row has no sourced "
+          "price. Type your own quote over USD_per_GPU_Hour on Inputs, or over a yellow rate here.", PRICE_COLUMNS)
     for i, p in enumerate(rows):
         values = {"key": price_key(p.gpu, p.tier), "gpu": p.gpu, "tier": p.tier,
                   "usd_per_gpu_hour": p.usd_per_gpu_hour, "date": p.date or "undated", "id": p.id,
@@ -284,12 +271,12 @@ def fact_key(framework: str, precision: str, field: str) -> str:
 def framework_sheet(book: Book) -> FrameworkTable:
     """The frameworks and precisions of xlcalc.frameworks, and each profile's memory facts with their sources."""
     s = FRAMEWORK_SHEET
-    book.put(s, "A1", "Frameworks and precisions: the memory inputs of the software you train with", "title")
-    book.put(s, "A2", "Picking a Framework (and a Precision) on Inputs fills the bytes per parameter (from the recipe "
-             "it names, unless Recipe_Id is picked), Logits_Buffer_Bytes, Optimizer_Step_Bytes, Autocast_Copy_Bytes "
-             "and Grads_Freed from the rows below; a number typed over one of them wins. An empty value: no source "
-             "gives it, the memory model's neutral default applies. Both left empty: the typed numbers "
-             f"({DEFAULT_FRAMEWORK} at its usual precision's values by default).", "note")
+    book.titled(s, "Frameworks and precisions: the memory inputs of the software you train with",
+                "Picking a Framework (and a Precision) on Inputs fills the bytes per parameter (from the recipe "
+                "it names, unless Recipe_Id is picked), Logits_Buffer_Bytes, Optimizer_Step_Bytes, Autocast_Copy_Bytes "
+                "and Grads_Freed from the rows below; a number typed over one of them wins. An empty value: no source "
+                "gives it, the memory model's neutral default applies. Both left empty: the typed numbers "
+                f"({DEFAULT_FRAMEWORK} at its usual precision's values by default).")
     for j, (header, width) in enumerate((("framework (the Framework dropdown)", 44), ("what it is", 30),
                                          ("usual precision (Precision left empty)", 14), ("precisions offered", 22),
                                          ("value", 12), ("source", 220)), start=1):
@@ -343,9 +330,8 @@ def framework_sheet(book: Book) -> FrameworkTable:
 
 def references_sheet(book: Book) -> None:
     s = "References"
-    book.put(s, "A1", "Formulas and sources", "title")
-    book.put(s, "A2", "Every formula the workbook uses is one of these, rendered from xlcalc's registry "
-             "(the same definitions as the Python library and the Excel functions).", "note")
+    book.titled(s, "Formulas and sources", "Every formula the workbook uses is one of these, rendered from xlcalc's "
+                "registry (the same definitions as the Python library and the Excel functions).")
     headers = ("formula", "Excel function (add-in)", "what it computes", "unit", "equation", "source")
     for j, h in enumerate(headers, start=1):
         book.put(s, coord(j, 3), h, "header")

@@ -26,14 +26,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..expr import BinOp, Expr, Func, Num, Template, Text, Var, and_, eq, floor_int, if_, not_, or_, wrap
+from ..expr import BinOp, Expr, Func, Num, Text, Var, and_, eq, floor_int, if_, not_, or_, wrap
 from ..frameworks import FRAMEWORKS, PRECISIONS, PROFILE_FIELDS
 from ..inputs import spec
 from ..layout import CONSTRAINTS, layout_blamed
 from ..outputs import OUTPUT_BY_NAME
 from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, INPUTS
 from .messages import VALUE_CHARS, longest_layout_message, message_cell
-from .model import RENDERING, Book, Concat, FirstFailing, IfError, IsNumber, Lookup, placed, ref_text
+from .model import Book, Concat, FirstFailing, IfError, IsNumber, Lookup, placed, ref_text
 
 SHEET = "Checks"
 WHERE_CHARS = 40  # "<Sheet>!<cell> (<input name>): " before a layout message: "Parallelism!B6 (PP_Size): " is 26
@@ -42,13 +42,16 @@ CHOICES = ("Model_Preset", "GPU_Type", "Recipe_Id", "Framework", "Precision", "P
 # what a choice's check names as allowed, where it is not "an id from the list on the <sheet> sheet, or empty"
 CHOICE_ALLOWED = {"Framework": f"one of {', '.join(FRAMEWORKS)} (Frameworks sheet), or empty",
                   "Precision": f"one of {', '.join(PRECISIONS)} (Frameworks sheet), or empty"}
+OFFERED = "a precision the Frameworks sheet gives for framework "  # then the framework in effect: its precisions
 # the inputs the Frameworks sheet gives (their look-up's message: a framework and precision it does not list)
 FRAMEWORK_INPUTS = tuple(INPUT_BY_FIELD[f].name for f in PROFILE_FIELDS[1:])
+# Inputs a catalog look-up fills (a preset's figure, the price of a GPU at a tier): a cell may hold the look-up's
+# message instead of a number
+CATALOG_LOOKED_UP = ("Peak_TFLOPS", "GPU_Memory_GB", "GPUs_per_Node", "Params_B", "Seq_Len", "Hidden", "Layers",
+                     "Heads", "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer", "USD_per_GPU_Hour")
 # Looked-up inputs whose message (a figure the catalog lacks, no price at the tier) is a failing check; a missing
 # purchase price is not: the owning results say what to type, the rest of the plan stands
-LOOKED_UP_FAILING = ("Peak_TFLOPS", "GPU_Memory_GB", "GPUs_per_Node", "Params_B", "Seq_Len", "Hidden", "Layers",
-                     "Heads", "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer", "USD_per_GPU_Hour",
-                     *FRAMEWORK_INPUTS)
+LOOKED_UP_FAILING = (*CATALOG_LOOKED_UP, *FRAMEWORK_INPUTS)
 LOOKED_UP_TEXT_OK = ("Capex_USD_per_GPU",)
 # Inputs an empty cell leaves not given (the scenario's None), which fails nothing: no global batch (the scenario gave
 # none and its model has no published one, plan's rule), whose StepTime sheet asks for one. A formula reads an empty
@@ -120,9 +123,11 @@ class Registry:
             row = self.groups[names] = GROUP_FIRST_ROW + len(self.groups)
         return ref_text(SHEET, f"C{row}")
 
-    def add_cell(self, check: CellCheck) -> None:
-        if check.ref not in self.cells:
-            self.cells[check.ref] = (FIRST_ROW + len(self.cells), check)
+    def add_cell(self, check: CellCheck, key: str | None = None) -> None:
+        """A check of another sheet's cell, kept under ``key`` (default: its cell), in the next row of E:G."""
+        key = check.ref if key is None else key
+        if key not in self.cells:
+            self.cells[key] = (FIRST_ROW + len(self.cells), check)
 
     def members(self, names: frozenset[str]) -> list[str]:
         """The checks of a set, in the order of the Checks sheet: the inputs', then the other sheets' cells'."""
@@ -194,17 +199,8 @@ def register_layout(ref: str, cells: dict[str, str], over: dict[str, str], messa
     ``message``: the cell that holds the check's whole message, where ``ref`` shows it short."""
     reg = _ACTIVE.get()
     if reg is not None:
-        check = CellCheck(ref, "Layout_Check", layout=tuple(cells.items()), over=tuple(over.items()),
-                          message=message)
-        key = LAYOUT_KEY + ref
-        if key not in reg.cells:
-            reg.cells[key] = (FIRST_ROW + len(reg.cells), check)
-
-
-def registered(ref: str) -> bool:
-    """True when ``ref`` is an input cell of another sheet with a check of its own."""
-    reg = _ACTIVE.get()
-    return reg is not None and ref in reg.cells
+        reg.add_cell(CellCheck(ref, "Layout_Check", layout=tuple(cells.items()), over=tuple(over.items()),
+                               message=message), LAYOUT_KEY + ref)
 
 
 def registered_cells() -> Mapping[str, Any]:
@@ -269,10 +265,6 @@ def _bounds(s: Any, x: Var) -> list[Any]:
     return [t for t in tests if t is not None]
 
 
-def _all(tests: list[Any]) -> Any:
-    return and_(*tests) if len(tests) > 1 else tests[0]
-
-
 def shown_value(x: Any) -> Any:
     """A value as a check's message shows it: a text longer than VALUE_CHARS cut to its start and "..."."""
     return if_(Func("LEN", (x,)) > VALUE_CHARS, Concat(Func("LEFT", (x, Num(VALUE_CHARS - 3))), "..."), x)
@@ -307,14 +299,13 @@ def value_check(x: Var, where: str, name: str, lists: dict[str, tuple[str, str, 
     if name in CHOICES:
         sheet_of, col, first, last = lists[name]
         found = IfError(Lookup(x, sheet_of, col, col, first, last), "")
-        allowed = CHOICE_ALLOWED.get(name, f"an id from the list on the {sheet_of} sheet, or empty")
+        allowed = _allowed(name, lists)
         listed: Any = OK
         if name == "Precision" and _FRAMEWORKS.get() is not None:  # and one the framework in effect offers
             fw = _FRAMEWORKS.get()
             assert fw is not None
-            offered = Concat(f"{where}: {name} = ", shown_value(x), f" is not allowed: {name} must be a precision "
-                             "the Frameworks sheet gives for framework ", fw.framework(), ": ", IfError(fw.offered(), ""),
-                             ", or empty")
+            offered = Concat(f"{where}: {name} = ", shown_value(x), f" is not allowed: {name} must be {OFFERED}",
+                             fw.framework(), ": ", IfError(fw.offered(), ""), ", or empty")
             listed = if_(eq(IfError(fw.pair(x), ""), ""), offered, OK)
         return if_(eq(x, ""), OK, if_(eq(found, ""), _message(where, name, allowed, x), listed))
     s = spec(INPUT_BY_NAME[name].spec_name)
@@ -327,7 +318,7 @@ def value_check(x: Var, where: str, name: str, lists: dict[str, tuple[str, str, 
     if s.kind == "choice":
         return if_(or_(*(eq(x, c) for c in s.choices)), OK, bad)
     tests = _bounds(s, x)
-    inside = if_(_all(tests), OK, bad) if tests else OK
+    inside = if_(and_(*tests) if len(tests) > 1 else tests[0], OK, bad) if tests else OK
     if looked_up == "failing":
         not_number: Any = if_(eq(x, ""), bad, x)  # the look-up's own message (an empty cell: not allowed)
     elif looked_up == "text_ok":
@@ -347,10 +338,6 @@ def _first_failing(refs: list[str], reg: Registry) -> Any:
         refs = cells
     else:
         refs = [reg.check_ref(k) for k in refs]
-    return _first_failing_cells(refs)
-
-
-def _first_failing_cells(refs: list[str]) -> Any:
     return FirstFailing(refs, OK)  # IF(<ref>="OK", ..., <ref>) for each of refs, "OK" innermost
 
 
@@ -392,20 +379,15 @@ def layout_where(book: Book, row: CellCheck | None = None, var: Any = None) -> A
 def layout_row_check(book: Book, row: CellCheck, reg: Registry) -> Any:
     """A Parallelism row's layout check: OK, or "<cell it blames> (<Name>): <the row's layout message>".
 
-    Made once per layout as a template over the row's cells (its layout check, its input cells, the cells naming them
-    in column E of this sheet) and bound to each row's (under model.reference_rendering: a tree of its own)."""
+    Made once per shape as a template over the row's cells (its layout check, its input cells, the cells naming them
+    in column E of this sheet) and bound to each row's (model.placed)."""
     names = tuple(n for n, _ in row.layout + row.over)
     refs = {"Layout": row.message or row.ref, "at Layout": ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[LAYOUT_KEY + row.ref][0]}"),
             **dict(row.layout + row.over),
             **{"at " + n: ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[ref][0]}") for n, ref in row.layout},
             **{"check " + n: reg.check_ref(ref) for n, ref in row.layout}}
-    if not RENDERING.templates:
-        return _layout_row_expr(book, row, lambda k: Var(refs[k]))
-    key = ("layout row", tuple(n for n, _ in row.layout), names)
-    template = reg.memo.get(key)
-    if template is None:
-        template = reg.memo[key] = Template(_layout_row_expr(book, row, lambda k: Var(Template.slot(k))), None, refs)
-    return template.bind(refs)
+    return placed(("layout row", tuple(n for n, _ in row.layout), names),
+                  lambda var: _layout_row_expr(book, row, var), refs)
 
 
 def _layout_row_expr(book: Book, row: CellCheck, var: Any) -> Any:
@@ -452,11 +434,10 @@ def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]
 
 def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]]) -> None:
     s = SHEET
-    book.put(s, "A1", "Checks \u2014 every input against what is allowed; they roll up to the input check on Start",
-             "title")
-    book.put(s, "A2", "A check passes with OK. A result that depends on an input whose check fails shows the "
-             "check's message instead of a number; pasted values are checked too (a cell's list or range only stops "
-             "typing).", "note")
+    book.titled(s, "Checks \u2014 every input against what is allowed; they roll up to the input check on Start",
+                "A check passes with OK. A result that depends on an input whose check fails shows the check's "
+                "message instead of a number; pasted values are checked too (a cell's list or range only stops "
+                "typing).")
     layout = OUTPUT_BY_NAME["Layout_Check"].name
     book.put(s, f"A{LAYOUT_ROW}", "Layout (every piece whole)")
     book.put(s, f"B{LAYOUT_ROW}", "the input it blames, then why")
@@ -515,15 +496,17 @@ def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int
 def longest_check(where: str, name: str, lists: dict[str, tuple[str, str, int, int]]) -> int:
     """The longest message the check of input ``name`` in cell ``where`` can show (:func:`value_check`), the value
     at most VALUE_CHARS long; a looked-up input's own message is sized where it is looked up."""
-    if name == "Precision" and _FRAMEWORKS.get() is not None:
+    if name == "Precision" and _FRAMEWORKS.get() is not None:  # then a framework and the precisions it offers
         longest = max(len(fw) + 2 + len(", ".join(precisions)) for fw, precisions in FRAMEWORKS.items())
-        return len(f"{where}: {name} =  is not allowed: {name} must be a precision the Frameworks sheet gives for "
-                   "framework , or empty") + VALUE_CHARS + longest
+        return len(f"{where}: {name} =  is not allowed: {name} must be {OFFERED}, or empty") + VALUE_CHARS + longest
+    return len(f"{where}: {name} =  is not allowed: {name} must be {_allowed(name, lists)}") + VALUE_CHARS
+
+
+def _allowed(name: str, lists: dict[str, tuple[str, str, int, int]]) -> str:
+    """What input ``name``'s check names as allowed (a preset dropdown's: the ids of its list)."""
     if name in CHOICES:
-        allowed = CHOICE_ALLOWED.get(name, f"an id from the list on the {lists[name][0]} sheet, or empty")
-    else:
-        allowed = spec(INPUT_BY_NAME[name].spec_name).allowed
-    return len(f"{where}: {name} =  is not allowed: {name} must be {allowed}") + VALUE_CHARS
+        return CHOICE_ALLOWED.get(name, f"an id from the list on the {lists[name][0]} sheet, or empty")
+    return spec(INPUT_BY_NAME[name].spec_name).allowed
 
 
 def _wrap_if_long(book: Book, row: int, col: str, where: str, name: str,
@@ -555,4 +538,4 @@ def master(expr_ok: Any) -> Any:
 
 
 __all__ = ["CHECKED", "SHEET", "collecting", "finish", "gathered", "guard", "master", "check_ref", "is_checked",
-           "register", "registered"]
+           "register"]

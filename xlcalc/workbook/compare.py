@@ -16,7 +16,7 @@ from ..layout import LAYOUT_OK, preset_stage_ends
 from ..outputs import OUTPUT_BY_NAME, OUTPUTS
 from ..scenario import INPUT_BY_NAME, INPUTS, STEP_GROUP, Scenario
 from . import checks
-from .catalogs import GPU_DERIVED, Table
+from .catalogs import GPU_DERIVED
 from .messages import CHECK_CELL_POINTER, CHECK_POINTER, longest_layout_message, message_cell
 from .model import Concat, IfError, IsNumber, coord, placed, ref_text
 from .rendering import (
@@ -27,18 +27,11 @@ from .rendering import (
     guarded,
     guarded_output,
     output_formula,
+    pointed,
     pointer_format,
     pointing,
 )
-from .sheets import (
-    STAGE_ENDS,
-    Ctx,
-    capex_value,
-    derived_value,
-    id_range,
-    longest_message_in,
-    plan_title,
-)
+from .sheets import STAGE_ENDS, Ctx, capex_value, derived_value, id_range, longest_message_in, plan_title
 
 COMPARE_GPUS = ("a800", "h100-sxm", "ascend-910b")
 # A Scenarios column's cells that can show a catalog's message (no purchase price or rental rate for the column's
@@ -96,9 +89,8 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
     Returns, per column, defined name -> cell reference (for tests and read-back).
     """
     s, b = "Scenarios", ctx.book
-    b.put(s, "A1", "Scenarios side by side", "title")
-    b.put(s, "A2", "Each column is a full plan. Linked columns follow the Inputs sheet except their GPU; "
-          "type over any yellow cell to change one column.", "note")
+    b.titled(s, "Scenarios side by side", "Each column is a full plan. Linked columns follow the Inputs sheet except "
+             "their GPU; type over any yellow cell to change one column.")
     b.put(s, "A4", "input / result", "header")
     b.put(s, "B4", "unit", "header")
     maps: list[dict[str, str]] = []
@@ -117,11 +109,11 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             b.put(s, f"{col}{row}", sc.name, "text_input")
         row += 1
         # a linked column's architecture and bytes per parameter follow the Inputs sheet's preset, recipe and numbers
-        model_ref = _pick(ctx, s, col, row, "Model preset", sc.model, "Model_Preset", ctx.models, "a model id from "
-                          "the Models sheet, or empty", linked)
-        gpu_ref = _pick(ctx, s, col, row + 1, "GPU type", sc.gpu, "GPU_Type", ctx.gpus,
+        model_ref = _pick(ctx, s, col, row, "Model preset", sc.model, "Model_Preset", id_range(ctx.models),
+                          "a model id from the Models sheet, or empty", linked)
+        gpu_ref = _pick(ctx, s, col, row + 1, "GPU type", sc.gpu, "GPU_Type", id_range(ctx.gpus),
                         "a GPU id from the GPUs sheet, or empty", False)
-        recipe_ref = _pick(ctx, s, col, row + 2, "Precision recipe", sc.recipe, "Recipe_Id", ctx.recipes,
+        recipe_ref = _pick(ctx, s, col, row + 2, "Precision recipe", sc.recipe, "Recipe_Id", id_range(ctx.recipes),
                            "a recipe id from the Recipes sheet, or empty", linked)
         row += 3
         framework = framework_cells(ctx, s, col, row, sc, linked)
@@ -188,17 +180,17 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
     return maps
 
 
-def _pick(ctx: Ctx, s: str, col: str, row: int, label: str, value: str | None, name: str, table: Table,
-          allowed: str, linked: bool) -> Any:
-    """A column's catalog pick in row ``row``: a dropdown of ``table``'s ids checked as ``name``, or "as on Inputs"
-    in a linked column. Returns its cell."""
+def _pick(ctx: Ctx, s: str, col: str, row: int, label: str, value: str | None, name: str, list_ref: str,
+          allowed: str, linked: bool, over: dict[str, str] | None = None) -> Any:
+    """A column's pick in row ``row``: a dropdown of the list ``list_ref`` checked as ``name`` (``over``: the cells
+    of the other names its check reads, see checks.register), or "as on Inputs" in a linked column. Returns its
+    cell."""
     b = ctx.book
     b.put(s, f"A{row}", label)
     if linked:
         return b.put(s, f"{col}{row}", "as on Inputs", "note")
-    ref = checks.register(b.put(s, f"{col}{row}", value or "", "text_input"), name)
-    b.validations.append({"sheet": s, "at": f"{col}{row}", "label": label, "list": "=" + id_range(table),
-                          "allowed": allowed})
+    ref = checks.register(b.put(s, f"{col}{row}", value or "", "text_input"), name, over=over)
+    b.validations.append({"sheet": s, "at": f"{col}{row}", "label": label, "list": "=" + list_ref, "allowed": allowed})
     return ref
 
 
@@ -206,23 +198,17 @@ def framework_cells(ctx: Ctx, s: str, col: str, row: int, sc: Scenario, linked: 
     """A column's Framework and Precision (rows ``row`` and ``row + 1``): dropdowns of its own (as on Inputs), whose
     picks fill the column's bytes per parameter and memory inputs; "as on Inputs" in a linked column, whose inputs
     follow the Inputs sheet's. Returns the names the column's look-ups read -> its cells (empty where linked)."""
-    b, fw = ctx.book, ctx.frameworks
+    fw = ctx.frameworks
     assert fw is not None
     lists = {"Framework": ref_text(fw.sheet, f"A{fw.first_row}") + f":$A${fw.last_row}",
              "Precision": ref_text(fw.sheet, f"A{fw.precision_first}") + f":$A${fw.precision_last}"}
     cells: dict[str, Var] = {}
     for k, name in enumerate(("Framework", "Precision")):
-        b.put(s, f"A{row + k}", name)
-        if linked:
-            b.put(s, f"{col}{row + k}", "as on Inputs", "note")
-            continue
-        value = getattr(sc, name.lower()) or ""
         # the column's Precision is checked against the column's Framework
-        ref = checks.register(b.put(s, f"{col}{row + k}", value, "text_input"), name,
-                              over={n: v.name for n, v in cells.items()})
-        cells[name] = Var(ref)
-        b.validations.append({"sheet": s, "at": f"{col}{row + k}", "label": name, "list": "=" + lists[name],
-                              "allowed": checks.CHOICE_ALLOWED[name]})
+        ref = _pick(ctx, s, col, row + k, name, getattr(sc, name.lower()), name, lists[name],
+                    checks.CHOICE_ALLOWED[name], linked, over={n: v.name for n, v in cells.items()})
+        if not linked:
+            cells[name] = Var(ref)
     return cells
 
 
@@ -250,8 +236,8 @@ SENSITIVITY_TABLES = (
 def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
     s, b, sc = "Sensitivity", ctx.book, ctx.scenario
     gpus, mfus = sensitivity_values(sc)
-    b.put(s, "A1", "Sensitivity: training days, total cost and monthly spend over GPU count x MFU", "title")
-    b.put(s, "A2", "Yellow GPU counts and MFUs may be edited; every other input comes from the Inputs sheet.", "note")
+    b.titled(s, "Sensitivity: training days, total cost and monthly spend over GPU count x MFU",
+             "Yellow GPU counts and MFUs may be edited; every other input comes from the Inputs sheet.")
     for j in range(len(mfus)):  # wide enough that a catalog's message (no rental rate) takes a few lines
         b.widths.setdefault(s, {})[coord(2 + j, 1)[:-1]] = SENSITIVITY_WIDTH
     tables: dict[str, Any] = {}
@@ -260,39 +246,28 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
         b.put(s, f"A{top}", title, "group")
         head = top + 1
         b.put(s, f"A{head}", "GPUs \\ MFU", "header")
-        col_refs = []
-        for j, m in enumerate(mfus):
-            at = coord(2 + j, head)
-            if key == "days":
-                col_refs.append(checks.register(b.put(s, at, m, "input", "0.0%"), "MFU"))
-                b.validations.append({"sheet": s, "at": at, "spec": spec("mfu"), "label": "MFU"})
-            else:
-                col_refs.append(b.put(s, at, Var(tables["days"]["mfu_refs"][j]), "formula", "0.0%"))
-        row_refs = []
+        days = tables.get("days")  # the days table's axes are the input cells; the other tables' follow them
+        col_refs = [_axis(b, s, coord(2 + j, head), m, "0.0%", "MFU", "MFU", days and days["mfu_refs"][j])
+                    for j, m in enumerate(mfus)]
+        row_refs: list[str] = []
         cells: list[list[str]] = []
+        deps = dependencies("Total_Cost_USD") | dependencies("Train_Days") if name is None else dependencies(name)
         for i, n in enumerate(gpus):
-            at = f"A{head + 1 + i}"
-            if key == "days":
-                row_refs.append(checks.register(b.put(s, at, n, "input", "#,##0"), "N_GPUs"))
-                b.validations.append({"sheet": s, "at": at, "spec": spec("n_gpus"), "label": "Number of GPUs"})
-            else:
-                row_refs.append(b.put(s, at, Var(tables["days"]["gpu_refs"][i]), "formula", "#,##0"))
+            row_refs.append(_axis(b, s, f"A{head + 1 + i}", n, "#,##0", "N_GPUs", "Number of GPUs",
+                                  days and days["gpu_refs"][i]))
             cells.append([])
             for j in range(len(mfus)):
                 at = coord(2 + j, head + 1 + i)
                 # the grid point's own GPUs and MFU: the days table's input cells, whose checks apply
-                axes = (row_refs[i], col_refs[j]) if key == "days" else \
-                    (tables["days"]["gpu_refs"][i], tables["days"]["mfu_refs"][j])
-                deps = dependencies("Total_Cost_USD") | dependencies("Train_Days") if name is None else \
-                    dependencies(name)
+                axes = (row_refs[i], col_refs[j]) if days is None else (days["gpu_refs"][i], days["mfu_refs"][j])
                 # a catalog's message wraps in the cell (a failing look-up's is pointed to: Start's input check)
                 if chars := longest_message_in({d for d in deps if d not in checks.LOOKED_UP_FAILING}):
-                    message_cell(b, s, head + 1 + i, coord(2 + j, 1)[:-1], coord(2 + j, 1)[:-1], chars)
+                    col = coord(2 + j, 1)[:-1]
+                    message_cell(b, s, head + 1 + i, col, col, chars)
                 if name is None:  # spend rate: this grid point's total cost over its days
                     cost = Var(tables["cost"]["cells"][i][j])
                     expr = cost / Var(tables["days"]["cells"][i][j]) * 30
-                    expr = pointing(guarded(expr, deps, exclude={"N_GPUs", "MFU"}, cells=axes), None,
-                                    checks_pointer=CHECK_POINTER)
+                    expr = pointed(guarded(expr, deps, exclude={"N_GPUs", "MFU"}, cells=axes))
                     expr = if_(IsNumber(cost), expr, cost)  # the cost cell's message (its days' included)
                     cells[i].append(b.put(s, at, expr, "formula", '"$"#,##0'))
                     continue
@@ -303,13 +278,23 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
                 # the point's days past their bound, or the way to a failing input's message: as the days cell
                 expr = guarded_output(name, expr, varmap if key == "cost" else None, exclude={"N_GPUs", "MFU"},
                                       cells=axes)
-                expr = pointing(expr, None, checks_pointer=CHECK_POINTER)  # the message whole: Start's input check
+                expr = pointed(expr)  # the message whole: Start's input check
                 cells[i].append(b.put(s, at, expr, "formula", OUTPUT_BY_NAME[name].number_format, subs))
         tables[key] = {"head": head, "rows": len(gpus), "cols": len(mfus), "mfu_refs": col_refs,
                        "gpu_refs": row_refs, "cells": cells}
         top = head + len(gpus) + 3
     b.freeze[s] = "B4"
     return tables
+
+
+def _axis(b: Any, s: str, at: str, value: Any, fmt: str, name: str, label: str, days_ref: str | None) -> str:
+    """A Sensitivity axis cell: the days table's cell ``days_ref`` (a formula), or, in the days table, an input cell
+    holding ``value``, checked and validated as input ``name``."""
+    if days_ref is not None:
+        return b.put(s, at, Var(days_ref), "formula", fmt)
+    ref = checks.register(b.put(s, at, value, "input", fmt), name)
+    b.validations.append({"sheet": s, "at": at, "spec": spec(INPUT_BY_NAME[name].spec_name), "label": label})
+    return ref
 
 
 # --- Parallelism ------------------------------------------------------------------------------------------
@@ -404,11 +389,11 @@ def par_width(j: int) -> int:
     return PAR_WIDTH
 
 
-def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
+def parallelism_sheet(ctx: Ctx) -> None:
     s, b, sc = "Parallelism", ctx.book, ctx.scenario
-    b.put(s, "A1", "Parallel layouts: memory per GPU of candidate TP x PP x ZeRO x recompute", "title")
-    b.put(s, "A2", "Live: model size, sequence, micro-batch, bytes and GPU count come from the Inputs sheet. "
-          "Row 5 is the plan on the Inputs sheet as built; edit any yellow cell to try a layout.", "note")
+    b.titled(s, "Parallel layouts: memory per GPU of candidate TP x PP x ZeRO x recompute",
+             "Live: model size, sequence, micro-batch, bytes and GPU count come from the Inputs sheet. "
+             "Row 5 is the plan on the Inputs sheet as built; edit any yellow cell to try a layout.")
     for j, h in enumerate(PAR_HEAD, start=1):
         b.put(s, coord(j, 4), h, "header")
         b.wrap.add((s, coord(j, 4)))  # a heading wider than its column takes two lines, never cut
@@ -422,9 +407,8 @@ def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
         for j, (name, value) in enumerate(zip(PAR_INPUTS, cfg), start=1):
             varmap[name] = checks.register(
                 b.put(s, coord(j, r), value, "input", BOOL_FORMAT if name == "Seq_Parallel" else None), name)
-            sp = {"TP_Size": "tp", "PP_Size": "pp", "ZeRO_Stage": "zero_stage", "Recompute": "recompute",
-                  "Seq_Parallel": "seq_parallel"}[name]
-            b.validations.append({"sheet": s, "at": coord(j, r), "spec": spec(sp), "label": name})
+            b.validations.append({"sheet": s, "at": coord(j, r), "spec": spec(INPUT_BY_NAME[name].spec_name),
+                                  "label": name})
         for j, name in enumerate(PAR_OUTPUTS + PAR_STEPS + PAR_ENDS, start=len(PAR_INPUTS) + 1):
             varmap[name] = ref_text(s, coord(j, r))
             if name in PAR_ENDS:  # the stage ends the row's layout and memory read
@@ -454,4 +438,3 @@ def parallelism_sheet(ctx: Ctx) -> dict[str, Any]:
     last = first + len(configs) - 1
     b.rules.append((s, f"J{first}:J{last}", "good_if_true"))
     b.freeze[s] = "A5"
-    return {"first": first, "last": last, "configs": configs}

@@ -13,14 +13,14 @@ from ..formulas import finetune as ff
 from ..outputs import bound_text, within_bound
 from .messages import LAYOUT_POINTER, message_cell
 from .rendering import guarded, needs
-from .sheets import Ctx, formula_row, header_row, input_row, output_row
+from .sheets import Ctx, formula_row, header_row, input_row, output_rows
 
 SHEET = "FineTuning"  # a sheet name without quotes in references (defined names are written unquoted)
 FIELDS = ("job", "lora_rank", "lora_targets")
 
 
-def finetune_sheet(ctx: Ctx) -> dict[str, int]:
-    """Lay out the sheet; return the rows of its key cells by name."""
+def finetune_sheet(ctx: Ctx) -> None:
+    """Lay out the sheet."""
     s, b, sc = SHEET, ctx.book, ctx.scenario
     b.put(s, "A1", "Fine-tuning: full, LoRA or QLoRA", "title")
     for r, text in enumerate((
@@ -31,28 +31,20 @@ def finetune_sheet(ctx: Ctx) -> dict[str, int]:
             "Model, GPU, tokens, MFU and price come from the Inputs sheet and its presets; the Memory, Time and "
             "Budget sheets answer for this job."), start=2):
         b.put(s, f"A{r}", text, "note")
-    rows: dict[str, int] = {}
     header_row(b, s, 6, ("input", "value", "unit", "what is allowed"))
     row = 7
     for field in FIELDS:
         input_row(ctx, s, row, field, getattr(sc, field))
-        rows[field] = row
         row += 1
     row += 1
     b.put(s, f"A{row}", "Parameters", "group")
-    row += 1
-    for name in ("Adapter_Params_B", "Trainable_Params_B", "Stage_Adapter_Params_B_First",
-                 "Stage_Adapter_Params_B_Last", "Stage_Trainable_B_First", "Stage_Trainable_B_Last"):
-        output_row(ctx, s, row, name, pointer=LAYOUT_POINTER)
-        rows[name] = row
-        row += 1
+    row = output_rows(ctx, s, row + 1, ("Adapter_Params_B", "Trainable_Params_B", "Stage_Adapter_Params_B_First",
+                                        "Stage_Adapter_Params_B_Last", "Stage_Trainable_B_First",
+                                        "Stage_Trainable_B_Last"), LAYOUT_POINTER)
     row += 1
     b.put(s, f"A{row}", "Memory per GPU (the Memory sheet's parts, for this job)", "group")
-    row += 1
-    for name in ("Layer_Act_Frozen_Saving", "Layer_Act_Frozen_Saving_No_Recompute"):
-        output_row(ctx, s, row, name, pointer=LAYOUT_POINTER)
-        rows[name] = row
-        row += 1
+    row = output_rows(ctx, s, row + 1, ("Layer_Act_Frozen_Saving", "Layer_Act_Frozen_Saving_No_Recompute"),
+                      LAYOUT_POINTER)
     for label, name in (("Weights, first stage (frozen base + adapters)", "Mem_First_Weights_GB"),
                         ("Gradients, first stage (trained parameters only)", "Mem_First_Grads_GB"),
                         ("Optimizer states, first stage (trained parameters only)", "Mem_First_Optimizer_GB"),
@@ -60,7 +52,6 @@ def finetune_sheet(ctx: Ctx) -> dict[str, int]:
         fmt = "General" if name == "Fits_GPU" else "#,##0.00"
         formula_row(ctx, s, row, label, Var(name), "" if name == "Fits_GPU" else "GB",
                     f"{name} from the Memory sheet", fmt)
-        rows[name] = row
         row += 1
     row += 1
     b.put(s, f"A{row}", "Time and cost", "group")
@@ -69,7 +60,6 @@ def finetune_sheet(ctx: Ctx) -> dict[str, int]:
     formula_row(ctx, s, row, "Model FLOPs per token", guarded(flops, needs(flops)), "FLOPs/token",
                 f"{ff.ft_flops_per_token.udf_name}: {ff.ft_flops_per_token.equation}. "
                 f"Source: {ff.ft_flops_per_token.source}", "0.00E+00")
-    rows["FLOPs_per_Token"] = row
     row += 1
     for label, name, unit, fmt in (("Training FLOPs", "Train_FLOPs", "FLOPs", "0.00E+00"),
                                    ("Days", "Train_Days", "days", "#,##0.00"),
@@ -80,7 +70,6 @@ def finetune_sheet(ctx: Ctx) -> dict[str, int]:
         # a bounded result past its bound (its cell's short message): the way to Start's input check, which shows it
         formula_row(ctx, s, row, label, guarded(Var(name), {name}), unit, f"{name} from the Time and Budget sheets",
                     fmt)
-        rows[name] = row
         row += 1
     full_days = compute.train_days(Var("Params_B"), Var("Tokens_T"), Var("Peak_TFLOPS"), Var("N_GPUs"), Var("MFU"))
     days = compute.train_days.udf_name
@@ -88,7 +77,6 @@ def finetune_sheet(ctx: Ctx) -> dict[str, int]:
                 guarded(within_bound(full_days, compute.train_days, days), needs(full_days)), "days",
                 f"{days}: {compute.train_days.equation} (6ND), for comparison", "#,##0.00")
     message_cell(b, s, row, "B", "B", len(bound_text(compute.train_days, days)))  # past its bound: its message
-    rows["Full_Days"] = row
     row += 2
     for text in ("Not counted: LoRA dropout's copy of each adapted matrix's input (torchtune and PEFT default to "
                  "none), the rank-r intermediates (2r bytes per token and matrix),",
@@ -98,4 +86,3 @@ def finetune_sheet(ctx: Ctx) -> dict[str, int]:
         b.put(s, f"A{row}", text, "note")
         row += 1
     b.freeze[s] = "A7"
-    return rows

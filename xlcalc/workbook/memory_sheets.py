@@ -10,14 +10,8 @@ from ..outputs import MEMORY_SOURCES, OUTPUT_BY_NAME
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS
 from ..stage_memory import PARTS, memory_steps
 from .messages import CHECK_POINTER, LAYOUT_POINTER, LAYOUT_ROW, longest_layout_message, message_cell
-from .rendering import (
-    guarded,
-    guarded_output,
-    needs,
-    output_formula,
-    pointing,
-)
-from .sheets import Ctx, formula_row, header_row, output_row
+from .rendering import guarded, guarded_output, needs, output_formula, pointing
+from .sheets import Ctx, formula_row, header_row, output_row, output_rows
 
 
 def memory_sheet(ctx: Ctx) -> dict[str, int]:
@@ -28,9 +22,9 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
     B:D) and LAYOUT_POINTER, the way to it, in every memory cell.
     """
     s, b = "Memory", ctx.book
-    b.put(s, "A1", "Memory per GPU, by part and pipeline stage", "title")
-    b.put(s, "A2", "The first stage holds the input embedding and the most micro-batches in flight, the last the "
-          "output layer and the logits; the GPU of the heavier stage sets the memory. GB = 1e9 bytes.", "note")
+    b.titled(s, "Memory per GPU, by part and pipeline stage", "The first stage holds the input embedding and the most "
+             "micro-batches in flight, the last the output layer and the logits; the GPU of the heavier stage sets "
+             "the memory. GB = 1e9 bytes.")
     layout_row(ctx, s, LAYOUT_ROW)
     output_row(ctx, s, 5, "DP_Size", pointer=LAYOUT_POINTER)
     header_row(b, s, 7, ("per GPU", "first stage", "last stage", "formula and source"))
@@ -76,22 +70,15 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
     formula_row(ctx, s, row + 1, "GPU memory", guarded(Var("GPU_Memory_GB"), {"GPU_Memory_GB"}), "GB",
                 "GPU_Memory_GB from the Inputs sheet",
                 "#,##0.00")
-    output_row(ctx, s, row + 2, "Fit_Margin_GB", pointer=LAYOUT_POINTER)
-    output_row(ctx, s, row + 3, "Fit_Verdict", pointer=LAYOUT_POINTER)
-    output_row(ctx, s, row + 4, "Fits_GPU", pointer=LAYOUT_POINTER)
-    b.rules.append((s, f"B{row + 4}", "good_if_true"))
-    output_row(ctx, s, row + 5, "Fit_Capacity_GB", pointer=LAYOUT_POINTER)
-    output_row(ctx, s, row + 6, "Mem_Static_GB", pointer=LAYOUT_POINTER)
-    output_row(ctx, s, row + 7, "Mem_Activations_GB", pointer=LAYOUT_POINTER)
-    output_row(ctx, s, row + 8, "Max_Micro_Batch", pointer=LAYOUT_POINTER)
+    output_rows(ctx, s, row + 2, ("Fit_Margin_GB", "Fit_Verdict", "Fits_GPU", "Fit_Capacity_GB", "Mem_Static_GB",
+                                  "Mem_Activations_GB", "Max_Micro_Batch"), LAYOUT_POINTER)
+    b.rules.append((s, f"B{row + 4}", "good_if_true"))  # Fits_GPU
     row += 10
     b.put(s, f"A{row}", "Working (one layer, shared by the stages)", "group")
-    row += 1
-    for name in ("Layer_Params_B", "Layer_Act_Bytes", "Layer_Act_Bytes_No_Recompute", "Inflight_First",
-                 "Inflight_Last", "Mem_First_Optimizer_Step_GB", "Mem_Last_Optimizer_Step_GB", "Layer_Autocast_Copy_Bytes",
-                 "Layer_Autocast_Copy_Bytes_No_Recompute"):
-        output_row(ctx, s, row, name, pointer=LAYOUT_POINTER)
-        row += 1
+    row = output_rows(ctx, s, row + 1, ("Layer_Params_B", "Layer_Act_Bytes", "Layer_Act_Bytes_No_Recompute",
+                                        "Inflight_First", "Inflight_Last", "Mem_First_Optimizer_Step_GB",
+                                        "Mem_Last_Optimizer_Step_GB", "Layer_Autocast_Copy_Bytes",
+                                        "Layer_Autocast_Copy_Bytes_No_Recompute"), LAYOUT_POINTER)
     b.put(s, f"A{row + 1}", f"Defaults (recipe {DEFAULT_RECIPE}, other memory {MEMORY_DEFAULTS['overhead_gb']:g} GB, "
           "logits, buckets): xlcalc.recipes — the same for the CLI, the planner and the worksheet functions.", "note")
     b.freeze[s] = "A8"
@@ -122,22 +109,13 @@ def layout_row(ctx: Ctx, s: str, row: int) -> None:
 
 def time_sheet(ctx: Ctx) -> None:
     s, b = "Time", ctx.book
-    b.put(s, "A1", "Compute and time", "title")
-    b.put(s, "A2", "C = 6ND; days = C / (peak x GPUs x MFU); the deadline rounding follows seed 002 §7.3: "
-          "exact GPUs -> whole TP x PP replicas -> + spare -> whole nodes.", "note")
+    b.titled(s, "Compute and time", "C = 6ND; days = C / (peak x GPUs x MFU); the deadline rounding follows seed 002 "
+             "§7.3: exact GPUs -> whole TP x PP replicas -> + spare -> whole nodes.")
     header_row(b, s, 4, ("", "value", "unit", "formula and source"))
-    output_row(ctx, s, 5, "Train_FLOPs")
-    output_row(ctx, s, 6, "Train_Days")
-    output_row(ctx, s, 7, "GPU_Hours")
+    output_rows(ctx, s, 5, ("Train_FLOPs", "Train_Days", "GPU_Hours"))
     b.put(s, "A9", "GPUs for a deadline", "group")
     formula_row(ctx, s, 10, "Deadline", guarded(Var("Deadline_Days"), {"Deadline_Days"}), "days", "Deadline_Days from the Inputs sheet", "#,##0.0")
-    output_row(ctx, s, 11, "GPUs_for_Deadline")
-    output_row(ctx, s, 12, "Replicas_for_Deadline")
-    output_row(ctx, s, 13, "GPUs_with_Spare")
-    output_row(ctx, s, 14, "GPUs_to_Provision")
+    output_rows(ctx, s, 11, ("GPUs_for_Deadline", "Replicas_for_Deadline", "GPUs_with_Spare", "GPUs_to_Provision"))
     output_row(ctx, s, 15, "Train_Days", {"N_GPUs": "GPUs_to_Provision"},
                label="Days on the GPUs to provision", define=False)
     b.freeze[s] = "A5"
-
-
-# --- Budget -----------------------------------------------------------------------------------

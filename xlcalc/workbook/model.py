@@ -80,6 +80,11 @@ class Book:
         self.sheet(sheet)[at] = Cell(value, kind, number_format, subs)
         return ref_text(sheet, at)
 
+    def titled(self, sheet: str, title: str, note: str) -> None:
+        """A sheet's title (A1) and the note under it (A2)."""
+        self.put(sheet, "A1", title, "title")
+        self.put(sheet, "A2", note, "note")
+
     def name(self, name: str, sheet: str, at: str) -> None:
         if name in self.names:
             raise ValueError(f"defined name {name} placed twice")
@@ -204,7 +209,7 @@ class Lookup(Expr):
         return f"{self.sheet}!${col}${self.first_row}:${col}${self.last_row}"
 
     def missing_text(self) -> str:
-        return f": no published {self.what} on the {self.sheet} sheet \u2014 type it in {self.type_in}"
+        return missing_text(self.what, self.sheet, self.type_in)
 
     def unknown_text(self) -> str:
         return f": not on the {self.sheet} sheet \u2014 pick an id from the list"
@@ -252,6 +257,12 @@ class Lookup(Expr):
 
     def key(self) -> Any:
         return ("lookup", self.sheet, self.key_col, self.value_col, self.key_expr.key(), self.what)
+
+
+def missing_text(what: Any, sheet: str, type_in: Any) -> str:
+    """What follows the id in a preset look-up's message where its catalog row has no figure: ": no published <what>
+    on the <sheet> sheet - type it in <type_in>"."""
+    return f": no published {what} on the {sheet} sheet \u2014 type it in {type_in}"
 
 
 class LookupOr(Lookup):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import time
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from xml.parsers import expat
 
@@ -79,7 +79,6 @@ class Package:
     names: list[str]
     cells: int = 0
     formulas: int = 0
-    external: list[str] = field(default_factory=list)
 
 
 def _refuse(path: Path, why: str) -> PackageError:

@@ -85,7 +85,7 @@ def output_formula(name: str, varmap: Mapping[str, str] | None = None,
     template = _TEMPLATES.get(shape)
     if template is None:
         slotted, slot_of = _slotted(varmap, refs)
-        expr, subs = output_formula_tree(name, slotted, inline, shared=True)
+        expr, subs = output_formula_tree(name, slotted, inline)
         subs = {key: Template.sub_slot(slot_of[text]) if text in slot_of else text for key, text in subs.items()}
         template = _TEMPLATES[shape] = Template(expr, subs, refs)
     return template.bind(refs), {}
@@ -126,30 +126,20 @@ def _slotted(varmap: Mapping[str, str], refs: dict[str, str]) -> tuple[dict[str,
 
 
 def output_formula_tree(name: str, varmap: Mapping[str, str] | None = None,
-                        inline: bool = True, shared: bool = False) -> tuple[Expr, dict[Any, str]]:
+                        inline: bool = True) -> tuple[Expr, dict[Any, str]]:
     """:func:`output_formula` built as a tree of its own for this call (the reference its templates match).
 
-    ``shared``: the subs come from the list of every named result's (key, cell) over this ``varmap``, made once for
-    all the results placed over it (the templates of a Scenarios column); otherwise they are made for this call.
+    The subs come from the list of every named result's (key, cell) over this ``varmap``, made once for all the
+    results placed over it (:func:`_sub_entries`): those of the results before ``name``.
     """
     varmap = dict(varmap or {})
-    vm = _Vars(varmap)
-    expr = _over(name, vm, inline)
+    expr = _over(name, _Vars(varmap), inline)
     subs: dict[Any, str] = {}
-    if shared:
-        for earlier_name, key, text in _sub_entries(varmap):
-            if earlier_name == name:
-                break
-            if key is not None:
-                subs[key] = text
-        return expr, subs
-    for earlier in OUTPUTS:
-        if earlier.name == name:
+    for earlier_name, key, text in _sub_entries(varmap):
+        if earlier_name == name:
             break
-        if earlier.name in varmap:
-            subs[earlier.expr().substitute(vm).key()] = varmap[earlier.name]
-        elif _deps(earlier.name, _DEPS).isdisjoint(varmap):
-            subs[earlier.expr().key()] = earlier.name
+        if key is not None:
+            subs[key] = text
     return expr, subs
 
 
@@ -187,7 +177,8 @@ _SUB_LAST: list[Any] = [None]  # (the last varmap (a copy), its entries)
 
 
 def _sub_entries(varmap: Mapping[str, str]) -> list[tuple[str, Any, str]]:
-    """(result, key, text) of every named result in order, as output_formula_tree's loop makes them (key None: none)."""
+    """(result, key, text) of every named result in order: the key of its expression over ``varmap`` and the cell
+    that stands for it, or its key and defined name where it depends on no name ``varmap`` replaces (key None: none)."""
     last = _SUB_LAST[0]
     if last is not None and last[0] == varmap:  # (the results placed over one varmap ask one after another)
         return last[1]  # type: ignore[no-any-return]
@@ -250,8 +241,7 @@ def display_format(out: Any) -> str:
 
 # Inputs whose cell may hold a message instead of a number: a preset's look-up where the catalog has no figure, the
 # price of a GPU at a tier with no sourced rate, the purchase price of a GPU without one.
-LOOKED_UP = ("Peak_TFLOPS", "GPU_Memory_GB", "GPUs_per_Node", "Params_B", "Seq_Len", "Hidden", "Layers", "Heads",
-             "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer", "USD_per_GPU_Hour", "Capex_USD_per_GPU")
+LOOKED_UP = (*checks.CATALOG_LOOKED_UP, *checks.LOOKED_UP_TEXT_OK)
 
 
 def needs(expr: Expr) -> set[str]:
@@ -389,6 +379,17 @@ def pointing(expr: Any, pointer: str | None, layout: str = "Layout_Check", check
             return Func("IF", (cond, inner, refused(cond.left) if isinstance(cond, BinOp) else Text(CHECK_POINTER)))
         return Func("IF", (cond, inner, Text(checks_pointer)))
     return expr if inner is then else Func("IF", (cond, inner, otherwise))
+
+
+def pointed(expr: Any) -> Any:
+    """``expr`` showing CHECK_POINTER, the way to Start's input check (which shows the message whole), for a failing
+    input check or look-up (:func:`pointing`): a result's cell is too narrow to print the message."""
+    return pointing(expr, None, checks_pointer=CHECK_POINTER)
+
+
+def checked(expr: Any, deps: Any = None) -> Any:
+    """``expr`` guarded by the inputs it depends on (``deps``, default: :func:`needs`), :func:`pointed`."""
+    return pointed(guarded(expr, needs(expr) if deps is None else deps))
 
 
 def refused(check: Expr) -> Expr:

@@ -20,7 +20,7 @@ from ..scenario import INPUT_BY_FIELD, STEP_GROUP, Scenario
 from . import checks
 from .catalogs import FRAMEWORK_DERIVED, GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, FrameworkTable, PriceTable, Table
 from .messages import CHECK_POINTER, message_cell
-from .model import Book, Concat, IfError, IsNumber, ref_text
+from .model import Book, Concat, IfError, IsNumber, missing_text, ref_text
 from .rendering import (
     BOOL_FORMAT,
     catalog_lookup,
@@ -29,6 +29,7 @@ from .rendering import (
     guarded_output,
     needs,
     output_formula,
+    pointed,
     pointer_format,
     pointing,
     preset_or,
@@ -194,22 +195,26 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
     return ref
 
 
+def output_rows(ctx: Ctx, sheet: str, row: int, names: tuple[str, ...], pointer: str | None = None) -> int:
+    """:func:`output_row` for each of ``names``, from ``row`` down; the next row."""
+    for name in names:
+        output_row(ctx, sheet, row, name, pointer=pointer)
+        row += 1
+    return row
+
+
 def formula_row(ctx: Ctx, sheet: str, row: int, label: str, expr: Any, unit: str, note: str,
                 fmt: str | None = None, subs: Any = None) -> str:
     b = ctx.book
     b.put(sheet, f"A{row}", label)
     # a failing input check or look-up: the way to Start's input check, which shows the message whole
-    ref = b.put(sheet, f"B{row}", pointing(expr, None, checks_pointer=CHECK_POINTER), "formula", fmt, subs)
+    ref = b.put(sheet, f"B{row}", pointed(expr), "formula", fmt, subs)
     b.put(sheet, f"C{row}", unit)
     b.put(sheet, f"D{row}", note, "note")
     b.wrap.add((sheet, f"D{row}"))
     if isinstance(expr, Expr):  # a catalog's message (no purchase price, rate or figure) wraps in B
         message_cell(b, sheet, row, "B", "B", longest_message_in(needs(expr)))
     return ref
-
-
-def _subs_named(*names: str) -> dict[Any, str]:
-    return {OUTPUT_BY_NAME[n].expr().key(): n for n in names}
 
 
 # --- Inputs ---------------------------------------------------------------------------
@@ -427,12 +432,6 @@ def longest_price_message() -> int:
     return max(len(NO_GPU_FOR_TIER), max(map(len, ids)) + len("".join(NO_PRICE)) + max(map(len, tiers)))
 
 
-def missing_figure_text(field: str, sheet: str) -> str:
-    """What follows the id in a preset look-up's message where its catalog row has no figure for ``field``:
-    ": no published <what> on the <sheet> sheet - type it in <Name>" (model.Lookup.missing_text)."""
-    return f": no published {WHAT[field]} on the {sheet} sheet \u2014 type it in {INPUT_BY_FIELD[field].name}"
-
-
 @functools.cache
 def missing_figures() -> dict[str, int]:
     """Input name -> the longest message its preset look-up shows for a figure a catalog leaves unpublished
@@ -451,7 +450,7 @@ def missing_figures() -> dict[str, int]:
             ids = [r.id for r in rows if value(r, column) is None]
             if ids:
                 name = INPUT_BY_FIELD[field].name
-                out[name] = max(out.get(name, 0), max(map(len, ids)) + len(missing_figure_text(field, sheet)))
+                out[name] = max(out.get(name, 0), max(map(len, ids)) + len(missing_text(WHAT[field], sheet, name)))
     return out
 
 

@@ -12,15 +12,9 @@ from . import checks
 from .budget_sheet import range_inverted, range_message
 from .messages import CHECK_POINTER, INPUT_CHECK_CELL, LAYOUT_POINTER, message_cell
 from .model import IfError, IsNumber, ref_text
-from .rendering import (
-    dependencies,
-    display_format,
-    guarded,
-)
+from .rendering import dependencies, display_format, guarded
 from .sheets import Ctx, longest_message, longest_price_message, plan_title, price_used
 
-CHECKED = ("Peak_TFLOPS", "GPU_Memory_GB", "GPUs_per_Node", "Params_B", "Seq_Len", "Hidden", "Layers", "Heads",
-           "Bytes_Weights", "Bytes_Grads", "Bytes_Optimizer", "USD_per_GPU_Hour")
 ALL_CLEAR = "OK: every key result is computed"  # the master check when every check passes
 KEY_CHECK = ("Train_Days", "GPUs_to_Provision", "Total_Cost_USD")
 
@@ -60,7 +54,7 @@ def key_result(name: str, check: str) -> Any:
         expr = if_(_is_short(name), Var(check), expr)
     if OUTPUT_BY_NAME[name].guarded:  # a memory result
         expr = if_(IfError(eq(Var(name), LAYOUT_POINTER), False), Var("Layout_Check"), expr)
-    for dep in reversed([n for n in CHECKED if n in deps]):
+    for dep in reversed([n for n in checks.CATALOG_LOOKED_UP if n in deps]):
         expr = if_(IsNumber(Var(dep)), expr, Var(dep))
     return expr
 

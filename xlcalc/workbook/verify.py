@@ -25,6 +25,7 @@ from typing import Any
 
 from ..scenario import Scenario
 from .compare import Shape, shaped_as
+from .model import ref_text
 
 FORMULA_LEAD = ("=", "+", "-", "@")
 MAX_AXIS = 5          # the builder's Sensitivity axes have at most five points (factors 0.25 ... 4)
@@ -145,7 +146,6 @@ class Expected:
     value: Any          # formula text ("=...") or the value the builder writes
     formula: bool
     editable: bool
-    quoted: bool        # text written with its text protection (quotePrefix)
 
 
 ExpectedBook = tuple[dict[str, dict[str, Expected]], dict[str, tuple[str, str]]]
@@ -179,8 +179,7 @@ def _expected_cells(scenarios: list[Scenario], shape: Shape) -> ExpectedBook:
         for at, c in cells.items():
             write_cell(scratch, at, c.value, c.kind, c.number_format, c.subs)
             cell = scratch[at]
-            v = cell.value
-            out[at] = Expected(v, cell.data_type == "f", not cell.protection.locked, bool(cell.quotePrefix))
+            out[at] = Expected(cell.value, cell.data_type == "f", not cell.protection.locked)
             cell.value = None
     return sheets, dict(lay.book.names)
 
@@ -295,19 +294,14 @@ def _compare(wb: Any, sheets: dict[str, dict[str, Expected]], flag: Any, finding
                 flag(title, at, f"the formula {_short(e.value, 60)} was deleted")
 
 
-def _ref(text: str) -> str:
-    return text.replace("$", "").replace("'", "")
-
-
 def _check_names(wb: Any, names: dict[str, tuple[str, str]], findings: list[Finding]) -> None:
     for name, (sheet, at) in names.items():
         dn = wb.defined_names.get(name)
         if dn is None:
             findings.append(Finding(f"defined name {name}", "missing"))
-        elif _ref(dn.attr_text) != f"{sheet}!{at}":
+        elif dn.attr_text.replace("$", "").replace("'", "") != f"{sheet}!{at}":
             findings.append(Finding(f"defined name {name}", f"points to {_short(dn.attr_text)}; xlcalc's points to "
-                                                            f"{sheet}!${''.join(c for c in at if c.isalpha())}$"
-                                                            f"{''.join(c for c in at if c.isdigit())}"))
+                                                            f"{ref_text(sheet, at)}"))
     extra = [n for n in wb.defined_names if n not in names and not n.startswith("_xlnm.")]
     for ws in wb.worksheets:
         extra += [f"{ws.title}!{n}" for n in getattr(ws, "defined_names", {}) if not n.startswith("_xlnm.")]

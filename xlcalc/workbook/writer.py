@@ -24,7 +24,7 @@ from openpyxl.formatting.rule import CellIsRule
 from openpyxl.styles import Alignment, Border, Protection
 from openpyxl.styles.cell_style import StyleArray
 from openpyxl.utils import get_column_letter
-from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
+from openpyxl.utils.cell import column_index_from_string, coordinate_from_string, range_boundaries
 from openpyxl.utils.exceptions import IllegalCharacterError
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet._writer import WorksheetWriter
@@ -35,9 +35,9 @@ from openpyxl.writer.excel import ExcelWriter
 
 from ..expr.nodes import Expr
 from ..inputs import InputSpec
-from .cache import _value_xml
+from .cache import _value_xml, by_sheet
 from .layout import BAD_FILL, CHARS_PER_WIDTH, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, WIDTHS
-from .model import _PLAIN_COORD, Book, identity
+from .model import _PLAIN_COORD, Book, identity, ref_text
 from .rendering import BOOL_FORMAT
 
 SHEET_ORDER = ("Start", "Inputs", "Memory", "Time", "StepTime", "Budget", "FineTuning", "Scenarios", "Sensitivity",
@@ -46,6 +46,10 @@ FORMULA_LEAD = ("=", "+", "-", "@")
 
 
 MONEY_WHOLE = '"$"#,##0;-"$"#,##0'
+# the conditional formats of a kind of rule (Book.rules): (operator, formula, fill), in order
+RULES = {"good_if_true": (("equal", "TRUE", GOOD_FILL), ("equal", "FALSE", BAD_FILL)),
+         "bad_unless_ok": (("notEqual", '"OK"', BAD_FILL),),  # a check: OK passes, a message fails
+         "bad_if_negative": (("lessThan", "0", BAD_FILL), ("greaterThanOrEqual", "0", GOOD_FILL))}
 
 
 def write_cell(ws, at: str, value: Any, kind: str, number_format: str | None, subs: Any,
@@ -178,11 +182,7 @@ class Merger:
             if side and side.style is None:
                 continue
             for coord in getattr(mcr, name):
-                cell = ws._cells.get(coord)
-                if cell is None:
-                    cell = ws._cells[coord] = MergedCell(ws, row=coord[0], column=coord[1])
-                if not cell._style:
-                    cell._style = StyleArray()
+                cell = _styled_cell(ws, coord)
                 key = (name, start_id, cell._style.borderId)
                 made = self.sums.get(key)
                 if made is None:
@@ -193,16 +193,22 @@ class Merger:
         start_id = start._style.protectionId
         protection = self.protections.get(start_id)
         for coord in mcr.cells:
-            cell = ws._cells.get(coord)
-            if cell is None:
-                cell = ws._cells[coord] = MergedCell(ws, row=coord[0], column=coord[1])
-            if not cell._style:
-                cell._style = StyleArray()
+            cell = _styled_cell(ws, coord)
             if protection is None:
                 cell.protection = copy(start.protection)
                 protection = self.protections[start_id] = cell._style.protectionId
             else:
                 cell._style.protectionId = protection
+
+
+def _styled_cell(ws: Any, coord: tuple[int, int]) -> Any:
+    """The cell at (row, column) of a merged range, a MergedCell where none is, with a style array of its own."""
+    cell = ws._cells.get(coord)
+    if cell is None:
+        cell = ws._cells[coord] = MergedCell(ws, row=coord[0], column=coord[1])
+    if not cell._style:
+        cell._style = StyleArray()
+    return cell
 
 
 def _number(x: float) -> str:
@@ -267,12 +273,10 @@ def merged_validations(validations: list[dict[str, Any]]) -> list[tuple[dict[str
     A workbook application keeps a list of validations; one per cell of the Parallelism and Scenarios grids made
     LibreOffice's load and save of the planner slower by hundreds of entries.
     """
-    from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
-
     groups: dict[tuple[Any, ...], dict[tuple[int, int], dict[str, Any]]] = {}
     for v in validations:
-        col, row = coordinate_from_string(v["at"])
-        groups.setdefault(_validation_key(v), {})[(column_index_from_string(col), row)] = v
+        row, col = _row_col(v["at"])
+        groups.setdefault(_validation_key(v), {})[(col, row)] = v
     out = []
     for cells in groups.values():
         runs: list[list[int]] = []  # [first col, last col, first row, last row]
@@ -295,23 +299,19 @@ def merged_validations(validations: list[dict[str, Any]]) -> list[tuple[dict[str
     return out
 
 
-# sheets printed landscape (wide tables); the rest portrait
-LANDSCAPE = {"Start", "Inputs", "Memory", "Time", "StepTime", "Budget", "FineTuning", "Scenarios", "Sensitivity",
-             "Parallelism", "GPUs", "Models", "Recipes", "Frameworks", "Stacks", "Prices", "References"}
+# sheets printed landscape (wide tables): all but the Checks sheet, which prints portrait
+LANDSCAPE = frozenset(SHEET_ORDER)
 ROW_CM, CHAR_CM = 0.53, 0.2  # default row height; width of one character of column width (Calibri 11)
 
 
 def _chart_extent(ws) -> tuple[int, int]:
     """Last row and column any chart of the sheet covers (approximately, from its anchor and size)."""
-    from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
-
     last_row = last_col = 0
     for chart in ws._charts:
         anchor = chart.anchor if isinstance(chart.anchor, str) else None
         if anchor is None:
             continue
-        col, row = coordinate_from_string(anchor)
-        c = column_index_from_string(col)
+        row, c = _row_col(anchor)
         last_row = max(last_row, row + int(chart.height / ROW_CM) + 1)
         width = 0.0
         while width < chart.width:
@@ -323,8 +323,6 @@ def _chart_extent(ws) -> tuple[int, int]:
 
 def fit_row_heights(ws) -> None:
     """Give rows with wrapped text the height of their lines (not every application does it on load)."""
-    from openpyxl.utils.cell import range_boundaries
-
     spans = {}
     for rng in ws.merged_cells.ranges:
         c1, r1, c2, _ = range_boundaries(str(rng))
@@ -355,7 +353,7 @@ def print_title_row(book: Book, title: str) -> int:
     panes, where that row holds headings), else its title (row 1), never a section heading inside the sheet."""
     at = book.freeze.get(title)
     if at:
-        row = int("".join(ch for ch in at if ch.isdigit())) - 1
+        row = _row_col(at)[0] - 1
         cells = book.sheets[title]
         if row >= 1 and any(c.kind == "header" for col in "ABCDE" if (c := cells.get(f"{col}{row}")) is not None):
             return row
@@ -420,31 +418,22 @@ def to_workbook(book: Book) -> Workbook:
                 for cell in row:
                     if cell.number_format in (None, "General"):
                         cell.number_format = BOOL_FORMAT
-            ws.conditional_formatting.add(rng, CellIsRule(operator="equal", formula=["TRUE"], fill=GOOD_FILL))
-            ws.conditional_formatting.add(rng, CellIsRule(operator="equal", formula=["FALSE"], fill=BAD_FILL))
-        elif rule == "bad_unless_ok":  # a check: OK passes, a message fails
-            ws.conditional_formatting.add(rng, CellIsRule(operator="notEqual", formula=['"OK"'], fill=BAD_FILL))
-        elif rule.startswith("bad_unless:"):  # a master check: its all-clear text, else the message in red
-            ok = rule.split(":", 1)[1]
-            ws.conditional_formatting.add(rng, CellIsRule(operator="equal", formula=[ok], fill=GOOD_FILL))
-            ws.conditional_formatting.add(rng, CellIsRule(operator="notEqual", formula=[ok], fill=BAD_FILL))
-        elif rule == "bad_if_negative":
-            ws.conditional_formatting.add(rng, CellIsRule(operator="lessThan", formula=["0"], fill=BAD_FILL))
-            ws.conditional_formatting.add(rng, CellIsRule(operator="greaterThanOrEqual", formula=["0"], fill=GOOD_FILL))
+        ok = rule.removeprefix("bad_unless:")  # a master check: its all-clear text, else the message in red
+        formats = RULES[rule] if ok == rule else (("equal", ok, GOOD_FILL), ("notEqual", ok, BAD_FILL))
+        for operator, formula, fill in formats:
+            ws.conditional_formatting.add(rng, CellIsRule(operator=operator, formula=[formula], fill=fill))
     for name, (sheet, at) in book.names.items():
-        col = "".join(ch for ch in at if ch.isalpha())
-        row = at[len(col):]
-        wb.defined_names[name] = DefinedName(name, attr_text=f"{sheet}!${col}${row}")
+        wb.defined_names[name] = DefinedName(name, attr_text=ref_text(sheet, at))
     align = _Alignments(wb)
     for sheet, at in book.wrap:
         cell = sheets[sheet][at]
         align.set(cell, wrap_text=True, vertical="top")
     for sheet, at in book.messages:
         ws = sheets[sheet]
-        col, row = coordinate_from_string(at)
+        msg_row, msg_col = _row_col(at)
         align.set(ws[at], wrap_text=True, vertical="top", horizontal="left")
-        for k in range(1, column_index_from_string(col)):  # the row reads across at the top: label, then message
-            if (cell := ws._cells.get((row, k))) is not None and cell.value is not None:
+        for k in range(1, msg_col):  # the row reads across at the top: label, then message
+            if (cell := ws._cells.get((msg_row, k))) is not None and cell.value is not None:
                 a = align.get(cell)
                 align.set(cell, horizontal=a.horizontal, wrap_text=a.wrap_text, vertical="top")
     merger = Merger()
@@ -583,8 +572,5 @@ class _PackageWriter(ExcelWriter):
 def save_package(wb: Workbook, values: Mapping[tuple[str, str], Any], out: IO[bytes]) -> None:
     """Save the workbook's package to ``out`` (compressed) with ``values[(sheet, cell)]`` as the cached values of
     formula cells: the package :func:`stored_package` and :func:`xlcalc.workbook.cache.inject` write, in one pass."""
-    by_sheet: dict[str, dict[str, Any]] = {}
-    for (sheet, at), v in values.items():
-        by_sheet.setdefault(sheet, {})[at] = v
     wb.properties.modified = datetime.datetime.now(tz=datetime.UTC).replace(tzinfo=None)
-    _PackageWriter(wb, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, allowZip64=True), by_sheet).save()
+    _PackageWriter(wb, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, allowZip64=True), by_sheet(values)).save()
