@@ -11,13 +11,12 @@ sources in that state.
 
 from __future__ import annotations
 
-import math
 import random
 import statistics
 
-from .adapter import FACTOR_GRID, Curve, predict
+from .adapter import Curve, predict
 from .runs import Query, to_query
-from .scoring import TOLERANCE, Scored, factor_and_loss, predict_source
+from .scoring import TOLERANCE, Scored, factor_and_loss, log_curves, predict_source
 
 __all__ = ["FactCurves", "loso_chosen", "bootstrap_sources"]
 
@@ -54,9 +53,7 @@ class FactCurves:
 
     def logcs(self, queries: list[Query], off: frozenset[str]) -> dict[float, dict[str, list[float]]]:
         """factor -> run id -> log(predicted / measured) at each efficiency of GRID, the facts ``off`` left out."""
-        curves = {q.id: self.curve(q.id, off) for q in queries}
-        return {f: {q.id: [math.log(t / q.measured_tokens_s) for t in curves[q.id].at(f)] for q in queries}
-                for f in FACTOR_GRID}
+        return log_curves(queries, {q.id: self.curve(q.id, off) for q in queries})
 
 
 def loso_chosen(queries: list[Query], fc: FactCurves, facts: list[str]) -> dict:
