@@ -74,8 +74,25 @@ _DIAGNOSIS = [
 ]
 
 
-def _bucket(groups: dict, key: str, s: Scored) -> None:
-    groups.setdefault(key, []).append(s)
+def _group(scored: list[Scored], key) -> dict[str, list[Scored]]:
+    """``scored`` by ``key(run)``, the groups in the order their first run comes."""
+    out: dict[str, list[Scored]] = {}
+    for s in scored:
+        out.setdefault(key(s), []).append(s)
+    return out
+
+
+def _source(s: Scored) -> str:
+    return s.query.source_id
+
+
+def _gpu_label(s: Scored) -> str:
+    return s.query.gpu_label
+
+
+def _mw(m: dict, sep: str = " | ") -> str:
+    """A :func:`summary`'s median error and share within 15%, as the tables and sentences give them."""
+    return f"{m['median']:.1%}{sep}{m['within']:.0%}"
 
 
 def headline_sentence(v: dict) -> str:
@@ -86,15 +103,13 @@ def headline_sentence(v: dict) -> str:
     if "stated" in v:
         hs, hn = headline(v["stated"]), headline(v["fact_variants"]["neutral"])
         stated = (f"; with every fact as stated (facts set while the errors were in view) "
-                  f"{hs['model']['median']:.1%} and {hs['model']['within']:.0%}, with every such fact left out "
-                  f"{hn['model']['median']:.1%} and {hn['model']['within']:.0%}")
+                  f"{_mw(hs['model'], ' and ')}, with every such fact left out {_mw(hn['model'], ' and ')}")
     return (f"Leave-one-source-out over {h['runs']} published measured runs from {h['sources']} sources "
             f"(GPU figures of {', '.join(_gpu_name(g) for g in h['gpus'])}){chosen}: predicted MFU has a median "
             f"error of {h['model']['median']:.1%} and is within 15% for {h['model']['within']:.0%} of the runs"
             f"{stated}; one constant "
-            f"MFU fitted on the other sources gives {h['constant']['median']:.1%} and {h['constant']['within']:.0%}, "
-            f"the best constant in hindsight ({h['hindsight_mfu']:.3f}) {h['hindsight']['median']:.1%} and "
-            f"{h['hindsight']['within']:.0%}.")
+            f"MFU fitted on the other sources gives {_mw(h['constant'], ' and ')}, "
+            f"the best constant in hindsight ({h['hindsight_mfu']:.3f}) {_mw(h['hindsight'], ' and ')}.")
 
 
 def _facts_section(v: dict) -> list[str]:
@@ -110,8 +125,7 @@ def _facts_section(v: dict) -> list[str]:
             runs_of[f][s.query.source_id] += 1
 
     def fig(res: dict) -> str:
-        m = summary([s.error for s in res["scored"]])
-        return f"{m['median']:.1%} | {m['within']:.0%}"
+        return _mw(summary([s.error for s in res["scored"]]))
 
     L = [
         "## Discrete facts, chosen inside the loop",
@@ -149,10 +163,8 @@ def _facts_section(v: dict) -> list[str]:
         f"{_span(boot_s['within'], '.0%')} |",
         f"| every fact left out (neutral) | {fig(v['fact_variants']['neutral'])} | | |",
         *_defaults_row(v),
-        f"| one constant MFU fitted on the other sources | {hc['constant']['median']:.1%} | "
-        f"{hc['constant']['within']:.0%} | | |",
-        f"| best constant MFU in hindsight ({hc['hindsight_mfu']:.3f}) | {hc['hindsight']['median']:.1%} | "
-        f"{hc['hindsight']['within']:.0%} | | |",
+        f"| one constant MFU fitted on the other sources | {_mw(hc['constant'])} | | |",
+        f"| best constant MFU in hindsight ({hc['hindsight_mfu']:.3f}) | {_mw(hc['hindsight'])} | | |",
         "",
         f"The bootstrap draws the {len(sources)} sources with replacement 2,000 times (each drawn source brings all "
         "its held-out errors; nothing is refitted) and gives the 5th and 95th percentiles of the pooled figures.",
@@ -176,16 +188,13 @@ def _defaults_row(v: dict) -> list[str]:
         d = v.get(key)
         if d and d["errors"]:
             m = summary(list(d["errors"].values()))
-            out.append(f"| {what}; nothing fitted here; {m['n']} runs) | {m['median']:.1%} | {m['within']:.0%} | | |")
+            out.append(f"| {what}; nothing fitted here; {m['n']} runs) | {_mw(m)} | | |")
     return out
 
 
 def _per_source(v: dict, errors: dict[str, float]) -> str:
-    by: dict[str, list[float]] = {}
-    for s in v["scored"]:
-        if s.query.id in errors:
-            by.setdefault(s.query.source_id, []).append(errors[s.query.id])
-    return ", ".join(f"{src} {statistics.median(e):+.0%}" for src, e in by.items())
+    by = _group([s for s in v["scored"] if s.query.id in errors], _source)
+    return ", ".join(f"{src} {statistics.median(errors[s.query.id] for s in g):+.0%}" for src, g in by.items())
 
 
 def defaults_sentence(v: dict) -> str:
@@ -212,10 +221,7 @@ def defaults_sentence(v: dict) -> str:
 
 
 def _errors_by_source(scored: list[Scored]) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {}
-    for s in scored:
-        out.setdefault(s.query.source_id, []).append(s.error)
-    return out
+    return {src: [s.error for s in g] for src, g in _group(scored, _source).items()}
 
 
 def _span(pair: tuple[float, float], spec: str) -> str:
@@ -270,11 +276,8 @@ def _rule_rows(v: dict) -> list[str]:
                       *((names.get(k, k), o) for k, o in others.items() if o.get("scored"))):
         h = headline(res)
         mb = summary([s.error for s in res["scored"] if s.query.source_id == "megatron-bridge-perf-summary"])
-        nb = sum(s.query.source_id == "megatron-bridge-perf-summary" for s in res["scored"])
-        rows.append(f"| {name} | {h['runs']} | {h['model']['median']:.1%} | {h['model']['within']:.0%} | "
-                    f"{h['hindsight']['median']:.1%} | {h['hindsight']['within']:.0%} | "
-                    f"{(h['model']['within'] - h['hindsight']['within']) * 100:+.0f} | {nb} | {mb['median']:.1%} | "
-                    f"{mb['within']:.0%} |")
+        rows.append(f"| {name} | {h['runs']} | {_mw(h['model'])} | {_mw(h['hindsight'])} | "
+                    f"{(h['model']['within'] - h['hindsight']['within']) * 100:+.0f} | {mb['n']} | {_mw(mb)} |")
     return rows + [""]
 
 
@@ -460,9 +463,7 @@ def render(v: dict) -> str:
         "## Per source",
         "",
     ]
-    by_src: dict[str, list[Scored]] = {}
-    for s in sc:
-        _bucket(by_src, s.query.source_id, s)
+    by_src = _group(sc, _source)
     cal = v["calibration"]
     extra = {"_head": ["calibrated on", "efficiency", "non-matmul factor"]}
     for src in by_src:
@@ -471,19 +472,15 @@ def render(v: dict) -> str:
                       f"{c.get('factor', 1.0):g}"]
     L += _table("source", by_src, extra)
     L += ["", "## Per GPU", ""]
-    by_gpu: dict[str, list[Scored]] = {}
-    for s in sc:
-        _bucket(by_gpu, s.query.gpu_label, s)
-    L += _table("GPU (as the source names it)", by_gpu)
+    L += _table("GPU (as the source names it)", _group(sc, _gpu_label))
     L += ["", "## By precision, sequence length, model size and stack", "",
           "Where the model fails, to guide its next version. The *hindsight constant* of a row is the best",
           "constant for that row's runs alone (a stronger baseline than one constant for all).", ""]
     groups: dict[str, list[Scored]] = {}
     for label, key in _DIAGNOSIS:
-        for s in sorted(sc, key=lambda s: _order(key(s.query))):
-            _bucket(groups, f"{label} {key(s.query)}", s)
-    for s in sc:
-        _bucket(groups, "memory model: fits" if s.curve.fits else "memory model: does not fit (run evaluated anyway)", s)
+        groups |= _group(sorted(sc, key=lambda s: _order(key(s.query))), lambda s, k=key, lb=label: f"{lb} {k(s.query)}")
+    groups |= _group(sc, lambda s: "memory model: " + ("fits" if s.curve.fits else
+                                                        "does not fit (run evaluated anyway)"))
     L += _table("group", groups)
     worst = sorted(((summary([s.error for s in g])["bias"], name, len(g)) for name, g in groups.items()
                     if len(g) >= 5 and not name.startswith("memory")), key=lambda x: -abs(x[0]))[:5]
@@ -508,8 +505,7 @@ def render(v: dict) -> str:
               "calibration; kept out of the headline and out of every calibration because the MFU basis itself (the",
               "part's peak) is not published:", "",
               *[f"- {gpu}: {why}." for gpu, why in SCORED_APART.items()], ""]
-        L += _table("GPU (as the source names it)", {g: [s for s in apart if s.query.gpu_label == g]
-                                                    for g in dict.fromkeys(s.query.gpu_label for s in apart)})
+        L += _table("GPU (as the source names it)", _group(apart, _gpu_label))
         L += ["", "| run | GPUs | layout | seq | precision | measured MFU (stand-in peak) | predicted MFU | error |",
               "|---|---:|---|---:|---|---:|---:|---:|",
               *[f"| {s.query.id} | {s.query.n_gpus} | {s.query.layout()} | {s.query.seq_len} | {s.query.precision} | "
