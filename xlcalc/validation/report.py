@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 
 from .. import catalog
 from ..planner.stacks import DEFAULT_STACK, PLANNER, STACKS
-from .adapter import FACTOR_GRID, REFERENCE_EFFICIENCY
+from .adapter import FACTOR_GRID, LACKS, REFERENCE_EFFICIENCY
 from .factchoice import bootstrap_sources
 from .facts import FACTS
 from .intervals import LEVEL, bounds, log_errors, nested_coverage, without_stack
@@ -118,11 +119,6 @@ def _facts_section(v: dict) -> list[str]:
         return []
     cal = v["calibration"]
     sources = list(cal)
-    runs_of: dict[str, dict[str, int]] = {}
-    for s in v["scored"]:
-        for f in s.query.facts:
-            runs_of.setdefault(f, {}).setdefault(s.query.source_id, 0)
-            runs_of[f][s.query.source_id] += 1
 
     def fig(res: dict) -> str:
         return _mw(summary([s.error for s in res["scored"]]))
@@ -145,7 +141,7 @@ def _facts_section(v: dict) -> list[str]:
         "|---|---|---|---|---:|---:|---:|",
     ]
     for f in FACTS:
-        per = runs_of.get(f.id, {})
+        per = Counter(s.query.source_id for s in v["scored"] if f.id in s.query.facts)
         applies = ", ".join(f"{src} {n}" for src, n in per.items()) or "none"
         kept = sum(cal[s]["choices"].get(f.id) == "as stated" for s in sources)
         L.append(f"| {f.id} | {f.what} | {f.where} | {applies} | {kept} of {len(sources)} | "
@@ -234,12 +230,11 @@ def _gpu_name(gid: str) -> str:
 
 def missing_features(v: dict) -> list[str]:
     """What the skipped runs need that this version lacks: model features, then catalog GPUs."""
-    lacks = "the step-time model has no "
     out: dict[str, None] = {}
     for k in v["skipped"]:
         for r in _reason_groups(k.reason):
-            if r.startswith(lacks):
-                out[r[len(lacks):].split(" (")[0]] = None
+            if r.startswith(LACKS):
+                out[r[len(LACKS):].split(" (")[0]] = None
     if any("not in the GPU catalog" in k.reason or "the GPU catalog has no" in k.reason for k in v["skipped"]):
         out["GPUs or GPU figures missing from the catalog"] = None
     return list(out)
@@ -247,10 +242,9 @@ def missing_features(v: dict) -> list[str]:
 
 def _reason_groups(reason: str) -> list[str]:
     """The summary lines a skip reason counts under."""
-    lacks = "the step-time model has no "
-    if reason.startswith(lacks):
-        parts = reason[len(lacks):].split(", no ")
-        return [lacks + (part.split(" (")[0] if part.startswith("uneven") else part).strip() for part in parts]
+    if reason.startswith(LACKS):
+        parts = reason[len(LACKS):].split(", no ")
+        return [LACKS + (part.split(" (")[0] if part.startswith("uneven") else part).strip() for part in parts]
     if reason.startswith("record not predictable"):
         return ["record not predictable (configuration or architecture not stated; see the record's notes)"]
     if reason.startswith("same recipe"):
@@ -512,10 +506,7 @@ def render(v: dict) -> str:
                 f"{s.query.measured_mfu:.3f} | {s.predicted_mfu:.3f} | {s.error:+.1%} |" for s in apart]]
     skipped: list[Skip] = v["skipped"]
     L += ["", f"## Not scored ({len(skipped)} of {v['records']} records)", ""]
-    reasons: dict[str, int] = {}
-    for k in skipped:
-        for r in _reason_groups(k.reason):
-            reasons[r] = reasons.get(r, 0) + 1
+    reasons = Counter(r for k in skipped for r in _reason_groups(k.reason))
     L += ["A record can need more than one missing feature, so the counts may add up to more than the records.", "",
           "| reason | records |", "|---|---:|",
           *[f"| {r} | {n} |" for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0]))]]
