@@ -31,10 +31,12 @@ class FactCurves:
         self._queries: dict[tuple[str, frozenset[str]], Query] = {}
 
     def query(self, rid: str, off: frozenset[str]) -> Query:
-        key = self._key(rid, off)
+        return self._query(self._key(rid, off))
+
+    def _query(self, key: tuple[str, frozenset[str]]) -> Query:
         if key not in self._queries:
-            q = to_query(self._records[rid], key[1])
-            assert isinstance(q, Query), rid  # the same record gave a query with every fact as stated
+            q = to_query(self._records[key[0]], key[1])
+            assert isinstance(q, Query), key[0]  # the validation kept the record: it gave a query as stated
             self._queries[key] = q
         return self._queries[key]
 
@@ -45,11 +47,7 @@ class FactCurves:
         return self._curves[key]
 
     def _key(self, rid: str, off: frozenset[str]) -> tuple[str, frozenset[str]]:
-        if (rid, frozenset()) not in self._queries:
-            q = to_query(self._records[rid])
-            assert isinstance(q, Query), rid
-            self._queries[(rid, frozenset())] = q
-        return rid, off & frozenset(self._queries[(rid, frozenset())].facts)
+        return rid, off & frozenset(self._query((rid, frozenset())).facts)
 
     def logcs(self, queries: list[Query], off: frozenset[str]) -> dict[float, dict[str, list[float]]]:
         """factor -> run id -> log(predicted / measured) at each efficiency of GRID, the facts ``off`` left out."""

@@ -67,9 +67,9 @@ def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> 
     for name, off in [*((f, frozenset({f})) for f in fact_ids), ("neutral", frozenset(fact_ids))]:
         qs = [fc.query(q.id, off) for q in ok]
         variants[name] = loso(qs, {q.id: fc.curve(q.id, off) for q in ok}) if ok else dict(scored=[])
-    result.update(stated=stated, fact_variants=variants,
-                  at_defaults=at_defaults([fc.query(q.id, frozenset(fact_ids)) for q in ok], caps),
-                  at_planner=at_defaults([fc.query(q.id, frozenset(fact_ids)) for q in ok], caps, PLANNER))
+    neutral = [fc.query(q.id, frozenset(fact_ids)) for q in ok]  # every fact left out
+    result.update(stated=stated, fact_variants=variants, at_defaults=at_defaults(neutral, caps),
+                  at_planner=at_defaults(neutral, caps, PLANNER))
     for q in apart:  # a run scored apart takes the facts its source's calibration chose
         cal = result["calibration"].get(q.source_id)
         if cal:

@@ -92,13 +92,9 @@ class Scored:
 
 def _profile_fit(train: list[Query], logc: dict[str, list[float]], source_of: dict[str, str]) -> dict[str, float]:
     """Each profile's efficiency fitted on its runs of ``train``, and the pooled one (key None)."""
-    effs: dict = {}
-    for p in dict.fromkeys(q.profile for q in train):
-        ids = [q.id for q in train if q.profile == p]
-        effs[p] = fit_efficiency([logc[i] for i in ids], source_weights(ids, source_of))
-    ids = [q.id for q in train]
-    effs[None] = fit_efficiency([logc[i] for i in ids], source_weights(ids, source_of))
-    return effs
+    runs: dict = {p: [q.id for q in train if q.profile == p] for p in dict.fromkeys(q.profile for q in train)}
+    runs[None] = [q.id for q in train]
+    return {p: fit_efficiency([logc[i] for i in ids], source_weights(ids, source_of)) for p, ids in runs.items()}
 
 
 def fit_factor(train: list[Query], logcs: dict[float, dict[str, list[float]]],
