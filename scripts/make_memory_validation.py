@@ -255,8 +255,10 @@ def user_section(v: dict) -> list[str]:
             "",
             f"- records with a known outcome: {f['known']} ({f['ran']} ran, {f['oom']} ran out of memory); "
             f"no known outcome: {len(f['unknown'])}",
-            f"- \"fits\" said for a run that ran out of memory: **{len(f['fits_for_oom'])}**{_listed(f['fits_for_oom'])}",
-            f"- \"tight\" said for a run that ran out of memory: {len(f['tight_for_oom'])}{_listed(f['tight_for_oom'])}",
+            f"- \"fits\" said for a run that ran out of memory: **{len(f['fits_for_oom'])}**"
+            f"{_listed(f['fits_for_oom'])}",
+            f"- \"tight\" said for a run that ran out of memory: {len(f['tight_for_oom'])}"
+            f"{_listed(f['tight_for_oom'])}",
             f"- \"does not fit\" said for a run that ran: **{len(f['no_fit_for_ran'])}**{_listed(f['no_fit_for_ran'])}",
             f"- \"tight\" said for a run that ran: {len(f['tight_for_ran'])}{_listed(f['tight_for_ran'])}"]
     misses = sorted((r for r in scored if abs(r.error(r.user_cmp_gb)) > WITHIN_USER),

@@ -151,7 +151,8 @@ def fp8_pairs(v: dict, name: str) -> None:
 def main() -> None:
     results = [(name, run(variant)) for name, variant in VARIANTS]
     for flag, head, row in (("--pairs", "| variant | llm-foundry H100/A100 MFU, median of pairs |\n|---|---|", pairs),
-                            ("--fp8-pairs", "| variant | pairs | measured FP8/bf16 MFU | predicted |\n|---|---:|---:|---:|",
+                            ("--fp8-pairs",
+                             "| variant | pairs | measured FP8/bf16 MFU | predicted |\n|---|---:|---:|---:|",
                              fp8_pairs)):
         if flag in sys.argv:
             print(head)

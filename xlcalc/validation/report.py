@@ -472,7 +472,8 @@ def render(v: dict) -> str:
           "constant for that row's runs alone (a stronger baseline than one constant for all).", ""]
     groups: dict[str, list[Scored]] = {}
     for label, key in _DIAGNOSIS:
-        groups |= _group(sorted(sc, key=lambda s: _order(key(s.query))), lambda s, k=key, lb=label: f"{lb} {k(s.query)}")
+        groups |= _group(sorted(sc, key=lambda s: _order(key(s.query))),
+                         lambda s, k=key, lb=label: f"{lb} {k(s.query)}")
     groups |= _group(sc, lambda s: "memory model: " + ("fits" if s.curve.fits else
                                                         "does not fit (run evaluated anyway)"))
     L += _table("group", groups)
