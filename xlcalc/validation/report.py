@@ -175,17 +175,19 @@ def _facts_section(v: dict) -> list[str]:
     return L
 
 
+def _unfitted(v: dict) -> dict[str, dict]:
+    """:func:`summary` of the errors of the runs predicted with nothing fitted (``at_defaults``: the default stack,
+    ``at_planner``: the planner's own settings), of those ``v`` holds."""
+    return {key: summary(list(v[key]["errors"].values())) for key in ("at_defaults", "at_planner")
+            if v.get(key) and v[key]["errors"]}
+
+
 def _defaults_row(v: dict) -> list[str]:
-    out = []
-    for key, what in (("at_defaults", f"at the flags a user gives without `--stack` (the default stack {DEFAULT_STACK}: "
-                                      "its facts, non-matmul factor and fitted efficiency"),
-                      ("at_planner", f"at the planner's own settings (`--stack {PLANNER}`: no profile's facts, "
-                                     "non-matmul factor 1, the catalog's efficiency")):
-        d = v.get(key)
-        if d and d["errors"]:
-            m = summary(list(d["errors"].values()))
-            out.append(f"| {what}; nothing fitted here; {m['n']} runs) | {_mw(m)} | | |")
-    return out
+    what = {"at_defaults": f"at the flags a user gives without `--stack` (the default stack {DEFAULT_STACK}: "
+                           "its facts, non-matmul factor and fitted efficiency",
+            "at_planner": f"at the planner's own settings (`--stack {PLANNER}`: no profile's facts, "
+                          "non-matmul factor 1, the catalog's efficiency"}
+    return [f"| {what[key]}; nothing fitted here; {m['n']} runs) | {_mw(m)} | | |" for key, m in _unfitted(v).items()]
 
 
 def _per_source(v: dict, errors: dict[str, float]) -> str:
@@ -195,25 +197,26 @@ def _per_source(v: dict, errors: dict[str, float]) -> str:
 
 def defaults_sentence(v: dict) -> str:
     """What ``xlcalc plan`` without ``--stack`` gives on the same runs, per source (the README quotes it)."""
-    d = v.get("at_defaults")
-    if not d or not d["errors"]:
+    at = _unfitted(v)
+    if "at_defaults" not in at:
         return ""
-    m = summary(list(d["errors"].values()))
     fitted_on = ", ".join(STACKS[DEFAULT_STACK].sources)
     text = (f"At the flags a user gives without `--stack` (the source's layout and the default stack, {DEFAULT_STACK}: "
             f"plain PyTorch FSDP without compilation, its facts and its efficiency fitted to {fitted_on}'s runs among "
             f"them; the default was fixed before these figures as the stack a user who names none most likely runs, "
             f"not chosen by them; nothing fitted here) the same runs are predicted with a "
-            f"median error of {m['median']:.1%}, {m['within']:.0%} within 15%, median signed {m['bias']:+.1%} "
-            f"(positive: predicted faster than measured); median signed per source: {_per_source(v, d['errors'])}.")
-    p = v.get("at_planner")
-    if p and p["errors"]:
-        mp = summary(list(p["errors"].values()))
+            f"median error of {_signed(at['at_defaults'])} (positive: predicted faster than measured); median signed "
+            f"per source: {_per_source(v, v['at_defaults']['errors'])}.")
+    if "at_planner" in at:
         text += (f" At the planner's own settings (`--stack {PLANNER}`: no profile's facts and the GPU catalog's "
                  f"matmul efficiency, which was fitted to the Megatron-LM README's runs among them): median error "
-                 f"{mp['median']:.1%}, {mp['within']:.0%} within 15%, median signed {mp['bias']:+.1%}.")
+                 f"{_signed(at['at_planner'])}.")
     return text + (" Name the stack (`--stack`): its facts and fitted efficiency are what the figures above "
                    "measure.")
+
+
+def _signed(m: dict) -> str:
+    return f"{m['median']:.1%}, {m['within']:.0%} within 15%, median signed {m['bias']:+.1%}"
 
 
 def _errors_by_source(scored: list[Scored]) -> dict[str, list[float]]:
@@ -330,14 +333,12 @@ def _without_stack_range(v: dict) -> list[str]:
     out = []
     for key, what in (("at_defaults", f"A plan without `--stack` (the default stack {DEFAULT_STACK} assumed)"),
                       ("at_planner", f"A plan with `--stack {PLANNER}` (the planner's own settings)")):
-        w = without_stack(v, key)
-        if w is None:
-            continue
-        out += [f"{what} takes its own range, from the errors such plans make on the same runs (their median "
-                f"signed error above): percentiles {w['q10_log_error']:+.3f} and {w['q90_log_error']:+.3f}, measured "
-                f"MFU in predicted x {math.exp(-w['q90_log_error']):.3f} ... x {math.exp(-w['q10_log_error']):.3f}; "
-                f"measured out of sample as above, {w['out_of_sample_coverage']:.0%} of {w['runs']} runs inside "
-                "(target 75–85%)."]
+        if (w := without_stack(v, key)) is not None:
+                out += [f"{what} takes its own range, from the errors such plans make on the same runs (their median "
+                    f"signed error above): percentiles {w['q10_log_error']:+.3f} and {w['q90_log_error']:+.3f}, "
+                    f"measured MFU in predicted x {math.exp(-w['q90_log_error']):.3f} ... x "
+                    f"{math.exp(-w['q10_log_error']):.3f}; measured out of sample as above, "
+                    f"{w['out_of_sample_coverage']:.0%} of {w['runs']} runs inside (target 75–85%)."]
     return out
 
 
