@@ -13,7 +13,7 @@ from .factchoice import bootstrap_sources
 from .facts import FACTS
 from .intervals import LEVEL, bounds, log_errors, nested_coverage, without_stack
 from .runs import GPU_STAND_IN, PROFILE_TEXT, SCORED_APART, Query, Skip
-from .scoring import Scored, best_constant, headline, summary
+from .scoring import Scored, headline, summary
 
 
 def _pct(x: float) -> str:
@@ -21,13 +21,10 @@ def _pct(x: float) -> str:
 
 
 def _row_stats(group: list[Scored]) -> list[str]:
-    m = summary([s.error for s in group])
-    c = summary([s.constant_error for s in group])
-    mfus = [s.query.measured_mfu for s in group]
-    hind = best_constant(mfus)
-    h = summary([hind / x - 1 for x in mfus])
-    return [str(m["n"]), f"{m['median']:.1%}", _pct(m["within"]), f"{m['bias']:+.1%}",
-            f"{c['median']:.1%}", _pct(c["within"]), f"{hind:.3f}", f"{h['median']:.1%}", _pct(h["within"])]
+    h = headline({"scored": group})  # the group's own hindsight constant
+    m, c, hs = h["model"], h["constant"], h["hindsight"]
+    return [str(m["n"]), f"{m['median']:.1%}", _pct(m["within"]), f"{m['bias']:+.1%}", f"{c['median']:.1%}",
+            _pct(c["within"]), f"{h['hindsight_mfu']:.3f}", f"{hs['median']:.1%}", _pct(hs["within"])]
 
 
 STAT_HEAD = ("runs | model: median error | model: within 15% | model: median signed | constant (fitted on other "

@@ -186,13 +186,11 @@ def headline(v: dict) -> dict:
     sc = v["scored"]
     mfus = [s.query.measured_mfu for s in sc]
     hind = best_constant(mfus) if mfus else float("nan")
-    model = summary([s.error for s in sc])
-    const = summary([s.constant_error for s in sc])
-    hindsight = summary([hind / m - 1 for m in mfus])
     return dict(
         runs=len(sc), sources=len({s.query.source_id for s in sc}), gpus=sorted({s.query.gpu for s in sc}),
         fp8=sum(s.query.precision == "fp8" for s in sc), moe=sum(s.query.moe for s in sc),
-        model=model, constant=const, hindsight=hindsight, hindsight_mfu=hind,
+        model=summary([s.error for s in sc]), constant=summary([s.constant_error for s in sc]),
+        hindsight=summary([hind / m - 1 for m in mfus]), hindsight_mfu=hind,
         source_weighted_within=statistics.mean(
             summary([s.error for s in sc if s.query.source_id == src])["within"]
             for src in dict.fromkeys(s.query.source_id for s in sc)) if sc else float("nan"),
