@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from scripts.memory_validation_records import (  # noqa: E402
     WITHIN_USER,
     Row,
     results,
+    stated_torchtitan,
     summary,
 )
 from xlcalc.atomic import write_text  # noqa: E402
@@ -57,13 +57,22 @@ def _share(x: float) -> str:
     return f"{x * 100:.0f}%"
 
 
+def _median(s: dict) -> str:
+    """A summary's median error, as every table and sentence gives it."""
+    return f"{s['median_abs'] * 100:.1f}%"
+
+
+def _listed(ids: list[str]) -> str:
+    return " (" + ", ".join(ids) + ")" if ids else ""
+
+
 def user_headline(v: dict) -> str:
     u, f = v["user"], v["fit"]
     met = "met" if u["within_10"] >= TARGET_USER else "not met"
     return (f"At the flags a user gives (the model, layout, recompute, sequence and batch as each record states them, "
             f"and `--framework`/`--precision` naming its stack, its compiled profile where the record ran compiled; "
             f"nothing chosen per record) the model predicts the "
-            f"{u['n']} measurements with a median error of {u['median_abs'] * 100:.1f}%, {_share(u['within_10'])} "
+            f"{u['n']} measurements with a median error of {_median(u)}, {_share(u['within_10'])} "
             f"within 10% and {_share(u['within'])} within 15% (issue 20's target, {_share(TARGET_USER)} within 10%, "
             f"is {met}). Its fit answer (FIT_VERDICT) on the {f['known']} records with a known outcome "
             f"({f['ran']} ran, {f['oom']} ran out of memory): \"fits\" for a run that ran out of memory "
@@ -77,7 +86,7 @@ def both_ways(v: dict) -> str:
 
     def fig(key: tuple[bool, bool]) -> str:
         x = w[key]
-        return (f"{x['median_abs'] * 100:.1f}% median error, {_share(x['within_10'])} within 10%, "
+        return (f"{_median(x)} median error, {_share(x['within_10'])} within 10%, "
                 f"{_share(x['within'])} within 15%")
 
     return ("Two choices in this scoring were made after the residuals of the scoring before them were seen, so each "
@@ -100,8 +109,7 @@ def headline(v: dict) -> str:
             f"a median error of {abs(m['median_abs']) * 100:.1f}%, {_share(m['within'])} within 15% "
             f"(issue 10's target, 80% within 15%, is {'met' if m['within'] >= 0.8 else 'not met'}); "
             f"a bytes-per-parameter constant fitted on the other sources gives "
-            f"{b['median_abs'] * 100:.1f}% and {_share(b['within'])}, a constant GB per GPU "
-            f"{c['median_abs'] * 100:.1f}% and {_share(c['within'])}.")
+            f"{_median(b)} and {_share(b['within'])}, a constant GB per GPU {_median(c)} and {_share(c['within'])}.")
 
 
 def render(v: dict) -> str:
@@ -152,19 +160,11 @@ def render(v: dict) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for src, rs in v["by_source"].items():
-        m, b, c = summary(rs, "predicted_gb"), summary(rs, "baseline_bpp_gb"), summary(rs, "baseline_const_gb")
-        u = summary(rs, "user_cmp_gb")
         f = v["fitted"][src]
-        out.append(f"| {src} | {len(rs)} | {u['median_abs'] * 100:.1f}% | {_share(u['within_10'])} | "
-                   f"{_share(u['within'])} | {m['median_abs'] * 100:.1f}% | {_share(m['within'])} | "
-                   f"{_pct(m['median_signed'])} | {f['bytes_per_param']:.2f} | {b['median_abs'] * 100:.1f}% | "
-                   f"{_share(b['within'])} | {f['constant_gb']:.1f} | {c['median_abs'] * 100:.1f}% | "
-                   f"{_share(c['within'])} |")
-    m, b, c, u = v["model"], v["bpp"], v["const"], v["user"]
-    out.append(f"| **all** | {m['n']} | {u['median_abs'] * 100:.1f}% | {_share(u['within_10'])} | "
-               f"{_share(u['within'])} | {m['median_abs'] * 100:.1f}% | {_share(m['within'])} | "
-               f"{_pct(m['median_signed'])} | | {b['median_abs'] * 100:.1f}% | {_share(b['within'])} | | "
-               f"{c['median_abs'] * 100:.1f}% | {_share(c['within'])} |")
+        out.append(_source_row(src, *(summary(rs, k) for k in ("user_cmp_gb", "predicted_gb", "baseline_bpp_gb",
+                                                                 "baseline_const_gb")),
+                               f" {f['bytes_per_param']:.2f}", f" {f['constant_gb']:.1f}"))
+    out.append(_source_row("**all**", v["user"], v["model"], v["bpp"], v["const"], "", ""))
     groups: dict[str, list[Row]] = {}
     for r in scored:
         groups.setdefault(f"recompute {r.inputs['recompute']}", []).append(r)
@@ -174,7 +174,7 @@ def render(v: dict) -> str:
             "| group | records | model: median error | within 15% | median signed |", "|---|---|---|---|---|"]
     for name in sorted(groups):
         s = summary(groups[name], "predicted_gb")
-        out.append(f"| {name} | {s['n']} | {s['median_abs'] * 100:.1f}% | {_share(s['within'])} | "
+        out.append(f"| {name} | {s['n']} | {_median(s)} | {_share(s['within'])} | "
                    f"{_pct(s['median_signed'])} |")
     out += ["", "## Every record", "",
             "Predicted and measured in GB (1e9 bytes) per GPU; *measured as printed* is the source's figure and unit.",
@@ -199,10 +199,16 @@ def render(v: dict) -> str:
     skipped = [r for r in rows if r.skip]
     out += ["", f"## Records the model cannot express yet ({len(skipped)})", "", "| record | source | why |",
             "|---|---|---|"]
-    for r in skipped:
-        out.append(f"| {r.id} | {r.source} | {r.skip} |")
-    out.append("")
+    out += [f"| {r.id} | {r.source} | {r.skip} |" for r in skipped] + [""]
     return "\n".join(out)
+
+
+def _source_row(name: str, u: dict, m: dict, b: dict, c: dict, bpp: str, const_gb: str) -> str:
+    """A row of the per-source table: summaries at user flags, tuned and of both baselines, and the fitted
+    constants (each with its leading space; empty on the row of all sources)."""
+    return (f"| {name} | {m['n']} | {_median(u)} | {_share(u['within_10'])} | {_share(u['within'])} | {_median(m)} | "
+            f"{_share(m['within'])} | {_pct(m['median_signed'])} |{bpp} | {_median(b)} | {_share(b['within'])} |"
+            f"{const_gb} | {_median(c)} | {_share(c['within'])} |")
 
 
 def _val(x: Any) -> str:
@@ -250,13 +256,11 @@ def user_section(v: dict) -> list[str]:
             f"- records with a known outcome: {f['known']} ({f['ran']} ran, {f['oom']} ran out of memory); "
             f"no known outcome: {len(f['unknown'])}",
             f"- \"fits\" said for a run that ran out of memory: **{len(f['fits_for_oom'])}**"
-            + (" (" + ", ".join(f["fits_for_oom"]) + ")" if f["fits_for_oom"] else ""),
+            f"{_listed(f['fits_for_oom'])}",
             f"- \"tight\" said for a run that ran out of memory: {len(f['tight_for_oom'])}"
-            + (" (" + ", ".join(f["tight_for_oom"]) + ")" if f["tight_for_oom"] else ""),
-            f"- \"does not fit\" said for a run that ran: **{len(f['no_fit_for_ran'])}**"
-            + (" (" + ", ".join(f["no_fit_for_ran"]) + ")" if f["no_fit_for_ran"] else ""),
-            f"- \"tight\" said for a run that ran: {len(f['tight_for_ran'])}"
-            + (" (" + ", ".join(f["tight_for_ran"]) + ")" if f["tight_for_ran"] else "")]
+            f"{_listed(f['tight_for_oom'])}",
+            f"- \"does not fit\" said for a run that ran: **{len(f['no_fit_for_ran'])}**{_listed(f['no_fit_for_ran'])}",
+            f"- \"tight\" said for a run that ran: {len(f['tight_for_ran'])}{_listed(f['tight_for_ran'])}"]
     misses = sorted((r for r in scored if abs(r.error(r.user_cmp_gb)) > WITHIN_USER),
                     key=lambda r: -abs(r.error(r.user_cmp_gb)))
     out += compiled_section(v)
@@ -281,10 +285,8 @@ def user_section(v: dict) -> list[str]:
 def stated_loss_compiled(rec: dict) -> bool | None:
     """Whether the torchtitan version a record's notes state compiles the loss with the model
     (TORCHTITAN_LOSS_COMPILED); None where the notes name no version the table holds."""
-    found = re.search(r"torchtitan ([0-9a-f]{7}|\d+\.\d+\.\d+)", rec.get("notes") or "")
-    if not found or found.group(1) not in TORCHTITAN_LOSS_COMPILED:
-        return None
-    return TORCHTITAN_LOSS_COMPILED[found.group(1)][0]
+    version = stated_torchtitan(rec)
+    return None if version is None else TORCHTITAN_LOSS_COMPILED[version][0]
 
 
 def compiled_section(v: dict) -> list[str]:

@@ -163,6 +163,12 @@ class Row:
         return None if predicted is None else predicted / self.measured_gb - 1
 
 
+def stated_torchtitan(rec: dict) -> str | None:
+    """The torchtitan version a record's notes name, where TORCHTITAN_LOSS_COMPILED holds it; None otherwise."""
+    found = re.search(r"torchtitan ([0-9a-f]{7}|\d+\.\d+\.\d+)", rec.get("notes") or "")
+    return found.group(1) if found and found.group(1) in TORCHTITAN_LOSS_COMPILED else None
+
+
 def _uneven(layers: int, stages: int) -> list[int]:
     """torchtitan's default split points: stages as even as possible, the first and last ones short
     (generate_split_points; Llama 3.1 405B on 8 stages: 15, 16 x 6, 15)."""
@@ -203,11 +209,11 @@ def _loss_bytes(rec: dict, m: dict, assumed: list[str]) -> float:
     elif not rec["compile"]:
         compiled = False
     else:
-        found = re.search(r"torchtitan ([0-9a-f]{7}|\d+\.\d+\.\d+)", rec.get("notes") or "")
-        if not found or found.group(1) not in TORCHTITAN_LOSS_COMPILED:
+        version = stated_torchtitan(rec)
+        if version is None:
             raise Skip("torchtitan version not stated: whether the loss is compiled is unknown")
-        compiled, why = TORCHTITAN_LOSS_COMPILED[found.group(1)]
-        assumed.append(f"loss {'compiled' if compiled else 'not compiled'} (torchtitan {found.group(1)}, {why})")
+        compiled, why = TORCHTITAN_LOSS_COMPILED[version]
+        assumed.append(f"loss {'compiled' if compiled else 'not compiled'} (torchtitan {version}, {why})")
     per_logit = LOSS_BYTES[(kind, compiled)]
     if kind == "per_chunk":
         per_logit += 4 * m["hidden"] / m["vocab"]
@@ -310,30 +316,26 @@ def predict(row: Row) -> None:
     row.parts_gb = ans.parts_gb[ans.peak_stage]
     row.framework = framework_of(row.rec)
     row.capacity_gb = capacity_of(row.rec)
-    row.outcome = outcome_of(row.rec, row.capacity_gb)
+    row.outcome = outcome_of(row)
     row.user_inputs = user_inputs_of(row.inputs, row.framework, row.capacity_gb)
     user = stage_memory(**row.user_inputs)
     row.user_gb = user.memory_gb
     compared = {}
-    for compiled in (True, False):
-        for tensors in (True, False):
-            u = user_inputs_of(row.inputs, framework_of(row.rec, compiled), row.capacity_gb)
-            if tensors and live_tensors(row.rec):
-                u["overhead_gb"] = 0.0   # the part of the prediction the measurement counts
-            got = stage_memory(**u)
-            row.user_variants[(compiled, tensors)] = got.memory_gb
-            if (compiled, tensors) == (True, True):
-                compared = got.inputs
-    row.user_cmp_gb = row.user_variants[(True, True)]
-    # torchtune's loss facts left at the neutral default: with both rules (TUNE_NEUTRAL), and with neither (BEFORE)
-    for key in (TUNE_NEUTRAL, BEFORE):
-        fw = framework_of(row.rec, compiled=key[0])
+    # VARIANTS: (compiled profile, live-tensor rule); TUNE_NEUTRAL and BEFORE add torchtune's loss facts (False:
+    # left at the neutral default), with both rules and with neither
+    for key in (*VARIANTS, TUNE_NEUTRAL, BEFORE):
+        compiled, tensors, tune_facts = (*key, True)[:3]
+        fw = framework_of(row.rec, compiled)
         u = user_inputs_of(row.inputs, fw, row.capacity_gb)
-        if fw[0] in ("torchtune", "torchtune-compile"):
+        if not tune_facts and fw[0] in ("torchtune", "torchtune-compile"):
             u["logits_buffer_bytes"] = MEMORY_DEFAULTS["logits_buffer_bytes"]
-        if key[1] and live_tensors(row.rec):
-            u["overhead_gb"] = 0.0
-        row.user_variants[key] = stage_memory(**u).memory_gb
+        if tensors and live_tensors(row.rec):
+            u["overhead_gb"] = 0.0   # the part of the prediction the measurement counts
+        got = stage_memory(**u)
+        row.user_variants[key] = got.memory_gb
+        if key == (True, True):
+            compared = got.inputs
+    row.user_cmp_gb = row.user_variants[(True, True)]
     row.differs = {k: (ans.inputs.get(k), compared.get(k)) for k in (*PROFILE_INPUTS, "overhead_gb")
                    if ans.inputs.get(k) != compared.get(k)}
     if row.capacity_gb is not None:
@@ -377,17 +379,14 @@ def capacity_of(rec: dict) -> float | None:
     return None
 
 
-def outcome_of(rec: dict, capacity_gb: float | None) -> str | None:
+def outcome_of(row: Row) -> str | None:
     """A run's known outcome: "out of memory" where the source's own row says OOM (the last row of the quote),
     "ran" where the measured peak lies below the card's capacity, None otherwise."""
-    row = rec["quote"].split("…")[-1]
-    if re.search(r"\bOOM\b", row):
+    if re.search(r"\bOOM\b", row.rec["quote"].split("…")[-1]):
         return "out of memory"
-    if capacity_gb is None:
+    if row.capacity_gb is None:
         return None
-    meas = rec["measured"]
-    unit = (rec.get("derived") or {}).get("unit_as_logged") or meas["unit"]
-    return "ran" if meas["value"] * UNIT_BYTES[unit] / 1e9 < capacity_gb else None
+    return "ran" if row.measured_gb < row.capacity_gb else None
 
 
 def params_per_gpu_b(row: Row) -> float:

@@ -98,10 +98,8 @@ def run(variant: dict) -> dict:
 def _summary(rows) -> str:
     if not rows:
         return "–, –, –"
-    e = [s.error for s in rows]
-    a = [abs(x) for x in e]
-    return (f"{statistics.median(a) * 100:.1f}%, {sum(x <= V.TOLERANCE for x in a) / len(a) * 100:.0f}%, "
-            f"{statistics.median(e) * 100:+.1f}%")
+    m = V.summary([s.error for s in rows])
+    return f"{m['median'] * 100:.1f}%, {m['within'] * 100:.0f}%, {m['bias'] * 100:+.1f}%"
 
 
 def groups(scored) -> dict:
@@ -152,18 +150,15 @@ def fp8_pairs(v: dict, name: str) -> None:
 
 def main() -> None:
     results = [(name, run(variant)) for name, variant in VARIANTS]
-    if "--pairs" in sys.argv:
-        print("| variant | llm-foundry H100/A100 MFU, median of pairs |")
-        print("|---|---|")
-        for name, v in results:
-            pairs(v, name)
-        return
-    if "--fp8-pairs" in sys.argv:
-        print("| variant | pairs | measured FP8/bf16 MFU | predicted |")
-        print("|---|---:|---:|---:|")
-        for name, v in results:
-            fp8_pairs(v, name)
-        return
+    for flag, head, row in (("--pairs", "| variant | llm-foundry H100/A100 MFU, median of pairs |\n|---|---|", pairs),
+                            ("--fp8-pairs",
+                             "| variant | pairs | measured FP8/bf16 MFU | predicted |\n|---|---:|---:|---:|",
+                             fp8_pairs)):
+        if flag in sys.argv:
+            print(head)
+            for name, v in results:
+                row(v, name)
+            return
     print("| variant | runs | median error | within 15% | median signed | best constant: median | within 15% |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, v in results:

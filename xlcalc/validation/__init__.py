@@ -33,8 +33,7 @@ no other source shares gets the value fitted to all other sources pooled.
 from .adapter import FACTOR_GRID, GRID, GRID_STEP, REFERENCE_EFFICIENCY, Curve, capabilities, predict, unsupported  # noqa: F401
 from .report import defaults_sentence, headline_sentence, missing_features, render  # noqa: F401
 from .runs import (GPU_STAND_IN, PROFILES, PROFILE_TEXT, RUNS_JSON, SCORED_APART, Query, Skip,  # noqa: F401
-                   deduplicate, load_runs,
-                   release, to_query)
+                   deduplicate, load_runs, release, to_query)
 from .scoring import (TOLERANCE, Scored, best_constant, fit_constant_mfu, fit_efficiency, headline,  # noqa: F401
                       log_error_at, loso, source_weights, summary)
 from .pipeline import validate  # noqa: F401

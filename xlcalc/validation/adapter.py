@@ -30,6 +30,9 @@ FACTOR_GRID = [1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0]
 assert all(0 < e <= 1 for e in GRID) and all(f >= 0 for f in FACTOR_GRID)
 
 
+LACKS = "the step-time model has no "  # how every reason of unsupported() begins
+
+
 def capabilities() -> frozenset[str]:
     """What the planner's step-time model can express, read from its API (grows as the planner does)."""
     params = inspect.signature(plan).parameters
@@ -49,7 +52,7 @@ def unsupported(q: Query, caps: frozenset[str]) -> Optional[str]:
         needs.append("MoE expert parallelism (all-to-all, expert-sharded gradients)")
     if q.stage_layers and "stage_layers" not in caps:
         needs.append(f"uneven pipeline stages ({q.model.layers} layers on PP{q.pp})")
-    return ("the step-time model has no " + ", no ".join(needs)) if needs else None
+    return (LACKS + ", no ".join(needs)) if needs else None
 
 
 @dataclass
@@ -123,12 +126,11 @@ def _predict(q: Query, caps: frozenset[str] | None, factors: list[float]) -> tup
                       recompute=q.recompute or "full", micro_batch=q.micro_batch or 1,
                       virtual_stages=q.virtual_stages or 1)
         label, fits = None, False
-    cfg_fields = {k: v for k, v in fields.items()}
     config_params = inspect.signature(pst.Config).parameters
     for k, v in extra.items():
         if k in config_params:
-            cfg_fields[k] = tuple(v) if k == "stage_layers" else v
-    cfg = pst.Config(**cfg_fields)
+            fields[k] = tuple(v) if k == "stage_layers" else v
+    cfg = pst.Config(**fields)
     if label is None:
         label = (f"TP={cfg.tp}, PP={cfg.pp}, DP={cfg.dp}, ZeRO-{cfg.zero_stage}{', SP' if cfg.seq_parallel else ''}, "
                  f"recompute {cfg.recompute}, micro-batch {cfg.micro_batch}"
@@ -136,7 +138,8 @@ def _predict(q: Query, caps: frozenset[str] | None, factors: list[float]) -> tup
     # _settings(q, eff, factor) at every point of the grid, the stack's and the run's facts merged and checked once:
     # only the two grid fields differ, and both grids lie within their fields' bounds (checked below the grids)
     base = _settings(q, REFERENCE_EFFICIENCY)
-    hardware = {eff: _resolve(q, base.model_copy(update={"matmul_efficiency": eff})) for eff in GRID}  # reads no factor
+    hardware = {eff: pst.resolve_hardware(q.gpu, base.model_copy(update={"matmul_efficiency": eff}), n_gpus=q.n_gpus)
+                for eff in GRID}  # reads no factor
     # pst.evaluate at every point of the grid: its memory part reads neither grid field (nor the hardware's
     # efficiency), so it is computed once and each point's step time filled into a copy of it
     microbatches = int(round(q.global_batch / cfg.dp / cfg.micro_batch))
@@ -152,12 +155,3 @@ def _predict(q: Query, caps: frozenset[str] | None, factors: list[float]) -> tup
             out.append(pred.tokens_per_s_per_gpu)
         by_factor[factor] = out
     return label, fits, by_factor
-
-
-_RESOLVE_TAKES_N_GPUS = "n_gpus" in inspect.signature(pst.resolve_hardware).parameters
-
-
-def _resolve(q: Query, st: Settings):
-    if _RESOLVE_TAKES_N_GPUS:
-        return pst.resolve_hardware(q.gpu, st, n_gpus=q.n_gpus)
-    return pst.resolve_hardware(q.gpu, st)

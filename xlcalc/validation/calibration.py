@@ -26,7 +26,6 @@ class SourceCalibration:
     runs: int
     median_of_choices: float        # median over calibration runs of the others' median |error|
     worst_choice: float             # the largest of those medians
-    pooled_median: float            # median |error| of every (calibration run, other run) prediction
     within: float                   # share of those predictions within TOLERANCE
     efficiencies: tuple[float, float]  # smallest and largest fitted efficiency
     uncalibrated: dict              # summary() of the leave-one-source-out errors of the same runs
@@ -53,9 +52,8 @@ def by_source(scored: list[Scored], min_runs: int = MIN_RUNS, sources: set[str] 
             errors += errs
         out.append(SourceCalibration(
             source_id=src, stack=runs[0].query.profile, runs=len(runs), median_of_choices=statistics.median(medians),
-            worst_choice=max(medians), pooled_median=statistics.median(abs(e) for e in errors),
-            within=sum(abs(e) <= TOLERANCE for e in errors) / len(errors), efficiencies=(min(effs), max(effs)),
-            uncalibrated=summary([s.error for s in runs])))
+            worst_choice=max(medians), within=sum(abs(e) <= TOLERANCE for e in errors) / len(errors),
+            efficiencies=(min(effs), max(effs)), uncalibrated=summary([s.error for s in runs])))
     return out
 
 
@@ -64,12 +62,10 @@ def table(rows: list[SourceCalibration]) -> str:
     head = ("| source | stack | runs | calibrated: median error (median over calibration runs) | worst calibration "
             "run | within 15% | efficiencies fitted | uncalibrated (leave one source out): median error | within 15% |\n"
             "|---|---|---:|---:|---:|---:|---|---:|---:|")
-    lines = [head]
-    for r in rows:
-        lines.append(f"| {r.source_id} | {r.stack} | {r.runs} | {r.median_of_choices:.1%} | {r.worst_choice:.1%} | "
-                     f"{r.within:.0%} | {r.efficiencies[0]:.3f}-{r.efficiencies[1]:.3f} | "
-                     f"{r.uncalibrated['median']:.1%} | {r.uncalibrated['within']:.0%} |")
-    return "\n".join(lines)
+    return "\n".join([head, *(f"| {r.source_id} | {r.stack} | {r.runs} | {r.median_of_choices:.1%} | "
+                              f"{r.worst_choice:.1%} | {r.within:.0%} | "
+                              f"{r.efficiencies[0]:.3f}-{r.efficiencies[1]:.3f} | {r.uncalibrated['median']:.1%} | "
+                              f"{r.uncalibrated['within']:.0%} |" for r in rows)])
 
 
 def overall(rows: list[SourceCalibration]) -> str:

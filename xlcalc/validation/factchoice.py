@@ -11,13 +11,12 @@ sources in that state.
 
 from __future__ import annotations
 
-import math
 import random
 import statistics
 
-from .adapter import FACTOR_GRID, Curve, predict
+from .adapter import Curve, predict
 from .runs import Query, to_query
-from .scoring import TOLERANCE, Scored, factor_and_loss, predict_source
+from .scoring import TOLERANCE, Scored, factor_and_loss, log_curves, predict_source
 
 __all__ = ["FactCurves", "loso_chosen", "bootstrap_sources"]
 
@@ -32,10 +31,12 @@ class FactCurves:
         self._queries: dict[tuple[str, frozenset[str]], Query] = {}
 
     def query(self, rid: str, off: frozenset[str]) -> Query:
-        key = self._key(rid, off)
+        return self._query(self._key(rid, off))
+
+    def _query(self, key: tuple[str, frozenset[str]]) -> Query:
         if key not in self._queries:
-            q = to_query(self._records[rid], key[1])
-            assert isinstance(q, Query), rid  # the same record gave a query with every fact as stated
+            q = to_query(self._records[key[0]], key[1])
+            assert isinstance(q, Query), key[0]  # the validation kept the record: it gave a query as stated
             self._queries[key] = q
         return self._queries[key]
 
@@ -46,17 +47,11 @@ class FactCurves:
         return self._curves[key]
 
     def _key(self, rid: str, off: frozenset[str]) -> tuple[str, frozenset[str]]:
-        if (rid, frozenset()) not in self._queries:
-            q = to_query(self._records[rid])
-            assert isinstance(q, Query), rid
-            self._queries[(rid, frozenset())] = q
-        return rid, off & frozenset(self._queries[(rid, frozenset())].facts)
+        return rid, off & frozenset(self._query((rid, frozenset())).facts)
 
     def logcs(self, queries: list[Query], off: frozenset[str]) -> dict[float, dict[str, list[float]]]:
         """factor -> run id -> log(predicted / measured) at each efficiency of GRID, the facts ``off`` left out."""
-        curves = {q.id: self.curve(q.id, off) for q in queries}
-        return {f: {q.id: [math.log(t / q.measured_tokens_s) for t in curves[q.id].at(f)] for q in queries}
-                for f in FACTOR_GRID}
+        return log_curves(queries, {q.id: self.curve(q.id, off) for q in queries})
 
 
 def loso_chosen(queries: list[Query], fc: FactCurves, facts: list[str]) -> dict:

@@ -25,10 +25,12 @@ from ..planner.ranges import INTERVAL_JSON as INTERVAL_JSON  # the file scripts/
 LEVEL = 0.8
 
 
-def log_errors(v: dict) -> list[dict]:
-    """One row per scored run: id, source, GPU and log(predicted / measured MFU) of the held-out prediction."""
+def log_errors(v: dict, errors: dict[str, float] | None = None) -> list[dict]:
+    """One row per scored run: id, source, GPU and log(predicted / measured MFU) of the held-out prediction
+    (``errors``: run id -> predicted / measured - 1 of another prediction, only the runs it holds)."""
+    errors = {s.query.id: s.error for s in v["scored"]} if errors is None else errors
     return [dict(id=s.query.id, source_id=s.query.source_id, gpu=s.query.gpu_label,
-                 log_error=math.log(1 + s.error)) for s in v["scored"]]
+                 log_error=math.log(1 + errors[s.query.id])) for s in v["scored"] if s.query.id in errors]
 
 
 def bounds(errors: list[float]) -> tuple[float, float]:
@@ -87,9 +89,7 @@ def interval_data(v: dict) -> dict:
 def default_log_errors(v: dict, key: str = "at_defaults") -> list[dict]:
     """One row per scored run predicted at the flags a user gives without a stack (``v["at_defaults"]``: the
     default stack; ``v["at_planner"]``: the planner's own settings)."""
-    errs = (v.get(key) or {}).get("errors", {})
-    return [dict(id=s.query.id, source_id=s.query.source_id, gpu=s.query.gpu_label,
-                 log_error=math.log(1 + errs[s.query.id])) for s in v["scored"] if s.query.id in errs]
+    return log_errors(v, (v.get(key) or {}).get("errors", {}))
 
 
 def without_stack(v: dict, key: str = "at_defaults") -> dict | None:

@@ -16,7 +16,7 @@ from .adapter import FACTOR_GRID, Curve, capabilities, predict, predict_at, unsu
 from .factchoice import FactCurves, loso_chosen
 from .facts import FACTS
 from .runs import DEDUP_RULE, SCORED_APART, Query, Skip, deduplicate, load_runs, to_query
-from .scoring import Scored, fit_constant_mfu, fit_efficiency, fit_factor, log_error_at, loso, source_weights
+from .scoring import Scored, calibrate, log_curves, log_error_at, loso, score
 
 
 def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> dict:
@@ -67,9 +67,9 @@ def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> 
     for name, off in [*((f, frozenset({f})) for f in fact_ids), ("neutral", frozenset(fact_ids))]:
         qs = [fc.query(q.id, off) for q in ok]
         variants[name] = loso(qs, {q.id: fc.curve(q.id, off) for q in ok}) if ok else dict(scored=[])
-    result.update(stated=stated, fact_variants=variants,
-                  at_defaults=at_defaults([fc.query(q.id, frozenset(fact_ids)) for q in ok], caps),
-                  at_planner=at_defaults([fc.query(q.id, frozenset(fact_ids)) for q in ok], caps, PLANNER))
+    neutral = [fc.query(q.id, frozenset(fact_ids)) for q in ok]  # every fact left out
+    result.update(stated=stated, fact_variants=variants, at_defaults=at_defaults(neutral, caps),
+                  at_planner=at_defaults(neutral, caps, PLANNER))
     for q in apart:  # a run scored apart takes the facts its source's calibration chose
         cal = result["calibration"].get(q.source_id)
         if cal:
@@ -89,23 +89,9 @@ def score_apart(apart: list[Query], ok: list[Query], curves: dict[str, Curve], c
     its source gets in the leave-one-source-out calibration, or fitted on all headline runs if the source has
     none there (its profile's runs, else all pooled)."""
     source_of = {q.id: q.source_id for q in ok}
-    logcs = {f: {q.id: [math.log(t / q.measured_tokens_s) for t in curves[q.id].at(f)] for q in ok + apart}
-             for f in FACTOR_GRID}
-    out = []
-    for q in apart:
-        c = calibration.get(q.source_id)
-        if c is None:
-            factor = fit_factor(ok, logcs, source_of)
-            same = [x for x in ok if x.profile == q.profile]
-            used, label = (same, q.profile) if same else (ok, "pooled")
-            ids = [x.id for x in used]
-            c = dict(profile_used=label, factor=factor,
-                     efficiency=fit_efficiency([logcs[factor][i] for i in ids], source_weights(ids, source_of)),
-                     constant=fit_constant_mfu([x.measured_mfu for x in ok], source_weights([x.id for x in ok], source_of)))
-        pred = q.measured_tokens_s * math.exp(log_error_at(logcs[c["factor"]][q.id], c["efficiency"]))
-        out.append(Scored(q, curves[q.id], c["profile_used"], c["efficiency"], pred, pred / q.measured_tokens_s - 1,
-                          c["constant"], c["constant"] / q.measured_mfu - 1, c["factor"]))
-    return out
+    logcs = log_curves(ok + apart, curves)
+    return [score(q, curves[q.id], calibration.get(q.source_id) or calibrate(ok, q.profile, logcs, source_of), logcs)
+            for q in apart]
 
 
 # Settings of a run that describe its machine, not its software: kept when a run is predicted at the defaults

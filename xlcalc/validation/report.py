@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 
 from .. import catalog
 from ..planner.stacks import DEFAULT_STACK, PLANNER, STACKS
-from .adapter import FACTOR_GRID, REFERENCE_EFFICIENCY
+from .adapter import FACTOR_GRID, LACKS, REFERENCE_EFFICIENCY
 from .factchoice import bootstrap_sources
 from .facts import FACTS
 from .intervals import LEVEL, bounds, log_errors, nested_coverage, without_stack
 from .runs import GPU_STAND_IN, PROFILE_TEXT, SCORED_APART, Query, Skip
-from .scoring import Scored, best_constant, headline, summary
+from .scoring import Scored, headline, summary
 
 
 def _pct(x: float) -> str:
@@ -20,13 +21,10 @@ def _pct(x: float) -> str:
 
 
 def _row_stats(group: list[Scored]) -> list[str]:
-    m = summary([s.error for s in group])
-    c = summary([s.constant_error for s in group])
-    mfus = [s.query.measured_mfu for s in group]
-    hind = best_constant(mfus)
-    h = summary([hind / x - 1 for x in mfus])
-    return [str(m["n"]), f"{m['median']:.1%}", _pct(m["within"]), f"{m['bias']:+.1%}",
-            f"{c['median']:.1%}", _pct(c["within"]), f"{hind:.3f}", f"{h['median']:.1%}", _pct(h["within"])]
+    h = headline({"scored": group})  # the group's own hindsight constant
+    m, c, hs = h["model"], h["constant"], h["hindsight"]
+    return [str(m["n"]), f"{m['median']:.1%}", _pct(m["within"]), f"{m['bias']:+.1%}", f"{c['median']:.1%}",
+            _pct(c["within"]), f"{h['hindsight_mfu']:.3f}", f"{hs['median']:.1%}", _pct(hs["within"])]
 
 
 STAT_HEAD = ("runs | model: median error | model: within 15% | model: median signed | constant (fitted on other "
@@ -74,8 +72,25 @@ _DIAGNOSIS = [
 ]
 
 
-def _bucket(groups: dict, key: str, s: Scored) -> None:
-    groups.setdefault(key, []).append(s)
+def _group(scored: list[Scored], key) -> dict[str, list[Scored]]:
+    """``scored`` by ``key(run)``, the groups in the order their first run comes."""
+    out: dict[str, list[Scored]] = {}
+    for s in scored:
+        out.setdefault(key(s), []).append(s)
+    return out
+
+
+def _source(s: Scored) -> str:
+    return s.query.source_id
+
+
+def _gpu_label(s: Scored) -> str:
+    return s.query.gpu_label
+
+
+def _mw(m: dict, sep: str = " | ") -> str:
+    """A :func:`summary`'s median error and share within 15%, as the tables and sentences give them."""
+    return f"{m['median']:.1%}{sep}{m['within']:.0%}"
 
 
 def headline_sentence(v: dict) -> str:
@@ -86,15 +101,13 @@ def headline_sentence(v: dict) -> str:
     if "stated" in v:
         hs, hn = headline(v["stated"]), headline(v["fact_variants"]["neutral"])
         stated = (f"; with every fact as stated (facts set while the errors were in view) "
-                  f"{hs['model']['median']:.1%} and {hs['model']['within']:.0%}, with every such fact left out "
-                  f"{hn['model']['median']:.1%} and {hn['model']['within']:.0%}")
+                  f"{_mw(hs['model'], ' and ')}, with every such fact left out {_mw(hn['model'], ' and ')}")
     return (f"Leave-one-source-out over {h['runs']} published measured runs from {h['sources']} sources "
             f"(GPU figures of {', '.join(_gpu_name(g) for g in h['gpus'])}){chosen}: predicted MFU has a median "
             f"error of {h['model']['median']:.1%} and is within 15% for {h['model']['within']:.0%} of the runs"
             f"{stated}; one constant "
-            f"MFU fitted on the other sources gives {h['constant']['median']:.1%} and {h['constant']['within']:.0%}, "
-            f"the best constant in hindsight ({h['hindsight_mfu']:.3f}) {h['hindsight']['median']:.1%} and "
-            f"{h['hindsight']['within']:.0%}.")
+            f"MFU fitted on the other sources gives {_mw(h['constant'], ' and ')}, "
+            f"the best constant in hindsight ({h['hindsight_mfu']:.3f}) {_mw(h['hindsight'], ' and ')}.")
 
 
 def _facts_section(v: dict) -> list[str]:
@@ -103,15 +116,9 @@ def _facts_section(v: dict) -> list[str]:
         return []
     cal = v["calibration"]
     sources = list(cal)
-    runs_of: dict[str, dict[str, int]] = {}
-    for s in v["scored"]:
-        for f in s.query.facts:
-            runs_of.setdefault(f, {}).setdefault(s.query.source_id, 0)
-            runs_of[f][s.query.source_id] += 1
 
     def fig(res: dict) -> str:
-        m = summary([s.error for s in res["scored"]])
-        return f"{m['median']:.1%} | {m['within']:.0%}"
+        return _mw(summary([s.error for s in res["scored"]]))
 
     L = [
         "## Discrete facts, chosen inside the loop",
@@ -131,7 +138,7 @@ def _facts_section(v: dict) -> list[str]:
         "|---|---|---|---|---:|---:|---:|",
     ]
     for f in FACTS:
-        per = runs_of.get(f.id, {})
+        per = Counter(s.query.source_id for s in v["scored"] if f.id in s.query.facts)
         applies = ", ".join(f"{src} {n}" for src, n in per.items()) or "none"
         kept = sum(cal[s]["choices"].get(f.id) == "as stated" for s in sources)
         L.append(f"| {f.id} | {f.what} | {f.where} | {applies} | {kept} of {len(sources)} | "
@@ -149,10 +156,8 @@ def _facts_section(v: dict) -> list[str]:
         f"{_span(boot_s['within'], '.0%')} |",
         f"| every fact left out (neutral) | {fig(v['fact_variants']['neutral'])} | | |",
         *_defaults_row(v),
-        f"| one constant MFU fitted on the other sources | {hc['constant']['median']:.1%} | "
-        f"{hc['constant']['within']:.0%} | | |",
-        f"| best constant MFU in hindsight ({hc['hindsight_mfu']:.3f}) | {hc['hindsight']['median']:.1%} | "
-        f"{hc['hindsight']['within']:.0%} | | |",
+        f"| one constant MFU fitted on the other sources | {_mw(hc['constant'])} | | |",
+        f"| best constant MFU in hindsight ({hc['hindsight_mfu']:.3f}) | {_mw(hc['hindsight'])} | | |",
         "",
         f"The bootstrap draws the {len(sources)} sources with replacement 2,000 times (each drawn source brings all "
         "its held-out errors; nothing is refitted) and gives the 5th and 95th percentiles of the pooled figures.",
@@ -167,55 +172,52 @@ def _facts_section(v: dict) -> list[str]:
     return L
 
 
+def _unfitted(v: dict) -> dict[str, dict]:
+    """:func:`summary` of the errors of the runs predicted with nothing fitted (``at_defaults``: the default stack,
+    ``at_planner``: the planner's own settings), of those ``v`` holds."""
+    return {key: summary(list(v[key]["errors"].values())) for key in ("at_defaults", "at_planner")
+            if v.get(key) and v[key]["errors"]}
+
+
 def _defaults_row(v: dict) -> list[str]:
-    out = []
-    for key, what in (("at_defaults", f"at the flags a user gives without `--stack` (the default stack {DEFAULT_STACK}: "
-                                      "its facts, non-matmul factor and fitted efficiency"),
-                      ("at_planner", f"at the planner's own settings (`--stack {PLANNER}`: no profile's facts, "
-                                     "non-matmul factor 1, the catalog's efficiency")):
-        d = v.get(key)
-        if d and d["errors"]:
-            m = summary(list(d["errors"].values()))
-            out.append(f"| {what}; nothing fitted here; {m['n']} runs) | {m['median']:.1%} | {m['within']:.0%} | | |")
-    return out
+    what = {"at_defaults": f"at the flags a user gives without `--stack` (the default stack {DEFAULT_STACK}: "
+                           "its facts, non-matmul factor and fitted efficiency",
+            "at_planner": f"at the planner's own settings (`--stack {PLANNER}`: no profile's facts, "
+                          "non-matmul factor 1, the catalog's efficiency"}
+    return [f"| {what[key]}; nothing fitted here; {m['n']} runs) | {_mw(m)} | | |" for key, m in _unfitted(v).items()]
 
 
 def _per_source(v: dict, errors: dict[str, float]) -> str:
-    by: dict[str, list[float]] = {}
-    for s in v["scored"]:
-        if s.query.id in errors:
-            by.setdefault(s.query.source_id, []).append(errors[s.query.id])
-    return ", ".join(f"{src} {statistics.median(e):+.0%}" for src, e in by.items())
+    by = _group([s for s in v["scored"] if s.query.id in errors], _source)
+    return ", ".join(f"{src} {statistics.median(errors[s.query.id] for s in g):+.0%}" for src, g in by.items())
 
 
 def defaults_sentence(v: dict) -> str:
     """What ``xlcalc plan`` without ``--stack`` gives on the same runs, per source (the README quotes it)."""
-    d = v.get("at_defaults")
-    if not d or not d["errors"]:
+    at = _unfitted(v)
+    if "at_defaults" not in at:
         return ""
-    m = summary(list(d["errors"].values()))
     fitted_on = ", ".join(STACKS[DEFAULT_STACK].sources)
     text = (f"At the flags a user gives without `--stack` (the source's layout and the default stack, {DEFAULT_STACK}: "
             f"plain PyTorch FSDP without compilation, its facts and its efficiency fitted to {fitted_on}'s runs among "
             f"them; the default was fixed before these figures as the stack a user who names none most likely runs, "
             f"not chosen by them; nothing fitted here) the same runs are predicted with a "
-            f"median error of {m['median']:.1%}, {m['within']:.0%} within 15%, median signed {m['bias']:+.1%} "
-            f"(positive: predicted faster than measured); median signed per source: {_per_source(v, d['errors'])}.")
-    p = v.get("at_planner")
-    if p and p["errors"]:
-        mp = summary(list(p["errors"].values()))
+            f"median error of {_signed(at['at_defaults'])} (positive: predicted faster than measured); median signed "
+            f"per source: {_per_source(v, v['at_defaults']['errors'])}.")
+    if "at_planner" in at:
         text += (f" At the planner's own settings (`--stack {PLANNER}`: no profile's facts and the GPU catalog's "
                  f"matmul efficiency, which was fitted to the Megatron-LM README's runs among them): median error "
-                 f"{mp['median']:.1%}, {mp['within']:.0%} within 15%, median signed {mp['bias']:+.1%}.")
+                 f"{_signed(at['at_planner'])}.")
     return text + (" Name the stack (`--stack`): its facts and fitted efficiency are what the figures above "
                    "measure.")
 
 
+def _signed(m: dict) -> str:
+    return f"{m['median']:.1%}, {m['within']:.0%} within 15%, median signed {m['bias']:+.1%}"
+
+
 def _errors_by_source(scored: list[Scored]) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {}
-    for s in scored:
-        out.setdefault(s.query.source_id, []).append(s.error)
-    return out
+    return {src: [s.error for s in g] for src, g in _group(scored, _source).items()}
 
 
 def _span(pair: tuple[float, float], spec: str) -> str:
@@ -228,12 +230,11 @@ def _gpu_name(gid: str) -> str:
 
 def missing_features(v: dict) -> list[str]:
     """What the skipped runs need that this version lacks: model features, then catalog GPUs."""
-    lacks = "the step-time model has no "
     out: dict[str, None] = {}
     for k in v["skipped"]:
         for r in _reason_groups(k.reason):
-            if r.startswith(lacks):
-                out[r[len(lacks):].split(" (")[0]] = None
+            if r.startswith(LACKS):
+                out[r[len(LACKS):].split(" (")[0]] = None
     if any("not in the GPU catalog" in k.reason or "the GPU catalog has no" in k.reason for k in v["skipped"]):
         out["GPUs or GPU figures missing from the catalog"] = None
     return list(out)
@@ -241,10 +242,9 @@ def missing_features(v: dict) -> list[str]:
 
 def _reason_groups(reason: str) -> list[str]:
     """The summary lines a skip reason counts under."""
-    lacks = "the step-time model has no "
-    if reason.startswith(lacks):
-        parts = reason[len(lacks):].split(", no ")
-        return [lacks + (part.split(" (")[0] if part.startswith("uneven") else part).strip() for part in parts]
+    if reason.startswith(LACKS):
+        parts = reason[len(LACKS):].split(", no ")
+        return [LACKS + (part.split(" (")[0] if part.startswith("uneven") else part).strip() for part in parts]
     if reason.startswith("record not predictable"):
         return ["record not predictable (configuration or architecture not stated; see the record's notes)"]
     if reason.startswith("same recipe"):
@@ -270,11 +270,8 @@ def _rule_rows(v: dict) -> list[str]:
                       *((names.get(k, k), o) for k, o in others.items() if o.get("scored"))):
         h = headline(res)
         mb = summary([s.error for s in res["scored"] if s.query.source_id == "megatron-bridge-perf-summary"])
-        nb = sum(s.query.source_id == "megatron-bridge-perf-summary" for s in res["scored"])
-        rows.append(f"| {name} | {h['runs']} | {h['model']['median']:.1%} | {h['model']['within']:.0%} | "
-                    f"{h['hindsight']['median']:.1%} | {h['hindsight']['within']:.0%} | "
-                    f"{(h['model']['within'] - h['hindsight']['within']) * 100:+.0f} | {nb} | {mb['median']:.1%} | "
-                    f"{mb['within']:.0%} |")
+        rows.append(f"| {name} | {h['runs']} | {_mw(h['model'])} | {_mw(h['hindsight'])} | "
+                    f"{(h['model']['within'] - h['hindsight']['within']) * 100:+.0f} | {mb['n']} | {_mw(mb)} |")
     return rows + [""]
 
 
@@ -333,14 +330,12 @@ def _without_stack_range(v: dict) -> list[str]:
     out = []
     for key, what in (("at_defaults", f"A plan without `--stack` (the default stack {DEFAULT_STACK} assumed)"),
                       ("at_planner", f"A plan with `--stack {PLANNER}` (the planner's own settings)")):
-        w = without_stack(v, key)
-        if w is None:
-            continue
-        out += [f"{what} takes its own range, from the errors such plans make on the same runs (their median "
-                f"signed error above): percentiles {w['q10_log_error']:+.3f} and {w['q90_log_error']:+.3f}, measured "
-                f"MFU in predicted x {math.exp(-w['q90_log_error']):.3f} ... x {math.exp(-w['q10_log_error']):.3f}; "
-                f"measured out of sample as above, {w['out_of_sample_coverage']:.0%} of {w['runs']} runs inside "
-                "(target 75–85%)."]
+        if (w := without_stack(v, key)) is not None:
+                out += [f"{what} takes its own range, from the errors such plans make on the same runs (their median "
+                    f"signed error above): percentiles {w['q10_log_error']:+.3f} and {w['q90_log_error']:+.3f}, "
+                    f"measured MFU in predicted x {math.exp(-w['q90_log_error']):.3f} ... x "
+                    f"{math.exp(-w['q10_log_error']):.3f}; measured out of sample as above, "
+                    f"{w['out_of_sample_coverage']:.0%} of {w['runs']} runs inside (target 75–85%)."]
     return out
 
 
@@ -460,9 +455,7 @@ def render(v: dict) -> str:
         "## Per source",
         "",
     ]
-    by_src: dict[str, list[Scored]] = {}
-    for s in sc:
-        _bucket(by_src, s.query.source_id, s)
+    by_src = _group(sc, _source)
     cal = v["calibration"]
     extra = {"_head": ["calibrated on", "efficiency", "non-matmul factor"]}
     for src in by_src:
@@ -471,19 +464,16 @@ def render(v: dict) -> str:
                       f"{c.get('factor', 1.0):g}"]
     L += _table("source", by_src, extra)
     L += ["", "## Per GPU", ""]
-    by_gpu: dict[str, list[Scored]] = {}
-    for s in sc:
-        _bucket(by_gpu, s.query.gpu_label, s)
-    L += _table("GPU (as the source names it)", by_gpu)
+    L += _table("GPU (as the source names it)", _group(sc, _gpu_label))
     L += ["", "## By precision, sequence length, model size and stack", "",
           "Where the model fails, to guide its next version. The *hindsight constant* of a row is the best",
           "constant for that row's runs alone (a stronger baseline than one constant for all).", ""]
     groups: dict[str, list[Scored]] = {}
     for label, key in _DIAGNOSIS:
-        for s in sorted(sc, key=lambda s: _order(key(s.query))):
-            _bucket(groups, f"{label} {key(s.query)}", s)
-    for s in sc:
-        _bucket(groups, "memory model: fits" if s.curve.fits else "memory model: does not fit (run evaluated anyway)", s)
+        groups |= _group(sorted(sc, key=lambda s: _order(key(s.query))),
+                         lambda s, k=key, lb=label: f"{lb} {k(s.query)}")
+    groups |= _group(sc, lambda s: "memory model: " + ("fits" if s.curve.fits else
+                                                        "does not fit (run evaluated anyway)"))
     L += _table("group", groups)
     worst = sorted(((summary([s.error for s in g])["bias"], name, len(g)) for name, g in groups.items()
                     if len(g) >= 5 and not name.startswith("memory")), key=lambda x: -abs(x[0]))[:5]
@@ -508,18 +498,14 @@ def render(v: dict) -> str:
               "calibration; kept out of the headline and out of every calibration because the MFU basis itself (the",
               "part's peak) is not published:", "",
               *[f"- {gpu}: {why}." for gpu, why in SCORED_APART.items()], ""]
-        L += _table("GPU (as the source names it)", {g: [s for s in apart if s.query.gpu_label == g]
-                                                    for g in dict.fromkeys(s.query.gpu_label for s in apart)})
+        L += _table("GPU (as the source names it)", _group(apart, _gpu_label))
         L += ["", "| run | GPUs | layout | seq | precision | measured MFU (stand-in peak) | predicted MFU | error |",
               "|---|---:|---|---:|---|---:|---:|---:|",
               *[f"| {s.query.id} | {s.query.n_gpus} | {s.query.layout()} | {s.query.seq_len} | {s.query.precision} | "
                 f"{s.query.measured_mfu:.3f} | {s.predicted_mfu:.3f} | {s.error:+.1%} |" for s in apart]]
     skipped: list[Skip] = v["skipped"]
     L += ["", f"## Not scored ({len(skipped)} of {v['records']} records)", ""]
-    reasons: dict[str, int] = {}
-    for k in skipped:
-        for r in _reason_groups(k.reason):
-            reasons[r] = reasons.get(r, 0) + 1
+    reasons = Counter(r for k in skipped for r in _reason_groups(k.reason))
     L += ["A record can need more than one missing feature, so the counts may add up to more than the records.", "",
           "| reason | records |", "|---|---:|",
           *[f"| {r} | {n} |" for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0]))]]

@@ -92,13 +92,9 @@ class Scored:
 
 def _profile_fit(train: list[Query], logc: dict[str, list[float]], source_of: dict[str, str]) -> dict[str, float]:
     """Each profile's efficiency fitted on its runs of ``train``, and the pooled one (key None)."""
-    effs: dict = {}
-    for p in dict.fromkeys(q.profile for q in train):
-        ids = [q.id for q in train if q.profile == p]
-        effs[p] = fit_efficiency([logc[i] for i in ids], source_weights(ids, source_of))
-    ids = [q.id for q in train]
-    effs[None] = fit_efficiency([logc[i] for i in ids], source_weights(ids, source_of))
-    return effs
+    runs: dict = {p: [q.id for q in train if q.profile == p] for p in dict.fromkeys(q.profile for q in train)}
+    runs[None] = [q.id for q in train]
+    return {p: fit_efficiency([logc[i] for i in ids], source_weights(ids, source_of)) for p, ids in runs.items()}
 
 
 def fit_factor(train: list[Query], logcs: dict[float, dict[str, list[float]]],
@@ -123,31 +119,42 @@ def factor_and_loss(train: list[Query], logcs: dict[float, dict[str, list[float]
     return best, best_loss
 
 
+def log_curves(queries: list[Query], curves: dict[str, Curve]) -> dict[float, dict[str, list[float]]]:
+    """factor -> run id -> log(predicted / measured) at each efficiency of GRID, for each factor of FACTOR_GRID."""
+    return {f: {q.id: [math.log(t / q.measured_tokens_s) for t in curves[q.id].at(f)] for q in queries}
+            for f in FACTOR_GRID}
+
+
+def calibrate(train: list[Query], profile: str, logcs: dict[float, dict[str, list[float]]],
+              source_of: dict[str, str]) -> dict:
+    """The constants fitted on ``train`` for a run of ``profile``: the non-matmul factor, the efficiency of the
+    profile's runs of ``train`` (all of them pooled if it has none there) and the constant MFU, with the ids each
+    fit used and the profile used."""
+    factor = fit_factor(train, logcs, source_of)
+    same = [q for q in train if q.profile == profile]
+    used, label = (same, profile) if same else (train, "pooled")
+    ids = [q.id for q in used]
+    eff = fit_efficiency([logcs[factor][i] for i in ids], source_weights(ids, source_of))
+    tids = [q.id for q in train]
+    const = fit_constant_mfu([q.measured_mfu for q in train], source_weights(tids, source_of))
+    return dict(efficiency_ids=ids, constant_ids=tids, profile_used=label, efficiency=eff, constant=const,
+                factor=factor)
+
+
+def score(q: Query, curve: Curve, cal: dict, logcs: dict[float, dict[str, list[float]]]) -> Scored:
+    """Run ``q`` predicted with the constants of ``cal`` (:func:`calibrate`)."""
+    pred = q.measured_tokens_s * math.exp(log_error_at(logcs[cal["factor"]][q.id], cal["efficiency"]))
+    return Scored(q, curve, cal["profile_used"], cal["efficiency"], pred, pred / q.measured_tokens_s - 1,
+                  cal["constant"], cal["constant"] / q.measured_mfu - 1, cal["factor"])
+
+
 def predict_source(s: str, queries: list[Query], logcs: dict[float, dict[str, list[float]]],
                    curves: dict[str, Curve], source_of: dict[str, str]) -> tuple[dict, list[Scored]]:
     """Source ``s``'s runs of ``queries`` predicted with the constants fitted on the other sources' runs: its
     calibration entry (the ids each fit used, the profile used, the efficiency, the factor, the constant MFU) and
     the scored runs. ``logcs``: factor -> run id -> log(predicted / measured) at each efficiency of GRID."""
-    train = [q for q in queries if q.source_id != s]
-    factor = fit_factor(train, logcs, source_of)
-    logc = logcs[factor]
-    profile = PROFILES[s]
-    same = [q for q in train if q.profile == profile]
-    used, label = (same, profile) if same else (train, "pooled")
-    ids = [q.id for q in used]
-    eff = fit_efficiency([logc[i] for i in ids], source_weights(ids, source_of))
-    tids = [q.id for q in train]
-    const = fit_constant_mfu([q.measured_mfu for q in train], source_weights(tids, source_of))
-    cal = dict(efficiency_ids=ids, constant_ids=tids, profile_used=label, efficiency=eff, constant=const,
-               factor=factor)
-    held = []
-    for q in queries:
-        if q.source_id != s:
-            continue
-        pred = q.measured_tokens_s * math.exp(log_error_at(logc[q.id], eff))
-        held.append(Scored(q, curves[q.id], label, eff, pred, pred / q.measured_tokens_s - 1, const,
-                           const / q.measured_mfu - 1, factor))
-    return cal, held
+    cal = calibrate([q for q in queries if q.source_id != s], PROFILES[s], logcs, source_of)
+    return cal, [score(q, curves[q.id], cal, logcs) for q in queries if q.source_id == s]
 
 
 def loso(queries: list[Query], curves: dict[str, Curve]) -> dict:
@@ -159,8 +166,7 @@ def loso(queries: list[Query], curves: dict[str, Curve]) -> dict:
     constant MFU), ``fitted`` (profile -> efficiency on all runs) and ``fitted_factor`` (the factor on all runs).
     """
     source_of = {q.id: q.source_id for q in queries}
-    logcs = {f: {q.id: [math.log(t / q.measured_tokens_s) for t in curves[q.id].at(f)] for q in queries}
-             for f in FACTOR_GRID}
+    logcs = log_curves(queries, curves)
     sources = list(dict.fromkeys(q.source_id for q in queries))
     scored: list[Scored] = []
     calibration = {}
@@ -180,13 +186,11 @@ def headline(v: dict) -> dict:
     sc = v["scored"]
     mfus = [s.query.measured_mfu for s in sc]
     hind = best_constant(mfus) if mfus else float("nan")
-    model = summary([s.error for s in sc])
-    const = summary([s.constant_error for s in sc])
-    hindsight = summary([hind / m - 1 for m in mfus])
     return dict(
         runs=len(sc), sources=len({s.query.source_id for s in sc}), gpus=sorted({s.query.gpu for s in sc}),
         fp8=sum(s.query.precision == "fp8" for s in sc), moe=sum(s.query.moe for s in sc),
-        model=model, constant=const, hindsight=hindsight, hindsight_mfu=hind,
+        model=summary([s.error for s in sc]), constant=summary([s.constant_error for s in sc]),
+        hindsight=summary([hind / m - 1 for m in mfus]), hindsight_mfu=hind,
         source_weighted_within=statistics.mean(
             summary([s.error for s in sc if s.query.source_id == src])["within"]
             for src in dict.fromkeys(s.query.source_id for s in sc)) if sc else float("nan"),
