@@ -301,6 +301,9 @@ def merged_validations(validations: list[dict[str, Any]]) -> list[tuple[dict[str
 
 # sheets printed landscape (wide tables): all but the Checks sheet, which prints portrait
 LANDSCAPE = frozenset(SHEET_ORDER)
+# sheets printed on one page tall as well as wide (one chain read top to bottom: a few rows over a page are shrunk
+# onto it rather than printed on a page of their own)
+ONE_PAGE = frozenset({"StepTime"})
 ROW_CM, CHAR_CM = 0.53, 0.2  # default row height; width of one character of column width (Calibri 11)
 
 
@@ -361,8 +364,8 @@ def print_title_row(book: Book, title: str) -> int:
 
 
 def page_setup(ws, area: str | None = None, title_row: int = 1) -> None:
-    """Print set-up: the used range (and charts) as print area, fit to one page wide, A4, centred, the title row
-    repeated on every page."""
+    """Print set-up: the used range (and charts) as print area, fit to one page wide (ONE_PAGE: and one tall), A4,
+    centred, the title row repeated on every page."""
     rows, cols = ws.max_row, ws.max_column
     chart_rows, chart_cols = _chart_extent(ws)
     if area is None:
@@ -377,7 +380,7 @@ def page_setup(ws, area: str | None = None, title_row: int = 1) -> None:
     ws.page_setup.paperSize = ws.PAPERSIZE_A4
     ws.sheet_properties.pageSetUpPr.fitToPage = True
     ws.page_setup.fitToWidth = 1
-    ws.page_setup.fitToHeight = 0  # as many pages tall as it takes
+    ws.page_setup.fitToHeight = 1 if ws.title in ONE_PAGE else 0  # 0: as many pages tall as it takes
     ws.print_options.horizontalCentered = True
     ws.page_margins.left = ws.page_margins.right = 0.5
     ws.page_margins.top = ws.page_margins.bottom = 0.6
