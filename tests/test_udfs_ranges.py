@@ -193,3 +193,17 @@ def test_a_table_of_ranges_broadcasts_rows_against_columns(mode):
     assert len(table) == 3 and all(len(r) == 2 for r in table)
     assert _same(mode, table[1][0], udfs.TRAIN_DAYS(70, 2, 312, 512, 0.4))
     assert _same(mode, table[2][1], udfs.TRAIN_DAYS(405, 2, 312, 1024, 0.5))
+
+
+def test_a_row_past_the_formulas_bound_gets_its_single_cells_message(mode):
+    # TRAIN_DAYS is bounded (at most the days input's bound, 1e8 days): 100,000 B parameters on 1,000 T tokens on one
+    # GPU of 1 TFLOP/s at MFU 0.01 is 6e29 / 1e10 FLOP/s / 86,400 ~ 7e14 days, past it; the rows around it are seed
+    # 002's 70 B x 2 T on 1,024 A800s at MFU 0.4: 76.08 days
+    cols = [[[70.0], [1e5], [70.0]], [[2.0], [1e3], [2.0]], [[312.0], [1.0], [312.0]], [[1024.0], [1.0], [1024.0]],
+            [[0.4], [0.01], [0.4]]]
+    out = udfs.TRAIN_DAYS(*cols)
+    single = _single(next(f for f in FORMULAS if f.udf_name == "TRAIN_DAYS"), [1e5, 1e3, 1.0, 1.0, 0.01])
+    assert isinstance(single, _Message) and "at most" in single
+    assert out[1][0] == f"#VALUE! row 2, column 1: {single}"
+    days = 6 * 70e9 * 2e12 / (312e12 * 1024 * 0.4) / 86400
+    assert round(out[0][0], 2) == round(out[2][0], 2) == round(days, 2) == 76.08

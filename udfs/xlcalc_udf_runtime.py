@@ -318,6 +318,15 @@ def _clean_column(clean: Callable[[Any], Any], column: list[Any], s: Any) -> tup
     return out, any(c is _BAD for c in out)
 
 
+def _all_within(result: list[Any], limit: float) -> bool:
+    """Every result a finite number at most ``limit``, found in two passes in C (sum, max); False: look row by row
+    (text among the results, a NaN or infinity, which max would not order, or a result past the limit)."""
+    try:
+        return math.isfinite(sum(result)) and max(result) <= limit
+    except (TypeError, OverflowError, ValueError):
+        return False
+
+
 def _plainly_allowed(s: Any, column: list[float]) -> bool:
     """True when every value of a column of floats is one the input's validation returns as it is
     (finite, within the input's bounds; whole for a count) - a shortcut for the common column.
@@ -374,7 +383,8 @@ def _columns(formula: Formula, values: dict[str, Any], grids: dict[str, list[lis
                         bad_rows.add(k)
         result, redo = evaluate_columns(formula, env, n, USE_NUMPY)
         redo = set(redo) | bad_rows
-        if formula.at_most is not None:  # a result past the formula's bound: the single-cell path names the inputs
+        if formula.at_most is not None and not _all_within(result, formula.at_most[0]):
+            # a result past the formula's bound: the single-cell path names the inputs
             redo |= {k for k, x in enumerate(result) if k not in redo and formula.beyond(x)}
     for k in redo:  # rows that need the single-cell path: its number or its message
         i, j = divmod(k, cols)
