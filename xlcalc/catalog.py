@@ -241,10 +241,14 @@ class Model(_Row):
         router = self.experts * self.hidden + (self.experts if self.router_bias else 0)
         return self.attention_params() + experts + router + norms
 
+    def input_embedding_params(self) -> int:
+        """The input embedding: the token table V*h, plus a learned position table (s + offset)*h. One count for the
+        parameter total and the planner's first pipeline stage."""
+        positions = (self.seq_len + self.position_offset) if self.learned_positions else 0
+        return (self.vocab + positions) * self.hidden
+
     def embedding_params(self) -> int:
-        emb = self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
-        if self.learned_positions:
-            emb += (self.seq_len + self.position_offset) * self.hidden
+        emb = self.input_embedding_params() + (0 if self.tied_embeddings else self.vocab * self.hidden)
         norm = self.hidden * (2 if self.biases else 1)
         if self.embedding_norm:
             emb += norm

@@ -71,7 +71,7 @@ class Arch:
 
 def arch_from_model(model: catalog.Model) -> Arch:
     L = model.layers
-    embedding = model.vocab * model.hidden + (model.seq_len * model.hidden if model.learned_positions else 0)
+    embedding = model.input_embedding_params()
     moe_layers = L - model.dense_layers if model.experts else 0
     dense_layers = L - moe_layers
     total_layer_params = dense_layers * model.layer_params(False)
