@@ -118,57 +118,40 @@ def test_a_clean_copy_loads():
     assert load_stack_files(FOLDER) == load_stack_files()
 
 
-def test_an_unknown_key_is_refused(copy):
-    _edit(copy, "megatron.toml", '\nid = "megatron"\nname', '\nid = "megatron"\ncolour = "blue"\nname')
-    _refused(copy, "megatron.toml", "colour", "'blue'", "allowed: id, name")
+# one edit of a shipped file -> what the refusal names (file, key, value, what is allowed)
+ONE_EDIT = {
+    "an unknown key": ("megatron.toml", '\nid = "megatron"\nname', '\nid = "megatron"\ncolour = "blue"\nname',
+                       ("colour", "'blue'", "allowed: id, name")),
+    "an unknown key in a fact": ("megatron-2021.toml", 'sets = ["grad_bytes"]\n',
+                                 'sets = ["grad_bytes"]\nsourced = true\n',
+                                 ("[[fact]] #2 sourced = True: not a key of [[fact]]", "allowed: what, source, sets")),
+    "a fact without a source": ("megatron-2021.toml", 'source = "FlashAttention appeared in 2022"\n', "",
+                                ("[[fact]] #3 source", "missing")),
+    "a fact with an empty source": ("megatron-2021.toml", 'source = "FlashAttention appeared in 2022"\n',
+                                    'source = ""\n', ("[[fact]] #3 source = \'\'",)),
+    "a setting that is not a Settings field": ("megatron.toml", "fp8_cast_bytes = 4.0\n", "fp8_cast_byte = 4.0\n",
+                                               ("settings.fp8_cast_byte = 4.0", "not a field of xlcalc.planner.Settings",
+                                                "did you mean fp8_cast_bytes")),
+    "a string where a number is required": ("megatron-2021.toml", "grad_bytes = 2\n", 'grad_bytes = "2"\n',
+                                            ("settings.grad_bytes = '2'", "valid number")),
+    "a value out of range": ("llm-foundry.toml", "attention_efficiency = 0.5\n", "attention_efficiency = 1.5\n",
+                             ("settings.attention_efficiency = 1.5", "less than or equal to 1")),
+    "NaN": ("llm-foundry.toml", "attention_efficiency = 0.5\n", "attention_efficiency = nan\n",
+            ("attention_efficiency", "nan", "finite")),
+    "a pinned setting no fact states": ("megatron-2021.toml", 'sets = ["flash_attention"]\n', "",
+                                        ("settings.flash_attention = False", "no fact names it")),
+    "a fitted efficiency outside 0-1": ("megatron.toml", "matmul_efficiency = 0.774\n", "matmul_efficiency = 7.74\n",
+                                        ("fitted.matmul_efficiency = 7.74", "less than or equal to 1")),
+    "an id that is not the file name": ("fsdp-eager.toml", 'id = "fsdp-eager"\n', 'id = "fsdp"\n',
+                                        ("id = 'fsdp'", "'fsdp-eager'")),
+}
 
 
-def test_an_unknown_key_in_a_fact_is_refused(copy):
-    _edit(copy, "megatron-2021.toml", "sets = [\"grad_bytes\"]\n", "sets = [\"grad_bytes\"]\nsourced = true\n")
-    _refused(copy, "megatron-2021.toml", "[[fact]] #2 sourced = True: not a key of [[fact]]", "allowed: what, source, sets")
-
-
-def test_a_fact_without_a_source_is_refused(copy):
-    _edit(copy, "megatron-2021.toml", 'source = "FlashAttention appeared in 2022"\n', "")
-    _refused(copy, "megatron-2021.toml", "[[fact]] #3 source", "missing")
-
-
-def test_a_fact_with_an_empty_source_is_refused(copy):
-    _edit(copy, "megatron-2021.toml", 'source = "FlashAttention appeared in 2022"\n', 'source = ""\n')
-    _refused(copy, "megatron-2021.toml", "[[fact]] #3 source = ''")
-
-
-def test_a_setting_that_is_not_a_settings_field_is_refused(copy):
-    _edit(copy, "megatron.toml", "fp8_cast_bytes = 4.0\n", "fp8_cast_byte = 4.0\n")
-    _refused(copy, "megatron.toml", "settings.fp8_cast_byte = 4.0", "not a field of xlcalc.planner.Settings",
-             "did you mean fp8_cast_bytes")
-
-
-def test_a_string_where_a_number_is_required_is_refused(copy):
-    _edit(copy, "megatron-2021.toml", "grad_bytes = 2\n", 'grad_bytes = "2"\n')
-    _refused(copy, "megatron-2021.toml", "settings.grad_bytes = '2'", "valid number")
-
-
-def test_a_value_out_of_range_and_nan_are_refused(copy):
-    _edit(copy, "llm-foundry.toml", "attention_efficiency = 0.5\n", "attention_efficiency = 1.5\n")
-    _refused(copy, "llm-foundry.toml", "settings.attention_efficiency = 1.5", "less than or equal to 1")
-    _edit(copy, "llm-foundry.toml", "attention_efficiency = 1.5\n", "attention_efficiency = nan\n")
-    _refused(copy, "llm-foundry.toml", "attention_efficiency", "nan", "finite")
-
-
-def test_a_pinned_setting_no_fact_states_is_refused(copy):
-    _edit(copy, "megatron-2021.toml", 'sets = ["flash_attention"]\n', "")
-    _refused(copy, "megatron-2021.toml", "settings.flash_attention = False", "no fact names it")
-
-
-def test_a_fitted_efficiency_outside_0_1_is_refused(copy):
-    _edit(copy, "megatron.toml", "matmul_efficiency = 0.774\n", "matmul_efficiency = 7.74\n")
-    _refused(copy, "megatron.toml", "fitted.matmul_efficiency = 7.74", "less than or equal to 1")
-
-
-def test_an_id_that_is_not_the_file_name_is_refused(copy):
-    _edit(copy, "fsdp-eager.toml", 'id = "fsdp-eager"\n', 'id = "fsdp"\n')
-    _refused(copy, "fsdp-eager.toml", "id = 'fsdp'", "'fsdp-eager'")
+@pytest.mark.parametrize("case", ONE_EDIT)
+def test_a_malformed_file_is_refused_naming_file_key_and_value(copy, case):
+    name, old, new, expected = ONE_EDIT[case]
+    _edit(copy, name, old, new)
+    _refused(copy, name, *expected)
 
 
 def test_an_alias_to_no_profile_and_a_stray_file_are_refused(copy):
