@@ -7,7 +7,7 @@ import argparse
 
 from ..errors import missing
 from ..inputs import spec
-from .flags import add_input
+from .flags import add_command, add_input
 from .fmt import cli_value, dump_json, number
 from .plan import (
     _settings,
@@ -24,18 +24,13 @@ _REQUIRED = ("n_gpus", "seq_len", "global_batch_tokens", "tp", "pp", "micro_batc
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "calibrate",
-        help="fit the planner's matmul efficiency (and memory margin) to one measured run; save a profile",
-        description=(
-            "Give one measured training step (tokens/s per GPU or seconds per step, optionally the peak memory "
-            "per GPU) of one layout on your stack: calibrate finds the matmul share of peak at which the planner's "
-            "step-time model predicts exactly that step for that layout (and, with the peak memory, the margin "
-            "measured / predicted) and saves them as a profile. xlcalc plan --profile FILE then predicts other "
-            "layouts and cluster sizes with it."
-        ),
-        allow_abbrev=False,
-    )
+    p = add_command(
+        sub, "calibrate", "fit the planner's matmul efficiency (and memory margin) to one measured run; save a profile",
+        "Give one measured training step (tokens/s per GPU or seconds per step, optionally the peak memory "
+        "per GPU) of one layout on your stack: calibrate finds the matmul share of peak at which the planner's "
+        "step-time model predicts exactly that step for that layout (and, with the peak memory, the margin "
+        "measured / predicted) and saves them as a profile. xlcalc plan --profile FILE then predicts other "
+        "layouts and cluster sizes with it.")
     g = add_model_and_cluster(p, "the measured run", "number of GPUs of the run (required)")
     add_run_flags(g)
     add_input(g, "tokens_per_s", "measured training throughput, tokens/s per GPU (or give --step-s)", default=None)

@@ -8,7 +8,7 @@ from .. import catalog
 from ..errors import InputError
 from ..money import own_vs_rent
 from ..validate import check_value
-from .flags import DECLARED, OneDefaultFormatter, add_input, input_default, tier_choices
+from .flags import DECLARED, OneDefaultFormatter, add_command, add_input, input_default, tier_choices
 from .fmt import cli_value, dump_json, money, number, price_line, table
 
 # Seed 001 §5.1's CostCalculator example: 128 A100-80GB for 30 days, $15,000 per card, 3-year depreciation,
@@ -46,16 +46,13 @@ def _default(name: str, default):
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "cost", help="own vs rent: rent, own (depreciation, energy, hosting), break-even utilisation and months",
-        description=(
-            "Own vs rent for one run. Seed 001's example (128 A100 for 30 days at $15,000 per card, "
-            "3-year straight-line depreciation, 0.4 kW per GPU; its $10/GPU-hour cloud rate), with the electricity "
-            "priced per kWh, is: xlcalc cost --n-gpus 128 --kw-per-gpu 0.4 --pue 1. --gpu takes the rental rate (its "
-            "default tier, or --price-tier) and the purchase "
-            "price from the price catalog."),
-        formatter_class=OneDefaultFormatter, allow_abbrev=False,
-    )
+    p = add_command(
+        sub, "cost", "own vs rent: rent, own (depreciation, energy, hosting), break-even utilisation and months",
+        "Own vs rent for one run. Seed 001's example (128 A100 for 30 days at $15,000 per card, "
+        "3-year straight-line depreciation, 0.4 kW per GPU; its $10/GPU-hour cloud rate), with the electricity "
+        "priced per kWh, is: xlcalc cost --n-gpus 128 --kw-per-gpu 0.4 --pue 1. --gpu takes the rental rate (its "
+        "default tier, or --price-tier) and the purchase "
+        "price from the price catalog.", OneDefaultFormatter)
     p.add_argument("--gpu", help="GPU name, e.g. H100 (see: xlcalc catalog prices)")
     p.add_argument("--price-tier", help=tier_choices())
     p.add_argument("--usd-per-gpu-hour", metavar="X",

@@ -78,6 +78,13 @@ class OneDefaultFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action) or text
 
 
+def add_command(sub: argparse._SubParsersAction, name: str, help_text: str, description: str,
+                formatter: type[argparse.HelpFormatter] = argparse.HelpFormatter) -> argparse.ArgumentParser:
+    """Subcommand ``name``'s parser. No flag may be abbreviated: a prefix of one flag never sets another."""
+    return sub.add_parser(name, help=help_text, description=description, formatter_class=formatter,
+                          allow_abbrev=False)
+
+
 def add_input(p: Any, name: str, text: str, default: Any = DECLARED, metavar: str = "X",
               aliases: tuple[str, ...] = ()) -> None:
     """``--name X`` for input ``name``; the help states the default once (the scenario's unless ``default`` is

@@ -13,7 +13,7 @@ from ..frameworks import framework_label
 from ..inputs import spec
 from ..planner.architecture import FLAGS_VOCAB
 from ..validate import from_pydantic
-from .flags import add_input, add_switch, switch_value
+from .flags import add_command, add_input, add_switch, switch_value
 from .fmt import cli_value, dump_json, number, price_line, table
 from .models import add_config_flag, config_model
 from .settings_flags import SETTING_FLAGS, add_settings_flags, switched_settings
@@ -22,16 +22,11 @@ if TYPE_CHECKING:
     from ..planner import Settings
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "plan",
-        help="parallelism planner: best TP/PP/DP/ZeRO/recompute, predicted step time, MFU, days",
-        description=(
-            "Enumerate tensor, pipeline, context, expert (MoE) and data parallelism, ZeRO 0-3, sequence parallelism, recomputation, "
-            "micro-batch and interleaving; keep the configurations that fit in GPU memory; rank them by the "
-            "predicted step time (then cost) and explain the best ones and the rejected alternatives."
-        ),
-        allow_abbrev=False,
-    )
+    p = add_command(
+        sub, "plan", "parallelism planner: best TP/PP/DP/ZeRO/recompute, predicted step time, MFU, days",
+        "Enumerate tensor, pipeline, context, expert (MoE) and data parallelism, ZeRO 0-3, sequence parallelism, "
+        "recomputation, micro-batch and interleaving; keep the configurations that fit in GPU memory; rank them by the "
+        "predicted step time (then cost) and explain the best ones and the rejected alternatives.")
     g = add_model_and_cluster(p, "cluster and run", "number of GPUs (or give --deadline-days)")
     g.add_argument("--deadline-days", help="size the cluster: fewest GPUs whose best plan meets this deadline")
     add_run_flags(g)
