@@ -463,11 +463,8 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
                                              memory_gb=best.memory_gb, layout=best.label())
                 continue
             named = Settings(**{**given, "stack": sid})
-            same = again(result, settings=named, tp=best.tp, pp=best.pp, zero_stage=best.zero_stage,
-                        recompute=best.recompute, micro_batch=best.micro_batch, seq_parallel=best.seq_parallel,
-                        virtual_stages=best.virtual_stages, cp=best.cp, ep=best.ep,
-                        etp=(best.etp or best.tp) if a.experts else None,
-                        stage_layers=best.stage_layers or stage_layers)
+            same = again(result, settings=named, stage_layers=best.stage_layers or stage_layers,
+                         **best.layout_pins(bool(a.experts)))
             own = same if same.plans else again(result, settings=named, stage_layers=stage_layers, **pins)
             p = own.plans[0] if own.plans else None
             outcomes[sid] = None if p is None else StackOutcome(
