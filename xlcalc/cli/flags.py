@@ -103,12 +103,14 @@ def tier_choices() -> str:
     return ", ".join(first) + " or " + last
 
 
-def given(args: argparse.Namespace, name: str) -> Any:
-    """Input ``name`` as typed (a number where it spells one), else its default (the scenario's)."""
+def given(args: argparse.Namespace, name: str, default: Any = DECLARED) -> Any:
+    """Input ``name`` as typed (a number where it spells one), else ``default`` (DECLARED: the scenario's)."""
     from .fmt import cli_value
 
     value = getattr(args, name)
-    return input_default(name) if value is None else cli_value(value)
+    if value is not None:
+        return cli_value(value)
+    return input_default(name) if default is DECLARED else default
 
 
 def add_switch(p: Any, name: str, text: str, default: Any = DECLARED) -> None:
