@@ -180,8 +180,7 @@ def capex_used(scenario: Scenario) -> str:
 # memory steps shown in the per-stage table instead of the results table
 _MEMORY_DETAIL = {st.name for st in memory_steps() if st.name not in
                   ("Mem_Static_GB", "Mem_Activations_GB", "Mem_Total_GB", "Fit_Margin_GB", "Fit_Verdict", "Fits_GPU",
-                   "Max_Micro_Batch",
-                   "Trainable_Params_B")}
+                   "Max_Micro_Batch", "Trainable_Params_B")}
 
 
 def _failure_note(sc: Scenario, results: dict) -> str:

@@ -260,14 +260,8 @@ def finetune_values(args: argparse.Namespace) -> dict:
     if job == "full" and (rank is not None or targets is not None):
         raise InputError("lora_rank" if rank is not None else "lora_targets", rank if rank is not None else targets,
                          "left out with --job full", "a full fine-tune has no adapters")
-    out: dict = {}
-    if job is not None:
-        out["job"] = job
-    if rank is not None:
-        out["lora_rank"] = rank
-    if targets is not None:
-        out["lora_targets"] = lora_targets(targets)
-    return out
+    out = {"job": job, "lora_rank": rank, "lora_targets": None if targets is None else lora_targets(targets)}
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def job_line(out: dict) -> str:
