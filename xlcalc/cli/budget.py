@@ -10,20 +10,19 @@ from ..formulas import ownership
 from ..money import TOKENS_PER_PARAM, budget_plan, seed001_tiers
 from ..validate import check_value
 from .cost import resolve_price
-from .flags import OneDefaultFormatter, add_input, given, tier_choices
+from .flags import OneDefaultFormatter, add_command, add_input, given, tier_choices
 from .fmt import cli_value, dump_json, money, number, table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "budget", help="budget-first plan: GPUs, days, GPU-hours, the largest compute-optimal model",
-        description=(
-            "What a budget buys: GPU-hours (budget / price), GPUs for --deadline-days, model FLOPs (GPU-hours x peak x MFU) "
-            "and the largest compute-optimal model with its tokens (C = 6ND, --tokens-per-param, Chinchilla 20); "
-            "with --params-b the tokens the budget buys for that model. --gpu fills peak TFLOP/s and the catalog "
-            "price; --own prices a GPU-hour as owned hardware instead (depreciation at --utilisation + energy)."),
-        formatter_class=OneDefaultFormatter, allow_abbrev=False,
-    )
+    p = add_command(
+        sub, "budget", "budget-first plan: GPUs, days, GPU-hours, the largest compute-optimal model",
+        "What a budget buys: GPU-hours (budget / price), GPUs for --deadline-days, model FLOPs "
+        "(GPU-hours x peak x MFU) and the largest compute-optimal model with its tokens (C = 6ND, --tokens-per-param, "
+        "Chinchilla 20); "
+        "with --params-b the tokens the budget buys for that model. --gpu fills peak TFLOP/s and the catalog "
+        "price; --own prices a GPU-hour as owned hardware instead (depreciation at --utilisation + energy).",
+        OneDefaultFormatter)
     p.add_argument("--budget-usd", metavar="X", help="budget, USD (e.g. 1e6); required unless --seed001-tiers")
     p.add_argument("--gpu", help="GPU name, e.g. H100 (fills peak TFLOP/s and the rental rate)")
     p.add_argument("--price-tier", help=tier_choices())

@@ -7,12 +7,12 @@ import argparse
 
 from ..errors import missing
 from ..inputs import spec
-from .flags import add_input
+from .flags import add_command, add_input
 from .fmt import cli_value, dump_json, number
 from .plan import (
     _settings,
     add_layout_flags,
-    add_model_flags,
+    add_model_and_cluster,
     add_run_flags,
     layout_pins,
     model_and_arch,
@@ -24,22 +24,14 @@ _REQUIRED = ("n_gpus", "seq_len", "global_batch_tokens", "tp", "pp", "micro_batc
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "calibrate",
-        help="fit the planner's matmul efficiency (and memory margin) to one measured run; save a profile",
-        description=(
-            "Give one measured training step (tokens/s per GPU or seconds per step, optionally the peak memory "
-            "per GPU) of one layout on your stack: calibrate finds the matmul share of peak at which the planner's "
-            "step-time model predicts exactly that step for that layout (and, with the peak memory, the margin "
-            "measured / predicted) and saves them as a profile. xlcalc plan --profile FILE then predicts other "
-            "layouts and cluster sizes with it."
-        ),
-        allow_abbrev=False,
-    )
-    add_model_flags(p)
-    g = p.add_argument_group("the measured run")
-    g.add_argument("--gpu", required=True, help="GPU name from the catalog, e.g. H100, A800")
-    add_input(g, "n_gpus", "number of GPUs of the run (required)", default=None, metavar="N_GPUS")
+    p = add_command(
+        sub, "calibrate", "fit the planner's matmul efficiency (and memory margin) to one measured run; save a profile",
+        "Give one measured training step (tokens/s per GPU or seconds per step, optionally the peak memory "
+        "per GPU) of one layout on your stack: calibrate finds the matmul share of peak at which the planner's "
+        "step-time model predicts exactly that step for that layout (and, with the peak memory, the margin "
+        "measured / predicted) and saves them as a profile. xlcalc plan --profile FILE then predicts other "
+        "layouts and cluster sizes with it.")
+    g = add_model_and_cluster(p, "the measured run", "number of GPUs of the run (required)")
     add_run_flags(g)
     add_input(g, "tokens_per_s", "measured training throughput, tokens/s per GPU (or give --step-s)", default=None)
     add_input(g, "step_s", "measured seconds per training step (or give --tokens-per-s)", default=None)
@@ -79,9 +71,9 @@ def run(args: argparse.Namespace) -> int:
     profile, best = calibrate(
         model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.n_gpus), seq_len=cli_value(args.seq_len),
         global_batch_tokens=cli_value(args.global_batch_tokens), settings=settings,
-        tokens_per_s=cli_value(args.tokens_per_s) if args.tokens_per_s is not None else None,
-        step_s=cli_value(args.step_s) if args.step_s is not None else None,
-        peak_memory_gb=cli_value(args.peak_memory_gb) if args.peak_memory_gb is not None else None,
+        tokens_per_s=cli_value(args.tokens_per_s),
+        step_s=cli_value(args.step_s),
+        peak_memory_gb=cli_value(args.peak_memory_gb),
         **layout_pins(args))
     save_profile(profile, args.out)
     if args.json:

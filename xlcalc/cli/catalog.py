@@ -8,16 +8,14 @@ from typing import Any
 from .. import catalog
 from ..errors import InputError
 from ..hf_config import model_from_hf_config
+from .flags import add_command
 from .fmt import dump_json, money, table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "catalog",
-        help="list or show GPUs, models and prices",
-        description="List a catalog (gpus, models, prices) or show one entry with its source.",
-        allow_abbrev=False,
-    )
+    p = add_command(
+        sub, "catalog", "list or show GPUs, models and prices",
+        "List a catalog (gpus, models, prices) or show one entry with its source.")
     p.add_argument("kind", choices=("gpus", "models", "prices"), help="which catalog")
     p.add_argument("name", nargs="?", help="show one entry (case-insensitive, aliases allowed)")
     p.add_argument("--config", metavar="PATH",

@@ -8,7 +8,7 @@ from .. import catalog
 from ..errors import InputError
 from ..money import own_vs_rent
 from ..validate import check_value
-from .flags import DECLARED, OneDefaultFormatter, add_input, input_default, tier_choices
+from .flags import DECLARED, OneDefaultFormatter, add_command, add_input, given, tier_choices
 from .fmt import cli_value, dump_json, money, number, price_line, table
 
 # Seed 001 §5.1's CostCalculator example: 128 A100-80GB for 30 days, $15,000 per card, 3-year depreciation,
@@ -41,28 +41,20 @@ FLAGS = (
 _PARAM = {"own_usd_per_kwh": "usd_per_kwh"}
 
 
-def _default(name: str, default):
-    return input_default(name) if default is DECLARED else default
-
-
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "cost", help="own vs rent: rent, own (depreciation, energy, hosting), break-even utilisation and months",
-        description=(
-            "Own vs rent for one run. Seed 001's example (128 A100 for 30 days at $15,000 per card, "
-            "3-year straight-line depreciation, 0.4 kW per GPU; its $10/GPU-hour cloud rate), with the electricity "
-            "priced per kWh, is: xlcalc cost --n-gpus 128 --kw-per-gpu 0.4 --pue 1. --gpu takes the rental rate (its "
-            "default tier, or --price-tier) and the purchase "
-            "price from the price catalog."),
-        formatter_class=OneDefaultFormatter, allow_abbrev=False,
-    )
+    p = add_command(
+        sub, "cost", "own vs rent: rent, own (depreciation, energy, hosting), break-even utilisation and months",
+        "Own vs rent for one run. Seed 001's example (128 A100 for 30 days at $15,000 per card, "
+        "3-year straight-line depreciation, 0.4 kW per GPU; its $10/GPU-hour cloud rate), with the electricity "
+        "priced per kWh, is: xlcalc cost --n-gpus 128 --kw-per-gpu 0.4 --pue 1. --gpu takes the rental rate (its "
+        "default tier, or --price-tier) and the purchase "
+        "price from the price catalog.", OneDefaultFormatter)
     p.add_argument("--gpu", help="GPU name, e.g. H100 (see: xlcalc catalog prices)")
     p.add_argument("--price-tier", help=tier_choices())
     p.add_argument("--usd-per-gpu-hour", metavar="X",
                    help="rental rate, USD/GPU-hour (default: the GPU's catalog rate, else seed 001's $10)")
     for name, text, default in FLAGS:
-        add_input(p, name, text, default=_default(name, default), aliases=("--usd-per-kwh",) if name == "own_usd_per_kwh"
-                  else ())
+        add_input(p, name, text, default=default, aliases=("--usd-per-kwh",) if name == "own_usd_per_kwh" else ())
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
     p.set_defaults(func=run)
 
@@ -103,8 +95,7 @@ def resolve_capex(gpu: str | None, values: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    values = {_PARAM.get(name, name): _default(name, default) if getattr(args, name) is None
-              else cli_value(getattr(args, name)) for name, _, default in FLAGS}
+    values = {_PARAM.get(name, name): given(args, name, default) for name, _, default in FLAGS}
     errors: list[InputError] = []  # a missing rental rate and a missing purchase price are reported at once
     try:
         price, note = resolve_price(args.gpu, args.price_tier, cli_value(args.usd_per_gpu_hour))

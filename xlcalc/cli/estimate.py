@@ -14,7 +14,7 @@ from ..recipes import DEFAULT_RECIPE
 from ..scenario import INPUTS, STEP_GROUP, Scenario, evaluate, price_note
 from ..stage_memory import explain, memory_steps
 from ..validate import check_value
-from .flags import OneDefaultFormatter, add_input, add_switch, input_default
+from .flags import OneDefaultFormatter, add_command, add_input, add_switch, input_default
 from .fmt import cli_value, dump_json, number, table
 from .memory import (
     FINETUNE_FIELDS,
@@ -34,21 +34,15 @@ OWN_VS_RENT = ("Rent_Cost_USD", "Own_Cost_USD", "Own_USD_per_GPU_Hour", "Breakev
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "estimate",
-        help="time, GPUs, memory and cost of a training run (rent beside own)",
-        description=(
-            "Estimate FLOPs, days, GPU-hours, GPUs for a deadline, memory per GPU and cost, with renting and "
-            "owning side by side and goodput (failures and checkpoints) priced in. "
-            "Defaults are seed 002's case (70B, 2T tokens, 1024 A800 at MFU 0.4) on one GPU's layout (TP 1, PP 1, "
-            "ZeRO-0, no recompute, as xlcalc memory): give the layout (--tp, --pp, --zero-stage, ...) or let "
-            "xlcalc plan choose one. "
-            "--model and --gpu fill the architecture, the GPU figures and the GPU's catalog price; "
-            "explicit flags win."
-        ),
-        formatter_class=OneDefaultFormatter,
-        allow_abbrev=False,
-    )
+    p = add_command(
+        sub, "estimate", "time, GPUs, memory and cost of a training run (rent beside own)",
+        "Estimate FLOPs, days, GPU-hours, GPUs for a deadline, memory per GPU and cost, with renting and "
+        "owning side by side and goodput (failures and checkpoints) priced in. "
+        "Defaults are seed 002's case (70B, 2T tokens, 1024 A800 at MFU 0.4) on one GPU's layout (TP 1, PP 1, "
+        "ZeRO-0, no recompute, as xlcalc memory): give the layout (--tp, --pp, --zero-stage, ...) or let "
+        "xlcalc plan choose one. "
+        "--model and --gpu fill the architecture, the GPU figures and the GPU's catalog price; "
+        "explicit flags win.", OneDefaultFormatter)
     p.add_argument("--model", help="model preset id, e.g. llama2-70b (see: xlcalc catalog models)")
     add_config_flag(p)
     p.add_argument("--gpu", help="GPU name, e.g. A800, H100 (see: xlcalc catalog gpus)")
@@ -186,8 +180,7 @@ def capex_used(scenario: Scenario) -> str:
 # memory steps shown in the per-stage table instead of the results table
 _MEMORY_DETAIL = {st.name for st in memory_steps() if st.name not in
                   ("Mem_Static_GB", "Mem_Activations_GB", "Mem_Total_GB", "Fit_Margin_GB", "Fit_Verdict", "Fits_GPU",
-                   "Max_Micro_Batch",
-                   "Trainable_Params_B")}
+                   "Max_Micro_Batch", "Trainable_Params_B")}
 
 
 def _failure_note(sc: Scenario, results: dict) -> str:

@@ -78,6 +78,13 @@ class OneDefaultFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action) or text
 
 
+def add_command(sub: argparse._SubParsersAction, name: str, help_text: str, description: str,
+                formatter: type[argparse.HelpFormatter] = argparse.HelpFormatter) -> argparse.ArgumentParser:
+    """Subcommand ``name``'s parser. No flag may be abbreviated: a prefix of one flag never sets another."""
+    return sub.add_parser(name, help=help_text, description=description, formatter_class=formatter,
+                          allow_abbrev=False)
+
+
 def add_input(p: Any, name: str, text: str, default: Any = DECLARED, metavar: str = "X",
               aliases: tuple[str, ...] = ()) -> None:
     """``--name X`` for input ``name``; the help states the default once (the scenario's unless ``default`` is
@@ -96,12 +103,14 @@ def tier_choices() -> str:
     return ", ".join(first) + " or " + last
 
 
-def given(args: argparse.Namespace, name: str) -> Any:
-    """Input ``name`` as typed (a number where it spells one), else its default (the scenario's)."""
+def given(args: argparse.Namespace, name: str, default: Any = DECLARED) -> Any:
+    """Input ``name`` as typed (a number where it spells one), else ``default`` (DECLARED: the scenario's)."""
     from .fmt import cli_value
 
     value = getattr(args, name)
-    return input_default(name) if value is None else cli_value(value)
+    if value is not None:
+        return cli_value(value)
+    return input_default(name) if default is DECLARED else default
 
 
 def add_switch(p: Any, name: str, text: str, default: Any = DECLARED) -> None:

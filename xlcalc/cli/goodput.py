@@ -8,23 +8,21 @@ from ..errors import InputError, missing
 from ..formulas import goodput
 from ..money import goodput_rows
 from ..validate import check_value
-from .flags import OneDefaultFormatter, add_input, given
+from .flags import OneDefaultFormatter, add_command, add_input, given
 from .fmt import cli_value, dump_json, number, table
 
 LLAMA3 = {"n_gpus": 16384, "days": 54, "interruptions": 419}  # Llama 3 paper §3.3.4
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "goodput", help="goodput from GPU MTBF, checkpoint save and restart times (replaces the typed failure share)",
-        description=(
-            "A synchronous job stops when any GPU fails: cluster MTBF M = GPU MTBF / GPUs. Checkpoint every "
-            "tau = SQRT(2 delta M) hours (Young), delta the save stall; goodput = 1 - delta/tau - (tau/2 + R)/M with R "
-            "the restart time. Give the MTBF per GPU, per node (--node-mtbf-h), or as interruptions counted over a "
-            "run (--interruptions, --over-days, --over-gpus). Default MTBF: Llama 3's 419 unexpected "
-            "interruptions in 54 days on 16,384 GPUs. The save and restart defaults are examples: give yours."),
-        formatter_class=OneDefaultFormatter, allow_abbrev=False,
-    )
+    p = add_command(
+        sub, "goodput", "goodput from GPU MTBF, checkpoint save and restart times (replaces the typed failure share)",
+        "A synchronous job stops when any GPU fails: cluster MTBF M = GPU MTBF / GPUs. Checkpoint every "
+        "tau = SQRT(2 delta M) hours (Young), delta the save stall; goodput = 1 - delta/tau - (tau/2 + R)/M with R "
+        "the restart time. Give the MTBF per GPU, per node (--node-mtbf-h), or as interruptions counted over a "
+        "run (--interruptions, --over-days, --over-gpus). Default MTBF: Llama 3's 419 unexpected "
+        "interruptions in 54 days on 16,384 GPUs. The save and restart defaults are examples: give yours.",
+        OneDefaultFormatter)
     add_input(p, "n_gpus", "GPUs in the job")
     p.add_argument("--gpu-mtbf-h", metavar="X", help="MTBF per GPU, hours")
     p.add_argument("--node-mtbf-h", metavar="X", help="MTBF per node, hours (with --gpus-per-node)")

@@ -13,7 +13,7 @@ from ..model_inputs import model_inputs
 from ..recipes import DEFAULT_RECIPE, DEFAULT_SEQ_LEN, MEMORY_DEFAULTS, RECIPES, recipe_bytes
 from ..stage_memory import PARTS, stage_memory
 from ..validate import validate_all
-from .flags import add_switch, shown, switch_value
+from .flags import add_command, add_switch, shown, switch_value
 from .fmt import cli_value, dump_json, number, table
 from .models import add_config_flag, config_model
 
@@ -63,18 +63,13 @@ _NUMBER_FLAGS = (
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "memory",
-        help="memory per GPU by part and pipeline stage; does it fit",
-        description=(
-            "Memory per GPU of the first and the last pipeline stage, by part (weights, gradients, optimizer, "
-            "FP8 copies, gathered ZeRO-3/FSDP parameters, activations, recompute working set, logits, buckets, "
-            "other), under TP/PP/CP/DP, ZeRO/FSDP/HSDP and activation recomputation — the same model as "
-            "estimate, plan, the worksheet functions and the workbook. Give the model by --model or by its "
-            "architecture. A layout that does not split into whole pieces is an error naming the constraint."
-        ),
-        allow_abbrev=False,
-    )
+    p = add_command(
+        sub, "memory", "memory per GPU by part and pipeline stage; does it fit",
+        "Memory per GPU of the first and the last pipeline stage, by part (weights, gradients, optimizer, "
+        "FP8 copies, gathered ZeRO-3/FSDP parameters, activations, recompute working set, logits, buckets, "
+        "other), under TP/PP/CP/DP, ZeRO/FSDP/HSDP and activation recomputation — the same model as "
+        "estimate, plan, the worksheet functions and the workbook. Give the model by --model or by its "
+        "architecture. A layout that does not split into whole pieces is an error naming the constraint.")
     p.add_argument("--model", help="model preset id, e.g. llama3.1-8b (see: xlcalc catalog models)")
     for flag, text in _NUMBER_FLAGS:
         p.add_argument("--" + flag, help=text)
@@ -265,14 +260,8 @@ def finetune_values(args: argparse.Namespace) -> dict:
     if job == "full" and (rank is not None or targets is not None):
         raise InputError("lora_rank" if rank is not None else "lora_targets", rank if rank is not None else targets,
                          "left out with --job full", "a full fine-tune has no adapters")
-    out: dict = {}
-    if job is not None:
-        out["job"] = job
-    if rank is not None:
-        out["lora_rank"] = rank
-    if targets is not None:
-        out["lora_targets"] = lora_targets(targets)
-    return out
+    out = {"job": job, "lora_rank": rank, "lora_targets": None if targets is None else lora_targets(targets)}
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def job_line(out: dict) -> str:

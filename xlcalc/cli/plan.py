@@ -13,7 +13,7 @@ from ..frameworks import framework_label
 from ..inputs import spec
 from ..planner.architecture import FLAGS_VOCAB
 from ..validate import from_pydantic
-from .flags import add_input, add_switch, switch_value
+from .flags import add_command, add_input, add_switch, switch_value
 from .fmt import cli_value, dump_json, number, price_line, table
 from .models import add_config_flag, config_model
 from .settings_flags import SETTING_FLAGS, add_settings_flags, switched_settings
@@ -22,20 +22,12 @@ if TYPE_CHECKING:
     from ..planner import Settings
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "plan",
-        help="parallelism planner: best TP/PP/DP/ZeRO/recompute, predicted step time, MFU, days",
-        description=(
-            "Enumerate tensor, pipeline, context, expert (MoE) and data parallelism, ZeRO 0-3, sequence parallelism, recomputation, "
-            "micro-batch and interleaving; keep the configurations that fit in GPU memory; rank them by the "
-            "predicted step time (then cost) and explain the best ones and the rejected alternatives."
-        ),
-        allow_abbrev=False,
-    )
-    add_model_flags(p)
-    g = p.add_argument_group("cluster and run")
-    g.add_argument("--gpu", required=True, help="GPU name from the catalog, e.g. H100, A800")
-    add_input(g, "n_gpus", "number of GPUs (or give --deadline-days)", default=None, metavar="N_GPUS")
+    p = add_command(
+        sub, "plan", "parallelism planner: best TP/PP/DP/ZeRO/recompute, predicted step time, MFU, days",
+        "Enumerate tensor, pipeline, context, expert (MoE) and data parallelism, ZeRO 0-3, sequence parallelism, "
+        "recomputation, micro-batch and interleaving; keep the configurations that fit in GPU memory; rank them by the "
+        "predicted step time (then cost) and explain the best ones and the rejected alternatives.")
+    g = add_model_and_cluster(p, "cluster and run", "number of GPUs (or give --deadline-days)")
     g.add_argument("--deadline-days", help="size the cluster: fewest GPUs whose best plan meets this deadline")
     add_run_flags(g)
     g.add_argument("--tokens-t", help="training tokens, trillions (default: a catalog model's published "
@@ -51,8 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def add_model_flags(p: Any) -> None:
-    """The model: a preset, a config.json or the architecture (plan, calibrate)."""
+def add_model_and_cluster(p: Any, title: str, n_gpus_help: str) -> argparse._ArgumentGroup:
+    """The model (a preset, a config.json or the architecture), then a group ``title`` with the GPU and the number
+    of GPUs, returned for the command's own flags (plan, calibrate)."""
     g = p.add_argument_group("model (a preset or the architecture)")
     g.add_argument("--model", help="model preset id, e.g. llama2-70b")
     add_config_flag(g, seq_len_default=False)
@@ -63,6 +56,10 @@ def add_model_flags(p: Any) -> None:
     g.add_argument("--ffn-hidden", help="FFN inner size (default 4h)")
     g.add_argument("--vocab", help=f"vocabulary size (default: the model's, else {FLAGS_VOCAB})")
     add_switch(g, "gated_ffn", "SwiGLU/GeGLU feed-forward (three matrices)")
+    g = p.add_argument_group(title)
+    g.add_argument("--gpu", required=True, help="GPU name from the catalog, e.g. H100, A800")
+    add_input(g, "n_gpus", n_gpus_help, default=None, metavar="N_GPUS")
+    return g
 
 
 def add_run_flags(g: argparse._ArgumentGroup) -> None:
@@ -236,7 +233,7 @@ def model_and_arch(args: argparse.Namespace) -> tuple:
             raise missing(lacking, lambda n: f"{spec(n).allowed} (or give --model ID or --config PATH)",
                           where=f"{args.command} without --model")
         # vocab and seq_len left out: arch_from_flags' defaults (its one declaration of them)
-        optional = {"vocab": cli_value(args.vocab) if args.vocab is not None else None,
+        optional = {"vocab": cli_value(args.vocab),
                     "seq_len": cli_value(args.seq_len) if isinstance(cli_value(args.seq_len), int) else None}
         arch = arch_from_flags(
             layers=cli_value(args.layers), hidden=cli_value(args.hidden), heads=cli_value(args.heads),

@@ -62,6 +62,13 @@ class Plan(BaseModel):
     gpu_hours: float
     cost_usd: Optional[float]
 
+    def layout_pins(self, moe: bool) -> dict[str, Any]:
+        """This plan's layout as :func:`xlcalc.planner.plan` pins it (the expert TP only for an MoE)."""
+        pins: dict[str, Any] = dict(tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep, zero_stage=self.zero_stage,
+                                    recompute=self.recompute, micro_batch=self.micro_batch,
+                                    seq_parallel=self.seq_parallel, virtual_stages=self.virtual_stages)
+        return {**pins, "etp": self.etp or self.tp} if moe else pins
+
     def label(self) -> str:
         sp = ", SP" if self.seq_parallel else ""
         v = f", v={self.virtual_stages}" if self.virtual_stages > 1 else ""

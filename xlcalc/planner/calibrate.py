@@ -137,7 +137,7 @@ def calibrate(model: Any = None, *, arch: Any = None, gpu: str, n_gpus: int, seq
     (one of them). Returns the profile and the planner's plan of the layout at the fitted efficiency.
     """
     st = settings or Settings()
-    given = {k: v for k, v in st.model_dump(exclude_unset=True).items()}
+    given = st.model_dump(exclude_unset=True)
     problems = [InputError(k, given[k], "left out of a calibration",
                            f"calibrate fits {k}; plan with the profile it saves (plan --profile)")
                 for k in _FITTED if given.get(k) is not None]
@@ -160,10 +160,7 @@ def calibrate(model: Any = None, *, arch: Any = None, gpu: str, n_gpus: int, seq
         raise InputError("layout", first.model, "a layout the planner's memory model lets fit",
                          f"nothing to calibrate: {why}")
     p = first.plans[0]
-    pinned = dict(pins, tp=p.tp, pp=p.pp, cp=p.cp, ep=p.ep, zero_stage=p.zero_stage, recompute=p.recompute,
-                  micro_batch=p.micro_batch, seq_parallel=p.seq_parallel, virtual_stages=p.virtual_stages)
-    if first.moe:
-        pinned["etp"] = p.etp or p.tp
+    pinned = dict(pins, **p.layout_pins(first.moe))
     tokens_per_step = first.global_batch * first.seq_len
     n = first.n_gpus
 

@@ -69,10 +69,8 @@ def layout_prediction(model: str | catalog.Model | None = None, *, arch: Arch | 
         raise InputError("ep", None, f"the expert-parallel size, a divisor of experts = {moe}",
                          "a mixture of experts' layout needs it")
     ep, etp = (None if x is None else check_value(n, x) for n, x in (("ep", ep), ("etp", etp)))
-    if moe:
-        pins.update(ep=ep, etp=pins["tp"] if etp is None else etp)
-    else:
-        pins.update(ep=ep, etp=etp)  # given for a dense model: plan refuses them, naming why
+    # an MoE's expert TP left out is TP; given for a dense model, plan refuses them, naming why
+    pins.update(ep=ep, etp=pins["tp"] if moe and etp is None else etp)
     result = plan(model, arch=arch, gpu=gpu, n_gpus=n_gpus, seq_len=seq_len, global_batch_tokens=global_batch_tokens,
                   tokens_t=tokens_t, settings=st, stage_layers=stage_layers, fp8=fp8,
                   optimizer_offload=optimizer_offload, top=1, **pins)

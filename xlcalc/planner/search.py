@@ -280,10 +280,9 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                                 if z not in lean_checked:
                                     lean_checked.add(z)
                                     lean = Config(t, p, d, z, sps[-1], lean_rc, mbs[0], 1, c, layout, fp8, e, et, offload)
-                                    if lean != cfg and not memory(arch, hw, st, lean, seq_len // c,
-                                                                  per_replica // mbs[0], compiled=compiled, base=base).fits:
-                                        dead.add(z)
-                                    elif lean == cfg:
+                                    if lean == cfg or not memory(arch, hw, st, lean, seq_len // c,
+                                                                 per_replica // mbs[0], compiled=compiled,
+                                                                 base=base).fits:
                                         dead.add(z)
     # the plainest alternatives (fewest stages, no CP, no ZeRO, no SP, no recomputation) for the explanation of
     # what was rejected, whether or not the bound left them out
@@ -442,6 +441,12 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
             rejected_by_reason=reasons, assumed=assumed, architecture=architecture,
         )
 
+    def again(result: PlanResult, **kw: Any) -> PlanResult:
+        """This run planned again on ``result``'s cluster for its best plan only, with the settings and pins ``kw``."""
+        return plan(model, arch=arch, gpu=gpu, n_gpus=result.n_gpus, seq_len=seq_len, tokens_t=tokens_t, fp8=fp8,
+                    global_batch_tokens=global_batch * seq_len, optimizer_offload=optimizer_offload, top=1,
+                    max_micro_batch=max_micro_batch, **kw)
+
     def spread(result: PlanResult) -> PlanResult:
         """With no stack named: the best layout on every named stack (its facts and fitted efficiency); where that
         layout does not fit the stack's memory, the stack's own best plan under the caller's pins."""
@@ -451,23 +456,16 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
 
         best = result.plans[0]
         given = st.model_dump(exclude_unset=True)
-        common: dict[str, Any] = dict(arch=arch, gpu=gpu, n_gpus=result.n_gpus, seq_len=seq_len,
-                                      global_batch_tokens=global_batch * seq_len, tokens_t=tokens_t, fp8=fp8,
-                                      optimizer_offload=optimizer_offload, top=1, max_micro_batch=max_micro_batch)
         outcomes: dict[str, Optional[StackOutcome]] = {}
         for sid in STACKS:
             if sid == st.stack:  # the stack assumed: the best plan itself
-                b = result.plans[0]
-                outcomes[sid] = StackOutcome(days=b.days, step_s=b.step_s, mfu=b.mfu, memory_gb=b.memory_gb,
-                                             layout=b.label())
+                outcomes[sid] = StackOutcome(days=best.days, step_s=best.step_s, mfu=best.mfu,
+                                             memory_gb=best.memory_gb, layout=best.label())
                 continue
             named = Settings(**{**given, "stack": sid})
-            same = plan(model, settings=named, tp=best.tp, pp=best.pp, zero_stage=best.zero_stage,
-                        recompute=best.recompute, micro_batch=best.micro_batch, seq_parallel=best.seq_parallel,
-                        virtual_stages=best.virtual_stages, cp=best.cp, ep=best.ep,
-                        etp=(best.etp or best.tp) if a.experts else None,
-                        stage_layers=best.stage_layers or stage_layers, **common)
-            own = same if same.plans else plan(model, settings=named, stage_layers=stage_layers, **pins, **common)
+            same = again(result, settings=named, stage_layers=best.stage_layers or stage_layers,
+                         **best.layout_pins(bool(a.experts)))
+            own = same if same.plans else again(result, settings=named, stage_layers=stage_layers, **pins)
             p = own.plans[0] if own.plans else None
             outcomes[sid] = None if p is None else StackOutcome(
                 days=p.days, step_s=p.step_s, mfu=p.mfu, memory_gb=p.memory_gb, same_layout=own is same,
@@ -478,9 +476,7 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         """With layout pins: the best plan without them, term by term against the pinned best."""
         if not compare_unpinned or not result.plans or (all(v is None for v in pins.values()) and stage_layers is None):
             return result
-        free = plan(model, arch=arch, gpu=gpu, n_gpus=result.n_gpus, seq_len=seq_len,
-                    global_batch_tokens=global_batch * seq_len, tokens_t=tokens_t, settings=settings, fp8=fp8,
-                    optimizer_offload=optimizer_offload, top=1, max_micro_batch=max_micro_batch)
+        free = again(result, settings=settings)
         if not free.plans:
             return result
         return result.model_copy(update={"unpinned": compare_plans(result.plans[0], free.plans[0])})
