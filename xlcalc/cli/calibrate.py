@@ -10,12 +10,12 @@ from ..inputs import spec
 from .flags import add_command, add_input
 from .fmt import cli_value, dump_json, number
 from .plan import (
-    _settings,
     add_layout_flags,
     add_model_and_cluster,
     add_run_flags,
     layout_pins,
     model_and_arch,
+    settings_from_args,
 )
 from .settings_flags import add_settings_flags
 
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     if lacking:
         raise missing(lacking, _what, where="calibrate")
     model, arch = model_and_arch(args)
-    settings = _settings(args)
+    settings = settings_from_args(args)
     profile, best = calibrate(
         model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.n_gpus), seq_len=cli_value(args.seq_len),
         global_batch_tokens=cli_value(args.global_batch_tokens), settings=settings,

@@ -100,7 +100,8 @@ def layout_pins(args: argparse.Namespace) -> dict:
                 optimizer_offload=bool(switch_value(args, "optimizer_offload")))
 
 
-def _settings(args: argparse.Namespace):
+def settings_from_args(args: argparse.Namespace):
+    """The planner's Settings from plan's and calibrate's flags (stack, framework, switches, a saved profile)."""
     from ..planner import Settings
 
     values = {name: cli_value(getattr(args, name)) for name in SETTING_FLAGS if getattr(args, name) is not None}
@@ -254,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
     result = plan(
         model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.n_gpus), seq_len=cli_value(args.seq_len),
         global_batch_tokens=gbt, tokens_t=cli_value(args.tokens_t), deadline_days=cli_value(args.deadline_days),
-        settings=_settings(args), **layout_pins(args), max_micro_batch=cli_value(args.max_micro_batch),
+        settings=settings_from_args(args), **layout_pins(args), max_micro_batch=cli_value(args.max_micro_batch),
         top=max(top, 10), stack_spread=True, compare_unpinned=True,
     )
     if args.json:
