@@ -1978,6 +1978,16 @@ def MOE_PERMUTE_TIME_S(layers_per_stage, tokens, hidden, topk, hbm_tb_s, recompu
 
 
 @func(category=BLOCKS_CATEGORY)
+@arg("global_batch", ndim=2, doc="Global batch size per iteration [sequences]")
+@arg("dp", ndim=2, doc="Data-parallel size d (ZeRO shards over it) [GPUs]")
+@arg("micro_batch", ndim=2, doc="Micro-batch size per GPU [sequences]")
+@ret()
+def MICROBATCHES_PER_STEP(global_batch, dp, micro_batch):
+    """Micro-batches each data-parallel replica runs per optimizer step (a whole number for a batch that splits). [micro-batches]. m = global batch (sequences) / DP / micro-batch. Source: Narayanan et al. 2021 §2.2: a step's batch B splits over d data-paralle..."""
+    return formula_call("microbatches_per_step", global_batch, dp, micro_batch)
+
+
+@func(category=BLOCKS_CATEGORY)
 @arg("layers_per_stage", ndim=2, doc="Transformer layers on one pipeline stage (L/p)")
 @arg("tokens", ndim=2, doc="Tokens processed (e.g. per micro-batch or per step) [tokens]")
 @arg("hidden", ndim=2, doc="Hidden size h")
@@ -2481,6 +2491,7 @@ FORMULA_UDFS: tuple[str, ...] = (
     "ELEMENTWISE_TIME_S",
     "ATTENTION_CORE_TIME_S",
     "MOE_PERMUTE_TIME_S",
+    "MICROBATCHES_PER_STEP",
     "STAGE_MATMUL_TIME_S",
     "LAYER_ATTENTION_TIME_S",
     "SLOWEST_STAGE_LAYERS",
@@ -2647,6 +2658,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "MEM_WEIGHTS_GB",
     "MEM_ZERO3_BUFFER_GB",
     "MFU_FROM_STEP",
+    "MICROBATCHES_PER_STEP",
     "MICROBATCH_TIME_S",
     "MODEL_FLOPS_PER_TOKEN",
     "MODEL_LIST",

@@ -19,7 +19,19 @@ from .steptime import (
     stage_unfused_attention_time_s,
 )
 
-__all__ = ["stage_matmul_time_s", "layer_attention_time_s", "slowest_stage_layers", "microbatch_time_s"]
+__all__ = ["microbatches_per_step", "stage_matmul_time_s", "layer_attention_time_s", "slowest_stage_layers",
+           "microbatch_time_s"]
+
+
+@formula(
+    udf="MICROBATCHES_PER_STEP", unit="micro-batches", category="steptime",
+    equation="m = global batch (sequences) / DP / micro-batch",
+    source="Narayanan et al. 2021 §2.2: a step's batch B splits over d data-parallel replicas, each running B/(d*b) "
+           "micro-batches of b sequences",
+)
+def microbatches_per_step(global_batch, dp, micro_batch):
+    """Micro-batches each data-parallel replica runs per optimizer step (a whole number for a batch that splits)."""
+    return global_batch / dp / micro_batch
 
 
 @formula(

@@ -441,8 +441,8 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
 
 
 def microbatches_per_step(cfg: Config, global_batch: int) -> int:
-    """Micro-batches each data-parallel replica runs per step: global batch (sequences) / (DP x micro-batch)."""
-    return int(round(global_batch / cfg.dp / cfg.micro_batch))
+    """Micro-batches each data-parallel replica runs per step (MICROBATCHES_PER_STEP), rounded to a whole number."""
+    return int(round(fmb.microbatches_per_step.fast(global_batch=global_batch, dp=cfg.dp, micro_batch=cfg.micro_batch)))
 
 
 def evaluate(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, global_batch: int) -> Prediction:

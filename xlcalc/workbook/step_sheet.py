@@ -12,6 +12,7 @@ from typing import Any
 
 from ..expr.functions import and_, eq, if_
 from ..expr.nodes import Expr, Func, IfError, Var, wrap
+from ..formulas import microbatch as fmb
 from ..formulas import ranges as franges
 from ..formulas import steptime as fs
 from ..layout import LAYOUT_OK
@@ -158,7 +159,8 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
     input_row(ctx, s, 6, "global_batch_tokens", ctx.scenario.global_batch_tokens)
     src, facts = _sources(ctx, stacks)
     steps = step_time_steps(src)
-    per_replica = Var("Global_Batch_Tokens") / Var("Seq_Len") / Var("DP_Size") / Var("Micro_Batch")
+    per_replica = fmb.microbatches_per_step(global_batch=Var("Global_Batch_Tokens") / Var("Seq_Len"),
+                                            dp=Var("DP_Size"), micro_batch=Var("Micro_Batch"))
     row = 7
     rows: list[tuple[str, str, Expr, str, str]] = [
         ("Step_Microbatches", "Micro-batches per step (global batch / (seq len x DP x micro-batch))",
