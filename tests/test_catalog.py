@@ -433,3 +433,19 @@ def test_a_dense_layer_is_the_registered_formula_plus_the_models_extras(biases, 
         m = m.model_copy(update=dict(biases=biases, gated_ffn=gated, relative_positions=relative))
         by_parts = m.attention_params() + m.ffn_params(m.ffn_hidden) + 2 * m.hidden * (2 if biases else 1)
         assert m.layer_params(False) == by_parts, m.id
+
+
+@pytest.mark.parametrize("kind, typed, meant", [
+    ("model", "llama3-8b", "llama3.1-8b"),  # Llama 3 8B: the catalog holds Llama 3.1's
+    ("model", "llama3-70b", "llama3.1-70b"),
+    ("gpu", "b2000", "b200"),
+])
+def test_an_unknown_name_says_which_catalog_names_are_close(kind, typed, meant):
+    with pytest.raises(CatalogError, match=rf"unknown \w+ '{typed}' \(did you mean {re.escape(meant)}\b.*\?\); valid"):
+        getattr(catalog, f"get_{kind}")(typed)
+
+
+def test_a_name_close_to_nothing_lists_the_valid_ones_without_a_guess():
+    with pytest.raises(CatalogError) as err:
+        catalog.get_gpu("Z9000")
+    assert "did you mean" not in str(err.value) and "valid GPUs: v100" in str(err.value)

@@ -8,6 +8,7 @@ H100 SXM); an unknown name lists the valid ones.
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from functools import cache
 from importlib.resources import files
@@ -447,11 +448,14 @@ def _index(rows: tuple[_R, ...]) -> dict[str, _R]:
 
 
 def _find(rows: tuple[_R, ...], label: str, what: str) -> _R:
-    row = _index(rows).get(_norm(str(label)))
+    index = _index(rows)
+    row = index.get(_norm(str(label)))
     if row is not None:
         return row
-    valid = ", ".join(r.id for r in rows)
-    raise CatalogError(f"unknown {what} {label!r}; valid {what}s: {valid}")
+    # the rows whose id, name or alias is close to the label (llama3-8b -> llama3.1-8b)
+    close = dict.fromkeys(index[k].id for k in difflib.get_close_matches(_norm(str(label)), index, n=3, cutoff=0.75))
+    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+    raise CatalogError(f"unknown {what} {label!r}{hint}; valid {what}s: {', '.join(r.id for r in rows)}")
 
 
 def get_gpu(label: str) -> GPU:
