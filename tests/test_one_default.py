@@ -254,7 +254,11 @@ def test_a_config_model_has_the_one_sequence_length_on_every_command(capsys, tmp
     code, out, err = run(capsys, "estimate", "--config", str(path), "--json")
     assert code == 0, err
     estimate = json.loads(out)["scenario"]["seq_len"]
-    assert memory == estimate == DEFAULT_SEQ_LEN == 4096
+    code, out, err = run(capsys, "plan", "--config", str(path), "--gpu", "h100", "--n-gpus", "8",
+                         "--global-batch-tokens", "1048576", "--top", "1", "--json")
+    assert code == 0, err
+    planned = json.loads(out)["seq_len"]
+    assert memory == estimate == planned == DEFAULT_SEQ_LEN == 4096
     # a given --seq-len wins on both
     for command, key in (("memory", "inputs"), ("estimate", "scenario")):
         code, out, err = run(capsys, command, "--config", str(path), "--seq-len", "1024", "--json")

@@ -191,9 +191,13 @@ def test_plan_asks_for_a_batch_the_catalog_does_not_have():
         with pytest.raises(InputError, match="global_batch_tokens") as e:
             plan(model, gpu="h100", n_gpus=64)
         assert "--global-batch-tokens" in str(e.value) and "seq_len" not in str(e.value)
+    # a model outside the catalog: the default sequence length (memory's and estimate's), no batch
     out = _cli("--layers", "32", "--hidden", "4096", "--heads", "32", "--gpu", "H100", "--gpus", "8")
     assert out.returncode == 2 and "Traceback" not in out.stderr
-    assert "--seq-len" in out.stderr and "--global-batch-tokens" in out.stderr  # both at once
+    assert "--global-batch-tokens" in out.stderr and "seq_len" not in out.stderr
+    with pytest.raises(InputError) as e:  # every missing input at once
+        plan(None, gpu=None, n_gpus=8)
+    assert e.value.names == ["model", "gpu", "global_batch_tokens"]
     out = _cli("--model", "llama3.1-405b", "--gpu", "H100", "--gpus", "16384", "--json", "--top", "1")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)

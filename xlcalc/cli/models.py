@@ -10,13 +10,13 @@ from ..hf_config import model_from_hf_config
 from ..recipes import DEFAULT_SEQ_LEN
 
 
-def add_config_flag(p: argparse.ArgumentParser, seq_len_default: bool = True) -> None:
-    """``--config``; ``seq_len_default``: the command takes the one default sequence length for a config.json model
-    (memory, estimate; xlcalc.recipes.DEFAULT_SEQ_LEN), else it asks for --seq-len (plan)."""
-    seq = (f"give --seq-len, else {DEFAULT_SEQ_LEN}" if seq_len_default else "give --seq-len")
+def add_config_flag(p: argparse.ArgumentParser) -> None:
+    """``--config``; every command takes the one default sequence length for a config.json model
+    (xlcalc.recipes.DEFAULT_SEQ_LEN)."""
     p.add_argument("--config", metavar="PATH",
                    help="a Hugging Face config.json: the model's architecture, instead of --model (its "
-                        f"max_position_embeddings is the context window, not the training sequence length: {seq})")
+                        "max_position_embeddings is the context window, not the training sequence length: give "
+                        f"--seq-len, else {DEFAULT_SEQ_LEN})")
 
 
 def config_model(args: argparse.Namespace) -> catalog.Model | None:

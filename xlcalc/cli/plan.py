@@ -12,6 +12,7 @@ from ..errors import InputError, missing
 from ..frameworks import framework_label
 from ..inputs import spec
 from ..planner.architecture import FLAGS_VOCAB
+from ..recipes import DEFAULT_SEQ_LEN
 from ..validate import from_pydantic
 from .flags import add_command, add_input, add_switch, switch_value
 from .fmt import cli_value, dump_json, number, price_line, table
@@ -48,7 +49,7 @@ def add_model_and_cluster(p: Any, title: str, n_gpus_help: str) -> argparse._Arg
     of GPUs, returned for the command's own flags (plan, calibrate)."""
     g = p.add_argument_group("model (a preset or the architecture)")
     g.add_argument("--model", help="model preset id, e.g. llama2-70b")
-    add_config_flag(g, seq_len_default=False)
+    add_config_flag(g)
     g.add_argument("--layers", help="layers L")
     g.add_argument("--hidden", help="hidden size h")
     g.add_argument("--heads", help="attention heads a")
@@ -64,7 +65,8 @@ def add_model_and_cluster(p: Any, title: str, n_gpus_help: str) -> argparse._Arg
 
 def add_run_flags(g: argparse._ArgumentGroup) -> None:
     """Sequence length and global batch (plan, calibrate)."""
-    g.add_argument("--seq-len", help="sequence length (default: a catalog model's pre-training sequence length)")
+    g.add_argument("--seq-len", help="sequence length (default: a catalog model's pre-training sequence length, "
+                                      f"else {DEFAULT_SEQ_LEN})")
     g.add_argument("--global-batch-tokens", help="global batch in tokens, rounded to whole sequences (default: a "
                                                  "catalog model's published pre-training batch, where the catalog "
                                                  "has one)")

@@ -1,5 +1,5 @@
 """What a plan assumes for the inputs left out: a catalog model's published pre-training sequence length and
-batch, the architecture of a model named, and one error naming every input still missing."""
+batch (another model's: the default sequence length), the architecture of a model named, and one error naming every input still missing."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import catalog
 from ..errors import CatalogError, InputError, missing
+from ..recipes import DEFAULT_SEQ_LEN
 from .answer import Assumed
 from .steptime import Arch, arch_from_model
 
@@ -38,7 +39,8 @@ def default_global_batch_tokens(model: Any) -> float | None:
 def run_defaults(model: Any, arch: Arch | None, gpu: Any, seq_len: Any, global_batch_tokens: Any,
                  also_lacking: dict[str, str]) -> tuple[Any, Any, dict[str, Assumed]]:
     """(seq_len, global_batch_tokens, what was assumed): a catalog model's published pre-training sequence length
-    and global batch where not given; every input still missing (the model and GPU too, and ``also_lacking``:
+    and global batch where not given (another model's sequence length: DEFAULT_SEQ_LEN, the one memory and estimate
+    take; its batch has no default); every input still missing (the model and GPU too, and ``also_lacking``:
     name -> what it must be) raises one InputError naming each."""
     entry = catalog_model(model) if arch is None else None
     assumed: dict[str, Assumed] = {}
@@ -46,19 +48,22 @@ def run_defaults(model: Any, arch: Arch | None, gpu: Any, seq_len: Any, global_b
         seq_len = entry.seq_len
         assumed["seq_len"] = Assumed(value=seq_len, shown=f"{seq_len} tokens",
                                      basis=f"{entry.name}'s pre-training sequence length, model catalog")
+    elif seq_len is None and (model is not None or arch is not None):  # a config.json or an architecture
+        seq_len = DEFAULT_SEQ_LEN
+        assumed["seq_len"] = Assumed(value=seq_len, shown=f"{seq_len} tokens",
+                                     basis="the default sequence length of a model outside the catalog, as memory "
+                                           "and estimate take it")
     if global_batch_tokens is None and entry is not None and default_global_batch_tokens(entry) is not None:
         global_batch_tokens = default_global_batch_tokens(entry)
         assumed["global_batch_tokens"] = Assumed(
             value=global_batch_tokens, shown=f"{global_batch_tokens:,.0f} tokens "
                                             f"({global_batch_tokens / entry.seq_len:,.0f} sequences)",
             basis=f"{entry.name}'s published pre-training batch, model catalog")
-    lacking = [n for n, v in (("model", model if arch is None else arch), ("gpu", gpu), ("seq_len", seq_len),
+    lacking = [n for n, v in (("model", model if arch is None else arch), ("gpu", gpu),
                               ("global_batch_tokens", global_batch_tokens)) if v is None] + list(also_lacking)
     if lacking:
         why = {"model": "a model id from the catalog or an architecture (layers, hidden, heads)",
                "gpu": "a GPU name from the catalog, e.g. H100, A800",
-               "seq_len": "a whole number of tokens >= 1 (CLI --seq-len); a catalog model's default is its "
-                          "pre-training sequence length",
                "global_batch_tokens": "tokens per step, at least one sequence (CLI --global-batch-tokens); "
                                       + (f"the model catalog has no published batch of {entry.name} in whole "
                                          "sequences" if entry is not None else "only a catalog model has a default"),
