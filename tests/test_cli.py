@@ -95,6 +95,22 @@ def test_catalog_lists_and_shows(capsys):
     assert code == 0 and json.loads(out)["id"] == "h100-sxm"
 
 
+def test_catalog_prices_of_a_gpu_are_that_gpus_rows(capsys):
+    from xlcalc import catalog
+    # `catalog prices h100`: the rows of xlcalc/data/prices.toml whose gpu is the H100 SXM, and only those
+    expected = sorted(p.id for p in catalog.prices() if p.gpu == "h100-sxm")
+    code, out, _ = run(capsys, "catalog", "prices", "H100", "--json")
+    assert code == 0 and sorted(r["id"] for r in json.loads(out)) == expected and len(expected) >= 2
+    code, out, _ = run(capsys, "catalog", "prices", "h100")
+    assert code == 0 and f"{len(expected)} prices of h100-sxm" in out and "h200" not in out
+    code, out, _ = run(capsys, "catalog", "prices", "v100")  # a GPU the price catalog has no row of
+    assert code == 0 and "holds no price of v100: give yours with --usd-per-gpu-hour" in out
+    code, out, err = run(capsys, "catalog", "prices", "h100-sxm-aws-on-demand")  # a price id is still one row
+    assert code == 0 and "12.29" in out
+    code, _, err = run(capsys, "catalog", "prices", "zzz")
+    assert code == 2 and "unknown price 'zzz'; valid prices (or a GPU name, for its prices): h800-deepseek" in err
+
+
 @pytest.mark.parametrize(
     "argv, words",
     [

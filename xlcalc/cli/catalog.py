@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from .. import catalog
-from ..errors import InputError
+from ..errors import CatalogError, InputError
 from ..hf_config import model_from_hf_config
 from .flags import add_command
 from .fmt import dump_json, money, table
@@ -39,7 +39,14 @@ def run(args: argparse.Namespace) -> int:
         _show(_dump(model_from_hf_config(args.config)), args.json)
         return 0
     rows: tuple[Any, ...] = {"gpus": catalog.gpus, "models": catalog.models, "prices": catalog.prices}[args.kind]()
-    if args.name:
+    gpu = _gpu_of_prices(args.name) if args.kind == "prices" and args.name else None
+    if gpu is not None:  # `catalog prices h100`: that GPU's prices
+        rows = tuple(p for p in rows if p.gpu == gpu.id)
+        if not rows and not args.json:
+            print(f"The price catalog holds no price of {gpu.id}: give yours with --usd-per-gpu-hour "
+                  "(and --capex-usd-per-gpu to own).")
+            return 0
+    elif args.name:
         find = {"gpus": catalog.get_gpu, "models": catalog.get_model, "prices": _get_price}[args.kind]
         _show(_dump(find(args.name)), args.json)
         return 0
@@ -60,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         body = [(p.id, p.gpu, p.tier or "", _usd(p.usd_per_gpu_hour, cents=True), _usd(p.capex_usd_per_gpu), p.date)
                 for p in rows]
     print(table(body, headers=headers, align="lll" if args.kind == "prices" else "ll"))
-    print(f"\n{len(rows)} {args.kind}. Show one with its source: xlcalc catalog {args.kind} NAME")
+    of = f" of {gpu.id}" if gpu is not None else ""
+    print(f"\n{len(rows)} {args.kind}{of}. Show one with its source: xlcalc catalog {args.kind} NAME")
     return 0
 
 
@@ -84,6 +92,15 @@ def _get_price(name: str):
     for p in catalog.prices():
         if p.id == name.strip().lower():
             return p
-    from ..errors import CatalogError
+    raise CatalogError(f"unknown price {name!r}; valid prices (or a GPU name, for its prices): "
+                       f"{', '.join(p.id for p in catalog.prices())}")
 
-    raise CatalogError(f"unknown price {name!r}; valid prices: {', '.join(p.id for p in catalog.prices())}")
+
+def _gpu_of_prices(name: str) -> catalog.GPU | None:
+    """The GPU ``name`` names where it is not a price id (``xlcalc catalog prices h100`` lists the H100's prices)."""
+    if any(p.id == name.strip().lower() for p in catalog.prices()):
+        return None
+    try:
+        return catalog.get_gpu(name)
+    except CatalogError:
+        return None
