@@ -185,7 +185,7 @@ def python_cases() -> list[Case]:
                       ("finite result",)))
     from xlcalc.planner import plan
 
-    cases.append(Case("python", "plan() with nothing", lambda: plan(), ("gpu", "seq_len", "global_batch_tokens"),
+    cases.append(Case("python", "plan() with nothing", lambda: plan(), ("model", "gpu", "global_batch_tokens"),
                       None, ("the input is required",)))
     cases.append(Case("python", "plan(n_gpu=64)", lambda: plan("llama2-70b", gpu="h100", seq_len=4096,
                       global_batch_tokens=4e6, n_gpu=64), ("n_gpu",), 64, ("inputs of plan",), ("n_gpus",)))

@@ -213,6 +213,22 @@ def test_every_empty_required_cell_is_named_at_once():
         u.LAYOUT_STEP_S(None, cell("H100"), None, cell(8192.0), None)
     assert info.value.names == ["model", "n_gpus", "global_batch_tokens"]
     assert "the cell is empty" in str(info.value)
+    # Llama 3.1 8B: no published batch (the batch cell is required); 405B: 2,048 x 8,192 (Dubey et al. 2024)
+    with pytest.raises(InputError) as info:
+        u.LAYOUT_STEP_S(cell("llama3.1-8b"), cell("H100"), None, None, None)
+    assert info.value.names == ["n_gpus", "global_batch_tokens"]
+    with pytest.raises(InputError) as info:
+        u.LAYOUT_STEP_S(cell("llama3.1-405b"), cell("H100"), None, None, None)
+    assert info.value.names == ["n_gpus"]
+
+
+def test_empty_sequence_and_batch_cells_take_the_catalogs_as_plan_does():
+    empty = u.LAYOUT_MFU(cell("llama3.1-405b"), cell("H100"), cell(16384.0), None, None, tp=cell(8.0),
+                         pp=cell(16.0), zero_stage=cell(1.0), recompute=cell("full"), micro_batch=cell(1.0))
+    given = u.LAYOUT_MFU(cell("llama3.1-405b"), cell("H100"), cell(16384.0), cell(8192.0), cell(2048.0 * 8192),
+                         tp=cell(8.0), pp=cell(16.0), zero_stage=cell(1.0), recompute=cell("full"),
+                         micro_batch=cell(1.0))
+    assert empty == given and 0 < empty < 1
 
 
 def test_a_mixture_of_experts_needs_its_expert_parallel_size():

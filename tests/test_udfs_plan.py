@@ -55,6 +55,25 @@ def test_plan_states_the_published_tokens_it_plans_without_tokens_t():
     assert row[2] == 2.0 and row[3].startswith("published, ")
 
 
+def test_empty_sequence_and_batch_cells_plan_the_catalogs_as_the_cli_without_the_flags(capsys):
+    import json
+
+    from xlcalc.cli import main
+
+    # Llama 3.1 405B: pre-trained at 8,192 tokens, 2,048 sequences per step (Dubey et al. 2024, Table 4 / §3.4.1)
+    table = call(model="llama3.1-405b", n_gpus=16384.0, seq_len=None, global_batch_tokens=None, tokens_t=15.6)
+    assumed = {r[1]: r[2] for r in table if r[0] == "assumed"}
+    assert (assumed["seq_len"], assumed["global_batch_tokens"]) == (8192, 2048 * 8192)
+    assert main(["plan", "--model", "llama3.1-405b", "--gpu", "H100", "--n-gpus", "16384", "--tokens-t", "15.6",
+                 "--scaleout-gb-s", "50", "--top", "3", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    days = PLAN_COLUMNS.index("days")
+    assert [r[days] for r in table[1:4]] == [p["days"] for p in cli["plans"]]
+    # a model without a published batch: the empty batch cell is named, as the CLI names --global-batch-tokens
+    with pytest.raises(InputError, match="^global_batch_tokens = \\(empty\\) is not allowed"):
+        call(model="llama3.1-8b", global_batch_tokens=None)
+
+
 def test_plan_takes_the_stack_as_the_cli_does(capsys):
     import json
 

@@ -23,7 +23,7 @@ from typing import Any
 from xlwings import arg, func, ret
 
 from xlcalc import catalog
-from xlcalc.errors import InputError
+from xlcalc.errors import CatalogError, InputError
 from xlcalc.inputs import spec
 from xlcalc.planner.stacks import ALIASES, DEFAULT_STACK, PLANNER, STACKS
 from xlcalc.recipes import MEMORY_DEFAULTS
@@ -122,8 +122,8 @@ def MODEL_LIST():
 @arg("model", ndim=2, doc="Model name from MODEL_LIST(), e.g. \"llama2-70b\"")
 @arg("gpu", ndim=2, doc="GPU name from GPU_LIST(), e.g. \"H100\"")
 @arg("n_gpus", ndim=2, doc="Number of GPUs in the cluster")
-@arg("seq_len", ndim=2, doc="Sequence length (tokens)")
-@arg("global_batch_tokens", ndim=2, doc="Tokens per optimizer step (global batch), e.g. 4194304")
+@arg("seq_len", ndim=2, doc="Sequence length (tokens); empty: the model's pre-training sequence length (model catalog), as xlcalc plan")
+@arg("global_batch_tokens", ndim=2, doc="Tokens per optimizer step (global batch), e.g. 4194304; empty: the model's published pre-training batch where the model catalog has one, as xlcalc plan")
 @arg("tokens_t", ndim=2, doc="Training tokens, trillions (empty: the model's published pre-training tokens, else 20 "
                               "per parameter)")
 @arg("scaleout_gb_s", ndim=2, doc="Scale-out (InfiniBand) bandwidth per GPU, GB/s, where the catalog has none (e.g. 50)")
@@ -132,7 +132,7 @@ def MODEL_LIST():
                           + ", ".join(ALIASES) + ") or " + PLANNER + " (the planner's own settings); empty: "
                           + DEFAULT_STACK + ", the default, and the assumed rows say so")
 @ret()
-def PLAN(model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t=None, scaleout_gb_s=None, top=5, stack=None):
+def PLAN(model, gpu, n_gpus, seq_len=None, global_batch_tokens=None, tokens_t=None, scaleout_gb_s=None, top=5, stack=None):
     """Best parallel layouts (TP, PP, DP, ZeRO, recompute, micro-batch) that fit in GPU memory, fastest first, with memory per GPU, step time, predicted MFU, tokens/s per GPU, days and cost; spills a table, then a row per input assumed, then the best plan's range (range rows: MFU, days, GPU-hours and cost bounds from the validation's held-out errors)."""  # noqa: E501
     from xlcalc.planner import Settings, plan, plan_table
     from xlcalc.planner.stacks import stack_choices, stack_id
@@ -154,11 +154,8 @@ def PLAN(model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t=None, scaleo
     if v["stack"] is not None:
         given["stack"] = stack_id(text("stack", v["stack"], stack_choices()))
     settings = Settings(**given)
-    if v["global_batch_tokens"] is None:
-        raise InputError("global_batch_tokens", None, "a number of tokens per step, e.g. 4194304")
     result = plan(model_name, gpu=gpu_name, n_gpus=check_value("n_gpus", v["n_gpus"]),
-                  seq_len=check_value("seq_len", v["seq_len"]),
-                  global_batch_tokens=check_value("global_batch_tokens", v["global_batch_tokens"]),
+                  seq_len=_or_default("seq_len", v), global_batch_tokens=_or_default("global_batch_tokens", v),
                   tokens_t=v["tokens_t"], settings=settings, top=count)
     if not result.plans:
         why = result.rejected[0].reason if result.rejected else "no configuration fits in GPU memory"
@@ -171,8 +168,25 @@ def PLAN(model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t=None, scaleo
 _LAYOUT_ARGS = ("model", "gpu", "n_gpus", "seq_len", "global_batch_tokens", "tp", "pp", "zero_stage", "recompute",
                 "micro_batch", "cp", "virtual_stages", "seq_parallel", "ep", "stack")
 _LAYOUT_REQUIRED = {"model": "a model name from MODEL_LIST()", "gpu": "a GPU name from GPU_LIST()",
-                    "n_gpus": "a number of GPUs", "seq_len": "a sequence length in tokens",
-                    "global_batch_tokens": "a number of tokens per step, e.g. 4194304"}
+                    "n_gpus": "a number of GPUs"}
+
+
+def _published_batch(model: Any) -> bool:
+    """Whether the model a cell names has a published pre-training batch in the model catalog (plan's default)."""
+    from xlcalc.planner.defaults import default_global_batch_tokens
+
+    try:
+        return isinstance(model, str) and default_global_batch_tokens(model) is not None
+    except (InputError, CatalogError):
+        return False  # an unknown model: plan names it
+
+
+def _or_default(name: str, cells: dict[str, Any]) -> Any:
+    """A run input's cell checked, or None where it is empty: plan's default for the model (its catalog's
+    pre-training sequence length and published batch), which the spilled table lists as assumed."""
+    from xlcalc.validate import check_value
+
+    return None if cells[name] is None else check_value(name, cells[name])
 
 
 def _choice_doc(name: str) -> str:
@@ -191,12 +205,16 @@ def _layout_plan(cells: dict[str, Any]) -> Any:
     v = {k: one_cell(k, cells[k]) for k in _LAYOUT_ARGS}
     lacking = [InputError(k, None, allowed, "the input is required; the cell is empty")
                for k, allowed in _LAYOUT_REQUIRED.items() if v[k] is None]
+    if v["global_batch_tokens"] is None and not _published_batch(v["model"]):  # named with the other empty cells
+        lacking.append(InputError("global_batch_tokens", None, "a number of tokens per step, e.g. 4194304",
+                                  "the input is required (the model catalog has no published batch of this model); "
+                                  "the cell is empty"))
     if lacking:
         raise InputError.all(lacking)
     return layout_prediction(
         text("model", v["model"], _LAYOUT_REQUIRED["model"]), gpu=text("gpu", v["gpu"], _LAYOUT_REQUIRED["gpu"]),
-        n_gpus=check_value("n_gpus", v["n_gpus"]), seq_len=check_value("seq_len", v["seq_len"]),
-        global_batch_tokens=check_value("global_batch_tokens", v["global_batch_tokens"]),
+        n_gpus=check_value("n_gpus", v["n_gpus"]), seq_len=_or_default("seq_len", v),
+        global_batch_tokens=_or_default("global_batch_tokens", v),
         stack=None if v["stack"] is None else text("stack", v["stack"], stack_choices()),
         **{k: v[k] for k in _LAYOUT_ARGS[5:-1]})
 
@@ -205,8 +223,8 @@ def _layout_args(fn: Any) -> Any:
     """The arguments every layout function takes, one ``@arg`` each: PLAN's run, then the layout's choices."""
     docs = {"model": "Model name from MODEL_LIST(), e.g. \"llama3.1-8b\"",
             "gpu": "GPU name from GPU_LIST(), e.g. \"H100\"", "n_gpus": "Number of GPUs in the cluster",
-            "seq_len": "Sequence length (tokens)",
-            "global_batch_tokens": "Tokens per optimizer step (global batch), e.g. 4194304",
+            "seq_len": "Sequence length (tokens); empty: the model's pre-training sequence length (model catalog), as xlcalc plan",
+            "global_batch_tokens": "Tokens per optimizer step (global batch), e.g. 4194304; empty: the model's published pre-training batch where the model catalog has one, as xlcalc plan",
             "ep": "Expert-parallel size of a mixture of experts (required for one; empty for a dense model)",
             "stack": "Software stack profile, one of " + ", ".join(STACKS) + " or a name it is known by; empty: "
                      + DEFAULT_STACK + ", the default, as PLAN"}
@@ -218,7 +236,7 @@ def _layout_args(fn: Any) -> Any:
 @func(category=CATEGORY)
 @_layout_args
 @ret()
-def LAYOUT_STEP_S(model, gpu, n_gpus, seq_len, global_batch_tokens, tp=None, pp=None, zero_stage=None,
+def LAYOUT_STEP_S(model, gpu, n_gpus, seq_len=None, global_batch_tokens=None, tp=None, pp=None, zero_stage=None,
                   recompute=None, micro_batch=None, cp=None, virtual_stages=None, seq_parallel=None, ep=None,
                   stack=None):
     """Predicted seconds per optimizer step of one given layout (TP, PP, ZeRO, recompute, micro-batch, CP, ...), as PLAN and xlcalc plan give it for that layout pinned; empty layout cells: one GPU's defaults. An error says why a layout does not divide or fit."""  # noqa: E501
@@ -228,7 +246,7 @@ def LAYOUT_STEP_S(model, gpu, n_gpus, seq_len, global_batch_tokens, tp=None, pp=
 @func(category=CATEGORY)
 @_layout_args
 @ret()
-def LAYOUT_MFU(model, gpu, n_gpus, seq_len, global_batch_tokens, tp=None, pp=None, zero_stage=None, recompute=None,
+def LAYOUT_MFU(model, gpu, n_gpus, seq_len=None, global_batch_tokens=None, tp=None, pp=None, zero_stage=None, recompute=None,
                micro_batch=None, cp=None, virtual_stages=None, seq_parallel=None, ep=None, stack=None):
     """Predicted model FLOPs utilisation (a fraction of the GPUs' dense peak; attention and logits counted) of one given layout, as PLAN and xlcalc plan give it for that layout pinned: model FLOPs per step / (step time x GPUs x peak)."""  # noqa: E501
     return _layout_plan(locals()).mfu
@@ -237,7 +255,7 @@ def LAYOUT_MFU(model, gpu, n_gpus, seq_len, global_batch_tokens, tp=None, pp=Non
 @func(category=CATEGORY)
 @_layout_args
 @ret()
-def LAYOUT_TOKENS_PER_S_PER_GPU(model, gpu, n_gpus, seq_len, global_batch_tokens, tp=None, pp=None,
+def LAYOUT_TOKENS_PER_S_PER_GPU(model, gpu, n_gpus, seq_len=None, global_batch_tokens=None, tp=None, pp=None,
                                 zero_stage=None, recompute=None, micro_batch=None, cp=None, virtual_stages=None,
                                 seq_parallel=None, ep=None, stack=None):
     """Predicted training throughput of one given layout, tokens per second per GPU (global batch tokens / step time / GPUs), as PLAN and xlcalc plan give it for that layout pinned."""  # noqa: E501

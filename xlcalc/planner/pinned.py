@@ -32,7 +32,7 @@ LAYOUT_CHOICES = ("tp", "pp", "cp", "zero_stage", "seq_parallel", "recompute", "
 
 
 def layout_prediction(model: str | catalog.Model | None = None, *, arch: Arch | None = None, gpu: str,
-                      n_gpus: int, seq_len: int, global_batch_tokens: Optional[float],
+                      n_gpus: int, seq_len: Optional[int], global_batch_tokens: Optional[float],
                       tp: Optional[int] = None, pp: Optional[int] = None, cp: Optional[int] = None,
                       zero_stage: Optional[int] = None, seq_parallel: Optional[bool] = None,
                       recompute: Optional[str] = None, micro_batch: Optional[int] = None,
@@ -49,7 +49,8 @@ def layout_prediction(model: str | catalog.Model | None = None, *, arch: Arch | 
     (None: the planner's default stack, as ``plan``) or ``settings`` carries it with the rest of the model's
     settings. A mixture of experts needs ``ep`` (its expert-parallel size); ``etp`` left out is TP (the experts
     split as the dense layers). ``tokens_t`` only sets the plan's days, GPU-hours and cost (None: as ``plan``);
-    ``global_batch_tokens`` None is ``plan``'s rule (a catalog model's published batch, else the input is missing).
+    ``seq_len`` and ``global_batch_tokens`` None are ``plan``'s rule (a catalog model's pre-training sequence length
+    and published batch; the batch of a model without one is missing).
 
     Raises :class:`InputError` for a layout that does not divide the run (GPUs not a multiple of TP x PP x CP,
     a batch of no whole micro-batches per replica, ...) or that does not fit in GPU memory, saying why in the
