@@ -78,7 +78,7 @@ def _number(spec: InputSpec, value: Any, label: str) -> Any:
     if isinstance(value, bool):
         raise InputError(label, value, spec.allowed, "TRUE/FALSE, not a number")
     if isinstance(value, str):
-        raise InputError(label, value, spec.allowed, "text, not a number" if value.strip() else "the input is empty")
+        raise InputError(label, value, spec.allowed, _text_detail(spec, value))
     if not isinstance(value, (numbers.Real, Decimal)):
         if value is None:
             raise InputError(label, value, spec.allowed, "the input is required")
@@ -101,6 +101,19 @@ def _number(spec: InputSpec, value: Any, label: str) -> Any:
     if spec.kind == "int":
         return value if type(value) is int else int(x)
     return x
+
+
+def _text_detail(spec: InputSpec, value: str) -> str:
+    """Why text is refused for a number: empty, a percentage typed for a fraction ("40%": type 0.4), or text."""
+    if not value.strip():
+        return "the input is empty"
+    try:
+        percent = float(value.strip().removesuffix("%")) if spec.is_fraction and value.strip().endswith("%") else None
+    except ValueError:
+        percent = None
+    if percent is not None and math.isfinite(percent):
+        return f"text, not a number; for {percent:g}% type {percent / 100:g}"
+    return "text, not a number"
 
 
 def _above(spec: InputSpec, x: float | None = None) -> str:
