@@ -20,12 +20,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.docsplice import splice_main  # noqa: E402
-from xlcalc import catalog  # noqa: E402
-from xlcalc.cli.memory import lora_targets  # noqa: E402
-from xlcalc.model_inputs import model_inputs  # noqa: E402
-from xlcalc.recipes import RECIPES  # noqa: E402
-from xlcalc.stage_memory import stage_memory  # noqa: E402
+from scripts.docsplice import doc_main, md_table
+from xlcalc import catalog
+from xlcalc.cli.memory import lora_targets
+from xlcalc.model_inputs import model_inputs
+from xlcalc.recipes import RECIPES
+from xlcalc.stage_memory import stage_memory
 
 OUT = ROOT / "docs" / "finetune.md"
 REFERENCE = ROOT / "xlcalc" / "data" / "reference"
@@ -70,11 +70,6 @@ def _lora(rec: dict[str, Any]) -> dict[str, Any]:
     return rec.get("lora") or (rec.get("extra_settings") or {}).get("lora") or {}
 
 
-def _targets(lora: dict[str, Any]) -> str:
-    t = lora["targets"]
-    return lora_targets(t if isinstance(t, str) else ",".join(t))
-
-
 def _inputs(rec: dict[str, Any]) -> Row:
     """The stage model's inputs for a record, or why it is left out."""
     extra = rec.get("extra_settings") or {}
@@ -86,7 +81,8 @@ def _inputs(rec: dict[str, Any]) -> Row:
                               "states only)")
     lora = _lora(rec)
     try:
-        targets = _targets(lora)
+        t = lora["targets"]
+        targets = lora_targets(t if isinstance(t, str) else ",".join(t))
     except Exception as exc:  # an adapter set the model does not count
         return Row(rec, None, f"adapter targets {lora.get('targets')} ({exc.__class__.__name__}: not a set the "
                               "model counts)")
@@ -112,29 +108,15 @@ def records() -> list[dict[str, Any]]:
     return [r for r in peaks if r.get("job") in ("lora", "qlora")] + own
 
 
-def measured_gb(rec: dict[str, Any]) -> float:
-    m = rec["measured"]
-    return m["value"] * (GIB if m["unit"] == "GiB" else 1)
-
-
-def rows() -> list[Row]:
-    return [_inputs(r) for r in records()]
-
-
 def compare(row: Row) -> dict[str, Any]:
     """Predicted parts and total beside the measured figure (GB)."""
     a = stage_memory(**row.inputs)
     parts = a.parts_gb[a.peak_stage]
+    m = row.record["measured"]
     states = parts["weights"] + parts["gradients"] + parts["optimizer"] + parts["gathered_params"]
     acts = parts["activations"] + parts["recompute_working"] + parts["logits"]
     return dict(states=states, acts=acts, other=parts["other"], total=a.memory_gb, optimizer=parts["optimizer"],
-                trainable_m=a.values["Trainable_Params_B"] * 1e3, measured=measured_gb(row.record))
-
-
-def _md(headers, body) -> list[str]:
-    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in body]
-    return out
+                trainable_m=a.values["Trainable_Params_B"] * 1e3, measured=m["value"] * (GIB if m["unit"] == "GiB" else 1))
 
 
 def _setting(rec: dict[str, Any], row: Row) -> str:
@@ -150,7 +132,7 @@ def _setting(rec: dict[str, Any], row: Row) -> str:
 def render() -> str:
     out: list[str] = []
     body, errors, bare_errors, skipped, partial, seen = [], [], [], [], [], {}
-    for row in rows():
+    for row in map(_inputs, records()):
         rec = row.record
         name = f"[{rec['model']['name']}]({rec['url']})"
         if row.inputs is None:
@@ -179,9 +161,9 @@ def render() -> str:
             "GiB figures converted). *states* = weights + gradients + optimizer states + gathered ZeRO-3/FSDP layer; "
             "*activations* = checkpoints + recompute working set + logits; *other* = the model's flat allowance for "
             "CUDA context, NCCL and allocator reserve.", ""]
-    out += _md(("model (source)", "job, adapters, layout, tokens", "adapter params (M)", "states", "activations",
-                "other", "predicted", "predicted without other", "published", "published (GB)", "error",
-                "error without other"), body)
+    out += md_table(("model (source)", "job, adapters, layout, tokens", "adapter params (M)", "states",
+                     "activations", "other", "predicted", "predicted without other", "published", "published (GB)",
+                     "error", "error without other"), body)
     if errors:
         out += ["", f"Against the {len(errors)} measured peaks, the predicted total is off by a median "
                 f"{statistics.median(errors):.0%} (largest {max(errors):.0%}, within 25%: "
@@ -206,17 +188,13 @@ def render() -> str:
         out += ["", "Runs whose sequence length the source does not state (unpacked Alpaca batches): the model's "
                 "sequence-independent part beside the published peak; the rest of the peak is activations, logits "
                 "and allocator reserve at the longest batch.", ""]
-        out += _md(("model (source)", "job, adapters, layout, tokens", "published",
-                    "predicted states + other (GB)", "published minus predicted states (GB)"), partial)
+        out += md_table(("model (source)", "job, adapters, layout, tokens", "published",
+                         "predicted states + other (GB)", "published minus predicted states (GB)"), partial)
     if skipped:
         out += ["", "Left out (the model cannot state their setting):", ""]
         out += [f"- {name} `{rid}`: {why}" for name, rid, why in skipped]
     return "\n".join(out) + "\n"
 
 
-def main() -> int:
-    return splice_main(OUT, render, BEGIN, END, "make_finetune_docs.py", __doc__.splitlines()[0])
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(doc_main(OUT, render, "make_finetune_docs.py", __doc__.splitlines()[0], (BEGIN, END)))
