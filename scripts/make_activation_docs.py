@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from xlcalc.atomic import write_text  # noqa: E402
+from scripts.docsplice import replace_or_check
 
 DOC = ROOT / "docs" / "activations.md"
 BEGIN, END = "<!-- TABLE BEGIN (scripts/make_activation_docs.py) -->", "<!-- TABLE END -->"
@@ -33,9 +33,6 @@ def baseline_bytes(shape, tp, seq, batch, mode):
     rc = "selective" if mode == "op_selective" else mode
     return act_layer_bytes_general(seq, batch, shape.hidden, shape.heads, shape.kv_heads, shape.head_dim, shape.ffn,
                                    shape.gated, tp, False, rc, shape.flash)
-
-
-MODES = ("none", "op_selective", "full")
 
 
 def rows():
@@ -78,6 +75,8 @@ def _pct(pred, measured):
 def render(data, peaks) -> str:
     import torch
 
+    from torch_blocks import MODES
+
     lines = [
         BEGIN,
         f"Measured with torch {torch.__version__} on the CPU in bf16 (`python scripts/make_activation_docs.py`).",
@@ -114,25 +113,14 @@ def render(data, peaks) -> str:
     return "\n".join(lines)
 
 
-def splice(doc: str, table: str) -> str:
-    head, rest = doc.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return head + table + tail
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="exit 1 if docs/activations.md's table is out of date")
-    args = ap.parse_args()
+    check = ap.parse_args().check
     doc = DOC.read_text(encoding="utf-8")
-    new = splice(doc, render(rows(), peak_rows()))
-    if args.check:
-        if new != doc:
-            print("docs/activations.md is out of date: run python scripts/make_activation_docs.py", file=sys.stderr)
-            return 1
-        return 0
-    write_text(DOC, new)
-    return 0
+    head, rest = doc.split(BEGIN, 1)
+    new = head + render(rows(), peak_rows()) + rest.split(END, 1)[1]
+    return replace_or_check(DOC, doc, new, "make_activation_docs.py", check=check)
 
 
 if __name__ == "__main__":
