@@ -37,10 +37,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "udfs"), str(ROOT / "bench")]
 
-import benchdoc  # noqa: E402
+import benchdoc
 
-import xlcalc_udf_runtime as runtime  # noqa: E402
-import xlcalc_udfs as udfs  # noqa: E402
+import xlcalc_udf_runtime as runtime
+import xlcalc_udfs as udfs
 
 SCALAR_TARGET = 50.0  # range at least this many times faster than one-cell calls
 FLOOR_TARGET = 20.0  # range at most this many times slower than the numpy floor
@@ -169,19 +169,11 @@ def render(results, rows: int, passes: int, load_before: str, load_after: str) -
 
 
 def main() -> int:
-    args = benchdoc.arguments(__doc__.splitlines()[0], [
-        ("--rows", dict(type=int, default=10_000, help="rows of the range")),
-        ("--passes", dict(type=int, default=11, help="interleaved passes")),
-    ])
+    args = benchdoc.arguments(__doc__.splitlines()[0],
+                              [("--rows", dict(type=int, default=10_000, help="rows of the range"))])
     results, before, after = run(args.rows, args.passes)
     doc, readme, ok = render(results, args.rows, args.passes, before, after)
-    print(doc)
-    print()
-    print(readme)
-    if args.write or args.check:
-        status = benchdoc.write_or_check("bench_udfs.py", {"docs/excel.md": doc, "README.md": readme}, args.check)
-        return status or (0 if ok else 1)
-    return 0 if ok else 1
+    return benchdoc.report("bench_udfs.py", {"docs/excel.md": doc, "README.md": readme}, ok, args)
 
 
 if __name__ == "__main__":
