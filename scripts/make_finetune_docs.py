@@ -111,18 +111,17 @@ def records() -> list[dict[str, Any]]:
 def compare(row: Row) -> dict[str, Any]:
     """Predicted parts and total beside the measured figure (GB)."""
     a = stage_memory(**row.inputs)
-    parts = a.parts_gb[a.peak_stage]
+    p = a.parts_gb[a.peak_stage]
     m = row.record["measured"]
-    states = parts["weights"] + parts["gradients"] + parts["optimizer"] + parts["gathered_params"]
-    acts = parts["activations"] + parts["recompute_working"] + parts["logits"]
-    return dict(states=states, acts=acts, other=parts["other"], total=a.memory_gb, optimizer=parts["optimizer"],
-                trainable_m=a.values["Trainable_Params_B"] * 1e3, measured=m["value"] * (GIB if m["unit"] == "GiB" else 1))
+    return dict(states=p["weights"] + p["gradients"] + p["optimizer"] + p["gathered_params"],
+                acts=p["activations"] + p["recompute_working"] + p["logits"], other=p["other"], total=a.memory_gb,
+                optimizer=p["optimizer"], trainable_m=a.values["Trainable_Params_B"] * 1e3,
+                measured=m["value"] * (GIB if m["unit"] == "GiB" else 1))
 
 
 def _setting(rec: dict[str, Any], row: Row) -> str:
     lora = _lora(rec)
-    layout = rec.get("layout") or {}
-    shard = layout.get("sharding", "none")
+    shard = (rec.get("layout") or {}).get("sharding", "none")
     where = f"{rec['n_gpus']} GPU" + ("s" if rec["n_gpus"] > 1 else "") + ("" if shard == "none" else f", {shard}")
     seq = f"{rec['seq_len']} x {rec['micro_batch']}" if rec["seq_len"] else f"? x {rec['micro_batch']}"
     targets = row.inputs["lora_targets"] if row.inputs else str(lora.get("targets"))
@@ -130,7 +129,6 @@ def _setting(rec: dict[str, Any], row: Row) -> str:
 
 
 def render() -> str:
-    out: list[str] = []
     body, errors, bare_errors, skipped, partial, seen = [], [], [], [], [], {}
     for row in map(_inputs, records()):
         rec = row.record
@@ -157,7 +155,7 @@ def render() -> str:
         body.append((name, _setting(rec, row), f"{c['trainable_m']:,.1f}", f"{c['states']:.1f}", f"{c['acts']:.1f}",
                      f"{c['other']:.0f}", f"**{c['total']:.1f}**", f"{c['total'] - c['other']:.1f}", meas,
                      f"{c['measured']:.1f}", verdict, verdict_bare))
-    out += [f"Predicted by `xlcalc.stage_memory` for {len(body)} published fine-tuning runs (GB = 1e9 bytes; "
+    out = [f"Predicted by `xlcalc.stage_memory` for {len(body)} published fine-tuning runs (GB = 1e9 bytes; "
             "GiB figures converted). *states* = weights + gradients + optimizer states + gathered ZeRO-3/FSDP layer; "
             "*activations* = checkpoints + recompute working set + logits; *other* = the model's flat allowance for "
             "CUDA context, NCCL and allocator reserve.", ""]
