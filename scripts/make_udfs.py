@@ -171,17 +171,11 @@ def body() -> str:
     """Everything after the module docstring: the same in both files."""
     formulas, spec = _registry()
     tables = _table_names()
-    out = [
-        "",
-        "from xlcalc_udf_runtime import BLOCKS_CATEGORY, CATEGORY, formula_call",
-        "from xlcalc_udf_tables import (  # hand-written: catalog look-ups and tables",
-        *[f"    {name}," for name in sorted(("CATALOG_UDFS", "PLANNER_UDFS", "TABLE_UDFS", *tables))],
-        ")",
-        "from xlwings import arg, func, ret",
-    ]
-    text = "\n".join(out) + "\n"
-    for f in formulas:
-        text += _udf_source(f, spec)
+    out = ["", "from xlcalc_udf_runtime import BLOCKS_CATEGORY, CATEGORY, formula_call",
+           "from xlcalc_udf_tables import (  # hand-written: catalog look-ups and tables",
+           *[f"    {name}," for name in sorted(("CATALOG_UDFS", "PLANNER_UDFS", "TABLE_UDFS", *tables))], ")",
+           "from xlwings import arg, func, ret"]
+    text = "\n".join(out) + "\n" + "".join(_udf_source(f, spec) for f in formulas)
     names = "".join(f"    {_q(f.udf_name)},\n" for f in formulas)
     every = "".join(f"    {_q(n)},\n" for n in sorted([*(f.udf_name for f in formulas), *tables,
                                                          "CATALOG_UDFS", "PLANNER_UDFS"]))
