@@ -126,9 +126,10 @@ def render(results, rows: int, passes: int, load_before: str, load_after: str) -
     speedups = [benchdoc.ratio(t["scalar"], t["range"]) for _, _, t in results]
     lists_speedups = [benchdoc.ratio(t["scalar"], t["lists"]) for _, _, t in results]
     over_floor = [benchdoc.ratio(t["range"], t["floor"]) for _, _, t in results]
-    ok_range = min(r[0] for r in speedups) >= SCALAR_TARGET
-    ok_lists = min(r[0] for r in lists_speedups) >= SCALAR_TARGET
-    ok_floor = max(r[0] for r in over_floor) <= FLOOR_TARGET
+    lo_l, hi_l = min(r[0] for r in lists_speedups), max(r[0] for r in lists_speedups)
+    lo_r, hi_r = min(r[0] for r in speedups), max(r[0] for r in speedups)
+    lo_f, hi_f = min(r[0] for r in over_floor), max(r[0] for r in over_floor)
+    ok_range, ok_lists, ok_floor = lo_r >= SCALAR_TARGET, lo_l >= SCALAR_TARGET, hi_f <= FLOOR_TARGET
     lines = [
         f"Written by `python bench/bench_udfs.py --write` on {benchdoc.today()}: {benchdoc.machine()}, numpy "
         f"{np.__version__}, {rows:,} rows, {passes} interleaved passes; load average (1 / 5 / 15 min) "
@@ -144,9 +145,6 @@ def render(results, rows: int, passes: int, load_before: str, load_after: str) -
             f"| {name} | {distinct:,} | {t['range'].ms()} | {t['lists'].ms()} | {t['scalar'].ms(0)} "
             f"| {t['floor'].ms()} | {t['arith'].ms(3)} | {sp[0]:.0f}x ({sp[1]:.0f}-{sp[2]:.0f}) "
             f"| {lsp[0]:.0f}x ({lsp[1]:.0f}-{lsp[2]:.0f}) | {fl[0]:.1f}x ({fl[1]:.1f}-{fl[2]:.1f}) |")
-    lo_l, hi_l = min(r[0] for r in lists_speedups), max(r[0] for r in lists_speedups)
-    lo_r, hi_r = min(r[0] for r in speedups), max(r[0] for r in speedups)
-    lo_f, hi_f = min(r[0] for r in over_floor), max(r[0] for r in over_floor)
     lines += [
         "",
         f"- without numpy (xlwings Lite's path), at least {SCALAR_TARGET:.0f}x faster than one-cell calls: "
