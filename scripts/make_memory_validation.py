@@ -160,8 +160,7 @@ def render(v: dict) -> str:
             "| group | records | model: median error | within 15% | median signed |", "|---|---|---|---|---|"]
     for name in sorted(groups):
         s = R.summary(groups[name], "predicted_gb")
-        out.append(f"| {name} | {s['n']} | {_median(s)} | {_share(s['within'])} | "
-                   f"{_pct(s['median_signed'])} |")
+        out.append(f"| {name} | {s['n']} | {_median(s)} | {_share(s['within'])} | {_pct(s['median_signed'])} |")
     out += ["", "## Every record", "",
             "Predicted and measured in GB (1e9 bytes) per GPU; *measured as printed* is the source's figure and unit.",
             "",
