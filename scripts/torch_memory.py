@@ -145,19 +145,16 @@ def _tracker() -> Any:
             frozen = [p for p in module.parameters() if not p.requires_grad]
             if not (install_grad_hooks and frozen):
                 return super()._track_module_params_and_buffers(module, install_grad_hooks)
-            param_memory = 0
-            for p in frozen:
-                winfos = self._update_and_maybe_create_winfos(p, _MemRefType.PARAM)
-                param_memory += sum(w.mem_consumed for w in winfos)
+            param_memory = sum(w.mem_consumed for p in frozen
+                               for w in self._update_and_maybe_create_winfos(p, _MemRefType.PARAM))
             for p in module.parameters():
                 if p.requires_grad and self._param_to_grad_hook_handles.get(p) is None:
                     self._update_and_maybe_create_winfos(p, _MemRefType.PARAM)
                     param_memory += p.untyped_storage().nbytes()
                     def hook(g: Any) -> None:
                         self._update_and_maybe_create_winfos(g, _MemRefType.GRAD)
-                    self._param_to_grad_hook_handles[p] = (
-                        p.register_hook(hook),
-                        p.register_post_accumulate_grad_hook(lambda q: hook(q.grad)))
+                    self._param_to_grad_hook_handles[p] = (p.register_hook(hook),
+                                                           p.register_post_accumulate_grad_hook(lambda q: hook(q.grad)))
             buffer_memory = sum(sum(w.mem_consumed for w in self._update_and_maybe_create_winfos(b, _MemRefType.BUFFER))
                                 for b in module.buffers())
             return param_memory, buffer_memory
