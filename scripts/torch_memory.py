@@ -344,9 +344,7 @@ def _groups(rows: list[Row]) -> list[tuple[str, list[Row]]]:
     def group(c: Config) -> str:
         if c.precision == "autocast":
             return "fp32 weights under autocast (bf16)"
-        if c.lora_rank:
-            return "LoRA, checkpointing" if c.checkpointing else "LoRA"
-        return "bf16, checkpointing" if c.checkpointing else "bf16"
+        return ("LoRA" if c.lora_rank else "bf16") + (", checkpointing" if c.checkpointing else "")
     names = ("bf16", "bf16, checkpointing", "LoRA", "LoRA, checkpointing", "fp32 weights under autocast (bf16)")
     return [(g, [r for r in rows if group(BY_NAME[r.name]) == g]) for g in names]
 
