@@ -46,9 +46,8 @@ def rows():
         layer = tb.make_layer(tb.local_shape(shape, tp, etp), max_seq=max(s for s, _ in tb.SIZES))
         for seq, batch in tb.SIZES:
             for mode in tb.MODES:
-                measured = tb.kept_bytes(layer, batch, seq, mode)
-                predicted = tb.formula_bytes(shape, tp, etp, seq, batch, mode)
-                out.append((case, tp, etp, seq, batch, mode, measured, predicted,
+                out.append((case, tp, etp, seq, batch, mode, tb.kept_bytes(layer, batch, seq, mode),
+                            tb.formula_bytes(shape, tp, etp, seq, batch, mode),
                             baseline_bytes(shape, tp, seq, batch, mode)))
     return out
 
@@ -88,8 +87,7 @@ def render(data, peaks) -> str:
     worst: dict[str, float] = {}
     worst_base: dict[str, float] = {}
     for case, tp, etp, seq, batch, mode, measured, predicted, base in data:
-        err = abs(predicted / measured - 1)
-        worst[mode] = max(worst.get(mode, 0.0), err)
+        worst[mode] = max(worst.get(mode, 0.0), abs(predicted / measured - 1))
         if base is not None:
             worst_base[mode] = max(worst_base.get(mode, 0.0), abs(base / measured - 1))
         base_cells = ["—", "—"] if base is None else [f"{base:,.0f}", _pct(base, measured)]
