@@ -94,8 +94,7 @@ def with_paragraph(readme: str, paragraph: str) -> str:
     """README text with the accuracy paragraph (from its bold start to the next blank line) replaced."""
     start = readme.index(PARAGRAPH_START)
     end = readme.find("\n\n", start)
-    end = len(readme) if end < 0 else end
-    return readme[:start] + paragraph + readme[end:]
+    return readme[:start] + paragraph + (readme[end:] if end >= 0 else "")
 
 
 def main(argv: list[str] | None = None) -> int:
