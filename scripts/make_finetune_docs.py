@@ -90,9 +90,8 @@ def _inputs(rec: dict[str, Any]) -> Row:
     if m.get("catalog_id"):
         v = model_inputs(catalog.get_model(m["catalog_id"]))
     else:
-        v = dict(params_b=m["params_b"], layers=m["layers"], hidden=m["hidden"], heads=m["heads"],
-                 kv_heads=m["kv_heads"], ffn_hidden=m["ffn_hidden"], gated_ffn=m["gated_ffn"], vocab=m["vocab"],
-                 tied_embeddings=m["tied_embeddings"])
+        v = {k: m[k] for k in ("params_b", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "gated_ffn", "vocab",
+                               "tied_embeddings")}
     r = RECIPES[rec.get("recipe") or STACK_RECIPE[_stack(rec)]]
     v.update(job=rec["job"], lora_rank=lora["rank"], lora_targets=targets, micro_batch=rec["micro_batch"],
              recompute=rec["recompute"], dp=rec["n_gpus"], sharding=layout.get("sharding", "none"),
