@@ -37,9 +37,8 @@ def render() -> str:
             rows.append([fw, pr + default, f"{v['bytes_weights']:g} + {v['bytes_grads']:g} + {v['bytes_optimizer']:g}",
                          *(_cell(v[f]) + (" (neutral)" if f in gaps else "") for f in PROFILE_FIELDS[1:])])
             for name, (_, src) in prof.facts.items():
-                line = f"- {fw} {pr}, {name}: {src}"
                 if src not in (s.split(": ", 1)[1] for s in sources):
-                    sources.append(line)
+                    sources.append(f"- {fw} {pr}, {name}: {src}")
     lines = md_table(["framework", "precision", "bytes/param (w + g + opt)", "logits bytes", "optimizer step bytes",
                       "autocast copy bytes", "grads freed"], rows)
     lines += ["", "Frameworks: " + "; ".join(f"`{k}` {v}" for k, v in FRAMEWORK_NAMES.items()) + ".", "",
