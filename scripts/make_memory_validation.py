@@ -334,8 +334,7 @@ def diagnosis(v: dict) -> list[str]:
                    f"({hi.rec['gpu']}): {(hi.measured_gb / lo.measured_gb - 1) * 100:.0f}% apart, more than one "
                    "prediction can be within 15% of (1.15 / 0.85 = 35% apart). The records differ in what the model "
                    "does not take (see each record's notes).")
-    pp = [r for r in scored if r.inputs["pp"] > 1 and r.inputs["zero_stage"] >= 3]
-    if pp:
+    if pp := [r for r in scored if r.inputs["pp"] > 1 and r.inputs["zero_stage"] >= 3]:
         s = R.summary(pp, "predicted_gb")
         out.append(f"- **FSDP with pipeline parallelism** ({s['n']} records, median signed error "
                    f"{_pct(s['median_signed'])}, within 15%: {_share(s['within'])}): torchtitan does not reshard "
@@ -343,15 +342,13 @@ def diagnosis(v: dict) -> list[str]:
                    "PyTorch's pipeline stages accumulate unsharded gradients until the last micro-batch's backward; "
                    "the model holds the whole stage gathered (2 bytes) with its unsharded gradients "
                    "(`MEM_GATHERED_PARAMS_GB`). What remains is not explained by a term the sources state.")
-    fp4 = [r for r in scored if "nvfp4" in (r.rec["precision"].get("matmul") or "")]
-    if fp4:
+    if fp4 := [r for r in scored if "nvfp4" in (r.rec["precision"].get("matmul") or "")]:
         s = R.summary(fp4, "predicted_gb")
         out.append(f"- **NVFP4** ({s['n']} record, signed error {_pct(s['median_signed'])}): the model counts saved "
                    "linear-layer inputs in bf16 (or `linear_input_bytes`) and has no term for 4-bit ones; its MXFP8 "
                    "and BF16 twins reserved 95-98% of the device (the record's notes), so their peaks may be bounded "
                    "by the capacity, not by demand.")
-    meg = [r for r in scored if r.inputs.get("bytes_optimizer") == 12]
-    if meg:
+    if meg := [r for r in scored if r.inputs.get("bytes_optimizer") == 12]:
         s = R.summary(meg, "predicted_gb")
         left = ", ".join(f"{r.measured_gb - (r.predicted_gb - _act(r)):.1f} GB where the model counts {_act(r):.1f} GB"
                          for r in meg)
@@ -362,23 +359,20 @@ def diagnosis(v: dict) -> list[str]:
                    "inputs (`linear_input_bytes`), which the model does not take for these records: no source states "
                    "them for this recipe. The source does not say whether its figure is allocated or reserved "
                    "memory, nor whether the weights are kept in FP8 only.")
-    full = [r for r in scored if r.inputs["recompute"] == "full" and r.inputs["tp"] > 1 and r.error(r.predicted_gb)
-            < -R.WITHIN]
-    if full:
+    if full := [r for r in scored
+                if r.inputs["recompute"] == "full" and r.inputs["tp"] > 1 and r.error(r.predicted_gb) < -R.WITHIN]:
         s = R.summary(full, "predicted_gb")
         out.append(f"- **Full recompute with TP under FSDP** ({s['n']} records below the band, median signed "
                    f"error {_pct(s['median_signed'])}): the torchtitan runs of Llama 3.1 70B and 405B with FP8 "
                    "(Dec 2024). Peak reserved memory counts the caching allocator's cached blocks beyond live tensors "
                    "(fragmentation across micro-batches and the all-gather/reduce-scatter buffers of FSDP); the model's "
                    "4 GB of other memory is a flat allowance, and no source states these runs' peak active memory.")
-    comp = [r for r in scored if r.rec.get("compile") and r.inputs["recompute"] == "none"]
-    if comp:
+    if comp := [r for r in scored if r.rec.get("compile") and r.inputs["recompute"] == "none"]:
         s = R.summary(comp, "predicted_gb")
         out.append(f"- **torch.compile without recomputation** ({s['n']} records, median signed error "
                    f"{_pct(s['median_signed'])}): compiled blocks fuse elementwise ops and save fewer tensors than "
                    "the eager count the model uses.")
-    freed = [r for r in scored if r.inputs.get("grads_freed") and r.inputs["pp"] == 1]
-    if freed:
+    if freed := [r for r in scored if r.inputs.get("grads_freed") and r.inputs["pp"] == 1]:
         s = R.summary(freed, "predicted_gb")
         out.append(f"- **Gradients freed between steps** ({s['n']} records of PyTorch stacks without a pipeline, "
                    f"median signed error {_pct(s['median_signed'])}, within 15%: {_share(s['within'])}): torchtitan "
