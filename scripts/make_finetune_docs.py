@@ -173,8 +173,7 @@ def render() -> str:
                 f"published as {small['measured']:.1f} GB on a 24 GB RTX 4090 and {large['measured']:.1f} GB on a "
                 f"48 GB RTX A6000: the figure follows the card, as a caching allocator's reserve does. One prediction "
                 f"({small['total']:.1f} GB) cannot match both; the pair bounds what any formula can claim here."]
-    q65 = seen.get("qlora-paper-llama-65b-one-48gb-gpu")
-    if q65:
+    if q65 := seen.get("qlora-paper-llama-65b-one-48gb-gpu"):
         out += [f"- QLoRA's 65B on one 48 GB GPU: the model predicts {q65['total']:.1f} GB with its flat "
                 f"{q65['other']:.0f} GB for other memory and {q65['total'] - q65['other']:.1f} GB without it, of which "
                 f"{q65['optimizer']:.1f} GB are the paged optimizer's states. Paged AdamW allocates them in CUDA "

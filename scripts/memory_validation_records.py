@@ -280,8 +280,7 @@ def inputs_of(rec: dict) -> tuple[dict, list[str]]:
         v["virtual_stages"] = vs
         if rec.get("global_batch"):
             v["microbatches"] = rec["global_batch"] // (dp * rec["micro_batch"])
-        given = lay.get("layers_per_stage")
-        if given:
+        if given := lay.get("layers_per_stage"):
             per_rank = list(given)
         elif m["layers"] % (pp * vs):
             chunks = _uneven(m["layers"], pp * vs)
@@ -364,8 +363,7 @@ def capacity_of(rec: dict) -> float | None:
         cap = catalog.get_gpu(rec["gpu_catalog_id"]).capacity_gb
         if cap is not None:
             return cap
-    mem = rec.get("gpu_memory")
-    if mem:
+    if mem := rec.get("gpu_memory"):
         return mem["value"] * UNIT_BYTES[mem["unit"]] / 1e9
     return None
 

@@ -132,8 +132,7 @@ def pairs(v: dict, name: str) -> None:
 def fp8_pairs(v: dict, name: str) -> None:
     runs = {}
     for sc in v["scored"]:
-        m = re.match(r"llmfoundry-h100-(bf16|fp8)-(mpt\w+)-s(\d+)-g(\d+)-", sc.query.id)
-        if m:
+        if m := re.match(r"llmfoundry-h100-(bf16|fp8)-(mpt\w+)-s(\d+)-g(\d+)-", sc.query.id):
             runs.setdefault((m.group(2), int(m.group(3)), int(m.group(4)), m.group(1)), sc)
     rows = [(runs[k[:3] + ("bf16",)], sc) for k, sc in runs.items() if k[3] == "fp8" and k[:3] + ("bf16",) in runs]
     if not rows:
