@@ -114,10 +114,8 @@ def measure(name, fn, args, floor, col, passes: int) -> dict[str, benchdoc.Timin
 
 def run(rows: int, passes: int) -> tuple[list[tuple[str, int, dict[str, benchdoc.Timing]]], str, str]:
     load_before = benchdoc.load()
-    results = []
-    for distinct in (400, rows):
-        for name, fn, args, floor in CASES:
-            results.append((name, distinct, measure(name, fn, args, floor, column(rows, distinct), passes)))
+    results = [(name, distinct, measure(name, fn, args, floor, column(rows, distinct), passes))
+               for distinct in (400, rows) for name, fn, args, floor in CASES]
     return results, load_before, benchdoc.load()
 
 
