@@ -87,11 +87,8 @@ def _inputs(rec: dict[str, Any]) -> Row:
         return Row(rec, None, f"adapter targets {lora.get('targets')} ({exc.__class__.__name__}: not a set the "
                               "model counts)")
     m = rec["model"]
-    if m.get("catalog_id"):
-        v = model_inputs(catalog.get_model(m["catalog_id"]))
-    else:
-        v = {k: m[k] for k in ("params_b", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "gated_ffn", "vocab",
-                               "tied_embeddings")}
+    arch = ("params_b", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "gated_ffn", "vocab", "tied_embeddings")
+    v = model_inputs(catalog.get_model(m["catalog_id"])) if m.get("catalog_id") else {k: m[k] for k in arch}
     r = RECIPES[rec.get("recipe") or STACK_RECIPE[_stack(rec)]]
     v.update(job=rec["job"], lora_rank=lora["rank"], lora_targets=targets, micro_batch=rec["micro_batch"],
              recompute=rec["recompute"], dp=rec["n_gpus"], sharding=layout.get("sharding", "none"),

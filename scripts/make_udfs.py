@@ -82,9 +82,8 @@ def _q(value) -> str:
 
 
 def _docstring(text: str) -> str:
-    if '"""' not in text and "\\" not in text and not text.endswith('"') and "\n" not in text:
-        return f'"""{text}"""'
-    return _q(text)
+    plain = '"""' not in text and "\\" not in text and not text.endswith('"') and "\n" not in text
+    return f'"""{text}"""' if plain else _q(text)
 
 
 def _udf_source(f, spec) -> str:

@@ -363,9 +363,8 @@ def capacity_of(rec: dict) -> float | None:
         cap = catalog.get_gpu(rec["gpu_catalog_id"]).capacity_gb
         if cap is not None:
             return cap
-    if mem := rec.get("gpu_memory"):
-        return mem["value"] * UNIT_BYTES[mem["unit"]] / 1e9
-    return None
+    mem = rec.get("gpu_memory")
+    return mem["value"] * UNIT_BYTES[mem["unit"]] / 1e9 if mem else None
 
 
 def outcome_of(row: Row) -> str | None:
@@ -373,9 +372,7 @@ def outcome_of(row: Row) -> str | None:
     "ran" where the measured peak lies below the card's capacity, None otherwise."""
     if re.search(r"\bOOM\b", row.rec["quote"].split("…")[-1]):
         return "out of memory"
-    if row.capacity_gb is None:
-        return None
-    return "ran" if row.measured_gb < row.capacity_gb else None
+    return "ran" if row.capacity_gb is not None and row.measured_gb < row.capacity_gb else None
 
 
 def params_per_gpu_b(row: Row) -> float:
