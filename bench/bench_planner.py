@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-import benchdoc  # noqa: E402
+import benchdoc
 
 BASELINE_SHORT = "00e0d8f"  # main before issue 11: fixed search space, flat collectives, micro-batch <= 8
 
@@ -174,21 +174,10 @@ def render(one: dict[str, benchdoc.Timing], searches, passes: int, load_before: 
 
 
 def main() -> int:
-    args = benchdoc.arguments(__doc__.splitlines()[0], [
-        ("--passes", dict(type=int, default=11, help="interleaved passes")),
-    ])
+    args = benchdoc.arguments(__doc__.splitlines()[0])
     before = benchdoc.load()
-    one = _one_config(args.passes)
-    searches = _searches(args.passes)
-    doc, readme, ok = render(one, searches, args.passes, before, benchdoc.load())
-    print(doc)
-    print()
-    print(readme)
-    if args.write or args.check:
-        status = benchdoc.write_or_check("bench_planner.py", {"docs/planner.md": doc, "README.md": readme},
-                                         args.check)
-        return status or (0 if ok else 1)
-    return 0 if ok else 1
+    doc, readme, ok = render(_one_config(args.passes), _searches(args.passes), args.passes, before, benchdoc.load())
+    return benchdoc.report("bench_planner.py", {"docs/planner.md": doc, "README.md": readme}, ok, args)
 
 
 if __name__ == "__main__":

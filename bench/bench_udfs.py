@@ -37,10 +37,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "udfs"), str(ROOT / "bench")]
 
-import benchdoc  # noqa: E402
+import benchdoc
 
-import xlcalc_udf_runtime as runtime  # noqa: E402
-import xlcalc_udfs as udfs  # noqa: E402
+import xlcalc_udf_runtime as runtime
+import xlcalc_udfs as udfs
 
 SCALAR_TARGET = 50.0  # range at least this many times faster than one-cell calls
 FLOOR_TARGET = 20.0  # range at most this many times slower than the numpy floor
@@ -114,10 +114,8 @@ def measure(name, fn, args, floor, col, passes: int) -> dict[str, benchdoc.Timin
 
 def run(rows: int, passes: int) -> tuple[list[tuple[str, int, dict[str, benchdoc.Timing]]], str, str]:
     load_before = benchdoc.load()
-    results = []
-    for distinct in (400, rows):
-        for name, fn, args, floor in CASES:
-            results.append((name, distinct, measure(name, fn, args, floor, column(rows, distinct), passes)))
+    results = [(name, distinct, measure(name, fn, args, floor, column(rows, distinct), passes))
+               for distinct in (400, rows) for name, fn, args, floor in CASES]
     return results, load_before, benchdoc.load()
 
 
@@ -126,9 +124,10 @@ def render(results, rows: int, passes: int, load_before: str, load_after: str) -
     speedups = [benchdoc.ratio(t["scalar"], t["range"]) for _, _, t in results]
     lists_speedups = [benchdoc.ratio(t["scalar"], t["lists"]) for _, _, t in results]
     over_floor = [benchdoc.ratio(t["range"], t["floor"]) for _, _, t in results]
-    ok_range = min(r[0] for r in speedups) >= SCALAR_TARGET
-    ok_lists = min(r[0] for r in lists_speedups) >= SCALAR_TARGET
-    ok_floor = max(r[0] for r in over_floor) <= FLOOR_TARGET
+    lo_l, hi_l = min(r[0] for r in lists_speedups), max(r[0] for r in lists_speedups)
+    lo_r, hi_r = min(r[0] for r in speedups), max(r[0] for r in speedups)
+    lo_f, hi_f = min(r[0] for r in over_floor), max(r[0] for r in over_floor)
+    ok_range, ok_lists, ok_floor = lo_r >= SCALAR_TARGET, lo_l >= SCALAR_TARGET, hi_f <= FLOOR_TARGET
     lines = [
         f"Written by `python bench/bench_udfs.py --write` on {benchdoc.today()}: {benchdoc.machine()}, numpy "
         f"{np.__version__}, {rows:,} rows, {passes} interleaved passes; load average (1 / 5 / 15 min) "
@@ -144,9 +143,6 @@ def render(results, rows: int, passes: int, load_before: str, load_after: str) -
             f"| {name} | {distinct:,} | {t['range'].ms()} | {t['lists'].ms()} | {t['scalar'].ms(0)} "
             f"| {t['floor'].ms()} | {t['arith'].ms(3)} | {sp[0]:.0f}x ({sp[1]:.0f}-{sp[2]:.0f}) "
             f"| {lsp[0]:.0f}x ({lsp[1]:.0f}-{lsp[2]:.0f}) | {fl[0]:.1f}x ({fl[1]:.1f}-{fl[2]:.1f}) |")
-    lo_l, hi_l = min(r[0] for r in lists_speedups), max(r[0] for r in lists_speedups)
-    lo_r, hi_r = min(r[0] for r in speedups), max(r[0] for r in speedups)
-    lo_f, hi_f = min(r[0] for r in over_floor), max(r[0] for r in over_floor)
     lines += [
         "",
         f"- without numpy (xlwings Lite's path), at least {SCALAR_TARGET:.0f}x faster than one-cell calls: "
@@ -169,19 +165,11 @@ def render(results, rows: int, passes: int, load_before: str, load_after: str) -
 
 
 def main() -> int:
-    args = benchdoc.arguments(__doc__.splitlines()[0], [
-        ("--rows", dict(type=int, default=10_000, help="rows of the range")),
-        ("--passes", dict(type=int, default=11, help="interleaved passes")),
-    ])
+    args = benchdoc.arguments(__doc__.splitlines()[0],
+                              [("--rows", dict(type=int, default=10_000, help="rows of the range"))])
     results, before, after = run(args.rows, args.passes)
     doc, readme, ok = render(results, args.rows, args.passes, before, after)
-    print(doc)
-    print()
-    print(readme)
-    if args.write or args.check:
-        status = benchdoc.write_or_check("bench_udfs.py", {"docs/excel.md": doc, "README.md": readme}, args.check)
-        return status or (0 if ok else 1)
-    return 0 if ok else 1
+    return benchdoc.report("bench_udfs.py", {"docs/excel.md": doc, "README.md": readme}, ok, args)
 
 
 if __name__ == "__main__":

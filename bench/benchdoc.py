@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from xlcalc.atomic import write_text  # noqa: E402
+from xlcalc.atomic import write_text
 
 
 @dataclass
@@ -152,6 +152,15 @@ def arguments(description: str, extra: Sequence[tuple[str, dict[str, object]]] =
     ap.add_argument("--write", action="store_true", help="write the figures into the docs that quote them")
     ap.add_argument("--check", action="store_true",
                     help="run again and fail unless the docs' blocks have the current format and target statements")
+    ap.add_argument("--passes", type=int, default=11, help="interleaved passes")
     for flag, kw in extra:
         ap.add_argument(flag, **kw)  # type: ignore[arg-type]
     return ap.parse_args()
+
+
+def report(script: str, blocks: dict[str, str], ok: bool, args: argparse.Namespace) -> int:
+    """Print the blocks; with ``--write`` or ``--check``, :func:`write_or_check` them. Exit status 1 if a target is
+    not met or a doc's block is not what the script writes."""
+    print("\n\n".join(blocks.values()))
+    status = write_or_check(script, blocks, args.check) if args.write or args.check else 0
+    return status or (0 if ok else 1)

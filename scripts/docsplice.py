@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from xlcalc.atomic import write_text  # noqa: E402
+from xlcalc.atomic import write_text
 
 
 def splice(text: str, begin: str, end: str, body: str) -> str | None:
@@ -21,6 +21,12 @@ def splice(text: str, begin: str, end: str, body: str) -> str | None:
     head, rest = text.split(begin, 1)
     tail = rest.split(end, 1)[1]
     return head + begin + "\n\n" + body + "\n" + end + tail
+
+
+def md_table(headers: Sequence[object], rows: Iterable[Sequence[object]]) -> list[str]:
+    """A Markdown table's lines: the header, its rule, one line per row."""
+    out = ["| " + " | ".join(map(str, headers)) + " |", "|" + "---|" * len(headers)]
+    return out + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
 
 
 def write_or_check(out: Path, body: str, begin: str, end: str, script: str, *, check: bool) -> int:
@@ -47,9 +53,14 @@ def replace_or_check(out: Path, text: str, new: str, script: str, *, check: bool
     return 0
 
 
-def splice_main(out: Path, render: Callable[[], str], begin: str, end: str, script: str, description: str) -> int:
-    """Write render() between the markers of ``out`` (``--check``: exit 1 if the file is out of date)."""
+def doc_main(out: Path, render: Callable[[], str], script: str, description: str,
+             markers: tuple[str, str] | None = None) -> int:
+    """Write render() into ``out``, between its ``markers`` or as the whole file (``--check``: exit 1 if the file
+    is out of date)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--check", action="store_true", help=f"fail if docs/{out.name} is out of date")
-    args = parser.parse_args()
-    return write_or_check(out, render(), begin, end, script, check=args.check)
+    check = parser.parse_args().check
+    if markers:
+        return write_or_check(out, render(), *markers, script, check=check)
+    text = out.read_text(encoding="utf-8") if out.exists() else ""
+    return replace_or_check(out, text, render(), script, check=check)

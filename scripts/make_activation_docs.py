@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from xlcalc.atomic import write_text  # noqa: E402
+from scripts.docsplice import replace_or_check
 
 DOC = ROOT / "docs" / "activations.md"
 BEGIN, END = "<!-- TABLE BEGIN (scripts/make_activation_docs.py) -->", "<!-- TABLE END -->"
@@ -35,9 +35,6 @@ def baseline_bytes(shape, tp, seq, batch, mode):
                                    shape.gated, tp, False, rc, shape.flash)
 
 
-MODES = ("none", "op_selective", "full")
-
-
 def rows():
     import torch
 
@@ -49,9 +46,8 @@ def rows():
         layer = tb.make_layer(tb.local_shape(shape, tp, etp), max_seq=max(s for s, _ in tb.SIZES))
         for seq, batch in tb.SIZES:
             for mode in tb.MODES:
-                measured = tb.kept_bytes(layer, batch, seq, mode)
-                predicted = tb.formula_bytes(shape, tp, etp, seq, batch, mode)
-                out.append((case, tp, etp, seq, batch, mode, measured, predicted,
+                out.append((case, tp, etp, seq, batch, mode, tb.kept_bytes(layer, batch, seq, mode),
+                            tb.formula_bytes(shape, tp, etp, seq, batch, mode),
                             baseline_bytes(shape, tp, seq, batch, mode)))
     return out
 
@@ -78,6 +74,8 @@ def _pct(pred, measured):
 def render(data, peaks) -> str:
     import torch
 
+    from torch_blocks import MODES
+
     lines = [
         BEGIN,
         f"Measured with torch {torch.__version__} on the CPU in bf16 (`python scripts/make_activation_docs.py`).",
@@ -89,8 +87,7 @@ def render(data, peaks) -> str:
     worst: dict[str, float] = {}
     worst_base: dict[str, float] = {}
     for case, tp, etp, seq, batch, mode, measured, predicted, base in data:
-        err = abs(predicted / measured - 1)
-        worst[mode] = max(worst.get(mode, 0.0), err)
+        worst[mode] = max(worst.get(mode, 0.0), abs(predicted / measured - 1))
         if base is not None:
             worst_base[mode] = max(worst_base.get(mode, 0.0), abs(base / measured - 1))
         base_cells = ["—", "—"] if base is None else [f"{base:,.0f}", _pct(base, measured)]
@@ -114,25 +111,14 @@ def render(data, peaks) -> str:
     return "\n".join(lines)
 
 
-def splice(doc: str, table: str) -> str:
-    head, rest = doc.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return head + table + tail
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="exit 1 if docs/activations.md's table is out of date")
-    args = ap.parse_args()
+    check = ap.parse_args().check
     doc = DOC.read_text(encoding="utf-8")
-    new = splice(doc, render(rows(), peak_rows()))
-    if args.check:
-        if new != doc:
-            print("docs/activations.md is out of date: run python scripts/make_activation_docs.py", file=sys.stderr)
-            return 1
-        return 0
-    write_text(DOC, new)
-    return 0
+    head, rest = doc.split(BEGIN, 1)
+    new = head + render(rows(), peak_rows()) + rest.split(END, 1)[1]
+    return replace_or_check(DOC, doc, new, "make_activation_docs.py", check=check)
 
 
 if __name__ == "__main__":

@@ -15,9 +15,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.docsplice import splice_main  # noqa: E402
-from xlcalc.validation import calibration as C  # noqa: E402
-from xlcalc.validation.pipeline import validate  # noqa: E402
+from scripts.docsplice import doc_main
+from xlcalc.validation import calibration as C
+from xlcalc.validation.pipeline import validate
 
 DOC = ROOT / "docs" / "calibrate.md"
 BEGIN = "<!-- BEGIN calibration table (scripts/make_calibration_docs.py) -->"
@@ -30,5 +30,4 @@ def render() -> str:
 
 
 if __name__ == "__main__":
-    raise SystemExit(splice_main(DOC, render, BEGIN, END, "make_calibration_docs.py",
-                                 __doc__.split("\n\n")[0]))
+    raise SystemExit(doc_main(DOC, render, "make_calibration_docs.py", __doc__.split("\n\n")[0], (BEGIN, END)))

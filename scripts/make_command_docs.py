@@ -26,14 +26,14 @@ import os
 import re
 import shlex
 import sys
-from dataclasses import dataclass
 from pathlib import Path
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from xlcalc.atomic import write_text  # noqa: E402
+from xlcalc.atomic import write_text
 
 BLOCK = re.compile(r"<!-- command: (?P<command>.*?) -->\n(?P<body>.*?)<!-- end command -->", re.DOTALL)
 ENVIRONMENT = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "TERM": "dumb"}
@@ -42,22 +42,6 @@ ENVIRONMENT = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "TERM": "dumb"}
 def docs(root: Path = ROOT) -> list[Path]:
     """The documents that may quote commands: README.md and docs/*.md."""
     return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
-
-
-@dataclass(frozen=True)
-class Block:
-    doc: Path
-    line: int  # of the opening marker, 1-based
-    command: str  # as written in the marker, continuation lines included
-    body: str  # what lies between the markers now
-
-    def where(self) -> str:
-        return f"{self.doc.name}:{self.line}"
-
-
-def blocks(doc: Path, text: str) -> list[Block]:
-    return [Block(doc, text.count("\n", 0, m.start()) + 1, m.group("command").strip(), m.group("body"))
-            for m in BLOCK.finditer(text)]
 
 
 def argv_of(command: str) -> list[str]:
@@ -73,20 +57,11 @@ def run(command: str) -> str:
     from xlcalc.cli import main
 
     out = io.StringIO()
-    saved = {k: os.environ.get(k) for k in ENVIRONMENT}
-    os.environ.update(ENVIRONMENT)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            try:
-                rc = main(argv_of(command))
-            except SystemExit as exc:  # argparse: a flag it does not know
-                rc = exc.code if isinstance(exc.code, int) else 2
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    with mock.patch.dict(os.environ, ENVIRONMENT), contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            rc = main(argv_of(command))
+        except SystemExit as exc:  # argparse: a flag it does not know
+            rc = exc.code if isinstance(exc.code, int) else 2
     if rc != 0:
         raise RuntimeError(f"`{command}` exited {rc}:\n{out.getvalue()}")
     return "\n".join(line.rstrip() for line in out.getvalue().rstrip("\n").splitlines())
@@ -97,9 +72,10 @@ def render(command: str) -> str:
     return f"```text\n$ {command}\n{run(command)}\n```\n"
 
 
-def regenerate(text: str, doc: Path) -> tuple[str, list[Block]]:
-    """``text`` with every marked block regenerated, and the blocks that changed."""
-    stale: list[Block] = []
+def regenerate(text: str) -> tuple[str, list[tuple[int, str]]]:
+    """``text`` with every marked block regenerated, and the blocks that changed: the line of the opening marker
+    (1-based) and the command."""
+    stale: list[tuple[int, str]] = []
     cache: dict[str, str] = {}
 
     def one(m: re.Match[str]) -> str:
@@ -108,7 +84,7 @@ def regenerate(text: str, doc: Path) -> tuple[str, list[Block]]:
             cache[command] = render(command)
         body = cache[command]
         if body != m.group("body"):
-            stale.append(Block(doc, text.count("\n", 0, m.start()) + 1, command, m.group("body")))
+            stale.append((text.count("\n", 0, m.start()) + 1, command))
         return f"<!-- command: {m.group('command')} -->\n{body}<!-- end command -->"
 
     return BLOCK.sub(one, text), stale
@@ -122,17 +98,16 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     for doc in docs(root):
         text = doc.read_text(encoding="utf-8")
         try:
-            new, stale = regenerate(text, doc)
+            new, stale = regenerate(text)
         except (ValueError, RuntimeError) as exc:
             print(f"{doc.relative_to(root)}: {exc}", file=sys.stderr)
             status = 1
             continue
-        for b in stale:
-            first = b.command.splitlines()[0]
-            if args.check:
-                print(f"{doc.relative_to(root)}:{b.line}: out of date: {first}", file=sys.stderr)
-            status = 1 if args.check else status
-        if stale and not args.check:
+        if stale and args.check:
+            status = 1
+            for line, command in stale:
+                print(f"{doc.relative_to(root)}:{line}: out of date: {command.splitlines()[0]}", file=sys.stderr)
+        elif stale:
             write_text(doc, new)
             print(f"wrote {doc.relative_to(root)} ({len(stale)} block(s))")
     if status and args.check:

@@ -20,12 +20,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.docsplice import splice_main  # noqa: E402
-from xlcalc import catalog  # noqa: E402
-from xlcalc.cli.memory import lora_targets  # noqa: E402
-from xlcalc.model_inputs import model_inputs  # noqa: E402
-from xlcalc.recipes import RECIPES  # noqa: E402
-from xlcalc.stage_memory import stage_memory  # noqa: E402
+from scripts.docsplice import doc_main, md_table
+from xlcalc import catalog
+from xlcalc.cli.memory import lora_targets
+from xlcalc.model_inputs import model_inputs
+from xlcalc.recipes import RECIPES
+from xlcalc.stage_memory import stage_memory
 
 OUT = ROOT / "docs" / "finetune.md"
 REFERENCE = ROOT / "xlcalc" / "data" / "reference"
@@ -70,11 +70,6 @@ def _lora(rec: dict[str, Any]) -> dict[str, Any]:
     return rec.get("lora") or (rec.get("extra_settings") or {}).get("lora") or {}
 
 
-def _targets(lora: dict[str, Any]) -> str:
-    t = lora["targets"]
-    return lora_targets(t if isinstance(t, str) else ",".join(t))
-
-
 def _inputs(rec: dict[str, Any]) -> Row:
     """The stage model's inputs for a record, or why it is left out."""
     extra = rec.get("extra_settings") or {}
@@ -86,17 +81,14 @@ def _inputs(rec: dict[str, Any]) -> Row:
                               "states only)")
     lora = _lora(rec)
     try:
-        targets = _targets(lora)
+        t = lora["targets"]
+        targets = lora_targets(t if isinstance(t, str) else ",".join(t))
     except Exception as exc:  # an adapter set the model does not count
         return Row(rec, None, f"adapter targets {lora.get('targets')} ({exc.__class__.__name__}: not a set the "
                               "model counts)")
     m = rec["model"]
-    if m.get("catalog_id"):
-        v = model_inputs(catalog.get_model(m["catalog_id"]))
-    else:
-        v = dict(params_b=m["params_b"], layers=m["layers"], hidden=m["hidden"], heads=m["heads"],
-                 kv_heads=m["kv_heads"], ffn_hidden=m["ffn_hidden"], gated_ffn=m["gated_ffn"], vocab=m["vocab"],
-                 tied_embeddings=m["tied_embeddings"])
+    arch = ("params_b", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "gated_ffn", "vocab", "tied_embeddings")
+    v = model_inputs(catalog.get_model(m["catalog_id"])) if m.get("catalog_id") else {k: m[k] for k in arch}
     r = RECIPES[rec.get("recipe") or STACK_RECIPE[_stack(rec)]]
     v.update(job=rec["job"], lora_rank=lora["rank"], lora_targets=targets, micro_batch=rec["micro_batch"],
              recompute=rec["recompute"], dp=rec["n_gpus"], sharding=layout.get("sharding", "none"),
@@ -112,35 +104,20 @@ def records() -> list[dict[str, Any]]:
     return [r for r in peaks if r.get("job") in ("lora", "qlora")] + own
 
 
-def measured_gb(rec: dict[str, Any]) -> float:
-    m = rec["measured"]
-    return m["value"] * (GIB if m["unit"] == "GiB" else 1)
-
-
-def rows() -> list[Row]:
-    return [_inputs(r) for r in records()]
-
-
 def compare(row: Row) -> dict[str, Any]:
     """Predicted parts and total beside the measured figure (GB)."""
     a = stage_memory(**row.inputs)
-    parts = a.parts_gb[a.peak_stage]
-    states = parts["weights"] + parts["gradients"] + parts["optimizer"] + parts["gathered_params"]
-    acts = parts["activations"] + parts["recompute_working"] + parts["logits"]
-    return dict(states=states, acts=acts, other=parts["other"], total=a.memory_gb, optimizer=parts["optimizer"],
-                trainable_m=a.values["Trainable_Params_B"] * 1e3, measured=measured_gb(row.record))
-
-
-def _md(headers, body) -> list[str]:
-    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in body]
-    return out
+    p = a.parts_gb[a.peak_stage]
+    m = row.record["measured"]
+    return dict(states=p["weights"] + p["gradients"] + p["optimizer"] + p["gathered_params"],
+                acts=p["activations"] + p["recompute_working"] + p["logits"], other=p["other"], total=a.memory_gb,
+                optimizer=p["optimizer"], trainable_m=a.values["Trainable_Params_B"] * 1e3,
+                measured=m["value"] * (GIB if m["unit"] == "GiB" else 1))
 
 
 def _setting(rec: dict[str, Any], row: Row) -> str:
     lora = _lora(rec)
-    layout = rec.get("layout") or {}
-    shard = layout.get("sharding", "none")
+    shard = (rec.get("layout") or {}).get("sharding", "none")
     where = f"{rec['n_gpus']} GPU" + ("s" if rec["n_gpus"] > 1 else "") + ("" if shard == "none" else f", {shard}")
     seq = f"{rec['seq_len']} x {rec['micro_batch']}" if rec["seq_len"] else f"? x {rec['micro_batch']}"
     targets = row.inputs["lora_targets"] if row.inputs else str(lora.get("targets"))
@@ -148,9 +125,8 @@ def _setting(rec: dict[str, Any], row: Row) -> str:
 
 
 def render() -> str:
-    out: list[str] = []
     body, errors, bare_errors, skipped, partial, seen = [], [], [], [], [], {}
-    for row in rows():
+    for row in map(_inputs, records()):
         rec = row.record
         name = f"[{rec['model']['name']}]({rec['url']})"
         if row.inputs is None:
@@ -175,13 +151,13 @@ def render() -> str:
         body.append((name, _setting(rec, row), f"{c['trainable_m']:,.1f}", f"{c['states']:.1f}", f"{c['acts']:.1f}",
                      f"{c['other']:.0f}", f"**{c['total']:.1f}**", f"{c['total'] - c['other']:.1f}", meas,
                      f"{c['measured']:.1f}", verdict, verdict_bare))
-    out += [f"Predicted by `xlcalc.stage_memory` for {len(body)} published fine-tuning runs (GB = 1e9 bytes; "
+    out = [f"Predicted by `xlcalc.stage_memory` for {len(body)} published fine-tuning runs (GB = 1e9 bytes; "
             "GiB figures converted). *states* = weights + gradients + optimizer states + gathered ZeRO-3/FSDP layer; "
             "*activations* = checkpoints + recompute working set + logits; *other* = the model's flat allowance for "
             "CUDA context, NCCL and allocator reserve.", ""]
-    out += _md(("model (source)", "job, adapters, layout, tokens", "adapter params (M)", "states", "activations",
-                "other", "predicted", "predicted without other", "published", "published (GB)", "error",
-                "error without other"), body)
+    out += md_table(("model (source)", "job, adapters, layout, tokens", "adapter params (M)", "states",
+                     "activations", "other", "predicted", "predicted without other", "published", "published (GB)",
+                     "error", "error without other"), body)
     if errors:
         out += ["", f"Against the {len(errors)} measured peaks, the predicted total is off by a median "
                 f"{statistics.median(errors):.0%} (largest {max(errors):.0%}, within 25%: "
@@ -194,8 +170,7 @@ def render() -> str:
                 f"published as {small['measured']:.1f} GB on a 24 GB RTX 4090 and {large['measured']:.1f} GB on a "
                 f"48 GB RTX A6000: the figure follows the card, as a caching allocator's reserve does. One prediction "
                 f"({small['total']:.1f} GB) cannot match both; the pair bounds what any formula can claim here."]
-    q65 = seen.get("qlora-paper-llama-65b-one-48gb-gpu")
-    if q65:
+    if q65 := seen.get("qlora-paper-llama-65b-one-48gb-gpu"):
         out += [f"- QLoRA's 65B on one 48 GB GPU: the model predicts {q65['total']:.1f} GB with its flat "
                 f"{q65['other']:.0f} GB for other memory and {q65['total'] - q65['other']:.1f} GB without it, of which "
                 f"{q65['optimizer']:.1f} GB are the paged optimizer's states. Paged AdamW allocates them in CUDA "
@@ -206,17 +181,13 @@ def render() -> str:
         out += ["", "Runs whose sequence length the source does not state (unpacked Alpaca batches): the model's "
                 "sequence-independent part beside the published peak; the rest of the peak is activations, logits "
                 "and allocator reserve at the longest batch.", ""]
-        out += _md(("model (source)", "job, adapters, layout, tokens", "published",
-                    "predicted states + other (GB)", "published minus predicted states (GB)"), partial)
+        out += md_table(("model (source)", "job, adapters, layout, tokens", "published",
+                         "predicted states + other (GB)", "published minus predicted states (GB)"), partial)
     if skipped:
         out += ["", "Left out (the model cannot state their setting):", ""]
         out += [f"- {name} `{rid}`: {why}" for name, rid, why in skipped]
     return "\n".join(out) + "\n"
 
 
-def main() -> int:
-    return splice_main(OUT, render, BEGIN, END, "make_finetune_docs.py", __doc__.splitlines()[0])
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(doc_main(OUT, render, "make_finetune_docs.py", __doc__.splitlines()[0], (BEGIN, END)))

@@ -6,16 +6,15 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.docsplice import replace_or_check  # noqa: E402
-from xlcalc import all_formulas  # noqa: E402
-from xlcalc.inputs import spec  # noqa: E402
+from scripts.docsplice import doc_main
+from xlcalc import all_formulas
+from xlcalc.inputs import spec
 
 OUT = ROOT / "docs" / "formulas.md"
 TITLES = {"compute": "Compute and time", "memory": "Memory per GPU", "parallel": "Parallelism and communication",
@@ -36,31 +35,19 @@ def render() -> str:
     for f in all_formulas():
         by_cat.setdefault(f.category, []).append(f)
     for cat, fs in by_cat.items():
-        lines += [f"## {TITLES.get(cat, cat.title())}", ""]
-        lines += ["| Python | Excel UDF | result | equation | source |", "|---|---|---|---|---|"]
+        lines += [f"## {TITLES.get(cat, cat.title())}", "", "| Python | Excel UDF | result | equation | source |",
+                  "|---|---|---|---|---|"]
         for f in fs:
-            args = ", ".join(
-                f"[{p}={f.defaults[p]!r}]" if p in f.defaults else p for p in f.params
-            )
+            args = ", ".join(f"[{p}={f.defaults[p]!r}]" if p in f.defaults else p for p in f.params)
             row = [f"`{f.name}`", f"`{f.udf_name}({args})`", f"{f.summary} [{f.unit}]", f.equation, f.source]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
         lines.append("")
     lines += ["## Inputs", "", "| name | unit | meaning | allowed |", "|---|---|---|---|"]
-    seen = sorted({p for f in all_formulas() for p in f.params})
-    for p in seen:
+    for p in sorted({p for f in all_formulas() for p in f.params}):
         s = spec(p)
         lines.append(f"| `{p}` | {s.unit} | {s.doc} | {s.allowed} |")
-    lines.append("")
-    return "\n".join(lines)
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if docs/formulas.md is out of date")
-    args = parser.parse_args()
-    current = OUT.read_text(encoding="utf-8") if OUT.exists() else ""
-    return replace_or_check(OUT, current, render(), "make_formula_docs.py", check=args.check)
+    return "\n".join(lines + [""])
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(doc_main(OUT, render, "make_formula_docs.py", __doc__.splitlines()[0]))

@@ -16,16 +16,17 @@ import argparse
 import keyword
 import sys
 from pathlib import Path
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from xlcalc.atomic import write_text  # noqa: E402
-from xlcalc.engine import python_steps  # noqa: E402
-from xlcalc.expr import functions as _functions  # noqa: E402
-from xlcalc.expr.nodes import Var  # noqa: E402
-from xlcalc.inputs import spec  # noqa: E402
-from xlcalc.stage_memory import MODEL_INPUTS, VARIANTS, memory_steps  # noqa: E402
+from xlcalc.atomic import write_text
+from xlcalc.engine import python_steps
+from xlcalc.expr import functions as _functions
+from xlcalc.expr.nodes import Var
+from xlcalc.inputs import spec
+from xlcalc.stage_memory import MODEL_INPUTS, VARIANTS, memory_steps
 
 OUT = ROOT / "xlcalc" / "stage_memory_code.py"
 
@@ -59,23 +60,19 @@ def _name(n: str) -> str:
 def render() -> str:
     out = [HEADER]
     by_excel = {spec(k).excel_name: k for k in (*MODEL_INPUTS, "memory_gb")}
-    saved, _functions._numeric = _functions._numeric, 0
-    try:
+    with mock.patch.object(_functions, "_numeric", 0):
         for fname, (capacity, moe) in VARIANTS.items():
             steps = [st for st in memory_steps(None if moe else {"expert_params_b": 0},
                                                capacity=Var("GPU_Memory_GB") if capacity else None)
                      if st.name != "Layout_Check"]
             exprs = [(st.name, st.formula.expr.substitute(st.args)) for st in steps]
-            defined = {st.name for st in steps}
-            inputs = sorted(set().union(*(e.variables() for _, e in exprs)) - defined)
+            inputs = sorted(set().union(*(e.variables() for _, e in exprs)) - {st.name for st in steps})
             out += ["", "", f"def {fname}(v: dict[str, Any]) -> dict[str, Any]:",
                     f'    """The steps {"with" if capacity else "without"} the fit, {"with" if moe else "without"} '
                     'the expert terms."""']
             out += [f"    {_name(n)} = v[{by_excel[n]!r}]" for n in inputs]
             out += python_steps(exprs, _name)
             out.append("    return {" + ", ".join(f"{n!r}: {n}" for n, _ in exprs) + "}")
-    finally:
-        _functions._numeric = saved
     return "\n".join(out) + "\n"
 
 

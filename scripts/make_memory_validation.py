@@ -28,23 +28,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.memory_validation_records import (  # noqa: E402
-    BEFORE,
-    COMPILED_FRAMEWORK,
-    LOSS_BYTES,
-    TARGET_USER,
-    TORCHTITAN_LOSS_COMPILED,
-    TUNE_NEUTRAL,
-    USER_FRAMEWORK,
-    WITHIN,
-    WITHIN_USER,
-    Row,
-    results,
-    stated_torchtitan,
-    summary,
-)
-from xlcalc.atomic import write_text  # noqa: E402
-from xlcalc.frameworks import DEFAULT_FRAMEWORK  # noqa: E402
+from scripts import memory_validation_records as R
+from xlcalc.atomic import write_text
+from xlcalc.frameworks import DEFAULT_FRAMEWORK
 
 DOC = ROOT / "docs" / "memory-validation.md"
 
@@ -68,12 +54,12 @@ def _listed(ids: list[str]) -> str:
 
 def user_headline(v: dict) -> str:
     u, f = v["user"], v["fit"]
-    met = "met" if u["within_10"] >= TARGET_USER else "not met"
+    met = "met" if u["within_10"] >= R.TARGET_USER else "not met"
     return (f"At the flags a user gives (the model, layout, recompute, sequence and batch as each record states them, "
             f"and `--framework`/`--precision` naming its stack, its compiled profile where the record ran compiled; "
             f"nothing chosen per record) the model predicts the "
             f"{u['n']} measurements with a median error of {_median(u)}, {_share(u['within_10'])} "
-            f"within 10% and {_share(u['within'])} within 15% (issue 20's target, {_share(TARGET_USER)} within 10%, "
+            f"within 10% and {_share(u['within'])} within 15% (issue 20's target, {_share(R.TARGET_USER)} within 10%, "
             f"is {met}). Its fit answer (FIT_VERDICT) on the {f['known']} records with a known outcome "
             f"({f['ran']} ran, {f['oom']} ran out of memory): \"fits\" for a run that ran out of memory "
             f"{len(f['fits_for_oom'])} times, \"does not fit\" for a run that ran {len(f['no_fit_for_ran'])} times. "
@@ -96,8 +82,8 @@ def both_ways(v: dict) -> str:
             f"less other memory. With both: {fig((True, True))}; the compiled profile only: {fig((True, False))}; the "
             f"live-tensor rule only: {fig((False, True))}; neither: {fig((False, False))}. torchtune's loss facts "
             "(5 bytes per logit, 2 compiled: its LinearCrossEntropyLoss) were added at the same time; with both rules "
-            f"and torchtune's logits buffer at the neutral default of 4 instead: {fig(TUNE_NEUTRAL)}; none of the three "
-            f"(the scoring before them): {fig(BEFORE)}.")
+            f"and torchtune's logits buffer at the neutral default of 4 instead: {fig(R.TUNE_NEUTRAL)}; none of the three "
+            f"(the scoring before them): {fig(R.BEFORE)}.")
 
 
 def headline(v: dict) -> str:
@@ -127,9 +113,9 @@ def render(v: dict) -> str:
         "4 + 4 + 8; torchtune bf16: 2 + 2 + 4; Megatron Bridge with bf16 gradients: 2 + 2 + 12), its loss as the",
         "stack runs it (bytes per logit at the loss's peak, counted and measured on CPU by",
         "`tests/test_memory_loss_torch.py`: PyTorch eager cross-entropy on upcast logits "
-        f"{LOSS_BYTES[('plain', False)]:g}, compiled {LOSS_BYTES[('plain', True)]:g};",
-        f"torchtune's chunked loss {LOSS_BYTES[('chunked', False)]:g}, compiled {LOSS_BYTES[('chunked', True)]:g}; "
-        f"torchtitan's per-chunk wrapper {LOSS_BYTES[('per_chunk', False)]:g} + 4 x hidden / V; Megatron's 4),",
+        f"{R.LOSS_BYTES[('plain', False)]:g}, compiled {R.LOSS_BYTES[('plain', True)]:g};",
+        f"torchtune's chunked loss {R.LOSS_BYTES[('chunked', False)]:g}, compiled {R.LOSS_BYTES[('chunked', True)]:g}; "
+        f"torchtitan's per-chunk wrapper {R.LOSS_BYTES[('per_chunk', False)]:g} + 4 x hidden / V; Megatron's 4),",
         "and the gradients' lifetime: PyTorch stacks set gradients to None between steps (`zero_grad()`), so",
         "without a pipeline the peak is the larger of gradients and activations (`grads_freed`); Megatron's",
         "gradient buffer persists. Everything else is the model's defaults (`xlcalc/recipes.py`), including 4 GB of other",
@@ -161,11 +147,11 @@ def render(v: dict) -> str:
     ]
     for src, rs in v["by_source"].items():
         f = v["fitted"][src]
-        out.append(_source_row(src, *(summary(rs, k) for k in ("user_cmp_gb", "predicted_gb", "baseline_bpp_gb",
+        out.append(_source_row(src, *(R.summary(rs, k) for k in ("user_cmp_gb", "predicted_gb", "baseline_bpp_gb",
                                                                  "baseline_const_gb")),
                                f" {f['bytes_per_param']:.2f}", f" {f['constant_gb']:.1f}"))
     out.append(_source_row("**all**", v["user"], v["model"], v["bpp"], v["const"], "", ""))
-    groups: dict[str, list[Row]] = {}
+    groups: dict[str, list[R.Row]] = {}
     for r in scored:
         groups.setdefault(f"recompute {r.inputs['recompute']}", []).append(r)
         groups.setdefault(f"measured as {r.rec['measured']['what'].split(' (')[0]}", []).append(r)
@@ -173,9 +159,8 @@ def render(v: dict) -> str:
     out += ["", "## By recompute mode, measurement and pipeline", "",
             "| group | records | model: median error | within 15% | median signed |", "|---|---|---|---|---|"]
     for name in sorted(groups):
-        s = summary(groups[name], "predicted_gb")
-        out.append(f"| {name} | {s['n']} | {_median(s)} | {_share(s['within'])} | "
-                   f"{_pct(s['median_signed'])} |")
+        s = R.summary(groups[name], "predicted_gb")
+        out.append(f"| {name} | {s['n']} | {_median(s)} | {_share(s['within'])} | {_pct(s['median_signed'])} |")
     out += ["", "## Every record", "",
             "Predicted and measured in GB (1e9 bytes) per GPU; *measured as printed* is the source's figure and unit.",
             "",
@@ -192,8 +177,8 @@ def render(v: dict) -> str:
         meas = r.rec["measured"]
         unit = meas["unit"] if r.unit == meas["unit"] else f"{meas['unit']} (logged as {r.unit})"
         out.append(f"| {r.id} | {r.source} | {meas['value']:g} {unit} | {meas['what'].split(' (')[0]} | "
-                   f"{r.measured_gb:.1f} | {r.predicted_gb:.1f} | {_pct(e)} | {'yes' if abs(e) <= WITHIN else 'no'} | "
-                   f"{r.baseline_bpp_gb:.1f} | {_pct(eb)} | {parts} | {'; '.join(r.assumed) or '—'} |")
+                   f"{r.measured_gb:.1f} | {r.predicted_gb:.1f} | {_pct(e)} | {'yes' if abs(e) <= R.WITHIN else 'no'} "
+                   f"| {r.baseline_bpp_gb:.1f} | {_pct(eb)} | {parts} | {'; '.join(r.assumed) or '—'} |")
     out += diagnosis(v)
     out += user_section(v)
     skipped = [r for r in rows if r.skip]
@@ -240,10 +225,10 @@ def user_section(v: dict) -> list[str]:
            "| source | --framework | --precision | every record of the source says, in its field |",
            "|---|---|---|---|"]
     for src in sorted({r.source for r in v["rows"]}):
-        if src in USER_FRAMEWORK:
-            fw, pr, fld, phrase = USER_FRAMEWORK[src]
+        if src in R.USER_FRAMEWORK:
+            fw, pr, fld, phrase = R.USER_FRAMEWORK[src]
             out.append(f"| {src} | {fw} | {pr} | {fld}: \"{phrase}\" |")
-    unmapped = sorted({r.source for r in v["rows"]} - set(USER_FRAMEWORK))
+    unmapped = sorted({r.source for r in v["rows"]} - set(R.USER_FRAMEWORK))
     unscored = [s for s in unmapped if not any(r.source == s for r in scored)]
     out += ["", "Sources without one framework for all their records, scored at the default framework "
             f"({DEFAULT_FRAMEWORK}): " + (", ".join(unmapped) if unmapped else "none")
@@ -261,13 +246,13 @@ def user_section(v: dict) -> list[str]:
             f"{_listed(f['tight_for_oom'])}",
             f"- \"does not fit\" said for a run that ran: **{len(f['no_fit_for_ran'])}**{_listed(f['no_fit_for_ran'])}",
             f"- \"tight\" said for a run that ran: {len(f['tight_for_ran'])}{_listed(f['tight_for_ran'])}"]
-    misses = sorted((r for r in scored if abs(r.error(r.user_cmp_gb)) > WITHIN_USER),
+    misses = sorted((r for r in scored if abs(r.error(r.user_cmp_gb)) > R.WITHIN_USER),
                     key=lambda r: -abs(r.error(r.user_cmp_gb)))
     out += compiled_section(v)
     out += ["", f"### Records off by more than 10% at user flags ({len(misses)} of {u['n']})", ""]
-    if u["within_10"] < TARGET_USER:
+    if u["within_10"] < R.TARGET_USER:
         out += [f"{_share(u['within_10'])} of the records are within 10% at user flags, below issue 20's "
-                f"{_share(TARGET_USER)}. Each miss below with the inputs where the user flags differ from the stack "
+                f"{_share(R.TARGET_USER)}. Each miss below with the inputs where the user flags differ from the stack "
                 "as the record states it (record's stack → user flags) and what the tuned reading assumed from the "
                 "record's notes; a miss with no difference is one the stack's facts do not explain either (see *Where "
                 "the model misses, and why*).", ""]
@@ -285,19 +270,19 @@ def user_section(v: dict) -> list[str]:
 def stated_loss_compiled(rec: dict) -> bool | None:
     """Whether the torchtitan version a record's notes state compiles the loss with the model
     (TORCHTITAN_LOSS_COMPILED); None where the notes name no version the table holds."""
-    version = stated_torchtitan(rec)
-    return None if version is None else TORCHTITAN_LOSS_COMPILED[version][0]
+    version = R.stated_torchtitan(rec)
+    return None if version is None else R.TORCHTITAN_LOSS_COMPILED[version][0]
 
 
 def compiled_section(v: dict) -> list[str]:
     """The records scored at a compiled profile, by what their own notes say of the loss they ran."""
     scored = v["scored"]
-    comp = [r for r in scored if r.framework[0] in COMPILED_FRAMEWORK.values()]
+    comp = [r for r in scored if r.framework[0] in R.COMPILED_FRAMEWORK.values()]
     if not comp:
         return []
 
-    def line(rs: list[Row]) -> str:
-        s = summary(rs, "user_cmp_gb")
+    def line(rs: list[R.Row]) -> str:
+        s = R.summary(rs, "user_cmp_gb")
         return (f"{len(rs)} records, median signed error {_pct(s['median_signed'])}, "
                 f"{_share(s['within_10'])} within 10%")
 
@@ -307,7 +292,7 @@ def compiled_section(v: dict) -> list[str]:
             and "LinearCrossEntropyLoss" not in ((r.rec.get("extra_settings") or {}).get("loss") or "")]
     # the same scoring with the compiled profile taken only where the stated version compiles the loss
     n10 = sum(abs(r.error(r.user_variants[(r in comp and stated_loss_compiled(r.rec) is not False, True)]))
-              <= WITHIN_USER for r in scored)
+              <= R.WITHIN_USER for r in scored)
     return ["", "### The compiled profile and the loss each record ran", "",
             f"- scored at a compiled profile (the record states `compile`): {line(comp)}",
             f"- of them, run on a torchtitan whose notes name a version older than its loss compilation (2025-04-02; "
@@ -324,16 +309,16 @@ def compiled_section(v: dict) -> list[str]:
             f"{_share(n10 / len(scored))} of the {len(scored)} records within 10% at user flags (not the headline)"]
 
 
-def same_inputs(scored: list[Row]) -> list[list[Row]]:
+def same_inputs(scored: list[R.Row]) -> list[list[R.Row]]:
     """Groups of records the model cannot tell apart (identical inputs) whose measurements differ by > 15%."""
-    groups: dict[str, list[Row]] = {}
+    groups: dict[str, list[R.Row]] = {}
     for r in scored:
         groups.setdefault(json.dumps(r.inputs, sort_keys=True), []).append(r)
     out = []
     for rs in groups.values():
         lo, hi = min(r.measured_gb for r in rs), max(r.measured_gb for r in rs)
         # one prediction p is within 15% of measurements from p/1.15 to p/0.85: wider groups cannot all be
-        if hi * (1 - WITHIN) > lo * (1 + WITHIN):
+        if hi * (1 - R.WITHIN) > lo * (1 + R.WITHIN):
             out.append(sorted(rs, key=lambda r: r.measured_gb))
     return out
 
@@ -349,25 +334,22 @@ def diagnosis(v: dict) -> list[str]:
                    f"({hi.rec['gpu']}): {(hi.measured_gb / lo.measured_gb - 1) * 100:.0f}% apart, more than one "
                    "prediction can be within 15% of (1.15 / 0.85 = 35% apart). The records differ in what the model "
                    "does not take (see each record's notes).")
-    pp = [r for r in scored if r.inputs["pp"] > 1 and r.inputs["zero_stage"] >= 3]
-    if pp:
-        s = summary(pp, "predicted_gb")
+    if pp := [r for r in scored if r.inputs["pp"] > 1 and r.inputs["zero_stage"] >= 3]:
+        s = R.summary(pp, "predicted_gb")
         out.append(f"- **FSDP with pipeline parallelism** ({s['n']} records, median signed error "
                    f"{_pct(s['median_signed'])}, within 15%: {_share(s['within'])}): torchtitan does not reshard "
                    "parameters after the forward when it pipelines (the records' notes quote parallelize_llama.py) and "
                    "PyTorch's pipeline stages accumulate unsharded gradients until the last micro-batch's backward; "
                    "the model holds the whole stage gathered (2 bytes) with its unsharded gradients "
                    "(`MEM_GATHERED_PARAMS_GB`). What remains is not explained by a term the sources state.")
-    fp4 = [r for r in scored if "nvfp4" in (r.rec["precision"].get("matmul") or "")]
-    if fp4:
-        s = summary(fp4, "predicted_gb")
+    if fp4 := [r for r in scored if "nvfp4" in (r.rec["precision"].get("matmul") or "")]:
+        s = R.summary(fp4, "predicted_gb")
         out.append(f"- **NVFP4** ({s['n']} record, signed error {_pct(s['median_signed'])}): the model counts saved "
                    "linear-layer inputs in bf16 (or `linear_input_bytes`) and has no term for 4-bit ones; its MXFP8 "
                    "and BF16 twins reserved 95-98% of the device (the record's notes), so their peaks may be bounded "
                    "by the capacity, not by demand.")
-    meg = [r for r in scored if r.inputs.get("bytes_optimizer") == 12]
-    if meg:
-        s = summary(meg, "predicted_gb")
+    if meg := [r for r in scored if r.inputs.get("bytes_optimizer") == 12]:
+        s = R.summary(meg, "predicted_gb")
         left = ", ".join(f"{r.measured_gb - (r.predicted_gb - _act(r)):.1f} GB where the model counts {_act(r):.1f} GB"
                          for r in meg)
         out.append(f"- **Megatron with FP8** ({s['n']} records, median signed error {_pct(s['median_signed'])}): "
@@ -377,24 +359,21 @@ def diagnosis(v: dict) -> list[str]:
                    "inputs (`linear_input_bytes`), which the model does not take for these records: no source states "
                    "them for this recipe. The source does not say whether its figure is allocated or reserved "
                    "memory, nor whether the weights are kept in FP8 only.")
-    full = [r for r in scored if r.inputs["recompute"] == "full" and r.inputs["tp"] > 1 and r.error(r.predicted_gb)
-            < -WITHIN]
-    if full:
-        s = summary(full, "predicted_gb")
+    if full := [r for r in scored
+                if r.inputs["recompute"] == "full" and r.inputs["tp"] > 1 and r.error(r.predicted_gb) < -R.WITHIN]:
+        s = R.summary(full, "predicted_gb")
         out.append(f"- **Full recompute with TP under FSDP** ({s['n']} records below the band, median signed "
                    f"error {_pct(s['median_signed'])}): the torchtitan runs of Llama 3.1 70B and 405B with FP8 "
                    "(Dec 2024). Peak reserved memory counts the caching allocator's cached blocks beyond live tensors "
                    "(fragmentation across micro-batches and the all-gather/reduce-scatter buffers of FSDP); the model's "
                    "4 GB of other memory is a flat allowance, and no source states these runs' peak active memory.")
-    comp = [r for r in scored if r.rec.get("compile") and r.inputs["recompute"] == "none"]
-    if comp:
-        s = summary(comp, "predicted_gb")
+    if comp := [r for r in scored if r.rec.get("compile") and r.inputs["recompute"] == "none"]:
+        s = R.summary(comp, "predicted_gb")
         out.append(f"- **torch.compile without recomputation** ({s['n']} records, median signed error "
                    f"{_pct(s['median_signed'])}): compiled blocks fuse elementwise ops and save fewer tensors than "
                    "the eager count the model uses.")
-    freed = [r for r in scored if r.inputs.get("grads_freed") and r.inputs["pp"] == 1]
-    if freed:
-        s = summary(freed, "predicted_gb")
+    if freed := [r for r in scored if r.inputs.get("grads_freed") and r.inputs["pp"] == 1]:
+        s = R.summary(freed, "predicted_gb")
         out.append(f"- **Gradients freed between steps** ({s['n']} records of PyTorch stacks without a pipeline, "
                    f"median signed error {_pct(s['median_signed'])}, within 15%: {_share(s['within'])}): torchtitan "
                    "and torchtune call `zero_grad()` (set to None), so the gradients appear during the backward as "
@@ -404,7 +383,7 @@ def diagnosis(v: dict) -> list[str]:
     return out
 
 
-def _act(r: Row) -> float:
+def _act(r: R.Row) -> float:
     """Activations, recompute working set and logits of a row's heavier stage (GB)."""
     p = r.parts_gb
     return p["activations"] + p["recompute_working"] + p["logits"]
@@ -430,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 if docs/memory-validation.md is stale")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
     args = ap.parse_args(argv)
-    v = results()
+    v = R.results()
     if args.json:
         print(json.dumps(as_json(v), indent=1))
         return 0

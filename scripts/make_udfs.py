@@ -82,23 +82,18 @@ def _q(value) -> str:
 
 
 def _docstring(text: str) -> str:
-    if '"""' not in text and "\\" not in text and not text.endswith('"') and "\n" not in text:
-        return f'"""{text}"""'
-    return _q(text)
+    plain = '"""' not in text and "\\" not in text and not text.endswith('"') and "\n" not in text
+    return f'"""{text}"""' if plain else _q(text)
 
 
 def _udf_source(f, spec) -> str:
-    lines = ["", "", "@func(category=CATEGORY)" if f.question else "@func(category=BLOCKS_CATEGORY)"]
-    for p in f.params:
-        lines.append(f"@arg({_q(p)}, ndim=2, doc={_q(spec(p).help()[:255])})")
-    lines.append("@ret()")
     # an input whose default comes from others (MEM_PER_GPU_GB's framework bytes) is None when left out: empty
     sig = ", ".join(f"{p}=None" if p in f.dynamic_params else f"{p}={_q(f.defaults[p])}" if p in f.defaults else p
                     for p in f.params)
-    lines.append(f"def {f.udf_name}({sig}):")
-    lines.append(f"    {_docstring(f.udf_help)}")
     call = ", ".join([_q(f.name), *f.params])
-    lines.append(f"    return formula_call({call})")
+    lines = ["", "", "@func(category=CATEGORY)" if f.question else "@func(category=BLOCKS_CATEGORY)",
+             *(f"@arg({_q(p)}, ndim=2, doc={_q(spec(p).help()[:255])})" for p in f.params), "@ret()",
+             f"def {f.udf_name}({sig}):", f"    {_docstring(f.udf_help)}", f"    return formula_call({call})"]
     return "\n".join(lines) + "\n"
 
 
@@ -175,17 +170,11 @@ def body() -> str:
     """Everything after the module docstring: the same in both files."""
     formulas, spec = _registry()
     tables = _table_names()
-    out = [
-        "",
-        "from xlcalc_udf_runtime import BLOCKS_CATEGORY, CATEGORY, formula_call",
-        "from xlcalc_udf_tables import (  # hand-written: catalog look-ups and tables",
-        *[f"    {name}," for name in sorted(("CATALOG_UDFS", "PLANNER_UDFS", "TABLE_UDFS", *tables))],
-        ")",
-        "from xlwings import arg, func, ret",
-    ]
-    text = "\n".join(out) + "\n"
-    for f in formulas:
-        text += _udf_source(f, spec)
+    out = ["", "from xlcalc_udf_runtime import BLOCKS_CATEGORY, CATEGORY, formula_call",
+           "from xlcalc_udf_tables import (  # hand-written: catalog look-ups and tables",
+           *[f"    {name}," for name in sorted(("CATALOG_UDFS", "PLANNER_UDFS", "TABLE_UDFS", *tables))], ")",
+           "from xlwings import arg, func, ret"]
+    text = "\n".join(out) + "\n" + "".join(_udf_source(f, spec) for f in formulas)
     names = "".join(f"    {_q(f.udf_name)},\n" for f in formulas)
     every = "".join(f"    {_q(n)},\n" for n in sorted([*(f.udf_name for f in formulas), *tables,
                                                          "CATALOG_UDFS", "PLANNER_UDFS"]))
@@ -200,14 +189,11 @@ def body() -> str:
 def bundle() -> bytes:
     """A deterministic zip: the xlcalc package (no caches, no test records) and the runtime modules."""
     files: list[tuple[str, Path]] = []
-    pkg = ROOT / "xlcalc"
-    for path in sorted(pkg.rglob("*")):
+    for path in sorted((ROOT / "xlcalc").rglob("*")):
         rel = path.relative_to(ROOT).as_posix()
-        if path.is_dir() or "__pycache__" in path.parts or path.suffix in (".pyc", ".pyo"):
-            continue
-        if any(rel.startswith("xlcalc/" + skip) for skip in BUNDLE_SKIP):
-            continue
-        files.append((rel, path))
+        if not (path.is_dir() or "__pycache__" in path.parts or path.suffix in (".pyc", ".pyo")
+                or any(rel.startswith("xlcalc/" + skip) for skip in BUNDLE_SKIP)):
+            files.append((rel, path))
     files += [(name, UDFS / name) for name in RUNTIME_MODULES]
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
@@ -244,10 +230,6 @@ def built() -> dict[Path, str]:
     return {LITE: lite_source()}
 
 
-def outputs() -> dict[Path, str]:
-    return {**committed(), **built()}
-
-
 def write(path: Path, text: str) -> None:
     """Replace ``path`` atomically (mode 0644, newlines as generated)."""
     _registry()
@@ -281,8 +263,7 @@ def main(argv: list[str] | None = None) -> int:
             print("up to date: " + ", ".join(_rel(p) for p in checked))
         print(f"not checked: {_rel(LITE)} (a build product git ignores; {COMMAND} writes it)")
         return 1 if stale else 0
-    generated = outputs()
-    for path, text in generated.items():
+    for path, text in {**committed(), **built()}.items():
         if _current(path) == text:
             print(f"up to date: {_rel(path)}")
         else:

@@ -18,10 +18,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from xlcalc import validation as V  # noqa: E402
-from xlcalc.atomic import write_text  # noqa: E402
-from xlcalc.planner.stacks import DEFAULT_STACK, PLANNER, STACKS  # noqa: E402
-from xlcalc.validation import intervals as I  # noqa: E402
+from xlcalc import validation as V
+from xlcalc.atomic import write_text
+from xlcalc.planner.stacks import DEFAULT_STACK, PLANNER, STACKS
+from xlcalc.validation import intervals as I
 
 DOC = ROOT / "docs" / "validation.md"
 README = ROOT / "README.md"
@@ -94,8 +94,7 @@ def with_paragraph(readme: str, paragraph: str) -> str:
     """README text with the accuracy paragraph (from its bold start to the next blank line) replaced."""
     start = readme.index(PARAGRAPH_START)
     end = readme.find("\n\n", start)
-    end = len(readme) if end < 0 else end
-    return readme[:start] + paragraph + readme[end:]
+    return readme[:start] + paragraph + (readme[end:] if end >= 0 else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,20 +112,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(as_json(v), indent=1))
         return 0
-    doc = V.render(v)
-    readme = with_paragraph(README.read_text(encoding="utf-8"), readme_paragraph(v))
-    interval = I.as_text(I.interval_data(v))
+    files = {DOC: V.render(v), README: with_paragraph(README.read_text(encoding="utf-8"), readme_paragraph(v)),
+             INTERVAL_JSON: I.as_text(I.interval_data(v))}
     if args.check:
-        stale = [p.relative_to(ROOT).as_posix() for p, text in ((DOC, doc), (README, readme), (INTERVAL_JSON, interval))
+        stale = [p.relative_to(ROOT).as_posix() for p, text in files.items()
                  if not p.exists() or p.read_text(encoding="utf-8") != text]
         if stale:
             print("stale: " + ", ".join(stale) + " (run python scripts/make_validation.py)", file=sys.stderr)
             return 1
         print("docs/validation.md, README.md and mfu_interval.json are up to date")
         return 0
-    write_text(DOC, doc)
-    write_text(README, readme)
-    write_text(INTERVAL_JSON, interval)
+    for path, text in files.items():
+        write_text(path, text)
     if not args.quiet:
         for profile, eff in v["fitted"].items():
             print(f"fitted matmul efficiency, profile {profile}: {eff:.3f}")

@@ -214,10 +214,7 @@ def _loss_bytes(rec: dict, m: dict, assumed: list[str]) -> float:
             raise Skip("torchtitan version not stated: whether the loss is compiled is unknown")
         compiled, why = TORCHTITAN_LOSS_COMPILED[version]
         assumed.append(f"loss {'compiled' if compiled else 'not compiled'} (torchtitan {version}, {why})")
-    per_logit = LOSS_BYTES[(kind, compiled)]
-    if kind == "per_chunk":
-        per_logit += 4 * m["hidden"] / m["vocab"]
-    return per_logit
+    return LOSS_BYTES[(kind, compiled)] + (4 * m["hidden"] / m["vocab"] if kind == "per_chunk" else 0)
 
 
 def inputs_of(rec: dict) -> tuple[dict, list[str]]:
@@ -257,22 +254,18 @@ def inputs_of(rec: dict) -> tuple[dict, list[str]]:
         tp=tp, pp=pp, cp=cp, dp=dp, zero_stage=SHARDING[lay["sharding"]], recompute=RECOMPUTE[rec["recompute"]],
     )
     if stack == "fsdp2":
-        v.update(BYTES["fsdp2"])
         # torchtitan's train step calls optimizers.zero_grad() (PyTorch's default set_to_none=True)
-        v["grads_freed"] = True
-        v["logits_buffer_bytes"] = _loss_bytes(rec, m, assumed)
+        v.update(BYTES["fsdp2"], grads_freed=True, logits_buffer_bytes=_loss_bytes(rec, m, assumed))
         if tp > 1:
             v["seq_parallel"] = bool(extra.get("sequence_parallel", True))
     elif stack == "torchtune":
-        v.update(BYTES["torchtune-bf16"])
         # full_finetune_single_device calls optimizer.zero_grad(set_to_none=True); the README's command sets
         # gradient_accumulation_steps=1
-        v["grads_freed"] = True
+        v.update(BYTES["torchtune-bf16"], grads_freed=True, logits_buffer_bytes=_loss_bytes(rec, m, assumed))
         if extra.get("optimizer_in_backward"):
             # torchtune's OptimizerInBackward: "reduces peak memory usage by freeing gradients immediately after
             # they are applied" - no gradient memory beyond one parameter's at a time
             v["bytes_grads"] = 0
-        v["logits_buffer_bytes"] = _loss_bytes(rec, m, assumed)
     else:
         v.update(BYTES["megatron-bf16-grads"])
         if tp > 1:
@@ -287,8 +280,7 @@ def inputs_of(rec: dict) -> tuple[dict, list[str]]:
         v["virtual_stages"] = vs
         if rec.get("global_batch"):
             v["microbatches"] = rec["global_batch"] // (dp * rec["micro_batch"])
-        given = lay.get("layers_per_stage")
-        if given:
+        if given := lay.get("layers_per_stage"):
             per_rank = list(given)
         elif m["layers"] % (pp * vs):
             chunks = _uneven(m["layers"], pp * vs)
@@ -350,9 +342,7 @@ def framework_of(rec: dict, compiled: bool = True) -> tuple[str, str]:
     if found is None:
         p = get_profile(None, None)
         return p.framework, p.precision
-    fw = found[0]
-    if compiled and rec.get("compile") and fw in COMPILED_FRAMEWORK:
-        fw = COMPILED_FRAMEWORK[fw]
+    fw = COMPILED_FRAMEWORK.get(found[0], found[0]) if compiled and rec.get("compile") else found[0]
     return fw, found[1]
 
 
@@ -374,9 +364,7 @@ def capacity_of(rec: dict) -> float | None:
         if cap is not None:
             return cap
     mem = rec.get("gpu_memory")
-    if mem:
-        return mem["value"] * UNIT_BYTES[mem["unit"]] / 1e9
-    return None
+    return mem["value"] * UNIT_BYTES[mem["unit"]] / 1e9 if mem else None
 
 
 def outcome_of(row: Row) -> str | None:
@@ -384,9 +372,7 @@ def outcome_of(row: Row) -> str | None:
     "ran" where the measured peak lies below the card's capacity, None otherwise."""
     if re.search(r"\bOOM\b", row.rec["quote"].split("…")[-1]):
         return "out of memory"
-    if row.capacity_gb is None:
-        return None
-    return "ran" if row.measured_gb < row.capacity_gb else None
+    return "ran" if row.capacity_gb is not None and row.measured_gb < row.capacity_gb else None
 
 
 def params_per_gpu_b(row: Row) -> float:
@@ -433,8 +419,7 @@ def fit_check(scored: list[Row]) -> dict[str, Any]:
 
 
 def results() -> dict[str, Any]:
-    recs = json.loads(RECORDS.read_text(encoding="utf-8"))
-    rows = [Row(r) for r in recs]
+    rows = [Row(r) for r in json.loads(RECORDS.read_text(encoding="utf-8"))]
     for r in rows:
         predict(r)
     scored = [r for r in rows if r.predicted_gb is not None]

@@ -17,12 +17,13 @@ import re
 import statistics
 import sys
 from pathlib import Path
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from xlcalc import validation as V  # noqa: E402
-from xlcalc.validation import adapter as A  # noqa: E402
+from xlcalc import validation as V
+from xlcalc.validation import adapter as A
 
 FA2 = ("llm-foundry", "fsdp-eager", "fsdp-compiled")  # profiles whose attention kernel is FlashAttention-2 class
 OFF = dict(matmul_efficiency_of_mamf=False, attention_by_generation=False, fp8_cast_bytes=0.0,
@@ -88,11 +89,8 @@ def _with(variant: dict):
 
 
 def run(variant: dict) -> dict:
-    A._settings = _with(variant)
-    try:
+    with mock.patch.object(A, "_settings", _with(variant)):
         return V.validate()
-    finally:
-        A._settings = _original
 
 
 def _summary(rows) -> str:
@@ -106,10 +104,9 @@ def groups(scored) -> dict:
     out: dict = {}
     for s in scored:
         q = s.query
-        out.setdefault(f"GPU {q.gpu_label}", []).append(s)
-        out.setdefault(f"source {q.source_id}", []).append(s)
-        out.setdefault(f"precision {q.precision}", []).append(s)
-        out.setdefault("sequence ≥ 8k" if q.seq_len >= 8192 else "sequence < 8k", []).append(s)
+        for key in (f"GPU {q.gpu_label}", f"source {q.source_id}", f"precision {q.precision}",
+                    "sequence ≥ 8k" if q.seq_len >= 8192 else "sequence < 8k"):
+            out.setdefault(key, []).append(s)
     return out
 
 
@@ -135,8 +132,7 @@ def pairs(v: dict, name: str) -> None:
 def fp8_pairs(v: dict, name: str) -> None:
     runs = {}
     for sc in v["scored"]:
-        m = re.match(r"llmfoundry-h100-(bf16|fp8)-(mpt\w+)-s(\d+)-g(\d+)-", sc.query.id)
-        if m:
+        if m := re.match(r"llmfoundry-h100-(bf16|fp8)-(mpt\w+)-s(\d+)-g(\d+)-", sc.query.id):
             runs.setdefault((m.group(2), int(m.group(3)), int(m.group(4)), m.group(1)), sc)
     rows = [(runs[k[:3] + ("bf16",)], sc) for k, sc in runs.items() if k[3] == "fp8" and k[:3] + ("bf16",) in runs]
     if not rows:
@@ -167,12 +163,11 @@ def main() -> None:
         print(f"| {name} | {m['n']} | {m['median'] * 100:.1f}% | {m['within'] * 100:.0f}% | {m['bias'] * 100:+.1f}% | "
               f"{c['median'] * 100:.1f}% | {c['within'] * 100:.0f}% |")
     print()
-    keys = sorted(groups(results[0][1]["scored"]))
+    grouped = [groups(v["scored"]) for _, v in results]
     print("| group | runs | " + " | ".join(f"{i}: median, within 15%, signed" for i in range(len(results))) + " |")
     print("|---|---:|" + "---|" * len(results))
-    for k in keys:
-        cells = [_summary(groups(v["scored"]).get(k, [])) for _, v in results]
-        print(f"| {k} | {len(groups(results[0][1]['scored']).get(k, []))} | " + " | ".join(cells) + " |")
+    for k in sorted(grouped[0]):
+        print(f"| {k} | {len(grouped[0][k])} | " + " | ".join(_summary(g.get(k, [])) for g in grouped) + " |")
 
 
 if __name__ == "__main__":

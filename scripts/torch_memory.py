@@ -29,14 +29,14 @@ import argparse
 import json
 import statistics
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.docsplice import splice, write_or_check  # noqa: E402
+from scripts.docsplice import splice, write_or_check
 
 DOC = ROOT / "docs" / "memory.md"
 BEGIN = "<!-- torch_memory.py: begin -->"
@@ -104,6 +104,7 @@ def _configs() -> tuple[Config, ...]:
 
 
 CONFIGS = _configs()
+BY_NAME = {c.name: c for c in CONFIGS}
 
 # peft target_modules for xlcalc's LoRA targets (the module names of these families)
 _PEFT_TARGETS = {"qv": ["q_proj", "v_proj"], "attention": ["q_proj", "k_proj", "v_proj", "o_proj"],
@@ -144,19 +145,16 @@ def _tracker() -> Any:
             frozen = [p for p in module.parameters() if not p.requires_grad]
             if not (install_grad_hooks and frozen):
                 return super()._track_module_params_and_buffers(module, install_grad_hooks)
-            param_memory = 0
-            for p in frozen:
-                winfos = self._update_and_maybe_create_winfos(p, _MemRefType.PARAM)
-                param_memory += sum(w.mem_consumed for w in winfos)
+            param_memory = sum(w.mem_consumed for p in frozen
+                               for w in self._update_and_maybe_create_winfos(p, _MemRefType.PARAM))
             for p in module.parameters():
                 if p.requires_grad and self._param_to_grad_hook_handles.get(p) is None:
                     self._update_and_maybe_create_winfos(p, _MemRefType.PARAM)
                     param_memory += p.untyped_storage().nbytes()
                     def hook(g: Any) -> None:
                         self._update_and_maybe_create_winfos(g, _MemRefType.GRAD)
-                    self._param_to_grad_hook_handles[p] = (
-                        p.register_hook(hook),
-                        p.register_post_accumulate_grad_hook(lambda q: hook(q.grad)))
+                    self._param_to_grad_hook_handles[p] = (p.register_hook(hook),
+                                                           p.register_post_accumulate_grad_hook(lambda q: hook(q.grad)))
             buffer_memory = sum(sum(w.mem_consumed for w in self._update_and_maybe_create_winfos(b, _MemRefType.BUFFER))
                                 for b in module.buffers())
             return param_memory, buffer_memory
@@ -172,11 +170,7 @@ def measure(c: Config) -> dict[str, Any]:
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     cfg_dict = hf_config(c)
-    kind = cfg_dict.pop("model_type")
-    cls = {"llama": transformers.LlamaConfig, "qwen2": transformers.Qwen2Config,
-           "mistral": transformers.MistralConfig, "mixtral": transformers.MixtralConfig,
-           "gemma": transformers.GemmaConfig}[kind]
-    cfg = cls(**cfg_dict)
+    cfg = transformers.AutoConfig.for_model(cfg_dict.pop("model_type"), **cfg_dict)
     cfg._attn_implementation = "sdpa"
     weight_dtype = torch.bfloat16 if c.precision == "bf16" else torch.float32
     # the model is built on the meta device (shapes only), LoRA adapters included (peft leaves meta parameters
@@ -310,8 +304,8 @@ COMPARED = (
 @dataclass
 class Row:
     name: str
-    measured: dict[str, float] = field(default_factory=dict)
-    predicted: dict[str, float] = field(default_factory=dict)
+    measured: dict[str, float]
+    predicted: dict[str, float]
 
     def error(self, label: str) -> float:
         """Predicted / measured - 1; a category that is under 1% of PyTorch's peak (0 bytes: the peak is another
@@ -321,16 +315,12 @@ class Row:
 
 
 def compare(measured: list[dict[str, Any]]) -> list[Row]:
-    by_name = {c.name: c for c in CONFIGS}
     rows = []
     for m in measured:
-        c = by_name[m["config"]["name"]]
-        p = predict(c)
-        row = Row(c.name)
-        for label, cats, parts in COMPARED:
-            row.measured[label] = float(sum(m["peak"][k] for k in cats))
-            row.predicted[label] = float(sum(p[k] for k in parts))
-        rows.append(row)
+        name = m["config"]["name"]
+        p = predict(BY_NAME[name])
+        rows.append(Row(name, {label: float(sum(m["peak"][k] for k in cats)) for label, cats, _ in COMPARED},
+                        {label: float(sum(p[k] for k in parts)) for label, _, parts in COMPARED}))
     return rows
 
 
@@ -350,15 +340,13 @@ def _mb(x: float) -> str:
     return f"{x / 1e6:,.1f}"
 
 
-def _groups(rows: list[Row], by_name: dict[str, Config]) -> list[tuple[str, list[Row]]]:
+def _groups(rows: list[Row]) -> list[tuple[str, list[Row]]]:
     def group(c: Config) -> str:
         if c.precision == "autocast":
             return "fp32 weights under autocast (bf16)"
-        if c.lora_rank:
-            return "LoRA, checkpointing" if c.checkpointing else "LoRA"
-        return "bf16, checkpointing" if c.checkpointing else "bf16"
+        return ("LoRA" if c.lora_rank else "bf16") + (", checkpointing" if c.checkpointing else "")
     names = ("bf16", "bf16, checkpointing", "LoRA", "LoRA, checkpointing", "fp32 weights under autocast (bf16)")
-    return [(g, [r for r in rows if group(by_name[r.name]) == g]) for g in names]
+    return [(g, [r for r in rows if group(BY_NAME[r.name]) == g]) for g in names]
 
 
 def render(measured: list[dict[str, Any]]) -> str:
@@ -386,8 +374,7 @@ def render(measured: list[dict[str, Any]]) -> str:
     lines += ["", "By recipe (signed: model / PyTorch - 1):", "",
               "| recipe | configurations | activations, loss, temporaries: median signed | worst | total: median "
               "signed | worst |", "|---|---|---|---|---|---|"]
-    by_name = {c.name: c for c in CONFIGS}
-    for group, rs in _groups(rows, by_name):
+    for group, rs in _groups(rows):
         act = [r.error("activations, loss and temporaries") for r in rs]
         tot = [r.error("total") for r in rs]
         lines.append(f"| {group} | {len(rs)} | {statistics.median(act):+.1%} | {max(act, key=abs):+.1%} | "
