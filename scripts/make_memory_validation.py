@@ -306,7 +306,9 @@ def compiled_section(v: dict) -> list[str]:
             if tune else "- no torchtune run with another loss",
             f"- were the compiled profile taken only where the torchtitan version a record states compiles the loss "
             f"(a user knows the version they run; this choice, too, was made after seeing the residuals): "
-            f"{_share(n10 / len(scored))} of the {len(scored)} records within 10% at user flags (not the headline)"]
+            f"{_share(n10 / len(scored))} of the {len(scored)} records within 10% at user flags (not the headline). "
+            "The memory of a torchtitan that compiles the model only (a version before 2025-04-02, or "
+            "`compile.components = ['model']`) is `--framework torchtitan`'s: its loss is eager"]
 
 
 def same_inputs(scored: list[R.Row]) -> list[list[R.Row]]:
