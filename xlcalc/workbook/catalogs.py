@@ -167,8 +167,7 @@ def price_sheet(book: Book) -> PriceTable:
     last = FIRST + max(len(rows), 1) - 1
     head = last + 2
     book.put(s, f"A{head}", "Price tiers (the Price_Tier dropdown on Inputs)", "group")
-    book.put(s, f"A{head + 1}", "tier", "header")
-    book.put(s, f"B{head + 1}", "what it is", "header")
+    book.row(s, head + 1, ("tier", "what it is"), "header")
     book.merges.append((s, f"B{head + 1}:D{head + 1}"))
     for k, tier in enumerate(catalog.PRICE_TIERS):
         book.put(s, f"A{head + 2 + k}", tier, "label")
@@ -178,8 +177,7 @@ def price_sheet(book: Book) -> PriceTable:
     buys = [p for p in catalog.prices() if p.capex_usd_per_gpu is not None]
     book.put(s, f"A{buy_head}", "Purchase prices per GPU (Capex_USD_per_GPU on Inputs, looked up by GPU_Type; a GPU "
              "with no row has no sourced price: type yours over Capex_USD_per_GPU)", "group")
-    for j, header in enumerate(("GPU id", "USD per GPU", "date", "price id", "source"), start=1):
-        book.put(s, coord(j, buy_head + 1), header, "header")
+    book.row(s, buy_head + 1, ("GPU id", "USD per GPU", "date", "price id", "source"), "header")
     seen: set[str] = set()
     buy_first = buy_head + 2
     for p in buys:
@@ -189,8 +187,7 @@ def price_sheet(book: Book) -> PriceTable:
         r = buy_first + len(seen) - 1
         book.put(s, f"A{r}", p.gpu, "label")
         book.put(s, f"B{r}", p.capex_usd_per_gpu, "input", '"$"#,##0')
-        book.put(s, f"C{r}", p.date or "undated", "label")
-        book.put(s, f"D{r}", p.id, "label")
+        book.row(s, r, (p.date or "undated", p.id), col="C")
         book.put(s, f"E{r}", p.source, "text")
     book.freeze[s] = "B4"
     return PriceTable(s, tuple(c[0] for c in PRICE_COLUMNS), FIRST, last, head + 2,
@@ -292,8 +289,7 @@ def framework_sheet(book: Book) -> FrameworkTable:
     last = FIRST + len(FRAMEWORKS) - 1
     head = last + 2
     book.put(s, f"A{head}", "Precisions (the Precision dropdown on Inputs)", "group")
-    book.put(s, f"A{head + 1}", "precision", "header")
-    book.put(s, f"B{head + 1}", "what it is", "header")
+    book.row(s, head + 1, ("precision", "what it is"), "header")
     for k, (pr, words) in enumerate(PRECISIONS.items()):
         book.put(s, f"A{head + 2 + k}", pr, "label")
         book.put(s, f"B{head + 2 + k}", words, "text")
@@ -301,18 +297,14 @@ def framework_sheet(book: Book) -> FrameworkTable:
     head = p_last + 2
     book.put(s, f"A{head}", "Memory inputs by framework and precision (what Inputs looks up), each with its source",
              "group")
-    for j, header in enumerate(("key (framework|precision|input)", "framework", "precision", "input", "value",
-                                "source"), start=1):
-        book.put(s, coord(j, head + 1), header, "header")
+    book.row(s, head + 1, ("key (framework|precision|input)", "framework", "precision", "input", "value", "source"),
+             "header")
     r = head + 2
     f_first = r
     for profiles in FRAMEWORKS.values():
         for p in profiles.values():
             for field in PROFILE_FIELDS:
-                book.put(s, f"A{r}", fact_key(p.framework, p.precision, field), "label")
-                book.put(s, f"B{r}", p.framework, "label")
-                book.put(s, f"C{r}", p.precision, "label")
-                book.put(s, f"D{r}", field, "label")
+                book.row(s, r, (fact_key(p.framework, p.precision, field), p.framework, p.precision, field))
                 if field in p.facts:
                     value, source = p.facts[field]
                     book.put(s, f"E{r}", value, "input", '"TRUE";"TRUE";"FALSE"' if isinstance(value, bool) else None)
@@ -332,10 +324,7 @@ def references_sheet(book: Book) -> None:
     s = "References"
     book.titled(s, "Formulas and sources", "Every formula the workbook uses is one of these, rendered from xlcalc's "
                 "registry (the same definitions as the Python library and the Excel functions).")
-    headers = ("formula", "Excel function (add-in)", "what it computes", "unit", "equation", "source")
-    for j, h in enumerate(headers, start=1):
-        book.put(s, coord(j, 3), h, "header")
+    book.row(s, 3, ("formula", "Excel function (add-in)", "what it computes", "unit", "equation", "source"), "header")
     for i, f in enumerate(sorted(all_formulas(), key=lambda f: (f.category, f.name)), start=4):
-        for j, value in enumerate((f.name, f.udf_name, f.summary, f.unit, f.equation, f.source), start=1):
-            book.put(s, coord(j, i), value, "text")
+        book.row(s, i, (f.name, f.udf_name, f.summary, f.unit, f.equation, f.source), "text")
     book.freeze[s] = "A4"

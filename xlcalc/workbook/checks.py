@@ -439,30 +439,25 @@ def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int
                 "message instead of a number; pasted values are checked too (a cell's list or range only stops "
                 "typing).")
     layout = OUTPUT_BY_NAME["Layout_Check"].name
-    book.put(s, f"A{LAYOUT_ROW}", "Layout (every piece whole)")
-    book.put(s, f"B{LAYOUT_ROW}", "the input it blames, then why")
+    book.row(s, LAYOUT_ROW, ("Layout (every piece whole)", "the input it blames, then why"))
     book.put(s, f"C{LAYOUT_ROW}", if_(eq(Var(layout), "OK"), OK,
                                       Concat(IfError(layout_where(book), "Layout_Check"), ": ", Var(layout))), "formula")
     book.rules.append((s, f"C{LAYOUT_ROW}", "bad_unless_ok"))
-    for col, head in zip("ABC", ("input", "cell", "check (OK: allowed)")):
-        book.put(s, f"{col}{FIRST_ROW - 1}", head, "header")
+    book.row(s, FIRST_ROW - 1, ("input", "cell", "check (OK: allowed)"), "header")
     c_at, c_name, c_check = CELL_COLS
     book.widths[s] = {"A": 24, "B": 40, "C": CHECK_WIDTH, "D": 2, c_at: 18, c_name: 18, c_check: CHECK_WIDTH}
     for k, name in enumerate(CHECKED):
         row = FIRST_ROW + k
         sheet, at = book.names[name]
-        book.put(s, f"A{row}", name)
-        book.put(s, f"B{row}", f"{sheet}!{at}")
+        book.row(s, row, (name, f"{sheet}!{at}"))
         book.put(s, f"C{row}", input_check(book, name, lists), "formula")
         _wrap_if_long(book, row, "C", f"{sheet}!{at}", name, lists)
     book.rules.append((s, f"C{FIRST_ROW}:C{FIRST_ROW + len(CHECKED) - 1}", "bad_unless_ok"))
     book.put(s, f"{c_at}{FIRST_ROW - 2}", "Input cells of the Scenarios, Sensitivity and Parallelism sheets; each "
              "Parallelism row's layout", "group")
-    for col, head in zip(CELL_COLS, ("cell", "input", "check (OK: allowed)")):
-        book.put(s, f"{col}{FIRST_ROW - 1}", head, "header")
+    book.row(s, FIRST_ROW - 1, ("cell", "input", "check (OK: allowed)"), "header", CELL_COLS[0])
     for row, check in reg.cells.values():
-        book.put(s, f"{c_at}{row}", check.ref.replace("$", ""))
-        book.put(s, f"{c_name}{row}", check.name)
+        book.row(s, row, (check.ref.replace("$", ""), check.name), col=c_at)
         if check.layout:  # whole in H (what the master check reads), in G without the arithmetic: one printed line
             whole = book.put(s, f"{LAYOUT_WHOLE_COL}{row}", layout_row_check(book, check, reg), "formula")
             book.put(s, f"{c_check}{row}", layout_line(whole), "formula")
@@ -480,8 +475,7 @@ def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int
                 continue
             done.add(names)
             members = reg.members(names)
-            book.put(s, f"A{row}", f"{len(members)} inputs")
-            book.put(s, f"B{row}", ", ".join(m.replace("$", "") for m in members))
+            book.row(s, row, (f"{len(members)} inputs", ", ".join(m.replace("$", "") for m in members)))
             book.put(s, f"C{row}", _first_failing(members, reg), "formula")
     last = GROUP_FIRST_ROW + len(reg.groups) - 1
     book.rules.append((s, f"C{GROUP_FIRST_ROW}:C{last}", "bad_unless_ok"))

@@ -91,8 +91,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
     s, b = "Scenarios", ctx.book
     b.titled(s, "Scenarios side by side", "Each column is a full plan. Linked columns follow the Inputs sheet except "
              "their GPU; type over any yellow cell to change one column.")
-    b.put(s, "A4", "input / result", "header")
-    b.put(s, "B4", "unit", "header")
+    b.row(s, 4, ("input / result", "unit"), "header")
     maps: list[dict[str, str]] = []
     for j, (sc, linked) in enumerate(columns):
         col = coord(3 + j, 1)[:-1]
@@ -121,8 +120,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         for cell in INPUTS:
             if cell.group == STEP_GROUP:  # the step time's inputs: its chain is the StepTime sheet's alone
                 continue
-            b.put(s, f"A{row}", cell.label)
-            b.put(s, f"B{row}", spec(cell.spec_name).unit)
+            b.row(s, row, (cell.label, spec(cell.spec_name).unit))
             if cell.field == "capex_usd_per_gpu" and ctx.prices is not None:  # the column's GPU's purchase price
                 value: Any = capex_value(ctx, sc, gpu_ref)
             elif linked and cell.field not in GPU_DERIVED:
@@ -164,8 +162,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             if out.name != "Layout_Check":
                 expr = pointing(expr, f"see {col}{layout_row}" if out.guarded else None, varmap["Layout_Check"],
                                 CHECK_CELL_POINTER, frozenset(varmap[n] for n in checks.FRAMEWORK_INPUTS))
-            b.put(s, f"A{r}", out.label)
-            b.put(s, f"B{r}", out.unit)
+            b.row(s, r, (out.label, out.unit))
             b.put(s, f"{col}{r}", expr, "formula", display_format(out), subs)
             if chars := longest_message_in(dependencies(out.name)):  # the column is the result's only room
                 message_cell(b, s, r, col, col, chars)

@@ -11,7 +11,7 @@ from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS
 from ..stage_memory import PARTS, memory_steps
 from .messages import CHECK_POINTER, LAYOUT_POINTER, LAYOUT_ROW, longest_layout_message, message_cell
 from .rendering import guarded, guarded_output, needs, output_formula, pointing
-from .sheets import Ctx, formula_row, header_row, output_row, output_rows
+from .sheets import Ctx, formula_row, output_row, output_rows
 
 
 def memory_sheet(ctx: Ctx) -> dict[str, int]:
@@ -27,7 +27,7 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
              "the memory. GB = 1e9 bytes.")
     layout_row(ctx, s, LAYOUT_ROW)
     output_row(ctx, s, 5, "DP_Size", pointer=LAYOUT_POINTER)
-    header_row(b, s, 7, ("per GPU", "first stage", "last stage", "formula and source"))
+    b.row(s, 7, ("per GPU", "first stage", "last stage", "formula and source"), "header")
     rows: dict[str, int] = {}
     row = 8
     steps = {st.name: st for st in memory_steps(MEMORY_SOURCES, capacity=Var("GPU_Memory_GB"), layout_dp=1)}
@@ -111,7 +111,7 @@ def time_sheet(ctx: Ctx) -> None:
     s, b = "Time", ctx.book
     b.titled(s, "Compute and time", "C = 6ND; days = C / (peak x GPUs x MFU); the deadline rounding follows seed 002 "
              "§7.3: exact GPUs -> whole TP x PP replicas -> + spare -> whole nodes.")
-    header_row(b, s, 4, ("", "value", "unit", "formula and source"))
+    b.row(s, 4, ("", "value", "unit", "formula and source"), "header")
     output_rows(ctx, s, 5, ("Train_FLOPs", "Train_Days", "GPU_Hours"))
     b.put(s, "A9", "GPUs for a deadline", "group")
     formula_row(ctx, s, 10, "Deadline", guarded(Var("Deadline_Days"), {"Deadline_Days"}), "days", "Deadline_Days from the Inputs sheet", "#,##0.0")

@@ -11,12 +11,12 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from openpyxl.utils.cell import coordinate_from_string, get_column_letter
+from openpyxl.utils.cell import column_index_from_string, coordinate_from_string, get_column_letter
 
 from ..expr.nodes import BinOp, Expr, Func, IfError, Text, Var, identity, wrap
 from ..expr.template import Template
@@ -79,6 +79,16 @@ class Book:
         """Place a value or formula; return the cell's absolute reference text."""
         self.sheet(sheet)[at] = Cell(value, kind, number_format, subs)
         return ref_text(sheet, at)
+
+    def row(self, sheet: str, row: int, values: Iterable[Any], kind: str = "label", col: str = "A") -> None:
+        """Place ``values`` in row ``row``, from column ``col`` rightwards, each of ``kind``."""
+        for j, value in enumerate(values, start=column_index_from_string(col)):
+            self.put(sheet, coord(j, row), value, kind)
+
+    def note(self, sheet: str, at: str, text: str) -> str:
+        """A note that wraps in its cell."""
+        self.wrap.add((sheet, at))
+        return self.put(sheet, at, text, "note")
 
     def titled(self, sheet: str, title: str, note: str) -> None:
         """A sheet's title (A1) and the note under it (A2)."""

@@ -155,8 +155,7 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any, listed: st
               else "Framework and Precision" if field in FRAMEWORK_DERIVED
               else "Recipe_Id, else by Framework and Precision" if ctx.frameworks is not None else "Recipe_Id")
     how = f" Looked up by {preset}; a number typed here wins." if looked_up else ""
-    b.put(sheet, f"D{row}", f"{cell.name}: {s.allowed}. {s.doc}.{how}".replace("..", "."), "note")
-    b.wrap.add((sheet, f"D{row}"))
+    b.note(sheet, f"D{row}", f"{cell.name}: {s.allowed}. {s.doc}.{how}".replace("..", "."))
     if isinstance(value, Expr) and (chars := longest_message_in({cell.name})):  # the look-up's message wraps in B
         message_cell(b, sheet, row, "B", "B", chars)
     label = f"{cell.label} ({cell.name})"
@@ -182,9 +181,8 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
     if define:
         b.name(name, sheet, f"B{row}")
     b.put(sheet, f"C{row}", out.unit)
-    b.put(sheet, f"D{row}", f"{name if define else out.formula.udf_name}: {out.formula.equation}. "
-                           f"Source: {out.formula.source}", "note")
-    b.wrap.add((sheet, f"D{row}"))
+    b.note(sheet, f"D{row}", f"{name if define else out.formula.udf_name}: {out.formula.equation}. "
+                            f"Source: {out.formula.source}")
     deps = dependencies(name).union(*(dependencies(v) | {v} for v in (varmap or {}).values() if v in OUTPUT_BY_NAME))
     if points:  # a failing look-up's message is pointed to (CHECK_POINTER), not shown
         deps = {d for d in deps if d not in checks.LOOKED_UP_FAILING}
@@ -210,8 +208,7 @@ def formula_row(ctx: Ctx, sheet: str, row: int, label: str, expr: Any, unit: str
     # a failing input check or look-up: the way to Start's input check, which shows the message whole
     ref = b.put(sheet, f"B{row}", pointed(expr), "formula", fmt, subs)
     b.put(sheet, f"C{row}", unit)
-    b.put(sheet, f"D{row}", note, "note")
-    b.wrap.add((sheet, f"D{row}"))
+    b.note(sheet, f"D{row}", note)
     if isinstance(expr, Expr):  # a catalog's message (no purchase price, rate or figure) wraps in B
         message_cell(b, sheet, row, "B", "B", longest_message_in(needs(expr)))
     return ref
@@ -462,11 +459,6 @@ def longest_message_in(deps: Any) -> int:
     return max([longest_message()] * ("Capex_USD_per_GPU" in deps) + [longest_price_message()] *
                ("USD_per_GPU_Hour" in deps) + [figures[n] for n in deps if n in figures] + [0])
 
-
-def header_row(b, s: str, row: int, names: tuple[str, ...]) -> None:
-    """Column headings of a sheet's A-D table."""
-    for col, name in zip("ABCD", names):
-        b.put(s, f"{col}{row}", name, "header")
 
 # --- Memory ----------------------------------------------------------------------------
 

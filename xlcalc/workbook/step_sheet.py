@@ -26,7 +26,7 @@ from .catalogs import FIRST, Table
 from .messages import CHECK_POINTER, LAYOUT_POINTER
 from .model import Book, Concat, IsNumber, LookupOr, coord
 from .rendering import guarded, needs, pointing
-from .sheets import Ctx, header_row, input_row
+from .sheets import Ctx, input_row
 
 __all__ = ["STACK_SHEET", "STEP_SHEET", "stack_sheet", "step_time_sheet"]
 
@@ -151,7 +151,7 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
           "time for the same run and stack). The model, layout and GPU come from Inputs, the GPU's figures from the GPUs "
           "sheet, the stack's facts from the Stacks sheet; a layer's parameters from its shape, as the planner counts "
           "them (the Memory sheet takes them from Params_B).", "note")
-    header_row(b, s, 4, ("", "value", "unit", "formula and source"))
+    b.row(s, 4, ("", "value", "unit", "formula and source"), "header")
     # the scenario's two inputs of the step time alone (xlcalc.scenario.STEP_GROUP), the stack a dropdown of the
     # Stacks sheet's ids
     input_row(ctx, s, 5, "stack", ctx.scenario.stack,
@@ -211,7 +211,7 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
     b.merges.append((s, f"B{row}:D{row}"))
     check_ref = f"see {STEP_SHEET}!B{row}"
     row += 2
-    header_row(b, s, row, ("step", "value", "unit", "formula and source"))
+    b.row(s, row, ("step", "value", "unit", "formula and source"), "header")
     row += 1
     for st in (*steps, *timeline):
         expr = if_(eq(Var("Step_Check"), LAYOUT_OK), st.expr(), check_ref)
