@@ -301,9 +301,8 @@ def value_check(x: Var, where: str, name: str, lists: dict[str, tuple[str, str, 
         found = IfError(Lookup(x, sheet_of, col, col, first, last), "")
         allowed = _allowed(name, lists)
         listed: Any = OK
-        if name == "Precision" and _FRAMEWORKS.get() is not None:  # and one the framework in effect offers
+        if name == "Precision":  # and one the framework in effect offers
             fw = _FRAMEWORKS.get()
-            assert fw is not None
             offered = Concat(f"{where}: {name} = ", shown_value(x), f" is not allowed: {name} must be {OFFERED}",
                              fw.framework(), ": ", IfError(fw.offered(), ""), ", or empty")
             listed = if_(eq(IfError(fw.pair(x), ""), ""), offered, OK)
@@ -422,7 +421,7 @@ def _layout_line(var: Any) -> Any:
     return if_(eq(whole, OK), OK, IfError(if_(bracket <= SHORT_CHARS + 1, head, refused), whole))
 
 
-def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]], frameworks: Any = None) -> None:
+def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]], frameworks: Any) -> None:
     """Write the Checks sheet: the layout check, every input's check, and every set of checks some cell gathers.
     ``frameworks`` (catalogs.FrameworkTable): Precision's check also asks for a precision the framework offers."""
     token = _FRAMEWORKS.set(frameworks)
@@ -490,7 +489,7 @@ def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int
 def longest_check(where: str, name: str, lists: dict[str, tuple[str, str, int, int]]) -> int:
     """The longest message the check of input ``name`` in cell ``where`` can show (:func:`value_check`), the value
     at most VALUE_CHARS long; a looked-up input's own message is sized where it is looked up."""
-    if name == "Precision" and _FRAMEWORKS.get() is not None:  # then a framework and the precisions it offers
+    if name == "Precision":  # then a framework and the precisions it offers
         longest = max(len(fw) + 2 + len(", ".join(precisions)) for fw, precisions in FRAMEWORKS.items())
         return len(f"{where}: {name} =  is not allowed: {name} must be {OFFERED}, or empty") + VALUE_CHARS + longest
     return len(f"{where}: {name} =  is not allowed: {name} must be {_allowed(name, lists)}") + VALUE_CHARS

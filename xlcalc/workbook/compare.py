@@ -121,7 +121,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             if cell.group == STEP_GROUP:  # the step time's inputs: its chain is the StepTime sheet's alone
                 continue
             b.row(s, row, (cell.label, spec(cell.spec_name).unit))
-            if cell.field == "capex_usd_per_gpu" and ctx.prices is not None:  # the column's GPU's purchase price
+            if cell.field == "capex_usd_per_gpu":  # the column's GPU's purchase price
                 value: Any = capex_value(ctx, sc, gpu_ref)
             elif linked and cell.field not in GPU_DERIVED:
                 value = Var(cell.name)  # follows the Inputs sheet
@@ -196,7 +196,6 @@ def framework_cells(ctx: Ctx, s: str, col: str, row: int, sc: Scenario, linked: 
     picks fill the column's bytes per parameter and memory inputs; "as on Inputs" in a linked column, whose inputs
     follow the Inputs sheet's. Returns the names the column's look-ups read -> its cells (empty where linked)."""
     fw = ctx.frameworks
-    assert fw is not None
     lists = {"Framework": ref_text(fw.sheet, f"A{fw.first_row}") + f":$A${fw.last_row}",
              "Precision": ref_text(fw.sheet, f"A{fw.precision_first}") + f":$A${fw.precision_last}"}
     cells: dict[str, Var] = {}

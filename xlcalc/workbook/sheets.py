@@ -47,8 +47,8 @@ class Ctx:
     gpus: Table
     models: Table
     recipes: Table
-    prices: PriceTable | None = None
-    frameworks: FrameworkTable | None = None
+    prices: PriceTable
+    frameworks: FrameworkTable
 
 
 def id_range(table: Table) -> str:
@@ -153,7 +153,7 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any, listed: st
     looked_up = isinstance(value, Expr) and not isinstance(value, Var)
     preset = ("GPU_Type" if field in GPU_DERIVED else "Model_Preset" if field in MODEL_DERIVED or field in STAGE_ENDS
               else "Framework and Precision" if field in FRAMEWORK_DERIVED
-              else "Recipe_Id, else by Framework and Precision" if ctx.frameworks is not None else "Recipe_Id")
+              else "Recipe_Id, else by Framework and Precision")
     how = f" Looked up by {preset}; a number typed here wins." if looked_up else ""
     b.note(sheet, f"D{row}", f"{cell.name}: {s.allowed}. {s.doc}.{how}".replace("..", "."))
     if isinstance(value, Expr) and (chars := longest_message_in({cell.name})):  # the look-up's message wraps in B
@@ -244,7 +244,7 @@ def inputs_sheet(ctx: Ctx) -> None:
                         sc.gpu or "", gpu_ids, "a GPU id from the GPUs sheet, or empty for your own numbers")
             row += 1
         for field in fields:
-            if field == "usd_per_gpu_hour" and ctx.prices is not None:  # the tier dropdown heads the price it fills
+            if field == "usd_per_gpu_hour":  # the tier dropdown heads the price it fills
                 _choice_row(ctx, s, row, "Price tier (fills the price per GPU-hour from the Prices sheet)",
                             "Price_Tier", sc.price_tier or "", tier_range(ctx.prices),
                             "a tier from the Prices sheet (on-demand, reserved-1y, reserved-3y, spot, ...), "
@@ -253,17 +253,15 @@ def inputs_sheet(ctx: Ctx) -> None:
                 input_row(ctx, s, row, field, price_value(ctx, sc))
                 row += 1
                 continue
-            if field == "capex_usd_per_gpu" and ctx.prices is not None:  # looked up by GPU_Type, as the price
+            if field == "capex_usd_per_gpu":  # looked up by GPU_Type, as the price
                 input_row(ctx, s, row, field, capex_value(ctx, sc))
                 row += 1
                 continue
-            if field == "bytes_weights" and ctx.frameworks is not None:  # what the software fills, then the recipe
+            if field == "bytes_weights":  # what the software fills, then the recipe dropdown heading the bytes it fills
                 row = framework_rows(ctx, s, row)
-            if field == "bytes_weights":  # the recipe dropdown heads the three byte counts it fills
-                _choice_row(ctx, s, row, "Precision recipe (fills bytes per parameter)", "Recipe_Id",
-                            sc.recipe or "", recipe_ids,
-                            "a recipe id from the Recipes sheet, or empty for your own numbers"
-                            + (" (or the Framework's)" if ctx.frameworks is not None else ""))
+                _choice_row(ctx, s, row, "Precision recipe (fills bytes per parameter)", "Recipe_Id", sc.recipe or "",
+                            recipe_ids, "a recipe id from the Recipes sheet, or empty for your own numbers (or the "
+                            "Framework's)")
                 row += 1
             input_row(ctx, s, row, field, derived_value(ctx, sc, field, "GPU_Type", "Model_Preset", "Recipe_Id",
                                                         framework=True))
@@ -280,9 +278,7 @@ FRAMEWORK_FILLS = ("the bytes per parameter (the recipe it names; a picked Recip
 
 def framework_rows(ctx: Ctx, s: str, row: int) -> int:
     """The Framework and Precision dropdowns (names as ``--framework`` / ``--precision`` take them); the next row."""
-    fw = ctx.frameworks
-    assert fw is not None
-    sc = ctx.scenario
+    fw, sc = ctx.frameworks, ctx.scenario
     _choice_row(ctx, s, row, "Framework (fills the memory inputs of the software you train with)", "Framework",
                 sc.framework or "", ref_text(fw.sheet, f"A{fw.first_row}") + f":$A${fw.last_row}",
                 f"one of {', '.join(FRAMEWORKS)} (as --framework), or empty for your own numbers",
@@ -321,7 +317,6 @@ def price_value(ctx: Ctx, scenario: Scenario) -> Any:
     <tier> price on the Prices sheet - type it in USD_per_GPU_Hour" (never #N/A). A number typed over the
     cell wins, as over any look-up.
     """
-    assert ctx.prices is not None
     gpu, tier = Var("GPU_Type"), Var("Price_Tier")
     missing = Concat(gpu, NO_PRICE[0], tier, NO_PRICE[1])
     looked_up = IfError(price_lookup(ctx.prices, "usd_per_gpu_hour"), missing)
@@ -340,7 +335,6 @@ def capex_value(ctx: Ctx, scenario: Scenario, gpu_key: str = "GPU_Type") -> Any:
     reads the sentence of xlcalc.catalog.missing_capex, never #N/A. A number typed over the cell wins, as over any
     look-up; a scenario's own number (one its GPU's catalog price does not give) is written as that number.
     """
-    assert ctx.prices is not None
     p = ctx.prices
     typed = scenario.capex_usd_per_gpu
     buy = catalog.purchase_price(scenario.gpu) if scenario.gpu else None
@@ -364,10 +358,7 @@ def capex_used(ctx: Ctx) -> Any:
     """
     capex = Var("Capex_USD_per_GPU")
     amount = Concat("$", Func("FIXED", (capex, wrap(0))), " per GPU, ")
-    if ctx.prices is None:
-        return if_(IsNumber(capex), Concat(amount, "typed"), capex)
-    p = ctx.prices
-    gpu = Var("GPU_Type")
+    p, gpu = ctx.prices, Var("GPU_Type")
     rate = IfError(catalog_lookup(gpu, p.sheet, "A", "B", p.capex_first, p.capex_last), -1)
     from_catalog = Concat("price catalog ", catalog_lookup(gpu, p.sheet, "A", "D", p.capex_first, p.capex_last), " (",
                           catalog_lookup(gpu, p.sheet, "A", "C", p.capex_first, p.capex_last), ")")
@@ -381,8 +372,6 @@ def price_used(ctx: Ctx) -> Any:
     price", "$2/GPU-hour, typed (no tier)", or the price cell's message when it holds no number.
     """
     usd, tier = Var("USD_per_GPU_Hour"), Var("Price_Tier")
-    if ctx.prices is None:
-        return Concat("$", Func("ROUND", (usd, wrap(3))), "/GPU-hour")
     catalog_rate = IfError(price_lookup(ctx.prices, "usd_per_gpu_hour"), -1)
     from_catalog = Concat(tier, " tier, price catalog ", price_lookup(ctx.prices, "id"), " (",
                           price_lookup(ctx.prices, "date"), ")")
