@@ -24,6 +24,7 @@ from ..expr.template import Template
 __all__ = ["NA", "Book", "Cell", "Concat", "ErrorValue", "FirstFailing", "IfError", "IsNumber", "Lookup", "NotAvailable",
            "coord", "excel_text", "identity", "placed", "ref_text"]
 
+FORMULA_LEAD = ("=", "+", "-", "@")  # what makes a typed text a formula (a text starting so is written as text)
 _REF = re.compile(r"^(?P<sheet>[A-Za-z][A-Za-z0-9_]*)!\$?(?P<col>[A-Z]{1,3})\$?(?P<row>\d+)$")
 
 

@@ -135,8 +135,6 @@ def _read_price_tier(data: dict[str, Any]) -> None:
     look-up stays a typed price (no tier); a tier the catalog has no rate for the GPU stays that tier, so the
     engine names the GPU and the tier (the cell held that message instead of a number).
     """
-    from .. import catalog
-
     tier = data.get("price_tier")
     if tier is None or "usd_per_gpu_hour" not in data:
         return
@@ -187,12 +185,8 @@ def read_workbook(path: str | Path) -> ReadBack:
         if missing:
             raise WorkbookError(f"{path}: not an xlcalc planning workbook (missing defined names: "
                                 f"{', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''})")
-        data: dict[str, Any] = {}
-        for name, fieldname in TEXT_NAMES.items():
-            v = _value(wb, name)
-            if v is _MISSING or v is None or v == "":
-                continue
-            data[fieldname] = str(v)
+        data: dict[str, Any] = {key: str(v) for name, key in TEXT_NAMES.items()
+                                if (v := _value(wb, name)) is not _MISSING and v is not None and v != ""}
         tier = _value(wb, "Price_Tier")
         if tier is not _MISSING and tier is not None and str(tier).strip():
             data["price_tier"] = str(tier).strip()

@@ -25,9 +25,8 @@ from typing import Any
 
 from ..scenario import Scenario
 from .compare import Shape, shaped_as
-from .model import ref_text
+from .model import FORMULA_LEAD, ref_text
 
-FORMULA_LEAD = ("=", "+", "-", "@")
 MAX_AXIS = 5          # the builder's Sensitivity axes have at most five points (factors 0.25 ... 4)
 MAX_CONFIGS = 100     # and the Parallelism sheet at most 81 candidate layouts
 MAX_FINDINGS = 200    # listed; a file changed in more cells than this is reported as such

@@ -37,12 +37,11 @@ from ..expr.nodes import Expr
 from ..inputs import InputSpec
 from .cache import _value_xml, by_sheet
 from .layout import BAD_FILL, CHARS_PER_WIDTH, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, WIDTHS
-from .model import _PLAIN_COORD, Book, identity, ref_text
+from .model import _PLAIN_COORD, FORMULA_LEAD, Book, identity, ref_text
 from .rendering import BOOL_FORMAT
 
 SHEET_ORDER = ("Start", "Inputs", "Memory", "Time", "StepTime", "Budget", "FineTuning", "Scenarios", "Sensitivity",
                "Parallelism", "GPUs", "Models", "Recipes", "Frameworks", "Stacks", "Prices", "References")
-FORMULA_LEAD = ("=", "+", "-", "@")
 
 
 MONEY_WHOLE = '"$"#,##0;-"$"#,##0'
@@ -218,14 +217,10 @@ def _number(x: float) -> str:
 
 
 def _numeric_rule(at: str, s: InputSpec) -> str:
-    parts = [f"ISNUMBER({at})"]
-    for attr, op in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
-        bound = getattr(s, attr)
-        if bound is not None:
-            parts.append(f"{at}{op}{_number(bound)}")
-    if s.kind == "int":
-        parts.append(f"INT({at})={at}")
-    return "AND(" + ",".join(parts) + ")"
+    bounds = [f"{at}{op}{_number(bound)}" for attr, op in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))
+              if (bound := getattr(s, attr)) is not None]
+    whole = [f"INT({at})={at}"] if s.kind == "int" else []
+    return "AND(" + ",".join([f"ISNUMBER({at})", *bounds, *whole]) + ")"
 
 
 def add_validation(ws, v: dict[str, Any], sqref: str | None = None) -> None:
@@ -236,24 +231,19 @@ def add_validation(ws, v: dict[str, Any], sqref: str | None = None) -> None:
     """
     at, label = v["at"], v["label"]
     if "list" in v:
-        dv = DataValidation(type="list", formula1=v["list"].lstrip("="), allow_blank=True)
-        allowed = v["allowed"]
+        kind, rule, allowed = "list", v["list"].lstrip("="), v["allowed"]
     else:
         s: InputSpec = v["spec"]
         allowed = s.allowed
         if s.kind == "choice":
-            dv = DataValidation(type="list", formula1='"' + ",".join(s.choices) + '"')
+            kind, rule = "list", '"' + ",".join(s.choices) + '"'
         elif s.kind == "bool":
-            dv = DataValidation(type="list", formula1='"TRUE,FALSE"')
+            kind, rule = "list", '"TRUE,FALSE"'
         else:
-            dv = DataValidation(type="custom", formula1=_numeric_rule(at, s))
-    dv.error = f"{label} must be {allowed}."[:255]
-    dv.errorTitle = "Not allowed"
-    dv.prompt = f"{label}: {allowed}"[:255]
-    dv.promptTitle = label[:32]
-    dv.showErrorMessage = True
-    dv.showInputMessage = True
-    dv.errorStyle = "stop"
+            kind, rule = "custom", _numeric_rule(at, s)
+    dv = DataValidation(type=kind, formula1=rule, allowBlank="list" in v, error=f"{label} must be {allowed}."[:255],
+                        errorTitle="Not allowed", prompt=f"{label}: {allowed}"[:255], promptTitle=label[:32],
+                        showErrorMessage=True, showInputMessage=True, errorStyle="stop")
     dv.add(sqref or at)
     ws.add_data_validation(dv)
 
@@ -429,8 +419,7 @@ def to_workbook(book: Book) -> Workbook:
         wb.defined_names[name] = DefinedName(name, attr_text=ref_text(sheet, at))
     align = _Alignments(wb)
     for sheet, at in book.wrap:
-        cell = sheets[sheet][at]
-        align.set(cell, wrap_text=True, vertical="top")
+        align.set(sheets[sheet][at], wrap_text=True, vertical="top")
     for sheet, at in book.messages:
         ws = sheets[sheet]
         msg_row, msg_col = _row_col(at)
