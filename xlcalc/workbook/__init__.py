@@ -51,7 +51,9 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
         step_sheet.step_time_sheet(ctx, stacks)
         budget_sheet.budget_sheet(ctx)
         finetune.finetune_sheet(ctx)
-        columns = [(sc, False) for sc in scenarios] if len(scenarios) >= 2 else compare.default_columns(main)
+        # one scenario: the main plan on A800, H100 and Ascend 910B, its other inputs following the Inputs sheet
+        columns = [(sc, False) for sc in scenarios] if len(scenarios) >= 2 else \
+            [(compare.gpu_variant(main, g), True) for g in compare.COMPARE_GPUS]
         maps = compare.scenarios_sheet(ctx, columns)
         tables = compare.sensitivity_sheet(ctx)
         compare.parallelism_sheet(ctx)

@@ -141,11 +141,6 @@ class PriceTable(Table):
     capex_last: int = 0
 
 
-def price_key(gpu: str, tier: str) -> str:
-    """The key of a rental rate on the Prices sheet (what the look-up matches: GPU_Type&"|"&Price_Tier)."""
-    return f"{gpu}|{tier}"
-
-
 def price_sheet(book: Book) -> PriceTable:
     """Rental rates per GPU and tier from the price catalog (xlcalc/data/prices.toml), each with date and source.
 
@@ -157,7 +152,8 @@ def price_sheet(book: Book) -> PriceTable:
           "source. Inputs looks USD_per_GPU_Hour up here by GPU_Type and Price_Tier; a pair with no row has no sourced "
           "price. Type your own quote over USD_per_GPU_Hour on Inputs, or over a yellow rate here.", PRICE_COLUMNS)
     for i, p in enumerate(rows):
-        values = {"key": price_key(p.gpu, p.tier), "gpu": p.gpu, "tier": p.tier,
+        # the key the look-up matches: GPU_Type&"|"&Price_Tier
+        values = {"key": f"{p.gpu}|{p.tier}", "gpu": p.gpu, "tier": p.tier,
                   "usd_per_gpu_hour": p.usd_per_gpu_hour, "date": p.date or "undated", "id": p.id,
                   "source": p.source, "notes": p.notes}
         for j, (field, _, _) in enumerate(PRICE_COLUMNS, start=1):
@@ -261,10 +257,6 @@ class FrameworkTable:
         return Lookup(self.framework(), self.sheet, "A", "D", self.first_row, self.last_row)
 
 
-def fact_key(framework: str, precision: str, field: str) -> str:
-    return f"{framework}|{precision}|{field}"
-
-
 def framework_sheet(book: Book) -> FrameworkTable:
     """The frameworks and precisions of xlcalc.frameworks, and each profile's memory facts with their sources."""
     s = FRAMEWORK_SHEET
@@ -304,7 +296,7 @@ def framework_sheet(book: Book) -> FrameworkTable:
     for profiles in FRAMEWORKS.values():
         for p in profiles.values():
             for field in PROFILE_FIELDS:
-                book.row(s, r, (fact_key(p.framework, p.precision, field), p.framework, p.precision, field))
+                book.row(s, r, (f"{p.framework}|{p.precision}|{field}", p.framework, p.precision, field))
                 if field in p.facts:
                     value, source = p.facts[field]
                     book.put(s, f"E{r}", value, "input", '"TRUE";"TRUE";"FALSE"' if isinstance(value, bool) else None)

@@ -76,11 +76,6 @@ def gpu_variant(base: Scenario, gpu: str) -> Scenario:
     return Scenario.build(**data)
 
 
-def default_columns(main: Scenario) -> list[tuple[Scenario, bool]]:
-    """A800 vs H100 vs Ascend 910B of the main plan; non-GPU inputs follow the Inputs sheet."""
-    return [(gpu_variant(main, g), True) for g in COMPARE_GPUS]
-
-
 # --- Scenarios ----------------------------------------------------------------------------------
 
 def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict[str, str]]:

@@ -136,12 +136,12 @@ class Book:
         self._memo[key] = result
         return result
 
+    def where(self, var: str) -> tuple[str, str]:
+        """The (sheet, cell) of a defined name or reference text, found once (a cell never moves)."""
+        return self._where.get(var) or self._where.setdefault(var, self.locate(var))
+
     def value_of(self, var: str) -> Any:
-        try:
-            where = self._where[var]
-        except KeyError:
-            where = self._where[var] = self.locate(var)
-        return self.value(*where)
+        return self.value(*self.where(var))
 
     def cached_values(self) -> dict[tuple[str, str], Any]:
         """The engine's value of every formula cell, by (sheet, coordinate)."""
@@ -149,11 +149,7 @@ class Book:
         return {(s, at): self.value(s, at) for s, at, _ in self.formula_cells()}
 
 
-class _Cycle:
-    pass
-
-
-_CYCLE = _Cycle()
+_CYCLE = object()  # the memo's value of a cell being computed
 
 
 class _Env(dict[Any, Any]):
@@ -182,10 +178,7 @@ class _Env(dict[Any, Any]):
         if not isinstance(var, str):  # a (sheet, cell) not computed yet
             raise KeyError(var)
         book = self.book  # Book.value_of, with a value already computed read straight from the memo
-        try:
-            where = book._where[var]
-        except KeyError:
-            where = book._where[var] = book.locate(var)
+        where = book.where(var)
         v = self[where] if where in self else book.value(*where)
         if v is _CYCLE:
             raise ValueError(f"circular reference through {var}")

@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import catalog
 from ..errors import InputError
-from ..expr import Expr, Func, Var, eq, if_, wrap
+from ..expr import Expr, Func, Var, eq, if_, round_, wrap
 from ..frameworks import FRAMEWORKS, PRECISIONS, get_profile
 from ..inputs import spec
 from ..layout import preset_stage_ends
@@ -377,7 +377,7 @@ def price_used(ctx: Ctx) -> Any:
                           price_lookup(ctx.prices, "date"), ")")
     which = if_(eq(tier, ""), "typed (no tier)",
                 if_(eq(usd, catalog_rate), from_catalog, Concat("typed over the ", tier, " price")))
-    return if_(IsNumber(usd), Concat("$", Func("ROUND", (usd, wrap(3))), "/GPU-hour, ", which), usd)
+    return if_(IsNumber(usd), Concat("$", round_(usd, 3), "/GPU-hour, ", which), usd)
 
 
 def _choice_row(ctx: Ctx, sheet: str, row: int, label: str, name: str, value: str, list_ref: str, allowed: str,
@@ -464,12 +464,11 @@ def plan_title(ctx: Ctx, ref: Any = None) -> Concat:
     gpu_name = IfError(catalog_lookup(gpu, g.sheet, g.col("id"), g.col("name"), g.first_row, g.last_row), gpu)
     gpu_text = if_(eq(gpu, ""), Concat("GPUs of ", v("Peak_TFLOPS"), " TFLOP/s"), gpu_name)
     usd = v("USD_per_GPU_Hour")  # a price tier with no rate leaves a message there, not a number
-    price = if_(IsNumber(usd), Concat("$", Func("ROUND", (usd, wrap(2))), " per GPU-hour"), "no price per GPU-hour")
+    price = if_(IsNumber(usd), Concat("$", round_(usd, 2), " per GPU-hour"), "no price per GPU-hour")
     m = ctx.models
     model = v("Model_Preset")  # the model picked (its catalog name), or none: the typed architecture
     model_name = IfError(catalog_lookup(model, m.sheet, m.col("id"), m.col("name"), m.first_row, m.last_row), model)
     model_text = if_(eq(model, ""), "", Concat(model_name, ", "))
-    return Concat(model_text, Func("ROUND", (v("Params_B"), wrap(1))), "B parameters, ",
-                  Func("ROUND", (v("Tokens_T"), wrap(2))),
-                  "T tokens on ", v("N_GPUs"), " x ", gpu_text, " at MFU ", Func("ROUND", (v("MFU") * 100, wrap(1))),
+    return Concat(model_text, round_(v("Params_B"), 1), "B parameters, ", round_(v("Tokens_T"), 2), "T tokens on ",
+                  v("N_GPUs"), " x ", gpu_text, " at MFU ", round_(v("MFU") * 100, 1),
                   "%, ", price)

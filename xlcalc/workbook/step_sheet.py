@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..expr.functions import and_, eq, if_
-from ..expr.nodes import Expr, Func, IfError, Var, wrap
+from ..expr.functions import and_, eq, if_, round_
+from ..expr.nodes import Expr, IfError, Var
 from ..formulas import microbatch as fmb
 from ..formulas import ranges as franges
 from ..formulas import steptime as fs
@@ -195,7 +195,7 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
         b.put(s, f"D{row}", f"{name}: from {where}", "note")
         row += 1
     b.put(s, f"A{row}", "Micro-batches, rounded (the planner's)")
-    b.put(s, f"B{row}", if_(IsNumber(microbatches), _round(microbatches), microbatches), "formula", "#,##0")
+    b.put(s, f"B{row}", if_(IsNumber(microbatches), round_(microbatches), microbatches), "formula", "#,##0")
     b.name("Step_Microbatches_Whole", s, f"B{row}")
     row += 1
     for name, label, value, note in _range_factors():
@@ -263,7 +263,3 @@ def _range_steps() -> tuple[Step, ...]:
             ranged("Step_MFU_High", "MFU, high end of the range", "Step_MFU", high),
             ranged("Step_Days_Low", "Training days, low end (at the high MFU)", "Step_Train_Days", 1 / high),
             ranged("Step_Days_High", "Training days, high end (at the low MFU)", "Step_Train_Days", 1 / low))
-
-
-def _round(x: Expr) -> Expr:
-    return Func("ROUND", (x, wrap(0)))
