@@ -18,6 +18,7 @@ from typing import Any
 
 from openpyxl.utils.cell import column_index_from_string, coordinate_from_string, get_column_letter
 
+from ..expr.excel import as_text
 from ..expr.nodes import BinOp, Expr, Func, IfError, Text, Var, identity, wrap
 from ..expr.template import Template
 
@@ -306,13 +307,8 @@ class LookupOr(Lookup):
 
 
 def excel_text(value: Any) -> str:
-    """A value as a spreadsheet shows it when joined with ``&`` (general number format)."""
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, (int, float)):
-        v = float(value)
-        return str(int(v)) if v.is_integer() and abs(v) < 1e15 else f"{v:.15g}"
-    return "" if value is None else str(value)
+    """A value as a spreadsheet shows it when joined with ``&`` (general number format; a blank as no text)."""
+    return "" if value is None else as_text(value)
 
 
 class Concat(Expr):

@@ -24,28 +24,21 @@ from . import checks
 from .messages import CHECK_CELL_POINTER, CHECK_POINTER, CHECK_REFUSED
 from .model import RENDERING, Concat, IfError, IsNumber, Lookup
 
-
-def _deps(name: str, seen: dict[str, set[str]]) -> set[str]:
-    """Every defined name (inputs and outputs) a named result depends on."""
-    if name in seen:
-        return seen[name]
-    out = set()
-    with unfolded():  # the names the formula is written over, those of a branch its arguments never take included
-        expr = output_expr(OUTPUT_BY_NAME[name])
-    for v in expr.variables():
-        out.add(v)
-        if v in OUTPUT_BY_NAME:
-            out |= _deps(v, seen)
-    seen[name] = out
-    return out
-
-
 _DEPS: dict[str, set[str]] = {}
+
+
+def _deps(name: str) -> set[str]:
+    """Every defined name (inputs and outputs) a named result depends on (made once: not to be changed)."""
+    if name not in _DEPS:
+        with unfolded():  # the names the formula is written over, those of a branch its arguments never take included
+            expr = output_expr(OUTPUT_BY_NAME[name])
+        _DEPS[name] = needs(expr)
+    return _DEPS[name]
 
 
 def dependencies(name: str) -> set[str]:
     """Every defined name (inputs and results) the named result ``name`` depends on."""
-    return set(_deps(name, _DEPS))
+    return set(_deps(name))
 
 
 def _over(name: str, varmap: Mapping[str, Expr], inline: bool, top: bool = True) -> Expr:
@@ -55,7 +48,7 @@ def _over(name: str, varmap: Mapping[str, Expr], inline: bool, top: bool = True)
     for v in expr.variables():
         if v in varmap:
             mapping[v] = varmap[v]
-        elif inline and v in OUTPUT_BY_NAME and not _deps(v, _DEPS).isdisjoint(varmap):
+        elif inline and v in OUTPUT_BY_NAME and not _deps(v).isdisjoint(varmap):
             mapping[v] = _over(v, varmap, inline, top=False)
     return expr.substitute(mapping)
 
@@ -190,7 +183,7 @@ def _sub_entries(varmap: Mapping[str, str]) -> list[tuple[str, Any, str]]:
         for earlier in OUTPUTS:
             if earlier.name in varmap:
                 entries.append((earlier.name, earlier.expr().substitute(vm).key(), varmap[earlier.name]))
-            elif _deps(earlier.name, _DEPS).isdisjoint(varmap):
+            elif _deps(earlier.name).isdisjoint(varmap):
                 entries.append((earlier.name, earlier.expr().key(), earlier.name))
             else:
                 entries.append((earlier.name, None, ""))
@@ -274,7 +267,7 @@ def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None, follows
     # a bounded result past its bound holds its message (outputs.bound_message): checked where its own cell stands
     # for it (by name, or its cell in ``refs``), not where another's formula writes it out over other cells
     standing = refs.keys()
-    shown = [n for n in BOUNDED_OUTPUTS if n in deps and (n in refs or standing.isdisjoint(_deps(n, _DEPS)))]
+    shown = [n for n in BOUNDED_OUTPUTS if n in deps and (n in refs or standing.isdisjoint(_deps(n)))]
     for name in reversed(inline):  # written out in the cell's formula: checked as written, its bound included
         bounded = _over(name, {k: Var(v) for k, v in refs.items()}, True)
         expr = Func("IF", (IsNumber(bounded), wrap(expr), bounded))
@@ -310,7 +303,7 @@ def written_bounded(name: str, refs: Mapping[str, str]) -> list[str]:
     writes out a result it depends on whose own inputs ``refs`` replaces, e.g. Train_Days in a Ranges row's days at
     low MFU): past its bound there, the cell shows its message (outputs.bound_short), never a number."""
     return [n for n in BOUNDED_OUTPUTS if n in dependencies(name) and n not in refs
-            and not refs.keys().isdisjoint(_deps(n, _DEPS))]
+            and not refs.keys().isdisjoint(_deps(n))]
 
 
 def _output_deps(name: str, refs: Mapping[str, str]) -> set[str]:
