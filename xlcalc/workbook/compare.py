@@ -144,11 +144,9 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
                                                         **({} if linked else {"Model_Preset": model_ref})}), "formula")
         b.wrap.add((s, f"{col}{title_row}"))
         b.heights[(s, title_row)] = 58  # four lines of the title
-        for k, out in enumerate(OUTPUTS):
-            varmap[out.name] = ref_text(s, f"{col}{row + k}")
-        layout_row = int(varmap["Layout_Check"].rsplit("$", 1)[1])
-        for out in OUTPUTS:
-            r = int(varmap[out.name].rsplit("$", 1)[1])
+        varmap.update({out.name: ref_text(s, f"{col}{row + k}") for k, out in enumerate(OUTPUTS)})
+        layout_row = row + [out.name for out in OUTPUTS].index("Layout_Check")
+        for r, out in enumerate(OUTPUTS, start=row):
             expr, subs = output_formula(out.name, varmap, inline=True)
             expr = guarded_output(out.name, expr, varmap, follows)
             # a memory result: the way to the column's layout check, whole in its own cell; every result but that

@@ -92,11 +92,9 @@ def _value(wb: Any, name: str) -> Any:
     if dn is None:
         return _MISSING
     dests = list(dn.destinations)
-    if len(dests) != 1:
+    if len(dests) != 1 or dests[0][0] not in wb.sheetnames or ":" in dests[0][1]:
         raise WorkbookError(f"defined name {name} must name one cell, it names {dn.attr_text!r}")
     sheet, at = dests[0]
-    if sheet not in wb.sheetnames or ":" in at:
-        raise WorkbookError(f"defined name {name} must name one cell, it names {dn.attr_text!r}")
     return wb[sheet][at.replace("$", "")].value
 
 

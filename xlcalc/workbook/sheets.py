@@ -37,7 +37,6 @@ from .rendering import (
 
 BUDGET_FIELDS = ("failure_frac", "experiments_frac", "experiments_usd", "data_frac", "data_usd", "people_frac",
                  "people_usd", "other_usd", "budget_usd")
-TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes"}
 
 
 @dataclass
@@ -126,8 +125,7 @@ def stage_ends_value(scenario: Scenario, field: str, model_key: str) -> Any:
     column substitutes its own cells); a scenario whose own numbers differ from its preset's split keeps them.
     """
     value = getattr(scenario, field)
-    ends = preset_stage_ends(Var("Layers"), Var("PP_Size"))
-    split = ends[STAGE_ENDS.index(field)]
+    split = preset_stage_ends(Var("Layers"), Var("PP_Size"))[STAGE_ENDS.index(field)]
     if scenario.model and preset_stage_ends(scenario.layers, scenario.pp)[STAGE_ENDS.index(field)] != value:
         return value  # the scenario's own split wins over its preset's
     return preset_or(model_key, value, IfError(split, 0))  # a PP or Layers not allowed: named by the checks
@@ -219,12 +217,10 @@ def formula_row(ctx: Ctx, sheet: str, row: int, label: str, expr: Any, unit: str
 def inputs_sheet(ctx: Ctx) -> None:
     s, b, sc = "Inputs", ctx.book, ctx.scenario
     b.put(s, "A1", "Inputs — type in the yellow cells; everything else follows", "title")
-    b.put(s, "A2", "Scenario")
-    b.put(s, "B2", sc.name, "text_input")
-    b.name("Scenario_Name", s, "B2")
-    b.put(s, "A3", "Notes")
-    b.put(s, "B3", sc.notes, "text_input")
-    b.name("Scenario_Notes", s, "B3")
+    for row, label, name, text in ((2, "Scenario", "Scenario_Name", sc.name), (3, "Notes", "Scenario_Notes", sc.notes)):
+        b.put(s, f"A{row}", label)
+        b.put(s, f"B{row}", text, "text_input")
+        b.name(name, s, f"B{row}")
     gpu_ids, model_ids, recipe_ids = id_range(ctx.gpus), id_range(ctx.models), id_range(ctx.recipes)
     row = 5
     groups: dict[str, list[str]] = {}

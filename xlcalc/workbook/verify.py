@@ -245,10 +245,7 @@ def _compare(wb: Any, sheets: dict[str, dict[str, Expected]], flag: Any, finding
              look_up: Any) -> None:
     from openpyxl.worksheet.formula import ArrayFormula, DataTableFormula
 
-
-    for title in wb.sheetnames:
-        if title not in sheets:
-            findings.append(Finding(title, "a sheet the planning workbook does not have"))
+    findings += [Finding(t, "a sheet the planning workbook does not have") for t in wb.sheetnames if t not in sheets]
     for title, expected in sheets.items():
         if title not in wb.sheetnames:
             findings.append(Finding(title, "the sheet is missing"))
@@ -304,5 +301,4 @@ def _check_names(wb: Any, names: dict[str, tuple[str, str]], findings: list[Find
     extra = [n for n in wb.defined_names if n not in names and not n.startswith("_xlnm.")]
     for ws in wb.worksheets:
         extra += [f"{ws.title}!{n}" for n in getattr(ws, "defined_names", {}) if not n.startswith("_xlnm.")]
-    for n in extra:
-        findings.append(Finding(f"defined name {n}", "not one xlcalc writes"))
+    findings += [Finding(f"defined name {n}", "not one xlcalc writes") for n in extra]
