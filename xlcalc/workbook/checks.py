@@ -148,7 +148,7 @@ class Registry:
         return check_ref(key)
 
 
-_ACTIVE: ContextVar[Registry | None] = ContextVar("checks", default=None)
+_ACTIVE: ContextVar[Registry] = ContextVar("checks")  # the layout being made (collecting); none outside one
 _FRAMEWORKS: ContextVar[Any] = ContextVar("frameworks", default=None)  # the Frameworks sheet (Precision's check)
 
 
@@ -163,19 +163,16 @@ def collecting() -> Iterator[Registry]:
         _ACTIVE.reset(token)
 
 
-def layout_memo() -> dict[Any, Any] | None:
-    """A dictionary that lives as long as the layout being made (None outside a layout): things made once per
-    layout over the cells of its Checks sheet."""
-    reg = _ACTIVE.get()
-    return None if reg is None else reg.memo
+def layout_memo() -> dict[Any, Any]:
+    """A dictionary that lives as long as the layout being made: things made once per layout over the cells of its
+    Checks sheet."""
+    return _ACTIVE.get().memo
 
 
 def gathered(names: Any) -> str | None:
     """The cell holding the first failing check of the inputs ``names`` (defined names, or the reference text of a
-    registered cell of another sheet) (OK when all pass); None outside a layout or for no checked input."""
+    registered cell of another sheet) (OK when all pass); None for no checked input."""
     reg = _ACTIVE.get()
-    if reg is None:
-        return None
     group = frozenset(n for n in names if n in _CHECK_ROW or n in reg.cells)  # (_CHECK_ROW: CHECKED's names)
     if not group:
         return None
@@ -186,9 +183,7 @@ def register(ref: str, name: str, looked_up: bool = False, over: Mapping[str, st
     """The cell ``ref`` (another sheet's input cell) holds input ``name``: its check on the Checks sheet feeds the
     master check, and :func:`gathered` over ``ref`` includes it. ``over``: the cells that stand for the other names
     its check reads (a Scenarios column's Precision: the column's Framework). Returns ``ref``."""
-    reg = _ACTIVE.get()
-    if reg is not None:
-        reg.add_cell(CellCheck(ref, name, looked_up, over=tuple((over or {}).items())))
+    _ACTIVE.get().add_cell(CellCheck(ref, name, looked_up, over=tuple((over or {}).items())))
     return ref
 
 
@@ -197,24 +192,19 @@ def register_layout(ref: str, cells: dict[str, str], over: dict[str, str], messa
     cell; ``over``: other names the row's cells stand for): a layout that does not split into whole pieces feeds the
     master check, naming the row's input the layout check blames (its cell) and why, in the words of xlcalc.layout.
     ``message``: the cell that holds the check's whole message, where ``ref`` shows it short."""
-    reg = _ACTIVE.get()
-    if reg is not None:
-        reg.add_cell(CellCheck(ref, "Layout_Check", layout=tuple(cells.items()), over=tuple(over.items()),
-                               message=message), LAYOUT_KEY + ref)
+    _ACTIVE.get().add_cell(CellCheck(ref, "Layout_Check", layout=tuple(cells.items()), over=tuple(over.items()),
+                                     message=message), LAYOUT_KEY + ref)
 
 
 def registered_cells() -> Mapping[str, Any]:
-    """The input cells of other sheets with a check of their own, by reference text (none outside a layout)."""
-    reg = _ACTIVE.get()
-    return {} if reg is None else reg.cells
+    """The input cells of other sheets with a check of their own, by reference text."""
+    return _ACTIVE.get().cells
 
 
 def cell_checks(refs: Any) -> tuple[tuple[str, str], ...]:
     """(name, the cell of its check) for each name of ``refs`` (name -> reference text) whose cell has a check of its
     own, in the order of the Checks sheet (the order :func:`guard` writes them in)."""
     reg = _ACTIVE.get()
-    if reg is None:
-        return ()
     # the cells of a row or column are asked about once per result placed over them: the answer for the last
     # ``refs`` is kept, with the number of registered cells it was made with (a cell once registered keeps its row),
     # and given again as the same object (what rendering._row_facts tells a row's next result by)
@@ -241,8 +231,6 @@ def guard(expr: Any, names: Any) -> Any:
     among ``names``: one by one for a few (a Parallelism row's), else gathered in a cell of their own (a Scenarios
     column's), so that the sets of the Inputs sheet's names stay shared by the rows and columns."""
     reg = _ACTIVE.get()
-    if reg is None:
-        return expr
     names = set(names)
     # (the registered cells among ``names`` in the order of their rows, the order they were registered in)
     cells = sorted(names & reg.cells.keys(), key=lambda r: reg.cells[r][0])
@@ -519,15 +507,9 @@ def master(expr_ok: Any) -> Any:
     """Start's input check: the first failing input check, then the layout check (with the cell it blames), then the
     Parallelism rows' layout checks, then ``expr_ok`` (the checks of results)."""
     reg = _ACTIVE.get()
-    every = reg.ref(EVERY) if reg is not None else None  # the inputs', then the other sheets' cells' checks
-    layout = Var(ref_text(SHEET, f"C{LAYOUT_ROW}"))
-    if reg is not None:
-        rows = Var(reg.ref(LAYOUTS))
-        expr_ok = if_(eq(rows, OK), expr_ok, rows)
-    out = if_(eq(layout, OK), expr_ok, layout)
-    if every is not None:
-        out = if_(eq(Var(every), OK), out, Var(every))
-    return out
+    every = Var(reg.ref(EVERY))  # the inputs', then the other sheets' cells' checks
+    layout, rows = Var(ref_text(SHEET, f"C{LAYOUT_ROW}")), Var(reg.ref(LAYOUTS))
+    return if_(eq(every, OK), if_(eq(layout, OK), if_(eq(rows, OK), expr_ok, rows), layout), every)
 
 
 __all__ = ["CHECKED", "SHEET", "collecting", "finish", "gathered", "guard", "master", "check_ref", "is_checked",

@@ -34,15 +34,13 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
     stage_rows: list[tuple[str, Any, Any]] = [("Layers on the stage", "Stage_Layers_First", "Stage_Layers_Last"),
                   ("Parameters of the stage (billions)", "Stage_Params_B_First", "Stage_Params_B_Last")]
     part_names = {st.part: st.name for st in steps.values() if st.part and st.of == "First"}
+    # the parts both stages share: an input, or the first stage's cell read again by the last
+    shared = {"comm_buffers": (Var("Comm_Buffer_GB"), Var("Comm_Buffer_GB")),
+              "other": (Var("Overhead_GB"), Var("Overhead_GB")),
+              "recompute_working": ("Mem_Recompute_GB", Var("Mem_Recompute_GB"))}
     for key, label in PARTS:
-        if key == "comm_buffers":
-            stage_rows.append((label, Var("Comm_Buffer_GB"), Var("Comm_Buffer_GB")))
-        elif key == "other":
-            stage_rows.append((label, Var("Overhead_GB"), Var("Overhead_GB")))
-        elif key == "recompute_working":
-            stage_rows.append((label, "Mem_Recompute_GB", Var("Mem_Recompute_GB")))
-        else:
-            stage_rows.append((label, part_names[key], part_names[key].replace("_First_", "_Last_")))
+        first, last = shared[key] if key in shared else (part_names[key], part_names[key].replace("_First_", "_Last_"))
+        stage_rows.append((label, first, last))
     stage_rows.append(("Total per GPU", "Mem_First_Total_GB", "Mem_Last_Total_GB"))
     for label, first, last in stage_rows:
         b.put(s, f"A{row}", label, "header" if label.startswith("Total") else "label")
@@ -62,7 +60,7 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
         b.put(s, f"D{row}", note, "note")
         rows[label] = row
         row += 1
-    rows["Weights"], rows["Other"] = rows["Weights"], rows[PARTS[-1][1]]
+    rows["Other"] = rows[PARTS[-1][1]]
     row += 1
     b.put(s, f"A{row}", "Against the GPU", "group")
     row += 1

@@ -322,15 +322,13 @@ def _guarded_bound(name: str, bound: Bound, refs: Mapping[str, str], follows: An
     shape = () if slotted is None else tuple(sorted(slotted.items()))
     key = ("guarded", name, template, same, shape, frozenset(follows), frozenset(exclude))
     memo = checks.layout_memo()  # the checks' cells are the layout's: one memo per layout
-    made = memo.get(key) if memo is not None else None
+    made = memo.get(key)
     if made is None:
         if slotted is None:
             slotted = {k: Template.slot(k) for k in refs}
         expr = guarded(template.expr, _output_deps(name, refs), slotted, follows, exclude,
                        inline=written_bounded(name, refs))
-        made = template if expr is template.expr else Template(expr, template.subs, template.slots)
-        if memo is not None:
-            memo[key] = made
+        made = memo[key] = template if expr is template.expr else Template(expr, template.subs, template.slots)
     return bound if made is template else made.bind(bound_refs)
 
 
@@ -352,13 +350,11 @@ def pointing(expr: Any, pointer: str | None, layout: str = "Layout_Check", check
         # is the template's own, so that the rows of a Parallelism sheet share one pointing template)
         key = ("pointing", expr.template, pointer, checks_pointer)
         memo = checks.layout_memo()  # a guarded template is the layout's (_guarded_bound): one memo per layout
-        made = memo.get(key) if memo is not None else None
+        made = memo.get(key)
         if made is None:
             inner = pointing(expr.template.expr, pointer, layout, checks_pointer, lookups)
-            made = expr.template if inner is expr.template.expr else \
+            made = memo[key] = expr.template if inner is expr.template.expr else \
                 Template(inner, expr.template.subs, expr.template.slots)
-            if memo is not None:
-                memo[key] = made
         return expr if made is expr.template else made.bind(expr.refs)
     if not (isinstance(expr, Func) and expr.name == "IF"):
         return expr
@@ -449,8 +445,6 @@ def _guarded_row(name: str, bound: Bound, refs: Mapping[str, str], follows: Any,
     makes the same guards but for those references: the inputs' checks are gathered by defined name, each checked
     cell's own check is written (not gathered per row: at most ``checks.INLINE_CELLS`` of them)."""
     memo = checks.layout_memo()
-    if memo is None:
-        return None
     row = _row_facts(memo, refs, bound.refs, own)
     if row is None:
         return None

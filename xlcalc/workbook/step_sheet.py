@@ -190,8 +190,7 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
         b.put(s, f"C{row}", unit)
         used = expr.variables()
         where = " and ".join(w for n, w in (("Stack", "the Stacks sheet (by Stack)"),
-                                            ("GPU_Type", "the GPUs sheet (by GPU_Type)")) if n in used)
-        where = where or "the Inputs sheet"
+                                            ("GPU_Type", "the GPUs sheet (by GPU_Type)")) if n in used) or "the Inputs sheet"
         b.put(s, f"D{row}", f"{name}: from {where}", "note")
         row += 1
     b.put(s, f"A{row}", "Micro-batches, rounded (the planner's)")
