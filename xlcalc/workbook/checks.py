@@ -116,6 +116,7 @@ class Registry:
     groups: dict[frozenset[str], int] = field(default_factory=dict)
     cells: dict[str, tuple[int, CellCheck]] = field(default_factory=dict)
     memo: dict[Any, Any] = field(default_factory=dict)  # what a layout's cells share (rendering's guard templates)
+    frameworks: Any = None  # the Frameworks sheet (catalogs.FrameworkTable), once finish() writes the checks
 
     def ref(self, names: frozenset[str]) -> str:
         row = self.groups.get(names)
@@ -149,7 +150,6 @@ class Registry:
 
 
 _ACTIVE: ContextVar[Registry] = ContextVar("checks")  # the layout being made (collecting); none outside one
-_FRAMEWORKS: ContextVar[Any] = ContextVar("frameworks", default=None)  # the Frameworks sheet (Precision's check)
 
 
 @contextmanager
@@ -290,7 +290,7 @@ def value_check(x: Var, where: str, name: str, lists: dict[str, tuple[str, str, 
         allowed = _allowed(name, lists)
         listed: Any = OK
         if name == "Precision":  # and one the framework in effect offers
-            fw = _FRAMEWORKS.get()
+            fw = _ACTIVE.get().frameworks
             offered = Concat(f"{where}: {name} = ", shown_value(x), f" is not allowed: {name} must be {OFFERED}",
                              fw.framework(), ": ", IfError(fw.offered(), ""), ", or empty")
             listed = if_(eq(IfError(fw.pair(x), ""), ""), offered, OK)
@@ -412,14 +412,7 @@ def _layout_line(var: Any) -> Any:
 def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]], frameworks: Any) -> None:
     """Write the Checks sheet: the layout check, every input's check, and every set of checks some cell gathers.
     ``frameworks`` (catalogs.FrameworkTable): Precision's check also asks for a precision the framework offers."""
-    token = _FRAMEWORKS.set(frameworks)
-    try:
-        _finish(book, reg, lists)
-    finally:
-        _FRAMEWORKS.reset(token)
-
-
-def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]]) -> None:
+    reg.frameworks = frameworks
     s = SHEET
     book.titled(s, "Checks \u2014 every input against what is allowed; they roll up to the input check on Start",
                 "A check passes with OK. A result that depends on an input whose check fails shows the check's "
