@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from itertools import product
 from typing import Any
 
 from .. import catalog
@@ -350,17 +351,10 @@ def candidate_configs(sc: Scenario) -> list[tuple[int, int, int, str, bool]]:
     if shape is not None:
         return list(shape.configs)
     out = [(sc.tp, sc.pp, sc.zero_stage, sc.recompute, sc.seq_parallel)]
-    for tp in (1, 2, 4, 8):
-        if sc.heads % tp:
-            continue
-        for pp in (1, 2, 4, 8, 16):
-            if sc.n_gpus % (tp * pp) or pp > sc.layers:
-                continue
-            for zero in (1, 3):
-                for rec in ("selective", "full"):
-                    cfg = (tp, pp, zero, rec, tp > 1)
-                    if cfg not in out:
-                        out.append(cfg)
+    for tp, pp, zero, rec in product((1, 2, 4, 8), (1, 2, 4, 8, 16), (1, 3), ("selective", "full")):
+        cfg = (tp, pp, zero, rec, tp > 1)  # TP divides the heads, TP x PP the GPUs; PP at most the layers
+        if not (sc.heads % tp or sc.n_gpus % (tp * pp) or pp > sc.layers or cfg in out):
+            out.append(cfg)
     return out
 
 
@@ -370,12 +364,8 @@ PAR_WIDTH, PAR_WIDE = 13, 20  # characters; PAR_WIDE: byte counts of a layer (e.
 def par_width(j: int) -> int:
     """The width of the Parallelism table's column j (1 = A): wide enough for its formatted values."""
     names = PAR_INPUTS + PAR_OUTPUTS + PAR_STEPS
-    if j > len(names):
-        return PAR_WIDTH
-    out = OUTPUT_BY_NAME.get(names[j - 1])
-    if out is not None and (out.unit.startswith("bytes") or out.name == "Layout_Check"):
-        return PAR_WIDE
-    return PAR_WIDTH
+    out = OUTPUT_BY_NAME.get(names[j - 1]) if j <= len(names) else None
+    return PAR_WIDE if out is not None and (out.unit.startswith("bytes") or out.name == "Layout_Check") else PAR_WIDTH
 
 
 def parallelism_sheet(ctx: Ctx) -> None:

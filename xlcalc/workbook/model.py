@@ -73,13 +73,10 @@ class Book:
         self.hidden_columns: list[tuple[str, str, str]] = []  # (sheet, first, last): a group of working columns
 
     # -- building -------------------------------------------------------------------
-    def sheet(self, title: str) -> dict[str, Cell]:
-        return self.sheets.setdefault(title, {})
-
     def put(self, sheet: str, at: str, value: Any, kind: str = "label", number_format: str | None = None,
             subs: Any = None) -> str:
         """Place a value or formula; return the cell's absolute reference text."""
-        self.sheet(sheet)[at] = Cell(value, kind, number_format, subs)
+        self.sheets.setdefault(sheet, {})[at] = Cell(value, kind, number_format, subs)
         return ref_text(sheet, at)
 
     def row(self, sheet: str, row: int, values: Iterable[Any], kind: str = "label", col: str = "A") -> None:
