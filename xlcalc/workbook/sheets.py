@@ -387,12 +387,7 @@ def _choice_row(ctx: Ctx, sheet: str, row: int, label: str, name: str, value: st
                           "allowed": allowed})
 
 
-
-# A cell that can show a message (a formula's text) wraps at the top of its cell, merged across the free columns
-# beside it, with the row's other cells at the top too; LibreOffice does not grow a row for a wrapped formula on load,
-# so its row is given the height of the longest message it can show: its lines at one character per unit of column
-# width (message_lines), LINE_POINTS each.
-PURCHASE_PRICE_USED = "Purchase price used: "
+PURCHASE_PRICE_USED = "Purchase price used: "  # before the purchase price in words (Budget sheet)
 
 
 @functools.cache
@@ -444,8 +439,6 @@ def longest_message_in(deps: Any) -> int:
     return max([longest_message()] * ("Capex_USD_per_GPU" in deps) + [longest_price_message()] *
                ("USD_per_GPU_Hour" in deps) + [figures[n] for n in deps if n in figures] + [0])
 
-
-# --- Memory ----------------------------------------------------------------------------
 
 def plan_title(ctx: Ctx, ref: Any = None) -> Concat:
     """A plan's title built from its inputs (never a stale or contradicting typed title).

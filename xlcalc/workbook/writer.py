@@ -301,10 +301,9 @@ def _chart_extent(ws) -> tuple[int, int]:
     """Last row and column any chart of the sheet covers (approximately, from its anchor and size)."""
     last_row = last_col = 0
     for chart in ws._charts:
-        anchor = chart.anchor if isinstance(chart.anchor, str) else None
-        if anchor is None:
+        if not isinstance(chart.anchor, str):
             continue
-        row, c = _row_col(anchor)
+        row, c = _row_col(chart.anchor)
         last_row = max(last_row, row + int(chart.height / ROW_CM) + 1)
         width = 0.0
         while width < chart.width:
