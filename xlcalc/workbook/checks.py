@@ -306,12 +306,8 @@ def value_check(x: Var, where: str, name: str, lists: dict[str, tuple[str, str, 
         return if_(or_(*(eq(x, c) for c in s.choices)), OK, bad)
     tests = _bounds(s, x)
     inside = if_(and_(*tests) if len(tests) > 1 else tests[0], OK, bad) if tests else OK
-    if looked_up == "failing":
-        not_number: Any = if_(eq(x, ""), bad, x)  # the look-up's own message (an empty cell: not allowed)
-    elif looked_up == "text_ok":
-        not_number = if_(eq(x, ""), bad, OK)
-    else:
-        not_number = bad
+    # a text: the look-up's own message ("failing"), or one that fails nothing ("text_ok"); an empty cell: not allowed
+    not_number = if_(eq(x, ""), bad, x if looked_up == "failing" else OK) if looked_up else bad
     if name in EMPTY_OK:  # empty (a spreadsheet's ISNUMBER is FALSE, ="" TRUE) or 0 (as a formula reads it): OK
         return if_(eq(x, ""), OK, if_(IsNumber(x), if_(eq(x, 0), OK, inside), not_number))
     return if_(IsNumber(x), inside, not_number)

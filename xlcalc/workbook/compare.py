@@ -228,8 +228,8 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
     gpus, mfus = sensitivity_values(sc)
     b.titled(s, "Sensitivity: training days, total cost and monthly spend over GPU count x MFU",
              "Yellow GPU counts and MFUs may be edited; every other input comes from the Inputs sheet.")
-    for j in range(len(mfus)):  # wide enough that a catalog's message (no rental rate) takes a few lines
-        b.widths.setdefault(s, {})[coord(2 + j, 1)[:-1]] = SENSITIVITY_WIDTH
+    # wide enough that a catalog's message (no rental rate) takes a few lines
+    b.widths[s] = {coord(2 + j, 1)[:-1]: SENSITIVITY_WIDTH for j in range(len(mfus))}
     tables: dict[str, Any] = {}
     top = 4
     for key, name, title in SENSITIVITY_TABLES:

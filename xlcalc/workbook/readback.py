@@ -200,12 +200,11 @@ def read_workbook(path: str | Path) -> ReadBack:
             if v is None:
                 if _any(data, *presets):
                     continue  # a look-up not yet recalculated: the preset fills it, as in the workbook
-                if presets:  # no preset picked: the look-up cell's own number, IF(preset="", number, ...)
-                    m = _NO_PRESET.match(str(_value(formulas, cell.name) or ""))
-                    if m:
-                        number = m["number"]
-                        data[cell.field] = number == "TRUE" if number in ("TRUE", "FALSE") else float(number)
-                        continue
+                # no preset picked: the look-up cell's own number, IF(preset="", number, ...)
+                if presets and (m := _NO_PRESET.match(str(_value(formulas, cell.name) or ""))):
+                    number = m["number"]
+                    data[cell.field] = number == "TRUE" if number in ("TRUE", "FALSE") else float(number)
+                    continue
                 raise InputError(cell.name, None, "a value (the cell is empty or was never calculated)")
             data[cell.field] = v
         _read_price_tier(data)

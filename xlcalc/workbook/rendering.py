@@ -11,7 +11,7 @@ table look-up (workbook plumbing, not a model formula).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from itertools import repeat
+from itertools import repeat, takewhile
 from operator import contains
 from typing import Any
 
@@ -127,13 +127,8 @@ def output_formula_tree(name: str, varmap: Mapping[str, str] | None = None,
     """
     varmap = dict(varmap or {})
     expr = _over(name, _Vars(varmap), inline)
-    subs: dict[Any, str] = {}
-    for earlier_name, key, text in _sub_entries(varmap):
-        if earlier_name == name:
-            break
-        if key is not None:
-            subs[key] = text
-    return expr, subs
+    earlier = takewhile(lambda entry: entry[0] != name, _sub_entries(varmap))
+    return expr, {key: text for _, key, text in earlier if key is not None}
 
 
 class _Vars(Mapping[str, Expr]):
@@ -151,9 +146,6 @@ class _Vars(Mapping[str, Expr]):
         if var is None:
             var = self.made[name] = Var(self.varmap[name])
         return var
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return self[name] if name in self.varmap else default
 
     def __contains__(self, name: object) -> bool:
         return name in self.varmap
