@@ -46,7 +46,7 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
         ctx = sheets.Ctx(book, main, gpus, models, recipes, prices, frameworks)
         start.start_sheet(ctx)
         sheets.inputs_sheet(ctx)
-        mem_rows = memory_sheets.memory_sheet(ctx)
+        memory_sheets.memory_sheet(ctx)
         memory_sheets.time_sheet(ctx)
         step_sheet.step_time_sheet(ctx, stacks)
         budget_sheet.budget_sheet(ctx)
@@ -65,7 +65,6 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
             "Framework": (frameworks.sheet, "A", frameworks.first_row, frameworks.last_row),
             "Precision": (frameworks.sheet, "A", frameworks.precision_first, frameworks.precision_last),
             "Price_Tier": (prices.sheet, "A", prices.tier_first, prices.tier_last)}, frameworks)
-    book.charts.append(lambda wb: charts.memory_chart(wb, mem_rows["Weights"], mem_rows["Other"]))
     book.charts.append(lambda wb: charts.sensitivity_charts(wb, tables))
     return Layout(book, main, columns, maps, {"sensitivity": tables})
 

@@ -61,11 +61,8 @@ def chart_data_block(b: Book, s: str, first: int, last: int) -> tuple[int, int]:
     return first, last
 
 
-def budget_sheet(ctx: Ctx) -> dict[str, Any]:
-    """Goodput, cost by category, estimate vs budget, own vs rent and its table over time.
-
-    Returns the rows the money charts plot (see :mod:`xlcalc.workbook.charts`).
-    """
+def budget_sheet(ctx: Ctx) -> None:
+    """Goodput, cost by category, estimate vs budget, own vs rent and its table over time, and their charts."""
     s, b, sc = "Budget", ctx.book, ctx.scenario
     b.titled(s, "Budget — finance may edit the yellow lines", "Rent = GPU-hours x price; own = depreciation and "
              "hosting (over utilisation) + electricity. Failures come from goodput (GPU MTBF, checkpoint and restart "
@@ -168,15 +165,11 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
             for col in cols:
                 message_cell(b, s, row, col, col, longest_message_in(dependencies(result)))
     r_last = row
-    row = budget_first(ctx, row + 2)
+    budget_first(ctx, row + 2)
     b.freeze[s] = "A5"
-    rows = {"lines": (first, last), "over_time": (t_first, t_last), "chart_data": chart_data,
-            "ranges": (r_first, r_last)}
-    b.charts.append(lambda wb: charts.cost_chart(wb, *rows["lines"]))
-    b.charts.append(lambda wb: charts.own_vs_rent_chart(wb, *rows["over_time"], *rows["chart_data"],
-                                                          CHART_DATA_COLS))
-    b.charts.append(lambda wb: charts.tornado_chart(wb, *rows["ranges"]))
-    return rows
+    b.charts.append(lambda wb: charts.cost_chart(wb, first, last))
+    b.charts.append(lambda wb: charts.own_vs_rent_chart(wb, t_first, t_last, *chart_data, CHART_DATA_COLS))
+    b.charts.append(lambda wb: charts.tornado_chart(wb, r_first, r_last))
 
 
 # Budget-first (seed 001's question, ``xlcalc budget`` and BUDGET_PLAN): what the approved budget buys in the

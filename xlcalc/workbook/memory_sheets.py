@@ -9,13 +9,14 @@ from ..layout import LAYOUT_OK
 from ..outputs import MEMORY_SOURCES, OUTPUT_BY_NAME
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS
 from ..stage_memory import PARTS, memory_steps
+from . import charts
 from .messages import CHECK_POINTER, LAYOUT_POINTER, LAYOUT_ROW, longest_layout_message, message_cell
 from .rendering import guarded, guarded_output, needs, output_formula, pointing
 from .sheets import Ctx, formula_row, output_row, output_rows
 
 
-def memory_sheet(ctx: Ctx) -> dict[str, int]:
-    """Memory per GPU by part and pipeline stage (first and last), against the GPU's memory.
+def memory_sheet(ctx: Ctx) -> None:
+    """Memory per GPU by part and pipeline stage (first and last), against the GPU's memory, and its chart.
 
     Every cell is a step of the one stage memory model (xlcalc.stage_memory) under its defined name; a layout
     that does not split into whole pieces shows the layout check's message whole in its row (B4, wrapped across
@@ -60,7 +61,6 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
         b.put(s, f"D{row}", note, "note")
         rows[label] = row
         row += 1
-    rows["Other"] = rows[PARTS[-1][1]]
     row += 1
     b.put(s, f"A{row}", "Against the GPU", "group")
     row += 1
@@ -80,7 +80,7 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
     b.put(s, f"A{row + 1}", f"Defaults (recipe {DEFAULT_RECIPE}, other memory {MEMORY_DEFAULTS['overhead_gb']:g} GB, "
           "logits, buckets): xlcalc.recipes — the same for the CLI, the planner and the worksheet functions.", "note")
     b.freeze[s] = "A8"
-    return rows
+    b.charts.append(lambda wb: charts.memory_chart(wb, rows["Weights"], rows[PARTS[-1][1]]))
 
 
 def _guarded(expr: Any) -> Any:
