@@ -272,12 +272,10 @@ def framework_sheet(book: Book) -> FrameworkTable:
         book.widths.setdefault(s, {})[coord(j, 1)[:-1]] = width
         if j <= 4:
             book.put(s, coord(j, 3), header, "header")
-    for i, fw in enumerate(FRAMEWORKS):
-        r = FIRST + i
+    for r, fw in enumerate(FRAMEWORKS, start=FIRST):
         book.put(s, f"A{r}", fw, "label")
         book.put(s, f"B{r}", FRAMEWORK_NAMES[fw], "text")
-        book.put(s, f"C{r}", get_profile(fw).precision, "label")
-        book.put(s, f"D{r}", ", ".join(FRAMEWORKS[fw]), "label")
+        book.row(s, r, (get_profile(fw).precision, ", ".join(FRAMEWORKS[fw])), col="C")
     last = FIRST + len(FRAMEWORKS) - 1
     head = last + 2
     book.put(s, f"A{head}", "Precisions (the Precision dropdown on Inputs)", "group")

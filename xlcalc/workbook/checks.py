@@ -422,12 +422,11 @@ def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]
     book.row(s, FIRST_ROW - 1, ("input", "cell", "check (OK: allowed)"), "header")
     c_at, c_name, c_check = CELL_COLS
     book.widths[s] = {"A": 24, "B": 40, "C": CHECK_WIDTH, "D": 2, c_at: 18, c_name: 18, c_check: CHECK_WIDTH}
-    for k, name in enumerate(CHECKED):
-        row = FIRST_ROW + k
-        sheet, at = book.names[name]
-        book.row(s, row, (name, f"{sheet}!{at}"))
+    for row, name in enumerate(CHECKED, start=FIRST_ROW):
+        where = ref_text(*book.names[name], absolute=False)
+        book.row(s, row, (name, where))
         book.put(s, f"C{row}", input_check(book, name, lists), "formula")
-        _wrap_if_long(book, row, "C", f"{sheet}!{at}", name, lists)
+        _wrap_if_long(book, row, "C", where, name, lists)
     book.rules.append((s, f"C{FIRST_ROW}:C{FIRST_ROW + len(CHECKED) - 1}", "bad_unless_ok"))
     book.put(s, f"{c_at}{FIRST_ROW - 2}", "Input cells of the Scenarios, Sensitivity and Parallelism sheets; each "
              "Parallelism row's layout", "group")

@@ -380,8 +380,7 @@ def parallelism_sheet(ctx: Ctx) -> None:
     configs = candidate_configs(sc)
     first = 5
     check_col = coord(len(PAR_INPUTS) + 1 + PAR_OUTPUTS.index("Layout_Check"), 1)[:-1]
-    for i, cfg in enumerate(configs):
-        r = first + i
+    for r, cfg in enumerate(configs, start=first):
         varmap: dict[str, str] = {}
         for j, (name, value) in enumerate(zip(PAR_INPUTS, cfg), start=1):
             varmap[name] = checks.register(

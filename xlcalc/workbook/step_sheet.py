@@ -63,8 +63,7 @@ def stack_sheet(book: Book) -> Table:
     for j, header in enumerate(headers, start=1):
         book.put(s, coord(j, 3), header, "header")
         book.widths.setdefault(s, {})[coord(j, 1)[:-1]] = 90 if header.startswith("what") else 13
-    for i, stack in enumerate(STACKS.values()):
-        row = FIRST + i
+    for row, stack in enumerate(STACKS.values(), start=FIRST):
         facts = stack_facts(Settings(stack=stack.id))
         book.put(s, coord(1, row), stack.id, "label")
         book.put(s, coord(2, row), stack.name, "text")
