@@ -210,9 +210,6 @@ class Lookup(Expr):
     def _range(self, col: str) -> str:
         return f"{self.sheet}!${col}${self.first_row}:${col}${self.last_row}"
 
-    def missing_text(self) -> str:
-        return missing_text(self.what, self.sheet, self.type_in)
-
     def unknown_text(self) -> str:
         return f": not on the {self.sheet} sheet \u2014 pick an id from the list"
 
@@ -221,7 +218,7 @@ class Lookup(Expr):
         index = f"INDEX({self._range(self.value_col)},MATCH({key},{self._range(self.key_col)},0))"
         if not self.what:
             return index
-        missing = Text(self.missing_text()).render(names)
+        missing = Text(missing_text(self.what, self.sheet, self.type_in)).render(names)
         unknown = Text(self.unknown_text()).render(names)
         return f'IFERROR(IF({index}="",{key}&{missing},{index}),{key}&{unknown})'
 
@@ -239,7 +236,7 @@ class Lookup(Expr):
         if row is not None:
             value = env[f"{self.sheet}!{self.value_col}{row}"]
             if self.what and value in (None, "", 0) and self.book_blank(env, row):
-                return f"{key}{self.missing_text()}"
+                return f"{key}{missing_text(self.what, self.sheet, self.type_in)}"
             return value
         if self.what:
             return f"{excel_text(key)}{self.unknown_text()}"

@@ -146,10 +146,6 @@ class _Alignments:
                 Alignment(horizontal=horizontal, wrap_text=wrap_text, vertical=vertical))
         cell._style.alignmentId = idx
 
-    def get(self, cell: Any) -> Alignment:
-        """The cell's alignment (openpyxl's ``cell.alignment`` without the proxy around it)."""
-        return self.wb._alignments[cell._style.alignmentId]
-
 
 class Merger:
     """``ws.merge_cells(range)`` for the ranges of one workbook: openpyxl's steps (a MergedCellRange, MergedCells for
@@ -425,7 +421,7 @@ def to_workbook(book: Book) -> Workbook:
         align.set(ws[at], wrap_text=True, vertical="top", horizontal="left")
         for k in range(1, msg_col):  # the row reads across at the top: label, then message
             if (cell := ws._cells.get((msg_row, k))) is not None and cell.value is not None:
-                a = align.get(cell)
+                a = wb._alignments[cell._style.alignmentId]  # (cell.alignment without openpyxl's proxy)
                 align.set(cell, horizontal=a.horizontal, wrap_text=a.wrap_text, vertical="top")
     merger = Merger()
     for sheet, rng in book.merges:
