@@ -23,9 +23,9 @@ from ..planner.step_chain import stack_facts
 from ..stage_memory import Step
 from ..step_steps import step_time_steps
 from .catalogs import FIRST, Table
-from .messages import CHECK_POINTER, LAYOUT_POINTER
+from .messages import LAYOUT_POINTER
 from .model import Book, Concat, IsNumber, LookupOr, coord
-from .rendering import guarded, needs, pointing
+from .rendering import checked, needs
 from .sheets import Ctx, input_row
 
 __all__ = ["STACK_SHEET", "STEP_SHEET", "stack_sheet", "step_time_sheet"]
@@ -145,11 +145,11 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
     """The step time of the Inputs sheet's layout for the Stack picked here and the global batch typed here (the
     scenario's ``stack`` and ``global_batch_tokens``, read back from these cells)."""
     s, b = STEP_SHEET, ctx.book
-    b.put(s, "A1", "Step time and MFU of this layout, by the planner's model", "title")
-    b.put(s, "A2", "Each green cell is one formula of the planner's step-time model (xlcalc plan gives the same step "
-          "time for the same run and stack). The model, layout and GPU come from Inputs, the GPU's figures from the GPUs "
-          "sheet, the stack's facts from the Stacks sheet; a layer's parameters from its shape, as the planner counts "
-          "them (the Memory sheet takes them from Params_B).", "note")
+    b.titled(s, "Step time and MFU of this layout, by the planner's model",
+             "Each green cell is one formula of the planner's step-time model (xlcalc plan gives the same step time for "
+             "the same run and stack). The model, layout and GPU come from Inputs, the GPU's figures from the GPUs sheet, "
+             "the stack's facts from the Stacks sheet; a layer's parameters from its shape, as the planner counts them "
+             "(the Memory sheet takes them from Params_B).")
     b.row(s, 4, ("", "value", "unit", "formula and source"), "header")
     # the scenario's two inputs of the step time alone (xlcalc.scenario.STEP_GROUP), the stack a dropdown of the
     # Stacks sheet's ids
@@ -183,8 +183,7 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
     deps -= {n for n, *_ in rows} | {st.name for st in (*steps, *timeline)} | {"Step_Check", "Step_Microbatches_Whole"}
     for name, label, expr, unit, fmt in rows:
         b.put(s, f"A{row}", label)
-        b.put(s, f"B{row}", pointing(guarded(expr, needs(expr) - {n for n, *_ in rows}), None,
-                                     checks_pointer=CHECK_POINTER), "formula", fmt)
+        b.put(s, f"B{row}", checked(expr, needs(expr) - {n for n, *_ in rows}), "formula", fmt)
         b.name(name, s, f"B{row}")
         b.put(s, f"C{row}", unit)
         used = expr.variables()
@@ -204,7 +203,7 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
         b.put(s, f"D{row}", note, "note")
         row += 1
     b.put(s, f"A{row}", "Step-time check (OK: every figure known, the layout whole)")
-    b.put(s, f"B{row}", pointing(guarded(check, deps), None, checks_pointer=CHECK_POINTER), "formula")
+    b.put(s, f"B{row}", checked(check, deps), "formula")
     b.name("Step_Check", s, f"B{row}")
     b.merges.append((s, f"B{row}:D{row}"))
     check_ref = f"see {STEP_SHEET}!B{row}"
@@ -216,8 +215,8 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
         fmt = "0.0%" if st.formula.unit == "fraction" or "MFU" in st.name else "#,##0" if "Tokens" in st.name or "FLOPs" in st.name \
             or "Hours" in st.name else "#,##0.00" if "Days" in st.name else "0.0000"
         b.put(s, f"A{row}", st.label, "header" if st.name == "Step_Time_S" else "label")
-        b.put(s, f"B{row}", pointing(guarded(expr, deps), None, checks_pointer=CHECK_POINTER),
-              "output" if st.name in ("Step_Time_S", "Step_MFU", "Step_Train_Days") else "formula", fmt)
+        kind = "output" if st.name in ("Step_Time_S", "Step_MFU", "Step_Train_Days") else "formula"
+        b.put(s, f"B{row}", checked(expr, deps), kind, fmt)
         b.name(st.name, s, f"B{row}")
         b.put(s, f"C{row}", st.formula.unit)
         b.put(s, f"D{row}", f"{st.name} = {st.formula.udf_name}: {st.formula.equation}. Source: {st.formula.source}",
