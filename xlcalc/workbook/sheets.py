@@ -171,8 +171,7 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
     expr, subs = output_formula(name, varmap, inline=True)
     expr = guarded_output(name, expr, varmap)
     points = name != "Layout_Check"  # the layout check's row shows a failing input's message whole
-    if pointer is not None or points:
-        expr = pointing(expr, pointer, checks_pointer=CHECK_POINTER if points else None)
+    expr = pointing(expr, pointer, checks_pointer=CHECK_POINTER if points else None)
     b = ctx.book
     b.put(sheet, f"A{row}", label or out.label)
     ref = b.put(sheet, f"B{row}", expr, "output" if define else "formula", display_format(out), subs)

@@ -266,9 +266,9 @@ def _compare(wb: Any, sheets: dict[str, dict[str, Expected]], flag: Any, finding
                 text = str(v)
                 if e is not None and e.formula and same_formula(text, e.value, look_up=e.editable):
                     continue
-                if e is not None and e.editable and normalized(text).skeleton in ("=TRUE", "=FALSE"):
-                    continue  # a boolean typed into an input, as LibreOffice saves it
                 if e is not None and e.editable:
+                    if normalized(text).skeleton in ("=TRUE", "=FALSE"):
+                        continue  # a boolean typed into an input, as LibreOffice saves it
                     alt = look_up(title, at)
                     if alt is not None and alt.formula and same_formula(text, alt.value, look_up=True):
                         continue
