@@ -165,29 +165,27 @@ def price_sheet(book: Book) -> PriceTable:
     book.put(s, f"A{head}", "Price tiers (the Price_Tier dropdown on Inputs)", "group")
     book.row(s, head + 1, ("tier", "what it is"), "header")
     book.merges.append((s, f"B{head + 1}:D{head + 1}"))
-    for k, tier in enumerate(catalog.PRICE_TIERS):
-        book.put(s, f"A{head + 2 + k}", tier, "label")
-        book.put(s, f"B{head + 2 + k}", TIER_MEANINGS[tier], "text")
-        book.merges.append((s, f"B{head + 2 + k}:D{head + 2 + k}"))
+    for r, tier in enumerate(catalog.PRICE_TIERS, start=head + 2):
+        book.put(s, f"A{r}", tier, "label")
+        book.put(s, f"B{r}", TIER_MEANINGS[tier], "text")
+        book.merges.append((s, f"B{r}:D{r}"))
     buy_head = head + 3 + len(catalog.PRICE_TIERS)
-    buys = [p for p in catalog.prices() if p.capex_usd_per_gpu is not None]
+    buys: dict[str, Any] = {}  # a GPU's first purchase price: the one the look-up (and catalog.purchase_price) takes
+    for p in catalog.prices():
+        if p.capex_usd_per_gpu is not None:
+            buys.setdefault(p.gpu, p)
     book.put(s, f"A{buy_head}", "Purchase prices per GPU (Capex_USD_per_GPU on Inputs, looked up by GPU_Type; a GPU "
              "with no row has no sourced price: type yours over Capex_USD_per_GPU)", "group")
     book.row(s, buy_head + 1, ("GPU id", "USD per GPU", "date", "price id", "source"), "header")
-    seen: set[str] = set()
     buy_first = buy_head + 2
-    for p in buys:
-        if p.gpu in seen:  # the first row of a GPU is the one the look-up (and catalog.purchase_price) takes
-            continue
-        seen.add(p.gpu)
-        r = buy_first + len(seen) - 1
+    for r, p in enumerate(buys.values(), start=buy_first):
         book.put(s, f"A{r}", p.gpu, "label")
         book.put(s, f"B{r}", p.capex_usd_per_gpu, "input", '"$"#,##0')
         book.row(s, r, (p.date or "undated", p.id), col="C")
         book.put(s, f"E{r}", p.source, "text")
     book.freeze[s] = "B4"
     return PriceTable(s, tuple(c[0] for c in PRICE_COLUMNS), FIRST, last, head + 2,
-                      head + 1 + len(catalog.PRICE_TIERS), buy_first, buy_first + max(len(seen), 1) - 1)
+                      head + 1 + len(catalog.PRICE_TIERS), buy_first, buy_first + max(len(buys), 1) - 1)
 
 
 # Scenario fields a framework and precision fill besides the recipe's bytes (xlcalc.frameworks.PROFILE_FIELDS)
