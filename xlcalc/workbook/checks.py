@@ -348,10 +348,9 @@ def layout_where(book: Book, row: CellCheck | None = None, var: Any = None) -> A
         if row is not None:
             name = name if name in own else "Layout_Check"
             where[c.name] = Concat(var("at " + name if name in own else "at Layout"), f" ({name})")
-            continue
-        name = name if name in book.names else "Layout_Check"
-        sheet, cell = book.names[name]
-        where[c.name] = f"{sheet}!{cell} ({name})"
+        else:
+            name = name if name in book.names else "Layout_Check"
+            where[c.name] = f"{ref_text(*book.names[name], absolute=False)} ({name})"
     args = dict(OUTPUT_BY_NAME["Layout_Check"].args)
     if row is not None:
         cells = {n: var(n) for n, _ in row.layout + row.over}
