@@ -146,10 +146,10 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
     scenario's ``stack`` and ``global_batch_tokens``, read back from these cells)."""
     s, b = STEP_SHEET, ctx.book
     b.titled(s, "Step time and MFU of this layout, by the planner's model",
-             "Each green cell is one formula of the planner's step-time model (xlcalc plan gives the same step time for "
-             "the same run and stack). The model, layout and GPU come from Inputs, the GPU's figures from the GPUs sheet, "
-             "the stack's facts from the Stacks sheet; a layer's parameters from its shape, as the planner counts them "
-             "(the Memory sheet takes them from Params_B).")
+             "Each green cell is one formula of the planner's step-time model (xlcalc plan gives the same step "
+             "time for the same run and stack). The model, layout and GPU come from Inputs, the GPU's figures from "
+             "the GPUs sheet, the stack's facts from the Stacks sheet; a layer's parameters from its shape, as the "
+             "planner counts them (the Memory sheet takes them from Params_B).")
     b.row(s, 4, ("", "value", "unit", "formula and source"), "header")
     # the scenario's two inputs of the step time alone (xlcalc.scenario.STEP_GROUP), the stack a dropdown of the
     # Stacks sheet's ids
@@ -188,7 +188,8 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
         b.put(s, f"C{row}", unit)
         used = expr.variables()
         where = " and ".join(w for n, w in (("Stack", "the Stacks sheet (by Stack)"),
-                                            ("GPU_Type", "the GPUs sheet (by GPU_Type)")) if n in used) or "the Inputs sheet"
+                                            ("GPU_Type", "the GPUs sheet (by GPU_Type)")) if n in used)
+        where = where or "the Inputs sheet"
         b.put(s, f"D{row}", f"{name}: from {where}", "note")
         row += 1
     b.put(s, f"A{row}", "Micro-batches, rounded (the planner's)")
