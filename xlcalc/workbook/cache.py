@@ -47,14 +47,9 @@ def _value_xml(value: Any) -> tuple[str, str] | None:
     if isinstance(value, bool):
         return ' t="b"', "1" if value else "0"
     if isinstance(value, (int, float)):
-        v = float(value)
-        if not math.isfinite(v):
-            return None
-        return "", str(int(value)) if isinstance(value, int) else repr(v)
-    if isinstance(value, ErrorValue):
-        return ' t="e"', escape(value)
-    if isinstance(value, str):
-        return ' t="str"', escape(value)
+        return ("", str(int(value)) if isinstance(value, int) else repr(float(value))) if math.isfinite(value) else None
+    if isinstance(value, str):  # an error value (#N/A) as an error, any other text as a formula's string
+        return ' t="e"' if isinstance(value, ErrorValue) else ' t="str"', escape(value)
     return None
 
 
