@@ -161,10 +161,6 @@ def _presets(field: str) -> tuple[str, ...]:
     return ("price_tier",) if field == "usd_per_gpu_hour" else ()
 
 
-def _any(data: dict[str, Any], *keys: str) -> bool:
-    return any(data.get(k) for k in keys)
-
-
 def read_workbook(path: str | Path) -> ReadBack:
     """Load an edited planning workbook; return its scenario, the engine's results and any disagreement."""
     import openpyxl
@@ -193,12 +189,13 @@ def read_workbook(path: str | Path) -> ReadBack:
             if cell.field == "capex_usd_per_gpu" and (v is None or str(v).startswith("capex_usd_per_gpu = (empty)")):
                 continue  # looked up from GPU_Type (not yet calculated), or the GPU has none: the engine does the same
             presets = _presets(cell.field)
-            if isinstance(v, str) and cell.field in FRAMEWORK_DERIVED and _any(data, "framework", "precision"):
+            picked = any(data.get(k) for k in presets)  # a choice whose look-up fills the input is picked
+            if isinstance(v, str) and cell.field in FRAMEWORK_DERIVED and picked:
                 continue  # the look-up's message (no such framework and precision): the engine names the input
             if cell.name in EMPTY_OK and v in (None, 0):
                 continue  # not given (the global batch of a model with none published): the scenario's None
             if v is None:
-                if _any(data, *presets):
+                if picked:
                     continue  # a look-up not yet recalculated: the preset fills it, as in the workbook
                 # no preset picked: the look-up cell's own number, IF(preset="", number, ...)
                 if presets and (m := _NO_PRESET.match(str(_value(formulas, cell.name) or ""))):
