@@ -24,7 +24,7 @@ from openpyxl.formatting.rule import CellIsRule
 from openpyxl.styles import Alignment, Border, Protection
 from openpyxl.styles.cell_style import StyleArray
 from openpyxl.utils import get_column_letter
-from openpyxl.utils.cell import column_index_from_string, coordinate_from_string, range_boundaries
+from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
 from openpyxl.utils.exceptions import IllegalCharacterError
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet._writer import WorksheetWriter
@@ -311,10 +311,7 @@ def _chart_extent(ws) -> tuple[int, int]:
 
 def fit_row_heights(ws) -> None:
     """Give rows with wrapped text the height of their lines (not every application does it on load)."""
-    spans = {}
-    for rng in ws.merged_cells.ranges:
-        c1, r1, c2, _ = range_boundaries(str(rng))
-        spans[(r1, c1)] = range(c1, c2 + 1)
+    spans = {(rng.min_row, rng.min_col): range(rng.min_col, rng.max_col + 1) for rng in ws.merged_cells.ranges}
     lines: dict[int, int] = {}
     alignments = ws.parent._alignments
     widths: dict[range, float] = {}  # the characters a span of columns holds (each span's columns read once)
