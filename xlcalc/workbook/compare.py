@@ -39,6 +39,7 @@ COMPARE_GPUS = ("a800", "h100-sxm", "ascend-910b")
 # GPU, a figure its catalog row leaves unpublished) wrap in their column, in rows as tall as the longest such message
 # each can show (sheets.longest_message_in); the columns are wide enough that the longest takes six lines
 SCENARIO_WIDTH = 44
+LINKED_NOTE = "follows the Inputs sheet"  # the name cell of a column that follows the Inputs sheet
 
 
 @dataclass(frozen=True)
@@ -95,11 +96,10 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         b.put(s, f"{col}4", f"Scenario {j + 1}", "header")
         varmap: dict[str, str] = {}
         follows: set[str] = set()  # inputs whose cell follows the Inputs sheet's: their checks apply
-        title_row = row = 5  # the plan's title, built from this column's inputs once they are placed
-        row += 1
+        title_row, row = 5, 6  # the plan's title (built from this column's inputs once they are placed), the name
         b.put(s, f"A{row}", "Scenario name")
         if linked:
-            b.put(s, f"{col}{row}", "follows the Inputs sheet", "note")
+            b.put(s, f"{col}{row}", LINKED_NOTE, "note")
         else:
             b.put(s, f"{col}{row}", sc.name, "text_input")
         row += 1

@@ -24,14 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..scenario import Scenario
-from .compare import Shape, shaped_as
+from .compare import LINKED_NOTE, Shape, shaped_as
 from .model import FORMULA_LEAD, ref_text
 
 MAX_AXIS = 5          # the builder's Sensitivity axes have at most five points (factors 0.25 ... 4)
 MAX_CONFIGS = 100     # and the Parallelism sheet at most 81 candidate layouts
 MAX_FINDINGS = 200    # listed; a file changed in more cells than this is reported as such
 SCENARIO_HEAD_ROW, SCENARIO_NAME_ROW, SCENARIO_PRESET_ROWS = 4, 6, (7, 8, 9)
-LINKED_NOTE = "follows the Inputs sheet"
 
 _TOKEN = re.compile(r"""(?P<str>"(?:[^"]|"")*")|(?P<sheet>'(?:[^']|'')+'!)"""
                     r"""|(?<![\w.$])(?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:E[+-]?\d+)?)(?![\w.(])""", re.I)
