@@ -158,8 +158,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
                                 CHECK_CELL_POINTER, frozenset(varmap[n] for n in checks.FRAMEWORK_INPUTS))
             b.row(s, r, (out.label, out.unit))
             b.put(s, f"{col}{r}", expr, "formula", display_format(out), subs)
-            if chars := longest_message_in(dependencies(out.name)):  # the column is the result's only room
-                message_cell(b, s, r, col, col, chars)
+            message_cell(b, s, r, col, col, longest_message_in(dependencies(out.name)))  # the result's only room
             if out.name == "Layout_Check":
                 message_cell(b, s, r, col, col, longest_layout_message())
             if out.name == "Fits_GPU":
@@ -242,6 +241,8 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
         row_refs: list[str] = []
         cells: list[list[str]] = []
         deps = dependencies("Total_Cost_USD") | dependencies("Train_Days") if name is None else dependencies(name)
+        # a catalog's message wraps in the cell (a failing look-up's is pointed to: Start's input check)
+        chars = longest_message_in({d for d in deps if d not in checks.LOOKED_UP_FAILING})
         for i, n in enumerate(gpus):
             row_refs.append(_axis(b, s, f"A{head + 1 + i}", n, "#,##0", "N_GPUs", "Number of GPUs",
                                   days and days["gpu_refs"][i]))
@@ -250,10 +251,8 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
                 at = coord(2 + j, head + 1 + i)
                 # the grid point's own GPUs and MFU: the days table's input cells, whose checks apply
                 axes = (row_refs[i], col_refs[j]) if days is None else (days["gpu_refs"][i], days["mfu_refs"][j])
-                # a catalog's message wraps in the cell (a failing look-up's is pointed to: Start's input check)
-                if chars := longest_message_in({d for d in deps if d not in checks.LOOKED_UP_FAILING}):
-                    col = coord(2 + j, 1)[:-1]
-                    message_cell(b, s, head + 1 + i, col, col, chars)
+                col = coord(2 + j, 1)[:-1]
+                message_cell(b, s, head + 1 + i, col, col, chars)
                 if name is None:  # spend rate: this grid point's total cost over its days
                     cost = Var(tables["cost"]["cells"][i][j])
                     expr = cost / Var(tables["days"]["cells"][i][j]) * 30

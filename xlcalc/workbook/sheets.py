@@ -183,8 +183,8 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
     deps = dependencies(name).union(*(dependencies(v) | {v} for v in (varmap or {}).values() if v in OUTPUT_BY_NAME))
     if points:  # a failing look-up's message is pointed to (CHECK_POINTER), not shown
         deps = {d for d in deps if d not in checks.LOOKED_UP_FAILING}
-    if chars := longest_message_in(deps):  # a catalog's message (no purchase price, rate or figure) wraps in B
-        message_cell(b, sheet, row, "B", "B", chars)
+    # a catalog's message (no purchase price, rate or figure) wraps in B
+    message_cell(b, sheet, row, "B", "B", longest_message_in(deps))
     if name in BOUNDED_OUTPUTS:  # past its bound, its own message (outputs.bound_short) wraps in B
         message_cell(b, sheet, row, "B", "B", len(bound_short(out)))
     return ref
