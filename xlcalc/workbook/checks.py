@@ -248,9 +248,7 @@ def guard(expr: Any, names: Any) -> Any:
 def _bounds(s: Any, x: Var) -> list[Any]:
     tests = [x > s.gt if s.gt is not None else None, x >= s.ge if s.ge is not None else None,
              x < s.lt if s.lt is not None else None, x <= s.le if s.le is not None else None]
-    if s.kind == "int":
-        tests.append(eq(floor_int(x), x))
-    return [t for t in tests if t is not None]
+    return [t for t in tests if t is not None] + ([eq(floor_int(x), x)] if s.kind == "int" else [])
 
 
 def shown_value(x: Any) -> Any:

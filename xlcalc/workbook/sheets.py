@@ -138,11 +138,8 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any, listed: st
     s = spec(cell.spec_name)
     b = ctx.book
     b.put(sheet, f"A{row}", cell.label)
-    fmt = s.number_format if s.number_format != "General" else None
-    if s.kind == "int":
-        fmt = fmt or "#,##0"
-    if s.kind == "bool":
-        fmt = BOOL_FORMAT
+    fmt = s.number_format if s.number_format != "General" else "#,##0" if s.kind == "int" else None
+    fmt = BOOL_FORMAT if s.kind == "bool" else fmt
     if cell.name in checks.LOOKED_UP_FAILING:  # a look-up's message prints as the way to Start's input check
         fmt = pointer_format(fmt)
     b.put(sheet, f"B{row}", value, "input", fmt)
