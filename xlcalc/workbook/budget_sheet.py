@@ -79,9 +79,7 @@ def budget_sheet(ctx: Ctx) -> None:
     input_row(ctx, s, 8, "failure_frac", sc.failure_frac)
     output_rows(ctx, s, 9, ("Failure_Frac_Used", "Wall_Days"))
     b.put(s, "A12", "Other lines: a share of compute and power, an amount, or both (seed 003)", "group")
-    row = 12
-    for field in BUDGET_SHARES:
-        row += 1
+    for row, field in enumerate(BUDGET_SHARES, start=13):
         input_row(ctx, s, row, field, getattr(sc, field))
     row += 2
     b.row(s, row, ("line", "USD", "unit", "formula and source"), "header")
