@@ -36,7 +36,7 @@ from openpyxl.writer.excel import ExcelWriter
 from ..expr.nodes import Expr
 from ..inputs import InputSpec
 from .cache import _value_xml, by_sheet
-from .layout import BAD_FILL, CHARS_PER_WIDTH, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, WIDTHS
+from .layout import BAD_FILL, CHARS_PER_WIDTH, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, column_widths
 from .model import _PLAIN_COORD, FORMULA_LEAD, Book, identity, ref_text
 from .rendering import BOOL_FORMAT
 
@@ -380,10 +380,7 @@ def to_workbook(book: Book) -> Workbook:
         ws = sheets[title] = wb.create_sheet(title)
         for at, c in book.sheets[title].items():
             write_cell(ws, at, c.value, c.kind, c.number_format, c.subs, styled)
-        widths: dict[str, float] = {c: DEFAULT_WIDTH for c in "ABCDEFGHIJKL"}
-        widths.update(WIDTHS.get(title, {}))
-        widths.update(book.widths.get(title, {}))
-        for col, width in widths.items():
+        for col, width in column_widths(title, book.widths.get(title, {})).items():
             ws.column_dimensions[col].width = width
         if title in book.freeze:
             ws.freeze_panes = book.freeze[title]
