@@ -40,41 +40,31 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
     book = Book()
     book.sheets.update({t: {} for t in (*SHEET_ORDER, checks.SHEET)})  # the sheets in print order
     with checks.collecting() as reg:  # the cells that gather input checks, placed as the results need them
-        return _layout(book, scenarios, main, reg)
-
-
-def _layout(book: Book, scenarios: list[Scenario], main: Scenario, reg: checks.Registry) -> Layout:
-    gpus = catalogs.gpu_sheet(book)
-    models = catalogs.model_sheet(book)
-    recipes = catalogs.recipe_sheet(book)
-    frameworks = catalogs.framework_sheet(book)
-    prices = catalogs.price_sheet(book)
-    stacks = step_sheet.stack_sheet(book)
-    ctx = sheets.Ctx(book, main, gpus, models, recipes, prices, frameworks)
-    start.start_sheet(ctx)
-    sheets.inputs_sheet(ctx)
-    mem_rows = memory_sheets.memory_sheet(ctx)
-    memory_sheets.time_sheet(ctx)
-    step_sheet.step_time_sheet(ctx, stacks)
-    budget_sheet.budget_sheet(ctx)
-    finetune.finetune_sheet(ctx)
-    if len(scenarios) >= 2:
-        columns = [(sc, False) for sc in scenarios]
-    else:
-        columns = compare.default_columns(main)
-    maps = compare.scenarios_sheet(ctx, columns)
-    tables = compare.sensitivity_sheet(ctx)
-    compare.parallelism_sheet(ctx)
-    catalogs.references_sheet(book)
-    assert prices is not None
-    checks.finish(book, reg, {
-        "Model_Preset": (models.sheet, models.col("id"), models.first_row, models.last_row),
-        "GPU_Type": (gpus.sheet, gpus.col("id"), gpus.first_row, gpus.last_row),
-        "Recipe_Id": (recipes.sheet, recipes.col("id"), recipes.first_row, recipes.last_row),
-        "Framework": (frameworks.sheet, "A", frameworks.first_row, frameworks.last_row),
-        "Precision": (frameworks.sheet, "A", frameworks.precision_first, frameworks.precision_last),
-        "Price_Tier": (prices.sheet, "A", prices.tier_first, prices.tier_last)}, frameworks)
-    book.charts.append(lambda wb: charts.memory_chart(wb, mem_rows["Weights"], mem_rows["Other"]))
+        gpus, models, recipes = catalogs.gpu_sheet(book), catalogs.model_sheet(book), catalogs.recipe_sheet(book)
+        frameworks, prices = catalogs.framework_sheet(book), catalogs.price_sheet(book)
+        stacks = step_sheet.stack_sheet(book)
+        ctx = sheets.Ctx(book, main, gpus, models, recipes, prices, frameworks)
+        start.start_sheet(ctx)
+        sheets.inputs_sheet(ctx)
+        memory_sheets.memory_sheet(ctx)
+        memory_sheets.time_sheet(ctx)
+        step_sheet.step_time_sheet(ctx, stacks)
+        budget_sheet.budget_sheet(ctx)
+        finetune.finetune_sheet(ctx)
+        # one scenario: the main plan on A800, H100 and Ascend 910B, its other inputs following the Inputs sheet
+        columns = [(sc, False) for sc in scenarios] if len(scenarios) >= 2 else \
+            [(compare.gpu_variant(main, g), True) for g in compare.COMPARE_GPUS]
+        maps = compare.scenarios_sheet(ctx, columns)
+        tables = compare.sensitivity_sheet(ctx)
+        compare.parallelism_sheet(ctx)
+        catalogs.references_sheet(book)
+        checks.finish(book, reg, {
+            "Model_Preset": (models.sheet, models.col("id"), models.first_row, models.last_row),
+            "GPU_Type": (gpus.sheet, gpus.col("id"), gpus.first_row, gpus.last_row),
+            "Recipe_Id": (recipes.sheet, recipes.col("id"), recipes.first_row, recipes.last_row),
+            "Framework": (frameworks.sheet, "A", frameworks.first_row, frameworks.last_row),
+            "Precision": (frameworks.sheet, "A", frameworks.precision_first, frameworks.precision_last),
+            "Price_Tier": (prices.sheet, "A", prices.tier_first, prices.tier_last)}, frameworks)
     book.charts.append(lambda wb: charts.sensitivity_charts(wb, tables))
     return Layout(book, main, columns, maps, {"sensitivity": tables})
 

@@ -18,7 +18,6 @@ from .sheets import (
     Ctx,
     capex_used,
     formula_row,
-    header_row,
     input_row,
     longest_message,
     longest_message_in,
@@ -52,8 +51,7 @@ def chart_data_block(b: Book, s: str, first: int, last: int) -> tuple[int, int]:
     beside it: a number stays, a message becomes #N/A. Returns the block's first and last data rows."""
     months_col, rent_col, own_col = CHART_DATA_COLS
     b.put(s, f"{months_col}{first - 2}", CHART_DATA_HEADING, "group")
-    for col, head in zip(CHART_DATA_COLS, ("months", "rent (USD)", "own (USD)")):
-        b.put(s, f"{col}{first - 1}", head, "header")
+    b.row(s, first - 1, ("months", "rent (USD)", "own (USD)"), "header", months_col)
     for row in range(first, last + 1):
         b.put(s, f"{months_col}{row}", Var(ref_text(s, f"A{row}")), "formula", "0")
         for src, col in (("B", rent_col), ("C", own_col)):
@@ -63,11 +61,8 @@ def chart_data_block(b: Book, s: str, first: int, last: int) -> tuple[int, int]:
     return first, last
 
 
-def budget_sheet(ctx: Ctx) -> dict[str, Any]:
-    """Goodput, cost by category, estimate vs budget, own vs rent and its table over time.
-
-    Returns the rows the money charts plot (see :mod:`xlcalc.workbook.charts`).
-    """
+def budget_sheet(ctx: Ctx) -> None:
+    """Goodput, cost by category, estimate vs budget, own vs rent and its table over time, and their charts."""
     s, b, sc = "Budget", ctx.book, ctx.scenario
     b.titled(s, "Budget — finance may edit the yellow lines", "Rent = GPU-hours x price; own = depreciation and "
              "hosting (over utilisation) + electricity. Failures come from goodput (GPU MTBF, checkpoint and restart "
@@ -84,12 +79,10 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     input_row(ctx, s, 8, "failure_frac", sc.failure_frac)
     output_rows(ctx, s, 9, ("Failure_Frac_Used", "Wall_Days"))
     b.put(s, "A12", "Other lines: a share of compute and power, an amount, or both (seed 003)", "group")
-    row = 12
-    for field in BUDGET_SHARES:
-        row += 1
+    for row, field in enumerate(BUDGET_SHARES, start=13):
         input_row(ctx, s, row, field, getattr(sc, field))
     row += 2
-    header_row(b, s, row, ("line", "USD", "unit", "formula and source"))
+    b.row(s, row, ("line", "USD", "unit", "formula and source"), "header")
     first = row = row + 1
     for line in BUDGET_LINES:
         if line in INPUT_BY_FIELD:
@@ -116,10 +109,9 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
                                         "Hardware_Capex_USD", "KW_per_GPU_All_In", "Facility_MW", "Racks_Needed"))
     row += 1
     b.put(s, f"A{row}", "Own vs rent over time (cumulative cash for the cluster at its utilisation)", "group")
-    b.put(s, f"D{row}", over_time_note, "note")  # the own column spans C:D below, where a message wraps
-    b.wrap.add((s, f"D{row}"))
+    b.note(s, f"D{row}", over_time_note)  # the own column spans C:D below, where a message wraps
     row += 1
-    header_row(b, s, row, ("months", "rent (USD)", "own (USD)"))
+    b.row(s, row, ("months", "rent (USD)", "own (USD)"), "header")
     b.merges.append((s, f"C{row}:D{row}"))
     t_first = row + 1
     for months in OVER_TIME_MONTHS:
@@ -141,9 +133,8 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
     row += 2
     b.put(s, f"A{row}", "Ranges: one input at a time at its low and high end (multipliers on Inputs)", "group")
     row += 1
-    for col, head in zip("ABCDEFGHI", ("input", "low", "high", "cost at low", "cost at high", "change at low",
-                                        "change at high", "days at low", "days at high")):
-        b.put(s, f"{col}{row}", head, "header")
+    b.row(s, row, ("input", "low", "high", "cost at low", "cost at high", "change at low", "change at high",
+                   "days at low", "days at high"), "header")
     r_first = row + 1
     for field, name, low_x, high_x, f in RANGES:
         row += 1
@@ -172,15 +163,11 @@ def budget_sheet(ctx: Ctx) -> dict[str, Any]:
             for col in cols:
                 message_cell(b, s, row, col, col, longest_message_in(dependencies(result)))
     r_last = row
-    row = budget_first(ctx, row + 2)
+    budget_first(ctx, row + 2)
     b.freeze[s] = "A5"
-    rows = {"lines": (first, last), "over_time": (t_first, t_last), "chart_data": chart_data,
-            "ranges": (r_first, r_last)}
-    b.charts.append(lambda wb: charts.cost_chart(wb, *rows["lines"]))
-    b.charts.append(lambda wb: charts.own_vs_rent_chart(wb, *rows["over_time"], *rows["chart_data"],
-                                                          CHART_DATA_COLS))
-    b.charts.append(lambda wb: charts.tornado_chart(wb, *rows["ranges"]))
-    return rows
+    b.charts.append(lambda wb: charts.cost_chart(wb, first, last))
+    b.charts.append(lambda wb: charts.own_vs_rent_chart(wb, t_first, t_last, *chart_data, CHART_DATA_COLS))
+    b.charts.append(lambda wb: charts.tornado_chart(wb, r_first, r_last))
 
 
 # Budget-first (seed 001's question, ``xlcalc budget`` and BUDGET_PLAN): what the approved budget buys in the
@@ -211,19 +198,16 @@ def budget_first(ctx: Ctx, row: int) -> int:
     s, b = "Budget", ctx.book
     b.put(s, f"A{row}", "Budget-first: what the approved budget buys by the deadline (xlcalc budget, BUDGET_PLAN)",
           "group")
-    b.put(s, f"D{row}", "Budget_USD (above), Deadline_Days, GPU_Type (Peak_TFLOPS), MFU and Price_Tier "
-          "(USD_per_GPU_Hour) on Inputs; owned: Own_USD_per_GPU_Hour (own vs rent above).", "note")
-    b.wrap.add((s, f"D{row}"))
+    b.note(s, f"D{row}", "Budget_USD (above), Deadline_Days, GPU_Type (Peak_TFLOPS), MFU and Price_Tier "
+           "(USD_per_GPU_Hour) on Inputs; owned: Own_USD_per_GPU_Hour (own vs rent above).")
     row += 1
-    header_row(b, s, row, ("", "rent", "own", "formula and source"))
+    b.row(s, row, ("", "rent", "own", "formula and source"), "header")
     row += 1
     b.put(s, f"A{row}", "Price of a busy GPU-hour (USD)")
     for col, price in (("B", "USD_per_GPU_Hour"), ("C", "Own_USD_per_GPU_Hour")):
         b.put(s, f"{col}{row}", checked(Var(price)), "formula", '"$"#,##0.000')
         message_cell(b, s, row, col, col, longest_message_in(needs(Var(price))))
-    b.put(s, f"D{row}", "USD_per_GPU_Hour (Inputs); OWN_USD_PER_GPU_HOUR: "
-          f"{ownership.own_usd_per_gpu_hour.equation}", "note")
-    b.wrap.add((s, f"D{row}"))
+    b.note(s, f"D{row}", f"USD_per_GPU_Hour (Inputs); OWN_USD_PER_GPU_HOUR: {ownership.own_usd_per_gpu_hour.equation}")
     flops_at: dict[str, str] = {}
     for label, f, fmt in BUDGET_FIRST_ROWS:
         row += 1
@@ -237,8 +221,7 @@ def budget_first(ctx: Ctx, row: int) -> int:
             message_cell(b, s, row, col, col, longest_message_in(needs(expr)))  # the price's message, wrapped
             if f is budget.budget_compute_flops:
                 flops_at[price] = ref
-        b.put(s, f"D{row}", f"{f.udf_name}: {f.equation}. Source: {f.source}", "note")
-        b.wrap.add((s, f"D{row}"))
+        b.note(s, f"D{row}", f"{f.udf_name}: {f.equation}. Source: {f.source}")
     return row
 
 

@@ -47,14 +47,9 @@ def _value_xml(value: Any) -> tuple[str, str] | None:
     if isinstance(value, bool):
         return ' t="b"', "1" if value else "0"
     if isinstance(value, (int, float)):
-        v = float(value)
-        if not math.isfinite(v):
-            return None
-        return "", str(int(value)) if isinstance(value, int) else repr(v)
-    if isinstance(value, ErrorValue):
-        return ' t="e"', escape(value)
-    if isinstance(value, str):
-        return ' t="str"', escape(value)
+        return ("", str(int(value)) if isinstance(value, int) else repr(float(value))) if math.isfinite(value) else None
+    if isinstance(value, str):  # an error value (#N/A) as an error, any other text as a formula's string
+        return ' t="e"' if isinstance(value, ErrorValue) else ' t="str"', escape(value)
     return None
 
 
@@ -88,21 +83,16 @@ def inject(path: str | Path | IO[bytes], values: Mapping[tuple[str, str], Any], 
                 data = zin.read(info.filename)
                 cells = wanted.get(info.filename)
                 if cells:
-                    text = data.decode("utf-8")
-
                     def fill(m: re.Match, cells: dict = cells) -> str:  # called right away, in this iteration
                         nonlocal count
-                        r, f = m["r"], m["f"]
-                        attrs = _TYPE.sub("", m["attrs"])
-                        if r not in cells:
-                            return m.group(0)
-                        xml = _value_xml(cells[r])
-                        if xml is None:
+                        r = m["r"]
+                        xml = _value_xml(cells[r]) if r in cells else None
+                        if xml is None:  # no value (or none that can be cached): the cell as it was
                             return m.group(0)
                         count += 1
-                        return f'<c r="{r}"{attrs}{xml[0]}><f>{f}</f><v>{xml[1]}</v></c>'
+                        return f'<c r="{r}"{_TYPE.sub("", m["attrs"])}{xml[0]}><f>{m["f"]}</f><v>{xml[1]}</v></c>'
 
-                    data = _CELL.sub(fill, text).encode("utf-8")
+                    data = _CELL.sub(fill, data.decode("utf-8")).encode("utf-8")
                 info.compress_type = zipfile.ZIP_DEFLATED
                 zout.writestr(info, data)
     return count

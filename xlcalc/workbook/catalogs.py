@@ -141,11 +141,6 @@ class PriceTable(Table):
     capex_last: int = 0
 
 
-def price_key(gpu: str, tier: str) -> str:
-    """The key of a rental rate on the Prices sheet (what the look-up matches: GPU_Type&"|"&Price_Tier)."""
-    return f"{gpu}|{tier}"
-
-
 def price_sheet(book: Book) -> PriceTable:
     """Rental rates per GPU and tier from the price catalog (xlcalc/data/prices.toml), each with date and source.
 
@@ -157,7 +152,8 @@ def price_sheet(book: Book) -> PriceTable:
           "source. Inputs looks USD_per_GPU_Hour up here by GPU_Type and Price_Tier; a pair with no row has no sourced "
           "price. Type your own quote over USD_per_GPU_Hour on Inputs, or over a yellow rate here.", PRICE_COLUMNS)
     for i, p in enumerate(rows):
-        values = {"key": price_key(p.gpu, p.tier), "gpu": p.gpu, "tier": p.tier,
+        # the key the look-up matches: GPU_Type&"|"&Price_Tier
+        values = {"key": f"{p.gpu}|{p.tier}", "gpu": p.gpu, "tier": p.tier,
                   "usd_per_gpu_hour": p.usd_per_gpu_hour, "date": p.date or "undated", "id": p.id,
                   "source": p.source, "notes": p.notes}
         for j, (field, _, _) in enumerate(PRICE_COLUMNS, start=1):
@@ -167,34 +163,29 @@ def price_sheet(book: Book) -> PriceTable:
     last = FIRST + max(len(rows), 1) - 1
     head = last + 2
     book.put(s, f"A{head}", "Price tiers (the Price_Tier dropdown on Inputs)", "group")
-    book.put(s, f"A{head + 1}", "tier", "header")
-    book.put(s, f"B{head + 1}", "what it is", "header")
+    book.row(s, head + 1, ("tier", "what it is"), "header")
     book.merges.append((s, f"B{head + 1}:D{head + 1}"))
-    for k, tier in enumerate(catalog.PRICE_TIERS):
-        book.put(s, f"A{head + 2 + k}", tier, "label")
-        book.put(s, f"B{head + 2 + k}", TIER_MEANINGS[tier], "text")
-        book.merges.append((s, f"B{head + 2 + k}:D{head + 2 + k}"))
+    for r, tier in enumerate(catalog.PRICE_TIERS, start=head + 2):
+        book.put(s, f"A{r}", tier, "label")
+        book.put(s, f"B{r}", TIER_MEANINGS[tier], "text")
+        book.merges.append((s, f"B{r}:D{r}"))
     buy_head = head + 3 + len(catalog.PRICE_TIERS)
-    buys = [p for p in catalog.prices() if p.capex_usd_per_gpu is not None]
+    buys: dict[str, Any] = {}  # a GPU's first purchase price: the one the look-up (and catalog.purchase_price) takes
+    for p in catalog.prices():
+        if p.capex_usd_per_gpu is not None:
+            buys.setdefault(p.gpu, p)
     book.put(s, f"A{buy_head}", "Purchase prices per GPU (Capex_USD_per_GPU on Inputs, looked up by GPU_Type; a GPU "
              "with no row has no sourced price: type yours over Capex_USD_per_GPU)", "group")
-    for j, header in enumerate(("GPU id", "USD per GPU", "date", "price id", "source"), start=1):
-        book.put(s, coord(j, buy_head + 1), header, "header")
-    seen: set[str] = set()
+    book.row(s, buy_head + 1, ("GPU id", "USD per GPU", "date", "price id", "source"), "header")
     buy_first = buy_head + 2
-    for p in buys:
-        if p.gpu in seen:  # the first row of a GPU is the one the look-up (and catalog.purchase_price) takes
-            continue
-        seen.add(p.gpu)
-        r = buy_first + len(seen) - 1
+    for r, p in enumerate(buys.values(), start=buy_first):
         book.put(s, f"A{r}", p.gpu, "label")
         book.put(s, f"B{r}", p.capex_usd_per_gpu, "input", '"$"#,##0')
-        book.put(s, f"C{r}", p.date or "undated", "label")
-        book.put(s, f"D{r}", p.id, "label")
+        book.row(s, r, (p.date or "undated", p.id), col="C")
         book.put(s, f"E{r}", p.source, "text")
     book.freeze[s] = "B4"
     return PriceTable(s, tuple(c[0] for c in PRICE_COLUMNS), FIRST, last, head + 2,
-                      head + 1 + len(catalog.PRICE_TIERS), buy_first, buy_first + max(len(seen), 1) - 1)
+                      head + 1 + len(catalog.PRICE_TIERS), buy_first, buy_first + max(len(buys), 1) - 1)
 
 
 # Scenario fields a framework and precision fill besides the recipe's bytes (xlcalc.frameworks.PROFILE_FIELDS)
@@ -264,10 +255,6 @@ class FrameworkTable:
         return Lookup(self.framework(), self.sheet, "A", "D", self.first_row, self.last_row)
 
 
-def fact_key(framework: str, precision: str, field: str) -> str:
-    return f"{framework}|{precision}|{field}"
-
-
 def framework_sheet(book: Book) -> FrameworkTable:
     """The frameworks and precisions of xlcalc.frameworks, and each profile's memory facts with their sources."""
     s = FRAMEWORK_SHEET
@@ -283,17 +270,14 @@ def framework_sheet(book: Book) -> FrameworkTable:
         book.widths.setdefault(s, {})[coord(j, 1)[:-1]] = width
         if j <= 4:
             book.put(s, coord(j, 3), header, "header")
-    for i, fw in enumerate(FRAMEWORKS):
-        r = FIRST + i
+    for r, fw in enumerate(FRAMEWORKS, start=FIRST):
         book.put(s, f"A{r}", fw, "label")
         book.put(s, f"B{r}", FRAMEWORK_NAMES[fw], "text")
-        book.put(s, f"C{r}", get_profile(fw).precision, "label")
-        book.put(s, f"D{r}", ", ".join(FRAMEWORKS[fw]), "label")
+        book.row(s, r, (get_profile(fw).precision, ", ".join(FRAMEWORKS[fw])), col="C")
     last = FIRST + len(FRAMEWORKS) - 1
     head = last + 2
     book.put(s, f"A{head}", "Precisions (the Precision dropdown on Inputs)", "group")
-    book.put(s, f"A{head + 1}", "precision", "header")
-    book.put(s, f"B{head + 1}", "what it is", "header")
+    book.row(s, head + 1, ("precision", "what it is"), "header")
     for k, (pr, words) in enumerate(PRECISIONS.items()):
         book.put(s, f"A{head + 2 + k}", pr, "label")
         book.put(s, f"B{head + 2 + k}", words, "text")
@@ -301,18 +285,14 @@ def framework_sheet(book: Book) -> FrameworkTable:
     head = p_last + 2
     book.put(s, f"A{head}", "Memory inputs by framework and precision (what Inputs looks up), each with its source",
              "group")
-    for j, header in enumerate(("key (framework|precision|input)", "framework", "precision", "input", "value",
-                                "source"), start=1):
-        book.put(s, coord(j, head + 1), header, "header")
+    book.row(s, head + 1, ("key (framework|precision|input)", "framework", "precision", "input", "value", "source"),
+             "header")
     r = head + 2
     f_first = r
     for profiles in FRAMEWORKS.values():
         for p in profiles.values():
             for field in PROFILE_FIELDS:
-                book.put(s, f"A{r}", fact_key(p.framework, p.precision, field), "label")
-                book.put(s, f"B{r}", p.framework, "label")
-                book.put(s, f"C{r}", p.precision, "label")
-                book.put(s, f"D{r}", field, "label")
+                book.row(s, r, (f"{p.framework}|{p.precision}|{field}", p.framework, p.precision, field))
                 if field in p.facts:
                     value, source = p.facts[field]
                     book.put(s, f"E{r}", value, "input", '"TRUE";"TRUE";"FALSE"' if isinstance(value, bool) else None)
@@ -332,10 +312,7 @@ def references_sheet(book: Book) -> None:
     s = "References"
     book.titled(s, "Formulas and sources", "Every formula the workbook uses is one of these, rendered from xlcalc's "
                 "registry (the same definitions as the Python library and the Excel functions).")
-    headers = ("formula", "Excel function (add-in)", "what it computes", "unit", "equation", "source")
-    for j, h in enumerate(headers, start=1):
-        book.put(s, coord(j, 3), h, "header")
+    book.row(s, 3, ("formula", "Excel function (add-in)", "what it computes", "unit", "equation", "source"), "header")
     for i, f in enumerate(sorted(all_formulas(), key=lambda f: (f.category, f.name)), start=4):
-        for j, value in enumerate((f.name, f.udf_name, f.summary, f.unit, f.equation, f.source), start=1):
-            book.put(s, coord(j, i), value, "text")
+        book.row(s, i, (f.name, f.udf_name, f.summary, f.unit, f.equation, f.source), "text")
     book.freeze[s] = "A4"

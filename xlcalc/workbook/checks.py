@@ -116,6 +116,7 @@ class Registry:
     groups: dict[frozenset[str], int] = field(default_factory=dict)
     cells: dict[str, tuple[int, CellCheck]] = field(default_factory=dict)
     memo: dict[Any, Any] = field(default_factory=dict)  # what a layout's cells share (rendering's guard templates)
+    frameworks: Any = None  # the Frameworks sheet (catalogs.FrameworkTable), once finish() writes the checks
 
     def ref(self, names: frozenset[str]) -> str:
         row = self.groups.get(names)
@@ -148,8 +149,7 @@ class Registry:
         return check_ref(key)
 
 
-_ACTIVE: ContextVar[Registry | None] = ContextVar("checks", default=None)
-_FRAMEWORKS: ContextVar[Any] = ContextVar("frameworks", default=None)  # the Frameworks sheet (Precision's check)
+_ACTIVE: ContextVar[Registry] = ContextVar("checks")  # the layout being made (collecting); none outside one
 
 
 @contextmanager
@@ -163,19 +163,16 @@ def collecting() -> Iterator[Registry]:
         _ACTIVE.reset(token)
 
 
-def layout_memo() -> dict[Any, Any] | None:
-    """A dictionary that lives as long as the layout being made (None outside a layout): things made once per
-    layout over the cells of its Checks sheet."""
-    reg = _ACTIVE.get()
-    return None if reg is None else reg.memo
+def layout_memo() -> dict[Any, Any]:
+    """A dictionary that lives as long as the layout being made: things made once per layout over the cells of its
+    Checks sheet."""
+    return _ACTIVE.get().memo
 
 
 def gathered(names: Any) -> str | None:
     """The cell holding the first failing check of the inputs ``names`` (defined names, or the reference text of a
-    registered cell of another sheet) (OK when all pass); None outside a layout or for no checked input."""
+    registered cell of another sheet) (OK when all pass); None for no checked input."""
     reg = _ACTIVE.get()
-    if reg is None:
-        return None
     group = frozenset(n for n in names if n in _CHECK_ROW or n in reg.cells)  # (_CHECK_ROW: CHECKED's names)
     if not group:
         return None
@@ -186,9 +183,7 @@ def register(ref: str, name: str, looked_up: bool = False, over: Mapping[str, st
     """The cell ``ref`` (another sheet's input cell) holds input ``name``: its check on the Checks sheet feeds the
     master check, and :func:`gathered` over ``ref`` includes it. ``over``: the cells that stand for the other names
     its check reads (a Scenarios column's Precision: the column's Framework). Returns ``ref``."""
-    reg = _ACTIVE.get()
-    if reg is not None:
-        reg.add_cell(CellCheck(ref, name, looked_up, over=tuple((over or {}).items())))
+    _ACTIVE.get().add_cell(CellCheck(ref, name, looked_up, over=tuple((over or {}).items())))
     return ref
 
 
@@ -197,24 +192,19 @@ def register_layout(ref: str, cells: dict[str, str], over: dict[str, str], messa
     cell; ``over``: other names the row's cells stand for): a layout that does not split into whole pieces feeds the
     master check, naming the row's input the layout check blames (its cell) and why, in the words of xlcalc.layout.
     ``message``: the cell that holds the check's whole message, where ``ref`` shows it short."""
-    reg = _ACTIVE.get()
-    if reg is not None:
-        reg.add_cell(CellCheck(ref, "Layout_Check", layout=tuple(cells.items()), over=tuple(over.items()),
-                               message=message), LAYOUT_KEY + ref)
+    _ACTIVE.get().add_cell(CellCheck(ref, "Layout_Check", layout=tuple(cells.items()), over=tuple(over.items()),
+                                     message=message), LAYOUT_KEY + ref)
 
 
 def registered_cells() -> Mapping[str, Any]:
-    """The input cells of other sheets with a check of their own, by reference text (none outside a layout)."""
-    reg = _ACTIVE.get()
-    return {} if reg is None else reg.cells
+    """The input cells of other sheets with a check of their own, by reference text."""
+    return _ACTIVE.get().cells
 
 
 def cell_checks(refs: Any) -> tuple[tuple[str, str], ...]:
     """(name, the cell of its check) for each name of ``refs`` (name -> reference text) whose cell has a check of its
     own, in the order of the Checks sheet (the order :func:`guard` writes them in)."""
     reg = _ACTIVE.get()
-    if reg is None:
-        return ()
     # the cells of a row or column are asked about once per result placed over them: the answer for the last
     # ``refs`` is kept, with the number of registered cells it was made with (a cell once registered keeps its row),
     # and given again as the same object (what rendering._row_facts tells a row's next result by)
@@ -241,8 +231,6 @@ def guard(expr: Any, names: Any) -> Any:
     among ``names``: one by one for a few (a Parallelism row's), else gathered in a cell of their own (a Scenarios
     column's), so that the sets of the Inputs sheet's names stay shared by the rows and columns."""
     reg = _ACTIVE.get()
-    if reg is None:
-        return expr
     names = set(names)
     # (the registered cells among ``names`` in the order of their rows, the order they were registered in)
     cells = sorted(names & reg.cells.keys(), key=lambda r: reg.cells[r][0])
@@ -260,9 +248,7 @@ def guard(expr: Any, names: Any) -> Any:
 def _bounds(s: Any, x: Var) -> list[Any]:
     tests = [x > s.gt if s.gt is not None else None, x >= s.ge if s.ge is not None else None,
              x < s.lt if s.lt is not None else None, x <= s.le if s.le is not None else None]
-    if s.kind == "int":
-        tests.append(eq(floor_int(x), x))
-    return [t for t in tests if t is not None]
+    return [t for t in tests if t is not None] + ([eq(floor_int(x), x)] if s.kind == "int" else [])
 
 
 def shown_value(x: Any) -> Any:
@@ -301,9 +287,8 @@ def value_check(x: Var, where: str, name: str, lists: dict[str, tuple[str, str, 
         found = IfError(Lookup(x, sheet_of, col, col, first, last), "")
         allowed = _allowed(name, lists)
         listed: Any = OK
-        if name == "Precision" and _FRAMEWORKS.get() is not None:  # and one the framework in effect offers
-            fw = _FRAMEWORKS.get()
-            assert fw is not None
+        if name == "Precision":  # and one the framework in effect offers
+            fw = _ACTIVE.get().frameworks
             offered = Concat(f"{where}: {name} = ", shown_value(x), f" is not allowed: {name} must be {OFFERED}",
                              fw.framework(), ": ", IfError(fw.offered(), ""), ", or empty")
             listed = if_(eq(IfError(fw.pair(x), ""), ""), offered, OK)
@@ -319,12 +304,8 @@ def value_check(x: Var, where: str, name: str, lists: dict[str, tuple[str, str, 
         return if_(or_(*(eq(x, c) for c in s.choices)), OK, bad)
     tests = _bounds(s, x)
     inside = if_(and_(*tests) if len(tests) > 1 else tests[0], OK, bad) if tests else OK
-    if looked_up == "failing":
-        not_number: Any = if_(eq(x, ""), bad, x)  # the look-up's own message (an empty cell: not allowed)
-    elif looked_up == "text_ok":
-        not_number = if_(eq(x, ""), bad, OK)
-    else:
-        not_number = bad
+    # a text: the look-up's own message ("failing"), or one that fails nothing ("text_ok"); an empty cell: not allowed
+    not_number = if_(eq(x, ""), bad, x if looked_up == "failing" else OK) if looked_up else bad
     if name in EMPTY_OK:  # empty (a spreadsheet's ISNUMBER is FALSE, ="" TRUE) or 0 (as a formula reads it): OK
         return if_(eq(x, ""), OK, if_(IsNumber(x), if_(eq(x, 0), OK, inside), not_number))
     return if_(IsNumber(x), inside, not_number)
@@ -365,10 +346,9 @@ def layout_where(book: Book, row: CellCheck | None = None, var: Any = None) -> A
         if row is not None:
             name = name if name in own else "Layout_Check"
             where[c.name] = Concat(var("at " + name if name in own else "at Layout"), f" ({name})")
-            continue
-        name = name if name in book.names else "Layout_Check"
-        sheet, cell = book.names[name]
-        where[c.name] = f"{sheet}!{cell} ({name})"
+        else:
+            name = name if name in book.names else "Layout_Check"
+            where[c.name] = f"{ref_text(*book.names[name], absolute=False)} ({name})"
     args = dict(OUTPUT_BY_NAME["Layout_Check"].args)
     if row is not None:
         cells = {n: var(n) for n, _ in row.layout + row.over}
@@ -422,47 +402,34 @@ def _layout_line(var: Any) -> Any:
     return if_(eq(whole, OK), OK, IfError(if_(bracket <= SHORT_CHARS + 1, head, refused), whole))
 
 
-def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]], frameworks: Any = None) -> None:
+def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]], frameworks: Any) -> None:
     """Write the Checks sheet: the layout check, every input's check, and every set of checks some cell gathers.
     ``frameworks`` (catalogs.FrameworkTable): Precision's check also asks for a precision the framework offers."""
-    token = _FRAMEWORKS.set(frameworks)
-    try:
-        _finish(book, reg, lists)
-    finally:
-        _FRAMEWORKS.reset(token)
-
-
-def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]]) -> None:
+    reg.frameworks = frameworks
     s = SHEET
     book.titled(s, "Checks \u2014 every input against what is allowed; they roll up to the input check on Start",
                 "A check passes with OK. A result that depends on an input whose check fails shows the check's "
                 "message instead of a number; pasted values are checked too (a cell's list or range only stops "
                 "typing).")
     layout = OUTPUT_BY_NAME["Layout_Check"].name
-    book.put(s, f"A{LAYOUT_ROW}", "Layout (every piece whole)")
-    book.put(s, f"B{LAYOUT_ROW}", "the input it blames, then why")
+    book.row(s, LAYOUT_ROW, ("Layout (every piece whole)", "the input it blames, then why"))
     book.put(s, f"C{LAYOUT_ROW}", if_(eq(Var(layout), "OK"), OK,
                                       Concat(IfError(layout_where(book), "Layout_Check"), ": ", Var(layout))), "formula")
     book.rules.append((s, f"C{LAYOUT_ROW}", "bad_unless_ok"))
-    for col, head in zip("ABC", ("input", "cell", "check (OK: allowed)")):
-        book.put(s, f"{col}{FIRST_ROW - 1}", head, "header")
+    book.row(s, FIRST_ROW - 1, ("input", "cell", "check (OK: allowed)"), "header")
     c_at, c_name, c_check = CELL_COLS
     book.widths[s] = {"A": 24, "B": 40, "C": CHECK_WIDTH, "D": 2, c_at: 18, c_name: 18, c_check: CHECK_WIDTH}
-    for k, name in enumerate(CHECKED):
-        row = FIRST_ROW + k
-        sheet, at = book.names[name]
-        book.put(s, f"A{row}", name)
-        book.put(s, f"B{row}", f"{sheet}!{at}")
+    for row, name in enumerate(CHECKED, start=FIRST_ROW):
+        where = ref_text(*book.names[name], absolute=False)
+        book.row(s, row, (name, where))
         book.put(s, f"C{row}", input_check(book, name, lists), "formula")
-        _wrap_if_long(book, row, "C", f"{sheet}!{at}", name, lists)
+        _wrap_if_long(book, row, "C", where, name, lists)
     book.rules.append((s, f"C{FIRST_ROW}:C{FIRST_ROW + len(CHECKED) - 1}", "bad_unless_ok"))
     book.put(s, f"{c_at}{FIRST_ROW - 2}", "Input cells of the Scenarios, Sensitivity and Parallelism sheets; each "
              "Parallelism row's layout", "group")
-    for col, head in zip(CELL_COLS, ("cell", "input", "check (OK: allowed)")):
-        book.put(s, f"{col}{FIRST_ROW - 1}", head, "header")
+    book.row(s, FIRST_ROW - 1, ("cell", "input", "check (OK: allowed)"), "header", CELL_COLS[0])
     for row, check in reg.cells.values():
-        book.put(s, f"{c_at}{row}", check.ref.replace("$", ""))
-        book.put(s, f"{c_name}{row}", check.name)
+        book.row(s, row, (check.ref.replace("$", ""), check.name), col=c_at)
         if check.layout:  # whole in H (what the master check reads), in G without the arithmetic: one printed line
             whole = book.put(s, f"{LAYOUT_WHOLE_COL}{row}", layout_row_check(book, check, reg), "formula")
             book.put(s, f"{c_check}{row}", layout_line(whole), "formula")
@@ -480,8 +447,7 @@ def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int
                 continue
             done.add(names)
             members = reg.members(names)
-            book.put(s, f"A{row}", f"{len(members)} inputs")
-            book.put(s, f"B{row}", ", ".join(m.replace("$", "") for m in members))
+            book.row(s, row, (f"{len(members)} inputs", ", ".join(m.replace("$", "") for m in members)))
             book.put(s, f"C{row}", _first_failing(members, reg), "formula")
     last = GROUP_FIRST_ROW + len(reg.groups) - 1
     book.rules.append((s, f"C{GROUP_FIRST_ROW}:C{last}", "bad_unless_ok"))
@@ -496,7 +462,7 @@ def _finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int
 def longest_check(where: str, name: str, lists: dict[str, tuple[str, str, int, int]]) -> int:
     """The longest message the check of input ``name`` in cell ``where`` can show (:func:`value_check`), the value
     at most VALUE_CHARS long; a looked-up input's own message is sized where it is looked up."""
-    if name == "Precision" and _FRAMEWORKS.get() is not None:  # then a framework and the precisions it offers
+    if name == "Precision":  # then a framework and the precisions it offers
         longest = max(len(fw) + 2 + len(", ".join(precisions)) for fw, precisions in FRAMEWORKS.items())
         return len(f"{where}: {name} =  is not allowed: {name} must be {OFFERED}, or empty") + VALUE_CHARS + longest
     return len(f"{where}: {name} =  is not allowed: {name} must be {_allowed(name, lists)}") + VALUE_CHARS
@@ -526,15 +492,9 @@ def master(expr_ok: Any) -> Any:
     """Start's input check: the first failing input check, then the layout check (with the cell it blames), then the
     Parallelism rows' layout checks, then ``expr_ok`` (the checks of results)."""
     reg = _ACTIVE.get()
-    every = reg.ref(EVERY) if reg is not None else None  # the inputs', then the other sheets' cells' checks
-    layout = Var(ref_text(SHEET, f"C{LAYOUT_ROW}"))
-    if reg is not None:
-        rows = Var(reg.ref(LAYOUTS))
-        expr_ok = if_(eq(rows, OK), expr_ok, rows)
-    out = if_(eq(layout, OK), expr_ok, layout)
-    if every is not None:
-        out = if_(eq(Var(every), OK), out, Var(every))
-    return out
+    every = Var(reg.ref(EVERY))  # the inputs', then the other sheets' cells' checks
+    layout, rows = Var(ref_text(SHEET, f"C{LAYOUT_ROW}")), Var(reg.ref(LAYOUTS))
+    return if_(eq(every, OK), if_(eq(layout, OK), if_(eq(rows, OK), expr_ok, rows), layout), every)
 
 
 __all__ = ["CHECKED", "SHEET", "collecting", "finish", "gathered", "guard", "master", "check_ref", "is_checked",

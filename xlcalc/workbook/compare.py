@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from itertools import product
 from typing import Any
 
 from .. import catalog
@@ -38,6 +39,7 @@ COMPARE_GPUS = ("a800", "h100-sxm", "ascend-910b")
 # GPU, a figure its catalog row leaves unpublished) wrap in their column, in rows as tall as the longest such message
 # each can show (sheets.longest_message_in); the columns are wide enough that the longest takes six lines
 SCENARIO_WIDTH = 44
+LINKED_NOTE = "follows the Inputs sheet"  # the name cell of a column that follows the Inputs sheet
 
 
 @dataclass(frozen=True)
@@ -76,11 +78,6 @@ def gpu_variant(base: Scenario, gpu: str) -> Scenario:
     return Scenario.build(**data)
 
 
-def default_columns(main: Scenario) -> list[tuple[Scenario, bool]]:
-    """A800 vs H100 vs Ascend 910B of the main plan; non-GPU inputs follow the Inputs sheet."""
-    return [(gpu_variant(main, g), True) for g in COMPARE_GPUS]
-
-
 # --- Scenarios ----------------------------------------------------------------------------------
 
 def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict[str, str]]:
@@ -91,8 +88,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
     s, b = "Scenarios", ctx.book
     b.titled(s, "Scenarios side by side", "Each column is a full plan. Linked columns follow the Inputs sheet except "
              "their GPU; type over any yellow cell to change one column.")
-    b.put(s, "A4", "input / result", "header")
-    b.put(s, "B4", "unit", "header")
+    b.row(s, 4, ("input / result", "unit"), "header")
     maps: list[dict[str, str]] = []
     for j, (sc, linked) in enumerate(columns):
         col = coord(3 + j, 1)[:-1]
@@ -100,11 +96,10 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         b.put(s, f"{col}4", f"Scenario {j + 1}", "header")
         varmap: dict[str, str] = {}
         follows: set[str] = set()  # inputs whose cell follows the Inputs sheet's: their checks apply
-        title_row = row = 5  # the plan's title, built from this column's inputs once they are placed
-        row += 1
+        title_row, row = 5, 6  # the plan's title (built from this column's inputs once they are placed), the name
         b.put(s, f"A{row}", "Scenario name")
         if linked:
-            b.put(s, f"{col}{row}", "follows the Inputs sheet", "note")
+            b.put(s, f"{col}{row}", LINKED_NOTE, "note")
         else:
             b.put(s, f"{col}{row}", sc.name, "text_input")
         row += 1
@@ -121,9 +116,8 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         for cell in INPUTS:
             if cell.group == STEP_GROUP:  # the step time's inputs: its chain is the StepTime sheet's alone
                 continue
-            b.put(s, f"A{row}", cell.label)
-            b.put(s, f"B{row}", spec(cell.spec_name).unit)
-            if cell.field == "capex_usd_per_gpu" and ctx.prices is not None:  # the column's GPU's purchase price
+            b.row(s, row, (cell.label, spec(cell.spec_name).unit))
+            if cell.field == "capex_usd_per_gpu":  # the column's GPU's purchase price
                 value: Any = capex_value(ctx, sc, gpu_ref)
             elif linked and cell.field not in GPU_DERIVED:
                 value = Var(cell.name)  # follows the Inputs sheet
@@ -151,11 +145,9 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
                                                         **({} if linked else {"Model_Preset": model_ref})}), "formula")
         b.wrap.add((s, f"{col}{title_row}"))
         b.heights[(s, title_row)] = 58  # four lines of the title
-        for k, out in enumerate(OUTPUTS):
-            varmap[out.name] = ref_text(s, f"{col}{row + k}")
-        layout_row = int(varmap["Layout_Check"].rsplit("$", 1)[1])
-        for out in OUTPUTS:
-            r = int(varmap[out.name].rsplit("$", 1)[1])
+        varmap.update({out.name: ref_text(s, f"{col}{row + k}") for k, out in enumerate(OUTPUTS)})
+        layout_row = row + [out.name for out in OUTPUTS].index("Layout_Check")
+        for r, out in enumerate(OUTPUTS, start=row):
             expr, subs = output_formula(out.name, varmap, inline=True)
             expr = guarded_output(out.name, expr, varmap, follows)
             # a memory result: the way to the column's layout check, whole in its own cell; every result but that
@@ -164,11 +156,9 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             if out.name != "Layout_Check":
                 expr = pointing(expr, f"see {col}{layout_row}" if out.guarded else None, varmap["Layout_Check"],
                                 CHECK_CELL_POINTER, frozenset(varmap[n] for n in checks.FRAMEWORK_INPUTS))
-            b.put(s, f"A{r}", out.label)
-            b.put(s, f"B{r}", out.unit)
+            b.row(s, r, (out.label, out.unit))
             b.put(s, f"{col}{r}", expr, "formula", display_format(out), subs)
-            if chars := longest_message_in(dependencies(out.name)):  # the column is the result's only room
-                message_cell(b, s, r, col, col, chars)
+            message_cell(b, s, r, col, col, longest_message_in(dependencies(out.name)))  # the result's only room
             if out.name == "Layout_Check":
                 message_cell(b, s, r, col, col, longest_layout_message())
             if out.name == "Fits_GPU":
@@ -199,7 +189,6 @@ def framework_cells(ctx: Ctx, s: str, col: str, row: int, sc: Scenario, linked: 
     picks fill the column's bytes per parameter and memory inputs; "as on Inputs" in a linked column, whose inputs
     follow the Inputs sheet's. Returns the names the column's look-ups read -> its cells (empty where linked)."""
     fw = ctx.frameworks
-    assert fw is not None
     lists = {"Framework": ref_text(fw.sheet, f"A{fw.first_row}") + f":$A${fw.last_row}",
              "Precision": ref_text(fw.sheet, f"A{fw.precision_first}") + f":$A${fw.precision_last}"}
     cells: dict[str, Var] = {}
@@ -238,8 +227,8 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
     gpus, mfus = sensitivity_values(sc)
     b.titled(s, "Sensitivity: training days, total cost and monthly spend over GPU count x MFU",
              "Yellow GPU counts and MFUs may be edited; every other input comes from the Inputs sheet.")
-    for j in range(len(mfus)):  # wide enough that a catalog's message (no rental rate) takes a few lines
-        b.widths.setdefault(s, {})[coord(2 + j, 1)[:-1]] = SENSITIVITY_WIDTH
+    # wide enough that a catalog's message (no rental rate) takes a few lines
+    b.widths[s] = {coord(2 + j, 1)[:-1]: SENSITIVITY_WIDTH for j in range(len(mfus))}
     tables: dict[str, Any] = {}
     top = 4
     for key, name, title in SENSITIVITY_TABLES:
@@ -252,6 +241,8 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
         row_refs: list[str] = []
         cells: list[list[str]] = []
         deps = dependencies("Total_Cost_USD") | dependencies("Train_Days") if name is None else dependencies(name)
+        # a catalog's message wraps in the cell (a failing look-up's is pointed to: Start's input check)
+        chars = longest_message_in({d for d in deps if d not in checks.LOOKED_UP_FAILING})
         for i, n in enumerate(gpus):
             row_refs.append(_axis(b, s, f"A{head + 1 + i}", n, "#,##0", "N_GPUs", "Number of GPUs",
                                   days and days["gpu_refs"][i]))
@@ -260,10 +251,8 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
                 at = coord(2 + j, head + 1 + i)
                 # the grid point's own GPUs and MFU: the days table's input cells, whose checks apply
                 axes = (row_refs[i], col_refs[j]) if days is None else (days["gpu_refs"][i], days["mfu_refs"][j])
-                # a catalog's message wraps in the cell (a failing look-up's is pointed to: Start's input check)
-                if chars := longest_message_in({d for d in deps if d not in checks.LOOKED_UP_FAILING}):
-                    col = coord(2 + j, 1)[:-1]
-                    message_cell(b, s, head + 1 + i, col, col, chars)
+                col = coord(2 + j, 1)[:-1]
+                message_cell(b, s, head + 1 + i, col, col, chars)
                 if name is None:  # spend rate: this grid point's total cost over its days
                     cost = Var(tables["cost"]["cells"][i][j])
                     expr = cost / Var(tables["days"]["cells"][i][j]) * 30
@@ -361,17 +350,10 @@ def candidate_configs(sc: Scenario) -> list[tuple[int, int, int, str, bool]]:
     if shape is not None:
         return list(shape.configs)
     out = [(sc.tp, sc.pp, sc.zero_stage, sc.recompute, sc.seq_parallel)]
-    for tp in (1, 2, 4, 8):
-        if sc.heads % tp:
-            continue
-        for pp in (1, 2, 4, 8, 16):
-            if sc.n_gpus % (tp * pp) or pp > sc.layers:
-                continue
-            for zero in (1, 3):
-                for rec in ("selective", "full"):
-                    cfg = (tp, pp, zero, rec, tp > 1)
-                    if cfg not in out:
-                        out.append(cfg)
+    for tp, pp, zero, rec in product((1, 2, 4, 8), (1, 2, 4, 8, 16), (1, 3), ("selective", "full")):
+        cfg = (tp, pp, zero, rec, tp > 1)  # TP divides the heads, TP x PP the GPUs; PP at most the layers
+        if not (sc.heads % tp or sc.n_gpus % (tp * pp) or pp > sc.layers or cfg in out):
+            out.append(cfg)
     return out
 
 
@@ -381,12 +363,8 @@ PAR_WIDTH, PAR_WIDE = 13, 20  # characters; PAR_WIDE: byte counts of a layer (e.
 def par_width(j: int) -> int:
     """The width of the Parallelism table's column j (1 = A): wide enough for its formatted values."""
     names = PAR_INPUTS + PAR_OUTPUTS + PAR_STEPS
-    if j > len(names):
-        return PAR_WIDTH
-    out = OUTPUT_BY_NAME.get(names[j - 1])
-    if out is not None and (out.unit.startswith("bytes") or out.name == "Layout_Check"):
-        return PAR_WIDE
-    return PAR_WIDTH
+    out = OUTPUT_BY_NAME.get(names[j - 1]) if j <= len(names) else None
+    return PAR_WIDE if out is not None and (out.unit.startswith("bytes") or out.name == "Layout_Check") else PAR_WIDTH
 
 
 def parallelism_sheet(ctx: Ctx) -> None:
@@ -401,8 +379,7 @@ def parallelism_sheet(ctx: Ctx) -> None:
     configs = candidate_configs(sc)
     first = 5
     check_col = coord(len(PAR_INPUTS) + 1 + PAR_OUTPUTS.index("Layout_Check"), 1)[:-1]
-    for i, cfg in enumerate(configs):
-        r = first + i
+    for r, cfg in enumerate(configs, start=first):
         varmap: dict[str, str] = {}
         for j, (name, value) in enumerate(zip(PAR_INPUTS, cfg), start=1):
             varmap[name] = checks.register(

@@ -13,7 +13,7 @@ from ..formulas import finetune as ff
 from ..outputs import bound_text, within_bound
 from .messages import LAYOUT_POINTER, message_cell
 from .rendering import guarded, needs
-from .sheets import Ctx, formula_row, header_row, input_row, output_rows
+from .sheets import Ctx, formula_row, input_row, output_rows
 
 SHEET = "FineTuning"  # a sheet name without quotes in references (defined names are written unquoted)
 FIELDS = ("job", "lora_rank", "lora_targets")
@@ -31,7 +31,7 @@ def finetune_sheet(ctx: Ctx) -> None:
             "Model, GPU, tokens, MFU and price come from the Inputs sheet and its presets; the Memory, Time and "
             "Budget sheets answer for this job."), start=2):
         b.put(s, f"A{r}", text, "note")
-    header_row(b, s, 6, ("input", "value", "unit", "what is allowed"))
+    b.row(s, 6, ("input", "value", "unit", "what is allowed"), "header")
     row = 7
     for field in FIELDS:
         input_row(ctx, s, row, field, getattr(sc, field))

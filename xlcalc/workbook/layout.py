@@ -30,7 +30,7 @@ STYLES = {
 # kinds whose cells a user may change (unlocked on protected sheets)
 EDITABLE = {"input", "text_input"}
 
-WIDTHS = {
+WIDTHS = {  # a sheet's own column widths (others DEFAULT_WIDTH; a catalog sheet sets its own: Book.widths)
     "Start": {"A": 2, "B": 36, "C": 30, "D": 112},  # C:D: a message of 263 characters on two lines
     "Inputs": {"A": 44, "B": 30, "C": 22, "D": 110},  # B: a looked-up input's cell, where a catalog message wraps
     "Memory": {"A": 48, "B": 16, "C": 14, "D": 110},
@@ -40,16 +40,14 @@ WIDTHS = {
     "FineTuning": {"A": 52, "B": 18, "C": 18, "D": 90},
     "Scenarios": {"A": 40, "B": 16},
     "Sensitivity": {"A": 26},
-    "Parallelism": {},
-    "GPUs": {},
-    "Models": {},
-    "Recipes": {},
-    "Frameworks": {},
-    "Stacks": {},
-    "Prices": {},
     "References": {"A": 26, "B": 22, "C": 80, "D": 16, "E": 100, "F": 100},
 }
 DEFAULT_WIDTH = 14
 # characters of running text per unit of column width (a unit is one digit's width; text averages narrower), with
 # room to spare: a wrapped cell's lines, for its row's height
 CHARS_PER_WIDTH = 1.1
+
+
+def column_widths(sheet: str, own: dict[str, float]) -> dict[str, float]:
+    """A sheet's column widths: DEFAULT_WIDTH, the sheet's WIDTHS, then ``own`` (those its layout set: Book.widths)."""
+    return {**{c: DEFAULT_WIDTH for c in "ABCDEFGHIJKL"}, **WIDTHS.get(sheet, {}), **own}

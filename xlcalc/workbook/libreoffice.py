@@ -14,7 +14,8 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +36,7 @@ class LibreOfficeError(RuntimeError):
 
 def soffice() -> str | None:
     """Path of the LibreOffice binary, or None."""
-    for name in ("soffice", "libreoffice"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
+    return shutil.which("soffice") or shutil.which("libreoffice")
 
 
 def make_profile(root: Path) -> str:
@@ -146,12 +143,6 @@ def to_pdf(paths: Sequence[str | Path], outdir: str | Path, cpu_seconds: float |
     return convert(paths, outdir, "pdf", ".pdf", cpu_seconds)
 
 
-def _cpu_limit(seconds: int) -> Callable[[], None]:
-    def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 5))
-    return apply
-
-
 def convert(paths: Sequence[str | Path], outdir: str | Path, target: str, suffix: str,
             cpu_seconds: float | None = None) -> list[Path]:
     """Convert each file with ``soffice --convert-to target`` in one run (fresh profile, full recalculation).
@@ -174,9 +165,9 @@ def convert(paths: Sequence[str | Path], outdir: str | Path, target: str, suffix
         cmd = [binary, f"-env:UserInstallation={profile}", "--headless", "--invisible", "--norestore",
                "--nolockcheck", "--convert-to", target, "--outdir", str(outdir),
                *map(str, srcs)]
-        env = {**os.environ, "HOME": tmp}
+        cpu_limit = partial(resource.setrlimit, resource.RLIMIT_CPU, (limit, limit + 5))  # in the child, before soffice
         try:
-            proc = run_working(cmd, env=env, preexec_fn=_cpu_limit(limit))
+            proc = run_working(cmd, env={**os.environ, "HOME": tmp}, preexec_fn=cpu_limit)
         except subprocess.TimeoutExpired as exc:
             raise LibreOfficeError(f"LibreOffice hung: it stopped working ({exc.timeout:.0f} s)") from exc
     if proc.returncode in (-signal.SIGXCPU, -signal.SIGKILL):

@@ -9,13 +9,14 @@ from ..layout import LAYOUT_OK
 from ..outputs import MEMORY_SOURCES, OUTPUT_BY_NAME
 from ..recipes import DEFAULT_RECIPE, MEMORY_DEFAULTS
 from ..stage_memory import PARTS, memory_steps
+from . import charts
 from .messages import CHECK_POINTER, LAYOUT_POINTER, LAYOUT_ROW, longest_layout_message, message_cell
 from .rendering import guarded, guarded_output, needs, output_formula, pointing
-from .sheets import Ctx, formula_row, header_row, output_row, output_rows
+from .sheets import Ctx, formula_row, output_row, output_rows
 
 
-def memory_sheet(ctx: Ctx) -> dict[str, int]:
-    """Memory per GPU by part and pipeline stage (first and last), against the GPU's memory.
+def memory_sheet(ctx: Ctx) -> None:
+    """Memory per GPU by part and pipeline stage (first and last), against the GPU's memory, and its chart.
 
     Every cell is a step of the one stage memory model (xlcalc.stage_memory) under its defined name; a layout
     that does not split into whole pieces shows the layout check's message whole in its row (B4, wrapped across
@@ -27,22 +28,20 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
              "the memory. GB = 1e9 bytes.")
     layout_row(ctx, s, LAYOUT_ROW)
     output_row(ctx, s, 5, "DP_Size", pointer=LAYOUT_POINTER)
-    header_row(b, s, 7, ("per GPU", "first stage", "last stage", "formula and source"))
+    b.row(s, 7, ("per GPU", "first stage", "last stage", "formula and source"), "header")
     rows: dict[str, int] = {}
     row = 8
     steps = {st.name: st for st in memory_steps(MEMORY_SOURCES, capacity=Var("GPU_Memory_GB"), layout_dp=1)}
     stage_rows: list[tuple[str, Any, Any]] = [("Layers on the stage", "Stage_Layers_First", "Stage_Layers_Last"),
                   ("Parameters of the stage (billions)", "Stage_Params_B_First", "Stage_Params_B_Last")]
     part_names = {st.part: st.name for st in steps.values() if st.part and st.of == "First"}
+    # the parts both stages share: an input, or the first stage's cell read again by the last
+    shared = {"comm_buffers": (Var("Comm_Buffer_GB"), Var("Comm_Buffer_GB")),
+              "other": (Var("Overhead_GB"), Var("Overhead_GB")),
+              "recompute_working": ("Mem_Recompute_GB", Var("Mem_Recompute_GB"))}
     for key, label in PARTS:
-        if key == "comm_buffers":
-            stage_rows.append((label, Var("Comm_Buffer_GB"), Var("Comm_Buffer_GB")))
-        elif key == "other":
-            stage_rows.append((label, Var("Overhead_GB"), Var("Overhead_GB")))
-        elif key == "recompute_working":
-            stage_rows.append((label, "Mem_Recompute_GB", Var("Mem_Recompute_GB")))
-        else:
-            stage_rows.append((label, part_names[key], part_names[key].replace("_First_", "_Last_")))
+        first, last = shared[key] if key in shared else (part_names[key], part_names[key].replace("_First_", "_Last_"))
+        stage_rows.append((label, first, last))
     stage_rows.append(("Total per GPU", "Mem_First_Total_GB", "Mem_Last_Total_GB"))
     for label, first, last in stage_rows:
         b.put(s, f"A{row}", label, "header" if label.startswith("Total") else "label")
@@ -62,7 +61,6 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
         b.put(s, f"D{row}", note, "note")
         rows[label] = row
         row += 1
-    rows["Weights"], rows["Other"] = rows["Weights"], rows[PARTS[-1][1]]
     row += 1
     b.put(s, f"A{row}", "Against the GPU", "group")
     row += 1
@@ -82,7 +80,7 @@ def memory_sheet(ctx: Ctx) -> dict[str, int]:
     b.put(s, f"A{row + 1}", f"Defaults (recipe {DEFAULT_RECIPE}, other memory {MEMORY_DEFAULTS['overhead_gb']:g} GB, "
           "logits, buckets): xlcalc.recipes — the same for the CLI, the planner and the worksheet functions.", "note")
     b.freeze[s] = "A8"
-    return rows
+    b.charts.append(lambda wb: charts.memory_chart(wb, rows["Weights"], rows[PARTS[-1][1]]))
 
 
 def _guarded(expr: Any) -> Any:
@@ -111,7 +109,7 @@ def time_sheet(ctx: Ctx) -> None:
     s, b = "Time", ctx.book
     b.titled(s, "Compute and time", "C = 6ND; days = C / (peak x GPUs x MFU); the deadline rounding follows seed 002 "
              "§7.3: exact GPUs -> whole TP x PP replicas -> + spare -> whole nodes.")
-    header_row(b, s, 4, ("", "value", "unit", "formula and source"))
+    b.row(s, 4, ("", "value", "unit", "formula and source"), "header")
     output_rows(ctx, s, 5, ("Train_FLOPs", "Train_Days", "GPU_Hours"))
     b.put(s, "A9", "GPUs for a deadline", "group")
     formula_row(ctx, s, 10, "Deadline", guarded(Var("Deadline_Days"), {"Deadline_Days"}), "days", "Deadline_Days from the Inputs sheet", "#,##0.0")

@@ -12,7 +12,7 @@ import functools
 
 from ..expr.nodes import Var
 from ..layout import CONSTRAINTS, LAYOUT_INPUTS
-from .layout import DEFAULT_WIDTH, WIDTHS
+from .layout import column_widths
 from .model import Book
 
 # the height of one line of a wrapped message (points)
@@ -31,7 +31,7 @@ def message_cell(b: Book, s: str, row: int, first: str, last: str, chars: int) -
     the top, its row tall enough (never lower than another message's row there); nothing for no message (0)."""
     if chars <= 0:
         return
-    widths = {**{c: DEFAULT_WIDTH for c in "ABCDEFGHIJKL"}, **WIDTHS.get(s, {}), **b.widths.get(s, {})}
+    widths = column_widths(s, b.widths.get(s, {}))
     width = sum(widths[chr(c)] for c in range(ord(first), ord(last) + 1))
     b.messages.add((s, f"{first}{row}"))
     if last != first:

@@ -11,19 +11,21 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from openpyxl.utils.cell import coordinate_from_string, get_column_letter
+from openpyxl.utils.cell import column_index_from_string, coordinate_from_string, get_column_letter
 
+from ..expr.excel import as_text
 from ..expr.nodes import BinOp, Expr, Func, IfError, Text, Var, identity, wrap
 from ..expr.template import Template
 
 __all__ = ["NA", "Book", "Cell", "Concat", "ErrorValue", "FirstFailing", "IfError", "IsNumber", "Lookup", "NotAvailable",
            "coord", "excel_text", "identity", "placed", "ref_text"]
 
+FORMULA_LEAD = ("=", "+", "-", "@")  # what makes a typed text a formula (a text starting so is written as text)
 _REF = re.compile(r"^(?P<sheet>[A-Za-z][A-Za-z0-9_]*)!\$?(?P<col>[A-Z]{1,3})\$?(?P<row>\d+)$")
 
 
@@ -71,14 +73,21 @@ class Book:
         self.hidden_columns: list[tuple[str, str, str]] = []  # (sheet, first, last): a group of working columns
 
     # -- building -------------------------------------------------------------------
-    def sheet(self, title: str) -> dict[str, Cell]:
-        return self.sheets.setdefault(title, {})
-
     def put(self, sheet: str, at: str, value: Any, kind: str = "label", number_format: str | None = None,
             subs: Any = None) -> str:
         """Place a value or formula; return the cell's absolute reference text."""
-        self.sheet(sheet)[at] = Cell(value, kind, number_format, subs)
+        self.sheets.setdefault(sheet, {})[at] = Cell(value, kind, number_format, subs)
         return ref_text(sheet, at)
+
+    def row(self, sheet: str, row: int, values: Iterable[Any], kind: str = "label", col: str = "A") -> None:
+        """Place ``values`` in row ``row``, from column ``col`` rightwards, each of ``kind``."""
+        for j, value in enumerate(values, start=column_index_from_string(col)):
+            self.put(sheet, coord(j, row), value, kind)
+
+    def note(self, sheet: str, at: str, text: str) -> str:
+        """A note that wraps in its cell."""
+        self.wrap.add((sheet, at))
+        return self.put(sheet, at, text, "note")
 
     def titled(self, sheet: str, title: str, note: str) -> None:
         """A sheet's title (A1) and the note under it (A2)."""
@@ -125,12 +134,12 @@ class Book:
         self._memo[key] = result
         return result
 
+    def where(self, var: str) -> tuple[str, str]:
+        """The (sheet, cell) of a defined name or reference text, found once (a cell never moves)."""
+        return self._where.get(var) or self._where.setdefault(var, self.locate(var))
+
     def value_of(self, var: str) -> Any:
-        try:
-            where = self._where[var]
-        except KeyError:
-            where = self._where[var] = self.locate(var)
-        return self.value(*where)
+        return self.value(*self.where(var))
 
     def cached_values(self) -> dict[tuple[str, str], Any]:
         """The engine's value of every formula cell, by (sheet, coordinate)."""
@@ -138,11 +147,7 @@ class Book:
         return {(s, at): self.value(s, at) for s, at, _ in self.formula_cells()}
 
 
-class _Cycle:
-    pass
-
-
-_CYCLE = _Cycle()
+_CYCLE = object()  # the memo's value of a cell being computed
 
 
 class _Env(dict[Any, Any]):
@@ -171,10 +176,7 @@ class _Env(dict[Any, Any]):
         if not isinstance(var, str):  # a (sheet, cell) not computed yet
             raise KeyError(var)
         book = self.book  # Book.value_of, with a value already computed read straight from the memo
-        try:
-            where = book._where[var]
-        except KeyError:
-            where = book._where[var] = book.locate(var)
+        where = book.where(var)
         v = self[where] if where in self else book.value(*where)
         if v is _CYCLE:
             raise ValueError(f"circular reference through {var}")
@@ -208,9 +210,6 @@ class Lookup(Expr):
     def _range(self, col: str) -> str:
         return f"{self.sheet}!${col}${self.first_row}:${col}${self.last_row}"
 
-    def missing_text(self) -> str:
-        return missing_text(self.what, self.sheet, self.type_in)
-
     def unknown_text(self) -> str:
         return f": not on the {self.sheet} sheet \u2014 pick an id from the list"
 
@@ -219,7 +218,7 @@ class Lookup(Expr):
         index = f"INDEX({self._range(self.value_col)},MATCH({key},{self._range(self.key_col)},0))"
         if not self.what:
             return index
-        missing = Text(self.missing_text()).render(names)
+        missing = Text(missing_text(self.what, self.sheet, self.type_in)).render(names)
         unknown = Text(self.unknown_text()).render(names)
         return f'IFERROR(IF({index}="",{key}&{missing},{index}),{key}&{unknown})'
 
@@ -237,7 +236,7 @@ class Lookup(Expr):
         if row is not None:
             value = env[f"{self.sheet}!{self.value_col}{row}"]
             if self.what and value in (None, "", 0) and self.book_blank(env, row):
-                return f"{key}{self.missing_text()}"
+                return f"{key}{missing_text(self.what, self.sheet, self.type_in)}"
             return value
         if self.what:
             return f"{excel_text(key)}{self.unknown_text()}"
@@ -302,13 +301,8 @@ class LookupOr(Lookup):
 
 
 def excel_text(value: Any) -> str:
-    """A value as a spreadsheet shows it when joined with ``&`` (general number format)."""
-    if isinstance(value, bool):
-        return "TRUE" if value else "FALSE"
-    if isinstance(value, (int, float)):
-        v = float(value)
-        return str(int(v)) if v.is_integer() and abs(v) < 1e15 else f"{v:.15g}"
-    return "" if value is None else str(value)
+    """A value as a spreadsheet shows it when joined with ``&`` (general number format; a blank as no text)."""
+    return "" if value is None else as_text(value)
 
 
 class Concat(Expr):

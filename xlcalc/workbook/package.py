@@ -159,9 +159,8 @@ def _check_zip(path: Path, zf: zipfile.ZipFile, limits: Limits, start: float) ->
     pkg = Package(names)
     scanner = _Scanner(path, limits, start, pkg)
     for i in infos:
-        if not i.filename.endswith((".xml", ".rels")):
-            continue
-        scanner.scan(zf, i)
+        if i.filename.endswith((".xml", ".rels")):
+            scanner.scan(zf, i)
     return pkg
 
 

@@ -92,11 +92,9 @@ def _value(wb: Any, name: str) -> Any:
     if dn is None:
         return _MISSING
     dests = list(dn.destinations)
-    if len(dests) != 1:
+    if len(dests) != 1 or dests[0][0] not in wb.sheetnames or ":" in dests[0][1]:
         raise WorkbookError(f"defined name {name} must name one cell, it names {dn.attr_text!r}")
     sheet, at = dests[0]
-    if sheet not in wb.sheetnames or ":" in at:
-        raise WorkbookError(f"defined name {name} must name one cell, it names {dn.attr_text!r}")
     return wb[sheet][at.replace("$", "")].value
 
 
@@ -135,8 +133,6 @@ def _read_price_tier(data: dict[str, Any]) -> None:
     look-up stays a typed price (no tier); a tier the catalog has no rate for the GPU stays that tier, so the
     engine names the GPU and the tier (the cell held that message instead of a number).
     """
-    from .. import catalog
-
     tier = data.get("price_tier")
     if tier is None or "usd_per_gpu_hour" not in data:
         return
@@ -165,10 +161,6 @@ def _presets(field: str) -> tuple[str, ...]:
     return ("price_tier",) if field == "usd_per_gpu_hour" else ()
 
 
-def _any(data: dict[str, Any], *keys: str) -> bool:
-    return any(data.get(k) for k in keys)
-
-
 def read_workbook(path: str | Path) -> ReadBack:
     """Load an edited planning workbook; return its scenario, the engine's results and any disagreement."""
     import openpyxl
@@ -187,12 +179,8 @@ def read_workbook(path: str | Path) -> ReadBack:
         if missing:
             raise WorkbookError(f"{path}: not an xlcalc planning workbook (missing defined names: "
                                 f"{', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''})")
-        data: dict[str, Any] = {}
-        for name, fieldname in TEXT_NAMES.items():
-            v = _value(wb, name)
-            if v is _MISSING or v is None or v == "":
-                continue
-            data[fieldname] = str(v)
+        data: dict[str, Any] = {key: str(v) for name, key in TEXT_NAMES.items()
+                                if (v := _value(wb, name)) is not _MISSING and v is not None and v != ""}
         tier = _value(wb, "Price_Tier")
         if tier is not _MISSING and tier is not None and str(tier).strip():
             data["price_tier"] = str(tier).strip()
@@ -201,19 +189,19 @@ def read_workbook(path: str | Path) -> ReadBack:
             if cell.field == "capex_usd_per_gpu" and (v is None or str(v).startswith("capex_usd_per_gpu = (empty)")):
                 continue  # looked up from GPU_Type (not yet calculated), or the GPU has none: the engine does the same
             presets = _presets(cell.field)
-            if isinstance(v, str) and cell.field in FRAMEWORK_DERIVED and _any(data, "framework", "precision"):
+            picked = any(data.get(k) for k in presets)  # a choice whose look-up fills the input is picked
+            if isinstance(v, str) and cell.field in FRAMEWORK_DERIVED and picked:
                 continue  # the look-up's message (no such framework and precision): the engine names the input
             if cell.name in EMPTY_OK and v in (None, 0):
                 continue  # not given (the global batch of a model with none published): the scenario's None
             if v is None:
-                if _any(data, *presets):
+                if picked:
                     continue  # a look-up not yet recalculated: the preset fills it, as in the workbook
-                if presets:  # no preset picked: the look-up cell's own number, IF(preset="", number, ...)
-                    m = _NO_PRESET.match(str(_value(formulas, cell.name) or ""))
-                    if m:
-                        number = m["number"]
-                        data[cell.field] = number == "TRUE" if number in ("TRUE", "FALSE") else float(number)
-                        continue
+                # no preset picked: the look-up cell's own number, IF(preset="", number, ...)
+                if presets and (m := _NO_PRESET.match(str(_value(formulas, cell.name) or ""))):
+                    number = m["number"]
+                    data[cell.field] = number == "TRUE" if number in ("TRUE", "FALSE") else float(number)
+                    continue
                 raise InputError(cell.name, None, "a value (the cell is empty or was never calculated)")
             data[cell.field] = v
         _read_price_tier(data)

@@ -11,7 +11,7 @@ table look-up (workbook plumbing, not a model formula).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from itertools import repeat
+from itertools import repeat, takewhile
 from operator import contains
 from typing import Any
 
@@ -24,28 +24,21 @@ from . import checks
 from .messages import CHECK_CELL_POINTER, CHECK_POINTER, CHECK_REFUSED
 from .model import RENDERING, Concat, IfError, IsNumber, Lookup
 
-
-def _deps(name: str, seen: dict[str, set[str]]) -> set[str]:
-    """Every defined name (inputs and outputs) a named result depends on."""
-    if name in seen:
-        return seen[name]
-    out = set()
-    with unfolded():  # the names the formula is written over, those of a branch its arguments never take included
-        expr = output_expr(OUTPUT_BY_NAME[name])
-    for v in expr.variables():
-        out.add(v)
-        if v in OUTPUT_BY_NAME:
-            out |= _deps(v, seen)
-    seen[name] = out
-    return out
-
-
 _DEPS: dict[str, set[str]] = {}
+
+
+def _deps(name: str) -> set[str]:
+    """Every defined name (inputs and outputs) a named result depends on (made once: not to be changed)."""
+    if name not in _DEPS:
+        with unfolded():  # the names the formula is written over, those of a branch its arguments never take included
+            expr = output_expr(OUTPUT_BY_NAME[name])
+        _DEPS[name] = needs(expr)
+    return _DEPS[name]
 
 
 def dependencies(name: str) -> set[str]:
     """Every defined name (inputs and results) the named result ``name`` depends on."""
-    return set(_deps(name, _DEPS))
+    return set(_deps(name))
 
 
 def _over(name: str, varmap: Mapping[str, Expr], inline: bool, top: bool = True) -> Expr:
@@ -55,7 +48,7 @@ def _over(name: str, varmap: Mapping[str, Expr], inline: bool, top: bool = True)
     for v in expr.variables():
         if v in varmap:
             mapping[v] = varmap[v]
-        elif inline and v in OUTPUT_BY_NAME and not _deps(v, _DEPS).isdisjoint(varmap):
+        elif inline and v in OUTPUT_BY_NAME and not _deps(v).isdisjoint(varmap):
             mapping[v] = _over(v, varmap, inline, top=False)
     return expr.substitute(mapping)
 
@@ -134,13 +127,8 @@ def output_formula_tree(name: str, varmap: Mapping[str, str] | None = None,
     """
     varmap = dict(varmap or {})
     expr = _over(name, _Vars(varmap), inline)
-    subs: dict[Any, str] = {}
-    for earlier_name, key, text in _sub_entries(varmap):
-        if earlier_name == name:
-            break
-        if key is not None:
-            subs[key] = text
-    return expr, subs
+    earlier = takewhile(lambda entry: entry[0] != name, _sub_entries(varmap))
+    return expr, {key: text for _, key, text in earlier if key is not None}
 
 
 class _Vars(Mapping[str, Expr]):
@@ -158,9 +146,6 @@ class _Vars(Mapping[str, Expr]):
         if var is None:
             var = self.made[name] = Var(self.varmap[name])
         return var
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return self[name] if name in self.varmap else default
 
     def __contains__(self, name: object) -> bool:
         return name in self.varmap
@@ -190,7 +175,7 @@ def _sub_entries(varmap: Mapping[str, str]) -> list[tuple[str, Any, str]]:
         for earlier in OUTPUTS:
             if earlier.name in varmap:
                 entries.append((earlier.name, earlier.expr().substitute(vm).key(), varmap[earlier.name]))
-            elif _deps(earlier.name, _DEPS).isdisjoint(varmap):
+            elif _deps(earlier.name).isdisjoint(varmap):
                 entries.append((earlier.name, earlier.expr().key(), earlier.name))
             else:
                 entries.append((earlier.name, None, ""))
@@ -274,7 +259,7 @@ def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None, follows
     # a bounded result past its bound holds its message (outputs.bound_message): checked where its own cell stands
     # for it (by name, or its cell in ``refs``), not where another's formula writes it out over other cells
     standing = refs.keys()
-    shown = [n for n in BOUNDED_OUTPUTS if n in deps and (n in refs or standing.isdisjoint(_deps(n, _DEPS)))]
+    shown = [n for n in BOUNDED_OUTPUTS if n in deps and (n in refs or standing.isdisjoint(_deps(n)))]
     for name in reversed(inline):  # written out in the cell's formula: checked as written, its bound included
         bounded = _over(name, {k: Var(v) for k, v in refs.items()}, True)
         expr = Func("IF", (IsNumber(bounded), wrap(expr), bounded))
@@ -310,7 +295,7 @@ def written_bounded(name: str, refs: Mapping[str, str]) -> list[str]:
     writes out a result it depends on whose own inputs ``refs`` replaces, e.g. Train_Days in a Ranges row's days at
     low MFU): past its bound there, the cell shows its message (outputs.bound_short), never a number."""
     return [n for n in BOUNDED_OUTPUTS if n in dependencies(name) and n not in refs
-            and not refs.keys().isdisjoint(_deps(n, _DEPS))]
+            and not refs.keys().isdisjoint(_deps(n))]
 
 
 def _output_deps(name: str, refs: Mapping[str, str]) -> set[str]:
@@ -329,15 +314,13 @@ def _guarded_bound(name: str, bound: Bound, refs: Mapping[str, str], follows: An
     shape = () if slotted is None else tuple(sorted(slotted.items()))
     key = ("guarded", name, template, same, shape, frozenset(follows), frozenset(exclude))
     memo = checks.layout_memo()  # the checks' cells are the layout's: one memo per layout
-    made = memo.get(key) if memo is not None else None
+    made = memo.get(key)
     if made is None:
         if slotted is None:
             slotted = {k: Template.slot(k) for k in refs}
         expr = guarded(template.expr, _output_deps(name, refs), slotted, follows, exclude,
                        inline=written_bounded(name, refs))
-        made = template if expr is template.expr else Template(expr, template.subs, template.slots)
-        if memo is not None:
-            memo[key] = made
+        made = memo[key] = template if expr is template.expr else Template(expr, template.subs, template.slots)
     return bound if made is template else made.bind(bound_refs)
 
 
@@ -359,13 +342,11 @@ def pointing(expr: Any, pointer: str | None, layout: str = "Layout_Check", check
         # is the template's own, so that the rows of a Parallelism sheet share one pointing template)
         key = ("pointing", expr.template, pointer, checks_pointer)
         memo = checks.layout_memo()  # a guarded template is the layout's (_guarded_bound): one memo per layout
-        made = memo.get(key) if memo is not None else None
+        made = memo.get(key)
         if made is None:
             inner = pointing(expr.template.expr, pointer, layout, checks_pointer, lookups)
-            made = expr.template if inner is expr.template.expr else \
+            made = memo[key] = expr.template if inner is expr.template.expr else \
                 Template(inner, expr.template.subs, expr.template.slots)
-            if memo is not None:
-                memo[key] = made
         return expr if made is expr.template else made.bind(expr.refs)
     if not (isinstance(expr, Func) and expr.name == "IF"):
         return expr
@@ -456,8 +437,6 @@ def _guarded_row(name: str, bound: Bound, refs: Mapping[str, str], follows: Any,
     makes the same guards but for those references: the inputs' checks are gathered by defined name, each checked
     cell's own check is written (not gathered per row: at most ``checks.INLINE_CELLS`` of them)."""
     memo = checks.layout_memo()
-    if memo is None:
-        return None
     row = _row_facts(memo, refs, bound.refs, own)
     if row is None:
         return None

@@ -10,7 +10,7 @@ from typing import Any
 
 from .. import catalog
 from ..errors import InputError
-from ..expr import Expr, Func, Var, eq, if_, wrap
+from ..expr import Expr, Func, Var, eq, if_, round_, wrap
 from ..frameworks import FRAMEWORKS, PRECISIONS, get_profile
 from ..inputs import spec
 from ..layout import preset_stage_ends
@@ -37,7 +37,6 @@ from .rendering import (
 
 BUDGET_FIELDS = ("failure_frac", "experiments_frac", "experiments_usd", "data_frac", "data_usd", "people_frac",
                  "people_usd", "other_usd", "budget_usd")
-TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes"}
 
 
 @dataclass
@@ -47,8 +46,8 @@ class Ctx:
     gpus: Table
     models: Table
     recipes: Table
-    prices: PriceTable | None = None
-    frameworks: FrameworkTable | None = None
+    prices: PriceTable
+    frameworks: FrameworkTable
 
 
 def id_range(table: Table) -> str:
@@ -126,8 +125,7 @@ def stage_ends_value(scenario: Scenario, field: str, model_key: str) -> Any:
     column substitutes its own cells); a scenario whose own numbers differ from its preset's split keeps them.
     """
     value = getattr(scenario, field)
-    ends = preset_stage_ends(Var("Layers"), Var("PP_Size"))
-    split = ends[STAGE_ENDS.index(field)]
+    split = preset_stage_ends(Var("Layers"), Var("PP_Size"))[STAGE_ENDS.index(field)]
     if scenario.model and preset_stage_ends(scenario.layers, scenario.pp)[STAGE_ENDS.index(field)] != value:
         return value  # the scenario's own split wins over its preset's
     return preset_or(model_key, value, IfError(split, 0))  # a PP or Layers not allowed: named by the checks
@@ -140,11 +138,8 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any, listed: st
     s = spec(cell.spec_name)
     b = ctx.book
     b.put(sheet, f"A{row}", cell.label)
-    fmt = s.number_format if s.number_format != "General" else None
-    if s.kind == "int":
-        fmt = fmt or "#,##0"
-    if s.kind == "bool":
-        fmt = BOOL_FORMAT
+    fmt = s.number_format if s.number_format != "General" else "#,##0" if s.kind == "int" else None
+    fmt = BOOL_FORMAT if s.kind == "bool" else fmt
     if cell.name in checks.LOOKED_UP_FAILING:  # a look-up's message prints as the way to Start's input check
         fmt = pointer_format(fmt)
     b.put(sheet, f"B{row}", value, "input", fmt)
@@ -153,10 +148,9 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any, listed: st
     looked_up = isinstance(value, Expr) and not isinstance(value, Var)
     preset = ("GPU_Type" if field in GPU_DERIVED else "Model_Preset" if field in MODEL_DERIVED or field in STAGE_ENDS
               else "Framework and Precision" if field in FRAMEWORK_DERIVED
-              else "Recipe_Id, else by Framework and Precision" if ctx.frameworks is not None else "Recipe_Id")
+              else "Recipe_Id, else by Framework and Precision")
     how = f" Looked up by {preset}; a number typed here wins." if looked_up else ""
-    b.put(sheet, f"D{row}", f"{cell.name}: {s.allowed}. {s.doc}.{how}".replace("..", "."), "note")
-    b.wrap.add((sheet, f"D{row}"))
+    b.note(sheet, f"D{row}", f"{cell.name}: {s.allowed}. {s.doc}.{how}".replace("..", "."))
     if isinstance(value, Expr) and (chars := longest_message_in({cell.name})):  # the look-up's message wraps in B
         message_cell(b, sheet, row, "B", "B", chars)
     label = f"{cell.label} ({cell.name})"
@@ -174,22 +168,20 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
     expr, subs = output_formula(name, varmap, inline=True)
     expr = guarded_output(name, expr, varmap)
     points = name != "Layout_Check"  # the layout check's row shows a failing input's message whole
-    if pointer is not None or points:
-        expr = pointing(expr, pointer, checks_pointer=CHECK_POINTER if points else None)
+    expr = pointing(expr, pointer, checks_pointer=CHECK_POINTER if points else None)
     b = ctx.book
     b.put(sheet, f"A{row}", label or out.label)
     ref = b.put(sheet, f"B{row}", expr, "output" if define else "formula", display_format(out), subs)
     if define:
         b.name(name, sheet, f"B{row}")
     b.put(sheet, f"C{row}", out.unit)
-    b.put(sheet, f"D{row}", f"{name if define else out.formula.udf_name}: {out.formula.equation}. "
-                           f"Source: {out.formula.source}", "note")
-    b.wrap.add((sheet, f"D{row}"))
+    b.note(sheet, f"D{row}", f"{name if define else out.formula.udf_name}: {out.formula.equation}. "
+                            f"Source: {out.formula.source}")
     deps = dependencies(name).union(*(dependencies(v) | {v} for v in (varmap or {}).values() if v in OUTPUT_BY_NAME))
     if points:  # a failing look-up's message is pointed to (CHECK_POINTER), not shown
         deps = {d for d in deps if d not in checks.LOOKED_UP_FAILING}
-    if chars := longest_message_in(deps):  # a catalog's message (no purchase price, rate or figure) wraps in B
-        message_cell(b, sheet, row, "B", "B", chars)
+    # a catalog's message (no purchase price, rate or figure) wraps in B
+    message_cell(b, sheet, row, "B", "B", longest_message_in(deps))
     if name in BOUNDED_OUTPUTS:  # past its bound, its own message (outputs.bound_short) wraps in B
         message_cell(b, sheet, row, "B", "B", len(bound_short(out)))
     return ref
@@ -210,8 +202,7 @@ def formula_row(ctx: Ctx, sheet: str, row: int, label: str, expr: Any, unit: str
     # a failing input check or look-up: the way to Start's input check, which shows the message whole
     ref = b.put(sheet, f"B{row}", pointed(expr), "formula", fmt, subs)
     b.put(sheet, f"C{row}", unit)
-    b.put(sheet, f"D{row}", note, "note")
-    b.wrap.add((sheet, f"D{row}"))
+    b.note(sheet, f"D{row}", note)
     if isinstance(expr, Expr):  # a catalog's message (no purchase price, rate or figure) wraps in B
         message_cell(b, sheet, row, "B", "B", longest_message_in(needs(expr)))
     return ref
@@ -222,12 +213,10 @@ def formula_row(ctx: Ctx, sheet: str, row: int, label: str, expr: Any, unit: str
 def inputs_sheet(ctx: Ctx) -> None:
     s, b, sc = "Inputs", ctx.book, ctx.scenario
     b.put(s, "A1", "Inputs — type in the yellow cells; everything else follows", "title")
-    b.put(s, "A2", "Scenario")
-    b.put(s, "B2", sc.name, "text_input")
-    b.name("Scenario_Name", s, "B2")
-    b.put(s, "A3", "Notes")
-    b.put(s, "B3", sc.notes, "text_input")
-    b.name("Scenario_Notes", s, "B3")
+    for row, label, name, text in ((2, "Scenario", "Scenario_Name", sc.name), (3, "Notes", "Scenario_Notes", sc.notes)):
+        b.put(s, f"A{row}", label)
+        b.put(s, f"B{row}", text, "text_input")
+        b.name(name, s, f"B{row}")
     gpu_ids, model_ids, recipe_ids = id_range(ctx.gpus), id_range(ctx.models), id_range(ctx.recipes)
     row = 5
     groups: dict[str, list[str]] = {}
@@ -247,7 +236,7 @@ def inputs_sheet(ctx: Ctx) -> None:
                         sc.gpu or "", gpu_ids, "a GPU id from the GPUs sheet, or empty for your own numbers")
             row += 1
         for field in fields:
-            if field == "usd_per_gpu_hour" and ctx.prices is not None:  # the tier dropdown heads the price it fills
+            if field == "usd_per_gpu_hour":  # the tier dropdown heads the price it fills
                 _choice_row(ctx, s, row, "Price tier (fills the price per GPU-hour from the Prices sheet)",
                             "Price_Tier", sc.price_tier or "", tier_range(ctx.prices),
                             "a tier from the Prices sheet (on-demand, reserved-1y, reserved-3y, spot, ...), "
@@ -256,17 +245,15 @@ def inputs_sheet(ctx: Ctx) -> None:
                 input_row(ctx, s, row, field, price_value(ctx, sc))
                 row += 1
                 continue
-            if field == "capex_usd_per_gpu" and ctx.prices is not None:  # looked up by GPU_Type, as the price
+            if field == "capex_usd_per_gpu":  # looked up by GPU_Type, as the price
                 input_row(ctx, s, row, field, capex_value(ctx, sc))
                 row += 1
                 continue
-            if field == "bytes_weights" and ctx.frameworks is not None:  # what the software fills, then the recipe
+            if field == "bytes_weights":  # what the software fills, then the recipe dropdown heading the bytes it fills
                 row = framework_rows(ctx, s, row)
-            if field == "bytes_weights":  # the recipe dropdown heads the three byte counts it fills
-                _choice_row(ctx, s, row, "Precision recipe (fills bytes per parameter)", "Recipe_Id",
-                            sc.recipe or "", recipe_ids,
-                            "a recipe id from the Recipes sheet, or empty for your own numbers"
-                            + (" (or the Framework's)" if ctx.frameworks is not None else ""))
+                _choice_row(ctx, s, row, "Precision recipe (fills bytes per parameter)", "Recipe_Id", sc.recipe or "",
+                            recipe_ids, "a recipe id from the Recipes sheet, or empty for your own numbers (or the "
+                            "Framework's)")
                 row += 1
             input_row(ctx, s, row, field, derived_value(ctx, sc, field, "GPU_Type", "Model_Preset", "Recipe_Id",
                                                         framework=True))
@@ -283,9 +270,7 @@ FRAMEWORK_FILLS = ("the bytes per parameter (the recipe it names; a picked Recip
 
 def framework_rows(ctx: Ctx, s: str, row: int) -> int:
     """The Framework and Precision dropdowns (names as ``--framework`` / ``--precision`` take them); the next row."""
-    fw = ctx.frameworks
-    assert fw is not None
-    sc = ctx.scenario
+    fw, sc = ctx.frameworks, ctx.scenario
     _choice_row(ctx, s, row, "Framework (fills the memory inputs of the software you train with)", "Framework",
                 sc.framework or "", ref_text(fw.sheet, f"A{fw.first_row}") + f":$A${fw.last_row}",
                 f"one of {', '.join(FRAMEWORKS)} (as --framework), or empty for your own numbers",
@@ -324,7 +309,6 @@ def price_value(ctx: Ctx, scenario: Scenario) -> Any:
     <tier> price on the Prices sheet - type it in USD_per_GPU_Hour" (never #N/A). A number typed over the
     cell wins, as over any look-up.
     """
-    assert ctx.prices is not None
     gpu, tier = Var("GPU_Type"), Var("Price_Tier")
     missing = Concat(gpu, NO_PRICE[0], tier, NO_PRICE[1])
     looked_up = IfError(price_lookup(ctx.prices, "usd_per_gpu_hour"), missing)
@@ -343,7 +327,6 @@ def capex_value(ctx: Ctx, scenario: Scenario, gpu_key: str = "GPU_Type") -> Any:
     reads the sentence of xlcalc.catalog.missing_capex, never #N/A. A number typed over the cell wins, as over any
     look-up; a scenario's own number (one its GPU's catalog price does not give) is written as that number.
     """
-    assert ctx.prices is not None
     p = ctx.prices
     typed = scenario.capex_usd_per_gpu
     buy = catalog.purchase_price(scenario.gpu) if scenario.gpu else None
@@ -367,10 +350,7 @@ def capex_used(ctx: Ctx) -> Any:
     """
     capex = Var("Capex_USD_per_GPU")
     amount = Concat("$", Func("FIXED", (capex, wrap(0))), " per GPU, ")
-    if ctx.prices is None:
-        return if_(IsNumber(capex), Concat(amount, "typed"), capex)
-    p = ctx.prices
-    gpu = Var("GPU_Type")
+    p, gpu = ctx.prices, Var("GPU_Type")
     rate = IfError(catalog_lookup(gpu, p.sheet, "A", "B", p.capex_first, p.capex_last), -1)
     from_catalog = Concat("price catalog ", catalog_lookup(gpu, p.sheet, "A", "D", p.capex_first, p.capex_last), " (",
                           catalog_lookup(gpu, p.sheet, "A", "C", p.capex_first, p.capex_last), ")")
@@ -384,14 +364,12 @@ def price_used(ctx: Ctx) -> Any:
     price", "$2/GPU-hour, typed (no tier)", or the price cell's message when it holds no number.
     """
     usd, tier = Var("USD_per_GPU_Hour"), Var("Price_Tier")
-    if ctx.prices is None:
-        return Concat("$", Func("ROUND", (usd, wrap(3))), "/GPU-hour")
     catalog_rate = IfError(price_lookup(ctx.prices, "usd_per_gpu_hour"), -1)
     from_catalog = Concat(tier, " tier, price catalog ", price_lookup(ctx.prices, "id"), " (",
                           price_lookup(ctx.prices, "date"), ")")
     which = if_(eq(tier, ""), "typed (no tier)",
                 if_(eq(usd, catalog_rate), from_catalog, Concat("typed over the ", tier, " price")))
-    return if_(IsNumber(usd), Concat("$", Func("ROUND", (usd, wrap(3))), "/GPU-hour, ", which), usd)
+    return if_(IsNumber(usd), Concat("$", round_(usd, 3), "/GPU-hour, ", which), usd)
 
 
 def _choice_row(ctx: Ctx, sheet: str, row: int, label: str, name: str, value: str, list_ref: str, allowed: str,
@@ -405,12 +383,7 @@ def _choice_row(ctx: Ctx, sheet: str, row: int, label: str, name: str, value: st
                           "allowed": allowed})
 
 
-
-# A cell that can show a message (a formula's text) wraps at the top of its cell, merged across the free columns
-# beside it, with the row's other cells at the top too; LibreOffice does not grow a row for a wrapped formula on load,
-# so its row is given the height of the longest message it can show: its lines at one character per unit of column
-# width (message_lines), LINE_POINTS each.
-PURCHASE_PRICE_USED = "Purchase price used: "
+PURCHASE_PRICE_USED = "Purchase price used: "  # before the purchase price in words (Budget sheet)
 
 
 @functools.cache
@@ -463,13 +436,6 @@ def longest_message_in(deps: Any) -> int:
                ("USD_per_GPU_Hour" in deps) + [figures[n] for n in deps if n in figures] + [0])
 
 
-def header_row(b, s: str, row: int, names: tuple[str, ...]) -> None:
-    """Column headings of a sheet's A-D table."""
-    for col, name in zip("ABCD", names):
-        b.put(s, f"{col}{row}", name, "header")
-
-# --- Memory ----------------------------------------------------------------------------
-
 def plan_title(ctx: Ctx, ref: Any = None) -> Concat:
     """A plan's title built from its inputs (never a stale or contradicting typed title).
 
@@ -483,12 +449,11 @@ def plan_title(ctx: Ctx, ref: Any = None) -> Concat:
     gpu_name = IfError(catalog_lookup(gpu, g.sheet, g.col("id"), g.col("name"), g.first_row, g.last_row), gpu)
     gpu_text = if_(eq(gpu, ""), Concat("GPUs of ", v("Peak_TFLOPS"), " TFLOP/s"), gpu_name)
     usd = v("USD_per_GPU_Hour")  # a price tier with no rate leaves a message there, not a number
-    price = if_(IsNumber(usd), Concat("$", Func("ROUND", (usd, wrap(2))), " per GPU-hour"), "no price per GPU-hour")
+    price = if_(IsNumber(usd), Concat("$", round_(usd, 2), " per GPU-hour"), "no price per GPU-hour")
     m = ctx.models
     model = v("Model_Preset")  # the model picked (its catalog name), or none: the typed architecture
     model_name = IfError(catalog_lookup(model, m.sheet, m.col("id"), m.col("name"), m.first_row, m.last_row), model)
     model_text = if_(eq(model, ""), "", Concat(model_name, ", "))
-    return Concat(model_text, Func("ROUND", (v("Params_B"), wrap(1))), "B parameters, ",
-                  Func("ROUND", (v("Tokens_T"), wrap(2))),
-                  "T tokens on ", v("N_GPUs"), " x ", gpu_text, " at MFU ", Func("ROUND", (v("MFU") * 100, wrap(1))),
+    return Concat(model_text, round_(v("Params_B"), 1), "B parameters, ", round_(v("Tokens_T"), 2), "T tokens on ",
+                  v("N_GPUs"), " x ", gpu_text, " at MFU ", round_(v("MFU") * 100, 1),
                   "%, ", price)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..expr.functions import and_, eq, if_
-from ..expr.nodes import Expr, Func, IfError, Var, wrap
+from ..expr.functions import and_, eq, if_, round_
+from ..expr.nodes import Expr, IfError, Var
 from ..formulas import microbatch as fmb
 from ..formulas import ranges as franges
 from ..formulas import steptime as fs
@@ -23,10 +23,10 @@ from ..planner.step_chain import stack_facts
 from ..stage_memory import Step
 from ..step_steps import step_time_steps
 from .catalogs import FIRST, Table
-from .messages import CHECK_POINTER, LAYOUT_POINTER
+from .messages import LAYOUT_POINTER
 from .model import Book, Concat, IsNumber, LookupOr, coord
-from .rendering import guarded, needs, pointing
-from .sheets import Ctx, header_row, input_row
+from .rendering import checked, needs
+from .sheets import Ctx, input_row
 
 __all__ = ["STACK_SHEET", "STEP_SHEET", "stack_sheet", "step_time_sheet"]
 
@@ -63,8 +63,7 @@ def stack_sheet(book: Book) -> Table:
     for j, header in enumerate(headers, start=1):
         book.put(s, coord(j, 3), header, "header")
         book.widths.setdefault(s, {})[coord(j, 1)[:-1]] = 90 if header.startswith("what") else 13
-    for i, stack in enumerate(STACKS.values()):
-        row = FIRST + i
+    for row, stack in enumerate(STACKS.values(), start=FIRST):
         facts = stack_facts(Settings(stack=stack.id))
         book.put(s, coord(1, row), stack.id, "label")
         book.put(s, coord(2, row), stack.name, "text")
@@ -146,12 +145,12 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
     """The step time of the Inputs sheet's layout for the Stack picked here and the global batch typed here (the
     scenario's ``stack`` and ``global_batch_tokens``, read back from these cells)."""
     s, b = STEP_SHEET, ctx.book
-    b.put(s, "A1", "Step time and MFU of this layout, by the planner's model", "title")
-    b.put(s, "A2", "Each green cell is one formula of the planner's step-time model (xlcalc plan gives the same step "
-          "time for the same run and stack). The model, layout and GPU come from Inputs, the GPU's figures from the GPUs "
-          "sheet, the stack's facts from the Stacks sheet; a layer's parameters from its shape, as the planner counts "
-          "them (the Memory sheet takes them from Params_B).", "note")
-    header_row(b, s, 4, ("", "value", "unit", "formula and source"))
+    b.titled(s, "Step time and MFU of this layout, by the planner's model",
+             "Each green cell is one formula of the planner's step-time model (xlcalc plan gives the same step "
+             "time for the same run and stack). The model, layout and GPU come from Inputs, the GPU's figures from "
+             "the GPUs sheet, the stack's facts from the Stacks sheet; a layer's parameters from its shape, as the "
+             "planner counts them (the Memory sheet takes them from Params_B).")
+    b.row(s, 4, ("", "value", "unit", "formula and source"), "header")
     # the scenario's two inputs of the step time alone (xlcalc.scenario.STEP_GROUP), the stack a dropdown of the
     # Stacks sheet's ids
     input_row(ctx, s, 5, "stack", ctx.scenario.stack,
@@ -184,8 +183,7 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
     deps -= {n for n, *_ in rows} | {st.name for st in (*steps, *timeline)} | {"Step_Check", "Step_Microbatches_Whole"}
     for name, label, expr, unit, fmt in rows:
         b.put(s, f"A{row}", label)
-        b.put(s, f"B{row}", pointing(guarded(expr, needs(expr) - {n for n, *_ in rows}), None,
-                                     checks_pointer=CHECK_POINTER), "formula", fmt)
+        b.put(s, f"B{row}", checked(expr, needs(expr) - {n for n, *_ in rows}), "formula", fmt)
         b.name(name, s, f"B{row}")
         b.put(s, f"C{row}", unit)
         used = expr.variables()
@@ -195,7 +193,7 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
         b.put(s, f"D{row}", f"{name}: from {where}", "note")
         row += 1
     b.put(s, f"A{row}", "Micro-batches, rounded (the planner's)")
-    b.put(s, f"B{row}", if_(IsNumber(microbatches), _round(microbatches), microbatches), "formula", "#,##0")
+    b.put(s, f"B{row}", if_(IsNumber(microbatches), round_(microbatches), microbatches), "formula", "#,##0")
     b.name("Step_Microbatches_Whole", s, f"B{row}")
     row += 1
     for name, label, value, note in _range_factors():
@@ -206,20 +204,20 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
         b.put(s, f"D{row}", note, "note")
         row += 1
     b.put(s, f"A{row}", "Step-time check (OK: every figure known, the layout whole)")
-    b.put(s, f"B{row}", pointing(guarded(check, deps), None, checks_pointer=CHECK_POINTER), "formula")
+    b.put(s, f"B{row}", checked(check, deps), "formula")
     b.name("Step_Check", s, f"B{row}")
     b.merges.append((s, f"B{row}:D{row}"))
     check_ref = f"see {STEP_SHEET}!B{row}"
     row += 2
-    header_row(b, s, row, ("step", "value", "unit", "formula and source"))
+    b.row(s, row, ("step", "value", "unit", "formula and source"), "header")
     row += 1
     for st in (*steps, *timeline):
         expr = if_(eq(Var("Step_Check"), LAYOUT_OK), st.expr(), check_ref)
         fmt = "0.0%" if st.formula.unit == "fraction" or "MFU" in st.name else "#,##0" if "Tokens" in st.name or "FLOPs" in st.name \
             or "Hours" in st.name else "#,##0.00" if "Days" in st.name else "0.0000"
         b.put(s, f"A{row}", st.label, "header" if st.name == "Step_Time_S" else "label")
-        b.put(s, f"B{row}", pointing(guarded(expr, deps), None, checks_pointer=CHECK_POINTER),
-              "output" if st.name in ("Step_Time_S", "Step_MFU", "Step_Train_Days") else "formula", fmt)
+        kind = "output" if st.name in ("Step_Time_S", "Step_MFU", "Step_Train_Days") else "formula"
+        b.put(s, f"B{row}", checked(expr, deps), kind, fmt)
         b.name(st.name, s, f"B{row}")
         b.put(s, f"C{row}", st.formula.unit)
         b.put(s, f"D{row}", f"{st.name} = {st.formula.udf_name}: {st.formula.equation}. Source: {st.formula.source}",
@@ -263,7 +261,3 @@ def _range_steps() -> tuple[Step, ...]:
             ranged("Step_MFU_High", "MFU, high end of the range", "Step_MFU", high),
             ranged("Step_Days_Low", "Training days, low end (at the high MFU)", "Step_Train_Days", 1 / high),
             ranged("Step_Days_High", "Training days, high end (at the low MFU)", "Step_Train_Days", 1 / low))
-
-
-def _round(x: Expr) -> Expr:
-    return Func("ROUND", (x, wrap(0)))

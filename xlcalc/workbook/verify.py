@@ -24,15 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..scenario import Scenario
-from .compare import Shape, shaped_as
-from .model import ref_text
+from .compare import LINKED_NOTE, Shape, shaped_as
+from .model import FORMULA_LEAD, ref_text
 
-FORMULA_LEAD = ("=", "+", "-", "@")
 MAX_AXIS = 5          # the builder's Sensitivity axes have at most five points (factors 0.25 ... 4)
 MAX_CONFIGS = 100     # and the Parallelism sheet at most 81 candidate layouts
 MAX_FINDINGS = 200    # listed; a file changed in more cells than this is reported as such
 SCENARIO_HEAD_ROW, SCENARIO_NAME_ROW, SCENARIO_PRESET_ROWS = 4, 6, (7, 8, 9)
-LINKED_NOTE = "follows the Inputs sheet"
 
 _TOKEN = re.compile(r"""(?P<str>"(?:[^"]|"")*")|(?P<sheet>'(?:[^']|'')+'!)"""
                     r"""|(?<![\w.$])(?P<num>(?:\d+(?:\.\d*)?|\.\d+)(?:E[+-]?\d+)?)(?![\w.(])""", re.I)
@@ -246,10 +244,7 @@ def _compare(wb: Any, sheets: dict[str, dict[str, Expected]], flag: Any, finding
              look_up: Any) -> None:
     from openpyxl.worksheet.formula import ArrayFormula, DataTableFormula
 
-
-    for title in wb.sheetnames:
-        if title not in sheets:
-            findings.append(Finding(title, "a sheet the planning workbook does not have"))
+    findings += [Finding(t, "a sheet the planning workbook does not have") for t in wb.sheetnames if t not in sheets]
     for title, expected in sheets.items():
         if title not in wb.sheetnames:
             findings.append(Finding(title, "the sheet is missing"))
@@ -270,9 +265,9 @@ def _compare(wb: Any, sheets: dict[str, dict[str, Expected]], flag: Any, finding
                 text = str(v)
                 if e is not None and e.formula and same_formula(text, e.value, look_up=e.editable):
                     continue
-                if e is not None and e.editable and normalized(text).skeleton in ("=TRUE", "=FALSE"):
-                    continue  # a boolean typed into an input, as LibreOffice saves it
                 if e is not None and e.editable:
+                    if normalized(text).skeleton in ("=TRUE", "=FALSE"):
+                        continue  # a boolean typed into an input, as LibreOffice saves it
                     alt = look_up(title, at)
                     if alt is not None and alt.formula and same_formula(text, alt.value, look_up=True):
                         continue
@@ -305,5 +300,4 @@ def _check_names(wb: Any, names: dict[str, tuple[str, str]], findings: list[Find
     extra = [n for n in wb.defined_names if n not in names and not n.startswith("_xlnm.")]
     for ws in wb.worksheets:
         extra += [f"{ws.title}!{n}" for n in getattr(ws, "defined_names", {}) if not n.startswith("_xlnm.")]
-    for n in extra:
-        findings.append(Finding(f"defined name {n}", "not one xlcalc writes"))
+    findings += [Finding(f"defined name {n}", "not one xlcalc writes") for n in extra]

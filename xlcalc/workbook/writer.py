@@ -24,7 +24,7 @@ from openpyxl.formatting.rule import CellIsRule
 from openpyxl.styles import Alignment, Border, Protection
 from openpyxl.styles.cell_style import StyleArray
 from openpyxl.utils import get_column_letter
-from openpyxl.utils.cell import column_index_from_string, coordinate_from_string, range_boundaries
+from openpyxl.utils.cell import column_index_from_string, coordinate_from_string
 from openpyxl.utils.exceptions import IllegalCharacterError
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet._writer import WorksheetWriter
@@ -36,13 +36,12 @@ from openpyxl.writer.excel import ExcelWriter
 from ..expr.nodes import Expr
 from ..inputs import InputSpec
 from .cache import _value_xml, by_sheet
-from .layout import BAD_FILL, CHARS_PER_WIDTH, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, WIDTHS
-from .model import _PLAIN_COORD, Book, identity, ref_text
+from .layout import BAD_FILL, CHARS_PER_WIDTH, DEFAULT_WIDTH, EDITABLE, GOOD_FILL, STYLES, column_widths
+from .model import _PLAIN_COORD, FORMULA_LEAD, Book, identity, ref_text
 from .rendering import BOOL_FORMAT
 
 SHEET_ORDER = ("Start", "Inputs", "Memory", "Time", "StepTime", "Budget", "FineTuning", "Scenarios", "Sensitivity",
                "Parallelism", "GPUs", "Models", "Recipes", "Frameworks", "Stacks", "Prices", "References")
-FORMULA_LEAD = ("=", "+", "-", "@")
 
 
 MONEY_WHOLE = '"$"#,##0;-"$"#,##0'
@@ -147,10 +146,6 @@ class _Alignments:
                 Alignment(horizontal=horizontal, wrap_text=wrap_text, vertical=vertical))
         cell._style.alignmentId = idx
 
-    def get(self, cell: Any) -> Alignment:
-        """The cell's alignment (openpyxl's ``cell.alignment`` without the proxy around it)."""
-        return self.wb._alignments[cell._style.alignmentId]
-
 
 class Merger:
     """``ws.merge_cells(range)`` for the ranges of one workbook: openpyxl's steps (a MergedCellRange, MergedCells for
@@ -218,14 +213,10 @@ def _number(x: float) -> str:
 
 
 def _numeric_rule(at: str, s: InputSpec) -> str:
-    parts = [f"ISNUMBER({at})"]
-    for attr, op in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<=")):
-        bound = getattr(s, attr)
-        if bound is not None:
-            parts.append(f"{at}{op}{_number(bound)}")
-    if s.kind == "int":
-        parts.append(f"INT({at})={at}")
-    return "AND(" + ",".join(parts) + ")"
+    bounds = [f"{at}{op}{_number(bound)}" for attr, op in (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))
+              if (bound := getattr(s, attr)) is not None]
+    whole = [f"INT({at})={at}"] if s.kind == "int" else []
+    return "AND(" + ",".join([f"ISNUMBER({at})", *bounds, *whole]) + ")"
 
 
 def add_validation(ws, v: dict[str, Any], sqref: str | None = None) -> None:
@@ -236,24 +227,19 @@ def add_validation(ws, v: dict[str, Any], sqref: str | None = None) -> None:
     """
     at, label = v["at"], v["label"]
     if "list" in v:
-        dv = DataValidation(type="list", formula1=v["list"].lstrip("="), allow_blank=True)
-        allowed = v["allowed"]
+        kind, rule, allowed = "list", v["list"].lstrip("="), v["allowed"]
     else:
         s: InputSpec = v["spec"]
         allowed = s.allowed
         if s.kind == "choice":
-            dv = DataValidation(type="list", formula1='"' + ",".join(s.choices) + '"')
+            kind, rule = "list", '"' + ",".join(s.choices) + '"'
         elif s.kind == "bool":
-            dv = DataValidation(type="list", formula1='"TRUE,FALSE"')
+            kind, rule = "list", '"TRUE,FALSE"'
         else:
-            dv = DataValidation(type="custom", formula1=_numeric_rule(at, s))
-    dv.error = f"{label} must be {allowed}."[:255]
-    dv.errorTitle = "Not allowed"
-    dv.prompt = f"{label}: {allowed}"[:255]
-    dv.promptTitle = label[:32]
-    dv.showErrorMessage = True
-    dv.showInputMessage = True
-    dv.errorStyle = "stop"
+            kind, rule = "custom", _numeric_rule(at, s)
+    dv = DataValidation(type=kind, formula1=rule, allowBlank="list" in v, error=f"{label} must be {allowed}."[:255],
+                        errorTitle="Not allowed", prompt=f"{label}: {allowed}"[:255], promptTitle=label[:32],
+                        showErrorMessage=True, showInputMessage=True, errorStyle="stop")
     dv.add(sqref or at)
     ws.add_data_validation(dv)
 
@@ -311,10 +297,9 @@ def _chart_extent(ws) -> tuple[int, int]:
     """Last row and column any chart of the sheet covers (approximately, from its anchor and size)."""
     last_row = last_col = 0
     for chart in ws._charts:
-        anchor = chart.anchor if isinstance(chart.anchor, str) else None
-        if anchor is None:
+        if not isinstance(chart.anchor, str):
             continue
-        row, c = _row_col(anchor)
+        row, c = _row_col(chart.anchor)
         last_row = max(last_row, row + int(chart.height / ROW_CM) + 1)
         width = 0.0
         while width < chart.width:
@@ -326,10 +311,7 @@ def _chart_extent(ws) -> tuple[int, int]:
 
 def fit_row_heights(ws) -> None:
     """Give rows with wrapped text the height of their lines (not every application does it on load)."""
-    spans = {}
-    for rng in ws.merged_cells.ranges:
-        c1, r1, c2, _ = range_boundaries(str(rng))
-        spans[(r1, c1)] = range(c1, c2 + 1)
+    spans = {(rng.min_row, rng.min_col): range(rng.min_col, rng.max_col + 1) for rng in ws.merged_cells.ranges}
     lines: dict[int, int] = {}
     alignments = ws.parent._alignments
     widths: dict[range, float] = {}  # the characters a span of columns holds (each span's columns read once)
@@ -398,10 +380,7 @@ def to_workbook(book: Book) -> Workbook:
         ws = sheets[title] = wb.create_sheet(title)
         for at, c in book.sheets[title].items():
             write_cell(ws, at, c.value, c.kind, c.number_format, c.subs, styled)
-        widths: dict[str, float] = {c: DEFAULT_WIDTH for c in "ABCDEFGHIJKL"}
-        widths.update(WIDTHS.get(title, {}))
-        widths.update(book.widths.get(title, {}))
-        for col, width in widths.items():
+        for col, width in column_widths(title, book.widths.get(title, {})).items():
             ws.column_dimensions[col].width = width
         if title in book.freeze:
             ws.freeze_panes = book.freeze[title]
@@ -429,15 +408,14 @@ def to_workbook(book: Book) -> Workbook:
         wb.defined_names[name] = DefinedName(name, attr_text=ref_text(sheet, at))
     align = _Alignments(wb)
     for sheet, at in book.wrap:
-        cell = sheets[sheet][at]
-        align.set(cell, wrap_text=True, vertical="top")
+        align.set(sheets[sheet][at], wrap_text=True, vertical="top")
     for sheet, at in book.messages:
         ws = sheets[sheet]
         msg_row, msg_col = _row_col(at)
         align.set(ws[at], wrap_text=True, vertical="top", horizontal="left")
         for k in range(1, msg_col):  # the row reads across at the top: label, then message
             if (cell := ws._cells.get((msg_row, k))) is not None and cell.value is not None:
-                a = align.get(cell)
+                a = wb._alignments[cell._style.alignmentId]  # (cell.alignment without openpyxl's proxy)
                 align.set(cell, horizontal=a.horizontal, wrap_text=a.wrap_text, vertical="top")
     merger = Merger()
     for sheet, rng in book.merges:
