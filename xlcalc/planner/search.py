@@ -22,6 +22,7 @@ from .defaults import catalog_model, resolve_model, run_defaults
 from .divisors import divisors
 from .ranges import prediction_range, range_note
 from .settings import Settings
+from .stacks import DEFAULT_STACK_BASIS, PLANNER, STACKS
 from .steptime import (
     Arch,
     Config,
@@ -52,19 +53,11 @@ def _plan_of(pred: Prediction, n: int, tokens_t: float, price: Optional[float], 
     cost = fcost.cloud_cost_usd.raw(gpu_hours=hours, usd_per_gpu_hour=price) if price is not None else None
     # the 6ND convention of estimate and TRAIN_DAYS: the MFU whose days (6*N*D / (peak * GPUs * MFU)) are the plan's
     mfu_6nd = fc.implied_mfu.raw(params_b=params_b, tokens_t=tokens_t, peak_tflops=peak_tflops, gpu_hours=hours)
-    return Plan.model_construct(  # computed here from validated inputs: no re-validation
-        tp=c.tp, pp=c.pp, dp=c.dp, zero_stage=c.zero_stage, seq_parallel=c.seq_parallel, recompute=c.recompute,
-        micro_batch=c.micro_batch, virtual_stages=c.virtual_stages, microbatches=pred.microbatches, cp=c.cp,
-        stage_layers=list(c.stage_layers) if c.stage_layers else None, fp8=c.fp8, mfu_6nd=mfu_6nd, ep=c.ep, etp=c.etp,
-        optimizer_offload=c.offload,
-        cp_comm_s=pred.cp_comm_s, ep_comm_s=pred.ep_comm_s, recompute_s=pred.recompute_s,
-        memory_gb=pred.memory_gb, fits=pred.fits, weights_gb=pred.weights_gb, grads_gb=pred.grads_gb,
-        optimizer_gb=pred.optimizer_gb, zero3_buffer_gb=pred.zero3_buffer_gb, activations_gb=pred.activations_gb,
-        overhead_gb=pred.overhead_gb, step_s=pred.step_s, compute_s=pred.compute_s, tp_comm_s=pred.tp_comm_s,
-        pp_comm_s=pred.pp_comm_s, dp_comm_s=pred.dp_comm_s, bubble_s=pred.bubble_s, optimizer_s=pred.optimizer_s,
-        mfu=pred.mfu, hfu=pred.hfu, tokens_per_s_per_gpu=pred.tokens_per_s_per_gpu, days=days, gpu_hours=hours,
-        cost_usd=cost,
-    )
+    # the layout's and the prediction's fields under Plan's names (model_construct takes Plan's fields, in its order,
+    # and ignores the rest); computed here from validated inputs: no re-validation
+    return Plan.model_construct(**{
+        **c._asdict(), **vars(pred), "stage_layers": list(c.stage_layers) if c.stage_layers else None,
+        "optimizer_offload": c.offload, "mfu_6nd": mfu_6nd, "days": days, "gpu_hours": hours, "cost_usd": cost})
 
 
 def uneven_stages(layers: int, pp: int) -> Optional[tuple[int, ...]]:
@@ -83,19 +76,13 @@ def uneven_stages(layers: int, pp: int) -> Optional[tuple[int, ...]]:
 
 def _stage_options(arch: Arch, pp: Optional[int],
                    stage_layers: Optional[Sequence[int]]) -> list[tuple[int, Optional[tuple[int, ...]]]]:
+    """(PP, its stages) to search: the pinned stages, else every PP that splits the layers evenly (stages None) or
+    unevenly as Meta's layout does (:func:`uneven_stages`)."""
     if stage_layers is not None:
         return [(len(stage_layers), tuple(stage_layers))]
-    out: list[tuple[int, Optional[tuple[int, ...]]]] = []
-    for p in range(1, arch.layers + 1):
-        if pp is not None and p != pp:
-            continue
-        if arch.layers % p == 0:
-            out.append((p, None))
-        else:
-            u = uneven_stages(arch.layers, p)
-            if u is not None:
-                out.append((p, u))
-    return out
+    options = [(p, None if arch.layers % p == 0 else uneven_stages(arch.layers, p))
+               for p in range(1, arch.layers + 1) if pp is None or p == pp]
+    return [(p, stages) for p, stages in options if arch.layers % p == 0 or stages is not None]
 
 
 def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, global_batch: int, *,
@@ -365,8 +352,6 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         assumed["tokens_t"] = Assumed(value=tokens_t, shown=f"{tokens_t:.3g} T tokens", basis=basis)
     tokens_t = check_value("tokens_t", tokens_t)
     if not st.stack_named:
-        from .stacks import DEFAULT_STACK_BASIS, PLANNER, STACKS
-
         assumed["stack"] = Assumed(value=st.stack, shown=f"{st.stack} (the default)",
                                    basis=f"{DEFAULT_STACK_BASIS}; name yours with --stack: " + ", ".join(STACKS)
                                          + f", an alias (nemo, torchtitan, hf-trainer, ...), or {PLANNER} for the "
@@ -375,11 +360,9 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         assumed["usd_per_gpu_hour"] = Assumed(
             value=hw.usd_per_gpu_hour, shown="none" if hw.usd_per_gpu_hour is None
             else f"{hw.usd_per_gpu_hour:g} USD per GPU-hour", basis=hw.price_basis)
-    pins: dict[str, Any] = dict(tp=tp, pp=pp, zero_stage=zero_stage, recompute=recompute, micro_batch=micro_batch,
-                                seq_parallel=seq_parallel, virtual_stages=virtual_stages, cp=cp, ep=ep, etp=etp)
-    for name, value in pins.items():
-        if value is not None:
-            pins[name] = check_value(name, value)
+    typed: dict[str, Any] = dict(tp=tp, pp=pp, zero_stage=zero_stage, recompute=recompute, micro_batch=micro_batch,
+                                 seq_parallel=seq_parallel, virtual_stages=virtual_stages, cp=cp, ep=ep, etp=etp)
+    pins: dict[str, Any] = {name: None if value is None else check_value(name, value) for name, value in typed.items()}
     if pins["tp"] is not None and (a.heads % pins["tp"] or a.kv_heads % pins["tp"]):
         raise InputError("tp", pins["tp"], f"a divisor of heads = {a.heads} and kv heads = {a.kv_heads}")
     if pins["tp"] is not None and pins["tp"] > hw.nvlink_domain:
@@ -452,8 +435,6 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         layout does not fit the stack's memory, the stack's own best plan under the caller's pins."""
         if not stack_spread or st.stack_named or not result.plans:
             return result
-        from .stacks import STACKS
-
         best = result.plans[0]
         given = st.model_dump(exclude_unset=True)
         outcomes: dict[str, Optional[StackOutcome]] = {}
