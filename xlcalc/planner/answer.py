@@ -3,6 +3,7 @@ and why, an input assumed, a layout on another stack, the whole result, and the 
 
 from __future__ import annotations
 
+from itertools import groupby
 from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -84,15 +85,8 @@ class Plan(BaseModel):
 
 def _stages_text(layers: list[int]) -> str:
     """126 layers on 16 stages -> "7, 8 x 14, 7"."""
-    out: list[str] = []
-    i = 0
-    while i < len(layers):
-        j = i
-        while j < len(layers) and layers[j] == layers[i]:
-            j += 1
-        out.append(str(layers[i]) if j - i == 1 else f"{layers[i]} x {j - i}")
-        i = j
-    return ", ".join(out)
+    runs = [(n, len(list(same))) for n, same in groupby(layers)]
+    return ", ".join(str(n) if k == 1 else f"{n} x {k}" for n, k in runs)
 
 
 class Rejection(BaseModel):

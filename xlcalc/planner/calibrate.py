@@ -18,7 +18,10 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..atomic import write_text
 from ..errors import InputError
+from ..untrusted import check_value as check_untrusted
+from ..untrusted import read_limited
 from ..validate import check_value
 from .answer import Plan, PlanResult
 from .search import plan
@@ -168,8 +171,7 @@ def calibrate(model: Any = None, *, arch: Any = None, gpu: str, n_gpus: int, seq
         return tokens_per_step / (t * n)
 
     if step_s is not None:
-        step = float(check_value("step_s", step_s))
-        measured, name, shown, unit = to_step_s(step), "step_s", to_step_s, "s"
+        measured, name, shown, unit = to_step_s(float(check_value("step_s", step_s))), "step_s", to_step_s, "s"
     else:
         measured = float(check_value("tokens_per_s", tokens_per_s))
         name, shown, unit = "tokens_per_s", (lambda t: t), "tokens/s per GPU"
@@ -211,15 +213,9 @@ def calibrate(model: Any = None, *, arch: Any = None, gpu: str, n_gpus: int, seq
     return profile, best
 
 
-def profile_json(profile: Profile) -> str:
-    return json.dumps(profile.model_dump(mode="json", by_alias=True), indent=2) + "\n"
-
-
 def save_profile(profile: Profile, path: str | Path) -> None:
     """Write ``profile`` as JSON to ``path``, atomically (a temporary file renamed over it)."""
-    from ..atomic import write_text
-
-    write_text(path, profile_json(profile))
+    write_text(path, json.dumps(profile.model_dump(mode="json", by_alias=True), indent=2) + "\n")
 
 
 def _refuse_constant(text: str) -> Any:
@@ -228,9 +224,6 @@ def _refuse_constant(text: str) -> Any:
 
 def load_profile(path: str | Path, name: str = "profile") -> Profile:
     """The profile in ``path``; an InputError naming the file and, for bad content, the field."""
-    from ..untrusted import check_value as check_untrusted
-    from ..untrusted import read_limited
-
     raw = read_limited(path, name, MAX_PROFILE_BYTES, "calibration profile written by xlcalc calibrate (JSON)")
     what = "a calibration profile written by xlcalc calibrate (JSON)"
     try:

@@ -9,6 +9,7 @@ bandwidth is needed only when the cluster is larger than one scale-up (NVLink) d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Optional, cast
 
 from .. import catalog
@@ -103,15 +104,7 @@ def _efficiency(row: catalog.GPU, settings: Any) -> tuple[Optional[float], str]:
 
 def catalog_matmul_efficiency(row: catalog.GPU) -> Optional[float]:
     """The matmul efficiency the planner takes for a GPU when neither the settings nor the stack give one."""
-    return _efficiency(row, _NO_SETTINGS)[0]
-
-
-class _NoSettings:
-    matmul_efficiency = None
-    stack = None
-
-
-_NO_SETTINGS = _NoSettings()
+    return _efficiency(row, SimpleNamespace(matmul_efficiency=None, stack=None))[0]
 
 
 def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int] = None) -> Hardware:

@@ -8,6 +8,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import InputError
+from ..frameworks import get_profile
 from .settings_kinds import HardwareOverrides, MemoryRecipe, PriceInputs, StackFacts
 from .stacks import DEFAULT_STACK, PLANNER, STACKS, stack_choices, stack_framework, stack_id
 
@@ -66,14 +67,10 @@ class Settings(StackFacts, MemoryRecipe, HardwareOverrides, PriceInputs):
         if sid in STACKS:
             filled.update(STACKS[sid].settings)
         if data.get("framework") is not None or data.get("precision") is not None:
-            from ..frameworks import get_profile
-
             profile = get_profile(data.get("framework"), data.get("precision"))  # an unknown name: InputError
             filled.update(profile.values())
             data = {**data, "framework": profile.framework, "precision": profile.precision}
         elif sid in STACKS and stack_framework(name) is not None:
-            from ..frameworks import get_profile
-
             # no framework named: the stack's own (Stack.framework), so the plan holds the memory its runs hold
             profile = get_profile(stack_framework(name))
             filled.update(profile.values(), framework=profile.framework, precision=profile.precision)
