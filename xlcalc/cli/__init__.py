@@ -35,16 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _refuse_empty(args)
         return int(args.func(args) or 0)
-    except InputError as exc:
-        if len(exc.problems) > 1:  # every mistake on its own line
+    except (InputError, CatalogError) as exc:
+        if isinstance(exc, InputError) and len(exc.problems) > 1:  # every mistake on its own line
             lines = "\n".join(f"  - {p}" for p in exc.problems)
             print(f"xlcalc {args.command}: error: {len(exc.problems)} inputs are not allowed:\n{lines}",
                   file=sys.stderr)
         else:
             print(f"xlcalc {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except CatalogError as exc:
-        print(f"xlcalc {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C: a file being written was left as it was (xlcalc.atomic)
         print(f"xlcalc {args.command}: interrupted", file=sys.stderr)

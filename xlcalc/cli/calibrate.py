@@ -7,6 +7,7 @@ import argparse
 
 from ..errors import missing
 from ..inputs import spec
+from ..planner.calibrate import calibrate, save_profile
 from .flags import add_command, add_input
 from .fmt import cli_value, dump_json, number
 from .plan import (
@@ -59,8 +60,6 @@ def _what(name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..planner.calibrate import calibrate, save_profile
-
     lacking = [n for n in _REQUIRED if getattr(args, n) is None]
     if args.tokens_per_s is None and args.step_s is None:
         lacking.append("tokens_per_s")

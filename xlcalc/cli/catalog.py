@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from .. import catalog
-from ..errors import InputError
+from ..errors import CatalogError, InputError
 from ..hf_config import model_from_hf_config
 from .flags import add_command
 from .fmt import dump_json, money, table
@@ -84,6 +84,4 @@ def _get_price(name: str):
     for p in catalog.prices():
         if p.id == name.strip().lower():
             return p
-    from ..errors import CatalogError
-
     raise CatalogError(f"unknown price {name!r}; valid prices: {', '.join(p.id for p in catalog.prices())}")

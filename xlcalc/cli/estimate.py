@@ -9,6 +9,7 @@ from ..errors import InputError
 from ..inputs import spec
 from ..layout import stage_split
 from ..model_inputs import model_inputs
+from ..money import ranges
 from ..outputs import OUTPUT_BY_NAME, OUTPUTS
 from ..recipes import DEFAULT_RECIPE
 from ..scenario import INPUTS, STEP_GROUP, Scenario, evaluate, price_note
@@ -84,19 +85,14 @@ def run(args: argparse.Namespace) -> int:
         # the model's layers (the split is checked against them before the layout is, and sets PP: no default PP
         # is in play until the split has given one)
         layers = _layers(args, values)
-        split = stage_split(args.layers_per_stage, int(layers), int(float(values["pp"])) if values.get("pp") else None)
-        values.update(pp=split["pp"], first_stage_layers=split["first_stage_layers"],
-                      last_stage_layers=split["last_stage_layers"])
+        values.update(stage_split(args.layers_per_stage, int(layers),
+                                  int(float(values["pp"])) if values.get("pp") else None))
     scenario = Scenario.build(model=config_model(args) or args.model, gpu=args.gpu, recipe=args.recipe, price_tier=args.price_tier,
                               framework=args.framework, precision=args.precision, **values)
     results = evaluate(scenario)
     memory = explain({**scenario.cell_values(), **results}, scenario.model_dump()).to_json()
     memory.pop("inputs")
-    rng = None
-    if args.ranges:
-        from ..money import ranges
-
-        rng = ranges(scenario)
+    rng = ranges(scenario) if args.ranges else None
     if args.json:
         data = {"scenario": scenario.model_dump(), "price": price_note(scenario), "recipe": memory["recipe"],
                 "framework": framework_words(args), "results": results, "memory": memory}

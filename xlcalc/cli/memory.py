@@ -138,13 +138,11 @@ def values_from_args(args: argparse.Namespace) -> dict:
         "seq_parallel", "optimizer_offload", "grads_freed", "flash_attention", "gated_ffn", "tied_embeddings"))
     for name in ("seq_parallel", "optimizer_offload", "flash_attention"):
         v[name] = MEMORY_DEFAULTS[name] if switches[name] is None else switches[name]
-    if switches["grads_freed"] is not None:  # over the framework's (framework_values)
-        v["grads_freed"] = switches["grads_freed"]
+    # left out: the framework's (framework_values), the model's
+    v.update({name: switches[name] for name in ("grads_freed", "gated_ffn", "tied_embeddings")
+              if switches[name] is not None})
     v["recompute"] = MEMORY_DEFAULTS["recompute"] if args.recompute is None else args.recompute
     v.update(finetune_values(args))
-    for name in ("gated_ffn", "tied_embeddings"):  # left out: the model's
-        if switches[name] is not None:
-            v[name] = switches[name]
     if args.gpu:
         gpu = catalog.get_gpu(args.gpu)
         if v.get("memory_gb") is None:

@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from ..errors import InputError, missing
-from ..frameworks import framework_label
+from ..frameworks import framework_label, get_profile
 from ..inputs import spec
+from ..layout import parse_layers_per_stage
+from ..planner import Settings, arch_from_flags, explain, plan
 from ..planner.architecture import FLAGS_VOCAB
+from ..planner.calibrate import load_profile, profile_settings
+from ..planner.stacks import PLANNER, STACKS, stack_id
 from ..validate import from_pydantic
 from .flags import add_command, add_input, add_switch, switch_value
 from .fmt import cli_value, dump_json, number, price_line, table
 from .models import add_config_flag, config_model
 from .settings_flags import SETTING_FLAGS, add_settings_flags, switched_settings
 
-if TYPE_CHECKING:
-    from ..planner import Settings
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(
@@ -96,21 +97,18 @@ def layout_pins(args: argparse.Namespace) -> dict:
                 recompute=args.recompute, micro_batch=cli_value(args.micro_batch),
                 seq_parallel=switch_value(args, "seq_parallel"), virtual_stages=cli_value(args.virtual_stages),
                 cp=cli_value(args.cp), ep=cli_value(args.ep), etp=cli_value(args.etp),
-                stage_layers=_layers_per_stage(args.layers_per_stage), fp8=args.fp8,
+                stage_layers=None if args.layers_per_stage is None else parse_layers_per_stage(args.layers_per_stage),
+                fp8=args.fp8,
                 optimizer_offload=bool(switch_value(args, "optimizer_offload")))
 
 
 def settings_from_args(args: argparse.Namespace):
     """The planner's Settings from plan's and calibrate's flags (stack, framework, switches, a saved profile)."""
-    from ..planner import Settings
-
     values = {name: cli_value(getattr(args, name)) for name in SETTING_FLAGS if getattr(args, name) is not None}
     if args.stack is not None:
-        from ..planner.stacks import stack_id
         stack_id(args.stack)  # an unknown name: its error lists the known ones
         values["stack"] = args.stack  # as typed: an alias may name its own framework (stacks.ALIAS_FRAMEWORKS)
     if args.framework is not None or args.precision is not None:  # checked here: an unknown name lists the known
-        from ..frameworks import get_profile
         profile = get_profile(args.framework, args.precision)
         values.update(framework=profile.framework, precision=profile.precision)
     if switch_value(args, "flash_attention") is not None:
@@ -127,8 +125,6 @@ def settings_from_args(args: argparse.Namespace):
 def _with_profile(path: str, values: dict) -> dict:
     """The settings of a calibration profile, with those given on the command line; a given one that contradicts
     the profile (its fitted values, its stack, a setting it was calibrated with) is refused, never preferred."""
-    from ..planner.calibrate import load_profile, profile_settings
-
     fitted = profile_settings(load_profile(path))
     clash = [InputError(k, values[k], f"left out with --profile, or {fitted[k]!r} as the profile has it",
                         f"the profile {path} was calibrated with {k} = {fitted[k]!r}")
@@ -145,8 +141,6 @@ def memory_line(st: Settings, recipe: str) -> str:
     """What the plans' memory assumed: the bytes per parameter, the other memory, and the framework whose memory
     facts (bytes, loss buffers, optimizer-step temporaries, autocast copies, gradients freed) filled the rest: the
     one named, else the stack's own (the framework its runs train with), else the memory model's defaults."""
-    from ..planner.stacks import STACKS
-
     head = f"memory: recipe {recipe}, other memory {st.overhead_gb:g} GB per GPU; "
     fw = framework_label(st.framework, st.precision)
     stack = STACKS.get(st.stack_profile or "")
@@ -159,12 +153,9 @@ def _profile_line(args: argparse.Namespace) -> str | None:
     """What a --profile plans with, in a line (None without one)."""
     if args.profile is None:
         return None
-    from ..planner.calibrate import load_profile
-
     p = load_profile(args.profile)
     on = p.calibrated_on
     margin = f", memory x {p.memory_margin:.3g} (measured / predicted)" if p.memory_margin is not None else ""
-    from ..planner.stacks import PLANNER
     return (f"calibrated: matmul efficiency {p.matmul_efficiency:.4g}{margin}, stack {p.stack or PLANNER}; from "
             f"{on.model} on {on.n_gpus} x {on.gpu} ({on.layout}), {on.measured_tokens_per_s_per_gpu:.6g} tokens/s "
             f"per GPU measured, {on.date.isoformat()} ({args.profile})")
@@ -188,15 +179,6 @@ def range_lines(result) -> list[str]:
     return [f"best plan: {', '.join(parts)}; from {r.basis}, {r.out_of_sample_coverage:.0%} of held-out runs "
             "inside",
             result.interval_note]
-
-
-def _layers_per_stage(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    parts = [x.strip() for x in text.split(",") if x.strip()]
-    if not parts or not all(re.fullmatch(r"[0-9]{1,6}", x) and int(x) > 0 for x in parts):
-        raise InputError("layers_per_stage", text, "whole numbers >= 1 separated by commas, one per pipeline stage")
-    return [int(x) for x in parts]
 
 
 # the planner's names of the inputs it may assume (PlanResult.assumed), as the text output calls them
@@ -223,8 +205,6 @@ def _no_architecture_with_a_model(args: argparse.Namespace, model) -> None:
 
 def model_and_arch(args: argparse.Namespace) -> tuple:
     """The model (preset id or config.json's) or, without one, the architecture built from the flags."""
-    from ..planner import arch_from_flags
-
     arch = None
     model = config_model(args) or args.model
     _no_architecture_with_a_model(args, model)
@@ -245,8 +225,6 @@ def model_and_arch(args: argparse.Namespace) -> tuple:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..planner import explain, plan
-
     model, arch = model_and_arch(args)
     top = cli_value(args.top)
     if not isinstance(top, int) or top < 1:

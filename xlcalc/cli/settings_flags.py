@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..planner.settings_kinds import KINDS
+from ..planner.stacks import ALIASES, DEFAULT_STACK, PLANNER, STACKS
 from .flags import add_switch
 from .memory import add_framework_flags
 
@@ -75,8 +77,6 @@ def switched_settings(args: argparse.Namespace) -> dict[str, bool]:
 
 
 def _default(name: str) -> str:
-    from ..planner.settings_kinds import KINDS
-
     field = next(kind.model_fields[name] for kind in KINDS.values() if name in kind.model_fields)
     value: Any = field.default
     return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
@@ -85,9 +85,6 @@ def _default(name: str) -> str:
 def add_settings_flags(p: argparse.ArgumentParser, heading: str) -> argparse._ArgumentGroup:
     """The stack, framework and switches under ``heading``, then one group of flags per kind of setting; returns the
     first group (for a command's own flags beside them)."""
-    from ..planner.settings_kinds import KINDS
-    from ..planner.stacks import ALIASES, DEFAULT_STACK, PLANNER, STACKS
-
     g = p.add_argument_group(heading)
     g.add_argument("--stack", help="software-stack profile whose documented facts and fitted matmul efficiency to "
                                    f"use: {', '.join(STACKS)}, or a name it is known by ({', '.join(ALIASES)}); "
