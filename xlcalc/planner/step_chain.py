@@ -17,19 +17,11 @@ def not_covered(arch: Arch, st: Settings, cfg: Config) -> Optional[str]:
     """Why the chain cannot price this layout (:data:`xlcalc.step_steps.NOT_COVERED`), or None when it can."""
     from ..step_steps import NOT_COVERED
 
-    if arch.moe_layers or cfg.ep > 1:
-        return NOT_COVERED["experts"]
-    if cfg.fp8:
-        return NOT_COVERED["fp8"]
-    if cfg.offload:
-        return NOT_COVERED["offload"]
-    if cfg.stage_layers is not None and len(set(cfg.stage_layers[1:-1])) > 1:
-        return NOT_COVERED["stage_layers"]
-    if st.comm_sms:
-        return NOT_COVERED["comm_sms"]
-    if arch.projection_shape != (arch.heads, arch.kv_heads, arch.head_dim):
-        return NOT_COVERED["projection"]
-    return None
+    applies = {"experts": arch.moe_layers or cfg.ep > 1, "fp8": cfg.fp8, "offload": cfg.offload,
+               "stage_layers": cfg.stage_layers is not None and len(set(cfg.stage_layers[1:-1])) > 1,
+               "comm_sms": st.comm_sms,
+               "projection": arch.projection_shape != (arch.heads, arch.kv_heads, arch.head_dim)}
+    return next((NOT_COVERED[why] for why, does in applies.items() if does), None)
 
 
 def step_chain_inputs(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int,

@@ -384,20 +384,17 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     psi_expert = arch.expert_params / p / et / e
     edp = t * c * d // (e * et)
     psi_dense = (stage_params(arch, p) - arch.expert_params / p) / t
-    psi = psi_dense + psi_expert
-    t_dp = 0.0
-    dpc = d * c
-    dp_kw = dict(microbatch_s=mb_s, scaleup_gb_s=hw.scaleup_gb_s, scaleout_gb_s=scaleout,
-                 link_efficiency=st.link_efficiency, zero_stage=z, microbatches=m, grad_bytes=st.grad_bytes,
-                 bytes_weights=st.gather_bytes or st.bytes_weights, overlap_frac=st.dp_overlap)
-    if dpc > 1:
-        g = fcomm.ranks_per_domain.fast(ranks=dpc, stride_gpus=t, nvlink_domain=domain)
-        t_dp = fcomm.dp_comm_time_hierarchical_s.fast(params_per_gpu=psi_dense if e > 1 else psi, dp=dpc,
-                                                      ranks_per_domain=g, **dp_kw)
+
+    def dp_s(params: float, ranks: int, stride: int) -> float:  # a group of ranks this many GPUs apart
+        g = fcomm.ranks_per_domain.fast(ranks=ranks, stride_gpus=stride, nvlink_domain=domain)
+        return cast(float, fcomm.dp_comm_time_hierarchical_s.fast(
+            params_per_gpu=params, dp=ranks, ranks_per_domain=g, microbatch_s=mb_s, scaleup_gb_s=hw.scaleup_gb_s,
+            scaleout_gb_s=scaleout, link_efficiency=st.link_efficiency, zero_stage=z, microbatches=m,
+            grad_bytes=st.grad_bytes, bytes_weights=st.gather_bytes or st.bytes_weights, overlap_frac=st.dp_overlap))
+
+    t_dp = dp_s(psi_dense if e > 1 else psi_dense + psi_expert, d * c, t) if d * c > 1 else 0.0
     if e > 1 and edp > 1 and psi_expert > 0:
-        g = fcomm.ranks_per_domain.fast(ranks=edp, stride_gpus=e * et, nvlink_domain=domain)
-        t_dp += fcomm.dp_comm_time_hierarchical_s.fast(params_per_gpu=psi_expert, dp=edp, ranks_per_domain=g,
-                                                       **dp_kw)
+        t_dp += dp_s(psi_expert, edp, e * et)
     # the optimizer's shard: ZeRO splits each GPU's states over its data-parallel group (experts: expert DP); offloaded,
     # Adam runs in host memory and the updated weights return over PCIe
     def optimizer_s(params_b: float, shards: int) -> float:
@@ -439,8 +436,7 @@ def microbatches_per_step(cfg: Config, global_batch: int) -> int:
 
 def evaluate(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, global_batch: int) -> Prediction:
     """Memory and step time of one configuration (global_batch in sequences)."""
-    microbatches = microbatches_per_step(cfg, global_batch)
     with numeric():
-        pred = memory(arch, hw, st, cfg, seq_len // cfg.cp, microbatches)
+        pred = memory(arch, hw, st, cfg, seq_len // cfg.cp, microbatches_per_step(cfg, global_batch))
         return timing(pred, arch, hw, st, seq_len, global_batch)
 
