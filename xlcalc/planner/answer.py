@@ -182,18 +182,13 @@ def plan_table(result: PlanResult, top: int = 5) -> list[list[Any]]:
     worksheet function can spill."""
     rows: list[list[Any]] = [list(PLAN_COLUMNS)]
     pad = [""] * (len(PLAN_COLUMNS) - 4)
-    for i, p in enumerate(result.plans[:top], 1):
-        d = p.model_dump()
-        rows.append([i] + [d[k] for k in PLAN_COLUMNS[1:]])
-    for name, a in result.assumed.items():
-        rows.append(["assumed", name, a.value if a.value is not None else a.shown, a.basis] + pad)
+    rows += [[i] + [getattr(p, k) for k in PLAN_COLUMNS[1:]] for i, p in enumerate(result.plans[:top], 1)]
+    rows += [["assumed", name, a.value if a.value is not None else a.shown, a.basis] + pad
+             for name, a in result.assumed.items()]
     r = result.interval
     if r is not None:
         basis = f"{r.level:.0%} range from {r.basis}; {result.interval_note}"
-        for name in RANGE_ROWS:
-            value = getattr(r, name)
-            if value is not None:
-                rows.append(["range", name, value, basis] + pad)
+        rows += [["range", name, getattr(r, name), basis] + pad for name in RANGE_ROWS if getattr(r, name) is not None]
     elif result.plans:
         rows.append(["range", "none", "", result.interval_note] + pad)
     return rows

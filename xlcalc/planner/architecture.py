@@ -59,9 +59,8 @@ class Arch:
     @property
     def projection_shape(self) -> tuple[int, int, int]:
         """(heads, kv heads, head size) of the attention projections' matmuls."""
-        if self.proj_heads:
-            return self.proj_heads, self.proj_kv_heads, self.proj_head_dim
-        return self.heads, self.kv_heads, self.head_dim
+        return ((self.proj_heads, self.proj_kv_heads, self.proj_head_dim) if self.proj_heads
+                else (self.heads, self.kv_heads, self.head_dim))
 
     @property
     def n_params_b(self) -> float:

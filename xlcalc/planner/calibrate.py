@@ -162,8 +162,7 @@ def calibrate(model: Any = None, *, arch: Any = None, gpu: str, n_gpus: int, seq
         why = "; ".join(r.reason for r in first.rejected[:3]) or "no configuration of the layout"
         raise InputError("layout", first.model, "a layout the planner's memory model lets fit",
                          f"nothing to calibrate: {why}")
-    p = first.plans[0]
-    pinned = dict(pins, **p.layout_pins(first.moe))
+    pinned = dict(pins, **first.plans[0].layout_pins(first.moe))
     tokens_per_step = first.global_batch * first.seq_len
     n = first.n_gpus
 
@@ -202,15 +201,13 @@ def calibrate(model: Any = None, *, arch: Any = None, gpu: str, n_gpus: int, seq
     stored = {k: v for k, v in values.items()
               if k != "stack" and isinstance(v, (bool, int, float, str)) and not (k in facts and facts[k] == v)}
     on = CalibratedOn(
+        **best.model_dump(include=set(CalibratedOn.model_fields)),  # the layout: TP, PP, DP, CP, EP, ZeRO, ...
         model=first.model, gpu=first.gpu, n_gpus=n, seq_len=first.seq_len, global_batch=first.global_batch,
-        layout=best.label(), tp=best.tp, pp=best.pp, dp=best.dp, cp=best.cp, ep=best.ep, zero_stage=best.zero_stage,
-        seq_parallel=best.seq_parallel, recompute=best.recompute, micro_batch=best.micro_batch,
-        virtual_stages=best.virtual_stages, fp8=best.fp8, measured_tokens_per_s_per_gpu=measured,
-        measured_step_s=to_step_s(measured), measured_peak_memory_gb=peak_memory_gb,
-        predicted_memory_gb=best.memory_gb, date=today or datetime.datetime.now(datetime.UTC).date())
-    profile = Profile(schema=SCHEMA, version=VERSION, stack=st.stack, matmul_efficiency=eff, memory_margin=margin,
-                      settings=stored, calibrated_on=on)
-    return profile, best
+        layout=best.label(), measured_tokens_per_s_per_gpu=measured, measured_step_s=to_step_s(measured),
+        measured_peak_memory_gb=peak_memory_gb, predicted_memory_gb=best.memory_gb,
+        date=today or datetime.datetime.now(datetime.UTC).date())
+    return Profile(schema=SCHEMA, version=VERSION, stack=st.stack, matmul_efficiency=eff, memory_margin=margin,
+                   settings=stored, calibrated_on=on), best
 
 
 def save_profile(profile: Profile, path: str | Path) -> None:

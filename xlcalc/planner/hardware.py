@@ -32,9 +32,7 @@ SM_COUNT = {
 def attention_factor(gpu_id: str, by_generation: bool) -> float:
     """The attention kernel's share of peak on this GPU relative to A100 (1.0 when off or the GPU is not listed)."""
     share = FLASH_ATTENTION_2_SHARE.get(gpu_id)
-    if not by_generation or share is None:
-        return 1.0
-    return share / FLASH_ATTENTION_2_SHARE["a100-80gb"]
+    return share / FLASH_ATTENTION_2_SHARE["a100-80gb"] if by_generation and share is not None else 1.0
 
 
 @dataclass(frozen=True)
@@ -138,8 +136,7 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int
         gpus_per_node=node,
         matmul_efficiency=eff,
     )
-    one_domain = n_gpus is not None and domain is not None and n_gpus <= domain
-    if one_domain and values["scaleout_gb_s"] is None:
+    if n_gpus is not None and domain is not None and n_gpus <= domain and values["scaleout_gb_s"] is None:
         values.pop("scaleout_gb_s")
     if n_gpus == 1 and values["scaleup_gb_s"] is None:
         values["scaleup_gb_s"] = float("inf")  # one GPU talks to nobody
@@ -148,11 +145,9 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int
         parts = [f"{_NEEDS[k][0]} ({_NEEDS[k][1]}, e.g. {_NEEDS[k][2]})" for k in missing]
         raise CatalogError(f"{row.name}: the GPU catalog has no " + "; no ".join(parts)
                            + ". Give " + ("it" if len(missing) == 1 else "each") + " with the flag named.")
-    return Hardware(
-        name=row.name, peak_tflops=values["peak_tflops"], memory_gb=values["memory_gb"],
-        hbm_tb_s=values["hbm_tb_s"], scaleup_gb_s=values["scaleup_gb_s"],
-        scaleout_gb_s=values.get("scaleout_gb_s"), gpus_per_node=values["gpus_per_node"], matmul_efficiency=values["matmul_efficiency"],
-        matmul_efficiency_basis=basis, usd_per_gpu_hour=price, price_basis=price_basis,
+    return Hardware(  # the figures checked above, by name (no scale-out inside one domain)
+        name=row.name, **{"scaleout_gb_s": None, **values}, matmul_efficiency_basis=basis,
+        usd_per_gpu_hour=price, price_basis=price_basis,
         sm_count=(settings.sm_count or SM_COUNT.get(row.id)) if settings.wave_quantization else None,
         nvlink_domain=cast(int, domain), fp8_tflops=row.fp8_tflops,  # domain falls back on the node, checked above
         attention_factor=attention_factor(row.id, getattr(settings, "attention_by_generation", False)),

@@ -89,9 +89,8 @@ def _stack_settings(stack: str) -> Settings:
 
 def _experts(model: str | catalog.Model | None, arch: Arch | None) -> int:
     """The routed experts of the model (0: dense); an unknown name raises the planner's own error."""
-    if model is None and arch is None:
-        return 0  # plan names it, with every other input missing
-    return resolve_model(model, arch).experts
+    # neither given: 0, and plan names it with every other input missing
+    return 0 if model is None and arch is None else resolve_model(model, arch).experts
 
 
 def _no_plan(result: Any, pins: dict[str, Any]) -> InputError:

@@ -121,10 +121,8 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
         tps = [t for t in tps if t == tp]
         if not tps:
             reject(f"TP={tp} does not divide the {n_gpus} GPUs")
-    if cp is not None:
-        cps = [cp]
-    else:
-        cps = [1] + [2 ** k for k in range(1, 12) if seq_len % (2 * 2 ** k) == 0 and seq_len // 2 ** k >= min_cp_tokens]
+    cps = [cp] if cp is not None else [1] + [2 ** k for k in range(1, 12)
+                                             if seq_len % (2 * 2 ** k) == 0 and seq_len // 2 ** k >= min_cp_tokens]
     stage_opts = _stage_options(arch, pp, stage_layers)
     zeros = [zero_stage] if zero_stage is not None else [0, 1, 2, 3]
     rcs = [recompute] if recompute is not None else list(RECOMPUTE)
@@ -467,9 +465,8 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     if deadline_days is None:
         raise InputError("n_gpus", None, "a GPU count, or a deadline in days to size the cluster for")
     deadline = check_value("days", deadline_days)
-    node = hw.gpus_per_node
-    sizes = sorted({node * k * f for k in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096) for f in (1, 1.5)
-                    if float(k * f).is_integer()})
+    sizes = sorted({hw.gpus_per_node * k * f for k in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+                    for f in (1, 1.5) if float(k * f).is_integer()})
     lo, hi, best = 0, len(sizes) - 1, None
     while lo <= hi:
         mid = (lo + hi) // 2
@@ -493,10 +490,10 @@ def _rejections(misses: list[Prediction], cap: float, limit: int = 20) -> list[R
         c = p.config
         sp = ", SP" if c.seq_parallel else ""
         rc = "no recompute" if c.recompute == "none" else f"{c.recompute} recompute"
-        out.append(Rejection.model_construct(
-            tp=c.tp, pp=c.pp, zero_stage=c.zero_stage, seq_parallel=c.seq_parallel, recompute=c.recompute,
-            micro_batch=c.micro_batch, memory_gb=p.memory_gb, cp=c.cp, ep=c.ep,
-            reason=(f"TP={c.tp}, PP={c.pp}{f', CP={c.cp}' if c.cp > 1 else ''}{f', EP={c.ep}' if c.ep > 1 else ''}, ZeRO-{c.zero_stage}{sp}, {rc}: {p.verdict or 'does not fit'} - needs {p.memory_gb:.0f} GB "
+        out.append(Rejection.model_construct(  # the layout's fields by name (those Rejection lacks ignored)
+            **c._asdict(), memory_gb=p.memory_gb,
+            reason=(f"TP={c.tp}, PP={c.pp}{f', CP={c.cp}' if c.cp > 1 else ''}{f', EP={c.ep}' if c.ep > 1 else ''}, "
+                    f"ZeRO-{c.zero_stage}{sp}, {rc}: {p.verdict or 'does not fit'} - needs {p.memory_gb:.0f} GB "
                     f"(+ margin {p.margin_gb:.1f}: CUDA context and allocator reserve) of {cap:.0f} "
                     f"(weights {p.weights_gb:.0f}, gradients {p.grads_gb:.0f}, optimizer {p.optimizer_gb:.0f}, "
                     f"activations {p.activations_gb:.0f}, other {p.overhead_gb + p.zero3_buffer_gb:.0f})"),

@@ -110,8 +110,7 @@ def load_stack_files(folder: str | Path | None = None, reserved: Optional[dict[s
     where: Traversable = Path(folder) if folder is not None else STACKS_DIR
     shown = str(folder) if folder is not None else "xlcalc/data/stacks"
     names_label = f"{shown}/{NAMES_FILE}"
-    names_raw = _read(where / NAMES_FILE, names_label)
-    names = _validate(_NamesFile, names_raw, names_label)
+    names = _validate(_NamesFile, _read(where / NAMES_FILE, names_label), names_label)
     profiles = names.profiles
     _check_names(names, names_label, reserved or {})
     try:
@@ -123,9 +122,9 @@ def load_stack_files(folder: str | Path | None = None, reserved: Optional[dict[s
         raise CatalogError(f"stack files {shown}: {', '.join(stray)} not listed in {NAMES_FILE} profiles "
                            f"({', '.join(profiles)}); list each profile there, in the order the faces show them")
     loaded = tuple(_profile(where / f"{sid}.toml", f"{shown}/{sid}.toml", sid) for sid in profiles)
-    aliases = {a.name: (a.stack, a.source) for a in names.alias}
-    frameworks = {a.name: a.framework for a in names.alias if a.framework is not None}
-    return StackFiles(loaded, aliases, frameworks, {n.name: n.why for n in names.no_profile})
+    return StackFiles(loaded, {a.name: (a.stack, a.source) for a in names.alias},
+                      {a.name: a.framework for a in names.alias if a.framework is not None},
+                      {n.name: n.why for n in names.no_profile})
 
 
 def _read(path: Traversable, label: str) -> dict[str, Any]:
@@ -184,8 +183,7 @@ def _describe(err: Any) -> str:
 
 def _profile(path: Traversable, label: str, sid: str) -> dict[str, Any]:
     """One profile's Stack arguments, every rule of the module docstring checked."""
-    raw = _read(path, label)
-    spec: _StackFile = _validate(_StackFile, raw, label)
+    spec: _StackFile = _validate(_StackFile, _read(path, label), label)
     problems = []
     if spec.id != sid:
         problems.append(f"id = {spec.id!r}: the file's name without .toml ({sid!r})")
