@@ -84,8 +84,7 @@ def run(args: argparse.Namespace) -> int:
                              "left out when --first-stage-layers / --last-stage-layers are given")
         # the model's layers (the split is checked against them before the layout is, and sets PP: no default PP
         # is in play until the split has given one)
-        layers = _layers(args, values)
-        values.update(stage_split(args.layers_per_stage, int(layers),
+        values.update(stage_split(args.layers_per_stage, int(_layers(args, values)),
                                   int(float(values["pp"])) if values.get("pp") else None))
     scenario = Scenario.build(model=config_model(args) or args.model, gpu=args.gpu, recipe=args.recipe, price_tier=args.price_tier,
                               framework=args.framework, precision=args.precision, **values)

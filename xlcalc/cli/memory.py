@@ -281,16 +281,13 @@ def compute(args: argparse.Namespace) -> dict:
 
         clean = resolve(values)
         values["microbatches"] = clean["batch_sequences"] // (clean["dp"] * clean["micro_batch"])
-    answer = stage_memory(**values)
-    out = answer.to_json()
+    out = stage_memory(**values).to_json()
     out["framework"] = framework_words(args)
-    if args.gpu:
-        gpu = catalog.get_gpu(args.gpu)
+    gpu = catalog.get_gpu(args.gpu) if args.gpu else None
+    if gpu is not None:
         out["gpu"] = gpu.id
-        if "fit" in out:
-            out["fit"]["capacity_basis"] = gpu.capacity_basis if args.memory_gb is None else "given"
-    elif "fit" in out:
-        out["fit"]["capacity_basis"] = "given"
+    if "fit" in out:
+        out["fit"]["capacity_basis"] = gpu.capacity_basis if gpu is not None and args.memory_gb is None else "given"
     return out
 
 
@@ -349,9 +346,8 @@ def fit_lines(out: dict) -> str:
 
 def stage_table(out: dict) -> str:
     """The memory by part of the first and last stage (StageMemory.to_json()) as a text table."""
-    stages = out["stages"]
-    rows = [("layers on the stage", number(stages["first"]["layers"]), number(stages["last"]["layers"]))]
-    for key, label in PARTS:
-        rows.append((label, f"{stages['first']['parts_gb'][key]:,.2f}", f"{stages['last']['parts_gb'][key]:,.2f}"))
-    rows.append(("total", f"{stages['first']['total_gb']:,.2f}", f"{stages['last']['total_gb']:,.2f}"))
+    first, last = out["stages"]["first"], out["stages"]["last"]
+    rows = [("layers on the stage", number(first["layers"]), number(last["layers"]))]
+    rows += [(label, f"{first['parts_gb'][key]:,.2f}", f"{last['parts_gb'][key]:,.2f}") for key, label in PARTS]
+    rows.append(("total", f"{first['total_gb']:,.2f}", f"{last['total_gb']:,.2f}"))
     return table(rows, headers=("per GPU, GB", "first stage", "last stage"))

@@ -229,12 +229,11 @@ def run(args: argparse.Namespace) -> int:
     top = cli_value(args.top)
     if not isinstance(top, int) or top < 1:
         raise InputError("top", args.top, "a whole number >= 1")
-    gbt = cli_value(args.global_batch_tokens)
     result = plan(
         model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.n_gpus), seq_len=cli_value(args.seq_len),
-        global_batch_tokens=gbt, tokens_t=cli_value(args.tokens_t), deadline_days=cli_value(args.deadline_days),
-        settings=settings_from_args(args), **layout_pins(args), max_micro_batch=cli_value(args.max_micro_batch),
-        top=max(top, 10), stack_spread=True, compare_unpinned=True,
+        global_batch_tokens=cli_value(args.global_batch_tokens), tokens_t=cli_value(args.tokens_t),
+        deadline_days=cli_value(args.deadline_days), settings=settings_from_args(args), **layout_pins(args),
+        max_micro_batch=cli_value(args.max_micro_batch), top=max(top, 10), stack_spread=True, compare_unpinned=True,
     )
     if args.json:
         print(dump_json({
