@@ -98,8 +98,7 @@ def layout_pins(args: argparse.Namespace) -> dict:
                 seq_parallel=switch_value(args, "seq_parallel"), virtual_stages=cli_value(args.virtual_stages),
                 cp=cli_value(args.cp), ep=cli_value(args.ep), etp=cli_value(args.etp),
                 stage_layers=None if args.layers_per_stage is None else parse_layers_per_stage(args.layers_per_stage),
-                fp8=args.fp8,
-                optimizer_offload=bool(switch_value(args, "optimizer_offload")))
+                fp8=args.fp8, optimizer_offload=bool(switch_value(args, "optimizer_offload")))
 
 
 def settings_from_args(args: argparse.Namespace):
@@ -181,6 +180,12 @@ def range_lines(result) -> list[str]:
             result.interval_note]
 
 
+# what plan --json prints, in order: PlanResult's fields, the price line and the --profile line
+_JSON_KEYS = ("model", "gpu", "n_gpus", "seq_len", "global_batch", "tokens_t", "matmul_efficiency",
+              "matmul_efficiency_basis", "recipe", "plans", "rejected", "evaluated", "feasible", "price",
+              "rejected_by_reason", "params_b", "architecture", "assumed", "interval", "interval_note", "stack_spread",
+              "profile", "unpinned")
+
 # the planner's names of the inputs it may assume (PlanResult.assumed), as the text output calls them
 _ASSUMED_LABELS = {"seq_len": "sequence length", "global_batch_tokens": "global batch", "tokens_t": "training tokens",
                    "stack": "stack profile", "usd_per_gpu_hour": "price"}
@@ -190,9 +195,7 @@ _ARCH_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "
 
 def _no_architecture_with_a_model(args: argparse.Namespace, model) -> None:
     """An architecture flag given with --model or --config contradicts the preset's: refused, never ignored."""
-    if model is None:
-        return
-    given = [f for f in _ARCH_FLAGS if getattr(args, f) not in (None, False)]
+    given = [f for f in _ARCH_FLAGS if getattr(args, f) not in (None, False)] if model is not None else []
     if not given:
         return
     source = f"--config {args.config}" if getattr(args, "config", None) else f"--model {args.model}"
@@ -219,8 +222,7 @@ def model_and_arch(args: argparse.Namespace) -> tuple:
         arch = arch_from_flags(
             layers=cli_value(args.layers), hidden=cli_value(args.hidden), heads=cli_value(args.heads),
             kv_heads=cli_value(args.kv_heads), ffn_hidden=cli_value(args.ffn_hidden),
-            gated_ffn=bool(switch_value(args, "gated_ffn")), **{k: v for k, v in optional.items() if v is not None},
-        )
+            gated_ffn=bool(switch_value(args, "gated_ffn")), **{k: v for k, v in optional.items() if v is not None})
     return model, arch
 
 
@@ -233,27 +235,12 @@ def run(args: argparse.Namespace) -> int:
         model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.n_gpus), seq_len=cli_value(args.seq_len),
         global_batch_tokens=cli_value(args.global_batch_tokens), tokens_t=cli_value(args.tokens_t),
         deadline_days=cli_value(args.deadline_days), settings=settings_from_args(args), **layout_pins(args),
-        max_micro_batch=cli_value(args.max_micro_batch), top=max(top, 10), stack_spread=True, compare_unpinned=True,
-    )
-    if args.json:
-        print(dump_json({
-            "model": result.model, "gpu": result.gpu, "n_gpus": result.n_gpus, "seq_len": result.seq_len,
-            "global_batch": result.global_batch, "tokens_t": result.tokens_t,
-            "matmul_efficiency": result.matmul_efficiency, "matmul_efficiency_basis": result.matmul_efficiency_basis,
-            "recipe": result.recipe,
-            "plans": [p.model_dump() for p in result.plans[:top]],
-            "rejected": [r.model_dump() for r in result.rejected[:20]],
-            "evaluated": result.evaluated, "feasible": result.feasible,
-            "price": price_line(args.gpu, cli_value(args.usd_per_gpu_hour)),
-            "rejected_by_reason": result.rejected_by_reason, "params_b": result.params_b,
-            "architecture": result.architecture,
-            "assumed": {name: a.model_dump() for name, a in result.assumed.items()},
-            "interval": result.interval.model_dump() if result.interval else None,
-            "interval_note": result.interval_note,
-            "stack_spread": {sid: o.model_dump() if o else None for sid, o in result.stack_spread.items()},
-            "profile": _profile_line(args),
-            "unpinned": result.unpinned.model_dump() if result.unpinned else None,
-        }))
+        max_micro_batch=cli_value(args.max_micro_batch), top=max(top, 10), stack_spread=True, compare_unpinned=True)
+    if args.json:  # the result's fields (the plans shown, 20 rejections), the price and the profile, in this order
+        d = result.model_dump()
+        d.update(plans=d["plans"][:top], rejected=d["rejected"][:20], profile=_profile_line(args),
+                 price=price_line(args.gpu, cli_value(args.usd_per_gpu_hour)))
+        print(dump_json({k: d[k] for k in _JSON_KEYS}))
         return 0 if result.plans else 1
     rows = [[i, p.tp, p.pp, p.cp, p.ep, p.dp, p.zero_stage, "on" if p.seq_parallel else "off", p.recompute, p.micro_batch,
              p.virtual_stages, number(p.memory_gb), f"{p.mfu:.1%}", f"{p.mfu_6nd:.1%}", number(p.tokens_per_s_per_gpu),
