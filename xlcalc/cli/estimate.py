@@ -34,6 +34,11 @@ OWN_VS_RENT = ("Rent_Cost_USD", "Own_Cost_USD", "Own_USD_per_GPU_Hour", "Breakev
                "Capex_per_GPU_All_In", "Hardware_Capex_USD", "KW_per_GPU_All_In", "Facility_MW", "Racks_Needed")
 
 
+# the scenario's inputs with a flag of their own: not --job, --lora-rank, --lora-targets (add_finetune_flags, with
+# --quant), nor the step time's stack and batch (xlcalc plan's flags: estimate has no step)
+_FLAG_INPUTS = tuple(c for c in INPUTS if c.field not in FINETUNE_FIELDS and c.group != STEP_GROUP)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(
         sub, "estimate", "time, GPUs, memory and cost of a training run (rent beside own)",
@@ -53,11 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    + ", ".join(spec("price_tier").choices) + " (default: the GPU's default price)")
     add_framework_flags(p)
     add_finetune_flags(p)
-    for cell in INPUTS:  # one flag per input, its default (the scenario's) stated once
-        if cell.field in FINETUNE_FIELDS:  # --job, --lora-rank, --lora-targets (and --quant) above
-            continue
-        if cell.group == STEP_GROUP:  # the step time's stack and batch: xlcalc plan's flags (estimate has no step)
-            continue
+    for cell in _FLAG_INPUTS:  # one flag per input, its default (the scenario's) stated once
         if spec(cell.spec_name).kind == "bool":
             add_switch(p, cell.field, cell.label.replace(" (TRUE/FALSE)", ""))
         else:
@@ -72,8 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    values = {c.field: cli_value(getattr(args, c.field)) for c in INPUTS
-              if c.field not in FINETUNE_FIELDS and c.group != STEP_GROUP}
+    values = {c.field: cli_value(getattr(args, c.field)) for c in _FLAG_INPUTS}
     values.update(finetune_values(args))
     if args.price_tier and values.get("usd_per_gpu_hour") is not None:
         raise InputError("price_tier", args.price_tier, "left out when --usd-per-gpu-hour is given",
