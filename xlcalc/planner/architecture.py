@@ -95,8 +95,7 @@ def arch_from_model(model: catalog.Model) -> Arch:
         tied_embeddings=model.tied_embeddings, params_b=model.params_b, moe=bool(model.experts),
         active_params_b=model.active_params_b, experts=model.experts, experts_active=model.experts_active,
         moe_layers=moe_layers, expert_params=expert_params,
-        proj_heads=proj[0], proj_kv_heads=proj[1], proj_head_dim=proj[2],
-    )
+        proj_heads=proj[0], proj_kv_heads=proj[1], proj_head_dim=proj[2])
 
 
 def arch_from_flags(layers: int, hidden: int, heads: int, kv_heads: int | None = None, ffn_hidden: int | None = None,
@@ -113,8 +112,6 @@ def arch_from_flags(layers: int, hidden: int, heads: int, kv_heads: int | None =
         raise InputError("kv_heads", kv, f"a divisor of heads = {heads}")
     gated = bool(gated_ffn) if gated_ffn is not None else FLAGS_GATED_FFN
     ffn = check_value("ffn_hidden", ffn_hidden if ffn_hidden is not None else 4 * hidden)
-    model = catalog.Model(
+    return arch_from_model(catalog.Model(
         id="custom", name=f"custom {layers}x{hidden}", source="architecture flags", layers=layers, hidden=hidden,
-        heads=heads, kv_heads=kv, ffn_hidden=ffn, gated_ffn=gated, vocab=vocab, seq_len=seq_len, published_params_b=1,
-    )
-    return arch_from_model(model)
+        heads=heads, kv_heads=kv, ffn_hidden=ffn, gated_ffn=gated, vocab=vocab, seq_len=seq_len, published_params_b=1))

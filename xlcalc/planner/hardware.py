@@ -130,12 +130,8 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int
     values: dict[str, Any] = dict(
         peak_tflops=settings.peak_tflops or row.half_tflops,
         memory_gb=settings.memory_gb or row.capacity_gb,  # as exposed to CUDA where a source gives it
-        hbm_tb_s=settings.hbm_tb_s or row.hbm_tb_s,
-        scaleup_gb_s=settings.scaleup_gb_s or row.scaleup_gb_s,
-        scaleout_gb_s=settings.scaleout_gb_s or row.scaleout_gb_s,
-        gpus_per_node=node,
-        matmul_efficiency=eff,
-    )
+        hbm_tb_s=settings.hbm_tb_s or row.hbm_tb_s, scaleup_gb_s=settings.scaleup_gb_s or row.scaleup_gb_s,
+        scaleout_gb_s=settings.scaleout_gb_s or row.scaleout_gb_s, gpus_per_node=node, matmul_efficiency=eff)
     if n_gpus is not None and domain is not None and n_gpus <= domain and values["scaleout_gb_s"] is None:
         values.pop("scaleout_gb_s")
     if n_gpus == 1 and values["scaleup_gb_s"] is None:
@@ -150,5 +146,4 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int
         usd_per_gpu_hour=price, price_basis=price_basis,
         sm_count=(settings.sm_count or SM_COUNT.get(row.id)) if settings.wave_quantization else None,
         nvlink_domain=cast(int, domain), fp8_tflops=row.fp8_tflops,  # domain falls back on the node, checked above
-        attention_factor=attention_factor(row.id, getattr(settings, "attention_by_generation", False)),
-    )
+        attention_factor=attention_factor(row.id, getattr(settings, "attention_by_generation", False)))

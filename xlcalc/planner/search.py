@@ -410,17 +410,15 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         given_eff = st.matmul_efficiency is not None
         best = plans[0] if plans else None
         return PlanResult(
-            interval=None if best is None or given_eff else prediction_range(best.mfu, best.days, best.gpu_hours,
-                                                                             best.cost_usd, st.stack,
-                                                                             st.stack_named),
+            interval=None if best is None or given_eff else prediction_range(
+                best.mfu, best.days, best.gpu_hours, best.cost_usd, st.stack, st.stack_named),
             interval_note=range_note(given_eff, st.stack, st.stack_named),
             model=a.name, gpu=hw.name, n_gpus=n, seq_len=seq_len, global_batch=global_batch, tokens_t=tokens_t,
             gpu_memory_gb=hw.memory_gb, matmul_efficiency=hw.matmul_efficiency,
             matmul_efficiency_basis=hw.matmul_efficiency_basis, settings=st, params_b=a.n_params_b,
             recipe=recipe_label(st.bytes_weights, st.bytes_grads, st.bytes_optimizer), plans=plans, moe=a.moe,
             rejected=_rejections(misses, hw.memory_gb), evaluated=count, feasible=len(fits),
-            rejected_by_reason=reasons, assumed=assumed, architecture=architecture,
-        )
+            rejected_by_reason=reasons, assumed=assumed, architecture=architecture)
 
     def again(result: PlanResult, **kw: Any) -> PlanResult:
         """This run planned again on ``result``'s cluster for its best plan only, with the settings and pins ``kw``."""

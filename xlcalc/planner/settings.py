@@ -58,14 +58,12 @@ class Settings(StackFacts, MemoryRecipe, HardwareOverrides, PriceInputs):
         if not isinstance(data, dict):
             return handler(data)
         given = {k for k, v in data.items() if not (k in ("framework", "precision") and v is None)}
-        filled: dict[str, Any] = {}
         name = data.get("stack", DEFAULT_STACK)
         try:
             sid = stack_id(name) if isinstance(name, str) else None
         except InputError:
             sid = None  # the field validator reports it
-        if sid in STACKS:
-            filled.update(STACKS[sid].settings)
+        filled: dict[str, Any] = dict(STACKS[sid].settings) if sid in STACKS else {}
         if data.get("framework") is not None or data.get("precision") is not None:
             profile = get_profile(data.get("framework"), data.get("precision"))  # an unknown name: InputError
             filled.update(profile.values())

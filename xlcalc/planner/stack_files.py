@@ -192,12 +192,11 @@ def _profile(path: Traversable, label: str, sid: str) -> dict[str, Any]:
     if "matmul_efficiency" in spec.settings:
         problems.append(f"settings.matmul_efficiency = {spec.settings['matmul_efficiency']!r}: give the efficiency in "
                         "[fitted] (fitted to the stack's runs, docs/validation.md)")
-    both = sorted(set(fitted) & set(spec.settings))
-    problems += [f"settings.{k} = {spec.settings[k]!r}: also in [fitted]; give it once" for k in both]
+    problems += [f"settings.{k} = {spec.settings[k]!r}: also in [fitted]; give it once"
+                 for k in sorted(set(fitted) & set(spec.settings))]
     named = {k for fact in spec.fact for k in fact.sets}
-    for i, fact in enumerate(spec.fact):
-        problems += [f"[[fact]] #{i + 1} sets = {k!r}: not a key of [settings] ({', '.join(spec.settings) or 'none'})"
-                     for k in fact.sets if k not in spec.settings]
+    problems += [f"[[fact]] #{i + 1} sets = {k!r}: not a key of [settings] ({', '.join(spec.settings) or 'none'})"
+                 for i, fact in enumerate(spec.fact) for k in fact.sets if k not in spec.settings]
     problems += [f"settings.{k} = {v!r}: no fact names it in sets (each pinned value is stated by a sourced fact; "
                  "a fitted one goes in [fitted])" for k, v in spec.settings.items() if k not in named]
     if spec.framework is not None and spec.framework.id not in FRAMEWORKS:

@@ -28,14 +28,11 @@ def step_chain_inputs(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_l
                       global_batch: int) -> dict[str, Any]:
     """The chain's inputs for one configuration (global_batch in sequences), the planner's values one for one."""
     return {
-        "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads, "kv_heads": arch.kv_heads,
-        "head_dim": arch.head_dim, "ffn_hidden": arch.ffn_hidden, "gated_ffn": arch.gated_ffn, "vocab": arch.vocab,
-        "layer_params": arch.layer_params, "embedding_params": arch.embedding_params,
-        "tied_embeddings": arch.tied_embeddings,
-        "seq_len": seq_len, "micro_batch": cfg.micro_batch,
-        "microbatches": microbatches_per_step(cfg, global_batch),
-        "tp": cfg.tp, "pp": cfg.pp, "dp": cfg.dp, "cp": cfg.cp, "zero_stage": cfg.zero_stage,
-        "seq_parallel": cfg.seq_parallel, "recompute": cfg.recompute, "virtual_stages": cfg.virtual_stages,
+        **{k: getattr(arch, k) for k in ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "gated_ffn",
+                                         "vocab", "layer_params", "embedding_params", "tied_embeddings")},
+        **{k: getattr(cfg, k) for k in ("micro_batch", "tp", "pp", "dp", "cp", "zero_stage", "seq_parallel",
+                                        "recompute", "virtual_stages")},
+        "seq_len": seq_len, "microbatches": microbatches_per_step(cfg, global_batch),
         # the end stages' layers where they differ from the middle ones (0: an even split)
         **_ends(cfg),
         "peak_tflops": hw.peak_tflops, "matmul_efficiency": hw.matmul_efficiency,

@@ -153,8 +153,7 @@ def memory(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, mi
         zero3_buffer_gb=env[f"Mem_{stage}_Gathered_GB"] + env[f"Mem_{stage}_FP8_GB"],
         activations_gb=env[f"Mem_{stage}_Activations_GB"] + env["Mem_Recompute_GB"] + env[f"Mem_{stage}_Logits_GB"],
         overhead_gb=values["overhead_gb"] + values["comm_buffer_gb"], memory_gb=total,
-        fits=verdict == "fits", verdict=verdict, margin_gb=margin,
-    )
+        fits=verdict == "fits", verdict=verdict, margin_gb=margin)
 
 
 def stage_layers(arch: Arch, cfg: Config) -> tuple[int, ...] | tuple[float, ...]:
