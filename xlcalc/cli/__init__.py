@@ -14,9 +14,7 @@ COMMANDS = ("estimate", "memory", "catalog", "plan", "calibrate", "workbook", "r
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="xlcalc",
-        description="LLM training planner: will it fit, how many GPUs, how many days, how much money.",
-    )
+        prog="xlcalc", description="LLM training planner: will it fit, how many GPUs, how many days, how much money.")
     from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"xlcalc {__version__}")

@@ -83,8 +83,7 @@ def run(args: argparse.Namespace) -> int:
     rows = budget_plan(
         budget_usd=cli_value(args.budget_usd), usd_per_gpu_hour=price, peak_tflops=_peak(args.gpu, cli_value(args.peak_tflops)),
         mfu=given(args, "mfu"), days=given(args, "deadline_days"), tokens_per_param=TOKENS_PER_PARAM if args.tokens_per_param is None else cli_value(args.tokens_per_param),
-        params_b=cli_value(args.params_b),
-    )
+        params_b=cli_value(args.params_b))
     if args.json:
         print(dump_json({"price": note, "rows": [r.as_dict() for r in rows]}))
         return 0

@@ -70,10 +70,8 @@ def run(args: argparse.Namespace) -> int:
     profile, best = calibrate(
         model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.n_gpus), seq_len=cli_value(args.seq_len),
         global_batch_tokens=cli_value(args.global_batch_tokens), settings=settings,
-        tokens_per_s=cli_value(args.tokens_per_s),
-        step_s=cli_value(args.step_s),
-        peak_memory_gb=cli_value(args.peak_memory_gb),
-        **layout_pins(args))
+        tokens_per_s=cli_value(args.tokens_per_s), step_s=cli_value(args.step_s),
+        peak_memory_gb=cli_value(args.peak_memory_gb), **layout_pins(args))
     save_profile(profile, args.out)
     if args.json:
         print(dump_json({"profile": profile.model_dump(mode="json", by_alias=True), "out": args.out,

@@ -106,18 +106,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def values_from_args(args: argparse.Namespace) -> dict:
     """The stage memory model's inputs from the flags (a model preset first, explicit flags win)."""
-    v: dict = {}
-    from_config = config_model(args)
-    if from_config is not None:
-        v.update(model_inputs(from_config))
-    elif args.model:
-        v.update(model_inputs(catalog.get_model(args.model)))
+    model = config_model(args) or (catalog.get_model(args.model) if args.model else None)
+    v: dict = model_inputs(model) if model is not None else {}
     v.setdefault("seq_len", DEFAULT_SEQ_LEN)  # no model (a config.json model has it already)
     v.update(framework_values(args))
-    for flag, _ in _NUMBER_FLAGS:
-        given = cli_value(getattr(args, flag.replace("-", "_")))
-        if given is not None:
-            v[flag.replace("-", "_")] = given
+    typed = {name: cli_value(getattr(args, name)) for name in (flag.replace("-", "_") for flag, _ in _NUMBER_FLAGS)}
+    v.update({name: value for name, value in typed.items() if value is not None})
     if args.layers_per_stage is not None:
         if v.get("first_stage_layers") is not None or v.get("last_stage_layers") is not None:
             raise InputError("layers_per_stage", args.layers_per_stage,
@@ -128,10 +122,9 @@ def values_from_args(args: argparse.Namespace) -> dict:
                              int(float(v["pp"])) if v.get("pp") is not None else None))
     # checked as typed (--n-gpus 0 is a mistake; the model's cluster_gpus = 0 would mean "not given")
     validate_all({k: v[k] for k in ("n_gpus", "global_batch") if k in v})
-    if "n_gpus" in v:
-        v["cluster_gpus"] = v.pop("n_gpus")
-    if "global_batch" in v:
-        v["batch_sequences"] = v.pop("global_batch")
+    for flag_name, name in (("n_gpus", "cluster_gpus"), ("global_batch", "batch_sequences")):  # the model's names
+        if flag_name in v:
+            v[name] = v.pop(flag_name)
     if args.sharding:
         v["sharding"] = args.sharding
     switches = InputError.each(lambda name: switch_value(args, name), (  # every TRUE/FALSE flag that is neither, at once
