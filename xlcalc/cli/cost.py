@@ -96,17 +96,11 @@ def resolve_capex(gpu: str | None, values: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     values = {_PARAM.get(name, name): given(args, name, default) for name, _, default in FLAGS}
-    errors: list[InputError] = []  # a missing rental rate and a missing purchase price are reported at once
-    try:
-        price, note = resolve_price(args.gpu, args.price_tier, cli_value(args.usd_per_gpu_hour))
-    except InputError as exc:
-        errors.append(exc)
-    try:
-        capex_note = resolve_capex(args.gpu, values)
-    except InputError as exc:
-        errors.append(exc)
-    if errors:
-        raise InputError.all(errors)
+    # a missing rental rate and a missing purchase price are reported at once
+    resolved = InputError.each(lambda resolve: resolve(), (
+        lambda: resolve_price(args.gpu, args.price_tier, cli_value(args.usd_per_gpu_hour)),
+        lambda: resolve_capex(args.gpu, values)))
+    (price, note), capex_note = resolved.values()
     if values["gpus_per_node"] is None:
         values["gpus_per_node"] = (catalog.get_gpu(args.gpu).gpus_per_node if args.gpu else None) or 8
     rows = own_vs_rent(usd_per_gpu_hour=price, **values)

@@ -21,6 +21,11 @@ from .fmt import cli_value, dump_json, number, price_line, table
 from .models import add_config_flag, config_model
 from .settings_flags import SETTING_FLAGS, add_settings_flags, switched_settings
 
+# the architecture's flags (and --gated-ffn): plan's and calibrate's model when no --model or --config is given
+_ARCH_FLAGS = {"layers": "layers L", "hidden": "hidden size h", "heads": "attention heads a",
+               "kv_heads": "key/value heads (GQA; default = heads)", "ffn_hidden": "FFN inner size (default 4h)",
+               "vocab": f"vocabulary size (default: the model's, else {FLAGS_VOCAB})"}
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(
@@ -50,12 +55,8 @@ def add_model_and_cluster(p: Any, title: str, n_gpus_help: str) -> argparse._Arg
     g = p.add_argument_group("model (a preset or the architecture)")
     g.add_argument("--model", help="model preset id, e.g. llama2-70b")
     add_config_flag(g, seq_len_default=False)
-    g.add_argument("--layers", help="layers L")
-    g.add_argument("--hidden", help="hidden size h")
-    g.add_argument("--heads", help="attention heads a")
-    g.add_argument("--kv-heads", help="key/value heads (GQA; default = heads)")
-    g.add_argument("--ffn-hidden", help="FFN inner size (default 4h)")
-    g.add_argument("--vocab", help=f"vocabulary size (default: the model's, else {FLAGS_VOCAB})")
+    for name, text in _ARCH_FLAGS.items():
+        g.add_argument("--" + name.replace("_", "-"), help=text)
     add_switch(g, "gated_ffn", "SwiGLU/GeGLU feed-forward (three matrices)")
     g = p.add_argument_group(title)
     g.add_argument("--gpu", required=True, help="GPU name from the catalog, e.g. H100, A800")
@@ -190,13 +191,10 @@ _JSON_KEYS = ("model", "gpu", "n_gpus", "seq_len", "global_batch", "tokens_t", "
 _ASSUMED_LABELS = {"seq_len": "sequence length", "global_batch_tokens": "global batch", "tokens_t": "training tokens",
                    "stack": "stack profile", "usd_per_gpu_hour": "price"}
 
-_ARCH_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "gated_ffn")
-
-
 def _no_architecture_with_a_model(args: argparse.Namespace, model) -> None:
     """An architecture flag given with --model or --config contradicts the preset's: refused, never ignored."""
-    given = [f for f in _ARCH_FLAGS if getattr(args, f) not in (None, False)] if model is not None else []
-    if not given:
+    given = [f for f in (*_ARCH_FLAGS, "gated_ffn") if getattr(args, f) not in (None, False)]
+    if model is None or not given:
         return
     source = f"--config {args.config}" if getattr(args, "config", None) else f"--model {args.model}"
     raise InputError.all(

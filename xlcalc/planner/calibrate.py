@@ -120,10 +120,7 @@ def fit_efficiency(predict_at: Callable[[float], float], measured: float, *, nam
                          "have, such as data loading or a straggler)")
     for _ in range(50):
         mid = (lo + hi) / 2
-        if predict_at(mid) > measured:
-            hi = mid
-        else:
-            lo = mid
+        lo, hi = (lo, mid) if predict_at(mid) > measured else (mid, hi)
     return round((lo + hi) / 2, 6)
 
 

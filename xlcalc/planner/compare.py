@@ -57,5 +57,5 @@ def compare_plans(pinned: Any, unpinned: Any) -> PlanComparison:
                      key=lambda c: -abs(c.unpinned_s - c.pinned_s))
     return PlanComparison(layout=unpinned.label(), days=unpinned.days, step_s=unpinned.step_s, mfu=unpinned.mfu,
                           memory_gb=unpinned.memory_gb, pinned_days=pinned.days, pinned_step_s=pinned.step_s,
-                          pinned_memory_gb=pinned.memory_gb,
-                          step_saving=1 - unpinned.step_s / pinned.step_s, terms=changes)
+                          pinned_memory_gb=pinned.memory_gb, step_saving=1 - unpinned.step_s / pinned.step_s,
+                          terms=changes)

@@ -293,16 +293,13 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                 micro_batch="micro_batch", seq_parallel="seq_parallel", virtual_stages="virtual_stages", cp="cp",
                 fp8="fp8", top="microbatches", max_micro_batch="max_micro_batch")
 def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, gpu: str | None = None,
-         n_gpus: int | None = None,
-         seq_len: int | None = None, global_batch_tokens: float | None = None, tokens_t: float | None = None,
-         deadline_days: float | None = None,
-         settings: Settings | None = None, tp: int | None = None, pp: int | None = None, zero_stage: int | None = None,
-         recompute: str | None = None, micro_batch: int | None = None, seq_parallel: bool | None = None,
-         virtual_stages: int | None = None, cp: int | None = None, ep: int | None = None, etp: int | None = None,
-         stage_layers: list[int] | None = None, fp8: bool = False,
-         optimizer_offload: bool = MEMORY_DEFAULTS["optimizer_offload"],
-         top: int = 10, max_micro_batch: int | None = None, stack_spread: bool = False,
-         compare_unpinned: bool = False) -> PlanResult:
+         n_gpus: int | None = None, seq_len: int | None = None, global_batch_tokens: float | None = None,
+         tokens_t: float | None = None, deadline_days: float | None = None, settings: Settings | None = None,
+         tp: int | None = None, pp: int | None = None, zero_stage: int | None = None, recompute: str | None = None,
+         micro_batch: int | None = None, seq_parallel: bool | None = None, virtual_stages: int | None = None,
+         cp: int | None = None, ep: int | None = None, etp: int | None = None, stage_layers: list[int] | None = None,
+         fp8: bool = False, optimizer_offload: bool = MEMORY_DEFAULTS["optimizer_offload"], top: int = 10,
+         max_micro_batch: int | None = None, stack_spread: bool = False, compare_unpinned: bool = False) -> PlanResult:
     """Plan the parallelism of a training run: every configuration that fits, best (fastest, then cheapest) first.
 
     ``n_gpus`` fixes the cluster; without it, ``deadline_days`` asks for the smallest cluster (whole nodes) whose
@@ -436,13 +433,12 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         outcomes: dict[str, Optional[StackOutcome]] = {}
         for sid in STACKS:
             if sid == st.stack:  # the stack assumed: the best plan itself
-                outcomes[sid] = StackOutcome(days=best.days, step_s=best.step_s, mfu=best.mfu,
-                                             memory_gb=best.memory_gb, layout=best.label())
-                continue
-            named = Settings(**{**given, "stack": sid})
-            same = again(result, settings=named, stage_layers=best.stage_layers or stage_layers,
-                         **best.layout_pins(bool(a.experts)))
-            own = same if same.plans else again(result, settings=named, stage_layers=stage_layers, **pins)
+                same = own = result
+            else:
+                named = Settings(**{**given, "stack": sid})
+                same = again(result, settings=named, stage_layers=best.stage_layers or stage_layers,
+                             **best.layout_pins(bool(a.experts)))
+                own = same if same.plans else again(result, settings=named, stage_layers=stage_layers, **pins)
             p = own.plans[0] if own.plans else None
             outcomes[sid] = None if p is None else StackOutcome(
                 days=p.days, step_s=p.step_s, mfu=p.mfu, memory_gb=p.memory_gb, same_layout=own is same,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ..errors import InputError
 from ..frameworks import get_profile
@@ -19,8 +19,6 @@ class Settings(StackFacts, MemoryRecipe, HardwareOverrides, PriceInputs):
     """Every constant of the step-time and memory model, with its default and where it comes from, by kind
     (xlcalc.planner.settings_kinds): the stack's facts, the recipe's memory inputs, overrides of the GPU's figures, the
     price; and the stack, framework and precision whose profiles fill them."""
-
-    model_config = ConfigDict(extra="forbid")
 
     stack: str = Field(
         default=DEFAULT_STACK,

@@ -171,9 +171,8 @@ def _describe(err: Any) -> str:
         return f"{key}: missing (required)"
     value = f" = {err['input']!r}" if not isinstance(err.get("input"), dict) else ""
     if err.get("type") == "extra_forbidden":
-        allowed = ", ".join(_TABLES[table].model_fields)
         where = f"[[{table}]]" if table in ("fact", "alias", "no_profile") else f"[{table}]" if table else "a stack file"
-        return f"{key}{value}: not a key of {where} (allowed: {allowed})"
+        return f"{key}{value}: not a key of {where} (allowed: {', '.join(_TABLES[table].model_fields)})"
     if err.get("type") == "string_pattern_mismatch":
         wanted = ("a lowercase name of letters, digits, '.' and '-'" if err.get("ctx", {}).get("pattern") == _ID
                   else "text, not blank")

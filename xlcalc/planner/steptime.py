@@ -105,16 +105,12 @@ def memory_base(arch: Arch, st: Settings) -> dict[str, Any]:
     them once and passes them to :func:`memory`)."""
     return {
         **_MEMORY_DEFAULTS,
-        "params_b": arch.params_b, "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads,
-        "kv_heads": arch.kv_heads, "head_dim": arch.head_dim, "ffn_hidden": max(1, round(arch.ffn_hidden)),
-        "gated_ffn": arch.gated_ffn, "vocab": arch.vocab, "tied_embeddings": arch.tied_embeddings,
-        "flash_attention": st.flash_attention,
-        "bytes_weights": st.bytes_weights, "bytes_grads": st.bytes_grads, "bytes_optimizer": st.bytes_optimizer,
-        "overhead_gb": st.overhead_gb, "expert_params_b": arch.expert_params / 1e9,
-        "cuda_context_gb": st.cuda_context_gb, "allocator_reserve_frac": st.allocator_reserve_frac,
-        "logits_buffer_bytes": st.logits_buffer_bytes, "optimizer_step_bytes": st.optimizer_step_bytes,
-        "autocast_copy_bytes": st.autocast_copy_bytes, "grads_freed": st.grads_freed,
-    }
+        **{k: getattr(arch, k) for k in ("params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "gated_ffn",
+                                         "vocab", "tied_embeddings")},
+        **{k: getattr(st, k) for k in ("flash_attention", "bytes_weights", "bytes_grads", "bytes_optimizer",
+                                       "overhead_gb", "cuda_context_gb", "allocator_reserve_frac", "grads_freed",
+                                       "logits_buffer_bytes", "optimizer_step_bytes", "autocast_copy_bytes")},
+        "ffn_hidden": max(1, round(arch.ffn_hidden)), "expert_params_b": arch.expert_params / 1e9}
 
 
 def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatches: int,
@@ -125,9 +121,8 @@ def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatc
         **(base if base is not None else memory_base(arch, st)),
         # seq_len arrives as one GPU's part of the sequence (seq_len // cp); the model takes the whole and splits it by cp
         "seq_len": seq_len * cfg.cp, "micro_batch": cfg.micro_batch, "microbatches": microbatches,
-        "tp": cfg.tp, "pp": cfg.pp,
-        "dp": cfg.dp, "zero_stage": cfg.zero_stage, "seq_parallel": cfg.seq_parallel, "recompute": cfg.recompute,
-        "virtual_stages": cfg.virtual_stages, "cp": cfg.cp,
+        "tp": cfg.tp, "pp": cfg.pp, "dp": cfg.dp, "zero_stage": cfg.zero_stage, "seq_parallel": cfg.seq_parallel,
+        "recompute": cfg.recompute, "virtual_stages": cfg.virtual_stages, "cp": cfg.cp,
         "first_stage_layers": cfg.stage_layers[0] if cfg.stage_layers and cfg.pp > 1 else 0,
         "last_stage_layers": cfg.stage_layers[-1] if cfg.stage_layers and cfg.pp > 1 else 0,
         "ep": cfg.ep, "expert_tp": cfg.etp, "optimizer_offload": cfg.offload,
