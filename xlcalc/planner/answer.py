@@ -65,9 +65,8 @@ class Plan(BaseModel):
 
     def layout_pins(self, moe: bool) -> dict[str, Any]:
         """This plan's layout as :func:`xlcalc.planner.plan` pins it (the expert TP only for an MoE)."""
-        pins: dict[str, Any] = dict(tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep, zero_stage=self.zero_stage,
-                                    recompute=self.recompute, micro_batch=self.micro_batch,
-                                    seq_parallel=self.seq_parallel, virtual_stages=self.virtual_stages)
+        pins = self.model_dump(include={"tp", "pp", "cp", "ep", "zero_stage", "recompute", "micro_batch",
+                                        "seq_parallel", "virtual_stages"})
         return {**pins, "etp": self.etp or self.tp} if moe else pins
 
     def label(self) -> str:

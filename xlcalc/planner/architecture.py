@@ -101,9 +101,7 @@ def arch_from_model(model: catalog.Model) -> Arch:
 def arch_from_flags(layers: int, hidden: int, heads: int, kv_heads: int | None = None, ffn_hidden: int | None = None,
                     vocab: int = FLAGS_VOCAB, gated_ffn: bool | None = None, seq_len: int = FLAGS_SEQ_LEN) -> Arch:
     """An architecture from its numbers (validated; FFN defaults to 4h, or 8h/3 rounded when gated)."""
-    layers = check_value("layers", layers)
-    hidden = check_value("hidden", hidden)
-    heads = check_value("heads", heads)
+    layers, hidden, heads = (check_value(n, x) for n, x in (("layers", layers), ("hidden", hidden), ("heads", heads)))
     kv = check_value("kv_heads", kv_heads if kv_heads is not None else heads)
     vocab = check_value("vocab", vocab)
     if hidden % heads:

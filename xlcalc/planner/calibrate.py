@@ -232,11 +232,10 @@ def load_profile(path: str | Path, name: str = "profile") -> Profile:
         profile = Profile.model_validate(data)
         Settings(**profile_settings(profile))
     except ValidationError as exc:
-        errors = []
-        for err in exc.errors():
-            loc = ".".join(str(x) for x in err.get("loc") or ()) or "profile"
-            errors.append(InputError(f"{name} {loc}", err.get("input") if err.get("type") != "missing" else None,
-                                     err.get("msg", "a valid value").removeprefix("Input should be ")
-                                     .removeprefix("Value error, "), f"in {path}"))
-        raise InputError.all(errors) from None
+        raise InputError.all(
+            InputError(f"{name} {'.'.join(str(x) for x in err.get('loc') or ()) or 'profile'}",
+                       err.get("input") if err.get("type") != "missing" else None,
+                       err.get("msg", "a valid value").removeprefix("Input should be ").removeprefix("Value error, "),
+                       f"in {path}")
+            for err in exc.errors()) from None
     return profile

@@ -18,8 +18,7 @@ __all__ = ["STEP_TERMS", "StepTermChange", "PlanComparison", "compare_plans"]
 STEP_TERMS: tuple[tuple[str, str], ...] = (
     ("compute", "compute_s"), ("recompute", "recompute_s"), ("TP communication", "tp_comm_s"),
     ("CP communication", "cp_comm_s"), ("PP communication", "pp_comm_s"), ("EP all-to-all", "ep_comm_s"),
-    ("DP communication", "dp_comm_s"), ("pipeline bubble", "bubble_s"), ("optimizer step", "optimizer_s"),
-)
+    ("DP communication", "dp_comm_s"), ("pipeline bubble", "bubble_s"), ("optimizer step", "optimizer_s"))
 
 
 class StepTermChange(BaseModel):

@@ -120,10 +120,8 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int
             price = p.usd_per_gpu_hour if p else None
         except CatalogError:
             p, price = None, None
-        if price is not None and p is not None:
-            price_basis = f"price catalog {p.id}, {p.tier} tier, {p.date or 'undated'}"
-        else:
-            price_basis = f"the price catalog has no rental rate for {row.id}: no cost (give usd_per_gpu_hour)"
+        price_basis = (f"price catalog {p.id}, {p.tier} tier, {p.date or 'undated'}" if price is not None and p
+                       else f"the price catalog has no rental rate for {row.id}: no cost (give usd_per_gpu_hour)")
     eff, basis = _efficiency(row, settings)
     node = settings.gpus_per_node or row.gpus_per_node or row.nvlink_domain
     domain = settings.nvlink_domain or row.nvlink_domain or node

@@ -169,8 +169,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                 probe = Config(t, p, d, 0, t > 1, "none", 1, vmax, c, layout, fp8)
                 bound = step_lower_bound(arch, hw, st, probe, seq_len, per_replica,
                                          sequence_compute_bound(arch, hw, st, probe, seq_len))
-                for e, et in eps:
-                    layouts.append((bound, t, c, p, layout, d, per_replica, mbs, vmax, e, et))
+                layouts += [(bound, t, c, p, layout, d, per_replica, mbs, vmax, e, et) for e, et in eps]
     layouts.sort(key=lambda x: x[0])
     # Branch and bound. A layout's (or a recomputation/SP choice's) bound is its compute at the plain matmul
     # efficiency with the fewest-bubble schedule it allows (no recomputation and SP for the layout's bound):

@@ -150,8 +150,7 @@ def _validate(schema: type[BaseModel], raw: dict[str, Any], label: str) -> Any:
     try:
         return schema.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(_describe(e) for e in exc.errors())
-        raise CatalogError(f"stack file {label} is not valid: {problems}") from exc
+        raise CatalogError(f"stack file {label} is not valid: {'; '.join(_describe(e) for e in exc.errors())}") from exc
 
 
 def _describe(err: Any) -> str:

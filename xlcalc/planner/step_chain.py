@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..step_steps import NOT_COVERED
 from .architecture import Arch
 from .hardware import Hardware
 from .settings import Settings
@@ -15,8 +16,6 @@ __all__ = ["not_covered", "stack_facts", "step_chain_inputs"]
 
 def not_covered(arch: Arch, st: Settings, cfg: Config) -> Optional[str]:
     """Why the chain cannot price this layout (:data:`xlcalc.step_steps.NOT_COVERED`), or None when it can."""
-    from ..step_steps import NOT_COVERED
-
     applies = {"experts": arch.moe_layers or cfg.ep > 1, "fp8": cfg.fp8, "offload": cfg.offload,
                "stage_layers": cfg.stage_layers is not None and len(set(cfg.stage_layers[1:-1])) > 1,
                "comm_sms": st.comm_sms,
@@ -47,14 +46,11 @@ def step_chain_inputs(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_l
 def stack_facts(st: Settings) -> dict[str, Any]:
     """The chain's inputs a software stack sets (its profile's facts over the planner's defaults), and whether its
     attention kernel is FlashAttention-2 on a newer GPU than it was written for (Settings.attention_by_generation)."""
-    return {
-        "attention_efficiency": st.attention_efficiency, "attention_kernel_speed": st.attention_kernel_speed,
-        "attention_by_generation": st.attention_by_generation, "flash_attention": st.flash_attention,
-        "elementwise_factor": st.elementwise_factor, "loss_bytes": st.loss_bytes, "dropout": st.dropout,
-        "link_efficiency": st.link_efficiency, "tp_overlap": st.tp_overlap, "pp_overlap": st.pp_overlap,
-        "cp_overlap": st.cp_overlap, "dp_overlap": st.dp_overlap, "grad_bytes": st.grad_bytes,
-        "bytes_weights": st.gather_bytes or st.bytes_weights, "bytes_per_param_step": st.bytes_per_param_step,
-    }
+    return {**{k: getattr(st, k) for k in ("attention_efficiency", "attention_kernel_speed", "attention_by_generation",
+                                           "flash_attention", "elementwise_factor", "loss_bytes", "dropout",
+                                           "link_efficiency", "tp_overlap", "pp_overlap", "cp_overlap", "dp_overlap",
+                                           "grad_bytes", "bytes_per_param_step")},
+            "bytes_weights": st.gather_bytes or st.bytes_weights}  # the weights as the ZeRO / FSDP gathers move them
 
 
 def _ends(cfg: Config) -> dict[str, int]:

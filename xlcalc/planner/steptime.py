@@ -326,8 +326,7 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     """
     cfg = pred.config
     t, p, d, z, b, v, c = cfg.tp, cfg.pp, cfg.dp, cfg.zero_stage, cfg.micro_batch, cfg.virtual_stages, cfg.cp
-    m = pred.microbatches
-    rc = cfg.recompute
+    m, rc = pred.microbatches, cfg.recompute
     tokens_mb = seq_len * b // c
     layers = stage_layers(arch, cfg)
     layer_s, att_layer_s, logits_s = _compute_mb(arch, hw, st, cfg, seq_len, rc)
