@@ -7,6 +7,7 @@ import argparse
 import importlib
 import sys
 
+from .. import __version__
 from ..errors import CatalogError, InputError
 
 COMMANDS = ("estimate", "memory", "catalog", "plan", "calibrate", "workbook", "read", "cost", "budget", "goodput")
@@ -15,8 +16,6 @@ COMMANDS = ("estimate", "memory", "catalog", "plan", "calibrate", "workbook", "r
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="xlcalc", description="LLM training planner: will it fit, how many GPUs, how many days, how much money.")
-    from .. import __version__
-
     parser.add_argument("--version", action="version", version=f"xlcalc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:

@@ -23,8 +23,7 @@ FLAGS = (
     ("n_gpus", "GPUs", DECLARED),
     ("days", "days of the run", SEED001["days"]),
     ("capex_usd_per_gpu", "purchase price per GPU, USD (default: the --gpu's catalog price, an error when it has "
-     "none; without --gpu seed 001's $15,000)",
-     None),
+     "none; without --gpu seed 001's $15,000)", None),
     ("capex_usd_per_server", "server without its GPUs, USD per server", DECLARED),
     ("gpus_per_node", "GPUs per server (default: the GPU's, else 8)", None),
     ("depreciation_years", "depreciation life, years", DECLARED),
@@ -61,7 +60,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def resolve_price(gpu: str | None, tier: str | None, typed) -> tuple[float, str]:
     """Rental rate and the sentence that says where it came from."""
-
     if typed is not None:
         if tier:
             raise InputError("price_tier", tier, "left out when --usd-per-gpu-hour is given",

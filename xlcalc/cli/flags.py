@@ -13,6 +13,7 @@ import argparse
 from typing import Any
 
 from ..inputs import spec
+from ..scenario import Scenario
 from ..validate import check_value
 from .fmt import cli_value
 
@@ -54,8 +55,6 @@ def flag(name: str) -> str:
 
 def input_default(name: str) -> Any:
     """The default of input ``name``: the scenario's field default (None where the input has none)."""
-    from ..scenario import Scenario
-
     field = Scenario.model_fields.get(name)
     return None if field is None else field.default
 

@@ -11,7 +11,7 @@ from ..inputs import spec
 from ..layout import stage_split
 from ..model_inputs import model_inputs
 from ..recipes import DEFAULT_RECIPE, DEFAULT_SEQ_LEN, MEMORY_DEFAULTS, RECIPES, recipe_bytes
-from ..stage_memory import PARTS, stage_memory
+from ..stage_memory import PARTS, resolve, stage_memory
 from ..validate import validate_all
 from .flags import add_command, add_switch, shown, switch_value
 from .fmt import cli_value, dump_json, number, table
@@ -270,8 +270,6 @@ def compute(args: argparse.Namespace) -> dict:
     values = values_from_args(args)
     if values.get("batch_sequences") and "microbatches" not in values:
         # checked whole by the layout check; m = B / (DP x b)
-        from ..stage_memory import resolve
-
         clean = resolve(values)
         values["microbatches"] = clean["batch_sequences"] // (clean["dp"] * clean["micro_batch"])
     out = stage_memory(**values).to_json()

@@ -253,9 +253,9 @@ def run(args: argparse.Namespace) -> int:
     for line in range_lines(result):
         print(line)
     if result.assumed:
-        print("Assumed (not given; the flag named sets it):")
-        for name, a in result.assumed.items():
-            print(f"  {_ASSUMED_LABELS.get(name, name)}: {a.shown} - {a.basis} (--{name.replace('_', '-')})")
+        print("Assumed (not given; the flag named sets it):", *(
+            f"  {_ASSUMED_LABELS.get(name, name)}: {a.shown} - {a.basis} (--{name.replace('_', '-')})"
+            for name, a in result.assumed.items()), sep="\n")
     if result.stack_spread:
         print("\nNo stack named: the best layout on each named stack (--stack ID plans with one):")
         for sid, o in result.stack_spread.items():

@@ -5,11 +5,10 @@ figures, the price. A default a help text states is read from that declaration (
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from ..planner.settings_kinds import KINDS
 from ..planner.stacks import ALIASES, DEFAULT_STACK, PLANNER, STACKS
-from .flags import add_switch
+from .flags import add_switch, shown
 from .memory import add_framework_flags
 
 __all__ = ["SETTING_FLAGS", "SETTING_SWITCHES", "add_settings_flags", "switched_settings"]
@@ -77,9 +76,7 @@ def switched_settings(args: argparse.Namespace) -> dict[str, bool]:
 
 
 def _default(name: str) -> str:
-    field = next(kind.model_fields[name] for kind in KINDS.values() if name in kind.model_fields)
-    value: Any = field.default
-    return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+    return shown(next(kind.model_fields[name].default for kind in KINDS.values() if name in kind.model_fields))
 
 
 def add_settings_flags(p: argparse.ArgumentParser, heading: str) -> argparse._ArgumentGroup:
