@@ -8,7 +8,7 @@ import argparse
 from ..errors import missing
 from ..inputs import spec
 from ..planner.calibrate import calibrate, save_profile
-from .flags import add_command, add_input
+from .flags import add_command, add_input, flag
 from .fmt import cli_value, dump_json, number
 from .plan import (
     add_layout_flags,
@@ -56,7 +56,7 @@ def _what(name: str) -> str:
         allowed = spec(name).allowed
     except KeyError:
         allowed = "given"
-    return f"{allowed}, as in the measured run (--{name.replace('_', '-')})"
+    return f"{allowed}, as in the measured run ({flag(name)})"
 
 
 def run(args: argparse.Namespace) -> int:

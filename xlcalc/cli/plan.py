@@ -16,7 +16,7 @@ from ..planner.architecture import FLAGS_VOCAB
 from ..planner.calibrate import load_profile, profile_settings
 from ..planner.stacks import PLANNER, STACKS, stack_id
 from ..validate import from_pydantic
-from .flags import add_command, add_input, add_switch, switch_value
+from .flags import add_command, add_input, add_switch, flag, switch_value
 from .fmt import cli_value, dump_json, number, price_line, table
 from .models import add_config_flag, config_model
 from .settings_flags import SETTING_FLAGS, add_settings_flags, switched_settings
@@ -56,7 +56,7 @@ def add_model_and_cluster(p: Any, title: str, n_gpus_help: str) -> argparse._Arg
     g.add_argument("--model", help="model preset id, e.g. llama2-70b")
     add_config_flag(g, seq_len_default=False)
     for name, text in _ARCH_FLAGS.items():
-        g.add_argument("--" + name.replace("_", "-"), help=text)
+        g.add_argument(flag(name), help=text)
     add_switch(g, "gated_ffn", "SwiGLU/GeGLU feed-forward (three matrices)")
     g = p.add_argument_group(title)
     g.add_argument("--gpu", required=True, help="GPU name from the catalog, e.g. H100, A800")
@@ -254,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     if result.assumed:
         print("Assumed (not given; the flag named sets it):", *(
-            f"  {_ASSUMED_LABELS.get(name, name)}: {a.shown} - {a.basis} (--{name.replace('_', '-')})"
+            f"  {_ASSUMED_LABELS.get(name, name)}: {a.shown} - {a.basis} ({flag(name)})"
             for name, a in result.assumed.items()), sep="\n")
     if result.stack_spread:
         print("\nNo stack named: the best layout on each named stack (--stack ID plans with one):")

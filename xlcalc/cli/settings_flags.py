@@ -8,7 +8,7 @@ import argparse
 
 from ..planner.settings_kinds import KINDS
 from ..planner.stacks import ALIASES, DEFAULT_STACK, PLANNER, STACKS
-from .flags import add_switch, shown
+from .flags import add_switch, flag, shown
 from .memory import add_framework_flags
 
 __all__ = ["SETTING_FLAGS", "SETTING_SWITCHES", "add_settings_flags", "switched_settings"]
@@ -90,13 +90,12 @@ def add_settings_flags(p: argparse.ArgumentParser, heading: str) -> argparse._Ar
     add_framework_flags(g)
     add_switch(g, "flash_attention", "fused (Flash) attention; FALSE: unfused, s x s scores stored")
     for name, (_field, _value, text) in SETTING_SWITCHES.items():
-        g.add_argument("--" + name.replace("_", "-"), action="store_true", help=text)
+        g.add_argument(flag(name), action="store_true", help=text)
     for kind, model in KINDS.items():
         names = [n for n in SETTING_FLAGS if n in model.model_fields]
         if not names:
             continue
         k = p.add_argument_group(f"settings: {kind}")
         for name in names:
-            k.add_argument("--" + name.replace("_", "-"),
-                           help=SETTING_FLAGS[name].replace("{default}", _default(name)))
+            k.add_argument(flag(name), help=SETTING_FLAGS[name].replace("{default}", _default(name)))
     return g
