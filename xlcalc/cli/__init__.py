@@ -7,6 +7,7 @@ import argparse
 import importlib
 import sys
 
+from .. import __version__
 from ..errors import CatalogError, InputError
 
 COMMANDS = ("estimate", "memory", "catalog", "plan", "calibrate", "workbook", "read", "cost", "budget", "goodput")
@@ -14,11 +15,7 @@ COMMANDS = ("estimate", "memory", "catalog", "plan", "calibrate", "workbook", "r
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="xlcalc",
-        description="LLM training planner: will it fit, how many GPUs, how many days, how much money.",
-    )
-    from .. import __version__
-
+        prog="xlcalc", description="LLM training planner: will it fit, how many GPUs, how many days, how much money.")
     parser.add_argument("--version", action="version", version=f"xlcalc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
@@ -35,16 +32,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _refuse_empty(args)
         return int(args.func(args) or 0)
-    except InputError as exc:
-        if len(exc.problems) > 1:  # every mistake on its own line
+    except (InputError, CatalogError) as exc:
+        if isinstance(exc, InputError) and len(exc.problems) > 1:  # every mistake on its own line
             lines = "\n".join(f"  - {p}" for p in exc.problems)
             print(f"xlcalc {args.command}: error: {len(exc.problems)} inputs are not allowed:\n{lines}",
                   file=sys.stderr)
         else:
             print(f"xlcalc {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except CatalogError as exc:
-        print(f"xlcalc {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # Ctrl-C: a file being written was left as it was (xlcalc.atomic)
         print(f"xlcalc {args.command}: interrupted", file=sys.stderr)

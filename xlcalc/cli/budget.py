@@ -69,7 +69,9 @@ def _peak(gpu: str | None, typed) -> float:
 
 def run(args: argparse.Namespace) -> int:
     if args.seed001_tiers:
-        return _tiers(args)
+        tiers = seed001_tiers(given(args, "mfu"))
+        print(dump_json(tiers) if args.json else tiers_table(tiers))
+        return 0
     if args.budget_usd is None:
         raise InputError("budget_usd", None, "given: --budget-usd X (e.g. 1e6)")
     if args.own:
@@ -81,8 +83,7 @@ def run(args: argparse.Namespace) -> int:
     rows = budget_plan(
         budget_usd=cli_value(args.budget_usd), usd_per_gpu_hour=price, peak_tflops=_peak(args.gpu, cli_value(args.peak_tflops)),
         mfu=given(args, "mfu"), days=given(args, "deadline_days"), tokens_per_param=TOKENS_PER_PARAM if args.tokens_per_param is None else cli_value(args.tokens_per_param),
-        params_b=cli_value(args.params_b),
-    )
+        params_b=cli_value(args.params_b))
     if args.json:
         print(dump_json({"price": note, "rows": [r.as_dict() for r in rows]}))
         return 0
@@ -92,15 +93,6 @@ def run(args: argparse.Namespace) -> int:
     print()
     print(table([(r.label, number(r.value, r.unit), r.unit, r.udf) for r in rows],
                 headers=("", "value", "unit", "worksheet function"), align="lrll"))
-    return 0
-
-
-def _tiers(args: argparse.Namespace) -> int:
-    rows = seed001_tiers(given(args, "mfu"))
-    if args.json:
-        print(dump_json(rows))
-        return 0
-    print(tiers_table(rows))
     return 0
 
 

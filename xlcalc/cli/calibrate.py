@@ -7,7 +7,8 @@ import argparse
 
 from ..errors import missing
 from ..inputs import spec
-from .flags import add_command, add_input
+from ..planner.calibrate import calibrate, save_profile
+from .flags import add_command, add_input, flag
 from .fmt import cli_value, dump_json, number
 from .plan import (
     add_layout_flags,
@@ -55,12 +56,10 @@ def _what(name: str) -> str:
         allowed = spec(name).allowed
     except KeyError:
         allowed = "given"
-    return f"{allowed}, as in the measured run (--{name.replace('_', '-')})"
+    return f"{allowed}, as in the measured run ({flag(name)})"
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..planner.calibrate import calibrate, save_profile
-
     lacking = [n for n in _REQUIRED if getattr(args, n) is None]
     if args.tokens_per_s is None and args.step_s is None:
         lacking.append("tokens_per_s")
@@ -71,10 +70,8 @@ def run(args: argparse.Namespace) -> int:
     profile, best = calibrate(
         model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.n_gpus), seq_len=cli_value(args.seq_len),
         global_batch_tokens=cli_value(args.global_batch_tokens), settings=settings,
-        tokens_per_s=cli_value(args.tokens_per_s),
-        step_s=cli_value(args.step_s),
-        peak_memory_gb=cli_value(args.peak_memory_gb),
-        **layout_pins(args))
+        tokens_per_s=cli_value(args.tokens_per_s), step_s=cli_value(args.step_s),
+        peak_memory_gb=cli_value(args.peak_memory_gb), **layout_pins(args))
     save_profile(profile, args.out)
     if args.json:
         print(dump_json({"profile": profile.model_dump(mode="json", by_alias=True), "out": args.out,

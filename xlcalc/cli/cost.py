@@ -23,8 +23,7 @@ FLAGS = (
     ("n_gpus", "GPUs", DECLARED),
     ("days", "days of the run", SEED001["days"]),
     ("capex_usd_per_gpu", "purchase price per GPU, USD (default: the --gpu's catalog price, an error when it has "
-     "none; without --gpu seed 001's $15,000)",
-     None),
+     "none; without --gpu seed 001's $15,000)", None),
     ("capex_usd_per_server", "server without its GPUs, USD per server", DECLARED),
     ("gpus_per_node", "GPUs per server (default: the GPU's, else 8)", None),
     ("depreciation_years", "depreciation life, years", DECLARED),
@@ -61,7 +60,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def resolve_price(gpu: str | None, tier: str | None, typed) -> tuple[float, str]:
     """Rental rate and the sentence that says where it came from."""
-
     if typed is not None:
         if tier:
             raise InputError("price_tier", tier, "left out when --usd-per-gpu-hour is given",
@@ -96,17 +94,11 @@ def resolve_capex(gpu: str | None, values: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     values = {_PARAM.get(name, name): given(args, name, default) for name, _, default in FLAGS}
-    errors: list[InputError] = []  # a missing rental rate and a missing purchase price are reported at once
-    try:
-        price, note = resolve_price(args.gpu, args.price_tier, cli_value(args.usd_per_gpu_hour))
-    except InputError as exc:
-        errors.append(exc)
-    try:
-        capex_note = resolve_capex(args.gpu, values)
-    except InputError as exc:
-        errors.append(exc)
-    if errors:
-        raise InputError.all(errors)
+    # a missing rental rate and a missing purchase price are reported at once
+    resolved = InputError.each(lambda resolve: resolve(), (
+        lambda: resolve_price(args.gpu, args.price_tier, cli_value(args.usd_per_gpu_hour)),
+        lambda: resolve_capex(args.gpu, values)))
+    (price, note), capex_note = resolved.values()
     if values["gpus_per_node"] is None:
         values["gpus_per_node"] = (catalog.get_gpu(args.gpu).gpus_per_node if args.gpu else None) or 8
     rows = own_vs_rent(usd_per_gpu_hour=price, **values)

@@ -9,6 +9,7 @@ from ..errors import InputError
 from ..inputs import spec
 from ..layout import stage_split
 from ..model_inputs import model_inputs
+from ..money import ranges
 from ..outputs import OUTPUT_BY_NAME, OUTPUTS
 from ..recipes import DEFAULT_RECIPE
 from ..scenario import INPUTS, STEP_GROUP, Scenario, evaluate, price_note
@@ -33,6 +34,11 @@ OWN_VS_RENT = ("Rent_Cost_USD", "Own_Cost_USD", "Own_USD_per_GPU_Hour", "Breakev
                "Capex_per_GPU_All_In", "Hardware_Capex_USD", "KW_per_GPU_All_In", "Facility_MW", "Racks_Needed")
 
 
+# the scenario's inputs with a flag of their own: not --job, --lora-rank, --lora-targets (add_finetune_flags, with
+# --quant), nor the step time's stack and batch (xlcalc plan's flags: estimate has no step)
+_FLAG_INPUTS = tuple(c for c in INPUTS if c.field not in FINETUNE_FIELDS and c.group != STEP_GROUP)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(
         sub, "estimate", "time, GPUs, memory and cost of a training run (rent beside own)",
@@ -52,11 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    + ", ".join(spec("price_tier").choices) + " (default: the GPU's default price)")
     add_framework_flags(p)
     add_finetune_flags(p)
-    for cell in INPUTS:  # one flag per input, its default (the scenario's) stated once
-        if cell.field in FINETUNE_FIELDS:  # --job, --lora-rank, --lora-targets (and --quant) above
-            continue
-        if cell.group == STEP_GROUP:  # the step time's stack and batch: xlcalc plan's flags (estimate has no step)
-            continue
+    for cell in _FLAG_INPUTS:  # one flag per input, its default (the scenario's) stated once
         if spec(cell.spec_name).kind == "bool":
             add_switch(p, cell.field, cell.label.replace(" (TRUE/FALSE)", ""))
         else:
@@ -71,8 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    values = {c.field: cli_value(getattr(args, c.field)) for c in INPUTS
-              if c.field not in FINETUNE_FIELDS and c.group != STEP_GROUP}
+    values = {c.field: cli_value(getattr(args, c.field)) for c in _FLAG_INPUTS}
     values.update(finetune_values(args))
     if args.price_tier and values.get("usd_per_gpu_hour") is not None:
         raise InputError("price_tier", args.price_tier, "left out when --usd-per-gpu-hour is given",
@@ -83,20 +84,14 @@ def run(args: argparse.Namespace) -> int:
                              "left out when --first-stage-layers / --last-stage-layers are given")
         # the model's layers (the split is checked against them before the layout is, and sets PP: no default PP
         # is in play until the split has given one)
-        layers = _layers(args, values)
-        split = stage_split(args.layers_per_stage, int(layers), int(float(values["pp"])) if values.get("pp") else None)
-        values.update(pp=split["pp"], first_stage_layers=split["first_stage_layers"],
-                      last_stage_layers=split["last_stage_layers"])
+        values.update(stage_split(args.layers_per_stage, int(_layers(args, values)),
+                                  int(float(values["pp"])) if values.get("pp") else None))
     scenario = Scenario.build(model=config_model(args) or args.model, gpu=args.gpu, recipe=args.recipe, price_tier=args.price_tier,
                               framework=args.framework, precision=args.precision, **values)
     results = evaluate(scenario)
     memory = explain({**scenario.cell_values(), **results}, scenario.model_dump()).to_json()
     memory.pop("inputs")
-    rng = None
-    if args.ranges:
-        from ..money import ranges
-
-        rng = ranges(scenario)
+    rng = ranges(scenario) if args.ranges else None
     if args.json:
         data = {"scenario": scenario.model_dump(), "price": price_note(scenario), "recipe": memory["recipe"],
                 "framework": framework_words(args), "results": results, "memory": memory}

@@ -13,7 +13,9 @@ import argparse
 from typing import Any
 
 from ..inputs import spec
+from ..scenario import Scenario
 from ..validate import check_value
+from .fmt import cli_value
 
 # What a command or a worksheet function is told that is not an input of the answer: what to print, where to read
 # or write. Every other documented flag and argument is an input, declared once: its spec (xlcalc.inputs), a
@@ -53,8 +55,6 @@ def flag(name: str) -> str:
 
 def input_default(name: str) -> Any:
     """The default of input ``name``: the scenario's field default (None where the input has none)."""
-    from ..scenario import Scenario
-
     field = Scenario.model_fields.get(name)
     return None if field is None else field.default
 
@@ -105,8 +105,6 @@ def tier_choices() -> str:
 
 def given(args: argparse.Namespace, name: str, default: Any = DECLARED) -> Any:
     """Input ``name`` as typed (a number where it spells one), else ``default`` (DECLARED: the scenario's)."""
-    from .fmt import cli_value
-
     value = getattr(args, name)
     if value is not None:
         return cli_value(value)
@@ -126,7 +124,5 @@ def add_switch(p: Any, name: str, text: str, default: Any = DECLARED) -> None:
 
 def switch_value(args: argparse.Namespace, name: str) -> bool | None:
     """The TRUE/FALSE a switch was given as (None when left out), checked as the input's spec takes it."""
-    from .fmt import cli_value
-
     value = getattr(args, name)
     return None if value is None else bool(check_value(name, cli_value(value), label=name))

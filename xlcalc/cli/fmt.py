@@ -42,10 +42,7 @@ def table(rows: Iterable[Sequence[Any]], headers: Sequence[str] | None = None, a
     widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(max(len(r) for r in rows))]
     out = []
     for n, r in enumerate(rows):
-        cells = []
-        for i, c in enumerate(r):
-            left = i == 0 or (align and i < len(align) and align[i] == "l")
-            cells.append(c.ljust(widths[i]) if left else c.rjust(widths[i]))
+        cells = [c.ljust(widths[i]) if i == 0 or align[i:i + 1] == "l" else c.rjust(widths[i]) for i, c in enumerate(r)]
         out.append("  ".join(cells).rstrip())
         if headers and n == 0:
             out.append("  ".join("-" * w for w in widths))

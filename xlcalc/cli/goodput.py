@@ -8,7 +8,7 @@ from ..errors import InputError, missing
 from ..formulas import goodput
 from ..money import goodput_rows
 from ..validate import check_value
-from .flags import OneDefaultFormatter, add_command, add_input, given
+from .flags import OneDefaultFormatter, add_command, add_input, flag, given
 from .fmt import cli_value, dump_json, number, table
 
 LLAMA3 = {"n_gpus": 16384, "days": 54, "interruptions": 419}  # Llama 3 paper §3.3.4
@@ -42,7 +42,7 @@ def mtbf_from_args(args: argparse.Namespace) -> tuple[float, str]:
     """Per-GPU MTBF and where it came from; several sources at once is an error naming them."""
     sources = [f for f in ("gpu_mtbf_h", "node_mtbf_h", "interruptions") if getattr(args, f) is not None]
     if len(sources) > 1:
-        raise InputError(sources[1], getattr(args, sources[1]), f"left out when --{sources[0].replace('_', '-')} is given",
+        raise InputError(sources[1], getattr(args, sources[1]), f"left out when {flag(sources[0])} is given",
                          "give the MTBF one way")
     if args.gpu_mtbf_h is not None:
         return cli_value(args.gpu_mtbf_h), "typed"

@@ -11,7 +11,7 @@ from ..inputs import spec
 from ..layout import stage_split
 from ..model_inputs import model_inputs
 from ..recipes import DEFAULT_RECIPE, DEFAULT_SEQ_LEN, MEMORY_DEFAULTS, RECIPES, recipe_bytes
-from ..stage_memory import PARTS, stage_memory
+from ..stage_memory import PARTS, resolve, stage_memory
 from ..validate import validate_all
 from .flags import add_command, add_switch, shown, switch_value
 from .fmt import cli_value, dump_json, number, table
@@ -106,18 +106,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def values_from_args(args: argparse.Namespace) -> dict:
     """The stage memory model's inputs from the flags (a model preset first, explicit flags win)."""
-    v: dict = {}
-    from_config = config_model(args)
-    if from_config is not None:
-        v.update(model_inputs(from_config))
-    elif args.model:
-        v.update(model_inputs(catalog.get_model(args.model)))
+    model = config_model(args) or (catalog.get_model(args.model) if args.model else None)
+    v: dict = model_inputs(model) if model is not None else {}
     v.setdefault("seq_len", DEFAULT_SEQ_LEN)  # no model (a config.json model has it already)
     v.update(framework_values(args))
-    for flag, _ in _NUMBER_FLAGS:
-        given = cli_value(getattr(args, flag.replace("-", "_")))
-        if given is not None:
-            v[flag.replace("-", "_")] = given
+    typed = {name: cli_value(getattr(args, name)) for name in (flag.replace("-", "_") for flag, _ in _NUMBER_FLAGS)}
+    v.update({name: value for name, value in typed.items() if value is not None})
     if args.layers_per_stage is not None:
         if v.get("first_stage_layers") is not None or v.get("last_stage_layers") is not None:
             raise InputError("layers_per_stage", args.layers_per_stage,
@@ -128,23 +122,20 @@ def values_from_args(args: argparse.Namespace) -> dict:
                              int(float(v["pp"])) if v.get("pp") is not None else None))
     # checked as typed (--n-gpus 0 is a mistake; the model's cluster_gpus = 0 would mean "not given")
     validate_all({k: v[k] for k in ("n_gpus", "global_batch") if k in v})
-    if "n_gpus" in v:
-        v["cluster_gpus"] = v.pop("n_gpus")
-    if "global_batch" in v:
-        v["batch_sequences"] = v.pop("global_batch")
+    for flag_name, name in (("n_gpus", "cluster_gpus"), ("global_batch", "batch_sequences")):  # the model's names
+        if flag_name in v:
+            v[name] = v.pop(flag_name)
     if args.sharding:
         v["sharding"] = args.sharding
     switches = InputError.each(lambda name: switch_value(args, name), (  # every TRUE/FALSE flag that is neither, at once
         "seq_parallel", "optimizer_offload", "grads_freed", "flash_attention", "gated_ffn", "tied_embeddings"))
     for name in ("seq_parallel", "optimizer_offload", "flash_attention"):
         v[name] = MEMORY_DEFAULTS[name] if switches[name] is None else switches[name]
-    if switches["grads_freed"] is not None:  # over the framework's (framework_values)
-        v["grads_freed"] = switches["grads_freed"]
+    # left out: the framework's (framework_values), the model's
+    v.update({name: switches[name] for name in ("grads_freed", "gated_ffn", "tied_embeddings")
+              if switches[name] is not None})
     v["recompute"] = MEMORY_DEFAULTS["recompute"] if args.recompute is None else args.recompute
     v.update(finetune_values(args))
-    for name in ("gated_ffn", "tied_embeddings"):  # left out: the model's
-        if switches[name] is not None:
-            v[name] = switches[name]
     if args.gpu:
         gpu = catalog.get_gpu(args.gpu)
         if v.get("memory_gb") is None:
@@ -279,20 +270,15 @@ def compute(args: argparse.Namespace) -> dict:
     values = values_from_args(args)
     if values.get("batch_sequences") and "microbatches" not in values:
         # checked whole by the layout check; m = B / (DP x b)
-        from ..stage_memory import resolve
-
         clean = resolve(values)
         values["microbatches"] = clean["batch_sequences"] // (clean["dp"] * clean["micro_batch"])
-    answer = stage_memory(**values)
-    out = answer.to_json()
+    out = stage_memory(**values).to_json()
     out["framework"] = framework_words(args)
-    if args.gpu:
-        gpu = catalog.get_gpu(args.gpu)
+    gpu = catalog.get_gpu(args.gpu) if args.gpu else None
+    if gpu is not None:
         out["gpu"] = gpu.id
-        if "fit" in out:
-            out["fit"]["capacity_basis"] = gpu.capacity_basis if args.memory_gb is None else "given"
-    elif "fit" in out:
-        out["fit"]["capacity_basis"] = "given"
+    if "fit" in out:
+        out["fit"]["capacity_basis"] = gpu.capacity_basis if gpu is not None and args.memory_gb is None else "given"
     return out
 
 
@@ -351,9 +337,8 @@ def fit_lines(out: dict) -> str:
 
 def stage_table(out: dict) -> str:
     """The memory by part of the first and last stage (StageMemory.to_json()) as a text table."""
-    stages = out["stages"]
-    rows = [("layers on the stage", number(stages["first"]["layers"]), number(stages["last"]["layers"]))]
-    for key, label in PARTS:
-        rows.append((label, f"{stages['first']['parts_gb'][key]:,.2f}", f"{stages['last']['parts_gb'][key]:,.2f}"))
-    rows.append(("total", f"{stages['first']['total_gb']:,.2f}", f"{stages['last']['total_gb']:,.2f}"))
+    first, last = out["stages"]["first"], out["stages"]["last"]
+    rows = [("layers on the stage", number(first["layers"]), number(last["layers"]))]
+    rows += [(label, f"{first['parts_gb'][key]:,.2f}", f"{last['parts_gb'][key]:,.2f}") for key, label in PARTS]
+    rows.append(("total", f"{first['total_gb']:,.2f}", f"{last['total_gb']:,.2f}"))
     return table(rows, headers=("per GPU, GB", "first stage", "last stage"))

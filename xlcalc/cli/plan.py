@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 import argparse
-import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
 from ..errors import InputError, missing
-from ..frameworks import framework_label
+from ..frameworks import framework_label, get_profile
 from ..inputs import spec
+from ..layout import parse_layers_per_stage
+from ..planner import Settings, arch_from_flags, explain, plan
 from ..planner.architecture import FLAGS_VOCAB
+from ..planner.calibrate import load_profile, profile_settings
+from ..planner.stacks import PLANNER, STACKS, stack_id
 from ..recipes import DEFAULT_SEQ_LEN
 from ..validate import from_pydantic
-from .flags import add_command, add_input, add_switch, switch_value
+from .flags import add_command, add_input, add_switch, flag, switch_value
 from .fmt import cli_value, dump_json, number, price_line, table
 from .models import add_config_flag, config_model
 from .settings_flags import SETTING_FLAGS, add_settings_flags, switched_settings
 
-if TYPE_CHECKING:
-    from ..planner import Settings
+# the architecture's flags (and --gated-ffn): plan's and calibrate's model when no --model or --config is given
+_ARCH_FLAGS = {"layers": "layers L", "hidden": "hidden size h", "heads": "attention heads a",
+               "kv_heads": "key/value heads (GQA; default = heads)", "ffn_hidden": "FFN inner size (default 4h)",
+               "vocab": f"vocabulary size (default: the model's, else {FLAGS_VOCAB})"}
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(
@@ -50,12 +56,8 @@ def add_model_and_cluster(p: Any, title: str, n_gpus_help: str) -> argparse._Arg
     g = p.add_argument_group("model (a preset or the architecture)")
     g.add_argument("--model", help="model preset id, e.g. llama2-70b")
     add_config_flag(g)
-    g.add_argument("--layers", help="layers L")
-    g.add_argument("--hidden", help="hidden size h")
-    g.add_argument("--heads", help="attention heads a")
-    g.add_argument("--kv-heads", help="key/value heads (GQA; default = heads)")
-    g.add_argument("--ffn-hidden", help="FFN inner size (default 4h)")
-    g.add_argument("--vocab", help=f"vocabulary size (default: the model's, else {FLAGS_VOCAB})")
+    for name, text in _ARCH_FLAGS.items():
+        g.add_argument(flag(name), help=text)
     add_switch(g, "gated_ffn", "SwiGLU/GeGLU feed-forward (three matrices)")
     g = p.add_argument_group(title)
     g.add_argument("--gpu", required=True, help="GPU name from the catalog, e.g. H100, A800")
@@ -98,21 +100,17 @@ def layout_pins(args: argparse.Namespace) -> dict:
                 recompute=args.recompute, micro_batch=cli_value(args.micro_batch),
                 seq_parallel=switch_value(args, "seq_parallel"), virtual_stages=cli_value(args.virtual_stages),
                 cp=cli_value(args.cp), ep=cli_value(args.ep), etp=cli_value(args.etp),
-                stage_layers=_layers_per_stage(args.layers_per_stage), fp8=args.fp8,
-                optimizer_offload=bool(switch_value(args, "optimizer_offload")))
+                stage_layers=None if args.layers_per_stage is None else parse_layers_per_stage(args.layers_per_stage),
+                fp8=args.fp8, optimizer_offload=bool(switch_value(args, "optimizer_offload")))
 
 
 def settings_from_args(args: argparse.Namespace):
     """The planner's Settings from plan's and calibrate's flags (stack, framework, switches, a saved profile)."""
-    from ..planner import Settings
-
     values = {name: cli_value(getattr(args, name)) for name in SETTING_FLAGS if getattr(args, name) is not None}
     if args.stack is not None:
-        from ..planner.stacks import stack_id
         stack_id(args.stack)  # an unknown name: its error lists the known ones
         values["stack"] = args.stack  # as typed: an alias may name its own framework (stacks.ALIAS_FRAMEWORKS)
     if args.framework is not None or args.precision is not None:  # checked here: an unknown name lists the known
-        from ..frameworks import get_profile
         profile = get_profile(args.framework, args.precision)
         values.update(framework=profile.framework, precision=profile.precision)
     if switch_value(args, "flash_attention") is not None:
@@ -129,8 +127,6 @@ def settings_from_args(args: argparse.Namespace):
 def _with_profile(path: str, values: dict) -> dict:
     """The settings of a calibration profile, with those given on the command line; a given one that contradicts
     the profile (its fitted values, its stack, a setting it was calibrated with) is refused, never preferred."""
-    from ..planner.calibrate import load_profile, profile_settings
-
     fitted = profile_settings(load_profile(path))
     clash = [InputError(k, values[k], f"left out with --profile, or {fitted[k]!r} as the profile has it",
                         f"the profile {path} was calibrated with {k} = {fitted[k]!r}")
@@ -147,8 +143,6 @@ def memory_line(st: Settings, recipe: str) -> str:
     """What the plans' memory assumed: the bytes per parameter, the other memory, and the framework whose memory
     facts (bytes, loss buffers, optimizer-step temporaries, autocast copies, gradients freed) filled the rest: the
     one named, else the stack's own (the framework its runs train with), else the memory model's defaults."""
-    from ..planner.stacks import STACKS
-
     head = f"memory: recipe {recipe}, other memory {st.overhead_gb:g} GB per GPU; "
     fw = framework_label(st.framework, st.precision)
     stack = STACKS.get(st.stack_profile or "")
@@ -161,12 +155,9 @@ def _profile_line(args: argparse.Namespace) -> str | None:
     """What a --profile plans with, in a line (None without one)."""
     if args.profile is None:
         return None
-    from ..planner.calibrate import load_profile
-
     p = load_profile(args.profile)
     on = p.calibrated_on
     margin = f", memory x {p.memory_margin:.3g} (measured / predicted)" if p.memory_margin is not None else ""
-    from ..planner.stacks import PLANNER
     return (f"calibrated: matmul efficiency {p.matmul_efficiency:.4g}{margin}, stack {p.stack or PLANNER}; from "
             f"{on.model} on {on.n_gpus} x {on.gpu} ({on.layout}), {on.measured_tokens_per_s_per_gpu:.6g} tokens/s "
             f"per GPU measured, {on.date.isoformat()} ({args.profile})")
@@ -192,28 +183,20 @@ def range_lines(result) -> list[str]:
             result.interval_note]
 
 
-def _layers_per_stage(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    parts = [x.strip() for x in text.split(",") if x.strip()]
-    if not parts or not all(re.fullmatch(r"[0-9]{1,6}", x) and int(x) > 0 for x in parts):
-        raise InputError("layers_per_stage", text, "whole numbers >= 1 separated by commas, one per pipeline stage")
-    return [int(x) for x in parts]
-
+# what plan --json prints, in order: PlanResult's fields, the price line and the --profile line
+_JSON_KEYS = ("model", "gpu", "n_gpus", "seq_len", "global_batch", "tokens_t", "matmul_efficiency",
+              "matmul_efficiency_basis", "recipe", "plans", "rejected", "evaluated", "feasible", "price",
+              "rejected_by_reason", "params_b", "architecture", "assumed", "interval", "interval_note", "stack_spread",
+              "profile", "unpinned")
 
 # the planner's names of the inputs it may assume (PlanResult.assumed), as the text output calls them
 _ASSUMED_LABELS = {"seq_len": "sequence length", "global_batch_tokens": "global batch", "tokens_t": "training tokens",
                    "stack": "stack profile", "usd_per_gpu_hour": "price"}
 
-_ARCH_FLAGS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "gated_ffn")
-
-
 def _no_architecture_with_a_model(args: argparse.Namespace, model) -> None:
     """An architecture flag given with --model or --config contradicts the preset's: refused, never ignored."""
-    if model is None:
-        return
-    given = [f for f in _ARCH_FLAGS if getattr(args, f) not in (None, False)]
-    if not given:
+    given = [f for f in (*_ARCH_FLAGS, "gated_ffn") if getattr(args, f) not in (None, False)]
+    if model is None or not given:
         return
     source = f"--config {args.config}" if getattr(args, "config", None) else f"--model {args.model}"
     raise InputError.all(
@@ -225,8 +208,6 @@ def _no_architecture_with_a_model(args: argparse.Namespace, model) -> None:
 
 def model_and_arch(args: argparse.Namespace) -> tuple:
     """The model (preset id or config.json's) or, without one, the architecture built from the flags."""
-    from ..planner import arch_from_flags
-
     arch = None
     model = config_model(args) or args.model
     _no_architecture_with_a_model(args, model)
@@ -241,44 +222,25 @@ def model_and_arch(args: argparse.Namespace) -> tuple:
         arch = arch_from_flags(
             layers=cli_value(args.layers), hidden=cli_value(args.hidden), heads=cli_value(args.heads),
             kv_heads=cli_value(args.kv_heads), ffn_hidden=cli_value(args.ffn_hidden),
-            gated_ffn=bool(switch_value(args, "gated_ffn")), **{k: v for k, v in optional.items() if v is not None},
-        )
+            gated_ffn=bool(switch_value(args, "gated_ffn")), **{k: v for k, v in optional.items() if v is not None})
     return model, arch
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..planner import explain, plan
-
     model, arch = model_and_arch(args)
     top = cli_value(args.top)
     if not isinstance(top, int) or top < 1:
         raise InputError("top", args.top, "a whole number >= 1")
-    gbt = cli_value(args.global_batch_tokens)
     result = plan(
         model, arch=arch, gpu=args.gpu, n_gpus=cli_value(args.n_gpus), seq_len=cli_value(args.seq_len),
-        global_batch_tokens=gbt, tokens_t=cli_value(args.tokens_t), deadline_days=cli_value(args.deadline_days),
-        settings=settings_from_args(args), **layout_pins(args), max_micro_batch=cli_value(args.max_micro_batch),
-        top=max(top, 10), stack_spread=True, compare_unpinned=True,
-    )
-    if args.json:
-        print(dump_json({
-            "model": result.model, "gpu": result.gpu, "n_gpus": result.n_gpus, "seq_len": result.seq_len,
-            "global_batch": result.global_batch, "tokens_t": result.tokens_t,
-            "matmul_efficiency": result.matmul_efficiency, "matmul_efficiency_basis": result.matmul_efficiency_basis,
-            "recipe": result.recipe,
-            "plans": [p.model_dump() for p in result.plans[:top]],
-            "rejected": [r.model_dump() for r in result.rejected[:20]],
-            "evaluated": result.evaluated, "feasible": result.feasible,
-            "price": price_line(args.gpu, cli_value(args.usd_per_gpu_hour)),
-            "rejected_by_reason": result.rejected_by_reason, "params_b": result.params_b,
-            "architecture": result.architecture,
-            "assumed": {name: a.model_dump() for name, a in result.assumed.items()},
-            "interval": result.interval.model_dump() if result.interval else None,
-            "interval_note": result.interval_note,
-            "stack_spread": {sid: o.model_dump() if o else None for sid, o in result.stack_spread.items()},
-            "profile": _profile_line(args),
-            "unpinned": result.unpinned.model_dump() if result.unpinned else None,
-        }))
+        global_batch_tokens=cli_value(args.global_batch_tokens), tokens_t=cli_value(args.tokens_t),
+        deadline_days=cli_value(args.deadline_days), settings=settings_from_args(args), **layout_pins(args),
+        max_micro_batch=cli_value(args.max_micro_batch), top=max(top, 10), stack_spread=True, compare_unpinned=True)
+    if args.json:  # the result's fields (the plans shown, 20 rejections), the price and the profile, in this order
+        d = result.model_dump()
+        d.update(plans=d["plans"][:top], rejected=d["rejected"][:20], profile=_profile_line(args),
+                 price=price_line(args.gpu, cli_value(args.usd_per_gpu_hour)))
+        print(dump_json({k: d[k] for k in _JSON_KEYS}))
         return 0 if result.plans else 1
     rows = [[i, p.tp, p.pp, p.cp, p.ep, p.dp, p.zero_stage, "on" if p.seq_parallel else "off", p.recompute, p.micro_batch,
              p.virtual_stages, number(p.memory_gb), f"{p.mfu:.1%}", f"{p.mfu_6nd:.1%}", number(p.tokens_per_s_per_gpu),
@@ -293,9 +255,9 @@ def run(args: argparse.Namespace) -> int:
     for line in range_lines(result):
         print(line)
     if result.assumed:
-        print("Assumed (not given; the flag named sets it):")
-        for name, a in result.assumed.items():
-            print(f"  {_ASSUMED_LABELS.get(name, name)}: {a.shown} - {a.basis} (--{name.replace('_', '-')})")
+        print("Assumed (not given; the flag named sets it):", *(
+            f"  {_ASSUMED_LABELS.get(name, name)}: {a.shown} - {a.basis} ({flag(name)})"
+            for name, a in result.assumed.items()), sep="\n")
     if result.stack_spread:
         print("\nNo stack named: the best layout on each named stack (--stack ID plans with one):")
         for sid, o in result.stack_spread.items():

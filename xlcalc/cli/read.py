@@ -52,13 +52,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"Not recalculated in the file (open and save it in a spreadsheet to compare): "
               f"{', '.join(rb.missing_cache)}")
     if rb.findings:
-        print(f"CHANGED from the workbook xlcalc writes ({len(rb.findings)}; formulas, inputs, names):")
-        for f in rb.findings:
-            print(f"  {f}")
+        print(f"CHANGED from the workbook xlcalc writes ({len(rb.findings)}; formulas, inputs, names):",
+              *(f"  {f}" for f in rb.findings), sep="\n")
     if rb.disagreements:
-        print("DISAGREEMENTS between the workbook and the engine:")
-        for d in rb.disagreements:
-            print(f"  {d}")
+        print("DISAGREEMENTS between the workbook and the engine:", *(f"  {d}" for d in rb.disagreements), sep="\n")
     if not rb.ok:
         return 1
     print("The workbook's values agree with the engine and its formulas are the ones xlcalc writes."

@@ -5,9 +5,10 @@ figures, the price. A default a help text states is read from that declaration (
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from .flags import add_switch
+from ..planner.settings_kinds import KINDS
+from ..planner.stacks import ALIASES, DEFAULT_STACK, PLANNER, STACKS
+from .flags import add_switch, flag, shown
 from .memory import add_framework_flags
 
 __all__ = ["SETTING_FLAGS", "SETTING_SWITCHES", "add_settings_flags", "switched_settings"]
@@ -75,19 +76,12 @@ def switched_settings(args: argparse.Namespace) -> dict[str, bool]:
 
 
 def _default(name: str) -> str:
-    from ..planner.settings_kinds import KINDS
-
-    field = next(kind.model_fields[name] for kind in KINDS.values() if name in kind.model_fields)
-    value: Any = field.default
-    return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+    return shown(next(kind.model_fields[name].default for kind in KINDS.values() if name in kind.model_fields))
 
 
 def add_settings_flags(p: argparse.ArgumentParser, heading: str) -> argparse._ArgumentGroup:
     """The stack, framework and switches under ``heading``, then one group of flags per kind of setting; returns the
     first group (for a command's own flags beside them)."""
-    from ..planner.settings_kinds import KINDS
-    from ..planner.stacks import ALIASES, DEFAULT_STACK, PLANNER, STACKS
-
     g = p.add_argument_group(heading)
     g.add_argument("--stack", help="software-stack profile whose documented facts and fitted matmul efficiency to "
                                    f"use: {', '.join(STACKS)}, or a name it is known by ({', '.join(ALIASES)}); "
@@ -96,13 +90,12 @@ def add_settings_flags(p: argparse.ArgumentParser, heading: str) -> argparse._Ar
     add_framework_flags(g)
     add_switch(g, "flash_attention", "fused (Flash) attention; FALSE: unfused, s x s scores stored")
     for name, (_field, _value, text) in SETTING_SWITCHES.items():
-        g.add_argument("--" + name.replace("_", "-"), action="store_true", help=text)
+        g.add_argument(flag(name), action="store_true", help=text)
     for kind, model in KINDS.items():
         names = [n for n in SETTING_FLAGS if n in model.model_fields]
         if not names:
             continue
         k = p.add_argument_group(f"settings: {kind}")
         for name in names:
-            k.add_argument("--" + name.replace("_", "-"),
-                           help=SETTING_FLAGS[name].replace("{default}", _default(name)))
+            k.add_argument(flag(name), help=SETTING_FLAGS[name].replace("{default}", _default(name)))
     return g

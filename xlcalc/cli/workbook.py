@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..errors import InputError
 from ..scenario import Scenario, load_scenario
 
 
@@ -64,25 +65,19 @@ def _terminate_as_exit() -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..atomic import check_target
     from ..workbook import build
 
-    if args.scenario:
-        scenarios = [scenario_from(s) for s in args.scenario]
-    else:
-        scenarios = [scenario_from("seed002-70b-a800")]
-    from ..atomic import check_target
-
+    scenarios = [scenario_from(s) for s in args.scenario or ["seed002-70b-a800"]]
     out = Path(args.output)
     if out.suffix.lower() != ".xlsx":
-        from ..errors import InputError
         raise InputError("output", str(out), "a file name ending in .xlsx")
-    force, follow = bool(getattr(args, "force", False)), bool(getattr(args, "follow_symlinks", False))
+    force, follow = args.force, args.follow_symlinks
     check_target(out, overwrite=force, follow_symlinks=follow)
     try:
         with _terminate_as_exit():
             lay = build(out, scenarios, overwrite=force, follow_symlinks=follow)
     except OSError as exc:
-        from ..errors import InputError
         raise InputError("output", str(out), "a path that can be written", exc.strerror or str(exc)) from None
     n = sum(1 for _ in lay.book.formula_cells())
     print(f"wrote {out} ({n} formula cells, {len(lay.book.names)} defined names; "

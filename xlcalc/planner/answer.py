@@ -3,6 +3,7 @@ and why, an input assumed, a layout on another stack, the whole result, and the 
 
 from __future__ import annotations
 
+from itertools import groupby
 from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -64,9 +65,8 @@ class Plan(BaseModel):
 
     def layout_pins(self, moe: bool) -> dict[str, Any]:
         """This plan's layout as :func:`xlcalc.planner.plan` pins it (the expert TP only for an MoE)."""
-        pins: dict[str, Any] = dict(tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep, zero_stage=self.zero_stage,
-                                    recompute=self.recompute, micro_batch=self.micro_batch,
-                                    seq_parallel=self.seq_parallel, virtual_stages=self.virtual_stages)
+        pins = self.model_dump(include={"tp", "pp", "cp", "ep", "zero_stage", "recompute", "micro_batch",
+                                        "seq_parallel", "virtual_stages"})
         return {**pins, "etp": self.etp or self.tp} if moe else pins
 
     def label(self) -> str:
@@ -84,15 +84,8 @@ class Plan(BaseModel):
 
 def _stages_text(layers: list[int]) -> str:
     """126 layers on 16 stages -> "7, 8 x 14, 7"."""
-    out: list[str] = []
-    i = 0
-    while i < len(layers):
-        j = i
-        while j < len(layers) and layers[j] == layers[i]:
-            j += 1
-        out.append(str(layers[i]) if j - i == 1 else f"{layers[i]} x {j - i}")
-        i = j
-    return ", ".join(out)
+    runs = [(n, len(list(same))) for n, same in groupby(layers)]
+    return ", ".join(str(n) if k == 1 else f"{n} x {k}" for n, k in runs)
 
 
 class Rejection(BaseModel):
@@ -188,18 +181,13 @@ def plan_table(result: PlanResult, top: int = 5) -> list[list[Any]]:
     worksheet function can spill."""
     rows: list[list[Any]] = [list(PLAN_COLUMNS)]
     pad = [""] * (len(PLAN_COLUMNS) - 4)
-    for i, p in enumerate(result.plans[:top], 1):
-        d = p.model_dump()
-        rows.append([i] + [d[k] for k in PLAN_COLUMNS[1:]])
-    for name, a in result.assumed.items():
-        rows.append(["assumed", name, a.value if a.value is not None else a.shown, a.basis] + pad)
+    rows += [[i] + [getattr(p, k) for k in PLAN_COLUMNS[1:]] for i, p in enumerate(result.plans[:top], 1)]
+    rows += [["assumed", name, a.value if a.value is not None else a.shown, a.basis] + pad
+             for name, a in result.assumed.items()]
     r = result.interval
     if r is not None:
         basis = f"{r.level:.0%} range from {r.basis}; {result.interval_note}"
-        for name in RANGE_ROWS:
-            value = getattr(r, name)
-            if value is not None:
-                rows.append(["range", name, value, basis] + pad)
+        rows += [["range", name, getattr(r, name), basis] + pad for name in RANGE_ROWS if getattr(r, name) is not None]
     elif result.plans:
         rows.append(["range", "none", "", result.interval_note] + pad)
     return rows

@@ -59,9 +59,8 @@ class Arch:
     @property
     def projection_shape(self) -> tuple[int, int, int]:
         """(heads, kv heads, head size) of the attention projections' matmuls."""
-        if self.proj_heads:
-            return self.proj_heads, self.proj_kv_heads, self.proj_head_dim
-        return self.heads, self.kv_heads, self.head_dim
+        return ((self.proj_heads, self.proj_kv_heads, self.proj_head_dim) if self.proj_heads
+                else (self.heads, self.kv_heads, self.head_dim))
 
     @property
     def n_params_b(self) -> float:
@@ -96,16 +95,13 @@ def arch_from_model(model: catalog.Model) -> Arch:
         tied_embeddings=model.tied_embeddings, params_b=model.params_b, moe=bool(model.experts),
         active_params_b=model.active_params_b, experts=model.experts, experts_active=model.experts_active,
         moe_layers=moe_layers, expert_params=expert_params,
-        proj_heads=proj[0], proj_kv_heads=proj[1], proj_head_dim=proj[2],
-    )
+        proj_heads=proj[0], proj_kv_heads=proj[1], proj_head_dim=proj[2])
 
 
 def arch_from_flags(layers: int, hidden: int, heads: int, kv_heads: int | None = None, ffn_hidden: int | None = None,
                     vocab: int = FLAGS_VOCAB, gated_ffn: bool | None = None, seq_len: int = FLAGS_SEQ_LEN) -> Arch:
     """An architecture from its numbers (validated; FFN defaults to 4h, or 8h/3 rounded when gated)."""
-    layers = check_value("layers", layers)
-    hidden = check_value("hidden", hidden)
-    heads = check_value("heads", heads)
+    layers, hidden, heads = (check_value(n, x) for n, x in (("layers", layers), ("hidden", hidden), ("heads", heads)))
     kv = check_value("kv_heads", kv_heads if kv_heads is not None else heads)
     vocab = check_value("vocab", vocab)
     if hidden % heads:
@@ -114,8 +110,6 @@ def arch_from_flags(layers: int, hidden: int, heads: int, kv_heads: int | None =
         raise InputError("kv_heads", kv, f"a divisor of heads = {heads}")
     gated = bool(gated_ffn) if gated_ffn is not None else FLAGS_GATED_FFN
     ffn = check_value("ffn_hidden", ffn_hidden if ffn_hidden is not None else 4 * hidden)
-    model = catalog.Model(
+    return arch_from_model(catalog.Model(
         id="custom", name=f"custom {layers}x{hidden}", source="architecture flags", layers=layers, hidden=hidden,
-        heads=heads, kv_heads=kv, ffn_hidden=ffn, gated_ffn=gated, vocab=vocab, seq_len=seq_len, published_params_b=1,
-    )
-    return arch_from_model(model)
+        heads=heads, kv_heads=kv, ffn_hidden=ffn, gated_ffn=gated, vocab=vocab, seq_len=seq_len, published_params_b=1))

@@ -18,7 +18,10 @@ from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..atomic import write_text
 from ..errors import InputError
+from ..untrusted import check_value as check_untrusted
+from ..untrusted import read_limited
 from ..validate import check_value
 from .answer import Plan, PlanResult
 from .search import plan
@@ -117,10 +120,7 @@ def fit_efficiency(predict_at: Callable[[float], float], measured: float, *, nam
                          "have, such as data loading or a straggler)")
     for _ in range(50):
         mid = (lo + hi) / 2
-        if predict_at(mid) > measured:
-            hi = mid
-        else:
-            lo = mid
+        lo, hi = (lo, mid) if predict_at(mid) > measured else (mid, hi)
     return round((lo + hi) / 2, 6)
 
 
@@ -159,8 +159,7 @@ def calibrate(model: Any = None, *, arch: Any = None, gpu: str, n_gpus: int, seq
         why = "; ".join(r.reason for r in first.rejected[:3]) or "no configuration of the layout"
         raise InputError("layout", first.model, "a layout the planner's memory model lets fit",
                          f"nothing to calibrate: {why}")
-    p = first.plans[0]
-    pinned = dict(pins, **p.layout_pins(first.moe))
+    pinned = dict(pins, **first.plans[0].layout_pins(first.moe))
     tokens_per_step = first.global_batch * first.seq_len
     n = first.n_gpus
 
@@ -168,8 +167,7 @@ def calibrate(model: Any = None, *, arch: Any = None, gpu: str, n_gpus: int, seq
         return tokens_per_step / (t * n)
 
     if step_s is not None:
-        step = float(check_value("step_s", step_s))
-        measured, name, shown, unit = to_step_s(step), "step_s", to_step_s, "s"
+        measured, name, shown, unit = to_step_s(float(check_value("step_s", step_s))), "step_s", to_step_s, "s"
     else:
         measured = float(check_value("tokens_per_s", tokens_per_s))
         name, shown, unit = "tokens_per_s", (lambda t: t), "tokens/s per GPU"
@@ -200,26 +198,18 @@ def calibrate(model: Any = None, *, arch: Any = None, gpu: str, n_gpus: int, seq
     stored = {k: v for k, v in values.items()
               if k != "stack" and isinstance(v, (bool, int, float, str)) and not (k in facts and facts[k] == v)}
     on = CalibratedOn(
+        **best.model_dump(include=set(CalibratedOn.model_fields)),  # the layout: TP, PP, DP, CP, EP, ZeRO, ...
         model=first.model, gpu=first.gpu, n_gpus=n, seq_len=first.seq_len, global_batch=first.global_batch,
-        layout=best.label(), tp=best.tp, pp=best.pp, dp=best.dp, cp=best.cp, ep=best.ep, zero_stage=best.zero_stage,
-        seq_parallel=best.seq_parallel, recompute=best.recompute, micro_batch=best.micro_batch,
-        virtual_stages=best.virtual_stages, fp8=best.fp8, measured_tokens_per_s_per_gpu=measured,
-        measured_step_s=to_step_s(measured), measured_peak_memory_gb=peak_memory_gb,
-        predicted_memory_gb=best.memory_gb, date=today or datetime.datetime.now(datetime.UTC).date())
-    profile = Profile(schema=SCHEMA, version=VERSION, stack=st.stack, matmul_efficiency=eff, memory_margin=margin,
-                      settings=stored, calibrated_on=on)
-    return profile, best
-
-
-def profile_json(profile: Profile) -> str:
-    return json.dumps(profile.model_dump(mode="json", by_alias=True), indent=2) + "\n"
+        layout=best.label(), measured_tokens_per_s_per_gpu=measured, measured_step_s=to_step_s(measured),
+        measured_peak_memory_gb=peak_memory_gb, predicted_memory_gb=best.memory_gb,
+        date=today or datetime.datetime.now(datetime.UTC).date())
+    return Profile(schema=SCHEMA, version=VERSION, stack=st.stack, matmul_efficiency=eff, memory_margin=margin,
+                   settings=stored, calibrated_on=on), best
 
 
 def save_profile(profile: Profile, path: str | Path) -> None:
     """Write ``profile`` as JSON to ``path``, atomically (a temporary file renamed over it)."""
-    from ..atomic import write_text
-
-    write_text(path, profile_json(profile))
+    write_text(path, json.dumps(profile.model_dump(mode="json", by_alias=True), indent=2) + "\n")
 
 
 def _refuse_constant(text: str) -> Any:
@@ -228,9 +218,6 @@ def _refuse_constant(text: str) -> Any:
 
 def load_profile(path: str | Path, name: str = "profile") -> Profile:
     """The profile in ``path``; an InputError naming the file and, for bad content, the field."""
-    from ..untrusted import check_value as check_untrusted
-    from ..untrusted import read_limited
-
     raw = read_limited(path, name, MAX_PROFILE_BYTES, "calibration profile written by xlcalc calibrate (JSON)")
     what = "a calibration profile written by xlcalc calibrate (JSON)"
     try:
@@ -245,11 +232,10 @@ def load_profile(path: str | Path, name: str = "profile") -> Profile:
         profile = Profile.model_validate(data)
         Settings(**profile_settings(profile))
     except ValidationError as exc:
-        errors = []
-        for err in exc.errors():
-            loc = ".".join(str(x) for x in err.get("loc") or ()) or "profile"
-            errors.append(InputError(f"{name} {loc}", err.get("input") if err.get("type") != "missing" else None,
-                                     err.get("msg", "a valid value").removeprefix("Input should be ")
-                                     .removeprefix("Value error, "), f"in {path}"))
-        raise InputError.all(errors) from None
+        raise InputError.all(
+            InputError(f"{name} {'.'.join(str(x) for x in err.get('loc') or ()) or 'profile'}",
+                       err.get("input") if err.get("type") != "missing" else None,
+                       err.get("msg", "a valid value").removeprefix("Input should be ").removeprefix("Value error, "),
+                       f"in {path}")
+            for err in exc.errors()) from None
     return profile

@@ -18,8 +18,7 @@ __all__ = ["STEP_TERMS", "StepTermChange", "PlanComparison", "compare_plans"]
 STEP_TERMS: tuple[tuple[str, str], ...] = (
     ("compute", "compute_s"), ("recompute", "recompute_s"), ("TP communication", "tp_comm_s"),
     ("CP communication", "cp_comm_s"), ("PP communication", "pp_comm_s"), ("EP all-to-all", "ep_comm_s"),
-    ("DP communication", "dp_comm_s"), ("pipeline bubble", "bubble_s"), ("optimizer step", "optimizer_s"),
-)
+    ("DP communication", "dp_comm_s"), ("pipeline bubble", "bubble_s"), ("optimizer step", "optimizer_s"))
 
 
 class StepTermChange(BaseModel):
@@ -57,5 +56,5 @@ def compare_plans(pinned: Any, unpinned: Any) -> PlanComparison:
                      key=lambda c: -abs(c.unpinned_s - c.pinned_s))
     return PlanComparison(layout=unpinned.label(), days=unpinned.days, step_s=unpinned.step_s, mfu=unpinned.mfu,
                           memory_gb=unpinned.memory_gb, pinned_days=pinned.days, pinned_step_s=pinned.step_s,
-                          pinned_memory_gb=pinned.memory_gb,
-                          step_saving=1 - unpinned.step_s / pinned.step_s, terms=changes)
+                          pinned_memory_gb=pinned.memory_gb, step_saving=1 - unpinned.step_s / pinned.step_s,
+                          terms=changes)

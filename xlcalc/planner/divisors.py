@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import Counter
 
 __all__ = ["divisors", "is_prime", "prime_factors"]
 
@@ -70,15 +71,8 @@ def prime_factors(n: int) -> list[int]:
 def divisors(n: int) -> list[int]:
     """The divisors of ``n`` in order, built from its prime factors (Pollard's rho): work that grows with the
     number of divisors (at most a few tens of thousands below 1e15), never a loop over every count up to ``n``."""
-    factors: list[tuple[int, int]] = []
-    for prime in sorted(set(prime_factors(n))):
-        k, m = 0, n
-        while m % prime == 0:
-            m //= prime
-            k += 1
-        factors.append((prime, k))
     divs = [1]
-    for prime, k in factors:
+    for prime, k in Counter(prime_factors(n)).items():
         divs = [d * prime ** e for d in divs for e in range(k + 1)]
     return sorted(divs)
 

@@ -27,8 +27,7 @@ def explain(result: PlanResult, top: int = 3, rejected: int = 6) -> str:
         f"{result.tokens_t:.3g} T tokens",
         _architecture_line(result),
         f"{result.evaluated:,} configurations considered, {result.feasible:,} evaluated in full fit. Matmuls at "
-        f"{result.matmul_efficiency:.1%} of peak ({result.matmul_efficiency_basis}).",
-    ]
+        f"{result.matmul_efficiency:.1%} of peak ({result.matmul_efficiency_basis})."]
     if result.rejected_by_reason:
         lines.append("Left out: " + "; ".join(
             f"{k} {v:,}" for k, v in sorted(result.rejected_by_reason.items(), key=lambda kv: -kv[1])) + ".")
@@ -37,12 +36,10 @@ def explain(result: PlanResult, top: int = 3, rejected: int = 6) -> str:
     for i, p in enumerate(result.plans[:top], 1):
         cost = f", ${p.cost_usd:,.0f}" if p.cost_usd is not None else ""
         lines += [
-            "",
-            f"#{i}  {p.label()}",
+            "", f"#{i}  {p.label()}",
             f"    MFU {p.mfu:.1%} (HFU {p.hfu:.1%}; 6·N·D convention of estimate, N = {result.params_b:,.1f} B"
             f"{' active' if result.moe else ''}: {p.mfu_6nd:.1%}), "
-            f"{p.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, "
-            f"{p.days:.1f} days, {p.gpu_hours:,.0f} GPU-hours{cost}",
+            f"{p.tokens_per_s_per_gpu:,.0f} tokens/s per GPU, {p.days:.1f} days, {p.gpu_hours:,.0f} GPU-hours{cost}",
             f"    memory {p.memory_gb:.1f} GB: weights {p.weights_gb:.1f}, gradients {p.grads_gb:.1f}, "
             f"optimizer {p.optimizer_gb:.1f}, activations {p.activations_gb:.1f}, "
             f"ZeRO-3 buffer {p.zero3_buffer_gb:.1f}, other {p.overhead_gb:.1f}",
@@ -51,8 +48,7 @@ def explain(result: PlanResult, top: int = 3, rejected: int = 6) -> str:
             f"exposed communication: TP {p.tp_comm_s:.2f} ({_pct(p.tp_comm_s, p.step_s)}), "
             f"CP {p.cp_comm_s:.2f}, PP {p.pp_comm_s:.2f}, EP {p.ep_comm_s:.2f} ({_pct(p.ep_comm_s, p.step_s)}), "
             f"DP {p.dp_comm_s:.2f} ({_pct(p.dp_comm_s, p.step_s)}); "
-            f"bubble {p.bubble_s:.2f} ({_pct(p.bubble_s, p.step_s)}), optimizer {p.optimizer_s:.3f}",
-        ]
+            f"bubble {p.bubble_s:.2f} ({_pct(p.bubble_s, p.step_s)}), optimizer {p.optimizer_s:.3f}"]
     if result.rejected and rejected:
         lines += ["", "Rejected (does not fit, or fits only tightly: prediction + margin over the card):"]
         lines += [f"  - {r.reason}" for r in result.rejected[:rejected]]

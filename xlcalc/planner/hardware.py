@@ -9,6 +9,7 @@ bandwidth is needed only when the cluster is larger than one scale-up (NVLink) d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Optional, cast
 
 from .. import catalog
@@ -31,9 +32,7 @@ SM_COUNT = {
 def attention_factor(gpu_id: str, by_generation: bool) -> float:
     """The attention kernel's share of peak on this GPU relative to A100 (1.0 when off or the GPU is not listed)."""
     share = FLASH_ATTENTION_2_SHARE.get(gpu_id)
-    if not by_generation or share is None:
-        return 1.0
-    return share / FLASH_ATTENTION_2_SHARE["a100-80gb"]
+    return share / FLASH_ATTENTION_2_SHARE["a100-80gb"] if by_generation and share is not None else 1.0
 
 
 @dataclass(frozen=True)
@@ -103,15 +102,7 @@ def _efficiency(row: catalog.GPU, settings: Any) -> tuple[Optional[float], str]:
 
 def catalog_matmul_efficiency(row: catalog.GPU) -> Optional[float]:
     """The matmul efficiency the planner takes for a GPU when neither the settings nor the stack give one."""
-    return _efficiency(row, _NO_SETTINGS)[0]
-
-
-class _NoSettings:
-    matmul_efficiency = None
-    stack = None
-
-
-_NO_SETTINGS = _NoSettings()
+    return _efficiency(row, SimpleNamespace(matmul_efficiency=None, stack=None))[0]
 
 
 def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int] = None) -> Hardware:
@@ -129,24 +120,17 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int
             price = p.usd_per_gpu_hour if p else None
         except CatalogError:
             p, price = None, None
-        if price is not None and p is not None:
-            price_basis = f"price catalog {p.id}, {p.tier} tier, {p.date or 'undated'}"
-        else:
-            price_basis = f"the price catalog has no rental rate for {row.id}: no cost (give usd_per_gpu_hour)"
+        price_basis = (f"price catalog {p.id}, {p.tier} tier, {p.date or 'undated'}" if price is not None and p
+                       else f"the price catalog has no rental rate for {row.id}: no cost (give usd_per_gpu_hour)")
     eff, basis = _efficiency(row, settings)
     node = settings.gpus_per_node or row.gpus_per_node or row.nvlink_domain
     domain = settings.nvlink_domain or row.nvlink_domain or node
     values: dict[str, Any] = dict(
         peak_tflops=settings.peak_tflops or row.half_tflops,
         memory_gb=settings.memory_gb or row.capacity_gb,  # as exposed to CUDA where a source gives it
-        hbm_tb_s=settings.hbm_tb_s or row.hbm_tb_s,
-        scaleup_gb_s=settings.scaleup_gb_s or row.scaleup_gb_s,
-        scaleout_gb_s=settings.scaleout_gb_s or row.scaleout_gb_s,
-        gpus_per_node=node,
-        matmul_efficiency=eff,
-    )
-    one_domain = n_gpus is not None and domain is not None and n_gpus <= domain
-    if one_domain and values["scaleout_gb_s"] is None:
+        hbm_tb_s=settings.hbm_tb_s or row.hbm_tb_s, scaleup_gb_s=settings.scaleup_gb_s or row.scaleup_gb_s,
+        scaleout_gb_s=settings.scaleout_gb_s or row.scaleout_gb_s, gpus_per_node=node, matmul_efficiency=eff)
+    if n_gpus is not None and domain is not None and n_gpus <= domain and values["scaleout_gb_s"] is None:
         values.pop("scaleout_gb_s")
     if n_gpus == 1 and values["scaleup_gb_s"] is None:
         values["scaleup_gb_s"] = float("inf")  # one GPU talks to nobody
@@ -155,12 +139,9 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int
         parts = [f"{_NEEDS[k][0]} ({_NEEDS[k][1]}, e.g. {_NEEDS[k][2]})" for k in missing]
         raise CatalogError(f"{row.name}: the GPU catalog has no " + "; no ".join(parts)
                            + ". Give " + ("it" if len(missing) == 1 else "each") + " with the flag named.")
-    return Hardware(
-        name=row.name, peak_tflops=values["peak_tflops"], memory_gb=values["memory_gb"],
-        hbm_tb_s=values["hbm_tb_s"], scaleup_gb_s=values["scaleup_gb_s"],
-        scaleout_gb_s=values.get("scaleout_gb_s"), gpus_per_node=values["gpus_per_node"], matmul_efficiency=values["matmul_efficiency"],
-        matmul_efficiency_basis=basis, usd_per_gpu_hour=price, price_basis=price_basis,
+    return Hardware(  # the figures checked above, by name (no scale-out inside one domain)
+        name=row.name, **{"scaleout_gb_s": None, **values}, matmul_efficiency_basis=basis,
+        usd_per_gpu_hour=price, price_basis=price_basis,
         sm_count=(settings.sm_count or SM_COUNT.get(row.id)) if settings.wave_quantization else None,
         nvlink_domain=cast(int, domain), fp8_tflops=row.fp8_tflops,  # domain falls back on the node, checked above
-        attention_factor=attention_factor(row.id, getattr(settings, "attention_by_generation", False)),
-    )
+        attention_factor=attention_factor(row.id, getattr(settings, "attention_by_generation", False)))

@@ -21,8 +21,10 @@ from ..errors import InputError
 from ..recipes import MEMORY_DEFAULTS
 from ..validate import check_value
 from .answer import Plan
+from .defaults import resolve_model
 from .search import plan
 from .settings import Settings
+from .stacks import stack_choices, stack_id
 from .steptime import Arch
 
 __all__ = ["LAYOUT_CHOICES", "layout_prediction"]
@@ -81,8 +83,6 @@ def layout_prediction(model: str | catalog.Model | None = None, *, arch: Arch | 
 
 
 def _stack_settings(stack: str) -> Settings:
-    from .stacks import stack_choices, stack_id
-
     if not isinstance(stack, str):
         raise InputError("stack", stack, stack_choices())
     return Settings(stack=stack_id(stack))
@@ -90,11 +90,8 @@ def _stack_settings(stack: str) -> Settings:
 
 def _experts(model: str | catalog.Model | None, arch: Arch | None) -> int:
     """The routed experts of the model (0: dense); an unknown name raises the planner's own error."""
-    from .defaults import resolve_model
-
-    if model is None and arch is None:
-        return 0  # plan names it, with every other input missing
-    return resolve_model(model, arch).experts
+    # neither given: 0, and plan names it with every other input missing
+    return 0 if model is None and arch is None else resolve_model(model, arch).experts
 
 
 def _no_plan(result: Any, pins: dict[str, Any]) -> InputError:

@@ -12,7 +12,7 @@ import json
 import math
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,8 +43,7 @@ class PredictionRange(BaseModel):
 @lru_cache(maxsize=1)
 def interval_data() -> dict[str, Any]:
     """The shipped percentiles (scripts/make_validation.py writes them)."""
-    data: dict[str, Any] = json.loads(INTERVAL_JSON.read_text(encoding="utf-8"))
-    return data
+    return cast(dict[str, Any], json.loads(INTERVAL_JSON.read_text(encoding="utf-8")))
 
 
 def mfu_range_factors(d: dict[str, Any] | None = None) -> tuple[float, float]:

@@ -22,6 +22,7 @@ from .defaults import catalog_model, resolve_model, run_defaults
 from .divisors import divisors
 from .ranges import prediction_range, range_note
 from .settings import Settings
+from .stacks import DEFAULT_STACK_BASIS, PLANNER, STACKS
 from .steptime import (
     Arch,
     Config,
@@ -52,19 +53,11 @@ def _plan_of(pred: Prediction, n: int, tokens_t: float, price: Optional[float], 
     cost = fcost.cloud_cost_usd.raw(gpu_hours=hours, usd_per_gpu_hour=price) if price is not None else None
     # the 6ND convention of estimate and TRAIN_DAYS: the MFU whose days (6*N*D / (peak * GPUs * MFU)) are the plan's
     mfu_6nd = fc.implied_mfu.raw(params_b=params_b, tokens_t=tokens_t, peak_tflops=peak_tflops, gpu_hours=hours)
-    return Plan.model_construct(  # computed here from validated inputs: no re-validation
-        tp=c.tp, pp=c.pp, dp=c.dp, zero_stage=c.zero_stage, seq_parallel=c.seq_parallel, recompute=c.recompute,
-        micro_batch=c.micro_batch, virtual_stages=c.virtual_stages, microbatches=pred.microbatches, cp=c.cp,
-        stage_layers=list(c.stage_layers) if c.stage_layers else None, fp8=c.fp8, mfu_6nd=mfu_6nd, ep=c.ep, etp=c.etp,
-        optimizer_offload=c.offload,
-        cp_comm_s=pred.cp_comm_s, ep_comm_s=pred.ep_comm_s, recompute_s=pred.recompute_s,
-        memory_gb=pred.memory_gb, fits=pred.fits, weights_gb=pred.weights_gb, grads_gb=pred.grads_gb,
-        optimizer_gb=pred.optimizer_gb, zero3_buffer_gb=pred.zero3_buffer_gb, activations_gb=pred.activations_gb,
-        overhead_gb=pred.overhead_gb, step_s=pred.step_s, compute_s=pred.compute_s, tp_comm_s=pred.tp_comm_s,
-        pp_comm_s=pred.pp_comm_s, dp_comm_s=pred.dp_comm_s, bubble_s=pred.bubble_s, optimizer_s=pred.optimizer_s,
-        mfu=pred.mfu, hfu=pred.hfu, tokens_per_s_per_gpu=pred.tokens_per_s_per_gpu, days=days, gpu_hours=hours,
-        cost_usd=cost,
-    )
+    # the layout's and the prediction's fields under Plan's names (model_construct takes Plan's fields, in its order,
+    # and ignores the rest); computed here from validated inputs: no re-validation
+    return Plan.model_construct(**{
+        **c._asdict(), **vars(pred), "stage_layers": list(c.stage_layers) if c.stage_layers else None,
+        "optimizer_offload": c.offload, "mfu_6nd": mfu_6nd, "days": days, "gpu_hours": hours, "cost_usd": cost})
 
 
 def uneven_stages(layers: int, pp: int) -> Optional[tuple[int, ...]]:
@@ -83,19 +76,13 @@ def uneven_stages(layers: int, pp: int) -> Optional[tuple[int, ...]]:
 
 def _stage_options(arch: Arch, pp: Optional[int],
                    stage_layers: Optional[Sequence[int]]) -> list[tuple[int, Optional[tuple[int, ...]]]]:
+    """(PP, its stages) to search: the pinned stages, else every PP that splits the layers evenly (stages None) or
+    unevenly as Meta's layout does (:func:`uneven_stages`)."""
     if stage_layers is not None:
         return [(len(stage_layers), tuple(stage_layers))]
-    out: list[tuple[int, Optional[tuple[int, ...]]]] = []
-    for p in range(1, arch.layers + 1):
-        if pp is not None and p != pp:
-            continue
-        if arch.layers % p == 0:
-            out.append((p, None))
-        else:
-            u = uneven_stages(arch.layers, p)
-            if u is not None:
-                out.append((p, u))
-    return out
+    options = [(p, None if arch.layers % p == 0 else uneven_stages(arch.layers, p))
+               for p in range(1, arch.layers + 1) if pp is None or p == pp]
+    return [(p, stages) for p, stages in options if arch.layers % p == 0 or stages is not None]
 
 
 def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, global_batch: int, *,
@@ -134,10 +121,8 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
         tps = [t for t in tps if t == tp]
         if not tps:
             reject(f"TP={tp} does not divide the {n_gpus} GPUs")
-    if cp is not None:
-        cps = [cp]
-    else:
-        cps = [1] + [2 ** k for k in range(1, 12) if seq_len % (2 * 2 ** k) == 0 and seq_len // 2 ** k >= min_cp_tokens]
+    cps = [cp] if cp is not None else [1] + [2 ** k for k in range(1, 12)
+                                             if seq_len % (2 * 2 ** k) == 0 and seq_len // 2 ** k >= min_cp_tokens]
     stage_opts = _stage_options(arch, pp, stage_layers)
     zeros = [zero_stage] if zero_stage is not None else [0, 1, 2, 3]
     rcs = [recompute] if recompute is not None else list(RECOMPUTE)
@@ -184,8 +169,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                 probe = Config(t, p, d, 0, t > 1, "none", 1, vmax, c, layout, fp8)
                 bound = step_lower_bound(arch, hw, st, probe, seq_len, per_replica,
                                          sequence_compute_bound(arch, hw, st, probe, seq_len))
-                for e, et in eps:
-                    layouts.append((bound, t, c, p, layout, d, per_replica, mbs, vmax, e, et))
+                layouts += [(bound, t, c, p, layout, d, per_replica, mbs, vmax, e, et) for e, et in eps]
     layouts.sort(key=lambda x: x[0])
     # Branch and bound. A layout's (or a recomputation/SP choice's) bound is its compute at the plain matmul
     # efficiency with the fewest-bubble schedule it allows (no recomputation and SP for the layout's bound):
@@ -308,16 +292,13 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                 micro_batch="micro_batch", seq_parallel="seq_parallel", virtual_stages="virtual_stages", cp="cp",
                 fp8="fp8", top="microbatches", max_micro_batch="max_micro_batch")
 def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, gpu: str | None = None,
-         n_gpus: int | None = None,
-         seq_len: int | None = None, global_batch_tokens: float | None = None, tokens_t: float | None = None,
-         deadline_days: float | None = None,
-         settings: Settings | None = None, tp: int | None = None, pp: int | None = None, zero_stage: int | None = None,
-         recompute: str | None = None, micro_batch: int | None = None, seq_parallel: bool | None = None,
-         virtual_stages: int | None = None, cp: int | None = None, ep: int | None = None, etp: int | None = None,
-         stage_layers: list[int] | None = None, fp8: bool = False,
-         optimizer_offload: bool = MEMORY_DEFAULTS["optimizer_offload"],
-         top: int = 10, max_micro_batch: int | None = None, stack_spread: bool = False,
-         compare_unpinned: bool = False) -> PlanResult:
+         n_gpus: int | None = None, seq_len: int | None = None, global_batch_tokens: float | None = None,
+         tokens_t: float | None = None, deadline_days: float | None = None, settings: Settings | None = None,
+         tp: int | None = None, pp: int | None = None, zero_stage: int | None = None, recompute: str | None = None,
+         micro_batch: int | None = None, seq_parallel: bool | None = None, virtual_stages: int | None = None,
+         cp: int | None = None, ep: int | None = None, etp: int | None = None, stage_layers: list[int] | None = None,
+         fp8: bool = False, optimizer_offload: bool = MEMORY_DEFAULTS["optimizer_offload"], top: int = 10,
+         max_micro_batch: int | None = None, stack_spread: bool = False, compare_unpinned: bool = False) -> PlanResult:
     """Plan the parallelism of a training run: every configuration that fits, best (fastest, then cheapest) first.
 
     ``n_gpus`` fixes the cluster; without it, ``deadline_days`` asks for the smallest cluster (whole nodes) whose
@@ -365,8 +346,6 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         assumed["tokens_t"] = Assumed(value=tokens_t, shown=f"{tokens_t:.3g} T tokens", basis=basis)
     tokens_t = check_value("tokens_t", tokens_t)
     if not st.stack_named:
-        from .stacks import DEFAULT_STACK_BASIS, PLANNER, STACKS
-
         assumed["stack"] = Assumed(value=st.stack, shown=f"{st.stack} (the default)",
                                    basis=f"{DEFAULT_STACK_BASIS}; name yours with --stack: " + ", ".join(STACKS)
                                          + f", an alias (nemo, torchtitan, hf-trainer, ...), or {PLANNER} for the "
@@ -375,11 +354,9 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         assumed["usd_per_gpu_hour"] = Assumed(
             value=hw.usd_per_gpu_hour, shown="none" if hw.usd_per_gpu_hour is None
             else f"{hw.usd_per_gpu_hour:g} USD per GPU-hour", basis=hw.price_basis)
-    pins: dict[str, Any] = dict(tp=tp, pp=pp, zero_stage=zero_stage, recompute=recompute, micro_batch=micro_batch,
-                                seq_parallel=seq_parallel, virtual_stages=virtual_stages, cp=cp, ep=ep, etp=etp)
-    for name, value in pins.items():
-        if value is not None:
-            pins[name] = check_value(name, value)
+    typed: dict[str, Any] = dict(tp=tp, pp=pp, zero_stage=zero_stage, recompute=recompute, micro_batch=micro_batch,
+                                 seq_parallel=seq_parallel, virtual_stages=virtual_stages, cp=cp, ep=ep, etp=etp)
+    pins: dict[str, Any] = {name: None if value is None else check_value(name, value) for name, value in typed.items()}
     if pins["tp"] is not None and (a.heads % pins["tp"] or a.kv_heads % pins["tp"]):
         raise InputError("tp", pins["tp"], f"a divisor of heads = {a.heads} and kv heads = {a.kv_heads}")
     if pins["tp"] is not None and pins["tp"] > hw.nvlink_domain:
@@ -429,17 +406,15 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         given_eff = st.matmul_efficiency is not None
         best = plans[0] if plans else None
         return PlanResult(
-            interval=None if best is None or given_eff else prediction_range(best.mfu, best.days, best.gpu_hours,
-                                                                             best.cost_usd, st.stack,
-                                                                             st.stack_named),
+            interval=None if best is None or given_eff else prediction_range(
+                best.mfu, best.days, best.gpu_hours, best.cost_usd, st.stack, st.stack_named),
             interval_note=range_note(given_eff, st.stack, st.stack_named),
             model=a.name, gpu=hw.name, n_gpus=n, seq_len=seq_len, global_batch=global_batch, tokens_t=tokens_t,
             gpu_memory_gb=hw.memory_gb, matmul_efficiency=hw.matmul_efficiency,
             matmul_efficiency_basis=hw.matmul_efficiency_basis, settings=st, params_b=a.n_params_b,
             recipe=recipe_label(st.bytes_weights, st.bytes_grads, st.bytes_optimizer), plans=plans, moe=a.moe,
             rejected=_rejections(misses, hw.memory_gb), evaluated=count, feasible=len(fits),
-            rejected_by_reason=reasons, assumed=assumed, architecture=architecture,
-        )
+            rejected_by_reason=reasons, assumed=assumed, architecture=architecture)
 
     def again(result: PlanResult, **kw: Any) -> PlanResult:
         """This run planned again on ``result``'s cluster for its best plan only, with the settings and pins ``kw``."""
@@ -452,20 +427,17 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         layout does not fit the stack's memory, the stack's own best plan under the caller's pins."""
         if not stack_spread or st.stack_named or not result.plans:
             return result
-        from .stacks import STACKS
-
         best = result.plans[0]
         given = st.model_dump(exclude_unset=True)
         outcomes: dict[str, Optional[StackOutcome]] = {}
         for sid in STACKS:
             if sid == st.stack:  # the stack assumed: the best plan itself
-                outcomes[sid] = StackOutcome(days=best.days, step_s=best.step_s, mfu=best.mfu,
-                                             memory_gb=best.memory_gb, layout=best.label())
-                continue
-            named = Settings(**{**given, "stack": sid})
-            same = again(result, settings=named, stage_layers=best.stage_layers or stage_layers,
-                         **best.layout_pins(bool(a.experts)))
-            own = same if same.plans else again(result, settings=named, stage_layers=stage_layers, **pins)
+                same = own = result
+            else:
+                named = Settings(**{**given, "stack": sid})
+                same = again(result, settings=named, stage_layers=best.stage_layers or stage_layers,
+                             **best.layout_pins(bool(a.experts)))
+                own = same if same.plans else again(result, settings=named, stage_layers=stage_layers, **pins)
             p = own.plans[0] if own.plans else None
             outcomes[sid] = None if p is None else StackOutcome(
                 days=p.days, step_s=p.step_s, mfu=p.mfu, memory_gb=p.memory_gb, same_layout=own is same,
@@ -486,9 +458,8 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
     if deadline_days is None:
         raise InputError("n_gpus", None, "a GPU count, or a deadline in days to size the cluster for")
     deadline = check_value("days", deadline_days)
-    node = hw.gpus_per_node
-    sizes = sorted({node * k * f for k in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096) for f in (1, 1.5)
-                    if float(k * f).is_integer()})
+    sizes = sorted({hw.gpus_per_node * k * f for k in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+                    for f in (1, 1.5) if float(k * f).is_integer()})
     lo, hi, best = 0, len(sizes) - 1, None
     while lo <= hi:
         mid = (lo + hi) // 2
@@ -512,10 +483,10 @@ def _rejections(misses: list[Prediction], cap: float, limit: int = 20) -> list[R
         c = p.config
         sp = ", SP" if c.seq_parallel else ""
         rc = "no recompute" if c.recompute == "none" else f"{c.recompute} recompute"
-        out.append(Rejection.model_construct(
-            tp=c.tp, pp=c.pp, zero_stage=c.zero_stage, seq_parallel=c.seq_parallel, recompute=c.recompute,
-            micro_batch=c.micro_batch, memory_gb=p.memory_gb, cp=c.cp, ep=c.ep,
-            reason=(f"TP={c.tp}, PP={c.pp}{f', CP={c.cp}' if c.cp > 1 else ''}{f', EP={c.ep}' if c.ep > 1 else ''}, ZeRO-{c.zero_stage}{sp}, {rc}: {p.verdict or 'does not fit'} - needs {p.memory_gb:.0f} GB "
+        out.append(Rejection.model_construct(  # the layout's fields by name (those Rejection lacks ignored)
+            **c._asdict(), memory_gb=p.memory_gb,
+            reason=(f"TP={c.tp}, PP={c.pp}{f', CP={c.cp}' if c.cp > 1 else ''}{f', EP={c.ep}' if c.ep > 1 else ''}, "
+                    f"ZeRO-{c.zero_stage}{sp}, {rc}: {p.verdict or 'does not fit'} - needs {p.memory_gb:.0f} GB "
                     f"(+ margin {p.margin_gb:.1f}: CUDA context and allocator reserve) of {cap:.0f} "
                     f"(weights {p.weights_gb:.0f}, gradients {p.grads_gb:.0f}, optimizer {p.optimizer_gb:.0f}, "
                     f"activations {p.activations_gb:.0f}, other {p.overhead_gb + p.zero3_buffer_gb:.0f})"),

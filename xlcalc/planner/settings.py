@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ..errors import InputError
+from ..frameworks import get_profile
 from .settings_kinds import HardwareOverrides, MemoryRecipe, PriceInputs, StackFacts
 from .stacks import DEFAULT_STACK, PLANNER, STACKS, stack_choices, stack_framework, stack_id
 
@@ -18,8 +19,6 @@ class Settings(StackFacts, MemoryRecipe, HardwareOverrides, PriceInputs):
     """Every constant of the step-time and memory model, with its default and where it comes from, by kind
     (xlcalc.planner.settings_kinds): the stack's facts, the recipe's memory inputs, overrides of the GPU's figures, the
     price; and the stack, framework and precision whose profiles fill them."""
-
-    model_config = ConfigDict(extra="forbid")
 
     stack: str = Field(
         default=DEFAULT_STACK,
@@ -57,23 +56,17 @@ class Settings(StackFacts, MemoryRecipe, HardwareOverrides, PriceInputs):
         if not isinstance(data, dict):
             return handler(data)
         given = {k for k, v in data.items() if not (k in ("framework", "precision") and v is None)}
-        filled: dict[str, Any] = {}
         name = data.get("stack", DEFAULT_STACK)
         try:
             sid = stack_id(name) if isinstance(name, str) else None
         except InputError:
             sid = None  # the field validator reports it
-        if sid in STACKS:
-            filled.update(STACKS[sid].settings)
+        filled: dict[str, Any] = dict(STACKS[sid].settings) if sid in STACKS else {}
         if data.get("framework") is not None or data.get("precision") is not None:
-            from ..frameworks import get_profile
-
             profile = get_profile(data.get("framework"), data.get("precision"))  # an unknown name: InputError
             filled.update(profile.values())
             data = {**data, "framework": profile.framework, "precision": profile.precision}
         elif sid in STACKS and stack_framework(name) is not None:
-            from ..frameworks import get_profile
-
             # no framework named: the stack's own (Stack.framework), so the plan holds the memory its runs hold
             profile = get_profile(stack_framework(name))
             filled.update(profile.values(), framework=profile.framework, precision=profile.precision)

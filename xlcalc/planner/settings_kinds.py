@@ -15,11 +15,15 @@ _BYTES = default_bytes()
 __all__ = ["StackFacts", "MemoryRecipe", "HardwareOverrides", "PriceInputs", "KINDS"]
 
 
-class StackFacts(BaseModel):
-    """What a software stack does that the step time must know: kernel efficiencies, attention, loss and elementwise
-    traffic, overlaps, collective bytes. A stack profile (xlcalc.planner.stacks) sets these, each fact with its source."""
+class _Kind(BaseModel):
+    """One kind of setting: a name that is none of its fields is refused."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+class StackFacts(_Kind):
+    """What a software stack does that the step time must know: kernel efficiencies, attention, loss and elementwise
+    traffic, overlaps, collective bytes. A stack profile (xlcalc.planner.stacks) sets these, each fact with its source."""
 
     matmul_efficiency: Optional[float] = Field(
         default=None, gt=0, le=1,
@@ -117,12 +121,10 @@ class StackFacts(BaseModel):
     bytes_per_param_step: float = Field(default=30, ge=0, description="HBM bytes per parameter the Adam step reads and writes.")
 
 
-class MemoryRecipe(BaseModel):
+class MemoryRecipe(_Kind):
     """What the memory model takes from the training recipe: bytes per parameter, loss buffers, optimizer temporaries,
     autocast copies, gradients freed, the flat allowance and the fit's margin. A framework profile (xlcalc.frameworks)
     sets these."""
-
-    model_config = ConfigDict(extra="forbid")
 
     bytes_weights: float = Field(default=_BYTES["bytes_weights"], ge=0,
                                  description=f"Bytes per parameter: weights (recipe {DEFAULT_RECIPE}).")
@@ -154,10 +156,8 @@ class MemoryRecipe(BaseModel):
                     "memory model as it is.")
 
 
-class HardwareOverrides(BaseModel):
+class HardwareOverrides(_Kind):
     """Overrides of the GPU catalog's figures (xlcalc.planner.hardware.resolve_hardware: None takes the catalog's)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     peak_tflops: Optional[float] = Field(default=None, gt=0, description="Override the GPU's dense bf16 (else fp16) peak TFLOP/s.")
     memory_gb: Optional[float] = Field(default=None, gt=0, description="Override the GPU's memory (GB).")
@@ -185,10 +185,8 @@ class HardwareOverrides(BaseModel):
                     "the matmul efficiency.")
 
 
-class PriceInputs(BaseModel):
+class PriceInputs(_Kind):
     """The price of a GPU-hour (None: the price catalog's)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     usd_per_gpu_hour: Optional[float] = Field(default=None, ge=0, description="Price per GPU-hour; None: the price catalog's, if any.")
 

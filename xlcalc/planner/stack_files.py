@@ -110,8 +110,7 @@ def load_stack_files(folder: str | Path | None = None, reserved: Optional[dict[s
     where: Traversable = Path(folder) if folder is not None else STACKS_DIR
     shown = str(folder) if folder is not None else "xlcalc/data/stacks"
     names_label = f"{shown}/{NAMES_FILE}"
-    names_raw = _read(where / NAMES_FILE, names_label)
-    names = _validate(_NamesFile, names_raw, names_label)
+    names = _validate(_NamesFile, _read(where / NAMES_FILE, names_label), names_label)
     profiles = names.profiles
     _check_names(names, names_label, reserved or {})
     try:
@@ -123,9 +122,9 @@ def load_stack_files(folder: str | Path | None = None, reserved: Optional[dict[s
         raise CatalogError(f"stack files {shown}: {', '.join(stray)} not listed in {NAMES_FILE} profiles "
                            f"({', '.join(profiles)}); list each profile there, in the order the faces show them")
     loaded = tuple(_profile(where / f"{sid}.toml", f"{shown}/{sid}.toml", sid) for sid in profiles)
-    aliases = {a.name: (a.stack, a.source) for a in names.alias}
-    frameworks = {a.name: a.framework for a in names.alias if a.framework is not None}
-    return StackFiles(loaded, aliases, frameworks, {n.name: n.why for n in names.no_profile})
+    return StackFiles(loaded, {a.name: (a.stack, a.source) for a in names.alias},
+                      {a.name: a.framework for a in names.alias if a.framework is not None},
+                      {n.name: n.why for n in names.no_profile})
 
 
 def _read(path: Traversable, label: str) -> dict[str, Any]:
@@ -151,8 +150,7 @@ def _validate(schema: type[BaseModel], raw: dict[str, Any], label: str) -> Any:
     try:
         return schema.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(_describe(e) for e in exc.errors())
-        raise CatalogError(f"stack file {label} is not valid: {problems}") from exc
+        raise CatalogError(f"stack file {label} is not valid: {'; '.join(_describe(e) for e in exc.errors())}") from exc
 
 
 def _describe(err: Any) -> str:
@@ -172,9 +170,8 @@ def _describe(err: Any) -> str:
         return f"{key}: missing (required)"
     value = f" = {err['input']!r}" if not isinstance(err.get("input"), dict) else ""
     if err.get("type") == "extra_forbidden":
-        allowed = ", ".join(_TABLES[table].model_fields)
         where = f"[[{table}]]" if table in ("fact", "alias", "no_profile") else f"[{table}]" if table else "a stack file"
-        return f"{key}{value}: not a key of {where} (allowed: {allowed})"
+        return f"{key}{value}: not a key of {where} (allowed: {', '.join(_TABLES[table].model_fields)})"
     if err.get("type") == "string_pattern_mismatch":
         wanted = ("a lowercase name of letters, digits, '.' and '-'" if err.get("ctx", {}).get("pattern") == _ID
                   else "text, not blank")
@@ -184,8 +181,7 @@ def _describe(err: Any) -> str:
 
 def _profile(path: Traversable, label: str, sid: str) -> dict[str, Any]:
     """One profile's Stack arguments, every rule of the module docstring checked."""
-    raw = _read(path, label)
-    spec: _StackFile = _validate(_StackFile, raw, label)
+    spec: _StackFile = _validate(_StackFile, _read(path, label), label)
     problems = []
     if spec.id != sid:
         problems.append(f"id = {spec.id!r}: the file's name without .toml ({sid!r})")
@@ -194,12 +190,11 @@ def _profile(path: Traversable, label: str, sid: str) -> dict[str, Any]:
     if "matmul_efficiency" in spec.settings:
         problems.append(f"settings.matmul_efficiency = {spec.settings['matmul_efficiency']!r}: give the efficiency in "
                         "[fitted] (fitted to the stack's runs, docs/validation.md)")
-    both = sorted(set(fitted) & set(spec.settings))
-    problems += [f"settings.{k} = {spec.settings[k]!r}: also in [fitted]; give it once" for k in both]
+    problems += [f"settings.{k} = {spec.settings[k]!r}: also in [fitted]; give it once"
+                 for k in sorted(set(fitted) & set(spec.settings))]
     named = {k for fact in spec.fact for k in fact.sets}
-    for i, fact in enumerate(spec.fact):
-        problems += [f"[[fact]] #{i + 1} sets = {k!r}: not a key of [settings] ({', '.join(spec.settings) or 'none'})"
-                     for k in fact.sets if k not in spec.settings]
+    problems += [f"[[fact]] #{i + 1} sets = {k!r}: not a key of [settings] ({', '.join(spec.settings) or 'none'})"
+                 for i, fact in enumerate(spec.fact) for k in fact.sets if k not in spec.settings]
     problems += [f"settings.{k} = {v!r}: no fact names it in sets (each pinned value is stated by a sourced fact; "
                  "a fitted one goes in [fitted])" for k, v in spec.settings.items() if k not in named]
     if spec.framework is not None and spec.framework.id not in FRAMEWORKS:

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..errors import CatalogError
+from ..errors import CatalogError, InputError
 from ..frameworks import profile_values
 from .stack_files import load_stack_files
 
@@ -122,7 +122,6 @@ def stack_choices() -> str:
 def stack_id(name: str) -> str:
     """The profile id (or :data:`PLANNER`) a stack name means: an id, an alias, case and spaces ignored; an
     InputError naming the stack and listing the ids and aliases otherwise (software with no profile: why)."""
-    from ..errors import InputError
     key = str(name).strip().lower().replace(" ", "-").replace("_", "-")
     if key in STACKS or key == PLANNER:
         return key
@@ -136,7 +135,6 @@ def stack_id(name: str) -> str:
 
 def get_stack(stack_id_or_alias: str) -> Stack:
     """The named stack profile (an id or an alias); an InputError lists the known ones."""
-    from ..errors import InputError
     sid = stack_id(stack_id_or_alias)
     if sid == PLANNER:
         raise InputError("stack", stack_id_or_alias, "a named stack profile: " + ", ".join(STACKS))

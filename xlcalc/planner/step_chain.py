@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..step_steps import NOT_COVERED
 from .architecture import Arch
 from .hardware import Hardware
 from .settings import Settings
@@ -15,35 +16,22 @@ __all__ = ["not_covered", "stack_facts", "step_chain_inputs"]
 
 def not_covered(arch: Arch, st: Settings, cfg: Config) -> Optional[str]:
     """Why the chain cannot price this layout (:data:`xlcalc.step_steps.NOT_COVERED`), or None when it can."""
-    from ..step_steps import NOT_COVERED
-
-    if arch.moe_layers or cfg.ep > 1:
-        return NOT_COVERED["experts"]
-    if cfg.fp8:
-        return NOT_COVERED["fp8"]
-    if cfg.offload:
-        return NOT_COVERED["offload"]
-    if cfg.stage_layers is not None and len(set(cfg.stage_layers[1:-1])) > 1:
-        return NOT_COVERED["stage_layers"]
-    if st.comm_sms:
-        return NOT_COVERED["comm_sms"]
-    if arch.projection_shape != (arch.heads, arch.kv_heads, arch.head_dim):
-        return NOT_COVERED["projection"]
-    return None
+    applies = {"experts": arch.moe_layers or cfg.ep > 1, "fp8": cfg.fp8, "offload": cfg.offload,
+               "stage_layers": cfg.stage_layers is not None and len(set(cfg.stage_layers[1:-1])) > 1,
+               "comm_sms": st.comm_sms,
+               "projection": arch.projection_shape != (arch.heads, arch.kv_heads, arch.head_dim)}
+    return next((NOT_COVERED[why] for why, does in applies.items() if does), None)
 
 
 def step_chain_inputs(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int,
                       global_batch: int) -> dict[str, Any]:
     """The chain's inputs for one configuration (global_batch in sequences), the planner's values one for one."""
     return {
-        "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads, "kv_heads": arch.kv_heads,
-        "head_dim": arch.head_dim, "ffn_hidden": arch.ffn_hidden, "gated_ffn": arch.gated_ffn, "vocab": arch.vocab,
-        "layer_params": arch.layer_params, "embedding_params": arch.embedding_params,
-        "tied_embeddings": arch.tied_embeddings,
-        "seq_len": seq_len, "micro_batch": cfg.micro_batch,
-        "microbatches": microbatches_per_step(cfg, global_batch),
-        "tp": cfg.tp, "pp": cfg.pp, "dp": cfg.dp, "cp": cfg.cp, "zero_stage": cfg.zero_stage,
-        "seq_parallel": cfg.seq_parallel, "recompute": cfg.recompute, "virtual_stages": cfg.virtual_stages,
+        **{k: getattr(arch, k) for k in ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "gated_ffn",
+                                         "vocab", "layer_params", "embedding_params", "tied_embeddings")},
+        **{k: getattr(cfg, k) for k in ("micro_batch", "tp", "pp", "dp", "cp", "zero_stage", "seq_parallel",
+                                        "recompute", "virtual_stages")},
+        "seq_len": seq_len, "microbatches": microbatches_per_step(cfg, global_batch),
         # the end stages' layers where they differ from the middle ones (0: an even split)
         **_ends(cfg),
         "peak_tflops": hw.peak_tflops, "matmul_efficiency": hw.matmul_efficiency,
@@ -58,14 +46,11 @@ def step_chain_inputs(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_l
 def stack_facts(st: Settings) -> dict[str, Any]:
     """The chain's inputs a software stack sets (its profile's facts over the planner's defaults), and whether its
     attention kernel is FlashAttention-2 on a newer GPU than it was written for (Settings.attention_by_generation)."""
-    return {
-        "attention_efficiency": st.attention_efficiency, "attention_kernel_speed": st.attention_kernel_speed,
-        "attention_by_generation": st.attention_by_generation, "flash_attention": st.flash_attention,
-        "elementwise_factor": st.elementwise_factor, "loss_bytes": st.loss_bytes, "dropout": st.dropout,
-        "link_efficiency": st.link_efficiency, "tp_overlap": st.tp_overlap, "pp_overlap": st.pp_overlap,
-        "cp_overlap": st.cp_overlap, "dp_overlap": st.dp_overlap, "grad_bytes": st.grad_bytes,
-        "bytes_weights": st.gather_bytes or st.bytes_weights, "bytes_per_param_step": st.bytes_per_param_step,
-    }
+    return {**{k: getattr(st, k) for k in ("attention_efficiency", "attention_kernel_speed", "attention_by_generation",
+                                           "flash_attention", "elementwise_factor", "loss_bytes", "dropout",
+                                           "link_efficiency", "tp_overlap", "pp_overlap", "cp_overlap", "dp_overlap",
+                                           "grad_bytes", "bytes_per_param_step")},
+            "bytes_weights": st.gather_bytes or st.bytes_weights}  # the weights as the ZeRO / FSDP gathers move them
 
 
 def _ends(cfg: Config) -> dict[str, int]:

@@ -96,11 +96,6 @@ def stage_params(arch: Arch, pp: int) -> float:
         tied_embeddings=arch.tied_embeddings))
 
 
-def stage_expert_params(arch: Arch, pp: int) -> float:
-    """Routed-expert parameters of the largest pipeline stage (its share of the layers; 0 for a dense model)."""
-    return arch.expert_params / pp
-
-
 # the memory model's defaults (the default recipe and xlcalc.recipes.MEMORY_DEFAULTS: constants), read once
 _MEMORY_DEFAULTS = sm.defaults()
 
@@ -110,16 +105,12 @@ def memory_base(arch: Arch, st: Settings) -> dict[str, Any]:
     them once and passes them to :func:`memory`)."""
     return {
         **_MEMORY_DEFAULTS,
-        "params_b": arch.params_b, "layers": arch.layers, "hidden": arch.hidden, "heads": arch.heads,
-        "kv_heads": arch.kv_heads, "head_dim": arch.head_dim, "ffn_hidden": max(1, round(arch.ffn_hidden)),
-        "gated_ffn": arch.gated_ffn, "vocab": arch.vocab, "tied_embeddings": arch.tied_embeddings,
-        "flash_attention": st.flash_attention,
-        "bytes_weights": st.bytes_weights, "bytes_grads": st.bytes_grads, "bytes_optimizer": st.bytes_optimizer,
-        "overhead_gb": st.overhead_gb, "expert_params_b": arch.expert_params / 1e9,
-        "cuda_context_gb": st.cuda_context_gb, "allocator_reserve_frac": st.allocator_reserve_frac,
-        "logits_buffer_bytes": st.logits_buffer_bytes, "optimizer_step_bytes": st.optimizer_step_bytes,
-        "autocast_copy_bytes": st.autocast_copy_bytes, "grads_freed": st.grads_freed,
-    }
+        **{k: getattr(arch, k) for k in ("params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "gated_ffn",
+                                         "vocab", "tied_embeddings")},
+        **{k: getattr(st, k) for k in ("flash_attention", "bytes_weights", "bytes_grads", "bytes_optimizer",
+                                       "overhead_gb", "cuda_context_gb", "allocator_reserve_frac", "grads_freed",
+                                       "logits_buffer_bytes", "optimizer_step_bytes", "autocast_copy_bytes")},
+        "ffn_hidden": max(1, round(arch.ffn_hidden)), "expert_params_b": arch.expert_params / 1e9}
 
 
 def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatches: int,
@@ -130,9 +121,8 @@ def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatc
         **(base if base is not None else memory_base(arch, st)),
         # seq_len arrives as one GPU's part of the sequence (seq_len // cp); the model takes the whole and splits it by cp
         "seq_len": seq_len * cfg.cp, "micro_batch": cfg.micro_batch, "microbatches": microbatches,
-        "tp": cfg.tp, "pp": cfg.pp,
-        "dp": cfg.dp, "zero_stage": cfg.zero_stage, "seq_parallel": cfg.seq_parallel, "recompute": cfg.recompute,
-        "virtual_stages": cfg.virtual_stages, "cp": cfg.cp,
+        "tp": cfg.tp, "pp": cfg.pp, "dp": cfg.dp, "zero_stage": cfg.zero_stage, "seq_parallel": cfg.seq_parallel,
+        "recompute": cfg.recompute, "virtual_stages": cfg.virtual_stages, "cp": cfg.cp,
         "first_stage_layers": cfg.stage_layers[0] if cfg.stage_layers and cfg.pp > 1 else 0,
         "last_stage_layers": cfg.stage_layers[-1] if cfg.stage_layers and cfg.pp > 1 else 0,
         "ep": cfg.ep, "expert_tp": cfg.etp, "optimizer_offload": cfg.offload,
@@ -158,15 +148,12 @@ def memory(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, mi
         zero3_buffer_gb=env[f"Mem_{stage}_Gathered_GB"] + env[f"Mem_{stage}_FP8_GB"],
         activations_gb=env[f"Mem_{stage}_Activations_GB"] + env["Mem_Recompute_GB"] + env[f"Mem_{stage}_Logits_GB"],
         overhead_gb=values["overhead_gb"] + values["comm_buffer_gb"], memory_gb=total,
-        fits=verdict == "fits", verdict=verdict, margin_gb=margin,
-    )
+        fits=verdict == "fits", verdict=verdict, margin_gb=margin)
 
 
 def stage_layers(arch: Arch, cfg: Config) -> tuple[int, ...] | tuple[float, ...]:
     """Layers of each pipeline stage: the pinned list, else L/p each."""
-    if cfg.stage_layers is not None:
-        return cfg.stage_layers
-    return (arch.layers / cfg.pp,) * cfg.pp
+    return cfg.stage_layers if cfg.stage_layers is not None else (arch.layers / cfg.pp,) * cfg.pp
 
 
 @lru_cache(maxsize=65536)
@@ -224,23 +211,30 @@ def _per_layer(hidden: int, heads: int, kv_heads: int, head_dim: int, ffn_hidden
     return layer_mm + att + ew_layer, att, logits + ew_logits
 
 
-def _compute_mb(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int,
-                rc: str) -> tuple[float, float, float]:
-    """Per micro-batch on one GPU: (one layer's compute, its attention part, the logit layer's compute)."""
-    t, c, b = cfg.tp, cfg.cp, cfg.micro_batch
+def _layer_times(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, tokens: int, rc: str,
+                 sm_count: Optional[int]) -> tuple[float, float, float]:
+    """:func:`_per_layer` of this architecture, GPU, settings and layout for ``tokens`` on one GPU, recomputation
+    ``rc`` and wave quantization on ``sm_count`` SMs (None: none)."""
     peak = _compute_peak(hw, st)
     # FP8 (Transformer Engine recipe): the blocks' linear layers at the FP8 peak; attention, logits, norms in bf16
     mm_peak = (hw.fp8_tflops or hw.peak_tflops) * peak / hw.peak_tflops * st.fp8_efficiency_ratio if cfg.fp8 else peak
-    layer_s, att_s, logits_s = _per_layer(
-        arch.hidden, arch.heads, arch.kv_heads, arch.head_dim, arch.ffn_hidden, arch.vocab, arch.gated_ffn,
-        seq_len * b // c, seq_len, t, cfg.seq_parallel, rc, peak, mm_peak, hw.matmul_efficiency, hw.sm_count,
-        hw.hbm_tb_s, st.flash_attention, st.attention_efficiency, st.elementwise_factor, hw.attention_factor,
-        st.fp8_cast_bytes if cfg.fp8 else 0.0, st.fp8_forward_casts_fused, arch.projection_shape, st.loss_bytes, st.dropout,
-        st.attention_kernel_speed)
+    return _per_layer(
+        arch.hidden, arch.heads, arch.kv_heads, arch.head_dim, arch.ffn_hidden, arch.vocab, arch.gated_ffn, tokens,
+        seq_len, cfg.tp, cfg.seq_parallel, rc, peak, mm_peak, hw.matmul_efficiency, sm_count, hw.hbm_tb_s,
+        st.flash_attention, st.attention_efficiency, st.elementwise_factor, hw.attention_factor,
+        st.fp8_cast_bytes if cfg.fp8 else 0.0, st.fp8_forward_casts_fused, arch.projection_shape, st.loss_bytes,
+        st.dropout, st.attention_kernel_speed)
+
+
+def _compute_mb(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int,
+                rc: str) -> tuple[float, float, float]:
+    """Per micro-batch on one GPU: (one layer's compute, its attention part, the logit layer's compute)."""
+    tokens = seq_len * cfg.micro_batch // cfg.cp
+    layer_s, att_s, logits_s = _layer_times(arch, hw, st, cfg, seq_len, tokens, rc, hw.sm_count)
     if arch.moe_layers:
         # token permutation for the experts, averaged over the layers as the FFN is (each TP rank its share)
         layer_s += fs.moe_permute_time_s.fast(layers_per_stage=arch.moe_layers / arch.layers,
-                                              tokens=seq_len * b // c / t, hidden=arch.hidden,
+                                              tokens=tokens / cfg.tp, hidden=arch.hidden,
                                               topk=arch.experts_active, hbm_tb_s=hw.hbm_tb_s, recompute=rc,
                                               elementwise_factor=st.elementwise_factor)
     return layer_s, att_s, logits_s
@@ -269,15 +263,7 @@ def _slowest_stage(layers: Sequence[float], layer_s: float, logits_s: float, p: 
 def sequence_compute_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int) -> float:
     """Compute of one sequence on the slowest stage with no tile or wave quantization (every matmul at the plain
     efficiency): a bound below the compute of any micro-batch, b sequences taking at least b times this."""
-    peak = _compute_peak(hw, st)
-    mm_peak = (hw.fp8_tflops or hw.peak_tflops) * peak / hw.peak_tflops * st.fp8_efficiency_ratio if cfg.fp8 else peak
-    layer_s, _, logits_s = _per_layer(arch.hidden, arch.heads, arch.kv_heads, arch.head_dim, arch.ffn_hidden,
-                                      arch.vocab, arch.gated_ffn, seq_len // cfg.cp, seq_len, cfg.tp,
-                                      cfg.seq_parallel, cfg.recompute, peak, mm_peak, hw.matmul_efficiency, None,
-                                      hw.hbm_tb_s, st.flash_attention, st.attention_efficiency,
-                                      st.elementwise_factor, hw.attention_factor,
-                                      st.fp8_cast_bytes if cfg.fp8 else 0.0, st.fp8_forward_casts_fused,
-                                      arch.projection_shape, st.loss_bytes, st.dropout, st.attention_kernel_speed)
+    layer_s, _, logits_s = _layer_times(arch, hw, st, cfg, seq_len, seq_len // cfg.cp, cfg.recompute, None)
     return _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, cfg.pp)[0]
 
 
@@ -298,12 +284,17 @@ def microbatch_lower_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, 
     :func:`step_lower_bound` that does not depend on the number of micro-batches or the interleaving)."""
     layer_s, _, logits_s = _compute_mb(arch, hw, st, cfg, seq_len, cfg.recompute)
     microbatch_s, layers_slow, _ = _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, cfg.pp)
-    if cfg.tp > 1:
-        microbatch_s += fcomm.tp_comm_time_s.fast(
-            layers_per_stage=layers_slow, seq_len=seq_len // cfg.cp, micro_batch=cfg.micro_batch,
-            hidden=arch.hidden, tp=cfg.tp, scaleup_gb_s=hw.scaleup_gb_s, link_efficiency=st.link_efficiency,
-            recompute=cfg.recompute, tp_overlap=st.tp_overlap)
-    return microbatch_s
+    return microbatch_s + _tp_comm_s(arch, hw, st, cfg, seq_len, layers_slow)
+
+
+def _tp_comm_s(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, layers: float) -> float:
+    """Exposed tensor-parallel communication of ``layers`` layers per micro-batch, inside the NVLink domain."""
+    if cfg.tp == 1:
+        return 0.0
+    return cast(float, fcomm.tp_comm_time_s.fast(
+        layers_per_stage=layers, seq_len=seq_len // cfg.cp, micro_batch=cfg.micro_batch, hidden=arch.hidden,
+        tp=cfg.tp, scaleup_gb_s=hw.scaleup_gb_s, link_efficiency=st.link_efficiency, recompute=cfg.recompute,
+        tp_overlap=st.tp_overlap))
 
 
 @lru_cache(maxsize=1024)
@@ -335,8 +326,7 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     """
     cfg = pred.config
     t, p, d, z, b, v, c = cfg.tp, cfg.pp, cfg.dp, cfg.zero_stage, cfg.micro_batch, cfg.virtual_stages, cfg.cp
-    m = pred.microbatches
-    rc = cfg.recompute
+    m, rc = pred.microbatches, cfg.recompute
     tokens_mb = seq_len * b // c
     layers = stage_layers(arch, cfg)
     layer_s, att_layer_s, logits_s = _compute_mb(arch, hw, st, cfg, seq_len, rc)
@@ -349,12 +339,7 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
         recompute_mb = max(0.0, compute_mb - layers_slow * plain_layer - (plain_logits if last else 0.0))
     domain = hw.nvlink_domain
     scaleout = hw.scaleout_gb_s or float("inf")  # None only when the whole cluster is one domain
-    # tensor parallelism, inside the NVLink domain
-    t_tp = 0.0
-    if t > 1:
-        t_tp = fcomm.tp_comm_time_s.fast(layers_per_stage=layers_slow, seq_len=seq_len // c, micro_batch=b,
-                                        hidden=arch.hidden, tp=t, scaleup_gb_s=hw.scaleup_gb_s,
-                                        link_efficiency=st.link_efficiency, recompute=rc, tp_overlap=st.tp_overlap)
+    t_tp = _tp_comm_s(arch, hw, st, cfg, seq_len, layers_slow)
     # context parallelism: KV ring over t*c consecutive ranks, hidden behind the attention
     t_cp = 0.0
     if c > 1:
@@ -388,24 +373,21 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     mb_s = compute_mb + t_tp + t_cp + t_p2p + t_ep
     # data parallelism (gradients reduced over dp x cp ranks, t apart), hierarchical; routed experts are split over
     # ep x expert-TP of the stage's t x c x d GPUs and reduced over the rest (the expert data-parallel group,
-    # ep x expert-TP apart)
-    psi_expert = stage_expert_params(arch, p) / et / e
+    # ep x expert-TP apart); a stage's routed-expert parameters are its share of the layers' (0 for a dense model)
+    psi_expert = arch.expert_params / p / et / e
     edp = t * c * d // (e * et)
-    psi_dense = (stage_params(arch, p) - stage_expert_params(arch, p)) / t
-    psi = psi_dense + psi_expert
-    t_dp = 0.0
-    dpc = d * c
-    dp_kw = dict(microbatch_s=mb_s, scaleup_gb_s=hw.scaleup_gb_s, scaleout_gb_s=scaleout,
-                 link_efficiency=st.link_efficiency, zero_stage=z, microbatches=m, grad_bytes=st.grad_bytes,
-                 bytes_weights=st.gather_bytes or st.bytes_weights, overlap_frac=st.dp_overlap)
-    if dpc > 1:
-        g = fcomm.ranks_per_domain.fast(ranks=dpc, stride_gpus=t, nvlink_domain=domain)
-        t_dp = fcomm.dp_comm_time_hierarchical_s.fast(params_per_gpu=psi_dense if e > 1 else psi, dp=dpc,
-                                                      ranks_per_domain=g, **dp_kw)
+    psi_dense = (stage_params(arch, p) - arch.expert_params / p) / t
+
+    def dp_s(params: float, ranks: int, stride: int) -> float:  # a group of ranks this many GPUs apart
+        g = fcomm.ranks_per_domain.fast(ranks=ranks, stride_gpus=stride, nvlink_domain=domain)
+        return cast(float, fcomm.dp_comm_time_hierarchical_s.fast(
+            params_per_gpu=params, dp=ranks, ranks_per_domain=g, microbatch_s=mb_s, scaleup_gb_s=hw.scaleup_gb_s,
+            scaleout_gb_s=scaleout, link_efficiency=st.link_efficiency, zero_stage=z, microbatches=m,
+            grad_bytes=st.grad_bytes, bytes_weights=st.gather_bytes or st.bytes_weights, overlap_frac=st.dp_overlap))
+
+    t_dp = dp_s(psi_dense if e > 1 else psi_dense + psi_expert, d * c, t) if d * c > 1 else 0.0
     if e > 1 and edp > 1 and psi_expert > 0:
-        g = fcomm.ranks_per_domain.fast(ranks=edp, stride_gpus=e * et, nvlink_domain=domain)
-        t_dp += fcomm.dp_comm_time_hierarchical_s.fast(params_per_gpu=psi_expert, dp=edp, ranks_per_domain=g,
-                                                       **dp_kw)
+        t_dp += dp_s(psi_expert, edp, e * et)
     # the optimizer's shard: ZeRO splits each GPU's states over its data-parallel group (experts: expert DP); offloaded,
     # Adam runs in host memory and the updated weights return over PCIe
     def optimizer_s(params_b: float, shards: int) -> float:
@@ -447,8 +429,7 @@ def microbatches_per_step(cfg: Config, global_batch: int) -> int:
 
 def evaluate(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, global_batch: int) -> Prediction:
     """Memory and step time of one configuration (global_batch in sequences)."""
-    microbatches = microbatches_per_step(cfg, global_batch)
     with numeric():
-        pred = memory(arch, hw, st, cfg, seq_len // cfg.cp, microbatches)
+        pred = memory(arch, hw, st, cfg, seq_len // cfg.cp, microbatches_per_step(cfg, global_batch))
         return timing(pred, arch, hw, st, seq_len, global_batch)
 
