@@ -32,7 +32,7 @@ from .model_inputs import model_inputs
 from .outputs import MESSAGE_OUTPUTS, OUTPUTS, RANGES
 from .planner.defaults import default_global_batch_tokens
 from .planner.stacks import DEFAULT_STACK, stack_id
-from .recipes import DEFAULT_SEQ_LEN, DEFAULT_VOCAB, MEMORY_DEFAULTS, RECIPE_FIELDS, default_bytes, get_recipe
+from .recipes import DEFAULT_SEQ_LEN, DEFAULT_VOCAB, MEMORY_DEFAULTS, default_bytes, get_recipe, recipe_bytes
 from .untrusted import check_text, check_value, read_limited
 from .validate import from_pydantic, validate_one
 
@@ -366,8 +366,7 @@ class Scenario(BaseModel):
         if values.get("framework") or values.get("precision"):  # the framework's memory inputs; a recipe wins
             merged.update(get_profile(values.get("framework"), values.get("precision")).values())
         if values.get("recipe"):
-            r = get_recipe(str(values["recipe"]))
-            merged.update({field: getattr(r, attr) for field, attr in RECIPE_FIELDS.items()})
+            merged.update(recipe_bytes(str(values["recipe"])))
         prices = _catalog_prices(values)
         merged.update(prices)
         merged.update({k: v for k, v in values.items() if v is not None and k not in prices})
@@ -419,8 +418,7 @@ def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:
     naming the GPU and the tier.
     """
     out: dict[str, Any] = {}
-    tier = values.get("price_tier")
-    gpu = values.get("gpu")
+    tier, gpu = values.get("price_tier"), values.get("gpu")
     if gpu and values.get("capex_usd_per_gpu") is None:  # whatever the rental price, owning is the GPU's
         buy = catalog.purchase_price(gpu)
         if buy is not None:
@@ -435,14 +433,8 @@ def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:
     if tier and not gpu:
         raise InputError("price_tier", tier, "used with a GPU (gpu = ...) whose catalog prices it picks from")
     if gpu:
-        row = None
-        if tier:
-            row = catalog.rental_price(gpu, tier)
-        else:
-            default = catalog.price_for(gpu)
-            if default is not None and default.usd_per_gpu_hour is not None:
-                row = default
-        if row is not None:
+        row = catalog.rental_price(gpu, tier) if tier else catalog.price_for(gpu)  # (a tier's row has its rate)
+        if row is not None and row.usd_per_gpu_hour is not None:
             out.update(usd_per_gpu_hour=row.usd_per_gpu_hour, price_tier=row.tier, price_id=row.id)
     return out
 
