@@ -469,10 +469,7 @@ def price_for(gpu_label: str) -> Price | None:
     """
     gpu = get_gpu(gpu_label)
     rows = [p for p in prices() if p.gpu == gpu.id]
-    for p in rows:
-        if p.default:
-            return p
-    return rows[0] if rows else None
+    return next((p for p in rows if p.default), rows[0] if rows else None)
 
 
 def rental_price(gpu_label: str, tier: str | None = None) -> Price:
@@ -481,8 +478,6 @@ def rental_price(gpu_label: str, tier: str | None = None) -> Price:
     A tier the catalog has no price for raises :class:`~xlcalc.errors.InputError` naming the GPU and the
     tier, and the tiers it does have; the price is never guessed.
     """
-    from .errors import InputError
-
     gpu = get_gpu(gpu_label)
     rows = [p for p in prices() if p.gpu == gpu.id and p.usd_per_gpu_hour is not None]
     have = ", ".join(f'"{p.tier}"' for p in rows) or "none"
@@ -508,10 +503,7 @@ def rental_price(gpu_label: str, tier: str | None = None) -> Price:
 def purchase_price(gpu_label: str) -> Price | None:
     """The price row with a purchase price (capex) for a GPU, or None when no source gives one."""
     gpu = get_gpu(gpu_label)
-    for p in prices():
-        if p.gpu == gpu.id and p.capex_usd_per_gpu is not None:
-            return p
-    return None
+    return next((p for p in prices() if p.gpu == gpu.id and p.capex_usd_per_gpu is not None), None)
 
 
 def missing_capex(gpu_label: str | None) -> InputError:
