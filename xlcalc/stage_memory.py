@@ -494,19 +494,9 @@ class StageMemory:
 def explain(env: Mapping[str, Any], inputs: Mapping[str, Any]) -> StageMemory:
     """A :class:`StageMemory` from :func:`evaluate`'s result."""
     names = {st.part: st.name for st in memory_steps() if st.part and st.of == "First"}
-    parts: dict[str, dict[str, float]] = {}
-    for st in STAGES:
-        row = {}
-        for key, _label in PARTS:
-            if key == "comm_buffers":
-                row[key] = env["Comm_Buffer_GB"]
-            elif key == "other":
-                row[key] = env["Overhead_GB"]
-            elif key == "recompute_working":
-                row[key] = env["Mem_Recompute_GB"]
-            else:
-                row[key] = env[names[key].replace("_First_", f"_{st}_")]
-        parts[st.lower()] = row
+    shared = {"comm_buffers": "Comm_Buffer_GB", "other": "Overhead_GB", "recompute_working": "Mem_Recompute_GB"}
+    parts = {st.lower(): {key: env[shared.get(key) or names[key].replace("_First_", f"_{st}_")]
+                          for key, _label in PARTS} for st in STAGES}
     totals = {st.lower(): env[f"Mem_{st}_Total_GB"] for st in STAGES}
     cap = env.get("GPU_Memory_GB")
     return StageMemory(
