@@ -85,23 +85,19 @@ def _check_untrusted(cfg: Mapping[str, Any], where: str) -> None:
     for k, v in cfg.items():
         key = f"{where}: {k}"
         check_text(key, str(k))
-        if isinstance(v, _HugeNumber):
-            raise InputError(key, f"a number of {len(v.lstrip('-'))} digits", "a number of at most 30 digits")
         _check_nested(key, v, 1)
 
 
 def _check_nested(key: str, v: Any, depth: int) -> None:
     if isinstance(v, _HugeNumber):
         raise InputError(key, f"a number of {len(v.lstrip('-'))} digits", "a number of at most 30 digits")
+    if isinstance(v, (dict, list)) and depth >= MAX_DEPTH:
+        raise InputError(key, "(nested)", f"a value nested at most {MAX_DEPTH} levels deep")
     if isinstance(v, dict):
-        if depth >= MAX_DEPTH:
-            raise InputError(key, "(nested)", f"a value nested at most {MAX_DEPTH} levels deep")
         for k2, v2 in v.items():
             check_text(f"{key}.{k2}", str(k2))
             _check_nested(f"{key}.{k2}", v2, depth + 1)
     elif isinstance(v, list):
-        if depth >= MAX_DEPTH:
-            raise InputError(key, "(nested)", f"a value nested at most {MAX_DEPTH} levels deep")
         for i, v2 in enumerate(v):
             _check_nested(f"{key}[{i}]", v2, depth + 1)
     else:
