@@ -87,11 +87,9 @@ class UnknownNameError(InputError, KeyError):
 
 def missing(names: Iterable[str], allowed: Any = None, where: str = "") -> InputError:
     """Every missing input of a call at once. ``allowed(name)`` says what each may be."""
-    errors = []
-    for n in names:
-        what = allowed(n) if callable(allowed) else (allowed or "given")
-        errors.append(InputError(n, None, what, "the input is required" + (f" by {where}" if where else "")))
-    return InputError.all(errors)
+    required = "the input is required" + (f" by {where}" if where else "")
+    return InputError.all([InputError(n, None, allowed(n) if callable(allowed) else (allowed or "given"), required)
+                           for n in names])
 
 
 def _line(name: str, value: Any, allowed: str, detail: str) -> str:
