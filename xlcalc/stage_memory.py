@@ -124,8 +124,10 @@ class Step:
         return cast(Expr, self.formula(**self.args))
 
 
-def _default_sources() -> dict[str, Expr]:
-    return {k: Var(spec(k).excel_name) for k in MODEL_INPUTS}
+def sources(inputs: tuple[str, ...], src: Mapping[str, Any] | None) -> dict[str, Expr]:
+    """A chain's inputs as expressions: ``src`` (input-spec name -> expression or value) over each input's defined
+    name."""
+    return {**{k: Var(spec(k).excel_name) for k in inputs}, **{k: wrap(v) for k, v in (src or {}).items()}}
 
 
 def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, layout_dp: Any = None
@@ -135,7 +137,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     ``capacity`` (an expression, e.g. ``Var("GPU_Memory_GB")``) adds the fit and the largest micro-batch;
     ``layout_dp`` replaces DP in the layout check (a workbook whose DP cell shows the check's message).
     """
-    s = {**_default_sources(), **{k: wrap(v) for k, v in (src or {}).items()}}
+    s = sources(MODEL_INPUTS, src)
     steps: list[Step] = []
 
     def add(name: str, formula: Formula, label: str, part: str | None = None, of: str | None = None,

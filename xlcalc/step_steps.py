@@ -31,7 +31,7 @@ from .formulas import steptime as fs
 from .inputs import spec
 from .layout import stage_layer_counts
 from .registry import Formula
-from .stage_memory import Step
+from .stage_memory import Step, sources
 
 __all__ = ["STEP_INPUTS", "NOT_COVERED", "step_time_steps", "evaluate"]
 
@@ -64,13 +64,9 @@ NOT_COVERED = {
 }
 
 
-def _sources() -> dict[str, Expr]:
-    return {k: Var(spec(k).excel_name) for k in STEP_INPUTS}
-
-
 def step_time_steps(src: Mapping[str, Any] | None = None) -> tuple[Step, ...]:
     """The chain's steps over ``src`` (input-spec name -> expression; default: each input's defined name)."""
-    s = {**_sources(), **{k: wrap(v) for k, v in (src or {}).items()}}
+    s = sources(STEP_INPUTS, src)
     steps: list[Step] = []
 
     def add(name: str, formula: Formula, label: str, **args: Any) -> Var:
