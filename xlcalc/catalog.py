@@ -450,8 +450,7 @@ def _find(rows: tuple[_R, ...], label: str, what: str) -> _R:
     row = _index(rows).get(_norm(str(label)))
     if row is not None:
         return row
-    valid = ", ".join(r.id for r in rows)
-    raise CatalogError(f"unknown {what} {label!r}; valid {what}s: {valid}")
+    raise CatalogError(f"unknown {what} {label!r}; valid {what}s: {', '.join(r.id for r in rows)}")
 
 
 def get_gpu(label: str) -> GPU:

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
 from . import catalog
+from .errors import InputError
 from .formulas import budget, cost, goodput, ownership
 from .outputs import RANGES
 from .registry import Formula
@@ -121,8 +122,6 @@ def own_vs_rent(n_gpus: int, days: float, usd_per_gpu_hour: float, capex_usd_per
     Break-even rows hold a readable message instead of a number when the rent does not even
     cover the electricity (owning never breaks even).
     """
-    from .errors import InputError
-
     capex = ownership.capex_usd_per_gpu_all_in(capex_usd_per_gpu, capex_usd_per_server, gpus_per_node)
     kw = ownership.kw_per_gpu_all_in(kw_per_gpu, kw_per_server, gpus_per_node)
     rows = [

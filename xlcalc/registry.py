@@ -277,7 +277,6 @@ def all_formulas() -> list[Formula]:
 def get_formula(name: str) -> Formula:
     """A formula by its Python name or its worksheet-function name (any case); an unknown name raises
     :class:`~xlcalc.errors.UnknownNameError` (a KeyError) naming it and the close matches."""
-    all_formulas()
     key = str(name).strip().lower()
     for f in REGISTRY.values():
         if f.name == key or f.udf_name.lower() == key:
