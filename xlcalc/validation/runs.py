@@ -186,13 +186,9 @@ class Query:
                                  n_gpus=1, peak_tflops=self.peak_tflops)
 
     def layout(self) -> str:
-        parts = [f"TP{self.tp}", f"PP{self.pp}"]
-        if self.cp > 1:
-            parts.append(f"CP{self.cp}")
-        if self.ep > 1:
-            parts.append(f"EP{self.ep}")
-        parts.append(f"DP{self.dp}")
-        return " ".join(parts)
+        parts = [f"TP{self.tp}", f"PP{self.pp}", f"CP{self.cp}" if self.cp > 1 else "",
+                 f"EP{self.ep}" if self.ep > 1 else "", f"DP{self.dp}"]
+        return " ".join(p for p in parts if p)
 
 
 @dataclass(frozen=True)
@@ -351,9 +347,7 @@ def to_query(rec: dict, off: frozenset[str] = frozenset()) -> Query | Skip:
     tp, pp, cp = lay["tp"], lay["pp"], lay.get("cp") or 1
     dp = rec["n_gpus"] // (tp * pp * cp)
     mfpt = flops_per_token(arch, seq)[0]
-    stages = None
-    if pp > 1 and arch.layers % pp:
-        stages = _uneven(arch.layers, pp)
+    stages = _uneven(arch.layers, pp) if pp > 1 and arch.layers % pp else None
     return Query(
         id=rid, source_id=src, profile=profile, gpu=gid, gpu_label=rec["gpu"], n_gpus=rec["n_gpus"], tp=tp, pp=pp,
         cp=cp, ep=lay.get("ep") or 1, dp=dp, virtual_stages=lay.get("virtual_stages"),
