@@ -165,9 +165,8 @@ class Model(_Row):
 
     @model_validator(mode="after")
     def _consistent(self) -> "Model":
-        kv = self.kv_heads or self.heads
-        if self.heads % kv:
-            raise ValueError(f"kv_heads = {kv} must divide heads = {self.heads}")
+        if self.heads % self.kv:
+            raise ValueError(f"kv_heads = {self.kv} must divide heads = {self.heads}")
         if self.experts and (not self.experts_active or not self.moe_ffn_hidden):
             raise ValueError("an MoE model needs experts_active and moe_ffn_hidden")
         if self.experts_active > self.experts:
