@@ -44,16 +44,9 @@ class InputSpec:
             return "one of " + ", ".join(f'"{c}"' for c in self.choices)
         if self.kind == "name":
             return f"a name: {self.doc}"
-        parts = []
         noun = "a whole number" if self.kind == "int" else "a number"
-        if self.gt is not None:
-            parts.append(f"> {fmt_bound(self.gt)}")
-        if self.ge is not None:
-            parts.append(f">= {fmt_bound(self.ge)}")
-        if self.lt is not None:
-            parts.append(f"< {fmt_bound(self.lt)}")
-        if self.le is not None:
-            parts.append(f"<= {fmt_bound(self.le)}")
+        bounds = ((">", self.gt), (">=", self.ge), ("<", self.lt), ("<=", self.le))
+        parts = [f"{op} {fmt_bound(bound)}" for op, bound in bounds if bound is not None]
         return noun + (" " + " and ".join(parts) if parts else "")
 
     @property
