@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import InputError
+
 
 @dataclass(frozen=True)
 class Recipe:
@@ -53,8 +55,6 @@ def get_recipe(name: str) -> Recipe:
     try:
         return RECIPES[name.strip().lower()]
     except KeyError:
-        from .errors import InputError
-
         raise InputError("recipe", name, "one of " + ", ".join(RECIPES)) from None
 
 
