@@ -27,6 +27,11 @@ from .validate import call_error, validate_all
 
 REGISTRY: dict[str, "Formula"] = {}
 
+
+def _not_finite(x: Any) -> bool:
+    return isinstance(x, float) and not math.isfinite(x)
+
+
 # Fast dispatch: while a formula computes numbers (``expr.functions._numeric`` > 0), a formula called from inside it
 # gets plain values that were validated at the boundary, so it skips what only the faces need -- signature binding
 # (Python binds the arguments and applies the defaults itself), the is-this-an-expression checks and validation.
@@ -152,20 +157,14 @@ class Formula:
         limit, why = self.at_most
         unit = "" if self.unit == "fraction" else f" {self.unit}"
         return self.undefined(
-            clean, f"= {_number(result)}{unit}", bad=self._bad_result, wanted=f"at most {_number(limit)}{unit}",
-            why=why)
+            clean, f"= {_number(result)}{unit}", bad=lambda x: _not_finite(x) or self.beyond(x),
+            wanted=f"at most {_number(limit)}{unit}", why=why)
 
-    def _bad_result(self, x: Any) -> bool:
-        return (isinstance(x, float) and not math.isfinite(x)) or self.beyond(x)
-
-    def undefined(self, clean: Mapping[str, Any], what: str, bad: Callable[[Any], bool] | None = None,
+    def undefined(self, clean: Mapping[str, Any], what: str, bad: Callable[[Any], bool] = _not_finite,
                   wanted: str = "a finite result", why: str = "") -> InputError:
         """The error for inputs that are each allowed but give no finite result together: it names the
         inputs to blame -- those whose typical value (the input's example) gives a finite result again
         with every other input as given -- not the formula."""
-        if bad is None:
-            def bad(x: Any) -> bool:
-                return isinstance(x, float) and not math.isfinite(x)
         blamed = []
         for name, value in clean.items():
             s = spec(name)
