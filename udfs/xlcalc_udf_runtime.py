@@ -172,16 +172,14 @@ def broadcast(one: Callable[[dict[str, Any]], Any], values: dict[str, Any]) -> A
         return one(values)
     if rows == cols == 1:
         return one(_cell(values, grids, 0, 0))
-    out = []
-    for i in range(rows):
-        line = []
-        for j in range(cols):
-            try:
-                line.append(one(_cell(values, grids, i, j)))
-            except ValueError as exc:  # InputError and CatalogError are ValueErrors
-                line.append(error_text(exc, i, j))
-        out.append(line)
-    return out
+
+    def at(i: int, j: int) -> Any:
+        try:
+            return one(_cell(values, grids, i, j))
+        except ValueError as exc:  # InputError and CatalogError are ValueErrors
+            return error_text(exc, i, j)
+
+    return [[at(i, j) for j in range(cols)] for i in range(rows)]
 
 
 # -- worksheet functions of registry formulas --------------------------------------------
