@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
+from operator import attrgetter
 
 from .. import catalog
 from ..planner.stacks import DEFAULT_STACK, PLANNER, STACKS
@@ -80,12 +81,8 @@ def _group(scored: list[Scored], key) -> dict[str, list[Scored]]:
     return out
 
 
-def _source(s: Scored) -> str:
-    return s.query.source_id
-
-
-def _gpu_label(s: Scored) -> str:
-    return s.query.gpu_label
+_source = attrgetter("query.source_id")  # a scored run's source, a grouping key
+_gpu_label = attrgetter("query.gpu_label")  # its GPU as the source names it
 
 
 def _mw(m: dict, sep: str = " | ") -> str:
