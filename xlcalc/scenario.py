@@ -13,6 +13,7 @@ the very same outputs as Excel formulas (``xlcalc.outputs.output_excel``), so th
 
 from __future__ import annotations
 
+import contextlib
 import re
 import tomllib
 import typing
@@ -293,8 +294,9 @@ class Scenario(BaseModel):
                         [f for f in ("name", "notes") if isinstance(data.get(f), str)])
         if data.get("recipe") is not None:
             data["recipe"] = get_recipe(str(data["recipe"])).id if str(data["recipe"]).strip() else None
-        if isinstance(data.get("stack"), str):  # a name a stack is known by (an alias, any case): its profile's id
-            data["stack"] = _stack_id(data["stack"])
+        if isinstance(data.get("stack"), str):  # a stack's name (an alias, any case): its profile's id; a name that is
+            with contextlib.suppress(InputError):  # no profile's stays as typed, for the spec to name the ones allowed
+                data["stack"] = stack_id(data["stack"])
         if data.get("framework") is not None or data.get("precision") is not None:  # the names as xlcalc.frameworks
             data.update(_profile_names(data.get("framework"), data.get("precision")))  # spells them; unknown: named
         # architecture left out: multi-head attention (kv heads = heads) and F = 4h, as seed 002's formulas
@@ -383,7 +385,8 @@ class Scenario(BaseModel):
         try:
             return super().model_validate(obj, **kw)
         except ValidationError as exc:
-            raise _as_input_error(exc) from None
+            # every field pydantic refused, in the one message format (each input checked by its spec)
+            raise from_pydantic(exc, {c.field: c.spec_name for c in INPUTS}) from None
 
     def cell_values(self) -> dict[str, Any]:
         """Input values by defined name."""
@@ -400,15 +403,6 @@ def _profile_names(framework: Any, precision: Any) -> dict[str, str]:
         raise InputError.all(blank)
     p = get_profile(framework, precision)
     return {"framework": p.framework, "precision": p.precision}
-
-
-def _stack_id(name: str) -> str:
-    """A stack name as the profile id it means (xlcalc.planner.stacks.stack_id: an alias, case and spaces ignored); a
-    name that is no profile's stays as typed, so the input's spec names it with the profiles allowed."""
-    try:
-        return stack_id(name)
-    except InputError:
-        return name
 
 
 def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:
@@ -462,11 +456,6 @@ def _architecture(m: catalog.Model) -> dict[str, Any]:
                 hidden=m.hidden, layers=m.layers, heads=m.heads,
                 kv_heads=arch["kv_heads"], ffn_hidden=arch["ffn_hidden"], gated_ffn=arch["gated_ffn"],
                 vocab=arch["vocab"], tied_embeddings=arch["tied_embeddings"])
-
-
-def _as_input_error(exc: ValidationError) -> Exception:
-    """Every field pydantic refused, in the one message format (each input checked by its spec)."""
-    return from_pydantic(exc, {c.field: c.spec_name for c in INPUTS})
 
 
 def evaluate(scenario: Scenario) -> dict[str, Any]:
