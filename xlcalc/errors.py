@@ -24,7 +24,8 @@ class InputError(ValueError):
     def __init__(self, name: str, value: Any, allowed: str, detail: str = ""):
         self.name, self.value, self.allowed, self.detail = name, value, allowed, detail
         self.problems: tuple[InputError, ...] = (self,)
-        super().__init__(_line(name, value, allowed, detail))
+        super().__init__(f"{name} = {_show(value)} is not allowed: {name} must be {allowed}"
+                         + (f" ({detail})" if detail else ""))
 
     @classmethod
     def each(cls, check: Callable[[K], Any], keys: Iterable[K]) -> dict[K, Any]:
@@ -90,13 +91,6 @@ def missing(names: Iterable[str], allowed: Any = None, where: str = "") -> Input
     required = "the input is required" + (f" by {where}" if where else "")
     return InputError.all([InputError(n, None, allowed(n) if callable(allowed) else (allowed or "given"), required)
                            for n in names])
-
-
-def _line(name: str, value: Any, allowed: str, detail: str) -> str:
-    message = f"{name} = {_show(value)} is not allowed: {name} must be {allowed}"
-    if detail:
-        message += f" ({detail})"
-    return message
 
 
 def _show(value: Any) -> str:

@@ -104,11 +104,6 @@ def _check_nested(key: str, v: Any, depth: int) -> None:
         check_value(key, v)
 
 
-def _slug(text: str) -> str:
-    s = re.sub(r"[^a-z0-9.\-]+", "-", text.strip().lower()).strip("-.")
-    return s or "hf-config"
-
-
 def _file_title(label: str, model_type: str) -> str:
     """A model's name from where its config.json lies, when the file names none: the file's own name, or for a
     file called config.json its folder's (a Hugging Face cache's models--org--name/snapshots/<commit>/: org/name;
@@ -256,8 +251,9 @@ def model_from_hf_config(config: str | Path | Mapping[str, Any], *, name: str | 
         window = _int(cfg, "max_position_embeddings", where)
         notes += (f"; context window {window} tokens, not the training sequence length (give it; else "
                   f"{DEFAULT_SEQ_LEN})")
+    slug = re.sub(r"[^a-z0-9.\-]+", "-", title.strip().lower()).strip("-.") or "hf-config"
     try:
-        return Model(id=_slug(title), name=title, source=f"Hugging Face config.json: {where}", notes=notes, **fields)
+        return Model(id=slug, name=title, source=f"Hugging Face config.json: {where}", notes=notes, **fields)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InputError(f"{where}", err.get("input"), "a consistent architecture", err.get("msg", "")) from None

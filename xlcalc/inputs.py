@@ -75,11 +75,8 @@ _SPECS: dict[str, InputSpec] = {}
 
 
 def _add(name: str, unit: str, doc: str, excel_name: str = "", **kw: Any) -> None:
-    _SPECS[name] = InputSpec(name=name, unit=unit, doc=doc, excel_name=excel_name or _title(name), **kw)
-
-
-def _title(name: str) -> str:
-    return "_".join(p.capitalize() for p in name.split("_"))
+    title = "_".join(p.capitalize() for p in name.split("_"))  # params_b: Params_B
+    _SPECS[name] = InputSpec(name=name, unit=unit, doc=doc, excel_name=excel_name or title, **kw)
 
 
 POS: dict[str, Any] = {"gt": 0}
