@@ -266,7 +266,8 @@ def _measured_tokens_s(rec: dict, arch, seq_len: int, recompute: Optional[str]) 
         return tflops * 1e12 / hf, "hardware TFLOP/s / our hardware FLOPs per token (recompute counted)"
     if conv.startswith("model"):
         if tflops is None and me.get("mfu"):
-            tflops = me["mfu"] * _peak_of_record(rec)
+            row = _gpu(rec)[1]
+            tflops = me["mfu"] * cast(float, row.bf16_tflops or row.fp16_tflops)  # to_query skips a GPU with neither
             basis = "stated MFU x stated peak / our model FLOPs per token"
         else:
             basis = "model TFLOP/s / our model FLOPs per token"
@@ -274,11 +275,6 @@ def _measured_tokens_s(rec: dict, arch, seq_len: int, recompute: Optional[str]) 
             return None, "no TFLOP/s"
         return tflops * 1e12 / flops_per_token(arch, seq_len)[0], basis
     return None, f"no throughput in a known convention ({conv})"
-
-
-def _peak_of_record(rec: dict) -> float:
-    _, row = _gpu(rec)
-    return cast(float, row.bf16_tflops or row.fp16_tflops)  # to_query skips a GPU with neither
 
 
 def _without(settings: dict[str, Any], keys_of: dict[str, tuple[str, ...]], off: frozenset[str],
