@@ -36,11 +36,9 @@ def _table(title_col: str, groups: dict[str, list[Scored]], extra_cols=None) -> 
     extra_cols = extra_cols or {}
     head = f"| {title_col} | " + (" | ".join(extra_cols.get('_head', [])) + " | " if extra_cols else "") + STAT_HEAD + " |"
     ncols = head.count("|") - 1
-    lines = [head, "|---" + "|---:" * (ncols - 1) + "|"]
-    for name, group in groups.items():
-        extra = extra_cols.get(name, [])
-        lines.append("| " + " | ".join([name, *extra, *_row_stats(group)]) + " |")
-    return lines
+    return [head, "|---" + "|---:" * (ncols - 1) + "|",
+            *("| " + " | ".join([name, *extra_cols.get(name, []), *_row_stats(group)]) + " |"
+              for name, group in groups.items())]
 
 
 def _seq_band(q: Query) -> str:
