@@ -234,6 +234,16 @@ def numeric() -> Iterator[None]:
         _functions._numeric -= 1
 
 
+@contextmanager
+def symbolic() -> Iterator[None]:
+    """Build expressions inside this block, even inside :func:`numeric` (a chain's steps, built when first used)."""
+    saved, _functions._numeric = _functions._numeric, 0
+    try:
+        yield
+    finally:
+        _functions._numeric = saved
+
+
 def formula(
     *,
     udf: str,

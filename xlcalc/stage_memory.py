@@ -52,7 +52,6 @@ from typing import Any, cast
 from . import registry
 from . import stage_memory_code as _code
 from .errors import InputError
-from .expr import functions as _functions
 from .expr.functions import eq, if_
 from .expr.nodes import Expr, Num, Var, wrap
 from .formulas import activations as fa
@@ -352,12 +351,9 @@ def _compiled(capacity: bool, moe: bool = True) -> list[_CompiledStep]:
     terms)."""
     key = (capacity, moe)
     if key not in _COMPILED:
-        saved, _functions._numeric = _functions._numeric, 0  # the steps are built as expressions, even inside numeric()
-        try:
+        with registry.symbolic():
             steps = memory_steps(None if moe else {"expert_params_b": 0},
                                  capacity=Var("GPU_Memory_GB") if capacity else None)
-        finally:
-            _functions._numeric = saved
         # the layout check runs once in resolve(), as check_layout (the same constraints as Layout_Check)
         _COMPILED[key] = [(st.name, st.formula.func, [(k, _getter(e)) for k, e in st.args.items()])
                           for st in steps if st.name != "Layout_Check"]

@@ -22,7 +22,6 @@ from typing import Any
 
 from . import registry
 from .errors import InputError
-from .expr import functions as _functions
 from .expr.functions import if_, max_
 from .expr.nodes import Expr, Var, wrap
 from .formulas import communication as fc
@@ -182,11 +181,8 @@ def evaluate(values: Mapping[str, Any]) -> dict[str, Any]:
     if missing:
         raise InputError(", ".join(missing), None, "given (the step-time chain needs them)")
     if not _CHAIN:
-        saved, _functions._numeric = _functions._numeric, 0  # the steps are built as expressions, even in numeric()
-        try:
+        with registry.symbolic():
             _CHAIN.extend((st.name, st.formula.func, list(st.args.items())) for st in step_time_steps())
-        finally:
-            _functions._numeric = saved
     env: dict[str, Any] = {spec(k).excel_name: values[k] for k in STEP_INPUTS}
     with registry.numeric():
         for name, func, args in _CHAIN:
