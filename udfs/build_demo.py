@@ -21,6 +21,7 @@ from pathlib import Path
 
 from openpyxl import Workbook
 from openpyxl.styles import Font, PatternFill
+from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.formula import ArrayFormula
 
 HERE = Path(__file__).resolve().parent
@@ -122,10 +123,8 @@ def build(path: Path) -> Path:
     for i, (label, text, unit) in enumerate(OUTPUTS):
         r = top + 1 + i
         ws[f"A{r}"], ws[f"B{r}"], ws[f"C{r}"], ws[f"D{r}"] = label, text, unit, text[1:]
-    ws.column_dimensions["A"].width = 30
-    ws.column_dimensions["B"].width = 16
-    ws.column_dimensions["C"].width = 20
-    ws.column_dimensions["D"].width = 70
+    for c, width in zip("ABCD", (30, 16, 20, 70)):
+        ws.column_dimensions[c].width = width
 
     sc = wb.create_sheet("Scenarios")
     sc["A1"] = ("One call over a column of scenarios: the result spills, one row each. "
@@ -154,21 +153,15 @@ def build(path: Path) -> Path:
     cat = wb.create_sheet("Catalog")
     cat["A1"] = "GPU_LIST() and MODEL_LIST(): the catalogs, spilled (header row + one row each)"
     rows, cols = len(catalog.gpus()) + 1, len(catalog.GPU_FIELDS)
-    cat["A3"] = ArrayFormula(f"A3:{_col(cols)}{2 + rows}", "=GPU_LIST()")
+    cat["A3"] = ArrayFormula(f"A3:{get_column_letter(cols)}{2 + rows}", "=GPU_LIST()")
     start = 2 + rows + 3
     mrows, mcols = len(catalog.models()) + 1, len(catalog.MODEL_FIELDS)
-    cat[f"A{start}"] = ArrayFormula(f"A{start}:{_col(mcols)}{start + mrows - 1}", "=MODEL_LIST()")
+    cat[f"A{start}"] = ArrayFormula(f"A{start}:{get_column_letter(mcols)}{start + mrows - 1}", "=MODEL_LIST()")
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with write(path) as f:   # the old file or the complete new one, never half a workbook
         wb.save(f)
     return path
-
-
-def _col(n: int) -> str:
-    from openpyxl.utils import get_column_letter
-
-    return get_column_letter(n)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -156,18 +156,12 @@ def _split(values: dict[str, Any], columns: dict[str, list[Any]] | None = None,
             grid = as_grid(name, value)
         if grid is not None:
             grids[name] = grid
-    if not grids:
-        return grids, 0, 0
-    rows, cols = _shape(grids)
-    return grids, rows, cols
+    return (grids, *_shape(grids)) if grids else (grids, 0, 0)
 
 
 def _cell(values: dict[str, Any], grids: dict[str, list[list[Any]]], i: int, j: int) -> dict[str, Any]:
-    cell = {}
-    for name, value in values.items():
-        g = grids.get(name)
-        cell[name] = value if g is None else g[i if len(g) > 1 else 0][j if len(g[0]) > 1 else 0]
-    return cell
+    return {name: value if (g := grids.get(name)) is None else g[i if len(g) > 1 else 0][j if len(g[0]) > 1 else 0]
+            for name, value in values.items()}
 
 
 def broadcast(one: Callable[[dict[str, Any]], Any], values: dict[str, Any]) -> Any:
@@ -178,16 +172,14 @@ def broadcast(one: Callable[[dict[str, Any]], Any], values: dict[str, Any]) -> A
         return one(values)
     if rows == cols == 1:
         return one(_cell(values, grids, 0, 0))
-    out = []
-    for i in range(rows):
-        line = []
-        for j in range(cols):
-            try:
-                line.append(one(_cell(values, grids, i, j)))
-            except ValueError as exc:  # InputError and CatalogError are ValueErrors
-                line.append(error_text(exc, i, j))
-        out.append(line)
-    return out
+
+    def at(i: int, j: int) -> Any:
+        try:
+            return one(_cell(values, grids, i, j))
+        except ValueError as exc:  # InputError and CatalogError are ValueErrors
+            return error_text(exc, i, j)
+
+    return [[at(i, j) for j in range(cols)] for i in range(rows)]
 
 
 # -- worksheet functions of registry formulas --------------------------------------------
@@ -228,22 +220,17 @@ def _dynamic_defaults(formula: Formula, values: dict[str, Any]) -> dict[str, Any
     them goes cell by cell)."""
     given = {}
     for name in formula.dynamic_from:
-        value = values[name]
-        grid = as_grid(name, value)
-        if grid is not None:
-            value = grid[0][0]
+        grid = as_grid(name, values[name])
+        value = values[name] if grid is None else grid[0][0]
         if not is_empty(value):
             given[name] = value
     filled = formula.dynamic_defaults(given)  # type: ignore[misc]
     out = dict(values)
-    for name in formula.dynamic_params:
-        if name not in filled:  # a driver not allowed: its validation says so; the plain default here
-            continue
-        value = out[name]
-        grid = as_grid(name, value)
+    for name in formula.dynamic_params:  # a driver not allowed fills nothing: its validation says so
+        grid = as_grid(name, out[name]) if name in filled else None
         if grid is not None:
             out[name] = [[filled[name] if is_empty(x) else x for x in row] for row in grid]
-        elif is_empty(value):
+        elif name in filled and is_empty(out[name]):
             out[name] = filled[name]
     return out
 

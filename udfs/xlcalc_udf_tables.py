@@ -26,6 +26,7 @@ from xlcalc import catalog
 from xlcalc.errors import CatalogError, InputError
 from xlcalc.inputs import spec
 from xlcalc.planner.stacks import ALIASES, DEFAULT_STACK, PLANNER, STACKS
+from xlcalc.price_text import price_line
 from xlcalc.recipes import MEMORY_DEFAULTS
 from xlcalc_udf_runtime import CATEGORY, as_grid, broadcast, is_empty
 
@@ -301,8 +302,6 @@ def _price_one(cell: dict[str, Any]) -> float:
 
 
 def _price_note_one(cell: dict[str, Any]) -> str:
-    from xlcalc.price_text import price_line
-
     gpu = text("gpu", cell["gpu"], "a GPU name from GPU_LIST()")
     row = catalog.rental_price(gpu, _tier(cell["tier"]))  # raises the error naming the GPU and the tier
     return price_line(gpu, None, row.tier).removeprefix("Price: ")

@@ -96,7 +96,6 @@ def write(path: str | Path, *, overwrite: bool = True, follow_symlinks: bool = F
         _release_signals(held)
 
 
-
 def write_text(path: str | Path, text: str) -> None:
     """Replace ``path`` with ``text`` (UTF-8, newlines as given) through :func:`write`: the old file or the new one."""
     with write(path) as f:
@@ -122,27 +121,23 @@ def _commit(tmp: Path, target: Path, overwrite: bool) -> None:
     if overwrite:
         os.replace(tmp, target)
         return
+    taken = InputError("output", str(target), "a new file name, or given with --force to replace the file",
+                       "it was created while the workbook was built and is left as it is")
     try:  # no-clobber: a hard link fails if anything took the name meanwhile
         os.link(tmp, target)
     except FileExistsError:
-        raise InputError("output", str(target), "a new file name, or given with --force to replace the file",
-                         "it was created while the workbook was built and is left as it is") from None
+        raise taken from None
     except OSError:  # a file system without hard links
         if target.exists():
-            raise InputError("output", str(target), "a new file name, or given with --force to replace the file",
-                             "it was created while the workbook was built and is left as it is") from None
+            raise taken from None
         os.replace(tmp, target)
         return
     os.unlink(tmp)
 
 
-def _temp_pattern(target: Path) -> re.Pattern[str]:
-    return re.compile(r"\." + re.escape(target.name) + r"\.[0-9a-f]{16}" + re.escape(TEMP_SUFFIX))
-
-
 def remove_stale(target: Path) -> list[Path]:
     """Remove temporary files that a killed write of ``target`` left (call it holding the lock)."""
-    pattern = _temp_pattern(target)
+    pattern = re.compile(r"\." + re.escape(target.name) + r"\.[0-9a-f]{16}" + re.escape(TEMP_SUFFIX))
     removed: list[Path] = []
     try:
         names = os.listdir(target.parent)

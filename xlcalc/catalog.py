@@ -166,9 +166,8 @@ class Model(_Row):
 
     @model_validator(mode="after")
     def _consistent(self) -> "Model":
-        kv = self.kv_heads or self.heads
-        if self.heads % kv:
-            raise ValueError(f"kv_heads = {kv} must divide heads = {self.heads}")
+        if self.heads % self.kv:
+            raise ValueError(f"kv_heads = {self.kv} must divide heads = {self.heads}")
         if self.experts and (not self.experts_active or not self.moe_ffn_hidden):
             raise ValueError("an MoE model needs experts_active and moe_ffn_hidden")
         if self.experts_active > self.experts:
@@ -473,10 +472,7 @@ def price_for(gpu_label: str) -> Price | None:
     """
     gpu = get_gpu(gpu_label)
     rows = [p for p in prices() if p.gpu == gpu.id]
-    for p in rows:
-        if p.default:
-            return p
-    return rows[0] if rows else None
+    return next((p for p in rows if p.default), rows[0] if rows else None)
 
 
 def rental_price(gpu_label: str, tier: str | None = None) -> Price:
@@ -485,8 +481,6 @@ def rental_price(gpu_label: str, tier: str | None = None) -> Price:
     A tier the catalog has no price for raises :class:`~xlcalc.errors.InputError` naming the GPU and the
     tier, and the tiers it does have; the price is never guessed.
     """
-    from .errors import InputError
-
     gpu = get_gpu(gpu_label)
     rows = [p for p in prices() if p.gpu == gpu.id and p.usd_per_gpu_hour is not None]
     have = ", ".join(f'"{p.tier}"' for p in rows) or "none"
@@ -512,10 +506,7 @@ def rental_price(gpu_label: str, tier: str | None = None) -> Price:
 def purchase_price(gpu_label: str) -> Price | None:
     """The price row with a purchase price (capex) for a GPU, or None when no source gives one."""
     gpu = get_gpu(gpu_label)
-    for p in prices():
-        if p.gpu == gpu.id and p.capex_usd_per_gpu is not None:
-            return p
-    return None
+    return next((p for p in prices() if p.gpu == gpu.id and p.capex_usd_per_gpu is not None), None)
 
 
 def missing_capex(gpu_label: str | None) -> InputError:

@@ -24,7 +24,8 @@ class InputError(ValueError):
     def __init__(self, name: str, value: Any, allowed: str, detail: str = ""):
         self.name, self.value, self.allowed, self.detail = name, value, allowed, detail
         self.problems: tuple[InputError, ...] = (self,)
-        super().__init__(_line(name, value, allowed, detail))
+        super().__init__(f"{name} = {_show(value)} is not allowed: {name} must be {allowed}"
+                         + (f" ({detail})" if detail else ""))
 
     @classmethod
     def each(cls, check: Callable[[K], Any], keys: Iterable[K]) -> dict[K, Any]:
@@ -87,18 +88,9 @@ class UnknownNameError(InputError, KeyError):
 
 def missing(names: Iterable[str], allowed: Any = None, where: str = "") -> InputError:
     """Every missing input of a call at once. ``allowed(name)`` says what each may be."""
-    errors = []
-    for n in names:
-        what = allowed(n) if callable(allowed) else (allowed or "given")
-        errors.append(InputError(n, None, what, "the input is required" + (f" by {where}" if where else "")))
-    return InputError.all(errors)
-
-
-def _line(name: str, value: Any, allowed: str, detail: str) -> str:
-    message = f"{name} = {_show(value)} is not allowed: {name} must be {allowed}"
-    if detail:
-        message += f" ({detail})"
-    return message
+    required = "the input is required" + (f" by {where}" if where else "")
+    return InputError.all([InputError(n, None, allowed(n) if callable(allowed) else (allowed or "given"), required)
+                           for n in names])
 
 
 def _show(value: Any) -> str:

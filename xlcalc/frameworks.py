@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InputError
-from .recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, get_recipe
+from .recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, recipe_bytes
 
 __all__ = ["Profile", "FRAMEWORKS", "PRECISIONS", "PROFILE_FIELDS", "PROFILE_INPUTS", "udf_defaults", "DEFAULT_FRAMEWORK", "DEFAULT_PRECISION",
            "get_profile", "profile_values", "neutral", "framework_label"]
@@ -51,8 +51,7 @@ class Profile:
     def values(self) -> dict[str, Any]:
         """The stage memory model's inputs the profile sets: the recipe's bytes and the four other inputs, each
         from its fact or the neutral default."""
-        r = get_recipe(self.facts["recipe"][0])
-        out: dict[str, Any] = {field: getattr(r, attr) for field, attr in RECIPE_FIELDS.items()}
+        out: dict[str, Any] = recipe_bytes(self.facts["recipe"][0])
         for name in PROFILE_FIELDS[1:]:
             out[name] = self.facts[name][0] if name in self.facts else MEMORY_DEFAULTS[name]
         return out

@@ -85,32 +85,23 @@ def _check_untrusted(cfg: Mapping[str, Any], where: str) -> None:
     for k, v in cfg.items():
         key = f"{where}: {k}"
         check_text(key, str(k))
-        if isinstance(v, _HugeNumber):
-            raise InputError(key, f"a number of {len(v.lstrip('-'))} digits", "a number of at most 30 digits")
         _check_nested(key, v, 1)
 
 
 def _check_nested(key: str, v: Any, depth: int) -> None:
     if isinstance(v, _HugeNumber):
         raise InputError(key, f"a number of {len(v.lstrip('-'))} digits", "a number of at most 30 digits")
+    if isinstance(v, (dict, list)) and depth >= MAX_DEPTH:
+        raise InputError(key, "(nested)", f"a value nested at most {MAX_DEPTH} levels deep")
     if isinstance(v, dict):
-        if depth >= MAX_DEPTH:
-            raise InputError(key, "(nested)", f"a value nested at most {MAX_DEPTH} levels deep")
         for k2, v2 in v.items():
             check_text(f"{key}.{k2}", str(k2))
             _check_nested(f"{key}.{k2}", v2, depth + 1)
     elif isinstance(v, list):
-        if depth >= MAX_DEPTH:
-            raise InputError(key, "(nested)", f"a value nested at most {MAX_DEPTH} levels deep")
         for i, v2 in enumerate(v):
             _check_nested(f"{key}[{i}]", v2, depth + 1)
     else:
         check_value(key, v)
-
-
-def _slug(text: str) -> str:
-    s = re.sub(r"[^a-z0-9.\-]+", "-", text.strip().lower()).strip("-.")
-    return s or "hf-config"
 
 
 def _file_title(label: str, model_type: str) -> str:
@@ -260,8 +251,9 @@ def model_from_hf_config(config: str | Path | Mapping[str, Any], *, name: str | 
         window = _int(cfg, "max_position_embeddings", where)
         notes += (f"; context window {window} tokens, not the training sequence length (give it; else "
                   f"{DEFAULT_SEQ_LEN})")
+    slug = re.sub(r"[^a-z0-9.\-]+", "-", title.strip().lower()).strip("-.") or "hf-config"
     try:
-        return Model(id=_slug(title), name=title, source=f"Hugging Face config.json: {where}", notes=notes, **fields)
+        return Model(id=slug, name=title, source=f"Hugging Face config.json: {where}", notes=notes, **fields)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise InputError(f"{where}", err.get("input"), "a consistent architecture", err.get("msg", "")) from None

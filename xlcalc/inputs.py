@@ -44,16 +44,9 @@ class InputSpec:
             return "one of " + ", ".join(f'"{c}"' for c in self.choices)
         if self.kind == "name":
             return f"a name: {self.doc}"
-        parts = []
         noun = "a whole number" if self.kind == "int" else "a number"
-        if self.gt is not None:
-            parts.append(f"> {fmt_bound(self.gt)}")
-        if self.ge is not None:
-            parts.append(f">= {fmt_bound(self.ge)}")
-        if self.lt is not None:
-            parts.append(f"< {fmt_bound(self.lt)}")
-        if self.le is not None:
-            parts.append(f"<= {fmt_bound(self.le)}")
+        bounds = ((">", self.gt), (">=", self.ge), ("<", self.lt), ("<=", self.le))
+        parts = [f"{op} {fmt_bound(bound)}" for op, bound in bounds if bound is not None]
         return noun + (" " + " and ".join(parts) if parts else "")
 
     @property
@@ -82,11 +75,8 @@ _SPECS: dict[str, InputSpec] = {}
 
 
 def _add(name: str, unit: str, doc: str, excel_name: str = "", **kw: Any) -> None:
-    _SPECS[name] = InputSpec(name=name, unit=unit, doc=doc, excel_name=excel_name or _title(name), **kw)
-
-
-def _title(name: str) -> str:
-    return "_".join(p.capitalize() for p in name.split("_"))
+    title = "_".join(p.capitalize() for p in name.split("_"))  # params_b: Params_B
+    _SPECS[name] = InputSpec(name=name, unit=unit, doc=doc, excel_name=excel_name or title, **kw)
 
 
 POS: dict[str, Any] = {"gt": 0}

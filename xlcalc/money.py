@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
 from . import catalog
+from .errors import InputError
 from .formulas import budget, cost, goodput, ownership
 from .outputs import RANGES
 from .registry import Formula
@@ -121,16 +122,14 @@ def own_vs_rent(n_gpus: int, days: float, usd_per_gpu_hour: float, capex_usd_per
     Break-even rows hold a readable message instead of a number when the rent does not even
     cover the electricity (owning never breaks even).
     """
-    from .errors import InputError
-
     capex = ownership.capex_usd_per_gpu_all_in(capex_usd_per_gpu, capex_usd_per_server, gpus_per_node)
     kw = ownership.kw_per_gpu_all_in(kw_per_gpu, kw_per_server, gpus_per_node)
+    own = dict(capex_usd_per_gpu=capex, kw_per_gpu=kw, pue=pue, usd_per_kwh=usd_per_kwh)  # a GPU owned, all in
     rows = [
         _row("rent_usd", "Rent", ownership.rent_cost_usd, n_gpus=n_gpus, usd_per_gpu_hour=usd_per_gpu_hour, days=days),
         _row("own_usd", "Own: depreciation + hosting (/ utilisation) + electricity", ownership.own_total_cost_usd,
-             n_gpus=n_gpus, capex_usd_per_gpu=capex, depreciation_years=depreciation_years, days=days,
-             kw_per_gpu=kw, pue=pue, usd_per_kwh=usd_per_kwh, utilisation=utilisation, kw_per_rack=kw_per_rack,
-             usd_per_rack_month=usd_per_rack_month),
+             n_gpus=n_gpus, depreciation_years=depreciation_years, days=days, utilisation=utilisation,
+             kw_per_rack=kw_per_rack, usd_per_rack_month=usd_per_rack_month, **own),
         _row("depreciation_usd", "  of which depreciation for the days used", cost.capex_cost_usd,
              n_gpus=n_gpus, capex_usd_per_gpu=capex, depreciation_years=depreciation_years, days=days),
         _row("electricity_usd", "  of which electricity", cost.power_cost_usd,
@@ -139,8 +138,7 @@ def own_vs_rent(n_gpus: int, days: float, usd_per_gpu_hour: float, capex_usd_per
              kw_per_rack=kw_per_rack, usd_per_rack_month=usd_per_rack_month, days=days),
         Row("rent_usd_per_gpu_hour", "Rent per GPU-hour", usd_per_gpu_hour, "USD/GPU-hour"),
         _row("own_usd_per_gpu_hour", "Own per busy GPU-hour", ownership.own_usd_per_gpu_hour,
-             capex_usd_per_gpu=capex, depreciation_years=depreciation_years, kw_per_gpu=kw, pue=pue,
-             usd_per_kwh=usd_per_kwh, utilisation=utilisation),
+             depreciation_years=depreciation_years, utilisation=utilisation, **own),
     ]
     for key, label, f, extra in (
         ("breakeven_utilisation", "Break-even utilisation (owning is cheaper above it)",
@@ -149,8 +147,7 @@ def own_vs_rent(n_gpus: int, days: float, usd_per_gpu_hour: float, capex_usd_per
          {"utilisation": utilisation}),
     ):
         try:
-            rows.append(_row(key, label, f, capex_usd_per_gpu=capex, kw_per_gpu=kw, pue=pue, usd_per_kwh=usd_per_kwh,
-                             usd_per_gpu_hour=usd_per_gpu_hour, **extra))
+            rows.append(_row(key, label, f, usd_per_gpu_hour=usd_per_gpu_hour, **own, **extra))
         except InputError as exc:
             rows.append(Row(key, label, f"never ({exc.detail})", f.unit, f.udf_name))
     rows += [

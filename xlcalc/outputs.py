@@ -63,6 +63,9 @@ _MEMORY_OUTPUTS = tuple(
 )
 # N of 6*N*D: an MoE's active parameters, else all of them (one convention for estimate, plan and the workbook)
 N_PARAMS = if_(V("Active_Params_B") > 0, V("Active_Params_B"), V("Params_B"))
+_RUN = dict(params_b=N_PARAMS, tokens_t="Tokens_T", trainable_params_b="Trainable_Params_B")  # a job's N, D and N'
+_REPLICA = V("TP_Size") * V("PP_Size") * V("CP_Size")  # GPUs in one model replica
+_COMPUTE = V("Compute_Cost_USD") + V("Power_Cost_USD")  # what the budget lines' shares are of
 OUTPUTS: tuple[OutputCell, ...] = (
     OutputCell("DP_Size", compute.data_parallel_size, {"n_gpus": V("N_GPUs"), "tp": V("TP_Size"),
                "pp": V("PP_Size"), "cp": V("CP_Size")}, "Data parallel (DP = GPUs / (TP x PP x CP))",
@@ -72,25 +75,19 @@ OUTPUTS: tuple[OutputCell, ...] = (
     # time: 6ND for a full job (pre-training or full fine-tuning), 4ND + 6N'D for LoRA/QLoRA (frozen base); N of
     # an MoE is its active parameters
     _o("Train_FLOPs", finetune.ft_train_flops, "Training FLOPs (6ND; LoRA/QLoRA 4ND + 6N'D)", "0.00E+00",
-       params_b=N_PARAMS, tokens_t="Tokens_T", trainable_params_b="Trainable_Params_B", job="Job"),
+       **_RUN, job="Job"),
     _o("Train_Days", finetune.ft_train_days, "Training days", "#,##0.00",
-       params_b=N_PARAMS, tokens_t="Tokens_T", trainable_params_b="Trainable_Params_B", peak_tflops="Peak_TFLOPS",
-       n_gpus="N_GPUs", mfu="MFU", job="Job"),
+       **_RUN, peak_tflops="Peak_TFLOPS", n_gpus="N_GPUs", mfu="MFU", job="Job"),
     _o("GPU_Hours", finetune.ft_gpu_hours, "GPU-hours", "#,##0",
-       params_b=N_PARAMS, tokens_t="Tokens_T", trainable_params_b="Trainable_Params_B", peak_tflops="Peak_TFLOPS",
-       mfu="MFU", job="Job"),
+       **_RUN, peak_tflops="Peak_TFLOPS", mfu="MFU", job="Job"),
     _o("GPUs_for_Deadline", finetune.ft_gpus_for_days, "GPUs for the deadline (exact)", "#,##0.0",
-       params_b=N_PARAMS, tokens_t="Tokens_T", trainable_params_b="Trainable_Params_B", peak_tflops="Peak_TFLOPS",
-       mfu="MFU", days="Deadline_Days", job="Job"),
+       **_RUN, peak_tflops="Peak_TFLOPS", mfu="MFU", days="Deadline_Days", job="Job"),
     _o("Replicas_for_Deadline", compute.replicas_needed, "Model replicas (TP x PP x CP GPUs each)", "#,##0",
-       gpus_needed="GPUs_for_Deadline", replica_gpus=V("TP_Size") * V("PP_Size") * V("CP_Size")),
+       gpus_needed="GPUs_for_Deadline", replica_gpus=_REPLICA),
     _o("GPUs_with_Spare", compute.gpus_with_spare, "GPUs in whole replicas + spare", "#,##0.0",
-       gpus_needed="GPUs_for_Deadline", replica_gpus=V("TP_Size") * V("PP_Size") * V("CP_Size"),
-       spare_frac="Spare_Frac"),
+       gpus_needed="GPUs_for_Deadline", replica_gpus=_REPLICA, spare_frac="Spare_Frac"),
     _o("GPUs_to_Provision", compute.gpus_whole_nodes, "GPUs to provision (whole nodes)", "#,##0",
-       gpus_needed="GPUs_for_Deadline", replica_gpus=V("TP_Size") * V("PP_Size") * V("CP_Size"),
-       spare_frac="Spare_Frac",
-       gpus_per_node="GPUs_per_Node"),
+       gpus_needed="GPUs_for_Deadline", replica_gpus=_REPLICA, spare_frac="Spare_Frac", gpus_per_node="GPUs_per_Node"),
     _o("Compute_Cost_USD", cost.cloud_cost_usd, "Compute (GPU-hours x price)", '"$"#,##0',
        gpu_hours="GPU_Hours", usd_per_gpu_hour="USD_per_GPU_Hour"),
     _o("Power_Cost_USD", cost.power_cost_usd, "Power (if not in the GPU price)", '"$"#,##0',
@@ -108,18 +105,16 @@ OUTPUTS: tuple[OutputCell, ...] = (
        days="Train_Days", failure_frac="Failure_Frac_Used"),
     # -- cost categories (seed 003)
     _o("Failures_USD", budget.budget_line_usd, "Failures, restarts, checkpoints", '"$"#,##0',
-       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), share_frac="Failure_Frac_Used", amount_usd=0),
+       compute_usd=_COMPUTE, share_frac="Failure_Frac_Used", amount_usd=0),
     _o("Experiments_USD", budget.budget_line_usd, "Experiments, ablations, failed runs", '"$"#,##0',
-       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), share_frac="Experiments_Frac",
-       amount_usd="Experiments_USD_Amount"),
+       compute_usd=_COMPUTE, share_frac="Experiments_Frac", amount_usd="Experiments_USD_Amount"),
     _o("Data_Line_USD", budget.budget_line_usd, "Data: purchase, crawling, labelling, cleaning", '"$"#,##0',
-       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), share_frac="Data_Frac", amount_usd="Data_USD"),
+       compute_usd=_COMPUTE, share_frac="Data_Frac", amount_usd="Data_USD"),
     _o("People_Line_USD", budget.budget_line_usd, "People", '"$"#,##0',
-       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), share_frac="People_Frac", amount_usd="People_USD"),
-    _o("Total_Cost_USD", budget.budget_total_usd, "Total cost (every line)", '"$"#,##0',
-       compute_usd=V("Compute_Cost_USD") + V("Power_Cost_USD"), failures_usd="Failures_USD",
-       experiments_usd="Experiments_USD", data_usd="Data_Line_USD", people_usd="People_Line_USD",
-       other_usd="Other_USD"),
+       compute_usd=_COMPUTE, share_frac="People_Frac", amount_usd="People_USD"),
+    _o("Total_Cost_USD", budget.budget_total_usd, "Total cost (every line)", '"$"#,##0', compute_usd=_COMPUTE,
+       failures_usd="Failures_USD", experiments_usd="Experiments_USD", data_usd="Data_Line_USD",
+       people_usd="People_Line_USD", other_usd="Other_USD"),
     _o("USD_per_M_Tokens", cost.usd_per_million_tokens, "Total cost per million tokens", '"$"#,##0.00',
        total_usd="Total_Cost_USD", tokens_t="Tokens_T"),
     _o("Budget_Left_USD", cost.budget_left_usd, "Budget left (negative = over)", '"$"#,##0;[Red]-"$"#,##0',

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import InputError
+
 
 @dataclass(frozen=True)
 class Recipe:
@@ -53,8 +55,6 @@ def get_recipe(name: str) -> Recipe:
     try:
         return RECIPES[name.strip().lower()]
     except KeyError:
-        from .errors import InputError
-
         raise InputError("recipe", name, "one of " + ", ".join(RECIPES)) from None
 
 
@@ -138,11 +138,10 @@ def recipe_label(bytes_weights: float, bytes_grads: float, bytes_optimizer: floa
 
 def default_bytes() -> dict[str, float]:
     """Bytes per parameter of the default recipe, by input name."""
-    r = RECIPES[DEFAULT_RECIPE]
-    return {field: getattr(r, attr) for field, attr in RECIPE_FIELDS.items()}
+    return recipe_bytes(None)
 
 
 def recipe_bytes(recipe: str | None) -> dict[str, float]:
     """Bytes per parameter of a recipe by input name (None: the default recipe)."""
     r = get_recipe(recipe or DEFAULT_RECIPE)
-    return {"bytes_weights": r.weights, "bytes_grads": r.grads, "bytes_optimizer": r.optimizer}
+    return {field: getattr(r, attr) for field, attr in RECIPE_FIELDS.items()}

@@ -27,6 +27,11 @@ from .validate import call_error, validate_all
 
 REGISTRY: dict[str, "Formula"] = {}
 
+
+def _not_finite(x: Any) -> bool:
+    return isinstance(x, float) and not math.isfinite(x)
+
+
 # Fast dispatch: while a formula computes numbers (``expr.functions._numeric`` > 0), a formula called from inside it
 # gets plain values that were validated at the boundary, so it skips what only the faces need -- signature binding
 # (Python binds the arguments and applies the defaults itself), the is-this-an-expression checks and validation.
@@ -152,20 +157,14 @@ class Formula:
         limit, why = self.at_most
         unit = "" if self.unit == "fraction" else f" {self.unit}"
         return self.undefined(
-            clean, f"= {_number(result)}{unit}", bad=self._bad_result, wanted=f"at most {_number(limit)}{unit}",
-            why=why)
+            clean, f"= {_number(result)}{unit}", bad=lambda x: _not_finite(x) or self.beyond(x),
+            wanted=f"at most {_number(limit)}{unit}", why=why)
 
-    def _bad_result(self, x: Any) -> bool:
-        return (isinstance(x, float) and not math.isfinite(x)) or self.beyond(x)
-
-    def undefined(self, clean: Mapping[str, Any], what: str, bad: Callable[[Any], bool] | None = None,
+    def undefined(self, clean: Mapping[str, Any], what: str, bad: Callable[[Any], bool] = _not_finite,
                   wanted: str = "a finite result", why: str = "") -> InputError:
         """The error for inputs that are each allowed but give no finite result together: it names the
         inputs to blame -- those whose typical value (the input's example) gives a finite result again
         with every other input as given -- not the formula."""
-        if bad is None:
-            def bad(x: Any) -> bool:
-                return isinstance(x, float) and not math.isfinite(x)
         blamed = []
         for name, value in clean.items():
             s = spec(name)
@@ -235,6 +234,16 @@ def numeric() -> Iterator[None]:
         _functions._numeric -= 1
 
 
+@contextmanager
+def symbolic() -> Iterator[None]:
+    """Build expressions inside this block, even inside :func:`numeric` (a chain's steps, built when first used)."""
+    saved, _functions._numeric = _functions._numeric, 0
+    try:
+        yield
+    finally:
+        _functions._numeric = saved
+
+
 def formula(
     *,
     udf: str,
@@ -277,7 +286,6 @@ def all_formulas() -> list[Formula]:
 def get_formula(name: str) -> Formula:
     """A formula by its Python name or its worksheet-function name (any case); an unknown name raises
     :class:`~xlcalc.errors.UnknownNameError` (a KeyError) naming it and the close matches."""
-    all_formulas()
     key = str(name).strip().lower()
     for f in REGISTRY.values():
         if f.name == key or f.udf_name.lower() == key:

@@ -13,6 +13,7 @@ the very same outputs as Excel formulas (``xlcalc.outputs.output_excel``), so th
 
 from __future__ import annotations
 
+import contextlib
 import re
 import tomllib
 import typing
@@ -32,7 +33,7 @@ from .model_inputs import model_inputs
 from .outputs import MESSAGE_OUTPUTS, OUTPUTS, RANGES
 from .planner.defaults import default_global_batch_tokens
 from .planner.stacks import DEFAULT_STACK, stack_id
-from .recipes import DEFAULT_SEQ_LEN, DEFAULT_VOCAB, MEMORY_DEFAULTS, RECIPE_FIELDS, default_bytes, get_recipe
+from .recipes import DEFAULT_SEQ_LEN, DEFAULT_VOCAB, MEMORY_DEFAULTS, default_bytes, get_recipe, recipe_bytes
 from .untrusted import check_text, check_value, read_limited
 from .validate import from_pydantic, validate_one
 
@@ -293,8 +294,9 @@ class Scenario(BaseModel):
                         [f for f in ("name", "notes") if isinstance(data.get(f), str)])
         if data.get("recipe") is not None:
             data["recipe"] = get_recipe(str(data["recipe"])).id if str(data["recipe"]).strip() else None
-        if isinstance(data.get("stack"), str):  # a name a stack is known by (an alias, any case): its profile's id
-            data["stack"] = _stack_id(data["stack"])
+        if isinstance(data.get("stack"), str):  # a stack's name (an alias, any case): its profile's id; a name that is
+            with contextlib.suppress(InputError):  # no profile's stays as typed, for the spec to name the ones allowed
+                data["stack"] = stack_id(data["stack"])
         if data.get("framework") is not None or data.get("precision") is not None:  # the names as xlcalc.frameworks
             data.update(_profile_names(data.get("framework"), data.get("precision")))  # spells them; unknown: named
         # architecture left out: multi-head attention (kv heads = heads) and F = 4h, as seed 002's formulas
@@ -366,8 +368,7 @@ class Scenario(BaseModel):
         if values.get("framework") or values.get("precision"):  # the framework's memory inputs; a recipe wins
             merged.update(get_profile(values.get("framework"), values.get("precision")).values())
         if values.get("recipe"):
-            r = get_recipe(str(values["recipe"]))
-            merged.update({field: getattr(r, attr) for field, attr in RECIPE_FIELDS.items()})
+            merged.update(recipe_bytes(str(values["recipe"])))
         prices = _catalog_prices(values)
         merged.update(prices)
         merged.update({k: v for k, v in values.items() if v is not None and k not in prices})
@@ -384,7 +385,8 @@ class Scenario(BaseModel):
         try:
             return super().model_validate(obj, **kw)
         except ValidationError as exc:
-            raise _as_input_error(exc) from None
+            # every field pydantic refused, in the one message format (each input checked by its spec)
+            raise from_pydantic(exc, {c.field: c.spec_name for c in INPUTS}) from None
 
     def cell_values(self) -> dict[str, Any]:
         """Input values by defined name."""
@@ -403,15 +405,6 @@ def _profile_names(framework: Any, precision: Any) -> dict[str, str]:
     return {"framework": p.framework, "precision": p.precision}
 
 
-def _stack_id(name: str) -> str:
-    """A stack name as the profile id it means (xlcalc.planner.stacks.stack_id: an alias, case and spaces ignored); a
-    name that is no profile's stays as typed, so the input's spec names it with the profiles allowed."""
-    try:
-        return stack_id(name)
-    except InputError:
-        return name
-
-
 def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:
     """Rental rate (and tier) and purchase price from the price catalog for the chosen GPU.
 
@@ -419,8 +412,7 @@ def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:
     naming the GPU and the tier.
     """
     out: dict[str, Any] = {}
-    tier = values.get("price_tier")
-    gpu = values.get("gpu")
+    tier, gpu = values.get("price_tier"), values.get("gpu")
     if gpu and values.get("capex_usd_per_gpu") is None:  # whatever the rental price, owning is the GPU's
         buy = catalog.purchase_price(gpu)
         if buy is not None:
@@ -435,14 +427,8 @@ def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:
     if tier and not gpu:
         raise InputError("price_tier", tier, "used with a GPU (gpu = ...) whose catalog prices it picks from")
     if gpu:
-        row = None
-        if tier:
-            row = catalog.rental_price(gpu, tier)
-        else:
-            default = catalog.price_for(gpu)
-            if default is not None and default.usd_per_gpu_hour is not None:
-                row = default
-        if row is not None:
+        row = catalog.rental_price(gpu, tier) if tier else catalog.price_for(gpu)  # (a tier's row has its rate)
+        if row is not None and row.usd_per_gpu_hour is not None:
             out.update(usd_per_gpu_hour=row.usd_per_gpu_hour, price_tier=row.tier, price_id=row.id)
     return out
 
@@ -470,11 +456,6 @@ def _architecture(m: catalog.Model) -> dict[str, Any]:
                 hidden=m.hidden, layers=m.layers, heads=m.heads,
                 kv_heads=arch["kv_heads"], ffn_hidden=arch["ffn_hidden"], gated_ffn=arch["gated_ffn"],
                 vocab=arch["vocab"], tied_embeddings=arch["tied_embeddings"])
-
-
-def _as_input_error(exc: ValidationError) -> Exception:
-    """Every field pydantic refused, in the one message format (each input checked by its spec)."""
-    return from_pydantic(exc, {c.field: c.spec_name for c in INPUTS})
 
 
 def evaluate(scenario: Scenario) -> dict[str, Any]:

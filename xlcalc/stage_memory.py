@@ -52,7 +52,6 @@ from typing import Any, cast
 from . import registry
 from . import stage_memory_code as _code
 from .errors import InputError
-from .expr import functions as _functions
 from .expr.functions import eq, if_
 from .expr.nodes import Expr, Num, Var, wrap
 from .formulas import activations as fa
@@ -124,8 +123,10 @@ class Step:
         return cast(Expr, self.formula(**self.args))
 
 
-def _default_sources() -> dict[str, Expr]:
-    return {k: Var(spec(k).excel_name) for k in MODEL_INPUTS}
+def sources(inputs: tuple[str, ...], src: Mapping[str, Any] | None) -> dict[str, Expr]:
+    """A chain's inputs as expressions: ``src`` (input-spec name -> expression or value) over each input's defined
+    name."""
+    return {**{k: Var(spec(k).excel_name) for k in inputs}, **{k: wrap(v) for k, v in (src or {}).items()}}
 
 
 def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, layout_dp: Any = None
@@ -135,7 +136,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     ``capacity`` (an expression, e.g. ``Var("GPU_Memory_GB")``) adds the fit and the largest micro-batch;
     ``layout_dp`` replaces DP in the layout check (a workbook whose DP cell shows the check's message).
     """
-    s = {**_default_sources(), **{k: wrap(v) for k, v in (src or {}).items()}}
+    s = sources(MODEL_INPUTS, src)
     steps: list[Step] = []
 
     def add(name: str, formula: Formula, label: str, part: str | None = None, of: str | None = None,
@@ -350,12 +351,9 @@ def _compiled(capacity: bool, moe: bool = True) -> list[_CompiledStep]:
     terms)."""
     key = (capacity, moe)
     if key not in _COMPILED:
-        saved, _functions._numeric = _functions._numeric, 0  # the steps are built as expressions, even inside numeric()
-        try:
+        with registry.symbolic():
             steps = memory_steps(None if moe else {"expert_params_b": 0},
                                  capacity=Var("GPU_Memory_GB") if capacity else None)
-        finally:
-            _functions._numeric = saved
         # the layout check runs once in resolve(), as check_layout (the same constraints as Layout_Check)
         _COMPILED[key] = [(st.name, st.formula.func, [(k, _getter(e)) for k, e in st.args.items()])
                           for st in steps if st.name != "Layout_Check"]
@@ -494,19 +492,9 @@ class StageMemory:
 def explain(env: Mapping[str, Any], inputs: Mapping[str, Any]) -> StageMemory:
     """A :class:`StageMemory` from :func:`evaluate`'s result."""
     names = {st.part: st.name for st in memory_steps() if st.part and st.of == "First"}
-    parts: dict[str, dict[str, float]] = {}
-    for st in STAGES:
-        row = {}
-        for key, _label in PARTS:
-            if key == "comm_buffers":
-                row[key] = env["Comm_Buffer_GB"]
-            elif key == "other":
-                row[key] = env["Overhead_GB"]
-            elif key == "recompute_working":
-                row[key] = env["Mem_Recompute_GB"]
-            else:
-                row[key] = env[names[key].replace("_First_", f"_{st}_")]
-        parts[st.lower()] = row
+    shared = {"comm_buffers": "Comm_Buffer_GB", "other": "Overhead_GB", "recompute_working": "Mem_Recompute_GB"}
+    parts = {st.lower(): {key: env[shared.get(key) or names[key].replace("_First_", f"_{st}_")]
+                          for key, _label in PARTS} for st in STAGES}
     totals = {st.lower(): env[f"Mem_{st}_Total_GB"] for st in STAGES}
     cap = env.get("GPU_Memory_GB")
     return StageMemory(

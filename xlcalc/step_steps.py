@@ -22,7 +22,6 @@ from typing import Any
 
 from . import registry
 from .errors import InputError
-from .expr import functions as _functions
 from .expr.functions import if_, max_
 from .expr.nodes import Expr, Var, wrap
 from .formulas import communication as fc
@@ -31,7 +30,7 @@ from .formulas import steptime as fs
 from .inputs import spec
 from .layout import stage_layer_counts
 from .registry import Formula
-from .stage_memory import Step
+from .stage_memory import Step, sources
 
 __all__ = ["STEP_INPUTS", "NOT_COVERED", "step_time_steps", "evaluate"]
 
@@ -64,13 +63,9 @@ NOT_COVERED = {
 }
 
 
-def _sources() -> dict[str, Expr]:
-    return {k: Var(spec(k).excel_name) for k in STEP_INPUTS}
-
-
 def step_time_steps(src: Mapping[str, Any] | None = None) -> tuple[Step, ...]:
     """The chain's steps over ``src`` (input-spec name -> expression; default: each input's defined name)."""
-    s = {**_sources(), **{k: wrap(v) for k, v in (src or {}).items()}}
+    s = sources(STEP_INPUTS, src)
     steps: list[Step] = []
 
     def add(name: str, formula: Formula, label: str, **args: Any) -> Var:
@@ -186,11 +181,8 @@ def evaluate(values: Mapping[str, Any]) -> dict[str, Any]:
     if missing:
         raise InputError(", ".join(missing), None, "given (the step-time chain needs them)")
     if not _CHAIN:
-        saved, _functions._numeric = _functions._numeric, 0  # the steps are built as expressions, even in numeric()
-        try:
+        with registry.symbolic():
             _CHAIN.extend((st.name, st.formula.func, list(st.args.items())) for st in step_time_steps())
-        finally:
-            _functions._numeric = saved
     env: dict[str, Any] = {spec(k).excel_name: values[k] for k in STEP_INPUTS}
     with registry.numeric():
         for name, func, args in _CHAIN:

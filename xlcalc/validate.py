@@ -235,21 +235,16 @@ def _allowed_text(err: Mapping[str, Any], s: InputSpec | None) -> str:
     words = {"greater_than": "> {gt}", "greater_than_equal": ">= {ge}", "less_than": "< {lt}",
              "less_than_equal": "<= {le}"}
     if kind in words:
-
         bound = {k: fmt_bound(ctx[k]) if isinstance(ctx.get(k), (int, float)) else ctx.get(k) for k in ("gt", "ge", "lt", "le")}
         return "a number " + words[kind].format(**bound)
     if kind == "literal_error":
         return "one of " + str(ctx.get("expected", ""))
-    if kind in ("int_parsing", "int_type", "int_from_float"):
-        return "a whole number"
-    if kind in ("float_parsing", "float_type", "finite_number"):
-        return "a finite number"
-    if kind in ("bool_parsing", "bool_type"):
-        return "TRUE or FALSE"
-    if kind == "extra_forbidden":
-        return "a known field (this one is not)"
-    if kind == "missing":
-        return "given"
+    plain = {**dict.fromkeys(("int_parsing", "int_type", "int_from_float"), "a whole number"),
+             **dict.fromkeys(("float_parsing", "float_type", "finite_number"), "a finite number"),
+             **dict.fromkeys(("bool_parsing", "bool_type"), "TRUE or FALSE"),
+             "extra_forbidden": "a known field (this one is not)", "missing": "given"}
+    if kind in plain:
+        return plain[kind]
     if kind.startswith("string"):
         return "text"
     return "a valid value"

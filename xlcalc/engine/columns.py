@@ -76,7 +76,6 @@ class _ListPass:
 _ROW_CODE: dict[tuple[str, tuple[str, ...]], Callable[[dict[str, Any]], Any]] = {}
 
 
-
 def _not_finite(out: list[Any]) -> set[int]:
     """Rows whose result is a float that is not finite (inf or NaN): they go the single-cell way."""
     try:  # a finite sum: every row a finite number (inf and NaN stay in a sum; an overflow looks row by row)
@@ -142,15 +141,13 @@ class _NumpyPass:
             return node.value
         if isinstance(node, BinOp):
             a, b = self.eval(node.left, env), self.eval(node.right, env)
-            if _numeric(a) and _numeric(b) and (isinstance(a, _np.ndarray) or isinstance(b, _np.ndarray)):
+            if node.op in _NUMPY_OPS and _numeric(a) and _numeric(b) \
+                    and (isinstance(a, _np.ndarray) or isinstance(b, _np.ndarray)):
                 if node.op in ("+", "-", "*", "/", "^"):
                     a, b = _as_float(a), _as_float(b)
-                    if node.op == "/":
-                        zero = b == 0
-                        if _np.any(zero):
-                            self.suspect |= _np.broadcast_to(zero, (self.n,))
-                return self.flag(getattr(_np, _NUMPY_OPS[node.op])(a, b)) if node.op in _NUMPY_OPS \
-                    else self.elementwise(PY_BINOPS[node.op], (a, b))
+                    if node.op == "/" and _np.any(zero := b == 0):
+                        self.suspect |= _np.broadcast_to(zero, (self.n,))
+                return self.flag(getattr(_np, _NUMPY_OPS[node.op])(a, b))
             return self.elementwise(PY_BINOPS[node.op], (a, b))
         if isinstance(node, Neg):
             x = self.eval(node.operand, env)

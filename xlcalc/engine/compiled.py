@@ -102,10 +102,8 @@ def python_expr(e: Expr, name_of: Callable[[str], str], temps: dict[Any, str] | 
         args = [r(a) for a in e.args]
         if e.name == "IF":
             return f"({args[1]} if {args[0]} else {args[2]})"
-        if e.name == "AND":
-            return "(" + " and ".join(f"bool({a})" for a in args) + ")"
-        if e.name == "OR":
-            return "(" + " or ".join(f"bool({a})" for a in args) + ")"
+        if e.name in ("AND", "OR"):
+            return "(" + f" {e.name.lower()} ".join(f"bool({a})" for a in args) + ")"
         if e.name == "NOT":
             return f"(not {args[0]})"
         if e.name in ("MIN", "MAX"):

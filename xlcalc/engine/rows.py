@@ -159,7 +159,6 @@ class _Part(NamedTuple):
     value: Any = None
 
 
-
 _KIND_TYPES: dict[str, type] = {"float": float, "int": int, "bool": bool, "choice": str}
 _FLOAT_OPS = {"+", "-", "*", "/"}  # float with float or int: a float, the int converted exactly (below 2**53)
 # The same operations as expr.PY_BINOPS (a + b, a / b, a ** b, a < b, ...), written as Python's operators.

@@ -26,13 +26,8 @@ def render_number(value: float | int) -> str:
     text = repr(v)
     if "e" not in text and not (v.is_integer() and abs(v) >= 1e6):
         return text
-    mantissa, exponent = f"{v:.16e}".split("e")
-    # shortest mantissa that round-trips
-    for digits in range(1, 18):
-        candidate = f"{v:.{digits - 1}e}"
-        if float(candidate) == v:
-            mantissa, exponent = candidate.split("e")
-            break
+    # the shortest mantissa that round-trips (17 significant digits always do)
+    mantissa, exponent = next(c for d in range(17) if float(c := f"{v:.{d}e}") == v).split("e")
     if "." in mantissa:
         mantissa = mantissa.rstrip("0").rstrip(".")
     exp = int(exponent)

@@ -7,6 +7,7 @@ loops); with any :class:`~xlcalc.expr.nodes.Expr` argument it builds a node.
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 from .excel import EXCEL_FUNCTIONS, _ceiling, _py_eq, _round, as_text
@@ -38,12 +39,11 @@ def _fn(name: str, *args: Any) -> Any:
     return EXCEL_FUNCTIONS[name](*args)
 
 
-def min_(*args: Any) -> Any:
-    return _fn("MIN", *args)
-
-
-def max_(*args: Any) -> Any:
-    return _fn("MAX", *args)
+# MIN, MAX, AND and OR of any number of arguments, as they are: each builds its node, or computes with plain values
+min_ = partial(_fn, "MIN")
+max_ = partial(_fn, "MAX")
+and_ = partial(_fn, "AND")
+or_ = partial(_fn, "OR")
 
 
 def sqrt(x: Any) -> Any:
@@ -91,14 +91,6 @@ def log2(x: Any) -> Any:
 
 def abs_(x: Any) -> Any:
     return _fn("ABS", x)
-
-
-def and_(*args: Any) -> Any:
-    return _fn("AND", *args)
-
-
-def or_(*args: Any) -> Any:
-    return _fn("OR", *args)
 
 
 def not_(x: Any) -> Any:

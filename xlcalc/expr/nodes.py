@@ -122,14 +122,24 @@ def _name_of(names: Names, var: str) -> str:
 _NUM_TEXT: dict[tuple[type, Any], str] = {}
 
 
-class Num(Expr):
-    __slots__ = ("value",)
+class _Constant(Expr):
+    """A literal: evaluates to its value, and no substitution changes it."""
 
-    def __init__(self, value: float | int):
-        self.value = value
+    __slots__ = ("value",)
+    value: Any
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         return self.value
+
+    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
+        return self
+
+
+class Num(_Constant):
+    __slots__ = ()
+
+    def __init__(self, value: float | int):
+        self.value = value
 
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
         key = (type(self.value), self.value)
@@ -139,46 +149,32 @@ class Num(Expr):
             text = _NUM_TEXT[key] = f"({text})" if text.startswith("-") else text
         return text
 
-    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
-        return self
-
     def key(self) -> Any:
         return ("num", float(self.value))
 
 
-class Text(Expr):
-    __slots__ = ("value",)
+class Text(_Constant):
+    __slots__ = ()
+    value: str
 
     def __init__(self, value: str):
         self.value = value
 
-    def evaluate(self, env: Mapping[str, Any]) -> Any:
-        return self.value
-
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
         return '"' + self.value.replace('"', '""') + '"'
-
-    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
-        return self
 
     def key(self) -> Any:
         return ("text", self.value)
 
 
-class Bool(Expr):
-    __slots__ = ("value",)
+class Bool(_Constant):
+    __slots__ = ()
 
     def __init__(self, value: bool):
         self.value = bool(value)
 
-    def evaluate(self, env: Mapping[str, Any]) -> Any:
-        return self.value
-
     def render(self, names: Names, subs: Mapping[Any, str] | None = None) -> str:
         return "TRUE" if self.value else "FALSE"
-
-    def substitute(self, mapping: Mapping[str, Expr]) -> Expr:
-        return self
 
     def key(self) -> Any:
         return ("bool", self.value)
@@ -304,8 +300,6 @@ class Neg(Expr):
         return ("neg", self.operand.key())
 
 
-
-
 class Func(_TextKept):
     """A spreadsheet function call, e.g. ``MAX(a, b)`` or ``IF(c, a, b)``."""
 
@@ -421,18 +415,14 @@ def _fold_func(name: str, args: tuple[Expr, ...]) -> Expr:
     if not _FOLD[-1]:
         return Func(name, args)
     if name == "IF":
-        if isinstance(args[0], Bool):  # a constant condition: keep the branch taken
-            return args[1] if args[0].value else args[2]
-        if isinstance(args[0], Num) and _exact(args[0].value):
-            return args[1] if args[0].value else args[2]
+        if isinstance(args[0], Bool) or isinstance(args[0], Num) and _exact(args[0].value):  # a constant condition:
+            return args[1] if args[0].value else args[2]  # keep the branch taken
     elif name in ("AND", "OR"):
         decisive = name == "OR"  # OR(..., TRUE, ...) is TRUE; AND(..., FALSE, ...) is FALSE
         if any(isinstance(a, Bool) and a.value is decisive for a in args):
             return Bool(decisive)
         rest = tuple(a for a in args if not isinstance(a, Bool))
-        if not rest:
-            return Bool(not decisive)
-        return Func(name, rest)
+        return Func(name, rest) if rest else Bool(not decisive)
     elif name == "NOT" and isinstance(args[0], Bool):
         return Bool(not args[0].value)
     elif name in _FOLDED_FUNCS and all(isinstance(a, Num) and _exact(a.value) for a in args):

@@ -142,9 +142,9 @@ def _predict(q: Query, caps: frozenset[str] | None, factors: list[float]) -> tup
                 for eff in GRID}  # reads no factor
     # pst.evaluate at every point of the grid: its memory part reads neither grid field (nor the hardware's
     # efficiency), so it is computed once and each point's step time filled into a copy of it
-    microbatches = int(round(q.global_batch / cfg.dp / cfg.micro_batch))
     with numeric():
-        memory = pst.memory(arch, hardware[REFERENCE_EFFICIENCY], base, cfg, q.seq_len // cfg.cp, microbatches)
+        memory = pst.memory(arch, hardware[REFERENCE_EFFICIENCY], base, cfg, q.seq_len // cfg.cp,
+                            pst.microbatches_per_step(cfg, q.global_batch))
     by_factor = {}
     for factor in factors:
         out = []

@@ -86,18 +86,12 @@ def interval_data(v: dict) -> dict:
     }
 
 
-def default_log_errors(v: dict, key: str = "at_defaults") -> list[dict]:
-    """One row per scored run predicted at the flags a user gives without a stack (``v["at_defaults"]``: the
-    default stack; ``v["at_planner"]``: the planner's own settings)."""
-    return log_errors(v, (v.get(key) or {}).get("errors", {}))
-
-
 def without_stack(v: dict, key: str = "at_defaults") -> dict | None:
     """The range of a plan without ``--stack``: percentiles of the errors ``xlcalc plan`` makes with no stack named
     on the published runs (the default stack's facts and efficiency, nothing fitted per source; ``key``
     "at_planner": the planner's own settings and the catalog's efficiency, ``--stack planner``), and their coverage
     measured as for the stack range (each source against the other sources' percentiles)."""
-    rows = default_log_errors(v, key)
+    rows = log_errors(v, (v.get(key) or {}).get("errors", {}))  # each run as predicted without a stack
     if len(rows) < 2:
         return None
     q10, q90 = bounds([r["log_error"] for r in rows])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
+from operator import attrgetter
 
 from .. import catalog
 from ..planner.stacks import DEFAULT_STACK, PLANNER, STACKS
@@ -35,11 +36,9 @@ def _table(title_col: str, groups: dict[str, list[Scored]], extra_cols=None) -> 
     extra_cols = extra_cols or {}
     head = f"| {title_col} | " + (" | ".join(extra_cols.get('_head', [])) + " | " if extra_cols else "") + STAT_HEAD + " |"
     ncols = head.count("|") - 1
-    lines = [head, "|---" + "|---:" * (ncols - 1) + "|"]
-    for name, group in groups.items():
-        extra = extra_cols.get(name, [])
-        lines.append("| " + " | ".join([name, *extra, *_row_stats(group)]) + " |")
-    return lines
+    return [head, "|---" + "|---:" * (ncols - 1) + "|",
+            *("| " + " | ".join([name, *extra_cols.get(name, []), *_row_stats(group)]) + " |"
+              for name, group in groups.items())]
 
 
 def _seq_band(q: Query) -> str:
@@ -80,12 +79,8 @@ def _group(scored: list[Scored], key) -> dict[str, list[Scored]]:
     return out
 
 
-def _source(s: Scored) -> str:
-    return s.query.source_id
-
-
-def _gpu_label(s: Scored) -> str:
-    return s.query.gpu_label
+_source = attrgetter("query.source_id")  # a scored run's source, a grouping key
+_gpu_label = attrgetter("query.gpu_label")  # its GPU as the source names it
 
 
 def _mw(m: dict, sep: str = " | ") -> str:

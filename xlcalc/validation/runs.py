@@ -186,13 +186,9 @@ class Query:
                                  n_gpus=1, peak_tflops=self.peak_tflops)
 
     def layout(self) -> str:
-        parts = [f"TP{self.tp}", f"PP{self.pp}"]
-        if self.cp > 1:
-            parts.append(f"CP{self.cp}")
-        if self.ep > 1:
-            parts.append(f"EP{self.ep}")
-        parts.append(f"DP{self.dp}")
-        return " ".join(parts)
+        parts = [f"TP{self.tp}", f"PP{self.pp}", f"CP{self.cp}" if self.cp > 1 else "",
+                 f"EP{self.ep}" if self.ep > 1 else "", f"DP{self.dp}"]
+        return " ".join(p for p in parts if p)
 
 
 @dataclass(frozen=True)
@@ -270,7 +266,8 @@ def _measured_tokens_s(rec: dict, arch, seq_len: int, recompute: Optional[str]) 
         return tflops * 1e12 / hf, "hardware TFLOP/s / our hardware FLOPs per token (recompute counted)"
     if conv.startswith("model"):
         if tflops is None and me.get("mfu"):
-            tflops = me["mfu"] * _peak_of_record(rec)
+            row = _gpu(rec)[1]
+            tflops = me["mfu"] * cast(float, row.bf16_tflops or row.fp16_tflops)  # to_query skips a GPU with neither
             basis = "stated MFU x stated peak / our model FLOPs per token"
         else:
             basis = "model TFLOP/s / our model FLOPs per token"
@@ -278,11 +275,6 @@ def _measured_tokens_s(rec: dict, arch, seq_len: int, recompute: Optional[str]) 
             return None, "no TFLOP/s"
         return tflops * 1e12 / flops_per_token(arch, seq_len)[0], basis
     return None, f"no throughput in a known convention ({conv})"
-
-
-def _peak_of_record(rec: dict) -> float:
-    _, row = _gpu(rec)
-    return cast(float, row.bf16_tflops or row.fp16_tflops)  # to_query skips a GPU with neither
 
 
 def _without(settings: dict[str, Any], keys_of: dict[str, tuple[str, ...]], off: frozenset[str],
@@ -351,9 +343,7 @@ def to_query(rec: dict, off: frozenset[str] = frozenset()) -> Query | Skip:
     tp, pp, cp = lay["tp"], lay["pp"], lay.get("cp") or 1
     dp = rec["n_gpus"] // (tp * pp * cp)
     mfpt = flops_per_token(arch, seq)[0]
-    stages = None
-    if pp > 1 and arch.layers % pp:
-        stages = _uneven(arch.layers, pp)
+    stages = _uneven(arch.layers, pp) if pp > 1 and arch.layers % pp else None
     return Query(
         id=rid, source_id=src, profile=profile, gpu=gid, gpu_label=rec["gpu"], n_gpus=rec["n_gpus"], tp=tp, pp=pp,
         cp=cp, ep=lay.get("ep") or 1, dp=dp, virtual_stages=lay.get("virtual_stages"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 
 from ..formulas.steptime import mfu_from_step
@@ -22,9 +23,7 @@ def log_error_at(curve: list[float], eff: float) -> float:
 
 def source_weights(ids: list[str], source_of: dict[str, str]) -> list[float]:
     """Each source weighs 1 in total, whatever its number of runs."""
-    counts: dict[str, int] = {}
-    for i in ids:
-        counts[source_of[i]] = counts.get(source_of[i], 0) + 1
+    counts = Counter(source_of[i] for i in ids)
     return [1 / counts[source_of[i]] for i in ids]
 
 
