@@ -173,7 +173,8 @@ for _prof in _PROFILES:
 FRAMEWORK_NAMES: dict[str, str] = {
     "megatron": "Megatron-LM / Megatron-Core (NeMo)",
     "transformers": "Hugging Face transformers Trainer (PyTorch, eager loss)",
-    "torchtitan": "torchtitan (PyTorch FSDP2, eager)",
+    "torchtitan": "torchtitan (PyTorch FSDP2, eager; also with only the model compiled: before 2025-04-02, or "
+                  "compile.components = ['model'])",
     "torchtitan-compile": "torchtitan with compile enabled (model and loss compiled, torchtitan since 2025-04-02)",
     "torchtune": "torchtune (PyTorch, full fine-tuning recipes)",
     "torchtune-compile": "torchtune with compile: True (model and loss compiled)",
