@@ -275,3 +275,44 @@ def test_libreoffice_leaves_a_batch_not_given_to_the_step_time_check(recalculate
     assert wb["Start"]["C3"].value.startswith("OK")
     assert named_cell(wb, "Step_Check").value == BATCH_REFUSED
     assert str(named_cell(wb, "Step_MFU").value).startswith(f"see {STEP_SHEET}!B")
+
+
+def test_a_model_with_its_own_head_dimension_gives_plans_step_time_and_memory():
+    # Gemma 7B's config.json: head_dim 256 with hidden 3072 and 16 heads (3072 / 16 = 192); the sheet, the scenario's
+    # Python face, plan --config with the layout pinned and memory --config take 256
+    from xlcalc.cli import main
+    from xlcalc.hf_config import model_from_hf_config
+    path = Path(__file__).resolve().parent / "data" / "hf_configs" / "gemma-7b.json"
+    sc = Scenario.build(model=model_from_hf_config(path), gpu="h100-sxm", n_gpus=64, tp=2, pp=2, seq_len=8192,
+                        micro_batch=1, zero_stage=1, recompute="selective", seq_parallel=True, stack="megatron",
+                        global_batch_tokens=256 * 8192)
+    assert (sc.hidden, sc.heads, sc.head_dim_given) == (3072, 16, 256)
+    lay = layout([sc])
+    assert _value(lay, "Step_Check") == "OK" and _value(lay, "Head_Dim_Given") == 256
+    result = plan(model_from_hf_config(path), gpu="h100-sxm", n_gpus=64, seq_len=8192,
+                  global_batch_tokens=256 * 8192, tokens_t=sc.tokens_t, settings=Settings(stack="megatron"), tp=2,
+                  pp=2, cp=1, zero_stage=1, recompute="selective", micro_batch=1,
+                  seq_parallel=sc.seq_parallel, virtual_stages=1, top=1)
+    expected, py = result.plans[0], step_prediction(sc)
+    for name, field in RESULTS.items():
+        assert _value(lay, name) == pytest.approx(getattr(expected, field), rel=1e-12), name
+        assert getattr(py, field) == pytest.approx(getattr(expected, field), rel=1e-12), name
+    # at hidden / heads the step differs: the head dimension reached the sheet's formulas
+    sc.head_dim_given = 0
+    assert layout([sc]).book.value(*lay.book.names["Step_Time_S"]) != pytest.approx(expected.step_s, rel=1e-6)
+    # memory: the scenario's (the workbook's formulas) and the memory command's for the same run, within the
+    # params_b the scenario rounds to a thousandth of a billion
+    sc.head_dim_given = 256
+    flags = ["--config", str(path), "--gpu", "h100-sxm", "--n-gpus", "64", "--tp", "2", "--pp", "2", "--seq-len",
+             "8192", "--micro-batch", "1", "--zero-stage", "1", "--recompute", "selective", "--seq-parallel"]
+    out = _cli_json(main, ["memory", *flags])
+    assert _value(layout([sc]), "Mem_Total_GB") == pytest.approx(out["total_gb"], rel=1e-4)
+
+
+def _cli_json(main, argv):
+    import contextlib
+    import io
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main([*argv, "--json"]) == 0
+    return json.loads(buf.getvalue())

@@ -1796,6 +1796,16 @@ def GPU_HOURS_AT_THROUGHPUT(tokens_t, tokens_per_s):
 @func(category=BLOCKS_CATEGORY)
 @arg("hidden", ndim=2, doc="Hidden size h")
 @arg("heads", ndim=2, doc="Attention heads a")
+@arg("head_dim_given", ndim=2, doc="Dimension of one attention head where the model gives its own (0 = hidden / heads)")
+@ret()
+def HEAD_DIM(hidden, heads, head_dim_given=0):
+    """Dimension of one attention head: the model's own where it gives one, else hidden / heads. [elements per head]. head_dim_given if > 0, else h / a. Source: Vaswani et al. 2017 §3.2.2 (d_k = d_model / h); a model's config.json may give its own head_dim (G..."""
+    return formula_call("head_dim_of", hidden, heads, head_dim_given)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("heads", ndim=2, doc="Attention heads a")
 @arg("kv_heads", ndim=2, doc="Key/value heads (GQA; = heads for multi-head attention)")
 @arg("head_dim", ndim=2, doc="Dimension of one attention head")
 @arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
@@ -2478,6 +2488,7 @@ FORMULA_UDFS: tuple[str, ...] = (
     "TOKENS_PER_S_PER_GPU",
     "TRAIN_DAYS_AT_THROUGHPUT",
     "GPU_HOURS_AT_THROUGHPUT",
+    "HEAD_DIM",
     "DENSE_LAYER_PARAMS",
     "PIPELINE_STAGE_PARAMS",
     "LOGITS_MEMORY_BYTES",
@@ -2616,6 +2627,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "GPU_SPEC",
     "GROUP_BANDWIDTH_GB_S",
     "HARDWARE_FLOPS_PER_TOKEN",
+    "HEAD_DIM",
     "HFU_FROM_MFU",
     "HOSTING_COST_USD",
     "HW_FLOPS_FACTOR",

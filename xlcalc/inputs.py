@@ -99,6 +99,8 @@ _add("hidden", "", "Hidden size h", "Hidden", example=8192, **COUNT)
 _add("layers", "", "Transformer layers L", "Layers", example=80, **COUNT)
 _add("heads", "", "Attention heads a", "Heads", example=64, **COUNT)
 _add("head_dim", "", "Dimension of one attention head", example=128, **COUNT)
+_add("head_dim_given", "", "Dimension of one attention head where the model gives its own (0 = hidden / heads)",
+     "Head_Dim_Given", example=0, kind="int", ge=0)
 _add("vocab", "tokens", "Vocabulary size V", "Vocab", example=32000, **COUNT)
 _add("nonembed_params_b", "billion parameters", "Non-embedding parameters, in billions", example=70, **POS)
 

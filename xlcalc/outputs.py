@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from .expr.functions import eq, if_
 from .expr.nodes import Expr, IfError, Var, wrap
-from .formulas import budget, compute, cost, finetune, goodput, ownership
+from .formulas import budget, compute, cost, finetune, goodput, ownership, steptime
 from .formulas import ranges as franges
 from .layout import LAYOUT_OK
 from .recipes import MEMORY_DEFAULTS
@@ -49,7 +49,7 @@ def _o(name: str, formula: Formula, label: str, fmt: str = "#,##0.00", **args: A
 V = Var
 
 # The stage memory model (xlcalc.stage_memory) over the scenario's names: every step a named result.
-MEMORY_SOURCES = {"dp": V("DP_Size"), "cluster_gpus": V("N_GPUs"), "head_dim": V("Hidden") / V("Heads"),
+MEMORY_SOURCES = {"dp": V("DP_Size"), "cluster_gpus": V("N_GPUs"), "head_dim": V("Head_Dim"),
                   "microbatches": MEMORY_DEFAULTS["microbatches"], "batch_sequences": 0, "experts": 0, "ep": 1,
                   "quant_block": MEMORY_DEFAULTS["quant_block"], "double_quant": MEMORY_DEFAULTS["double_quant"],
                   "expert_params_b": 0, "expert_tp": 0}
@@ -70,6 +70,10 @@ OUTPUTS: tuple[OutputCell, ...] = (
     OutputCell("DP_Size", compute.data_parallel_size, {"n_gpus": V("N_GPUs"), "tp": V("TP_Size"),
                "pp": V("PP_Size"), "cp": V("CP_Size")}, "Data parallel (DP = GPUs / (TP x PP x CP))",
                compute.data_parallel_size.unit, "0.##", guarded=True),
+    # the model's own head dimension where the scenario gives one, else hidden / heads
+    OutputCell("Head_Dim", steptime.head_dim_of, {"hidden": V("Hidden"), "heads": V("Heads"),
+               "head_dim_given": V("Head_Dim_Given")}, "Dimension of one attention head",
+               steptime.head_dim_of.unit, "0.##"),
     # the memory steps first: the time of a fine-tuning job needs their Trainable_Params_B
     *_MEMORY_OUTPUTS,
     # time: 6ND for a full job (pre-training or full fine-tuning), 4ND + 6N'D for LoRA/QLoRA (frozen base); N of

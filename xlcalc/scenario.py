@@ -82,6 +82,7 @@ INPUTS: tuple[InputCell, ...] = (
     _in("allocator_reserve_frac", "Allocator_Reserve_Frac", "Allocator reserve, share of the prediction, in the fit's margin",
         "Parallelism and memory"),
     _in("kv_heads", "KV_Heads", "Key/value heads (GQA; = heads for MHA)", "Stage memory"),
+    _in("head_dim_given", "Head_Dim_Given", "Head dimension the model gives (0 = hidden / heads)", "Stage memory"),
     _in("ffn_hidden", "FFN_Hidden", "FFN inner size F", "Stage memory"),
     _in("gated_ffn", "Gated_FFN", "Gated FFN (SwiGLU) (TRUE/FALSE)", "Stage memory"),
     _in("vocab", "Vocab", "Vocabulary size V", "Stage memory"),
@@ -210,6 +211,7 @@ class Scenario(BaseModel):
     cuda_context_gb: float = MEMORY_DEFAULTS["cuda_context_gb"]
     allocator_reserve_frac: float = MEMORY_DEFAULTS["allocator_reserve_frac"]
     kv_heads: int = 64
+    head_dim_given: int = 0  # the model's own head dimension where it is not hidden / heads (Gemma, MLA)
     ffn_hidden: int = 32768
     gated_ffn: bool = MEMORY_DEFAULTS["gated_ffn"]
     vocab: int = DEFAULT_VOCAB  # Llama 1/2's (xlcalc.recipes.DEFAULT_VOCAB)
@@ -454,6 +456,7 @@ def _architecture(m: catalog.Model) -> dict[str, Any]:
     arch = model_inputs(m)
     return dict(params_b=round(m.params_b, 3), active_params_b=round(m.active_params_b, 3) if m.experts else 0,
                 hidden=m.hidden, layers=m.layers, heads=m.heads,
+                head_dim_given=0 if arch["head_dim"] * m.heads == m.hidden else arch["head_dim"],
                 kv_heads=arch["kv_heads"], ffn_hidden=arch["ffn_hidden"], gated_ffn=arch["gated_ffn"],
                 vocab=arch["vocab"], tied_embeddings=arch["tied_embeddings"])
 

@@ -38,7 +38,7 @@ def step_prediction(scenario: Scenario) -> Plan:
         raise InputError("gpu", None, "a GPU id from the catalog (xlcalc catalog gpus)",
                          "the step time takes the GPU's HBM and link bandwidths and SMs from its catalog row")
     arch = None if sc.model else arch_from_flags(sc.layers, sc.hidden, sc.heads, sc.kv_heads, sc.ffn_hidden, sc.vocab,
-                                                 sc.gated_ffn, sc.seq_len)
+                                                 sc.gated_ffn, sc.seq_len, sc.head_dim_given or None)
     stage_layers = None  # the split the scenario gives (its first and last stage's layers), as the sheet takes it
     if sc.pp > 1 and (sc.first_stage_layers or sc.last_stage_layers):
         first, middle, last = stage_layer_counts(sc.layout_values())

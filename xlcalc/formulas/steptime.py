@@ -311,6 +311,17 @@ def gpu_hours_at_throughput(tokens_t, tokens_per_s):
 
 
 @formula(
+    udf="HEAD_DIM", unit="elements per head", category="steptime",
+    equation="head_dim_given if > 0, else h / a",
+    source="Vaswani et al. 2017 §3.2.2 (d_k = d_model / h); a model's config.json may give its own head_dim "
+           "(Gemma 7B: 256 with h = 3072, a = 16)",
+)
+def head_dim_of(hidden, heads, head_dim_given=0):
+    """Dimension of one attention head: the model's own where it gives one, else hidden / heads."""
+    return if_(head_dim_given > 0, head_dim_given, hidden / heads)
+
+
+@formula(
     udf="DENSE_LAYER_PARAMS", unit="parameters", category="steptime",
     equation="h*a*dh [Q] + 2*h*kv*dh [K,V] + a*dh*h [O] + (3 if gated else 2)*h*F [FFN] + 2*h [two norms]",
     source="a pre-norm decoder layer without biases (Llama: Touvron et al. 2023 §2.2, RMSNorm and SwiGLU); GQA's K and "

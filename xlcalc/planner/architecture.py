@@ -99,12 +99,15 @@ def arch_from_model(model: catalog.Model) -> Arch:
 
 
 def arch_from_flags(layers: int, hidden: int, heads: int, kv_heads: int | None = None, ffn_hidden: int | None = None,
-                    vocab: int = FLAGS_VOCAB, gated_ffn: bool | None = None, seq_len: int = FLAGS_SEQ_LEN) -> Arch:
-    """An architecture from its numbers (validated; FFN defaults to 4h, or 8h/3 rounded when gated)."""
+                    vocab: int = FLAGS_VOCAB, gated_ffn: bool | None = None, seq_len: int = FLAGS_SEQ_LEN,
+                    head_dim: int | None = None) -> Arch:
+    """An architecture from its numbers (validated; FFN defaults to 4h, or 8h/3 rounded when gated; the head
+    dimension to hidden / heads)."""
     layers, hidden, heads = (check_value(n, x) for n, x in (("layers", layers), ("hidden", hidden), ("heads", heads)))
     kv = check_value("kv_heads", kv_heads if kv_heads is not None else heads)
     vocab = check_value("vocab", vocab)
-    if hidden % heads:
+    head_dim = None if head_dim is None else check_value("head_dim", head_dim)
+    if hidden % heads and head_dim is None:
         raise InputError("heads", heads, f"a divisor of hidden = {hidden}")
     if heads % kv:
         raise InputError("kv_heads", kv, f"a divisor of heads = {heads}")
@@ -112,4 +115,5 @@ def arch_from_flags(layers: int, hidden: int, heads: int, kv_heads: int | None =
     ffn = check_value("ffn_hidden", ffn_hidden if ffn_hidden is not None else 4 * hidden)
     return arch_from_model(catalog.Model(
         id="custom", name=f"custom {layers}x{hidden}", source="architecture flags", layers=layers, hidden=hidden,
-        heads=heads, kv_heads=kv, ffn_hidden=ffn, gated_ffn=gated, vocab=vocab, seq_len=seq_len, published_params_b=1))
+        heads=heads, kv_heads=kv, head_dim=head_dim, ffn_hidden=ffn, gated_ffn=gated, vocab=vocab, seq_len=seq_len,
+        published_params_b=1))

@@ -76,7 +76,7 @@ def memory_sheet(ctx: Ctx) -> None:
     row = output_rows(ctx, s, row + 1, ("Layer_Params_B", "Layer_Act_Bytes", "Layer_Act_Bytes_No_Recompute",
                                         "Inflight_First", "Inflight_Last", "Mem_First_Optimizer_Step_GB",
                                         "Mem_Last_Optimizer_Step_GB", "Layer_Autocast_Copy_Bytes",
-                                        "Layer_Autocast_Copy_Bytes_No_Recompute"), LAYOUT_POINTER)
+                                        "Layer_Autocast_Copy_Bytes_No_Recompute", "Head_Dim"), LAYOUT_POINTER)
     b.put(s, f"A{row + 1}", f"Defaults (recipe {DEFAULT_RECIPE}, other memory {MEMORY_DEFAULTS['overhead_gb']:g} GB, "
           "logits, buckets): xlcalc.recipes — the same for the CLI, the planner and the worksheet functions.", "note")
     b.freeze[s] = "A8"

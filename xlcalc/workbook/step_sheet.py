@@ -98,9 +98,10 @@ def _sources(ctx: Ctx, stacks: Table) -> tuple[dict[str, Any], list[tuple[str, s
         return Var(name)
 
     stack = {field: _stack_fact(stacks, field) for field, *_ in STACK_COLUMNS}
+    head_dim = Var("Head_Dim")  # the model's own, else hidden / heads (xlcalc.outputs)
     fact("Step_Layer_Params", "Parameters of one layer, from its shape (as the planner counts them)",
          fs.dense_layer_params(hidden=Var("Hidden"), heads=Var("Heads"), kv_heads=Var("KV_Heads"),
-                               head_dim=Var("Hidden") / Var("Heads"), ffn_hidden=Var("FFN_Hidden"),
+                               head_dim=head_dim, ffn_hidden=Var("FFN_Hidden"),
                                gated_ffn=Var("Gated_FFN")), "parameters", "#,##0")
 
     def no(what: str, where: str = "type it on the GPUs sheet") -> Expr:
@@ -108,7 +109,7 @@ def _sources(ctx: Ctx, stacks: Table) -> tuple[dict[str, Any], list[tuple[str, s
 
     gpu_eff = _gpu_fact(gpus, "step_matmul_efficiency", no("matmul efficiency", "pick a stack that gives one"))
     src: dict[str, Any] = {
-        "head_dim": Var("Hidden") / Var("Heads"), "layer_params": Var("Step_Layer_Params"),
+        "head_dim": head_dim, "layer_params": Var("Step_Layer_Params"),
         "embedding_params": Var("Vocab") * Var("Hidden"), "dp": Var("DP_Size"), "microbatches": Var("Step_Microbatches"),
         "seq_len": Var("Seq_Len"), "micro_batch": Var("Micro_Batch"), "tp": Var("TP_Size"), "pp": Var("PP_Size"),
         "cp": Var("CP_Size"), "zero_stage": Var("ZeRO_Stage"), "peak_tflops": Var("Peak_TFLOPS"),
