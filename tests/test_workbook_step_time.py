@@ -307,6 +307,13 @@ def test_a_model_with_its_own_head_dimension_gives_plans_step_time_and_memory():
              "8192", "--micro-batch", "1", "--zero-stage", "1", "--recompute", "selective", "--seq-parallel"]
     out = _cli_json(main, ["memory", *flags])
     assert _value(layout([sc]), "Mem_Total_GB") == pytest.approx(out["total_gb"], rel=1e-4)
+    # and the worksheet function, given the head dimension (left out: hidden / heads, another number)
+    m = model_from_hf_config(path)
+    cells = dict(params_b=m.params_b, layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=m.kv,
+                 ffn_hidden=m.ffn_hidden, vocab=m.vocab, seq_len=8192, micro_batch=1, tp=2, pp=2, dp=16, zero_stage=1,
+                 seq_parallel=True, recompute="selective", gated_ffn=m.gated_ffn, tied_embeddings=m.tied_embeddings)
+    assert u.MEM_PER_GPU_GB(**cells, head_dim_given=256) == pytest.approx(out["total_gb"], rel=1e-9)
+    assert u.MEM_PER_GPU_GB(**cells) != pytest.approx(out["total_gb"], rel=1e-3)
 
 
 def _cli_json(main, argv):

@@ -57,6 +57,7 @@ from .expr.nodes import Expr, Num, Var, wrap
 from .formulas import activations as fa
 from .formulas import finetune as ff
 from .formulas import memory as fm
+from .formulas import steptime as fs
 from .frameworks import DEFAULT_FRAMEWORK, PROFILE_INPUTS, udf_defaults
 from .inputs import spec
 from .layout import LAYOUT_DEFAULTS, check_layout
@@ -527,7 +528,8 @@ def _udf_layout_check(**v: Any) -> None:
 
 def _compose(values: dict[str, Any], result: str) -> Any:
     """One step of the model for numbers (validated) or, with expressions, as one inlined expression."""
-    v = {**_D, **values, "head_dim": values["hidden"] / values["heads"]}
+    v = {**_D, **values}
+    v["head_dim"] = fs.head_dim_of(v["hidden"], v["heads"], v.pop("head_dim_given", 0))  # the model's own, else h / a
     if not any(isinstance(x, Expr) for x in v.values()):
         return evaluate(v, validated=True)[result]
     env: dict[str, Expr] = {}
@@ -562,7 +564,8 @@ def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab,
                    overhead_gb=_D["overhead_gb"], grads_freed=_D["grads_freed"], job=_D["job"],
                    optimizer_step_bytes=_D["optimizer_step_bytes"], autocast_copy_bytes=_D["autocast_copy_bytes"],
                    lora_rank=_D["lora_rank"], lora_targets=_D["lora_targets"], quant_block=_D["quant_block"],
-                   double_quant=_D["double_quant"], framework=DEFAULT_FRAMEWORK, precision="default"):
+                   double_quant=_D["double_quant"], framework=DEFAULT_FRAMEWORK, precision="default",
+                   head_dim_given=0):
     """Memory per GPU of a training layout: the heavier of its first and last pipeline stage (the whole model)."""
     values = dict(locals())
     del values["framework"], values["precision"]  # they acted through the defaults of the inputs they set

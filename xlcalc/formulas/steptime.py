@@ -311,7 +311,7 @@ def gpu_hours_at_throughput(tokens_t, tokens_per_s):
 
 
 @formula(
-    udf="HEAD_DIM", unit="elements per head", category="steptime",
+    udf="HEAD_DIM", unit="elements", category="steptime",
     equation="head_dim_given if > 0, else h / a",
     source="Vaswani et al. 2017 §3.2.2 (d_k = d_model / h); a model's config.json may give its own head_dim "
            "(Gemma 7B: 256 with h = 3072, a = 16)",
