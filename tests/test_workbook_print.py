@@ -11,6 +11,7 @@ import functools
 import math
 import re
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -75,10 +76,7 @@ def printed() -> dict:
 
 
 def _pdf_text(path: Path, first: int | None = None, last: int | None = None, pitch: int | None = None) -> str:
-    """The PDF's text laid out as printed (``pdftotext -layout``), or on a fixed character grid of ``pitch`` points
-    (``-fixed``: the same grid on every page, so a column's lines start at one offset)."""
-    import subprocess
-
+    """Its text as printed (pdftotext -layout), or on one grid of ``pitch`` points for every page (-fixed)."""
     mode = ["-fixed", str(pitch)] if pitch else ["-layout"]
     args = ["pdftotext", *mode] + (["-f", str(first), "-l", str(last)] if first else []) + [str(path), "-"]
     return subprocess.run(args, capture_output=True, text=True, check=True).stdout
@@ -328,8 +326,7 @@ def test_pdf_of_a_layout_that_does_not_divide_prints_its_message_whole_and_point
     for label in ("Weights, first stage (frozen base + adapters)", "Memory per GPU, heavier stage", "Fits the GPU?"):
         line = next(line for line in fine.splitlines() if line.startswith(label))
         assert line[len(label):].split()[:2] == pointer.split(), (label, line)
-    # no clipped message: every cell that starts the message prints all of it, read down its column on a fixed
-    # 3-point grid (-layout's grid is made page by page and may print adjacent columns' lines one character apart)
+    # no clipped message: each cell that starts it prints all of it, read down its column on one fixed grid
     start, target = "pp = 3 is not allow", "".join(PP3_WHY.split())
     cells = 0
     for name, ps in _by_sheet(_pdf_text(pdf, pitch=3).split("\f"))[0].items():
