@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from . import catalog
 from .errors import InputError, UnknownNameError
 from .formulas.cost import FAILURE_FRAC
+from .formulas.steptime import HEAD_DIM_FROM_SHAPE
 from .frameworks import get_profile
 from .inputs import spec
 from .layout import check_layout
@@ -211,7 +212,7 @@ class Scenario(BaseModel):
     cuda_context_gb: float = MEMORY_DEFAULTS["cuda_context_gb"]
     allocator_reserve_frac: float = MEMORY_DEFAULTS["allocator_reserve_frac"]
     kv_heads: int = 64
-    head_dim_given: int = 0  # the model's own head dimension where it is not hidden / heads (Gemma, MLA)
+    head_dim_given: int = HEAD_DIM_FROM_SHAPE  # the model's own head dimension where it is not hidden / heads (Gemma, MLA)
     ffn_hidden: int = 32768
     gated_ffn: bool = MEMORY_DEFAULTS["gated_ffn"]
     vocab: int = DEFAULT_VOCAB  # Llama 1/2's (xlcalc.recipes.DEFAULT_VOCAB)
@@ -456,7 +457,8 @@ def _architecture(m: catalog.Model) -> dict[str, Any]:
     arch = model_inputs(m)
     return dict(params_b=round(m.params_b, 3), active_params_b=round(m.active_params_b, 3) if m.experts else 0,
                 hidden=m.hidden, layers=m.layers, heads=m.heads,
-                head_dim_given=0 if arch["head_dim"] * m.heads == m.hidden else arch["head_dim"],
+                head_dim_given=(HEAD_DIM_FROM_SHAPE if arch["head_dim"] * m.heads == m.hidden
+                                else arch["head_dim"]),
                 kv_heads=arch["kv_heads"], ffn_hidden=arch["ffn_hidden"], gated_ffn=arch["gated_ffn"],
                 vocab=arch["vocab"], tied_embeddings=arch["tied_embeddings"])
 

@@ -529,7 +529,7 @@ def _udf_layout_check(**v: Any) -> None:
 def _compose(values: dict[str, Any], result: str) -> Any:
     """One step of the model for numbers (validated) or, with expressions, as one inlined expression."""
     v = {**_D, **values}
-    v["head_dim"] = fs.head_dim_of(v["hidden"], v["heads"], v.pop("head_dim_given", 0))  # the model's own, else h / a
+    v["head_dim"] = fs.head_dim_of(v["hidden"], v["heads"], v.pop("head_dim_given"))  # the model's own, else h / a
     if not any(isinstance(x, Expr) for x in v.values()):
         return evaluate(v, validated=True)[result]
     env: dict[str, Expr] = {}
@@ -565,7 +565,7 @@ def mem_per_gpu_gb(params_b, layers, hidden, heads, kv_heads, ffn_hidden, vocab,
                    optimizer_step_bytes=_D["optimizer_step_bytes"], autocast_copy_bytes=_D["autocast_copy_bytes"],
                    lora_rank=_D["lora_rank"], lora_targets=_D["lora_targets"], quant_block=_D["quant_block"],
                    double_quant=_D["double_quant"], framework=DEFAULT_FRAMEWORK, precision="default",
-                   head_dim_given=0):
+                   head_dim_given=fs.HEAD_DIM_FROM_SHAPE):
     """Memory per GPU of a training layout: the heavier of its first and last pipeline stage (the whole model)."""
     values = dict(locals())
     del values["framework"], values["precision"]  # they acted through the defaults of the inputs they set

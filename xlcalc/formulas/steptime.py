@@ -310,13 +310,17 @@ def gpu_hours_at_throughput(tokens_t, tokens_per_s):
 # --- one pipeline stage: the planner's step-time model, term by term ----------------------------------
 
 
+# head_dim_given when a model gives no head dimension of its own: the head is hidden / heads wide
+HEAD_DIM_FROM_SHAPE = 0
+
+
 @formula(
     udf="HEAD_DIM", unit="elements", category="steptime",
     equation="head_dim_given if > 0, else h / a",
     source="Vaswani et al. 2017 §3.2.2 (d_k = d_model / h); a model's config.json may give its own head_dim "
            "(Gemma 7B: 256 with h = 3072, a = 16)",
 )
-def head_dim_of(hidden, heads, head_dim_given=0):
+def head_dim_of(hidden, heads, head_dim_given=HEAD_DIM_FROM_SHAPE):
     """Dimension of one attention head: the model's own where it gives one, else hidden / heads."""
     return if_(head_dim_given > 0, head_dim_given, hidden / heads)
 
