@@ -48,6 +48,11 @@ CASES = [
                                               global_batch_tokens=4 * 2 ** 20),
      dict(tp=4, pp=4, cp=1, zero_stage=1, seq_parallel=True, recompute="full", micro_batch=2, virtual_stages=1),
      "fsdp-eager"),
+    # a name users know with a framework of its own: the Hugging Face Trainer, fsdp-eager's step and transformers'
+    # memory (fp32 weights under autocast) on every face
+    ("8b-8xH100-zero3-hf-trainer", dict(model="llama3.1-8b", gpu="H100", n_gpus=8, seq_len=8192,
+                                        global_batch_tokens=2 ** 20), dict(zero_stage=3, recompute="full"),
+     "hf-trainer"),
 ]
 IDS = [c[0] for c in CASES]
 ONE_GPU = dict(tp=1, pp=1, cp=1, seq_parallel=False, recompute="none", micro_batch=1, virtual_stages=1)

@@ -110,10 +110,25 @@ def test_an_empty_stack_cell_plans_the_default_stack_as_the_cli_without_stack(ca
 @pytest.mark.parametrize("alias, sid", [("torchtitan", "fsdp-eager"), ("HF Trainer", "fsdp-eager"),
                                         ("NeMo", "megatron"), ("megatron-core", "megatron"),
                                         ("composer", "llm-foundry")])
-def test_plan_takes_the_names_users_know_a_stack_by(alias, sid):
-    from xlcalc.planner.stacks import ALIASES
-    assert ALIASES[alias.lower().replace(" ", "-")][0] == sid and ALIASES[alias.lower().replace(" ", "-")][1]
-    assert call(stack=alias)[1:4] == call(stack=sid)[1:4]
+def test_plan_takes_the_names_users_know_a_stack_by(capsys, alias, sid):
+    import json
+
+    from xlcalc.cli import main
+    from xlcalc.planner.stacks import ALIAS_FRAMEWORKS, ALIASES
+
+    key = alias.lower().replace(" ", "-")
+    assert ALIASES[key][0] == sid and ALIASES[key][1]
+    table = call(stack=alias)
+    if key not in ALIAS_FRAMEWORKS:  # the profile's own memory: the profile's plans
+        assert table[1:4] == call(stack=sid)[1:4]
+    # the CLI's plans of the name as typed (the Hugging Face Trainer: fsdp-eager's step, transformers' memory)
+    assert main(["plan", "--model", "llama2-70b", "--gpu", "H100", "--n-gpus", "1024", "--seq-len", "4096",
+                 "--global-batch-tokens", "4194304", "--tokens-t", "2", "--scaleout-gb-s", "50", "--stack", alias,
+                 "--top", "3", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)["plans"]
+    rows = [dict(zip(PLAN_COLUMNS, r)) for r in table[1:4]]
+    assert [(r["tp"], r["pp"], r["days"], r["memory_gb"]) for r in rows] == \
+        [(p["tp"], p["pp"], p["days"], p["memory_gb"]) for p in cli]
 
 
 def test_deepspeed_is_refused_as_a_stack_with_no_profile():

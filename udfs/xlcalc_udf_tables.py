@@ -153,7 +153,9 @@ def PLAN(model, gpu, n_gpus, seq_len=None, global_batch_tokens=None, tokens_t=No
     if v["scaleout_gb_s"] is not None:
         given["scaleout_gb_s"] = check_value("bandwidth_gb_s", v["scaleout_gb_s"], "scaleout_gb_s")
     if v["stack"] is not None:
-        given["stack"] = stack_id(text("stack", v["stack"], stack_choices()))
+        given["stack"] = text("stack", v["stack"], stack_choices())
+        stack_id(given["stack"])  # an unknown name: its error lists the known ones; the name as typed is planned
+        # with (an alias may name its own framework, as `xlcalc plan --stack` takes it)
     settings = Settings(**given)
     result = plan(model_name, gpu=gpu_name, n_gpus=check_value("n_gpus", v["n_gpus"]),
                   seq_len=_or_default("seq_len", v), global_batch_tokens=_or_default("global_batch_tokens", v),

@@ -85,7 +85,8 @@ def layout_prediction(model: str | catalog.Model | None = None, *, arch: Arch | 
 def _stack_settings(stack: str) -> Settings:
     if not isinstance(stack, str):
         raise InputError("stack", stack, stack_choices())
-    return Settings(stack=stack_id(stack))
+    stack_id(stack)  # an unknown name: its error lists the known ones
+    return Settings(stack=stack)  # as typed: an alias may name its own framework (stacks.ALIAS_FRAMEWORKS)
 
 
 def _experts(model: str | catalog.Model | None, arch: Arch | None) -> int:
