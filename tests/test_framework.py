@@ -25,6 +25,7 @@ from xlcalc.errors import InputError
 from xlcalc.frameworks import (
     DEFAULT_FRAMEWORK,
     DEFAULT_PRECISION,
+    FRAMEWORK_ALIASES,
     FRAMEWORKS,
     PRECISIONS,
     get_profile,
@@ -33,6 +34,7 @@ from xlcalc.frameworks import (
 )
 from xlcalc.recipes import MEMORY_DEFAULTS
 from xlcalc.registry import get_formula
+from xlcalc.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -264,3 +266,37 @@ def test_estimate_framework_equals_the_explicit_flags(capsys):
         assert named["framework"].startswith(f"{key[0]} at {key[1]}")
     code, _, err = cli(capsys, *argv, "--framework", "nemo2")
     assert code != 0 and "framework = 'nemo2'" in err and "megatron" in err
+
+
+# --- the names users know a framework by ----------------------------------------------------------------------------
+# (name as a user types it, the framework it means), typed here from each software's docs: NeMo and Megatron-LM train
+# with Megatron-Core; the Hugging Face Trainer and Accelerate run transformers' models under torch.autocast
+# (accelerate/accelerator.py prepare_model); torchtitan's plain FSDP2 is the fsdp-eager stack's; Composer is the
+# trainer llm-foundry runs
+KNOWN_AS = [("hf-trainer", "transformers"), ("HF Trainer", "transformers"), ("accelerate", "transformers"),
+            ("nemo", "megatron"), ("Megatron-LM", "megatron"), ("mcore", "megatron"), ("fsdp2", "torchtitan"),
+            ("pytorch_fsdp", "torchtitan"), ("composer", "llm-foundry")]
+
+
+@pytest.mark.parametrize("name,framework", KNOWN_AS, ids=[n for n, _ in KNOWN_AS])
+def test_a_name_users_know_answers_as_its_framework(capsys, name, framework):
+    by_name, by_id = cli_json(capsys, "--framework", name), cli_json(capsys, "--framework", framework)
+    assert by_name["total_gb"] == by_id["total_gb"]
+    assert by_name["framework"].startswith(f"{framework} (as {name}) at ")
+    assert Scenario(model=MODEL, gpu="h100", framework=name).framework == framework
+    udfs = udf_module()
+    assert udfs.MEM_PER_GPU_GB(*udf_args(), framework=name) == pytest.approx(by_id["total_gb"], rel=1e-12)
+
+
+def test_the_memory_and_the_planner_read_one_table_of_names():
+    # every stack name the planner knows that holds a framework's memory means the same framework to the memory faces
+    from xlcalc.planner.stacks import ALIASES, STACKS, stack_framework
+
+    held = {n: stack_framework(n) for n in (*ALIASES, *STACKS) if stack_framework(n) is not None}
+    assert {n: FRAMEWORK_ALIASES.get(n, n) for n in held} == held
+    assert set(FRAMEWORK_ALIASES) <= set(held)
+
+
+def test_an_unknown_name_lists_the_names_users_know(capsys):
+    code, _, err = cli(capsys, *BASE, "--framework", "hf-trainr")
+    assert code != 0 and "framework = 'hf-trainr'" in err and "hf-trainer (transformers)" in err

@@ -23,11 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import InputError
+from .errors import CatalogError, InputError
 from .recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, recipe_bytes
+from .stack_names import framework_names, name_key
 
 __all__ = ["Profile", "FRAMEWORKS", "PRECISIONS", "PROFILE_FIELDS", "PROFILE_INPUTS", "udf_defaults", "DEFAULT_FRAMEWORK", "DEFAULT_PRECISION",
-           "get_profile", "profile_values", "neutral", "framework_label"]
+           "FRAMEWORK_ALIASES", "framework_id", "framework_choices", "get_profile", "profile_values", "neutral", "framework_label"]
 
 PRECISIONS: dict[str, str] = {
     "bf16": "pure bf16: weights, gradients and optimizer states in bf16, no fp32 master copy",
@@ -182,6 +183,13 @@ FRAMEWORK_NAMES: dict[str, str] = {
     "llm-foundry": "llm-foundry / Composer (PyTorch FSDP)",
 }
 
+# Names users know a framework by (xlcalc/data/stacks/names.toml, each with the source that says which software it
+# is): the memory framework of the stack a name means, or the alias's own (hf-trainer: transformers) -> its id
+FRAMEWORK_ALIASES: dict[str, str] = {n: f for n, f in framework_names().items() if n not in FRAMEWORKS}
+if any(f not in FRAMEWORKS for f in FRAMEWORK_ALIASES.values()):
+    raise CatalogError("xlcalc/data/stacks: a name means a framework xlcalc.frameworks does not have: "
+                       + ", ".join(f"{n} -> {f}" for n, f in FRAMEWORK_ALIASES.items() if f not in FRAMEWORKS))
+
 # the answer when neither is given: today's defaults (DEFAULT_RECIPE and MEMORY_DEFAULTS)
 DEFAULT_FRAMEWORK = "megatron"
 DEFAULT_PRECISION = "amp"
@@ -191,14 +199,27 @@ def _name(text: Any) -> str:
     return str(text).strip().lower()
 
 
+def framework_id(name: Any) -> str:
+    """The framework id a name means: an id, or a name it is known by (:data:`FRAMEWORK_ALIASES`), case, spaces and
+    underscores ignored; anything else comes back as typed (lower case), for the caller to refuse."""
+    key = name_key(name)
+    return key if key in FRAMEWORKS else FRAMEWORK_ALIASES.get(key, _name(name))
+
+
+def framework_choices() -> str:
+    """Every name a framework input takes, in words (the refusal of an unknown one lists them)."""
+    return ("one of " + ", ".join(FRAMEWORKS) + "; or a name it is known by: "
+            + ", ".join(f"{a} ({f})" for a, f in FRAMEWORK_ALIASES.items()))
+
+
 def get_profile(framework: str | None = None, precision: str | None = None) -> Profile:
     """The profile of a framework at a precision (None: the default framework; the framework's default precision).
     Unknown names raise one :class:`InputError` naming each bad input, its value and the known ones."""
     errors = []
-    fw = _name(framework) if framework not in (None, "") else DEFAULT_FRAMEWORK
+    fw = framework_id(framework) if framework not in (None, "") else DEFAULT_FRAMEWORK
     pr = _name(precision) if precision not in (None, "") and _name(precision) != "default" else None
     if fw not in FRAMEWORKS:
-        errors.append(InputError("framework", framework, "one of " + ", ".join(FRAMEWORKS)))
+        errors.append(InputError("framework", framework, framework_choices()))
     if pr is not None and pr not in PRECISIONS:
         errors.append(InputError("precision", precision, "one of " + ", ".join(PRECISIONS)
                                  + " (or default: the framework's usual one)"))
@@ -223,7 +244,7 @@ def udf_defaults(given: Any) -> dict[str, Any]:
     fw, pr = given.get("framework"), given.get("precision")
     fw = fw if isinstance(fw, str) and fw.strip() else None
     pr = pr if isinstance(pr, str) and pr.strip() else None
-    if (fw is not None and _name(fw) not in FRAMEWORKS) or (pr is not None and _name(pr) not in (*PRECISIONS, "default")):
+    if (fw is not None and framework_id(fw) not in FRAMEWORKS) or (pr is not None and _name(pr) not in (*PRECISIONS, "default")):
         return {}  # an unknown name: the inputs' validation refuses it, beside every other input not allowed
     return profile_values(fw, pr)
 
@@ -237,7 +258,8 @@ def framework_label(framework: str | None, precision: str | None) -> str:
     """The framework and precision a face assumed, in words (``assumed``: neither was given)."""
     p = get_profile(framework, precision)
     given = framework not in (None, "") or precision not in (None, "")
-    text = f"{p.framework} at {p.precision} ({PRECISIONS[p.precision]})"
+    named = "" if framework in (None, "") or name_key(framework) == p.framework else f" (as {str(framework).strip()})"
+    text = f"{p.framework}{named} at {p.precision} ({PRECISIONS[p.precision]})"
     gaps = neutral(p)
     if gaps:
         text += "; no source gives " + ", ".join(gaps) + ": neutral defaults"

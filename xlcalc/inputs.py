@@ -12,6 +12,7 @@ from typing import Any
 
 from .errors import InputError
 from .frameworks import DEFAULT_FRAMEWORK as _DEFAULT_FRAMEWORK
+from .frameworks import FRAMEWORK_ALIASES as _FRAMEWORK_ALIASES
 from .frameworks import FRAMEWORKS as _FRAMEWORKS
 from .frameworks import PRECISIONS as _PRECISIONS
 from .recipes import RECIPES as _RECIPES
@@ -29,6 +30,7 @@ class InputSpec:
     lt: float | None = None
     le: float | None = None
     choices: tuple[str, ...] = ()
+    aliases: tuple[tuple[str, str], ...] = ()  # (a name users know a choice by, the choice), any case
     excel_name: str = ""
     number_format: str = "General"
     example: Any = None  # a typical value (docs, generated tests)
@@ -41,7 +43,8 @@ class InputSpec:
         if self.kind == "bool":
             return "TRUE or FALSE"
         if self.kind == "choice":
-            return "one of " + ", ".join(f'"{c}"' for c in self.choices)
+            known = "; or a name it is known by: " + ", ".join(f"{a} ({c})" for a, c in self.aliases)
+            return "one of " + ", ".join(f'"{c}"' for c in self.choices) + (known if self.aliases else "")
         if self.kind == "name":
             return f"a name: {self.doc}"
         noun = "a whole number" if self.kind == "int" else "a number"
@@ -340,7 +343,7 @@ _add("autocast_copy_bytes", "bytes/param", "Bytes per weight of the 16-bit copie
 _add("framework", "", "Training framework whose memory defaults apply to the recipe bytes, logits buffer, optimizer "
      "step, autocast copies and grads freed left empty: " + ", ".join(f'"{f}"' for f in _FRAMEWORKS)
      + f' (default "{_DEFAULT_FRAMEWORK}"; xlcalc.frameworks)', "Framework", example=_DEFAULT_FRAMEWORK,
-     kind="choice", choices=tuple(_FRAMEWORKS))
+     kind="choice", choices=tuple(_FRAMEWORKS), aliases=tuple(_FRAMEWORK_ALIASES.items()))
 _add("precision", "", 'Training precision with the framework: "bf16" pure bf16, "amp" bf16 with fp32 master weights, '
      '"fp32", or "default" (the framework\'s usual one)', "Precision", example="default", kind="choice",
      choices=("default", *_PRECISIONS))

@@ -23,6 +23,7 @@ from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError
 from .errors import InputError, missing
 from .inputs import InputSpec, fmt_bound
 from .inputs import spec as _spec
+from .stack_names import name_key
 
 
 def _lower(value: Any) -> Any:
@@ -54,6 +55,8 @@ def validate_one(spec: InputSpec, value: Any, name: str | None = None) -> Any:
     if spec.kind == "bool" and isinstance(value, (int, float)) and not isinstance(value, bool) \
             and value not in (0, 1):
         raise InputError(label, value, spec.allowed, "TRUE/FALSE, or 1/0")
+    if spec.aliases and isinstance(value, str) and name_key(value) in dict(spec.aliases):
+        value = dict(spec.aliases)[name_key(value)]  # a name users know a choice by: that choice
     try:
         return _adapter(spec).validate_python(value)
     except ValidationError:

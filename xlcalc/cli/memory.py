@@ -6,7 +6,15 @@ import argparse
 
 from .. import catalog
 from ..errors import CatalogError, InputError
-from ..frameworks import DEFAULT_FRAMEWORK, DEFAULT_PRECISION, FRAMEWORKS, PRECISIONS, framework_label, profile_values
+from ..frameworks import (
+    DEFAULT_FRAMEWORK,
+    DEFAULT_PRECISION,
+    FRAMEWORK_ALIASES,
+    FRAMEWORKS,
+    PRECISIONS,
+    framework_label,
+    profile_values,
+)
 from ..inputs import spec
 from ..layout import stage_split
 from ..model_inputs import model_inputs
@@ -153,8 +161,9 @@ def add_framework_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) ->
     flags and --grads-freed TRUE|FALSE win over them."""
     p.add_argument("--framework", metavar="NAME",
                    help="the framework you train with sets the recipe bytes, logits buffer, optimizer step, autocast "
-                        f"copies and grads-freed: {', '.join(FRAMEWORKS)} (default {DEFAULT_FRAMEWORK}; see "
-                        "docs/memory.md, Frameworks)")
+                        f"copies and grads-freed: {', '.join(FRAMEWORKS)}, or a name it is known by ("
+                        f"{', '.join(FRAMEWORK_ALIASES)}) (default {DEFAULT_FRAMEWORK}; "
+                        "see docs/memory.md, Frameworks)")
     p.add_argument("--precision", metavar="NAME",
                    help=f"{', '.join(PRECISIONS)}: pure bf16, bf16 with fp32 master weights, fp32 (default: the "
                         f"framework's first; {DEFAULT_PRECISION} for {DEFAULT_FRAMEWORK})")

@@ -148,7 +148,9 @@ def memory_line(st: Settings, recipe: str) -> str:
     stack = STACKS.get(st.stack_profile or "")
     if {"framework", "precision"} & st.model_fields_set or stack is None or st.framework is None:
         return head + f"framework {fw}"
-    return head + f"framework {fw}, stack {stack.id}'s own (`xlcalc memory --framework {st.framework}` holds the same)"
+    whose = (f"stack {stack.id}'s own" if stack.framework is not None and stack.framework[0] == st.framework
+             else f"the named software's own (on stack {stack.id})")
+    return head + f"framework {fw}, {whose} (`xlcalc memory --framework {st.framework}` holds the same)"
 
 
 def _profile_line(args: argparse.Namespace) -> str | None:

@@ -11,26 +11,19 @@ setting a profile pins is named by the fact that states it (``sets``) or is fitt
 from __future__ import annotations
 
 import difflib
-import tomllib
-from importlib.resources import as_file, files
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import CatalogError, InputError
+from ..errors import CatalogError
 from ..frameworks import FRAMEWORKS
-from ..untrusted import check_value, read_limited
+from ..stack_names import MAX_STACK_FILE_BYTES, NAMES_FILE, STACKS_DIR
+from ..stack_names import read_stack_file as _read
 from .settings_kinds import KINDS
 
 __all__ = ["StackFiles", "load_stack_files", "STACK_FIELDS", "NAMES_FILE", "MAX_STACK_FILE_BYTES"]
-
-# the packaged profiles (read through importlib.resources, as the catalogs' data is)
-STACKS_DIR: Traversable = files("xlcalc") / "data" / "stacks"
-NAMES_FILE = "names.toml"
-MAX_STACK_FILE_BYTES = 64_000
-"""The largest stack file read (the largest shipped is under 6 kB)."""
 
 # Settings a profile may pin: every field of xlcalc.planner.Settings by kind (the stack, framework and precision
 # fields name profiles; a profile does not set them)
@@ -125,25 +118,6 @@ def load_stack_files(folder: str | Path | None = None, reserved: Optional[dict[s
     return StackFiles(loaded, {a.name: (a.stack, a.source) for a in names.alias},
                       {a.name: a.framework for a in names.alias if a.framework is not None},
                       {n.name: n.why for n in names.no_profile})
-
-
-def _read(path: Traversable, label: str) -> dict[str, Any]:
-    """The TOML table of one stack file (read_limited: a regular file, at most MAX_STACK_FILE_BYTES)."""
-    try:
-        with as_file(path) as real:  # the packaged file's own path (a temporary copy from a zip)
-            raw = read_limited(real, "stack file", MAX_STACK_FILE_BYTES, "stack profile TOML file")
-    except (OSError, InputError) as exc:
-        detail = (f"{exc.detail}; it must be {exc.allowed}" if isinstance(exc, InputError)
-                  else exc.strerror or str(exc))
-        raise CatalogError(f"stack file {label} cannot be read: {detail}") from exc
-    try:
-        table = tomllib.loads(raw.decode("utf-8"))
-        check_value("", table)  # no NaN or infinity (TOML has them), no control characters
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise CatalogError(f"stack file {label} is not valid TOML: {exc}") from exc
-    except InputError as exc:
-        raise CatalogError(f"stack file {label} is not valid: {exc}") from exc
-    return table
 
 
 def _validate(schema: type[BaseModel], raw: dict[str, Any], label: str) -> Any:

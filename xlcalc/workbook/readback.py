@@ -19,8 +19,10 @@ from typing import Any
 
 from .. import catalog
 from ..errors import InputError
+from ..frameworks import FRAMEWORKS, framework_id
 from ..layout import preset_stage_ends
 from ..outputs import OUTPUTS
+from ..planner.stacks import STACKS, stack_id
 from ..scenario import INPUTS, Scenario, evaluate
 from .catalogs import FRAMEWORK_DERIVED, GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED
 from .checks import EMPTY_OK
@@ -161,6 +163,30 @@ def _presets(field: str) -> tuple[str, ...]:
     return ("price_tier",) if field == "usd_per_gpu_hour" else ()
 
 
+def _sheet_ids(data: dict[str, Any]) -> None:
+    """The Framework and Stack cells hold an id: the sheet's look-ups know no other name (the CLI and the worksheet
+    functions also take the names users know, xlcalc.frameworks.FRAMEWORK_ALIASES and planner.stacks.ALIASES); a
+    name the sheet cannot look up is refused as the Checks sheet refuses it, saying which id it means."""
+    problems = []
+    for key, ids, dropdown, means in (("framework", FRAMEWORKS, "the Framework dropdown), or empty", framework_id),
+                                      ("stack", STACKS, "the Stack dropdown)", _stack_meant)):
+        typed = data.get(key)
+        if isinstance(typed, str) and typed.strip() and typed.strip().lower() not in ids:
+            meant = means(typed)
+            problems.append(InputError(key, typed, f"one of {', '.join(ids)} ({dropdown}",
+                                       f"the workbook's look-ups take the {key}'s id: pick {meant}" if meant in ids
+                                       else ""))
+    if problems:
+        raise InputError.all(problems)
+
+
+def _stack_meant(name: str) -> str:
+    try:
+        return stack_id(name)
+    except InputError:
+        return ""
+
+
 def read_workbook(path: str | Path) -> ReadBack:
     """Load an edited planning workbook; return its scenario, the engine's results and any disagreement."""
     import openpyxl
@@ -205,6 +231,7 @@ def read_workbook(path: str | Path) -> ReadBack:
                 raise InputError(cell.name, None, "a value (the cell is empty or was never calculated)")
             data[cell.field] = v
         _read_price_tier(data)
+        _sheet_ids(data)
         _stage_ends(data)
         scenario = Scenario.build(**data)
         results = evaluate(scenario)
