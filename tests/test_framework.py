@@ -300,3 +300,21 @@ def test_the_memory_and_the_planner_read_one_table_of_names():
 def test_an_unknown_name_lists_the_names_users_know(capsys):
     code, _, err = cli(capsys, *BASE, "--framework", "hf-trainr")
     assert code != 0 and "framework = 'hf-trainr'" in err and "hf-trainer (transformers)" in err
+
+
+# PyTorch Lightning's precision names (Trainer(precision=...), NeMo's trainer.precision), typed here from its docs
+# (N-Bit Precision) and NeMo's (Mixed Precision Training, Precision Modes): "bf16-mixed" keeps fp32 weights and
+# computes in bf16, "bf16-true" holds the model in bf16, "32-true" in fp32
+LIGHTNING = [("bf16-mixed", "amp"), ("BF16-True", "bf16"), ("32_true", "fp32")]
+
+
+@pytest.mark.parametrize("name,precision", LIGHTNING, ids=[n for n, _ in LIGHTNING])
+def test_a_precision_as_lightning_names_it(capsys, name, precision):
+    by_name = cli_json(capsys, "--framework", "transformers", "--precision", name)
+    by_id = cli_json(capsys, "--framework", "transformers", "--precision", precision)
+    assert by_name["total_gb"] == by_id["total_gb"]
+    assert f"at {precision} (as {name}) (" in by_name["framework"]
+    assert Scenario(model=MODEL, gpu="h100", framework="transformers", precision=name).precision == precision
+    udfs = udf_module()
+    assert udfs.MEM_PER_GPU_GB(*udf_args(), framework="transformers", precision=name) == \
+        pytest.approx(by_id["total_gb"], rel=1e-12)

@@ -176,6 +176,9 @@ def test_read_back_takes_the_picked_framework(built, tmp_path):
                                   "transformers, torchtitan, torchtitan-compile, torchtune, torchtune-compile, deepspeed, "
                                   "llm-foundry (the Framework dropdown), or empty (the workbook's look-ups take the "
                                   "framework's id: pick transformers)"),
+    ({"Precision": "bf16-mixed"}, "precision = 'bf16-mixed' is not allowed: precision must be one of bf16, amp, fp32, "
+                                  "default (the Precision dropdown), or empty (the workbook's look-ups take the "
+                                  "precision's id: pick amp)"),
     ({"Stack": "HF Trainer"}, "stack = 'HF Trainer' is not allowed: stack must be one of megatron, megatron-2021, "
                               "llm-foundry, fsdp-eager, fsdp-compiled (the Stack dropdown) (the workbook's look-ups take "
                               "the stack's id: pick fsdp-eager)"),

@@ -28,13 +28,19 @@ from .recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, recipe_bytes
 from .stack_names import framework_names, name_key
 
 __all__ = ["Profile", "FRAMEWORKS", "PRECISIONS", "PROFILE_FIELDS", "PROFILE_INPUTS", "udf_defaults", "DEFAULT_FRAMEWORK", "DEFAULT_PRECISION",
-           "FRAMEWORK_ALIASES", "framework_id", "framework_choices", "get_profile", "profile_values", "neutral", "framework_label"]
+           "FRAMEWORK_ALIASES", "PRECISION_ALIASES", "framework_id", "framework_choices", "get_profile", "profile_values", "neutral", "framework_label"]
 
 PRECISIONS: dict[str, str] = {
     "bf16": "pure bf16: weights, gradients and optimizer states in bf16, no fp32 master copy",
     "amp": "bf16 mixed precision: bf16 compute, fp32 master weights",
     "fp32": "fp32 weights, gradients and optimizer states",
 }
+
+# The names PyTorch Lightning gives the precisions (Trainer(precision=...), which NeMo's trainer.precision takes too):
+# "bf16-mixed" computes in bf16 over fp32 weights, "bf16-true" holds the weights, activations and gradients in bf16,
+# "32-true" everything in fp32 (Lightning docs, N-Bit Precision; NVIDIA NeMo docs, Mixed Precision Training,
+# Precision Modes). Lightning's older "bf16" meant bf16-mixed; here bf16 is pure bf16, so the answer names it.
+PRECISION_ALIASES: dict[str, str] = {"bf16-mixed": "amp", "bf16-true": "bf16", "32-true": "fp32"}
 
 # the memory inputs a profile sets (the recipe's three byte counts by its id)
 PROFILE_FIELDS = ("recipe", "logits_buffer_bytes", "optimizer_step_bytes", "autocast_copy_bytes", "grads_freed")
@@ -218,11 +224,13 @@ def get_profile(framework: str | None = None, precision: str | None = None) -> P
     errors = []
     fw = framework_id(framework) if framework not in (None, "") else DEFAULT_FRAMEWORK
     pr = _name(precision) if precision not in (None, "") and _name(precision) != "default" else None
+    pr = PRECISION_ALIASES.get(name_key(pr), pr) if pr is not None else None
     if fw not in FRAMEWORKS:
         errors.append(InputError("framework", framework, framework_choices()))
     if pr is not None and pr not in PRECISIONS:
         errors.append(InputError("precision", precision, "one of " + ", ".join(PRECISIONS)
-                                 + " (or default: the framework's usual one)"))
+                                 + " (or default: the framework's usual one); or as PyTorch Lightning names them: "
+                                 + ", ".join(f"{a} ({p})" for a, p in PRECISION_ALIASES.items())))
     if errors:
         raise InputError.all(errors)
     known = FRAMEWORKS[fw]
@@ -244,7 +252,7 @@ def udf_defaults(given: Any) -> dict[str, Any]:
     fw, pr = given.get("framework"), given.get("precision")
     fw = fw if isinstance(fw, str) and fw.strip() else None
     pr = pr if isinstance(pr, str) and pr.strip() else None
-    if (fw is not None and framework_id(fw) not in FRAMEWORKS) or (pr is not None and _name(pr) not in (*PRECISIONS, "default")):
+    if (fw is not None and framework_id(fw) not in FRAMEWORKS) or (pr is not None and name_key(pr) not in (*PRECISIONS, *PRECISION_ALIASES, "default")):
         return {}  # an unknown name: the inputs' validation refuses it, beside every other input not allowed
     return profile_values(fw, pr)
 
@@ -259,7 +267,9 @@ def framework_label(framework: str | None, precision: str | None) -> str:
     p = get_profile(framework, precision)
     given = framework not in (None, "") or precision not in (None, "")
     named = "" if framework in (None, "") or name_key(framework) == p.framework else f" (as {str(framework).strip()})"
-    text = f"{p.framework}{named} at {p.precision} ({PRECISIONS[p.precision]})"
+    as_pr = (f" (as {str(precision).strip()})" if precision not in (None, "")
+             and name_key(precision) not in (p.precision, "default") else "")
+    text = f"{p.framework}{named} at {p.precision}{as_pr} ({PRECISIONS[p.precision]})"
     gaps = neutral(p)
     if gaps:
         text += "; no source gives " + ", ".join(gaps) + ": neutral defaults"

@@ -14,6 +14,7 @@ from .errors import InputError
 from .frameworks import DEFAULT_FRAMEWORK as _DEFAULT_FRAMEWORK
 from .frameworks import FRAMEWORK_ALIASES as _FRAMEWORK_ALIASES
 from .frameworks import FRAMEWORKS as _FRAMEWORKS
+from .frameworks import PRECISION_ALIASES as _PRECISION_ALIASES
 from .frameworks import PRECISIONS as _PRECISIONS
 from .recipes import RECIPES as _RECIPES
 from .recipes import SHARDING as _SHARDING
@@ -346,7 +347,7 @@ _add("framework", "", "Training framework whose memory defaults apply to the rec
      kind="choice", choices=tuple(_FRAMEWORKS), aliases=tuple(_FRAMEWORK_ALIASES.items()))
 _add("precision", "", 'Training precision with the framework: "bf16" pure bf16, "amp" bf16 with fp32 master weights, '
      '"fp32", or "default" (the framework\'s usual one)', "Precision", example="default", kind="choice",
-     choices=("default", *_PRECISIONS))
+     choices=("default", *_PRECISIONS), aliases=tuple(_PRECISION_ALIASES.items()))
 _add("output_copy_bytes", "bytes", "Bytes per vocabulary row of the output layer's autocast weight copy "
      "(autocast copy bytes x hidden; 0 without autocast)", example=0, **NONNEG)
 _add("cluster_gpus", "GPUs", "GPUs in the cluster for the layout check (0 = not given: DP is given directly)",

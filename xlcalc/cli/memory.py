@@ -11,6 +11,7 @@ from ..frameworks import (
     DEFAULT_PRECISION,
     FRAMEWORK_ALIASES,
     FRAMEWORKS,
+    PRECISION_ALIASES,
     PRECISIONS,
     framework_label,
     profile_values,
@@ -165,8 +166,9 @@ def add_framework_flags(p: argparse.ArgumentParser | argparse._ArgumentGroup) ->
                         f"{', '.join(FRAMEWORK_ALIASES)}) (default {DEFAULT_FRAMEWORK}; "
                         "see docs/memory.md, Frameworks)")
     p.add_argument("--precision", metavar="NAME",
-                   help=f"{', '.join(PRECISIONS)}: pure bf16, bf16 with fp32 master weights, fp32 (default: the "
-                        f"framework's first; {DEFAULT_PRECISION} for {DEFAULT_FRAMEWORK})")
+                   help=f"{', '.join(PRECISIONS)}: pure bf16, bf16 with fp32 master weights, fp32, or as PyTorch "
+                        f"Lightning names them ({', '.join(PRECISION_ALIASES)}) (default: the framework's first; "
+                        f"{DEFAULT_PRECISION} for {DEFAULT_FRAMEWORK})")
 
 
 # the flags that override a framework's memory inputs

@@ -19,11 +19,12 @@ from typing import Any
 
 from .. import catalog
 from ..errors import InputError
-from ..frameworks import FRAMEWORKS, framework_id
+from ..frameworks import FRAMEWORKS, PRECISION_ALIASES, PRECISIONS, framework_id
 from ..layout import preset_stage_ends
 from ..outputs import OUTPUTS
 from ..planner.stacks import STACKS, stack_id
 from ..scenario import INPUTS, Scenario, evaluate
+from ..stack_names import name_key
 from .catalogs import FRAMEWORK_DERIVED, GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED
 from .checks import EMPTY_OK
 from .package import Limits, Package, PackageError, check
@@ -164,11 +165,14 @@ def _presets(field: str) -> tuple[str, ...]:
 
 
 def _sheet_ids(data: dict[str, Any]) -> None:
-    """The Framework and Stack cells hold an id: the sheet's look-ups know no other name (the CLI and the worksheet
-    functions also take the names users know, xlcalc.frameworks.FRAMEWORK_ALIASES and planner.stacks.ALIASES); a
-    name the sheet cannot look up is refused as the Checks sheet refuses it, saying which id it means."""
+    """The Framework, Precision and Stack cells hold an id: the sheet's look-ups know no other name (the CLI and the
+    worksheet functions also take the names users know: xlcalc.frameworks.FRAMEWORK_ALIASES and PRECISION_ALIASES,
+    planner.stacks.ALIASES); a name the sheet cannot look up is refused as the Checks sheet refuses it, saying which
+    id it means."""
     problems = []
     for key, ids, dropdown, means in (("framework", FRAMEWORKS, "the Framework dropdown), or empty", framework_id),
+                                      ("precision", (*PRECISIONS, "default"), "the Precision dropdown), or empty",
+                                       lambda name: PRECISION_ALIASES.get(name_key(name), "")),
                                       ("stack", STACKS, "the Stack dropdown)", _stack_meant)):
         typed = data.get(key)
         if isinstance(typed, str) and typed.strip() and typed.strip().lower() not in ids:
