@@ -116,6 +116,8 @@ def test_software_with_no_profile_is_refused_and_says_so(capsys):
     assert main(["plan", *SEED, "--stack", "deepspeed"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "no stack profile" in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(InputError, match="PyTorch is the library under several profiles"):
+        stack_id("pytorch")  # which PyTorch stack: the refusal says how to name it
     with pytest.raises(InputError):
         get_stack(PLANNER)  # the planner's own settings are no profile
 

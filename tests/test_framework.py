@@ -318,3 +318,11 @@ def test_a_precision_as_lightning_names_it(capsys, name, precision):
     udfs = udf_module()
     assert udfs.MEM_PER_GPU_GB(*udf_args(), framework="transformers", precision=name) == \
         pytest.approx(by_id["total_gb"], rel=1e-12)
+
+
+def test_pytorch_alone_is_refused_with_how_to_name_what_you_run(capsys):
+    # PyTorch is under the fsdp-eager, fsdp-compiled and transformers answers alike, which hold different memory
+    assert profile_values("torchtitan") != profile_values("transformers")
+    code, out, err = cli(capsys, *BASE, "--framework", "PyTorch")
+    assert code != 0 and not out and "Traceback" not in err
+    assert "framework = 'PyTorch' is not allowed" in err and "name how you train" in err and "hf-trainer" in err

@@ -25,7 +25,7 @@ from typing import Any
 
 from .errors import CatalogError, InputError
 from .recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, recipe_bytes
-from .stack_names import framework_names, name_key
+from .stack_names import framework_names, name_key, unprofiled_names
 
 __all__ = ["Profile", "FRAMEWORKS", "PRECISIONS", "PROFILE_FIELDS", "PROFILE_INPUTS", "udf_defaults", "DEFAULT_FRAMEWORK", "DEFAULT_PRECISION",
            "FRAMEWORK_ALIASES", "PRECISION_ALIASES", "framework_id", "framework_choices", "get_profile", "profile_values", "neutral", "framework_label"]
@@ -196,6 +196,10 @@ if any(f not in FRAMEWORKS for f in FRAMEWORK_ALIASES.values()):
     raise CatalogError("xlcalc/data/stacks: a name means a framework xlcalc.frameworks does not have: "
                        + ", ".join(f"{n} -> {f}" for n, f in FRAMEWORK_ALIASES.items() if f not in FRAMEWORKS))
 
+# software with no profile of its own (names.toml [[no_profile]]; a framework id among them is a framework here):
+# a refusal of the name says why
+_UNPROFILED: dict[str, str] = {n: why for n, why in unprofiled_names().items() if n not in FRAMEWORKS}
+
 # the answer when neither is given: today's defaults (DEFAULT_RECIPE and MEMORY_DEFAULTS)
 DEFAULT_FRAMEWORK = "megatron"
 DEFAULT_PRECISION = "amp"
@@ -226,7 +230,7 @@ def get_profile(framework: str | None = None, precision: str | None = None) -> P
     pr = _name(precision) if precision not in (None, "") and _name(precision) != "default" else None
     pr = PRECISION_ALIASES.get(name_key(pr), pr) if pr is not None else None
     if fw not in FRAMEWORKS:
-        errors.append(InputError("framework", framework, framework_choices()))
+        errors.append(InputError("framework", framework, framework_choices(), _UNPROFILED.get(name_key(framework), "")))
     if pr is not None and pr not in PRECISIONS:
         errors.append(InputError("precision", precision, "one of " + ", ".join(PRECISIONS)
                                  + " (or default: the framework's usual one); or as PyTorch Lightning names them: "

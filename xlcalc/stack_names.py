@@ -16,7 +16,8 @@ from typing import Any
 from .errors import CatalogError, InputError
 from .untrusted import check_value, read_limited
 
-__all__ = ["STACKS_DIR", "NAMES_FILE", "MAX_STACK_FILE_BYTES", "read_stack_file", "name_key", "framework_names"]
+__all__ = ["STACKS_DIR", "NAMES_FILE", "MAX_STACK_FILE_BYTES", "read_stack_file", "name_key", "framework_names",
+           "unprofiled_names"]
 
 # the packaged profiles (read through importlib.resources, as the catalogs' data is)
 STACKS_DIR: Traversable = files("xlcalc") / "data" / "stacks"
@@ -50,12 +51,21 @@ def name_key(text: Any) -> str:
     return str(text).strip().lower().replace(" ", "-").replace("_", "-")
 
 
+def _names_file() -> dict[str, Any]:
+    return read_stack_file(STACKS_DIR / NAMES_FILE, f"xlcalc/data/stacks/{NAMES_FILE}")
+
+
+def unprofiled_names() -> dict[str, str]:
+    """Software ``names.toml`` names without a profile (``[[no_profile]]``) -> why (the refusal says it)."""
+    return {n["name"]: n["why"] for n in _names_file().get("no_profile", []) if "name" in n and "why" in n}
+
+
 def framework_names() -> dict[str, str]:
     """Each name of ``names.toml`` -> the memory framework (an :mod:`xlcalc.frameworks` id) it means: a profile id
     its file's ``[framework] id``; an alias its own ``framework``, else its profile's. Names whose profile states
     no framework are left out. (Whether each id is a framework is checked by :mod:`xlcalc.frameworks` and by the
     stack files' full validation.)"""
-    names = read_stack_file(STACKS_DIR / NAMES_FILE, f"xlcalc/data/stacks/{NAMES_FILE}")
+    names = _names_file()
     own: dict[str, str] = {}
     for sid in names.get("profiles", []):
         framework = read_stack_file(STACKS_DIR / f"{sid}.toml", f"xlcalc/data/stacks/{sid}.toml").get("framework")
