@@ -184,3 +184,7 @@ def test_plan_spills_the_best_plans_range_as_plan_prints_it(capsys):
     ranges = {row[1]: row[2] for row in table if row[0] == "range"}
     assert ranges == {k: cli[k] for k in ("mfu_low", "mfu_high", "days_low", "days_high", "gpu_hours_low",
                                           "gpu_hours_high", "cost_low_usd", "cost_high_usd")}
+    # where the range comes from, once (the first bound's row), the other rows pointing at it
+    notes = [row[3] for row in table if row[0] == "range"]
+    assert notes[0].startswith("80% range from ") and cli["basis"] in notes[0]
+    assert notes[1:] == ["80% range, as mfu_low's"] * 7

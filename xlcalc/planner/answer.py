@@ -187,7 +187,10 @@ def plan_table(result: PlanResult, top: int = 5) -> list[list[Any]]:
     r = result.interval
     if r is not None:
         basis = f"{r.level:.0%} range from {r.basis}; {result.interval_note}"
-        rows += [["range", name, getattr(r, name), basis] + pad for name in RANGE_ROWS if getattr(r, name) is not None]
+        bounds = [name for name in RANGE_ROWS if getattr(r, name) is not None]
+        # the basis once, on the first bound's row; the others say they share it (a sheet shows one note, not eight)
+        rows += [["range", name, getattr(r, name), basis if i == 0 else f"{r.level:.0%} range, as {bounds[0]}'s"]
+                 + pad for i, name in enumerate(bounds)]
     elif result.plans:
         rows.append(["range", "none", "", result.interval_note] + pad)
     return rows
