@@ -134,6 +134,28 @@ def test_a_scenarios_uneven_pipeline_gives_plans_step_time_for_that_split():
         assert getattr(py, field) == pytest.approx(getattr(expected, field), rel=1e-12), name
 
 
+def test_a_number_typed_over_the_presets_architecture_gives_the_step_of_the_typed_architecture():
+    # Llama 3.1 70B picked, 40 layers typed over its 80: the sheet computes from the cells (40 layers), and so must
+    # the Python face; plan of that architecture (the catalog model's shape with 40 layers), pinned, is the answer
+    sc = Scenario.build(**FACES_RUN, layers=40, stack=FACES_STACK, global_batch_tokens=FACES_BATCH)
+    assert sc.model == "llama3.1-70b" and catalog.get_model(sc.model).layers == 80
+    lay = layout([sc])
+    assert _value(lay, "Layers") == 40 and _value(lay, "Step_Check") == "OK"
+    m = catalog.get_model(sc.model)
+    pins = dict(tp=8, pp=4, zero_stage=1, recompute="selective", micro_batch=1, seq_parallel=True, virtual_stages=1,
+                cp=1, top=1)
+    run = dict(gpu=sc.gpu, n_gpus=sc.n_gpus, seq_len=sc.seq_len, global_batch_tokens=FACES_BATCH, tokens_t=sc.tokens_t,
+               settings=Settings(stack=FACES_STACK))
+    result = plan(arch=arch_from_flags(40, m.hidden, m.heads, m.kv, m.ffn_hidden, m.vocab, m.gated_ffn, sc.seq_len),
+                  **run, **pins)
+    assert result.plans, [r.reason for r in result.rejected][:3]
+    expected, py = result.plans[0], step_prediction(sc)
+    assert expected.step_s < 0.6 * plan(m.id, **run, **pins).plans[0].step_s  # about half the preset's step
+    for name, field in RESULTS.items():
+        assert _value(lay, name) == pytest.approx(getattr(expected, field), rel=1e-12), name
+        assert getattr(py, field) == pytest.approx(getattr(expected, field), rel=1e-12), name
+
+
 def test_a_stack_a_gpu_or_a_batch_it_cannot_use_is_named():
     # Stack and Global_Batch_Tokens are the scenario's inputs: a value their spec refuses fails the input's check,
     # which Start shows whole and the step cells point to; an empty batch (none given, as plan) is the sheet's to ask

@@ -352,11 +352,11 @@ class Scenario(BaseModel):
         if isinstance(values.get("model"), catalog.Model):
             # a model with no catalog row (e.g. from a Hugging Face config.json): its figures are typed in; its
             # file gives no training sequence length, so it has the one default (xlcalc.recipes.DEFAULT_SEQ_LEN)
-            merged.update(_architecture(values["model"]), seq_len=values["model"].seq_len)
+            merged.update(architecture(values["model"]), seq_len=values["model"].seq_len)
             values = {**values, "model": None}
         if values.get("model"):
             m = catalog.get_model(values["model"])
-            merged.update(_architecture(m), seq_len=m.seq_len)
+            merged.update(architecture(m), seq_len=m.seq_len)
             merged["global_batch_tokens"] = default_global_batch_tokens(m)  # published, else None: as plan
         if values.get("gpu"):
             g = catalog.get_gpu(values["gpu"])
@@ -452,7 +452,7 @@ def price_note(scenario: "Scenario") -> str:
     return f"{rate}/GPU-hour, typed (no tier)"
 
 
-def _architecture(m: catalog.Model) -> dict[str, Any]:
+def architecture(m: catalog.Model) -> dict[str, Any]:
     """The scenario's architecture fields from a model (catalog row or config.json)."""
     arch = model_inputs(m)
     return dict(params_b=round(m.params_b, 3), active_params_b=round(m.active_params_b, 3) if m.experts else 0,

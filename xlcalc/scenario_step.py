@@ -8,7 +8,8 @@
     >>> p.step_s, p.mfu, p.tokens_per_s_per_gpu     # seconds per optimizer step, fraction of peak, tokens/s
 
 The one step-time model (:func:`xlcalc.planner.layout_prediction`, ``xlcalc plan`` with every layout choice pinned)
-asked for the scenario's run: its model (the catalog's, else the architecture of its fields), GPU (the catalog's
+asked for the scenario's run: its model (the catalog's, else — or where a number was typed over the catalog's
+layers, widths, heads or vocabulary — the architecture of its fields, as the sheet computes it), GPU (the catalog's
 bandwidths and SMs, with the scenario's peak TFLOP/s, memory and GPUs per node as the workbook's Inputs hold them),
 layout (its first and last pipeline stage's layers too), software stack (``stack``) and global batch (``global_batch_tokens``; None: plan's rule, a catalog model's
 published batch, else the input is missing). The workbook's StepTime sheet computes the same step from the same
@@ -17,12 +18,28 @@ cells (its Stack and Global_Batch_Tokens are these two inputs).
 
 from __future__ import annotations
 
+from .catalog import get_model
 from .errors import InputError
 from .layout import stage_layer_counts
 from .planner import Plan, Settings, arch_from_flags, layout_prediction
-from .scenario import Scenario
+from .scenario import Scenario, architecture
 
-__all__ = ["step_prediction"]
+__all__ = ["step_prediction", "typed_over"]
+
+# the architecture the step time reads from a scenario's own fields (the StepTime sheet's cells)
+STEP_ARCHITECTURE = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "gated_ffn", "head_dim_given")
+
+
+def typed_over(sc: Scenario) -> bool:
+    """Whether a number was typed over the scenario's catalog model in the architecture the step time reads (the
+    workbook's Layers, Hidden, ... cells hold what was typed, not the preset's): then the step is the architecture
+    of the scenario's fields, as the StepTime sheet computes it, not the catalog model's. A mixture of experts is
+    always its catalog model's (its experts are no field of the scenario)."""
+    if not sc.model:
+        return True  # no catalog model: the fields are the architecture
+    m = get_model(sc.model)
+    preset = architecture(m)
+    return not m.experts and any(getattr(sc, k) != preset[k] for k in STEP_ARCHITECTURE)
 
 
 def step_prediction(scenario: Scenario) -> Plan:
@@ -37,15 +54,16 @@ def step_prediction(scenario: Scenario) -> Plan:
     if not sc.gpu:
         raise InputError("gpu", None, "a GPU id from the catalog (xlcalc catalog gpus)",
                          "the step time takes the GPU's HBM and link bandwidths and SMs from its catalog row")
-    arch = None if sc.model else arch_from_flags(sc.layers, sc.hidden, sc.heads, sc.kv_heads, sc.ffn_hidden, sc.vocab,
-                                                 sc.gated_ffn, sc.seq_len, sc.head_dim_given or None)
+    model = sc.model if sc.model and not typed_over(sc) else None
+    arch = None if model else arch_from_flags(sc.layers, sc.hidden, sc.heads, sc.kv_heads, sc.ffn_hidden, sc.vocab,
+                                              sc.gated_ffn, sc.seq_len, sc.head_dim_given or None)
     stage_layers = None  # the split the scenario gives (its first and last stage's layers), as the sheet takes it
     if sc.pp > 1 and (sc.first_stage_layers or sc.last_stage_layers):
         first, middle, last = stage_layer_counts(sc.layout_values())
         stage_layers = [int(first), *[int(middle)] * (sc.pp - 2), int(last)]
     settings = Settings(stack=sc.stack, peak_tflops=sc.peak_tflops, memory_gb=sc.gpu_memory_gb,
                         gpus_per_node=sc.gpus_per_node)
-    return layout_prediction(sc.model, arch=arch, gpu=sc.gpu, n_gpus=sc.n_gpus, seq_len=sc.seq_len,
+    return layout_prediction(model, arch=arch, gpu=sc.gpu, n_gpus=sc.n_gpus, seq_len=sc.seq_len,
                              global_batch_tokens=sc.global_batch_tokens,  # None: plan's rule
                              tp=sc.tp, pp=sc.pp, cp=sc.cp, zero_stage=sc.zero_stage, seq_parallel=sc.seq_parallel,
                              recompute=sc.recompute, micro_batch=sc.micro_batch, virtual_stages=sc.virtual_stages,
