@@ -11,6 +11,7 @@ shows, and every cell with what the builder writes for that scenario (``verify.p
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from dataclasses import dataclass, field
@@ -177,9 +178,10 @@ def _sheet_ids(data: dict[str, Any]) -> None:
         typed = data.get(key)
         if isinstance(typed, str) and typed.strip() and typed.strip().lower() not in ids:
             meant = means(typed)
+            close = difflib.get_close_matches(typed.strip().lower(), ids, n=1, cutoff=0.6)
             problems.append(InputError(key, typed, f"one of {', '.join(ids)} ({dropdown}",
                                        f"the workbook's look-ups take the {key}'s id: pick {meant}" if meant in ids
-                                       else ""))
+                                       else f"did you mean {close[0]}?" if close else ""))
     if problems:
         raise InputError.all(problems)
 
