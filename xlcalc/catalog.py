@@ -540,5 +540,10 @@ def capex_note(buy: Price) -> str:
     return f"${buy.capex_usd_per_gpu:,.0f} per GPU, price catalog {buy.id} ({buy.date or 'undated'})"
 
 
-GPU_FIELDS = tuple(k for k in GPU.model_fields if k not in ("aliases",)) + ("half_tflops",)
-MODEL_FIELDS = tuple(k for k in Model.model_fields if k not in ("aliases",)) + ("params_b", "active_params_b")
+GPU_DERIVED_FIELDS = ("half_tflops", "capacity_gb")
+"""A GPU's values derived from its row: the training peak and the memory a fit is checked against."""
+MODEL_DERIVED_FIELDS = ("params_b", "active_params_b")
+"""A model's values derived from its architecture: the parameter counts, billions."""
+GPU_FIELDS = tuple(k for k in GPU.model_fields if k not in ("aliases",)) + GPU_DERIVED_FIELDS
+MODEL_FIELDS = tuple(k for k in Model.model_fields if k not in ("aliases",)) + MODEL_DERIVED_FIELDS
+"""Every field a catalog look-up gives (GPU_SPEC, MODEL_SPEC, GPU_LIST, MODEL_LIST, ``xlcalc catalog --json``)."""

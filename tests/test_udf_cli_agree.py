@@ -1,0 +1,76 @@
+"""The worksheet functions a user calls for a question beside the CLI command that answers it, on names typed as
+users type them: the same numbers, the same layout and the same fit answer.
+
+Expected values come from the other face (``xlcalc ... --json``), never from the worksheet function itself.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli_run import run
+from xlcalc import catalog
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "udfs"))
+
+import xlcalc_udfs as u  # noqa: E402
+
+
+def cell(x):
+    return [[x]]  # xlwings hands every argument over as a 2-D range (ndim=2)
+
+
+def cli_json(capsys, *argv) -> dict:
+    code, out, err = run(capsys, *map(str, argv), "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+# -- the fit: the memory the card has, as the CLI checks it --------------------------------------------------------
+
+# (model, GPU as typed, layout): each predicted at 77-79 GB, inside the CUDA-exposed capacity with the margin
+# (H100 SXM 79.11 GiB, A100 80GB 79.35 GiB: 80.5 GB and more) but over the nominal 80 GB less the margin (75.8 GB)
+FIT_CASES = [
+    ("llama3.1-8b", "H100 SXM", dict(seq_len=4096, micro_batch=1, tp=1, dp=64, zero_stage=1, recompute="none")),
+    ("llama3.1-70b", "H100", dict(seq_len=8192, micro_batch=1, tp=4, dp=8, zero_stage=2, recompute="full",
+                                  seq_parallel=True)),
+    ("Llama 3.1 70B", "A100", dict(seq_len=4096, micro_batch=2, tp=4, dp=8, zero_stage=2, recompute="full",
+                                   seq_parallel=True)),
+]
+
+
+@pytest.mark.parametrize("model, gpu, layout", FIT_CASES, ids=[c[0] + " " + c[1] for c in FIT_CASES])
+def test_the_fit_from_gpu_spec_is_the_fit_xlcalc_memory_gives(capsys, model, gpu, layout):
+    flags = [x for k, v in layout.items() for x in ("--" + k.replace("_", "-"), str(v).lower())]
+    cli = cli_json(capsys, "memory", "--model", model, "--gpu", gpu, *flags)
+    m = catalog.get_model(model)
+    arch = [m.params_b, m.layers, m.hidden, m.heads, m.kv, m.ffn_hidden, m.vocab, layout["seq_len"]]
+    total = u.MEM_PER_GPU_GB(*map(cell, arch), gated_ffn=cell(m.gated_ffn),
+                             **{k: cell(v) for k, v in layout.items() if k != "seq_len"})
+    assert total == pytest.approx(cli["total_gb"], rel=1e-9)
+    capacity = u.GPU_SPEC(cell(gpu), cell("capacity_gb"))
+    assert capacity == pytest.approx(cli["fit"]["capacity_gb"], rel=1e-12)
+    verdict = u.FIT_VERDICT(cell(total), cell(capacity), cell(u.FIT_MARGIN_GB(cell(total))))
+    assert verdict == cli["fit"]["verdict"] == "fits"
+    # the nominal 80 GB is not what the CLI checks against: it would call the same layout tight
+    nominal = u.GPU_SPEC(cell(gpu), cell("memory_gb"))
+    assert u.FIT_VERDICT(cell(total), cell(nominal), cell(u.FIT_MARGIN_GB(cell(total)))) == "tight"
+
+
+@pytest.mark.parametrize("kind, names", [("gpus", ("H100 SXM", "a100", "H200", "B200", "v100")),
+                                         ("models", ("Llama 3.1 8B", "llama3.1-405b", "DeepSeek-V3"))])
+def test_every_catalog_field_is_the_value_xlcalc_catalog_shows(capsys, kind, names):
+    spec, fields = (u.GPU_SPEC, catalog.GPU_FIELDS) if kind == "gpus" else (u.MODEL_SPEC, catalog.MODEL_FIELDS)
+    for name in names:
+        shown = cli_json(capsys, "catalog", kind, name)
+        assert set(fields) <= set(shown), f"{name}: the CLI lacks {set(fields) - set(shown)}"
+        for field in fields:
+            if shown[field] is None:  # not published: the look-up says so
+                with pytest.raises(ValueError, match=f"no published {field}"):
+                    spec(cell(name), cell(field))
+            else:
+                assert spec(cell(name), cell(field)) == shown[field], (name, field)
