@@ -74,3 +74,33 @@ def test_every_catalog_field_is_the_value_xlcalc_catalog_shows(capsys, kind, nam
                     spec(cell(name), cell(field))
             else:
                 assert spec(cell(name), cell(field)) == shown[field], (name, field)
+
+
+# -- the plan: every layout PLAN lists is the one xlcalc plan lists --------------------------------------------------
+
+PLAN_CASES = [  # (model, GPU, GPUs, batch tokens, stack) as typed; the first lists context-parallel layouts
+    ("Llama 3.1 8B", "H100 SXM", 64, 4194304, None),
+    ("llama3.1-70b", "h200", 256, 8388608, "nemo"),
+    ("deepseek-v3", "H800", 2048, None, "megatron"),
+]
+
+
+@pytest.mark.parametrize("model, gpu, n_gpus, batch, stack", PLAN_CASES, ids=[c[0] for c in PLAN_CASES])
+def test_plan_lists_the_layouts_xlcalc_plan_lists(capsys, model, gpu, n_gpus, batch, stack):
+    from xlcalc.planner.answer import PLAN_COLUMNS
+
+    flags = [*(("--global-batch-tokens", batch) if batch else ()), *(("--stack", stack) if stack else ())]
+    cli = cli_json(capsys, "plan", "--model", model, "--gpu", gpu, "--n-gpus", n_gpus, "--top", 5, *flags)
+    table = u.PLAN(cell(model), cell(gpu), cell(n_gpus), None, None if batch is None else cell(batch), None, None,
+                   cell(5), None if stack is None else cell(stack))
+    rows = [dict(zip(PLAN_COLUMNS, r)) for r in table[1:] if isinstance(r[0], int)]
+    assert len(rows) == len(cli["plans"]) == 5
+    for row, p in zip(rows, cli["plans"]):
+        layout = ("tp", "pp", "cp", "ep", "dp", "zero_stage", "seq_parallel", "recompute", "micro_batch",
+                  "virtual_stages")
+        assert {k: row[k] for k in layout} == {k: p[k] for k in layout}
+        assert row["tp"] * row["pp"] * row["cp"] * row["dp"] == n_gpus  # the whole cluster, read off the row
+        for k in ("memory_gb", "step_s", "mfu", "tokens_per_s_per_gpu", "days", "gpu_hours", "cost_usd"):
+            assert row[k] == pytest.approx(p[k], rel=1e-12), k
+    if model == "Llama 3.1 8B":
+        assert any(row["cp"] > 1 for row in rows)  # the layouts the table once listed without their CP
