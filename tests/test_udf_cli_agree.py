@@ -104,3 +104,18 @@ def test_plan_lists_the_layouts_xlcalc_plan_lists(capsys, model, gpu, n_gpus, ba
             assert row[k] == pytest.approx(p[k], rel=1e-12), k
     if model == "Llama 3.1 8B":
         assert any(row["cp"] > 1 for row in rows)  # the layouts the table once listed without their CP
+
+
+# -- goodput: one default MTBF per GPU ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n_gpus", [1024, 16384])
+def test_goodput_and_estimate_take_one_default_mtbf_and_give_one_goodput(capsys, n_gpus):
+    alone = cli_json(capsys, "goodput", "--n-gpus", n_gpus)
+    est = cli_json(capsys, "estimate", "--model", "llama3.1-70b", "--gpu", "H100", "--n-gpus", n_gpus)
+    assert alone["gpu_mtbf_h"] == est["scenario"]["gpu_mtbf_h"]
+    rows = {r["key"]: r["value"] for r in alone["rows"]}
+    assert rows["goodput"] == pytest.approx(est["results"]["Goodput"], rel=1e-13)
+    cells = [alone["n_gpus"], alone["gpu_mtbf_h"], alone["save_s"], alone["restart_s"]]
+    assert u.GOODPUT(*map(cell, cells)) == pytest.approx(est["results"]["Goodput"], rel=1e-13)
+    # the default is Llama 3's 419 interruptions in 54 days on 16,384 GPUs, to the hour (GPU-hours per interruption)
+    assert alone["gpu_mtbf_h"] == pytest.approx(16384 * 54 * 24 / 419, abs=0.5)
