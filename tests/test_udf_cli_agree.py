@@ -119,3 +119,12 @@ def test_goodput_and_estimate_take_one_default_mtbf_and_give_one_goodput(capsys,
     assert u.GOODPUT(*map(cell, cells)) == pytest.approx(est["results"]["Goodput"], rel=1e-13)
     # the default is Llama 3's 419 interruptions in 54 days on 16,384 GPUs, to the hour (GPU-hours per interruption)
     assert alone["gpu_mtbf_h"] == pytest.approx(16384 * 54 * 24 / 419, abs=0.5)
+
+
+@pytest.mark.parametrize("model", ["gpt3-175b", "Llama 2 7B", "BLOOM 176B", "llama3.1-8b"])
+def test_model_spec_gives_the_heads_xlcalc_memory_computes_with(capsys, model):
+    # a multi-head-attention model lists no kv_heads or head_dim (the schema: its heads; hidden / heads): the look-up
+    # gives what `xlcalc memory --model` computes with, for MEM_PER_GPU_GB's cells, not "unpublished"
+    used = cli_json(capsys, "memory", "--model", model, "--seq-len", 2048)["inputs"]
+    for field in ("heads", "kv_heads", "head_dim"):
+        assert u.MODEL_SPEC(cell(model), cell(field)) == used[field], field

@@ -61,14 +61,14 @@ def _field(value: Any, fields: tuple[str, ...]) -> str:
 
 
 def _spec_value(row: Any, field: str) -> Any:
-    value = getattr(row, field)
+    value = catalog.looked_up(row, field)
     if value is None:
         raise ValueError(f"{row.name}: the catalog has no published {field} (left empty, never guessed)")
     return value
 
 
 def _listing(rows: tuple, fields: tuple[str, ...]) -> list[list[Any]]:
-    return [list(fields)] + [[getattr(r, k) for k in fields] for r in rows]
+    return [list(fields)] + [[catalog.looked_up(r, k) for k in fields] for r in rows]
 
 
 def _gpu_one(cell: dict[str, Any]) -> Any:

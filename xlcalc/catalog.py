@@ -547,3 +547,14 @@ MODEL_DERIVED_FIELDS = ("params_b", "active_params_b")
 GPU_FIELDS = tuple(k for k in GPU.model_fields if k not in ("aliases",)) + GPU_DERIVED_FIELDS
 MODEL_FIELDS = tuple(k for k in Model.model_fields if k not in ("aliases",)) + MODEL_DERIVED_FIELDS
 """Every field a catalog look-up gives (GPU_SPEC, MODEL_SPEC, GPU_LIST, MODEL_LIST, ``xlcalc catalog --json``)."""
+
+_EMPTY_MEANS = {"kv_heads": "kv", "head_dim": "dh"}  # Model: None = heads (multi-head attention), None = hidden / heads
+
+
+def looked_up(row: GPU | Model, field: str) -> Any:
+    """The value a catalog look-up gives for ``field`` of ``row`` (GPU_SPEC, MODEL_SPEC, their lists, ``xlcalc catalog``
+    and the workbook's catalog sheets): the row's value; a model's kv_heads or head_dim left empty is the value the
+    schema gives it (its heads; hidden / heads), which every model computation uses, not an unpublished figure."""
+    if isinstance(row, Model) and field in _EMPTY_MEANS:
+        return getattr(row, _EMPTY_MEANS[field])
+    return getattr(row, field)

@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _dump(row) -> dict:
     """A catalog row with the values derived from it, under the names GPU_SPEC and MODEL_SPEC take."""
     data = row.model_dump()
+    data.update({k: catalog.looked_up(row, k) for k in data})
     if isinstance(row, catalog.GPU):
         data.update({k: getattr(row, k) for k in catalog.GPU_DERIVED_FIELDS})
     if isinstance(row, catalog.Model):
