@@ -128,3 +128,16 @@ def test_model_spec_gives_the_heads_xlcalc_memory_computes_with(capsys, model):
     used = cli_json(capsys, "memory", "--model", model, "--seq-len", 2048)["inputs"]
     for field in ("heads", "kv_heads", "head_dim"):
         assert u.MODEL_SPEC(cell(model), cell(field)) == used[field], field
+
+
+# -- a price the catalog lacks: one sentence, saying where each face takes the rate ---------------------------------
+
+@pytest.mark.parametrize("gpu", ["B200", "A100"])
+def test_a_gpu_without_a_default_rate_is_the_same_sentence_in_a_cell_and_on_the_cli(capsys, gpu):
+    with pytest.raises(ValueError) as e:
+        u.GPU_PRICE(cell(gpu))
+    code, _, err = run(capsys, "cost", "--gpu", gpu, "--capex-usd-per-gpu", "30000")
+    assert code == 2 and str(e.value) in err
+    assert str(e.value).startswith("usd_per_gpu_hour = (empty) is not allowed")
+    # where to type the rate on every face: the flag, the workbook's cell, a worksheet formula's argument
+    assert all(w in str(e.value) for w in ("--usd-per-gpu-hour", "cell USD_per_GPU_Hour", "usd_per_gpu_hour argument"))

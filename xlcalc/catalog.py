@@ -488,11 +488,11 @@ def rental_price(gpu_label: str, tier: str | None = None) -> Price:
         default = price_for(gpu.id)
         if default is not None and default.usd_per_gpu_hour is not None:
             return default
+        typed = "type your rate: CLI --usd-per-gpu-hour, cell USD_per_GPU_Hour, a formula's usd_per_gpu_hour argument"
         if rows:
             raise InputError("usd_per_gpu_hour", None, f"given: the price catalog has no default rental rate for "
-                             f"{gpu.id}", f"pick a price tier ({gpu.id} has {have}) or give --usd-per-gpu-hour")
-        raise InputError("usd_per_gpu_hour", None, f"given: the price catalog has no rental rate for {gpu.id}",
-                         "give --usd-per-gpu-hour")
+                             f"{gpu.id}", f"pick a price tier ({gpu.id} has {have}) or {typed}")
+        raise InputError("usd_per_gpu_hour", None, f"given: the price catalog has no rental rate for {gpu.id}", typed)
     key = str(tier).strip().lower()
     if key not in PRICE_TIERS:
         raise InputError("price_tier", tier, "one of " + ", ".join(f'"{t}"' for t in PRICE_TIERS))
