@@ -141,3 +141,30 @@ def test_a_gpu_without_a_default_rate_is_the_same_sentence_in_a_cell_and_on_the_
     assert str(e.value).startswith("usd_per_gpu_hour = (empty) is not allowed")
     # where to type the rate on every face: the flag, the workbook's cell, a worksheet formula's argument
     assert all(w in str(e.value) for w in ("--usd-per-gpu-hour", "cell USD_per_GPU_Hour", "usd_per_gpu_hour argument"))
+
+
+# -- LoRA targets typed as users type them ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("typed, framework", [("q,v", None), ("q_proj,v_proj", "torchtune"), ("Q,K,V,O", "HF Trainer"),
+                                              ("q,k,v,o,gate,up,down", "hf-trainer"), ("wq, wv", None)])
+def test_mem_per_gpu_gb_takes_the_lora_targets_xlcalc_memory_takes(capsys, typed, framework):
+    m = catalog.get_model("llama3.1-8b")
+    flags = ["--framework", framework] if framework else []
+    cli = cli_json(capsys, "memory", "--model", "llama3.1-8b", "--seq-len", 4096, "--job", "lora", "--lora-rank", 16,
+                   "--lora-targets", typed, *flags)
+    arch = [m.params_b, m.layers, m.hidden, m.heads, m.kv, m.ffn_hidden, m.vocab, 4096]
+    extra = {"framework": cell(framework)} if framework else {}
+    got = u.MEM_PER_GPU_GB(*map(cell, arch), gated_ffn=cell(True), job=cell("lora"), lora_rank=cell(16),
+                           lora_targets=cell(typed), **extra)
+    assert got == pytest.approx(cli["total_gb"], rel=1e-12)
+    assert cli["inputs"]["lora_targets"] in ("qv", "attention", "all_linear")
+
+
+def test_a_lora_target_set_the_model_does_not_count_is_one_sentence_on_both_faces(capsys):
+    m = catalog.get_model("llama3.1-8b")
+    arch = [m.params_b, m.layers, m.hidden, m.heads, m.kv, m.ffn_hidden, m.vocab, 4096]
+    with pytest.raises(ValueError) as e:
+        u.MEM_PER_GPU_GB(*map(cell, arch), job=cell("lora"), lora_targets=cell("q,k"))
+    code, _, err = run(capsys, "memory", "--model", "llama3.1-8b", "--job", "lora", "--lora-targets", "q,k")
+    assert code == 2 and str(e.value) in err
+    assert str(e.value).startswith("lora_targets = 'q,k' is not allowed: lora_targets must be one of the sets q,v")
