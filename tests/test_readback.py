@@ -210,7 +210,8 @@ def test_the_step_times_stack_and_batch_round_trip(built, tmp_path):
 
 
 @pytest.mark.parametrize("name,value,message", [
-    ("Stack", "nemo-typo", r"stack = 'nemo-typo' is not allowed: stack must be one of \"megatron\""),
+    ("Stack", "nemo-typo", r"stack = 'nemo-typo' is not allowed: stack must be one of megatron, megatron-2021, "
+               r"llm-foundry, fsdp-eager, fsdp-compiled \(the Stack dropdown\)"),
     ("Stack", None, r"Stack = \(empty\) is not allowed"),
     ("Global_Batch_Tokens", "lots", r"global_batch_tokens = 'lots' is not allowed: global_batch_tokens must be a "
                                     r"number > 0 .*text, not a number"),
