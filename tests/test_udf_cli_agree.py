@@ -168,3 +168,13 @@ def test_a_lora_target_set_the_model_does_not_count_is_one_sentence_on_both_face
     code, _, err = run(capsys, "memory", "--model", "llama3.1-8b", "--job", "lora", "--lora-targets", "q,k")
     assert code == 2 and str(e.value) in err
     assert str(e.value).startswith("lora_targets = 'q,k' is not allowed: lora_targets must be one of the sets q,v")
+
+
+def test_a_gpu_the_planner_lacks_figures_for_is_one_sentence_saying_where_they_are_given(capsys):
+    with pytest.raises(ValueError) as e:
+        u.PLAN(cell("llama3.1-8b"), cell("Ascend 910B"), cell(8), None, cell(1048576))
+    code, _, err = run(capsys, "plan", "--model", "llama3.1-8b", "--gpu", "Ascend 910B", "--n-gpus", "8",
+                       "--global-batch-tokens", "1048576")
+    assert code == 2 and str(e.value) in err
+    # the flags are the CLI's: a cell says that PLAN cannot take them, not only "the flag named"
+    assert "--hbm-tb-s" in str(e.value) and "PLAN and LAYOUT_* take none of them" in str(e.value)
