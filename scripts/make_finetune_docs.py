@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from scripts.docsplice import doc_main, md_table
 from xlcalc import catalog
-from xlcalc.cli.memory import lora_targets
+from xlcalc.lora_targets import target_set
 from xlcalc.model_inputs import model_inputs
 from xlcalc.recipes import RECIPES
 from xlcalc.stage_memory import stage_memory
@@ -82,7 +82,7 @@ def _inputs(rec: dict[str, Any]) -> Row:
     lora = _lora(rec)
     try:
         t = lora["targets"]
-        targets = lora_targets(t if isinstance(t, str) else ",".join(t))
+        targets = target_set(t if isinstance(t, str) else ",".join(t))
     except Exception as exc:  # an adapter set the model does not count
         return Row(rec, None, f"adapter targets {lora.get('targets')} ({exc.__class__.__name__}: not a set the "
                               "model counts)")

@@ -63,7 +63,7 @@ def test_seed002_days_next_to_seed(seed002):
 def test_plan_table_header_and_rows(seed002_default):
     seed002 = seed002_default
     rows = plan_table(seed002, 3)
-    assert rows[0][:4] == ["rank", "tp", "pp", "dp"]
+    assert rows[0][:6] == ["rank", "tp", "pp", "cp", "ep", "dp"]
     assert rows[1][0] == 1 and [r[0] for r in rows[1:4]] == [1, 2, 3]
     # then one row per input assumed, each as wide as the header
     assert "stack" in seed002.assumed and [r[:2] for r in rows[4:] if r[0] == "assumed"] == \

@@ -182,6 +182,9 @@ def test_read_back_takes_the_picked_framework(built, tmp_path):
     ({"Stack": "HF Trainer"}, "stack = 'HF Trainer' is not allowed: stack must be one of megatron, megatron-2021, "
                               "llm-foundry, fsdp-eager, fsdp-compiled (the Stack dropdown) (the workbook's look-ups take "
                               "the stack's id: pick fsdp-eager)"),
+    ({"LoRA_Targets": "q_proj,v_proj"}, "lora_targets = 'q_proj,v_proj' is not allowed: lora_targets must be one "
+                                         "of qv, qkv, attention, all_linear (the LoRA_Targets dropdown) (the workbook's "
+                                         "look-ups take the lora_targets's id: pick qv)"),
     ({"Framework": "torchtitan", "Precision": "fp32"}, "precision = 'fp32' is not allowed: precision must be one of "
                                                         "amp with framework torchtitan"),
     ({"Precision": "fp8"}, "precision = 'fp8' is not allowed: precision must be one of bf16, amp, fp32"),

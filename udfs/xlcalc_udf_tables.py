@@ -61,14 +61,14 @@ def _field(value: Any, fields: tuple[str, ...]) -> str:
 
 
 def _spec_value(row: Any, field: str) -> Any:
-    value = getattr(row, field)
+    value = catalog.looked_up(row, field)
     if value is None:
         raise ValueError(f"{row.name}: the catalog has no published {field} (left empty, never guessed)")
     return value
 
 
 def _listing(rows: tuple, fields: tuple[str, ...]) -> list[list[Any]]:
-    return [list(fields)] + [[getattr(r, k) for k in fields] for r in rows]
+    return [list(fields)] + [[catalog.looked_up(r, k) for k in fields] for r in rows]
 
 
 def _gpu_one(cell: dict[str, Any]) -> Any:
@@ -134,7 +134,7 @@ def MODEL_LIST():
                           + DEFAULT_STACK + ", the default, and the assumed rows say so")
 @ret()
 def PLAN(model, gpu, n_gpus, seq_len=None, global_batch_tokens=None, tokens_t=None, scaleout_gb_s=None, top=5, stack=None):
-    """Best parallel layouts (TP, PP, DP, ZeRO, recompute, micro-batch) that fit in GPU memory, fastest first, with memory per GPU, step time, predicted MFU, tokens/s per GPU, days and cost; spills a table, then a row per input assumed, then the best plan's range (range rows: MFU, days, GPU-hours and cost bounds from the validation's held-out errors)."""  # noqa: E501
+    """Best parallel layouts (TP, PP, CP, EP, DP, ZeRO, recompute, micro-batch) that fit in GPU memory, fastest first, with memory per GPU, step time, predicted MFU, tokens/s per GPU, days, GPU-hours and cost, as xlcalc plan's table; spills a table, then a row per input assumed, then the best plan's range (range rows: MFU, days, GPU-hours and cost bounds from the validation's held-out errors)."""  # noqa: E501
     from xlcalc.planner import Settings, plan, plan_table
     from xlcalc.planner.stacks import stack_choices, stack_id
     from xlcalc.validate import check_value

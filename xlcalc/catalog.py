@@ -488,11 +488,11 @@ def rental_price(gpu_label: str, tier: str | None = None) -> Price:
         default = price_for(gpu.id)
         if default is not None and default.usd_per_gpu_hour is not None:
             return default
+        typed = "type your rate: CLI --usd-per-gpu-hour, cell USD_per_GPU_Hour, a formula's usd_per_gpu_hour argument"
         if rows:
             raise InputError("usd_per_gpu_hour", None, f"given: the price catalog has no default rental rate for "
-                             f"{gpu.id}", f"pick a price tier ({gpu.id} has {have}) or give --usd-per-gpu-hour")
-        raise InputError("usd_per_gpu_hour", None, f"given: the price catalog has no rental rate for {gpu.id}",
-                         "give --usd-per-gpu-hour")
+                             f"{gpu.id}", f"pick a price tier ({gpu.id} has {have}) or {typed}")
+        raise InputError("usd_per_gpu_hour", None, f"given: the price catalog has no rental rate for {gpu.id}", typed)
     key = str(tier).strip().lower()
     if key not in PRICE_TIERS:
         raise InputError("price_tier", tier, "one of " + ", ".join(f'"{t}"' for t in PRICE_TIERS))
@@ -540,5 +540,21 @@ def capex_note(buy: Price) -> str:
     return f"${buy.capex_usd_per_gpu:,.0f} per GPU, price catalog {buy.id} ({buy.date or 'undated'})"
 
 
-GPU_FIELDS = tuple(k for k in GPU.model_fields if k not in ("aliases",)) + ("half_tflops",)
-MODEL_FIELDS = tuple(k for k in Model.model_fields if k not in ("aliases",)) + ("params_b", "active_params_b")
+GPU_DERIVED_FIELDS = ("half_tflops", "capacity_gb")
+"""A GPU's values derived from its row: the training peak and the memory a fit is checked against."""
+MODEL_DERIVED_FIELDS = ("params_b", "active_params_b")
+"""A model's values derived from its architecture: the parameter counts, billions."""
+GPU_FIELDS = tuple(k for k in GPU.model_fields if k not in ("aliases",)) + GPU_DERIVED_FIELDS
+MODEL_FIELDS = tuple(k for k in Model.model_fields if k not in ("aliases",)) + MODEL_DERIVED_FIELDS
+"""Every field a catalog look-up gives (GPU_SPEC, MODEL_SPEC, GPU_LIST, MODEL_LIST, ``xlcalc catalog --json``)."""
+
+_EMPTY_MEANS = {"kv_heads": "kv", "head_dim": "dh"}  # Model: None = heads (multi-head attention), None = hidden / heads
+
+
+def looked_up(row: GPU | Model, field: str) -> Any:
+    """The value a catalog look-up gives for ``field`` of ``row`` (GPU_SPEC, MODEL_SPEC, their lists, ``xlcalc catalog``
+    and the workbook's catalog sheets): the row's value; a model's kv_heads or head_dim left empty is the value the
+    schema gives it (its heads; hidden / heads), which every model computation uses, not an unpublished figure."""
+    if isinstance(row, Model) and field in _EMPTY_MEANS:
+        return getattr(row, _EMPTY_MEANS[field])
+    return getattr(row, field)

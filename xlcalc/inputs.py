@@ -6,6 +6,7 @@ thing (and is checked the same way) in every formula, UDF and workbook cell.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
@@ -16,6 +17,8 @@ from .frameworks import FRAMEWORK_ALIASES as _FRAMEWORK_ALIASES
 from .frameworks import FRAMEWORKS as _FRAMEWORKS
 from .frameworks import PRECISION_ALIASES as _PRECISION_ALIASES
 from .frameworks import PRECISIONS as _PRECISIONS
+from .lora_targets import TARGET_SETS as _TARGET_SETS
+from .lora_targets import target_set as _target_set
 from .recipes import RECIPES as _RECIPES
 from .recipes import SHARDING as _SHARDING
 
@@ -32,6 +35,7 @@ class InputSpec:
     le: float | None = None
     choices: tuple[str, ...] = ()
     aliases: tuple[tuple[str, str], ...] = ()  # (a name users know a choice by, the choice), any case
+    reads: Callable[[str], str] | None = None  # the choice a text users type means, beyond the aliases (or an error)
     excel_name: str = ""
     number_format: str = "General"
     example: Any = None  # a typical value (docs, generated tests)
@@ -281,7 +285,7 @@ _add("pp_comm_s", "seconds", "Exposed pipeline send/receive time of one micro-ba
 # --- fine-tuning ------------------------------------------------------------------------
 _add("lora_rank", "", "LoRA rank r of each adapter (B is d x r, A is r x k)", "LoRA_Rank", example=16, kind="int", ge=1, le=65536)
 _add("job", "", 'Training job: "full" (every weight trained, as pre-training), "lora" (frozen 16-bit base + low-rank adapters) or "qlora" (frozen 4-bit NF4 base + adapters)', "Job", example="lora", kind="choice", choices=("full", "lora", "qlora"))
-_add("lora_targets", "", 'Matrices that get LoRA adapters: "qv" (LoRA paper), "qkv", "attention" (q, k, v, o) or "all_linear" (QLoRA: attention and FFN)', "LoRA_Targets", example="all_linear", kind="choice", choices=("qv", "qkv", "attention", "all_linear"))
+_add("lora_targets", "", 'Matrices that get LoRA adapters: "qv" (LoRA paper), "qkv", "attention" (q, k, v, o) or "all_linear" (QLoRA: attention and FFN)', "LoRA_Targets", example="all_linear", kind="choice", choices=tuple(_TARGET_SETS.values()), reads=_target_set)
 _add("quant_block", "parameters", "Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64)", "Quant_Block", example=64, kind="int", ge=1, le=1048576)
 _add("double_quant", "", "Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)", "Double_Quant", example=True, kind="bool")
 _add("embed_params_b", "billion parameters", "Embedding and output-layer parameters, in billions (kept in 16 bit under QLoRA)", "Embed_Params_B", example=1.05, **NONNEG)

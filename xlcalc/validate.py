@@ -55,6 +55,8 @@ def validate_one(spec: InputSpec, value: Any, name: str | None = None) -> Any:
     if spec.kind == "bool" and isinstance(value, (int, float)) and not isinstance(value, bool) \
             and value not in (0, 1):
         raise InputError(label, value, spec.allowed, "TRUE/FALSE, or 1/0")
+    if spec.reads is not None and isinstance(value, str) and value.strip():
+        value = spec.reads(value)  # a text users type for a choice (e.g. a list of matrices): that choice
     if spec.aliases and isinstance(value, str) and name_key(value) in dict(spec.aliases):
         value = dict(spec.aliases)[name_key(value)]  # a name users know a choice by: that choice
     try:

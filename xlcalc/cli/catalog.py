@@ -25,9 +25,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _dump(row) -> dict:
+    """A catalog row with the values derived from it, under the names GPU_SPEC and MODEL_SPEC take."""
     data = row.model_dump()
+    data.update({k: catalog.looked_up(row, k) for k in data})
+    if isinstance(row, catalog.GPU):
+        data.update({k: getattr(row, k) for k in catalog.GPU_DERIVED_FIELDS})
     if isinstance(row, catalog.Model):
-        data["params_b_derived"] = row.params_b
+        data.update({k: getattr(row, k) for k in catalog.MODEL_DERIVED_FIELDS})
+        data["params_b_derived"] = row.params_b  # the names of earlier versions
         data["active_params_b_derived"] = row.active_params_b
     return data
 

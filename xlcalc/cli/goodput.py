@@ -8,10 +8,8 @@ from ..errors import InputError, missing
 from ..formulas import goodput
 from ..money import goodput_rows
 from ..validate import check_value
-from .flags import OneDefaultFormatter, add_command, add_input, flag, given
+from .flags import OneDefaultFormatter, add_command, add_input, flag, given, input_default
 from .fmt import cli_value, dump_json, number, table
-
-LLAMA3 = {"n_gpus": 16384, "days": 54, "interruptions": 419}  # Llama 3 paper §3.3.4
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,18 +47,17 @@ def mtbf_from_args(args: argparse.Namespace) -> tuple[float, str]:
     if args.node_mtbf_h is not None:
         m = goodput.gpu_mtbf_from_node_h(cli_value(args.node_mtbf_h), given(args, "gpus_per_node"))
         return m, f"node MTBF {args.node_mtbf_h} h x {given(args, 'gpus_per_node')} GPUs per node"
-    run = dict(LLAMA3)
-    source = "Llama 3 paper §3.3.4: 419 unexpected interruptions in 54 days on 16,384 GPUs"
-    if args.interruptions is not None:
-        lacking = [f for f in ("over_days", "over_gpus") if getattr(args, f) is None]
-        if lacking:
-            raise missing(lacking, lambda n: "given with --interruptions (" + {
-                "over_days": "the days", "over_gpus": "the GPUs"}[n] + " of the run they were counted over)")
-        counted = InputError.each(lambda f: check_value(f, cli_value(getattr(args, f))), ["over_days", "over_gpus"])
-        run = {"n_gpus": counted["over_gpus"], "days": counted["over_days"],
-               "interruptions": cli_value(args.interruptions)}
-        source = f"{args.interruptions} interruptions in {args.over_days} days on {args.over_gpus} GPUs"
-    return goodput.gpu_mtbf_observed_h(**run), source
+    if args.interruptions is None:  # the input's one default, as estimate and the workbook take it
+        return input_default("gpu_mtbf_h"), ("Llama 3 paper §3.3.4: 419 unexpected interruptions in 54 days on "
+                                             "16,384 GPUs (16,384 x 54 x 24 / 419 GPU-hours, to the hour)")
+    lacking = [f for f in ("over_days", "over_gpus") if getattr(args, f) is None]
+    if lacking:
+        raise missing(lacking, lambda n: "given with --interruptions (" + {
+            "over_days": "the days", "over_gpus": "the GPUs"}[n] + " of the run they were counted over)")
+    counted = InputError.each(lambda f: check_value(f, cli_value(getattr(args, f))), ["over_days", "over_gpus"])
+    source = f"{args.interruptions} interruptions in {args.over_days} days on {args.over_gpus} GPUs"
+    return goodput.gpu_mtbf_observed_h(counted["over_gpus"], counted["over_days"], cli_value(args.interruptions)), \
+        source
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from ..frameworks import (
 )
 from ..inputs import spec
 from ..layout import stage_split
+from ..lora_targets import target_set
 from ..model_inputs import model_inputs
 from ..recipes import DEFAULT_RECIPE, DEFAULT_SEQ_LEN, MEMORY_DEFAULTS, RECIPES, recipe_bytes
 from ..stage_memory import PARTS, resolve, stage_memory
@@ -197,15 +198,6 @@ def framework_values(args: argparse.Namespace) -> dict:
 # the inputs these flags set (estimate takes them from here, not from its generic input flags)
 FINETUNE_FIELDS = ("job", "lora_rank", "lora_targets")
 
-# adapter target sets by the matrices they adapt (Hugging Face / torchtune module names are accepted too)
-TARGET_SETS = {frozenset("qv"): "qv", frozenset("qkv"): "qkv", frozenset("qkvo"): "attention",
-               frozenset(("q", "k", "v", "o", "gate", "up", "down")): "all_linear"}
-_MATRIX_ALIASES = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "output_proj": "o", "wq": "q",
-                   "wk": "k", "wv": "v", "wo": "o", "gate_proj": "gate", "up_proj": "up", "down_proj": "down",
-                   "w1": "gate", "w3": "up", "w2": "down", "fc1": "up", "fc2": "down"}
-_TARGET_NAMES = {"qv": "qv", "qkv": "qkv", "attention": "attention", "all_linear": "all_linear",
-                 "all-linear": "all_linear", "all": "all_linear"}
-
 
 def add_finetune_flags(p: argparse.ArgumentParser) -> None:
     """--job, --lora-rank, --lora-targets and --quant (the same on memory and estimate)."""
@@ -220,30 +212,6 @@ def add_finetune_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--quant", choices=spec("quant").choices,
                    help="nf4: the frozen base in 4-bit NormalFloat with double-quantised constants (QLoRA; "
                         "implies --job qlora)")
-
-
-def lora_targets(text: str) -> str:
-    """The target set name of a --lora-targets value (a name or a comma list of matrices)."""
-    key = text.strip().lower()
-    if key in _TARGET_NAMES:
-        return _TARGET_NAMES[key]
-    matrices: set[str] = set()
-    for part in key.replace(" ", "").split(","):
-        if not part:
-            continue
-        if part == "mlp":
-            matrices.update(("gate", "up", "down"))
-            continue
-        name = _MATRIX_ALIASES.get(part, part)
-        if name not in ("q", "k", "v", "o", "gate", "up", "down"):
-            raise InputError("lora_targets", text, "matrices among q, k, v, o, gate, up, down (or mlp), "
-                             "or one of qv, qkv, attention, all_linear", f"{part!r} is not a matrix of a layer")
-        matrices.add(name)
-    found = TARGET_SETS.get(frozenset(matrices))
-    if found is None:
-        raise InputError("lora_targets", text, "one of the sets q,v | q,k,v | q,k,v,o | q,k,v,o,gate,up,down",
-                         "the memory model counts these adapter sets")
-    return found
 
 
 def finetune_values(args: argparse.Namespace) -> dict:
@@ -262,7 +230,7 @@ def finetune_values(args: argparse.Namespace) -> dict:
     if job == "full" and (rank is not None or targets is not None):
         raise InputError("lora_rank" if rank is not None else "lora_targets", rank if rank is not None else targets,
                          "left out with --job full", "a full fine-tune has no adapters")
-    out = {"job": job, "lora_rank": rank, "lora_targets": None if targets is None else lora_targets(targets)}
+    out = {"job": job, "lora_rank": rank, "lora_targets": None if targets is None else target_set(targets)}
     return {k: v for k, v in out.items() if v is not None}
 
 

@@ -170,8 +170,10 @@ class PlanResult(BaseModel):
                                   "against the best with them, term by term (None: no pins, or no plan either way)")
 
 
-PLAN_COLUMNS = ("rank", "tp", "pp", "dp", "zero_stage", "seq_parallel", "recompute", "micro_batch", "virtual_stages",
-                "memory_gb", "step_s", "mfu", "tokens_per_s_per_gpu", "days", "cost_usd")
+PLAN_COLUMNS = ("rank", "tp", "pp", "cp", "ep", "dp", "zero_stage", "seq_parallel", "recompute", "micro_batch",
+                "virtual_stages", "memory_gb", "step_s", "mfu", "tokens_per_s_per_gpu", "days", "gpu_hours", "cost_usd")
+"""PLAN's columns: a plan's whole layout (TP x PP x CP x DP = the GPUs; EP within them), in the order of xlcalc
+plan's table, then its memory, step, days, GPU-hours and cost."""
 
 
 def plan_table(result: PlanResult, top: int = 5) -> list[list[Any]]:

@@ -138,7 +138,8 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int
     if missing:
         parts = [f"{_NEEDS[k][0]} ({_NEEDS[k][1]}, e.g. {_NEEDS[k][2]})" for k in missing]
         raise CatalogError(f"{row.name}: the GPU catalog has no " + "; no ".join(parts)
-                           + ". Give " + ("it" if len(missing) == 1 else "each") + " with the flag named.")
+                           + ". Give " + ("it" if len(missing) == 1 else "each") + " with the flag named (xlcalc plan; "
+                           "the worksheet functions PLAN and LAYOUT_* take none of them but PLAN's scaleout_gb_s).")
     return Hardware(  # the figures checked above, by name (no scale-out inside one domain)
         name=row.name, **{"scaleout_gb_s": None, **values}, matmul_efficiency_basis=basis,
         usd_per_gpu_hour=price, price_basis=price_basis,

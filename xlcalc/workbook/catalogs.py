@@ -67,15 +67,13 @@ def _row_value(row, field: str):
         return round(row.params_b, 3)
     if field == "active_params_b":  # as the Scenario preset fills it: 0 for a dense model
         return round(row.active_params_b, 3) if row.experts else 0
-    if field == "kv_heads":
-        return row.kv_heads or row.heads
     if field == "sm_count":
         return SM_COUNT.get(row.id)
     if field == "step_matmul_efficiency":
         return catalog_matmul_efficiency(row)
     if field == "attention_generation_factor":
         return attention_factor(row.id, True)
-    return getattr(row, field)
+    return catalog.looked_up(row, field)
 
 
 def _head(book: Book, sheet: str, title: str, note: str, columns: Any) -> None:

@@ -21,7 +21,9 @@ from typing import Any
 from .. import catalog
 from ..errors import InputError
 from ..frameworks import FRAMEWORKS, PRECISION_ALIASES, PRECISIONS, framework_id
+from ..inputs import spec
 from ..layout import preset_stage_ends
+from ..lora_targets import target_set
 from ..outputs import OUTPUTS
 from ..planner.stacks import STACKS, stack_id
 from ..scenario import INPUTS, Scenario, evaluate
@@ -166,15 +168,17 @@ def _presets(field: str) -> tuple[str, ...]:
 
 
 def _sheet_ids(data: dict[str, Any]) -> None:
-    """The Framework, Precision and Stack cells hold an id: the sheet's look-ups know no other name (the CLI and the
-    worksheet functions also take the names users know: xlcalc.frameworks.FRAMEWORK_ALIASES and PRECISION_ALIASES,
-    planner.stacks.ALIASES); a name the sheet cannot look up is refused as the Checks sheet refuses it, saying which
-    id it means."""
+    """The Framework, Precision, Stack and LoRA_Targets cells hold an id: the sheet's look-ups know no other name (the
+    CLI and the worksheet functions also take the names users know: xlcalc.frameworks.FRAMEWORK_ALIASES and
+    PRECISION_ALIASES, planner.stacks.ALIASES, xlcalc.lora_targets); a name the sheet cannot look up is refused as
+    the Checks sheet refuses it, saying which id it means."""
     problems = []
     for key, ids, dropdown, means in (("framework", FRAMEWORKS, "the Framework dropdown), or empty", framework_id),
                                       ("precision", (*PRECISIONS, "default"), "the Precision dropdown), or empty",
                                        lambda name: PRECISION_ALIASES.get(name_key(name), "")),
-                                      ("stack", STACKS, "the Stack dropdown)", _stack_meant)):
+                                      ("stack", STACKS, "the Stack dropdown)", _stack_meant),
+                                      ("lora_targets", spec("lora_targets").choices, "the LoRA_Targets dropdown)",
+                                       _targets_meant)):
         typed = data.get(key)
         if isinstance(typed, str) and typed.strip() and typed.strip().lower() not in ids:
             meant = means(typed)
@@ -189,6 +193,13 @@ def _sheet_ids(data: dict[str, Any]) -> None:
 def _stack_meant(name: str) -> str:
     try:
         return stack_id(name)
+    except InputError:
+        return ""
+
+
+def _targets_meant(text: str) -> str:
+    try:
+        return target_set(text)
     except InputError:
         return ""
 
