@@ -316,6 +316,53 @@ def test_cost_reports_a_missing_rental_rate_and_purchase_price_at_once(capsys):
     assert "  - usd_per_gpu_hour = (empty)" in err and "  - capex_usd_per_gpu = (empty)" in err and "b200" in err
 
 
+def test_budget_reports_every_missing_or_bad_input_at_once(capsys):
+    # it stopped at the first: budget_usd, then (once given) usd_per_gpu_hour, then peak_tflops
+    code, out, err = run(capsys, "budget")
+    assert code == 2 and out == "" and "3 inputs are not allowed" in err
+    for name in ("budget_usd", "usd_per_gpu_hour", "peak_tflops"):
+        assert f"  - {name} = (empty)" in err
+    code, _, err = run(capsys, "budget", "--budget-usd", "-5", "--gpu", "h100", "--mfu", "40", "--deadline-days", "0")
+    assert code == 2 and "3 inputs are not allowed" in err
+    # each named by the flag typed: --deadline-days is deadline_days (it was named "days", budget's hidden alias)
+    for name in ("budget_usd = -5", "mfu = 40", "deadline_days = 0"):
+        assert f"  - {name} is not allowed" in err
+
+
+@pytest.mark.parametrize("extra", [("--price-tier", "spot"), ("--usd-per-gpu-hour", "3")])
+def test_budget_own_refuses_a_rental_price_it_would_ignore(capsys, extra):
+    # --own prices the GPU-hour as owned: a rental tier or rate given with it was silently dropped
+    code, out, err = run(capsys, "budget", "--budget-usd", "5e6", "--gpu", "h100", "--own", *extra)
+    name = extra[0][2:].replace("-", "_")
+    assert code == 2 and out == "" and f"error: {name} = " in err and "left out with --own" in err
+
+
+def test_budget_seed001_tiers_refuses_a_single_budgets_flag(capsys):
+    code, out, err = run(capsys, "budget", "--seed001-tiers", "--budget-usd", "5e6", "--gpu", "h100")
+    assert code == 2 and out == "" and "  - budget_usd = " in err and "  - gpu = " in err
+
+
+def test_goodput_names_its_inputs_as_typed_and_all_at_once(capsys):
+    # --ckpt-save-s was reported as "save_s" (the formula's parameter), and one error at a time
+    code, out, err = run(capsys, "goodput", "--n-gpus", "0", "--ckpt-save-s", "0", "--restart-s", "-1")
+    assert code == 2 and out == "" and "3 inputs are not allowed" in err
+    for name in ("n_gpus = 0", "ckpt_save_s = 0", "restart_s = -1"):
+        assert f"  - {name} is not allowed" in err
+
+
+def test_goodput_gpus_per_node_without_a_node_mtbf_is_refused_not_ignored(capsys):
+    code, out, err = run(capsys, "goodput", "--n-gpus", "1024", "--gpus-per-node", "4")
+    assert code == 2 and out == "" and "error: gpus_per_node = " in err and "--node-mtbf-h" in err
+    # with a node MTBF it converts: 5,000 h per node of 4 GPUs = 20,000 h per GPU, / 1,024 GPUs = 19.53 h
+    code, out, err = run(capsys, "goodput", "--n-gpus", "1024", "--node-mtbf-h", "5000", "--gpus-per-node", "4",
+                         "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["gpu_mtbf_h"] == pytest.approx(20000)
+    cluster = next(r["value"] for r in data["rows"] if r["key"] == "cluster_mtbf_h")
+    assert cluster == pytest.approx(5000 * 4 / 1024)
+
+
 @pytest.mark.parametrize("call, name", [
     (lambda: x.gpu_hours_for_budget(-1e6, 2), "budget_usd"),
     (lambda: x.own_cost_at_utilisation_usd(8, 30000, 3, 30, 1, 1.3, 0.08, 1.01), "utilisation"),

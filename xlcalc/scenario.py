@@ -165,6 +165,14 @@ INPUT_BY_FIELD = {c.field: c for c in INPUTS}
 INPUT_BY_NAME = {c.name: c for c in INPUTS}
 
 
+def check_field(name: str, value: Any) -> Any:
+    """``value`` of input ``name`` (a scenario field, checked by its field's spec; else the spec of that name),
+    validated and normalised; an :class:`InputError` naming ``name`` itself (``deadline_days``, never its spec's
+    ``days``), as the user typed its flag."""
+    cell = INPUT_BY_FIELD.get(name)
+    return validate_one(spec(cell.spec_name if cell else name), value, name=name)
+
+
 class Scenario(BaseModel):
     """Every input of a plan. The model, data and cluster defaults are seed 002's 70B-on-A800 case (MHA, F = 4h as
     its activation formula), with the default precision recipe (xlcalc.recipes.DEFAULT_RECIPE); the layout defaults
