@@ -316,6 +316,22 @@ def test_cost_reports_a_missing_rental_rate_and_purchase_price_at_once(capsys):
     assert "  - usd_per_gpu_hour = (empty)" in err and "  - capex_usd_per_gpu = (empty)" in err and "b200" in err
 
 
+def test_a_typed_failure_share_is_used_or_refused_never_ignored(capsys):
+    # estimate --failure-frac 0.1 printed goodput's 3.0% and priced failures with it, the typed 10% dropped
+    code, out, err = run(capsys, "estimate", "--failure-frac", "0.1")
+    assert code == 2 and out == "" and "error: failure_frac = 0.1 is not allowed" in err and "--use-typed-tax" in err
+    code, out, err = run(capsys, "estimate", "--failure-frac", "0.1", "--use-typed-tax", "--json")
+    assert code == 0, err
+    results = json.loads(out)["results"]
+    # the failures line is the typed share of the clean run's compute: 10% of it, by the definition of the share
+    assert results["Failure_Frac_Used"] == pytest.approx(0.1)
+    assert results["Failures_USD"] == pytest.approx(0.1 * results["Compute_Cost_USD"])
+    with pytest.raises(InputError) as e:  # a scenario file's fields go the same way
+        Scenario.build(failure_frac=0.2)
+    assert e.value.name == "failure_frac"
+    assert Scenario.build(failure_frac=0.2, use_typed_tax=False).failure_frac == 0.2  # said so: the workbook's way
+
+
 def test_budget_reports_every_missing_or_bad_input_at_once(capsys):
     # it stopped at the first: budget_usd, then (once given) usd_per_gpu_hour, then peak_tflops
     code, out, err = run(capsys, "budget")

@@ -357,6 +357,11 @@ class Scenario(BaseModel):
                  and not values[k].strip()]
         if blank:  # an empty name is a mistake, not "the default"
             raise InputError.all(blank)
+        # the failure share is goodput's unless use_typed_tax says otherwise: a typed share alone would be ignored
+        ignored = [] if values.get("failure_frac") is None or values.get("use_typed_tax") is not None else [
+            InputError("failure_frac", values["failure_frac"], "given with use_typed_tax TRUE (CLI --use-typed-tax), "
+                       "or left out", "without it the failure share is goodput's, from gpu_mtbf_h, ckpt_save_s and "
+                       "restart_s, and the typed share would be ignored")]
         if isinstance(values.get("model"), catalog.Model):
             # a model with no catalog row (e.g. from a Hugging Face config.json): its figures are typed in; its
             # file gives no training sequence length, so it has the one default (xlcalc.recipes.DEFAULT_SEQ_LEN)
@@ -389,7 +394,13 @@ class Scenario(BaseModel):
             merged["gpu"] = catalog.get_gpu(values["gpu"]).id
         if values.get("recipe"):
             merged["recipe"] = get_recipe(str(values["recipe"])).id
-        return cls.model_validate(merged)
+        try:
+            scenario = cls.model_validate(merged)
+        except InputError as exc:  # every mistake at once; a share that is itself not allowed is named once
+            raise InputError.all([*exc.problems, *(e for e in ignored if e.name not in exc.name.split(", "))]) from None
+        if ignored:
+            raise ignored[0]
+        return scenario
 
     @classmethod
     def model_validate(cls, obj: Any, **kw: Any) -> "Scenario":  # type: ignore[override]
