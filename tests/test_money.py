@@ -50,7 +50,9 @@ def test_seed001_electricity_priced_per_kwh():
     assert rows["rent_usd"] == 921_600
 
 
-SEED001_FLAGS = ("--n-gpus", "128", "--kw-per-gpu", "0.4", "--pue", "1")  # the rest: cost's defaults
+# the seed's rate and price typed (cost has no defaults of its own for them); the rest: cost's defaults
+SEED001_FLAGS = ("--n-gpus", "128", "--kw-per-gpu", "0.4", "--pue", "1", "--usd-per-gpu-hour", "10",
+                 "--capex-usd-per-gpu", "15000")
 
 
 def test_cli_cost_reproduces_the_seed001_example(capsys):
@@ -61,7 +63,7 @@ def test_cli_cost_reproduces_the_seed001_example(capsys):
     assert rows["rent_usd"] == 921_600
     assert rows["depreciation_usd"] == pytest.approx(128 * 15000 / (3 * 365) * 30)
     assert rows["electricity_usd"] == pytest.approx(36_864 * 0.08)
-    assert "seed 001" in data["price"]
+    assert "typed" in data["price"] and "typed" in data["capex"]
     code, out, _ = run(capsys, "cost", *SEED001_FLAGS)
     assert code == 0 and "$921,600" in out and "BREAKEVEN_UTILISATION" in out
 
@@ -309,11 +311,11 @@ def test_cli_money_errors_name_the_input(capsys, argv, name):
 
 
 def test_cost_reports_a_missing_rental_rate_and_purchase_price_at_once(capsys):
-    # prices.toml has neither a rental rate nor a purchase price for the B200
-    code, out, err = run(capsys, "cost", "--gpu", "b200")
+    # prices.toml has neither a rental rate nor a purchase price for the B200: a tier asked for and owning both fail
+    code, out, err = run(capsys, "cost", "--gpu", "b200", "--price-tier", "spot")
     assert code == 2 and out == ""
     assert "2 inputs are not allowed" in err
-    assert "  - usd_per_gpu_hour = (empty)" in err and "  - capex_usd_per_gpu = (empty)" in err and "b200" in err
+    assert "  - price_tier = 'spot'" in err and "  - capex_usd_per_gpu = (empty)" in err and "b200" in err
 
 
 def test_a_typed_failure_share_is_used_or_refused_never_ignored(capsys):
@@ -330,6 +332,35 @@ def test_a_typed_failure_share_is_used_or_refused_never_ignored(capsys):
         Scenario.build(failure_frac=0.2)
     assert e.value.name == "failure_frac"
     assert Scenario.build(failure_frac=0.2, use_typed_tax=False).failure_frac == 0.2  # said so: the workbook's way
+
+
+@pytest.mark.parametrize("gpu", [None, "a800", "a100-80gb", "h100", "h800"])
+def test_cost_and_estimate_price_a_gpu_hour_alike(capsys, gpu):
+    # one rental rate per GPU for both: cost without --gpu took seed 001's $10 where estimate took the declared $2,
+    # and cost --gpu a800 refused where estimate priced at $2. Expected: the catalog's default rate, else $2.
+    expected = {None: 2.0, "a800": 2.0, "a100-80gb": 2.0, "h100": 4.916, "h800": 2.0}[gpu]
+    flag = ("--gpu", gpu) if gpu else ()
+    code, out, err = run(capsys, "cost", *flag, "--capex-usd-per-gpu", "20000", "--json")
+    assert code == 0, err
+    cost = json.loads(out)
+    code, out, err = run(capsys, "estimate", *flag, "--capex-usd-per-gpu", "20000", "--json")
+    assert code == 0, err
+    estimate = json.loads(out)
+    assert cost["inputs"]["usd_per_gpu_hour"] == estimate["scenario"]["usd_per_gpu_hour"] == expected
+    assert cost["price"] == "Price: " + estimate["price"]
+    # an example rate is stated as one, with what to give instead; h800's $2 is the DeepSeek-V3 report's, a tier
+    assert ("example default" in cost["price"]) == (gpu not in ("h100", "h800"))
+
+
+def test_a_typed_rate_equal_to_the_example_is_stated_as_typed(capsys):
+    # estimate --usd-per-gpu-hour 2 said "example default (no GPU chosen; give --usd-per-gpu-hour)"
+    for argv in (("estimate", "--usd-per-gpu-hour", "2"), ("estimate", "--gpu", "a800", "--usd-per-gpu-hour", "2.0"),
+                 ("cost", "--usd-per-gpu-hour", "2", "--capex-usd-per-gpu", "15000")):
+        code, out, err = run(capsys, *argv)
+        assert code == 0, err
+        assert "Price: $2.00/GPU-hour, typed (no tier)" in out and "example default" not in out, argv
+    code, out, _ = run(capsys, "estimate")
+    assert "Price: $2.00/GPU-hour, example default (no GPU chosen" in out
 
 
 def test_budget_reports_every_missing_or_bad_input_at_once(capsys):
@@ -426,9 +457,9 @@ def test_owning_is_priced_from_the_gpus_catalog_purchase_price(capsys):
         assert code == 0 and data["inputs"]["capex_usd_per_gpu"] == capex[gpu_id]
         assert "price catalog" in data["capex"] and f"${capex[gpu_id]:,.0f}" in data["capex"]
         assert Scenario.build(gpu=gpu).capex_usd_per_gpu == capex[gpu_id]
-    # seed 001's example keeps its own $15,000, stated as the seed's
-    code, out, _ = run(capsys, "cost")
-    assert code == 0 and "Capex: $15,000 per GPU, seed 001's A100 example" in out
+    # no GPU and no typed price: owning is not priced at a default (it was seed 001's $15,000), as estimate says
+    code, out, err = run(capsys, "cost")
+    assert code == 2 and out == "" and "capex_usd_per_gpu = (empty)" in err and "--capex-usd-per-gpu" in err
 
 
 def test_a_gpu_without_a_purchase_price_is_never_priced_silently(capsys):

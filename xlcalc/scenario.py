@@ -293,6 +293,8 @@ class Scenario(BaseModel):
     price_tier: Optional[str] = Field(default=None, description="rental tier of usd_per_gpu_hour when it came "
                                       "from the price catalog")
     price_id: Optional[str] = Field(default=None, description="price catalog row usd_per_gpu_hour came from")
+    price_typed: bool = Field(default=False, description="usd_per_gpu_hour was given (Scenario.build), so the answer "
+                              "states it as typed, even where it equals the example default")
 
     @model_validator(mode="before")
     @classmethod
@@ -388,6 +390,8 @@ class Scenario(BaseModel):
         prices = _catalog_prices(values)
         merged.update(prices)
         merged.update({k: v for k, v in values.items() if v is not None and k not in prices})
+        if values.get("usd_per_gpu_hour") is not None and not merged.get("price_id"):
+            merged["price_typed"] = True
         if values.get("model"):
             merged["model"] = catalog.get_model(values["model"]).id
         if values.get("gpu"):
@@ -455,17 +459,41 @@ def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def rental_rate(gpu: str | None = None, price_tier: str | None = None,
+                usd_per_gpu_hour: float | None = None) -> tuple[float, str]:
+    """The rental price of one GPU-hour a scenario with these inputs uses, and the words that state it
+    (:func:`price_note`): typed, else the GPU's catalog rate (its default, or ``price_tier``'s), else the one
+    declared default (``Scenario.usd_per_gpu_hour``), stated as an example. Every face that prices renting
+    (``estimate``, ``cost``, the workbook) takes it from here.
+
+    A tier with a typed price, a tier without a GPU, or a tier the GPU has no rate for is an :class:`InputError`.
+    """
+    if usd_per_gpu_hour is not None:
+        if price_tier:
+            raise InputError("price_tier", price_tier, "left out when --usd-per-gpu-hour is given",
+                             "a tier picks a catalog price; a typed price has none")
+        usd_per_gpu_hour = check_field("usd_per_gpu_hour", usd_per_gpu_hour)
+    gid = catalog.get_gpu(gpu).id if gpu else None
+    found = _catalog_prices({"gpu": gid, "price_tier": price_tier, "usd_per_gpu_hour": usd_per_gpu_hour})
+    rate = usd_per_gpu_hour if usd_per_gpu_hour is not None else found.get(
+        "usd_per_gpu_hour", Scenario.model_fields["usd_per_gpu_hour"].default)
+    return rate, _price_words(rate, gid, found.get("price_id"), typed=usd_per_gpu_hour is not None)
+
+
 def price_note(scenario: "Scenario") -> str:
     """Which rental price a scenario used, in words."""
-    v = scenario.usd_per_gpu_hour
+    return _price_words(scenario.usd_per_gpu_hour, scenario.gpu, scenario.price_id, scenario.price_typed)
+
+
+def _price_words(v: float, gpu: str | None, price_id: str | None, typed: bool) -> str:
     rate = f"${v:,.3f}" if round(v, 3) != round(v, 2) else f"${v:,.2f}"
-    if scenario.price_id:
-        row = next(p for p in catalog.prices() if p.id == scenario.price_id)
+    if price_id:
+        row = next(p for p in catalog.prices() if p.id == price_id)
         return f"{rate}/GPU-hour, {row.tier} tier, price catalog {row.id} ({row.date or 'undated'})"
-    if v == Scenario.model_fields["usd_per_gpu_hour"].default:
-        tiers = [p.tier for p in catalog.prices() if p.gpu == scenario.gpu and p.tier] if scenario.gpu else []
-        why = (f"the price catalog has no default rental rate for {scenario.gpu}, only {', '.join(tiers)}" if tiers
-               else f"the price catalog has no rental rate for {scenario.gpu}" if scenario.gpu else "no GPU chosen")
+    if not typed and v == Scenario.model_fields["usd_per_gpu_hour"].default:
+        tiers = [p.tier for p in catalog.prices() if p.gpu == gpu and p.tier] if gpu else []
+        why = (f"the price catalog has no default rental rate for {gpu}, only {', '.join(tiers)}" if tiers
+               else f"the price catalog has no rental rate for {gpu}" if gpu else "no GPU chosen")
         hint = "give --price-tier or --usd-per-gpu-hour" if tiers else "give --usd-per-gpu-hour"
         return f"{rate}/GPU-hour, example default ({why}; {hint})"
     return f"{rate}/GPU-hour, typed (no tier)"

@@ -67,11 +67,16 @@ def _own_rate(args: argparse.Namespace) -> tuple[float, str]:
 
 
 def _rent_rate(args: argparse.Namespace) -> tuple[float, str]:
-    if args.gpu is None and args.usd_per_gpu_hour is None:
-        if args.price_tier:  # resolve_price names the tier without a GPU
-            return resolve_price(None, args.price_tier, None)
-        raise InputError("usd_per_gpu_hour", None, "given (or --gpu NAME to take the GPU's catalog rate)")
-    return resolve_price(args.gpu, args.price_tier, cli_value(args.usd_per_gpu_hour))
+    """The rental rate, as estimate and cost take it, but never the example default: every number a budget plan
+    gives is the budget over this price, so a GPU without a catalog rate (or no GPU) needs the rate typed."""
+    typed = cli_value(args.usd_per_gpu_hour)
+    if typed is None:
+        if args.gpu is None:
+            if args.price_tier:  # resolve_price names the tier without a GPU
+                return resolve_price(None, args.price_tier, None)
+            raise InputError("usd_per_gpu_hour", None, "given (or --gpu NAME to take the GPU's catalog rate)")
+        catalog.rental_price(args.gpu, args.price_tier)  # no catalog rate: the error names the GPU and the tiers
+    return resolve_price(args.gpu, args.price_tier, typed)
 
 
 def _price(args: argparse.Namespace) -> tuple[float, str]:
