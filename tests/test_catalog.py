@@ -211,6 +211,22 @@ def test_gpu_lookup_is_case_insensitive_with_aliases(label, gpu_id):
     assert get_gpu(label).id == gpu_id
 
 
+@pytest.mark.parametrize("label, gpu_id", [
+    # as people write them, after the maker: these were "unknown GPU"
+    ("NVIDIA H100", "h100-sxm"), ("nvidia-h100", "h100-sxm"), ("NVIDIA A100", "a100-80gb"), ("AMD MI300X", "mi300x"),
+    ("Huawei Ascend 910B", "ascend-910b"), ("NVIDIA H100 PCIe", "h100-pcie"),
+    # as nvidia-smi --query-gpu=name prints them (H100 SXM5, A100 SXM4 80GB and 40GB)
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
+    ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
+])
+def test_gpu_lookup_takes_the_makers_name_and_nvidia_smis(label, gpu_id):
+    assert get_gpu(label).id == gpu_id
+    with pytest.raises(CatalogError):  # the maker alone, or another maker's card, is no GPU of the catalog
+        get_gpu(label.split()[0] if " " in label else "nvidia")
+    with pytest.raises(CatalogError):
+        get_gpu("AMD H100")
+
+
 @pytest.mark.parametrize("label, model_id", [
     ("GPT3", "gpt3-175b"), ("Llama-2-70B", "llama2-70b"), ("LLAMA3.1-405B", "llama3.1-405b"),
     ("bloom", "bloom-176b"), ("Chinchilla", "chinchilla-70b"), ("DeepSeek-V3", "deepseek-v3"),
