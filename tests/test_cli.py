@@ -23,6 +23,21 @@ def test_estimate_reproduces_seed_002_on_a800(capsys):
     assert round(r["GPUs_for_Deadline"], 1) == 865.6
 
 
+def test_estimate_states_the_gpus_per_node_it_assumed_for_a_gpu_without_one(capsys):
+    # the V100 has no published node size: estimate rounded to whole nodes of 8 without a word (plan refuses, the
+    # workbook names the GPUs_per_Node cell); now it says so, and a typed --gpus-per-node is used and not flagged
+    code, out, _ = run(capsys, "estimate", "--gpu", "v100", "--tp", "8", "--pp", "8")
+    assert code == 0 and "Nodes: 8 GPUs per node, the default: the GPU catalog publishes none for v100" in out
+    code, out, _ = run(capsys, "estimate", "--gpu", "v100", "--tp", "8", "--pp", "8", "--gpus-per-node", "32", "--json")
+    data = json.loads(out)
+    assert code == 0 and "nodes" not in data
+    # 8.4e23 FLOPs / (125e12 x 0.4 x 90 x 86,400) = 2,160.5 GPUs -> 34 replicas of 64 = 2,176, +5% = 2,284.8,
+    # whole nodes of 32: 72 x 32 = 2,304 (by hand, from seed 002's formulas; nodes of 8 would give 2,288)
+    assert data["results"]["GPUs_to_Provision"] == 2304
+    code, out, _ = run(capsys, "estimate", "--gpu", "h100")
+    assert code == 0 and "Nodes:" not in out
+
+
 def test_estimate_on_ascend_910b(capsys):
     # seed 002 §7.3: Ascend 910B at 320 TFLOPS; exact 8.4e23 / (320e12 * 0.4 * 90 * 86400) = 843.9
     code, out, _ = run(capsys, "estimate", "--gpu", "910B", "--params-b", "70", "--json")

@@ -92,9 +92,12 @@ def run(args: argparse.Namespace) -> int:
     memory = explain({**scenario.cell_values(), **results}, scenario.model_dump()).to_json()
     memory.pop("inputs")
     rng = ranges(scenario) if args.ranges else None
+    nodes = _node_note(scenario, values.get("gpus_per_node") is not None)
     if args.json:
         data = {"scenario": scenario.model_dump(), "price": price_note(scenario), "recipe": memory["recipe"],
                 "framework": framework_words(args), "results": results, "memory": memory}
+        if nodes:
+            data["nodes"] = nodes
         if rng is not None:
             data["ranges"] = [r.as_dict() for r in rng]
         print(dump_json(data))
@@ -105,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
           f"TP={scenario.tp} PP={scenario.pp} CP={scenario.cp} ZeRO-{scenario.zero_stage} "
           f"recompute={scenario.recompute}")
     print(f"Price: {price_note(scenario)}")
+    if nodes:
+        print(f"Nodes: {nodes}")
     print(f"Memory: recipe {memory['recipe']}; other memory {scenario.overhead_gb:g} GB")
     print(f"Framework: {framework_words(args)}")
     print(job_line({**memory, "inputs": scenario.model_dump()}).replace("job: ", "Job: ", 1))
@@ -176,6 +181,16 @@ def capex_used(scenario: Scenario) -> str:
 _MEMORY_DETAIL = {st.name for st in memory_steps() if st.name not in
                   ("Mem_Static_GB", "Mem_Activations_GB", "Mem_Total_GB", "Fit_Margin_GB", "Fit_Verdict", "Fits_GPU",
                    "Max_Micro_Batch", "Trainable_Params_B")}
+
+
+def _node_note(sc: Scenario, typed: bool) -> str | None:
+    """The GPUs per node a GPU without a published figure was planned with (the whole-node rounding), in words;
+    None where the catalog or the user gave it."""
+    gpu = catalog.get_gpu(sc.gpu) if sc.gpu else None
+    if typed or gpu is None or gpu.gpus_per_node is not None:
+        return None
+    return (f"{sc.gpus_per_node} GPUs per node, the default: the GPU catalog publishes none for {gpu.id} "
+            "(give --gpus-per-node; it rounds the GPUs to provision to whole nodes)")
 
 
 def _failure_note(sc: Scenario, results: dict) -> str:
