@@ -153,6 +153,22 @@ def test_no_traceback_from_the_real_console_entry():
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("argv, hint", [
+    (["estimate", "--days", "30"], "--days: did you mean --deadline-days?"),  # budget's old spelling
+    (["goodput", "--save", "30"], "--save: did you mean --ckpt-save-s?"),
+    (["calibrate", "--gpu", "h100", "--out", "p.json", "--tokens-per-sec", "3"], "did you mean --tokens-per-s?"),
+    (["cost", "--mfu", "0.4"], None),  # nothing alike: no guess
+])
+def test_a_neighbouring_commands_flag_is_named_with_the_command(capsys, argv, hint):
+    # it was the top-level "usage: xlcalc [-h] [--version] COMMAND ... xlcalc: error: unrecognized arguments"
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and f"xlcalc {argv[0]}: error: unrecognized arguments: " in err
+    assert f"see xlcalc {argv[0]} --help" in err and "COMMAND ..." not in err
+    assert (hint in err) if hint else "did you mean" not in err
+
+
 def test_help_everywhere(capsys):
     for argv in ([], ["estimate"], ["memory"], ["catalog"], ["plan"], ["workbook"], ["read"]):
         with pytest.raises(SystemExit) as info:
