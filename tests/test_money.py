@@ -384,6 +384,17 @@ def test_budget_own_refuses_a_rental_price_it_would_ignore(capsys, extra):
     assert code == 2 and out == "" and f"error: {name} = " in err and "left out with --own" in err
 
 
+def test_budget_states_the_peak_it_assumed(capsys):
+    # the model FLOPs are GPU-hours x 3,600 x peak x MFU; the GPU's peak was used and never printed
+    code, out, _ = run(capsys, "budget", "--budget-usd", "1e6", "--gpu", "h100")
+    assert code == 0 and out.splitlines()[0].endswith("h100-sxm at 989.4 TFLOP/s peak")  # the H100 SXM datasheet
+    code, out, _ = run(capsys, "budget", "--budget-usd", "1e6", "--gpu", "h100", "--json")
+    data = json.loads(out)
+    assert data["inputs"]["peak_tflops"] == 989.4 and data["inputs"]["usd_per_gpu_hour"] == 4.916
+    flops = next(r["value"] for r in data["rows"] if r["key"] == "flops")
+    assert flops == pytest.approx(1e6 / 4.916 * 3600 * 989.4e12 * 0.4)
+
+
 def test_budget_seed001_tiers_refuses_a_single_budgets_flag(capsys):
     code, out, err = run(capsys, "budget", "--seed001-tiers", "--budget-usd", "5e6", "--gpu", "h100")
     assert code == 2 and out == "" and "  - budget_usd = " in err and "  - gpu = " in err

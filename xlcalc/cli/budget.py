@@ -137,11 +137,15 @@ def run(args: argparse.Namespace) -> int:
     rows = budget_plan(budget_usd=got["budget_usd"], usd_per_gpu_hour=price, peak_tflops=got["peak_tflops"],
                        mfu=got["mfu"], days=got["deadline_days"], tokens_per_param=got["tokens_per_param"],
                        params_b=got["params_b"])
-    if args.json:
-        print(dump_json({"price": note, "rows": [r.as_dict() for r in rows]}))
+    if args.json:  # what was assumed beside what it gives, as the text states it
+        inputs = {k: got[k] for k in ("budget_usd", "peak_tflops", "mfu", "deadline_days", "tokens_per_param",
+                                      "params_b")}
+        print(dump_json({"inputs": {**inputs, "usd_per_gpu_hour": price, "gpu": catalog.get_gpu(args.gpu).id
+                                    if args.gpu else None}, "price": note, "rows": [r.as_dict() for r in rows]}))
         return 0
     print(f"Budget {money(got['budget_usd'])}, {number(got['deadline_days'])} days, MFU "
-          f"{number(got['mfu'], 'fraction')}" + (f", {catalog.get_gpu(args.gpu).id}" if args.gpu else ""))
+          f"{number(got['mfu'], 'fraction')}, " + (f"{catalog.get_gpu(args.gpu).id} at " if args.gpu else "")
+          + f"{got['peak_tflops']:,g} TFLOP/s peak" + ("" if args.peak_tflops is None else " (typed)"))
     print(note)
     print()
     print(table([(r.label, number(r.value, r.unit), r.unit, r.udf) for r in rows],
