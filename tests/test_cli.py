@@ -38,6 +38,23 @@ def test_estimate_states_the_gpus_per_node_it_assumed_for_a_gpu_without_one(caps
     assert code == 0 and "Nodes:" not in out
 
 
+def test_estimate_and_plan_take_a_catalog_models_published_tokens_alike(capsys):
+    # estimate --model llama3.1-8b trained 2T tokens (seed 002's default) where plan took the model's published 15T
+    # (Llama 3.1 model card: "15T+"); both now take it, and estimate says where it came from
+    code, out, _ = run(capsys, "estimate", "--model", "llama3.1-8b", "--gpu", "h100", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["scenario"]["tokens_t"] == 15 and "published" in data["tokens"]
+    # days = 6 N D / (peak x GPUs x MFU): 8.030261248e9 parameters (the catalog's derived count), 15e12 tokens
+    assert data["results"]["Train_Days"] == pytest.approx(
+        6 * 8.030e9 * 15e12 / (989.4e12 * 1024 * 0.4) / 86400, rel=1e-3)
+    code, out, _ = run(capsys, "plan", "--model", "llama3.1-8b", "--gpu", "h100", "--n-gpus", "64",
+                       "--global-batch-tokens", "4194304", "--top", "1", "--json")
+    assert code == 0 and json.loads(out)["tokens_t"] == 15
+    code, out, _ = run(capsys, "estimate", "--model", "llama3.1-8b", "--tokens-t", "1", "--json")  # typed wins
+    assert json.loads(out)["scenario"]["tokens_t"] == 1 and "tokens" not in json.loads(out)
+
+
 def test_estimate_on_ascend_910b(capsys):
     # seed 002 §7.3: Ascend 910B at 320 TFLOPS; exact 8.4e23 / (320e12 * 0.4 * 90 * 86400) = 843.9
     code, out, _ = run(capsys, "estimate", "--gpu", "910B", "--params-b", "70", "--json")

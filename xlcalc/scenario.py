@@ -32,7 +32,7 @@ from .inputs import spec
 from .layout import check_layout
 from .model_inputs import model_inputs
 from .outputs import MESSAGE_OUTPUTS, OUTPUTS, RANGES
-from .planner.defaults import default_global_batch_tokens
+from .planner.defaults import default_global_batch_tokens, default_tokens_t
 from .planner.stacks import DEFAULT_STACK, stack_id
 from .recipes import DEFAULT_SEQ_LEN, DEFAULT_VOCAB, MEMORY_DEFAULTS, default_bytes, get_recipe, recipe_bytes
 from .untrusted import check_text, check_value, read_limited
@@ -364,6 +364,10 @@ class Scenario(BaseModel):
             InputError("failure_frac", values["failure_frac"], "given with use_typed_tax TRUE (CLI --use-typed-tax), "
                        "or left out", "without it the failure share is goodput's, from gpu_mtbf_h, ckpt_save_s and "
                        "restart_s, and the typed share would be ignored")]
+        named = values.get("model")
+        named = catalog.get_model(named) if isinstance(named, str) and named.strip() else named
+        if isinstance(named, catalog.Model):  # tokens left out: the model's published ones, else 20 per parameter,
+            merged["tokens_t"] = default_tokens_t(named, named.params_b, named.name)[0]  # as plan takes them
         if isinstance(values.get("model"), catalog.Model):
             # a model with no catalog row (e.g. from a Hugging Face config.json): its figures are typed in; its
             # file gives no training sequence length, so it has the one default (xlcalc.recipes.DEFAULT_SEQ_LEN)
