@@ -55,6 +55,14 @@ def test_estimate_and_plan_take_a_catalog_models_published_tokens_alike(capsys):
     assert json.loads(out)["scenario"]["tokens_t"] == 1 and "tokens" not in json.loads(out)
 
 
+def test_estimate_states_the_sequence_length_and_micro_batch_its_memory_assumes(capsys):
+    # the activations scale with them; memory printed s=8192, estimate printed neither
+    code, out, _ = run(capsys, "estimate", "--model", "llama3.1-8b", "--gpu", "h100")
+    assert code == 0 and "sequences of 8,192 tokens, micro-batch 1" in out  # Llama 3 paper: pre-trained on 8K
+    code, out, _ = run(capsys, "estimate", "--seq-len", "2048", "--micro-batch", "2")
+    assert code == 0 and "sequences of 2,048 tokens, micro-batch 2" in out
+
+
 def test_estimate_on_ascend_910b(capsys):
     # seed 002 §7.3: Ascend 910B at 320 TFLOPS; exact 8.4e23 / (320e12 * 0.4 * 90 * 86400) = 843.9
     code, out, _ = run(capsys, "estimate", "--gpu", "910B", "--params-b", "70", "--json")

@@ -118,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"Tokens: {tokens}")
     if nodes:
         print(f"Nodes: {nodes}")
-    print(f"Memory: recipe {memory['recipe']}; other memory {scenario.overhead_gb:g} GB")
+    print(f"Memory: recipe {memory['recipe']}; other memory {scenario.overhead_gb:g} GB; sequences of "
+          f"{scenario.seq_len:,} tokens, micro-batch {scenario.micro_batch}")
     print(f"Framework: {framework_words(args)}")
     print(job_line({**memory, "inputs": scenario.model_dump()}).replace("job: ", "Job: ", 1))
     print(f"Failures: {_failure_note(scenario, results)}")
