@@ -408,6 +408,18 @@ def test_goodput_names_its_inputs_as_typed_and_all_at_once(capsys):
         assert f"  - {name} is not allowed" in err
 
 
+def test_goodput_at_or_below_zero_names_the_save_and_restart_in_every_faces_words(capsys):
+    # it said "with save_s = 60 and restart_s = 600": the formula's parameters, no flag or cell of that name
+    # (CLI --ckpt-save-s, cell Ckpt_Save_S). Smallest MTBF for 1,024 GPUs at 60 s and 600 s, by hand: solve
+    # 1 - SQRT(2d/M) - R/M = 0 for the cluster MTBF M (d = 1/60 h, R = 1/6 h): SQRT(M) = (SQRT(2d) + SQRT(2d + 4R)) / 2
+    d, r = 60 / 3600, 600 / 3600
+    need = ((math.sqrt(2 * d) + math.sqrt(2 * d + 4 * r)) / 2) ** 2 * 1024
+    for argv in (("goodput", "--gpu-mtbf-h", "100"), ("estimate", "--gpu-mtbf-h", "100")):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == "" and "save_s =" not in err, err
+        assert f"more than {need:,.0f} hours for 1,024 GPUs with 60 s checkpoint saves and 600 s restarts" in err
+
+
 def test_goodput_gpus_per_node_without_a_node_mtbf_is_refused_not_ignored(capsys):
     code, out, err = run(capsys, "goodput", "--n-gpus", "1024", "--gpus-per-node", "4")
     assert code == 2 and out == "" and "error: gpus_per_node = " in err and "--node-mtbf-h" in err
