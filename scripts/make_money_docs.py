@@ -38,7 +38,8 @@ def render() -> str:
     lines += ["", "### Seed 001's cost example: 128 A100 for 30 days", "",
               "Seed 001's `CostCalculator`: $15,000 per A100, 3-year straight-line depreciation, electricity "
               "128 x 0.4 kW x 24 h x 30 days with no price; its cloud branch $10 per A100-hour "
-              "(`xlcalc cost --n-gpus 128 --kw-per-gpu 0.4 --pue 1`: 30 days, the seed's rate and price without --gpu).", ""]
+              "(`xlcalc cost --n-gpus 128 --kw-per-gpu 0.4 --pue 1 --usd-per-gpu-hour 10 --capex-usd-per-gpu 15000`: "
+              "30 days).", ""]
     dep = x.capex_cost_usd(128, 15000, 3, 30)
     kwh = x.energy_mwh(128, 0.4, 1.0, 30) * 1000
     rows = [

@@ -16,7 +16,7 @@ COMMANDS = [
                                                                "--n-gpus", "16384", "--tp", "8", "--pp", "16",
                                                                "--first-stage-layers", "7", "--last-stage-layers", "7"],
     ["memory", "--model", "llama2-70b", "--gpu", "h100", "--tp", "8", "--pp", "2", "--n-gpus", "1024"],
-    ["cost"], ["cost", "--gpu", "h100", "--n-gpus", "16384", "--days", "54"],
+    ["cost", "--usd-per-gpu-hour", "10", "--capex-usd-per-gpu", "15000"], ["cost", "--gpu", "h100", "--n-gpus", "16384", "--days", "54"],
     ["budget", "--budget-usd", "48966413", "--gpu", "h100"], ["budget", "--seed001-tiers"],
     ["budget", "--budget-usd", "1e8", "--gpu", "h100", "--own"],
     ["goodput", "--days", "30", "--compute-usd", "4.5e6"], ["goodput", "--n-gpus", "16384"],

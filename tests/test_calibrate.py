@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from xlcalc.cli import main
+from xlcalc.cli import build_parser, main
 from xlcalc.errors import InputError
 from xlcalc.planner import Settings, plan
 from xlcalc.planner.calibrate import MAX_PROFILE_BYTES, calibrate, load_profile, save_profile
@@ -127,6 +127,29 @@ def test_every_missing_input_is_named_at_once(tmp_path, capsys):
     assert rc == 2
     for n in ("n_gpus", "seq_len", "global_batch_tokens", "tp", "pp", "micro_batch", "recompute", "tokens_per_s"):
         assert f"{n} = (empty)" in err
+
+
+def test_a_profile_path_that_cannot_be_written_is_refused_by_name(tmp_path, capsys):
+    """A missing folder was a FileNotFoundError traceback from the lock file; a folder is refused as before."""
+    for path, why in ((tmp_path / "no-such-folder" / "p.json", "a path that can be written"),
+                      (tmp_path, "a regular file or a new file name")):
+        rc, out, err = _run(capsys, "calibrate", *FLAGS, "--tokens-per-s", "3000", "--out", str(path))
+        assert rc == 2 and out == "" and "error: out = " in err and f"out must be {why}" in err, err
+    assert not (tmp_path / "no-such-folder").exists()
+
+
+def test_calibrate_help_states_no_default_it_does_not_take():
+    """calibrate requires the measured run's sequence length and batch: its help says so, and claims no default
+    (it said "default: a catalog model's pre-training sequence length, else 4096" and then refused to run)."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices["calibrate"]
+    helps = {a.dest: a.help or "" for a in sub._actions}
+    for name in ("seq_len", "global_batch_tokens"):
+        assert "(required)" in helps[name] and "default" not in helps[name], helps[name]
+    assert "else 4096" not in helps["config"]
+    rc = main(["calibrate", "--model", "llama3.1-8b", "--gpu", "h100", "--n-gpus", "8", "--tp", "1", "--pp", "1",
+               "--micro-batch", "1", "--recompute", "none", "--tokens-per-s", "9000", "--out", "unused.json"])
+    assert rc == 2  # the catalog model's 8192 is not taken: the required inputs really are required
 
 
 def _good(tmp_path: Path) -> dict:

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import published_records
 from xlcalc import catalog
-from xlcalc.catalog import GPU_FIELDS, MODEL_FIELDS, get_gpu, get_model, price_for
+from xlcalc.catalog import GPU_FIELDS, MODEL_FIELDS, capex_note, get_gpu, get_model, price_for, purchase_price
 from xlcalc.errors import CatalogError
 
 GIB = 2**30
@@ -211,6 +211,22 @@ def test_gpu_lookup_is_case_insensitive_with_aliases(label, gpu_id):
     assert get_gpu(label).id == gpu_id
 
 
+@pytest.mark.parametrize("label, gpu_id", [
+    # as people write them, after the maker: these were "unknown GPU"
+    ("NVIDIA H100", "h100-sxm"), ("nvidia-h100", "h100-sxm"), ("NVIDIA A100", "a100-80gb"), ("AMD MI300X", "mi300x"),
+    ("Huawei Ascend 910B", "ascend-910b"), ("NVIDIA H100 PCIe", "h100-pcie"),
+    # as nvidia-smi --query-gpu=name prints them (H100 SXM5, A100 SXM4 80GB and 40GB)
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
+    ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
+])
+def test_gpu_lookup_takes_the_makers_name_and_nvidia_smis(label, gpu_id):
+    assert get_gpu(label).id == gpu_id
+    with pytest.raises(CatalogError):  # the maker alone, or another maker's card, is no GPU of the catalog
+        get_gpu(label.split()[0] if " " in label else "nvidia")
+    with pytest.raises(CatalogError):
+        get_gpu("AMD H100")
+
+
 @pytest.mark.parametrize("label, model_id", [
     ("GPT3", "gpt3-175b"), ("Llama-2-70B", "llama2-70b"), ("LLAMA3.1-405B", "llama3.1-405b"),
     ("bloom", "bloom-176b"), ("Chinchilla", "chinchilla-70b"), ("DeepSeek-V3", "deepseek-v3"),
@@ -312,7 +328,12 @@ def test_price_defaults():
     # price-aws-capacity-blocks-p5.48xlarge: $39.33 / 8 GPUs = $4.916; seed 001: $30,000 per H100.
     h100 = price_for("H100")
     assert h100.usd_per_gpu_hour == pytest.approx(39.33 / 8, abs=5e-4)
-    assert h100.capex_usd_per_gpu == 30_000
+    # the purchase price is stated with its own source and date, not the AWS rate's: "Capex: $30,000 per GPU, price
+    # catalog h100-sxm-aws-capacity-block (2024 ...)" named a rental quote for seed 001's price
+    buy = purchase_price("H100")
+    assert buy.capex_usd_per_gpu == 30_000 and buy.usd_per_gpu_hour is None
+    assert "seed 001" in buy.source and "aws" not in buy.source.lower() and "aws" not in capex_note(buy).lower()
+    assert "seed 001" not in h100.source and h100.capex_usd_per_gpu is None
     # price-aws-capacity-blocks-p4d.24xlarge: $14.75 / 8 = $1.844 per A100-40GB hour.
     assert price_for("A100-40GB").usd_per_gpu_hour == pytest.approx(14.75 / 8, abs=5e-4)
     # seed 001: $15,000 per A100-80GB; no dated rental in the sources.

@@ -23,6 +23,46 @@ def test_estimate_reproduces_seed_002_on_a800(capsys):
     assert round(r["GPUs_for_Deadline"], 1) == 865.6
 
 
+def test_estimate_states_the_gpus_per_node_it_assumed_for_a_gpu_without_one(capsys):
+    # the V100 has no published node size: estimate rounded to whole nodes of 8 without a word (plan refuses, the
+    # workbook names the GPUs_per_Node cell); now it says so, and a typed --gpus-per-node is used and not flagged
+    code, out, _ = run(capsys, "estimate", "--gpu", "v100", "--tp", "8", "--pp", "8")
+    assert code == 0 and "Nodes: 8 GPUs per node, the default: the GPU catalog publishes none for v100" in out
+    code, out, _ = run(capsys, "estimate", "--gpu", "v100", "--tp", "8", "--pp", "8", "--gpus-per-node", "32", "--json")
+    data = json.loads(out)
+    assert code == 0 and "nodes" not in data
+    # 8.4e23 FLOPs / (125e12 x 0.4 x 90 x 86,400) = 2,160.5 GPUs -> 34 replicas of 64 = 2,176, +5% = 2,284.8,
+    # whole nodes of 32: 72 x 32 = 2,304 (by hand, from seed 002's formulas; nodes of 8 would give 2,288)
+    assert data["results"]["GPUs_to_Provision"] == 2304
+    code, out, _ = run(capsys, "estimate", "--gpu", "h100")
+    assert code == 0 and "Nodes:" not in out
+
+
+def test_estimate_and_plan_take_a_catalog_models_published_tokens_alike(capsys):
+    # estimate --model llama3.1-8b trained 2T tokens (seed 002's default) where plan took the model's published 15T
+    # (Llama 3.1 model card: "15T+"); both now take it, and estimate says where it came from
+    code, out, _ = run(capsys, "estimate", "--model", "llama3.1-8b", "--gpu", "h100", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["scenario"]["tokens_t"] == 15 and "published" in data["tokens"]
+    # days = 6 N D / (peak x GPUs x MFU): 8.030261248e9 parameters (the catalog's derived count), 15e12 tokens
+    assert data["results"]["Train_Days"] == pytest.approx(
+        6 * 8.030e9 * 15e12 / (989.4e12 * 1024 * 0.4) / 86400, rel=1e-3)
+    code, out, _ = run(capsys, "plan", "--model", "llama3.1-8b", "--gpu", "h100", "--n-gpus", "64",
+                       "--global-batch-tokens", "4194304", "--top", "1", "--json")
+    assert code == 0 and json.loads(out)["tokens_t"] == 15
+    code, out, _ = run(capsys, "estimate", "--model", "llama3.1-8b", "--tokens-t", "1", "--json")  # typed wins
+    assert json.loads(out)["scenario"]["tokens_t"] == 1 and "tokens" not in json.loads(out)
+
+
+def test_estimate_states_the_sequence_length_and_micro_batch_its_memory_assumes(capsys):
+    # the activations scale with them; memory printed s=8192, estimate printed neither
+    code, out, _ = run(capsys, "estimate", "--model", "llama3.1-8b", "--gpu", "h100")
+    assert code == 0 and "sequences of 8,192 tokens, micro-batch 1" in out  # Llama 3 paper: pre-trained on 8K
+    code, out, _ = run(capsys, "estimate", "--seq-len", "2048", "--micro-batch", "2")
+    assert code == 0 and "sequences of 2,048 tokens, micro-batch 2" in out
+
+
 def test_estimate_on_ascend_910b(capsys):
     # seed 002 §7.3: Ascend 910B at 320 TFLOPS; exact 8.4e23 / (320e12 * 0.4 * 90 * 86400) = 843.9
     code, out, _ = run(capsys, "estimate", "--gpu", "910B", "--params-b", "70", "--json")
@@ -136,6 +176,22 @@ def test_no_traceback_from_the_real_console_entry():
     assert proc.returncode == 2
     assert "mfu = 'abc' is not allowed" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["estimate", "--days", "30"], "--days: did you mean --deadline-days?"),  # budget's old spelling
+    (["goodput", "--save", "30"], "--save: did you mean --ckpt-save-s?"),
+    (["calibrate", "--gpu", "h100", "--out", "p.json", "--tokens-per-sec", "3"], "did you mean --tokens-per-s?"),
+    (["cost", "--mfu", "0.4"], None),  # nothing alike: no guess
+])
+def test_a_neighbouring_commands_flag_is_named_with_the_command(capsys, argv, hint):
+    # it was the top-level "usage: xlcalc [-h] [--version] COMMAND ... xlcalc: error: unrecognized arguments"
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and f"xlcalc {argv[0]}: error: unrecognized arguments: " in err
+    assert f"see xlcalc {argv[0]} --help" in err and "COMMAND ..." not in err
+    assert (hint in err) if hint else "did you mean" not in err
 
 
 def test_help_everywhere(capsys):

@@ -87,7 +87,7 @@ def test_an_mfu_of_one_with_full_recompute_names_the_recompute_mode_beside_the_m
 # -- the command line: utilisation and MFU past their ranges ---------------------------------------------------------
 
 CLI = [
-    (("cost", "--utilisation", "1e-12"), ("utilisation",), 1e-12, ("the lower bound is 1%",)),
+    (("cost", "--gpu", "h100", "--utilisation", "1e-12"), ("utilisation",), 1e-12, ("the lower bound is 1%",)),
     (("estimate", "--mfu", "1e-300"), ("mfu",), 1e-300, ("at most 100,000,000 days",)),
     (("estimate", "--mfu", "1e-9"), ("mfu",), 1e-9, ("at most 100,000,000 days",)),
 ]

@@ -50,7 +50,9 @@ def test_seed001_electricity_priced_per_kwh():
     assert rows["rent_usd"] == 921_600
 
 
-SEED001_FLAGS = ("--n-gpus", "128", "--kw-per-gpu", "0.4", "--pue", "1")  # the rest: cost's defaults
+# the seed's rate and price typed (cost has no defaults of its own for them); the rest: cost's defaults
+SEED001_FLAGS = ("--n-gpus", "128", "--kw-per-gpu", "0.4", "--pue", "1", "--usd-per-gpu-hour", "10",
+                 "--capex-usd-per-gpu", "15000")
 
 
 def test_cli_cost_reproduces_the_seed001_example(capsys):
@@ -61,7 +63,7 @@ def test_cli_cost_reproduces_the_seed001_example(capsys):
     assert rows["rent_usd"] == 921_600
     assert rows["depreciation_usd"] == pytest.approx(128 * 15000 / (3 * 365) * 30)
     assert rows["electricity_usd"] == pytest.approx(36_864 * 0.08)
-    assert "seed 001" in data["price"]
+    assert "typed" in data["price"] and "typed" in data["capex"]
     code, out, _ = run(capsys, "cost", *SEED001_FLAGS)
     assert code == 0 and "$921,600" in out and "BREAKEVEN_UTILISATION" in out
 
@@ -309,11 +311,126 @@ def test_cli_money_errors_name_the_input(capsys, argv, name):
 
 
 def test_cost_reports_a_missing_rental_rate_and_purchase_price_at_once(capsys):
-    # prices.toml has neither a rental rate nor a purchase price for the B200
-    code, out, err = run(capsys, "cost", "--gpu", "b200")
+    # prices.toml has neither a rental rate nor a purchase price for the B200: a tier asked for and owning both fail
+    code, out, err = run(capsys, "cost", "--gpu", "b200", "--price-tier", "spot")
     assert code == 2 and out == ""
     assert "2 inputs are not allowed" in err
-    assert "  - usd_per_gpu_hour = (empty)" in err and "  - capex_usd_per_gpu = (empty)" in err and "b200" in err
+    assert "  - price_tier = 'spot'" in err and "  - capex_usd_per_gpu = (empty)" in err and "b200" in err
+
+
+def test_a_typed_failure_share_is_used_or_refused_never_ignored(capsys):
+    # estimate --failure-frac 0.1 printed goodput's 3.0% and priced failures with it, the typed 10% dropped
+    code, out, err = run(capsys, "estimate", "--failure-frac", "0.1")
+    assert code == 2 and out == "" and "error: failure_frac = 0.1 is not allowed" in err and "--use-typed-tax" in err
+    code, out, err = run(capsys, "estimate", "--failure-frac", "0.1", "--use-typed-tax", "--json")
+    assert code == 0, err
+    results = json.loads(out)["results"]
+    # the failures line is the typed share of the clean run's compute: 10% of it, by the definition of the share
+    assert results["Failure_Frac_Used"] == pytest.approx(0.1)
+    assert results["Failures_USD"] == pytest.approx(0.1 * results["Compute_Cost_USD"])
+    with pytest.raises(InputError) as e:  # a scenario file's fields go the same way
+        Scenario.build(failure_frac=0.2)
+    assert e.value.name == "failure_frac"
+    assert Scenario.build(failure_frac=0.2, use_typed_tax=False).failure_frac == 0.2  # said so: the workbook's way
+
+
+@pytest.mark.parametrize("gpu", [None, "a800", "a100-80gb", "h100", "h800"])
+def test_cost_and_estimate_price_a_gpu_hour_alike(capsys, gpu):
+    # one rental rate per GPU for both: cost without --gpu took seed 001's $10 where estimate took the declared $2,
+    # and cost --gpu a800 refused where estimate priced at $2. Expected: the catalog's default rate, else $2.
+    expected = {None: 2.0, "a800": 2.0, "a100-80gb": 2.0, "h100": 4.916, "h800": 2.0}[gpu]
+    flag = ("--gpu", gpu) if gpu else ()
+    code, out, err = run(capsys, "cost", *flag, "--capex-usd-per-gpu", "20000", "--json")
+    assert code == 0, err
+    cost = json.loads(out)
+    code, out, err = run(capsys, "estimate", *flag, "--capex-usd-per-gpu", "20000", "--json")
+    assert code == 0, err
+    estimate = json.loads(out)
+    assert cost["inputs"]["usd_per_gpu_hour"] == estimate["scenario"]["usd_per_gpu_hour"] == expected
+    assert cost["price"] == "Price: " + estimate["price"]
+    # an example rate is stated as one, with what to give instead; h800's $2 is the DeepSeek-V3 report's, a tier
+    assert ("example default" in cost["price"]) == (gpu not in ("h100", "h800"))
+
+
+def test_a_typed_rate_equal_to_the_example_is_stated_as_typed(capsys):
+    # estimate --usd-per-gpu-hour 2 said "example default (no GPU chosen; give --usd-per-gpu-hour)"
+    for argv in (("estimate", "--usd-per-gpu-hour", "2"), ("estimate", "--gpu", "a800", "--usd-per-gpu-hour", "2.0"),
+                 ("cost", "--usd-per-gpu-hour", "2", "--capex-usd-per-gpu", "15000")):
+        code, out, err = run(capsys, *argv)
+        assert code == 0, err
+        assert "Price: $2.00/GPU-hour, typed (no tier)" in out and "example default" not in out, argv
+    code, out, _ = run(capsys, "estimate")
+    assert "Price: $2.00/GPU-hour, example default (no GPU chosen" in out
+
+
+def test_budget_reports_every_missing_or_bad_input_at_once(capsys):
+    # it stopped at the first: budget_usd, then (once given) usd_per_gpu_hour, then peak_tflops
+    code, out, err = run(capsys, "budget")
+    assert code == 2 and out == "" and "3 inputs are not allowed" in err
+    for name in ("budget_usd", "usd_per_gpu_hour", "peak_tflops"):
+        assert f"  - {name} = (empty)" in err
+    code, _, err = run(capsys, "budget", "--budget-usd", "-5", "--gpu", "h100", "--mfu", "40", "--deadline-days", "0")
+    assert code == 2 and "3 inputs are not allowed" in err
+    # each named by the flag typed: --deadline-days is deadline_days (it was named "days", budget's hidden alias)
+    for name in ("budget_usd = -5", "mfu = 40", "deadline_days = 0"):
+        assert f"  - {name} is not allowed" in err
+
+
+@pytest.mark.parametrize("extra", [("--price-tier", "spot"), ("--usd-per-gpu-hour", "3")])
+def test_budget_own_refuses_a_rental_price_it_would_ignore(capsys, extra):
+    # --own prices the GPU-hour as owned: a rental tier or rate given with it was silently dropped
+    code, out, err = run(capsys, "budget", "--budget-usd", "5e6", "--gpu", "h100", "--own", *extra)
+    name = extra[0][2:].replace("-", "_")
+    assert code == 2 and out == "" and f"error: {name} = " in err and "left out with --own" in err
+
+
+def test_budget_states_the_peak_it_assumed(capsys):
+    # the model FLOPs are GPU-hours x 3,600 x peak x MFU; the GPU's peak was used and never printed
+    code, out, _ = run(capsys, "budget", "--budget-usd", "1e6", "--gpu", "h100")
+    assert code == 0 and out.splitlines()[0].endswith("h100-sxm at 989.4 TFLOP/s peak")  # the H100 SXM datasheet
+    code, out, _ = run(capsys, "budget", "--budget-usd", "1e6", "--gpu", "h100", "--json")
+    data = json.loads(out)
+    assert data["inputs"]["peak_tflops"] == 989.4 and data["inputs"]["usd_per_gpu_hour"] == 4.916
+    flops = next(r["value"] for r in data["rows"] if r["key"] == "flops")
+    assert flops == pytest.approx(1e6 / 4.916 * 3600 * 989.4e12 * 0.4)
+
+
+def test_budget_seed001_tiers_refuses_a_single_budgets_flag(capsys):
+    code, out, err = run(capsys, "budget", "--seed001-tiers", "--budget-usd", "5e6", "--gpu", "h100")
+    assert code == 2 and out == "" and "  - budget_usd = " in err and "  - gpu = " in err
+
+
+def test_goodput_names_its_inputs_as_typed_and_all_at_once(capsys):
+    # --ckpt-save-s was reported as "save_s" (the formula's parameter), and one error at a time
+    code, out, err = run(capsys, "goodput", "--n-gpus", "0", "--ckpt-save-s", "0", "--restart-s", "-1")
+    assert code == 2 and out == "" and "3 inputs are not allowed" in err
+    for name in ("n_gpus = 0", "ckpt_save_s = 0", "restart_s = -1"):
+        assert f"  - {name} is not allowed" in err
+
+
+def test_goodput_at_or_below_zero_names_the_save_and_restart_in_every_faces_words(capsys):
+    # it said "with save_s = 60 and restart_s = 600": the formula's parameters, no flag or cell of that name
+    # (CLI --ckpt-save-s, cell Ckpt_Save_S). Smallest MTBF for 1,024 GPUs at 60 s and 600 s, by hand: solve
+    # 1 - SQRT(2d/M) - R/M = 0 for the cluster MTBF M (d = 1/60 h, R = 1/6 h): SQRT(M) = (SQRT(2d) + SQRT(2d + 4R)) / 2
+    d, r = 60 / 3600, 600 / 3600
+    need = ((math.sqrt(2 * d) + math.sqrt(2 * d + 4 * r)) / 2) ** 2 * 1024
+    for argv in (("goodput", "--gpu-mtbf-h", "100"), ("estimate", "--gpu-mtbf-h", "100")):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == "" and "save_s =" not in err, err
+        assert f"more than {need:,.0f} hours for 1,024 GPUs with 60 s checkpoint saves and 600 s restarts" in err
+
+
+def test_goodput_gpus_per_node_without_a_node_mtbf_is_refused_not_ignored(capsys):
+    code, out, err = run(capsys, "goodput", "--n-gpus", "1024", "--gpus-per-node", "4")
+    assert code == 2 and out == "" and "error: gpus_per_node = " in err and "--node-mtbf-h" in err
+    # with a node MTBF it converts: 5,000 h per node of 4 GPUs = 20,000 h per GPU, / 1,024 GPUs = 19.53 h
+    code, out, err = run(capsys, "goodput", "--n-gpus", "1024", "--node-mtbf-h", "5000", "--gpus-per-node", "4",
+                         "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["gpu_mtbf_h"] == pytest.approx(20000)
+    cluster = next(r["value"] for r in data["rows"] if r["key"] == "cluster_mtbf_h")
+    assert cluster == pytest.approx(5000 * 4 / 1024)
 
 
 @pytest.mark.parametrize("call, name", [
@@ -363,9 +480,9 @@ def test_owning_is_priced_from_the_gpus_catalog_purchase_price(capsys):
         assert code == 0 and data["inputs"]["capex_usd_per_gpu"] == capex[gpu_id]
         assert "price catalog" in data["capex"] and f"${capex[gpu_id]:,.0f}" in data["capex"]
         assert Scenario.build(gpu=gpu).capex_usd_per_gpu == capex[gpu_id]
-    # seed 001's example keeps its own $15,000, stated as the seed's
-    code, out, _ = run(capsys, "cost")
-    assert code == 0 and "Capex: $15,000 per GPU, seed 001's A100 example" in out
+    # no GPU and no typed price: owning is not priced at a default (it was seed 001's $15,000), as estimate says
+    code, out, err = run(capsys, "cost")
+    assert code == 2 and out == "" and "capex_usd_per_gpu = (empty)" in err and "--capex-usd-per-gpu" in err
 
 
 def test_a_gpu_without_a_purchase_price_is_never_priced_silently(capsys):

@@ -126,7 +126,7 @@ def test_no_flag_states_two_defaults():
 
 def test_cost_and_budget_use_the_declared_power_pue_and_electricity(capsys):
     sc = Scenario()
-    code, out, _ = run(capsys, "cost", "--json")
+    code, out, _ = run(capsys, "cost", "--capex-usd-per-gpu", "15000", "--json")
     assert code == 0
     used = json.loads(out)["inputs"]
     assert (used["n_gpus"], used["kw_per_gpu"], used["pue"], used["usd_per_kwh"]) == (
@@ -149,7 +149,8 @@ def _same_json(capsys, a: tuple[str, ...], b: tuple[str, ...]) -> dict:
 
 
 def test_old_spellings_give_the_same_answer(capsys):
-    _same_json(capsys, ("cost", "--usd-per-kwh", "0.11"), ("cost", "--own-usd-per-kwh", "0.11"))
+    _same_json(capsys, ("cost", "--gpu", "h100", "--usd-per-kwh", "0.11"),
+               ("cost", "--gpu", "h100", "--own-usd-per-kwh", "0.11"))
     _same_json(capsys, ("budget", "--budget-usd", "1e6", "--gpu", "h100", "--days", "30"),
                ("budget", "--budget-usd", "1e6", "--gpu", "h100", "--deadline-days", "30"))
     data = _same_json(capsys, ("goodput", "--save-s", "30"), ("goodput", "--ckpt-save-s", "30"))
@@ -367,7 +368,11 @@ def test_the_step_times_stack_and_batch_are_plans_flags_with_the_scenarios_defau
         p = COMMAND_PARSERS[command]
         helps = {a.dest: _stated_help(p, a) for a in _documented(p)}
         assert f"(default {DEFAULT_STACK}:" in helps["stack"], command
-        assert "published pre-training batch" in " ".join(helps["global_batch_tokens"].split()), command
+        batch = " ".join(helps["global_batch_tokens"].split())
+        if command == "calibrate":  # the measured run's batch: required, no default (calibrate refuses without it)
+            assert "(required)" in batch and "default" not in batch, batch
+        else:
+            assert "published pre-training batch" in batch, command
     # estimate computes no step time: it takes neither
     estimate = {a.dest for a in _documented(COMMAND_PARSERS["estimate"])}
     assert not {"stack", "global_batch_tokens"} & estimate

@@ -34,39 +34,53 @@ LOCK_SUFFIX = ".xlcalc-lock"
 MODE = 0o644
 
 
-def check_target(path: str | Path, *, overwrite: bool, follow_symlinks: bool = False) -> Path:
-    """The file a write of ``path`` replaces; a clear :class:`InputError` for a path it must not write."""
+def check_target(path: str | Path, *, overwrite: bool, follow_symlinks: bool = False, name: str = "output") -> Path:
+    """The file a write of ``path`` replaces; a clear :class:`InputError` (naming input ``name``) for a path it must
+    not write."""
     p = Path(path)
     if p.is_symlink():
         if not follow_symlinks:
-            raise InputError("output", str(p), "a file that is not a symbolic link (or given with --follow-symlinks "
+            raise InputError(name, str(p), "a file that is not a symbolic link (or given with --follow-symlinks "
                              "to replace the file the link points to)", f"it links to {os.readlink(p)}")
         p = Path(os.path.realpath(p))
     if p.exists() or p.is_symlink():
         if not p.is_file():
-            raise InputError("output", str(p), "a regular file or a new file name",
+            raise InputError(name, str(p), "a regular file or a new file name",
                              "it is a directory or a special file" if p.exists() else "it is a broken link")
         if not overwrite:
-            raise InputError("output", str(p), "a new file name, or given with --force to replace the file",
+            raise InputError(name, str(p), "a new file name, or given with --force to replace the file",
                              "it exists already and is left as it is")
     return p
 
 
 @contextlib.contextmanager
-def write(path: str | Path, *, overwrite: bool = True, follow_symlinks: bool = False) -> Iterator[BinaryIO]:
-    """A binary file to write; on a clean exit it atomically becomes ``path`` (see the module's notes)."""
-    target = check_target(path, overwrite=overwrite, follow_symlinks=follow_symlinks)
+def write(path: str | Path, *, overwrite: bool = True, follow_symlinks: bool = False,
+          name: str = "output") -> Iterator[BinaryIO]:
+    """A binary file to write; on a clean exit it atomically becomes ``path`` (see the module's notes).
+
+    A path whose folder is missing or cannot be written is an :class:`InputError` naming input ``name`` (the
+    command's flag for the file), never a traceback.
+    """
+    target = check_target(path, overwrite=overwrite, follow_symlinks=follow_symlinks, name=name)
     # Ctrl-C and SIGTERM wait while the lock and the temporary file are made and removed, so that a
     # handled signal (KeyboardInterrupt, SystemExit) always goes through the cleanup below
     held: object | None = _hold_signals()
     lock: tuple[int, Path] | None = None
     tmp: Path | None = None
     try:
-        lock = _acquire(target)
-        target = check_target(path, overwrite=overwrite, follow_symlinks=follow_symlinks)  # again, under the lock
+        try:
+            lock = _acquire(target)
+        except OSError as exc:  # no such folder, no permission, a read-only file system: the user's path
+            raise InputError(name, str(path), "a path that can be written", exc.strerror or str(exc)) from None
+        target = check_target(path, overwrite=overwrite, follow_symlinks=follow_symlinks, name=name)  # under the lock
         remove_stale(target)
         tmp = target.parent / f".{target.name}.{secrets.token_hex(8)}{TEMP_SUFFIX}"
-        f = os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600), "w+b")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+        except OSError as exc:
+            tmp = None
+            raise InputError(name, str(path), "a path that can be written", exc.strerror or str(exc)) from None
+        f = os.fdopen(fd, "w+b")
         with f:
             _release_signals(held)  # a signal that came meanwhile is raised here, inside the cleanup
             held = None
@@ -96,9 +110,10 @@ def write(path: str | Path, *, overwrite: bool = True, follow_symlinks: bool = F
         _release_signals(held)
 
 
-def write_text(path: str | Path, text: str) -> None:
-    """Replace ``path`` with ``text`` (UTF-8, newlines as given) through :func:`write`: the old file or the new one."""
-    with write(path) as f:
+def write_text(path: str | Path, text: str, name: str = "output") -> None:
+    """Replace ``path`` with ``text`` (UTF-8, newlines as given) through :func:`write`: the old file or the new one.
+    ``name``: the input that gave the path, named by an error."""
+    with write(path, name=name) as f:
         f.write(text.encode("utf-8"))
 
 

@@ -440,6 +440,11 @@ def _index(rows: tuple[_R, ...]) -> dict[str, _R]:
     for row in rows:
         for name in (row.id, row.name, *row.aliases):
             index.setdefault(_norm(name), row)
+    for row in rows:  # a GPU named as people write it, after its maker: "NVIDIA H100", "AMD MI300X" (after every
+        vendor = getattr(row, "vendor", None)  # plain name, so that none of those is ever shadowed)
+        if isinstance(vendor, str) and vendor:
+            for name in (row.id, *row.aliases):
+                index.setdefault(_norm(vendor) + _norm(name), row)
     if len(_INDEXES) > 32:  # catalogs reloaded many times (tests): keep the index table small
         _INDEXES.clear()
     _INDEXES[id(rows)] = (rows, index)

@@ -32,7 +32,7 @@ from .inputs import spec
 from .layout import check_layout
 from .model_inputs import model_inputs
 from .outputs import MESSAGE_OUTPUTS, OUTPUTS, RANGES
-from .planner.defaults import default_global_batch_tokens
+from .planner.defaults import default_global_batch_tokens, default_tokens_t
 from .planner.stacks import DEFAULT_STACK, stack_id
 from .recipes import DEFAULT_SEQ_LEN, DEFAULT_VOCAB, MEMORY_DEFAULTS, default_bytes, get_recipe, recipe_bytes
 from .untrusted import check_text, check_value, read_limited
@@ -165,6 +165,14 @@ INPUT_BY_FIELD = {c.field: c for c in INPUTS}
 INPUT_BY_NAME = {c.name: c for c in INPUTS}
 
 
+def check_field(name: str, value: Any) -> Any:
+    """``value`` of input ``name`` (a scenario field, checked by its field's spec; else the spec of that name),
+    validated and normalised; an :class:`InputError` naming ``name`` itself (``deadline_days``, never its spec's
+    ``days``), as the user typed its flag."""
+    cell = INPUT_BY_FIELD.get(name)
+    return validate_one(spec(cell.spec_name if cell else name), value, name=name)
+
+
 class Scenario(BaseModel):
     """Every input of a plan. The model, data and cluster defaults are seed 002's 70B-on-A800 case (MHA, F = 4h as
     its activation formula), with the default precision recipe (xlcalc.recipes.DEFAULT_RECIPE); the layout defaults
@@ -285,6 +293,8 @@ class Scenario(BaseModel):
     price_tier: Optional[str] = Field(default=None, description="rental tier of usd_per_gpu_hour when it came "
                                       "from the price catalog")
     price_id: Optional[str] = Field(default=None, description="price catalog row usd_per_gpu_hour came from")
+    price_typed: bool = Field(default=False, description="usd_per_gpu_hour was given (Scenario.build), so the answer "
+                              "states it as typed, even where it equals the example default")
 
     @model_validator(mode="before")
     @classmethod
@@ -349,6 +359,15 @@ class Scenario(BaseModel):
                  and not values[k].strip()]
         if blank:  # an empty name is a mistake, not "the default"
             raise InputError.all(blank)
+        # the failure share is goodput's unless use_typed_tax says otherwise: a typed share alone would be ignored
+        ignored = [] if values.get("failure_frac") is None or values.get("use_typed_tax") is not None else [
+            InputError("failure_frac", values["failure_frac"], "given with use_typed_tax TRUE (CLI --use-typed-tax), "
+                       "or left out", "without it the failure share is goodput's, from gpu_mtbf_h, ckpt_save_s and "
+                       "restart_s, and the typed share would be ignored")]
+        named = values.get("model")
+        named = catalog.get_model(named) if isinstance(named, str) and named.strip() else named
+        if isinstance(named, catalog.Model):  # tokens left out: the model's published ones, else 20 per parameter,
+            merged["tokens_t"] = default_tokens_t(named, named.params_b, named.name)[0]  # as plan takes them
         if isinstance(values.get("model"), catalog.Model):
             # a model with no catalog row (e.g. from a Hugging Face config.json): its figures are typed in; its
             # file gives no training sequence length, so it has the one default (xlcalc.recipes.DEFAULT_SEQ_LEN)
@@ -375,13 +394,21 @@ class Scenario(BaseModel):
         prices = _catalog_prices(values)
         merged.update(prices)
         merged.update({k: v for k, v in values.items() if v is not None and k not in prices})
+        if values.get("usd_per_gpu_hour") is not None and not merged.get("price_id"):
+            merged["price_typed"] = True
         if values.get("model"):
             merged["model"] = catalog.get_model(values["model"]).id
         if values.get("gpu"):
             merged["gpu"] = catalog.get_gpu(values["gpu"]).id
         if values.get("recipe"):
             merged["recipe"] = get_recipe(str(values["recipe"])).id
-        return cls.model_validate(merged)
+        try:
+            scenario = cls.model_validate(merged)
+        except InputError as exc:  # every mistake at once; a share that is itself not allowed is named once
+            raise InputError.all([*exc.problems, *(e for e in ignored if e.name not in exc.name.split(", "))]) from None
+        if ignored:
+            raise ignored[0]
+        return scenario
 
     @classmethod
     def model_validate(cls, obj: Any, **kw: Any) -> "Scenario":  # type: ignore[override]
@@ -436,17 +463,41 @@ def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def rental_rate(gpu: str | None = None, price_tier: str | None = None,
+                usd_per_gpu_hour: float | None = None) -> tuple[float, str]:
+    """The rental price of one GPU-hour a scenario with these inputs uses, and the words that state it
+    (:func:`price_note`): typed, else the GPU's catalog rate (its default, or ``price_tier``'s), else the one
+    declared default (``Scenario.usd_per_gpu_hour``), stated as an example. Every face that prices renting
+    (``estimate``, ``cost``, the workbook) takes it from here.
+
+    A tier with a typed price, a tier without a GPU, or a tier the GPU has no rate for is an :class:`InputError`.
+    """
+    if usd_per_gpu_hour is not None:
+        if price_tier:
+            raise InputError("price_tier", price_tier, "left out when --usd-per-gpu-hour is given",
+                             "a tier picks a catalog price; a typed price has none")
+        usd_per_gpu_hour = check_field("usd_per_gpu_hour", usd_per_gpu_hour)
+    gid = catalog.get_gpu(gpu).id if gpu else None
+    found = _catalog_prices({"gpu": gid, "price_tier": price_tier, "usd_per_gpu_hour": usd_per_gpu_hour})
+    rate = usd_per_gpu_hour if usd_per_gpu_hour is not None else found.get(
+        "usd_per_gpu_hour", Scenario.model_fields["usd_per_gpu_hour"].default)
+    return rate, _price_words(rate, gid, found.get("price_id"), typed=usd_per_gpu_hour is not None)
+
+
 def price_note(scenario: "Scenario") -> str:
     """Which rental price a scenario used, in words."""
-    v = scenario.usd_per_gpu_hour
+    return _price_words(scenario.usd_per_gpu_hour, scenario.gpu, scenario.price_id, scenario.price_typed)
+
+
+def _price_words(v: float, gpu: str | None, price_id: str | None, typed: bool) -> str:
     rate = f"${v:,.3f}" if round(v, 3) != round(v, 2) else f"${v:,.2f}"
-    if scenario.price_id:
-        row = next(p for p in catalog.prices() if p.id == scenario.price_id)
+    if price_id:
+        row = next(p for p in catalog.prices() if p.id == price_id)
         return f"{rate}/GPU-hour, {row.tier} tier, price catalog {row.id} ({row.date or 'undated'})"
-    if v == Scenario.model_fields["usd_per_gpu_hour"].default:
-        tiers = [p.tier for p in catalog.prices() if p.gpu == scenario.gpu and p.tier] if scenario.gpu else []
-        why = (f"the price catalog has no default rental rate for {scenario.gpu}, only {', '.join(tiers)}" if tiers
-               else f"the price catalog has no rental rate for {scenario.gpu}" if scenario.gpu else "no GPU chosen")
+    if not typed and v == Scenario.model_fields["usd_per_gpu_hour"].default:
+        tiers = [p.tier for p in catalog.prices() if p.gpu == gpu and p.tier] if gpu else []
+        why = (f"the price catalog has no default rental rate for {gpu}, only {', '.join(tiers)}" if tiers
+               else f"the price catalog has no rental rate for {gpu}" if gpu else "no GPU chosen")
         hint = "give --price-tier or --usd-per-gpu-hour" if tiers else "give --usd-per-gpu-hour"
         return f"{rate}/GPU-hour, example default ({why}; {hint})"
     return f"{rate}/GPU-hour, typed (no tier)"

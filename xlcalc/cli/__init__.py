@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
 
@@ -25,7 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _refuse_unknown(parser, args, unknown)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -48,6 +51,30 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, unknown: list[str]) -> None:
+    """A flag the command does not take (often a neighbouring command's: estimate --days) is named with the command
+    and the command's flags it resembles, as that command's usage error (exit 2), never the bare top-level one."""
+    command = getattr(args, "command", None)
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    target = sub.choices.get(command) if sub is not None and command else None
+    if target is None:
+        parser.error("unrecognized arguments: " + " ".join(unknown))
+    flags = [o for a in target._actions if a.help != argparse.SUPPRESS for o in a.option_strings if o.startswith("--")]
+    hints = []
+    for word in unknown:
+        if word.startswith("--"):
+            typed = word.split("=", 1)[0]
+            # this command's flags holding every word of the typed one (--days: --deadline-days), else a near
+            # spelling (--tokens-per-sec: --tokens-per-s)
+            parts = set(typed[2:].split("-"))
+            close = [f for f in flags if parts <= set(f[2:].split("-"))] or difflib.get_close_matches(
+                typed, flags, n=3, cutoff=0.8)
+            if close:
+                hints.append(f"{typed}: did you mean {' or '.join(close[:3])}?")
+    target.error("unrecognized arguments: " + " ".join(unknown) + (" (" + "; ".join(hints) + ")" if hints else "")
+                 + f"; see xlcalc {command} --help")
 
 
 def _refuse_empty(args: argparse.Namespace) -> None:

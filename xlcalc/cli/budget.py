@@ -10,7 +10,7 @@ from ..formulas import ownership
 from ..money import TOKENS_PER_PARAM, budget_plan, seed001_tiers
 from ..validate import check_value
 from .cost import resolve_price
-from .flags import OneDefaultFormatter, add_command, add_input, given, tier_choices
+from .flags import OneDefaultFormatter, add_command, add_input, checked, tier_choices
 from .fmt import cli_value, dump_json, money, number, table
 
 
@@ -47,16 +47,54 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+# the flags of one budget's plan (everything but --mfu, --json and --seed001-tiers itself)
+_SINGLE_BUDGET = ("budget_usd", "gpu", "price_tier", "usd_per_gpu_hour", "peak_tflops", "deadline_days",
+                  "tokens_per_param", "params_b", "own", "capex_usd_per_gpu", "depreciation_years", "utilisation",
+                  "kw_per_gpu", "pue", "own_usd_per_kwh")
+
+
 def _own_rate(args: argparse.Namespace) -> tuple[float, str]:
     capex = cli_value(args.capex_usd_per_gpu)
     if capex is None:
         capex = catalog.capex_for(args.gpu).capex_usd_per_gpu
-    inputs = dict(capex_usd_per_gpu=capex, depreciation_years=given(args, "depreciation_years"),
-                  kw_per_gpu=given(args, "kw_per_gpu"), pue=given(args, "pue"),
-                  usd_per_kwh=given(args, "own_usd_per_kwh"), utilisation=given(args, "utilisation"))
+    owned = ("depreciation_years", "kw_per_gpu", "pue", "own_usd_per_kwh", "utilisation")
+    got = InputError.each(lambda name: check_value("capex_usd_per_gpu", capex) if name == "capex_usd_per_gpu"
+                          else checked(args, name), ("capex_usd_per_gpu", *owned))
+    inputs = {("usd_per_kwh" if name == "own_usd_per_kwh" else name): value for name, value in got.items()}
     rate = ownership.own_usd_per_gpu_hour(**inputs)
     return rate, (f"Price: {money(rate, cents=True)}/busy GPU-hour owned ({money(capex)} per GPU over "
                   f"{inputs['depreciation_years']:g} years at {inputs['utilisation']:.0%} utilisation + energy)")
+
+
+def _rent_rate(args: argparse.Namespace) -> tuple[float, str]:
+    """The rental rate, as estimate and cost take it, but never the example default: every number a budget plan
+    gives is the budget over this price, so a GPU without a catalog rate (or no GPU) needs the rate typed."""
+    typed = cli_value(args.usd_per_gpu_hour)
+    if typed is None:
+        if args.gpu is None:
+            if args.price_tier:  # resolve_price names the tier without a GPU
+                return resolve_price(None, args.price_tier, None)
+            raise InputError("usd_per_gpu_hour", None, "given (or --gpu NAME to take the GPU's catalog rate)")
+        catalog.rental_price(args.gpu, args.price_tier)  # no catalog rate: the error names the GPU and the tiers
+    return resolve_price(args.gpu, args.price_tier, typed)
+
+
+def _price(args: argparse.Namespace) -> tuple[float, str]:
+    """The price of a GPU-hour and the sentence that states it: owned (--own) or rented."""
+    if not args.own:
+        return _rent_rate(args)
+    # a rental price is no input of an owned GPU-hour: given with --own it would be ignored, so it is refused
+    rent = [InputError(name, getattr(args, name), "left out with --own",
+                       "an owned GPU-hour is priced from --capex-usd-per-gpu, depreciation, utilisation and energy; "
+                       "leave --own out to plan at a rental rate")
+            for name in ("price_tier", "usd_per_gpu_hour") if getattr(args, name) is not None]
+    try:
+        own = _own_rate(args)
+    except InputError as exc:
+        rent.append(exc)
+    if rent:
+        raise InputError.all(rent)
+    return own
 
 
 def _peak(gpu: str | None, typed) -> float:
@@ -67,28 +105,47 @@ def _peak(gpu: str | None, typed) -> float:
     return catalog.get_gpu(gpu).peak_tflops()
 
 
+def _budget(typed) -> float:
+    if typed is None:
+        raise InputError("budget_usd", None, "given: --budget-usd X (e.g. 1e6)")
+    return check_value("budget_usd", typed)
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.seed001_tiers:
-        tiers = seed001_tiers(given(args, "mfu"))
+    if args.seed001_tiers:  # the tiers fix budget, GPU and price: a flag that would set one is refused, not ignored
+        unused = [InputError(name, getattr(args, name), "left out with --seed001-tiers",
+                             "the tiers are seed 001's budgets and GPUs at each GPU's catalog rate; only --mfu "
+                             "applies")
+                  for name in _SINGLE_BUDGET if getattr(args, name) not in (None, False)]
+        if unused:
+            raise InputError.all(unused)
+        tiers = seed001_tiers(checked(args, "mfu"))
         print(dump_json(tiers) if args.json else tiers_table(tiers))
         return 0
-    if args.budget_usd is None:
-        raise InputError("budget_usd", None, "given: --budget-usd X (e.g. 1e6)")
-    if args.own:
-        price, note = _own_rate(args)
-    else:
-        price, note = resolve_price(args.gpu, args.price_tier, cli_value(args.usd_per_gpu_hour))
-        if args.gpu is None and args.usd_per_gpu_hour is None:
-            raise InputError("usd_per_gpu_hour", None, "given (or --gpu NAME to take the GPU's catalog rate)")
-    rows = budget_plan(
-        budget_usd=cli_value(args.budget_usd), usd_per_gpu_hour=price, peak_tflops=_peak(args.gpu, cli_value(args.peak_tflops)),
-        mfu=given(args, "mfu"), days=given(args, "deadline_days"), tokens_per_param=TOKENS_PER_PARAM if args.tokens_per_param is None else cli_value(args.tokens_per_param),
-        params_b=cli_value(args.params_b))
-    if args.json:
-        print(dump_json({"price": note, "rows": [r.as_dict() for r in rows]}))
+    tokens_per_param = TOKENS_PER_PARAM if args.tokens_per_param is None else cli_value(args.tokens_per_param)
+    checks = {  # every input that is missing or not allowed, at once
+        "budget_usd": lambda: _budget(cli_value(args.budget_usd)),
+        "price": lambda: _price(args),
+        "peak_tflops": lambda: _peak(args.gpu, cli_value(args.peak_tflops)),
+        "mfu": lambda: checked(args, "mfu"),
+        "deadline_days": lambda: checked(args, "deadline_days"),
+        "tokens_per_param": lambda: check_value("tokens_per_param", tokens_per_param),
+        "params_b": lambda: None if args.params_b is None else check_value("params_b", cli_value(args.params_b)),
+    }
+    got = InputError.each(lambda key: checks[key](), checks)
+    price, note = got["price"]
+    rows = budget_plan(budget_usd=got["budget_usd"], usd_per_gpu_hour=price, peak_tflops=got["peak_tflops"],
+                       mfu=got["mfu"], days=got["deadline_days"], tokens_per_param=got["tokens_per_param"],
+                       params_b=got["params_b"])
+    if args.json:  # what was assumed beside what it gives, as the text states it
+        inputs = {k: got[k] for k in ("budget_usd", "peak_tflops", "mfu", "deadline_days", "tokens_per_param",
+                                      "params_b")}
+        print(dump_json({"inputs": {**inputs, "usd_per_gpu_hour": price, "gpu": catalog.get_gpu(args.gpu).id
+                                    if args.gpu else None}, "price": note, "rows": [r.as_dict() for r in rows]}))
         return 0
-    print(f"Budget {money(cli_value(args.budget_usd))}, {number(given(args, 'deadline_days'))} days, MFU "
-          f"{number(given(args, 'mfu'), 'fraction')}" + (f", {args.gpu}" if args.gpu else ""))
+    print(f"Budget {money(got['budget_usd'])}, {number(got['deadline_days'])} days, MFU "
+          f"{number(got['mfu'], 'fraction')}, " + (f"{catalog.get_gpu(args.gpu).id} at " if args.gpu else "")
+          + f"{got['peak_tflops']:,g} TFLOP/s peak" + ("" if args.peak_tflops is None else " (typed)"))
     print(note)
     print()
     print(table([(r.label, number(r.value, r.unit), r.unit, r.udf) for r in rows],

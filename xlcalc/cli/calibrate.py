@@ -32,8 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "step-time model predicts exactly that step for that layout (and, with the peak memory, the margin "
         "measured / predicted) and saves them as a profile. xlcalc plan --profile FILE then predicts other "
         "layouts and cluster sizes with it.")
-    g = add_model_and_cluster(p, "the measured run", "number of GPUs of the run (required)")
-    add_run_flags(g)
+    g = add_model_and_cluster(p, "the measured run", "number of GPUs of the run (required)", measured=True)
+    add_run_flags(g, measured=True)
     add_input(g, "tokens_per_s", "measured training throughput, tokens/s per GPU (or give --step-s)", default=None)
     add_input(g, "step_s", "measured seconds per training step (or give --tokens-per-s)", default=None)
     g.add_argument("--peak-memory-gb", metavar="X", help="measured peak memory per GPU, GB (torch.cuda."

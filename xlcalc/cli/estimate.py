@@ -11,6 +11,7 @@ from ..layout import stage_split
 from ..model_inputs import model_inputs
 from ..money import ranges
 from ..outputs import OUTPUT_BY_NAME, OUTPUTS
+from ..planner.defaults import default_tokens_t
 from ..recipes import DEFAULT_RECIPE
 from ..scenario import INPUTS, STEP_GROUP, Scenario, evaluate, price_note
 from ..stage_memory import explain, memory_steps
@@ -47,8 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Defaults are seed 002's case (70B, 2T tokens, 1024 A800 at MFU 0.4) on one GPU's layout (TP 1, PP 1, "
         "ZeRO-0, no recompute, as xlcalc memory): give the layout (--tp, --pp, --zero-stage, ...) or let "
         "xlcalc plan choose one. "
-        "--model and --gpu fill the architecture, the GPU figures and the GPU's catalog price; "
-        "explicit flags win.", OneDefaultFormatter)
+        "--model and --gpu fill the architecture, the model's published training tokens (as plan takes them), "
+        "the GPU figures and the GPU's catalog price; explicit flags win.", OneDefaultFormatter)
     p.add_argument("--model", help="model preset id, e.g. llama2-70b (see: xlcalc catalog models)")
     add_config_flag(p)
     p.add_argument("--gpu", help="GPU name, e.g. A800, H100 (see: xlcalc catalog gpus)")
@@ -92,9 +93,17 @@ def run(args: argparse.Namespace) -> int:
     memory = explain({**scenario.cell_values(), **results}, scenario.model_dump()).to_json()
     memory.pop("inputs")
     rng = ranges(scenario) if args.ranges else None
+    nodes = _node_note(scenario, values.get("gpus_per_node") is not None)
+    model = config_model(args) or (catalog.get_model(args.model) if args.model else None)
+    tokens = None if model is None or values.get("tokens_t") is not None else (
+        f"{scenario.tokens_t:g}T, " + default_tokens_t(model, model.params_b, model.name)[1] + " (--tokens-t)")
     if args.json:
         data = {"scenario": scenario.model_dump(), "price": price_note(scenario), "recipe": memory["recipe"],
                 "framework": framework_words(args), "results": results, "memory": memory}
+        if nodes:
+            data["nodes"] = nodes
+        if tokens:
+            data["tokens"] = tokens
         if rng is not None:
             data["ranges"] = [r.as_dict() for r in rng]
         print(dump_json(data))
@@ -105,7 +114,12 @@ def run(args: argparse.Namespace) -> int:
           f"TP={scenario.tp} PP={scenario.pp} CP={scenario.cp} ZeRO-{scenario.zero_stage} "
           f"recompute={scenario.recompute}")
     print(f"Price: {price_note(scenario)}")
-    print(f"Memory: recipe {memory['recipe']}; other memory {scenario.overhead_gb:g} GB")
+    if tokens:
+        print(f"Tokens: {tokens}")
+    if nodes:
+        print(f"Nodes: {nodes}")
+    print(f"Memory: recipe {memory['recipe']}; other memory {scenario.overhead_gb:g} GB; sequences of "
+          f"{scenario.seq_len:,} tokens, micro-batch {scenario.micro_batch}")
     print(f"Framework: {framework_words(args)}")
     print(job_line({**memory, "inputs": scenario.model_dump()}).replace("job: ", "Job: ", 1))
     print(f"Failures: {_failure_note(scenario, results)}")
@@ -176,6 +190,16 @@ def capex_used(scenario: Scenario) -> str:
 _MEMORY_DETAIL = {st.name for st in memory_steps() if st.name not in
                   ("Mem_Static_GB", "Mem_Activations_GB", "Mem_Total_GB", "Fit_Margin_GB", "Fit_Verdict", "Fits_GPU",
                    "Max_Micro_Batch", "Trainable_Params_B")}
+
+
+def _node_note(sc: Scenario, typed: bool) -> str | None:
+    """The GPUs per node a GPU without a published figure was planned with (the whole-node rounding), in words;
+    None where the catalog or the user gave it."""
+    gpu = catalog.get_gpu(sc.gpu) if sc.gpu else None
+    if typed or gpu is None or gpu.gpus_per_node is not None:
+        return None
+    return (f"{sc.gpus_per_node} GPUs per node, the default: the GPU catalog publishes none for {gpu.id} "
+            "(give --gpus-per-node; it rounds the GPUs to provision to whole nodes)")
 
 
 def _failure_note(sc: Scenario, results: dict) -> str:

@@ -13,7 +13,7 @@ import argparse
 from typing import Any
 
 from ..inputs import spec
-from ..scenario import Scenario
+from ..scenario import Scenario, check_field
 from ..validate import check_value
 from .fmt import cli_value
 
@@ -109,6 +109,12 @@ def given(args: argparse.Namespace, name: str, default: Any = DECLARED) -> Any:
     if value is not None:
         return cli_value(value)
     return input_default(name) if default is DECLARED else default
+
+
+def checked(args: argparse.Namespace, name: str, default: Any = DECLARED) -> Any:
+    """:func:`given`, validated as input ``name`` (its error names ``name``, the flag the user typed)."""
+    value = given(args, name, default)
+    return value if value is None else check_field(name, value)
 
 
 def add_switch(p: Any, name: str, text: str, default: Any = DECLARED) -> None:

@@ -8,7 +8,7 @@ from ..errors import InputError, missing
 from ..formulas import goodput
 from ..money import goodput_rows
 from ..validate import check_value
-from .flags import OneDefaultFormatter, add_command, add_input, flag, given, input_default
+from .flags import OneDefaultFormatter, add_command, add_input, checked, flag, given, input_default
 from .fmt import cli_value, dump_json, number, table
 
 
@@ -46,7 +46,7 @@ def mtbf_from_args(args: argparse.Namespace) -> tuple[float, str]:
         return cli_value(args.gpu_mtbf_h), "typed"
     if args.node_mtbf_h is not None:
         m = goodput.gpu_mtbf_from_node_h(cli_value(args.node_mtbf_h), given(args, "gpus_per_node"))
-        return m, f"node MTBF {args.node_mtbf_h} h x {given(args, 'gpus_per_node')} GPUs per node"
+        return m, f"node MTBF {number(cli_value(args.node_mtbf_h))} h x {given(args, 'gpus_per_node')} GPUs per node"
     if args.interruptions is None:  # the input's one default, as estimate and the workbook take it
         return input_default("gpu_mtbf_h"), ("Llama 3 paper §3.3.4: 419 unexpected interruptions in 54 days on "
                                              "16,384 GPUs (16,384 x 54 x 24 / 419 GPU-hours, to the hour)")
@@ -55,15 +55,37 @@ def mtbf_from_args(args: argparse.Namespace) -> tuple[float, str]:
         raise missing(lacking, lambda n: "given with --interruptions (" + {
             "over_days": "the days", "over_gpus": "the GPUs"}[n] + " of the run they were counted over)")
     counted = InputError.each(lambda f: check_value(f, cli_value(getattr(args, f))), ["over_days", "over_gpus"])
-    source = f"{args.interruptions} interruptions in {args.over_days} days on {args.over_gpus} GPUs"
+    source = (f"{number(cli_value(args.interruptions))} interruptions in {number(counted['over_days'])} days on "
+              f"{number(counted['over_gpus'])} GPUs")
     return goodput.gpu_mtbf_observed_h(counted["over_gpus"], counted["over_days"], cli_value(args.interruptions)), \
         source
 
 
+def _optional(args: argparse.Namespace, name: str):
+    value = cli_value(getattr(args, name))
+    return None if value is None else check_value(name, value)
+
+
+def _gpus_per_node(args: argparse.Namespace) -> None:
+    """--gpus-per-node converts a node MTBF; without --node-mtbf-h it would change nothing, so it is refused."""
+    if args.gpus_per_node is not None and args.node_mtbf_h is None:
+        raise InputError("gpus_per_node", args.gpus_per_node, "left out unless --node-mtbf-h is given",
+                         "it converts a per-node MTBF to a per-GPU one; the cluster MTBF is GPU MTBF / --n-gpus")
+
+
 def run(args: argparse.Namespace) -> int:
-    mtbf, source = mtbf_from_args(args)
-    n, save_s, restart_s = given(args, "n_gpus"), given(args, "ckpt_save_s"), given(args, "restart_s")
-    rows = goodput_rows(n, mtbf, save_s, restart_s, days=cli_value(args.days), compute_usd=cli_value(args.compute_usd))
+    checks = {  # every input that is missing or not allowed, at once, each named by its flag's input
+        "mtbf": lambda: mtbf_from_args(args),
+        "gpus_per_node": lambda: _gpus_per_node(args),
+        "n_gpus": lambda: checked(args, "n_gpus"),
+        "ckpt_save_s": lambda: checked(args, "ckpt_save_s"),
+        "restart_s": lambda: checked(args, "restart_s"),
+        "days": lambda: _optional(args, "days"),
+        "compute_usd": lambda: _optional(args, "compute_usd"),
+    }
+    got = InputError.each(lambda key: checks[key](), checks)
+    (mtbf, source), n, save_s, restart_s = got["mtbf"], got["n_gpus"], got["ckpt_save_s"], got["restart_s"]
+    rows = goodput_rows(n, mtbf, save_s, restart_s, days=got["days"], compute_usd=got["compute_usd"])
     if args.json:
         print(dump_json({"gpu_mtbf_h": mtbf, "mtbf_source": source, "n_gpus": n, "save_s": save_s,
                          "restart_s": restart_s, "rows": [r.as_dict() for r in rows]}))

@@ -10,13 +10,13 @@ from ..hf_config import model_from_hf_config
 from ..recipes import DEFAULT_SEQ_LEN
 
 
-def add_config_flag(p: argparse.ArgumentParser) -> None:
-    """``--config``; every command takes the one default sequence length for a config.json model
-    (xlcalc.recipes.DEFAULT_SEQ_LEN)."""
+def add_config_flag(p: argparse.ArgumentParser, seq_len_required: bool = False) -> None:
+    """``--config``; every command that defaults the sequence length takes the one default for a config.json model
+    (xlcalc.recipes.DEFAULT_SEQ_LEN); ``seq_len_required``: the command has no default (calibrate)."""
+    give = "give --seq-len" if seq_len_required else f"give --seq-len, else {DEFAULT_SEQ_LEN}"
     p.add_argument("--config", metavar="PATH",
                    help="a Hugging Face config.json: the model's architecture, instead of --model (its "
-                        "max_position_embeddings is the context window, not the training sequence length: give "
-                        f"--seq-len, else {DEFAULT_SEQ_LEN})")
+                        f"max_position_embeddings is the context window, not the training sequence length: {give})")
 
 
 def config_model(args: argparse.Namespace) -> catalog.Model | None:

@@ -50,12 +50,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def add_model_and_cluster(p: Any, title: str, n_gpus_help: str) -> argparse._ArgumentGroup:
+def add_model_and_cluster(p: Any, title: str, n_gpus_help: str, measured: bool = False) -> argparse._ArgumentGroup:
     """The model (a preset, a config.json or the architecture), then a group ``title`` with the GPU and the number
-    of GPUs, returned for the command's own flags (plan, calibrate)."""
+    of GPUs, returned for the command's own flags (plan, calibrate: ``measured``, the sequence length required)."""
     g = p.add_argument_group("model (a preset or the architecture)")
     g.add_argument("--model", help="model preset id, e.g. llama2-70b")
-    add_config_flag(g)
+    add_config_flag(g, seq_len_required=measured)
     for name, text in _ARCH_FLAGS.items():
         g.add_argument(flag(name), help=text)
     add_switch(g, "gated_ffn", "SwiGLU/GeGLU feed-forward (three matrices)")
@@ -65,8 +65,13 @@ def add_model_and_cluster(p: Any, title: str, n_gpus_help: str) -> argparse._Arg
     return g
 
 
-def add_run_flags(g: argparse._ArgumentGroup) -> None:
-    """Sequence length and global batch (plan, calibrate)."""
+def add_run_flags(g: argparse._ArgumentGroup, measured: bool = False) -> None:
+    """Sequence length and global batch (plan; calibrate, ``measured``: the run's own, required, no default)."""
+    if measured:
+        g.add_argument("--seq-len", help="sequence length of the measured run (required)")
+        g.add_argument("--global-batch-tokens", help="global batch of the measured run in tokens, rounded to whole "
+                                                     "sequences (required)")
+        return
     g.add_argument("--seq-len", help="sequence length (default: a catalog model's pre-training sequence length, "
                                       f"else {DEFAULT_SEQ_LEN})")
     g.add_argument("--global-batch-tokens", help="global batch in tokens, rounded to whole sequences (default: a "

@@ -80,7 +80,8 @@ def _progress(n_gpus, gpu_mtbf_h, save_s, restart_s, **_):
         need = _min_cluster_mtbf_h(save_s, restart_s) * n_gpus
         raise InputError(
             "gpu_mtbf_h", gpu_mtbf_h,
-            f"more than {need:,.0f} hours for {n_gpus:,} GPUs with save_s = {save_s:g} and restart_s = {restart_s:g}",
+            f"more than {need:,.0f} hours for {n_gpus:,} GPUs with {save_s:g} s checkpoint saves and {restart_s:g} s "
+            "restarts",
             f"goodput would be {g:.3f}: failures every {m * 60:.1f} minutes come faster than checkpoints "
             "and restarts, so the job cannot make progress",
         )

@@ -209,7 +209,7 @@ def calibrate(model: Any = None, *, arch: Any = None, gpu: str, n_gpus: int, seq
 
 def save_profile(profile: Profile, path: str | Path) -> None:
     """Write ``profile`` as JSON to ``path``, atomically (a temporary file renamed over it)."""
-    write_text(path, json.dumps(profile.model_dump(mode="json", by_alias=True), indent=2) + "\n")
+    write_text(path, json.dumps(profile.model_dump(mode="json", by_alias=True), indent=2) + "\n", name="out")
 
 
 def _refuse_constant(text: str) -> Any:

@@ -7,11 +7,12 @@ from typing import Any
 
 from .. import catalog
 from ..errors import CatalogError, InputError, missing
+from ..formulas import compute as fc
 from ..recipes import DEFAULT_SEQ_LEN
 from .answer import Assumed
 from .steptime import Arch, arch_from_model
 
-__all__ = ["catalog_model", "default_global_batch_tokens", "resolve_model", "run_defaults"]
+__all__ = ["catalog_model", "default_global_batch_tokens", "default_tokens_t", "resolve_model", "run_defaults"]
 
 
 def catalog_model(model: Any) -> catalog.Model | None:
@@ -34,6 +35,19 @@ def default_global_batch_tokens(model: Any) -> float | None:
     so the workbook's Global_Batch_Tokens)."""
     entry = catalog_model(model)
     return float(entry.global_batch_tokens) if entry is not None and entry.global_batch_tokens else None
+
+
+def default_tokens_t(model: Any, params_b: float, name: str) -> tuple[float, str]:
+    """(training tokens in trillions, where they come from) when none are given: a catalog model's published
+    pre-training tokens, else 20 per parameter (Chinchilla, compute-optimal). The one rule: plan's and the
+    scenario's (xlcalc.scenario.Scenario.build with a model, so estimate's)."""
+    entry = catalog_model(model)
+    if entry is not None and entry.pretrain_tokens_t:
+        return entry.pretrain_tokens_t, f"published, {entry.pretrain_tokens_source}"
+    per_param = fc.chinchilla_tokens_t.defaults["tokens_per_param"]
+    return (fc.chinchilla_tokens_t.raw(params_b=params_b, tokens_per_param=per_param),
+            f"{per_param:g} per parameter x {params_b:,.3g} B parameters, compute-optimal "
+            f"({fc.chinchilla_tokens_t.source}); no published token count for {name}")
 
 
 def run_defaults(model: Any, arch: Arch | None, gpu: Any, seq_len: Any, global_batch_tokens: Any,

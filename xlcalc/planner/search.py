@@ -18,7 +18,7 @@ from ..registry import numeric
 from ..validate import check_value, checked_inputs
 from .answer import Assumed, Plan, PlanResult, Rejection, StackOutcome
 from .compare import compare_plans
-from .defaults import catalog_model, resolve_model, run_defaults
+from .defaults import default_tokens_t, resolve_model, run_defaults
 from .divisors import divisors
 from .ranges import prediction_range, range_note
 from .settings import Settings
@@ -334,15 +334,7 @@ def plan(model: str | catalog.Model | None = None, *, arch: Arch | None = None, 
         raise InputError("global_batch_tokens", global_batch_tokens, f"at least one sequence (>= seq_len = {seq_len})")
     global_batch = int(round(global_batch_tokens / seq_len))
     if tokens_t is None:
-        entry = catalog_model(model) if arch is None else None
-        if entry is not None and entry.pretrain_tokens_t:
-            tokens_t = entry.pretrain_tokens_t
-            basis = f"published, {entry.pretrain_tokens_source}"
-        else:
-            per_param = fc.chinchilla_tokens_t.defaults["tokens_per_param"]
-            tokens_t = fc.chinchilla_tokens_t.raw(params_b=a.params_b, tokens_per_param=per_param)
-            basis = (f"{per_param:g} per parameter x {a.params_b:,.3g} B parameters, compute-optimal "
-                     f"({fc.chinchilla_tokens_t.source}); no published token count for {a.name}")
+        tokens_t, basis = default_tokens_t(model if arch is None else None, a.params_b, a.name)
         assumed["tokens_t"] = Assumed(value=tokens_t, shown=f"{tokens_t:.3g} T tokens", basis=basis)
     tokens_t = check_value("tokens_t", tokens_t)
     if not st.stack_named:
