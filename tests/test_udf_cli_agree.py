@@ -136,7 +136,9 @@ def test_model_spec_gives_the_heads_xlcalc_memory_computes_with(capsys, model):
 def test_a_gpu_without_a_default_rate_is_the_same_sentence_in_a_cell_and_on_the_cli(capsys, gpu):
     with pytest.raises(ValueError) as e:
         u.GPU_PRICE(cell(gpu))
-    code, _, err = run(capsys, "cost", "--gpu", gpu, "--capex-usd-per-gpu", "30000")
+    # budget, whose every number is the price, refuses as the look-up does (cost and estimate take the declared
+    # example rate and say so: the price line "example default ... give --usd-per-gpu-hour")
+    code, _, err = run(capsys, "budget", "--gpu", gpu, "--budget-usd", "1000000")
     assert code == 2 and str(e.value) in err
     assert str(e.value).startswith("usd_per_gpu_hour = (empty) is not allowed")
     # where to type the rate on every face: the flag, the workbook's cell, a worksheet formula's argument
