@@ -147,9 +147,10 @@ def test_cli_shows_the_model_of_a_config():
 
 @pytest.mark.parametrize("command", [
     ["memory", "--seq-len", "4096", "--json"],
-    ["estimate", "--seq-len", "4096", "--tp", "1", "--pp", "1", "--n-gpus", "64", "--json"],
+    # a config.json has no token count (estimate and plan take a catalog model's published one): its 2 T given to both
+    ["estimate", "--seq-len", "4096", "--tp", "1", "--pp", "1", "--n-gpus", "64", "--tokens-t", "2", "--json"],
     ["plan", "--gpu", "h100", "--gpus", "8", "--seq-len", "4096", "--global-batch-tokens", "1048576", "--tokens-t", "2",
-     "--json"],  # a config.json has no token count: the catalog's published 2 T given to both
+     "--json"],
 ])
 def test_commands_take_a_config_instead_of_a_model(command):
     """The Llama-2-7B config and the catalog's llama2-7b row are one architecture: every command gives the same
