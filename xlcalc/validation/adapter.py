@@ -145,13 +145,10 @@ def _predict(q: Query, caps: frozenset[str] | None, factors: list[float]) -> tup
     with numeric():
         memory = pst.memory(arch, hardware[REFERENCE_EFFICIENCY], base, cfg, q.seq_len // cfg.cp,
                             pst.microbatches_per_step(cfg, q.global_batch))
-    by_factor = {}
-    for factor in factors:
-        out = []
-        for eff in GRID:
-            st = base.model_copy(update={"matmul_efficiency": eff, "elementwise_factor": factor})
-            with numeric():
-                pred = pst.timing(copy(memory), arch, hardware[eff], st, q.seq_len, q.global_batch)
-            out.append(pred.tokens_per_s_per_gpu)
-        by_factor[factor] = out
-    return label, fits, by_factor
+
+    def tokens_s(eff: float, factor: float) -> float:
+        st = base.model_copy(update={"matmul_efficiency": eff, "elementwise_factor": factor})
+        with numeric():
+            return pst.timing(copy(memory), arch, hardware[eff], st, q.seq_len, q.global_batch).tokens_per_s_per_gpu
+
+    return label, fits, {factor: [tokens_s(eff, factor) for eff in GRID] for factor in factors}
