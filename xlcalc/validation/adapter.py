@@ -111,9 +111,8 @@ def _predict(q: Query, caps: frozenset[str] | None, factors: list[float]) -> tup
         extra["ep"] = q.ep
         if q.etp:
             extra["etp"] = q.etp
-    kw: dict[str, Any] = dict(arch=arch, gpu=q.gpu, n_gpus=q.n_gpus, seq_len=q.seq_len,
-              global_batch_tokens=q.global_batch * q.seq_len, tokens_t=1, top=1)
-    res = plan(**kw, settings=_settings(q, REFERENCE_EFFICIENCY), **pins, **extra)
+    res = plan(arch=arch, gpu=q.gpu, n_gpus=q.n_gpus, seq_len=q.seq_len, global_batch_tokens=q.global_batch * q.seq_len,
+               tokens_t=1, top=1, settings=_settings(q, REFERENCE_EFFICIENCY), **pins, **extra)
     fields: dict[str, Any] = dict(tp=q.tp, pp=q.pp, dp=q.dp)
     if res.plans:
         best = res.plans[0]

@@ -327,13 +327,10 @@ def to_query(rec: dict, off: frozenset[str] = frozenset()) -> Query | Skip:
     if not row.scaleout_gb_s and gid in SCALEOUT_GB_S:
         extra["scaleout_gb_s"] = SCALEOUT_GB_S[gid]
     extra.update(GPU_STATED.get(rec["gpu"], {}))
-    if src == "narayanan2021" and lay.get("sharding") is None:
-        zero: int | None = 0  # PTD-P: tensor + pipeline + plain data parallelism (ZeRO only as the §5.2 baseline)
-    else:
-        zero = SHARDING_ZERO.get(lay.get("sharding"))
+    # narayanan2021's PTD-P: tensor + pipeline + plain data parallelism (ZeRO only as the §5.2 baseline)
+    zero = 0 if src == "narayanan2021" and lay.get("sharding") is None else SHARDING_ZERO.get(lay.get("sharding"))
     tp, pp, cp = lay["tp"], lay["pp"], lay.get("cp") or 1
     dp = rec["n_gpus"] // (tp * pp * cp)
-    mfpt = flops_per_token(arch, seq)[0]
     stages = _uneven(arch.layers, pp) if pp > 1 and arch.layers % pp else None
     return Query(
         id=rid, source_id=src, profile=profile, gpu=gid, gpu_label=rec["gpu"], n_gpus=rec["n_gpus"], tp=tp, pp=pp,
@@ -343,7 +340,7 @@ def to_query(rec: dict, off: frozenset[str] = frozenset()) -> Query | Skip:
         seq_parallel=False if src in NO_SEQUENCE_PARALLEL and lay.get("sequence_parallel") is None
         else lay.get("sequence_parallel"),
         precision=_precision(rec), moe=bool(model.experts), model=model, params_b=model.params_b,
-        flops_per_token=mfpt, peak_tflops=peak, measured_tokens_s=float(tokens), basis=basis,
+        flops_per_token=flops_per_token(arch, seq)[0], peak_tflops=peak, measured_tokens_s=float(tokens), basis=basis,
         settings=tuple(sorted(extra.items())), stage_layers=stages,
         etp=lay.get("expert_tp") if model.experts else None, facts=tuple(sorted(set(applied))),
     )
