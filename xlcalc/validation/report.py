@@ -225,11 +225,8 @@ def _gpu_name(gid: str) -> str:
 
 def missing_features(v: dict) -> list[str]:
     """What the skipped runs need that this version lacks: model features, then catalog GPUs."""
-    out: dict[str, None] = {}
-    for k in v["skipped"]:
-        for r in _reason_groups(k.reason):
-            if r.startswith(LACKS):
-                out[r[len(LACKS):].split(" (")[0]] = None
+    out = dict.fromkeys(r[len(LACKS):].split(" (")[0] for k in v["skipped"] for r in _reason_groups(k.reason)
+                        if r.startswith(LACKS))
     if any("not in the GPU catalog" in k.reason or "the GPU catalog has no" in k.reason for k in v["skipped"]):
         out["GPUs or GPU figures missing from the catalog"] = None
     return list(out)
@@ -283,7 +280,7 @@ def _range_section(v: dict) -> list[str]:
     def frac(c: tuple[int, int]) -> str:
         return f"{c[0]} of {c[1]} ({c[0] / c[1]:.0%})"
 
-    L = [
+    return [
         "## Range of a prediction",
         "",
         f"`xlcalc plan` gives its MFU, days, GPU-hours and cost with {lvl} ranges from the errors above: the 10th and",
@@ -318,7 +315,6 @@ def _range_section(v: dict) -> list[str]:
         "error is not measured.",
         "",
     ]
-    return L
 
 
 def _without_stack_range(v: dict) -> list[str]:

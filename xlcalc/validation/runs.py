@@ -222,11 +222,8 @@ def _model(rec: dict) -> catalog.Model:
 
 def _gpu(rec: dict) -> tuple[str, catalog.GPU]:
     """(catalog id, row) of the run's GPU; a CatalogError names what is missing."""
-    gid = rec.get("gpu_catalog_id")
+    gid = rec.get("gpu_catalog_id") or GPU_STAND_IN.get(rec["gpu"], (None,))[0]  # the record's id, or a stand-in's
     if gid:
-        return gid, catalog.get_gpu(gid)
-    if rec["gpu"] in GPU_STAND_IN:
-        gid = GPU_STAND_IN[rec["gpu"]][0]
         return gid, catalog.get_gpu(gid)
     row = catalog.get_gpu(rec["gpu"])  # a GPU the catalog has gained since the record was written
     return row.id, row
