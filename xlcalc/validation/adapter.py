@@ -100,17 +100,11 @@ def _predict(q: Query, caps: frozenset[str] | None, factors: list[float]) -> tup
     arch = arch_from_model(q.model)
     pins: dict[str, Any] = dict(tp=q.tp, pp=q.pp, zero_stage=q.zero_stage, recompute=q.recompute, micro_batch=q.micro_batch,
                 seq_parallel=q.seq_parallel, virtual_stages=q.virtual_stages)
-    extra: dict[str, Any] = {}
-    if "cp" in caps:
-        extra["cp"] = q.cp
-    if "fp8" in caps:
-        extra["fp8"] = q.precision == "fp8"
+    extra: dict[str, Any] = {k: v for k, v in dict(cp=q.cp, fp8=q.precision == "fp8", ep=q.ep).items() if k in caps}
     if "stage_layers" in caps and q.stage_layers:
         extra["stage_layers"] = list(q.stage_layers)
-    if "ep" in caps:
-        extra["ep"] = q.ep
-        if q.etp:
-            extra["etp"] = q.etp
+    if "ep" in caps and q.etp:
+        extra["etp"] = q.etp
     res = plan(arch=arch, gpu=q.gpu, n_gpus=q.n_gpus, seq_len=q.seq_len, global_batch_tokens=q.global_batch * q.seq_len,
                tokens_t=1, top=1, settings=_settings(q, REFERENCE_EFFICIENCY), **pins, **extra)
     fields: dict[str, Any] = dict(tp=q.tp, pp=q.pp, dp=q.dp)
