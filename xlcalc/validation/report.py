@@ -35,8 +35,7 @@ STAT_HEAD = ("runs | model: median error | model: within 15% | model: median sig
 def _table(title_col: str, groups: dict[str, list[Scored]], extra_cols=None) -> list[str]:
     extra_cols = extra_cols or {}
     head = f"| {title_col} | " + (" | ".join(extra_cols.get('_head', [])) + " | " if extra_cols else "") + STAT_HEAD + " |"
-    ncols = head.count("|") - 1
-    return [head, "|---" + "|---:" * (ncols - 1) + "|",
+    return [head, "|---" + "|---:" * (head.count("|") - 2) + "|",
             *("| " + " | ".join([name, *extra_cols.get(name, []), *_row_stats(group)]) + " |"
               for name, group in groups.items())]
 
