@@ -91,11 +91,10 @@ class Profile(BaseModel):
 
 def profile_settings(profile: Profile) -> dict[str, Any]:
     """The Settings values a profile plans with: its stack, its other settings, its fitted values."""
-    values: dict[str, Any] = dict(profile.settings)
     # the stack calibrated, always named: a profile written before the default stack (stack null) was calibrated
     # at the planner's own settings
-    values["stack"] = profile.stack if profile.stack is not None else PLANNER
-    values["matmul_efficiency"] = profile.matmul_efficiency
+    values: dict[str, Any] = {**profile.settings, "stack": profile.stack if profile.stack is not None else PLANNER,
+                              "matmul_efficiency": profile.matmul_efficiency}
     if profile.memory_margin is not None:
         values["memory_margin"] = profile.memory_margin
     return values

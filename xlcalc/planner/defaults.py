@@ -58,15 +58,11 @@ def run_defaults(model: Any, arch: Arch | None, gpu: Any, seq_len: Any, global_b
     name -> what it must be) raises one InputError naming each."""
     entry = catalog_model(model) if arch is None else None
     assumed: dict[str, Assumed] = {}
-    if seq_len is None and entry is not None:
-        seq_len = entry.seq_len
-        assumed["seq_len"] = Assumed(value=seq_len, shown=f"{seq_len} tokens",
-                                     basis=f"{entry.name}'s pre-training sequence length, model catalog")
-    elif seq_len is None and (model is not None or arch is not None):  # a config.json or an architecture
-        seq_len = DEFAULT_SEQ_LEN
-        assumed["seq_len"] = Assumed(value=seq_len, shown=f"{seq_len} tokens",
-                                     basis="the default sequence length of a model outside the catalog, as memory "
-                                           "and estimate take it")
+    if seq_len is None and (model is not None or arch is not None):  # a catalog model, a config.json or an arch
+        seq_len = entry.seq_len if entry is not None else DEFAULT_SEQ_LEN
+        assumed["seq_len"] = Assumed(value=seq_len, shown=f"{seq_len} tokens", basis=(
+            f"{entry.name}'s pre-training sequence length, model catalog" if entry is not None
+            else "the default sequence length of a model outside the catalog, as memory and estimate take it"))
     if global_batch_tokens is None and entry is not None and default_global_batch_tokens(entry) is not None:
         global_batch_tokens = default_global_batch_tokens(entry)
         assumed["global_batch_tokens"] = Assumed(

@@ -67,7 +67,9 @@ def layout_prediction(model: str | catalog.Model | None = None, *, arch: Arch | 
     pins = {k: MEMORY_DEFAULTS[k] if v is None else check_value(k, v) for k, v in given.items()}
     if stage_layers is not None and pp is None:
         pins["pp"] = len(stage_layers)
-    moe = _experts(model, arch)
+    # the routed experts of the model (0: dense); an unknown name raises the planner's own error; neither given: 0,
+    # and plan names it with every other input missing
+    moe = 0 if model is None and arch is None else resolve_model(model, arch).experts
     if moe and ep is None:
         raise InputError("ep", None, f"the expert-parallel size, a divisor of experts = {moe}",
                          "a mixture of experts' layout needs it")
@@ -87,12 +89,6 @@ def _stack_settings(stack: str) -> Settings:
         raise InputError("stack", stack, stack_choices())
     stack_id(stack)  # an unknown name: its error lists the known ones
     return Settings(stack=stack)  # as typed: an alias may name its own framework (stacks.ALIAS_FRAMEWORKS)
-
-
-def _experts(model: str | catalog.Model | None, arch: Arch | None) -> int:
-    """The routed experts of the model (0: dense); an unknown name raises the planner's own error."""
-    # neither given: 0, and plan names it with every other input missing
-    return 0 if model is None and arch is None else resolve_model(model, arch).experts
 
 
 def _no_plan(result: Any, pins: dict[str, Any]) -> InputError:

@@ -62,8 +62,7 @@ def prediction_range(mfu: float, days: float, gpu_hours: float, cost_usd: Option
     top = interval_data()
     key = "planner" if stack in (None, PLANNER) else None if named else "without_stack"
     d = top if key is None or not top.get(key) else {**top, **top[key]}
-    low_x, high_x = mfu_range_factors(d)
-    mfu_low, mfu_high = mfu * low_x, mfu * high_x
+    mfu_low, mfu_high = (mfu * x for x in mfu_range_factors(d))
     what = ("plans without a stack named (the default stack, " + DEFAULT_STACK + ")" if key == "without_stack"
             else "plans at the planner's own settings")
     return PredictionRange(

@@ -26,6 +26,8 @@ def not_covered(arch: Arch, st: Settings, cfg: Config) -> Optional[str]:
 def step_chain_inputs(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int,
                       global_batch: int) -> dict[str, Any]:
     """The chain's inputs for one configuration (global_batch in sequences), the planner's values one for one."""
+    layers = cfg.stage_layers
+    ends = (layers[0], layers[-1]) if layers is not None and cfg.pp > 1 and len(set(layers)) > 1 else (0, 0)
     return {
         **{k: getattr(arch, k) for k in ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "gated_ffn",
                                          "vocab", "layer_params", "embedding_params", "tied_embeddings")},
@@ -33,7 +35,7 @@ def step_chain_inputs(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_l
                                         "recompute", "virtual_stages")},
         "seq_len": seq_len, "microbatches": microbatches_per_step(cfg, global_batch),
         # the end stages' layers where they differ from the middle ones (0: an even split)
-        **_ends(cfg),
+        "first_stage_layers": ends[0], "last_stage_layers": ends[1],
         "peak_tflops": hw.peak_tflops, "matmul_efficiency": hw.matmul_efficiency,
         "sm_count": hw.sm_count or 1, "wave_quantization": bool(hw.sm_count), "hbm_tb_s": hw.hbm_tb_s,
         "scaleup_gb_s": hw.scaleup_gb_s,
@@ -51,10 +53,3 @@ def stack_facts(st: Settings) -> dict[str, Any]:
                                            "link_efficiency", "tp_overlap", "pp_overlap", "cp_overlap", "dp_overlap",
                                            "grad_bytes", "bytes_per_param_step")},
             "bytes_weights": st.gather_bytes or st.bytes_weights}  # the weights as the ZeRO / FSDP gathers move them
-
-
-def _ends(cfg: Config) -> dict[str, int]:
-    layers = cfg.stage_layers
-    if layers is None or cfg.pp == 1 or len(set(layers)) == 1:
-        return {"first_stage_layers": 0, "last_stage_layers": 0}
-    return {"first_stage_layers": layers[0], "last_stage_layers": layers[-1]}

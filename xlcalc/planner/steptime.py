@@ -113,11 +113,12 @@ def memory_base(arch: Arch, st: Settings) -> dict[str, Any]:
         "ffn_hidden": max(1, round(arch.ffn_hidden)), "expert_params_b": arch.expert_params / 1e9}
 
 
-def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatches: int,
-                  base: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The inputs of the stage memory model (xlcalc.stage_memory) for one configuration; ``base``:
-    :func:`memory_base` of the same architecture and settings, built before."""
-    return {
+def memory(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, microbatches: int,
+           compiled: bool = True, base: dict[str, Any] | None = None) -> Prediction:
+    """Memory per GPU of the heavier pipeline stage, by the stage memory model (xlcalc.stage_memory); ``compiled``:
+    its steps run as one generated plain function (``xlcalc.stage_memory.evaluate``), else one by one; ``base``:
+    :func:`memory_base`, built once by a caller that evaluates many configurations."""
+    values = {  # the stage memory model's inputs for this configuration
         **(base if base is not None else memory_base(arch, st)),
         # seq_len arrives as one GPU's part of the sequence (seq_len // cp); the model takes the whole and splits it by cp
         "seq_len": seq_len * cfg.cp, "micro_batch": cfg.micro_batch, "microbatches": microbatches,
@@ -127,14 +128,6 @@ def memory_inputs(arch: Arch, st: Settings, cfg: Config, seq_len: int, microbatc
         "last_stage_layers": cfg.stage_layers[-1] if cfg.stage_layers and cfg.pp > 1 else 0,
         "ep": cfg.ep, "expert_tp": cfg.etp, "optimizer_offload": cfg.offload,
     }
-
-
-def memory(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, microbatches: int,
-           compiled: bool = True, base: dict[str, Any] | None = None) -> Prediction:
-    """Memory per GPU of the heavier pipeline stage, by the stage memory model (xlcalc.stage_memory); ``compiled``:
-    its steps run as one generated plain function (``xlcalc.stage_memory.evaluate``), else one by one; ``base``:
-    :func:`memory_base`, built once by a caller that evaluates many configurations."""
-    values = memory_inputs(arch, st, cfg, seq_len, microbatches, base)
     env = sm.compiled_steps(values) if compiled else sm.evaluate(values, validated=True)
     stage = "First" if env["Mem_First_Total_GB"] >= env["Mem_Last_Total_GB"] else "Last"
     total = env["Mem_Total_GB"] * st.memory_margin

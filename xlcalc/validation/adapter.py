@@ -100,20 +100,13 @@ def _predict(q: Query, caps: frozenset[str] | None, factors: list[float]) -> tup
     arch = arch_from_model(q.model)
     pins: dict[str, Any] = dict(tp=q.tp, pp=q.pp, zero_stage=q.zero_stage, recompute=q.recompute, micro_batch=q.micro_batch,
                 seq_parallel=q.seq_parallel, virtual_stages=q.virtual_stages)
-    extra: dict[str, Any] = {}
-    if "cp" in caps:
-        extra["cp"] = q.cp
-    if "fp8" in caps:
-        extra["fp8"] = q.precision == "fp8"
+    extra: dict[str, Any] = {k: v for k, v in dict(cp=q.cp, fp8=q.precision == "fp8", ep=q.ep).items() if k in caps}
     if "stage_layers" in caps and q.stage_layers:
         extra["stage_layers"] = list(q.stage_layers)
-    if "ep" in caps:
-        extra["ep"] = q.ep
-        if q.etp:
-            extra["etp"] = q.etp
-    kw: dict[str, Any] = dict(arch=arch, gpu=q.gpu, n_gpus=q.n_gpus, seq_len=q.seq_len,
-              global_batch_tokens=q.global_batch * q.seq_len, tokens_t=1, top=1)
-    res = plan(**kw, settings=_settings(q, REFERENCE_EFFICIENCY), **pins, **extra)
+    if "ep" in caps and q.etp:
+        extra["etp"] = q.etp
+    res = plan(arch=arch, gpu=q.gpu, n_gpus=q.n_gpus, seq_len=q.seq_len, global_batch_tokens=q.global_batch * q.seq_len,
+               tokens_t=1, top=1, settings=_settings(q, REFERENCE_EFFICIENCY), **pins, **extra)
     fields: dict[str, Any] = dict(tp=q.tp, pp=q.pp, dp=q.dp)
     if res.plans:
         best = res.plans[0]
@@ -145,13 +138,10 @@ def _predict(q: Query, caps: frozenset[str] | None, factors: list[float]) -> tup
     with numeric():
         memory = pst.memory(arch, hardware[REFERENCE_EFFICIENCY], base, cfg, q.seq_len // cfg.cp,
                             pst.microbatches_per_step(cfg, q.global_batch))
-    by_factor = {}
-    for factor in factors:
-        out = []
-        for eff in GRID:
-            st = base.model_copy(update={"matmul_efficiency": eff, "elementwise_factor": factor})
-            with numeric():
-                pred = pst.timing(copy(memory), arch, hardware[eff], st, q.seq_len, q.global_batch)
-            out.append(pred.tokens_per_s_per_gpu)
-        by_factor[factor] = out
-    return label, fits, by_factor
+
+    def tokens_s(eff: float, factor: float) -> float:
+        st = base.model_copy(update={"matmul_efficiency": eff, "elementwise_factor": factor})
+        with numeric():
+            return pst.timing(copy(memory), arch, hardware[eff], st, q.seq_len, q.global_batch).tokens_per_s_per_gpu
+
+    return label, fits, {factor: [tokens_s(eff, factor) for eff in GRID] for factor in factors}

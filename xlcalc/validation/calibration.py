@@ -39,10 +39,9 @@ def by_source(scored: list[Scored], min_runs: int = MIN_RUNS, sources: set[str] 
         runs = [s for s in scored if s.query.source_id == src]
         if len(runs) < min_runs or (sources is not None and src not in sources):
             continue
-        logc = {}
-        for s in runs:
-            factor = dict(s.query.settings).get("elementwise_factor", 1.0)
-            logc[s.query.id] = [math.log(t / s.query.measured_tokens_s) for t in s.curve.at(factor)]
+        # each run at its stack's non-matmul factor
+        logc = {s.query.id: [math.log(t / s.query.measured_tokens_s)
+                             for t in s.curve.at(dict(s.query.settings).get("elementwise_factor", 1.0))] for s in runs}
         medians, errors, effs = [], [], []
         for c in runs:
             eff = fit_efficiency([logc[c.query.id]])

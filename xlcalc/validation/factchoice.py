@@ -66,19 +66,14 @@ def loso_chosen(queries: list[Query], fc: FactCurves, facts: list[str]) -> dict:
     for s in dict.fromkeys(q.source_id for q in queries):
         train = [q for q in queries if q.source_id != s]
         _, stated = factor_and_loss(train, fc.logcs(train, frozenset()), source_of)
-        off, choices = set(), {}
+        choices = {}
         for f in facts:
             if not any(f in q.facts for q in train):
-                off.add(f)
                 choices[f] = "no other source"
-                continue
-            _, without = factor_and_loss(train, fc.logcs(train, frozenset({f})), source_of)
-            if without <= stated:
-                off.add(f)
-                choices[f] = "left out"
             else:
-                choices[f] = "as stated"
-        state = frozenset(off)
+                _, without = factor_and_loss(train, fc.logcs(train, frozenset({f})), source_of)
+                choices[f] = "left out" if without <= stated else "as stated"
+        state = frozenset(f for f, why in choices.items() if why != "as stated")
         qs = [fc.query(q.id, state) for q in queries]
         curves = {q.id: fc.curve(q.id, state) for q in queries if q.source_id == s}
         cal, held = predict_source(s, qs, fc.logcs(qs, state), curves, source_of)

@@ -48,20 +48,16 @@ def nested_coverage(rows: list[dict]) -> dict:
     ``bounds`` ({source: (q10, q90) of the others})."""
     sources = list(dict.fromkeys(r["source_id"] for r in rows))
     per_source = {s: bounds([r["log_error"] for r in rows if r["source_id"] != s]) for s in sources}
-    by_source: dict[str, list[int]] = {}
-    by_gpu: dict[str, list[int]] = {}
-    hits = 0
-    for r in rows:
-        lo, hi = per_source[r["source_id"]]
-        hit = int(lo <= r["log_error"] <= hi)
-        hits += hit
-        for key, table in ((r["source_id"], by_source), (r["gpu"], by_gpu)):
-            c = table.setdefault(key, [0, 0])
-            c[0] += hit
-            c[1] += 1
-    return dict(overall=hits / len(rows), covered=hits, runs=len(rows),
-                by_source={k: (c[0], c[1]) for k, c in by_source.items()},
-                by_gpu={k: (c[0], c[1]) for k, c in by_gpu.items()}, bounds=per_source)
+    hits = [per_source[r["source_id"]][0] <= r["log_error"] <= per_source[r["source_id"]][1] for r in rows]
+
+    def tally(key: str) -> dict[str, tuple[int, int]]:  # {name: (covered, runs)}, in the order the names come
+        groups: dict[str, list[bool]] = {}
+        for r, hit in zip(rows, hits):
+            groups.setdefault(r[key], []).append(hit)
+        return {k: (sum(g), len(g)) for k, g in groups.items()}
+
+    return dict(overall=sum(hits) / len(rows), covered=sum(hits), runs=len(rows), by_source=tally("source_id"),
+                by_gpu=tally("gpu"), bounds=per_source)
 
 
 def interval_data(v: dict) -> dict:

@@ -63,10 +63,12 @@ def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> 
     fc = FactCurves(by_id, curves, caps)
     fact_ids = [f.id for f in FACTS]
     result: dict[str, Any] = dict(stated, **loso_chosen(ok, fc, fact_ids)) if ok else dict(empty)
-    variants: dict[str, dict[str, Any]] = {}
-    for name, off in [*((f, frozenset({f})) for f in fact_ids), ("neutral", frozenset(fact_ids))]:
-        qs = [fc.query(q.id, off) for q in ok]
-        variants[name] = loso(qs, {q.id: fc.curve(q.id, off) for q in ok}) if ok else dict(scored=[])
+
+    def scored(qs: list[Query], cs: dict[str, Curve]) -> dict[str, Any]:
+        return loso(qs, cs) if qs else dict(scored=[])
+
+    variants = {name: scored([fc.query(q.id, off) for q in ok], {q.id: fc.curve(q.id, off) for q in ok})
+                for name, off in [*((f, frozenset({f})) for f in fact_ids), ("neutral", frozenset(fact_ids))]}
     neutral = [fc.query(q.id, frozenset(fact_ids)) for q in ok]  # every fact left out
     result.update(stated=stated, fact_variants=variants, at_defaults=at_defaults(neutral, caps),
                   at_planner=at_defaults(neutral, caps, PLANNER))
@@ -74,10 +76,8 @@ def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> 
         cal = result["calibration"].get(q.source_id)
         if cal:
             curves[q.id] = fc.curve(q.id, frozenset(cal["facts_off"]))
-    other_rules = {}
-    for rule, runs in (("recipe+layout", wide), ("every release", queries)):
-        rule_ok = headline_runs(runs)
-        other_rules[rule] = loso(rule_ok, curves) if rule_ok else dict(scored=[])
+    other_rules = {rule: scored(headline_runs(runs), curves)
+                   for rule, runs in (("recipe+layout", wide), ("every release", queries))}
     result.update(records=len(records), skipped=skipped, capabilities=sorted(caps),
                   apart=score_apart(apart, ok, curves, cast(dict, result["calibration"])),
                   other_rules=other_rules)

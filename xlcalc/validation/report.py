@@ -35,8 +35,7 @@ STAT_HEAD = ("runs | model: median error | model: within 15% | model: median sig
 def _table(title_col: str, groups: dict[str, list[Scored]], extra_cols=None) -> list[str]:
     extra_cols = extra_cols or {}
     head = f"| {title_col} | " + (" | ".join(extra_cols.get('_head', [])) + " | " if extra_cols else "") + STAT_HEAD + " |"
-    ncols = head.count("|") - 1
-    return [head, "|---" + "|---:" * (ncols - 1) + "|",
+    return [head, "|---" + "|---:" * (head.count("|") - 2) + "|",
             *("| " + " | ".join([name, *extra_cols.get(name, []), *_row_stats(group)]) + " |"
               for name, group in groups.items())]
 
@@ -225,11 +224,8 @@ def _gpu_name(gid: str) -> str:
 
 def missing_features(v: dict) -> list[str]:
     """What the skipped runs need that this version lacks: model features, then catalog GPUs."""
-    out: dict[str, None] = {}
-    for k in v["skipped"]:
-        for r in _reason_groups(k.reason):
-            if r.startswith(LACKS):
-                out[r[len(LACKS):].split(" (")[0]] = None
+    out = dict.fromkeys(r[len(LACKS):].split(" (")[0] for k in v["skipped"] for r in _reason_groups(k.reason)
+                        if r.startswith(LACKS))
     if any("not in the GPU catalog" in k.reason or "the GPU catalog has no" in k.reason for k in v["skipped"]):
         out["GPUs or GPU figures missing from the catalog"] = None
     return list(out)
@@ -283,7 +279,7 @@ def _range_section(v: dict) -> list[str]:
     def frac(c: tuple[int, int]) -> str:
         return f"{c[0]} of {c[1]} ({c[0] / c[1]:.0%})"
 
-    L = [
+    return [
         "## Range of a prediction",
         "",
         f"`xlcalc plan` gives its MFU, days, GPU-hours and cost with {lvl} ranges from the errors above: the 10th and",
@@ -318,7 +314,6 @@ def _range_section(v: dict) -> list[str]:
         "error is not measured.",
         "",
     ]
-    return L
 
 
 def _without_stack_range(v: dict) -> list[str]:

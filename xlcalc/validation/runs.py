@@ -54,9 +54,8 @@ GPU_STAND_IN = {
     "H100 (96GB HBM2e, 500 W, Grand Teton)": (
         "h100-sxm", "torchtitan's Grand Teton H100 (96 GB, 500 W, peak not published); H100 SXM figures and peak, 96 GB"),
 }
-GPU_MEMORY_GB = {"H100 (96GB HBM2e, 500 W, Grand Teton)": 96.0}
-# HBM bandwidth the source states for such a GPU (torchtitan's doc: "96GB HBM2e with 2.4 TB/sec")
-GPU_HBM_TB_S = {"H100 (96GB HBM2e, 500 W, Grand Teton)": 2.4}
+# memory and HBM bandwidth the source states for such a GPU (torchtitan's doc: "96GB HBM2e with 2.4 TB/sec")
+GPU_STATED = {"H100 (96GB HBM2e, 500 W, Grand Teton)": dict(memory_gb=96.0, hbm_tb_s=2.4)}
 
 # GPUs whose figures no source gives: their runs are predicted with a stand-in's figures and scored apart, out of
 # the headline and out of every calibration, until a source gives the part's peak, clocks or MAMF.
@@ -133,11 +132,9 @@ def _config_key(rec: dict) -> tuple:
 def _recipe_settings(rec: dict) -> dict[str, Any]:
     """Settings a run's own training config pins (A2A_OVERLAP_CONFIGS), or its row states: the Megatron-Core MoE
     model zoo's '+1f1b overlap' (its Notes cell) is the same EP all-to-all overlap with another micro-batch."""
-    if rec["source_id"] == "megatron-moe-modelzoo":
-        return dict(ep_overlap=1.0) if "1f1b overlap" in rec["quote"] else {}
-    if rec["source_id"] != "megatron-bridge-perf-summary":
-        return {}
-    return dict(ep_overlap=1.0) if _config_key(rec) in A2A_OVERLAP_CONFIGS else {}
+    overlap = ("1f1b overlap" in rec["quote"] if rec["source_id"] == "megatron-moe-modelzoo"
+               else rec["source_id"] == "megatron-bridge-perf-summary" and _config_key(rec) in A2A_OVERLAP_CONFIGS)
+    return dict(ep_overlap=1.0) if overlap else {}
 
 
 SHARDING_ZERO = {"fsdp_full_shard": 3, "zero3": 3, "megatron_fsdp": 3, "fsdp_grad_op": 2, "zero1": 1, "none": 0}
@@ -225,11 +222,8 @@ def _model(rec: dict) -> catalog.Model:
 
 def _gpu(rec: dict) -> tuple[str, catalog.GPU]:
     """(catalog id, row) of the run's GPU; a CatalogError names what is missing."""
-    gid = rec.get("gpu_catalog_id")
+    gid = rec.get("gpu_catalog_id") or GPU_STAND_IN.get(rec["gpu"], (None,))[0]  # the record's id, or a stand-in's
     if gid:
-        return gid, catalog.get_gpu(gid)
-    if rec["gpu"] in GPU_STAND_IN:
-        gid = GPU_STAND_IN[rec["gpu"]][0]
         return gid, catalog.get_gpu(gid)
     row = catalog.get_gpu(rec["gpu"])  # a GPU the catalog has gained since the record was written
     return row.id, row
@@ -237,11 +231,8 @@ def _gpu(rec: dict) -> tuple[str, catalog.GPU]:
 
 def _precision(rec: dict) -> str:
     mm = (rec["precision"].get("matmul") or "").lower()
-    if mm.startswith("fp8"):
-        return "fp8"
-    if mm.startswith("fp4"):
-        return "fp4"
-    return "bf16"  # bf16, fp16 and "fp16/bf16": the same 16-bit tensor-core peak
+    # bf16, fp16 and "fp16/bf16": the same 16-bit tensor-core peak
+    return next((p for p in ("fp8", "fp4") if mm.startswith(p)), "bf16")
 
 
 def _measured_tokens_s(rec: dict, arch, seq_len: int, recompute: Optional[str]) -> tuple[Optional[float], str]:
@@ -332,17 +323,11 @@ def to_query(rec: dict, off: frozenset[str] = frozenset()) -> Query | Skip:
         **_without({**SOURCE_SETTINGS.get(src, {}), **_recipe_settings(rec)}, SOURCE_FACT_KEYS, off, applied)}
     if not row.scaleout_gb_s and gid in SCALEOUT_GB_S:
         extra["scaleout_gb_s"] = SCALEOUT_GB_S[gid]
-    if rec["gpu"] in GPU_MEMORY_GB:
-        extra["memory_gb"] = GPU_MEMORY_GB[rec["gpu"]]
-    if rec["gpu"] in GPU_HBM_TB_S:
-        extra["hbm_tb_s"] = GPU_HBM_TB_S[rec["gpu"]]
-    if src == "narayanan2021" and lay.get("sharding") is None:
-        zero: int | None = 0  # PTD-P: tensor + pipeline + plain data parallelism (ZeRO only as the §5.2 baseline)
-    else:
-        zero = SHARDING_ZERO.get(lay.get("sharding"))
+    extra.update(GPU_STATED.get(rec["gpu"], {}))
+    # narayanan2021's PTD-P: tensor + pipeline + plain data parallelism (ZeRO only as the §5.2 baseline)
+    zero = 0 if src == "narayanan2021" and lay.get("sharding") is None else SHARDING_ZERO.get(lay.get("sharding"))
     tp, pp, cp = lay["tp"], lay["pp"], lay.get("cp") or 1
     dp = rec["n_gpus"] // (tp * pp * cp)
-    mfpt = flops_per_token(arch, seq)[0]
     stages = _uneven(arch.layers, pp) if pp > 1 and arch.layers % pp else None
     return Query(
         id=rid, source_id=src, profile=profile, gpu=gid, gpu_label=rec["gpu"], n_gpus=rec["n_gpus"], tp=tp, pp=pp,
@@ -352,7 +337,7 @@ def to_query(rec: dict, off: frozenset[str] = frozenset()) -> Query | Skip:
         seq_parallel=False if src in NO_SEQUENCE_PARALLEL and lay.get("sequence_parallel") is None
         else lay.get("sequence_parallel"),
         precision=_precision(rec), moe=bool(model.experts), model=model, params_b=model.params_b,
-        flops_per_token=mfpt, peak_tflops=peak, measured_tokens_s=float(tokens), basis=basis,
+        flops_per_token=flops_per_token(arch, seq)[0], peak_tflops=peak, measured_tokens_s=float(tokens), basis=basis,
         settings=tuple(sorted(extra.items())), stage_layers=stages,
         etp=lay.get("expert_tp") if model.experts else None, facts=tuple(sorted(set(applied))),
     )

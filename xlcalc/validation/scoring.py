@@ -39,10 +39,7 @@ def fit_efficiency(curves: list[list[float]], weights: list[float] | None = None
     lo, hi = GRID[0], GRID[-1]
     for _ in range(40):
         mid = (lo + hi) / 2
-        if log_error_at(mean, mid) > 0:
-            hi = mid
-        else:
-            lo = mid
+        lo, hi = (lo, mid) if log_error_at(mean, mid) > 0 else (mid, hi)
     return round((lo + hi) / 2, 3)
 
 
@@ -54,14 +51,11 @@ def fit_constant_mfu(mfus: list[float], weights: list[float] | None = None) -> f
 
 def best_constant(mfus: list[float]) -> float:
     """The hindsight-best constant MFU on these runs: most within the tolerance, then smallest median error."""
-    best, key = 0.0, None  # the first k sets both
-    for k in range(1, 1000):
-        c = k / 1000
+    def score(c: float) -> tuple[int, float]:
         errs = [abs(c / m - 1) for m in mfus]
-        score = (sum(e <= TOLERANCE for e in errs), -statistics.median(errs))
-        if key is None or score > key:
-            best, key = c, score
-    return best
+        return sum(e <= TOLERANCE for e in errs), -statistics.median(errs)
+
+    return max((k / 1000 for k in range(1, 1000)), key=score)  # the first of equal scores
 
 
 def summary(errors: list[float]) -> dict:
@@ -166,12 +160,10 @@ def loso(queries: list[Query], curves: dict[str, Curve]) -> dict:
     """
     source_of = {q.id: q.source_id for q in queries}
     logcs = log_curves(queries, curves)
-    sources = list(dict.fromkeys(q.source_id for q in queries))
-    scored: list[Scored] = []
-    calibration = {}
-    for s in sources:
-        calibration[s], held = predict_source(s, queries, logcs, curves, source_of)
-        scored += held
+    sources = dict.fromkeys(q.source_id for q in queries)
+    held = {s: predict_source(s, queries, logcs, curves, source_of) for s in sources}
+    calibration = {s: cal for s, (cal, _) in held.items()}
+    scored = [run for _, runs in held.values() for run in runs]
     fitted_factor = fit_factor(queries, logcs, source_of) if queries else 1.0
     logc = logcs[fitted_factor]
     fitted = {p: e for p, e in _profile_fit(queries, logc, source_of).items() if p is not None} if queries else {}
