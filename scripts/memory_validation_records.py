@@ -189,12 +189,9 @@ def live_tensors(rec: dict) -> bool:
 
 def _stack(rec: dict) -> str:
     params = rec["precision"].get("params", "")
-    if params.startswith("fp32 sharded"):
-        return "fsdp2"
-    if params.startswith("bf16 (torchtune"):
-        return "torchtune"
-    if params.startswith("bf16 (Megatron"):
-        return "megatron"
+    for prefix, stack in (("fp32 sharded", "fsdp2"), ("bf16 (torchtune", "torchtune"), ("bf16 (Megatron", "megatron")):
+        if params.startswith(prefix):
+            return stack
     raise Skip(f"no byte recipe for parameters kept as {params!r}")
 
 
@@ -303,9 +300,7 @@ def predict(row: Row) -> None:
     except InputError as e:
         row.skip = f"the model refuses the stated layout: {e}"
         return
-    row.predicted_gb = ans.memory_gb
-    row.peak_stage = ans.peak_stage
-    row.parts_gb = ans.parts_gb[ans.peak_stage]
+    row.predicted_gb, row.peak_stage, row.parts_gb = ans.memory_gb, ans.peak_stage, ans.parts_gb[ans.peak_stage]
     row.framework = framework_of(row.rec)
     row.capacity_gb = capacity_of(row.rec)
     row.outcome = outcome_of(row)
@@ -409,12 +404,11 @@ def summary(rows: list[Row], attr: str | tuple[bool, bool]) -> dict[str, float]:
 def fit_check(scored: list[Row]) -> dict[str, Any]:
     """The fit answer at user flags against each known outcome."""
     known = [r for r in scored if r.outcome is not None and r.verdict is not None]
+    wrong = {"fits_for_oom": ("out of memory", "fits"), "tight_for_oom": ("out of memory", "tight"),
+             "no_fit_for_ran": ("ran", "does not fit"), "tight_for_ran": ("ran", "tight")}
     return {"known": len(known),
             "ran": sum(r.outcome == "ran" for r in known), "oom": sum(r.outcome == "out of memory" for r in known),
-            "fits_for_oom": [r.id for r in known if r.outcome == "out of memory" and r.verdict == "fits"],
-            "tight_for_oom": [r.id for r in known if r.outcome == "out of memory" and r.verdict == "tight"],
-            "no_fit_for_ran": [r.id for r in known if r.outcome == "ran" and r.verdict == "does not fit"],
-            "tight_for_ran": [r.id for r in known if r.outcome == "ran" and r.verdict == "tight"],
+            **{k: [r.id for r in known if (r.outcome, r.verdict) == pair] for k, pair in wrong.items()},
             "unknown": [r.id for r in scored if r.outcome is None or r.verdict is None]}
 
 
