@@ -51,29 +51,22 @@ def _registry():
 
 
 def _table_names() -> tuple[str, ...]:
-    """TABLE_UDFS of udfs/xlcalc_udf_tables.py, read without importing it (no xlwings needed)."""
+    """TABLE_UDFS of udfs/xlcalc_udf_tables.py, read without importing it (no xlwings needed): tuples of names,
+    added up."""
     import ast
 
-    tree = ast.parse((UDFS / "xlcalc_udf_tables.py").read_text(encoding="utf-8"))
-    consts: dict[str, tuple[str, ...]] = {}
-    for node in tree.body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+    values = {}
+    for node in ast.parse((UDFS / "xlcalc_udf_tables.py").read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             target = node.targets[0] if isinstance(node, ast.Assign) else node.target
-            if isinstance(target, ast.Name) and node.value is not None:
-                consts[target.id] = _names(node.value, consts)
-    return consts["TABLE_UDFS"]
+            values[getattr(target, "id", "")] = node.value
 
+    def names(node: ast.expr) -> tuple[str, ...]:
+        if isinstance(node, ast.BinOp):
+            return names(node.left) + names(node.right)
+        return names(values[node.id]) if isinstance(node, ast.Name) else ast.literal_eval(node)
 
-def _names(node, consts) -> tuple[str, ...]:
-    import ast
-
-    if isinstance(node, ast.Tuple):
-        return tuple(e.value for e in node.elts if isinstance(e, ast.Constant))
-    if isinstance(node, ast.BinOp):
-        return _names(node.left, consts) + _names(node.right, consts)
-    if isinstance(node, ast.Name):
-        return consts[node.id]
-    return ()
+    return names(values["TABLE_UDFS"])
 
 
 def _q(value) -> str:
