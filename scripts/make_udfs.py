@@ -167,16 +167,15 @@ def body() -> str:
            "from xlcalc_udf_tables import (  # hand-written: catalog look-ups and tables",
            *[f"    {name}," for name in sorted(("CATALOG_UDFS", "PLANNER_UDFS", "TABLE_UDFS", *tables))], ")",
            "from xlwings import arg, func, ret"]
-    text = "\n".join(out) + "\n" + "".join(_udf_source(f, spec) for f in formulas)
     names = "".join(f"    {_q(f.udf_name)},\n" for f in formulas)
     every = "".join(f"    {_q(n)},\n" for n in sorted([*(f.udf_name for f in formulas), *tables,
                                                          "CATALOG_UDFS", "PLANNER_UDFS"]))
-    text += (
-        "\n\nFORMULA_UDFS: tuple[str, ...] = (\n" + names + ")\n"
+    return (
+        "\n".join(out) + "\n" + "".join(_udf_source(f, spec) for f in formulas)
+        + "\n\nFORMULA_UDFS: tuple[str, ...] = (\n" + names + ")\n"
         "UDF_NAMES: tuple[str, ...] = FORMULA_UDFS + TABLE_UDFS\n"
         "__all__ = [  # every worksheet function, and the lists of the hand-written ones\n" + every + "]\n"
     )
-    return text
 
 
 def bundle() -> bytes:
@@ -198,10 +197,6 @@ def bundle() -> bytes:
     return buf.getvalue()
 
 
-def classic_source() -> str:
-    return CLASSIC_DOC.format(command=COMMAND) + body()
-
-
 def lite_source() -> str:
     import xlcalc
 
@@ -215,7 +210,7 @@ def lite_source() -> str:
 
 def committed() -> dict[Path, str]:
     """The generated files git keeps, and --check compares: the classic add-in's module."""
-    return {CLASSIC: classic_source()}
+    return {CLASSIC: CLASSIC_DOC.format(command=COMMAND) + body()}
 
 
 def built() -> dict[Path, str]:
