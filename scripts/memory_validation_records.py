@@ -269,9 +269,7 @@ def inputs_of(rec: dict) -> tuple[dict, list[str]]:
             v["seq_parallel"] = True
             assumed.append("sequence parallelism with TP (Megatron Bridge's Llama 3 recipes)")
     if live_tensors(rec):
-        # PyTorch's active / allocated bytes count live tensors only (torch.cuda.memory_stats: "active_bytes",
-        # "allocated_bytes"): no CUDA context, NCCL buffers or cached blocks, so no other memory by definition
-        v["overhead_gb"] = 0.0
+        v["overhead_gb"] = 0.0   # live tensors only: no other memory by definition
     if pp > 1:
         vs = lay.get("virtual_stages") or 1
         v["virtual_stages"] = vs
@@ -354,10 +352,9 @@ def user_inputs_of(stated: dict, framework: tuple[str, str], capacity_gb: float 
 def capacity_of(rec: dict) -> float | None:
     """The card's memory in GB: the catalog's (what CUDA exposes where a source gives it, as `--gpu` takes it),
     else the capacity the record states; None when neither is known."""
-    if rec.get("gpu_catalog_id"):
-        cap = catalog.get_gpu(rec["gpu_catalog_id"]).capacity_gb
-        if cap is not None:
-            return cap
+    cap = catalog.get_gpu(rec["gpu_catalog_id"]).capacity_gb if rec.get("gpu_catalog_id") else None
+    if cap is not None:
+        return cap
     mem = rec.get("gpu_memory")
     return mem["value"] * UNIT_BYTES[mem["unit"]] / 1e9 if mem else None
 
