@@ -118,16 +118,13 @@ def _searches(passes: int) -> dict[str, tuple[benchdoc.Timing, benchdoc.Timing, 
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", BASELINE_SHORT], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
         for name, kwargs in SEARCHES.items():
-            old, new = benchdoc.Timing(), benchdoc.Timing()
-            last = {}
+            timing, last = {"old": benchdoc.Timing(), "new": benchdoc.Timing()}, {}
             for k in range(passes):
                 for which in (("old", "new") if k % 2 == 0 else ("new", "old")):
-                    r = _search(base if which == "old" else ROOT, kwargs)
-                    t = old if which == "old" else new
-                    t.cpu.append(r["cpu"])
-                    t.wall.append(r["wall"])
-                    last[which] = r
-            out[name] = (old, new, last["old"], last["new"])
+                    last[which] = r = _search(base if which == "old" else ROOT, kwargs)
+                    timing[which].cpu.append(r["cpu"])
+                    timing[which].wall.append(r["wall"])
+            out[name] = (timing["old"], timing["new"], last["old"], last["new"])
     return out
 
 

@@ -43,14 +43,10 @@ class Timing:
     def median(self) -> float:
         return statistics.median(self.cpu)
 
-    @property
-    def wall_median(self) -> float:
-        return statistics.median(self.wall)
-
     def ms(self, digits: int = 2) -> str:
         """``median ms (min-max), wall median``."""
         return (f"{self.median * 1e3:.{digits}f} ms ({min(self.cpu) * 1e3:.{digits}f}-{max(self.cpu) * 1e3:.{digits}f}),"
-                f" wall {self.wall_median * 1e3:.{digits}f}")
+                f" wall {statistics.median(self.wall) * 1e3:.{digits}f}")
 
 
 def ratio(num: Timing, den: Timing) -> tuple[float, float, float]:
@@ -123,12 +119,11 @@ def write_or_check(script: str, blocks: dict[str, str], check: bool) -> int:
     """Put each block (doc path relative to the root -> text) between the script's markers, or with ``check``
     compare each doc's block with it by :func:`shape`. Returns the exit status."""
     status = 0
+    begin, end = markers(script)
     for rel, block in blocks.items():
-        path = ROOT / rel
-        text = path.read_text(encoding="utf-8")
-        parts = _parts(text, script)
+        parts = _parts((ROOT / rel).read_text(encoding="utf-8"), script)
         if parts is None:
-            print(f"{rel} lacks one pair of the markers {' ... '.join(markers(script))}", file=sys.stderr)
+            print(f"{rel} lacks one pair of the markers {begin} ... {end}", file=sys.stderr)
             status = 1
             continue
         head, body, tail = parts
@@ -141,8 +136,7 @@ def write_or_check(script: str, blocks: dict[str, str], check: bool) -> int:
             else:
                 print(f"{rel}: the block has the current format and the fresh run's target statements")
             continue
-        begin, end = markers(script)
-        write_text(path, head + begin + "\n" + block.strip() + "\n" + end + tail)
+        write_text(ROOT / rel, head + begin + "\n" + block.strip() + "\n" + end + tail)
         print(f"wrote {rel}")
     return status
 

@@ -44,11 +44,9 @@ def rows():
     out = []
     for case, (shape, tp, etp) in tb.CASES.items():
         layer = tb.make_layer(tb.local_shape(shape, tp, etp), max_seq=max(s for s, _ in tb.SIZES))
-        for seq, batch in tb.SIZES:
-            for mode in tb.MODES:
-                out.append((case, tp, etp, seq, batch, mode, tb.kept_bytes(layer, batch, seq, mode),
-                            tb.formula_bytes(shape, tp, etp, seq, batch, mode),
-                            baseline_bytes(shape, tp, seq, batch, mode)))
+        out += [(case, tp, etp, seq, batch, mode, tb.kept_bytes(layer, batch, seq, mode),
+                 tb.formula_bytes(shape, tp, etp, seq, batch, mode), baseline_bytes(shape, tp, seq, batch, mode))
+                for seq, batch in tb.SIZES for mode in tb.MODES]
     return out
 
 

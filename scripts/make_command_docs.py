@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import os
 import re
@@ -76,13 +77,11 @@ def regenerate(text: str) -> tuple[str, list[tuple[int, str]]]:
     """``text`` with every marked block regenerated, and the blocks that changed: the line of the opening marker
     (1-based) and the command."""
     stale: list[tuple[int, str]] = []
-    cache: dict[str, str] = {}
+    rendered = functools.cache(render)  # a command quoted twice runs once
 
     def one(m: re.Match[str]) -> str:
         command = m.group("command").strip()
-        if command not in cache:
-            cache[command] = render(command)
-        body = cache[command]
+        body = rendered(command)
         if body != m.group("body"):
             stale.append((text.count("\n", 0, m.start()) + 1, command))
         return f"<!-- command: {m.group('command')} -->\n{body}<!-- end command -->"

@@ -57,8 +57,7 @@ class Row:
 
 
 def _stack(rec: dict[str, Any]) -> str:
-    rid = rec["id"]
-    return "torchtune" if rid.startswith("torchtune") else "peft" if rid.startswith("peft") else "qlora"
+    return next((stack for stack in ("torchtune", "peft") if rec["id"].startswith(stack)), "qlora")
 
 
 def _loss(rec: dict[str, Any]) -> str:

@@ -171,8 +171,7 @@ def render(v: dict) -> str:
     for r in scored:
         e, eb = r.error(r.predicted_gb), r.error(r.baseline_bpp_gb)
         p = r.parts_gb
-        states = p["weights"] + p["gradients"] + p["optimizer"] + p["fp8_copies"]
-        parts = (f"{states:.1f} / {p['gathered_params']:.1f} / {p['activations'] + p['recompute_working']:.1f} / "
+        parts = (f"{p['weights'] + p['gradients'] + p['optimizer'] + p['fp8_copies']:.1f} / {p['gathered_params']:.1f} / {p['activations'] + p['recompute_working']:.1f} / "
                  f"{p['logits']:.1f} / {p['other'] + p['comm_buffers']:.1f}")
         meas = r.rec["measured"]
         unit = meas["unit"] if r.unit == meas["unit"] else f"{meas['unit']} (logged as {r.unit})"
@@ -224,11 +223,9 @@ def user_section(v: dict) -> list[str]:
            "",
            "| source | --framework | --precision | every record of the source says, in its field |",
            "|---|---|---|---|"]
-    for src in sorted({r.source for r in v["rows"]}):
-        if src in R.USER_FRAMEWORK:
-            fw, pr, fld, phrase = R.USER_FRAMEWORK[src]
-            out.append(f"| {src} | {fw} | {pr} | {fld}: \"{phrase}\" |")
-    unmapped = sorted({r.source for r in v["rows"]} - set(R.USER_FRAMEWORK))
+    sources = sorted({r.source for r in v["rows"]})
+    out += ['| {} | {} | {} | {}: "{}" |'.format(src, *R.USER_FRAMEWORK[src]) for src in sources if src in R.USER_FRAMEWORK]
+    unmapped = [src for src in sources if src not in R.USER_FRAMEWORK]
     unscored = [s for s in unmapped if not any(r.source == s for r in scored)]
     out += ["", "Sources without one framework for all their records, scored at the default framework "
             f"({DEFAULT_FRAMEWORK}): " + (", ".join(unmapped) if unmapped else "none")

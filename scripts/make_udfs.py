@@ -51,29 +51,22 @@ def _registry():
 
 
 def _table_names() -> tuple[str, ...]:
-    """TABLE_UDFS of udfs/xlcalc_udf_tables.py, read without importing it (no xlwings needed)."""
+    """TABLE_UDFS of udfs/xlcalc_udf_tables.py, read without importing it (no xlwings needed): tuples of names,
+    added up."""
     import ast
 
-    tree = ast.parse((UDFS / "xlcalc_udf_tables.py").read_text(encoding="utf-8"))
-    consts: dict[str, tuple[str, ...]] = {}
-    for node in tree.body:
-        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+    values = {}
+    for node in ast.parse((UDFS / "xlcalc_udf_tables.py").read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             target = node.targets[0] if isinstance(node, ast.Assign) else node.target
-            if isinstance(target, ast.Name) and node.value is not None:
-                consts[target.id] = _names(node.value, consts)
-    return consts["TABLE_UDFS"]
+            values[getattr(target, "id", "")] = node.value
 
+    def names(node: ast.expr) -> tuple[str, ...]:
+        if isinstance(node, ast.BinOp):
+            return names(node.left) + names(node.right)
+        return names(values[node.id]) if isinstance(node, ast.Name) else ast.literal_eval(node)
 
-def _names(node, consts) -> tuple[str, ...]:
-    import ast
-
-    if isinstance(node, ast.Tuple):
-        return tuple(e.value for e in node.elts if isinstance(e, ast.Constant))
-    if isinstance(node, ast.BinOp):
-        return _names(node.left, consts) + _names(node.right, consts)
-    if isinstance(node, ast.Name):
-        return consts[node.id]
-    return ()
+    return names(values["TABLE_UDFS"])
 
 
 def _q(value) -> str:
@@ -174,16 +167,15 @@ def body() -> str:
            "from xlcalc_udf_tables import (  # hand-written: catalog look-ups and tables",
            *[f"    {name}," for name in sorted(("CATALOG_UDFS", "PLANNER_UDFS", "TABLE_UDFS", *tables))], ")",
            "from xlwings import arg, func, ret"]
-    text = "\n".join(out) + "\n" + "".join(_udf_source(f, spec) for f in formulas)
     names = "".join(f"    {_q(f.udf_name)},\n" for f in formulas)
     every = "".join(f"    {_q(n)},\n" for n in sorted([*(f.udf_name for f in formulas), *tables,
                                                          "CATALOG_UDFS", "PLANNER_UDFS"]))
-    text += (
-        "\n\nFORMULA_UDFS: tuple[str, ...] = (\n" + names + ")\n"
+    return (
+        "\n".join(out) + "\n" + "".join(_udf_source(f, spec) for f in formulas)
+        + "\n\nFORMULA_UDFS: tuple[str, ...] = (\n" + names + ")\n"
         "UDF_NAMES: tuple[str, ...] = FORMULA_UDFS + TABLE_UDFS\n"
         "__all__ = [  # every worksheet function, and the lists of the hand-written ones\n" + every + "]\n"
     )
-    return text
 
 
 def bundle() -> bytes:
@@ -205,10 +197,6 @@ def bundle() -> bytes:
     return buf.getvalue()
 
 
-def classic_source() -> str:
-    return CLASSIC_DOC.format(command=COMMAND) + body()
-
-
 def lite_source() -> str:
     import xlcalc
 
@@ -222,7 +210,7 @@ def lite_source() -> str:
 
 def committed() -> dict[Path, str]:
     """The generated files git keeps, and --check compares: the classic add-in's module."""
-    return {CLASSIC: classic_source()}
+    return {CLASSIC: CLASSIC_DOC.format(command=COMMAND) + body()}
 
 
 def built() -> dict[Path, str]:

@@ -189,12 +189,9 @@ def live_tensors(rec: dict) -> bool:
 
 def _stack(rec: dict) -> str:
     params = rec["precision"].get("params", "")
-    if params.startswith("fp32 sharded"):
-        return "fsdp2"
-    if params.startswith("bf16 (torchtune"):
-        return "torchtune"
-    if params.startswith("bf16 (Megatron"):
-        return "megatron"
+    for prefix, stack in (("fp32 sharded", "fsdp2"), ("bf16 (torchtune", "torchtune"), ("bf16 (Megatron", "megatron")):
+        if params.startswith(prefix):
+            return stack
     raise Skip(f"no byte recipe for parameters kept as {params!r}")
 
 
@@ -272,9 +269,7 @@ def inputs_of(rec: dict) -> tuple[dict, list[str]]:
             v["seq_parallel"] = True
             assumed.append("sequence parallelism with TP (Megatron Bridge's Llama 3 recipes)")
     if live_tensors(rec):
-        # PyTorch's active / allocated bytes count live tensors only (torch.cuda.memory_stats: "active_bytes",
-        # "allocated_bytes"): no CUDA context, NCCL buffers or cached blocks, so no other memory by definition
-        v["overhead_gb"] = 0.0
+        v["overhead_gb"] = 0.0   # live tensors only: no other memory by definition
     if pp > 1:
         vs = lay.get("virtual_stages") or 1
         v["virtual_stages"] = vs
@@ -303,9 +298,7 @@ def predict(row: Row) -> None:
     except InputError as e:
         row.skip = f"the model refuses the stated layout: {e}"
         return
-    row.predicted_gb = ans.memory_gb
-    row.peak_stage = ans.peak_stage
-    row.parts_gb = ans.parts_gb[ans.peak_stage]
+    row.predicted_gb, row.peak_stage, row.parts_gb = ans.memory_gb, ans.peak_stage, ans.parts_gb[ans.peak_stage]
     row.framework = framework_of(row.rec)
     row.capacity_gb = capacity_of(row.rec)
     row.outcome = outcome_of(row)
@@ -359,10 +352,9 @@ def user_inputs_of(stated: dict, framework: tuple[str, str], capacity_gb: float 
 def capacity_of(rec: dict) -> float | None:
     """The card's memory in GB: the catalog's (what CUDA exposes where a source gives it, as `--gpu` takes it),
     else the capacity the record states; None when neither is known."""
-    if rec.get("gpu_catalog_id"):
-        cap = catalog.get_gpu(rec["gpu_catalog_id"]).capacity_gb
-        if cap is not None:
-            return cap
+    cap = catalog.get_gpu(rec["gpu_catalog_id"]).capacity_gb if rec.get("gpu_catalog_id") else None
+    if cap is not None:
+        return cap
     mem = rec.get("gpu_memory")
     return mem["value"] * UNIT_BYTES[mem["unit"]] / 1e9 if mem else None
 
@@ -409,12 +401,11 @@ def summary(rows: list[Row], attr: str | tuple[bool, bool]) -> dict[str, float]:
 def fit_check(scored: list[Row]) -> dict[str, Any]:
     """The fit answer at user flags against each known outcome."""
     known = [r for r in scored if r.outcome is not None and r.verdict is not None]
+    wrong = {"fits_for_oom": ("out of memory", "fits"), "tight_for_oom": ("out of memory", "tight"),
+             "no_fit_for_ran": ("ran", "does not fit"), "tight_for_ran": ("ran", "tight")}
     return {"known": len(known),
             "ran": sum(r.outcome == "ran" for r in known), "oom": sum(r.outcome == "out of memory" for r in known),
-            "fits_for_oom": [r.id for r in known if r.outcome == "out of memory" and r.verdict == "fits"],
-            "tight_for_oom": [r.id for r in known if r.outcome == "out of memory" and r.verdict == "tight"],
-            "no_fit_for_ran": [r.id for r in known if r.outcome == "ran" and r.verdict == "does not fit"],
-            "tight_for_ran": [r.id for r in known if r.outcome == "ran" and r.verdict == "tight"],
+            **{k: [r.id for r in known if (r.outcome, r.verdict) == pair] for k, pair in wrong.items()},
             "unknown": [r.id for r in scored if r.outcome is None or r.verdict is None]}
 
 

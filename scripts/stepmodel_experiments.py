@@ -116,11 +116,9 @@ def pairs(v: dict, name: str) -> None:
         m = re.match(r"llmfoundry-(a100|h100)-bf16-(mpt\w+)-s(\d+)-g(\d+)-", sc.query.id)
         if m and not sc.query.id.endswith("large"):
             runs[(m.group(2), int(m.group(3)), int(m.group(4)), m.group(1))] = sc
-    rows = []
-    for (model, seq, n, gpu), a in runs.items():
-        h = runs.get((model, seq, n, "h100"))
-        if gpu == "a100" and h is not None:
-            rows.append((seq, h.query.measured_mfu / a.query.measured_mfu, h.predicted_mfu / a.predicted_mfu))
+    # (sequence, measured H100/A100 MFU, predicted) of each A100 run with an H100 twin
+    rows = [(seq, h.query.measured_mfu / a.query.measured_mfu, h.predicted_mfu / a.predicted_mfu)
+            for (model, seq, n, gpu), a in runs.items() if gpu == "a100" and (h := runs.get((model, seq, n, "h100")))]
     out = []
     for label, sel in (("all", lambda r: True), ("seq ≤ 4k", lambda r: r[0] <= 4096), ("seq ≥ 16k", lambda r: r[0] >= 16384)):
         g = [r for r in rows if sel(r)]

@@ -113,11 +113,8 @@ _PEFT_TARGETS = {"qv": ["q_proj", "v_proj"], "attention": ["q_proj", "k_proj", "
 
 def hf_config(c: Config) -> dict[str, Any]:
     """The configuration's config.json keys."""
-    cfg = dict(FAMILIES[c.family])
-    if c.layers:
-        cfg["num_hidden_layers"] = c.layers
-    cfg["max_position_embeddings"] = max(4096, c.seq_len)
-    return cfg
+    layers = {"num_hidden_layers": c.layers} if c.layers else {}
+    return {**FAMILIES[c.family], **layers, "max_position_embeddings": max(4096, c.seq_len)}
 
 
 # --- PyTorch's measurement --------------------------------------------------------------------------------------
@@ -326,12 +323,9 @@ def compare(measured: list[dict[str, Any]]) -> list[Row]:
 
 def summary(rows: list[Row]) -> dict[str, dict[str, float]]:
     """Per compared category: median and worst absolute error, median signed error."""
-    out = {}
-    for label, _, _ in COMPARED:
-        errs = [r.error(label) for r in rows]
-        out[label] = dict(median=statistics.median(abs(e) for e in errs), worst=max(abs(e) for e in errs),
-                          signed=statistics.median(errs))
-    return out
+    errs = {label: [r.error(label) for r in rows] for label, _, _ in COMPARED}
+    return {label: dict(median=statistics.median(map(abs, e)), worst=max(map(abs, e)), signed=statistics.median(e))
+            for label, e in errs.items()}
 
 
 # --- the doc ------------------------------------------------------------------------------------------------------
@@ -369,8 +363,7 @@ def render(measured: list[dict[str, Any]]) -> str:
         "| category | median error | worst error | median signed |",
         "|---|---|---|---|",
     ]
-    for label, _, _ in COMPARED:
-        lines.append(f"| {label} | {s[label]['median']:.1%} | {s[label]['worst']:.1%} | {s[label]['signed']:+.1%} |")
+    lines += [f"| {label} | {x['median']:.1%} | {x['worst']:.1%} | {x['signed']:+.1%} |" for label, x in s.items()]
     lines += ["", "By recipe (signed: model / PyTorch - 1):", "",
               "| recipe | configurations | activations, loss, temporaries: median signed | worst | total: median "
               "signed | worst |", "|---|---|---|---|---|---|"]
