@@ -46,9 +46,9 @@ CHART_DATA_HEADING = ("Chart data for the own vs rent chart: the table's numbers
 CHART_DATA_COLS = ("K", "L", "M")  # months, rent, own: grouped and hidden beside the table, never printed
 
 
-def chart_data_block(b: Book, s: str, first: int, last: int) -> tuple[int, int]:
+def chart_data_block(b: Book, s: str, first: int, last: int) -> None:
     """The own vs rent table (rows first..last: months, rent, own in A, B, C) as its chart reads it, in hidden columns
-    beside it: a number stays, a message becomes #N/A. Returns the block's first and last data rows."""
+    beside it, the same rows: a number stays, a message becomes #N/A."""
     months_col, rent_col, own_col = CHART_DATA_COLS
     b.put(s, f"{months_col}{first - 2}", CHART_DATA_HEADING, "group")
     b.row(s, first - 1, ("months", "rent (USD)", "own (USD)"), "header", months_col)
@@ -58,7 +58,6 @@ def chart_data_block(b: Book, s: str, first: int, last: int) -> tuple[int, int]:
             x = Var(ref_text(s, f"{src}{row}"))
             b.put(s, f"{col}{row}", Func("IF", (IsNumber(x), x, NotAvailable())), "formula", '"$"#,##0')
     b.hidden_columns.append((s, months_col, own_col))
-    return first, last
 
 
 def budget_sheet(ctx: Ctx) -> None:
@@ -129,7 +128,7 @@ def budget_sheet(ctx: Ctx) -> None:
         b.put(s, f"C{row}", checked(own), "formula", '"$"#,##0')
         message_cell(b, s, row, "C", "D", longest_message())  # a missing purchase price's sentence
     t_last = row
-    chart_data = chart_data_block(b, s, t_first, t_last)
+    chart_data_block(b, s, t_first, t_last)
     row += 2
     b.put(s, f"A{row}", "Ranges: one input at a time at its low and high end (multipliers on Inputs)", "group")
     row += 1
@@ -166,7 +165,7 @@ def budget_sheet(ctx: Ctx) -> None:
     budget_first(ctx, row + 2)
     b.freeze[s] = "A5"
     b.charts.append(lambda wb: charts.cost_chart(wb, first, last))
-    b.charts.append(lambda wb: charts.own_vs_rent_chart(wb, t_first, t_last, *chart_data, CHART_DATA_COLS))
+    b.charts.append(lambda wb: charts.own_vs_rent_chart(wb, t_first, t_last, CHART_DATA_COLS))
     b.charts.append(lambda wb: charts.tornado_chart(wb, r_first, r_last))
 
 

@@ -33,9 +33,6 @@ from .sheets import STAGE_ENDS
 from .verify import Finding, verify
 
 MAX_FILE_BYTES = Limits.file_bytes
-MAX_UNPACKED_BYTES = Limits.unpacked_bytes
-MAX_PARTS = Limits.parts
-MAX_RATIO = Limits.ratio  # uncompressed / compressed, per part over 1 MB
 REL_TOL = 1e-9
 
 TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes", "Model_Preset": "model", "GPU_Type": "gpu",
@@ -84,9 +81,8 @@ class ReadBack:
 
 def check_package(path: Path) -> Package:
     """Refuse oversized files, zip bombs, foreign or hostile packages before anything is parsed (see package.py)."""
-    limits = Limits(file_bytes=MAX_FILE_BYTES, unpacked_bytes=MAX_UNPACKED_BYTES, parts=MAX_PARTS, ratio=MAX_RATIO)
     try:
-        return check(path, limits)
+        return check(path, Limits(file_bytes=MAX_FILE_BYTES))
     except PackageError as exc:
         raise WorkbookError(str(exc)) from None
 
