@@ -19,7 +19,7 @@ from ..scenario import INPUT_BY_NAME, INPUTS, STEP_GROUP, Scenario
 from . import checks
 from .catalogs import GPU_DERIVED
 from .messages import CHECK_CELL_POINTER, CHECK_POINTER, longest_layout_message, message_cell
-from .model import Concat, IfError, IsNumber, coord, placed, ref_text
+from .model import Concat, IfError, IsNumber, column_range, coord, placed, ref_text
 from .rendering import (
     BOOL_FORMAT,
     LOOKED_UP,
@@ -189,8 +189,8 @@ def framework_cells(ctx: Ctx, s: str, col: str, row: int, sc: Scenario, linked: 
     picks fill the column's bytes per parameter and memory inputs; "as on Inputs" in a linked column, whose inputs
     follow the Inputs sheet's. Returns the names the column's look-ups read -> its cells (empty where linked)."""
     fw = ctx.frameworks
-    lists = {"Framework": ref_text(fw.sheet, f"A{fw.first_row}") + f":$A${fw.last_row}",
-             "Precision": ref_text(fw.sheet, f"A{fw.precision_first}") + f":$A${fw.precision_last}"}
+    lists = {"Framework": column_range(fw.sheet, "A", fw.first_row, fw.last_row),
+             "Precision": column_range(fw.sheet, "A", fw.precision_first, fw.precision_last)}
     cells: dict[str, Var] = {}
     for k, name in enumerate(("Framework", "Precision")):
         # the column's Precision is checked against the column's Framework

@@ -23,7 +23,7 @@ from ..expr.nodes import BinOp, Expr, Func, IfError, Text, Var, identity, wrap
 from ..expr.template import Template
 
 __all__ = ["NA", "Book", "Cell", "Concat", "ErrorValue", "FirstFailing", "IfError", "IsNumber", "Lookup", "NotAvailable",
-           "coord", "excel_text", "identity", "placed", "ref_text"]
+           "column_range", "coord", "excel_text", "identity", "placed", "ref_text"]
 
 FORMULA_LEAD = ("=", "+", "-", "@")  # what makes a typed text a formula (a text starting so is written as text)
 _REF = re.compile(r"^(?P<sheet>[A-Za-z][A-Za-z0-9_]*)!\$?(?P<col>[A-Z]{1,3})\$?(?P<row>\d+)$")
@@ -45,6 +45,11 @@ def ref_text(sheet: str, coord: str, absolute: bool = True) -> str:
 
 
 _PLAIN_COORD = re.compile(r"([A-Z]{1,3})([1-9][0-9]*)\Z")
+
+
+def column_range(sheet: str, col: str, first: int, last: int) -> str:
+    """Absolute reference text of rows ``first``..``last`` of a column (a dropdown's list): ``GPUs!$A$4:$A$20``."""
+    return f"{sheet}!${col}${first}:${col}${last}"
 
 
 def coord(col: int, row: int) -> str:

@@ -20,7 +20,7 @@ from ..scenario import INPUT_BY_FIELD, STEP_GROUP, Scenario
 from . import checks
 from .catalogs import FRAMEWORK_DERIVED, GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, FrameworkTable, PriceTable, Table
 from .messages import CHECK_POINTER, message_cell
-from .model import Book, Concat, IfError, IsNumber, missing_text, ref_text
+from .model import Book, Concat, IfError, IsNumber, column_range, missing_text
 from .rendering import (
     BOOL_FORMAT,
     catalog_lookup,
@@ -52,8 +52,7 @@ class Ctx:
 
 def id_range(table: Table) -> str:
     """Absolute reference text of a catalog's id column (for a dropdown list)."""
-    col = table.col("id")
-    return ref_text(table.sheet, f"{col}{table.first_row}") + f":${col}${table.last_row}"
+    return column_range(table.sheet, table.col("id"), table.first_row, table.last_row)
 
 
 # what a preset fills, in the message shown when its catalog has no figure
@@ -217,7 +216,6 @@ def inputs_sheet(ctx: Ctx) -> None:
         b.put(s, f"A{row}", label)
         b.put(s, f"B{row}", text, "text_input")
         b.name(name, s, f"B{row}")
-    gpu_ids, model_ids, recipe_ids = id_range(ctx.gpus), id_range(ctx.models), id_range(ctx.recipes)
     row = 5
     groups: dict[str, list[str]] = {}
     for cell in INPUT_BY_FIELD.values():
@@ -228,35 +226,31 @@ def inputs_sheet(ctx: Ctx) -> None:
         b.put(s, f"A{row}", group, "group")
         row += 1
         if group == "Model and data":
-            _choice_row(ctx, s, row, "Model preset (fills parameters and architecture)", "Model_Preset",
-                        sc.model or "", model_ids, "a model id from the Models sheet, or empty for your own numbers")
-            row += 1
+            row = _choice_row(ctx, s, row, "Model preset (fills parameters and architecture)", "Model_Preset",
+                              sc.model or "", id_range(ctx.models),
+                              "a model id from the Models sheet, or empty for your own numbers")
         if group == "Cluster":
-            _choice_row(ctx, s, row, "GPU type (fills TFLOP/s, memory, GPUs per node)", "GPU_Type",
-                        sc.gpu or "", gpu_ids, "a GPU id from the GPUs sheet, or empty for your own numbers")
-            row += 1
+            row = _choice_row(ctx, s, row, "GPU type (fills TFLOP/s, memory, GPUs per node)", "GPU_Type",
+                              sc.gpu or "", id_range(ctx.gpus),
+                              "a GPU id from the GPUs sheet, or empty for your own numbers")
         for field in fields:
             if field == "usd_per_gpu_hour":  # the tier dropdown heads the price it fills
-                _choice_row(ctx, s, row, "Price tier (fills the price per GPU-hour from the Prices sheet)",
-                            "Price_Tier", sc.price_tier or "", tier_range(ctx.prices),
-                            "a tier from the Prices sheet (on-demand, reserved-1y, reserved-3y, spot, ...), "
-                            "or empty for your own price")
-                row += 1
-                input_row(ctx, s, row, field, price_value(ctx, sc))
-                row += 1
-                continue
-            if field == "capex_usd_per_gpu":  # looked up by GPU_Type, as the price
-                input_row(ctx, s, row, field, capex_value(ctx, sc))
-                row += 1
-                continue
-            if field == "bytes_weights":  # what the software fills, then the recipe dropdown heading the bytes it fills
-                row = framework_rows(ctx, s, row)
-                _choice_row(ctx, s, row, "Precision recipe (fills bytes per parameter)", "Recipe_Id", sc.recipe or "",
-                            recipe_ids, "a recipe id from the Recipes sheet, or empty for your own numbers (or the "
-                            "Framework's)")
-                row += 1
-            input_row(ctx, s, row, field, derived_value(ctx, sc, field, "GPU_Type", "Model_Preset", "Recipe_Id",
-                                                        framework=True))
+                tiers = column_range(ctx.prices.sheet, "A", ctx.prices.tier_first, ctx.prices.tier_last)
+                row = _choice_row(ctx, s, row, "Price tier (fills the price per GPU-hour from the Prices sheet)",
+                                  "Price_Tier", sc.price_tier or "", tiers,
+                                  "a tier from the Prices sheet (on-demand, reserved-1y, reserved-3y, spot, ...), "
+                                  "or empty for your own price")
+                value = price_value(ctx, sc)
+            elif field == "capex_usd_per_gpu":  # looked up by GPU_Type, as the price
+                value = capex_value(ctx, sc)
+            else:
+                if field == "bytes_weights":  # what the software fills, then the recipe dropdown heading its bytes
+                    row = _choice_row(ctx, s, framework_rows(ctx, s, row), "Precision recipe (fills bytes per "
+                                      "parameter)", "Recipe_Id", sc.recipe or "", id_range(ctx.recipes),
+                                      "a recipe id from the Recipes sheet, or empty for your own numbers (or the "
+                                      "Framework's)")
+                value = derived_value(ctx, sc, field, "GPU_Type", "Model_Preset", "Recipe_Id", framework=True)
+            input_row(ctx, s, row, field, value)
             row += 1
         row += 1
     b.put(s, f"A{row}", "Cells with a formula in yellow (e.g. Peak_TFLOPS, Bytes_Grads, Logits_Buffer_Bytes) are "
@@ -271,21 +265,17 @@ FRAMEWORK_FILLS = ("the bytes per parameter (the recipe it names; a picked Recip
 def framework_rows(ctx: Ctx, s: str, row: int) -> int:
     """The Framework and Precision dropdowns (names as ``--framework`` / ``--precision`` take them); the next row."""
     fw, sc = ctx.frameworks, ctx.scenario
-    _choice_row(ctx, s, row, "Framework (fills the memory inputs of the software you train with)", "Framework",
-                sc.framework or "", ref_text(fw.sheet, f"A{fw.first_row}") + f":$A${fw.last_row}",
-                f"one of {', '.join(FRAMEWORKS)} (as --framework), or empty for your own numbers",
-                ". It sets " + FRAMEWORK_FILLS + "; a number typed over one of them wins")
-    _choice_row(ctx, s, row + 1, "Precision (with the framework)", "Precision", sc.precision or "",
-                ref_text(fw.sheet, f"A{fw.precision_first}") + f":$A${fw.precision_last}",
-                f"one of {', '.join(PRECISIONS)} (as --precision), or empty for the framework's usual one",
-                ": " + "; ".join(f"{k} {v}" for k, v in PRECISIONS.items()) + ". The Frameworks sheet lists the "
-                "precisions each framework offers")
-    return row + 2
+    row = _choice_row(ctx, s, row, "Framework (fills the memory inputs of the software you train with)", "Framework",
+                      sc.framework or "", column_range(fw.sheet, "A", fw.first_row, fw.last_row),
+                      f"one of {', '.join(FRAMEWORKS)} (as --framework), or empty for your own numbers",
+                      ". It sets " + FRAMEWORK_FILLS + "; a number typed over one of them wins")
+    return _choice_row(ctx, s, row, "Precision (with the framework)", "Precision", sc.precision or "",
+                       column_range(fw.sheet, "A", fw.precision_first, fw.precision_last),
+                       f"one of {', '.join(PRECISIONS)} (as --precision), or empty for the framework's usual one",
+                       ": " + "; ".join(f"{k} {v}" for k, v in PRECISIONS.items()) + ". The Frameworks sheet lists "
+                       "the precisions each framework offers")
 
 
-def tier_range(prices: PriceTable) -> str:
-    """Absolute reference text of the Prices sheet's list of tiers (the Price_Tier dropdown)."""
-    return ref_text(prices.sheet, f"A{prices.tier_first}") + f":$A${prices.tier_last}"
 
 
 NO_PRICE = (": no published ", " price on the Prices sheet \u2014 type it in USD_per_GPU_Hour")  # around the tier
@@ -373,7 +363,8 @@ def price_used(ctx: Ctx) -> Any:
 
 
 def _choice_row(ctx: Ctx, sheet: str, row: int, label: str, name: str, value: str, list_ref: str, allowed: str,
-                more: str = "") -> None:
+                more: str = "") -> int:
+    """A dropdown of the list ``list_ref`` in row ``row``, named ``name``; the next row."""
     b = ctx.book
     b.put(sheet, f"A{row}", label)
     b.put(sheet, f"B{row}", value, "text_input")
@@ -381,6 +372,7 @@ def _choice_row(ctx: Ctx, sheet: str, row: int, label: str, name: str, value: st
     b.put(sheet, f"D{row}", f"{name}: {allowed}{more}", "note")
     b.validations.append({"sheet": sheet, "at": f"B{row}", "list": "=" + list_ref, "label": f"{label} ({name})",
                           "allowed": allowed})
+    return row + 1
 
 
 PURCHASE_PRICE_USED = "Purchase price used: "  # before the purchase price in words (Budget sheet)

@@ -24,7 +24,7 @@ from ..stage_memory import Step
 from ..step_steps import step_time_steps
 from .catalogs import FIRST, Table
 from .messages import LAYOUT_POINTER
-from .model import Book, Concat, IsNumber, LookupOr, coord
+from .model import Book, Concat, IsNumber, LookupOr, column_range, coord
 from .rendering import checked, needs
 from .sheets import Ctx, input_row
 
@@ -155,7 +155,7 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
     # the scenario's two inputs of the step time alone (xlcalc.scenario.STEP_GROUP), the stack a dropdown of the
     # Stacks sheet's ids
     input_row(ctx, s, 5, "stack", ctx.scenario.stack,
-              listed=f"={stacks.sheet}!$A${stacks.first_row}:$A${stacks.last_row}")
+              listed="=" + column_range(stacks.sheet, "A", stacks.first_row, stacks.last_row))
     input_row(ctx, s, 6, "global_batch_tokens", ctx.scenario.global_batch_tokens)
     src, facts = _sources(ctx, stacks)
     steps = step_time_steps(src)
