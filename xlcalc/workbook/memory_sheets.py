@@ -52,8 +52,7 @@ def memory_sheet(ctx: Ctx) -> None:
                 expr, subs = output_formula(item, None, inline=True)
                 b.put(s, f"{col}{row}", pointing(guarded_output(item, expr), LAYOUT_POINTER,
                                                  checks_pointer=CHECK_POINTER), "output",
-                      out.number_format, subs)
-                b.name(item, s, f"{col}{row}")
+                      out.number_format, subs, name=item)
                 note = f"{out.formula.udf_name}: {out.formula.equation}. Source: {out.formula.source}"
             else:
                 b.put(s, f"{col}{row}", _guarded(item), "formula", "#,##0.00")

@@ -79,9 +79,12 @@ class Book:
 
     # -- building -------------------------------------------------------------------
     def put(self, sheet: str, at: str, value: Any, kind: str = "label", number_format: str | None = None,
-            subs: Any = None) -> str:
-        """Place a value or formula; return the cell's absolute reference text."""
+            subs: Any = None, name: str | None = None) -> str:
+        """Place a value or formula (under the defined name ``name``, if given); return the cell's absolute reference
+        text."""
         self.sheets.setdefault(sheet, {})[at] = Cell(value, kind, number_format, subs)
+        if name is not None:
+            self.name(name, sheet, at)
         return ref_text(sheet, at)
 
     def row(self, sheet: str, row: int, values: Iterable[Any], kind: str = "label", col: str = "A") -> None:

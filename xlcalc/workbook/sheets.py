@@ -141,8 +141,7 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any, listed: st
     fmt = BOOL_FORMAT if s.kind == "bool" else fmt
     if cell.name in checks.LOOKED_UP_FAILING:  # a look-up's message prints as the way to Start's input check
         fmt = pointer_format(fmt)
-    b.put(sheet, f"B{row}", value, "input", fmt)
-    b.name(cell.name, sheet, f"B{row}")
+    b.put(sheet, f"B{row}", value, "input", fmt, name=cell.name)
     b.put(sheet, f"C{row}", s.unit)
     looked_up = isinstance(value, Expr) and not isinstance(value, Var)
     preset = ("GPU_Type" if field in GPU_DERIVED else "Model_Preset" if field in MODEL_DERIVED or field in STAGE_ENDS
@@ -170,9 +169,8 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
     expr = pointing(expr, pointer, checks_pointer=CHECK_POINTER if points else None)
     b = ctx.book
     b.put(sheet, f"A{row}", label or out.label)
-    ref = b.put(sheet, f"B{row}", expr, "output" if define else "formula", display_format(out), subs)
-    if define:
-        b.name(name, sheet, f"B{row}")
+    ref = b.put(sheet, f"B{row}", expr, "output" if define else "formula", display_format(out), subs,
+                name if define else None)
     b.put(sheet, f"C{row}", out.unit)
     b.note(sheet, f"D{row}", f"{name if define else out.formula.udf_name}: {out.formula.equation}. "
                             f"Source: {out.formula.source}")
@@ -214,8 +212,7 @@ def inputs_sheet(ctx: Ctx) -> None:
     b.put(s, "A1", "Inputs — type in the yellow cells; everything else follows", "title")
     for row, label, name, text in ((2, "Scenario", "Scenario_Name", sc.name), (3, "Notes", "Scenario_Notes", sc.notes)):
         b.put(s, f"A{row}", label)
-        b.put(s, f"B{row}", text, "text_input")
-        b.name(name, s, f"B{row}")
+        b.put(s, f"B{row}", text, "text_input", name=name)
     row = 5
     groups: dict[str, list[str]] = {}
     for cell in INPUT_BY_FIELD.values():
@@ -367,8 +364,7 @@ def _choice_row(ctx: Ctx, sheet: str, row: int, label: str, name: str, value: st
     """A dropdown of the list ``list_ref`` in row ``row``, named ``name``; the next row."""
     b = ctx.book
     b.put(sheet, f"A{row}", label)
-    b.put(sheet, f"B{row}", value, "text_input")
-    b.name(name, sheet, f"B{row}")
+    b.put(sheet, f"B{row}", value, "text_input", name=name)
     b.put(sheet, f"D{row}", f"{name}: {allowed}{more}", "note")
     b.validations.append({"sheet": sheet, "at": f"B{row}", "list": "=" + list_ref, "label": f"{label} ({name})",
                           "allowed": allowed})

@@ -184,8 +184,7 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
     deps -= {n for n, *_ in rows} | {st.name for st in (*steps, *timeline)} | {"Step_Check", "Step_Microbatches_Whole"}
     for name, label, expr, unit, fmt in rows:
         b.put(s, f"A{row}", label)
-        b.put(s, f"B{row}", checked(expr, needs(expr) - {n for n, *_ in rows}), "formula", fmt)
-        b.name(name, s, f"B{row}")
+        b.put(s, f"B{row}", checked(expr, needs(expr) - {n for n, *_ in rows}), "formula", fmt, name=name)
         b.put(s, f"C{row}", unit)
         used = expr.variables()
         where = " and ".join(w for n, w in (("Stack", "the Stacks sheet (by Stack)"),
@@ -194,19 +193,17 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
         b.put(s, f"D{row}", f"{name}: from {where}", "note")
         row += 1
     b.put(s, f"A{row}", "Micro-batches, rounded (the planner's)")
-    b.put(s, f"B{row}", if_(IsNumber(microbatches), round_(microbatches), microbatches), "formula", "#,##0")
-    b.name("Step_Microbatches_Whole", s, f"B{row}")
+    b.put(s, f"B{row}", if_(IsNumber(microbatches), round_(microbatches), microbatches), "formula", "#,##0",
+          name="Step_Microbatches_Whole")
     row += 1
     for name, label, value, note in _range_factors():
         b.put(s, f"A{row}", label)
-        b.put(s, f"B{row}", value, "label", "0.000")
-        b.name(name, s, f"B{row}")
+        b.put(s, f"B{row}", value, "label", "0.000", name=name)
         b.put(s, f"C{row}", "x")
         b.put(s, f"D{row}", note, "note")
         row += 1
     b.put(s, f"A{row}", "Step-time check (OK: every figure known, the layout whole)")
-    b.put(s, f"B{row}", checked(check, deps), "formula")
-    b.name("Step_Check", s, f"B{row}")
+    b.put(s, f"B{row}", checked(check, deps), "formula", name="Step_Check")
     b.merges.append((s, f"B{row}:D{row}"))
     check_ref = f"see {STEP_SHEET}!B{row}"
     row += 2
@@ -218,8 +215,7 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
             or "Hours" in st.name else "#,##0.00" if "Days" in st.name else "0.0000"
         b.put(s, f"A{row}", st.label, "header" if st.name == "Step_Time_S" else "label")
         kind = "output" if st.name in ("Step_Time_S", "Step_MFU", "Step_Train_Days") else "formula"
-        b.put(s, f"B{row}", checked(expr, deps), kind, fmt)
-        b.name(st.name, s, f"B{row}")
+        b.put(s, f"B{row}", checked(expr, deps), kind, fmt, name=st.name)
         b.put(s, f"C{row}", st.formula.unit)
         b.put(s, f"D{row}", f"{st.name} = {st.formula.udf_name}: {st.formula.equation}. Source: {st.formula.source}",
               "note")
