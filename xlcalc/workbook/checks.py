@@ -174,9 +174,7 @@ def gathered(names: Any) -> str | None:
     registered cell of another sheet) (OK when all pass); None for no checked input."""
     reg = _ACTIVE.get()
     group = frozenset(n for n in names if n in _CHECK_ROW or n in reg.cells)  # (_CHECK_ROW: CHECKED's names)
-    if not group:
-        return None
-    return reg.ref(group)
+    return reg.ref(group) if group else None
 
 
 def register(ref: str, name: str, looked_up: bool = False, over: Mapping[str, str] | None = None) -> str:

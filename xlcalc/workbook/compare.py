@@ -40,6 +40,7 @@ COMPARE_GPUS = ("a800", "h100-sxm", "ascend-910b")
 # each can show (sheets.longest_message_in); the columns are wide enough that the longest takes six lines
 SCENARIO_WIDTH = 44
 LINKED_NOTE = "follows the Inputs sheet"  # the name cell of a column that follows the Inputs sheet
+RESULT_RULES = {"Fits_GPU": "good_if_true", "Budget_Left_USD": "bad_if_negative"}  # a result's colours (Book.rules)
 
 
 @dataclass(frozen=True)
@@ -96,23 +97,18 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         b.put(s, f"{col}4", f"Scenario {j + 1}", "header")
         varmap: dict[str, str] = {}
         follows: set[str] = set()  # inputs whose cell follows the Inputs sheet's: their checks apply
-        title_row, row = 5, 6  # the plan's title (built from this column's inputs once they are placed), the name
-        b.put(s, f"A{row}", "Scenario name")
-        if linked:
-            b.put(s, f"{col}{row}", LINKED_NOTE, "note")
-        else:
-            b.put(s, f"{col}{row}", sc.name, "text_input")
-        row += 1
+        title_row = 5  # the plan's title (built from this column's inputs once they are placed), then its name
+        b.put(s, "A6", "Scenario name")
+        b.put(s, f"{col}6", *((LINKED_NOTE, "note") if linked else (sc.name, "text_input")))
         # a linked column's architecture and bytes per parameter follow the Inputs sheet's preset, recipe and numbers
-        model_ref = _pick(ctx, s, col, row, "Model preset", sc.model, "Model_Preset", id_range(ctx.models),
+        model_ref = _pick(ctx, s, col, 7, "Model preset", sc.model, "Model_Preset", id_range(ctx.models),
                           "a model id from the Models sheet, or empty", linked)
-        gpu_ref = _pick(ctx, s, col, row + 1, "GPU type", sc.gpu, "GPU_Type", id_range(ctx.gpus),
+        gpu_ref = _pick(ctx, s, col, 8, "GPU type", sc.gpu, "GPU_Type", id_range(ctx.gpus),
                         "a GPU id from the GPUs sheet, or empty", False)
-        recipe_ref = _pick(ctx, s, col, row + 2, "Precision recipe", sc.recipe, "Recipe_Id", id_range(ctx.recipes),
+        recipe_ref = _pick(ctx, s, col, 9, "Precision recipe", sc.recipe, "Recipe_Id", id_range(ctx.recipes),
                            "a recipe id from the Recipes sheet, or empty", linked)
-        row += 3
-        framework = framework_cells(ctx, s, col, row, sc, linked)
-        row += 2
+        framework = framework_cells(ctx, s, col, 10, sc, linked)  # rows 10 and 11
+        row = 12
         for cell in INPUTS:
             if cell.group == STEP_GROUP:  # the step time's inputs: its chain is the StepTime sheet's alone
                 continue
@@ -161,10 +157,8 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             message_cell(b, s, r, col, col, longest_message_in(dependencies(out.name)))  # the result's only room
             if out.name == "Layout_Check":
                 message_cell(b, s, r, col, col, longest_layout_message())
-            if out.name == "Fits_GPU":
-                b.rules.append((s, f"{col}{r}", "good_if_true"))
-            if out.name == "Budget_Left_USD":
-                b.rules.append((s, f"{col}{r}", "bad_if_negative"))
+            if out.name in RESULT_RULES:
+                b.rules.append((s, f"{col}{r}", RESULT_RULES[out.name]))
         maps.append(varmap)
     b.freeze[s] = "C5"
     return maps
@@ -239,14 +233,13 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
         col_refs = [_axis(b, s, coord(2 + j, head), m, "0.0%", "MFU", "MFU", days and days["mfu_refs"][j])
                     for j, m in enumerate(mfus)]
         row_refs: list[str] = []
-        cells: list[list[str]] = []
+        cells: list[list[str]] = [[] for _ in gpus]
         deps = dependencies("Total_Cost_USD") | dependencies("Train_Days") if name is None else dependencies(name)
         # a catalog's message wraps in the cell (a failing look-up's is pointed to: Start's input check)
         chars = longest_message_in({d for d in deps if d not in checks.LOOKED_UP_FAILING})
         for i, n in enumerate(gpus):
             row_refs.append(_axis(b, s, f"A{head + 1 + i}", n, "#,##0", "N_GPUs", "Number of GPUs",
                                   days and days["gpu_refs"][i]))
-            cells.append([])
             for j in range(len(mfus)):
                 at = coord(2 + j, head + 1 + i)
                 # the grid point's own GPUs and MFU: the days table's input cells, whose checks apply
@@ -264,10 +257,10 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
                 if key == "cost":  # the point's days: the days table's cell (written out, the formula would pass
                     varmap["Train_Days"] = tables["days"]["cells"][i][j]  # Excel's 8,192 characters)
                 expr, subs = output_formula(name, varmap)
-                # the point's days past their bound, or the way to a failing input's message: as the days cell
-                expr = guarded_output(name, expr, varmap if key == "cost" else None, exclude={"N_GPUs", "MFU"},
-                                      cells=axes)
-                expr = pointed(expr)  # the message whole: Start's input check
+                # the point's days past their bound, or the way to a failing input's message (whole in Start's input
+                # check): as the days cell
+                expr = pointed(guarded_output(name, expr, varmap if key == "cost" else None, exclude={"N_GPUs", "MFU"},
+                                              cells=axes))
                 cells[i].append(b.put(s, at, expr, "formula", OUTPUT_BY_NAME[name].number_format, subs))
         tables[key] = {"head": head, "rows": len(gpus), "cols": len(mfus), "mfu_refs": col_refs,
                        "gpu_refs": row_refs, "cells": cells}

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from openpyxl.utils.cell import column_index_from_string, coordinate_from_string, get_column_letter
@@ -441,14 +442,9 @@ class NotAvailable(Expr):
         return ("na",)
 
 
-class _Rendering:
-    """How formula text is made: from templates made once per shape (``templates``), or each cell's tree built anew
-    inside :func:`reference_rendering` (the reference the templates must match; tests compare the two)."""
-
-    templates = True
-
-
-RENDERING = _Rendering()
+# How formula text is made: from templates made once per shape (``templates``), or each cell's tree built anew
+# inside :func:`reference_rendering` (the reference the templates must match; tests compare the two)
+RENDERING = SimpleNamespace(templates=True)
 
 
 @contextmanager
