@@ -186,10 +186,9 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
 
 def output_rows(ctx: Ctx, sheet: str, row: int, names: tuple[str, ...], pointer: str | None = None) -> int:
     """:func:`output_row` for each of ``names``, from ``row`` down; the next row."""
-    for name in names:
-        output_row(ctx, sheet, row, name, pointer=pointer)
-        row += 1
-    return row
+    for k, name in enumerate(names):
+        output_row(ctx, sheet, row + k, name, pointer=pointer)
+    return row + len(names)
 
 
 def formula_row(ctx: Ctx, sheet: str, row: int, label: str, expr: Any, unit: str, note: str,
