@@ -141,9 +141,8 @@ def _check_zip(path: Path, zf: zipfile.ZipFile, limits: Limits, start: float) ->
                                 f"(limit {limits.part_bytes / 1e6:.0f} MB per part)")
     if "xl/workbook.xml" not in names or "[Content_Types].xml" not in names:
         raise PackageError(f"{path}: not an Excel workbook (no xl/workbook.xml)")
-    if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})
-        raise _refuse(path, f"part {dup[0]} appears twice in the package")
+    if twice := sorted(n for n in set(names) if names.count(n) > 1):
+        raise _refuse(path, f"part {twice[0]} appears twice in the package")
     for i in infos:
         if i.flag_bits & 0x1:
             raise _refuse(path, f"part {i.filename} is encrypted")

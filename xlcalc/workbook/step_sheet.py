@@ -186,9 +186,8 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
         b.put(s, f"A{row}", label)
         b.put(s, f"B{row}", checked(expr, needs(expr) - {n for n, *_ in rows}), "formula", fmt, name=name)
         b.put(s, f"C{row}", unit)
-        used = expr.variables()
         where = " and ".join(w for n, w in (("Stack", "the Stacks sheet (by Stack)"),
-                                            ("GPU_Type", "the GPUs sheet (by GPU_Type)")) if n in used)
+                                            ("GPU_Type", "the GPUs sheet (by GPU_Type)")) if n in expr.variables())
         where = where or "the Inputs sheet"
         b.put(s, f"D{row}", f"{name}: from {where}", "note")
         row += 1
@@ -206,9 +205,8 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
     b.put(s, f"B{row}", checked(check, deps), "formula", name="Step_Check")
     b.merges.append((s, f"B{row}:D{row}"))
     check_ref = f"see {STEP_SHEET}!B{row}"
-    row += 2
-    b.row(s, row, ("step", "value", "unit", "formula and source"), "header")
-    row += 1
+    b.row(s, row + 2, ("step", "value", "unit", "formula and source"), "header")
+    row += 3
     for st in (*steps, *timeline):
         expr = if_(eq(Var("Step_Check"), LAYOUT_OK), st.expr(), check_ref)
         fmt = "0.0%" if st.formula.unit == "fraction" or "MFU" in st.name else "#,##0" if "Tokens" in st.name or "FLOPs" in st.name \

@@ -14,6 +14,7 @@ import re
 import zipfile
 from collections.abc import Mapping
 from copy import copy
+from itertools import chain
 from typing import IO, Any
 
 from openpyxl import Workbook
@@ -226,17 +227,14 @@ def add_validation(ws, v: dict[str, Any], sqref: str | None = None) -> None:
     it applies to each cell of the range as to that one.
     """
     at, label = v["at"], v["label"]
+    s: Any = v.get("spec")  # (none for a list of a sheet's cells)
     if "list" in v:
         kind, rule, allowed = "list", v["list"].lstrip("="), v["allowed"]
+    elif s.kind in ("choice", "bool"):
+        choices = s.choices if s.kind == "choice" else ("TRUE", "FALSE")
+        kind, rule, allowed = "list", '"' + ",".join(choices) + '"', s.allowed
     else:
-        s: InputSpec = v["spec"]
-        allowed = s.allowed
-        if s.kind == "choice":
-            kind, rule = "list", '"' + ",".join(s.choices) + '"'
-        elif s.kind == "bool":
-            kind, rule = "list", '"TRUE,FALSE"'
-        else:
-            kind, rule = "custom", _numeric_rule(at, s)
+        kind, rule, allowed = "custom", _numeric_rule(at, s), s.allowed
     dv = DataValidation(type=kind, formula1=rule, allowBlank="list" in v, error=f"{label} must be {allowed}."[:255],
                         errorTitle="Not allowed", prompt=f"{label}: {allowed}"[:255], promptTitle=label[:32],
                         showErrorMessage=True, showInputMessage=True, errorStyle="stop")
@@ -350,9 +348,7 @@ def page_setup(ws, area: str | None = None, title_row: int = 1) -> None:
     centred, the title row repeated on every page."""
     rows, cols = ws.max_row, ws.max_column
     chart_rows, chart_cols = _chart_extent(ws)
-    if area is None:
-        area = f"A1:{get_column_letter(max(cols, chart_cols))}{max(rows, chart_rows)}"
-    ws.print_area = area
+    ws.print_area = area or f"A1:{get_column_letter(max(cols, chart_cols))}{max(rows, chart_rows)}"
     for chart in ws._charts:  # a chart below its table starts a page of its own rather than being cut
         anchor = chart.anchor if isinstance(chart.anchor, str) else ""
         row = int("".join(ch for ch in anchor if ch.isdigit()) or 0)
@@ -385,8 +381,7 @@ def to_workbook(book: Book) -> Workbook:
         if title in book.freeze:
             ws.freeze_panes = book.freeze[title]
         ws.protection.sheet = True  # no password: Review > Unprotect Sheet
-        ws.protection.formatColumns = False
-        ws.protection.formatRows = False
+        ws.protection.formatColumns = ws.protection.formatRows = False
         ws.sheet_view.zoomScale = 100
     for v, sqref in merged_validations(book.validations):
         add_validation(sheets[v["sheet"]], v, sqref)
@@ -395,11 +390,9 @@ def to_workbook(book: Book) -> Workbook:
         if rule == "good_if_true":
             # TRUE/FALSE as words; LibreOffice 7.4 also fails to export a PDF of a boolean cell in
             # General format that carries this rule ("Unspecified Application Error")
-            cells = ws[rng] if ":" in rng else ((ws[rng],),)
-            for row in cells:
-                for cell in row:
-                    if cell.number_format in (None, "General"):
-                        cell.number_format = BOOL_FORMAT
+            for cell in chain.from_iterable(ws[rng] if ":" in rng else ((ws[rng],),)):
+                if cell.number_format in (None, "General"):
+                    cell.number_format = BOOL_FORMAT
         ok = rule.removeprefix("bad_unless:")  # a master check: its all-clear text, else the message in red
         formats = RULES[rule] if ok == rule else (("equal", ok, GOOD_FILL), ("notEqual", ok, BAD_FILL))
         for operator, formula, fill in formats:
