@@ -237,13 +237,11 @@ def read_workbook(path: str | Path) -> ReadBack:
         _stage_ends(data)
         scenario = Scenario.build(**data)
         results = evaluate(scenario)
-        cached: dict[str, Any] = {}
-        rb = ReadBack(str(path), scenario, results, cached)
+        rb = ReadBack(str(path), scenario, results, {})
         for out in OUTPUTS:
-            v = _value(wb, out.name)
+            v = rb.cached[out.name] = _value(wb, out.name)
             if v is _MISSING:
                 raise WorkbookError(f"{path}: not an xlcalc planning workbook (missing defined name {out.name})")
-            cached[out.name] = v
             if v is None:
                 rb.missing_cache.append(out.name)
             elif not _same(v, results[out.name]):

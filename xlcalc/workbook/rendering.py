@@ -231,12 +231,8 @@ LOOKED_UP = (*checks.CATALOG_LOOKED_UP, *checks.LOOKED_UP_TEXT_OK)
 
 def needs(expr: Expr) -> set[str]:
     """Every defined name an expression depends on: its variables and, for named results, theirs."""
-    out: set[str] = set()
-    for v in expr.variables():
-        out.add(v)
-        if v in OUTPUT_BY_NAME:
-            out |= dependencies(v)
-    return out
+    names = expr.variables()
+    return names.union(*(_deps(v) for v in names if v in OUTPUT_BY_NAME))
 
 
 def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None, follows: Any = (),
