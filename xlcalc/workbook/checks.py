@@ -236,9 +236,7 @@ def guard(expr: Any, names: Any) -> Any:
     for at in reversed(checked):
         expr = _passes(at, wrap(expr))
     inputs = gathered(names - set(reg.cells))
-    if inputs is None:
-        return expr
-    return _passes(inputs, wrap(expr))
+    return expr if inputs is None else _passes(inputs, wrap(expr))
 
 
 # --- the check of one input ----------------------------------------------------------------------------------

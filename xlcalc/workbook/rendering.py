@@ -171,15 +171,10 @@ def _sub_entries(varmap: Mapping[str, str]) -> list[tuple[str, Any, str]]:
     entries = _SUB_ENTRIES.get(memo_key)
     if entries is None:
         vm = {k: Var(v) for k, v in varmap.items()}
-        entries = []
-        for earlier in OUTPUTS:
-            if earlier.name in varmap:
-                entries.append((earlier.name, earlier.expr().substitute(vm).key(), varmap[earlier.name]))
-            elif _deps(earlier.name).isdisjoint(varmap):
-                entries.append((earlier.name, earlier.expr().key(), earlier.name))
-            else:
-                entries.append((earlier.name, None, ""))
-        _SUB_ENTRIES[memo_key] = entries
+        entries = _SUB_ENTRIES[memo_key] = [
+            (o.name, o.expr().substitute(vm).key(), varmap[o.name]) if o.name in varmap
+            else (o.name, o.expr().key(), o.name) if _deps(o.name).isdisjoint(varmap) else (o.name, None, "")
+            for o in OUTPUTS]
     _SUB_LAST[0] = (dict(varmap), entries)  # one item: another thread reads a varmap with its own
     return entries
 

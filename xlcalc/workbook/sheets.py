@@ -74,10 +74,9 @@ def derived_value(ctx: Ctx, scenario: Scenario, field: str, gpu_key: str, model_
     Precision), the fields a framework fills hold ``IF(Framework&Precision="", value, <the Frameworks sheet's>)``;
     for the bytes per parameter that is the value of ``IF(Recipe_Id="", ...)``: a picked recipe wins, as on the CLI.
     """
-    value = getattr(scenario, field)
     if field in STAGE_ENDS:
         return stage_ends_value(scenario, field, model_key)
-    own = value
+    own = value = getattr(scenario, field)
     fw = ctx.frameworks if framework else None
     if fw is not None and (field in FRAMEWORK_DERIVED or field in RECIPE_DERIVED):
         value = framework_value(fw, scenario, field, value, ctx.recipes)
@@ -313,7 +312,6 @@ def capex_value(ctx: Ctx, scenario: Scenario, gpu_key: str = "GPU_Type") -> Any:
     reads the sentence of xlcalc.catalog.missing_capex, never #N/A. A number typed over the cell wins, as over any
     look-up; a scenario's own number (one its GPU's catalog price does not give) is written as that number.
     """
-    p = ctx.prices
     typed = scenario.capex_usd_per_gpu
     buy = catalog.purchase_price(scenario.gpu) if scenario.gpu else None
     if typed is not None and (buy is None or buy.capex_usd_per_gpu != typed):
@@ -324,7 +322,7 @@ def capex_value(ctx: Ctx, scenario: Scenario, gpu_key: str = "GPU_Type") -> Any:
     start, end = line.split("\1")
     missing = Concat(*_chunks(start + head), gpu, *_chunks(tail + end))
     no_gpu = Concat(*_chunks(str(catalog.missing_capex(None))))
-    lookup = catalog_lookup(gpu, p.sheet, "A", "B", p.capex_first, p.capex_last)
+    lookup = catalog_lookup(gpu, ctx.prices.sheet, "A", "B", ctx.prices.capex_first, ctx.prices.capex_last)
     return if_(eq(gpu, ""), no_gpu, IfError(lookup, missing))
 
 
@@ -431,16 +429,14 @@ def plan_title(ctx: Ctx, ref: Any = None) -> Concat:
     def v(name: str) -> Var:
         return Var((ref or {}).get(name, name))
 
-    g = ctx.gpus
+    def name_of(t: Table, key: Var) -> Any:  # the catalog's name of the id in ``key``, else the id as typed
+        return IfError(catalog_lookup(key, t.sheet, t.col("id"), t.col("name"), t.first_row, t.last_row), key)
+
     gpu = v("GPU_Type")
-    gpu_name = IfError(catalog_lookup(gpu, g.sheet, g.col("id"), g.col("name"), g.first_row, g.last_row), gpu)
-    gpu_text = if_(eq(gpu, ""), Concat("GPUs of ", v("Peak_TFLOPS"), " TFLOP/s"), gpu_name)
+    gpu_text = if_(eq(gpu, ""), Concat("GPUs of ", v("Peak_TFLOPS"), " TFLOP/s"), name_of(ctx.gpus, gpu))
     usd = v("USD_per_GPU_Hour")  # a price tier with no rate leaves a message there, not a number
     price = if_(IsNumber(usd), Concat("$", round_(usd, 2), " per GPU-hour"), "no price per GPU-hour")
-    m = ctx.models
     model = v("Model_Preset")  # the model picked (its catalog name), or none: the typed architecture
-    model_name = IfError(catalog_lookup(model, m.sheet, m.col("id"), m.col("name"), m.first_row, m.last_row), model)
-    model_text = if_(eq(model, ""), "", Concat(model_name, ", "))
+    model_text = if_(eq(model, ""), "", Concat(name_of(ctx.models, model), ", "))
     return Concat(model_text, round_(v("Params_B"), 1), "B parameters, ", round_(v("Tokens_T"), 2), "T tokens on ",
-                  v("N_GPUs"), " x ", gpu_text, " at MFU ", round_(v("MFU") * 100, 1),
-                  "%, ", price)
+                  v("N_GPUs"), " x ", gpu_text, " at MFU ", round_(v("MFU") * 100, 1), "%, ", price)
