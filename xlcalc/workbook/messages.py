@@ -36,8 +36,7 @@ def message_cell(b: Book, s: str, row: int, first: str, last: str, chars: int) -
     b.messages.add((s, f"{first}{row}"))
     if last != first:
         b.merges.append((s, f"{first}{row}:{last}{row}"))
-    points = LINE_POINTS * message_lines(chars, width)
-    b.heights[(s, row)] = max(points, b.heights.get((s, row), 0))
+    b.heights[(s, row)] = max(LINE_POINTS * message_lines(chars, width), b.heights.get((s, row), 0))
 
 
 # The layout check's message (Layout_Check) shows whole once, in the Memory sheet's layout check row: wrapped across

@@ -173,11 +173,8 @@ class _Scanner:
         self.elements = 0
 
     def scan(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
-        self.part = info.filename
-        self.depth = 0
+        self.part, self.depth, self.chars, self.tag = info.filename, 0, 0, ""
         self.text: list[str] = []
-        self.chars = 0
-        self.tag = ""
         p = expat.ParserCreate(namespace_separator=" ")
         p.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
         p.StartDoctypeDeclHandler = lambda *_: self._fail("declares a DTD (<!DOCTYPE>); XML entity expansion "
@@ -200,8 +197,7 @@ class _Scanner:
         raise _refuse(self.path, f"part {self.part}: {why}")
 
     def _budget(self) -> None:
-        used = time.process_time() - self.start
-        if used > self.limits.cpu_s:
+        if time.process_time() - self.start > self.limits.cpu_s:
             self._fail(f"checking the package took more than its {self.limits.cpu_s:.0f} s CPU budget")
 
     def _start(self, name: str, attrs: dict[str, str]) -> None:

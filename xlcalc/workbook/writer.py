@@ -265,9 +265,8 @@ def merged_validations(validations: list[dict[str, Any]]) -> list[tuple[dict[str
     for cells in groups.values():
         runs: list[list[int]] = []  # [first col, last col, first row, last row]
         for col, row in sorted(cells):
-            last = runs[-1] if runs else None
-            if last and last[0] == col and last[3] == row - 1:
-                last[3] = row
+            if runs and runs[-1][0] == col and runs[-1][3] == row - 1:
+                runs[-1][3] = row
             else:
                 runs.append([col, col, row, row])
         rects: list[list[int]] = []
