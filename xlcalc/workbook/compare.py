@@ -108,10 +108,8 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         recipe_ref = _pick(ctx, s, col, 9, "Precision recipe", sc.recipe, "Recipe_Id", id_range(ctx.recipes),
                            "a recipe id from the Recipes sheet, or empty", linked)
         framework = framework_cells(ctx, s, col, 10, sc, linked)  # rows 10 and 11
-        row = 12
-        for cell in INPUTS:
-            if cell.group == STEP_GROUP:  # the step time's inputs: its chain is the StepTime sheet's alone
-                continue
+        # every input but the step time's (its chain is the StepTime sheet's alone)
+        for row, cell in enumerate((c for c in INPUTS if c.group != STEP_GROUP), start=12):
             b.row(s, row, (cell.label, spec(cell.spec_name).unit))
             if cell.field == "capex_usd_per_gpu":  # the column's GPU's purchase price
                 value: Any = capex_value(ctx, sc, gpu_ref)
@@ -134,8 +132,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
                 message_cell(b, s, row, col, col, chars)
             b.validations.append({"sheet": s, "at": f"{col}{row}", "spec": spec(cell.spec_name),
                                   "label": f"{cell.label} ({cell.name})"})
-            row += 1
-        row += 1
+        row += 2
         b.put(s, f"A{title_row}", "Plan (built from the inputs below)")
         b.put(s, f"{col}{title_row}", plan_title(ctx, {**varmap, "GPU_Type": gpu_ref,
                                                         **({} if linked else {"Model_Preset": model_ref})}), "formula")
