@@ -455,15 +455,6 @@ def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]
     book.print_areas[s] = f"A1:C{FIRST_ROW + len(CHECKED) - 1},{c_at}{FIRST_ROW - 2}:{c_check}{last_cell}"
 
 
-def longest_check(where: str, name: str, lists: dict[str, tuple[str, str, int, int]]) -> int:
-    """The longest message the check of input ``name`` in cell ``where`` can show (:func:`value_check`), the value
-    at most VALUE_CHARS long; a looked-up input's own message is sized where it is looked up."""
-    if name == "Precision":  # then a framework and the precisions it offers
-        longest = max(len(fw) + 2 + len(", ".join(precisions)) for fw, precisions in FRAMEWORKS.items())
-        return len(f"{where}: {name} =  is not allowed: {name} must be {OFFERED}, or empty") + VALUE_CHARS + longest
-    return len(f"{where}: {name} =  is not allowed: {name} must be {_allowed(name, lists)}") + VALUE_CHARS
-
-
 def _allowed(name: str, lists: dict[str, tuple[str, str, int, int]]) -> str:
     """What input ``name``'s check names as allowed (a preset dropdown's: the ids of its list)."""
     if name in CHOICES:
@@ -474,8 +465,12 @@ def _allowed(name: str, lists: dict[str, tuple[str, str, int, int]]) -> str:
 def _wrap_if_long(book: Book, row: int, col: str, where: str, name: str,
                   lists: dict[str, tuple[str, str, int, int]]) -> None:
     """A check whose longest message takes more than the printed line of its column wraps there, its row tall
-    enough."""
-    chars = longest_check(where, name, lists)
+    enough: the longest message the check of input ``name`` in cell ``where`` can show (:func:`value_check`), the
+    value at most VALUE_CHARS long; a looked-up input's own message is sized where it is looked up."""
+    allowed = f"{OFFERED}, or empty" if name == "Precision" else _allowed(name, lists)
+    chars = len(f"{where}: {name} =  is not allowed: {name} must be {allowed}") + VALUE_CHARS
+    if name == "Precision":  # then a framework and the precisions it offers
+        chars += max(len(fw) + 2 + len(", ".join(precisions)) for fw, precisions in FRAMEWORKS.items())
     if chars > CHECK_LINE_CHARS:
         message_cell(book, SHEET, row, col, col, chars)
 

@@ -28,7 +28,7 @@ from ..scenario import INPUTS, Scenario, evaluate
 from ..stack_names import name_key
 from .catalogs import FRAMEWORK_DERIVED, GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED
 from .checks import EMPTY_OK
-from .package import Limits, Package, PackageError, check
+from .package import Limits, PackageError, check
 from .sheets import STAGE_ENDS
 from .verify import Finding, verify
 
@@ -77,14 +77,6 @@ class ReadBack:
             "not_recalculated": self.missing_cache,
             "changed_from_xlcalc": [{"where": f.where, "cause": f.cause} for f in self.findings],
         }
-
-
-def check_package(path: Path) -> Package:
-    """Refuse oversized files, zip bombs, foreign or hostile packages before anything is parsed (see package.py)."""
-    try:
-        return check(path, Limits(file_bytes=MAX_FILE_BYTES))
-    except PackageError as exc:
-        raise WorkbookError(str(exc)) from None
 
 
 def _value(wb: Any, name: str) -> Any:
@@ -196,7 +188,10 @@ def read_workbook(path: str | Path) -> ReadBack:
     if not openpyxl.DEFUSEDXML:
         raise WorkbookError("refusing to read an untrusted workbook without defusedxml (pip install defusedxml)")
     path = Path(path)
-    check_package(path)
+    try:  # oversized files, zip bombs, foreign or hostile packages refused before anything is parsed (package.py)
+        check(path, Limits(file_bytes=MAX_FILE_BYTES))
+    except PackageError as exc:
+        raise WorkbookError(str(exc)) from None
     try:  # the cells' values, then their formulas (the package checks bound both loads)
         wb = openpyxl.load_workbook(path, data_only=True, read_only=False, keep_links=False)
         formulas = openpyxl.load_workbook(path, read_only=False, keep_links=False)
