@@ -117,8 +117,8 @@ def _sources(ctx: Ctx, stacks: Table) -> tuple[dict[str, Any], list[tuple[str, s
     src["matmul_efficiency"] = fact("Step_Matmul_Efficiency", "Matmul efficiency (the stack's, else the GPU's)",
                                     if_(eq(stack["matmul_efficiency"], ""), gpu_eff, stack["matmul_efficiency"]),
                                     "fraction", "0.0%")
-    sms = _gpu_fact(gpus, "sm_count", 0)
-    src["sm_count"] = fact("Step_SM_Count", "SMs per GPU (0: unknown, no wave quantization)", sms, "SMs", "0")
+    src["sm_count"] = fact("Step_SM_Count", "SMs per GPU (0: unknown, no wave quantization)",
+                           _gpu_fact(gpus, "sm_count", 0), "SMs", "0")
     src["wave_quantization"] = Var("Step_SM_Count") > 0
     src["hbm_tb_s"] = fact("Step_HBM_TB_s", "HBM bandwidth", _gpu_fact(gpus, "hbm_tb_s", no("HBM bandwidth")), "TB/s", "0.##")
     src["scaleup_gb_s"] = fact("Step_Scaleup_GB_s", "Scale-up bandwidth per direction",

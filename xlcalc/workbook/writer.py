@@ -479,13 +479,12 @@ def sheet_data(ws, values: Mapping[str, Any]) -> str:
             if letter is None:
                 letter = letters[col] = get_column_letter(col)
             at = f"{letter}{r}"
+            head = f'<c r="{at}"'
             if styled:  # cell.style_id, looked up once per distinct style (the workbook's list of styles is the same)
                 style_id = style_ids.get(key)
                 if style_id is None:
                     style_id = style_ids[key] = cell.style_id
-                head = f'<c r="{at}" s="{style_id}"'
-            else:
-                head = f'<c r="{at}"'
+                head += f' s="{style_id}"'
             kind = cell.data_type
             if kind == "f":
                 cached = _value_xml(values[at]) if at in values else None
