@@ -195,8 +195,7 @@ def framework_cells(ctx: Ctx, s: str, col: str, row: int, sc: Scenario, linked: 
 # --- Sensitivity -------------------------------------------------------------------------------------
 
 def sensitivity_values(sc: Scenario) -> tuple[list[int], list[float]]:
-    shape = _SHAPE.get()
-    if shape is not None:
+    if (shape := _SHAPE.get()) is not None:
         return shape.gpus, shape.mfus
     step = sc.tp * sc.pp
     gpus = sorted({max(step, int(round(sc.n_gpus * f / step)) * step) for f in (0.25, 0.5, 1, 2, 4)})
@@ -336,8 +335,7 @@ def row_stage_end(name: str, pp_ref: str) -> Any:
 
 
 def candidate_configs(sc: Scenario) -> list[tuple[int, int, int, str, bool]]:
-    shape = _SHAPE.get()
-    if shape is not None:
+    if (shape := _SHAPE.get()) is not None:
         return list(shape.configs)
     out = [(sc.tp, sc.pp, sc.zero_stage, sc.recompute, sc.seq_parallel)]
     for tp, pp, zero, rec in product((1, 2, 4, 8), (1, 2, 4, 8, 16), (1, 3), ("selective", "full")):

@@ -149,8 +149,7 @@ def convert(paths: Sequence[str | Path], outdir: str | Path, target: str, suffix
 
     ``cpu_seconds`` bounds the CPU time of each soffice process (default: CPU_SECONDS_START + CPU_SECONDS_PER_FILE
     per file); there is no wall-clock limit: a process that stops working is hung (run_working)."""
-    binary = soffice()
-    if binary is None:
+    if (binary := soffice()) is None:
         raise LibreOfficeError("LibreOffice (soffice) is not installed; on Debian: apt-get install libreoffice-calc-nogui")
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)

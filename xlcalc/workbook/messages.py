@@ -64,9 +64,7 @@ def longest_layout_message() -> int:
     from ..expr.nodes import is_expr
 
     v = {k: Var(k) for k in LAYOUT_INPUTS}
-    longest = 0
-    for c in CONSTRAINTS:
-        parts = (c.name, " = ", Var(c.name), " is not allowed: ", c.name, " must be ", *c.allowed(v), " (",
-                 *c.detail(v), ")")
-        longest = max(longest, sum(NUMBER_CHARS if is_expr(p) else len(str(p)) for p in parts))
-    return longest
+    return max((sum(NUMBER_CHARS if is_expr(p) else len(str(p))
+                    for p in (c.name, " = ", Var(c.name), " is not allowed: ", c.name, " must be ", *c.allowed(v), " (",
+                              *c.detail(v), ")"))
+                for c in CONSTRAINTS), default=0)

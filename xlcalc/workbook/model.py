@@ -121,8 +121,7 @@ class Book:
     def locate(self, var: str) -> tuple[str, str]:
         if var in self.names:
             return self.names[var]
-        m = _REF.match(var)
-        if not m:
+        if not (m := _REF.match(var)):
             raise KeyError(f"workbook formula refers to {var!r}, which is neither a defined name nor a cell")
         return m["sheet"], f"{m['col']}{m['row']}"
 
@@ -253,8 +252,7 @@ class Lookup(Expr):
 
     def book_blank(self, env: Mapping[str, Any], row: int) -> bool:
         """Whether the catalog cell is empty (a blank reads as 0 through the environment)."""
-        book = getattr(env, "book", None)
-        if book is None:
+        if (book := getattr(env, "book", None)) is None:
             return True
         cell = book.sheets.get(self.sheet, {}).get(f"{self.value_col}{row}")
         return cell is None or cell.value in (None, "")

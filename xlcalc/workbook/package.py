@@ -90,8 +90,7 @@ def formula_danger(text: str) -> str | None:
     """What in a formula reaches outside the workbook (text in double quotes is data, not looked at), or None."""
     code = re.sub(r'"(?:[^"]|"")*"', '""', text)
     for pattern, what in FORMULA_DANGER:
-        m = pattern.search(code)
-        if m:
+        if m := pattern.search(code):
             return f"{what}: {m.group(0).rstrip('(').strip()}"
     return None
 
@@ -245,7 +244,6 @@ class _Scanner:
         if self.tag in FORMULA_TAGS and self.text:
             formula = "".join(self.text)
             self.pkg.formulas += 1
-            why = formula_danger(formula)
-            if why:
+            if why := formula_danger(formula):
                 self._fail(f"a formula with {why} ({formula[:80]!r})")
         self.tag, self.text, self.chars = "", [], 0

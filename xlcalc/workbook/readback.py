@@ -80,8 +80,7 @@ class ReadBack:
 
 
 def _value(wb: Any, name: str) -> Any:
-    dn = wb.defined_names.get(name)
-    if dn is None:
+    if (dn := wb.defined_names.get(name)) is None:
         return _MISSING
     dests = list(dn.destinations)
     if len(dests) != 1 or dests[0][0] not in wb.sheetnames or ":" in dests[0][1]:
@@ -198,8 +197,7 @@ def read_workbook(path: str | Path) -> ReadBack:
     except Exception as exc:  # openpyxl raises many types on malformed parts
         raise WorkbookError(f"{path}: cannot be read as a workbook ({type(exc).__name__}: {exc})") from None
     try:
-        missing = [c.name for c in INPUTS if c.name not in wb.defined_names]
-        if missing:
+        if missing := [c.name for c in INPUTS if c.name not in wb.defined_names]:
             raise WorkbookError(f"{path}: not an xlcalc planning workbook (missing defined names: "
                                 f"{', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''})")
         data: dict[str, Any] = {key: str(v) for name, key in TEXT_NAMES.items()

@@ -272,11 +272,9 @@ def guarded_output(name: str, expr: Any, refs: Mapping[str, str] | None = None, 
     """
     refs = refs or {}
     if isinstance(expr, Bound) and RENDERING.templates and not cells:
-        own = checks.cell_checks(refs)
-        if not own:
+        if not (own := checks.cell_checks(refs)):
             return _guarded_bound(name, expr, refs, follows, exclude)
-        made = _guarded_row(name, expr, refs, follows, exclude, own)
-        if made is not None:
+        if (made := _guarded_row(name, expr, refs, follows, exclude, own)) is not None:
             return made
     return guarded(expr, _output_deps(name, refs), refs, follows, exclude, cells, written_bounded(name, refs))
 

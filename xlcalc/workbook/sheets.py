@@ -405,8 +405,7 @@ def missing_figures() -> dict[str, int]:
         for field, column in fields.items():
             if field not in WHAT or field not in INPUT_BY_FIELD:
                 continue
-            ids = [r.id for r in rows if value(r, column) is None]
-            if ids:
+            if ids := [r.id for r in rows if value(r, column) is None]:
                 name = INPUT_BY_FIELD[field].name
                 out[name] = max(out.get(name, 0), max(map(len, ids)) + len(missing_text(WHAT[field], sheet, name)))
     return out

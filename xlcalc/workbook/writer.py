@@ -271,8 +271,7 @@ def merged_validations(validations: list[dict[str, Any]]) -> list[tuple[dict[str
                 runs.append([col, col, row, row])
         rects: list[list[int]] = []
         for run in runs:
-            same = [r for r in rects if r[1] == run[0] - 1 and r[2:] == run[2:]]
-            if same:
+            if same := [r for r in rects if r[1] == run[0] - 1 and r[2:] == run[2:]]:
                 same[0][1] = run[0]
             else:
                 rects.append(run)
@@ -333,8 +332,7 @@ def fit_row_heights(ws) -> None:
 def print_title_row(book: Book, title: str) -> int:
     """The row a sheet's printed pages repeat at the top: its table's column headings (the row above the frozen
     panes, where that row holds headings), else its title (row 1), never a section heading inside the sheet."""
-    at = book.freeze.get(title)
-    if at:
+    if at := book.freeze.get(title):
         row = _row_col(at)[0] - 1
         cells = book.sheets[title]
         if row >= 1 and any(c.kind == "header" for col in "ABCDE" if (c := cells.get(f"{col}{row}")) is not None):
