@@ -68,14 +68,11 @@ def shaped_as(shape: Shape) -> Iterator[None]:
 
 def gpu_variant(base: Scenario, gpu: str) -> Scenario:
     """The same plan on another GPU: the GPU-derived inputs come from the catalog."""
-    data = base.model_dump()
-    for field in GPU_DERIVED:
-        data.pop(field, None)
+    data = {k: v for k, v in base.model_dump().items() if k not in GPU_DERIVED}
     buy = catalog.purchase_price(base.gpu) if base.gpu else None
     if buy is not None and buy.capex_usd_per_gpu == base.capex_usd_per_gpu:
         data["capex_usd_per_gpu"] = None  # the catalog's purchase price of the base GPU: take the variant's
-    data["gpu"] = gpu
-    data["name"] = f"the Inputs plan on {catalog.get_gpu(gpu).name}"
+    data.update(gpu=gpu, name=f"the Inputs plan on {catalog.get_gpu(gpu).name}")
     return Scenario.build(**data)
 
 
@@ -397,8 +394,8 @@ def parallelism_sheet(ctx: Ctx) -> None:
         label = OUTPUT_BY_NAME[name].label if name in OUTPUT_BY_NAME else INPUT_BY_NAME[name].label
         b.put(s, coord(j, 4), label, "header")
         b.widths.setdefault(s, {})[coord(j, 1)[:-1]] = par_width(j)
-    b.put(s, coord(steps_first + len(PAR_STEPS) + len(PAR_ENDS), 4), "Layout check, whole", "header")
     hidden_last = steps_first + len(PAR_STEPS) + len(PAR_ENDS)
+    b.put(s, coord(hidden_last, 4), "Layout check, whole", "header")
     b.hidden_columns.append((s, coord(steps_first, 1)[:-1], coord(hidden_last, 1)[:-1]))
     last = first + len(configs) - 1
     b.rules.append((s, f"J{first}:J{last}", "good_if_true"))
