@@ -20,7 +20,6 @@ FIELDS = ("job", "lora_rank", "lora_targets")
 
 
 def finetune_sheet(ctx: Ctx) -> None:
-    """Lay out the sheet."""
     s, b, sc = SHEET, ctx.book, ctx.scenario
     b.put(s, "A1", "Fine-tuning: full, LoRA or QLoRA", "title")
     for r, text in enumerate((

@@ -77,9 +77,8 @@ def derived_value(ctx: Ctx, scenario: Scenario, field: str, gpu_key: str, model_
     if field in STAGE_ENDS:
         return stage_ends_value(scenario, field, model_key)
     own = value = getattr(scenario, field)
-    fw = ctx.frameworks if framework else None
-    if fw is not None and (field in FRAMEWORK_DERIVED or field in RECIPE_DERIVED):
-        value = framework_value(fw, scenario, field, value, ctx.recipes)
+    if framework and (field in FRAMEWORK_DERIVED or field in RECIPE_DERIVED):
+        value = framework_value(ctx.frameworks, scenario, field, value, ctx.recipes)
         if field in FRAMEWORK_DERIVED:
             return value
     if field in RECIPE_DERIVED and recipe_key:
