@@ -119,16 +119,11 @@ class Registry:
     frameworks: Any = None  # the Frameworks sheet (catalogs.FrameworkTable), once finish() writes the checks
 
     def ref(self, names: frozenset[str]) -> str:
-        row = self.groups.get(names)
-        if row is None:
-            row = self.groups[names] = GROUP_FIRST_ROW + len(self.groups)
-        return ref_text(SHEET, f"C{row}")
+        return ref_text(SHEET, f"C{self.groups.setdefault(names, GROUP_FIRST_ROW + len(self.groups))}")
 
     def add_cell(self, check: CellCheck, key: str | None = None) -> None:
         """A check of another sheet's cell, kept under ``key`` (default: its cell), in the next row of E:G."""
-        key = check.ref if key is None else key
-        if key not in self.cells:
-            self.cells[key] = (FIRST_ROW + len(self.cells), check)
+        self.cells.setdefault(check.ref if key is None else key, (FIRST_ROW + len(self.cells), check))
 
     def members(self, names: frozenset[str]) -> list[str]:
         """The checks of a set, in the order of the Checks sheet: the inputs', then the other sheets' cells'."""

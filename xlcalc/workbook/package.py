@@ -127,8 +127,7 @@ def _check_zip(path: Path, zf: zipfile.ZipFile, limits: Limits, start: float) ->
         raise PackageError(f"{path}: {len(infos)} parts in the package, more than a workbook has "
                            f"(limit {limits.parts})")
     names = [i.filename for i in infos]
-    total = sum(i.file_size for i in infos)
-    if total > limits.unpacked_bytes:
+    if (total := sum(i.file_size for i in infos)) > limits.unpacked_bytes:
         raise PackageError(f"{path}: unpacks to {total / 1e6:.0f} MB (limit {limits.unpacked_bytes / 1e6:.0f} MB); "
                            "refusing a possible zip bomb")
     for i in infos:

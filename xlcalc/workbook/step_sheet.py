@@ -55,9 +55,9 @@ def stack_sheet(book: Book) -> Table:
     """One row per software-stack profile (xlcalc.planner.stacks): the facts the step time takes from it, as the
     planner resolves them (the stack's documented facts over the planner's defaults)."""
     s = STACK_SHEET
-    book.put(s, "A1", "Software stacks: the facts the step time takes from each (xlcalc.planner.stacks)", "title")
-    book.put(s, "A2", "Each profile's documented facts over the planner's defaults, as `xlcalc plan --stack` uses them; "
-             "the StepTime sheet looks them up by its Stack dropdown. Yellow cells may be edited.", "note")
+    book.titled(s, "Software stacks: the facts the step time takes from each (xlcalc.planner.stacks)",
+                "Each profile's documented facts over the planner's defaults, as `xlcalc plan --stack` uses them; "
+                "the StepTime sheet looks them up by its Stack dropdown. Yellow cells may be edited.")
     columns = ["id", "name"] + [c[0] for c in STACK_COLUMNS] + ["facts"]
     headers = ["id", "name"] + [c[2] for c in STACK_COLUMNS] + ["what the stack does, and where that is stated"]
     for j, header in enumerate(headers, start=1):
