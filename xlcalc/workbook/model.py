@@ -207,10 +207,8 @@ class Lookup(Expr):
 
     def __init__(self, key_expr: Expr, sheet: str, key_col: str, value_col: str, first_row: int, last_row: int,
                  what: str | None = None, type_in: str | None = None):
-        self.key_expr, self.sheet = key_expr, sheet
-        self.key_col, self.value_col = key_col, value_col
-        self.first_row, self.last_row = first_row, last_row
-        self.what, self.type_in = what, type_in
+        self.key_expr, self.sheet, self.key_col, self.value_col = key_expr, sheet, key_col, value_col
+        self.first_row, self.last_row, self.what, self.type_in = first_row, last_row, what, type_in
 
     def children(self) -> tuple[Expr, ...]:
         return (self.key_expr,)

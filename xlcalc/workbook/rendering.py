@@ -97,9 +97,8 @@ def _split(varmap: Mapping[str, str]) -> tuple[dict[str, str], tuple[frozenset[s
     if last is not None and last[0] == varmap:
         return last[1]
     refs = {k: v for k, v in varmap.items() if "!" in v}
-    over = None
-    if len(set(refs.values())) == len(refs):
-        over = (frozenset(refs), tuple(sorted((k, v) for k, v in varmap.items() if k not in refs)))
+    over = (frozenset(refs), tuple(sorted((k, v) for k, v in varmap.items() if k not in refs))) \
+        if len(set(refs.values())) == len(refs) else None
     _SPLIT[0] = (dict(varmap), (refs, over))  # one item: another thread reads a varmap with its own split
     return refs, over
 
