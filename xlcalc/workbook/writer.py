@@ -312,8 +312,7 @@ def fit_row_heights(ws) -> None:
     alignments = ws.parent._alignments
     widths: dict[range, float] = {}  # the characters a span of columns holds (each span's columns read once)
     for (r, col), c in ws._cells.items():  # the cells written (walking the whole grid would create empty ones)
-        value = c._value
-        if not isinstance(value, str) or value.startswith("="):
+        if not isinstance(c._value, str) or c._value.startswith("="):
             continue
         # alignment 0 is the workbook's default alignment (no wrap): only a cell with an alignment of its own wraps
         if c._style is None or not c._style.alignmentId or not alignments[c._style.alignmentId].wrap_text:
