@@ -317,8 +317,7 @@ def capex_value(ctx: Ctx, scenario: Scenario, gpu_key: str = "GPU_Type") -> Any:
         return typed
     gpu = Var(gpu_key)
     head, tail = catalog.missing_capex_detail("\0").split("\0")
-    line = str(InputError("capex_usd_per_gpu", None, "a purchase price per GPU in USD", "\1"))
-    start, end = line.split("\1")
+    start, end = str(InputError("capex_usd_per_gpu", None, "a purchase price per GPU in USD", "\1")).split("\1")
     missing = Concat(*_chunks(start + head), gpu, *_chunks(tail + end))
     no_gpu = Concat(*_chunks(str(catalog.missing_capex(None))))
     lookup = catalog_lookup(gpu, ctx.prices.sheet, "A", "B", ctx.prices.capex_first, ctx.prices.capex_last)
