@@ -188,8 +188,7 @@ class _Env(dict[Any, Any]):
         v = self[where] if where in self else book.value(*where)
         if v is _CYCLE:
             raise ValueError(f"circular reference through {var}")
-        v = 0 if v is None else v  # a blank cell reads as 0, as in a spreadsheet
-        self[var] = v
+        v = self[var] = 0 if v is None else v  # a blank cell reads as 0, as in a spreadsheet
         return v
 
 
