@@ -46,9 +46,9 @@ CHART_DATA_HEADING = ("Chart data for the own vs rent chart: the table's numbers
 CHART_DATA_COLS = ("K", "L", "M")  # months, rent, own: grouped and hidden beside the table, never printed
 
 
-def chart_data_block(b: Book, s: str, first: int, last: int) -> tuple[int, int]:
+def chart_data_block(b: Book, s: str, first: int, last: int) -> None:
     """The own vs rent table (rows first..last: months, rent, own in A, B, C) as its chart reads it, in hidden columns
-    beside it: a number stays, a message becomes #N/A. Returns the block's first and last data rows."""
+    beside it, the same rows: a number stays, a message becomes #N/A."""
     months_col, rent_col, own_col = CHART_DATA_COLS
     b.put(s, f"{months_col}{first - 2}", CHART_DATA_HEADING, "group")
     b.row(s, first - 1, ("months", "rent (USD)", "own (USD)"), "header", months_col)
@@ -58,7 +58,6 @@ def chart_data_block(b: Book, s: str, first: int, last: int) -> tuple[int, int]:
             x = Var(ref_text(s, f"{src}{row}"))
             b.put(s, f"{col}{row}", Func("IF", (IsNumber(x), x, NotAvailable())), "formula", '"$"#,##0')
     b.hidden_columns.append((s, months_col, own_col))
-    return first, last
 
 
 def budget_sheet(ctx: Ctx) -> None:
@@ -81,18 +80,15 @@ def budget_sheet(ctx: Ctx) -> None:
     b.put(s, "A12", "Other lines: a share of compute and power, an amount, or both (seed 003)", "group")
     for row, field in enumerate(BUDGET_SHARES, start=13):
         input_row(ctx, s, row, field, getattr(sc, field))
-    row += 2
-    b.row(s, row, ("line", "USD", "unit", "formula and source"), "header")
-    first = row = row + 1
-    for line in BUDGET_LINES:
+    b.row(s, row + 2, ("line", "USD", "unit", "formula and source"), "header")
+    first = row + 3
+    for row, line in enumerate(BUDGET_LINES, start=first):
         if line in INPUT_BY_FIELD:
             input_row(ctx, s, row, line, getattr(sc, line))
         else:
             output_row(ctx, s, row, line)
-        row += 1
-    last = row - 1
-    output_rows(ctx, s, row, ("Total_Cost_USD", "USD_per_M_Tokens"))
-    row += 3
+    last = row
+    row = output_rows(ctx, s, last + 1, ("Total_Cost_USD", "USD_per_M_Tokens")) + 1
     b.put(s, f"A{row}", "Estimate vs budget", "group")
     input_row(ctx, s, row + 1, "budget_usd", sc.budget_usd)
     output_row(ctx, s, row + 2, "Budget_Left_USD")
@@ -101,18 +97,16 @@ def budget_sheet(ctx: Ctx) -> None:
     b.put(s, f"A{row}", "Own vs rent (the clean run; failures and the other lines come on top of either)", "group")
     b.put(s, f"D{row}", Concat(PURCHASE_PRICE_USED, capex_used(ctx)), "formula")
     message_cell(b, s, row, "D", "D", len(PURCHASE_PRICE_USED) + longest_message())
-    over_time_note = (f"RENT_OVER_MONTHS_USD: {ownership.rent_over_months_usd.equation}; "
-                      f"OWN_OVER_MONTHS_USD: {ownership.own_over_months_usd.equation}")
     # a message wraps in the result's column (its unit and note beside it)
     row = output_rows(ctx, s, row + 1, ("Rent_Cost_USD", "Own_Cost_USD", "Own_USD_per_GPU_Hour",
                                         "Breakeven_Utilisation", "Breakeven_Months", "Capex_per_GPU_All_In",
                                         "Hardware_Capex_USD", "KW_per_GPU_All_In", "Facility_MW", "Racks_Needed"))
-    row += 1
-    b.put(s, f"A{row}", "Own vs rent over time (cumulative cash for the cluster at its utilisation)", "group")
-    b.note(s, f"D{row}", over_time_note)  # the own column spans C:D below, where a message wraps
-    row += 1
+    b.put(s, f"A{row + 1}", "Own vs rent over time (cumulative cash for the cluster at its utilisation)", "group")
+    b.note(s, f"D{row + 1}", f"RENT_OVER_MONTHS_USD: {ownership.rent_over_months_usd.equation}; "
+           f"OWN_OVER_MONTHS_USD: {ownership.own_over_months_usd.equation}")
+    row += 2
     b.row(s, row, ("months", "rent (USD)", "own (USD)"), "header")
-    b.merges.append((s, f"C{row}:D{row}"))
+    b.merges.append((s, f"C{row}:D{row}"))  # the own column spans C:D, where a message wraps
     t_first = row + 1
     for months in OVER_TIME_MONTHS:
         row += 1
@@ -129,10 +123,9 @@ def budget_sheet(ctx: Ctx) -> None:
         b.put(s, f"C{row}", checked(own), "formula", '"$"#,##0')
         message_cell(b, s, row, "C", "D", longest_message())  # a missing purchase price's sentence
     t_last = row
-    chart_data = chart_data_block(b, s, t_first, t_last)
-    row += 2
-    b.put(s, f"A{row}", "Ranges: one input at a time at its low and high end (multipliers on Inputs)", "group")
-    row += 1
+    chart_data_block(b, s, t_first, t_last)
+    b.put(s, f"A{row + 2}", "Ranges: one input at a time at its low and high end (multipliers on Inputs)", "group")
+    row += 3
     b.row(s, row, ("input", "low", "high", "cost at low", "cost at high", "change at low", "change at high",
                    "days at low", "days at high"), "header")
     r_first = row + 1
@@ -166,7 +159,7 @@ def budget_sheet(ctx: Ctx) -> None:
     budget_first(ctx, row + 2)
     b.freeze[s] = "A5"
     b.charts.append(lambda wb: charts.cost_chart(wb, first, last))
-    b.charts.append(lambda wb: charts.own_vs_rent_chart(wb, t_first, t_last, *chart_data, CHART_DATA_COLS))
+    b.charts.append(lambda wb: charts.own_vs_rent_chart(wb, t_first, t_last, CHART_DATA_COLS))
     b.charts.append(lambda wb: charts.tornado_chart(wb, r_first, r_last))
 
 
@@ -200,9 +193,8 @@ def budget_first(ctx: Ctx, row: int) -> int:
           "group")
     b.note(s, f"D{row}", "Budget_USD (above), Deadline_Days, GPU_Type (Peak_TFLOPS), MFU and Price_Tier "
            "(USD_per_GPU_Hour) on Inputs; owned: Own_USD_per_GPU_Hour (own vs rent above).")
-    row += 1
-    b.row(s, row, ("", "rent", "own", "formula and source"), "header")
-    row += 1
+    b.row(s, row + 1, ("", "rent", "own", "formula and source"), "header")
+    row += 2
     b.put(s, f"A{row}", "Price of a busy GPU-hour (USD)")
     for col, price in (("B", "USD_per_GPU_Hour"), ("C", "Own_USD_per_GPU_Hour")):
         b.put(s, f"{col}{row}", checked(Var(price)), "formula", '"$"#,##0.000')

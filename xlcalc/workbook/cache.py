@@ -81,8 +81,7 @@ def inject(path: str | Path | IO[bytes], values: Mapping[tuple[str, str], Any], 
         with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
             for info in zin.infolist():
                 data = zin.read(info.filename)
-                cells = wanted.get(info.filename)
-                if cells:
+                if cells := wanted.get(info.filename):
                     def fill(m: re.Match, cells: dict = cells) -> str:  # called right away, in this iteration
                         nonlocal count
                         r = m["r"]

@@ -62,18 +62,16 @@ class Table:
         return coord(self.columns.index(field) + 1, 1)[:-1]
 
 
+# the columns worked out from a catalog row rather than read off it
+_WORKED_OUT = {"params_b": lambda row: round(row.params_b, 3),  # as the Scenario preset fills it (Scenario.build)
+               "active_params_b": lambda row: round(row.active_params_b, 3) if row.experts else 0,  # 0: dense
+               "sm_count": lambda row: SM_COUNT.get(row.id),
+               "step_matmul_efficiency": catalog_matmul_efficiency,
+               "attention_generation_factor": lambda row: attention_factor(row.id, True)}
+
+
 def _row_value(row, field: str):
-    if field == "params_b":  # as the Scenario preset fills it (xlcalc.scenario.Scenario.build)
-        return round(row.params_b, 3)
-    if field == "active_params_b":  # as the Scenario preset fills it: 0 for a dense model
-        return round(row.active_params_b, 3) if row.experts else 0
-    if field == "sm_count":
-        return SM_COUNT.get(row.id)
-    if field == "step_matmul_efficiency":
-        return catalog_matmul_efficiency(row)
-    if field == "attention_generation_factor":
-        return attention_factor(row.id, True)
-    return catalog.looked_up(row, field)
+    return _WORKED_OUT[field](row) if field in _WORKED_OUT else catalog.looked_up(row, field)
 
 
 def _head(book: Book, sheet: str, title: str, note: str, columns: Any) -> None:
@@ -285,8 +283,7 @@ def framework_sheet(book: Book) -> FrameworkTable:
              "group")
     book.row(s, head + 1, ("key (framework|precision|input)", "framework", "precision", "input", "value", "source"),
              "header")
-    r = head + 2
-    f_first = r
+    r = f_first = head + 2
     for profiles in FRAMEWORKS.values():
         for p in profiles.values():
             for field in PROFILE_FIELDS:

@@ -7,6 +7,16 @@ from typing import Any
 from openpyxl.chart import BarChart, LineChart, PieChart, Reference, ScatterChart, Series
 
 
+def _place(ws: Any, chart: Any, first: int, last: int, size: tuple[float, float], anchor: str) -> None:
+    """The chart's categories (column A, rows first..last), its axes shown (openpyxl 3.1 leaves an axis's delete
+    unset: hidden; a pie has none), its (height, width) and its place at cell ``anchor``."""
+    chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
+    if not isinstance(chart, PieChart):
+        chart.x_axis.delete = chart.y_axis.delete = False
+    chart.height, chart.width = size
+    ws.add_chart(chart, anchor)
+
+
 def memory_chart(wb: Any, first: int = 6, last: int = 10) -> None:
     ws = wb["Memory"]
     chart = BarChart()
@@ -15,10 +25,7 @@ def memory_chart(wb: Any, first: int = 6, last: int = 10) -> None:
     chart.y_axis.title = "GB"
     chart.legend = None
     chart.add_data(Reference(ws, min_col=2, min_row=first, max_row=last), titles_from_data=False)
-    chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
-    chart.x_axis.delete = chart.y_axis.delete = False  # openpyxl 3.1 leaves an axis's delete unset: hidden
-    chart.height, chart.width = 10, 18
-    ws.add_chart(chart, f"A{ws.max_row + 2}")  # below the table: it covers no text
+    _place(ws, chart, first, last, (10, 18), f"A{ws.max_row + 2}")  # below the table: it covers no text
 
 
 def cost_chart(wb: Any, first: int, last: int) -> None:
@@ -27,18 +34,16 @@ def cost_chart(wb: Any, first: int, last: int) -> None:
     chart = PieChart()
     chart.title = "Cost by category (USD)"
     chart.add_data(Reference(ws, min_col=2, min_row=first, max_row=last), titles_from_data=False)
-    chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
-    chart.height, chart.width = 8, 14
-    ws.add_chart(chart, f"A{ws.max_row + 2}")  # below the Budget tables, beside own vs rent: covers no text
+    _place(ws, chart, first, last, (8, 14), f"A{ws.max_row + 2}")  # below the tables, beside own vs rent
 
 
-def own_vs_rent_chart(wb: Any, first: int, last: int, data_first: int, data_last: int,
-                      data_cols: tuple[str, ...]) -> None:
+def own_vs_rent_chart(wb: Any, first: int, last: int, data_cols: tuple[str, ...]) -> None:
     """Own vs rent over time: cumulative cash of both, one straight line each, over every month of the table.
 
     A scatter chart: the months (column A, rows first..last) are a number axis, so equal months are equal distances.
-    The lines read the chart-data columns ``data_cols`` (months, rent, own; rows data_first..data_last, their
-    header above; hidden, hence ``plotVisOnly`` off): the table's rent and own with #N/A where it shows a message, so a message draws no point.
+    The lines read the chart-data columns ``data_cols`` (months, rent, own; the same rows, their header above; hidden,
+    hence ``plotVisOnly`` off): the table's rent and own with #N/A where it shows a message, so a message draws no
+    point.
     """
     from openpyxl.utils.cell import column_index_from_string
 
@@ -54,8 +59,7 @@ def own_vs_rent_chart(wb: Any, first: int, last: int, data_first: int, data_last
     chart.x_axis.delete = chart.y_axis.delete = False  # openpyxl 3.1 leaves an axis's delete unset: hidden
     months = Reference(ws, min_col=1, min_row=first, max_row=last)
     for col in data_cols[1:]:
-        c = column_index_from_string(col)
-        series = Series(Reference(ws, min_col=c, min_row=data_first - 1, max_row=data_last), months,
+        series = Series(Reference(ws, min_col=column_index_from_string(col), min_row=first - 1, max_row=last), months,
                         title_from_data=True)
         series.marker.symbol = "none"
         series.smooth = False
@@ -74,11 +78,8 @@ def tornado_chart(wb: Any, first: int, last: int) -> None:
     chart.title = "What moves the cost most (change vs base, USD)"
     chart.x_axis.title = "input"
     chart.add_data(Reference(ws, min_col=6, max_col=7, min_row=first - 1, max_row=last), titles_from_data=True)
-    chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
     chart.x_axis.tickLblPos = "low"  # the input names left of the plot, clear of the bars that go below 0
-    chart.x_axis.delete = chart.y_axis.delete = False
-    chart.height, chart.width = 8, 20
-    ws.add_chart(chart, f"A{ws.max_row + 20}")  # under the two charts above, a page of its own
+    _place(ws, chart, first, last, (8, 20), f"A{ws.max_row + 20}")  # under the two charts above, a page of its own
 
 
 SENSITIVITY_CHARTS = (("days", "Training days vs GPU count", "days"),
@@ -97,7 +98,4 @@ def sensitivity_charts(wb: Any, tables: dict[str, Any]) -> None:
         chart.x_axis.title = "GPUs (one line per MFU)"
         data = Reference(ws, min_col=2, max_col=1 + t["cols"], min_row=t["head"], max_row=t["head"] + t["rows"])
         chart.add_data(data, titles_from_data=True)
-        chart.x_axis.delete = chart.y_axis.delete = False
-        chart.set_categories(Reference(ws, min_col=1, min_row=t["head"] + 1, max_row=t["head"] + t["rows"]))
-        chart.height, chart.width = 8, 16
-        ws.add_chart(chart, f"{chr(ord('A') + anchor_col)}{4 + 17 * i}")
+        _place(ws, chart, t["head"] + 1, t["head"] + t["rows"], (8, 16), f"{chr(ord('A') + anchor_col)}{4 + 17 * i}")

@@ -119,16 +119,11 @@ class Registry:
     frameworks: Any = None  # the Frameworks sheet (catalogs.FrameworkTable), once finish() writes the checks
 
     def ref(self, names: frozenset[str]) -> str:
-        row = self.groups.get(names)
-        if row is None:
-            row = self.groups[names] = GROUP_FIRST_ROW + len(self.groups)
-        return ref_text(SHEET, f"C{row}")
+        return ref_text(SHEET, f"C{self.groups.setdefault(names, GROUP_FIRST_ROW + len(self.groups))}")
 
     def add_cell(self, check: CellCheck, key: str | None = None) -> None:
         """A check of another sheet's cell, kept under ``key`` (default: its cell), in the next row of E:G."""
-        key = check.ref if key is None else key
-        if key not in self.cells:
-            self.cells[key] = (FIRST_ROW + len(self.cells), check)
+        self.cells.setdefault(check.ref if key is None else key, (FIRST_ROW + len(self.cells), check))
 
     def members(self, names: frozenset[str]) -> list[str]:
         """The checks of a set, in the order of the Checks sheet: the inputs', then the other sheets' cells'."""
@@ -174,9 +169,7 @@ def gathered(names: Any) -> str | None:
     registered cell of another sheet) (OK when all pass); None for no checked input."""
     reg = _ACTIVE.get()
     group = frozenset(n for n in names if n in _CHECK_ROW or n in reg.cells)  # (_CHECK_ROW: CHECKED's names)
-    if not group:
-        return None
-    return reg.ref(group)
+    return reg.ref(group) if group else None
 
 
 def register(ref: str, name: str, looked_up: bool = False, over: Mapping[str, str] | None = None) -> str:
@@ -238,9 +231,7 @@ def guard(expr: Any, names: Any) -> Any:
     for at in reversed(checked):
         expr = _passes(at, wrap(expr))
     inputs = gathered(names - set(reg.cells))
-    if inputs is None:
-        return expr
-    return _passes(inputs, wrap(expr))
+    return expr if inputs is None else _passes(inputs, wrap(expr))
 
 
 # --- the check of one input ----------------------------------------------------------------------------------
@@ -459,15 +450,6 @@ def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]
     book.print_areas[s] = f"A1:C{FIRST_ROW + len(CHECKED) - 1},{c_at}{FIRST_ROW - 2}:{c_check}{last_cell}"
 
 
-def longest_check(where: str, name: str, lists: dict[str, tuple[str, str, int, int]]) -> int:
-    """The longest message the check of input ``name`` in cell ``where`` can show (:func:`value_check`), the value
-    at most VALUE_CHARS long; a looked-up input's own message is sized where it is looked up."""
-    if name == "Precision":  # then a framework and the precisions it offers
-        longest = max(len(fw) + 2 + len(", ".join(precisions)) for fw, precisions in FRAMEWORKS.items())
-        return len(f"{where}: {name} =  is not allowed: {name} must be {OFFERED}, or empty") + VALUE_CHARS + longest
-    return len(f"{where}: {name} =  is not allowed: {name} must be {_allowed(name, lists)}") + VALUE_CHARS
-
-
 def _allowed(name: str, lists: dict[str, tuple[str, str, int, int]]) -> str:
     """What input ``name``'s check names as allowed (a preset dropdown's: the ids of its list)."""
     if name in CHOICES:
@@ -478,8 +460,12 @@ def _allowed(name: str, lists: dict[str, tuple[str, str, int, int]]) -> str:
 def _wrap_if_long(book: Book, row: int, col: str, where: str, name: str,
                   lists: dict[str, tuple[str, str, int, int]]) -> None:
     """A check whose longest message takes more than the printed line of its column wraps there, its row tall
-    enough."""
-    chars = longest_check(where, name, lists)
+    enough: the longest message the check of input ``name`` in cell ``where`` can show (:func:`value_check`), the
+    value at most VALUE_CHARS long; a looked-up input's own message is sized where it is looked up."""
+    allowed = f"{OFFERED}, or empty" if name == "Precision" else _allowed(name, lists)
+    chars = len(f"{where}: {name} =  is not allowed: {name} must be {allowed}") + VALUE_CHARS
+    if name == "Precision":  # then a framework and the precisions it offers
+        chars += max(len(fw) + 2 + len(", ".join(precisions)) for fw, precisions in FRAMEWORKS.items())
     if chars > CHECK_LINE_CHARS:
         message_cell(book, SHEET, row, col, col, chars)
 

@@ -19,7 +19,7 @@ from ..scenario import INPUT_BY_NAME, INPUTS, STEP_GROUP, Scenario
 from . import checks
 from .catalogs import GPU_DERIVED
 from .messages import CHECK_CELL_POINTER, CHECK_POINTER, longest_layout_message, message_cell
-from .model import Concat, IfError, IsNumber, coord, placed, ref_text
+from .model import Concat, IfError, IsNumber, column_range, coord, placed, ref_text
 from .rendering import (
     BOOL_FORMAT,
     LOOKED_UP,
@@ -40,6 +40,7 @@ COMPARE_GPUS = ("a800", "h100-sxm", "ascend-910b")
 # each can show (sheets.longest_message_in); the columns are wide enough that the longest takes six lines
 SCENARIO_WIDTH = 44
 LINKED_NOTE = "follows the Inputs sheet"  # the name cell of a column that follows the Inputs sheet
+RESULT_RULES = {"Fits_GPU": "good_if_true", "Budget_Left_USD": "bad_if_negative"}  # a result's colours (Book.rules)
 
 
 @dataclass(frozen=True)
@@ -67,14 +68,11 @@ def shaped_as(shape: Shape) -> Iterator[None]:
 
 def gpu_variant(base: Scenario, gpu: str) -> Scenario:
     """The same plan on another GPU: the GPU-derived inputs come from the catalog."""
-    data = base.model_dump()
-    for field in GPU_DERIVED:
-        data.pop(field, None)
+    data = {k: v for k, v in base.model_dump().items() if k not in GPU_DERIVED}
     buy = catalog.purchase_price(base.gpu) if base.gpu else None
     if buy is not None and buy.capex_usd_per_gpu == base.capex_usd_per_gpu:
         data["capex_usd_per_gpu"] = None  # the catalog's purchase price of the base GPU: take the variant's
-    data["gpu"] = gpu
-    data["name"] = f"the Inputs plan on {catalog.get_gpu(gpu).name}"
+    data.update(gpu=gpu, name=f"the Inputs plan on {catalog.get_gpu(gpu).name}")
     return Scenario.build(**data)
 
 
@@ -96,26 +94,19 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         b.put(s, f"{col}4", f"Scenario {j + 1}", "header")
         varmap: dict[str, str] = {}
         follows: set[str] = set()  # inputs whose cell follows the Inputs sheet's: their checks apply
-        title_row, row = 5, 6  # the plan's title (built from this column's inputs once they are placed), the name
-        b.put(s, f"A{row}", "Scenario name")
-        if linked:
-            b.put(s, f"{col}{row}", LINKED_NOTE, "note")
-        else:
-            b.put(s, f"{col}{row}", sc.name, "text_input")
-        row += 1
+        title_row = 5  # the plan's title (built from this column's inputs once they are placed), then its name
+        b.put(s, "A6", "Scenario name")
+        b.put(s, f"{col}6", *((LINKED_NOTE, "note") if linked else (sc.name, "text_input")))
         # a linked column's architecture and bytes per parameter follow the Inputs sheet's preset, recipe and numbers
-        model_ref = _pick(ctx, s, col, row, "Model preset", sc.model, "Model_Preset", id_range(ctx.models),
+        model_ref = _pick(ctx, s, col, 7, "Model preset", sc.model, "Model_Preset", id_range(ctx.models),
                           "a model id from the Models sheet, or empty", linked)
-        gpu_ref = _pick(ctx, s, col, row + 1, "GPU type", sc.gpu, "GPU_Type", id_range(ctx.gpus),
+        gpu_ref = _pick(ctx, s, col, 8, "GPU type", sc.gpu, "GPU_Type", id_range(ctx.gpus),
                         "a GPU id from the GPUs sheet, or empty", False)
-        recipe_ref = _pick(ctx, s, col, row + 2, "Precision recipe", sc.recipe, "Recipe_Id", id_range(ctx.recipes),
+        recipe_ref = _pick(ctx, s, col, 9, "Precision recipe", sc.recipe, "Recipe_Id", id_range(ctx.recipes),
                            "a recipe id from the Recipes sheet, or empty", linked)
-        row += 3
-        framework = framework_cells(ctx, s, col, row, sc, linked)
-        row += 2
-        for cell in INPUTS:
-            if cell.group == STEP_GROUP:  # the step time's inputs: its chain is the StepTime sheet's alone
-                continue
+        framework = framework_cells(ctx, s, col, 10, sc, linked)  # rows 10 and 11
+        # every input but the step time's (its chain is the StepTime sheet's alone)
+        for row, cell in enumerate((c for c in INPUTS if c.group != STEP_GROUP), start=12):
             b.row(s, row, (cell.label, spec(cell.spec_name).unit))
             if cell.field == "capex_usd_per_gpu":  # the column's GPU's purchase price
                 value: Any = capex_value(ctx, sc, gpu_ref)
@@ -138,8 +129,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
                 message_cell(b, s, row, col, col, chars)
             b.validations.append({"sheet": s, "at": f"{col}{row}", "spec": spec(cell.spec_name),
                                   "label": f"{cell.label} ({cell.name})"})
-            row += 1
-        row += 1
+        row += 2
         b.put(s, f"A{title_row}", "Plan (built from the inputs below)")
         b.put(s, f"{col}{title_row}", plan_title(ctx, {**varmap, "GPU_Type": gpu_ref,
                                                         **({} if linked else {"Model_Preset": model_ref})}), "formula")
@@ -161,10 +151,8 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
             message_cell(b, s, r, col, col, longest_message_in(dependencies(out.name)))  # the result's only room
             if out.name == "Layout_Check":
                 message_cell(b, s, r, col, col, longest_layout_message())
-            if out.name == "Fits_GPU":
-                b.rules.append((s, f"{col}{r}", "good_if_true"))
-            if out.name == "Budget_Left_USD":
-                b.rules.append((s, f"{col}{r}", "bad_if_negative"))
+            if out.name in RESULT_RULES:
+                b.rules.append((s, f"{col}{r}", RESULT_RULES[out.name]))
         maps.append(varmap)
     b.freeze[s] = "C5"
     return maps
@@ -189,8 +177,8 @@ def framework_cells(ctx: Ctx, s: str, col: str, row: int, sc: Scenario, linked: 
     picks fill the column's bytes per parameter and memory inputs; "as on Inputs" in a linked column, whose inputs
     follow the Inputs sheet's. Returns the names the column's look-ups read -> its cells (empty where linked)."""
     fw = ctx.frameworks
-    lists = {"Framework": ref_text(fw.sheet, f"A{fw.first_row}") + f":$A${fw.last_row}",
-             "Precision": ref_text(fw.sheet, f"A{fw.precision_first}") + f":$A${fw.precision_last}"}
+    lists = {"Framework": column_range(fw.sheet, "A", fw.first_row, fw.last_row),
+             "Precision": column_range(fw.sheet, "A", fw.precision_first, fw.precision_last)}
     cells: dict[str, Var] = {}
     for k, name in enumerate(("Framework", "Precision")):
         # the column's Precision is checked against the column's Framework
@@ -204,8 +192,7 @@ def framework_cells(ctx: Ctx, s: str, col: str, row: int, sc: Scenario, linked: 
 # --- Sensitivity -------------------------------------------------------------------------------------
 
 def sensitivity_values(sc: Scenario) -> tuple[list[int], list[float]]:
-    shape = _SHAPE.get()
-    if shape is not None:
+    if (shape := _SHAPE.get()) is not None:
         return shape.gpus, shape.mfus
     step = sc.tp * sc.pp
     gpus = sorted({max(step, int(round(sc.n_gpus * f / step)) * step) for f in (0.25, 0.5, 1, 2, 4)})
@@ -239,14 +226,13 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
         col_refs = [_axis(b, s, coord(2 + j, head), m, "0.0%", "MFU", "MFU", days and days["mfu_refs"][j])
                     for j, m in enumerate(mfus)]
         row_refs: list[str] = []
-        cells: list[list[str]] = []
+        cells: list[list[str]] = [[] for _ in gpus]
         deps = dependencies("Total_Cost_USD") | dependencies("Train_Days") if name is None else dependencies(name)
         # a catalog's message wraps in the cell (a failing look-up's is pointed to: Start's input check)
         chars = longest_message_in({d for d in deps if d not in checks.LOOKED_UP_FAILING})
         for i, n in enumerate(gpus):
             row_refs.append(_axis(b, s, f"A{head + 1 + i}", n, "#,##0", "N_GPUs", "Number of GPUs",
                                   days and days["gpu_refs"][i]))
-            cells.append([])
             for j in range(len(mfus)):
                 at = coord(2 + j, head + 1 + i)
                 # the grid point's own GPUs and MFU: the days table's input cells, whose checks apply
@@ -264,10 +250,10 @@ def sensitivity_sheet(ctx: Ctx) -> dict[str, Any]:
                 if key == "cost":  # the point's days: the days table's cell (written out, the formula would pass
                     varmap["Train_Days"] = tables["days"]["cells"][i][j]  # Excel's 8,192 characters)
                 expr, subs = output_formula(name, varmap)
-                # the point's days past their bound, or the way to a failing input's message: as the days cell
-                expr = guarded_output(name, expr, varmap if key == "cost" else None, exclude={"N_GPUs", "MFU"},
-                                      cells=axes)
-                expr = pointed(expr)  # the message whole: Start's input check
+                # the point's days past their bound, or the way to a failing input's message (whole in Start's input
+                # check): as the days cell
+                expr = pointed(guarded_output(name, expr, varmap if key == "cost" else None, exclude={"N_GPUs", "MFU"},
+                                              cells=axes))
                 cells[i].append(b.put(s, at, expr, "formula", OUTPUT_BY_NAME[name].number_format, subs))
         tables[key] = {"head": head, "rows": len(gpus), "cols": len(mfus), "mfu_refs": col_refs,
                        "gpu_refs": row_refs, "cells": cells}
@@ -346,8 +332,7 @@ def row_stage_end(name: str, pp_ref: str) -> Any:
 
 
 def candidate_configs(sc: Scenario) -> list[tuple[int, int, int, str, bool]]:
-    shape = _SHAPE.get()
-    if shape is not None:
+    if (shape := _SHAPE.get()) is not None:
         return list(shape.configs)
     out = [(sc.tp, sc.pp, sc.zero_stage, sc.recompute, sc.seq_parallel)]
     for tp, pp, zero, rec in product((1, 2, 4, 8), (1, 2, 4, 8, 16), (1, 3), ("selective", "full")):
@@ -409,8 +394,8 @@ def parallelism_sheet(ctx: Ctx) -> None:
         label = OUTPUT_BY_NAME[name].label if name in OUTPUT_BY_NAME else INPUT_BY_NAME[name].label
         b.put(s, coord(j, 4), label, "header")
         b.widths.setdefault(s, {})[coord(j, 1)[:-1]] = par_width(j)
-    b.put(s, coord(steps_first + len(PAR_STEPS) + len(PAR_ENDS), 4), "Layout check, whole", "header")
     hidden_last = steps_first + len(PAR_STEPS) + len(PAR_ENDS)
+    b.put(s, coord(hidden_last, 4), "Layout check, whole", "header")
     b.hidden_columns.append((s, coord(steps_first, 1)[:-1], coord(hidden_last, 1)[:-1]))
     last = first + len(configs) - 1
     b.rules.append((s, f"J{first}:J{last}", "good_if_true"))

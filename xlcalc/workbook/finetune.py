@@ -20,7 +20,6 @@ FIELDS = ("job", "lora_rank", "lora_targets")
 
 
 def finetune_sheet(ctx: Ctx) -> None:
-    """Lay out the sheet."""
     s, b, sc = SHEET, ctx.book, ctx.scenario
     b.put(s, "A1", "Fine-tuning: full, LoRA or QLoRA", "title")
     for r, text in enumerate((
@@ -32,11 +31,9 @@ def finetune_sheet(ctx: Ctx) -> None:
             "Budget sheets answer for this job."), start=2):
         b.put(s, f"A{r}", text, "note")
     b.row(s, 6, ("input", "value", "unit", "what is allowed"), "header")
-    row = 7
-    for field in FIELDS:
+    for row, field in enumerate(FIELDS, start=7):
         input_row(ctx, s, row, field, getattr(sc, field))
-        row += 1
-    row += 1
+    row += 2
     b.put(s, f"A{row}", "Parameters", "group")
     row = output_rows(ctx, s, row + 1, ("Adapter_Params_B", "Trainable_Params_B", "Stage_Adapter_Params_B_First",
                                         "Stage_Adapter_Params_B_Last", "Stage_Trainable_B_First",
@@ -49,13 +46,11 @@ def finetune_sheet(ctx: Ctx) -> None:
                         ("Gradients, first stage (trained parameters only)", "Mem_First_Grads_GB"),
                         ("Optimizer states, first stage (trained parameters only)", "Mem_First_Optimizer_GB"),
                         ("Memory per GPU, heavier stage", "Mem_Total_GB"), ("Fits the GPU?", "Fits_GPU")):
-        fmt = "General" if name == "Fits_GPU" else "#,##0.00"
-        formula_row(ctx, s, row, label, Var(name), "" if name == "Fits_GPU" else "GB",
-                    f"{name} from the Memory sheet", fmt)
+        formula_row(ctx, s, row, label, Var(name), "" if name == "Fits_GPU" else "GB", f"{name} from the Memory sheet",
+                    "General" if name == "Fits_GPU" else "#,##0.00")
         row += 1
-    row += 1
-    b.put(s, f"A{row}", "Time and cost", "group")
-    row += 1
+    b.put(s, f"A{row + 1}", "Time and cost", "group")
+    row += 2
     flops = ff.ft_flops_per_token(Var("Params_B"), Var("Trainable_Params_B"), Var("Job"))
     formula_row(ctx, s, row, "Model FLOPs per token", guarded(flops, needs(flops)), "FLOPs/token",
                 f"{ff.ft_flops_per_token.udf_name}: {ff.ft_flops_per_token.equation}. "

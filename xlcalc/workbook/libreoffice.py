@@ -149,8 +149,7 @@ def convert(paths: Sequence[str | Path], outdir: str | Path, target: str, suffix
 
     ``cpu_seconds`` bounds the CPU time of each soffice process (default: CPU_SECONDS_START + CPU_SECONDS_PER_FILE
     per file); there is no wall-clock limit: a process that stops working is hung (run_working)."""
-    binary = soffice()
-    if binary is None:
+    if (binary := soffice()) is None:
         raise LibreOfficeError("LibreOffice (soffice) is not installed; on Debian: apt-get install libreoffice-calc-nogui")
     outdir = Path(outdir)
     outdir.mkdir(parents=True, exist_ok=True)
@@ -163,8 +162,7 @@ def convert(paths: Sequence[str | Path], outdir: str | Path, target: str, suffix
     with tempfile.TemporaryDirectory(prefix="xlcalc-lo-") as tmp:
         profile = make_profile(Path(tmp) / "profile")
         cmd = [binary, f"-env:UserInstallation={profile}", "--headless", "--invisible", "--norestore",
-               "--nolockcheck", "--convert-to", target, "--outdir", str(outdir),
-               *map(str, srcs)]
+               "--nolockcheck", "--convert-to", target, "--outdir", str(outdir), *map(str, srcs)]
         cpu_limit = partial(resource.setrlimit, resource.RLIMIT_CPU, (limit, limit + 5))  # in the child, before soffice
         try:
             proc = run_working(cmd, env={**os.environ, "HOME": tmp}, preexec_fn=cpu_limit)
@@ -175,8 +173,6 @@ def convert(paths: Sequence[str | Path], outdir: str | Path, target: str, suffix
     outs = [outdir / (p.stem + suffix) for p in srcs]
     missing = [o.name for o in outs if not o.exists()]
     if proc.returncode != 0 or missing:
-        raise LibreOfficeError(
-            f"LibreOffice conversion failed (exit {proc.returncode}; missing {missing}): "
-            f"{proc.stderr.strip() or proc.stdout.strip()}"
-        )
+        raise LibreOfficeError(f"LibreOffice conversion failed (exit {proc.returncode}; missing {missing}): "
+                               f"{proc.stderr.strip() or proc.stdout.strip()}")
     return outs

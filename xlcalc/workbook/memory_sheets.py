@@ -30,11 +30,10 @@ def memory_sheet(ctx: Ctx) -> None:
     output_row(ctx, s, 5, "DP_Size", pointer=LAYOUT_POINTER)
     b.row(s, 7, ("per GPU", "first stage", "last stage", "formula and source"), "header")
     rows: dict[str, int] = {}
-    row = 8
-    steps = {st.name: st for st in memory_steps(MEMORY_SOURCES, capacity=Var("GPU_Memory_GB"), layout_dp=1)}
     stage_rows: list[tuple[str, Any, Any]] = [("Layers on the stage", "Stage_Layers_First", "Stage_Layers_Last"),
                   ("Parameters of the stage (billions)", "Stage_Params_B_First", "Stage_Params_B_Last")]
-    part_names = {st.part: st.name for st in steps.values() if st.part and st.of == "First"}
+    part_names = {st.part: st.name for st in memory_steps(MEMORY_SOURCES, capacity=Var("GPU_Memory_GB"), layout_dp=1)
+                  if st.part and st.of == "First"}
     # the parts both stages share: an input, or the first stage's cell read again by the last
     shared = {"comm_buffers": (Var("Comm_Buffer_GB"), Var("Comm_Buffer_GB")),
               "other": (Var("Overhead_GB"), Var("Overhead_GB")),
@@ -43,7 +42,7 @@ def memory_sheet(ctx: Ctx) -> None:
         first, last = shared[key] if key in shared else (part_names[key], part_names[key].replace("_First_", "_Last_"))
         stage_rows.append((label, first, last))
     stage_rows.append(("Total per GPU", "Mem_First_Total_GB", "Mem_Last_Total_GB"))
-    for label, first, last in stage_rows:
+    for row, (label, first, last) in enumerate(stage_rows, start=8):
         b.put(s, f"A{row}", label, "header" if label.startswith("Total") else "label")
         note = ""
         for col, item in (("B", first), ("C", last)):
@@ -52,22 +51,18 @@ def memory_sheet(ctx: Ctx) -> None:
                 expr, subs = output_formula(item, None, inline=True)
                 b.put(s, f"{col}{row}", pointing(guarded_output(item, expr), LAYOUT_POINTER,
                                                  checks_pointer=CHECK_POINTER), "output",
-                      out.number_format, subs)
-                b.name(item, s, f"{col}{row}")
+                      out.number_format, subs, name=item)
                 note = f"{out.formula.udf_name}: {out.formula.equation}. Source: {out.formula.source}"
             else:
                 b.put(s, f"{col}{row}", _guarded(item), "formula", "#,##0.00")
                 note = note or f"{item.name} from the Inputs sheet"
         b.put(s, f"D{row}", note, "note")
         rows[label] = row
-        row += 1
-    row += 1
-    b.put(s, f"A{row}", "Against the GPU", "group")
-    row += 1
+    b.put(s, f"A{row + 2}", "Against the GPU", "group")
+    row += 3
     output_row(ctx, s, row, "Mem_Total_GB", pointer=LAYOUT_POINTER)
     formula_row(ctx, s, row + 1, "GPU memory", guarded(Var("GPU_Memory_GB"), {"GPU_Memory_GB"}), "GB",
-                "GPU_Memory_GB from the Inputs sheet",
-                "#,##0.00")
+                "GPU_Memory_GB from the Inputs sheet", "#,##0.00")
     output_rows(ctx, s, row + 2, ("Fit_Margin_GB", "Fit_Verdict", "Fits_GPU", "Fit_Capacity_GB", "Mem_Static_GB",
                                   "Mem_Activations_GB", "Max_Micro_Batch"), LAYOUT_POINTER)
     b.rules.append((s, f"B{row + 4}", "good_if_true"))  # Fits_GPU

@@ -19,13 +19,6 @@ from .model import Book
 LINE_POINTS = 15
 
 
-def message_lines(chars: int, width: float) -> int:
-    """Lines a text of ``chars`` characters takes in a wrapped cell ``width`` units wide, at one character per unit
-    (a unit is a digit's width: running text averages narrower, so this over-counts; a wrapped note's rows are
-    counted at CHARS_PER_WIDTH)."""
-    return -(-chars // int(width))
-
-
 def message_cell(b: Book, s: str, row: int, first: str, last: str, chars: int) -> None:
     """Cell ``first``+``row`` (merged through ``last``) shows a message of up to ``chars`` characters: wrapped, at
     the top, its row tall enough (never lower than another message's row there); nothing for no message (0)."""
@@ -36,8 +29,9 @@ def message_cell(b: Book, s: str, row: int, first: str, last: str, chars: int) -
     b.messages.add((s, f"{first}{row}"))
     if last != first:
         b.merges.append((s, f"{first}{row}:{last}{row}"))
-    points = LINE_POINTS * message_lines(chars, width)
-    b.heights[(s, row)] = max(points, b.heights.get((s, row), 0))
+    # the lines of the message, at one character per unit of width (a unit is a digit's width: running text averages
+    # narrower, so this over-counts; a wrapped note's rows are counted at CHARS_PER_WIDTH)
+    b.heights[(s, row)] = max(LINE_POINTS * -(-chars // int(width)), b.heights.get((s, row), 0))
 
 
 # The layout check's message (Layout_Check) shows whole once, in the Memory sheet's layout check row: wrapped across
@@ -70,9 +64,7 @@ def longest_layout_message() -> int:
     from ..expr.nodes import is_expr
 
     v = {k: Var(k) for k in LAYOUT_INPUTS}
-    longest = 0
-    for c in CONSTRAINTS:
-        parts = (c.name, " = ", Var(c.name), " is not allowed: ", c.name, " must be ", *c.allowed(v), " (",
-                 *c.detail(v), ")")
-        longest = max(longest, sum(NUMBER_CHARS if is_expr(p) else len(str(p)) for p in parts))
-    return longest
+    return max((sum(NUMBER_CHARS if is_expr(p) else len(str(p))
+                    for p in (c.name, " = ", Var(c.name), " is not allowed: ", c.name, " must be ", *c.allowed(v), " (",
+                              *c.detail(v), ")"))
+                for c in CONSTRAINTS), default=0)

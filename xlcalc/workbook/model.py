@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 from openpyxl.utils.cell import column_index_from_string, coordinate_from_string, get_column_letter
@@ -23,7 +24,7 @@ from ..expr.nodes import BinOp, Expr, Func, IfError, Text, Var, identity, wrap
 from ..expr.template import Template
 
 __all__ = ["NA", "Book", "Cell", "Concat", "ErrorValue", "FirstFailing", "IfError", "IsNumber", "Lookup", "NotAvailable",
-           "coord", "excel_text", "identity", "placed", "ref_text"]
+           "column_range", "coord", "excel_text", "identity", "placed", "ref_text"]
 
 FORMULA_LEAD = ("=", "+", "-", "@")  # what makes a typed text a formula (a text starting so is written as text)
 _REF = re.compile(r"^(?P<sheet>[A-Za-z][A-Za-z0-9_]*)!\$?(?P<col>[A-Z]{1,3})\$?(?P<row>\d+)$")
@@ -45,6 +46,11 @@ def ref_text(sheet: str, coord: str, absolute: bool = True) -> str:
 
 
 _PLAIN_COORD = re.compile(r"([A-Z]{1,3})([1-9][0-9]*)\Z")
+
+
+def column_range(sheet: str, col: str, first: int, last: int) -> str:
+    """Absolute reference text of rows ``first``..``last`` of a column (a dropdown's list): ``GPUs!$A$4:$A$20``."""
+    return f"{sheet}!${col}${first}:${col}${last}"
 
 
 def coord(col: int, row: int) -> str:
@@ -74,9 +80,12 @@ class Book:
 
     # -- building -------------------------------------------------------------------
     def put(self, sheet: str, at: str, value: Any, kind: str = "label", number_format: str | None = None,
-            subs: Any = None) -> str:
-        """Place a value or formula; return the cell's absolute reference text."""
+            subs: Any = None, name: str | None = None) -> str:
+        """Place a value or formula (under the defined name ``name``, if given); return the cell's absolute reference
+        text."""
         self.sheets.setdefault(sheet, {})[at] = Cell(value, kind, number_format, subs)
+        if name is not None:
+            self.name(name, sheet, at)
         return ref_text(sheet, at)
 
     def row(self, sheet: str, row: int, values: Iterable[Any], kind: str = "label", col: str = "A") -> None:
@@ -112,8 +121,7 @@ class Book:
     def locate(self, var: str) -> tuple[str, str]:
         if var in self.names:
             return self.names[var]
-        m = _REF.match(var)
-        if not m:
+        if not (m := _REF.match(var)):
             raise KeyError(f"workbook formula refers to {var!r}, which is neither a defined name nor a cell")
         return m["sheet"], f"{m['col']}{m['row']}"
 
@@ -180,8 +188,7 @@ class _Env(dict[Any, Any]):
         v = self[where] if where in self else book.value(*where)
         if v is _CYCLE:
             raise ValueError(f"circular reference through {var}")
-        v = 0 if v is None else v  # a blank cell reads as 0, as in a spreadsheet
-        self[var] = v
+        v = self[var] = 0 if v is None else v  # a blank cell reads as 0, as in a spreadsheet
         return v
 
 
@@ -199,10 +206,8 @@ class Lookup(Expr):
 
     def __init__(self, key_expr: Expr, sheet: str, key_col: str, value_col: str, first_row: int, last_row: int,
                  what: str | None = None, type_in: str | None = None):
-        self.key_expr, self.sheet = key_expr, sheet
-        self.key_col, self.value_col = key_col, value_col
-        self.first_row, self.last_row = first_row, last_row
-        self.what, self.type_in = what, type_in
+        self.key_expr, self.sheet, self.key_col, self.value_col = key_expr, sheet, key_col, value_col
+        self.first_row, self.last_row, self.what, self.type_in = first_row, last_row, what, type_in
 
     def children(self) -> tuple[Expr, ...]:
         return (self.key_expr,)
@@ -244,8 +249,7 @@ class Lookup(Expr):
 
     def book_blank(self, env: Mapping[str, Any], row: int) -> bool:
         """Whether the catalog cell is empty (a blank reads as 0 through the environment)."""
-        book = getattr(env, "book", None)
-        if book is None:
+        if (book := getattr(env, "book", None)) is None:
             return True
         cell = book.sheets.get(self.sheet, {}).get(f"{self.value_col}{row}")
         return cell is None or cell.value in (None, "")
@@ -433,14 +437,9 @@ class NotAvailable(Expr):
         return ("na",)
 
 
-class _Rendering:
-    """How formula text is made: from templates made once per shape (``templates``), or each cell's tree built anew
-    inside :func:`reference_rendering` (the reference the templates must match; tests compare the two)."""
-
-    templates = True
-
-
-RENDERING = _Rendering()
+# How formula text is made: from templates made once per shape (``templates``), or each cell's tree built anew
+# inside :func:`reference_rendering` (the reference the templates must match; tests compare the two)
+RENDERING = SimpleNamespace(templates=True)
 
 
 @contextmanager

@@ -16,6 +16,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 from xml.parsers import expat
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"  # Compound File Binary: encrypted OOXML, or a legacy .xls
@@ -89,8 +90,7 @@ def formula_danger(text: str) -> str | None:
     """What in a formula reaches outside the workbook (text in double quotes is data, not looked at), or None."""
     code = re.sub(r'"(?:[^"]|"")*"', '""', text)
     for pattern, what in FORMULA_DANGER:
-        m = pattern.search(code)
-        if m:
+        if m := pattern.search(code):
             return f"{what}: {m.group(0).rstrip('(').strip()}"
     return None
 
@@ -127,8 +127,7 @@ def _check_zip(path: Path, zf: zipfile.ZipFile, limits: Limits, start: float) ->
         raise PackageError(f"{path}: {len(infos)} parts in the package, more than a workbook has "
                            f"(limit {limits.parts})")
     names = [i.filename for i in infos]
-    total = sum(i.file_size for i in infos)
-    if total > limits.unpacked_bytes:
+    if (total := sum(i.file_size for i in infos)) > limits.unpacked_bytes:
         raise PackageError(f"{path}: unpacks to {total / 1e6:.0f} MB (limit {limits.unpacked_bytes / 1e6:.0f} MB); "
                            "refusing a possible zip bomb")
     for i in infos:
@@ -140,9 +139,8 @@ def _check_zip(path: Path, zf: zipfile.ZipFile, limits: Limits, start: float) ->
                                 f"(limit {limits.part_bytes / 1e6:.0f} MB per part)")
     if "xl/workbook.xml" not in names or "[Content_Types].xml" not in names:
         raise PackageError(f"{path}: not an Excel workbook (no xl/workbook.xml)")
-    if len(set(names)) != len(names):
-        dup = sorted({n for n in names if names.count(n) > 1})
-        raise _refuse(path, f"part {dup[0]} appears twice in the package")
+    if twice := sorted(n for n in set(names) if names.count(n) > 1):
+        raise _refuse(path, f"part {twice[0]} appears twice in the package")
     for i in infos:
         if i.flag_bits & 0x1:
             raise _refuse(path, f"part {i.filename} is encrypted")
@@ -173,19 +171,17 @@ class _Scanner:
         self.elements = 0
 
     def scan(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
-        self.part = info.filename
-        self.depth = 0
+        self.part, self.depth, self.chars, self.tag = info.filename, 0, 0, ""
         self.text: list[str] = []
-        self.chars = 0
-        self.tag = ""
         p = expat.ParserCreate(namespace_separator=" ")
         p.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
-        p.StartDoctypeDeclHandler = self._doctype
-        p.EntityDeclHandler = self._entity
+        p.StartDoctypeDeclHandler = lambda *_: self._fail("declares a DTD (<!DOCTYPE>); XML entity expansion "
+                                                          "('billion laughs') is refused")
+        p.EntityDeclHandler = lambda *_: self._fail("declares an XML entity; entity expansion is refused")
+        p.ExternalEntityRefHandler = lambda *_: self._fail("refers to an external XML entity")
         p.StartElementHandler = self._start
         p.EndElementHandler = self._end
         p.CharacterDataHandler = self._chars
-        p.ExternalEntityRefHandler = self._external_entity
         try:
             with zf.open(info) as fh:
                 while chunk := fh.read(1 << 20):
@@ -195,23 +191,12 @@ class _Scanner:
         except expat.ExpatError as exc:
             raise _refuse(self.path, f"part {self.part} is not well-formed XML ({exc})") from None
 
-    def _fail(self, why: str) -> None:
+    def _fail(self, why: str) -> NoReturn:
         raise _refuse(self.path, f"part {self.part}: {why}")
 
     def _budget(self) -> None:
-        used = time.process_time() - self.start
-        if used > self.limits.cpu_s:
+        if time.process_time() - self.start > self.limits.cpu_s:
             self._fail(f"checking the package took more than its {self.limits.cpu_s:.0f} s CPU budget")
-
-    def _doctype(self, *args: object) -> None:
-        self._fail("declares a DTD (<!DOCTYPE>); XML entity expansion ('billion laughs') is refused")
-
-    def _entity(self, *args: object) -> None:
-        self._fail("declares an XML entity; entity expansion is refused")
-
-    def _external_entity(self, *args: object) -> int:
-        self._fail("refers to an external XML entity")
-        return 0
 
     def _start(self, name: str, attrs: dict[str, str]) -> None:
         self.depth += 1
@@ -258,7 +243,6 @@ class _Scanner:
         if self.tag in FORMULA_TAGS and self.text:
             formula = "".join(self.text)
             self.pkg.formulas += 1
-            why = formula_danger(formula)
-            if why:
+            if why := formula_danger(formula):
                 self._fail(f"a formula with {why} ({formula[:80]!r})")
         self.tag, self.text, self.chars = "", [], 0

@@ -30,14 +30,11 @@ from ..scenario import INPUTS, Scenario, evaluate
 from ..stack_names import name_key
 from .catalogs import FRAMEWORK_DERIVED, GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED
 from .checks import EMPTY_OK
-from .package import Limits, Package, PackageError, check
+from .package import Limits, PackageError, check
 from .sheets import STAGE_ENDS
 from .verify import Finding, verify
 
 MAX_FILE_BYTES = Limits.file_bytes
-MAX_UNPACKED_BYTES = Limits.unpacked_bytes
-MAX_PARTS = Limits.parts
-MAX_RATIO = Limits.ratio  # uncompressed / compressed, per part over 1 MB
 REL_TOL = 1e-9
 
 TEXT_NAMES = {"Scenario_Name": "name", "Scenario_Notes": "notes", "Model_Preset": "model", "GPU_Type": "gpu",
@@ -84,18 +81,8 @@ class ReadBack:
         }
 
 
-def check_package(path: Path) -> Package:
-    """Refuse oversized files, zip bombs, foreign or hostile packages before anything is parsed (see package.py)."""
-    limits = Limits(file_bytes=MAX_FILE_BYTES, unpacked_bytes=MAX_UNPACKED_BYTES, parts=MAX_PARTS, ratio=MAX_RATIO)
-    try:
-        return check(path, limits)
-    except PackageError as exc:
-        raise WorkbookError(str(exc)) from None
-
-
 def _value(wb: Any, name: str) -> Any:
-    dn = wb.defined_names.get(name)
-    if dn is None:
+    if (dn := wb.defined_names.get(name)) is None:
         return _MISSING
     dests = list(dn.destinations)
     if len(dests) != 1 or dests[0][0] not in wb.sheetnames or ":" in dests[0][1]:
@@ -211,15 +198,17 @@ def read_workbook(path: str | Path) -> ReadBack:
     if not openpyxl.DEFUSEDXML:
         raise WorkbookError("refusing to read an untrusted workbook without defusedxml (pip install defusedxml)")
     path = Path(path)
-    check_package(path)
+    try:  # oversized files, zip bombs, foreign or hostile packages refused before anything is parsed (package.py)
+        check(path, Limits(file_bytes=MAX_FILE_BYTES))
+    except PackageError as exc:
+        raise WorkbookError(str(exc)) from None
     try:  # the cells' values, then their formulas (the package checks bound both loads)
         wb = openpyxl.load_workbook(path, data_only=True, read_only=False, keep_links=False)
         formulas = openpyxl.load_workbook(path, read_only=False, keep_links=False)
     except Exception as exc:  # openpyxl raises many types on malformed parts
         raise WorkbookError(f"{path}: cannot be read as a workbook ({type(exc).__name__}: {exc})") from None
     try:
-        missing = [c.name for c in INPUTS if c.name not in wb.defined_names]
-        if missing:
+        if missing := [c.name for c in INPUTS if c.name not in wb.defined_names]:
             raise WorkbookError(f"{path}: not an xlcalc planning workbook (missing defined names: "
                                 f"{', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''})")
         data: dict[str, Any] = {key: str(v) for name, key in TEXT_NAMES.items()
@@ -252,13 +241,11 @@ def read_workbook(path: str | Path) -> ReadBack:
         _stage_ends(data)
         scenario = Scenario.build(**data)
         results = evaluate(scenario)
-        cached: dict[str, Any] = {}
-        rb = ReadBack(str(path), scenario, results, cached)
+        rb = ReadBack(str(path), scenario, results, {})
         for out in OUTPUTS:
-            v = _value(wb, out.name)
+            v = rb.cached[out.name] = _value(wb, out.name)
             if v is _MISSING:
                 raise WorkbookError(f"{path}: not an xlcalc planning workbook (missing defined name {out.name})")
-            cached[out.name] = v
             if v is None:
                 rb.missing_cache.append(out.name)
             elif not _same(v, results[out.name]):

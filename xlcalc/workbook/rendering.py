@@ -97,9 +97,8 @@ def _split(varmap: Mapping[str, str]) -> tuple[dict[str, str], tuple[frozenset[s
     if last is not None and last[0] == varmap:
         return last[1]
     refs = {k: v for k, v in varmap.items() if "!" in v}
-    over = None
-    if len(set(refs.values())) == len(refs):
-        over = (frozenset(refs), tuple(sorted((k, v) for k, v in varmap.items() if k not in refs)))
+    over = (frozenset(refs), tuple(sorted((k, v) for k, v in varmap.items() if k not in refs))) \
+        if len(set(refs.values())) == len(refs) else None
     _SPLIT[0] = (dict(varmap), (refs, over))  # one item: another thread reads a varmap with its own split
     return refs, over
 
@@ -171,15 +170,10 @@ def _sub_entries(varmap: Mapping[str, str]) -> list[tuple[str, Any, str]]:
     entries = _SUB_ENTRIES.get(memo_key)
     if entries is None:
         vm = {k: Var(v) for k, v in varmap.items()}
-        entries = []
-        for earlier in OUTPUTS:
-            if earlier.name in varmap:
-                entries.append((earlier.name, earlier.expr().substitute(vm).key(), varmap[earlier.name]))
-            elif _deps(earlier.name).isdisjoint(varmap):
-                entries.append((earlier.name, earlier.expr().key(), earlier.name))
-            else:
-                entries.append((earlier.name, None, ""))
-        _SUB_ENTRIES[memo_key] = entries
+        entries = _SUB_ENTRIES[memo_key] = [
+            (o.name, o.expr().substitute(vm).key(), varmap[o.name]) if o.name in varmap
+            else (o.name, o.expr().key(), o.name) if _deps(o.name).isdisjoint(varmap) else (o.name, None, "")
+            for o in OUTPUTS]
     _SUB_LAST[0] = (dict(varmap), entries)  # one item: another thread reads a varmap with its own
     return entries
 
@@ -231,12 +225,8 @@ LOOKED_UP = (*checks.CATALOG_LOOKED_UP, *checks.LOOKED_UP_TEXT_OK)
 
 def needs(expr: Expr) -> set[str]:
     """Every defined name an expression depends on: its variables and, for named results, theirs."""
-    out: set[str] = set()
-    for v in expr.variables():
-        out.add(v)
-        if v in OUTPUT_BY_NAME:
-            out |= dependencies(v)
-    return out
+    names = expr.variables()
+    return names.union(*(_deps(v) for v in names if v in OUTPUT_BY_NAME))
 
 
 def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None, follows: Any = (),
@@ -281,11 +271,9 @@ def guarded_output(name: str, expr: Any, refs: Mapping[str, str] | None = None, 
     """
     refs = refs or {}
     if isinstance(expr, Bound) and RENDERING.templates and not cells:
-        own = checks.cell_checks(refs)
-        if not own:
+        if not (own := checks.cell_checks(refs)):
             return _guarded_bound(name, expr, refs, follows, exclude)
-        made = _guarded_row(name, expr, refs, follows, exclude, own)
-        if made is not None:
+        if (made := _guarded_row(name, expr, refs, follows, exclude, own)) is not None:
             return made
     return guarded(expr, _output_deps(name, refs), refs, follows, exclude, cells, written_bounded(name, refs))
 

@@ -20,7 +20,7 @@ from ..scenario import INPUT_BY_FIELD, STEP_GROUP, Scenario
 from . import checks
 from .catalogs import FRAMEWORK_DERIVED, GPU_DERIVED, MODEL_DERIVED, RECIPE_DERIVED, FrameworkTable, PriceTable, Table
 from .messages import CHECK_POINTER, message_cell
-from .model import Book, Concat, IfError, IsNumber, missing_text, ref_text
+from .model import Book, Concat, IfError, IsNumber, column_range, missing_text
 from .rendering import (
     BOOL_FORMAT,
     catalog_lookup,
@@ -52,8 +52,7 @@ class Ctx:
 
 def id_range(table: Table) -> str:
     """Absolute reference text of a catalog's id column (for a dropdown list)."""
-    col = table.col("id")
-    return ref_text(table.sheet, f"{col}{table.first_row}") + f":${col}${table.last_row}"
+    return column_range(table.sheet, table.col("id"), table.first_row, table.last_row)
 
 
 # what a preset fills, in the message shown when its catalog has no figure
@@ -75,13 +74,11 @@ def derived_value(ctx: Ctx, scenario: Scenario, field: str, gpu_key: str, model_
     Precision), the fields a framework fills hold ``IF(Framework&Precision="", value, <the Frameworks sheet's>)``;
     for the bytes per parameter that is the value of ``IF(Recipe_Id="", ...)``: a picked recipe wins, as on the CLI.
     """
-    value = getattr(scenario, field)
     if field in STAGE_ENDS:
         return stage_ends_value(scenario, field, model_key)
-    own = value
-    fw = ctx.frameworks if framework else None
-    if fw is not None and (field in FRAMEWORK_DERIVED or field in RECIPE_DERIVED):
-        value = framework_value(fw, scenario, field, value, ctx.recipes)
+    own = value = getattr(scenario, field)
+    if framework and (field in FRAMEWORK_DERIVED or field in RECIPE_DERIVED):
+        value = framework_value(ctx.frameworks, scenario, field, value, ctx.recipes)
         if field in FRAMEWORK_DERIVED:
             return value
     if field in RECIPE_DERIVED and recipe_key:
@@ -142,8 +139,7 @@ def input_row(ctx: Ctx, sheet: str, row: int, field: str, value: Any, listed: st
     fmt = BOOL_FORMAT if s.kind == "bool" else fmt
     if cell.name in checks.LOOKED_UP_FAILING:  # a look-up's message prints as the way to Start's input check
         fmt = pointer_format(fmt)
-    b.put(sheet, f"B{row}", value, "input", fmt)
-    b.name(cell.name, sheet, f"B{row}")
+    b.put(sheet, f"B{row}", value, "input", fmt, name=cell.name)
     b.put(sheet, f"C{row}", s.unit)
     looked_up = isinstance(value, Expr) and not isinstance(value, Var)
     preset = ("GPU_Type" if field in GPU_DERIVED else "Model_Preset" if field in MODEL_DERIVED or field in STAGE_ENDS
@@ -171,9 +167,8 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
     expr = pointing(expr, pointer, checks_pointer=CHECK_POINTER if points else None)
     b = ctx.book
     b.put(sheet, f"A{row}", label or out.label)
-    ref = b.put(sheet, f"B{row}", expr, "output" if define else "formula", display_format(out), subs)
-    if define:
-        b.name(name, sheet, f"B{row}")
+    ref = b.put(sheet, f"B{row}", expr, "output" if define else "formula", display_format(out), subs,
+                name if define else None)
     b.put(sheet, f"C{row}", out.unit)
     b.note(sheet, f"D{row}", f"{name if define else out.formula.udf_name}: {out.formula.equation}. "
                             f"Source: {out.formula.source}")
@@ -189,10 +184,9 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
 
 def output_rows(ctx: Ctx, sheet: str, row: int, names: tuple[str, ...], pointer: str | None = None) -> int:
     """:func:`output_row` for each of ``names``, from ``row`` down; the next row."""
-    for name in names:
-        output_row(ctx, sheet, row, name, pointer=pointer)
-        row += 1
-    return row
+    for k, name in enumerate(names):
+        output_row(ctx, sheet, row + k, name, pointer=pointer)
+    return row + len(names)
 
 
 def formula_row(ctx: Ctx, sheet: str, row: int, label: str, expr: Any, unit: str, note: str,
@@ -215,9 +209,7 @@ def inputs_sheet(ctx: Ctx) -> None:
     b.put(s, "A1", "Inputs — type in the yellow cells; everything else follows", "title")
     for row, label, name, text in ((2, "Scenario", "Scenario_Name", sc.name), (3, "Notes", "Scenario_Notes", sc.notes)):
         b.put(s, f"A{row}", label)
-        b.put(s, f"B{row}", text, "text_input")
-        b.name(name, s, f"B{row}")
-    gpu_ids, model_ids, recipe_ids = id_range(ctx.gpus), id_range(ctx.models), id_range(ctx.recipes)
+        b.put(s, f"B{row}", text, "text_input", name=name)
     row = 5
     groups: dict[str, list[str]] = {}
     for cell in INPUT_BY_FIELD.values():
@@ -228,35 +220,31 @@ def inputs_sheet(ctx: Ctx) -> None:
         b.put(s, f"A{row}", group, "group")
         row += 1
         if group == "Model and data":
-            _choice_row(ctx, s, row, "Model preset (fills parameters and architecture)", "Model_Preset",
-                        sc.model or "", model_ids, "a model id from the Models sheet, or empty for your own numbers")
-            row += 1
+            row = _choice_row(ctx, s, row, "Model preset (fills parameters and architecture)", "Model_Preset",
+                              sc.model or "", id_range(ctx.models),
+                              "a model id from the Models sheet, or empty for your own numbers")
         if group == "Cluster":
-            _choice_row(ctx, s, row, "GPU type (fills TFLOP/s, memory, GPUs per node)", "GPU_Type",
-                        sc.gpu or "", gpu_ids, "a GPU id from the GPUs sheet, or empty for your own numbers")
-            row += 1
+            row = _choice_row(ctx, s, row, "GPU type (fills TFLOP/s, memory, GPUs per node)", "GPU_Type",
+                              sc.gpu or "", id_range(ctx.gpus),
+                              "a GPU id from the GPUs sheet, or empty for your own numbers")
         for field in fields:
             if field == "usd_per_gpu_hour":  # the tier dropdown heads the price it fills
-                _choice_row(ctx, s, row, "Price tier (fills the price per GPU-hour from the Prices sheet)",
-                            "Price_Tier", sc.price_tier or "", tier_range(ctx.prices),
-                            "a tier from the Prices sheet (on-demand, reserved-1y, reserved-3y, spot, ...), "
-                            "or empty for your own price")
-                row += 1
-                input_row(ctx, s, row, field, price_value(ctx, sc))
-                row += 1
-                continue
-            if field == "capex_usd_per_gpu":  # looked up by GPU_Type, as the price
-                input_row(ctx, s, row, field, capex_value(ctx, sc))
-                row += 1
-                continue
-            if field == "bytes_weights":  # what the software fills, then the recipe dropdown heading the bytes it fills
-                row = framework_rows(ctx, s, row)
-                _choice_row(ctx, s, row, "Precision recipe (fills bytes per parameter)", "Recipe_Id", sc.recipe or "",
-                            recipe_ids, "a recipe id from the Recipes sheet, or empty for your own numbers (or the "
-                            "Framework's)")
-                row += 1
-            input_row(ctx, s, row, field, derived_value(ctx, sc, field, "GPU_Type", "Model_Preset", "Recipe_Id",
-                                                        framework=True))
+                tiers = column_range(ctx.prices.sheet, "A", ctx.prices.tier_first, ctx.prices.tier_last)
+                row = _choice_row(ctx, s, row, "Price tier (fills the price per GPU-hour from the Prices sheet)",
+                                  "Price_Tier", sc.price_tier or "", tiers,
+                                  "a tier from the Prices sheet (on-demand, reserved-1y, reserved-3y, spot, ...), "
+                                  "or empty for your own price")
+                value = price_value(ctx, sc)
+            elif field == "capex_usd_per_gpu":  # looked up by GPU_Type, as the price
+                value = capex_value(ctx, sc)
+            else:
+                if field == "bytes_weights":  # what the software fills, then the recipe dropdown heading its bytes
+                    row = _choice_row(ctx, s, framework_rows(ctx, s, row), "Precision recipe (fills bytes per "
+                                      "parameter)", "Recipe_Id", sc.recipe or "", id_range(ctx.recipes),
+                                      "a recipe id from the Recipes sheet, or empty for your own numbers (or the "
+                                      "Framework's)")
+                value = derived_value(ctx, sc, field, "GPU_Type", "Model_Preset", "Recipe_Id", framework=True)
+            input_row(ctx, s, row, field, value)
             row += 1
         row += 1
     b.put(s, f"A{row}", "Cells with a formula in yellow (e.g. Peak_TFLOPS, Bytes_Grads, Logits_Buffer_Bytes) are "
@@ -271,21 +259,17 @@ FRAMEWORK_FILLS = ("the bytes per parameter (the recipe it names; a picked Recip
 def framework_rows(ctx: Ctx, s: str, row: int) -> int:
     """The Framework and Precision dropdowns (names as ``--framework`` / ``--precision`` take them); the next row."""
     fw, sc = ctx.frameworks, ctx.scenario
-    _choice_row(ctx, s, row, "Framework (fills the memory inputs of the software you train with)", "Framework",
-                sc.framework or "", ref_text(fw.sheet, f"A{fw.first_row}") + f":$A${fw.last_row}",
-                f"one of {', '.join(FRAMEWORKS)} (as --framework), or empty for your own numbers",
-                ". It sets " + FRAMEWORK_FILLS + "; a number typed over one of them wins")
-    _choice_row(ctx, s, row + 1, "Precision (with the framework)", "Precision", sc.precision or "",
-                ref_text(fw.sheet, f"A{fw.precision_first}") + f":$A${fw.precision_last}",
-                f"one of {', '.join(PRECISIONS)} (as --precision), or empty for the framework's usual one",
-                ": " + "; ".join(f"{k} {v}" for k, v in PRECISIONS.items()) + ". The Frameworks sheet lists the "
-                "precisions each framework offers")
-    return row + 2
+    row = _choice_row(ctx, s, row, "Framework (fills the memory inputs of the software you train with)", "Framework",
+                      sc.framework or "", column_range(fw.sheet, "A", fw.first_row, fw.last_row),
+                      f"one of {', '.join(FRAMEWORKS)} (as --framework), or empty for your own numbers",
+                      ". It sets " + FRAMEWORK_FILLS + "; a number typed over one of them wins")
+    return _choice_row(ctx, s, row, "Precision (with the framework)", "Precision", sc.precision or "",
+                       column_range(fw.sheet, "A", fw.precision_first, fw.precision_last),
+                       f"one of {', '.join(PRECISIONS)} (as --precision), or empty for the framework's usual one",
+                       ": " + "; ".join(f"{k} {v}" for k, v in PRECISIONS.items()) + ". The Frameworks sheet lists "
+                       "the precisions each framework offers")
 
 
-def tier_range(prices: PriceTable) -> str:
-    """Absolute reference text of the Prices sheet's list of tiers (the Price_Tier dropdown)."""
-    return ref_text(prices.sheet, f"A{prices.tier_first}") + f":$A${prices.tier_last}"
 
 
 NO_PRICE = (": no published ", " price on the Prices sheet \u2014 type it in USD_per_GPU_Hour")  # around the tier
@@ -327,18 +311,16 @@ def capex_value(ctx: Ctx, scenario: Scenario, gpu_key: str = "GPU_Type") -> Any:
     reads the sentence of xlcalc.catalog.missing_capex, never #N/A. A number typed over the cell wins, as over any
     look-up; a scenario's own number (one its GPU's catalog price does not give) is written as that number.
     """
-    p = ctx.prices
     typed = scenario.capex_usd_per_gpu
     buy = catalog.purchase_price(scenario.gpu) if scenario.gpu else None
     if typed is not None and (buy is None or buy.capex_usd_per_gpu != typed):
         return typed
     gpu = Var(gpu_key)
     head, tail = catalog.missing_capex_detail("\0").split("\0")
-    line = str(InputError("capex_usd_per_gpu", None, "a purchase price per GPU in USD", "\1"))
-    start, end = line.split("\1")
+    start, end = str(InputError("capex_usd_per_gpu", None, "a purchase price per GPU in USD", "\1")).split("\1")
     missing = Concat(*_chunks(start + head), gpu, *_chunks(tail + end))
     no_gpu = Concat(*_chunks(str(catalog.missing_capex(None))))
-    lookup = catalog_lookup(gpu, p.sheet, "A", "B", p.capex_first, p.capex_last)
+    lookup = catalog_lookup(gpu, ctx.prices.sheet, "A", "B", ctx.prices.capex_first, ctx.prices.capex_last)
     return if_(eq(gpu, ""), no_gpu, IfError(lookup, missing))
 
 
@@ -373,14 +355,15 @@ def price_used(ctx: Ctx) -> Any:
 
 
 def _choice_row(ctx: Ctx, sheet: str, row: int, label: str, name: str, value: str, list_ref: str, allowed: str,
-                more: str = "") -> None:
+                more: str = "") -> int:
+    """A dropdown of the list ``list_ref`` in row ``row``, named ``name``; the next row."""
     b = ctx.book
     b.put(sheet, f"A{row}", label)
-    b.put(sheet, f"B{row}", value, "text_input")
-    b.name(name, sheet, f"B{row}")
+    b.put(sheet, f"B{row}", value, "text_input", name=name)
     b.put(sheet, f"D{row}", f"{name}: {allowed}{more}", "note")
     b.validations.append({"sheet": sheet, "at": f"B{row}", "list": "=" + list_ref, "label": f"{label} ({name})",
                           "allowed": allowed})
+    return row + 1
 
 
 PURCHASE_PRICE_USED = "Purchase price used: "  # before the purchase price in words (Budget sheet)
@@ -420,8 +403,7 @@ def missing_figures() -> dict[str, int]:
         for field, column in fields.items():
             if field not in WHAT or field not in INPUT_BY_FIELD:
                 continue
-            ids = [r.id for r in rows if value(r, column) is None]
-            if ids:
+            if ids := [r.id for r in rows if value(r, column) is None]:
                 name = INPUT_BY_FIELD[field].name
                 out[name] = max(out.get(name, 0), max(map(len, ids)) + len(missing_text(WHAT[field], sheet, name)))
     return out
@@ -444,16 +426,14 @@ def plan_title(ctx: Ctx, ref: Any = None) -> Concat:
     def v(name: str) -> Var:
         return Var((ref or {}).get(name, name))
 
-    g = ctx.gpus
+    def name_of(t: Table, key: Var) -> Any:  # the catalog's name of the id in ``key``, else the id as typed
+        return IfError(catalog_lookup(key, t.sheet, t.col("id"), t.col("name"), t.first_row, t.last_row), key)
+
     gpu = v("GPU_Type")
-    gpu_name = IfError(catalog_lookup(gpu, g.sheet, g.col("id"), g.col("name"), g.first_row, g.last_row), gpu)
-    gpu_text = if_(eq(gpu, ""), Concat("GPUs of ", v("Peak_TFLOPS"), " TFLOP/s"), gpu_name)
+    gpu_text = if_(eq(gpu, ""), Concat("GPUs of ", v("Peak_TFLOPS"), " TFLOP/s"), name_of(ctx.gpus, gpu))
     usd = v("USD_per_GPU_Hour")  # a price tier with no rate leaves a message there, not a number
     price = if_(IsNumber(usd), Concat("$", round_(usd, 2), " per GPU-hour"), "no price per GPU-hour")
-    m = ctx.models
     model = v("Model_Preset")  # the model picked (its catalog name), or none: the typed architecture
-    model_name = IfError(catalog_lookup(model, m.sheet, m.col("id"), m.col("name"), m.first_row, m.last_row), model)
-    model_text = if_(eq(model, ""), "", Concat(model_name, ", "))
+    model_text = if_(eq(model, ""), "", Concat(name_of(ctx.models, model), ", "))
     return Concat(model_text, round_(v("Params_B"), 1), "B parameters, ", round_(v("Tokens_T"), 2), "T tokens on ",
-                  v("N_GPUs"), " x ", gpu_text, " at MFU ", round_(v("MFU") * 100, 1),
-                  "%, ", price)
+                  v("N_GPUs"), " x ", gpu_text, " at MFU ", round_(v("MFU") * 100, 1), "%, ", price)

@@ -103,10 +103,8 @@ def start_sheet(ctx: Ctx) -> int:
     for r in (2, 3):  # the plan in words; the first failing input's message
         message_cell(b, s, r, "C", "D", longest_message())
     check = ref_text(s, "C3")
-    row = 5
-    b.put(s, f"B{row}", "Key results", "group")
-    for name, label in KEY_RESULTS:
-        row += 1
+    b.put(s, "B5", "Key results", "group")
+    for row, (name, label) in enumerate(KEY_RESULTS, start=6):
         b.put(s, f"B{row}", label)
         b.put(s, f"C{row}", key_result(name, check), "formula", _format_of(name))
         if name == "USD_per_GPU_Hour":  # the price and tier the costs above used, beside the price

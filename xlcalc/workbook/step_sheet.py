@@ -24,7 +24,7 @@ from ..stage_memory import Step
 from ..step_steps import step_time_steps
 from .catalogs import FIRST, Table
 from .messages import LAYOUT_POINTER
-from .model import Book, Concat, IsNumber, LookupOr, coord
+from .model import Book, Concat, IsNumber, LookupOr, column_range, coord
 from .rendering import checked, needs
 from .sheets import Ctx, input_row
 
@@ -55,9 +55,9 @@ def stack_sheet(book: Book) -> Table:
     """One row per software-stack profile (xlcalc.planner.stacks): the facts the step time takes from it, as the
     planner resolves them (the stack's documented facts over the planner's defaults)."""
     s = STACK_SHEET
-    book.put(s, "A1", "Software stacks: the facts the step time takes from each (xlcalc.planner.stacks)", "title")
-    book.put(s, "A2", "Each profile's documented facts over the planner's defaults, as `xlcalc plan --stack` uses them; "
-             "the StepTime sheet looks them up by its Stack dropdown. Yellow cells may be edited.", "note")
+    book.titled(s, "Software stacks: the facts the step time takes from each (xlcalc.planner.stacks)",
+                "Each profile's documented facts over the planner's defaults, as `xlcalc plan --stack` uses them; "
+                "the StepTime sheet looks them up by its Stack dropdown. Yellow cells may be edited.")
     columns = ["id", "name"] + [c[0] for c in STACK_COLUMNS] + ["facts"]
     headers = ["id", "name"] + [c[2] for c in STACK_COLUMNS] + ["what the stack does, and where that is stated"]
     for j, header in enumerate(headers, start=1):
@@ -117,8 +117,8 @@ def _sources(ctx: Ctx, stacks: Table) -> tuple[dict[str, Any], list[tuple[str, s
     src["matmul_efficiency"] = fact("Step_Matmul_Efficiency", "Matmul efficiency (the stack's, else the GPU's)",
                                     if_(eq(stack["matmul_efficiency"], ""), gpu_eff, stack["matmul_efficiency"]),
                                     "fraction", "0.0%")
-    sms = _gpu_fact(gpus, "sm_count", 0)
-    src["sm_count"] = fact("Step_SM_Count", "SMs per GPU (0: unknown, no wave quantization)", sms, "SMs", "0")
+    src["sm_count"] = fact("Step_SM_Count", "SMs per GPU (0: unknown, no wave quantization)",
+                           _gpu_fact(gpus, "sm_count", 0), "SMs", "0")
     src["wave_quantization"] = Var("Step_SM_Count") > 0
     src["hbm_tb_s"] = fact("Step_HBM_TB_s", "HBM bandwidth", _gpu_fact(gpus, "hbm_tb_s", no("HBM bandwidth")), "TB/s", "0.##")
     src["scaleup_gb_s"] = fact("Step_Scaleup_GB_s", "Scale-up bandwidth per direction",
@@ -155,7 +155,7 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
     # the scenario's two inputs of the step time alone (xlcalc.scenario.STEP_GROUP), the stack a dropdown of the
     # Stacks sheet's ids
     input_row(ctx, s, 5, "stack", ctx.scenario.stack,
-              listed=f"={stacks.sheet}!$A${stacks.first_row}:$A${stacks.last_row}")
+              listed="=" + column_range(stacks.sheet, "A", stacks.first_row, stacks.last_row))
     input_row(ctx, s, 6, "global_batch_tokens", ctx.scenario.global_batch_tokens)
     src, facts = _sources(ctx, stacks)
     steps = step_time_steps(src)
@@ -184,42 +184,36 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
     deps -= {n for n, *_ in rows} | {st.name for st in (*steps, *timeline)} | {"Step_Check", "Step_Microbatches_Whole"}
     for name, label, expr, unit, fmt in rows:
         b.put(s, f"A{row}", label)
-        b.put(s, f"B{row}", checked(expr, needs(expr) - {n for n, *_ in rows}), "formula", fmt)
-        b.name(name, s, f"B{row}")
+        b.put(s, f"B{row}", checked(expr, needs(expr) - {n for n, *_ in rows}), "formula", fmt, name=name)
         b.put(s, f"C{row}", unit)
-        used = expr.variables()
         where = " and ".join(w for n, w in (("Stack", "the Stacks sheet (by Stack)"),
-                                            ("GPU_Type", "the GPUs sheet (by GPU_Type)")) if n in used)
+                                            ("GPU_Type", "the GPUs sheet (by GPU_Type)")) if n in expr.variables())
         where = where or "the Inputs sheet"
         b.put(s, f"D{row}", f"{name}: from {where}", "note")
         row += 1
     b.put(s, f"A{row}", "Micro-batches, rounded (the planner's)")
-    b.put(s, f"B{row}", if_(IsNumber(microbatches), round_(microbatches), microbatches), "formula", "#,##0")
-    b.name("Step_Microbatches_Whole", s, f"B{row}")
+    b.put(s, f"B{row}", if_(IsNumber(microbatches), round_(microbatches), microbatches), "formula", "#,##0",
+          name="Step_Microbatches_Whole")
     row += 1
     for name, label, value, note in _range_factors():
         b.put(s, f"A{row}", label)
-        b.put(s, f"B{row}", value, "label", "0.000")
-        b.name(name, s, f"B{row}")
+        b.put(s, f"B{row}", value, "label", "0.000", name=name)
         b.put(s, f"C{row}", "x")
         b.put(s, f"D{row}", note, "note")
         row += 1
     b.put(s, f"A{row}", "Step-time check (OK: every figure known, the layout whole)")
-    b.put(s, f"B{row}", checked(check, deps), "formula")
-    b.name("Step_Check", s, f"B{row}")
+    b.put(s, f"B{row}", checked(check, deps), "formula", name="Step_Check")
     b.merges.append((s, f"B{row}:D{row}"))
     check_ref = f"see {STEP_SHEET}!B{row}"
-    row += 2
-    b.row(s, row, ("step", "value", "unit", "formula and source"), "header")
-    row += 1
+    b.row(s, row + 2, ("step", "value", "unit", "formula and source"), "header")
+    row += 3
     for st in (*steps, *timeline):
         expr = if_(eq(Var("Step_Check"), LAYOUT_OK), st.expr(), check_ref)
         fmt = "0.0%" if st.formula.unit == "fraction" or "MFU" in st.name else "#,##0" if "Tokens" in st.name or "FLOPs" in st.name \
             or "Hours" in st.name else "#,##0.00" if "Days" in st.name else "0.0000"
         b.put(s, f"A{row}", st.label, "header" if st.name == "Step_Time_S" else "label")
         kind = "output" if st.name in ("Step_Time_S", "Step_MFU", "Step_Train_Days") else "formula"
-        b.put(s, f"B{row}", checked(expr, deps), kind, fmt)
-        b.name(st.name, s, f"B{row}")
+        b.put(s, f"B{row}", checked(expr, deps), kind, fmt, name=st.name)
         b.put(s, f"C{row}", st.formula.unit)
         b.put(s, f"D{row}", f"{st.name} = {st.formula.udf_name}: {st.formula.equation}. Source: {st.formula.source}",
               "note")

@@ -252,8 +252,7 @@ def _compare(wb: Any, sheets: dict[str, dict[str, Expected]], flag: Any, finding
         ws = wb[title]
         seen = set()
         for cell in list(ws._cells.values()):
-            v = cell.value
-            if v is None:
+            if (v := cell.value) is None:
                 continue
             at = cell.coordinate
             seen.add(at)
@@ -291,8 +290,7 @@ def _compare(wb: Any, sheets: dict[str, dict[str, Expected]], flag: Any, finding
 
 def _check_names(wb: Any, names: dict[str, tuple[str, str]], findings: list[Finding]) -> None:
     for name, (sheet, at) in names.items():
-        dn = wb.defined_names.get(name)
-        if dn is None:
+        if (dn := wb.defined_names.get(name)) is None:
             findings.append(Finding(f"defined name {name}", "missing"))
         elif dn.attr_text.replace("$", "").replace("'", "") != f"{sheet}!{at}":
             findings.append(Finding(f"defined name {name}", f"points to {_short(dn.attr_text)}; xlcalc's points to "

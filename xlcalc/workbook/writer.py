@@ -14,6 +14,7 @@ import re
 import zipfile
 from collections.abc import Mapping
 from copy import copy
+from itertools import chain
 from typing import IO, Any
 
 from openpyxl import Workbook
@@ -226,17 +227,14 @@ def add_validation(ws, v: dict[str, Any], sqref: str | None = None) -> None:
     it applies to each cell of the range as to that one.
     """
     at, label = v["at"], v["label"]
+    s: Any = v.get("spec")  # (none for a list of a sheet's cells)
     if "list" in v:
         kind, rule, allowed = "list", v["list"].lstrip("="), v["allowed"]
+    elif s.kind in ("choice", "bool"):
+        choices = s.choices if s.kind == "choice" else ("TRUE", "FALSE")
+        kind, rule, allowed = "list", '"' + ",".join(choices) + '"', s.allowed
     else:
-        s: InputSpec = v["spec"]
-        allowed = s.allowed
-        if s.kind == "choice":
-            kind, rule = "list", '"' + ",".join(s.choices) + '"'
-        elif s.kind == "bool":
-            kind, rule = "list", '"TRUE,FALSE"'
-        else:
-            kind, rule = "custom", _numeric_rule(at, s)
+        kind, rule, allowed = "custom", _numeric_rule(at, s), s.allowed
     dv = DataValidation(type=kind, formula1=rule, allowBlank="list" in v, error=f"{label} must be {allowed}."[:255],
                         errorTitle="Not allowed", prompt=f"{label}: {allowed}"[:255], promptTitle=label[:32],
                         showErrorMessage=True, showInputMessage=True, errorStyle="stop")
@@ -267,15 +265,13 @@ def merged_validations(validations: list[dict[str, Any]]) -> list[tuple[dict[str
     for cells in groups.values():
         runs: list[list[int]] = []  # [first col, last col, first row, last row]
         for col, row in sorted(cells):
-            last = runs[-1] if runs else None
-            if last and last[0] == col and last[3] == row - 1:
-                last[3] = row
+            if runs and runs[-1][0] == col and runs[-1][3] == row - 1:
+                runs[-1][3] = row
             else:
                 runs.append([col, col, row, row])
         rects: list[list[int]] = []
         for run in runs:
-            same = [r for r in rects if r[1] == run[0] - 1 and r[2:] == run[2:]]
-            if same:
+            if same := [r for r in rects if r[1] == run[0] - 1 and r[2:] == run[2:]]:
                 same[0][1] = run[0]
             else:
                 rects.append(run)
@@ -316,8 +312,7 @@ def fit_row_heights(ws) -> None:
     alignments = ws.parent._alignments
     widths: dict[range, float] = {}  # the characters a span of columns holds (each span's columns read once)
     for (r, col), c in ws._cells.items():  # the cells written (walking the whole grid would create empty ones)
-        value = c._value
-        if not isinstance(value, str) or value.startswith("="):
+        if not isinstance(c._value, str) or c._value.startswith("="):
             continue
         # alignment 0 is the workbook's default alignment (no wrap): only a cell with an alignment of its own wraps
         if c._style is None or not c._style.alignmentId or not alignments[c._style.alignmentId].wrap_text:
@@ -336,8 +331,7 @@ def fit_row_heights(ws) -> None:
 def print_title_row(book: Book, title: str) -> int:
     """The row a sheet's printed pages repeat at the top: its table's column headings (the row above the frozen
     panes, where that row holds headings), else its title (row 1), never a section heading inside the sheet."""
-    at = book.freeze.get(title)
-    if at:
+    if at := book.freeze.get(title):
         row = _row_col(at)[0] - 1
         cells = book.sheets[title]
         if row >= 1 and any(c.kind == "header" for col in "ABCDE" if (c := cells.get(f"{col}{row}")) is not None):
@@ -350,9 +344,7 @@ def page_setup(ws, area: str | None = None, title_row: int = 1) -> None:
     centred, the title row repeated on every page."""
     rows, cols = ws.max_row, ws.max_column
     chart_rows, chart_cols = _chart_extent(ws)
-    if area is None:
-        area = f"A1:{get_column_letter(max(cols, chart_cols))}{max(rows, chart_rows)}"
-    ws.print_area = area
+    ws.print_area = area or f"A1:{get_column_letter(max(cols, chart_cols))}{max(rows, chart_rows)}"
     for chart in ws._charts:  # a chart below its table starts a page of its own rather than being cut
         anchor = chart.anchor if isinstance(chart.anchor, str) else ""
         row = int("".join(ch for ch in anchor if ch.isdigit()) or 0)
@@ -385,8 +377,7 @@ def to_workbook(book: Book) -> Workbook:
         if title in book.freeze:
             ws.freeze_panes = book.freeze[title]
         ws.protection.sheet = True  # no password: Review > Unprotect Sheet
-        ws.protection.formatColumns = False
-        ws.protection.formatRows = False
+        ws.protection.formatColumns = ws.protection.formatRows = False
         ws.sheet_view.zoomScale = 100
     for v, sqref in merged_validations(book.validations):
         add_validation(sheets[v["sheet"]], v, sqref)
@@ -395,11 +386,9 @@ def to_workbook(book: Book) -> Workbook:
         if rule == "good_if_true":
             # TRUE/FALSE as words; LibreOffice 7.4 also fails to export a PDF of a boolean cell in
             # General format that carries this rule ("Unspecified Application Error")
-            cells = ws[rng] if ":" in rng else ((ws[rng],),)
-            for row in cells:
-                for cell in row:
-                    if cell.number_format in (None, "General"):
-                        cell.number_format = BOOL_FORMAT
+            for cell in chain.from_iterable(ws[rng] if ":" in rng else ((ws[rng],),)):
+                if cell.number_format in (None, "General"):
+                    cell.number_format = BOOL_FORMAT
         ok = rule.removeprefix("bad_unless:")  # a master check: its all-clear text, else the message in red
         formats = RULES[rule] if ok == rule else (("equal", ok, GOOD_FILL), ("notEqual", ok, BAD_FILL))
         for operator, formula, fill in formats:
@@ -487,13 +476,12 @@ def sheet_data(ws, values: Mapping[str, Any]) -> str:
             if letter is None:
                 letter = letters[col] = get_column_letter(col)
             at = f"{letter}{r}"
+            head = f'<c r="{at}"'
             if styled:  # cell.style_id, looked up once per distinct style (the workbook's list of styles is the same)
                 style_id = style_ids.get(key)
                 if style_id is None:
                     style_id = style_ids[key] = cell.style_id
-                head = f'<c r="{at}" s="{style_id}"'
-            else:
-                head = f'<c r="{at}"'
+                head += f' s="{style_id}"'
             kind = cell.data_type
             if kind == "f":
                 cached = _value_xml(values[at]) if at in values else None
