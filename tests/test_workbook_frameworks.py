@@ -172,19 +172,19 @@ def test_read_back_takes_the_picked_framework(built, tmp_path):
 @pytest.mark.parametrize("values, words", [
     ({"Framework": "hf-trainer"}, "framework = 'hf-trainer' is not allowed: framework must be one of megatron, "
                                   "transformers, torchtitan"),
-    ({"Framework": "HF Trainer"}, "framework = 'HF Trainer' is not allowed: framework must be one of megatron, "
-                                  "transformers, torchtitan, torchtitan-compile, torchtune, torchtune-compile, deepspeed, "
-                                  "llm-foundry (the Framework dropdown), or empty (the workbook's look-ups take the "
-                                  "framework's id: pick transformers)"),
-    ({"Precision": "bf16-mixed"}, "precision = 'bf16-mixed' is not allowed: precision must be one of bf16, amp, fp32, "
-                                  "default (the Precision dropdown), or empty (the workbook's look-ups take the "
-                                  "precision's id: pick amp)"),
-    ({"Stack": "HF Trainer"}, "stack = 'HF Trainer' is not allowed: stack must be one of megatron, megatron-2021, "
-                              "llm-foundry, fsdp-eager, fsdp-compiled (the Stack dropdown) (the workbook's look-ups take "
-                              "the stack's id: pick fsdp-eager)"),
-    ({"LoRA_Targets": "q_proj,v_proj"}, "lora_targets = 'q_proj,v_proj' is not allowed: lora_targets must be one "
-                                         "of qv, qkv, attention, all_linear (the LoRA_Targets dropdown) (the workbook's "
-                                         "look-ups take the lora_targets's id: pick qv)"),
+    ({"Framework": "HF Trainer"},
+     "framework = 'HF Trainer' is not allowed: framework must be one of megatron, transformers, torchtitan, "
+     "torchtitan-compile, torchtune, torchtune-compile, deepspeed, llm-foundry (the Framework dropdown), or empty (the "
+     "workbook's look-ups take the framework's id: pick transformers)"),
+    ({"Precision": "bf16-mixed"},
+     "precision = 'bf16-mixed' is not allowed: precision must be one of bf16, amp, fp32, default (the Precision "
+     "dropdown), or empty (the workbook's look-ups take the precision's id: pick amp)"),
+    ({"Stack": "HF Trainer"},
+     "stack = 'HF Trainer' is not allowed: stack must be one of megatron, megatron-2021, llm-foundry, fsdp-eager, "
+     "fsdp-compiled (the Stack dropdown) (the workbook's look-ups take the stack's id: pick fsdp-eager)"),
+    ({"LoRA_Targets": "q_proj,v_proj"},
+     "lora_targets = 'q_proj,v_proj' is not allowed: lora_targets must be one of qv, qkv, attention, all_linear (the "
+     "LoRA_Targets dropdown) (the workbook's look-ups take the lora_targets's id: pick qv)"),
     ({"Framework": "torchtitan", "Precision": "fp32"}, "precision = 'fp32' is not allowed: precision must be one of "
                                                         "amp with framework torchtitan"),
     ({"Precision": "fp8"}, "precision = 'fp8' is not allowed: precision must be one of bf16, amp, fp32"),

@@ -27,8 +27,9 @@ from .errors import CatalogError, InputError
 from .recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, recipe_bytes
 from .stack_names import framework_names, name_key, unprofiled_names
 
-__all__ = ["Profile", "FRAMEWORKS", "PRECISIONS", "PROFILE_FIELDS", "PROFILE_INPUTS", "udf_defaults", "DEFAULT_FRAMEWORK", "DEFAULT_PRECISION",
-           "FRAMEWORK_ALIASES", "PRECISION_ALIASES", "framework_id", "framework_choices", "get_profile", "profile_values", "neutral", "framework_label"]
+__all__ = ["Profile", "FRAMEWORKS", "PRECISIONS", "PROFILE_FIELDS", "PROFILE_INPUTS", "udf_defaults",
+           "DEFAULT_FRAMEWORK", "DEFAULT_PRECISION", "FRAMEWORK_ALIASES", "PRECISION_ALIASES", "framework_id",
+           "framework_choices", "get_profile", "profile_values", "neutral", "framework_label"]
 
 PRECISIONS: dict[str, str] = {
     "bf16": "pure bf16: weights, gradients and optimizer states in bf16, no fp32 master copy",
@@ -256,7 +257,8 @@ def udf_defaults(given: Any) -> dict[str, Any]:
     fw, pr = given.get("framework"), given.get("precision")
     fw = fw if isinstance(fw, str) and fw.strip() else None
     pr = pr if isinstance(pr, str) and pr.strip() else None
-    if (fw is not None and framework_id(fw) not in FRAMEWORKS) or (pr is not None and name_key(pr) not in (*PRECISIONS, *PRECISION_ALIASES, "default")):
+    known_pr = (*PRECISIONS, *PRECISION_ALIASES, "default")
+    if (fw is not None and framework_id(fw) not in FRAMEWORKS) or (pr is not None and name_key(pr) not in known_pr):
         return {}  # an unknown name: the inputs' validation refuses it, beside every other input not allowed
     return profile_values(fw, pr)
 

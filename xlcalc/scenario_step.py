@@ -54,7 +54,7 @@ def step_prediction(scenario: Scenario) -> Plan:
     if not sc.gpu:
         raise InputError("gpu", None, "a GPU id from the catalog (xlcalc catalog gpus)",
                          "the step time takes the GPU's HBM and link bandwidths and SMs from its catalog row")
-    model = sc.model if sc.model and not typed_over(sc) else None
+    model = None if typed_over(sc) else sc.model
     arch = None if model else arch_from_flags(sc.layers, sc.hidden, sc.heads, sc.kv_heads, sc.ffn_hidden, sc.vocab,
                                               sc.gated_ffn, sc.seq_len, sc.head_dim_given or None)
     stage_layers = None  # the split the scenario gives (its first and last stage's layers), as the sheet takes it
