@@ -30,6 +30,7 @@ from typing import Any, Optional
 
 from ..errors import CatalogError, InputError
 from ..frameworks import profile_values
+from ..stack_names import name_key
 from .stack_files import load_stack_files
 
 __all__ = ["Stack", "STACKS", "NONMATMUL_FACTOR", "TRITON_FLASH_ATTENTION_SPEED", "get_stack", "DEFAULT_STACK",
@@ -104,7 +105,7 @@ def stack_framework(name: Optional[str]) -> Optional[str]:
     defaults (the planner's settings, megatron-2021)."""
     if name is None:
         return None
-    key = str(name).strip().lower().replace(" ", "-").replace("_", "-")
+    key = name_key(name)
     if key in ALIAS_FRAMEWORKS:
         return ALIAS_FRAMEWORKS[key]
     sid = ALIASES[key][0] if key in ALIASES else key
@@ -122,7 +123,7 @@ def stack_choices() -> str:
 def stack_id(name: str) -> str:
     """The profile id (or :data:`PLANNER`) a stack name means: an id, an alias, case and spaces ignored; an
     InputError naming the stack and listing the ids and aliases otherwise (software with no profile: why)."""
-    key = str(name).strip().lower().replace(" ", "-").replace("_", "-")
+    key = name_key(name)
     if key in STACKS or key == PLANNER:
         return key
     if key in ALIASES:
