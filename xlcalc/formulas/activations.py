@@ -42,13 +42,11 @@ from __future__ import annotations
 from ..errors import InputError
 from ..expr.functions import and_, eq, if_, max_
 from ..recipes import MEMORY_DEFAULTS
-from ..registry import formula
+from ..registry import REGISTRY, formula
 
 # every input's default is declared once (xlcalc.recipes): the signatures below read it
 _D = MEMORY_DEFAULTS
 
-__all__ = ["act_attention_bytes", "act_ffn_bytes", "act_moe_bytes", "layer_activation_bytes",
-           "act_recompute_working_bytes"]
 
 _SRC = ("Korthikanti et al. 2022 (arXiv 2205.05198) Table 2 and §4-5 for MHA/GELU/LayerNorm/TP/SP; "
         "tensor-by-tensor count of today's blocks in docs/activations.md, checked against PyTorch's saved tensors")
@@ -281,3 +279,6 @@ def act_recompute_working_bytes(seq_len, micro_batch, hidden, heads, kv_heads, h
     rest = (linear_input_bytes, experts, topk, capacity_factor, expert_ffn_hidden, shared_ffn_hidden, ep, etp,
             q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim)
     return layer_activation_bytes(*args, "none", *rest) - layer_activation_bytes(*args, recompute, *rest)
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

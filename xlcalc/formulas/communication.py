@@ -9,28 +9,12 @@ from __future__ import annotations
 
 from ..expr.functions import eq, floor_int, if_, max_, min_
 from ..recipes import MEMORY_DEFAULTS, default_bytes
-from ..registry import formula
+from ..registry import REGISTRY, formula
 from .parallel import allgather_bytes, allreduce_bytes
 
 # every input's default is declared once (xlcalc.recipes): the signatures below read it
 _D = MEMORY_DEFAULTS
 _B = default_bytes()  # the default recipe's bytes per parameter
-
-__all__ = [
-    "tp_comm_bytes_per_layer",
-    "exposed_comm_s",
-    "tp_comm_time_s",
-    "group_bandwidth_gb_s",
-    "pipeline_p2p_time_s",
-    "dp_comm_bytes",
-    "dp_comm_time_s",
-    "ranks_per_domain",
-    "collective_time_s",
-    "dp_comm_time_hierarchical_s",
-    "cp_comm_bytes_per_layer",
-    "cp_comm_time_s",
-    "ep_alltoall_time_s",
-]
 
 
 @formula(
@@ -234,3 +218,6 @@ def ep_alltoall_time_s(layers_per_stage, tokens, hidden, topk, ep, ranks_per_dom
     passes = if_(eq(recompute, "full"), 6, 4)
     comm = layers_per_stage * passes * max_(inside / (scaleup_gb_s * 1e9), across / (scaleout_gb_s * 1e9)) / link_efficiency
     return exposed_comm_s(comm, window_s, ep_overlap)
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

@@ -5,17 +5,11 @@ from __future__ import annotations
 from ..expr.functions import ceiling, eq, if_, sqrt
 from ..inputs import result_bound
 from ..recipes import MEMORY_DEFAULTS
-from ..registry import formula
+from ..registry import REGISTRY, formula
 
 # every input's default is declared once (xlcalc.recipes): the signatures below read it
 _D = MEMORY_DEFAULTS
 
-__all__ = [
-    "train_flops", "flops_per_token_palm", "megatron_iteration_flops", "train_days",
-    "gpu_hours", "gpus_for_days", "implied_mfu", "hardware_flops_factor", "hfu_from_mfu",
-    "days_from_throughput", "replicas_needed", "gpus_with_spare", "gpus_whole_nodes",
-    "data_parallel_size", "chinchilla_tokens_t", "chinchilla_params_b", "chinchilla_opt_tokens_t",
-]
 
 def _whole_replicas(*, n_gpus, tp, pp, cp, **_):
     from ..layout import check_replicas  # the one layout check: its message names the constraint
@@ -218,3 +212,6 @@ def chinchilla_params_b(compute_flops, tokens_per_param=TOKENS_PER_PARAM):
 def chinchilla_opt_tokens_t(compute_flops, tokens_per_param=TOKENS_PER_PARAM):
     """Compute-optimal training tokens for a FLOPs budget."""
     return tokens_per_param * chinchilla_params_b(compute_flops, tokens_per_param) * 1e9 / 1e12
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

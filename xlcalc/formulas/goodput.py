@@ -19,13 +19,7 @@ import math
 
 from ..errors import InputError
 from ..expr.functions import if_, sqrt
-from ..registry import formula
-
-__all__ = [
-    "cluster_mtbf_h", "gpu_mtbf_from_node_h", "gpu_mtbf_observed_h", "checkpoint_interval_h",
-    "goodput_fraction", "failure_frac_from_goodput", "goodput_extra_days", "goodput_extra_usd",
-    "failure_frac_used", "days_with_failures",
-]
+from ..registry import REGISTRY, formula
 
 
 @formula(udf="CLUSTER_MTBF_H", unit="hours", category="goodput",
@@ -133,3 +127,6 @@ def failure_frac_used(use_typed_tax, failure_frac, goodput):
 def days_with_failures(days, failure_frac):
     """Wall-clock days of a clean run of `days` once failures, restarts and checkpoints are paid for."""
     return days * (1 + failure_frac)
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

@@ -6,21 +6,11 @@ from .. import layout
 from ..errors import InputError
 from ..expr.functions import and_, eq, floor_int, if_, max_, min_, not_, or_
 from ..recipes import MEMORY_DEFAULTS, default_bytes
-from ..registry import formula
+from ..registry import REGISTRY, formula
 
 # every input's default is declared once (xlcalc.recipes): the signatures below read it
 _D = MEMORY_DEFAULTS
 _B = default_bytes()  # the default recipe's bytes per parameter
-
-__all__ = [
-    "mem_weights_gb", "mem_grads_gb", "mem_optimizer_gb", "mem_static_gb", "mem_zero3_buffer_gb", "mem_lora_gb", "act_layer_bytes_general", "act_layer_bytes", "mem_act_gb",
-    "act_inflight_factor", "mem_act_pipeline_gb", "mem_total_gb", "fits_in_gpu", "fit_margin_gb", "fit_verdict", "fit_capacity_gb",
-    "max_micro_batch",
-    "layout_message", "stage_layers", "layer_params_b", "stage_params_b", "stage_inflight_microbatches",
-    "mem_stage_act_gb", "mem_recompute_working_gb", "mem_logits_gb", "mem_gathered_params_gb", "mem_stage_total_gb",
-    "mem_peak_gb", "mem_states_gb", "peak_stage_part_gb", "mem_optimizer_step_gb",
-    "act_autocast_copy_bytes",
-]
 
 
 _ZERO_SOURCE = "Rajbhandari et al. 2019 (ZeRO) §5: stage 1 shards optimizer states, 2 also gradients, 3 also weights"
@@ -477,3 +467,6 @@ def mem_states_gb(weights_gb, grads_gb, optimizer_gb, fp8_gb=0, gathered_gb=0):
 def peak_stage_part_gb(first_stage_gb, last_stage_gb, first_part_gb, last_part_gb):
     """A part of the memory of the heavier pipeline stage."""
     return if_(first_stage_gb >= last_stage_gb, first_part_gb, last_part_gb)
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

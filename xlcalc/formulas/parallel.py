@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from ..recipes import MEMORY_DEFAULTS
-from ..registry import formula
+from ..registry import REGISTRY, formula
 
 # every input's default is declared once (xlcalc.recipes): the signatures below read it
 _D = MEMORY_DEFAULTS
-
-__all__ = ["pipeline_bubble", "pipeline_bubble_share", "allreduce_bytes", "allgather_bytes"]
 
 
 @formula(
@@ -49,3 +47,6 @@ def allreduce_bytes(size_bytes, ranks):
 def allgather_bytes(size_bytes, ranks):
     """Bytes each rank sends in a ring all-gather or reduce-scatter of S bytes in total."""
     return size_bytes * (ranks - 1) / ranks
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

@@ -9,22 +9,9 @@ Conventions: bf16 activations (2 bytes), GB = 1e9 bytes, GB/s = 1e9 bytes/s, TFL
 from __future__ import annotations
 
 from ..expr.functions import and_, ceiling, eq, if_, max_, min_, not_, or_
-from ..registry import formula
+from ..registry import REGISTRY, formula
 from .parallel import pipeline_bubble
 from .roofline import time_lower_s
-
-__all__ = [
-    "layer_matmul_flops", "attention_core_flops", "model_flops_per_token", "hardware_flops_per_token",
-    "compute_time_s", "elementwise_bytes_per_token",
-    "bubble_time_s", "optimizer_step_s", "offloaded_optimizer_step_s", "step_time_s", "mfu_from_step",
-    "tokens_per_s_per_gpu", "train_days_at_throughput", "gpu_hours_at_throughput",
-    "gemm_wave_efficiency", "linear_layer_time_s", "attention_softmax_bytes_per_token",
-    "attention_gemm_bytes_per_token", "unfused_attention_time_s",
-    "pipeline_stage_params", "logits_memory_bytes", "stage_activations_gb", "logits_matmul_flops",
-    "stage_matmul_flops", "stage_linear_time_s", "stage_attention_flops", "flash_attention_time_s",
-    "stage_unfused_attention_time_s", "elementwise_time_s", "attention_core_time_s", "fp8_cast_bytes_per_token",
-    "moe_permute_time_s", "dense_layer_params",
-]
 
 
 @formula(
@@ -517,3 +504,6 @@ def moe_permute_time_s(layers_per_stage, tokens, hidden, topk, hbm_tb_s, recompu
     """Time of the MoE layers' token permutation and unpermutation (memory-bound) of one stage on one GPU."""
     passes = if_(eq(recompute, "full"), 4 / 3, 1)
     return layers_per_stage * 12 * topk * hidden * passes * elementwise_factor * tokens / (hbm_tb_s * 1e12)
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above
