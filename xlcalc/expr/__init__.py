@@ -26,23 +26,8 @@ This package re-exports their public names.
 """
 
 from .excel import EXCEL_FUNCTIONS, PY_BINOPS, as_text, render_number
-from .functions import (
-    abs_,
-    and_,
-    ceiling,
-    concat,
-    eq,
-    floor_int,
-    if_,
-    log2,
-    max_,
-    min_,
-    not_,
-    or_,
-    round_,
-    roundup,
-    sqrt,
-)
+from .functions import (abs_, and_, ceiling, concat, eq, floor_int, if_, log2, max_, min_, not_, or_, round_,
+                        roundup, sqrt)
 from .nodes import BinOp, Bool, Call, Expr, Func, IfError, Neg, Num, Text, Var, identity, is_expr, unfolded, wrap
 from .template import Bound, Template
 

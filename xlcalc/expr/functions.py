@@ -39,15 +39,15 @@ def _fn(name: str, *args: Any) -> Any:
     return EXCEL_FUNCTIONS[name](*args)
 
 
-# MIN, MAX, AND and OR of any number of arguments, as they are: each builds its node, or computes with plain values
+# MIN, MAX, AND and OR of any number of arguments, SQRT, ABS and NOT of one, as they are: each builds its node, or
+# computes with plain values
 min_ = partial(_fn, "MIN")
 max_ = partial(_fn, "MAX")
 and_ = partial(_fn, "AND")
 or_ = partial(_fn, "OR")
-
-
-def sqrt(x: Any) -> Any:
-    return _fn("SQRT", x)
+sqrt = partial(_fn, "SQRT")
+abs_ = partial(_fn, "ABS")
+not_ = partial(_fn, "NOT")
 
 
 # Counts are rounded to 9 decimals before CEILING/INT so that float noise such as
@@ -87,14 +87,6 @@ def round_(x: Any, digits: Any = 0) -> Any:
 
 def log2(x: Any) -> Any:
     return _fn("LOG", x, 2)
-
-
-def abs_(x: Any) -> Any:
-    return _fn("ABS", x)
-
-
-def not_(x: Any) -> Any:
-    return _fn("NOT", x)
 
 
 def concat(*parts: Any) -> Any:
