@@ -70,10 +70,6 @@ def _check_layout(*, heads=1, kv_heads=None, tp=1, experts=0, ep=1, topk=1, kv_l
                          "MLA needs " + ", ".join(missing))
 
 
-def _tokens(seq_len, micro_batch, cp):
-    return seq_len * micro_batch / cp
-
-
 def _region(tp, seq_parallel):
     """Share of the norm/residual/dropout region one GPU holds: 1/tp with sequence parallelism."""
     return if_(seq_parallel, 1 / tp, 1)
@@ -115,7 +111,7 @@ def act_attention_bytes(seq_len, micro_batch, hidden, heads, kv_heads, head_dim,
     unfused QK^T 2*a*S; with sequence parallelism (TP > 1) the reduce-scatter after wo 2h/t.
     full — layer input 2h*r.
     """
-    t = _tokens(seq_len, micro_batch, cp)
+    t = seq_len * micro_batch / cp
     r = _region(tp, seq_parallel)
     a = heads / tp
     kv = max_(kv_heads / tp, 1)
@@ -171,7 +167,7 @@ def act_ffn_bytes(seq_len, micro_batch, hidden, ffn_hidden, gated_ffn=_D["gated_
     With sequence parallelism (TP > 1) the reduce-scatter after w2 adds 2h/t.
     full — nothing beyond the layer input (counted in ACT_ATTENTION_BYTES).
     """
-    t = _tokens(seq_len, micro_batch, cp)
+    t = seq_len * micro_batch / cp
     r = _region(tp, seq_parallel)
     f = ffn_hidden / tp
     stats = if_(eq(norm_type, "layernorm"), 8, 4)
@@ -211,7 +207,7 @@ def act_moe_bytes(seq_len, micro_batch, hidden, experts, topk, expert_ffn_hidden
     mms continue the block's mm count (after 4 attention mms: w1 2Fs and w2 2h saved).
     full — nothing beyond the layer input (counted in ACT_ATTENTION_BYTES).
     """
-    t = _tokens(seq_len, micro_batch, cp)
+    t = seq_len * micro_batch / cp
     r = _region(tp, seq_parallel)
     stats = if_(eq(norm_type, "layernorm"), 8, 4)
     rows = capacity_factor * topk

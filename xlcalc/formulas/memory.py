@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from .. import layout
-from ..errors import InputError
 from ..expr.functions import and_, eq, floor_int, if_, max_, min_, not_, or_
 from ..recipes import MEMORY_DEFAULTS, default_bytes
 from ..registry import REGISTRY, formula
+from .activations import _check_layout  # (tp a divisor of heads)
 
 # every input's default is declared once (xlcalc.recipes): the signatures below read it
 _D = MEMORY_DEFAULTS
@@ -86,11 +86,6 @@ def mem_lora_gb(params_b, trainable_params_b, bytes_weights=_B["bytes_weights"],
     return bytes_weights * params_b + bytes_trainable * trainable_params_b
 
 
-def _heads_divisible(*, heads, tp, **_):
-    if heads % tp:
-        raise InputError("tp", tp, f"a divisor of heads = {heads}", "tensor parallelism splits whole attention heads")
-
-
 @formula(
     udf="ACT_LAYER_BYTES_GENERAL", unit="bytes per layer", category="memory",
     equation=(
@@ -135,7 +130,7 @@ def act_layer_bytes_general(seq_len, micro_batch, hidden, heads, kv_heads, head_
         "selective+SP: 34sbh/t; full: 2sbh (/t with SP)"
     ),
     source="Korthikanti et al. 2022 (arXiv 2205.05198), Table 2: ACT_LAYER_BYTES_GENERAL with MHA, F = 4h, no flash",
-    check=_heads_divisible,
+    check=_check_layout,
 )
 def act_layer_bytes(seq_len, micro_batch, hidden, heads, tp=_D["tp"], seq_parallel=_D["seq_parallel"], recompute=_D["recompute"]):
     """Activation bytes of one transformer layer (16-bit activations, FFN = 4h, no FlashAttention)."""
@@ -147,7 +142,7 @@ def act_layer_bytes(seq_len, micro_batch, hidden, heads, tp=_D["tp"], seq_parall
     udf="MEM_ACT_GB", unit="GB per GPU", category="memory",
     equation="L * per-layer bytes (Korthikanti Table 2) / 1e9; first pipeline stage of 1F1B holds L layers' worth",
     source="Korthikanti et al. 2022, Table 2 and §4.2.3",
-    check=_heads_divisible,
+    check=_check_layout,
 )
 def mem_act_gb(seq_len, micro_batch, hidden, layers, heads, tp=_D["tp"], seq_parallel=_D["seq_parallel"], recompute=_D["recompute"]):
     """Activation memory per GPU for all layers (the first stage of a 1F1B pipeline)."""
@@ -169,7 +164,7 @@ def act_inflight_factor(pp, virtual_stages=_D["virtual_stages"], microbatches=_D
     udf="MEM_ACT_PIPELINE_GB", unit="GB per GPU", category="memory",
     equation="MEM_ACT_GB x ACT_INFLIGHT_FACTOR(p, v, m)",
     source="Korthikanti et al. 2022 §4.2.3 (Fig. 1 uses p = 8, v = 3)",
-    check=_heads_divisible,
+    check=_check_layout,
 )
 def mem_act_pipeline_gb(seq_len, micro_batch, hidden, layers, heads, tp=_D["tp"], seq_parallel=_D["seq_parallel"], recompute=_D["recompute"],
                         pp=_D["pp"], virtual_stages=_D["virtual_stages"], microbatches=_D["microbatches"]):
@@ -265,11 +260,7 @@ def layout_message(hidden, heads, layers, seq_len, kv_heads, first_stage_layers=
                    cp=_D["cp"], dp=_D["dp"], cluster_gpus=0, dp_shard=_D["dp_shard"], experts=0, ep=1, micro_batch=_D["micro_batch"], batch_sequences=0,
                    virtual_stages=_D["virtual_stages"]):
     """Why a parallel layout does not split the model and batch into whole pieces ("OK" if it does)."""
-    return layout.layout_message(dict(
-        hidden=hidden, heads=heads, layers=layers, seq_len=seq_len, kv_heads=kv_heads,
-        first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers, tp=tp, pp=pp, cp=cp, dp=dp,
-        cluster_gpus=cluster_gpus, dp_shard=dp_shard, experts=experts, ep=ep, micro_batch=micro_batch,
-        batch_sequences=batch_sequences, virtual_stages=virtual_stages))
+    return layout.layout_message(locals())  # every input, by name
 
 
 def _whole_stages(*, layers, pp, first_stage_layers=0, last_stage_layers=0, **_):
@@ -284,8 +275,7 @@ def _whole_stages(*, layers, pp, first_stage_layers=0, last_stage_layers=0, **_)
 )
 def stage_layers(layers, pp, stage="first", first_stage_layers=_D["first_stage_layers"], last_stage_layers=_D["last_stage_layers"]):
     """Transformer layers on the first or the last pipeline stage."""
-    first, _, last = layout.stage_layer_counts(dict(layers=layers, pp=pp, first_stage_layers=first_stage_layers,
-                                                    last_stage_layers=last_stage_layers))
+    first, _, last = layout.stage_layer_counts(locals())  # every input, by name
     return if_(eq(stage, "first"), first, last)
 
 

@@ -14,7 +14,6 @@ from ..expr.functions import ceiling, if_
 from ..registry import REGISTRY, formula
 from .cost import capex_cost_usd, power_cost_usd
 
-
 HOURS_PER_YEAR = 8760
 # What a spreadsheet cell shows when the rent does not cover the energy (Python raises InputError instead).
 _NEVER = "never: the rent per GPU-hour does not cover the electricity (USD_per_GPU_Hour <= KW x PUE x USD/kWh)"
