@@ -14,7 +14,7 @@ from .excel import EXCEL_FUNCTIONS, _ceiling, _py_eq, _round, as_text
 from .nodes import BinOp, Func, is_expr, wrap
 
 __all__ = [
-    "if_", "min_", "max_", "sqrt", "ceiling", "roundup", "floor_int", "round_", "log2", "abs_",
+    "if_", "min_", "max_", "sqrt", "ceiling", "roundup", "floor_int", "round_", "abs_",
     "and_", "or_", "not_", "concat", "eq", "NOISE_DIGITS",
 ]
 
@@ -83,10 +83,6 @@ def floor_int(x: Any) -> Any:
 def round_(x: Any, digits: Any = 0) -> Any:
     """``ROUND(x, digits)`` (half away from zero, as Excel)."""
     return _fn("ROUND", x, digits)
-
-
-def log2(x: Any) -> Any:
-    return _fn("LOG", x, 2)
 
 
 def concat(*parts: Any) -> Any:
