@@ -77,12 +77,10 @@ def _region(tp, seq_parallel):
 
 @formula(
     udf="ACT_ATTENTION_BYTES", unit="bytes per layer", category="activations",
-    equation=(
-        "T = s*b/cp, a = heads/t, k = max(kv/t, 1), r = 1/t with SP else 1, n = 4 (RMSNorm) or 8 (LayerNorm); "
-        "none (GQA, flash): T*[r*(2h + n + l*h + h if dropout) + 2a*d + 4k*d + 2a*d + 4a]; unfused: 2a*s "
-        "(5a*s with dropout) for 4a, k = a; MLA: docs/activations.md; selective: without 4a or 2a*s; "
-        "op_selective: T*[2h*r + 2a*d + 2k*d + 2a*d + 4a (+2h/t SP with TP > 1)]; full: 2T*h*r"
-    ),
+    equation="T = s*b/cp, a = heads/t, k = max(kv/t, 1), r = 1/t with SP else 1, n = 4 (RMSNorm) or 8 (LayerNorm); "
+             "none (GQA, flash): T*[r*(2h + n + l*h + h if dropout) + 2a*d + 4k*d + 2a*d + 4a]; unfused: 2a*s "
+             "(5a*s with dropout) for 4a, k = a; MLA: docs/activations.md; selective: without 4a or 2a*s; "
+             "op_selective: T*[2h*r + 2a*d + 2k*d + 2a*d + 4a (+2h/t SP with TP > 1)]; full: 2T*h*r",
     source=_SRC, check=_check_layout,
 )
 def act_attention_bytes(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, norm_type="rmsnorm",

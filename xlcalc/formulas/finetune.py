@@ -20,10 +20,8 @@ _B = default_bytes()  # the default recipe's bytes per parameter
 
 @formula(
     udf="LORA_PARAMS_B", unit="billion parameters", category="fine-tuning",
-    equation=(
-        "r x sum over adapted d_in x d_out matrices of (d_in + d_out) x L; qv: q (h, a*dh), v (h, kv*dh); "
-        "qkv: + k (h, kv*dh); attention: + o (a*dh, h); all_linear: + FFN up/gate (h, F) and down (F, h)"
-    ),
+    equation="r x sum over adapted d_in x d_out matrices of (d_in + d_out) x L; qv: q (h, a*dh), v (h, kv*dh); "
+             "qkv: + k (h, kv*dh); attention: + o (a*dh, h); all_linear: + FFN up/gate (h, F) and down (F, h)",
     source="Hu et al. 2021 (LoRA) §4: W0 + BA with B (d x r), A (r x k), r(d + k) trainable per matrix; Table 4: "
            "GPT-3 175B on Wq, Wv 4.7M (r = 1) and 37.7M (r = 8); Dettmers et al. 2023 (QLoRA): adapters on all linear layers",
 )

@@ -53,10 +53,8 @@ def mem_optimizer_gb(params_b, zero_stage=_D["zero_stage"], dp=_D["dp"], tp=_D["
 
 @formula(
     udf="MEM_STATIC_GB", unit="GB per GPU", category="memory",
-    equation=(
-        "Psi = N/(tp*pp); ZeRO 0: (w+g+o)Psi; 1: (w+g)Psi + o*Psi/dp; "
-        "2: w*Psi + (g+o)Psi/dp; 3: (w+g+o)Psi/dp"
-    ),
+    equation="Psi = N/(tp*pp); ZeRO 0: (w+g+o)Psi; 1: (w+g)Psi + o*Psi/dp; "
+             "2: w*Psi + (g+o)Psi/dp; 3: (w+g+o)Psi/dp",
     source="Rajbhandari et al. 2019 (ZeRO) §5; seed 002 §7.1.2 (14P, 2P+12P/N, 14P/N)",
 )
 def mem_static_gb(params_b, zero_stage=_D["zero_stage"], dp=_D["dp"], tp=_D["tp"], pp=_D["pp"], bytes_weights=_B["bytes_weights"], bytes_grads=_B["bytes_grads"], bytes_optimizer=_B["bytes_optimizer"]):
@@ -88,12 +86,10 @@ def mem_lora_gb(params_b, trainable_params_b, bytes_weights=_B["bytes_weights"],
 
 @formula(
     udf="ACT_LAYER_BYTES_GENERAL", unit="bytes per layer", category="memory",
-    equation=(
-        "s*b*[10h/(t if SP) + (4*a*dh + 4*kv*dh + (6 if gated else 4)*F)/t] + 5*a*s^2*b/t "
-        "(s^2 term only without flash attention and recompute); full recompute: 2*s*b*h (/t with SP); "
-        "op_selective: s*b*[2h/(t if SP) + (2*a*dh [Q] + 2*kv*dh [V] + 2*F [W1] + 2*a*dh + 4*a [attention out, "
-        "log-sum-exp])/t + 2h if gated [W2]]"
-    ),
+    equation="s*b*[10h/(t if SP) + (4*a*dh + 4*kv*dh + (6 if gated else 4)*F)/t] + 5*a*s^2*b/t "
+             "(s^2 term only without flash attention and recompute); full recompute: 2*s*b*h (/t with SP); "
+             "op_selective: s*b*[2h/(t if SP) + (2*a*dh [Q] + 2*kv*dh [V] + 2*F [W1] + 2*a*dh + 4*a [attention out, "
+             "log-sum-exp])/t + 2h if gated [W2]]",
     source="Korthikanti et al. 2022 Table 2 (34 = 10 + 24: Q,K 4h, V 2h, proj 2h, FFN 16h), generalised to GQA, any F, "
            "SwiGLU; op_selective: torchtitan's per-op policy saves SDPA outputs and every other mm output "
            "(mm 1, 3, 5, 7 of Q, K, V, O, W1, W3, W2)",
@@ -125,10 +121,8 @@ def act_layer_bytes_general(seq_len, micro_batch, hidden, heads, kv_heads, head_
 
 @formula(
     udf="ACT_LAYER_BYTES", unit="bytes per layer", category="memory",
-    equation=(
-        "none: sbh(10 + 24/t + 5as/(ht)); +SP: sbh(34/t + 5as/(ht)); selective: sbh(10 + 24/t); "
-        "selective+SP: 34sbh/t; full: 2sbh (/t with SP)"
-    ),
+    equation="none: sbh(10 + 24/t + 5as/(ht)); +SP: sbh(34/t + 5as/(ht)); selective: sbh(10 + 24/t); "
+             "selective+SP: 34sbh/t; full: 2sbh (/t with SP)",
     source="Korthikanti et al. 2022 (arXiv 2205.05198), Table 2: ACT_LAYER_BYTES_GENERAL with MHA, F = 4h, no flash",
     check=_check_layout,
 )
