@@ -58,9 +58,7 @@ class Expr:
     def __ge__(self, other: Any) -> "Expr": return BinOp(">=", self, wrap(other))
 
     def __bool__(self) -> bool:
-        raise TypeError(
-            "an xlcalc expression has no truth value; use if_(), and_(), or_() in formula bodies"
-        )
+        raise TypeError("an xlcalc expression has no truth value; use if_(), and_(), or_() in formula bodies")
 
     __hash__ = object.__hash__
 
@@ -373,8 +371,7 @@ def unfolded() -> Iterator[None]:
 def _fold_binop(op: str, left: Expr, right: Expr) -> Expr:
     if not _FOLD[-1]:
         return BinOp(op, left, right)
-    if op in _ARITH and isinstance(left, Num) and isinstance(right, Num) \
-            and _exact(left.value) and _exact(right.value):
+    if op in _ARITH and isinstance(left, Num) and isinstance(right, Num) and _exact(left.value) and _exact(right.value):
         a, b = float(left.value), float(right.value)
         if op == "/" and b == 0 or op == "^" and (b < 0 or b > 64 or a == 0 and b == 0):
             return BinOp(op, left, right)

@@ -34,8 +34,7 @@ def time_upper_s(flops, bytes, peak_tflops, bandwidth_gb_s):
     return t_math_s(flops, peak_tflops) + t_comm_s(bytes, bandwidth_gb_s)
 
 
-@formula(udf="ARITHMETIC_INTENSITY", unit="FLOP/byte", category="roofline",
-         equation="FLOPs / bytes", source="seed 004")
+@formula(udf="ARITHMETIC_INTENSITY", unit="FLOP/byte", category="roofline", equation="FLOPs / bytes", source="seed 004")
 def arithmetic_intensity(flops, bytes):
     """FLOPs done per byte moved."""
     return flops / bytes

@@ -101,8 +101,7 @@ def gemm_wave_efficiency(gemm_rows, gemm_cols, sm_count, tile_rows=256, tile_col
     source="backward of Y = X W is dX = dY W^T (T x K) and dW = X^T dY (K x N), each as many FLOPs as the forward "
            "(Narayanan et al. 2021 §5.1: backward = 2 x forward); wave quantization per GEMM_WAVE_EFFICIENCY",
 )
-def linear_layer_time_s(tokens, in_features, out_features, peak_tflops, matmul_efficiency, sm_count,
-                        forward_passes=1):
+def linear_layer_time_s(tokens, in_features, out_features, peak_tflops, matmul_efficiency, sm_count, forward_passes=1):
     """Matmul time of one linear layer on one GPU: forward (and recomputed forward), input and weight gradient."""
     flops = 2 * tokens * in_features * out_features
     rate = peak_tflops * 1e12 * matmul_efficiency
