@@ -41,12 +41,8 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..expr.functions import and_, eq, if_, max_
-from ..recipes import MEMORY_DEFAULTS
+from ..recipes import MEMORY_DEFAULTS as _D  # every input's default, declared once: the signatures read it
 from ..registry import REGISTRY, formula
-
-# every input's default is declared once (xlcalc.recipes): the signatures below read it
-_D = MEMORY_DEFAULTS
-
 
 _SRC = ("Korthikanti et al. 2022 (arXiv 2205.05198) Table 2 and §4-5 for MHA/GELU/LayerNorm/TP/SP; "
         "tensor-by-tensor count of today's blocks in docs/activations.md, checked against PyTorch's saved tensors")

@@ -8,12 +8,11 @@ Conventions: bf16 activations (2 bytes), GB = 1e9 bytes, GB/s = 1e9 bytes/s.
 from __future__ import annotations
 
 from ..expr.functions import eq, floor_int, if_, max_, min_
-from ..recipes import MEMORY_DEFAULTS, default_bytes
+from ..recipes import MEMORY_DEFAULTS as _D  # every input's default, declared once: the signatures read it
+from ..recipes import default_bytes
 from ..registry import REGISTRY, formula
 from .parallel import allgather_bytes, allreduce_bytes
 
-# every input's default is declared once (xlcalc.recipes): the signatures below read it
-_D = MEMORY_DEFAULTS
 _B = default_bytes()  # the default recipe's bytes per parameter
 
 

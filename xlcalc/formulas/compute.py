@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from ..expr.functions import ceiling, eq, if_, sqrt
 from ..inputs import result_bound
-from ..recipes import MEMORY_DEFAULTS
+from ..recipes import MEMORY_DEFAULTS as _D  # every input's default, declared once: the signatures read it
 from ..registry import REGISTRY, formula
-
-# every input's default is declared once (xlcalc.recipes): the signatures below read it
-_D = MEMORY_DEFAULTS
 
 
 def _whole_replicas(*, n_gpus, tp, pp, cp, **_):

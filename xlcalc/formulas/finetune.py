@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..expr.functions import and_, eq, if_, or_
-from ..recipes import MEMORY_DEFAULTS, default_bytes
+from ..recipes import MEMORY_DEFAULTS as _D  # every input's default, declared once: the signatures read it
+from ..recipes import default_bytes
 from ..registry import REGISTRY, formula
 from .compute import _DAYS, _GPU_HOURS, _GPUS
 
-# every input's default is declared once (xlcalc.recipes): the signatures below read it
-_D = MEMORY_DEFAULTS
 _B = default_bytes()  # the default recipe's bytes per parameter
 
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from .. import layout
 from ..expr.functions import and_, eq, floor_int, if_, max_, min_, not_, or_
-from ..recipes import MEMORY_DEFAULTS, default_bytes
+from ..recipes import MEMORY_DEFAULTS as _D  # every input's default, declared once: the signatures read it
+from ..recipes import default_bytes
 from ..registry import REGISTRY, formula
 from .activations import _check_layout  # (tp a divisor of heads)
 
-# every input's default is declared once (xlcalc.recipes): the signatures below read it
-_D = MEMORY_DEFAULTS
 _B = default_bytes()  # the default recipe's bytes per parameter
 
 
