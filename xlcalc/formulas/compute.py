@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
+from .. import layout
 from ..expr.functions import ceiling, eq, if_, sqrt
 from ..inputs import result_bound
 from ..recipes import MEMORY_DEFAULTS as _D  # every input's default, declared once: the signatures read it
 from ..registry import REGISTRY, formula
-
-
-def _whole_replicas(*, n_gpus, tp, pp, cp, **_):
-    from ..layout import check_replicas  # the one layout check: its message names the constraint
-
-    check_replicas(n_gpus, tp, pp, cp)
-
 
 SECONDS_PER_DAY = 86400
 SECONDS_PER_HOUR = 3600
@@ -139,7 +133,7 @@ def days_from_throughput(params_b, tokens_t, n_gpus, achieved_tflops, full_recom
     udf="DP_SIZE", unit="GPUs", category="compute",
     equation="DP = GPUs / (TP * PP * CP), whole (GPUs a multiple of TP * PP * CP: xlcalc.layout)",
     source="Narayanan et al. 2021 §2 (n = p * t * d); context parallelism adds a factor (Megatron-Core CP)",
-    check=_whole_replicas,
+    check=layout.check_replicas,  # the one layout check: its message names the constraint
 )
 def data_parallel_size(n_gpus, tp=_D["tp"], pp=_D["pp"], cp=_D["cp"]):
     """Data-parallel size: how many model replicas the GPUs form."""
