@@ -66,11 +66,6 @@ def _check_layout(*, heads=1, kv_heads=None, tp=1, experts=0, ep=1, topk=1, kv_l
                          "MLA needs " + ", ".join(missing))
 
 
-def _region(tp, seq_parallel):
-    """Share of the norm/residual/dropout region one GPU holds: 1/tp with sequence parallelism."""
-    return if_(seq_parallel, 1 / tp, 1)
-
-
 @formula(
     udf="ACT_ATTENTION_BYTES", unit="bytes per layer", category="activations",
     equation="T = s*b/cp, a = heads/t, k = max(kv/t, 1), r = 1/t with SP else 1, n = 4 (RMSNorm) or 8 (LayerNorm); "
@@ -106,7 +101,7 @@ def act_attention_bytes(seq_len, micro_batch, hidden, heads, kv_heads, head_dim,
     full — layer input 2h*r.
     """
     t = seq_len * micro_batch / cp
-    r = _region(tp, seq_parallel)
+    r = if_(seq_parallel, 1 / tp, 1)
     a = heads / tp
     kv = max_(kv_heads / tp, 1)
     keys = seq_len  # keys each query attends to (all s, also under context parallelism)
@@ -162,7 +157,7 @@ def act_ffn_bytes(seq_len, micro_batch, hidden, ffn_hidden, gated_ffn=_D["gated_
     full — nothing beyond the layer input (counted in ACT_ATTENTION_BYTES).
     """
     t = seq_len * micro_batch / cp
-    r = _region(tp, seq_parallel)
+    r = if_(seq_parallel, 1 / tp, 1)
     f = ffn_hidden / tp
     stats = if_(eq(norm_type, "layernorm"), 8, 4)
     inner = if_(gated_ffn, (6 + linear_input_bytes) * f, (2 + linear_input_bytes) * f)
@@ -202,7 +197,7 @@ def act_moe_bytes(seq_len, micro_batch, hidden, experts, topk, expert_ffn_hidden
     full — nothing beyond the layer input (counted in ACT_ATTENTION_BYTES).
     """
     t = seq_len * micro_batch / cp
-    r = _region(tp, seq_parallel)
+    r = if_(seq_parallel, 1 / tp, 1)
     stats = if_(eq(norm_type, "layernorm"), 8, 4)
     rows = capacity_factor * topk
     fe = expert_ffn_hidden / etp
