@@ -103,9 +103,7 @@ class _NumpyPass:
             except (ArithmeticError, ValueError, TypeError) as exc:
                 raise _Fallback from exc
         if isinstance(out, _np.ndarray):
-            if out.dtype.kind == "f":
-                self.suspect |= ~_np.isfinite(out)
-            result = out.tolist()
+            result = self.flag(out).tolist()
         elif isinstance(out, list):
             result = out
             self.suspect |= _np.array([isinstance(x, float) and not math.isfinite(x) for x in out])

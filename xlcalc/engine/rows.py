@@ -64,14 +64,13 @@ class _RowCode:
         lines += [f"    {line}" for line in self.before]
         over = f"{cols[0]} in {cols[0]}_" if len(cols) == 1 else \
             f"{', '.join(cols)} in zip({', '.join(c + '_' for c in cols)})"
-        body = part.text
         if not part.column:  # no column reaches the result: one value
             lines.append(f"    return {part.text}")
         elif self.per_row:
             lines += ["    out = []", "    append = out.append", f"    for {over}:"]
-            lines += [f"        {line}" for line in self.per_row] + [f"        append({body})", "    return out"]
+            lines += [f"        {line}" for line in self.per_row] + [f"        append({part.text})", "    return out"]
         else:
-            lines.append(f"    return [{body} for {over}]")
+            lines.append(f"    return [{part.text} for {over}]")
         code = compile("\n".join(lines) + "\n", f"<xlcalc {formula.name} over columns>", "exec")
         exec(code, self.scope)
         return cast(Callable[[dict[str, Any]], Any], self.scope["run"])

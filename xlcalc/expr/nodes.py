@@ -456,8 +456,7 @@ class Call(Expr):
         return self._inline
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
-        values = {k: v.evaluate(env) for k, v in self.args.items()}
-        return self.formula.raw(**values)
+        return self.formula.raw(**{k: v.evaluate(env) for k, v in self.args.items()})
 
     @property
     def prec(self) -> int:  # type: ignore[override]
