@@ -60,8 +60,6 @@ class Expr:
     def __bool__(self) -> bool:
         raise TypeError("an xlcalc expression has no truth value; use if_(), and_(), or_() in formula bodies")
 
-    __hash__ = object.__hash__
-
     # -- interface ----------------------------------------------------------
     def evaluate(self, env: Mapping[str, Any]) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
