@@ -10,6 +10,7 @@ single-cell path, so it gets the single cell's number or message.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable
@@ -157,10 +158,7 @@ class _NumpyPass:
             if node.name in ("MIN", "MAX") and all(_numeric(a) for a in args) \
                     and any(isinstance(a, _np.ndarray) for a in args):
                 op = _np.minimum if node.name == "MIN" else _np.maximum
-                out = _as_float(args[0])
-                for a in args[1:]:
-                    out = op(out, _as_float(a))
-                return self.flag(out)
+                return self.flag(functools.reduce(op, map(_as_float, args)))  # op(op(a, b), c), left to right
             return self.elementwise(EXCEL_FUNCTIONS[node.name], args)
         if isinstance(node, Call):
             return self.eval(node.formula.expr, {k: self.eval(v, env) for k, v in node.args.items()})
