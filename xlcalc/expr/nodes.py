@@ -335,13 +335,10 @@ class Func(_TextKept):
 # condition (IF evaluates only the branch taken), AND/OR with a constant arm. The one difference: AND with a
 # FALSE arm (OR with a TRUE arm) is that constant even where another arm would be an error value.
 
-_EXACT = 2.0 ** 53
-
-
 def _exact(value: Any) -> bool:
     """A whole number every engine holds exactly (not a boolean)."""
     return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and float(value).is_integer() and abs(value) < _EXACT)
+            and float(value).is_integer() and abs(value) < 2.0 ** 53)
 
 
 def _number(value: float) -> Num:
@@ -507,9 +504,6 @@ def is_expr(*values: Any) -> bool:
     return False
 
 
-_ERRORS = (ArithmeticError, TypeError, ValueError, LookupError)
-
-
 class IfError(Expr):
     """``IFERROR(value, fallback)``: a readable message in place of an error value."""
 
@@ -527,7 +521,7 @@ class IfError(Expr):
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         try:
             v = self.value.evaluate(env)
-        except _ERRORS:
+        except (ArithmeticError, TypeError, ValueError, LookupError):  # an error value in a spreadsheet
             return self.fallback.evaluate(env)
         if isinstance(v, float) and not math.isfinite(v):
             return self.fallback.evaluate(env)
