@@ -75,9 +75,7 @@ def _snap(q: float) -> float:
 
 
 def _ceiling(x: float, significance: float) -> float:
-    if significance == 0:
-        return 0.0
-    return math.ceil(_snap(x / significance)) * significance
+    return 0.0 if significance == 0 else math.ceil(_snap(x / significance)) * significance
 
 
 def _roundup(x: float, digits: float) -> float:

@@ -474,9 +474,7 @@ class Call(Expr):
 
 
 def _child_prec(child: Expr, subs: Mapping[Any, str] | None) -> int:
-    if isinstance(child, Call) and subs and child.key() in subs:
-        return _ATOM
-    return child.prec
+    return _ATOM if isinstance(child, Call) and subs and child.key() in subs else child.prec
 
 
 def identity(var: str) -> str:

@@ -124,11 +124,8 @@ class Bound(Expr):
         return (self.expand(),)
 
     def _collect(self, out: set[str]) -> None:
-        for v in self.template.variables():
-            if v.startswith("\x00") and v.endswith("\x00"):
-                out.add(self.refs[v[1:-1]])
-            else:
-                out.add(v)
+        for v in self.template.variables():  # a placeholder names its slot's reference
+            out.add(self.refs[v[1:-1]] if v.startswith("\x00") and v.endswith("\x00") else v)
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         template = self.template
