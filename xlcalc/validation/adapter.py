@@ -65,7 +65,7 @@ class Curve:
     by_factor: dict = field(default_factory=dict)  # non-matmul factor of FACTOR_GRID -> tokens/s at each of GRID
 
     def at(self, factor: float) -> list[float]:
-        return self.by_factor.get(factor, self.tokens_s) if self.by_factor else self.tokens_s
+        return self.by_factor.get(factor, self.tokens_s)
 
 
 def _settings(q: Query, eff: float, factor: float = 1.0) -> Settings:

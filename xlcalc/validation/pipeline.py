@@ -79,8 +79,7 @@ def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> 
     other_rules = {rule: scored(headline_runs(runs), curves)
                    for rule, runs in (("recipe+layout", wide), ("every release", queries))}
     result.update(records=len(records), skipped=skipped, capabilities=sorted(caps),
-                  apart=score_apart(apart, ok, curves, cast(dict, result["calibration"])),
-                  other_rules=other_rules)
+                  apart=score_apart(apart, ok, curves, cast(dict, result["calibration"])), other_rules=other_rules)
     return result
 
 

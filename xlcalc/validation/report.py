@@ -13,7 +13,7 @@ from .adapter import FACTOR_GRID, LACKS, REFERENCE_EFFICIENCY
 from .factchoice import bootstrap_sources
 from .facts import FACTS
 from .intervals import LEVEL, bounds, log_errors, nested_coverage, without_stack
-from .runs import GPU_STAND_IN, PROFILE_TEXT, SCORED_APART, Query, Skip
+from .runs import GPU_STAND_IN, PROFILE_TEXT, SCORED_APART, Skip
 from .scoring import Scored, headline, summary
 
 
@@ -32,26 +32,19 @@ STAT_HEAD = ("runs | model: median error | model: within 15% | model: median sig
              "sources): median error | within 15% | hindsight constant | its median error | within 15%")
 
 
-def _table(title_col: str, groups: dict[str, list[Scored]], extra_cols=None) -> list[str]:
+def _table(title_col: str, groups: dict[str, list[Scored]], extra_cols: dict | None = None) -> list[str]:
     extra_cols = extra_cols or {}
-    head = f"| {title_col} | " + (" | ".join(extra_cols.get('_head', [])) + " | " if extra_cols else "") + STAT_HEAD + " |"
+    head = "| " + " | ".join([title_col, *extra_cols.get("_head", []), STAT_HEAD]) + " |"
     return [head, "|---" + "|---:" * (head.count("|") - 2) + "|",
             *("| " + " | ".join([name, *extra_cols.get(name, []), *_row_stats(group)]) + " |"
               for name, group in groups.items())]
 
 
-def _seq_band(q: Query) -> str:
-    return "≤ 2k" if q.seq_len <= 2048 else "4k" if q.seq_len <= 4096 else "8k" if q.seq_len <= 8192 else "16k-32k" \
-        if q.seq_len <= 32768 else "> 32k"
-
-
-def _size_band(q: Query) -> str:
-    p = q.params_b
-    return "< 3B" if p < 3 else "3-15B" if p < 15 else "15-100B" if p < 100 else "≥ 100B"
-
-
-_BANDS = ["≤ 2k", "4k", "8k", "16k-32k", "> 32k", "< 3B", "3-15B", "15-100B", "≥ 100B", "none", "selective", "full",
-          "not stated"]
+# the bands of the diagnosis table by upper bound: sequence length (at most), parameters in billions (below)
+_SEQ_BANDS = ((2048, "≤ 2k"), (4096, "4k"), (8192, "8k"), (32768, "16k-32k"), (math.inf, "> 32k"))
+_SIZE_BANDS = ((3, "< 3B"), (15, "3-15B"), (100, "15-100B"), (math.inf, "≥ 100B"))
+# the order of the diagnosis groups: the bands and recompute modes as listed, any other value after them by name
+_BANDS = [band for _, band in _SEQ_BANDS + _SIZE_BANDS] + ["none", "selective", "full", "not stated"]
 
 
 def _order(value: str):
@@ -61,8 +54,8 @@ def _order(value: str):
 # the groups of the diagnosis table: (label, the query's group)
 _DIAGNOSIS = [
     ("precision", lambda q: q.precision),
-    ("sequence", _seq_band),
-    ("model", _size_band),
+    ("sequence", lambda q: next(band for top, band in _SEQ_BANDS if q.seq_len <= top)),
+    ("model", lambda q: next(band for top, band in _SIZE_BANDS if q.params_b < top)),
     ("recompute", lambda q: q.recompute or "not stated"),
     ("profile", lambda q: q.profile),
     ("architecture", lambda q: "MoE" if q.moe else "dense"),
@@ -90,17 +83,17 @@ def _mw(m: dict, sep: str = " | ") -> str:
 def headline_sentence(v: dict) -> str:
     """The README's sentence of figures (the script prints it; a test checks README.md quotes it)."""
     h = headline(v)
-    chosen = " with the discrete facts chosen inside the loop" if "stated" in v else ""
-    stated = ""
+    chosen = stated = ""
     if "stated" in v:
+        chosen = " with the discrete facts chosen inside the loop"
         hs, hn = headline(v["stated"]), headline(v["fact_variants"]["neutral"])
         stated = (f"; with every fact as stated (facts set while the errors were in view) "
                   f"{_mw(hs['model'], ' and ')}, with every such fact left out {_mw(hn['model'], ' and ')}")
     return (f"Leave-one-source-out over {h['runs']} published measured runs from {h['sources']} sources "
-            f"(GPU figures of {', '.join(_gpu_name(g) for g in h['gpus'])}){chosen}: predicted MFU has a median "
+            f"(GPU figures of {', '.join(catalog.get_gpu(g).name.replace('NVIDIA ', '') for g in h['gpus'])})"
+            f"{chosen}: predicted MFU has a median "
             f"error of {h['model']['median']:.1%} and is within 15% for {h['model']['within']:.0%} of the runs"
-            f"{stated}; one constant "
-            f"MFU fitted on the other sources gives {_mw(h['constant'], ' and ')}, "
+            f"{stated}; one constant MFU fitted on the other sources gives {_mw(h['constant'], ' and ')}, "
             f"the best constant in hindsight ({h['hindsight_mfu']:.3f}) {_mw(h['hindsight'], ' and ')}.")
 
 
@@ -202,8 +195,7 @@ def defaults_sentence(v: dict) -> str:
         text += (f" At the planner's own settings (`--stack {PLANNER}`: no profile's facts and the GPU catalog's "
                  f"matmul efficiency, which was fitted to the Megatron-LM README's runs among them): median error "
                  f"{_signed(at['at_planner'])}.")
-    return text + (" Name the stack (`--stack`): its facts and fitted efficiency are what the figures above "
-                   "measure.")
+    return text + " Name the stack (`--stack`): its facts and fitted efficiency are what the figures above measure."
 
 
 def _signed(m: dict) -> str:
@@ -216,10 +208,6 @@ def _errors_by_source(scored: list[Scored]) -> dict[str, list[float]]:
 
 def _span(pair: tuple[float, float], spec: str) -> str:
     return f"{pair[0]:{spec}} – {pair[1]:{spec}}"
-
-
-def _gpu_name(gid: str) -> str:
-    return catalog.get_gpu(gid).name.replace("NVIDIA ", "")
 
 
 def missing_features(v: dict) -> list[str]:
@@ -289,8 +277,7 @@ def _range_section(v: dict) -> list[str]:
         "scale as 1 / MFU (same tokens, same GPUs) and take the range with it. The pair is stored with the errors",
         "behind it in `xlcalc/data/mfu_interval.json`, which this script writes.",
         "",
-        "Coverage measured out of sample: for each source, the percentiles are taken over the *other* sources' "
-        "errors",
+        "Coverage measured out of sample: for each source, the percentiles are taken over the *other* sources' errors",
         f"only and that source's runs are checked against them. Overall: {frac((cov['covered'], cov['runs']))} of "
         f"held-out runs inside the {lvl} range (target 75–85%); each source counting once (the mean of its share "
         f"inside), {statistics.mean(c[0] / c[1] for c in cov['by_source'].values()):.0%}. The largest source, "
@@ -447,12 +434,9 @@ def render(v: dict) -> str:
     ]
     by_src = _group(sc, _source)
     cal = v["calibration"]
-    extra = {"_head": ["calibrated on", "efficiency", "non-matmul factor"]}
-    for src in by_src:
-        c = cal[src]
-        extra[src] = [f"{c['profile_used']} ({len(c['efficiency_ids'])} runs of other sources)", f"{c['efficiency']:.3f}",
-                      f"{c.get('factor', 1.0):g}"]
-    L += _table("source", by_src, extra)
+    extra = {src: [f"{cal[src]['profile_used']} ({len(cal[src]['efficiency_ids'])} runs of other sources)",
+                   f"{cal[src]['efficiency']:.3f}", f"{cal[src].get('factor', 1.0):g}"] for src in by_src}
+    L += _table("source", by_src, {"_head": ["calibrated on", "efficiency", "non-matmul factor"], **extra})
     L += ["", "## Per GPU", ""]
     L += _table("GPU (as the source names it)", _group(sc, _gpu_label))
     L += ["", "## By precision, sequence length, model size and stack", "",
