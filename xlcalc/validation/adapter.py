@@ -35,8 +35,7 @@ LACKS = "the step-time model has no "  # how every reason of unsupported() begin
 
 def capabilities() -> frozenset[str]:
     """What the planner's step-time model can express, read from its API (grows as the planner does)."""
-    params = inspect.signature(plan).parameters
-    return frozenset(k for k in ("fp8", "cp", "ep", "stage_layers") if k in params)
+    return frozenset(inspect.signature(plan).parameters).intersection(("fp8", "cp", "ep", "stage_layers"))
 
 
 def unsupported(q: Query, caps: frozenset[str]) -> Optional[str]:

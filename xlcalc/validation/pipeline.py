@@ -111,8 +111,7 @@ def at_defaults(queries: list[Query], caps: frozenset[str], stack: str = DEFAULT
     factor = 1.0 if stack == PLANNER else float(STACKS[stack].settings.get("elementwise_factor", 1.0))
     assert factor in FACTOR_GRID, f"the curves hold no non-matmul factor {factor}"
     for q in queries:
-        system = tuple((k, v) for k, v in q.settings if k in SYSTEM_SETTINGS)
-        plain = replace(q, settings=(("stack", stack),) + system)
+        plain = replace(q, settings=(("stack", stack),) + tuple((k, v) for k, v in q.settings if k in SYSTEM_SETTINGS))
         eff = resolve_hardware(q.gpu, Settings(**dict(plain.settings))).matmul_efficiency
         if eff is None:
             skipped.append(q.id)

@@ -107,6 +107,10 @@ def _facts_section(v: dict) -> list[str]:
     def fig(res: dict) -> str:
         return _mw(summary([s.error for s in res["scored"]]))
 
+    def boot(res: dict) -> str:  # 5th - 95th percentile of the median error and of the share within 15%
+        b = bootstrap_sources({src: [s.error for s in g] for src, g in _group(res["scored"], _source).items()})
+        return f"{b['median'][0]:.1%} – {b['median'][1]:.1%} | {b['within'][0]:.0%} – {b['within'][1]:.0%}"
+
     L = [
         "## Discrete facts, chosen inside the loop",
         "",
@@ -130,17 +134,13 @@ def _facts_section(v: dict) -> list[str]:
         kept = sum(cal[s]["choices"].get(f.id) == "as stated" for s in sources)
         L.append(f"| {f.id} | {f.what} | {f.where} | {applies} | {kept} of {len(sources)} | "
                  f"{fig(v['fact_variants'][f.id])} |")
-    boot_c = bootstrap_sources(_errors_by_source(v["scored"]))
-    boot_s = bootstrap_sources(_errors_by_source(v["stated"]["scored"]))
     hc = headline(v)
     L += [
         "",
         "| facts | median error | within 15% | bootstrap over sources, 90%: median error | within 15% |",
         "|---|---:|---:|---:|---:|",
-        f"| chosen inside the loop (the headline) | {fig(v)} | {_span(boot_c['median'], '.1%')} | "
-        f"{_span(boot_c['within'], '.0%')} |",
-        f"| every fact as stated | {fig(v['stated'])} | {_span(boot_s['median'], '.1%')} | "
-        f"{_span(boot_s['within'], '.0%')} |",
+        f"| chosen inside the loop (the headline) | {fig(v)} | {boot(v)} |",
+        f"| every fact as stated | {fig(v['stated'])} | {boot(v['stated'])} |",
         f"| every fact left out (neutral) | {fig(v['fact_variants']['neutral'])} | | |",
         *_defaults_row(v),
         f"| one constant MFU fitted on the other sources | {_mw(hc['constant'])} | | |",
@@ -200,14 +200,6 @@ def defaults_sentence(v: dict) -> str:
 
 def _signed(m: dict) -> str:
     return f"{m['median']:.1%}, {m['within']:.0%} within 15%, median signed {m['bias']:+.1%}"
-
-
-def _errors_by_source(scored: list[Scored]) -> dict[str, list[float]]:
-    return {src: [s.error for s in g] for src, g in _group(scored, _source).items()}
-
-
-def _span(pair: tuple[float, float], spec: str) -> str:
-    return f"{pair[0]:{spec}} – {pair[1]:{spec}}"
 
 
 def missing_features(v: dict) -> list[str]:
@@ -437,8 +429,7 @@ def render(v: dict) -> str:
     extra = {src: [f"{cal[src]['profile_used']} ({len(cal[src]['efficiency_ids'])} runs of other sources)",
                    f"{cal[src]['efficiency']:.3f}", f"{cal[src].get('factor', 1.0):g}"] for src in by_src}
     L += _table("source", by_src, {"_head": ["calibrated on", "efficiency", "non-matmul factor"], **extra})
-    L += ["", "## Per GPU", ""]
-    L += _table("GPU (as the source names it)", _group(sc, _gpu_label))
+    L += ["", "## Per GPU", "", *_table("GPU (as the source names it)", _group(sc, _gpu_label))]
     L += ["", "## By precision, sequence length, model size and stack", "",
           "Where the model fails, to guide its next version. The *hindsight constant* of a row is the best",
           "constant for that row's runs alone (a stronger baseline than one constant for all).", ""]
@@ -452,8 +443,8 @@ def render(v: dict) -> str:
     worst = sorted(((summary([s.error for s in g])["bias"], name, len(g)) for name, g in groups.items()
                     if len(g) >= 5 and not name.startswith("memory")), key=lambda x: -abs(x[0]))[:5]
     L += ["", "Largest median signed errors (groups of at least 5 runs): "
-          + "; ".join(f"{name} {bias:+.0%} ({n} runs)" for bias, name, n in worst) + "."]
-    L += ["", "## Every scored run", "",
+          + "; ".join(f"{name} {bias:+.0%} ({n} runs)" for bias, name, n in worst) + ".",
+          "", "## Every scored run", "",
           "Measured and predicted MFU on the common basis; *constant* is the constant MFU fitted on the other "
           "sources.", "",
           "| run | source | GPU | GPUs | layout | seq | precision | basis | measured MFU | predicted MFU | error | "
@@ -471,18 +462,18 @@ def render(v: dict) -> str:
               "Predicted with a stand-in GPU's figures and the constants their source gets in the leave-one-source-out",
               "calibration; kept out of the headline and out of every calibration because the MFU basis itself (the",
               "part's peak) is not published:", "",
-              *[f"- {gpu}: {why}." for gpu, why in SCORED_APART.items()], ""]
-        L += _table("GPU (as the source names it)", _group(apart, _gpu_label))
-        L += ["", "| run | GPUs | layout | seq | precision | measured MFU (stand-in peak) | predicted MFU | error |",
+              *[f"- {gpu}: {why}." for gpu, why in SCORED_APART.items()], "",
+              *_table("GPU (as the source names it)", _group(apart, _gpu_label)),
+              "", "| run | GPUs | layout | seq | precision | measured MFU (stand-in peak) | predicted MFU | error |",
               "|---|---:|---|---:|---|---:|---:|---:|",
               *[f"| {s.query.id} | {s.query.n_gpus} | {s.query.layout()} | {s.query.seq_len} | {s.query.precision} | "
                 f"{s.query.measured_mfu:.3f} | {s.predicted_mfu:.3f} | {s.error:+.1%} |" for s in apart]]
     skipped: list[Skip] = v["skipped"]
-    L += ["", f"## Not scored ({len(skipped)} of {v['records']} records)", ""]
     reasons = Counter(r for k in skipped for r in _reason_groups(k.reason))
-    L += ["A record can need more than one missing feature, so the counts may add up to more than the records.", "",
+    L += ["", f"## Not scored ({len(skipped)} of {v['records']} records)", "",
+          "A record can need more than one missing feature, so the counts may add up to more than the records.", "",
           "| reason | records |", "|---|---:|",
-          *[f"| {r} | {n} |" for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0]))]]
-    L += ["", "| record | source | reason |", "|---|---|---|",
+          *[f"| {r} | {n} |" for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0]))],
+          "", "| record | source | reason |", "|---|---|---|",
           *[f"| {k.id} | {k.source_id} | {k.reason} |" for k in skipped], ""]
     return "\n".join(L)

@@ -17,8 +17,7 @@ TOLERANCE = 0.15
 def log_error_at(curve: list[float], eff: float) -> float:
     """log(predicted / measured) at ``eff``, linear between the grid points."""
     i = min(max(int((eff - GRID[0]) / GRID_STEP + 1e-9), 0), len(GRID) - 2)
-    frac = (eff - GRID[i]) / GRID_STEP
-    return curve[i] + (curve[i + 1] - curve[i]) * frac
+    return curve[i] + (curve[i + 1] - curve[i]) * ((eff - GRID[i]) / GRID_STEP)
 
 
 def source_weights(ids: list[str], source_of: dict[str, str]) -> list[float]:
