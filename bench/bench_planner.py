@@ -143,8 +143,7 @@ def render(one: dict[str, benchdoc.Timing], searches, passes: int, load_before: 
         "- **One configuration** (GPT-3 175B on A100, TP 8, PP 16, DP 8), 200 evaluations per pass in one process: "
         f"xlcalc's `evaluate` {ours.ms(3)} against llm-analysis's `training` {theirs.ms(3)}, ratio "
         f"{r1[0]:.2f} ({r1[1]:.2f}-{r1[2]:.2f}); target (no slower): {benchdoc.verdict(r1[0] <= 1.0)}.",
-        f"- **The full search** against the code of {BASELINE_SHORT}, each search in its own process after a "
-        "warm-up:",
+        f"- **The full search** against the code of {BASELINE_SHORT}, each search in its own process after a warm-up:",
         "",
         "| search | baseline | configurations | this tree | configurations | ratio | target (no slower) |",
         "|---|---|---|---|---|---|---|",

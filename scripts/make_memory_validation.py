@@ -72,8 +72,7 @@ def both_ways(v: dict) -> str:
 
     def fig(key: tuple[bool, bool]) -> str:
         x = w[key]
-        return (f"{_median(x)} median error, {_share(x['within_10'])} within 10%, "
-                f"{_share(x['within'])} within 15%")
+        return f"{_median(x)} median error, {_share(x['within_10'])} within 10%, {_share(x['within'])} within 15%"
 
     return ("Two choices in this scoring were made after the residuals of the scoring before them were seen, so each "
             "is reported both ways: the compiled profile (`torchtitan-compile`, `torchtune-compile`) for records "

@@ -70,8 +70,7 @@ LOSS_BYTES = {
 # (CompileConfig(enable=True, components=["model"]), torchtitan/models/llama3/config_registry.py at 73aed7f6c).
 TORCHTITAN_LOSS_COMPILED = {
     "9dec370": (False, "2024-12-26: the loss is not compiled"),
-    "0.0.2": (False, "beside torchao 890e0ac8 of 2025-02-28: before torchtitan compiled its loss "
-                     "(2025-04-02)"),
+    "0.0.2": (False, "beside torchao 890e0ac8 of 2025-02-28: before torchtitan compiled its loss (2025-04-02)"),
     "e7c0cae": (True, "2025-06-13: the loss is compiled with the model"),
     "2c8b594": (True, "2025-08-08: the loss is compiled with the model"),
     "6fc499f": (True, "2025-08-14: the loss is compiled with the model"),

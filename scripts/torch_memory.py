@@ -339,8 +339,7 @@ def _groups(rows: list[Row]) -> list[tuple[str, list[Row]]]:
         if c.precision == "autocast":
             return "fp32 weights under autocast (bf16)"
         return ("LoRA" if c.lora_rank else "bf16") + (", checkpointing" if c.checkpointing else "")
-    names = ("bf16", "bf16, checkpointing", "LoRA", "LoRA, checkpointing", "fp32 weights under autocast (bf16)")
-    return [(g, [r for r in rows if group(BY_NAME[r.name]) == g]) for g in names]
+    return [(g, [r for r in rows if group(BY_NAME[r.name]) == g]) for g in dict.fromkeys(map(group, CONFIGS))]
 
 
 def render(measured: list[dict[str, Any]]) -> str:
