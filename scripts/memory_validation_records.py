@@ -126,7 +126,6 @@ class Row:
     assumed: list[str] = field(default_factory=list)
     predicted_gb: float | None = None
     parts_gb: dict[str, float] = field(default_factory=dict)
-    peak_stage: str = ""
     skip: str | None = None
     baseline_bpp_gb: float | None = None
     baseline_const_gb: float | None = None
@@ -297,7 +296,7 @@ def predict(row: Row) -> None:
     except InputError as e:
         row.skip = f"the model refuses the stated layout: {e}"
         return
-    row.predicted_gb, row.peak_stage, row.parts_gb = ans.memory_gb, ans.peak_stage, ans.parts_gb[ans.peak_stage]
+    row.predicted_gb, row.parts_gb = ans.memory_gb, ans.parts_gb[ans.peak_stage]
     row.framework = framework_of(row.rec)
     row.capacity_gb = capacity_of(row.rec)
     row.outcome = outcome_of(row)
