@@ -269,18 +269,14 @@ def inputs_of(rec: dict) -> tuple[dict, list[str]]:
     if live_tensors(rec):
         v["overhead_gb"] = 0.0   # live tensors only: no other memory by definition
     if pp > 1:
-        vs = lay.get("virtual_stages") or 1
-        v["virtual_stages"] = vs
+        v["virtual_stages"] = vs = lay.get("virtual_stages") or 1
         if rec.get("global_batch"):
             v["microbatches"] = rec["global_batch"] // (dp * rec["micro_batch"])
-        if given := lay.get("layers_per_stage"):
-            per_rank = list(given)
-        elif m["layers"] % (pp * vs):
+        per_rank = list(lay.get("layers_per_stage") or [])
+        if not per_rank and m["layers"] % (pp * vs):
             chunks = _uneven(m["layers"], pp * vs)
             per_rank = [sum(chunks[r::pp]) for r in range(pp)]
             assumed.append("stages " + ", ".join(map(str, per_rank)) + " (torchtitan's default split points)")
-        else:
-            per_rank = []
         if per_rank:
             v["first_stage_layers"], v["last_stage_layers"] = per_rank[0], per_rank[-1]
     return v, assumed

@@ -296,16 +296,13 @@ def _range_section(v: dict) -> list[str]:
 
 
 def _without_stack_range(v: dict) -> list[str]:
-    out = []
-    for key, what in (("at_defaults", f"A plan without `--stack` (the default stack {DEFAULT_STACK} assumed)"),
-                      ("at_planner", f"A plan with `--stack {PLANNER}` (the planner's own settings)")):
-        if (w := without_stack(v, key)) is not None:
-                out += [f"{what} takes its own range, from the errors such plans make on the same runs (their median "
-                    f"signed error above): percentiles {w['q10_log_error']:+.3f} and {w['q90_log_error']:+.3f}, "
-                    f"measured MFU in predicted x {math.exp(-w['q90_log_error']):.3f} ... x "
-                    f"{math.exp(-w['q10_log_error']):.3f}; measured out of sample as above, "
-                    f"{w['out_of_sample_coverage']:.0%} of {w['runs']} runs inside (target 75–85%)."]
-    return out
+    return [f"{what} takes its own range, from the errors such plans make on the same runs (their median signed error "
+            f"above): percentiles {w['q10_log_error']:+.3f} and {w['q90_log_error']:+.3f}, measured MFU in predicted x "
+            f"{math.exp(-w['q90_log_error']):.3f} ... x {math.exp(-w['q10_log_error']):.3f}; measured out of sample as "
+            f"above, {w['out_of_sample_coverage']:.0%} of {w['runs']} runs inside (target 75–85%)."
+            for key, what in (("at_defaults", f"A plan without `--stack` (the default stack {DEFAULT_STACK} assumed)"),
+                              ("at_planner", f"A plan with `--stack {PLANNER}` (the planner's own settings)"))
+            if (w := without_stack(v, key)) is not None]
 
 
 def render(v: dict) -> str:
