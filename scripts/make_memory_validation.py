@@ -306,13 +306,9 @@ def same_inputs(scored: list[R.Row]) -> list[list[R.Row]]:
     groups: dict[str, list[R.Row]] = {}
     for r in scored:
         groups.setdefault(json.dumps(r.inputs, sort_keys=True), []).append(r)
-    out = []
-    for rs in groups.values():
-        lo, hi = min(r.measured_gb for r in rs), max(r.measured_gb for r in rs)
-        # one prediction p is within 15% of measurements from p/1.15 to p/0.85: wider groups cannot all be
-        if hi * (1 - R.WITHIN) > lo * (1 + R.WITHIN):
-            out.append(sorted(rs, key=lambda r: r.measured_gb))
-    return out
+    # one prediction p is within 15% of measurements from p/1.15 to p/0.85: wider groups cannot all be
+    return [sorted(rs, key=lambda r: r.measured_gb) for rs in groups.values()
+            if max(r.measured_gb for r in rs) * (1 - R.WITHIN) > min(r.measured_gb for r in rs) * (1 + R.WITHIN)]
 
 
 def diagnosis(v: dict) -> list[str]:
