@@ -29,12 +29,10 @@ def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> 
     queries, skipped = [], []
     for r in records:
         q = to_query(r)
+        if isinstance(q, Query) and (why := unsupported(q, caps)):
+            q = Skip(q.id, q.source_id, why)
         if isinstance(q, Skip):
             skipped.append(q)
-            continue
-        why = unsupported(q, caps)
-        if why:
-            skipped.append(Skip(q.id, q.source_id, why))
         else:
             queries.append(q)
     # every release is predicted once: the default rule's runs, the earlier rule's (recipe+layout) and no rule at all
@@ -73,8 +71,7 @@ def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> 
     result.update(stated=stated, fact_variants=variants, at_defaults=at_defaults(neutral, caps),
                   at_planner=at_defaults(neutral, caps, PLANNER))
     for q in apart:  # a run scored apart takes the facts its source's calibration chose
-        cal = result["calibration"].get(q.source_id)
-        if cal:
+        if cal := result["calibration"].get(q.source_id):
             curves[q.id] = fc.curve(q.id, frozenset(cal["facts_off"]))
     other_rules = {rule: scored(headline_runs(runs), curves)
                    for rule, runs in (("recipe+layout", wide), ("every release", queries))}

@@ -388,10 +388,8 @@ def deduplicate(queries: list[Query], records: dict[str, dict],
     """Recipes measured again in later releases (:data:`RELEASED_SOURCES`): keep the newest release of each recipe,
     every row of it (:data:`DEDUP_RULES`: ``recipe`` = model x GPU type x GPU count x precision recipe, the default;
     ``recipe+layout`` = the same and the layout and batch)."""
-    recipe = DEDUP_RULES[rule]
-
     def key(q: Query) -> tuple:
-        return recipe(q, records[q.id]) if q.source_id in RELEASED_SOURCES else ("run", q.id)
+        return DEDUP_RULES[rule](q, records[q.id]) if q.source_id in RELEASED_SOURCES else ("run", q.id)
 
     newest: dict[tuple, Query] = {}
     for q in queries:
