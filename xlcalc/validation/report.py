@@ -91,8 +91,8 @@ def headline_sentence(v: dict) -> str:
                   f"{_mw(hs['model'], ' and ')}, with every such fact left out {_mw(hn['model'], ' and ')}")
     return (f"Leave-one-source-out over {h['runs']} published measured runs from {h['sources']} sources "
             f"(GPU figures of {', '.join(catalog.get_gpu(g).name.replace('NVIDIA ', '') for g in h['gpus'])})"
-            f"{chosen}: predicted MFU has a median "
-            f"error of {h['model']['median']:.1%} and is within 15% for {h['model']['within']:.0%} of the runs"
+            f"{chosen}: predicted MFU has a median error of {h['model']['median']:.1%} and is within 15% for "
+            f"{h['model']['within']:.0%} of the runs"
             f"{stated}; one constant MFU fitted on the other sources gives {_mw(h['constant'], ' and ')}, "
             f"the best constant in hindsight ({h['hindsight_mfu']:.3f}) {_mw(h['hindsight'], ' and ')}.")
 
