@@ -122,15 +122,14 @@ def run(args: argparse.Namespace) -> int:
         tiers = seed001_tiers(checked(args, "mfu"))
         print(dump_json(tiers) if args.json else tiers_table(tiers))
         return 0
-    tokens_per_param = TOKENS_PER_PARAM if args.tokens_per_param is None else cli_value(args.tokens_per_param)
     checks = {  # every input that is missing or not allowed, at once
         "budget_usd": lambda: _budget(cli_value(args.budget_usd)),
         "price": lambda: _price(args),
         "peak_tflops": lambda: _peak(args.gpu, cli_value(args.peak_tflops)),
         "mfu": lambda: checked(args, "mfu"),
         "deadline_days": lambda: checked(args, "deadline_days"),
-        "tokens_per_param": lambda: check_value("tokens_per_param", tokens_per_param),
-        "params_b": lambda: None if args.params_b is None else check_value("params_b", cli_value(args.params_b)),
+        "tokens_per_param": lambda: checked(args, "tokens_per_param", TOKENS_PER_PARAM),
+        "params_b": lambda: checked(args, "params_b", None),
     }
     got = InputError.each(lambda key: checks[key](), checks)
     price, note = got["price"]

@@ -61,11 +61,6 @@ def mtbf_from_args(args: argparse.Namespace) -> tuple[float, str]:
         source
 
 
-def _optional(args: argparse.Namespace, name: str):
-    value = cli_value(getattr(args, name))
-    return None if value is None else check_value(name, value)
-
-
 def _gpus_per_node(args: argparse.Namespace) -> None:
     """--gpus-per-node converts a node MTBF; without --node-mtbf-h it would change nothing, so it is refused."""
     if args.gpus_per_node is not None and args.node_mtbf_h is None:
@@ -80,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
         "n_gpus": lambda: checked(args, "n_gpus"),
         "ckpt_save_s": lambda: checked(args, "ckpt_save_s"),
         "restart_s": lambda: checked(args, "restart_s"),
-        "days": lambda: _optional(args, "days"),
-        "compute_usd": lambda: _optional(args, "compute_usd"),
+        "days": lambda: checked(args, "days", None),
+        "compute_usd": lambda: checked(args, "compute_usd", None),
     }
     got = InputError.each(lambda key: checks[key](), checks)
     (mtbf, source), n, save_s, restart_s = got["mtbf"], got["n_gpus"], got["ckpt_save_s"], got["restart_s"]

@@ -200,37 +200,30 @@ _JSON_KEYS = ("model", "gpu", "n_gpus", "seq_len", "global_batch", "tokens_t", "
 _ASSUMED_LABELS = {"seq_len": "sequence length", "global_batch_tokens": "global batch", "tokens_t": "training tokens",
                    "stack": "stack profile", "usd_per_gpu_hour": "price"}
 
-def _no_architecture_with_a_model(args: argparse.Namespace, model) -> None:
-    """An architecture flag given with --model or --config contradicts the preset's: refused, never ignored."""
-    given = [f for f in (*_ARCH_FLAGS, "gated_ffn") if getattr(args, f) not in (None, False)]
-    if model is None or not given:
-        return
-    source = f"--config {args.config}" if getattr(args, "config", None) else f"--model {args.model}"
-    raise InputError.all(
-        InputError(f, getattr(args, f), f"left out with {source}",
-                   f"the planner takes the whole architecture from {source}; to plan another architecture give "
-                   "--layers, --hidden and --heads (and the rest) without --model")
-        for f in given)
-
-
 def model_and_arch(args: argparse.Namespace) -> tuple:
     """The model (preset id or config.json's) or, without one, the architecture built from the flags."""
-    arch = None
     model = config_model(args) or args.model
-    _no_architecture_with_a_model(args, model)
-    if model is None:
-        lacking = [f for f in ("layers", "hidden", "heads") if getattr(args, f) is None]
-        if lacking:
-            raise missing(lacking, lambda n: f"{spec(n).allowed} (or give --model ID or --config PATH)",
-                          where=f"{args.command} without --model")
-        # vocab and seq_len left out: arch_from_flags' defaults (its one declaration of them)
-        optional = {"vocab": cli_value(args.vocab),
-                    "seq_len": cli_value(args.seq_len) if isinstance(cli_value(args.seq_len), int) else None}
-        arch = arch_from_flags(
-            layers=cli_value(args.layers), hidden=cli_value(args.hidden), heads=cli_value(args.heads),
-            kv_heads=cli_value(args.kv_heads), ffn_hidden=cli_value(args.ffn_hidden),
-            gated_ffn=bool(switch_value(args, "gated_ffn")), **{k: v for k, v in optional.items() if v is not None})
-    return model, arch
+    given = [f for f in (*_ARCH_FLAGS, "gated_ffn") if getattr(args, f) not in (None, False)]
+    if model is not None and given:  # an architecture flag contradicts the preset's: refused, never ignored
+        source = f"--config {args.config}" if getattr(args, "config", None) else f"--model {args.model}"
+        raise InputError.all(
+            InputError(f, getattr(args, f), f"left out with {source}",
+                       f"the planner takes the whole architecture from {source}; to plan another architecture give "
+                       "--layers, --hidden and --heads (and the rest) without --model")
+            for f in given)
+    if model is not None:
+        return model, None
+    lacking = [f for f in ("layers", "hidden", "heads") if getattr(args, f) is None]
+    if lacking:
+        raise missing(lacking, lambda n: f"{spec(n).allowed} (or give --model ID or --config PATH)",
+                      where=f"{args.command} without --model")
+    # vocab and seq_len left out: arch_from_flags' defaults (its one declaration of them)
+    optional = {"vocab": cli_value(args.vocab),
+                "seq_len": cli_value(args.seq_len) if isinstance(cli_value(args.seq_len), int) else None}
+    return None, arch_from_flags(
+        layers=cli_value(args.layers), hidden=cli_value(args.hidden), heads=cli_value(args.heads),
+        kv_heads=cli_value(args.kv_heads), ffn_hidden=cli_value(args.ffn_hidden),
+        gated_ffn=bool(switch_value(args, "gated_ffn")), **{k: v for k, v in optional.items() if v is not None})
 
 
 def run(args: argparse.Namespace) -> int:
