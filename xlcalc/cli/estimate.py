@@ -100,10 +100,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         data = {"scenario": scenario.model_dump(), "price": price_note(scenario), "recipe": memory["recipe"],
                 "framework": framework_words(args), "results": results, "memory": memory}
-        if nodes:
-            data["nodes"] = nodes
-        if tokens:
-            data["tokens"] = tokens
+        data.update({key: note for key, note in (("nodes", nodes), ("tokens", tokens)) if note})
         if rng is not None:
             data["ranges"] = [r.as_dict() for r in rng]
         print(dump_json(data))

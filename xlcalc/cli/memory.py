@@ -240,7 +240,7 @@ def job_line(out: dict) -> str:
             f"adapter parameters trained ({share:.2%} of {i['params_b']:g}B); base frozen in {base}")
 
 
-def compute(args: argparse.Namespace) -> dict:
+def run(args: argparse.Namespace) -> int:
     values = values_from_args(args)
     if values.get("batch_sequences") and "microbatches" not in values:
         # checked whole by the layout check; m = B / (DP x b)
@@ -253,11 +253,6 @@ def compute(args: argparse.Namespace) -> dict:
         out["gpu"] = gpu.id
     if "fit" in out:
         out["fit"]["capacity_basis"] = gpu.capacity_basis if gpu is not None and args.memory_gb is None else "given"
-    return out
-
-
-def run(args: argparse.Namespace) -> int:
-    out = compute(args)
     if args.json:
         print(dump_json(out))
         return 0

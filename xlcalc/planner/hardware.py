@@ -68,11 +68,8 @@ _NEEDS = {
 
 def _mamf(row: catalog.GPU) -> Optional[float]:
     """The GPU's measured maximum achievable matmul FLOPS as a share of peak (its own, or its die's)."""
-    if row.matmul_efficiency:
-        return row.matmul_efficiency
-    if row.matmul_efficiency_from:
-        return catalog.get_gpu(row.matmul_efficiency_from).matmul_efficiency
-    return None
+    return row.matmul_efficiency or (catalog.get_gpu(row.matmul_efficiency_from).matmul_efficiency
+                                     if row.matmul_efficiency_from else None)
 
 
 def _efficiency(row: catalog.GPU, settings: Any) -> tuple[Optional[float], str]:
