@@ -27,10 +27,7 @@ from .settings import Settings
 from .stacks import stack_choices, stack_id
 from .steptime import Arch
 
-__all__ = ["LAYOUT_CHOICES", "layout_prediction"]
-
-LAYOUT_CHOICES = ("tp", "pp", "cp", "zero_stage", "seq_parallel", "recompute", "micro_batch", "virtual_stages")
-"""The layout choices a dense model's layout fixes; each left out is ``MEMORY_DEFAULTS``' (one GPU's)."""
+__all__ = ["layout_prediction"]
 
 
 def layout_prediction(model: str | catalog.Model | None = None, *, arch: Arch | None = None, gpu: str,
