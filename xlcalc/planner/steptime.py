@@ -260,14 +260,11 @@ def sequence_compute_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, 
     return _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, cfg.pp)[0]
 
 
-def step_lower_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, microbatches: int,
-                     microbatch_s: Optional[float] = None) -> float:
+def step_lower_bound(cfg: Config, microbatches: int, microbatch_s: float) -> float:
     """A step can be no shorter than its slowest stage's compute and exposed TP communication over the
     micro-batches plus the bubble (STEP_TIME_S without the other communication or the optimizer): the search's
-    bound for leaving a configuration out.
-    ``microbatch_s`` given: a cheaper, looser bound from it (e.g. b x :func:`sequence_compute_bound`)."""
-    if microbatch_s is None:
-        microbatch_s = microbatch_lower_bound(arch, hw, st, cfg, seq_len)
+    bound for leaving a configuration out, from a bound ``microbatch_s`` on one micro-batch
+    (:func:`microbatch_lower_bound`, or the cheaper, looser b x :func:`sequence_compute_bound`)."""
     return cast(float, fs.step_time_s.fast(microbatches=microbatches, microbatch_s=microbatch_s, pp=cfg.pp,
                                            virtual_stages=cfg.virtual_stages, comm_s=0, compute_s=0))
 
