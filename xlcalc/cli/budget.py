@@ -137,8 +137,7 @@ def run(args: argparse.Namespace) -> int:
                        mfu=got["mfu"], days=got["deadline_days"], tokens_per_param=got["tokens_per_param"],
                        params_b=got["params_b"])
     if args.json:  # what was assumed beside what it gives, as the text states it
-        inputs = {k: got[k] for k in ("budget_usd", "peak_tflops", "mfu", "deadline_days", "tokens_per_param",
-                                      "params_b")}
+        inputs = {k: value for k, value in got.items() if k != "price"}
         print(dump_json({"inputs": {**inputs, "usd_per_gpu_hour": price, "gpu": catalog.get_gpu(args.gpu).id
                                     if args.gpu else None}, "price": note, "rows": [r.as_dict() for r in rows]}))
         return 0

@@ -150,7 +150,7 @@ def memory_line(st: Settings, recipe: str) -> str:
     one named, else the stack's own (the framework its runs train with), else the memory model's defaults."""
     head = f"memory: recipe {recipe}, other memory {st.overhead_gb:g} GB per GPU; "
     fw = framework_label(st.framework, st.precision)
-    stack = STACKS.get(st.stack_profile or "")
+    stack = STACKS.get(st.stack)  # None: the planner's own settings
     if {"framework", "precision"} & st.model_fields_set or stack is None or st.framework is None:
         return head + f"framework {fw}"
     whose = (f"stack {stack.id}'s own" if stack.framework is not None and stack.framework[0] == st.framework
