@@ -83,9 +83,15 @@ def run(args: argparse.Namespace) -> int:
         if values.get("first_stage_layers") is not None or values.get("last_stage_layers") is not None:
             raise InputError("layers_per_stage", args.layers_per_stage,
                              "left out when --first-stage-layers / --last-stage-layers are given")
-        # the model's layers (the split is checked against them before the layout is, and sets PP: no default PP
-        # is in play until the split has given one)
-        values.update(stage_split(args.layers_per_stage, int(_layers(args, values)),
+        # the model's layers: typed (--layers), else the model's (--config, --model), else the scenario's default
+        # (the split is checked against them before the layout is, and sets PP: no default PP is in play until the
+        # split has given one)
+        if values.get("layers") is not None:
+            layers = check_value("layers", values["layers"])
+        else:
+            model = config_model(args) or (catalog.get_model(args.model) if args.model else None)
+            layers = model_inputs(model)["layers"] if model is not None else input_default("layers")
+        values.update(stage_split(args.layers_per_stage, int(layers),
                                   int(float(values["pp"])) if values.get("pp") else None))
     scenario = Scenario.build(model=config_model(args) or args.model, gpu=args.gpu, recipe=args.recipe, price_tier=args.price_tier,
                               framework=args.framework, precision=args.precision, **values)
@@ -163,14 +169,6 @@ def layout_advice(args: argparse.Namespace, scenario: Scenario, memory: dict) ->
             f"the margin, of {f['capacity_gb']:,.2f} GB ({layout}).\n"
             "  Give a layout that fits with --tp, --pp, --zero-stage (and --recompute, --seq-parallel, --micro-batch), "
             "or let `xlcalc plan` search for one; the days, GPU-hours and cost below assume the run fits.")
-
-
-def _layers(args: argparse.Namespace, values: dict) -> int:
-    """The model's layers: typed (--layers), else the model's (--config, --model), else the scenario's default."""
-    if values.get("layers") is not None:
-        return int(check_value("layers", values["layers"]))
-    model = config_model(args) or (catalog.get_model(args.model) if args.model else None)
-    return int(model_inputs(model)["layers"]) if model is not None else int(input_default("layers"))
 
 
 def capex_used(scenario: Scenario) -> str:
