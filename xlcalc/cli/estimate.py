@@ -208,14 +208,11 @@ def _failure_note(sc: Scenario, results: dict) -> str:
 def ranges_table(rows) -> str:
     """Low/base/high table, largest cost swing first."""
     body = []
-    for r in rows:
-        if r.factor == "all":
-            body.append((r.label, "", "", "", f"{number(r.days_low)} - {number(r.days_high)}",
-                         f"{number(r.cost_low, 'USD')} - {number(r.cost_high, 'USD')}"))
-        else:
-            unit = {"usd_per_gpu_hour": "USD", "mfu": "fraction"}.get(r.factor, "")
-            body.append((r.label, number(r.low, unit), number(r.base, unit), number(r.high, unit),
-                         f"{number(r.days_low)} / {number(r.days_high)}",
-                         f"{number(r.cost_low, 'USD')} / {number(r.cost_high, 'USD')}"))
-    return ("Ranges (one input at a time, low and high ends from --mfu-low-x ... --mtbf-high-x)\n" + table(body, headers=("input", "low", "base", "high", "days low / high",
-                                                    "cost low / high")))
+    for r in rows:  # one input at a time (low, base, high), or all of them at once (its days and cost only)
+        unit = {"usd_per_gpu_hour": "USD", "mfu": "fraction"}.get(r.factor, "")
+        ends = ("", "", "") if r.factor == "all" else (number(r.low, unit), number(r.base, unit), number(r.high, unit))
+        sep = " - " if r.factor == "all" else " / "
+        body.append((r.label, *ends, f"{number(r.days_low)}{sep}{number(r.days_high)}",
+                     f"{number(r.cost_low, 'USD')}{sep}{number(r.cost_high, 'USD')}"))
+    return ("Ranges (one input at a time, low and high ends from --mfu-low-x ... --mtbf-high-x)\n"
+            + table(body, headers=("input", "low", "base", "high", "days low / high", "cost low / high")))
