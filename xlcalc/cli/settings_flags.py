@@ -93,5 +93,6 @@ def add_settings_flags(p: argparse.ArgumentParser, heading: str) -> argparse._Ar
             continue
         k = p.add_argument_group(f"settings: {kind}")
         for name in names:
-            k.add_argument(flag(name), help=SETTING_FLAGS[name].replace("{default}", shown(model.model_fields[name].default)))
+            default = shown(model.model_fields[name].default)
+            k.add_argument(flag(name), help=SETTING_FLAGS[name].replace("{default}", default))
     return g
