@@ -99,12 +99,10 @@ if DEFAULT_STACK not in STACKS:
                        f"({', '.join(STACKS)})")
 
 
-def stack_framework(name: Optional[str]) -> Optional[str]:
+def stack_framework(name: str) -> Optional[str]:
     """The framework (xlcalc.frameworks id) whose memory facts a plan on the named stack holds when no framework is
     given: the alias's own (ALIAS_FRAMEWORKS), else the profile's (Stack.framework); None: the memory model's
     defaults (the planner's settings, megatron-2021)."""
-    if name is None:
-        return None
     key = name_key(name)
     if key in ALIAS_FRAMEWORKS:
         return ALIAS_FRAMEWORKS[key]
