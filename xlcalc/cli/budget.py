@@ -47,12 +47,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-# the flags of one budget's plan (everything but --mfu, --json and --seed001-tiers itself)
-_SINGLE_BUDGET = ("budget_usd", "gpu", "price_tier", "usd_per_gpu_hour", "peak_tflops", "deadline_days",
-                  "tokens_per_param", "params_b", "own", "capex_usd_per_gpu", "depreciation_years", "utilisation",
-                  "kw_per_gpu", "pue", "own_usd_per_kwh")
-
-
 def _own_rate(args: argparse.Namespace) -> tuple[float, str]:
     capex = cli_value(args.capex_usd_per_gpu)
     if capex is None:
@@ -113,10 +107,11 @@ def _budget(typed) -> float:
 
 def run(args: argparse.Namespace) -> int:
     if args.seed001_tiers:  # the tiers fix budget, GPU and price: a flag that would set one is refused, not ignored
-        unused = [InputError(name, getattr(args, name), "left out with --seed001-tiers",
+        unused = [InputError(name, value, "left out with --seed001-tiers",
                              "the tiers are seed 001's budgets and GPUs at each GPU's catalog rate; only --mfu "
                              "applies")
-                  for name in _SINGLE_BUDGET if getattr(args, name) not in (None, False)]
+                  for name, value in vars(args).items()  # the flags of one budget's plan: all but these
+                  if name not in ("command", "func", "mfu", "json", "seed001_tiers") and value not in (None, False)]
         if unused:
             raise InputError.all(unused)
         tiers = seed001_tiers(checked(args, "mfu"))
