@@ -143,11 +143,9 @@ def values_from_args(args: argparse.Namespace) -> dict:
         v["sharding"] = args.sharding
     switches = InputError.each(lambda name: switch_value(args, name), (  # every TRUE/FALSE flag that is neither, at once
         "seq_parallel", "optimizer_offload", "grads_freed", "flash_attention", "gated_ffn", "tied_embeddings"))
-    for name in ("seq_parallel", "optimizer_offload", "flash_attention"):
-        v[name] = MEMORY_DEFAULTS[name] if switches[name] is None else switches[name]
-    # left out: the framework's (above), the model's
-    v.update({name: switches[name] for name in ("grads_freed", "gated_ffn", "tied_embeddings")
-              if switches[name] is not None})
+    for name, value in switches.items():  # left out: one GPU's, else the framework's (above) or the model's
+        if value is not None or name in ("seq_parallel", "optimizer_offload", "flash_attention"):
+            v[name] = MEMORY_DEFAULTS[name] if value is None else value
     v["recompute"] = MEMORY_DEFAULTS["recompute"] if args.recompute is None else args.recompute
     v.update(finetune_values(args))
     if args.gpu:
