@@ -178,7 +178,6 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
             reject("layouts that cannot beat the best plans (lower bound), not searched further")
             continue
         sps = [seq_parallel] if seq_parallel is not None else ([False, True] if t > 1 else [False])
-        lps = arch.layers // p
         zs = [z for z in zeros if z == 0 or d * c > 1]
         # Memory per ZeRO stage: when a variant does not fit, the leanest variant of its ZeRO stage (full
         # recomputation, SP, the smallest micro-batch, no interleaving: the fewest activations in flight) is tried
@@ -205,7 +204,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                     # interleaving: v chunks of equal layers per stage; with uneven stages (first and last one
                     # layer fewer) the L + 2 "layers" (embedding and output counted as one each) split into p x v
                     # chunks, as Llama 3 405B's interleaved schedule
-                    chunks = lps if layout is None else arch.layers + 2
+                    chunks = arch.layers // p if layout is None else arch.layers + 2
                     vs = [1] + [v for v in range(2, max_virtual_stages + 1)
                                 if p > 1 and m % p == 0 and (chunks % v == 0 if layout is None
                                                              else chunks % (p * v) == 0)]
