@@ -178,8 +178,7 @@ def range_lines(result) -> list[str]:
     if r is None:
         return [result.interval_note]
     p = result.plans[0]
-    lvl = f"{r.level:.0%} range"
-    parts = [f"days {number(p.days)} ({lvl} {number(r.days_low)}–{number(r.days_high)})",
+    parts = [f"days {number(p.days)} ({r.level:.0%} range {number(r.days_low)}–{number(r.days_high)})",
              f"GPU-hours {number(p.gpu_hours)} ({number(r.gpu_hours_low)}–{number(r.gpu_hours_high)})",
              f"MFU {p.mfu:.1%} ({r.mfu_low:.1%}–{r.mfu_high:.1%})"]
     if p.cost_usd is not None and r.cost_low_usd is not None and r.cost_high_usd is not None:

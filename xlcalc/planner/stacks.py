@@ -106,8 +106,7 @@ def stack_framework(name: str) -> Optional[str]:
     key = name_key(name)
     if key in ALIAS_FRAMEWORKS:
         return ALIAS_FRAMEWORKS[key]
-    sid = ALIASES[key][0] if key in ALIASES else key
-    stack = STACKS.get(sid)
+    stack = STACKS.get(ALIASES[key][0] if key in ALIASES else key)
     return stack.framework[0] if stack is not None and stack.framework is not None else None
 
 

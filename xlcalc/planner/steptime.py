@@ -318,10 +318,9 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     t, p, d, z, b, v, c = cfg.tp, cfg.pp, cfg.dp, cfg.zero_stage, cfg.micro_batch, cfg.virtual_stages, cfg.cp
     m, rc = pred.microbatches, cfg.recompute
     tokens_mb = seq_len * b // c
-    layers = stage_layers(arch, cfg)
     layer_s, att_layer_s, logits_s = _compute_mb(arch, hw, st, cfg, seq_len, rc)
     # the slowest stage: the heaviest of the layers-only stages, or the last stage with the logit layer
-    compute_mb, layers_slow, last = _slowest_stage(layers, layer_s, logits_s, p)
+    compute_mb, layers_slow, last = _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, p)
     t_att = layers_slow * att_layer_s
     recompute_mb = 0.0
     if rc != "none":
