@@ -10,7 +10,7 @@ from ..formulas import ownership
 from ..money import TOKENS_PER_PARAM, budget_plan, seed001_tiers
 from ..validate import check_value
 from .cost import resolve_price
-from .flags import OneDefaultFormatter, add_command, add_input, checked, tier_choices
+from .flags import add_command, add_input, checked, tier_choices
 from .fmt import cli_value, dump_json, money, number, table
 
 
@@ -21,8 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(GPU-hours x peak x MFU) and the largest compute-optimal model with its tokens (C = 6ND, --tokens-per-param, "
         "Chinchilla 20); "
         "with --params-b the tokens the budget buys for that model. --gpu fills peak TFLOP/s and the catalog "
-        "price; --own prices a GPU-hour as owned hardware instead (depreciation at --utilisation + energy).",
-        OneDefaultFormatter)
+        "price; --own prices a GPU-hour as owned hardware instead (depreciation at --utilisation + energy).")
     p.add_argument("--budget-usd", metavar="X", help="budget, USD (e.g. 1e6); required unless --seed001-tiers")
     p.add_argument("--gpu", help="GPU name, e.g. H100 (fills peak TFLOP/s and the rental rate)")
     p.add_argument("--price-tier", help=tier_choices())

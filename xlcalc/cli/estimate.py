@@ -16,7 +16,7 @@ from ..recipes import DEFAULT_RECIPE
 from ..scenario import INPUTS, STEP_GROUP, Scenario, evaluate, price_note
 from ..stage_memory import explain, memory_steps
 from ..validate import check_value
-from .flags import OneDefaultFormatter, add_command, add_input, add_switch, input_default
+from .flags import add_command, add_input, add_switch, input_default
 from .fmt import cli_value, dump_json, number, table
 from .memory import (
     FINETUNE_FIELDS,
@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "ZeRO-0, no recompute, as xlcalc memory): give the layout (--tp, --pp, --zero-stage, ...) or let "
         "xlcalc plan choose one. "
         "--model and --gpu fill the architecture, the model's published training tokens (as plan takes them), "
-        "the GPU figures and the GPU's catalog price; explicit flags win.", OneDefaultFormatter)
+        "the GPU figures and the GPU's catalog price; explicit flags win.")
     p.add_argument("--model", help="model preset id, e.g. llama2-70b (see: xlcalc catalog models)")
     add_config_flag(p)
     p.add_argument("--gpu", help="GPU name, e.g. A800, H100 (see: xlcalc catalog gpus)")

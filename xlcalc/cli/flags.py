@@ -69,21 +69,10 @@ def shown(value: Any) -> str:
     return str(value)
 
 
-class OneDefaultFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Adds "(default: X)" only where the help text does not state a default itself and there is one to state."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if "default" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
-            return text
-        return super()._get_help_string(action) or text
-
-
-def add_command(sub: argparse._SubParsersAction, name: str, help_text: str, description: str,
-                formatter: type[argparse.HelpFormatter] = argparse.HelpFormatter) -> argparse.ArgumentParser:
+def add_command(sub: argparse._SubParsersAction, name: str, help_text: str,
+                description: str) -> argparse.ArgumentParser:
     """Subcommand ``name``'s parser. No flag may be abbreviated: a prefix of one flag never sets another."""
-    return sub.add_parser(name, help=help_text, description=description, formatter_class=formatter,
-                          allow_abbrev=False)
+    return sub.add_parser(name, help=help_text, description=description, allow_abbrev=False)
 
 
 def add_input(p: Any, name: str, text: str, default: Any = DECLARED, metavar: str = "X",
