@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import os
 import sys
 
 from .. import __version__
@@ -47,8 +48,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"xlcalc {args.command}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into head & co.
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 

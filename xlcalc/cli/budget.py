@@ -10,7 +10,7 @@ from ..formulas import ownership
 from ..money import TOKENS_PER_PARAM, budget_plan, seed001_tiers
 from ..validate import check_value
 from .cost import resolve_price
-from .flags import OneDefaultFormatter, add_command, add_input, checked, tier_choices
+from .flags import add_command, add_input, checked, tier_choices
 from .fmt import cli_value, dump_json, money, number, table
 
 
@@ -21,8 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(GPU-hours x peak x MFU) and the largest compute-optimal model with its tokens (C = 6ND, --tokens-per-param, "
         "Chinchilla 20); "
         "with --params-b the tokens the budget buys for that model. --gpu fills peak TFLOP/s and the catalog "
-        "price; --own prices a GPU-hour as owned hardware instead (depreciation at --utilisation + energy).",
-        OneDefaultFormatter)
+        "price; --own prices a GPU-hour as owned hardware instead (depreciation at --utilisation + energy).")
     p.add_argument("--budget-usd", metavar="X", help="budget, USD (e.g. 1e6); required unless --seed001-tiers")
     p.add_argument("--gpu", help="GPU name, e.g. H100 (fills peak TFLOP/s and the rental rate)")
     p.add_argument("--price-tier", help=tier_choices())
@@ -45,12 +44,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="instead: seed 001's three budget tiers beside what the engine derives for them")
     p.add_argument("--json", action="store_true", help="print JSON for scripts")
     p.set_defaults(func=run)
-
-
-# the flags of one budget's plan (everything but --mfu, --json and --seed001-tiers itself)
-_SINGLE_BUDGET = ("budget_usd", "gpu", "price_tier", "usd_per_gpu_hour", "peak_tflops", "deadline_days",
-                  "tokens_per_param", "params_b", "own", "capex_usd_per_gpu", "depreciation_years", "utilisation",
-                  "kw_per_gpu", "pue", "own_usd_per_kwh")
 
 
 def _own_rate(args: argparse.Namespace) -> tuple[float, str]:
@@ -113,24 +106,24 @@ def _budget(typed) -> float:
 
 def run(args: argparse.Namespace) -> int:
     if args.seed001_tiers:  # the tiers fix budget, GPU and price: a flag that would set one is refused, not ignored
-        unused = [InputError(name, getattr(args, name), "left out with --seed001-tiers",
+        unused = [InputError(name, value, "left out with --seed001-tiers",
                              "the tiers are seed 001's budgets and GPUs at each GPU's catalog rate; only --mfu "
                              "applies")
-                  for name in _SINGLE_BUDGET if getattr(args, name) not in (None, False)]
+                  for name, value in vars(args).items()  # the flags of one budget's plan: all but these
+                  if name not in ("command", "func", "mfu", "json", "seed001_tiers") and value not in (None, False)]
         if unused:
             raise InputError.all(unused)
         tiers = seed001_tiers(checked(args, "mfu"))
         print(dump_json(tiers) if args.json else tiers_table(tiers))
         return 0
-    tokens_per_param = TOKENS_PER_PARAM if args.tokens_per_param is None else cli_value(args.tokens_per_param)
     checks = {  # every input that is missing or not allowed, at once
         "budget_usd": lambda: _budget(cli_value(args.budget_usd)),
         "price": lambda: _price(args),
         "peak_tflops": lambda: _peak(args.gpu, cli_value(args.peak_tflops)),
         "mfu": lambda: checked(args, "mfu"),
         "deadline_days": lambda: checked(args, "deadline_days"),
-        "tokens_per_param": lambda: check_value("tokens_per_param", tokens_per_param),
-        "params_b": lambda: None if args.params_b is None else check_value("params_b", cli_value(args.params_b)),
+        "tokens_per_param": lambda: checked(args, "tokens_per_param", TOKENS_PER_PARAM),
+        "params_b": lambda: checked(args, "params_b", None),
     }
     got = InputError.each(lambda key: checks[key](), checks)
     price, note = got["price"]
@@ -138,8 +131,7 @@ def run(args: argparse.Namespace) -> int:
                        mfu=got["mfu"], days=got["deadline_days"], tokens_per_param=got["tokens_per_param"],
                        params_b=got["params_b"])
     if args.json:  # what was assumed beside what it gives, as the text states it
-        inputs = {k: got[k] for k in ("budget_usd", "peak_tflops", "mfu", "deadline_days", "tokens_per_param",
-                                      "params_b")}
+        inputs = {k: value for k, value in got.items() if k != "price"}
         print(dump_json({"inputs": {**inputs, "usd_per_gpu_hour": price, "gpu": catalog.get_gpu(args.gpu).id
                                     if args.gpu else None}, "price": note, "rows": [r.as_dict() for r in rows]}))
         return 0

@@ -52,11 +52,7 @@ def _what(name: str) -> str:
     """What a missing input of the measured run may be."""
     if name == "tokens_per_s":
         return "the measured tokens/s per GPU (--tokens-per-s; or --step-s, seconds per step)"
-    try:
-        allowed = spec(name).allowed
-    except KeyError:
-        allowed = "given"
-    return f"{allowed}, as in the measured run ({flag(name)})"
+    return f"{spec(name).allowed}, as in the measured run ({flag(name)})"
 
 
 def run(args: argparse.Namespace) -> int:

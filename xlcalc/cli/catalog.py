@@ -44,15 +44,21 @@ def run(args: argparse.Namespace) -> int:
         _show(_dump(model_from_hf_config(args.config)), args.json)
         return 0
     rows: tuple[Any, ...] = {"gpus": catalog.gpus, "models": catalog.models, "prices": catalog.prices}[args.kind]()
-    gpu = _gpu_of_prices(args.name) if args.kind == "prices" and args.name else None
-    if gpu is not None:  # `catalog prices h100`: that GPU's prices
+    gpu, key = None, (args.name or "").strip().lower()
+    if args.kind == "prices" and args.name and all(p.id != key for p in rows):  # `catalog prices h100`: its prices
+        try:
+            gpu = catalog.get_gpu(args.name)
+        except CatalogError:
+            raise CatalogError(f"unknown price {args.name!r}; valid prices (or a GPU name, for its prices): "
+                               f"{', '.join(p.id for p in rows)}") from None
         rows = tuple(p for p in rows if p.gpu == gpu.id)
         if not rows and not args.json:
             print(f"The price catalog holds no price of {gpu.id}: give yours with --usd-per-gpu-hour "
                   "(and --capex-usd-per-gpu to own).")
             return 0
     elif args.name:
-        find = {"gpus": catalog.get_gpu, "models": catalog.get_model, "prices": _get_price}[args.kind]
+        find = {"gpus": catalog.get_gpu, "models": catalog.get_model,
+                "prices": lambda _: next(p for p in rows if p.id == key)}[args.kind]
         _show(_dump(find(args.name)), args.json)
         return 0
     if args.json:
@@ -91,21 +97,3 @@ def _n(v) -> str:
 
 def _usd(v, cents: bool = False) -> str:
     return "" if v is None else money(v, cents=cents)
-
-
-def _get_price(name: str):
-    for p in catalog.prices():
-        if p.id == name.strip().lower():
-            return p
-    raise CatalogError(f"unknown price {name!r}; valid prices (or a GPU name, for its prices): "
-                       f"{', '.join(p.id for p in catalog.prices())}")
-
-
-def _gpu_of_prices(name: str) -> catalog.GPU | None:
-    """The GPU ``name`` names where it is not a price id (``xlcalc catalog prices h100`` lists the H100's prices)."""
-    if any(p.id == name.strip().lower() for p in catalog.prices()):
-        return None
-    try:
-        return catalog.get_gpu(name)
-    except CatalogError:
-        return None

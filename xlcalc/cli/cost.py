@@ -12,7 +12,7 @@ from ..errors import InputError
 from ..money import own_vs_rent
 from ..scenario import rental_rate
 from ..validate import check_value
-from .flags import DECLARED, OneDefaultFormatter, add_command, add_input, checked, given, input_default, tier_choices
+from .flags import DECLARED, add_command, add_input, checked, given, input_default, tier_choices
 from .fmt import cli_value, dump_json, money, number, table
 
 # Seed 001 §5.1's CostCalculator example: 128 A100-80GB for 30 days, $15,000 per card, 3-year depreciation,
@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "price from the price catalog; a rate the catalog lacks is estimate's example default, stated. Seed 001's "
         "example (128 A100 for 30 days at $15,000 per card, 3-year straight-line depreciation, 0.4 kW per GPU; "
         "its $10/GPU-hour cloud rate), with the electricity priced per kWh, is: xlcalc cost --n-gpus 128 "
-        "--kw-per-gpu 0.4 --pue 1 --usd-per-gpu-hour 10 --capex-usd-per-gpu 15000.", OneDefaultFormatter)
+        "--kw-per-gpu 0.4 --pue 1 --usd-per-gpu-hour 10 --capex-usd-per-gpu 15000.")
     p.add_argument("--gpu", help="GPU name, e.g. H100 (see: xlcalc catalog prices)")
     p.add_argument("--price-tier", help=tier_choices())
     p.add_argument("--usd-per-gpu-hour", metavar="X",

@@ -16,7 +16,7 @@ from ..recipes import DEFAULT_RECIPE
 from ..scenario import INPUTS, STEP_GROUP, Scenario, evaluate, price_note
 from ..stage_memory import explain, memory_steps
 from ..validate import check_value
-from .flags import OneDefaultFormatter, add_command, add_input, add_switch, input_default
+from .flags import add_command, add_input, add_switch, input_default
 from .fmt import cli_value, dump_json, number, table
 from .memory import (
     FINETUNE_FIELDS,
@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "ZeRO-0, no recompute, as xlcalc memory): give the layout (--tp, --pp, --zero-stage, ...) or let "
         "xlcalc plan choose one. "
         "--model and --gpu fill the architecture, the model's published training tokens (as plan takes them), "
-        "the GPU figures and the GPU's catalog price; explicit flags win.", OneDefaultFormatter)
+        "the GPU figures and the GPU's catalog price; explicit flags win.")
     p.add_argument("--model", help="model preset id, e.g. llama2-70b (see: xlcalc catalog models)")
     add_config_flag(p)
     p.add_argument("--gpu", help="GPU name, e.g. A800, H100 (see: xlcalc catalog gpus)")
@@ -83,9 +83,15 @@ def run(args: argparse.Namespace) -> int:
         if values.get("first_stage_layers") is not None or values.get("last_stage_layers") is not None:
             raise InputError("layers_per_stage", args.layers_per_stage,
                              "left out when --first-stage-layers / --last-stage-layers are given")
-        # the model's layers (the split is checked against them before the layout is, and sets PP: no default PP
-        # is in play until the split has given one)
-        values.update(stage_split(args.layers_per_stage, int(_layers(args, values)),
+        # the model's layers: typed (--layers), else the model's (--config, --model), else the scenario's default
+        # (the split is checked against them before the layout is, and sets PP: no default PP is in play until the
+        # split has given one)
+        if values.get("layers") is not None:
+            layers = check_value("layers", values["layers"])
+        else:
+            model = config_model(args) or (catalog.get_model(args.model) if args.model else None)
+            layers = model_inputs(model)["layers"] if model is not None else input_default("layers")
+        values.update(stage_split(args.layers_per_stage, int(layers),
                                   int(float(values["pp"])) if values.get("pp") else None))
     scenario = Scenario.build(model=config_model(args) or args.model, gpu=args.gpu, recipe=args.recipe, price_tier=args.price_tier,
                               framework=args.framework, precision=args.precision, **values)
@@ -100,10 +106,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         data = {"scenario": scenario.model_dump(), "price": price_note(scenario), "recipe": memory["recipe"],
                 "framework": framework_words(args), "results": results, "memory": memory}
-        if nodes:
-            data["nodes"] = nodes
-        if tokens:
-            data["tokens"] = tokens
+        data.update({key: note for key, note in (("nodes", nodes), ("tokens", tokens)) if note})
         if rng is not None:
             data["ranges"] = [r.as_dict() for r in rng]
         print(dump_json(data))
@@ -168,14 +171,6 @@ def layout_advice(args: argparse.Namespace, scenario: Scenario, memory: dict) ->
             "or let `xlcalc plan` search for one; the days, GPU-hours and cost below assume the run fits.")
 
 
-def _layers(args: argparse.Namespace, values: dict) -> int:
-    """The model's layers: typed (--layers), else the model's (--config, --model), else the scenario's default."""
-    if values.get("layers") is not None:
-        return int(check_value("layers", values["layers"]))
-    model = config_model(args) or (catalog.get_model(args.model) if args.model else None)
-    return int(model_inputs(model)["layers"]) if model is not None else int(input_default("layers"))
-
-
 def capex_used(scenario: Scenario) -> str:
     """The purchase price a scenario used, in words: the catalog's row (id, date) or typed."""
     if scenario.capex_usd_per_gpu is None:
@@ -213,14 +208,11 @@ def _failure_note(sc: Scenario, results: dict) -> str:
 def ranges_table(rows) -> str:
     """Low/base/high table, largest cost swing first."""
     body = []
-    for r in rows:
-        if r.factor == "all":
-            body.append((r.label, "", "", "", f"{number(r.days_low)} - {number(r.days_high)}",
-                         f"{number(r.cost_low, 'USD')} - {number(r.cost_high, 'USD')}"))
-        else:
-            unit = {"usd_per_gpu_hour": "USD", "mfu": "fraction"}.get(r.factor, "")
-            body.append((r.label, number(r.low, unit), number(r.base, unit), number(r.high, unit),
-                         f"{number(r.days_low)} / {number(r.days_high)}",
-                         f"{number(r.cost_low, 'USD')} / {number(r.cost_high, 'USD')}"))
-    return ("Ranges (one input at a time, low and high ends from --mfu-low-x ... --mtbf-high-x)\n" + table(body, headers=("input", "low", "base", "high", "days low / high",
-                                                    "cost low / high")))
+    for r in rows:  # one input at a time (low, base, high), or all of them at once (its days and cost only)
+        unit = {"usd_per_gpu_hour": "USD", "mfu": "fraction"}.get(r.factor, "")
+        ends = ("", "", "") if r.factor == "all" else (number(r.low, unit), number(r.base, unit), number(r.high, unit))
+        sep = " - " if r.factor == "all" else " / "
+        body.append((r.label, *ends, f"{number(r.days_low)}{sep}{number(r.days_high)}",
+                     f"{number(r.cost_low, 'USD')}{sep}{number(r.cost_high, 'USD')}"))
+    return ("Ranges (one input at a time, low and high ends from --mfu-low-x ... --mtbf-high-x)\n"
+            + table(body, headers=("input", "low", "base", "high", "days low / high", "cost low / high")))

@@ -40,12 +40,7 @@ OPTIONS: dict[str, str] = {
 ALIASES: dict[str, tuple[str, ...]] = {"n_gpus": ("--gpus",)}
 
 
-class _Declared:
-    def __repr__(self) -> str:
-        return "DECLARED"
-
-
-DECLARED: Any = _Declared()  # "the scenario's default", for a command's table of flags
+DECLARED: Any = object()  # "the scenario's default", for a command's table of flags
 
 
 def flag(name: str) -> str:
@@ -59,6 +54,12 @@ def input_default(name: str) -> Any:
     return None if field is None else field.default
 
 
+def _stated(name: str, text: str, default: Any) -> str:
+    """``text`` with the default it states (the scenario's unless ``default`` is given: None states none)."""
+    value = input_default(name) if default is DECLARED else default
+    return text if value is None or "default" in text else f"{text} (default {shown(value)})"
+
+
 def shown(value: Any) -> str:
     """A default as the help text states it."""
     if isinstance(value, bool):
@@ -68,21 +69,10 @@ def shown(value: Any) -> str:
     return str(value)
 
 
-class OneDefaultFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Adds "(default: X)" only where the help text does not state a default itself and there is one to state."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if "default" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
-            return text
-        return super()._get_help_string(action) or text
-
-
-def add_command(sub: argparse._SubParsersAction, name: str, help_text: str, description: str,
-                formatter: type[argparse.HelpFormatter] = argparse.HelpFormatter) -> argparse.ArgumentParser:
+def add_command(sub: argparse._SubParsersAction, name: str, help_text: str,
+                description: str) -> argparse.ArgumentParser:
     """Subcommand ``name``'s parser. No flag may be abbreviated: a prefix of one flag never sets another."""
-    return sub.add_parser(name, help=help_text, description=description, formatter_class=formatter,
-                          allow_abbrev=False)
+    return sub.add_parser(name, help=help_text, description=description, allow_abbrev=False)
 
 
 def add_input(p: Any, name: str, text: str, default: Any = DECLARED, metavar: str = "X",
@@ -90,9 +80,7 @@ def add_input(p: Any, name: str, text: str, default: Any = DECLARED, metavar: st
     """``--name X`` for input ``name``; the help states the default once (the scenario's unless ``default`` is
     given: None states none). ``aliases``: this command's older spellings, hidden. The value is checked where the
     command uses it (the input's spec)."""
-    value = input_default(name) if default is DECLARED else default
-    help_text = text if value is None or "default" in text else f"{text} (default {shown(value)})"
-    p.add_argument(flag(name), dest=name, metavar=metavar, default=None, help=help_text)
+    p.add_argument(flag(name), dest=name, metavar=metavar, default=None, help=_stated(name, text, default))
     for alias in ALIASES.get(name, ()) + aliases:
         p.add_argument(alias, dest=name, metavar=metavar, default=None, help=argparse.SUPPRESS)
 
@@ -120,10 +108,8 @@ def checked(args: argparse.Namespace, name: str, default: Any = DECLARED) -> Any
 def add_switch(p: Any, name: str, text: str, default: Any = DECLARED) -> None:
     """A TRUE/FALSE input in both forms: ``--name`` (TRUE), ``--name X`` (TRUE/FALSE, 1/0) and ``--no-name``
     (FALSE, hidden). Read it with :func:`switch_value`."""
-    value = input_default(name) if default is DECLARED else default
-    help_text = text if value is None or "default" in text else f"{text} (default {shown(value)})"
     p.add_argument(flag(name), dest=name, nargs="?", const="TRUE", default=None, metavar="TRUE|FALSE",
-                   help=help_text)
+                   help=_stated(name, text, default))
     p.add_argument("--no-" + name.replace("_", "-"), dest=name, action="store_const", const="FALSE",
                    help=argparse.SUPPRESS)
 

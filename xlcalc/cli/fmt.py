@@ -32,21 +32,14 @@ def number(value: Any, unit: str = "") -> str:
     return str(value)
 
 
-def table(rows: Iterable[Sequence[Any]], headers: Sequence[str] | None = None, align: str = "") -> str:
-    """Left-aligned first column, right-aligned numbers."""
-    rows = [[str(c) for c in r] for r in rows]
-    if headers:
-        rows.insert(0, [str(h) for h in headers])
-    if not rows:
-        return ""
-    widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(max(len(r) for r in rows))]
-    out = []
-    for n, r in enumerate(rows):
-        cells = [c.ljust(widths[i]) if i == 0 or align[i:i + 1] == "l" else c.rjust(widths[i]) for i, c in enumerate(r)]
-        out.append("  ".join(cells).rstrip())
-        if headers and n == 0:
-            out.append("  ".join("-" * w for w in widths))
-    return "\n".join(out)
+def table(rows: Iterable[Sequence[Any]], headers: Sequence[str], align: str = "") -> str:
+    """A header row and its rule over the rows: left-aligned first column (and those ``align`` marks "l"), the
+    others right-aligned."""
+    cells = [[str(c) for c in r] for r in (headers, *rows)]
+    widths = [max(len(r[i]) for r in cells if i < len(r)) for i in range(max(len(r) for r in cells))]
+    lines = ["  ".join(c.ljust(widths[i]) if i == 0 or align[i:i + 1] == "l" else c.rjust(widths[i])
+                       for i, c in enumerate(r)).rstrip() for r in cells]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
 
 
 def dump_json(data: Any) -> str:

@@ -8,7 +8,7 @@ from ..errors import InputError, missing
 from ..formulas import goodput
 from ..money import goodput_rows
 from ..validate import check_value
-from .flags import OneDefaultFormatter, add_command, add_input, checked, flag, given, input_default
+from .flags import add_command, add_input, checked, flag, given, input_default
 from .fmt import cli_value, dump_json, number, table
 
 
@@ -19,8 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "tau = SQRT(2 delta M) hours (Young), delta the save stall; goodput = 1 - delta/tau - (tau/2 + R)/M with R "
         "the restart time. Give the MTBF per GPU, per node (--node-mtbf-h), or as interruptions counted over a "
         "run (--interruptions, --over-days, --over-gpus). Default MTBF: Llama 3's 419 unexpected "
-        "interruptions in 54 days on 16,384 GPUs. The save and restart defaults are examples: give yours.",
-        OneDefaultFormatter)
+        "interruptions in 54 days on 16,384 GPUs. The save and restart defaults are examples: give yours.")
     add_input(p, "n_gpus", "GPUs in the job")
     p.add_argument("--gpu-mtbf-h", metavar="X", help="MTBF per GPU, hours")
     p.add_argument("--node-mtbf-h", metavar="X", help="MTBF per node, hours (with --gpus-per-node)")
@@ -61,11 +60,6 @@ def mtbf_from_args(args: argparse.Namespace) -> tuple[float, str]:
         source
 
 
-def _optional(args: argparse.Namespace, name: str):
-    value = cli_value(getattr(args, name))
-    return None if value is None else check_value(name, value)
-
-
 def _gpus_per_node(args: argparse.Namespace) -> None:
     """--gpus-per-node converts a node MTBF; without --node-mtbf-h it would change nothing, so it is refused."""
     if args.gpus_per_node is not None and args.node_mtbf_h is None:
@@ -80,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
         "n_gpus": lambda: checked(args, "n_gpus"),
         "ckpt_save_s": lambda: checked(args, "ckpt_save_s"),
         "restart_s": lambda: checked(args, "restart_s"),
-        "days": lambda: _optional(args, "days"),
-        "compute_usd": lambda: _optional(args, "compute_usd"),
+        "days": lambda: checked(args, "days", None),
+        "compute_usd": lambda: checked(args, "compute_usd", None),
     }
     got = InputError.each(lambda key: checks[key](), checks)
     (mtbf, source), n, save_s, restart_s = got["mtbf"], got["n_gpus"], got["ckpt_save_s"], got["restart_s"]

@@ -119,7 +119,11 @@ def values_from_args(args: argparse.Namespace) -> dict:
     model = config_model(args) or (catalog.get_model(args.model) if args.model else None)
     v: dict = model_inputs(model) if model is not None else {}
     v.setdefault("seq_len", DEFAULT_SEQ_LEN)  # no model (a config.json model has it already)
-    v.update(framework_values(args))
+    # the memory inputs of --framework/--precision, with --recipe over them (the byte flags and --grads-freed /
+    # --no-grads-freed over both, below)
+    v.update(profile_values(args.framework, args.precision))
+    if args.recipe:
+        v.update(recipe_bytes(args.recipe))
     typed = {name: cli_value(getattr(args, name)) for name in (flag.replace("-", "_") for flag, _ in _NUMBER_FLAGS)}
     v.update({name: value for name, value in typed.items() if value is not None})
     if args.layers_per_stage is not None:
@@ -139,11 +143,9 @@ def values_from_args(args: argparse.Namespace) -> dict:
         v["sharding"] = args.sharding
     switches = InputError.each(lambda name: switch_value(args, name), (  # every TRUE/FALSE flag that is neither, at once
         "seq_parallel", "optimizer_offload", "grads_freed", "flash_attention", "gated_ffn", "tied_embeddings"))
-    for name in ("seq_parallel", "optimizer_offload", "flash_attention"):
-        v[name] = MEMORY_DEFAULTS[name] if switches[name] is None else switches[name]
-    # left out: the framework's (framework_values), the model's
-    v.update({name: switches[name] for name in ("grads_freed", "gated_ffn", "tied_embeddings")
-              if switches[name] is not None})
+    for name, value in switches.items():  # left out: one GPU's, else the framework's (above) or the model's
+        if value is not None or name in ("seq_parallel", "optimizer_offload", "flash_attention"):
+            v[name] = MEMORY_DEFAULTS[name] if value is None else value
     v["recompute"] = MEMORY_DEFAULTS["recompute"] if args.recompute is None else args.recompute
     v.update(finetune_values(args))
     if args.gpu:
@@ -182,15 +184,6 @@ def framework_words(args: argparse.Namespace) -> str:
     words = framework_label(args.framework, args.precision)
     overrides = [f"--{f.replace('_', '-')}" for f in _PROFILE_FLAGS if getattr(args, f, None) not in (None, False)]
     return words + ("; overridden by " + ", ".join(overrides) if overrides else "")
-
-
-def framework_values(args: argparse.Namespace) -> dict:
-    """The memory inputs of --framework/--precision, with --recipe over them (the byte flags and --grads-freed /
-    --no-grads-freed are applied after, by the caller)."""
-    v = profile_values(args.framework, args.precision)
-    if args.recipe:
-        v.update(recipe_bytes(args.recipe))
-    return v
 
 
 # --- fine-tuning flags (memory and estimate) ---------------------------------------------------------------
@@ -236,7 +229,7 @@ def finetune_values(args: argparse.Namespace) -> dict:
 
 def job_line(out: dict) -> str:
     """The job in words, for the text output of memory and estimate."""
-    i = out["inputs"] if "inputs" in out else out
+    i = out["inputs"]
     if i["job"] == "full":
         return "job: full (every weight trained: gradients and optimizer states on all parameters)"
     base = "NF4 4-bit (QLoRA)" if i["job"] == "qlora" else "16-bit"
@@ -245,7 +238,7 @@ def job_line(out: dict) -> str:
             f"adapter parameters trained ({share:.2%} of {i['params_b']:g}B); base frozen in {base}")
 
 
-def compute(args: argparse.Namespace) -> dict:
+def run(args: argparse.Namespace) -> int:
     values = values_from_args(args)
     if values.get("batch_sequences") and "microbatches" not in values:
         # checked whole by the layout check; m = B / (DP x b)
@@ -258,11 +251,6 @@ def compute(args: argparse.Namespace) -> dict:
         out["gpu"] = gpu.id
     if "fit" in out:
         out["fit"]["capacity_basis"] = gpu.capacity_basis if gpu is not None and args.memory_gb is None else "given"
-    return out
-
-
-def run(args: argparse.Namespace) -> int:
-    out = compute(args)
     if args.json:
         print(dump_json(out))
         return 0

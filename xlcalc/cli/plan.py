@@ -150,7 +150,7 @@ def memory_line(st: Settings, recipe: str) -> str:
     one named, else the stack's own (the framework its runs train with), else the memory model's defaults."""
     head = f"memory: recipe {recipe}, other memory {st.overhead_gb:g} GB per GPU; "
     fw = framework_label(st.framework, st.precision)
-    stack = STACKS.get(st.stack_profile or "")
+    stack = STACKS.get(st.stack)  # None: the planner's own settings
     if {"framework", "precision"} & st.model_fields_set or stack is None or st.framework is None:
         return head + f"framework {fw}"
     whose = (f"stack {stack.id}'s own" if stack.framework is not None and stack.framework[0] == st.framework
@@ -178,8 +178,7 @@ def range_lines(result) -> list[str]:
     if r is None:
         return [result.interval_note]
     p = result.plans[0]
-    lvl = f"{r.level:.0%} range"
-    parts = [f"days {number(p.days)} ({lvl} {number(r.days_low)}–{number(r.days_high)})",
+    parts = [f"days {number(p.days)} ({r.level:.0%} range {number(r.days_low)}–{number(r.days_high)})",
              f"GPU-hours {number(p.gpu_hours)} ({number(r.gpu_hours_low)}–{number(r.gpu_hours_high)})",
              f"MFU {p.mfu:.1%} ({r.mfu_low:.1%}–{r.mfu_high:.1%})"]
     if p.cost_usd is not None and r.cost_low_usd is not None and r.cost_high_usd is not None:
@@ -200,37 +199,30 @@ _JSON_KEYS = ("model", "gpu", "n_gpus", "seq_len", "global_batch", "tokens_t", "
 _ASSUMED_LABELS = {"seq_len": "sequence length", "global_batch_tokens": "global batch", "tokens_t": "training tokens",
                    "stack": "stack profile", "usd_per_gpu_hour": "price"}
 
-def _no_architecture_with_a_model(args: argparse.Namespace, model) -> None:
-    """An architecture flag given with --model or --config contradicts the preset's: refused, never ignored."""
-    given = [f for f in (*_ARCH_FLAGS, "gated_ffn") if getattr(args, f) not in (None, False)]
-    if model is None or not given:
-        return
-    source = f"--config {args.config}" if getattr(args, "config", None) else f"--model {args.model}"
-    raise InputError.all(
-        InputError(f, getattr(args, f), f"left out with {source}",
-                   f"the planner takes the whole architecture from {source}; to plan another architecture give "
-                   "--layers, --hidden and --heads (and the rest) without --model")
-        for f in given)
-
-
 def model_and_arch(args: argparse.Namespace) -> tuple:
     """The model (preset id or config.json's) or, without one, the architecture built from the flags."""
-    arch = None
     model = config_model(args) or args.model
-    _no_architecture_with_a_model(args, model)
-    if model is None:
-        lacking = [f for f in ("layers", "hidden", "heads") if getattr(args, f) is None]
-        if lacking:
-            raise missing(lacking, lambda n: f"{spec(n).allowed} (or give --model ID or --config PATH)",
-                          where=f"{args.command} without --model")
-        # vocab and seq_len left out: arch_from_flags' defaults (its one declaration of them)
-        optional = {"vocab": cli_value(args.vocab),
-                    "seq_len": cli_value(args.seq_len) if isinstance(cli_value(args.seq_len), int) else None}
-        arch = arch_from_flags(
-            layers=cli_value(args.layers), hidden=cli_value(args.hidden), heads=cli_value(args.heads),
-            kv_heads=cli_value(args.kv_heads), ffn_hidden=cli_value(args.ffn_hidden),
-            gated_ffn=bool(switch_value(args, "gated_ffn")), **{k: v for k, v in optional.items() if v is not None})
-    return model, arch
+    given = [f for f in (*_ARCH_FLAGS, "gated_ffn") if getattr(args, f) not in (None, False)]
+    if model is not None and given:  # an architecture flag contradicts the preset's: refused, never ignored
+        source = f"--config {args.config}" if getattr(args, "config", None) else f"--model {args.model}"
+        raise InputError.all(
+            InputError(f, getattr(args, f), f"left out with {source}",
+                       f"the planner takes the whole architecture from {source}; to plan another architecture give "
+                       "--layers, --hidden and --heads (and the rest) without --model")
+            for f in given)
+    if model is not None:
+        return model, None
+    lacking = [f for f in ("layers", "hidden", "heads") if getattr(args, f) is None]
+    if lacking:
+        raise missing(lacking, lambda n: f"{spec(n).allowed} (or give --model ID or --config PATH)",
+                      where=f"{args.command} without --model")
+    # vocab and seq_len left out: arch_from_flags' defaults (its one declaration of them)
+    optional = {"vocab": cli_value(args.vocab),
+                "seq_len": cli_value(args.seq_len) if isinstance(cli_value(args.seq_len), int) else None}
+    return None, arch_from_flags(
+        layers=cli_value(args.layers), hidden=cli_value(args.hidden), heads=cli_value(args.heads),
+        kv_heads=cli_value(args.kv_heads), ffn_hidden=cli_value(args.ffn_hidden),
+        gated_ffn=bool(switch_value(args, "gated_ffn")), **{k: v for k, v in optional.items() if v is not None})
 
 
 def run(args: argparse.Namespace) -> int:

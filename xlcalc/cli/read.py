@@ -9,7 +9,6 @@ or an input is not allowed.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 
@@ -26,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from ..outputs import OUTPUT_BY_NAME
     from ..scenario import INPUT_BY_FIELD
     from ..workbook import WorkbookError, read_workbook
-    from .fmt import number
+    from .fmt import dump_json, number
 
     try:
         rb = read_workbook(args.path)
@@ -34,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"xlcalc read: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(rb.to_dict(), indent=2, default=str))
+        print(dump_json(rb.to_dict()))
         return 0 if rb.ok else 1
     sc = rb.scenario
     print(f"Scenario: {sc.name}" + (f"  (model {sc.model})" if sc.model else "") + (f"  (GPU {sc.gpu})" if sc.gpu else ""))

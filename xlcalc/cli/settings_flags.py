@@ -75,10 +75,6 @@ def switched_settings(args: argparse.Namespace) -> dict[str, bool]:
     return {field: value for name, (field, value, _) in SETTING_SWITCHES.items() if getattr(args, name)}
 
 
-def _default(name: str) -> str:
-    return shown(next(kind.model_fields[name].default for kind in KINDS.values() if name in kind.model_fields))
-
-
 def add_settings_flags(p: argparse.ArgumentParser, heading: str) -> argparse._ArgumentGroup:
     """The stack, framework and switches under ``heading``, then one group of flags per kind of setting; returns the
     first group (for a command's own flags beside them)."""
@@ -97,5 +93,6 @@ def add_settings_flags(p: argparse.ArgumentParser, heading: str) -> argparse._Ar
             continue
         k = p.add_argument_group(f"settings: {kind}")
         for name in names:
-            k.add_argument(flag(name), help=SETTING_FLAGS[name].replace("{default}", _default(name)))
+            default = shown(model.model_fields[name].default)
+            k.add_argument(flag(name), help=SETTING_FLAGS[name].replace("{default}", default))
     return g

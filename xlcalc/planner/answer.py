@@ -73,19 +73,14 @@ class Plan(BaseModel):
         sp = ", SP" if self.seq_parallel else ""
         v = f", v={self.virtual_stages}" if self.virtual_stages > 1 else ""
         cp = f", CP={self.cp}" if self.cp > 1 else ""
-        stages = f" (stages {_stages_text(self.stage_layers)})" if self.stage_layers else ""
+        runs = [(n, len(list(same))) for n, same in groupby(self.stage_layers or ())]  # 126 layers: 7, 8 x 14, 7
+        stages = f" (stages {', '.join(str(n) if k == 1 else f'{n} x {k}' for n, k in runs)})" if runs else ""
         fp8 = ", FP8" if self.fp8 else ""
         fp8 += ", optimizer offloaded" if self.optimizer_offload else ""
         ep = f", EP={self.ep}" if self.ep > 1 else ""
         ep += f", ETP={self.etp}" if self.etp and self.etp != self.tp else ""
         return (f"TP={self.tp}, PP={self.pp}{stages}{cp}, DP={self.dp}{ep}, ZeRO-{self.zero_stage}{sp}, "
                 f"recompute {self.recompute}, micro-batch {self.micro_batch}{v}{fp8}")
-
-
-def _stages_text(layers: list[int]) -> str:
-    """126 layers on 16 stages -> "7, 8 x 14, 7"."""
-    runs = [(n, len(list(same))) for n, same in groupby(layers)]
-    return ", ".join(str(n) if k == 1 else f"{n} x {k}" for n, k in runs)
 
 
 class Rejection(BaseModel):

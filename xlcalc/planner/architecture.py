@@ -43,6 +43,9 @@ class Arch:
     embedding_params: float  # one vocab x hidden table (+ positions)
     tied_embeddings: bool
     params_b: float
+    # attention projections as the step-time model charges them: (heads, kv heads, head size) of a GQA block with
+    # the same matmul FLOPs. MHA/GQA: the model's own; MLA: a block of 1 head whose projections have MLA's parameters
+    projection_shape: tuple[int, int, int]
     moe: bool = False
     # MoE (0 for a dense model): the 6*N*D convention and MFU count the active parameters
     active_params_b: float = 0.0   # parameters each token uses, billions (dense: params_b)
@@ -50,17 +53,6 @@ class Arch:
     experts_active: int = 0        # routed experts each token goes to (top-k)
     moe_layers: int = 0            # layers with routed experts
     expert_params: float = 0.0     # routed-expert parameters of all layers (the part expert parallelism splits)
-    # attention projections as the step-time model charges them: (heads, kv heads, head size) of a GQA block with
-    # the same matmul FLOPs. MHA/GQA: the model's own; MLA: a block of 1 head whose projections have MLA's parameters
-    proj_heads: int = 0
-    proj_kv_heads: int = 0
-    proj_head_dim: int = 0
-
-    @property
-    def projection_shape(self) -> tuple[int, int, int]:
-        """(heads, kv heads, head size) of the attention projections' matmuls."""
-        return ((self.proj_heads, self.proj_kv_heads, self.proj_head_dim) if self.proj_heads
-                else (self.heads, self.kv_heads, self.head_dim))
 
     @property
     def n_params_b(self) -> float:
@@ -83,7 +75,8 @@ def arch_from_model(model: catalog.Model) -> Arch:
     expert_params = moe_layers * model.experts * model.ffn_params(model.moe_ffn_hidden or 1) if moe_layers else 0
     # MLA (DeepSeek-V2/V3): the attention core works on q/k heads of nope + rope and v heads of v_head_dim,
     # charged as heads of their mean size (catalog.Model.attention_head_dim, the memory model's head_dim too)
-    head_dim, proj = model.attention_head_dim, (0, 0, 0)
+    head_dim = model.attention_head_dim
+    proj = (model.heads, model.kv, head_dim)  # MHA/GQA: its own heads
     if model.kv_lora_rank:
         # the projections (low-rank q and kv, output) as one GQA-shaped block of the same parameters: 1 query and
         # 1 kv head of size attention params / (4h)
@@ -94,8 +87,7 @@ def arch_from_model(model: catalog.Model) -> Arch:
         layer_params=total_layer_params / L, largest_layer_params=largest, embedding_params=embedding,
         tied_embeddings=model.tied_embeddings, params_b=model.params_b, moe=bool(model.experts),
         active_params_b=model.active_params_b, experts=model.experts, experts_active=model.experts_active,
-        moe_layers=moe_layers, expert_params=expert_params,
-        proj_heads=proj[0], proj_kv_heads=proj[1], proj_head_dim=proj[2])
+        moe_layers=moe_layers, expert_params=expert_params, projection_shape=proj)
 
 
 def arch_from_flags(layers: int, hidden: int, heads: int, kv_heads: int | None = None, ffn_hidden: int | None = None,

@@ -159,17 +159,14 @@ def calibrate(model: Any = None, *, arch: Any = None, gpu: str, n_gpus: int, seq
         raise InputError("layout", first.model, "a layout the planner's memory model lets fit",
                          f"nothing to calibrate: {why}")
     pinned = dict(pins, **first.plans[0].layout_pins(first.moe))
-    tokens_per_step = first.global_batch * first.seq_len
-    n = first.n_gpus
 
-    def to_step_s(t: float) -> float:
-        return tokens_per_step / (t * n)
+    def to_step_s(t: float) -> float:  # tokens/s per GPU -> seconds per step
+        return first.global_batch * first.seq_len / (t * first.n_gpus)
 
-    if step_s is not None:
-        measured, name, shown, unit = to_step_s(float(check_value("step_s", step_s))), "step_s", to_step_s, "s"
-    else:
-        measured = float(check_value("tokens_per_s", tokens_per_s))
-        name, shown, unit = "tokens_per_s", (lambda t: t), "tokens/s per GPU"
+    # the measured value in tokens/s per GPU (fit_efficiency's unit), and how a step time is named and shown
+    how: dict[str, Any] = {} if step_s is None else dict(name="step_s", shown=to_step_s, unit="s")
+    measured = (float(check_value("tokens_per_s", tokens_per_s)) if step_s is None
+                else to_step_s(float(check_value("step_s", step_s))))
     values = {k: v for k, v in given.items() if k not in _FITTED}
 
     def run_at(eff: float) -> PlanResult:
@@ -179,7 +176,7 @@ def calibrate(model: Any = None, *, arch: Any = None, gpu: str, n_gpus: int, seq
         res = run_at(eff)
         return res.plans[0].tokens_per_s_per_gpu if res.plans else 0.0
 
-    eff = fit_efficiency(predict_at, measured, name=name, shown=shown, unit=unit)
+    eff = fit_efficiency(predict_at, measured, **how)
     best = run_at(eff).plans[0]
     margin = None
     if peak_memory_gb is not None:
@@ -198,7 +195,7 @@ def calibrate(model: Any = None, *, arch: Any = None, gpu: str, n_gpus: int, seq
               if k != "stack" and isinstance(v, (bool, int, float, str)) and not (k in facts and facts[k] == v)}
     on = CalibratedOn(
         **best.model_dump(include=set(CalibratedOn.model_fields)),  # the layout: TP, PP, DP, CP, EP, ZeRO, ...
-        model=first.model, gpu=first.gpu, n_gpus=n, seq_len=first.seq_len, global_batch=first.global_batch,
+        model=first.model, gpu=first.gpu, n_gpus=first.n_gpus, seq_len=first.seq_len, global_batch=first.global_batch,
         layout=best.label(), measured_tokens_per_s_per_gpu=measured, measured_step_s=to_step_s(measured),
         measured_peak_memory_gb=peak_memory_gb, predicted_memory_gb=best.memory_gb,
         date=today or datetime.datetime.now(datetime.UTC).date())

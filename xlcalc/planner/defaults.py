@@ -83,8 +83,7 @@ def run_defaults(model: Any, arch: Arch | None, gpu: Any, seq_len: Any, global_b
 
 
 def resolve_model(model: Any, arch: Arch | None) -> Arch:
+    """``arch``, else the architecture of ``model`` (a catalog id or model; its callers check that one is given)."""
     if arch is not None:
         return arch
-    if model is None:
-        raise InputError("model", None, "a model id from the catalog or an architecture (layers, hidden, heads)")
     return arch_from_model(model if isinstance(model, catalog.Model) else catalog.get_model(model))

@@ -9,23 +9,16 @@ def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "-"
 
 
-def _architecture_line(result: PlanResult) -> str:
-    """The architecture planned, in the numbers its config.json or paper gives."""
-    a = result.architecture
-    if not a:
-        return ""
+def explain(result: PlanResult, top: int = 3, rejected: int = 6) -> str:
+    a = result.architecture  # the architecture planned, in the numbers its config.json or paper gives
     moe = (f", {a['experts']} routed experts ({a['experts_active']} per token), {a['active_params_b']:,.1f} B active"
            if a["experts"] else "")
-    return (f"{result.model}: {a['layers']} layers, hidden {a['hidden']}, {a['heads']} heads ({a['kv_heads']} KV), "
-            f"vocabulary {a['vocab']:,}, {a['total_params_b']:,.1f} B parameters{moe}")
-
-
-def explain(result: PlanResult, top: int = 3, rejected: int = 6) -> str:
     lines = [
         f"{result.model} on {result.n_gpus} x {result.gpu} ({result.gpu_memory_gb:.0f} GB), seq {result.seq_len}, "
         f"global batch {result.global_batch} sequences ({result.global_batch * result.seq_len:,} tokens), "
         f"{result.tokens_t:.3g} T tokens",
-        _architecture_line(result),
+        f"{result.model}: {a['layers']} layers, hidden {a['hidden']}, {a['heads']} heads ({a['kv_heads']} KV), "
+        f"vocabulary {a['vocab']:,}, {a['total_params_b']:,.1f} B parameters{moe}",
         f"{result.evaluated:,} configurations considered, {result.feasible:,} evaluated in full fit. Matmuls at "
         f"{result.matmul_efficiency:.1%} of peak ({result.matmul_efficiency_basis})."]
     if result.rejected_by_reason:

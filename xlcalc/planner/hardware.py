@@ -66,18 +66,11 @@ _NEEDS = {
 }
 
 
-def _mamf(row: catalog.GPU) -> Optional[float]:
-    """The GPU's measured maximum achievable matmul FLOPS as a share of peak (its own, or its die's)."""
-    if row.matmul_efficiency:
-        return row.matmul_efficiency
-    if row.matmul_efficiency_from:
-        return catalog.get_gpu(row.matmul_efficiency_from).matmul_efficiency
-    return None
-
-
 def _efficiency(row: catalog.GPU, settings: Any) -> tuple[Optional[float], str]:
     if settings.matmul_efficiency and getattr(settings, "matmul_efficiency_of_mamf", False):
-        mamf = _mamf(row)
+        # the GPU's measured maximum achievable matmul FLOPS as a share of peak (its own, or its die's)
+        mamf = row.matmul_efficiency or (catalog.get_gpu(row.matmul_efficiency_from).matmul_efficiency
+                                         if row.matmul_efficiency_from else None)
         if mamf:
             return (settings.matmul_efficiency * mamf,
                     f"given as a share ({settings.matmul_efficiency:g}) of the GPU's MAMF ({mamf:g})")

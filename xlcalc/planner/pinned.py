@@ -27,10 +27,7 @@ from .settings import Settings
 from .stacks import stack_choices, stack_id
 from .steptime import Arch
 
-__all__ = ["LAYOUT_CHOICES", "layout_prediction"]
-
-LAYOUT_CHOICES = ("tp", "pp", "cp", "zero_stage", "seq_parallel", "recompute", "micro_batch", "virtual_stages")
-"""The layout choices a dense model's layout fixes; each left out is ``MEMORY_DEFAULTS``' (one GPU's)."""
+__all__ = ["layout_prediction"]
 
 
 def layout_prediction(model: str | catalog.Model | None = None, *, arch: Arch | None = None, gpu: str,
@@ -60,7 +57,12 @@ def layout_prediction(model: str | catalog.Model | None = None, *, arch: Arch | 
     """
     if settings is not None and stack is not None:
         raise InputError("stack", stack, "left out when settings are given (Settings(stack=...) names it)")
-    st = settings if settings is not None else (Settings() if stack is None else _stack_settings(stack))
+    if stack is not None:  # a name checked here: an unknown one's error lists the known ones
+        if not isinstance(stack, str):
+            raise InputError("stack", stack, stack_choices())
+        stack_id(stack)
+    # a stack as typed: an alias may name its own framework (stacks.ALIAS_FRAMEWORKS)
+    st = settings if settings is not None else (Settings() if stack is None else Settings(stack=stack))
     given: dict[str, Any] = dict(tp=tp, pp=pp, cp=cp, zero_stage=zero_stage, seq_parallel=seq_parallel,
                                  recompute=recompute, micro_batch=micro_batch, virtual_stages=virtual_stages)
     # each choice checked here (a worksheet's 2.0 is TP 2), left out: the one-GPU default
@@ -82,13 +84,6 @@ def layout_prediction(model: str | catalog.Model | None = None, *, arch: Arch | 
     if result.plans:
         return result.plans[0]
     raise _no_plan(result, pins)
-
-
-def _stack_settings(stack: str) -> Settings:
-    if not isinstance(stack, str):
-        raise InputError("stack", stack, stack_choices())
-    stack_id(stack)  # an unknown name: its error lists the known ones
-    return Settings(stack=stack)  # as typed: an alias may name its own framework (stacks.ALIAS_FRAMEWORKS)
 
 
 def _no_plan(result: Any, pins: dict[str, Any]) -> InputError:

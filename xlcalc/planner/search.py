@@ -167,8 +167,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                 # the fewest-bubble schedule any micro-batch could reach: interleaving up to max_virtual_stages
                 vmax = 1 if p == 1 else max_virtual_stages
                 probe = Config(t, p, d, 0, t > 1, "none", 1, vmax, c, layout, fp8)
-                bound = step_lower_bound(arch, hw, st, probe, seq_len, per_replica,
-                                         sequence_compute_bound(arch, hw, st, probe, seq_len))
+                bound = step_lower_bound(probe, per_replica, sequence_compute_bound(arch, hw, st, probe, seq_len))
                 layouts += [(bound, t, c, p, layout, d, per_replica, mbs, vmax, e, et) for e, et in eps]
     layouts.sort(key=lambda x: x[0])
     # Branch and bound. A layout's (or a recomputation/SP choice's) bound is its compute at the plain matmul
@@ -179,7 +178,6 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
             reject("layouts that cannot beat the best plans (lower bound), not searched further")
             continue
         sps = [seq_parallel] if seq_parallel is not None else ([False, True] if t > 1 else [False])
-        lps = arch.layers // p
         zs = [z for z in zeros if z == 0 or d * c > 1]
         # Memory per ZeRO stage: when a variant does not fit, the leanest variant of its ZeRO stage (full
         # recomputation, SP, the smallest micro-batch, no interleaving: the fewest activations in flight) is tried
@@ -191,8 +189,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
             for rc in rcs:
                 group = Config(t, p, d, 0, sp, rc, 1, vmax, c, layout, fp8, e, et, offload)
                 per_seq = sequence_compute_bound(arch, hw, st, group, seq_len)
-                if len(best) >= keep and step_lower_bound(arch, hw, st, group, seq_len, per_replica,
-                                                          per_seq) >= -best[0]:
+                if len(best) >= keep and step_lower_bound(group, per_replica, per_seq) >= -best[0]:
                     reject("SP/recompute choices that cannot beat the best plans (lower bound), not searched "
                            "further")
                     continue
@@ -201,13 +198,13 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                     m = per_replica // b
                     # b sequences per micro-batch: at least b x per_seq each and a bubble that grows with b, so once
                     # the bound at the fewest-bubble schedule cannot win, no larger micro-batch can
-                    if len(best) >= keep and step_lower_bound(arch, hw, st, group, seq_len, m, b * per_seq) >= -best[0]:
+                    if len(best) >= keep and step_lower_bound(group, m, b * per_seq) >= -best[0]:
                         reject("micro-batches that cannot beat the best plans (lower bound), not searched further")
                         break
                     # interleaving: v chunks of equal layers per stage; with uneven stages (first and last one
                     # layer fewer) the L + 2 "layers" (embedding and output counted as one each) split into p x v
                     # chunks, as Llama 3 405B's interleaved schedule
-                    chunks = lps if layout is None else arch.layers + 2
+                    chunks = arch.layers // p if layout is None else arch.layers + 2
                     vs = [1] + [v for v in range(2, max_virtual_stages + 1)
                                 if p > 1 and m % p == 0 and (chunks % v == 0 if layout is None
                                                              else chunks % (p * v) == 0)]
@@ -229,11 +226,11 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                         # the bound does not depend on the ZeRO stage: one bound for all of them
                         probe = Config(t, p, d, 0, sp, rc, b, v, c, layout, fp8, e, et, offload)
                         if len(best) >= keep:
-                            out = step_lower_bound(arch, hw, st, probe, seq_len, m, b * per_seq) >= -best[0]
+                            out = step_lower_bound(probe, m, b * per_seq) >= -best[0]
                             if not out:
                                 if mb_bound is None:
                                     mb_bound = microbatch_lower_bound(arch, hw, st, probe, seq_len)
-                                out = step_lower_bound(arch, hw, st, probe, seq_len, m, mb_bound) >= -best[0]
+                                out = step_lower_bound(probe, m, mb_bound) >= -best[0]
                             if out:
                                 count += len(live)
                                 reject("cannot beat the best plans (lower bound on its step time)", len(live))

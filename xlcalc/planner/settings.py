@@ -80,11 +80,6 @@ class Settings(StackFacts, MemoryRecipe, HardwareOverrides, PriceInputs):
         """The caller named the stack (False: DEFAULT_STACK was assumed)."""
         return "stack" in self.model_fields_set
 
-    @property
-    def stack_profile(self) -> Optional[str]:
-        """The named profile's id planned with, None for the planner's own settings."""
-        return None if self.stack == PLANNER else self.stack
-
     def part(self, kind: type[BaseModel]) -> BaseModel:
         """This kind's settings (a class of xlcalc.planner.settings_kinds.KINDS) as their own model."""
         return kind.model_construct(**{k: getattr(self, k) for k in kind.model_fields})

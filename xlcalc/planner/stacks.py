@@ -99,17 +99,14 @@ if DEFAULT_STACK not in STACKS:
                        f"({', '.join(STACKS)})")
 
 
-def stack_framework(name: Optional[str]) -> Optional[str]:
+def stack_framework(name: str) -> Optional[str]:
     """The framework (xlcalc.frameworks id) whose memory facts a plan on the named stack holds when no framework is
     given: the alias's own (ALIAS_FRAMEWORKS), else the profile's (Stack.framework); None: the memory model's
     defaults (the planner's settings, megatron-2021)."""
-    if name is None:
-        return None
     key = name_key(name)
     if key in ALIAS_FRAMEWORKS:
         return ALIAS_FRAMEWORKS[key]
-    sid = ALIASES[key][0] if key in ALIASES else key
-    stack = STACKS.get(sid)
+    stack = STACKS.get(ALIASES[key][0] if key in ALIASES else key)
     return stack.framework[0] if stack is not None and stack.framework is not None else None
 
 

@@ -10,7 +10,7 @@ inputs were validated once at the boundary.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, NamedTuple, Optional, cast
 
@@ -260,14 +260,11 @@ def sequence_compute_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, 
     return _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, cfg.pp)[0]
 
 
-def step_lower_bound(arch: Arch, hw: Hardware, st: Settings, cfg: Config, seq_len: int, microbatches: int,
-                     microbatch_s: Optional[float] = None) -> float:
+def step_lower_bound(cfg: Config, microbatches: int, microbatch_s: float) -> float:
     """A step can be no shorter than its slowest stage's compute and exposed TP communication over the
     micro-batches plus the bubble (STEP_TIME_S without the other communication or the optimizer): the search's
-    bound for leaving a configuration out.
-    ``microbatch_s`` given: a cheaper, looser bound from it (e.g. b x :func:`sequence_compute_bound`)."""
-    if microbatch_s is None:
-        microbatch_s = microbatch_lower_bound(arch, hw, st, cfg, seq_len)
+    bound for leaving a configuration out, from a bound ``microbatch_s`` on one micro-batch
+    (:func:`microbatch_lower_bound`, or the cheaper, looser b x :func:`sequence_compute_bound`)."""
     return cast(float, fs.step_time_s.fast(microbatches=microbatches, microbatch_s=microbatch_s, pp=cfg.pp,
                                            virtual_stages=cfg.virtual_stages, comm_s=0, compute_s=0))
 
@@ -311,7 +308,7 @@ def flops_per_token(arch: Arch, seq_len: int, recompute: str = "none") -> tuple[
 
 
 def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: int, global_batch: int) -> Prediction:
-    """Fill in the step time, its breakdown by part, MFU, HFU and throughput of a configuration.
+    """``pred`` with the step time, its breakdown by part, MFU, HFU and throughput of its configuration filled in.
 
     The slowest pipeline stage sets the pace: each stage's layers (uneven stages allowed), the last stage
     also the logit layer. Groups are placed in Megatron-LM's rank order tp-cp-dp-pp, so a group whose
@@ -321,10 +318,9 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     t, p, d, z, b, v, c = cfg.tp, cfg.pp, cfg.dp, cfg.zero_stage, cfg.micro_batch, cfg.virtual_stages, cfg.cp
     m, rc = pred.microbatches, cfg.recompute
     tokens_mb = seq_len * b // c
-    layers = stage_layers(arch, cfg)
     layer_s, att_layer_s, logits_s = _compute_mb(arch, hw, st, cfg, seq_len, rc)
     # the slowest stage: the heaviest of the layers-only stages, or the last stage with the logit layer
-    compute_mb, layers_slow, last = _slowest_stage(layers, layer_s, logits_s, p)
+    compute_mb, layers_slow, last = _slowest_stage(stage_layers(arch, cfg), layer_s, logits_s, p)
     t_att = layers_slow * att_layer_s
     recompute_mb = 0.0
     if rc != "none":
@@ -395,24 +391,15 @@ def timing(pred: Prediction, arch: Arch, hw: Hardware, st: Settings, seq_len: in
     if psi_expert > 0:
         t_opt += optimizer_s(psi_expert / 1e9, max(1, edp // c))
     step = fs.step_time_s.fast(microbatches=m, microbatch_s=mb_s, pp=p, virtual_stages=v, comm_s=t_dp, compute_s=t_opt)
-    n = cfg.n_gpus
-    tokens = global_batch * seq_len
+    n, tokens, peak = cfg.n_gpus, global_batch * seq_len, hw.peak_tflops
     mfpt, hfpt = flops_per_token(arch, seq_len, rc)
-    peak = hw.peak_tflops
-    pred.step_s = step
-    pred.compute_s = m * (compute_mb - recompute_mb)
-    pred.recompute_s = m * recompute_mb
-    pred.tp_comm_s = m * t_tp
-    pred.cp_comm_s = m * t_cp
-    pred.ep_comm_s = m * t_ep
-    pred.pp_comm_s = m * t_p2p
-    pred.bubble_s = fs.bubble_time_s.fast(pp=p, microbatches=m, microbatch_s=mb_s, virtual_stages=v)
-    pred.dp_comm_s = t_dp
-    pred.optimizer_s = t_opt
-    pred.mfu = fs.mfu_from_step.fast(flops_per_token=mfpt, tokens=tokens, step_s=step, n_gpus=n, peak_tflops=peak)
-    pred.hfu = fs.mfu_from_step.fast(flops_per_token=hfpt, tokens=tokens, step_s=step, n_gpus=n, peak_tflops=peak)
-    pred.tokens_per_s_per_gpu = fs.tokens_per_s_per_gpu.fast(tokens=tokens, step_s=step, n_gpus=n)
-    return pred
+    return replace(
+        pred, step_s=step, compute_s=m * (compute_mb - recompute_mb), recompute_s=m * recompute_mb,
+        tp_comm_s=m * t_tp, cp_comm_s=m * t_cp, ep_comm_s=m * t_ep, pp_comm_s=m * t_p2p, dp_comm_s=t_dp,
+        optimizer_s=t_opt, bubble_s=fs.bubble_time_s.fast(pp=p, microbatches=m, microbatch_s=mb_s, virtual_stages=v),
+        mfu=fs.mfu_from_step.fast(flops_per_token=mfpt, tokens=tokens, step_s=step, n_gpus=n, peak_tflops=peak),
+        hfu=fs.mfu_from_step.fast(flops_per_token=hfpt, tokens=tokens, step_s=step, n_gpus=n, peak_tflops=peak),
+        tokens_per_s_per_gpu=fs.tokens_per_s_per_gpu.fast(tokens=tokens, step_s=step, n_gpus=n))
 
 
 def microbatches_per_step(cfg: Config, global_batch: int) -> int:
