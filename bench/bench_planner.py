@@ -143,8 +143,7 @@ def render(one: dict[str, benchdoc.Timing], searches, passes: int, load_before: 
         "- **One configuration** (GPT-3 175B on A100, TP 8, PP 16, DP 8), 200 evaluations per pass in one process: "
         f"xlcalc's `evaluate` {ours.ms(3)} against llm-analysis's `training` {theirs.ms(3)}, ratio "
         f"{r1[0]:.2f} ({r1[1]:.2f}-{r1[2]:.2f}); target (no slower): {benchdoc.verdict(r1[0] <= 1.0)}.",
-        f"- **The full search** against the code of {BASELINE_SHORT}, each search in its own process after a "
-        "warm-up:",
+        f"- **The full search** against the code of {BASELINE_SHORT}, each search in its own process after a warm-up:",
         "",
         "| search | baseline | configurations | this tree | configurations | ratio | target (no slower) |",
         "|---|---|---|---|---|---|---|",
@@ -156,10 +155,8 @@ def render(one: dict[str, benchdoc.Timing], searches, passes: int, load_before: 
         lines.append(f"| {name} | {old.ms(1)} | {o['evaluated']:,} | {new.ms(1)} | {n['evaluated']:,} "
                      f"| {r[0]:.2f} ({r[1]:.2f}-{r[2]:.2f}) | {benchdoc.verdict(r[0] <= 1.0)} |")
         readme_parts.append(f"{name} {r[0]:.2f}x ({benchdoc.verdict(r[0] <= 1.0)})")
-    lines.append("")
-    for name, (_, _, o, n) in searches.items():
-        lines.append(f"- {name}: baseline's best {o['best']} (MFU {o['mfu']:.1%}); this tree's best {n['best']} "
-                     f"(MFU {n['mfu']:.1%})")
+    lines += ["", *(f"- {name}: baseline's best {o['best']} (MFU {o['mfu']:.1%}); this tree's best {n['best']} "
+                    f"(MFU {n['mfu']:.1%})" for name, (_, _, o, n) in searches.items())]
     readme = (
         f"- `bench/bench_planner.py` ({benchdoc.today()}, load average {load_before.split(' / ')[0]}; CPU medians "
         f"of {passes} interleaved passes): one configuration evaluated in {r1[0]:.2f}x the time llm-analysis "

@@ -85,8 +85,7 @@ def measure(name, fn, args, floor, col, passes: int) -> dict[str, benchdoc.Timin
     def by_numpy():  # with the cycle collector paused while it builds its rows, as the range does
         gc.disable()
         try:
-            a = np.array(col, dtype=float).ravel()
-            return floor(a).reshape(-1, 1).tolist()
+            return floor(np.array(col, dtype=float).ravel()).reshape(-1, 1).tolist()
         finally:
             gc.enable()
 
@@ -97,8 +96,7 @@ def measure(name, fn, args, floor, col, passes: int) -> dict[str, benchdoc.Timin
         finally:
             runtime.USE_NUMPY = runtime.HAVE_NUMPY
 
-    reference = by_numpy()
-    assert all(abs(x[0] - y[0]) <= 1e-12 * abs(y[0]) for x, y in zip(out, reference)), name
+    assert all(abs(x[0] - y[0]) <= 1e-12 * abs(y[0]) for x, y in zip(out, by_numpy())), name
     k = next(i for i, a in enumerate(call) if a is col)
     singles = [tuple(row[0] if i == k else a for i, a in enumerate(call)) for row in col]
     assert [fn(*s) for s in singles] == [r[0] for r in without_numpy()], name  # Lite's path: the same floats

@@ -55,15 +55,6 @@ def ratio(num: Timing, den: Timing) -> tuple[float, float, float]:
     return num.median / den.median, min(per_pass), max(per_pass)
 
 
-def clock(fn: Callable[[], object], calls: int = 1) -> tuple[float, float]:
-    """(CPU seconds, wall seconds) per call of ``calls`` calls of ``fn``."""
-    w0, c0 = time.perf_counter(), time.process_time()
-    for _ in range(calls):
-        fn()
-    c1, w1 = time.process_time(), time.perf_counter()
-    return (c1 - c0) / calls, (w1 - w0) / calls
-
-
 def interleaved(things: dict[str, tuple[Callable[[], object], int]], passes: int) -> dict[str, Timing]:
     """Time each of ``things`` (name -> (function, calls per pass)) once per pass, the order rotating from pass
     to pass; per call, CPU and wall seconds."""
@@ -72,9 +63,12 @@ def interleaved(things: dict[str, tuple[Callable[[], object], int]], passes: int
     for p in range(passes):
         for name in names[p % len(names):] + names[:p % len(names)]:
             fn, calls = things[name]
-            cpu, wall = clock(fn, calls)
-            out[name].cpu.append(cpu)
-            out[name].wall.append(wall)
+            w0, c0 = time.perf_counter(), time.process_time()
+            for _ in range(calls):
+                fn()
+            c1, w1 = time.process_time(), time.perf_counter()
+            out[name].cpu.append((c1 - c0) / calls)
+            out[name].wall.append((w1 - w0) / calls)
     return out
 
 

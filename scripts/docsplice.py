@@ -19,8 +19,7 @@ def splice(text: str, begin: str, end: str, body: str) -> str | None:
     if begin not in text or end not in text:
         return None
     head, rest = text.split(begin, 1)
-    tail = rest.split(end, 1)[1]
-    return head + begin + "\n\n" + body + "\n" + end + tail
+    return head + begin + "\n\n" + body + "\n" + end + rest.split(end, 1)[1]
 
 
 def md_table(headers: Sequence[object], rows: Iterable[Sequence[object]]) -> list[str]:

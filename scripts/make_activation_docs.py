@@ -102,10 +102,8 @@ def render(data, peaks) -> str:
               "| case | s | b | " + " | ".join(f"peak, {m}" for m in MODES) + " | " +
               " | ".join(f"{m} vs none" for m in MODES[1:]) + " |",
               "|---|---|---|" + "---|" * (2 * len(MODES) - 1)]
-    for case, seq, batch, p in peaks:
-        lines.append(f"| {case} | {seq} | {batch} | " + " | ".join(f"{v:,}" for v in p) + " | " +
-                     " | ".join(_pct(v, p[0]) for v in p[1:]) + " |")
-    lines.append(END)
+    lines += [*(f"| {case} | {seq} | {batch} | " + " | ".join(f"{v:,}" for v in p) + " | " +
+                " | ".join(_pct(v, p[0]) for v in p[1:]) + " |" for case, seq, batch, p in peaks), END]
     return "\n".join(lines)
 
 

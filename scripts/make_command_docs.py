@@ -40,11 +40,6 @@ BLOCK = re.compile(r"<!-- command: (?P<command>.*?) -->\n(?P<body>.*?)<!-- end c
 ENVIRONMENT = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "TERM": "dumb"}
 
 
-def docs(root: Path = ROOT) -> list[Path]:
-    """The documents that may quote commands: README.md and docs/*.md."""
-    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
-
-
 def argv_of(command: str) -> list[str]:
     """The arguments of a marked command (``xlcalc`` first; a backslash at a line's end continues it)."""
     words = shlex.split(command.replace("\\\n", " "))
@@ -94,7 +89,7 @@ def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 naming each block that is out of date")
     args = parser.parse_args(argv)
     status = 0
-    for doc in docs(root):
+    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:  # the docs that may quote commands
         text = doc.read_text(encoding="utf-8")
         try:
             new, stale = regenerate(text)

@@ -68,12 +68,9 @@ def user_headline(v: dict) -> str:
 
 def both_ways(v: dict) -> str:
     """The user-flag figure with and without the two rules whose effect was measured after the residuals were seen."""
-    w = v["variants"]
-
     def fig(key: tuple[bool, bool]) -> str:
-        x = w[key]
-        return (f"{_median(x)} median error, {_share(x['within_10'])} within 10%, "
-                f"{_share(x['within'])} within 15%")
+        x = v["variants"][key]
+        return f"{_median(x)} median error, {_share(x['within_10'])} within 10%, {_share(x['within'])} within 15%"
 
     return ("Two choices in this scoring were made after the residuals of the scoring before them were seen, so each "
             "is reported both ways: the compiled profile (`torchtitan-compile`, `torchtune-compile`) for records "
@@ -88,11 +85,11 @@ def both_ways(v: dict) -> str:
 
 def headline(v: dict) -> str:
     m, b, c = v["model"], v["bpp"], v["const"]
-    n_src = len(v["by_source"])
     return (f"With the stack's facts read record by record (loss bytes per framework commit, gradients freed, "
             "other memory 0 for live-tensor measurements: below) "
-            f"the stage memory model predicts {m['n']} published peak-memory measurements from {n_src} sources with "
-            f"a median error of {abs(m['median_abs']) * 100:.1f}%, {_share(m['within'])} within 15% "
+            f"the stage memory model predicts {m['n']} published peak-memory measurements from "
+            f"{len(v['by_source'])} sources with a median error of {abs(m['median_abs']) * 100:.1f}%, "
+            f"{_share(m['within'])} within 15% "
             f"(issue 10's target, 80% within 15%, is {'met' if m['within'] >= 0.8 else 'not met'}); "
             f"a bytes-per-parameter constant fitted on the other sources gives "
             f"{_median(b)} and {_share(b['within'])}, a constant GB per GPU {_median(c)} and {_share(c['within'])}.")
@@ -178,12 +175,9 @@ def render(v: dict) -> str:
         out.append(f"| {r.id} | {r.source} | {meas['value']:g} {unit} | {meas['what'].split(' (')[0]} | "
                    f"{r.measured_gb:.1f} | {r.predicted_gb:.1f} | {_pct(e)} | {'yes' if abs(e) <= R.WITHIN else 'no'} "
                    f"| {r.baseline_bpp_gb:.1f} | {_pct(eb)} | {parts} | {'; '.join(r.assumed) or '—'} |")
-    out += diagnosis(v)
-    out += user_section(v)
     skipped = [r for r in rows if r.skip]
-    out += ["", f"## Records the model cannot express yet ({len(skipped)})", "", "| record | source | why |",
-            "|---|---|---|"]
-    out += [f"| {r.id} | {r.source} | {r.skip} |" for r in skipped] + [""]
+    out += [*diagnosis(v), *user_section(v), "", f"## Records the model cannot express yet ({len(skipped)})", "",
+            "| record | source | why |", "|---|---|---|", *[f"| {r.id} | {r.source} | {r.skip} |" for r in skipped], ""]
     return "\n".join(out)
 
 
@@ -229,8 +223,8 @@ def user_section(v: dict) -> list[str]:
     unscored = [s for s in unmapped if not any(r.source == s for r in scored)]
     out += ["", "Sources without one framework for all their records, scored at the default framework "
             f"({DEFAULT_FRAMEWORK}): " + (", ".join(unmapped) if unmapped else "none")
-            + (f" (no record of {', '.join(unscored)} is scored: see the last section)" if unscored else "") + "."]
-    out += ["", "### Fit answer against known outcomes", "",
+            + (f" (no record of {', '.join(unscored)} is scored: see the last section)" if unscored else "") + ".",
+            "", "### Fit answer against known outcomes", "",
             "A run's outcome is known where the source's own row says OOM (out of memory), or where its measured",
             "peak lies below the card's capacity (it ran; the capacity is the catalog's CUDA-visible memory for the",
             "card, else the record's stated capacity; records whose card has neither have no known outcome).",
@@ -245,8 +239,7 @@ def user_section(v: dict) -> list[str]:
             f"- \"tight\" said for a run that ran: {len(f['tight_for_ran'])}{_listed(f['tight_for_ran'])}"]
     misses = sorted((r for r in scored if abs(r.error(r.user_cmp_gb)) > R.WITHIN_USER),
                     key=lambda r: -abs(r.error(r.user_cmp_gb)))
-    out += compiled_section(v)
-    out += ["", f"### Records off by more than 10% at user flags ({len(misses)} of {u['n']})", ""]
+    out += [*compiled_section(v), "", f"### Records off by more than 10% at user flags ({len(misses)} of {u['n']})", ""]
     if u["within_10"] < R.TARGET_USER:
         out += [f"{_share(u['within_10'])} of the records are within 10% at user flags, below issue 20's "
                 f"{_share(R.TARGET_USER)}. Each miss below with the inputs where the user flags differ from the stack "
@@ -313,13 +306,9 @@ def same_inputs(scored: list[R.Row]) -> list[list[R.Row]]:
     groups: dict[str, list[R.Row]] = {}
     for r in scored:
         groups.setdefault(json.dumps(r.inputs, sort_keys=True), []).append(r)
-    out = []
-    for rs in groups.values():
-        lo, hi = min(r.measured_gb for r in rs), max(r.measured_gb for r in rs)
-        # one prediction p is within 15% of measurements from p/1.15 to p/0.85: wider groups cannot all be
-        if hi * (1 - R.WITHIN) > lo * (1 + R.WITHIN):
-            out.append(sorted(rs, key=lambda r: r.measured_gb))
-    return out
+    # one prediction p is within 15% of measurements from p/1.15 to p/0.85: wider groups cannot all be
+    return [sorted(rs, key=lambda r: r.measured_gb) for rs in groups.values()
+            if max(r.measured_gb for r in rs) * (1 - R.WITHIN) > min(r.measured_gb for r in rs) * (1 + R.WITHIN)]
 
 
 def diagnosis(v: dict) -> list[str]:

@@ -241,8 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true",
                         help=f"write nothing; exit 1 if {_rel(CLASSIC)} differs from what the registry gives "
                              f"({_rel(LITE)} is a build product git ignores: not checked)")
-    args = parser.parse_args(argv)
-    if args.check:
+    if parser.parse_args(argv).check:
         checked = committed()
         stale = [path for path, text in checked.items() if _current(path) != text]
         for path in stale:

@@ -69,8 +69,7 @@ def range_sentence(v: dict) -> str:
     cov = I.nested_coverage(I.log_errors(v))
     w = I.without_stack(v)
     alone = (f" A plan without `--stack` (the default stack, {DEFAULT_STACK}) takes the range of the errors such "
-             f"plans make on the same runs "
-             f"({w['out_of_sample_coverage']:.0%} covered out of sample)." if w else "")
+             f"plans make on the same runs ({w['out_of_sample_coverage']:.0%} covered out of sample)." if w else "")
     return (f"`xlcalc plan --stack ID` gives its days, GPU-hours, MFU and cost with {I.LEVEL:.0%} ranges built from "
             f"these held-out errors; built each time without the source it is checked on, it covers "
             f"{cov['overall']:.0%} of the held-out runs ({cov['covered']} of {cov['runs']}; target 75–85%).{alone}")

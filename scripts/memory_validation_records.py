@@ -70,8 +70,7 @@ LOSS_BYTES = {
 # (CompileConfig(enable=True, components=["model"]), torchtitan/models/llama3/config_registry.py at 73aed7f6c).
 TORCHTITAN_LOSS_COMPILED = {
     "9dec370": (False, "2024-12-26: the loss is not compiled"),
-    "0.0.2": (False, "beside torchao 890e0ac8 of 2025-02-28: before torchtitan compiled its loss "
-                     "(2025-04-02)"),
+    "0.0.2": (False, "beside torchao 890e0ac8 of 2025-02-28: before torchtitan compiled its loss (2025-04-02)"),
     "e7c0cae": (True, "2025-06-13: the loss is compiled with the model"),
     "2c8b594": (True, "2025-08-08: the loss is compiled with the model"),
     "6fc499f": (True, "2025-08-14: the loss is compiled with the model"),
@@ -127,7 +126,6 @@ class Row:
     assumed: list[str] = field(default_factory=list)
     predicted_gb: float | None = None
     parts_gb: dict[str, float] = field(default_factory=dict)
-    peak_stage: str = ""
     skip: str | None = None
     baseline_bpp_gb: float | None = None
     baseline_const_gb: float | None = None
@@ -271,18 +269,14 @@ def inputs_of(rec: dict) -> tuple[dict, list[str]]:
     if live_tensors(rec):
         v["overhead_gb"] = 0.0   # live tensors only: no other memory by definition
     if pp > 1:
-        vs = lay.get("virtual_stages") or 1
-        v["virtual_stages"] = vs
+        v["virtual_stages"] = vs = lay.get("virtual_stages") or 1
         if rec.get("global_batch"):
             v["microbatches"] = rec["global_batch"] // (dp * rec["micro_batch"])
-        if given := lay.get("layers_per_stage"):
-            per_rank = list(given)
-        elif m["layers"] % (pp * vs):
+        per_rank = list(lay.get("layers_per_stage") or [])
+        if not per_rank and m["layers"] % (pp * vs):
             chunks = _uneven(m["layers"], pp * vs)
             per_rank = [sum(chunks[r::pp]) for r in range(pp)]
             assumed.append("stages " + ", ".join(map(str, per_rank)) + " (torchtitan's default split points)")
-        else:
-            per_rank = []
         if per_rank:
             v["first_stage_layers"], v["last_stage_layers"] = per_rank[0], per_rank[-1]
     return v, assumed
@@ -298,7 +292,7 @@ def predict(row: Row) -> None:
     except InputError as e:
         row.skip = f"the model refuses the stated layout: {e}"
         return
-    row.predicted_gb, row.peak_stage, row.parts_gb = ans.memory_gb, ans.peak_stage, ans.parts_gb[ans.peak_stage]
+    row.predicted_gb, row.parts_gb = ans.memory_gb, ans.parts_gb[ans.peak_stage]
     row.framework = framework_of(row.rec)
     row.capacity_gb = capacity_of(row.rec)
     row.outcome = outcome_of(row)

@@ -334,13 +334,11 @@ def _mb(x: float) -> str:
     return f"{x / 1e6:,.1f}"
 
 
-def _groups(rows: list[Row]) -> list[tuple[str, list[Row]]]:
-    def group(c: Config) -> str:
-        if c.precision == "autocast":
-            return "fp32 weights under autocast (bf16)"
-        return ("LoRA" if c.lora_rank else "bf16") + (", checkpointing" if c.checkpointing else "")
-    names = ("bf16", "bf16, checkpointing", "LoRA", "LoRA, checkpointing", "fp32 weights under autocast (bf16)")
-    return [(g, [r for r in rows if group(BY_NAME[r.name]) == g]) for g in names]
+def _recipe(c: Config) -> str:
+    """The recipe a configuration's row of the by-recipe table stands under."""
+    if c.precision == "autocast":
+        return "fp32 weights under autocast (bf16)"
+    return ("LoRA" if c.lora_rank else "bf16") + (", checkpointing" if c.checkpointing else "")
 
 
 def render(measured: list[dict[str, Any]]) -> str:
@@ -367,7 +365,8 @@ def render(measured: list[dict[str, Any]]) -> str:
     lines += ["", "By recipe (signed: model / PyTorch - 1):", "",
               "| recipe | configurations | activations, loss, temporaries: median signed | worst | total: median "
               "signed | worst |", "|---|---|---|---|---|---|"]
-    for group, rs in _groups(rows):
+    for group in dict.fromkeys(map(_recipe, CONFIGS)):
+        rs = [r for r in rows if _recipe(BY_NAME[r.name]) == group]
         act = [r.error("activations, loss and temporaries") for r in rs]
         tot = [r.error("total") for r in rs]
         lines.append(f"| {group} | {len(rs)} | {statistics.median(act):+.1%} | {max(act, key=abs):+.1%} | "

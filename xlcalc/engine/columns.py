@@ -10,6 +10,7 @@ single-cell path, so it gets the single cell's number or message.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable
@@ -41,36 +42,31 @@ def evaluate_columns(formula: Formula, env: dict[str, Any], n: int, use_numpy: b
     try:
         if use_numpy and _np is not None:
             return _NumpyPass(n).run(formula, env)
-        return _ListPass(n).run(formula, env)
+        return _list_pass(formula, env, n)
     except _Fallback:
         return [None] * n, range(n)
 
 
-class _ListPass:
+def _list_pass(formula: Formula, env: dict[str, Any], n: int) -> tuple[list[Any], set[int]]:
     """Columns as Python lists: the same operations in the same order as a single cell, so the
     same floats. The formula's expression tree is compiled once per formula and set of columns
     (``xlcalc.engine.rows``) into one Python function: the parts without a column computed once,
     then one loop over the rows. A division by zero or a math error anywhere: every row on its own."""
-
-    def __init__(self, n: int):
-        self.n = n
-
-    def run(self, formula: Formula, env: dict[str, Any]) -> tuple[list[Any], set[int]]:
-        columns = tuple(k for k, v in env.items() if isinstance(v, list))
-        key = (formula.name, columns)
-        fn = _ROW_CODE.get(key)
-        if fn is None:
-            try:
-                fn = _ROW_CODE[key] = rows_function(formula, columns)
-            except NoRowForm as exc:
-                raise _Fallback(str(exc)) from exc
+    columns = tuple(k for k, v in env.items() if isinstance(v, list))
+    key = (formula.name, columns)
+    fn = _ROW_CODE.get(key)
+    if fn is None:
         try:
-            out = fn(env)
-        except (ArithmeticError, ValueError, TypeError) as exc:
-            raise _Fallback from exc
-        if not isinstance(out, list):  # no column reaches the result
-            out = [out] * self.n
-        return out, _not_finite(out)
+            fn = _ROW_CODE[key] = rows_function(formula, columns)
+        except NoRowForm as exc:
+            raise _Fallback(str(exc)) from exc
+    try:
+        out = fn(env)
+    except (ArithmeticError, ValueError, TypeError) as exc:
+        raise _Fallback from exc
+    if not isinstance(out, list):  # no column reaches the result
+        out = [out] * n
+    return out, _not_finite(out)
 
 
 _ROW_CODE: dict[tuple[str, tuple[str, ...]], Callable[[dict[str, Any]], Any]] = {}
@@ -108,9 +104,7 @@ class _NumpyPass:
             except (ArithmeticError, ValueError, TypeError) as exc:
                 raise _Fallback from exc
         if isinstance(out, _np.ndarray):
-            if out.dtype.kind == "f":
-                self.suspect |= ~_np.isfinite(out)
-            result = out.tolist()
+            result = self.flag(out).tolist()
         elif isinstance(out, list):
             result = out
             self.suspect |= _np.array([isinstance(x, float) and not math.isfinite(x) for x in out])
@@ -164,10 +158,7 @@ class _NumpyPass:
             if node.name in ("MIN", "MAX") and all(_numeric(a) for a in args) \
                     and any(isinstance(a, _np.ndarray) for a in args):
                 op = _np.minimum if node.name == "MIN" else _np.maximum
-                out = _as_float(args[0])
-                for a in args[1:]:
-                    out = op(out, _as_float(a))
-                return self.flag(out)
+                return self.flag(functools.reduce(op, map(_as_float, args)))  # op(op(a, b), c), left to right
             return self.elementwise(EXCEL_FUNCTIONS[node.name], args)
         if isinstance(node, Call):
             return self.eval(node.formula.expr, {k: self.eval(v, env) for k, v in node.args.items()})

@@ -25,8 +25,7 @@ __all__ = ["inline", "python_expr", "python_steps", "PY_FUNCTIONS"]
 # spreadsheet function -> the name the generated module imports it under (xlcalc.expr.excel.EXCEL_FUNCTIONS[name])
 PY_FUNCTIONS = {"MIN": "min", "MAX": "max", "SQRT": "_F['SQRT']", "CEILING": "_ceiling", "ROUNDUP": "_roundup",
                 "INT": "_floor_int", "ROUND": "_round", "ABS": "abs", "LOG": "_F['LOG']", "FIXED": "_F['FIXED']"}
-_CMP = {"<", "<=", ">", ">="}
-_ARITH = {"+", "-", "*", "/"}
+_INFIX = {"+", "-", "*", "/", "<", "<=", ">", ">="}  # the operators Python writes as spreadsheets do
 
 
 def inline(e: Expr) -> Expr:
@@ -81,7 +80,7 @@ def python_expr(e: Expr, name_of: Callable[[str], str], temps: dict[Any, str] | 
         return f"(-{r(e.operand)})"
     if isinstance(e, BinOp):
         a, b = r(e.left), r(e.right)
-        if e.op in _ARITH or e.op in _CMP:
+        if e.op in _INFIX:
             return f"({a} {e.op} {b})"
         if e.op == "^":
             return f"({a} ** {b})"

@@ -11,6 +11,7 @@ cell), so the same floats. xlwings Lite may have no numpy; this is how its range
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple, cast
@@ -52,7 +53,7 @@ class _RowCode:
         self.scope: dict[str, Any] = {}  # names the generated code reads: functions, odd constants
         self.before: list[str] = []  # statements before the loop (no column)
         self.per_row: list[str] = []  # statements in the loop (temporaries of nested formulas' arguments)
-        self.count = 0
+        self.count = itertools.count()  # numbers the generated code's names
 
     def compile(self, formula: Formula) -> Callable[[dict[str, Any]], Any]:
         env = {p: _Part(f"c{k}", True, _KIND_TYPES.get(spec(p).kind)) if p in self.columns
@@ -64,28 +65,25 @@ class _RowCode:
         lines += [f"    {line}" for line in self.before]
         over = f"{cols[0]} in {cols[0]}_" if len(cols) == 1 else \
             f"{', '.join(cols)} in zip({', '.join(c + '_' for c in cols)})"
-        body = part.text
         if not part.column:  # no column reaches the result: one value
             lines.append(f"    return {part.text}")
         elif self.per_row:
             lines += ["    out = []", "    append = out.append", f"    for {over}:"]
-            lines += [f"        {line}" for line in self.per_row] + [f"        append({body})", "    return out"]
+            lines += [f"        {line}" for line in self.per_row] + [f"        append({part.text})", "    return out"]
         else:
-            lines.append(f"    return [{body} for {over}]")
+            lines.append(f"    return [{part.text} for {over}]")
         code = compile("\n".join(lines) + "\n", f"<xlcalc {formula.name} over columns>", "exec")
         exec(code, self.scope)
         return cast(Callable[[dict[str, Any]], Any], self.scope["run"])
 
     def _name(self, prefix: str, source: str, per_row: bool = False) -> str:
-        name = f"{prefix}{self.count}"
-        self.count += 1
+        name = f"{prefix}{next(self.count)}"
         (self.per_row if per_row else self.before).append(f"{name} = {source}")
         return name
 
     def _bind(self, value: Any) -> str:
         """A name in the generated code's scope for a function or a constant."""
-        name = f"k{self.count}"
-        self.count += 1
+        name = f"k{next(self.count)}"
         self.scope[name] = value
         return name
 

@@ -26,29 +26,13 @@ This package re-exports their public names.
 """
 
 from .excel import EXCEL_FUNCTIONS, PY_BINOPS, as_text, render_number
-from .functions import (
-    abs_,
-    and_,
-    ceiling,
-    concat,
-    eq,
-    floor_int,
-    if_,
-    log2,
-    max_,
-    min_,
-    not_,
-    or_,
-    round_,
-    roundup,
-    sqrt,
-)
+from .functions import abs_, and_, ceiling, concat, eq, floor_int, if_, max_, min_, not_, or_, round_, roundup, sqrt
 from .nodes import BinOp, Bool, Call, Expr, Func, IfError, Neg, Num, Text, Var, identity, is_expr, unfolded, wrap
 from .template import Bound, Template
 
 __all__ = [
     "Expr", "Num", "Text", "Bool", "Var", "BinOp", "Neg", "Func", "Call",
     "wrap", "is_expr", "if_", "min_", "max_", "sqrt", "ceiling", "roundup",
-    "floor_int", "eq", "concat", "as_text", "round_", "and_", "or_", "not_", "log2", "abs_", "render_number",
+    "floor_int", "eq", "concat", "as_text", "round_", "and_", "or_", "not_", "abs_", "render_number",
     "EXCEL_FUNCTIONS", "PY_BINOPS", "Template", "Bound", "identity", "IfError", "unfolded",
 ]

@@ -68,24 +68,19 @@ def as_text(value: Any) -> str:
     return str(value)
 
 
-def _ceiling(x: float, significance: float) -> float:
-    if significance == 0:
-        return 0.0
-    q = x / significance
-    # Tolerate float noise such as 864*1.05/8 = 113.40000000000001.
+def _snap(q: float) -> float:
+    """q, or the whole number it is within float noise of (905*2*1.1 = 1991.0000000000002 is 1991)."""
     r = round(q)
-    if abs(q - r) <= 1e-12 * max(1.0, abs(q)):
-        q = r
-    return math.ceil(q) * significance
+    return r if abs(q - r) <= 1e-12 * max(1.0, abs(q)) else q
+
+
+def _ceiling(x: float, significance: float) -> float:
+    return 0.0 if significance == 0 else math.ceil(_snap(x / significance)) * significance
 
 
 def _roundup(x: float, digits: float) -> float:
     f = 10.0 ** int(digits)
-    q = abs(x) * f
-    r = round(q)
-    if abs(q - r) <= 1e-12 * max(1.0, q):
-        q = r
-    return math.copysign(math.ceil(q) / f, x)
+    return math.copysign(math.ceil(_snap(abs(x) * f)) / f, x)
 
 
 def _round(x: float, digits: float = 0) -> float:
@@ -95,10 +90,7 @@ def _round(x: float, digits: float = 0) -> float:
 
 
 def _floor_int(x: float) -> float:
-    r = round(x)
-    if abs(x - r) <= 1e-12 * max(1.0, abs(x)):
-        return float(r)
-    return float(math.floor(x))
+    return float(math.floor(_snap(x)))
 
 
 def _find(find: str, text: str, start: int) -> int:

@@ -14,7 +14,7 @@ from .excel import EXCEL_FUNCTIONS, _ceiling, _py_eq, _round, as_text
 from .nodes import BinOp, Func, is_expr, wrap
 
 __all__ = [
-    "if_", "min_", "max_", "sqrt", "ceiling", "roundup", "floor_int", "round_", "log2", "abs_",
+    "if_", "min_", "max_", "sqrt", "ceiling", "roundup", "floor_int", "round_", "abs_",
     "and_", "or_", "not_", "concat", "eq", "NOISE_DIGITS",
 ]
 
@@ -39,15 +39,15 @@ def _fn(name: str, *args: Any) -> Any:
     return EXCEL_FUNCTIONS[name](*args)
 
 
-# MIN, MAX, AND and OR of any number of arguments, as they are: each builds its node, or computes with plain values
+# MIN, MAX, AND and OR of any number of arguments, SQRT, ABS and NOT of one, as they are: each builds its node, or
+# computes with plain values
 min_ = partial(_fn, "MIN")
 max_ = partial(_fn, "MAX")
 and_ = partial(_fn, "AND")
 or_ = partial(_fn, "OR")
-
-
-def sqrt(x: Any) -> Any:
-    return _fn("SQRT", x)
+sqrt = partial(_fn, "SQRT")
+abs_ = partial(_fn, "ABS")
+not_ = partial(_fn, "NOT")
 
 
 # Counts are rounded to 9 decimals before CEILING/INT so that float noise such as
@@ -83,18 +83,6 @@ def floor_int(x: Any) -> Any:
 def round_(x: Any, digits: Any = 0) -> Any:
     """``ROUND(x, digits)`` (half away from zero, as Excel)."""
     return _fn("ROUND", x, digits)
-
-
-def log2(x: Any) -> Any:
-    return _fn("LOG", x, 2)
-
-
-def abs_(x: Any) -> Any:
-    return _fn("ABS", x)
-
-
-def not_(x: Any) -> Any:
-    return _fn("NOT", x)
 
 
 def concat(*parts: Any) -> Any:

@@ -58,11 +58,7 @@ class Expr:
     def __ge__(self, other: Any) -> "Expr": return BinOp(">=", self, wrap(other))
 
     def __bool__(self) -> bool:
-        raise TypeError(
-            "an xlcalc expression has no truth value; use if_(), and_(), or_() in formula bodies"
-        )
-
-    __hash__ = object.__hash__
+        raise TypeError("an xlcalc expression has no truth value; use if_(), and_(), or_() in formula bodies")
 
     # -- interface ----------------------------------------------------------
     def evaluate(self, env: Mapping[str, Any]) -> Any:  # pragma: no cover - abstract
@@ -339,13 +335,10 @@ class Func(_TextKept):
 # condition (IF evaluates only the branch taken), AND/OR with a constant arm. The one difference: AND with a
 # FALSE arm (OR with a TRUE arm) is that constant even where another arm would be an error value.
 
-_EXACT = 2.0 ** 53
-
-
 def _exact(value: Any) -> bool:
     """A whole number every engine holds exactly (not a boolean)."""
     return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and float(value).is_integer() and abs(value) < _EXACT)
+            and float(value).is_integer() and abs(value) < 2.0 ** 53)
 
 
 def _number(value: float) -> Num:
@@ -373,8 +366,7 @@ def unfolded() -> Iterator[None]:
 def _fold_binop(op: str, left: Expr, right: Expr) -> Expr:
     if not _FOLD[-1]:
         return BinOp(op, left, right)
-    if op in _ARITH and isinstance(left, Num) and isinstance(right, Num) \
-            and _exact(left.value) and _exact(right.value):
+    if op in _ARITH and isinstance(left, Num) and isinstance(right, Num) and _exact(left.value) and _exact(right.value):
         a, b = float(left.value), float(right.value)
         if op == "/" and b == 0 or op == "^" and (b < 0 or b > 64 or a == 0 and b == 0):
             return BinOp(op, left, right)
@@ -459,8 +451,7 @@ class Call(Expr):
         return self._inline
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
-        values = {k: v.evaluate(env) for k, v in self.args.items()}
-        return self.formula.raw(**values)
+        return self.formula.raw(**{k: v.evaluate(env) for k, v in self.args.items()})
 
     @property
     def prec(self) -> int:  # type: ignore[override]
@@ -483,9 +474,7 @@ class Call(Expr):
 
 
 def _child_prec(child: Expr, subs: Mapping[Any, str] | None) -> int:
-    if isinstance(child, Call) and subs and child.key() in subs:
-        return _ATOM
-    return child.prec
+    return _ATOM if isinstance(child, Call) and subs and child.key() in subs else child.prec
 
 
 def identity(var: str) -> str:
@@ -513,9 +502,6 @@ def is_expr(*values: Any) -> bool:
     return False
 
 
-_ERRORS = (ArithmeticError, TypeError, ValueError, LookupError)
-
-
 class IfError(Expr):
     """``IFERROR(value, fallback)``: a readable message in place of an error value."""
 
@@ -533,7 +519,7 @@ class IfError(Expr):
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         try:
             v = self.value.evaluate(env)
-        except _ERRORS:
+        except (ArithmeticError, TypeError, ValueError, LookupError):  # an error value in a spreadsheet
             return self.fallback.evaluate(env)
         if isinstance(v, float) and not math.isfinite(v):
             return self.fallback.evaluate(env)

@@ -62,16 +62,10 @@ class Template:
         of each and joining the pieces gives the text with the references written in (as a ``str.format`` of it
         would, without parsing the text again for each cell)."""
         if self._pieces is None:
-            parts = _SLOT.split(self.text(identity))  # text, marker, slot name, marker, slot name, ..., text
-            pieces: list[str] = []
-            at: list[tuple[int, str]] = []
-            for i, part in enumerate(parts):
-                if i % 3 == 0:
-                    pieces.append(part)
-                elif i % 3 == 2:
-                    at.append((len(pieces), part))
-                    pieces.append("")
-            self._pieces = pieces, tuple(at)
+            parts = _SLOT.split(self.text(identity))  # text, marker, slot name, text, marker, slot name, ..., text
+            texts, slots = parts[0::3], parts[2::3]
+            pieces = [piece for text in texts[:-1] for piece in (text, "")] + texts[-1:]  # text, "", ..., text
+            self._pieces = pieces, tuple((2 * k + 1, slot) for k, slot in enumerate(slots))
         return self._pieces
 
     def outer_guards(self) -> tuple[tuple[tuple[Expr, Expr], ...], Expr]:
@@ -130,11 +124,8 @@ class Bound(Expr):
         return (self.expand(),)
 
     def _collect(self, out: set[str]) -> None:
-        for v in self.template.variables():
-            if v.startswith("\x00") and v.endswith("\x00"):
-                out.add(self.refs[v[1:-1]])
-            else:
-                out.add(v)
+        for v in self.template.variables():  # a placeholder names its slot's reference
+            out.add(self.refs[v[1:-1]] if v.startswith("\x00") and v.endswith("\x00") else v)
 
     def evaluate(self, env: Mapping[str, Any]) -> Any:
         template = self.template

@@ -41,14 +41,8 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..expr.functions import and_, eq, if_, max_
-from ..recipes import MEMORY_DEFAULTS
-from ..registry import formula
-
-# every input's default is declared once (xlcalc.recipes): the signatures below read it
-_D = MEMORY_DEFAULTS
-
-__all__ = ["act_attention_bytes", "act_ffn_bytes", "act_moe_bytes", "layer_activation_bytes",
-           "act_recompute_working_bytes"]
+from ..recipes import MEMORY_DEFAULTS as _D  # every input's default, declared once: the signatures read it
+from ..registry import REGISTRY, formula
 
 _SRC = ("Korthikanti et al. 2022 (arXiv 2205.05198) Table 2 and §4-5 for MHA/GELU/LayerNorm/TP/SP; "
         "tensor-by-tensor count of today's blocks in docs/activations.md, checked against PyTorch's saved tensors")
@@ -72,23 +66,12 @@ def _check_layout(*, heads=1, kv_heads=None, tp=1, experts=0, ep=1, topk=1, kv_l
                          "MLA needs " + ", ".join(missing))
 
 
-def _tokens(seq_len, micro_batch, cp):
-    return seq_len * micro_batch / cp
-
-
-def _region(tp, seq_parallel):
-    """Share of the norm/residual/dropout region one GPU holds: 1/tp with sequence parallelism."""
-    return if_(seq_parallel, 1 / tp, 1)
-
-
 @formula(
     udf="ACT_ATTENTION_BYTES", unit="bytes per layer", category="activations",
-    equation=(
-        "T = s*b/cp, a = heads/t, k = max(kv/t, 1), r = 1/t with SP else 1, n = 4 (RMSNorm) or 8 (LayerNorm); "
-        "none (GQA, flash): T*[r*(2h + n + l*h + h if dropout) + 2a*d + 4k*d + 2a*d + 4a]; unfused: 2a*s "
-        "(5a*s with dropout) for 4a, k = a; MLA: docs/activations.md; selective: without 4a or 2a*s; "
-        "op_selective: T*[2h*r + 2a*d + 2k*d + 2a*d + 4a (+2h/t SP with TP > 1)]; full: 2T*h*r"
-    ),
+    equation="T = s*b/cp, a = heads/t, k = max(kv/t, 1), r = 1/t with SP else 1, n = 4 (RMSNorm) or 8 (LayerNorm); "
+             "none (GQA, flash): T*[r*(2h + n + l*h + h if dropout) + 2a*d + 4k*d + 2a*d + 4a]; unfused: 2a*s "
+             "(5a*s with dropout) for 4a, k = a; MLA: docs/activations.md; selective: without 4a or 2a*s; "
+             "op_selective: T*[2h*r + 2a*d + 2k*d + 2a*d + 4a (+2h/t SP with TP > 1)]; full: 2T*h*r",
     source=_SRC, check=_check_layout,
 )
 def act_attention_bytes(seq_len, micro_batch, hidden, heads, kv_heads, head_dim, norm_type="rmsnorm",
@@ -117,8 +100,8 @@ def act_attention_bytes(seq_len, micro_batch, hidden, heads, kv_heads, head_dim,
     unfused QK^T 2*a*S; with sequence parallelism (TP > 1) the reduce-scatter after wo 2h/t.
     full — layer input 2h*r.
     """
-    t = _tokens(seq_len, micro_batch, cp)
-    r = _region(tp, seq_parallel)
+    t = seq_len * micro_batch / cp
+    r = if_(seq_parallel, 1 / tp, 1)
     a = heads / tp
     kv = max_(kv_heads / tp, 1)
     keys = seq_len  # keys each query attends to (all s, also under context parallelism)
@@ -173,8 +156,8 @@ def act_ffn_bytes(seq_len, micro_batch, hidden, ffn_hidden, gated_ffn=_D["gated_
     With sequence parallelism (TP > 1) the reduce-scatter after w2 adds 2h/t.
     full — nothing beyond the layer input (counted in ACT_ATTENTION_BYTES).
     """
-    t = _tokens(seq_len, micro_batch, cp)
-    r = _region(tp, seq_parallel)
+    t = seq_len * micro_batch / cp
+    r = if_(seq_parallel, 1 / tp, 1)
     f = ffn_hidden / tp
     stats = if_(eq(norm_type, "layernorm"), 8, 4)
     inner = if_(gated_ffn, (6 + linear_input_bytes) * f, (2 + linear_input_bytes) * f)
@@ -213,8 +196,8 @@ def act_moe_bytes(seq_len, micro_batch, hidden, experts, topk, expert_ffn_hidden
     mms continue the block's mm count (after 4 attention mms: w1 2Fs and w2 2h saved).
     full — nothing beyond the layer input (counted in ACT_ATTENTION_BYTES).
     """
-    t = _tokens(seq_len, micro_batch, cp)
-    r = _region(tp, seq_parallel)
+    t = seq_len * micro_batch / cp
+    r = if_(seq_parallel, 1 / tp, 1)
     stats = if_(eq(norm_type, "layernorm"), 8, 4)
     rows = capacity_factor * topk
     fe = expert_ffn_hidden / etp
@@ -281,3 +264,6 @@ def act_recompute_working_bytes(seq_len, micro_batch, hidden, heads, kv_heads, h
     rest = (linear_input_bytes, experts, topk, capacity_factor, expert_ffn_hidden, shared_ffn_hidden, ep, etp,
             q_lora_rank, kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim)
     return layer_activation_bytes(*args, "none", *rest) - layer_activation_bytes(*args, recompute, *rest)
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

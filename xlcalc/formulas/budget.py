@@ -8,13 +8,8 @@ These are the values of the spilled BUDGET_PLAN; :func:`xlcalc.money.budget_plan
 from __future__ import annotations
 
 from ..expr.functions import floor_int
-from ..registry import formula
+from ..registry import REGISTRY, formula
 from .compute import TOKENS_PER_PARAM, chinchilla_opt_tokens_t, chinchilla_params_b
-
-__all__ = [
-    "budget_gpus", "budget_compute_flops", "budget_params_b", "budget_tokens_t", "budget_tokens_for_model_t",
-    "budget_line_usd", "budget_total_usd",
-]
 
 
 @formula(udf="BUDGET_GPUS", unit="GPUs", category="budget",
@@ -71,3 +66,6 @@ def budget_line_usd(compute_usd, share_frac, amount_usd):
 def budget_total_usd(compute_usd, failures_usd, experiments_usd, data_usd, people_usd, other_usd):
     """Total of a budget's lines by category (compute includes power when it is not in the rental price)."""
     return compute_usd + failures_usd + experiments_usd + data_usd + people_usd + other_usd
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

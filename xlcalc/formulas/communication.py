@@ -8,29 +8,12 @@ Conventions: bf16 activations (2 bytes), GB = 1e9 bytes, GB/s = 1e9 bytes/s.
 from __future__ import annotations
 
 from ..expr.functions import eq, floor_int, if_, max_, min_
-from ..recipes import MEMORY_DEFAULTS, default_bytes
-from ..registry import formula
+from ..recipes import MEMORY_DEFAULTS as _D  # every input's default, declared once: the signatures read it
+from ..recipes import default_bytes
+from ..registry import REGISTRY, formula
 from .parallel import allgather_bytes, allreduce_bytes
 
-# every input's default is declared once (xlcalc.recipes): the signatures below read it
-_D = MEMORY_DEFAULTS
 _B = default_bytes()  # the default recipe's bytes per parameter
-
-__all__ = [
-    "tp_comm_bytes_per_layer",
-    "exposed_comm_s",
-    "tp_comm_time_s",
-    "group_bandwidth_gb_s",
-    "pipeline_p2p_time_s",
-    "dp_comm_bytes",
-    "dp_comm_time_s",
-    "ranks_per_domain",
-    "collective_time_s",
-    "dp_comm_time_hierarchical_s",
-    "cp_comm_bytes_per_layer",
-    "cp_comm_time_s",
-    "ep_alltoall_time_s",
-]
 
 
 @formula(
@@ -90,10 +73,8 @@ def pipeline_p2p_time_s(tokens, hidden, bandwidth_gb_s, link_efficiency, tp=_D["
 
 @formula(
     udf="DP_COMM_BYTES", unit="bytes per GPU", category="steptime",
-    equation=(
-        "ZeRO 0: all-reduce of params*grad bytes; ZeRO 1-2: reduce-scatter of grads + all-gather of weights; "
-        "ZeRO 3: weight all-gathers x 2*m (forward and backward of every micro-batch); ring over d ranks"
-    ),
+    equation="ZeRO 0: all-reduce of params*grad bytes; ZeRO 1-2: reduce-scatter of grads + all-gather of weights; "
+             "ZeRO 3: weight all-gathers x 2*m (forward and backward of every micro-batch); ring over d ranks",
     source="Rajbhandari et al. 2020 §5-7 (ZeRO communication volume); NCCL ring: all-reduce 2S(n-1)/n, "
            "all-gather and reduce-scatter S(n-1)/n",
 )
@@ -107,10 +88,8 @@ def dp_comm_bytes(params_per_gpu, dp, zero_stage=_D["zero_stage"], microbatches=
 
 @formula(
     udf="DP_COMM_TIME_S", unit="seconds", category="steptime",
-    equation=(
-        "EXPOSED_COMM_S(DP_COMM_BYTES / (GB/s * link efficiency * 1e9), "
-        "window = t_microbatch (ZeRO 0-2: the last micro-batch's backward) or m*t_microbatch (ZeRO 3), overlap)"
-    ),
+    equation="EXPOSED_COMM_S(DP_COMM_BYTES / (GB/s * link efficiency * 1e9), "
+             "window = t_microbatch (ZeRO 0-2: the last micro-batch's backward) or m*t_microbatch (ZeRO 3), overlap)",
     source="xlcalc step-time model: gradients are reduced as the last backward pass produces them; ZeRO-3 "
            "gathers overlap the whole step (Rajbhandari et al. 2020 §7)",
 )
@@ -136,11 +115,9 @@ def ranks_per_domain(ranks, stride_gpus, nvlink_domain):
 
 @formula(
     udf="COLLECTIVE_TIME_S", unit="seconds", category="steptime",
-    equation=(
-        "passes * [S*(g-1)/g / scale-up + S/g*(k-1)/k / scale-out] / link efficiency, g = ranks per domain, "
-        "k = ranks/g (hierarchical: reduce-scatter inside the domain, ring across domains on 1/g of the data, "
-        "all-gather inside)"
-    ),
+    equation="passes * [S*(g-1)/g / scale-up + S/g*(k-1)/k / scale-out] / link efficiency, g = ranks per domain, "
+             "k = ranks/g (hierarchical: reduce-scatter inside the domain, ring across domains on 1/g of the data, "
+             "all-gather inside)",
     source="NCCL tests PERFORMANCE.md (ring all-reduce 2S(n-1)/n, all-gather S(n-1)/n); hierarchical all-reduce "
            "(Jia et al. 2018 'Highly scalable deep learning training system with mixed-precision', §4; NCCL tree/"
            "NVLS algorithms): a group inside one domain never touches the NIC",
@@ -156,11 +133,9 @@ def collective_time_s(size_bytes, ranks, ranks_per_domain, scaleup_gb_s, scaleou
 
 @formula(
     udf="DP_COMM_TIME_HIERARCHICAL_S", unit="seconds", category="steptime",
-    equation=(
-        "EXPOSED_COMM_S(ZeRO 0: all-reduce of grads; ZeRO 1-2: reduce-scatter of grads + all-gather of weights; "
-        "ZeRO 3: + 2m weight all-gathers; each COLLECTIVE_TIME_S over the DP group, "
-        "window = t_microbatch (ZeRO 0-2) or m*t_microbatch (ZeRO 3), overlap)"
-    ),
+    equation="EXPOSED_COMM_S(ZeRO 0: all-reduce of grads; ZeRO 1-2: reduce-scatter of grads + all-gather of weights; "
+             "ZeRO 3: + 2m weight all-gathers; each COLLECTIVE_TIME_S over the DP group, "
+             "window = t_microbatch (ZeRO 0-2) or m*t_microbatch (ZeRO 3), overlap)",
     source="Rajbhandari et al. 2020 §5-7 (ZeRO communication volume); COLLECTIVE_TIME_S (hierarchical)",
 )
 def dp_comm_time_hierarchical_s(params_per_gpu, dp, ranks_per_domain, microbatch_s, scaleup_gb_s, scaleout_gb_s,
@@ -205,17 +180,13 @@ def cp_comm_time_s(layers_per_stage, tokens, kv_heads, head_dim, cp, bandwidth_g
 
 @formula(
     udf="EP_ALLTOALL_TIME_S", unit="seconds", category="steptime",
-    equation=(
-        "EXPOSED_COMM_S(moe layers * (4, or 6 with full recompute) * MAX(inside / scale-up, across / scale-out) "
-        "/ link efficiency, window, EP overlap); one copy = tokens*h*bytes; inside = copy*k*(g-1)/ep; "
-        "across = copy*k*(ep-g)/ep, or with node-limited routing copy*MIN(k, nodes)*(ep/g-1)/(ep/g)"
-    ),
-    source=(
-        "Lepikhin et al. 2020 (GShard: dispatch and combine all-to-all of each MoE layer, forward and backward); "
-        "Megatron-LM MoE alltoall token dispatcher (rank order tp-cp-ep-dp-pp); DeepSeek-V3 Technical Report "
-        "§3.2.2 (node-limited routing: each token to at most 4 nodes, sent once per node over InfiniBand and "
-        "forwarded over NVLink; dispatch in FP8, combine in BF16; DualPipe hides the all-to-all behind compute)"
-    ),
+    equation="EXPOSED_COMM_S(moe layers * (4, or 6 with full recompute) * MAX(inside / scale-up, across / scale-out) "
+             "/ link efficiency, window, EP overlap); one copy = tokens*h*bytes; inside = copy*k*(g-1)/ep; "
+             "across = copy*k*(ep-g)/ep, or with node-limited routing copy*MIN(k, nodes)*(ep/g-1)/(ep/g)",
+    source="Lepikhin et al. 2020 (GShard: dispatch and combine all-to-all of each MoE layer, forward and backward); "
+           "Megatron-LM MoE alltoall token dispatcher (rank order tp-cp-ep-dp-pp); DeepSeek-V3 Technical Report "
+           "§3.2.2 (node-limited routing: each token to at most 4 nodes, sent once per node over InfiniBand and "
+           "forwarded over NVLink; dispatch in FP8, combine in BF16; DualPipe hides the all-to-all behind compute)",
 )
 def ep_alltoall_time_s(layers_per_stage, tokens, hidden, topk, ep, ranks_per_domain, scaleup_gb_s, scaleout_gb_s,
                        link_efficiency, window_s, a2a_bytes=2, max_nodes_per_token=0, recompute=_D["recompute"],
@@ -234,3 +205,6 @@ def ep_alltoall_time_s(layers_per_stage, tokens, hidden, topk, ep, ranks_per_dom
     passes = if_(eq(recompute, "full"), 6, 4)
     comm = layers_per_stage * passes * max_(inside / (scaleup_gb_s * 1e9), across / (scaleout_gb_s * 1e9)) / link_efficiency
     return exposed_comm_s(comm, window_s, ep_overlap)
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

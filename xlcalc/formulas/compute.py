@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
+from .. import layout
 from ..expr.functions import ceiling, eq, if_, sqrt
 from ..inputs import result_bound
-from ..recipes import MEMORY_DEFAULTS
-from ..registry import formula
-
-# every input's default is declared once (xlcalc.recipes): the signatures below read it
-_D = MEMORY_DEFAULTS
-
-__all__ = [
-    "train_flops", "flops_per_token_palm", "megatron_iteration_flops", "train_days",
-    "gpu_hours", "gpus_for_days", "implied_mfu", "hardware_flops_factor", "hfu_from_mfu",
-    "days_from_throughput", "replicas_needed", "gpus_with_spare", "gpus_whole_nodes",
-    "data_parallel_size", "chinchilla_tokens_t", "chinchilla_params_b", "chinchilla_opt_tokens_t",
-]
-
-def _whole_replicas(*, n_gpus, tp, pp, cp, **_):
-    from ..layout import check_replicas  # the one layout check: its message names the constraint
-
-    check_replicas(n_gpus, tp, pp, cp)
-
+from ..recipes import MEMORY_DEFAULTS as _D  # every input's default, declared once: the signatures read it
+from ..registry import REGISTRY, formula
 
 SECONDS_PER_DAY = 86400
 SECONDS_PER_HOUR = 3600
@@ -148,7 +133,7 @@ def days_from_throughput(params_b, tokens_t, n_gpus, achieved_tflops, full_recom
     udf="DP_SIZE", unit="GPUs", category="compute",
     equation="DP = GPUs / (TP * PP * CP), whole (GPUs a multiple of TP * PP * CP: xlcalc.layout)",
     source="Narayanan et al. 2021 §2 (n = p * t * d); context parallelism adds a factor (Megatron-Core CP)",
-    check=_whole_replicas,
+    check=layout.check_replicas,  # the one layout check: its message names the constraint
 )
 def data_parallel_size(n_gpus, tp=_D["tp"], pp=_D["pp"], cp=_D["cp"]):
     """Data-parallel size: how many model replicas the GPUs form."""
@@ -218,3 +203,6 @@ def chinchilla_params_b(compute_flops, tokens_per_param=TOKENS_PER_PARAM):
 def chinchilla_opt_tokens_t(compute_flops, tokens_per_param=TOKENS_PER_PARAM):
     """Compute-optimal training tokens for a FLOPs budget."""
     return tokens_per_param * chinchilla_params_b(compute_flops, tokens_per_param) * 1e9 / 1e12
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

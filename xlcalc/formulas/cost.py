@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from ..registry import formula
+from ..registry import REGISTRY, formula
 from .compute import _DAYS
 
 # Compute lost to failures and restarts when a plan does not say: 15%, the middle of seed 000's 10-20% training tax
 # (the scenario's failure_frac reads it: estimate, cost, the scenario files, the workbook)
 FAILURE_FRAC = 0.15
-
-__all__ = [
-    "cloud_cost_usd", "capex_cost_usd", "energy_mwh", "power_cost_usd", "own_cost_usd",
-    "training_tax_usd", "total_cost_usd", "usd_per_million_tokens", "gpu_hours_for_budget", "days_for_budget", "budget_left_usd",
-]
 
 
 @formula(udf="CLOUD_COST_USD", question=True, unit="USD", category="cost",
@@ -97,3 +92,6 @@ def days_for_budget(budget_usd, usd_per_gpu_hour, n_gpus):
 def budget_left_usd(budget_usd, total_usd):
     """What is left of a budget after the estimated total (negative when over)."""
     return budget_usd - total_usd
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

@@ -9,25 +9,18 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..expr.functions import and_, eq, if_, or_
-from ..recipes import MEMORY_DEFAULTS, default_bytes
-from ..registry import formula
+from ..recipes import MEMORY_DEFAULTS as _D  # every input's default, declared once: the signatures read it
+from ..recipes import default_bytes
+from ..registry import REGISTRY, formula
 from .compute import _DAYS, _GPU_HOURS, _GPUS
 
-# every input's default is declared once (xlcalc.recipes): the signatures below read it
-_D = MEMORY_DEFAULTS
 _B = default_bytes()  # the default recipe's bytes per parameter
-
-__all__ = ["lora_params_b", "nf4_bytes_per_param", "mem_qlora_base_gb", "mem_qlora_gb", "adapter_params_b",
-           "ft_trainable_params_b", "mem_ft_weights_gb", "act_frozen_saving_bytes", "ft_flops_per_token",
-           "ft_train_flops", "ft_train_days", "ft_gpu_hours", "ft_gpus_for_days"]
 
 
 @formula(
     udf="LORA_PARAMS_B", unit="billion parameters", category="fine-tuning",
-    equation=(
-        "r x sum over adapted d_in x d_out matrices of (d_in + d_out) x L; qv: q (h, a*dh), v (h, kv*dh); "
-        "qkv: + k (h, kv*dh); attention: + o (a*dh, h); all_linear: + FFN up/gate (h, F) and down (F, h)"
-    ),
+    equation="r x sum over adapted d_in x d_out matrices of (d_in + d_out) x L; qv: q (h, a*dh), v (h, kv*dh); "
+             "qkv: + k (h, kv*dh); attention: + o (a*dh, h); all_linear: + FFN up/gate (h, F) and down (F, h)",
     source="Hu et al. 2021 (LoRA) §4: W0 + BA with B (d x r), A (r x k), r(d + k) trainable per matrix; Table 4: "
            "GPT-3 175B on Wq, Wv 4.7M (r = 1) and 37.7M (r = 8); Dettmers et al. 2023 (QLoRA): adapters on all linear layers",
 )
@@ -211,3 +204,6 @@ def ft_gpu_hours(params_b, tokens_t, trainable_params_b, peak_tflops, mfu, job="
 def ft_gpus_for_days(params_b, tokens_t, trainable_params_b, peak_tflops, mfu, days, job="lora"):
     """GPUs a training or fine-tuning job needs to finish in some days (exact, not rounded)."""
     return ft_train_flops(params_b, tokens_t, trainable_params_b, job) / (peak_tflops * 1e12 * mfu * days * 86400)
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

@@ -19,13 +19,7 @@ import math
 
 from ..errors import InputError
 from ..expr.functions import if_, sqrt
-from ..registry import formula
-
-__all__ = [
-    "cluster_mtbf_h", "gpu_mtbf_from_node_h", "gpu_mtbf_observed_h", "checkpoint_interval_h",
-    "goodput_fraction", "failure_frac_from_goodput", "goodput_extra_days", "goodput_extra_usd",
-    "failure_frac_used", "days_with_failures",
-]
+from ..registry import REGISTRY, formula
 
 
 @formula(udf="CLUSTER_MTBF_H", unit="hours", category="goodput",
@@ -62,9 +56,8 @@ _NO_PROGRESS = ("no progress: failures come faster than checkpoints and restarts
                 "lower Ckpt_Save_S or Restart_S, or use fewer GPUs)")
 
 
-def _min_cluster_mtbf_h(save_s: float, restart_s: float) -> float:
-    """Smallest cluster MTBF with goodput > 0: 1 - SQRT(2 delta/M) - R/M = 0 solved for M."""
-    d, r = save_s / 3600, restart_s / 3600
+def _min_cluster_mtbf_h(d: float, r: float) -> float:
+    """Smallest cluster MTBF with goodput > 0, d and r save and restart hours: 1 - SQRT(2d/M) - r/M = 0 for M."""
     if r == 0:
         return 2 * d
     x = (-math.sqrt(2 * d) + math.sqrt(2 * d + 4 * r)) / (2 * r)  # x = 1/SQRT(M)
@@ -77,7 +70,7 @@ def _progress(n_gpus, gpu_mtbf_h, save_s, restart_s, **_):
     tau = math.sqrt(2 * d * m)
     g = 1 - d / tau - (tau / 2 + r) / m
     if g <= 0:
-        need = _min_cluster_mtbf_h(save_s, restart_s) * n_gpus
+        need = _min_cluster_mtbf_h(d, r) * n_gpus
         raise InputError(
             "gpu_mtbf_h", gpu_mtbf_h,
             f"more than {need:,.0f} hours for {n_gpus:,} GPUs with {save_s:g} s checkpoint saves and {restart_s:g} s "
@@ -133,3 +126,6 @@ def failure_frac_used(use_typed_tax, failure_frac, goodput):
 def days_with_failures(days, failure_frac):
     """Wall-clock days of a clean run of `days` once failures, restarts and checkpoints are paid for."""
     return days * (1 + failure_frac)
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 from .. import layout
-from ..errors import InputError
 from ..expr.functions import and_, eq, floor_int, if_, max_, min_, not_, or_
-from ..recipes import MEMORY_DEFAULTS, default_bytes
-from ..registry import formula
+from ..recipes import MEMORY_DEFAULTS as _D  # every input's default, declared once: the signatures read it
+from ..recipes import default_bytes
+from ..registry import REGISTRY, formula
+from .activations import _check_layout  # (tp a divisor of heads)
 
-# every input's default is declared once (xlcalc.recipes): the signatures below read it
-_D = MEMORY_DEFAULTS
 _B = default_bytes()  # the default recipe's bytes per parameter
-
-__all__ = [
-    "mem_weights_gb", "mem_grads_gb", "mem_optimizer_gb", "mem_static_gb", "mem_zero3_buffer_gb", "mem_lora_gb", "act_layer_bytes_general", "act_layer_bytes", "mem_act_gb",
-    "act_inflight_factor", "mem_act_pipeline_gb", "mem_total_gb", "fits_in_gpu", "fit_margin_gb", "fit_verdict", "fit_capacity_gb",
-    "max_micro_batch",
-    "layout_message", "stage_layers", "layer_params_b", "stage_params_b", "stage_inflight_microbatches",
-    "mem_stage_act_gb", "mem_recompute_working_gb", "mem_logits_gb", "mem_gathered_params_gb", "mem_stage_total_gb",
-    "mem_peak_gb", "mem_states_gb", "peak_stage_part_gb", "mem_optimizer_step_gb",
-    "act_autocast_copy_bytes",
-]
 
 
 _ZERO_SOURCE = "Rajbhandari et al. 2019 (ZeRO) §5: stage 1 shards optimizer states, 2 also gradients, 3 also weights"
@@ -63,10 +52,8 @@ def mem_optimizer_gb(params_b, zero_stage=_D["zero_stage"], dp=_D["dp"], tp=_D["
 
 @formula(
     udf="MEM_STATIC_GB", unit="GB per GPU", category="memory",
-    equation=(
-        "Psi = N/(tp*pp); ZeRO 0: (w+g+o)Psi; 1: (w+g)Psi + o*Psi/dp; "
-        "2: w*Psi + (g+o)Psi/dp; 3: (w+g+o)Psi/dp"
-    ),
+    equation="Psi = N/(tp*pp); ZeRO 0: (w+g+o)Psi; 1: (w+g)Psi + o*Psi/dp; "
+             "2: w*Psi + (g+o)Psi/dp; 3: (w+g+o)Psi/dp",
     source="Rajbhandari et al. 2019 (ZeRO) §5; seed 002 §7.1.2 (14P, 2P+12P/N, 14P/N)",
 )
 def mem_static_gb(params_b, zero_stage=_D["zero_stage"], dp=_D["dp"], tp=_D["tp"], pp=_D["pp"], bytes_weights=_B["bytes_weights"], bytes_grads=_B["bytes_grads"], bytes_optimizer=_B["bytes_optimizer"]):
@@ -96,19 +83,12 @@ def mem_lora_gb(params_b, trainable_params_b, bytes_weights=_B["bytes_weights"],
     return bytes_weights * params_b + bytes_trainable * trainable_params_b
 
 
-def _heads_divisible(*, heads, tp, **_):
-    if heads % tp:
-        raise InputError("tp", tp, f"a divisor of heads = {heads}", "tensor parallelism splits whole attention heads")
-
-
 @formula(
     udf="ACT_LAYER_BYTES_GENERAL", unit="bytes per layer", category="memory",
-    equation=(
-        "s*b*[10h/(t if SP) + (4*a*dh + 4*kv*dh + (6 if gated else 4)*F)/t] + 5*a*s^2*b/t "
-        "(s^2 term only without flash attention and recompute); full recompute: 2*s*b*h (/t with SP); "
-        "op_selective: s*b*[2h/(t if SP) + (2*a*dh [Q] + 2*kv*dh [V] + 2*F [W1] + 2*a*dh + 4*a [attention out, "
-        "log-sum-exp])/t + 2h if gated [W2]]"
-    ),
+    equation="s*b*[10h/(t if SP) + (4*a*dh + 4*kv*dh + (6 if gated else 4)*F)/t] + 5*a*s^2*b/t "
+             "(s^2 term only without flash attention and recompute); full recompute: 2*s*b*h (/t with SP); "
+             "op_selective: s*b*[2h/(t if SP) + (2*a*dh [Q] + 2*kv*dh [V] + 2*F [W1] + 2*a*dh + 4*a [attention out, "
+             "log-sum-exp])/t + 2h if gated [W2]]",
     source="Korthikanti et al. 2022 Table 2 (34 = 10 + 24: Q,K 4h, V 2h, proj 2h, FFN 16h), generalised to GQA, any F, "
            "SwiGLU; op_selective: torchtitan's per-op policy saves SDPA outputs and every other mm output "
            "(mm 1, 3, 5, 7 of Q, K, V, O, W1, W3, W2)",
@@ -140,12 +120,10 @@ def act_layer_bytes_general(seq_len, micro_batch, hidden, heads, kv_heads, head_
 
 @formula(
     udf="ACT_LAYER_BYTES", unit="bytes per layer", category="memory",
-    equation=(
-        "none: sbh(10 + 24/t + 5as/(ht)); +SP: sbh(34/t + 5as/(ht)); selective: sbh(10 + 24/t); "
-        "selective+SP: 34sbh/t; full: 2sbh (/t with SP)"
-    ),
+    equation="none: sbh(10 + 24/t + 5as/(ht)); +SP: sbh(34/t + 5as/(ht)); selective: sbh(10 + 24/t); "
+             "selective+SP: 34sbh/t; full: 2sbh (/t with SP)",
     source="Korthikanti et al. 2022 (arXiv 2205.05198), Table 2: ACT_LAYER_BYTES_GENERAL with MHA, F = 4h, no flash",
-    check=_heads_divisible,
+    check=_check_layout,
 )
 def act_layer_bytes(seq_len, micro_batch, hidden, heads, tp=_D["tp"], seq_parallel=_D["seq_parallel"], recompute=_D["recompute"]):
     """Activation bytes of one transformer layer (16-bit activations, FFN = 4h, no FlashAttention)."""
@@ -157,7 +135,7 @@ def act_layer_bytes(seq_len, micro_batch, hidden, heads, tp=_D["tp"], seq_parall
     udf="MEM_ACT_GB", unit="GB per GPU", category="memory",
     equation="L * per-layer bytes (Korthikanti Table 2) / 1e9; first pipeline stage of 1F1B holds L layers' worth",
     source="Korthikanti et al. 2022, Table 2 and §4.2.3",
-    check=_heads_divisible,
+    check=_check_layout,
 )
 def mem_act_gb(seq_len, micro_batch, hidden, layers, heads, tp=_D["tp"], seq_parallel=_D["seq_parallel"], recompute=_D["recompute"]):
     """Activation memory per GPU for all layers (the first stage of a 1F1B pipeline)."""
@@ -179,7 +157,7 @@ def act_inflight_factor(pp, virtual_stages=_D["virtual_stages"], microbatches=_D
     udf="MEM_ACT_PIPELINE_GB", unit="GB per GPU", category="memory",
     equation="MEM_ACT_GB x ACT_INFLIGHT_FACTOR(p, v, m)",
     source="Korthikanti et al. 2022 §4.2.3 (Fig. 1 uses p = 8, v = 3)",
-    check=_heads_divisible,
+    check=_check_layout,
 )
 def mem_act_pipeline_gb(seq_len, micro_batch, hidden, layers, heads, tp=_D["tp"], seq_parallel=_D["seq_parallel"], recompute=_D["recompute"],
                         pp=_D["pp"], virtual_stages=_D["virtual_stages"], microbatches=_D["microbatches"]):
@@ -275,11 +253,7 @@ def layout_message(hidden, heads, layers, seq_len, kv_heads, first_stage_layers=
                    cp=_D["cp"], dp=_D["dp"], cluster_gpus=0, dp_shard=_D["dp_shard"], experts=0, ep=1, micro_batch=_D["micro_batch"], batch_sequences=0,
                    virtual_stages=_D["virtual_stages"]):
     """Why a parallel layout does not split the model and batch into whole pieces ("OK" if it does)."""
-    return layout.layout_message(dict(
-        hidden=hidden, heads=heads, layers=layers, seq_len=seq_len, kv_heads=kv_heads,
-        first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers, tp=tp, pp=pp, cp=cp, dp=dp,
-        cluster_gpus=cluster_gpus, dp_shard=dp_shard, experts=experts, ep=ep, micro_batch=micro_batch,
-        batch_sequences=batch_sequences, virtual_stages=virtual_stages))
+    return layout.layout_message(locals())  # every input, by name
 
 
 def _whole_stages(*, layers, pp, first_stage_layers=0, last_stage_layers=0, **_):
@@ -294,8 +268,7 @@ def _whole_stages(*, layers, pp, first_stage_layers=0, last_stage_layers=0, **_)
 )
 def stage_layers(layers, pp, stage="first", first_stage_layers=_D["first_stage_layers"], last_stage_layers=_D["last_stage_layers"]):
     """Transformer layers on the first or the last pipeline stage."""
-    first, _, last = layout.stage_layer_counts(dict(layers=layers, pp=pp, first_stage_layers=first_stage_layers,
-                                                    last_stage_layers=last_stage_layers))
+    first, _, last = layout.stage_layer_counts(locals())  # every input, by name
     return if_(eq(stage, "first"), first, last)
 
 
@@ -477,3 +450,6 @@ def mem_states_gb(weights_gb, grads_gb, optimizer_gb, fp8_gb=0, gathered_gb=0):
 def peak_stage_part_gb(first_stage_gb, last_stage_gb, first_part_gb, last_part_gb):
     """A part of the memory of the heavier pipeline stage."""
     return if_(first_stage_gb >= last_stage_gb, first_part_gb, last_part_gb)
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

@@ -9,7 +9,7 @@ Conventions as :mod:`xlcalc.formulas.steptime`: bf16 activations, TFLOP/s = 1e12
 from __future__ import annotations
 
 from ..expr.functions import if_, max_
-from ..registry import formula
+from ..registry import REGISTRY, formula
 from .steptime import (
     attention_core_time_s,
     compute_time_s,
@@ -18,9 +18,6 @@ from .steptime import (
     stage_matmul_flops,
     stage_unfused_attention_time_s,
 )
-
-__all__ = ["microbatches_per_step", "stage_matmul_time_s", "layer_attention_time_s", "slowest_stage_layers",
-           "microbatch_time_s"]
 
 
 @formula(
@@ -101,3 +98,6 @@ def microbatch_time_s(layers_per_stage, layer_matmul_s, layer_attention_s, layer
     included."""
     layer_s = layer_matmul_s + layer_attention_s + layer_elementwise_s
     return layers_per_stage * layer_s + logits_s + tp_comm_s + cp_comm_s + pp_comm_s
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

@@ -11,15 +11,8 @@ from __future__ import annotations
 
 from ..errors import InputError
 from ..expr.functions import ceiling, if_
-from ..registry import formula
+from ..registry import REGISTRY, formula
 from .cost import capex_cost_usd, power_cost_usd
-
-__all__ = [
-    "rent_cost_usd", "cluster_capex_usd", "capex_usd_per_gpu_all_in", "kw_per_gpu_all_in", "facility_mw", "racks_needed",
-    "hosting_cost_usd", "own_cost_at_utilisation_usd", "own_total_cost_usd", "own_usd_per_gpu_hour",
-    "energy_usd_per_gpu_hour", "breakeven_utilisation", "breakeven_months", "rent_over_months_usd",
-    "own_over_months_usd",
-]
 
 HOURS_PER_YEAR = 8760
 # What a spreadsheet cell shows when the rent does not cover the energy (Python raises InputError instead).
@@ -168,3 +161,6 @@ def own_over_months_usd(n_gpus, capex_usd_per_gpu, kw_per_gpu, pue, usd_per_kwh,
     return (cluster_capex_usd(n_gpus, capex_usd_per_gpu)
             + n_gpus * energy_usd_per_gpu_hour(kw_per_gpu, pue, usd_per_kwh) * months * HOURS_PER_YEAR / 12 * utilisation
             + racks_needed(n_gpus, kw_per_gpu, kw_per_rack) * usd_per_rack_month * months)
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from ..recipes import MEMORY_DEFAULTS
-from ..registry import formula
-
-# every input's default is declared once (xlcalc.recipes): the signatures below read it
-_D = MEMORY_DEFAULTS
-
-__all__ = ["pipeline_bubble", "pipeline_bubble_share", "allreduce_bytes", "allgather_bytes"]
+from ..recipes import MEMORY_DEFAULTS as _D  # every input's default, declared once: the signatures read it
+from ..registry import REGISTRY, formula
 
 
 @formula(
@@ -49,3 +44,6 @@ def allreduce_bytes(size_bytes, ranks):
 def allgather_bytes(size_bytes, ranks):
     """Bytes each rank sends in a ring all-gather or reduce-scatter of S bytes in total."""
     return size_bytes * (ranks - 1) / ranks
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

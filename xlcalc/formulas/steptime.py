@@ -9,22 +9,9 @@ Conventions: bf16 activations (2 bytes), GB = 1e9 bytes, GB/s = 1e9 bytes/s, TFL
 from __future__ import annotations
 
 from ..expr.functions import and_, ceiling, eq, if_, max_, min_, not_, or_
-from ..registry import formula
+from ..registry import REGISTRY, formula
 from .parallel import pipeline_bubble
 from .roofline import time_lower_s
-
-__all__ = [
-    "layer_matmul_flops", "attention_core_flops", "model_flops_per_token", "hardware_flops_per_token",
-    "compute_time_s", "elementwise_bytes_per_token",
-    "bubble_time_s", "optimizer_step_s", "offloaded_optimizer_step_s", "step_time_s", "mfu_from_step",
-    "tokens_per_s_per_gpu", "train_days_at_throughput", "gpu_hours_at_throughput",
-    "gemm_wave_efficiency", "linear_layer_time_s", "attention_softmax_bytes_per_token",
-    "attention_gemm_bytes_per_token", "unfused_attention_time_s",
-    "pipeline_stage_params", "logits_memory_bytes", "stage_activations_gb", "logits_matmul_flops",
-    "stage_matmul_flops", "stage_linear_time_s", "stage_attention_flops", "flash_attention_time_s",
-    "stage_unfused_attention_time_s", "elementwise_time_s", "attention_core_time_s", "fp8_cast_bytes_per_token",
-    "moe_permute_time_s", "dense_layer_params",
-]
 
 
 @formula(
@@ -91,15 +78,11 @@ def compute_time_s(flops, peak_tflops, matmul_efficiency):
 
 @formula(
     udf="GEMM_WAVE_EFFICIENCY", unit="fraction", category="steptime", memo=True,
-    equation=(
-        "MAX over tile (r,c) in {(256,128),(128,256)} of rows*cols / "
-        "(CEILING(CEILING(rows/r)*CEILING(cols/c) / SMs) * SMs * r*c)"
-    ),
-    source=(
-        "NVIDIA Matrix Multiplication Background User's Guide (DU-09799-001) §2.3 (256x128 and 128x256 are "
-        "cuBLAS's most efficient tiles) and §3 (tile and wave quantization: A100 has 108 SMs, one 256x128 "
-        "tile per SM, so a GEMM runs in whole waves of 108 tiles)"
-    ),
+    equation="MAX over tile (r,c) in {(256,128),(128,256)} of rows*cols / "
+             "(CEILING(CEILING(rows/r)*CEILING(cols/c) / SMs) * SMs * r*c)",
+    source="NVIDIA Matrix Multiplication Background User's Guide (DU-09799-001) §2.3 (256x128 and 128x256 are "
+           "cuBLAS's most efficient tiles) and §3 (tile and wave quantization: A100 has 108 SMs, one 256x128 "
+           "tile per SM, so a GEMM runs in whole waves of 108 tiles)",
 )
 def gemm_wave_efficiency(gemm_rows, gemm_cols, sm_count, tile_rows=256, tile_cols=128):
     """Share of a matmul's executed tile work that is useful: tile and wave quantization of its output."""
@@ -113,17 +96,12 @@ def gemm_wave_efficiency(gemm_rows, gemm_cols, sm_count, tile_rows=256, tile_col
 
 @formula(
     udf="LINEAR_LAYER_TIME_S", unit="seconds", category="steptime",
-    equation=(
-        "2*T*K*N/(peak*1e12*eff) * (passes/wave(T,N) [forward] + 1/wave(T,K) [input gradient] "
-        "+ 1/wave(K,N) [weight gradient])"
-    ),
-    source=(
-        "backward of Y = X W is dX = dY W^T (T x K) and dW = X^T dY (K x N), each as many FLOPs as the forward "
-        "(Narayanan et al. 2021 §5.1: backward = 2 x forward); wave quantization per GEMM_WAVE_EFFICIENCY"
-    ),
+    equation="2*T*K*N/(peak*1e12*eff) * (passes/wave(T,N) [forward] + 1/wave(T,K) [input gradient] "
+             "+ 1/wave(K,N) [weight gradient])",
+    source="backward of Y = X W is dX = dY W^T (T x K) and dW = X^T dY (K x N), each as many FLOPs as the forward "
+           "(Narayanan et al. 2021 §5.1: backward = 2 x forward); wave quantization per GEMM_WAVE_EFFICIENCY",
 )
-def linear_layer_time_s(tokens, in_features, out_features, peak_tflops, matmul_efficiency, sm_count,
-                        forward_passes=1):
+def linear_layer_time_s(tokens, in_features, out_features, peak_tflops, matmul_efficiency, sm_count, forward_passes=1):
     """Matmul time of one linear layer on one GPU: forward (and recomputed forward), input and weight gradient."""
     flops = 2 * tokens * in_features * out_features
     rate = peak_tflops * 1e12 * matmul_efficiency
@@ -134,15 +112,11 @@ def linear_layer_time_s(tokens, in_features, out_features, peak_tflops, matmul_e
 
 @formula(
     udf="ATTENTION_SOFTMAX_BYTES_PER_TOKEN", unit="bytes per token per layer", category="steptime",
-    equation=(
-        "a/t * s * (9 [fwd: softmax read 2 + write 2, dropout read 2 + write 2 + mask 1] "
-        "+ 11 [bwd: dropout read 2 + mask 1 + write 2, softmax read 2 + 2 + write 2] + 9 if recomputed)"
-    ),
-    source=(
-        "unfused attention (Megatron-LM 2021-22: fused scale-mask-softmax kernel, then dropout) over the "
-        "a*s*s fp16 scores per sequence; bytes per element as Korthikanti et al. 2022 §4.1 store them "
-        "(softmax output 2, dropout mask 1, dropout output 2)"
-    ),
+    equation="a/t * s * (9 [fwd: softmax read 2 + write 2, dropout read 2 + write 2 + mask 1] "
+             "+ 11 [bwd: dropout read 2 + mask 1 + write 2, softmax read 2 + 2 + write 2] + 9 if recomputed)",
+    source="unfused attention (Megatron-LM 2021-22: fused scale-mask-softmax kernel, then dropout) over the "
+           "a*s*s fp16 scores per sequence; bytes per element as Korthikanti et al. 2022 §4.1 store them "
+           "(softmax output 2, dropout mask 1, dropout output 2)",
 )
 def attention_softmax_bytes_per_token(seq_len, heads, tp=1, recompute="none"):
     """HBM bytes of softmax, mask and dropout over the s x s attention scores, per token and layer (no FlashAttention)."""
@@ -152,10 +126,8 @@ def attention_softmax_bytes_per_token(seq_len, heads, tp=1, recompute="none"):
 
 @formula(
     udf="ATTENTION_GEMM_BYTES_PER_TOKEN", unit="bytes per token per layer", category="steptime",
-    equation=(
-        "a/t * s * (4 [fwd: QK^T writes scores 2, AV reads probabilities 2] + 8 [bwd: dP written 2, P read 2, "
-        "dS read twice 4] + 4 if recomputed)"
-    ),
+    equation="a/t * s * (4 [fwd: QK^T writes scores 2, AV reads probabilities 2] + 8 [bwd: dP written 2, P read 2, "
+             "dS read twice 4] + 4 if recomputed)",
     source="batched matmuls of unfused attention: each reads or writes the s x s fp16 scores once per use",
 )
 def attention_gemm_bytes_per_token(seq_len, heads, tp=1, recompute="none"):
@@ -166,9 +138,7 @@ def attention_gemm_bytes_per_token(seq_len, heads, tp=1, recompute="none"):
 
 @formula(
     udf="UNFUSED_ATTENTION_TIME_S", unit="seconds", category="steptime",
-    equation=(
-        "MAX(flops/(peak*eff), gemm bytes/HBM) [QK^T, AV: roofline] + softmax bytes/HBM [memory-bound]"
-    ),
+    equation="MAX(flops/(peak*eff), gemm bytes/HBM) [QK^T, AV: roofline] + softmax bytes/HBM [memory-bound]",
     source="seed 004 roofline (time = max of math and memory time per kernel); kernel traffic as counted above",
 )
 def unfused_attention_time_s(flops, gemm_bytes, softmax_bytes, peak_tflops, matmul_efficiency, hbm_tb_s):
@@ -195,12 +165,10 @@ def elementwise_bytes_per_token(hidden, ffn_hidden, gated_ffn=False, tp=1, seq_p
 
 @formula(
     udf="FP8_CAST_BYTES_PER_TOKEN", unit="bytes per token per layer", category="steptime",
-    equation=(
-        "bytes per element * [forward operands (h [QKV in] + h [FC1 in])/(t if SP) + (a*dh [out-proj in] + F [FC2 in])/t "
-        "(forward fused: a*dh/t only), "
-        "x2 with full recompute, x1.5 with op_selective; + backward output gradients (h [out-proj] + h [FC2])/(t if SP) "
-        "+ ((a+2kv)*dh [QKV] + F*(2 if gated else 1) [FC1])/t]"
-    ),
+    equation="bytes per element * [forward operands (h [QKV in] + h [FC1 in])/(t if SP) + (a*dh [out-proj in] + F [FC2 "
+             "in])/t (forward fused: a*dh/t only), x2 with full recompute, x1.5 with op_selective; "
+             "+ backward output gradients (h [out-proj] + h [FC2])/(t if SP) + ((a+2kv)*dh [QKV] + F*(2 if gated else "
+             "1) [FC1])/t]",
     source="Transformer Engine FP8 recipe (Micikevicius et al. 2022, FP8 Formats for Deep Learning): each FP8 GEMM "
            "operand is cast from bf16 — the activation inputs of the forward GEMMs and the output gradients of the "
            "backward ones; Hopper FP8 GEMMs take only the TN layout, so a cast writes the tensor and its transpose",
@@ -362,10 +330,8 @@ def logits_memory_bytes(seq_len, micro_batch, vocab, tp=1):
 
 @formula(
     udf="STAGE_ACTIVATIONS_GB", unit="GB per GPU", category="steptime",
-    equation=(
-        "MAX(L*layer bytes*in-flight factor [first stage] + (logits if p = 1), "
-        "L/p*layer bytes + logits [last stage]) / 1e9"
-    ),
+    equation="MAX(L*layer bytes*in-flight factor [first stage] + (logits if p = 1), "
+             "L/p*layer bytes + logits [last stage]) / 1e9",
     source="Korthikanti et al. 2022 §4.2.3 (1F1B: the first stage holds p micro-batches of L/p layers = L "
            "layers' worth); the logits live on the last stage",
 )
@@ -401,11 +367,9 @@ def stage_matmul_flops(layers_per_stage, tokens, hidden, heads, kv_heads, head_d
 
 @formula(
     udf="STAGE_LINEAR_TIME_S", unit="seconds", category="steptime",
-    equation=(
-        "L/p * [LINEAR_LAYER_TIME_S of Q,K,V (h x (a+2kv)*dh/t), attention output (a*dh/t x h), FFN up and gate "
-        "(h x F*(2 if gated)/t), FFN down (F/t x h); forward twice with full recompute, 1.5 times with "
-        "op_selective (every other matmul recomputed)] + logits (h x V/t)"
-    ),
+    equation="L/p * [LINEAR_LAYER_TIME_S of Q,K,V (h x (a+2kv)*dh/t), attention output (a*dh/t x h), FFN up and gate "
+             "(h x F*(2 if gated)/t), FFN down (F/t x h); forward twice with full recompute, 1.5 times with "
+             "op_selective (every other matmul recomputed)] + logits (h x V/t)",
     source="Megatron-LM layer (Shoeybi et al. 2019: column-parallel QKV and FFN up, row-parallel output and "
            "FFN down, vocab-parallel logits); wave quantization per GEMM_WAVE_EFFICIENCY",
 )
@@ -462,17 +426,13 @@ def stage_unfused_attention_time_s(flops, layers_per_stage, tokens, seq_len, hea
 
 @formula(
     udf="ELEMENTWISE_TIME_S", unit="seconds", category="steptime",
-    equation=(
-        "(L/p * ELEMENTWISE_BYTES_PER_TOKEN * (4/3 with full recompute, else 1) + loss bytes*V/t * factor) "
-        "* tokens / (HBM*1e12)"
-    ),
-    source=(
-        "memory-bound kernels at HBM bandwidth (seed 004 roofline); full and per-op selective recomputation "
-        "(torchtitan: every non-matmul op recomputed) rerun the forward third of the traffic; loss over fp32 logits: "
-        "16 bytes per logit (forward read 4 + write 4, backward read 4 + write 4); a fused cross-entropy kernel on "
-        "bf16 logits (flash-attn's xentropy, llm-foundry's default loss): 6 (forward read 2, backward read 2 + "
-        "write the gradient 2)"
-    ),
+    equation="(L/p * ELEMENTWISE_BYTES_PER_TOKEN * (4/3 with full recompute, else 1) + loss bytes*V/t * factor) "
+             "* tokens / (HBM*1e12)",
+    source="memory-bound kernels at HBM bandwidth (seed 004 roofline); full and per-op selective recomputation "
+           "(torchtitan: every non-matmul op recomputed) rerun the forward third of the traffic; "
+           "loss over fp32 logits: 16 bytes per logit (forward read 4 + write 4, backward read 4 + write 4); "
+           "a fused cross-entropy kernel on bf16 logits (flash-attn's xentropy, "
+           "llm-foundry's default loss): 6 (forward read 2, backward read 2 + write the gradient 2)",
 )
 def elementwise_time_s(layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_tb_s, gated_ffn=False, tp=1,
                        seq_parallel=False, recompute="none", elementwise_factor=1, loss_bytes=16, dropout=True):
@@ -489,10 +449,8 @@ def elementwise_time_s(layers_per_stage, tokens, hidden, ffn_hidden, vocab, hbm_
 
 @formula(
     udf="ATTENTION_CORE_TIME_S", unit="seconds", category="steptime",
-    equation=(
-        "MAX(0.5*flops / (peak*1e12 * MIN(attention eff, matmul eff)), flops / (peak*1e12 * matmul eff)) "
-        "(causal: half the s x s block computed; never cheaper per counted FLOP than a GEMM)"
-    ),
+    equation="MAX(0.5*flops / (peak*1e12 * MIN(attention eff, matmul eff)), flops / (peak*1e12 * matmul eff)) "
+             "(causal: half the s x s block computed; never cheaper per counted FLOP than a GEMM)",
     source="Dao 2023 (FlashAttention-2 computes the unmasked causal half); Shah et al. 2024 (FlashAttention-3: "
            "FlashAttention-2 reaches about 35% of H100 peak); the attention kernel is no more efficient than the "
            "GEMMs around it, per FLOP the MFU counts",
@@ -506,14 +464,15 @@ def attention_core_time_s(flops, peak_tflops, attention_efficiency, matmul_effic
 @formula(
     udf="MOE_PERMUTE_TIME_S", unit="seconds", category="steptime",
     equation="moe layers * 12*k*h bytes per token * (4/3 with full recompute) * factor * tokens / (HBM*1e12)",
-    source=(
-        "Megatron-Core MoE token permutation (moe_utils permute/unpermute): the forward gathers each token's k copies "
-        "for its experts (read and write k*h bf16 values, 2*k*h bytes each way) and scatters them back weighted "
-        "(the same again); the backward moves twice the forward's bytes, as ELEMENTWISE_TIME_S counts kernels; "
-        "memory-bound at HBM bandwidth (seed 004 roofline)"
-    ),
+    source="Megatron-Core MoE token permutation (moe_utils permute/unpermute): the forward gathers each token's k "
+           "copies for its experts (read and write k*h bf16 values, 2*k*h bytes each way) and scatters them back "
+           "weighted (the same again); the backward moves twice the forward's bytes, "
+           "as ELEMENTWISE_TIME_S counts kernels; memory-bound at HBM bandwidth (seed 004 roofline)",
 )
 def moe_permute_time_s(layers_per_stage, tokens, hidden, topk, hbm_tb_s, recompute="none", elementwise_factor=1):
     """Time of the MoE layers' token permutation and unpermutation (memory-bound) of one stage on one GPU."""
     passes = if_(eq(recompute, "full"), 4 / 3, 1)
     return layers_per_stage * 12 * topk * hidden * passes * elementwise_factor * tokens / (hbm_tb_s * 1e12)
+
+
+__all__ = [name for name, f in REGISTRY.items() if f.func.__module__ == __name__]  # every formula above

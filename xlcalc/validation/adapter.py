@@ -35,8 +35,7 @@ LACKS = "the step-time model has no "  # how every reason of unsupported() begin
 
 def capabilities() -> frozenset[str]:
     """What the planner's step-time model can express, read from its API (grows as the planner does)."""
-    params = inspect.signature(plan).parameters
-    return frozenset(k for k in ("fp8", "cp", "ep", "stage_layers") if k in params)
+    return frozenset(inspect.signature(plan).parameters).intersection(("fp8", "cp", "ep", "stage_layers"))
 
 
 def unsupported(q: Query, caps: frozenset[str]) -> Optional[str]:
@@ -65,7 +64,7 @@ class Curve:
     by_factor: dict = field(default_factory=dict)  # non-matmul factor of FACTOR_GRID -> tokens/s at each of GRID
 
     def at(self, factor: float) -> list[float]:
-        return self.by_factor.get(factor, self.tokens_s) if self.by_factor else self.tokens_s
+        return self.by_factor.get(factor, self.tokens_s)
 
 
 def _settings(q: Query, eff: float, factor: float = 1.0) -> Settings:

@@ -31,13 +31,13 @@ class SourceCalibration:
     uncalibrated: dict              # summary() of the leave-one-source-out errors of the same runs
 
 
-def by_source(scored: list[Scored], min_runs: int = MIN_RUNS, sources: set[str] | None = None) -> list[SourceCalibration]:
-    """One :class:`SourceCalibration` per source with at least ``min_runs`` runs in ``scored`` (``sources``: only
+def by_source(scored: list[Scored], sources: set[str] | None = None) -> list[SourceCalibration]:
+    """One :class:`SourceCalibration` per source with at least :data:`MIN_RUNS` runs in ``scored`` (``sources``: only
     those), in the order the runs come."""
     out = []
     for src in dict.fromkeys(s.query.source_id for s in scored):
         runs = [s for s in scored if s.query.source_id == src]
-        if len(runs) < min_runs or (sources is not None and src not in sources):
+        if len(runs) < MIN_RUNS or (sources is not None and src not in sources):
             continue
         # each run at its stack's non-matmul factor
         logc = {s.query.id: [math.log(t / s.query.measured_tokens_s)

@@ -31,12 +31,10 @@ class FactCurves:
         self._queries: dict[tuple[str, frozenset[str]], Query] = {}
 
     def query(self, rid: str, off: frozenset[str]) -> Query:
-        return self._query(self._key(rid, off))
-
-    def _query(self, key: tuple[str, frozenset[str]]) -> Query:
+        key = self._key(rid, off)
         if key not in self._queries:
-            q = to_query(self._records[key[0]], key[1])
-            assert isinstance(q, Query), key[0]  # the validation kept the record: it gave a query as stated
+            q = to_query(self._records[rid], key[1])
+            assert isinstance(q, Query), rid  # the validation kept the record: it gave a query as stated
             self._queries[key] = q
         return self._queries[key]
 
@@ -47,7 +45,8 @@ class FactCurves:
         return self._curves[key]
 
     def _key(self, rid: str, off: frozenset[str]) -> tuple[str, frozenset[str]]:
-        return rid, off & frozenset(self._query((rid, frozenset())).facts)
+        """The run and the facts of ``off`` that apply to it (read from its query as stated)."""
+        return rid, (off & frozenset(self.query(rid, frozenset()).facts) if off else off)
 
     def logcs(self, queries: list[Query], off: frozenset[str]) -> dict[float, dict[str, list[float]]]:
         """factor -> run id -> log(predicted / measured) at each efficiency of GRID, the facts ``off`` left out."""

@@ -46,8 +46,8 @@ def nested_coverage(rows: list[dict]) -> dict:
 
     Returns ``overall`` (share of all runs covered), ``by_source`` and ``by_gpu`` ({name: (covered, runs)}) and
     ``bounds`` ({source: (q10, q90) of the others})."""
-    sources = list(dict.fromkeys(r["source_id"] for r in rows))
-    per_source = {s: bounds([r["log_error"] for r in rows if r["source_id"] != s]) for s in sources}
+    per_source = {s: bounds([r["log_error"] for r in rows if r["source_id"] != s])
+                  for s in dict.fromkeys(r["source_id"] for r in rows)}
     hits = [per_source[r["source_id"]][0] <= r["log_error"] <= per_source[r["source_id"]][1] for r in rows]
 
     def tally(key: str) -> dict[str, tuple[int, int]]:  # {name: (covered, runs)}, in the order the names come
@@ -99,7 +99,6 @@ def without_stack(v: dict, key: str = "at_defaults") -> dict | None:
 
 def as_text(data: dict) -> str:
     """The JSON file's text: one line per key, one line per run's error."""
-    head = {k: v for k, v in data.items() if k != "log_errors"}
-    lines = [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()]
+    lines = [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in data.items() if k != "log_errors"]
     rows = [f"  {json.dumps(r)}" for r in data["log_errors"]]
     return "{\n" + "\n".join(lines) + '\n "log_errors": [\n' + ",\n".join(rows) + "\n ]\n}\n"

@@ -29,12 +29,10 @@ def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> 
     queries, skipped = [], []
     for r in records:
         q = to_query(r)
+        if isinstance(q, Query) and (why := unsupported(q, caps)):
+            q = Skip(q.id, q.source_id, why)
         if isinstance(q, Skip):
             skipped.append(q)
-            continue
-        why = unsupported(q, caps)
-        if why:
-            skipped.append(Skip(q.id, q.source_id, why))
         else:
             queries.append(q)
     # every release is predicted once: the default rule's runs, the earlier rule's (recipe+layout) and no rule at all
@@ -73,14 +71,12 @@ def validate(records: list[dict] | None = None, ids: set[str] | None = None) -> 
     result.update(stated=stated, fact_variants=variants, at_defaults=at_defaults(neutral, caps),
                   at_planner=at_defaults(neutral, caps, PLANNER))
     for q in apart:  # a run scored apart takes the facts its source's calibration chose
-        cal = result["calibration"].get(q.source_id)
-        if cal:
+        if cal := result["calibration"].get(q.source_id):
             curves[q.id] = fc.curve(q.id, frozenset(cal["facts_off"]))
     other_rules = {rule: scored(headline_runs(runs), curves)
                    for rule, runs in (("recipe+layout", wide), ("every release", queries))}
     result.update(records=len(records), skipped=skipped, capabilities=sorted(caps),
-                  apart=score_apart(apart, ok, curves, cast(dict, result["calibration"])),
-                  other_rules=other_rules)
+                  apart=score_apart(apart, ok, curves, cast(dict, result["calibration"])), other_rules=other_rules)
     return result
 
 
@@ -112,8 +108,7 @@ def at_defaults(queries: list[Query], caps: frozenset[str], stack: str = DEFAULT
     factor = 1.0 if stack == PLANNER else float(STACKS[stack].settings.get("elementwise_factor", 1.0))
     assert factor in FACTOR_GRID, f"the curves hold no non-matmul factor {factor}"
     for q in queries:
-        system = tuple((k, v) for k, v in q.settings if k in SYSTEM_SETTINGS)
-        plain = replace(q, settings=(("stack", stack),) + system)
+        plain = replace(q, settings=(("stack", stack),) + tuple((k, v) for k, v in q.settings if k in SYSTEM_SETTINGS))
         eff = resolve_hardware(q.gpu, Settings(**dict(plain.settings))).matmul_efficiency
         if eff is None:
             skipped.append(q.id)

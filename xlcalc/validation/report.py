@@ -13,7 +13,7 @@ from .adapter import FACTOR_GRID, LACKS, REFERENCE_EFFICIENCY
 from .factchoice import bootstrap_sources
 from .facts import FACTS
 from .intervals import LEVEL, bounds, log_errors, nested_coverage, without_stack
-from .runs import GPU_STAND_IN, PROFILE_TEXT, SCORED_APART, Query, Skip
+from .runs import GPU_STAND_IN, PROFILE_TEXT, SCORED_APART, Skip
 from .scoring import Scored, headline, summary
 
 
@@ -32,26 +32,19 @@ STAT_HEAD = ("runs | model: median error | model: within 15% | model: median sig
              "sources): median error | within 15% | hindsight constant | its median error | within 15%")
 
 
-def _table(title_col: str, groups: dict[str, list[Scored]], extra_cols=None) -> list[str]:
+def _table(title_col: str, groups: dict[str, list[Scored]], extra_cols: dict | None = None) -> list[str]:
     extra_cols = extra_cols or {}
-    head = f"| {title_col} | " + (" | ".join(extra_cols.get('_head', [])) + " | " if extra_cols else "") + STAT_HEAD + " |"
+    head = "| " + " | ".join([title_col, *extra_cols.get("_head", []), STAT_HEAD]) + " |"
     return [head, "|---" + "|---:" * (head.count("|") - 2) + "|",
             *("| " + " | ".join([name, *extra_cols.get(name, []), *_row_stats(group)]) + " |"
               for name, group in groups.items())]
 
 
-def _seq_band(q: Query) -> str:
-    return "≤ 2k" if q.seq_len <= 2048 else "4k" if q.seq_len <= 4096 else "8k" if q.seq_len <= 8192 else "16k-32k" \
-        if q.seq_len <= 32768 else "> 32k"
-
-
-def _size_band(q: Query) -> str:
-    p = q.params_b
-    return "< 3B" if p < 3 else "3-15B" if p < 15 else "15-100B" if p < 100 else "≥ 100B"
-
-
-_BANDS = ["≤ 2k", "4k", "8k", "16k-32k", "> 32k", "< 3B", "3-15B", "15-100B", "≥ 100B", "none", "selective", "full",
-          "not stated"]
+# the bands of the diagnosis table by upper bound: sequence length (at most), parameters in billions (below)
+_SEQ_BANDS = ((2048, "≤ 2k"), (4096, "4k"), (8192, "8k"), (32768, "16k-32k"), (math.inf, "> 32k"))
+_SIZE_BANDS = ((3, "< 3B"), (15, "3-15B"), (100, "15-100B"), (math.inf, "≥ 100B"))
+# the order of the diagnosis groups: the bands and recompute modes as listed, any other value after them by name
+_BANDS = [band for _, band in _SEQ_BANDS + _SIZE_BANDS] + ["none", "selective", "full", "not stated"]
 
 
 def _order(value: str):
@@ -61,8 +54,8 @@ def _order(value: str):
 # the groups of the diagnosis table: (label, the query's group)
 _DIAGNOSIS = [
     ("precision", lambda q: q.precision),
-    ("sequence", _seq_band),
-    ("model", _size_band),
+    ("sequence", lambda q: next(band for top, band in _SEQ_BANDS if q.seq_len <= top)),
+    ("model", lambda q: next(band for top, band in _SIZE_BANDS if q.params_b < top)),
     ("recompute", lambda q: q.recompute or "not stated"),
     ("profile", lambda q: q.profile),
     ("architecture", lambda q: "MoE" if q.moe else "dense"),
@@ -90,17 +83,17 @@ def _mw(m: dict, sep: str = " | ") -> str:
 def headline_sentence(v: dict) -> str:
     """The README's sentence of figures (the script prints it; a test checks README.md quotes it)."""
     h = headline(v)
-    chosen = " with the discrete facts chosen inside the loop" if "stated" in v else ""
-    stated = ""
+    chosen = stated = ""
     if "stated" in v:
+        chosen = " with the discrete facts chosen inside the loop"
         hs, hn = headline(v["stated"]), headline(v["fact_variants"]["neutral"])
         stated = (f"; with every fact as stated (facts set while the errors were in view) "
                   f"{_mw(hs['model'], ' and ')}, with every such fact left out {_mw(hn['model'], ' and ')}")
     return (f"Leave-one-source-out over {h['runs']} published measured runs from {h['sources']} sources "
-            f"(GPU figures of {', '.join(_gpu_name(g) for g in h['gpus'])}){chosen}: predicted MFU has a median "
-            f"error of {h['model']['median']:.1%} and is within 15% for {h['model']['within']:.0%} of the runs"
-            f"{stated}; one constant "
-            f"MFU fitted on the other sources gives {_mw(h['constant'], ' and ')}, "
+            f"(GPU figures of {', '.join(catalog.get_gpu(g).name.replace('NVIDIA ', '') for g in h['gpus'])})"
+            f"{chosen}: predicted MFU has a median error of {h['model']['median']:.1%} and is within 15% for "
+            f"{h['model']['within']:.0%} of the runs"
+            f"{stated}; one constant MFU fitted on the other sources gives {_mw(h['constant'], ' and ')}, "
             f"the best constant in hindsight ({h['hindsight_mfu']:.3f}) {_mw(h['hindsight'], ' and ')}.")
 
 
@@ -113,6 +106,10 @@ def _facts_section(v: dict) -> list[str]:
 
     def fig(res: dict) -> str:
         return _mw(summary([s.error for s in res["scored"]]))
+
+    def boot(res: dict) -> str:  # 5th - 95th percentile of the median error and of the share within 15%
+        b = bootstrap_sources({src: [s.error for s in g] for src, g in _group(res["scored"], _source).items()})
+        return f"{b['median'][0]:.1%} – {b['median'][1]:.1%} | {b['within'][0]:.0%} – {b['within'][1]:.0%}"
 
     L = [
         "## Discrete facts, chosen inside the loop",
@@ -137,17 +134,13 @@ def _facts_section(v: dict) -> list[str]:
         kept = sum(cal[s]["choices"].get(f.id) == "as stated" for s in sources)
         L.append(f"| {f.id} | {f.what} | {f.where} | {applies} | {kept} of {len(sources)} | "
                  f"{fig(v['fact_variants'][f.id])} |")
-    boot_c = bootstrap_sources(_errors_by_source(v["scored"]))
-    boot_s = bootstrap_sources(_errors_by_source(v["stated"]["scored"]))
     hc = headline(v)
     L += [
         "",
         "| facts | median error | within 15% | bootstrap over sources, 90%: median error | within 15% |",
         "|---|---:|---:|---:|---:|",
-        f"| chosen inside the loop (the headline) | {fig(v)} | {_span(boot_c['median'], '.1%')} | "
-        f"{_span(boot_c['within'], '.0%')} |",
-        f"| every fact as stated | {fig(v['stated'])} | {_span(boot_s['median'], '.1%')} | "
-        f"{_span(boot_s['within'], '.0%')} |",
+        f"| chosen inside the loop (the headline) | {fig(v)} | {boot(v)} |",
+        f"| every fact as stated | {fig(v['stated'])} | {boot(v['stated'])} |",
         f"| every fact left out (neutral) | {fig(v['fact_variants']['neutral'])} | | |",
         *_defaults_row(v),
         f"| one constant MFU fitted on the other sources | {_mw(hc['constant'])} | | |",
@@ -202,24 +195,11 @@ def defaults_sentence(v: dict) -> str:
         text += (f" At the planner's own settings (`--stack {PLANNER}`: no profile's facts and the GPU catalog's "
                  f"matmul efficiency, which was fitted to the Megatron-LM README's runs among them): median error "
                  f"{_signed(at['at_planner'])}.")
-    return text + (" Name the stack (`--stack`): its facts and fitted efficiency are what the figures above "
-                   "measure.")
+    return text + " Name the stack (`--stack`): its facts and fitted efficiency are what the figures above measure."
 
 
 def _signed(m: dict) -> str:
     return f"{m['median']:.1%}, {m['within']:.0%} within 15%, median signed {m['bias']:+.1%}"
-
-
-def _errors_by_source(scored: list[Scored]) -> dict[str, list[float]]:
-    return {src: [s.error for s in g] for src, g in _group(scored, _source).items()}
-
-
-def _span(pair: tuple[float, float], spec: str) -> str:
-    return f"{pair[0]:{spec}} – {pair[1]:{spec}}"
-
-
-def _gpu_name(gid: str) -> str:
-    return catalog.get_gpu(gid).name.replace("NVIDIA ", "")
 
 
 def missing_features(v: dict) -> list[str]:
@@ -289,8 +269,7 @@ def _range_section(v: dict) -> list[str]:
         "scale as 1 / MFU (same tokens, same GPUs) and take the range with it. The pair is stored with the errors",
         "behind it in `xlcalc/data/mfu_interval.json`, which this script writes.",
         "",
-        "Coverage measured out of sample: for each source, the percentiles are taken over the *other* sources' "
-        "errors",
+        "Coverage measured out of sample: for each source, the percentiles are taken over the *other* sources' errors",
         f"only and that source's runs are checked against them. Overall: {frac((cov['covered'], cov['runs']))} of "
         f"held-out runs inside the {lvl} range (target 75–85%); each source counting once (the mean of its share "
         f"inside), {statistics.mean(c[0] / c[1] for c in cov['by_source'].values()):.0%}. The largest source, "
@@ -317,16 +296,13 @@ def _range_section(v: dict) -> list[str]:
 
 
 def _without_stack_range(v: dict) -> list[str]:
-    out = []
-    for key, what in (("at_defaults", f"A plan without `--stack` (the default stack {DEFAULT_STACK} assumed)"),
-                      ("at_planner", f"A plan with `--stack {PLANNER}` (the planner's own settings)")):
-        if (w := without_stack(v, key)) is not None:
-                out += [f"{what} takes its own range, from the errors such plans make on the same runs (their median "
-                    f"signed error above): percentiles {w['q10_log_error']:+.3f} and {w['q90_log_error']:+.3f}, "
-                    f"measured MFU in predicted x {math.exp(-w['q90_log_error']):.3f} ... x "
-                    f"{math.exp(-w['q10_log_error']):.3f}; measured out of sample as above, "
-                    f"{w['out_of_sample_coverage']:.0%} of {w['runs']} runs inside (target 75–85%)."]
-    return out
+    return [f"{what} takes its own range, from the errors such plans make on the same runs (their median signed error "
+            f"above): percentiles {w['q10_log_error']:+.3f} and {w['q90_log_error']:+.3f}, measured MFU in predicted x "
+            f"{math.exp(-w['q90_log_error']):.3f} ... x {math.exp(-w['q10_log_error']):.3f}; measured out of sample as "
+            f"above, {w['out_of_sample_coverage']:.0%} of {w['runs']} runs inside (target 75–85%)."
+            for key, what in (("at_defaults", f"A plan without `--stack` (the default stack {DEFAULT_STACK} assumed)"),
+                              ("at_planner", f"A plan with `--stack {PLANNER}` (the planner's own settings)"))
+            if (w := without_stack(v, key)) is not None]
 
 
 def render(v: dict) -> str:
@@ -447,14 +423,10 @@ def render(v: dict) -> str:
     ]
     by_src = _group(sc, _source)
     cal = v["calibration"]
-    extra = {"_head": ["calibrated on", "efficiency", "non-matmul factor"]}
-    for src in by_src:
-        c = cal[src]
-        extra[src] = [f"{c['profile_used']} ({len(c['efficiency_ids'])} runs of other sources)", f"{c['efficiency']:.3f}",
-                      f"{c.get('factor', 1.0):g}"]
-    L += _table("source", by_src, extra)
-    L += ["", "## Per GPU", ""]
-    L += _table("GPU (as the source names it)", _group(sc, _gpu_label))
+    extra = {src: [f"{cal[src]['profile_used']} ({len(cal[src]['efficiency_ids'])} runs of other sources)",
+                   f"{cal[src]['efficiency']:.3f}", f"{cal[src].get('factor', 1.0):g}"] for src in by_src}
+    L += _table("source", by_src, {"_head": ["calibrated on", "efficiency", "non-matmul factor"], **extra})
+    L += ["", "## Per GPU", "", *_table("GPU (as the source names it)", _group(sc, _gpu_label))]
     L += ["", "## By precision, sequence length, model size and stack", "",
           "Where the model fails, to guide its next version. The *hindsight constant* of a row is the best",
           "constant for that row's runs alone (a stronger baseline than one constant for all).", ""]
@@ -468,8 +440,8 @@ def render(v: dict) -> str:
     worst = sorted(((summary([s.error for s in g])["bias"], name, len(g)) for name, g in groups.items()
                     if len(g) >= 5 and not name.startswith("memory")), key=lambda x: -abs(x[0]))[:5]
     L += ["", "Largest median signed errors (groups of at least 5 runs): "
-          + "; ".join(f"{name} {bias:+.0%} ({n} runs)" for bias, name, n in worst) + "."]
-    L += ["", "## Every scored run", "",
+          + "; ".join(f"{name} {bias:+.0%} ({n} runs)" for bias, name, n in worst) + ".",
+          "", "## Every scored run", "",
           "Measured and predicted MFU on the common basis; *constant* is the constant MFU fitted on the other "
           "sources.", "",
           "| run | source | GPU | GPUs | layout | seq | precision | basis | measured MFU | predicted MFU | error | "
@@ -487,18 +459,18 @@ def render(v: dict) -> str:
               "Predicted with a stand-in GPU's figures and the constants their source gets in the leave-one-source-out",
               "calibration; kept out of the headline and out of every calibration because the MFU basis itself (the",
               "part's peak) is not published:", "",
-              *[f"- {gpu}: {why}." for gpu, why in SCORED_APART.items()], ""]
-        L += _table("GPU (as the source names it)", _group(apart, _gpu_label))
-        L += ["", "| run | GPUs | layout | seq | precision | measured MFU (stand-in peak) | predicted MFU | error |",
+              *[f"- {gpu}: {why}." for gpu, why in SCORED_APART.items()], "",
+              *_table("GPU (as the source names it)", _group(apart, _gpu_label)),
+              "", "| run | GPUs | layout | seq | precision | measured MFU (stand-in peak) | predicted MFU | error |",
               "|---|---:|---|---:|---|---:|---:|---:|",
               *[f"| {s.query.id} | {s.query.n_gpus} | {s.query.layout()} | {s.query.seq_len} | {s.query.precision} | "
                 f"{s.query.measured_mfu:.3f} | {s.predicted_mfu:.3f} | {s.error:+.1%} |" for s in apart]]
     skipped: list[Skip] = v["skipped"]
-    L += ["", f"## Not scored ({len(skipped)} of {v['records']} records)", ""]
     reasons = Counter(r for k in skipped for r in _reason_groups(k.reason))
-    L += ["A record can need more than one missing feature, so the counts may add up to more than the records.", "",
+    L += ["", f"## Not scored ({len(skipped)} of {v['records']} records)", "",
+          "A record can need more than one missing feature, so the counts may add up to more than the records.", "",
           "| reason | records |", "|---|---:|",
-          *[f"| {r} | {n} |" for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0]))]]
-    L += ["", "| record | source | reason |", "|---|---|---|",
+          *[f"| {r} | {n} |" for r, n in sorted(reasons.items(), key=lambda x: (-x[1], x[0]))],
+          "", "| record | source | reason |", "|---|---|---|",
           *[f"| {k.id} | {k.source_id} | {k.reason} |" for k in skipped], ""]
     return "\n".join(L)

@@ -33,9 +33,7 @@ PROFILE_SETTINGS: dict[str, dict[str, Any]] = {stack.id: dict(stack.settings) fo
 # Settings a source documents for its own runs (not fitted): DeepSeek-V3 Technical Report §3.2.1-3.2.2 and §3.3 --
 # DualPipe overlaps the all-to-all with computation (ep_overlap 1), node-limited routing sends each token to at most
 # 4 nodes, 20 of the H800's 132 SMs run the communication, dispatch in FP8 and combine in BF16 (1.5 bytes on average).
-SOURCE_SETTINGS = {
-    "deepseek-v3-report": dict(ep_overlap=1.0, max_nodes_per_token=4, comm_sms=20, a2a_bytes=1.5),
-}
+SOURCE_SETTINGS = {"deepseek-v3-report": dict(ep_overlap=1.0, max_nodes_per_token=4, comm_sms=20, a2a_bytes=1.5)}
 
 # Sources whose Megatron-LM predates sequence parallelism, which Korthikanti et al. 2022 introduced (Megatron-LM's
 # --sequence-parallel arrived with it): where their layout does not say, the TP ranks hold the norms, dropouts and
@@ -344,12 +342,10 @@ def to_query(rec: dict, off: frozenset[str] = frozenset()) -> Query | Skip:
 
 
 def _uneven(layers: int, pp: int) -> tuple[int, ...]:
-    """Middle stages even, the first and the last stage short (Llama 3: 126 layers on PP16 = 7, 8 x 14, 7; DeepSeek-V3's
-    61 on PP4 = 15, 16, 16, 14), as Megatron-Core's num_layers_in_first/last_pipeline_stage and the layout check
-    describe an uneven split."""
-    base, rem = divmod(layers, pp)
-    if rem == 0:
-        return (base,) * pp
+    """``layers`` not a multiple of ``pp``: middle stages even, the first and the last stage short (Llama 3: 126 layers
+    on PP16 = 7, 8 x 14, 7; DeepSeek-V3's 61 on PP4 = 15, 16, 16, 14), as Megatron-Core's
+    num_layers_in_first/last_pipeline_stage and the layout check describe an uneven split."""
+    base = layers // pp
     big = base + 1
     mid = big if layers - (pp - 2) * big >= 2 else base
     ends = layers - (pp - 2) * mid  # what the first and last stage hold together (the first one the more)
@@ -357,9 +353,8 @@ def _uneven(layers: int, pp: int) -> tuple[int, ...]:
 
 
 def release(rid: str) -> tuple:
-    parts = rid.split("-")
     try:
-        return tuple(int(x) for x in parts[1].split("."))
+        return tuple(int(x) for x in rid.split("-")[1].split("."))
     except (IndexError, ValueError):
         return ()
 
@@ -393,10 +388,8 @@ def deduplicate(queries: list[Query], records: dict[str, dict],
     """Recipes measured again in later releases (:data:`RELEASED_SOURCES`): keep the newest release of each recipe,
     every row of it (:data:`DEDUP_RULES`: ``recipe`` = model x GPU type x GPU count x precision recipe, the default;
     ``recipe+layout`` = the same and the layout and batch)."""
-    recipe = DEDUP_RULES[rule]
-
     def key(q: Query) -> tuple:
-        return recipe(q, records[q.id]) if q.source_id in RELEASED_SOURCES else ("run", q.id)
+        return DEDUP_RULES[rule](q, records[q.id]) if q.source_id in RELEASED_SOURCES else ("run", q.id)
 
     newest: dict[tuple, Query] = {}
     for q in queries:

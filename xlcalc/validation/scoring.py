@@ -17,8 +17,7 @@ TOLERANCE = 0.15
 def log_error_at(curve: list[float], eff: float) -> float:
     """log(predicted / measured) at ``eff``, linear between the grid points."""
     i = min(max(int((eff - GRID[0]) / GRID_STEP + 1e-9), 0), len(GRID) - 2)
-    frac = (eff - GRID[i]) / GRID_STEP
-    return curve[i] + (curve[i + 1] - curve[i]) * frac
+    return curve[i] + (curve[i + 1] - curve[i]) * ((eff - GRID[i]) / GRID_STEP)
 
 
 def source_weights(ids: list[str], source_of: dict[str, str]) -> list[float]:
@@ -90,8 +89,7 @@ def _profile_fit(train: list[Query], logc: dict[str, list[float]], source_of: di
     return {p: fit_efficiency([logc[i] for i in ids], source_weights(ids, source_of)) for p, ids in runs.items()}
 
 
-def fit_factor(train: list[Query], logcs: dict[float, dict[str, list[float]]],
-               source_of: dict[str, str]) -> float:
+def fit_factor(train: list[Query], logcs: dict[float, dict[str, list[float]]], source_of: dict[str, str]) -> float:
     """The non-matmul time factor of FACTOR_GRID that, with each profile's efficiency fitted at it, gives the
     smallest source-weighted mean squared log error on ``train``."""
     return factor_and_loss(train, logcs, source_of)[0]
@@ -168,8 +166,7 @@ def loso(queries: list[Query], curves: dict[str, Curve]) -> dict:
     logc = logcs[fitted_factor]
     fitted = {p: e for p, e in _profile_fit(queries, logc, source_of).items() if p is not None} if queries else {}
     in_sample = [math.exp(log_error_at(logc[s.query.id], fitted[s.query.profile])) - 1 for s in scored]
-    return dict(scored=scored, calibration=calibration, fitted=fitted, fitted_factor=fitted_factor,
-                in_sample=in_sample)
+    return dict(scored=scored, calibration=calibration, fitted=fitted, fitted_factor=fitted_factor, in_sample=in_sample)
 
 
 def headline(v: dict) -> dict:
