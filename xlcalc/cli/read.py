@@ -51,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
             rows.append((field, shown, unit))
     print(table(rows, headers=("input", "value", "unit"), align="lll"))
     print()
-    shown_results, unanswered = [], {}
+    shown_results: list[tuple[str, object, str]] = []
+    unanswered: dict[str, list[str]] = {}
     for name, value in rb.results.items():
         if isinstance(value, str) and len(value) > _SHORT_TEXT:  # a result a missing input leaves unanswered
             unanswered.setdefault(value, []).append(name)
