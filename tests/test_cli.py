@@ -63,6 +63,17 @@ def test_estimate_states_the_sequence_length_and_micro_batch_its_memory_assumes(
     assert code == 0 and "sequences of 2,048 tokens, micro-batch 2" in out
 
 
+def test_estimate_states_the_budget_its_budget_left_is_counted_against(capsys):
+    # "Budget left (negative = over)" was counted against a $10,000,000 budget nobody typed, and said nothing of it
+    code, out, _ = run(capsys, "estimate", "--model", "llama3.1-70b", "--gpu", "h100")
+    assert code == 0 and "Budget: $10,000,000, the example default, not yours: give --budget-usd" in out
+    code, out, _ = run(capsys, "estimate", "--budget-usd", "2e7", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["budget"] == "$20,000,000, typed"
+    r = data["results"]  # the budget left is the typed budget less every cost line
+    assert r["Budget_Left_USD"] == pytest.approx(2e7 - r["Total_Cost_USD"], rel=1e-12)
+
+
 def test_estimate_on_ascend_910b(capsys):
     # seed 002 §7.3: Ascend 910B at 320 TFLOPS; exact 8.4e23 / (320e12 * 0.4 * 90 * 86400) = 843.9
     code, out, _ = run(capsys, "estimate", "--gpu", "910B", "--params-b", "70", "--json")

@@ -133,6 +133,20 @@ def test_bad_input_in_workbook_names_the_input(built, tmp_path):
     assert cli_main(["read", str(edited)]) == 2
 
 
+def test_cli_read_prints_tables_a_person_reads(built, capsys):
+    # the inputs printed Python's None for an empty cell, and an unpriced result's message (what to type) filled
+    # the value column of every owning result, six times over
+    assert cli_main(["read", str(built)]) == 0
+    out = capsys.readouterr().out
+    assert "None" not in out
+    assert [line.split()[:2] for line in out.splitlines() if line.startswith(("framework ", "capex_usd_per_gpu "))] \
+        == [["framework", "(empty)"], ["capex_usd_per_gpu", "(empty)"]]
+    unpriced = [line for line in out.splitlines() if "capex_usd_per_gpu = (empty) is not allowed" in line]
+    assert len(unpriced) == 1 and unpriced[0].startswith("Not computed (") and "Breakeven_Months" in unpriced[0]
+    days = next(line for line in out.splitlines() if line.startswith("Train_Days "))
+    assert days.split()[1] == "76.08"  # seed 002 §7.3
+
+
 def test_cli_read_json(built, capsys):
     assert cli_main(["read", str(built), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -103,9 +103,10 @@ def run(args: argparse.Namespace) -> int:
     model = config_model(args) or (catalog.get_model(args.model) if args.model else None)
     tokens = None if model is None or values.get("tokens_t") is not None else (
         f"{scenario.tokens_t:g}T, " + default_tokens_t(model, model.params_b, model.name)[1] + " (--tokens-t)")
+    budget = _budget_note(scenario, values.get("budget_usd") is not None)
     if args.json:
         data = {"scenario": scenario.model_dump(), "price": price_note(scenario), "recipe": memory["recipe"],
-                "framework": framework_words(args), "results": results, "memory": memory}
+                "framework": framework_words(args), "budget": budget, "results": results, "memory": memory}
         data.update({key: note for key, note in (("nodes", nodes), ("tokens", tokens)) if note})
         if rng is not None:
             data["ranges"] = [r.as_dict() for r in rng]
@@ -126,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"Framework: {framework_words(args)}")
     print(job_line({**memory, "inputs": scenario.model_dump()}).replace("job: ", "Job: ", 1))
     print(f"Failures: {_failure_note(scenario, results)}")
+    print(f"Budget: {budget}")
     if memory.get("fit", {}).get("verdict") == "does not fit":
         print(layout_advice(args, scenario, memory))
     print()
@@ -195,6 +197,14 @@ def _node_note(sc: Scenario, typed: bool) -> str | None:
         return None
     return (f"{sc.gpus_per_node} GPUs per node, the default: the GPU catalog publishes none for {gpu.id} "
             "(give --gpus-per-node; it rounds the GPUs to provision to whole nodes)")
+
+
+def _budget_note(sc: Scenario, typed: bool) -> str:
+    """The budget that "Budget left" is counted against, in words: typed, or the example default (not the user's)."""
+    if typed:
+        return f"{number(sc.budget_usd, 'USD')}, typed"
+    return (f"{number(sc.budget_usd, 'USD')}, the example default, not yours: give --budget-usd for the budget left "
+            "of your run")
 
 
 def _failure_note(sc: Scenario, results: dict) -> str:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+# a text result longer than this is a message (what to type), printed once below the results, not in a column
+_SHORT_TEXT = 40
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("read", help="read a planning workbook's inputs and check its results",
@@ -25,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from ..outputs import OUTPUT_BY_NAME
     from ..scenario import INPUT_BY_FIELD
     from ..workbook import WorkbookError, read_workbook
-    from .fmt import dump_json, number
+    from .fmt import dump_json, number, table
 
     try:
         rb = read_workbook(args.path)
@@ -37,16 +40,27 @@ def run(args: argparse.Namespace) -> int:
         return 0 if rb.ok else 1
     sc = rb.scenario
     print(f"Scenario: {sc.name}" + (f"  (model {sc.model})" if sc.model else "") + (f"  (GPU {sc.gpu})" if sc.gpu else ""))
+    rows = []
     for field, value in sc.model_dump().items():
         if field not in ("name", "notes", "model", "gpu"):
             cell = INPUT_BY_FIELD.get(field)
             unit = spec(cell.spec_name).unit if cell else ""
-            shown = number(value, unit) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
-            print(f"  {field:20} {shown}")
-    print("Results (engine):")
+            shown = ("(empty)" if value is None else number(value, unit)
+                     if isinstance(value, (int, float)) and not isinstance(value, bool) else value)
+            rows.append((field, shown, unit))
+    print(table(rows, headers=("input", "value", "unit"), align="lll"))
+    print()
+    shown_results: list[tuple[str, object, str]] = []
+    unanswered: dict[str, list[str]] = {}
     for name, value in rb.results.items():
-        shown = number(value, OUTPUT_BY_NAME[name].unit) if isinstance(value, (int, float)) else str(value)
-        print(f"  {name:22} {shown:>16}  {OUTPUT_BY_NAME[name].unit}")
+        if isinstance(value, str) and len(value) > _SHORT_TEXT:  # a result a missing input leaves unanswered
+            unanswered.setdefault(value, []).append(name)
+        else:
+            unit = OUTPUT_BY_NAME[name].unit
+            shown_results.append((name, number(value, unit) if isinstance(value, (int, float)) else value, unit))
+    print(table(shown_results, headers=("result (engine)", "value", "unit"), align="lrl"))
+    for why, names in unanswered.items():
+        print(f"Not computed ({', '.join(names)}): {why}")
     if rb.missing_cache:
         print(f"Not recalculated in the file (open and save it in a spreadsheet to compare): "
               f"{', '.join(rb.missing_cache)}")
