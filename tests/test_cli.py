@@ -66,7 +66,7 @@ def test_estimate_states_the_sequence_length_and_micro_batch_its_memory_assumes(
 def test_estimate_states_the_budget_its_budget_left_is_counted_against(capsys):
     # "Budget left (negative = over)" was counted against a $10,000,000 budget nobody typed, and said nothing of it
     code, out, _ = run(capsys, "estimate", "--model", "llama3.1-70b", "--gpu", "h100")
-    assert code == 0 and "Budget: $10,000,000, the example default, not yours: give --budget-usd" in out
+    assert code == 0 and "Budget: $10,000,000, not given: an example budget, not yours (give --budget-usd" in out
     code, out, _ = run(capsys, "estimate", "--budget-usd", "2e7", "--json")
     data = json.loads(out)
     assert code == 0 and data["budget"] == "$20,000,000, typed"

@@ -203,8 +203,8 @@ def _budget_note(sc: Scenario, typed: bool) -> str:
     """The budget that "Budget left" is counted against, in words: typed, or the example default (not the user's)."""
     if typed:
         return f"{number(sc.budget_usd, 'USD')}, typed"
-    return (f"{number(sc.budget_usd, 'USD')}, the example default, not yours: give --budget-usd for the budget left "
-            "of your run")
+    return (f"{number(sc.budget_usd, 'USD')}, not given: an example budget, not yours (give --budget-usd for the "
+            "budget left of your run)")
 
 
 def _failure_note(sc: Scenario, results: dict) -> str:
