@@ -234,7 +234,7 @@ _add("microbatch_s", "seconds", "Time of one micro-batch (forward + backward) on
 _add("step_s", "seconds", "Time of one training step (iteration)", example=10, **POS)
 _add("bytes_per_param_step", "bytes/param", "HBM bytes read + written per parameter by the optimizer step (Adam fp32: 30)", example=30, **NONNEG)
 _add("elementwise_factor", "", "Multiplier on the counted HBM traffic of non-matmul kernels (norms, residuals, activations); 0 = ignore", example=1, **NONNEG)
-_add("dropout", "", "Dropout layers run (p > 0); FALSE when the model trains without dropout (p = 0: no kernel) (TRUE/FALSE)", example=True, kind="bool")
+_add("dropout", "", "Dropout on (keeps a 1-byte mask per element it drops from) (TRUE/FALSE)", "Dropout", example=False, kind="bool")
 _add("loss_bytes", "bytes", "HBM bytes per logit moved by the loss (fp32 logits, unfused: 16; fused cross-entropy on bf16 logits: 6)", example=16, **NONNEG)
 _add("fp8_cast_bytes", "bytes", "HBM bytes per element of each FP8 GEMM operand cast from bf16 (Transformer Engine cast-transpose: read 2, write 1 + 1 transposed = 4)", example=4, **NONNEG)
 _add("fp8_forward_fused", "", "The norms and the MLP activation write FP8 directly, so only the attention output is cast in the forward pass (Transformer Engine LayerNormLinear/LayerNormMLP) (TRUE/FALSE)", example=False, kind="bool")
@@ -260,7 +260,7 @@ _add("logits_bytes", "bytes", "Bytes of the output layer's logits for one micro-
 _add("layer_params", "parameters", "Parameters of one transformer layer (a count, not billions)", example=2e8, **POS)
 _add("embedding_params", "parameters", "Parameters of one vocab x hidden table, plus learned positions (a count)", example=5e8, **NONNEG)
 _add("tied_embeddings", "", "Input embedding and output layer share one table (TRUE/FALSE)", example=False, kind="bool")
-_add("cp", "GPUs", "Context-parallel size c (each sequence split over c GPUs)", "CP_Size", example=1, **COUNT)
+_add("cp", "GPUs", "Context-parallel size (the sequence is split over cp GPUs)", "CP_Size", example=1, **COUNT)
 _add("nvlink_domain", "GPUs", "GPUs sharing one scale-up (NVLink) fabric: 8 on DGX/HGX, 72 on GB200 NVL72", "NVLink_Domain", example=8, **COUNT)
 _add("stride_gpus", "GPUs", "Rank distance between neighbouring members of a communicating group (DP: t*c; PP: t*c*d)", example=8, **COUNT)
 _add("ranks_per_domain", "GPUs", "Members of a communicating group inside one scale-up domain", example=1, **COUNT)
@@ -292,8 +292,6 @@ _add("embed_params_b", "billion parameters", "Embedding and output-layer paramet
 
 # --- activations of one layer (today's blocks: GQA/MLA, SwiGLU, RMSNorm, MoE) -------------
 _add("norm_type", "", 'Normalisation: "rmsnorm" (keeps 4 bytes per token) or "layernorm" (8)', "Norm_Type", example="rmsnorm", kind="choice", choices=("rmsnorm", "layernorm"))
-_add("dropout", "", "Dropout on (keeps a 1-byte mask per element it drops from) (TRUE/FALSE)", "Dropout", example=False, kind="bool")
-_add("cp", "GPUs", "Context-parallel size (the sequence is split over cp GPUs)", "CP_Size", example=1, **COUNT)
 _add("linear_input_bytes", "bytes", "Bytes per element of the tensors kept as inputs of linear layers (bf16: 2; FP8 as Transformer Engine keeps them: 1)", "Linear_Input_Bytes", example=2, gt=0, le=4)
 _add("q_lora_rank", "", "MLA: rank of the query down-projection (0 = queries projected directly)", "Q_LoRA_Rank", example=1536, kind="int", ge=0)
 _add("kv_lora_rank", "", "MLA: rank of the joint key/value down-projection (0 = not MLA: GQA/MHA)", "KV_LoRA_Rank", example=512, kind="int", ge=0)

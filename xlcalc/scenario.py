@@ -365,17 +365,15 @@ class Scenario(BaseModel):
                        "or left out", "without it the failure share is goodput's, from gpu_mtbf_h, ckpt_save_s and "
                        "restart_s, and the typed share would be ignored")]
         named = values.get("model")
-        named = catalog.get_model(named) if isinstance(named, str) and named.strip() else named
-        if isinstance(named, catalog.Model):  # tokens left out: the model's published ones, else 20 per parameter,
-            merged["tokens_t"] = default_tokens_t(named, named.params_b, named.name)[0]  # as plan takes them
-        if isinstance(values.get("model"), catalog.Model):
+        m = named if isinstance(named, catalog.Model) else catalog.get_model(named) if named else None
+        if m is not None:  # tokens left out: the model's published ones, else 20 per parameter, as plan takes them
+            merged["tokens_t"] = default_tokens_t(m, m.params_b, m.name)[0]
+            merged.update(architecture(m), seq_len=m.seq_len)
+        if isinstance(named, catalog.Model):
             # a model with no catalog row (e.g. from a Hugging Face config.json): its figures are typed in; its
             # file gives no training sequence length, so it has the one default (xlcalc.recipes.DEFAULT_SEQ_LEN)
-            merged.update(architecture(values["model"]), seq_len=values["model"].seq_len)
             values = {**values, "model": None}
-        if values.get("model"):
-            m = catalog.get_model(values["model"])
-            merged.update(architecture(m), seq_len=m.seq_len)
+        elif m is not None:
             merged["global_batch_tokens"] = default_global_batch_tokens(m)  # published, else None: as plan
         if values.get("gpu"):
             g = catalog.get_gpu(values["gpu"])
@@ -396,12 +394,9 @@ class Scenario(BaseModel):
         merged.update({k: v for k, v in values.items() if v is not None and k not in prices})
         if values.get("usd_per_gpu_hour") is not None and not merged.get("price_id"):
             merged["price_typed"] = True
-        if values.get("model"):
-            merged["model"] = catalog.get_model(values["model"]).id
-        if values.get("gpu"):
-            merged["gpu"] = catalog.get_gpu(values["gpu"]).id
-        if values.get("recipe"):
-            merged["recipe"] = get_recipe(str(values["recipe"])).id
+        for key, find in (("model", catalog.get_model), ("gpu", catalog.get_gpu), ("recipe", get_recipe)):
+            if values.get(key):  # the catalog's id of the name given
+                merged[key] = find(str(values[key])).id
         try:
             scenario = cls.model_validate(merged)
         except InputError as exc:  # every mistake at once; a share that is itself not allowed is named once
