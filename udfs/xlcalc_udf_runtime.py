@@ -26,6 +26,7 @@ through exactly the path a single cell takes, so it gets the single cell's numbe
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 from collections.abc import Callable
@@ -62,18 +63,11 @@ def is_empty(value: Any) -> bool:
 
 def _cell_values(formula: Formula, values: dict[str, Any]) -> dict[str, Any]:
     """Empty cells -> the input's default; required inputs left empty are one error naming each of them."""
-    out = {}
-    empty = []
-    for name, value in values.items():
-        if is_empty(value):
-            if name not in formula.defaults:
-                empty.append(InputError(name, None, spec(name).allowed, "the input is required; the cell is empty"))
-                continue
-            value = formula.defaults[name]
-        out[name] = value
+    empty = [InputError(name, None, spec(name).allowed, "the input is required; the cell is empty")
+             for name, value in values.items() if is_empty(value) and name not in formula.defaults]
     if empty:
         raise InputError.all(empty)
-    return out
+    return {name: formula.defaults[name] if is_empty(value) else value for name, value in values.items()}
 
 
 def compute(formula: Formula, values: dict[str, Any]) -> Any:
@@ -145,13 +139,10 @@ def _split(values: dict[str, Any], columns: dict[str, list[Any]] | None = None,
     for name, value in values.items():
         grid = None
         if columns is not None and type(value) is list and value and len(value) <= MAX_RANGE_CELLS \
-                and type(value[0]) is list \
-                and len(value[0]) == 1 and set(map(type, value)) == {list}:
-            try:
-                columns[name] = [x for (x,) in value]  # raises ValueError on a row of another width
+                and type(value[0]) is list and len(value[0]) == 1 and set(map(type, value)) == {list}:
+            with contextlib.suppress(ValueError):  # a row of another width: the grid's own checks
+                columns[name] = [x for (x,) in value]
                 grid = value
-            except ValueError:
-                pass
         if grid is None:
             grid = as_grid(name, value)
         if grid is not None:
@@ -266,14 +257,12 @@ def _flat(g: list[list[Any]], rows: int, cols: int) -> list[Any]:
 
 def _validator(formula: Formula, name: str) -> Callable[[Any], Any]:
     s = spec(name)
-    has_default = name in formula.defaults
-    default = formula.defaults.get(name)
 
     def clean(value: Any) -> Any:
         if is_empty(value):
-            if not has_default:
+            if name not in formula.defaults:
                 return _BAD
-            value = default
+            value = formula.defaults[name]
         try:
             return validate_one(s, value)
         except ValueError:
@@ -288,11 +277,9 @@ def _clean_column(clean: Callable[[Any], Any], column: list[Any], s: Any) -> tup
     if kinds == {float} and _plainly_allowed(s, column):
         return (list(map(int, column)) if s.kind == "int" else column), False
     if len(kinds & {bool, int, float}) <= 1:  # True, 1 and 1.0 would share a key: only one of them here
-        try:
+        with contextlib.suppress(TypeError):  # an unhashable cell value: below
             done = {v: clean(v) for v in set(column)}
             return list(map(done.__getitem__, column)), any(c is _BAD for c in done.values())
-        except TypeError:  # an unhashable cell value
-            pass
     seen: dict[Any, Any] = {}
     out = []
     for v in column:
