@@ -15,7 +15,6 @@ are input cells, ranges or literals, so that tests can evaluate it with the Pyth
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -176,8 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"build_demo: {out} exists; not replacing it. Add --force to rebuild it, or give another file name.",
               file=sys.stderr)
         return 2
-    build(out)
-    os.chmod(out, 0o644)
+    build(out)  # mode 0644 (xlcalc.atomic.write)
     print(out)
     return 0
 

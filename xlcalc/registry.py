@@ -22,7 +22,7 @@ from typing import Any
 from .errors import InputError, UnknownNameError
 from .expr import functions as _functions
 from .expr.nodes import Call, Expr, Names, Var, wrap
-from .inputs import InputSpec, spec
+from .inputs import spec
 from .validate import call_error, validate_all
 
 REGISTRY: dict[str, "Formula"] = {}
@@ -88,10 +88,6 @@ class Formula:
             self._cache.clear()
 
     # -- the Python face ------------------------------------------------------
-    @property
-    def specs(self) -> list[InputSpec]:
-        return [spec(p) for p in self.params]
-
     @property
     def summary(self) -> str:
         return (self.func.__doc__ or self.name).strip().splitlines()[0].strip()

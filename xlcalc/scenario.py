@@ -551,13 +551,9 @@ def load_scenario(path: str | Path) -> Scenario:
         m = re.search(r"^\s*([^=\n]+?)\s*=\s*[+-]?[0-9_]{400,}", raw.decode("utf-8", "replace"), re.M)
         raise InputError(m.group(1) if m else "scenario", "a number of thousands of digits",
                          "a number below 1e18") from None
-    return Scenario.build(**scenario_fields(data))
-
-
-def scenario_fields(data: dict[str, Any]) -> dict[str, Any]:
-    """The keys and values of a scenario file checked as untrusted input (see :func:`load_scenario`)."""
     fields = Scenario.model_fields
-    def check(key: str) -> None:
+
+    def check(key: str) -> None:  # one key and its value, as untrusted input
         value = data[key]
         check_text("scenario key", key, "")
         if key not in fields:
@@ -569,21 +565,16 @@ def scenario_fields(data: dict[str, Any]) -> dict[str, Any]:
         _check_type(key, value, fields[key].annotation)
 
     InputError.each(check, data)
-    return dict(data)
+    return Scenario.build(**data)
+
+
+_TOML_KINDS = {bool: "true or false (a TOML boolean, not text)", int: "a whole number (a TOML integer)",
+               float: "a number", str: "text (a TOML string)"}
 
 
 def _check_type(key: str, value: Any, annotation: Any) -> None:
-    kinds = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
-    kind = kinds[0]
-    if kind is bool:
-        ok, what = isinstance(value, bool), "true or false (a TOML boolean, not text)"
-    elif kind is int:
-        ok, what = isinstance(value, int) and not isinstance(value, bool), "a whole number (a TOML integer)"
-    elif kind is float:
-        ok, what = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
-    elif kind is str:
-        ok, what = isinstance(value, str), "text (a TOML string)"
-    else:
-        return
-    if not ok:
-        raise InputError(key, value if isinstance(value, (str, int, float)) else type(value).__name__, what)
+    kind = next((a for a in typing.get_args(annotation) if a is not type(None)), annotation)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    ok = {bool: isinstance(value, bool), int: number and isinstance(value, int), float: number, str: isinstance(value, str)}
+    if not ok.get(kind, True):
+        raise InputError(key, value if isinstance(value, (str, int, float)) else type(value).__name__, _TOML_KINDS[kind])

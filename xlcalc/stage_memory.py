@@ -60,7 +60,7 @@ from .formulas import memory as fm
 from .formulas import steptime as fs
 from .frameworks import DEFAULT_FRAMEWORK, PROFILE_INPUTS, udf_defaults
 from .inputs import spec
-from .layout import LAYOUT_DEFAULTS, check_layout
+from .layout import LAYOUT_DEFAULTS, LAYOUT_INPUTS, check_layout
 from .recipes import MEMORY_DEFAULTS, SHARDING, default_bytes, recipe_label
 from .registry import Formula, formula
 from .validate import check_value
@@ -147,9 +147,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         steps.append(Step(name, formula, {k: wrap(v) for k, v in args.items()}, label, part, of, guarded))
         return Var(name)
 
-    layout_args: dict[str, Any] = {k: s[k] for k in ("hidden", "heads", "layers", "seq_len", "kv_heads", "first_stage_layers",
-                                     "last_stage_layers", "tp", "pp", "cp", "dp", "cluster_gpus", "dp_shard",
-                                     "experts", "ep", "micro_batch", "batch_sequences", "virtual_stages")}
+    layout_args: dict[str, Any] = {k: s[k] for k in LAYOUT_INPUTS}
     if layout_dp is not None:
         layout_args["dp"] = wrap(layout_dp)
     add("Layout_Check", fm.layout_message, "Layout check (OK: every piece whole)", guarded=False, **layout_args)
@@ -399,7 +397,7 @@ def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
             raise InputError("dp", v["dp"], f"{derived} (GPUs / (TP x PP x CP) = {clean['cluster_gpus']} / {replica}), "
                              "or left out", "with the cluster's GPUs given, the data-parallel size follows from them")
         clean["dp"] = derived
-    check_layout(**{k: clean[k] for k in LAYOUT_DEFAULTS.keys() | {"hidden", "heads", "layers", "seq_len"}})
+    check_layout(**{k: clean[k] for k in LAYOUT_INPUTS})
     # the head size: given (MLA, Gemma-style models), else hidden/heads (whole: the layout check saw to it)
     clean["head_dim"] = check_value("head_dim", head_dim if head_dim is not None else clean["hidden"] // clean["heads"])
     return clean
@@ -521,9 +519,7 @@ _D = defaults()
 
 
 def _udf_layout_check(**v: Any) -> None:
-    check_layout(**{k: v[k] for k in ("hidden", "heads", "layers", "seq_len", "kv_heads", "tp", "pp", "cp", "dp",
-                                      "dp_shard", "first_stage_layers", "last_stage_layers", "micro_batch",
-                                      "virtual_stages")})
+    check_layout(**{k: v[k] for k in LAYOUT_INPUTS if k in v})
 
 
 def _compose(values: dict[str, Any], result: str) -> Any:
