@@ -147,18 +147,18 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         steps.append(Step(name, formula, {k: wrap(v) for k, v in args.items()}, label, part, of, guarded))
         return Var(name)
 
-    layout_args: dict[str, Any] = {k: s[k] for k in LAYOUT_INPUTS}
+    def named(*keys: str) -> dict[str, Any]:  # inputs passed on under their own names
+        return {k: s[k] for k in keys}
+
+    layout_args = named(*LAYOUT_INPUTS)
     if layout_dp is not None:
         layout_args["dp"] = wrap(layout_dp)
     add("Layout_Check", fm.layout_message, "Layout check (OK: every piece whole)", guarded=False, **layout_args)
     layer_b = add("Layer_Params_B", fm.layer_params_b, "Parameters of one layer (billions)",
-                  params_b=s["params_b"], layers=s["layers"], hidden=s["hidden"], vocab=s["vocab"],
-                  tied_embeddings=s["tied_embeddings"])
+                  **named("params_b", "layers", "hidden", "vocab", "tied_embeddings"))
     # --- fine-tuning: the adapters of the whole model and the parameters that are trained --------------------
-    adapter_shape: dict[str, Any] = dict(
-        hidden=s["hidden"], heads=s["heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"],
-        ffn_hidden=s["ffn_hidden"], lora_rank=s["lora_rank"], lora_targets=s["lora_targets"], gated_ffn=s["gated_ffn"],
-        job=s["job"])
+    adapter_shape = named("hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "lora_rank", "lora_targets",
+                          "gated_ffn", "job")
     add("Adapter_Params_B", ff.adapter_params_b, "LoRA adapter parameters of the model (billions; 0 = full job)",
         layers=s["layers"], **adapter_shape)
     add("Trainable_Params_B", ff.ft_trainable_params_b, "Trained parameters (billions: all, or the adapters)",
@@ -168,19 +168,16 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         # THE call of the per-layer activation bytes: the tensor-by-tensor count of xlcalc.formulas.activations
         # (checked against PyTorch's saved tensors, docs/activations.md); whole sequence and CP given, the
         # formula splits the tokens by CP
-        return add(name, fa.layer_activation_bytes, label,
-                   seq_len=s["seq_len"], micro_batch=s["micro_batch"], hidden=s["hidden"],
-                   heads=s["heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"],
-                   ffn_hidden=s["ffn_hidden"], gated_ffn=s["gated_ffn"], flash_attention=s["flash_attention"],
-                   tp=s["tp"], seq_parallel=s["seq_parallel"], cp=s["cp"], recompute=recompute)
+        return add(name, fa.layer_activation_bytes, label, recompute=recompute,
+                   **named("seq_len", "micro_batch", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden",
+                           "gated_ffn", "flash_attention", "tp", "seq_parallel", "cp"))
 
     act = layer_activations("Layer_Act_Bytes", "Activation bytes one layer keeps per micro-batch", s["recompute"])
     act_none = layer_activations("Layer_Act_Bytes_No_Recompute", "Activation bytes of one layer without recompute",
                                  "none")
     # --- fine-tuning: what a frozen base does not keep (0 for a full job) -------------------------------------
-    frozen: dict[str, Any] = dict(
-        seq_len=s["seq_len"] / s["cp"], micro_batch=s["micro_batch"], hidden=s["hidden"], ffn_hidden=s["ffn_hidden"],
-        tp=s["tp"], seq_parallel=s["seq_parallel"], job=s["job"], lora_targets=s["lora_targets"])
+    frozen = dict(seq_len=s["seq_len"] / s["cp"],
+                  **named("micro_batch", "hidden", "ffn_hidden", "tp", "seq_parallel", "job", "lora_targets"))
     kept = act - add("Layer_Act_Frozen_Saving", ff.act_frozen_saving_bytes,
                      "Activation bytes a frozen base drops (one layer)", recompute=s["recompute"], **frozen)
     kept_none = act_none - add("Layer_Act_Frozen_Saving_No_Recompute", ff.act_frozen_saving_bytes,
@@ -200,8 +197,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     shard = if_(s["dp_shard"] > 0, s["dp_shard"], s["dp"] * s["cp"])
     # a dense model (expert_params_b the constant 0, as in the workbook): no expert terms in the formulas
     dense = isinstance(s["expert_params_b"], Num) and s["expert_params_b"].value == 0
-    expert_args: dict[str, Any] = dict(layers=s["layers"], expert_params_b=s["expert_params_b"], ep=s["ep"], tp=s["tp"],
-                                       expert_tp=s["expert_tp"])
+    expert_args = named("layers", "expert_params_b", "ep", "tp", "expert_tp")
     if not dense:
         layer_held = add("Layer_Params_Held_B", expert_held_params_b, "Parameters of one layer one GPU gathers "
                          "under ZeRO-3 (billions)", stage_params_b=layer_b, stage_layers=1, **expert_args)
@@ -210,12 +206,10 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     acts: dict[str, Expr] = {}
     for st in STAGES:
         stage = st.lower()
-        n = add(f"Stage_Layers_{st}", fm.stage_layers, f"Layers on the {stage} stage", of=st, layers=s["layers"],
-                pp=s["pp"], stage=stage, first_stage_layers=s["first_stage_layers"],
-                last_stage_layers=s["last_stage_layers"])
+        n = add(f"Stage_Layers_{st}", fm.stage_layers, f"Layers on the {stage} stage", of=st,
+                **named("layers", "pp"), stage=stage, **named("first_stage_layers", "last_stage_layers"))
         params = add(f"Stage_Params_B_{st}", fm.stage_params_b, f"Parameters of the {stage} stage (billions)",
-                     of=st, stage_layers=n, layer_params_b=layer_b, hidden=s["hidden"], vocab=s["vocab"],
-                     pp=s["pp"], tied_embeddings=s["tied_embeddings"])
+                     of=st, stage_layers=n, layer_params_b=layer_b, **named("hidden", "vocab", "pp", "tied_embeddings"))
         # expert parallelism: the stage's routed experts split over ep GPUs, their ZeRO/FSDP shard group the
         # other dp x cp / ep GPUs (Megatron's expert data-parallel group). Held on one GPU: dense + experts/ep;
         # sharded: (dense + experts) / shard either way. One (params, group) pair gives both.
@@ -235,9 +229,8 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
                       f"Trained parameters of the {stage} stage (billions)", of=st, params_b=held,
                       trainable_params_b=adapters, job=s["job"])
         w = add(f"Mem_{st}_Weights_GB", ff.mem_ft_weights_gb, "Weights", "weights", st,
-                params_b=held, embed_params_b=params - n * layer_b, trainable_params_b=adapters, job=s["job"],
-                zero_stage=s["zero_stage"], dp=group, tp=s["tp"], bytes_weights=s["bytes_weights"],
-                quant_block=s["quant_block"], double_quant=s["double_quant"])
+                params_b=held, embed_params_b=params - n * layer_b, trainable_params_b=adapters,
+                **named("job", "zero_stage"), dp=group, **named("tp", "bytes_weights", "quant_block", "double_quant"))
         common = dict(params_b=trained, zero_stage=s["zero_stage"], dp=group, tp=s["tp"], pp=1)
         g = add(f"Mem_{st}_Grads_GB", fm.mem_grads_gb, "Gradients", "gradients", st,
                 bytes_grads=s["bytes_grads"], **common)
@@ -254,21 +247,20 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         gathered_share = if_(eq(s["job"], "full"), 1, if_(eq(s["job"], "qlora"), nf4 / 4, 0.5))
         gat = add(f"Mem_{st}_Gathered_GB", fm.mem_gathered_params_gb, "Gathered ZeRO-3/FSDP parameters",
                   "gathered_params", st, layer_params_b=(layer_b if dense else layer_held) * gathered_share,
-                  tp=s["tp"], zero_stage=s["zero_stage"], prefetch_layers=s["prefetch_layers"], pp=s["pp"],
+                  **named("tp", "zero_stage", "prefetch_layers", "pp"),
                   stage_params_b=held * if_(eq(s["job"], "qlora"), nf4 / 2, 1),
                   bytes_grads=if_(eq(s["job"], "full"), s["bytes_grads"], 0))
         fl = add(f"Inflight_{st}", fm.stage_inflight_microbatches, f"Micro-batches in flight on the {stage} stage",
-                 of=st, pp=s["pp"], stage=stage, virtual_stages=s["virtual_stages"], microbatches=s["microbatches"])
+                 of=st, pp=s["pp"], stage=stage, **named("virtual_stages", "microbatches"))
         a = add(f"Mem_{st}_Activations_GB", fm.mem_stage_act_gb, "Activations", "activations", st,
                 stage_layers=n, stored_act_bytes=kept, inflight_microbatches=fl)
         lg = add(f"Mem_{st}_Logits_GB", fm.mem_logits_gb, "Logits and loss buffers", "logits", st,
-                 seq_len=s["seq_len"], micro_batch=s["micro_batch"], vocab=s["vocab"], tp=s["tp"], cp=s["cp"],
-                 logits_buffer_bytes=s["logits_buffer_bytes"], pp=s["pp"], stage=stage,
+                 **named("seq_len", "micro_batch", "vocab", "tp", "cp", "logits_buffer_bytes", "pp"), stage=stage,
                  output_copy_bytes=s["autocast_copy_bytes"] * s["hidden"])
         totals[st] = add(f"Mem_{st}_Total_GB", fm.mem_stage_total_gb, f"Total, {stage} stage", "total", st,
                          weights_gb=w, grads_gb=g, optimizer_gb=o, fp8_gb=f8, gathered_gb=gat, activations_gb=a,
-                         recompute_gb=recompute, logits_gb=lg, comm_buffer_gb=s["comm_buffer_gb"],
-                         overhead_gb=s["overhead_gb"], grads_freed=s["grads_freed"], pp=s["pp"], step_gb=step)
+                         recompute_gb=recompute, logits_gb=lg,
+                         **named("comm_buffer_gb", "overhead_gb", "grads_freed", "pp"), step_gb=step)
         states[st] = w + g + o + f8 + gat
         acts[st] = a + recompute + lg
     peak: dict[str, Any] = dict(first_stage_gb=totals["First"], last_stage_gb=totals["Last"])
@@ -279,15 +271,13 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     total = add("Mem_Total_GB", fm.mem_peak_gb, "Memory per GPU, heavier stage (GB)", **peak)
     if capacity is not None:
         margin = add("Fit_Margin_GB", fm.fit_margin_gb, "Margin: CUDA context + allocator reserve (GB)",
-                     total_gb=total, cuda_context_gb=s["cuda_context_gb"],
-                     allocator_reserve_frac=s["allocator_reserve_frac"])
+                     total_gb=total, **named("cuda_context_gb", "allocator_reserve_frac"))
         add("Fit_Verdict", fm.fit_verdict, "Fit: fits / tight / does not fit", total_gb=total, memory_gb=capacity,
             margin_gb=margin)
         add("Fits_GPU", fm.fits_in_gpu, "Fits in one GPU with the margin?", total_gb=total, memory_gb=capacity,
             margin_gb=margin)
         fit_cap = add("Fit_Capacity_GB", fm.fit_capacity_gb, "Largest memory per GPU that fits with the margin (GB)",
-                      memory_gb=capacity, cuda_context_gb=s["cuda_context_gb"],
-                      allocator_reserve_frac=s["allocator_reserve_frac"])
+                      memory_gb=capacity, **named("cuda_context_gb", "allocator_reserve_frac"))
         add("Max_Micro_Batch", fm.max_micro_batch, "Largest micro-batch that fits (heavier stage)",
             memory_gb=fit_cap, static_gb=Var("Mem_Static_GB"), overhead_gb=s["overhead_gb"] + s["comm_buffer_gb"],
             act_gb_per_sample=Var("Mem_Activations_GB") / s["micro_batch"])
