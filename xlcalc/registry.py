@@ -66,12 +66,9 @@ class Formula:
     expr: Expr = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        sig = inspect.signature(self.func)
-        self.signature = sig
+        self.signature = sig = inspect.signature(self.func)
         self.params = tuple(sig.parameters)
-        self.defaults = {
-            k: p.default for k, p in sig.parameters.items() if p.default is not inspect.Parameter.empty
-        }
+        self.defaults = {k: p.default for k, p in sig.parameters.items() if p.default is not p.empty}
         for p in self.params:
             spec(p)  # every parameter must be a known input
         self.expr = wrap(self.func(**{p: Var(p) for p in self.params}))

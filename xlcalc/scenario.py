@@ -310,8 +310,15 @@ class Scenario(BaseModel):
         if isinstance(data.get("stack"), str):  # a stack's name (an alias, any case): its profile's id; a name that is
             with contextlib.suppress(InputError):  # no profile's stays as typed, for the spec to name the ones allowed
                 data["stack"] = stack_id(data["stack"])
-        if data.get("framework") is not None or data.get("precision") is not None:  # the names as xlcalc.frameworks
-            data.update(_profile_names(data.get("framework"), data.get("precision")))  # spells them; unknown: named
+        if data.get("framework") is not None or data.get("precision") is not None:
+            # the names as xlcalc.frameworks spells them (a precision left out: the framework's usual one; a framework
+            # left out: the default one); a blank or unknown name is an InputError listing the known ones
+            blank = [InputError(k, data[k], f"a {k} name of xlcalc.frameworks, or left out")
+                     for k in ("framework", "precision") if isinstance(data.get(k), str) and not data[k].strip()]
+            if blank:
+                raise InputError.all(blank)
+            p = get_profile(data.get("framework"), data.get("precision"))
+            data.update(framework=p.framework, precision=p.precision)
         # architecture left out: multi-head attention (kv heads = heads) and F = 4h, as seed 002's formulas
         if data.get("kv_heads") is None and data.get("heads") is not None:
             data["kv_heads"] = data["heads"]
@@ -340,11 +347,9 @@ class Scenario(BaseModel):
 
     def layout_values(self) -> dict[str, Any]:
         """The inputs of the layout check."""
-        return dict(hidden=self.hidden, heads=self.heads, layers=self.layers, seq_len=self.seq_len,
-                    kv_heads=self.kv_heads, first_stage_layers=self.first_stage_layers,
-                    last_stage_layers=self.last_stage_layers, tp=self.tp, pp=self.pp, cp=self.cp,
-                    cluster_gpus=self.n_gpus, dp_shard=self.dp_shard, micro_batch=self.micro_batch,
-                    virtual_stages=self.virtual_stages)
+        fields = ("hidden", "heads", "layers", "seq_len", "kv_heads", "first_stage_layers", "last_stage_layers", "tp",
+                  "pp", "cp", "dp_shard", "micro_batch", "virtual_stages")
+        return {**{k: getattr(self, k) for k in fields}, "cluster_gpus": self.n_gpus}
 
     @classmethod
     def build(cls, **values: Any) -> "Scenario":
@@ -416,18 +421,6 @@ class Scenario(BaseModel):
     def cell_values(self) -> dict[str, Any]:
         """Input values by defined name."""
         return {c.name: getattr(self, c.field) for c in INPUTS}
-
-
-def _profile_names(framework: Any, precision: Any) -> dict[str, str]:
-    """The framework and precision as :func:`xlcalc.frameworks.get_profile` resolves them (a precision left out: the
-    framework's usual one; a framework left out: the default one); an unknown name is an :class:`InputError` listing
-    the known ones."""
-    blank = [InputError(k, v, f"a {k} name of xlcalc.frameworks, or left out") for k, v in
-             (("framework", framework), ("precision", precision)) if isinstance(v, str) and not v.strip()]
-    if blank:
-        raise InputError.all(blank)
-    p = get_profile(framework, precision)
-    return {"framework": p.framework, "precision": p.precision}
 
 
 def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:
