@@ -29,9 +29,7 @@ def target_set(text: str) -> str:
     if key in _TARGET_NAMES:
         return _TARGET_NAMES[key]
     matrices: set[str] = set()
-    for part in key.replace(" ", "").split(","):
-        if not part:
-            continue
+    for part in filter(None, key.replace(" ", "").split(",")):  # (empty parts of "q,,v" left out)
         if part == "mlp":
             matrices.update(("gate", "up", "down"))
             continue

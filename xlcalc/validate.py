@@ -85,9 +85,8 @@ def _number(spec: InputSpec, value: Any, label: str) -> Any:
     if isinstance(value, str):
         raise InputError(label, value, spec.allowed, _text_detail(spec, value))
     if not isinstance(value, (numbers.Real, Decimal)):
-        if value is None:
-            raise InputError(label, value, spec.allowed, "the input is required")
-        raise InputError(label, value, spec.allowed, f"not a number (a {type(value).__name__})")
+        raise InputError(label, value, spec.allowed, "the input is required" if value is None
+                         else f"not a number (a {type(value).__name__})")
     try:
         x = float(value)
     except (OverflowError, ValueError, TypeError):  # an integer beyond any float
