@@ -35,7 +35,6 @@ from xlcalc_udf_runtime import CATEGORY, as_grid, broadcast, is_empty
 
 # -- helpers ------------------------------------------------------------------------------------
 
-
 def text(name: str, value: Any, allowed: str) -> str:
     """A text argument, required."""
     if is_empty(value):
@@ -86,7 +85,6 @@ def _model_one(cell: dict[str, Any]) -> Any:
 
 # -- catalog look-ups ---------------------------------------------------------------------------
 
-
 @func(category=CATEGORY)
 @arg("gpu", ndim=2, doc="GPU name or alias, e.g. \"H100\" (see GPU_LIST())")
 @arg("field", ndim=2, doc="Catalog field: " + ", ".join(catalog.GPU_FIELDS))
@@ -120,7 +118,6 @@ def MODEL_LIST():
 
 
 # -- planner ------------------------------------------------------------------------------------
-
 
 @func(category=CATEGORY)
 @arg("model", ndim=2, doc="Model name from MODEL_LIST(), e.g. \"llama2-70b\"")
@@ -258,7 +255,6 @@ LAYOUT_UDFS: tuple[str, ...] = ("LAYOUT_STEP_S", "LAYOUT_MFU", "LAYOUT_TOKENS_PE
 
 
 # -- money ----------------------------------------------------------------------------------------
-
 
 @func(category=CATEGORY)
 @arg("budget_usd", ndim=2, doc="Budget for compute, USD [USD]")

@@ -360,8 +360,7 @@ class Scenario(BaseModel):
         merged: dict[str, Any] = {}
         blank = [InputError(k, values[k], f"a {k} name from the catalog (xlcalc catalog), or left out")
                  for k in ("model", "gpu", "recipe", "framework", "precision", "price_tier")
-                 if isinstance(values.get(k), str)
-                 and not values[k].strip()]
+                 if isinstance(values.get(k), str) and not values[k].strip()]
         if blank:  # an empty name is a mistake, not "the default"
             raise InputError.all(blank)
         # the failure share is goodput's unless use_typed_tax says otherwise: a typed share alone would be ignored
