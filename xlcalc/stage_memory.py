@@ -485,14 +485,13 @@ def explain(env: Mapping[str, Any], inputs: Mapping[str, Any]) -> StageMemory:
     parts = {st.lower(): {key: env[shared.get(key) or names[key].replace("_First_", f"_{st}_")]
                           for key, _label in PARTS} for st in STAGES}
     totals = {st.lower(): env[f"Mem_{st}_Total_GB"] for st in STAGES}
-    cap = env.get("GPU_Memory_GB")
     return StageMemory(
         inputs=dict(inputs), recipe=recipe_label(inputs["bytes_weights"], inputs["bytes_grads"],
                                                  inputs["bytes_optimizer"]),
         parts_gb=parts, totals_gb=totals, stage_layers={st.lower(): env[f"Stage_Layers_{st}"] for st in STAGES},
         memory_gb=env["Mem_Total_GB"], peak_stage="first" if totals["first"] >= totals["last"] else "last",
         static_gb=env["Mem_Static_GB"], activations_gb=env["Mem_Activations_GB"],
-        capacity_gb=cap, fits=env.get("Fits_GPU"),
+        capacity_gb=env.get("GPU_Memory_GB"), fits=env.get("Fits_GPU"),
         max_micro_batch=int(env["Max_Micro_Batch"]) if "Max_Micro_Batch" in env else None, values=dict(env),
     )
 

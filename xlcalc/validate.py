@@ -247,11 +247,7 @@ def _allowed_text(err: Mapping[str, Any], s: InputSpec | None) -> str:
              **dict.fromkeys(("float_parsing", "float_type", "finite_number"), "a finite number"),
              **dict.fromkeys(("bool_parsing", "bool_type"), "TRUE or FALSE"),
              "extra_forbidden": "a known field (this one is not)", "missing": "given"}
-    if kind in plain:
-        return plain[kind]
-    if kind.startswith("string"):
-        return "text"
-    return "a valid value"
+    return plain.get(kind) or ("text" if kind.startswith("string") else "a valid value")
 
 
 def _detail_text(err: Mapping[str, Any]) -> str:
