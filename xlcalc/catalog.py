@@ -107,9 +107,8 @@ class GPU(_Row):
         value: float | None = getattr(self, fields[precision])
         if value is None:
             what = "16-bit (BF16 or FP16)" if precision == "half" else precision.upper()
-            raise CatalogError(
-                f"{self.name}: no published dense {what} TFLOPS in the catalog; give peak_tflops explicitly"
-            )
+            raise CatalogError(f"{self.name}: no published dense {what} TFLOPS in the catalog; give peak_tflops "
+                               "explicitly")
         return value
 
 

@@ -155,11 +155,9 @@ def _dense_prefix(cfg: Mapping[str, Any], layers: int, where: str) -> int:
     if step != 1:
         raise InputError(f"{where}: decoder_sparse_step", step,
                          "1 (every layer MoE); other sparse steps are not modelled")
-    if dense != list(range(len(dense))):
+    if dense != list(range(len(dense))):  # (so at most num_hidden_layers of them: each is below it)
         raise InputError(f"{where}: mlp_only_layers", dense,
                          "the first k layers (dense layers elsewhere are not modelled)")
-    if len(dense) > layers:
-        raise InputError(f"{where}: mlp_only_layers", dense, f"at most num_hidden_layers = {layers} layers")
     return len(dense)
 
 
