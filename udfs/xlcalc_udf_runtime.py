@@ -118,9 +118,7 @@ def _shape(grids: dict[str, list[list[Any]]]) -> tuple[int, int]:
     for name, g in grids.items():
         if len(g) not in (1, rows) or len(g[0]) not in (1, cols):
             shapes = ", ".join(f"{n} {len(x)}x{len(x[0])}" for n, x in grids.items())
-            raise ValueError(
-                f"{name}: ranges must have the same size, or one row / one column to repeat ({shapes})"
-            )
+            raise ValueError(f"{name}: ranges must have the same size, or one row / one column to repeat ({shapes})")
     if rows * cols > MAX_RANGE_CELLS:
         raise _too_big(", ".join(grids), rows * cols, "the result (rows of one range by columns of another)")
     return rows, cols

@@ -60,16 +60,13 @@ class _HugeNumber(str):
     """A JSON integer of more digits than any setting has (kept as text, so the key can be named)."""
 
 
-def _parse_int(text: str) -> int | _HugeNumber:
-    return int(text) if len(text) <= 30 else _HugeNumber(text)
-
-
 def read_hf_config(path: str | Path) -> dict[str, Any]:
     """The JSON object of a ``config.json`` file (a clear :class:`InputError` for a missing, huge, special or
     broken file: the size is checked before anything is read, a FIFO or device is never opened for reading)."""
     raw = read_limited(path, "config", MAX_CONFIG_BYTES, "config.json file")
     try:
-        data = json.loads(raw.decode("utf-8"), parse_int=_parse_int, parse_constant=float)  # NaN, Infinity: refused by key
+        data = json.loads(raw.decode("utf-8"), parse_int=lambda t: int(t) if len(t) <= 30 else _HugeNumber(t),
+                          parse_constant=float)  # NaN, Infinity: refused by key
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError("config", str(path), "a UTF-8 JSON file", str(exc)) from None
     except (RecursionError, ValueError) as exc:
@@ -78,14 +75,6 @@ def read_hf_config(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError("config", str(path), "a JSON object of model settings (a Hugging Face config.json)")
     return data
-
-
-def _check_untrusted(cfg: Mapping[str, Any], where: str) -> None:
-    """Every key and value of the file: no NaN, infinity, huge number, control character or deep nesting."""
-    for k, v in cfg.items():
-        key = f"{where}: {k}"
-        check_text(key, str(k))
-        _check_nested(key, v, 1)
 
 
 def _check_nested(key: str, v: Any, depth: int) -> None:
@@ -189,7 +178,9 @@ def model_from_hf_config(config: str | Path | Mapping[str, Any], *, name: str | 
     else:
         raise InputError("config", type(config).__name__, "a path to config.json or its JSON object")
     where = Path(label).name if isinstance(config, (str, Path)) else label
-    _check_untrusted(cfg, where)
+    for k, v in cfg.items():  # every key and value: no NaN, infinity, huge number, control character or deep nesting
+        check_text(f"{where}: {k}", str(k))
+        _check_nested(f"{where}: {k}", v, 1)
     mtype = cfg.get("model_type")
     if not isinstance(mtype, str) or mtype not in FAMILIES:
         raise InputError(f"{where}: model_type", mtype, "one of " + ", ".join(sorted(FAMILIES)))

@@ -507,10 +507,6 @@ def stage_memory(**values: Any) -> StageMemory:
 _D = defaults()
 
 
-def _udf_layout_check(**v: Any) -> None:
-    check_layout(**{k: v[k] for k in LAYOUT_INPUTS if k in v})
-
-
 def _compose(values: dict[str, Any], result: str) -> Any:
     """One step of the model for numbers (validated) or, with expressions, as one inlined expression."""
     v = {**_D, **values}
@@ -525,7 +521,8 @@ def _compose(values: dict[str, Any], result: str) -> Any:
 
 
 @formula(
-    udf="MEM_PER_GPU_GB", question=True, unit="GB per GPU", category="memory", check=_udf_layout_check,
+    udf="MEM_PER_GPU_GB", question=True, unit="GB per GPU", category="memory",
+    check=lambda **v: check_layout(**{k: v[k] for k in LAYOUT_INPUTS if k in v}),  # the layout inputs it has
     equation="MAX over the first and last pipeline stage of weights + gradients + optimizer + FP8 copies + gathered "
              "parameters + activations + recompute working set + logits + buckets + other; the optimizer step's "
              "temporaries in place of activations, recompute and logits where larger (xlcalc.stage_memory)",

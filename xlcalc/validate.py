@@ -26,16 +26,13 @@ from .inputs import spec as _spec
 from .stack_names import name_key
 
 
-def _lower(value: Any) -> Any:
-    return value.strip().lower() if isinstance(value, str) else value
-
-
 @cache
 def _adapter(spec: InputSpec) -> TypeAdapter:
     if spec.kind == "bool":
         typ: Any = Annotated[bool, Field(strict=False)]
     else:  # choice
-        typ = Annotated[Literal[spec.choices], BeforeValidator(_lower)]  # type: ignore[valid-type]
+        lower = BeforeValidator(lambda v: v.strip().lower() if isinstance(v, str) else v)  # any case, spaces around
+        typ = Annotated[Literal[spec.choices], lower]  # type: ignore[valid-type]
     return TypeAdapter(typ)
 
 
