@@ -61,19 +61,15 @@ def is_empty(value: Any) -> bool:
     return value is None or (isinstance(value, str) and value.strip() == "")
 
 
-def _cell_values(formula: Formula, values: dict[str, Any]) -> dict[str, Any]:
-    """Empty cells -> the input's default; required inputs left empty are one error naming each of them."""
+def compute(formula: Formula, values: dict[str, Any]) -> Any:
+    """One scenario: empty cells take the input's default (required inputs left empty are one error naming each of
+    them); the registry formula validates and computes (and names the inputs to blame when the result would not be a
+    finite number)."""
     empty = [InputError(name, None, spec(name).allowed, "the input is required; the cell is empty")
              for name, value in values.items() if is_empty(value) and name not in formula.defaults]
     if empty:
         raise InputError.all(empty)
-    return {name: formula.defaults[name] if is_empty(value) else value for name, value in values.items()}
-
-
-def compute(formula: Formula, values: dict[str, Any]) -> Any:
-    """One scenario: the registry formula validates and computes (and names the inputs to blame when the
-    result would not be a finite number)."""
-    clean = _cell_values(formula, values)
+    clean = {name: formula.defaults[name] if is_empty(value) else value for name, value in values.items()}
     try:
         result = formula(**clean)
     except ArithmeticError:  # e.g. float overflow inside a helper: name the inputs, not the formula
