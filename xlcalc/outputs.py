@@ -54,10 +54,9 @@ MEMORY_SOURCES = {"dp": V("DP_Size"), "cluster_gpus": V("N_GPUs"), "head_dim": V
                   "microbatches": MEMORY_DEFAULTS["microbatches"], "batch_sequences": 0, "experts": 0, "ep": 1,
                   "quant_block": MEMORY_DEFAULTS["quant_block"], "double_quant": MEMORY_DEFAULTS["double_quant"],
                   "expert_params_b": 0, "expert_tp": 0}
-_MEMORY_LABELS = {"First": "first stage", "Last": "last stage"}
 _MEMORY_OUTPUTS = tuple(
     OutputCell(st.name, st.formula, st.args,
-               f"{st.label}, {_MEMORY_LABELS[st.of]} (GB)" if st.part and st.of else st.label,
+               f"{st.label}, {st.of.lower()} stage (GB)" if st.part and st.of else st.label,
                st.formula.unit, "General" if st.formula.returns in ("bool", "text") else
                ("0.##" if st.name.startswith(("Stage_Layers", "Inflight")) else "#,##0.00"), st.guarded)
     for st in memory_steps(MEMORY_SOURCES, capacity=V("GPU_Memory_GB"), layout_dp=1)  # DP from N_GPUs there
