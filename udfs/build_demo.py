@@ -164,13 +164,12 @@ def build(path: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    default = TEMPLATES / "udf_demo.xlsx"
     parser = argparse.ArgumentParser(description="Build the xlcalc worksheet-function demo workbook.")
-    parser.add_argument("out", nargs="?", type=Path, default=None,
+    parser.add_argument("out", nargs="?", type=Path, default=TEMPLATES / "udf_demo.xlsx",
                         help="where to write it (default: templates/udf_demo.xlsx, which needs --force)")
     parser.add_argument("--force", action="store_true", help="replace the file if it exists")
     args = parser.parse_args(argv)
-    out = args.out if args.out is not None else default
+    out = args.out
     if out.exists() and not args.force:
         print(f"build_demo: {out} exists; not replacing it. Add --force to rebuild it, or give another file name.",
               file=sys.stderr)
