@@ -189,51 +189,47 @@ def model_from_hf_config(config: str | Path | Mapping[str, Any], *, name: str | 
     if missing:
         raise InputError(f"{where}: " + ", ".join(missing), None, f"given: a {mtype} config.json needs every one of them")
 
-    layers = _int(cfg, "num_hidden_layers", where)
-    hidden = _int(cfg, "hidden_size", where)
-    heads = _int(cfg, "num_attention_heads", where)
+    def need(key: str) -> int:  # a key the family needs: a JSON integer >= 1
+        return _int(cfg, key, where)
+
+    def opt(key: str, default: int, minimum: int = 0) -> int:  # an optional integer key
+        return _opt_int(cfg, key, where, default, minimum)
+
+    layers, hidden, heads = need("num_hidden_layers"), need("hidden_size"), need("num_attention_heads")
     fields: dict[str, Any] = dict(
         layers=layers, hidden=hidden, heads=heads,
-        kv_heads=_int(cfg, "num_key_value_heads", where) if cfg.get("num_key_value_heads") is not None else None,
-        vocab=_int(cfg, "vocab_size", where), gated_ffn=True,
+        kv_heads=need("num_key_value_heads") if cfg.get("num_key_value_heads") is not None else None,
+        vocab=need("vocab_size"), gated_ffn=True,
         tied_embeddings=_opt(cfg, "tie_word_embeddings", where, bool, "true or false (a JSON boolean, not text)",
-                             tied_default),
-    )
+                             tied_default))
     if cfg.get("head_dim") is not None and kind != "deepseek":
-        fields["head_dim"] = _int(cfg, "head_dim", where)
+        fields["head_dim"] = need("head_dim")
     if kind == "dense":
-        fields["ffn_hidden"] = _int(cfg, "intermediate_size", where)
+        fields["ffn_hidden"] = need("intermediate_size")
     elif kind == "mixtral":
-        fields.update(ffn_hidden=_int(cfg, "intermediate_size", where), experts=_int(cfg, "num_local_experts", where),
-                      experts_active=_int(cfg, "num_experts_per_tok", where),
-                      moe_ffn_hidden=_int(cfg, "intermediate_size", where))
+        fields.update(ffn_hidden=need("intermediate_size"), experts=need("num_local_experts"),
+                      experts_active=need("num_experts_per_tok"), moe_ffn_hidden=need("intermediate_size"))
     elif kind == "qwen_moe":
-        moe = _int(cfg, "moe_intermediate_size", where)
-        shared = _opt_int(cfg, "shared_expert_intermediate_size", where, 0)
+        moe = need("moe_intermediate_size")
+        shared = opt("shared_expert_intermediate_size", 0)
         if shared % moe:
             raise InputError(f"{where}: shared_expert_intermediate_size", shared,
                              f"a multiple of moe_intermediate_size = {moe}")
-        fields.update(ffn_hidden=_opt_int(cfg, "intermediate_size", where, moe, 1), experts=_int(cfg, "num_experts", where),
-                      experts_active=_int(cfg, "num_experts_per_tok", where), moe_ffn_hidden=moe,
-                      shared_experts=shared // moe, dense_layers=_dense_prefix(cfg, layers, where))
+        fields.update(ffn_hidden=opt("intermediate_size", moe, 1), experts=need("num_experts"),
+                      experts_active=need("num_experts_per_tok"), moe_ffn_hidden=moe, shared_experts=shared // moe,
+                      dense_layers=_dense_prefix(cfg, layers, where))
     else:  # deepseek
-        freq = _opt_int(cfg, "moe_layer_freq", where, 1, 1)
+        freq = opt("moe_layer_freq", 1, 1)
         if freq != 1:
             raise InputError(f"{where}: moe_layer_freq", freq, "1 (every layer after the first k is MoE)")
         fields.update(
-            ffn_hidden=_int(cfg, "intermediate_size", where), experts=_int(cfg, "n_routed_experts", where),
-            experts_active=_int(cfg, "num_experts_per_tok", where),
-            moe_ffn_hidden=_int(cfg, "moe_intermediate_size", where),
-            shared_experts=_opt_int(cfg, "n_shared_experts", where, 0),
-            dense_layers=_opt_int(cfg, "first_k_dense_replace", where, 0),
+            ffn_hidden=need("intermediate_size"), experts=need("n_routed_experts"),
+            experts_active=need("num_experts_per_tok"), moe_ffn_hidden=need("moe_intermediate_size"),
+            shared_experts=opt("n_shared_experts", 0), dense_layers=opt("first_k_dense_replace", 0),
             router_bias=_opt(cfg, "topk_method", where, str, "a routing method name (text)") == "noaux_tc"
             or mtype == "deepseek_v3",
-            q_lora_rank=_opt_int(cfg, "q_lora_rank", where, 0) or None,
-            kv_lora_rank=_int(cfg, "kv_lora_rank", where),
-            qk_rope_head_dim=_int(cfg, "qk_rope_head_dim", where),
-            head_dim=_int(cfg, "qk_nope_head_dim", where),
-            v_head_dim=_int(cfg, "v_head_dim", where),
-        )
+            q_lora_rank=opt("q_lora_rank", 0) or None, kv_lora_rank=need("kv_lora_rank"),
+            qk_rope_head_dim=need("qk_rope_head_dim"), head_dim=need("qk_nope_head_dim"), v_head_dim=need("v_head_dim"))
     title = name or _opt(cfg, "_name_or_path", where, str, "a model name (text)", "") or _file_title(label, mtype)
     notes = f"from config.json (model_type {mtype})"
     if cfg.get("max_position_embeddings") is not None:
