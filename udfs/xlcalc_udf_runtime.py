@@ -27,6 +27,7 @@ through exactly the path a single cell takes, so it gets the single cell's numbe
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import math
 from collections.abc import Callable
@@ -169,15 +170,13 @@ def broadcast(one: Callable[[dict[str, Any]], Any], values: dict[str, Any]) -> A
 
 # -- worksheet functions of registry formulas --------------------------------------------
 
-_FORMULAS: dict[str, Formula] = {}
+_formula = functools.cache(get_formula)  # a worksheet function's formula, looked up once
 
 
 def formula_call(name: str, *args: Any) -> Any:
     """The body of every generated worksheet function: ``name`` is the registry formula's
     Python name, ``args`` its arguments in order, as Excel handed them over."""
-    formula = _FORMULAS.get(name)
-    if formula is None:
-        formula = _FORMULAS[name] = get_formula(name)
+    formula = _formula(name)
     values = dict(zip(formula.params, args))
     if formula.dynamic_defaults is not None:
         if any(_cells(values[name]) > 1 for name in formula.dynamic_from):  # a framework per row: cell by cell

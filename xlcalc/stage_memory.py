@@ -47,6 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, cast
 
 from . import registry
@@ -316,7 +317,6 @@ def expert_shard_group(dp: Any, params_b: Any, stage_params_b: Any) -> Any:
 
 _Getter = Callable[[dict[str, Any]], Any]
 _CompiledStep = tuple[str, Callable[..., Any], list[tuple[str, _Getter]]]
-_COMPILED: dict[tuple[bool, bool], list[_CompiledStep]] = {}
 # the variants of the model as functions of xlcalc.stage_memory_code (scripts/make_memory_code.py):
 # name -> (capacity given, MoE terms)
 VARIANTS = {"dense": (False, False), "dense_fit": (True, False), "moe": (False, True), "moe_fit": (True, True)}
@@ -335,18 +335,16 @@ def _getter(e: Expr) -> _Getter:
     return e.evaluate
 
 
+@cache
 def _compiled(capacity: bool, moe: bool = True) -> list[_CompiledStep]:
     """The steps as (name, function, argument getters); ``moe=False``: the dense model's steps (no expert
     terms)."""
-    key = (capacity, moe)
-    if key not in _COMPILED:
-        with registry.symbolic():
-            steps = memory_steps(None if moe else {"expert_params_b": 0},
-                                 capacity=Var("GPU_Memory_GB") if capacity else None)
-        # the layout check runs once in resolve(), as check_layout (the same constraints as Layout_Check)
-        _COMPILED[key] = [(st.name, st.formula.func, [(k, _getter(e)) for k, e in st.args.items()])
-                          for st in steps if st.name != "Layout_Check"]
-    return _COMPILED[key]
+    with registry.symbolic():
+        steps = memory_steps(None if moe else {"expert_params_b": 0},
+                             capacity=Var("GPU_Memory_GB") if capacity else None)
+    # the layout check runs once in resolve(), as check_layout (the same constraints as Layout_Check)
+    return [(st.name, st.formula.func, [(k, _getter(e)) for k, e in st.args.items()])
+            for st in steps if st.name != "Layout_Check"]
 
 
 def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
