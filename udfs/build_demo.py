@@ -15,7 +15,6 @@ are input cells, ranges or literals, so that tests can evaluate it with the Pyth
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -165,19 +164,17 @@ def build(path: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    default = TEMPLATES / "udf_demo.xlsx"
     parser = argparse.ArgumentParser(description="Build the xlcalc worksheet-function demo workbook.")
-    parser.add_argument("out", nargs="?", type=Path, default=None,
+    parser.add_argument("out", nargs="?", type=Path, default=TEMPLATES / "udf_demo.xlsx",
                         help="where to write it (default: templates/udf_demo.xlsx, which needs --force)")
     parser.add_argument("--force", action="store_true", help="replace the file if it exists")
     args = parser.parse_args(argv)
-    out = args.out if args.out is not None else default
+    out = args.out
     if out.exists() and not args.force:
         print(f"build_demo: {out} exists; not replacing it. Add --force to rebuild it, or give another file name.",
               file=sys.stderr)
         return 2
-    build(out)
-    os.chmod(out, 0o644)
+    build(out)  # mode 0644 (xlcalc.atomic.write)
     print(out)
     return 0
 

@@ -26,6 +26,8 @@ through exactly the path a single cell takes, so it gets the single cell's numbe
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import gc
 import math
 from collections.abc import Callable
@@ -60,26 +62,15 @@ def is_empty(value: Any) -> bool:
     return value is None or (isinstance(value, str) and value.strip() == "")
 
 
-def _cell_values(formula: Formula, values: dict[str, Any]) -> dict[str, Any]:
-    """Empty cells -> the input's default; required inputs left empty are one error naming each of them."""
-    out = {}
-    empty = []
-    for name, value in values.items():
-        if is_empty(value):
-            if name not in formula.defaults:
-                empty.append(InputError(name, None, spec(name).allowed, "the input is required; the cell is empty"))
-                continue
-            value = formula.defaults[name]
-        out[name] = value
+def compute(formula: Formula, values: dict[str, Any]) -> Any:
+    """One scenario: empty cells take the input's default (required inputs left empty are one error naming each of
+    them); the registry formula validates and computes (and names the inputs to blame when the result would not be a
+    finite number)."""
+    empty = [InputError(name, None, spec(name).allowed, "the input is required; the cell is empty")
+             for name, value in values.items() if is_empty(value) and name not in formula.defaults]
     if empty:
         raise InputError.all(empty)
-    return out
-
-
-def compute(formula: Formula, values: dict[str, Any]) -> Any:
-    """One scenario: the registry formula validates and computes (and names the inputs to blame when the
-    result would not be a finite number)."""
-    clean = _cell_values(formula, values)
+    clean = {name: formula.defaults[name] if is_empty(value) else value for name, value in values.items()}
     try:
         result = formula(**clean)
     except ArithmeticError:  # e.g. float overflow inside a helper: name the inputs, not the formula
@@ -124,9 +115,7 @@ def _shape(grids: dict[str, list[list[Any]]]) -> tuple[int, int]:
     for name, g in grids.items():
         if len(g) not in (1, rows) or len(g[0]) not in (1, cols):
             shapes = ", ".join(f"{n} {len(x)}x{len(x[0])}" for n, x in grids.items())
-            raise ValueError(
-                f"{name}: ranges must have the same size, or one row / one column to repeat ({shapes})"
-            )
+            raise ValueError(f"{name}: ranges must have the same size, or one row / one column to repeat ({shapes})")
     if rows * cols > MAX_RANGE_CELLS:
         raise _too_big(", ".join(grids), rows * cols, "the result (rows of one range by columns of another)")
     return rows, cols
@@ -145,13 +134,10 @@ def _split(values: dict[str, Any], columns: dict[str, list[Any]] | None = None,
     for name, value in values.items():
         grid = None
         if columns is not None and type(value) is list and value and len(value) <= MAX_RANGE_CELLS \
-                and type(value[0]) is list \
-                and len(value[0]) == 1 and set(map(type, value)) == {list}:
-            try:
-                columns[name] = [x for (x,) in value]  # raises ValueError on a row of another width
+                and type(value[0]) is list and len(value[0]) == 1 and set(map(type, value)) == {list}:
+            with contextlib.suppress(ValueError):  # a row of another width: the grid's own checks
+                columns[name] = [x for (x,) in value]
                 grid = value
-            except ValueError:
-                pass
         if grid is None:
             grid = as_grid(name, value)
         if grid is not None:
@@ -184,15 +170,13 @@ def broadcast(one: Callable[[dict[str, Any]], Any], values: dict[str, Any]) -> A
 
 # -- worksheet functions of registry formulas --------------------------------------------
 
-_FORMULAS: dict[str, Formula] = {}
+_formula = functools.cache(get_formula)  # a worksheet function's formula, looked up once
 
 
 def formula_call(name: str, *args: Any) -> Any:
     """The body of every generated worksheet function: ``name`` is the registry formula's
     Python name, ``args`` its arguments in order, as Excel handed them over."""
-    formula = _FORMULAS.get(name)
-    if formula is None:
-        formula = _FORMULAS[name] = get_formula(name)
+    formula = _formula(name)
     values = dict(zip(formula.params, args))
     if formula.dynamic_defaults is not None:
         if any(_cells(values[name]) > 1 for name in formula.dynamic_from):  # a framework per row: cell by cell
@@ -266,14 +250,12 @@ def _flat(g: list[list[Any]], rows: int, cols: int) -> list[Any]:
 
 def _validator(formula: Formula, name: str) -> Callable[[Any], Any]:
     s = spec(name)
-    has_default = name in formula.defaults
-    default = formula.defaults.get(name)
 
     def clean(value: Any) -> Any:
         if is_empty(value):
-            if not has_default:
+            if name not in formula.defaults:
                 return _BAD
-            value = default
+            value = formula.defaults[name]
         try:
             return validate_one(s, value)
         except ValueError:
@@ -288,11 +270,9 @@ def _clean_column(clean: Callable[[Any], Any], column: list[Any], s: Any) -> tup
     if kinds == {float} and _plainly_allowed(s, column):
         return (list(map(int, column)) if s.kind == "int" else column), False
     if len(kinds & {bool, int, float}) <= 1:  # True, 1 and 1.0 would share a key: only one of them here
-        try:
+        with contextlib.suppress(TypeError):  # an unhashable cell value: below
             done = {v: clean(v) for v in set(column)}
             return list(map(done.__getitem__, column)), any(c is _BAD for c in done.values())
-        except TypeError:  # an unhashable cell value
-            pass
     seen: dict[Any, Any] = {}
     out = []
     for v in column:

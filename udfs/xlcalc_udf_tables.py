@@ -25,13 +25,15 @@ from xlwings import arg, func, ret
 from xlcalc import catalog
 from xlcalc.errors import CatalogError, InputError
 from xlcalc.inputs import spec
-from xlcalc.planner.stacks import ALIASES, DEFAULT_STACK, PLANNER, STACKS
+from xlcalc.planner import Settings, layout_prediction, plan, plan_table
+from xlcalc.planner.defaults import default_global_batch_tokens
+from xlcalc.planner.stacks import ALIASES, DEFAULT_STACK, PLANNER, STACKS, stack_choices, stack_id
 from xlcalc.price_text import price_line
 from xlcalc.recipes import MEMORY_DEFAULTS
+from xlcalc.validate import check_value
 from xlcalc_udf_runtime import CATEGORY, as_grid, broadcast, is_empty
 
 # -- helpers ------------------------------------------------------------------------------------
-
 
 def text(name: str, value: Any, allowed: str) -> str:
     """A text argument, required."""
@@ -83,7 +85,6 @@ def _model_one(cell: dict[str, Any]) -> Any:
 
 # -- catalog look-ups ---------------------------------------------------------------------------
 
-
 @func(category=CATEGORY)
 @arg("gpu", ndim=2, doc="GPU name or alias, e.g. \"H100\" (see GPU_LIST())")
 @arg("field", ndim=2, doc="Catalog field: " + ", ".join(catalog.GPU_FIELDS))
@@ -118,7 +119,6 @@ def MODEL_LIST():
 
 # -- planner ------------------------------------------------------------------------------------
 
-
 @func(category=CATEGORY)
 @arg("model", ndim=2, doc="Model name from MODEL_LIST(), e.g. \"llama2-70b\"")
 @arg("gpu", ndim=2, doc="GPU name from GPU_LIST(), e.g. \"H100\"")
@@ -135,13 +135,7 @@ def MODEL_LIST():
 @ret()
 def PLAN(model, gpu, n_gpus, seq_len=None, global_batch_tokens=None, tokens_t=None, scaleout_gb_s=None, top=5, stack=None):
     """Best parallel layouts (TP, PP, CP, EP, DP, ZeRO, recompute, micro-batch) that fit in GPU memory, fastest first, with memory per GPU, step time, predicted MFU, tokens/s per GPU, days, GPU-hours and cost, as xlcalc plan's table; spills a table, then a row per input assumed, then the best plan's range (range rows: MFU, days, GPU-hours and cost bounds from the validation's held-out errors)."""  # noqa: E501
-    from xlcalc.planner import Settings, plan, plan_table
-    from xlcalc.planner.stacks import stack_choices, stack_id
-    from xlcalc.validate import check_value
-
-    v = {k: one_cell(k, a) for k, a in zip(
-        ("model", "gpu", "n_gpus", "seq_len", "global_batch_tokens", "tokens_t", "scaleout_gb_s", "top", "stack"),
-        (model, gpu, n_gpus, seq_len, global_batch_tokens, tokens_t, scaleout_gb_s, top, stack))}
+    v = {k: one_cell(k, a) for k, a in locals().items()}  # the arguments by name
     model_name = text("model", v["model"], "a model name from MODEL_LIST()")
     gpu_name = text("gpu", v["gpu"], "a GPU name from GPU_LIST()")
     count = v["top"] if v["top"] is not None else 5
@@ -176,8 +170,6 @@ _LAYOUT_REQUIRED = {"model": "a model name from MODEL_LIST()", "gpu": "a GPU nam
 
 def _published_batch(model: Any) -> bool:
     """Whether the model a cell names has a published pre-training batch in the model catalog (plan's default)."""
-    from xlcalc.planner.defaults import default_global_batch_tokens
-
     try:
         return isinstance(model, str) and default_global_batch_tokens(model) is not None
     except (InputError, CatalogError):
@@ -187,8 +179,6 @@ def _published_batch(model: Any) -> bool:
 def _or_default(name: str, cells: dict[str, Any]) -> Any:
     """A run input's cell checked, or None where it is empty: plan's default for the model (its catalog's
     pre-training sequence length and published batch), which the spilled table lists as assumed."""
-    from xlcalc.validate import check_value
-
     return None if cells[name] is None else check_value(name, cells[name])
 
 
@@ -201,10 +191,6 @@ def _choice_doc(name: str) -> str:
 def _layout_plan(cells: dict[str, Any]) -> Any:
     """The planner's plan of the one layout the cells give (xlcalc.planner.layout_prediction); ``cells``: a layout
     function's arguments by name (its ``locals()``)."""
-    from xlcalc.planner import layout_prediction
-    from xlcalc.planner.stacks import stack_choices
-    from xlcalc.validate import check_value
-
     v = {k: one_cell(k, cells[k]) for k in _LAYOUT_ARGS}
     lacking = [InputError(k, None, allowed, "the input is required; the cell is empty")
                for k, allowed in _LAYOUT_REQUIRED.items() if v[k] is None]
@@ -270,7 +256,6 @@ LAYOUT_UDFS: tuple[str, ...] = ("LAYOUT_STEP_S", "LAYOUT_MFU", "LAYOUT_TOKENS_PE
 
 # -- money ----------------------------------------------------------------------------------------
 
-
 @func(category=CATEGORY)
 @arg("budget_usd", ndim=2, doc="Budget for compute, USD [USD]")
 @arg("usd_per_gpu_hour", ndim=2, doc="Price of one GPU-hour [USD/GPU-hour]")
@@ -280,13 +265,11 @@ LAYOUT_UDFS: tuple[str, ...] = ("LAYOUT_STEP_S", "LAYOUT_MFU", "LAYOUT_TOKENS_PE
 @ret()
 def BUDGET_PLAN(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, days):
     """What a compute budget buys in a deadline: GPUs, GPU-hours, the compute-optimal model (billions of parameters) and its tokens (trillions) at 20 tokens per parameter and C = 6ND; spills [label, value, unit] rows."""  # noqa: E501
-    from xlcalc.money import budget_plan_table
-
-    v = {k: one_cell(k, a) for k, a in zip(("budget_usd", "usd_per_gpu_hour", "peak_tflops", "mfu", "days"),
-                                           (budget_usd, usd_per_gpu_hour, peak_tflops, mfu, days))}
+    v = {k: one_cell(k, a) for k, a in locals().items()}  # the arguments by name
     missing = [k for k, x in v.items() if x is None]
     if missing:
         raise InputError(", ".join(missing), None, "given (every input of BUDGET_PLAN is required)")
+    from xlcalc.money import budget_plan_table  # (the money rows import the scenario: only when asked for)
     return budget_plan_table(**v)
 
 

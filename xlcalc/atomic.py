@@ -150,20 +150,17 @@ def _commit(tmp: Path, target: Path, overwrite: bool) -> None:
     os.unlink(tmp)
 
 
-def remove_stale(target: Path) -> list[Path]:
+def remove_stale(target: Path) -> None:
     """Remove temporary files that a killed write of ``target`` left (call it holding the lock)."""
     pattern = re.compile(r"\." + re.escape(target.name) + r"\.[0-9a-f]{16}" + re.escape(TEMP_SUFFIX))
-    removed: list[Path] = []
     try:
         names = os.listdir(target.parent)
     except OSError:
-        return removed
+        return
     for name in names:
         if pattern.fullmatch(name):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(target.parent / name)
-                removed.append(target.parent / name)
-    return removed
 
 
 def _busy(target: Path, lock: Path) -> InputError:

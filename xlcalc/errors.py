@@ -75,12 +75,10 @@ class UnknownNameError(InputError, KeyError):
     An :class:`InputError` (so the faces show its message) and a ``KeyError`` (a failed look-up)."""
 
     def __init__(self, kind: str, name: Any, known: Sequence[str]):
-        close = difflib.get_close_matches(str(name), list(known), n=3, cutoff=0.6)
-        if not close:
-            close = difflib.get_close_matches(str(name).lower(), [k.lower() for k in known], n=3, cutoff=0.6)
+        close = (difflib.get_close_matches(str(name), list(known), n=3, cutoff=0.6)
+                 or difflib.get_close_matches(str(name).lower(), [k.lower() for k in known], n=3, cutoff=0.6))
         detail = ("did you mean " + " or ".join(close) + "?") if close else f"{len(known)} are known"
         InputError.__init__(self, kind, name, f"the name of a known {kind}", detail)
-        self.close_matches = close
 
     def __str__(self) -> str:  # not KeyError's repr-quoted text
         return str(self.args[0]) if self.args else ""

@@ -137,36 +137,34 @@ def _p(framework: str, precision: str, **facts: tuple[Any, str]) -> Profile:
     return Profile(framework, precision, dict(facts))
 
 
+# the facts the profiles of one framework share
+_MEG = dict(logits_buffer_bytes=(4.0, _MEG_LOSS), optimizer_step_bytes=(0.0, _MEG_OPTIM),
+            autocast_copy_bytes=(0.0, _MEG_CAST), grads_freed=(False, _MEG_GRADS))
+_HF = dict(logits_buffer_bytes=(12.0, _HF_LOSS), optimizer_step_bytes=(0.0, _HF_OPTIM))
+_TITAN = dict(optimizer_step_bytes=(0.0, _TITAN_OPTIM), autocast_copy_bytes=(0.0, _TITAN_MP),
+              grads_freed=(True, _ZERO_GRAD))
+_TUNE = dict(optimizer_step_bytes=(0.0, _TUNE_OPTIM), autocast_copy_bytes=(0.0, _NO_AUTOCAST_COPY),
+             grads_freed=(True, _TUNE_ZERO))
+
 _PROFILES = (
-    _p("megatron", "amp", recipe=("megatron", _MEG_RECIPE), logits_buffer_bytes=(4.0, _MEG_LOSS),
-       optimizer_step_bytes=(0.0, _MEG_OPTIM), autocast_copy_bytes=(0.0, _MEG_CAST), grads_freed=(False, _MEG_GRADS)),
-    _p("megatron", "fp32", recipe=("fp32", _MEG_FP32), logits_buffer_bytes=(4.0, _MEG_LOSS),
-       optimizer_step_bytes=(0.0, _MEG_OPTIM), autocast_copy_bytes=(0.0, _MEG_CAST), grads_freed=(False, _MEG_GRADS)),
+    _p("megatron", "amp", recipe=("megatron", _MEG_RECIPE), **_MEG),
+    _p("megatron", "fp32", recipe=("fp32", _MEG_FP32), **_MEG),
     _p("transformers", "amp", recipe=("fp32", "transformers src/transformers/trainer.py with bf16=True keeps the "
                                       "model's fp32 weights and their fp32 gradients; torch.optim.AdamW m, v in fp32 (4 + 4 + 8)"),
-       logits_buffer_bytes=(12.0, _HF_LOSS), optimizer_step_bytes=(0.0, _HF_OPTIM),
-       autocast_copy_bytes=(2.0, _AUTOCAST), grads_freed=(True, _ZERO_GRAD)),
+       **_HF, autocast_copy_bytes=(2.0, _AUTOCAST), grads_freed=(True, _ZERO_GRAD)),
     _p("transformers", "bf16", recipe=("torchtune", "transformers src/transformers/modeling_utils.py from_pretrained("
                                        "torch_dtype=torch.bfloat16): bf16 weights and gradients, torch.optim.AdamW m, v in the parameters' dtype "
                                        "(2 + 2 + 4)"),
-       logits_buffer_bytes=(12.0, _HF_LOSS), optimizer_step_bytes=(0.0, _HF_OPTIM),
-       autocast_copy_bytes=(0.0, _NO_AUTOCAST_COPY), grads_freed=(True, _ZERO_GRAD)),
+       **_HF, autocast_copy_bytes=(0.0, _NO_AUTOCAST_COPY), grads_freed=(True, _ZERO_GRAD)),
     _p("transformers", "fp32", recipe=("fp32", "transformers src/transformers/training_args.py bf16 = fp16 = False: "
                                        "fp32 weights, gradients and AdamW m, v (4 + 4 + 8)"),
-       logits_buffer_bytes=(12.0, _HF_LOSS), optimizer_step_bytes=(0.0, _HF_OPTIM),
-       autocast_copy_bytes=(0.0, _NO_AUTOCAST_COPY), grads_freed=(True, _ZERO_GRAD)),
-    _p("torchtitan", "amp", recipe=("fp32", _TITAN_MP), logits_buffer_bytes=(12.0, _TITAN_LOSS),
-       optimizer_step_bytes=(0.0, _TITAN_OPTIM), autocast_copy_bytes=(0.0, _TITAN_MP),
-       grads_freed=(True, _ZERO_GRAD)),
+       **_HF, autocast_copy_bytes=(0.0, _NO_AUTOCAST_COPY), grads_freed=(True, _ZERO_GRAD)),
+    _p("torchtitan", "amp", recipe=("fp32", _TITAN_MP), logits_buffer_bytes=(12.0, _TITAN_LOSS), **_TITAN),
     _p("torchtitan-compile", "amp", recipe=("fp32", _TITAN_MP), logits_buffer_bytes=(4.0, _TITAN_COMPILED_LOSS),
-       optimizer_step_bytes=(0.0, _TITAN_OPTIM), autocast_copy_bytes=(0.0, _TITAN_MP),
-       grads_freed=(True, _ZERO_GRAD)),
-    _p("torchtune", "bf16", recipe=("torchtune", _TUNE_DTYPE), logits_buffer_bytes=(5.0, _TUNE_LOSS),
-       optimizer_step_bytes=(0.0, _TUNE_OPTIM), autocast_copy_bytes=(0.0, _NO_AUTOCAST_COPY),
-       grads_freed=(True, _TUNE_ZERO)),
+       **_TITAN),
+    _p("torchtune", "bf16", recipe=("torchtune", _TUNE_DTYPE), logits_buffer_bytes=(5.0, _TUNE_LOSS), **_TUNE),
     _p("torchtune-compile", "bf16", recipe=("torchtune", _TUNE_DTYPE), logits_buffer_bytes=(2.0, _TUNE_COMPILED_LOSS),
-       optimizer_step_bytes=(0.0, _TUNE_OPTIM), autocast_copy_bytes=(0.0, _NO_AUTOCAST_COPY),
-       grads_freed=(True, _TUNE_ZERO)),
+       **_TUNE),
     _p("deepspeed", "amp", recipe=("zero", _DS_RECIPE), optimizer_step_bytes=(0.0, _DS_OPTIM),
        autocast_copy_bytes=(0.0, "DeepSpeed deepspeed/runtime/engine.py _configure_distributed_model: "
                                  "with bf16 enabled the model is cast to bf16: no autocast weight copies")),

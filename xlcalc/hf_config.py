@@ -60,16 +60,13 @@ class _HugeNumber(str):
     """A JSON integer of more digits than any setting has (kept as text, so the key can be named)."""
 
 
-def _parse_int(text: str) -> int | _HugeNumber:
-    return int(text) if len(text) <= 30 else _HugeNumber(text)
-
-
 def read_hf_config(path: str | Path) -> dict[str, Any]:
     """The JSON object of a ``config.json`` file (a clear :class:`InputError` for a missing, huge, special or
     broken file: the size is checked before anything is read, a FIFO or device is never opened for reading)."""
     raw = read_limited(path, "config", MAX_CONFIG_BYTES, "config.json file")
     try:
-        data = json.loads(raw.decode("utf-8"), parse_int=_parse_int, parse_constant=float)  # NaN, Infinity: refused by key
+        data = json.loads(raw.decode("utf-8"), parse_int=lambda t: int(t) if len(t) <= 30 else _HugeNumber(t),
+                          parse_constant=float)  # NaN, Infinity: refused by key
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputError("config", str(path), "a UTF-8 JSON file", str(exc)) from None
     except (RecursionError, ValueError) as exc:
@@ -78,14 +75,6 @@ def read_hf_config(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError("config", str(path), "a JSON object of model settings (a Hugging Face config.json)")
     return data
-
-
-def _check_untrusted(cfg: Mapping[str, Any], where: str) -> None:
-    """Every key and value of the file: no NaN, infinity, huge number, control character or deep nesting."""
-    for k, v in cfg.items():
-        key = f"{where}: {k}"
-        check_text(key, str(k))
-        _check_nested(key, v, 1)
 
 
 def _check_nested(key: str, v: Any, depth: int) -> None:
@@ -155,11 +144,9 @@ def _dense_prefix(cfg: Mapping[str, Any], layers: int, where: str) -> int:
     if step != 1:
         raise InputError(f"{where}: decoder_sparse_step", step,
                          "1 (every layer MoE); other sparse steps are not modelled")
-    if dense != list(range(len(dense))):
+    if dense != list(range(len(dense))):  # (so at most num_hidden_layers of them: each is below it)
         raise InputError(f"{where}: mlp_only_layers", dense,
                          "the first k layers (dense layers elsewhere are not modelled)")
-    if len(dense) > layers:
-        raise InputError(f"{where}: mlp_only_layers", dense, f"at most num_hidden_layers = {layers} layers")
     return len(dense)
 
 
@@ -191,7 +178,9 @@ def model_from_hf_config(config: str | Path | Mapping[str, Any], *, name: str | 
     else:
         raise InputError("config", type(config).__name__, "a path to config.json or its JSON object")
     where = Path(label).name if isinstance(config, (str, Path)) else label
-    _check_untrusted(cfg, where)
+    for k, v in cfg.items():  # every key and value: no NaN, infinity, huge number, control character or deep nesting
+        check_text(f"{where}: {k}", str(k))
+        _check_nested(f"{where}: {k}", v, 1)
     mtype = cfg.get("model_type")
     if not isinstance(mtype, str) or mtype not in FAMILIES:
         raise InputError(f"{where}: model_type", mtype, "one of " + ", ".join(sorted(FAMILIES)))
@@ -200,51 +189,47 @@ def model_from_hf_config(config: str | Path | Mapping[str, Any], *, name: str | 
     if missing:
         raise InputError(f"{where}: " + ", ".join(missing), None, f"given: a {mtype} config.json needs every one of them")
 
-    layers = _int(cfg, "num_hidden_layers", where)
-    hidden = _int(cfg, "hidden_size", where)
-    heads = _int(cfg, "num_attention_heads", where)
+    def need(key: str) -> int:  # a key the family needs: a JSON integer >= 1
+        return _int(cfg, key, where)
+
+    def opt(key: str, default: int, minimum: int = 0) -> int:  # an optional integer key
+        return _opt_int(cfg, key, where, default, minimum)
+
+    layers, hidden, heads = need("num_hidden_layers"), need("hidden_size"), need("num_attention_heads")
     fields: dict[str, Any] = dict(
         layers=layers, hidden=hidden, heads=heads,
-        kv_heads=_int(cfg, "num_key_value_heads", where) if cfg.get("num_key_value_heads") is not None else None,
-        vocab=_int(cfg, "vocab_size", where), gated_ffn=True,
+        kv_heads=need("num_key_value_heads") if cfg.get("num_key_value_heads") is not None else None,
+        vocab=need("vocab_size"), gated_ffn=True,
         tied_embeddings=_opt(cfg, "tie_word_embeddings", where, bool, "true or false (a JSON boolean, not text)",
-                             tied_default),
-    )
+                             tied_default))
     if cfg.get("head_dim") is not None and kind != "deepseek":
-        fields["head_dim"] = _int(cfg, "head_dim", where)
+        fields["head_dim"] = need("head_dim")
     if kind == "dense":
-        fields["ffn_hidden"] = _int(cfg, "intermediate_size", where)
+        fields["ffn_hidden"] = need("intermediate_size")
     elif kind == "mixtral":
-        fields.update(ffn_hidden=_int(cfg, "intermediate_size", where), experts=_int(cfg, "num_local_experts", where),
-                      experts_active=_int(cfg, "num_experts_per_tok", where),
-                      moe_ffn_hidden=_int(cfg, "intermediate_size", where))
+        fields.update(ffn_hidden=need("intermediate_size"), experts=need("num_local_experts"),
+                      experts_active=need("num_experts_per_tok"), moe_ffn_hidden=need("intermediate_size"))
     elif kind == "qwen_moe":
-        moe = _int(cfg, "moe_intermediate_size", where)
-        shared = _opt_int(cfg, "shared_expert_intermediate_size", where, 0)
+        moe = need("moe_intermediate_size")
+        shared = opt("shared_expert_intermediate_size", 0)
         if shared % moe:
             raise InputError(f"{where}: shared_expert_intermediate_size", shared,
                              f"a multiple of moe_intermediate_size = {moe}")
-        fields.update(ffn_hidden=_opt_int(cfg, "intermediate_size", where, moe, 1), experts=_int(cfg, "num_experts", where),
-                      experts_active=_int(cfg, "num_experts_per_tok", where), moe_ffn_hidden=moe,
-                      shared_experts=shared // moe, dense_layers=_dense_prefix(cfg, layers, where))
+        fields.update(ffn_hidden=opt("intermediate_size", moe, 1), experts=need("num_experts"),
+                      experts_active=need("num_experts_per_tok"), moe_ffn_hidden=moe, shared_experts=shared // moe,
+                      dense_layers=_dense_prefix(cfg, layers, where))
     else:  # deepseek
-        freq = _opt_int(cfg, "moe_layer_freq", where, 1, 1)
+        freq = opt("moe_layer_freq", 1, 1)
         if freq != 1:
             raise InputError(f"{where}: moe_layer_freq", freq, "1 (every layer after the first k is MoE)")
         fields.update(
-            ffn_hidden=_int(cfg, "intermediate_size", where), experts=_int(cfg, "n_routed_experts", where),
-            experts_active=_int(cfg, "num_experts_per_tok", where),
-            moe_ffn_hidden=_int(cfg, "moe_intermediate_size", where),
-            shared_experts=_opt_int(cfg, "n_shared_experts", where, 0),
-            dense_layers=_opt_int(cfg, "first_k_dense_replace", where, 0),
+            ffn_hidden=need("intermediate_size"), experts=need("n_routed_experts"),
+            experts_active=need("num_experts_per_tok"), moe_ffn_hidden=need("moe_intermediate_size"),
+            shared_experts=opt("n_shared_experts", 0), dense_layers=opt("first_k_dense_replace", 0),
             router_bias=_opt(cfg, "topk_method", where, str, "a routing method name (text)") == "noaux_tc"
             or mtype == "deepseek_v3",
-            q_lora_rank=_opt_int(cfg, "q_lora_rank", where, 0) or None,
-            kv_lora_rank=_int(cfg, "kv_lora_rank", where),
-            qk_rope_head_dim=_int(cfg, "qk_rope_head_dim", where),
-            head_dim=_int(cfg, "qk_nope_head_dim", where),
-            v_head_dim=_int(cfg, "v_head_dim", where),
-        )
+            q_lora_rank=opt("q_lora_rank", 0) or None, kv_lora_rank=need("kv_lora_rank"),
+            qk_rope_head_dim=need("qk_rope_head_dim"), head_dim=need("qk_nope_head_dim"), v_head_dim=need("v_head_dim"))
     title = name or _opt(cfg, "_name_or_path", where, str, "a model name (text)", "") or _file_title(label, mtype)
     notes = f"from config.json (model_type {mtype})"
     if cfg.get("max_position_embeddings") is not None:

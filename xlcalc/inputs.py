@@ -93,23 +93,22 @@ COUNT: dict[str, Any] = {"kind": "int", "ge": 1}
 FRACTION: dict[str, Any] = {"ge": 0, "le": 1}
 
 # --- model and data ------------------------------------------------------------
-_add("params_b", "billion parameters", "Model parameters, in billions (70 = 70e9)", "Params_B", example=70, **POS)
-_add("active_params_b", "billion parameters", "Parameters each token uses, in billions: a mixture of experts' active parameters, the N of 6*N*D (0 = all parameters, a dense model)", "Active_Params_B", example=0, **NONNEG)
-_add("tokens_t", "trillion tokens", "Training tokens, in trillions (2 = 2e12)", "Tokens_T", example=2, **POS)
+_add("params_b", "billion parameters", "Model parameters, in billions (70 = 70e9)", example=70, **POS)
+_add("active_params_b", "billion parameters", "Parameters each token uses, in billions: a mixture of experts' active parameters, the N of 6*N*D (0 = all parameters, a dense model)", example=0, **NONNEG)
+_add("tokens_t", "trillion tokens", "Training tokens, in trillions (2 = 2e12)", example=2, **POS)
 _add("trainable_params_b", "billion parameters", "Trainable (e.g. LoRA adapter) parameters, in billions", example=0.1, **NONNEG)
 _add("tokens_per_param", "tokens/parameter", "Training tokens per parameter (Chinchilla: 20)", example=20, **POS)
 _add("compute_flops", "FLOPs", "Training compute budget, in FLOPs", example=5.76e23, **POS)
 _add("flops_per_token", "FLOPs/token", "Training FLOPs per token", example=4.2e11, **POS)
-_add("seq_len", "tokens", "Sequence length", "Seq_Len", example=4096, **COUNT)
-_add("micro_batch", "sequences", "Micro-batch size per GPU", "Micro_Batch", example=1, **COUNT)
+_add("seq_len", "tokens", "Sequence length", example=4096, **COUNT)
+_add("micro_batch", "sequences", "Micro-batch size per GPU", example=1, **COUNT)
 _add("global_batch", "sequences", "Global batch size per iteration", example=1024, **COUNT)
-_add("hidden", "", "Hidden size h", "Hidden", example=8192, **COUNT)
-_add("layers", "", "Transformer layers L", "Layers", example=80, **COUNT)
-_add("heads", "", "Attention heads a", "Heads", example=64, **COUNT)
+_add("hidden", "", "Hidden size h", example=8192, **COUNT)
+_add("layers", "", "Transformer layers L", example=80, **COUNT)
+_add("heads", "", "Attention heads a", example=64, **COUNT)
 _add("head_dim", "", "Dimension of one attention head", example=128, **COUNT)
-_add("head_dim_given", "", "Dimension of one attention head where the model gives its own (0 = hidden / heads)",
-     "Head_Dim_Given", example=0, kind="int", ge=0)
-_add("vocab", "tokens", "Vocabulary size V", "Vocab", example=32000, **COUNT)
+_add("head_dim_given", "", "Dimension of one attention head where the model gives its own (0 = hidden / heads)", example=0, kind="int", ge=0)
+_add("vocab", "tokens", "Vocabulary size V", example=32000, **COUNT)
 _add("nonembed_params_b", "billion parameters", "Non-embedding parameters, in billions", example=70, **POS)
 
 # --- hardware --------------------------------------------------------------------
@@ -124,7 +123,7 @@ _add("bandwidth_gb_s", "GB/s", "Bandwidth, GB/s (1e9 bytes/s)", example=900, **P
 _add("gpus_per_node", "GPUs", "GPUs per server node", "GPUs_per_Node", example=8, **COUNT)
 
 # --- time --------------------------------------------------------------------------
-_add("days", "days", "Wall-clock days", "Days", example=90, **POS)
+_add("days", "days", "Wall-clock days", example=90, **POS)
 _add("gpu_hours", "GPU-hours", "GPU-hours", example=1.72e6, **POS)
 _add("flops", "FLOPs", "Floating-point operations", example=1e12, **POS)
 _add("bytes", "bytes", "Bytes moved", example=1e9, **POS)
@@ -141,19 +140,19 @@ _add("tp", "GPUs", "Tensor-parallel size t", "TP_Size", example=8, **COUNT)
 _add("pp", "GPUs", "Pipeline-parallel size p", "PP_Size", example=1, **COUNT)
 _add("dp", "GPUs", "Data-parallel size d (ZeRO shards over it)", "DP_Size", example=1, **COUNT)
 _add("zero_stage", "", "ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights", "ZeRO_Stage", example=0, kind="int", ge=0, le=3)
-_add("seq_parallel", "", "Sequence parallelism on (TRUE/FALSE)", "Seq_Parallel", example=False, kind="bool")
-_add("recompute", "", 'Activation recomputation: "none", "selective" (Megatron: the attention core), "op_selective" (PyTorch per-op, torchtitan\'s policy) or "full"', "Recompute", example="none", kind="choice", choices=("none", "selective", "op_selective", "full"))
+_add("seq_parallel", "", "Sequence parallelism on (TRUE/FALSE)", example=False, kind="bool")
+_add("recompute", "", 'Activation recomputation: "none", "selective" (Megatron: the attention core), "op_selective" (PyTorch per-op, torchtitan\'s policy) or "full"', example="none", kind="choice", choices=("none", "selective", "op_selective", "full"))
 _add("full_recompute", "", "Full activation recomputation (TRUE/FALSE)", example=False, kind="bool")
-_add("virtual_stages", "", "Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)", "Virtual_Stages", example=1, **COUNT)
-_add("microbatches", "", "Micro-batches per iteration per pipeline m", "Microbatches", example=32, **COUNT)
+_add("virtual_stages", "", "Interleaved virtual pipeline stages per GPU v (1 = plain 1F1B)", example=1, **COUNT)
+_add("microbatches", "", "Micro-batches per iteration per pipeline m", example=32, **COUNT)
 _add("replica_gpus", "GPUs", "GPUs in one model replica (TP x PP)", example=16, **COUNT)
 _add("gpus_needed", "GPUs", "GPUs needed before rounding (may be fractional)", example=865.6, **POS)
-_add("spare_frac", "fraction", "Spare GPUs for failures and maintenance, a fraction (0.05 = 5%)", "Spare_Frac", example=0.05, ge=0, le=10, number_format="0%")
+_add("spare_frac", "fraction", "Spare GPUs for failures and maintenance, a fraction (0.05 = 5%)", example=0.05, ge=0, le=10, number_format="0%")
 
 # --- memory ------------------------------------------------------------------------
-_add("bytes_weights", "bytes/param", "Bytes per parameter for weights (bf16: 2)", "Bytes_Weights", example=2, **NONNEG)
-_add("bytes_grads", "bytes/param", "Bytes per parameter for gradients (bf16: 2, fp32: 4)", "Bytes_Grads", example=4, **NONNEG)
-_add("bytes_optimizer", "bytes/param", "Bytes per parameter for optimizer states (Adam fp32 m+v: 8, +master: 12)", "Bytes_Optimizer", example=8, **NONNEG)
+_add("bytes_weights", "bytes/param", "Bytes per parameter for weights (bf16: 2)", example=2, **NONNEG)
+_add("bytes_grads", "bytes/param", "Bytes per parameter for gradients (bf16: 2, fp32: 4)", example=4, **NONNEG)
+_add("bytes_optimizer", "bytes/param", "Bytes per parameter for optimizer states (Adam fp32 m+v: 8, +master: 12)", example=8, **NONNEG)
 _add("bytes_trainable", "bytes/param", "Bytes per trainable parameter (weights+grads+optimizer)", example=14, **NONNEG)
 _add("static_gb", "GB", "Model-state memory per GPU, GB", example=30, **NONNEG)
 _add("activations_gb", "GB", "Activation memory per GPU, GB", example=10, **NONNEG)
@@ -161,20 +160,20 @@ _add("act_gb_per_sample", "GB", "Activation memory per GPU for a micro-batch of 
 _add("overhead_gb", "GB", "Other memory per GPU (NCCL buffers, library workspaces; the fit adds the CUDA context and allocator reserve as its margin), GB", "Overhead_GB", example=4, **NONNEG)
 _add("total_gb", "GB", "Total memory needed per GPU, GB", example=70, **NONNEG)
 _add("cuda_context_gb", "GB", "CUDA context per GPU (driver, loaded kernels), held beside the tensors, GB", "CUDA_Context_GB", example=0.4, **NONNEG)
-_add("allocator_reserve_frac", "fraction", "Caching allocator reserve (reserved - allocated: rounding, fragmentation) as a share of the predicted memory", "Allocator_Reserve_Frac", example=0.05, **FRACTION)
+_add("allocator_reserve_frac", "fraction", "Caching allocator reserve (reserved - allocated: rounding, fragmentation) as a share of the predicted memory", example=0.05, **FRACTION)
 _add("margin_gb", "GB", "Margin the fit answer adds to the predicted memory per GPU, GB", example=4, **NONNEG)
 _add("largest_layer_params_b", "billion parameters", "Parameters of the largest layer, in billions (ZeRO-3 gathers it whole)", example=0.032, **NONNEG)
 
 # --- cost ------------------------------------------------------------------------------
 _add("usd_per_gpu_hour", "USD/GPU-hour", "Price of one GPU-hour", "USD_per_GPU_Hour", example=2.0, number_format='"$"#,##0.00', **NONNEG)
 _add("capex_usd_per_gpu", "USD/GPU", "Purchase price per GPU incl. its share of server and network", "Capex_USD_per_GPU", example=30000, number_format='"$"#,##0', **NONNEG)
-_add("depreciation_years", "years", "Depreciation life of the hardware", "Depreciation_Years", example=3, **POS)
+_add("depreciation_years", "years", "Depreciation life of the hardware", example=3, **POS)
 _add("kw_per_gpu", "kW", "Power per GPU incl. its share of the server, kW", "KW_per_GPU", example=1.0, **NONNEG)
 _add("pue", "", "Power usage effectiveness of the data centre (>= 1)", "PUE", example=1.3, ge=1, le=5)
 _add("usd_per_kwh", "USD/kWh", "Electricity price", "USD_per_kWh", example=0.1, number_format='"$"#,##0.000', **NONNEG)
 _add("compute_usd", "USD", "Compute cost of one clean training run", example=5e6, number_format='"$"#,##0', **NONNEG)
-_add("failure_frac", "fraction", "Failures, restarts and lost work, a fraction of compute (0.15 = 15%)", "Failure_Frac", example=0.15, ge=0, le=10, number_format="0%")
-_add("experiments_frac", "fraction", "Experiments and ablations, a fraction of compute", "Experiments_Frac", example=0.3, ge=0, le=100, number_format="0%")
+_add("failure_frac", "fraction", "Failures, restarts and lost work, a fraction of compute (0.15 = 15%)", example=0.15, ge=0, le=10, number_format="0%")
+_add("experiments_frac", "fraction", "Experiments and ablations, a fraction of compute", example=0.3, ge=0, le=100, number_format="0%")
 _add("data_usd", "USD", "Data: purchase, crawling, labelling, cleaning", "Data_USD", example=5e5, number_format='"$"#,##0', **NONNEG)
 _add("people_usd", "USD", "People for the duration of the project", "People_USD", example=2e6, number_format='"$"#,##0', **NONNEG)
 _add("other_usd", "USD", "Other lines: storage, network, facilities", "Other_USD", example=2e5, number_format='"$"#,##0', **NONNEG)
@@ -184,7 +183,7 @@ _add("budget_usd", "USD", "Budget in USD", "Budget_USD", example=1e7, number_for
 # --- money: own vs rent, goodput, budget-first planning ------------------------------
 _add("capex_usd_per_server", "USD/server", "Purchase price of one server without its GPUs (CPUs, memory, NICs, chassis)", "Capex_USD_per_Server", example=50000, number_format='"$"#,##0', **NONNEG)
 _add("kw_per_server", "kW", "Power of one server without its GPUs (CPUs, fans, NICs), kW", "KW_per_Server", example=2.0, **NONNEG)
-_add("utilisation", "fraction", "Share of the hardware's hours that are busy with paid work (1 = always busy)", "Utilisation", example=0.7, ge=0.01, le=1, number_format="0%",
+_add("utilisation", "fraction", "Share of the hardware's hours that are busy with paid work (1 = always busy)", example=0.7, ge=0.01, le=1, number_format="0%",
      floor_reason="the lower bound is 1%: below it the owned GPUs stand idle over 99% of their life and the run bears "
                   "over 100x their depreciation (utilisation 1e-12 would price a month at $5e16); such hardware is "
                   "rented, not owned")
@@ -193,16 +192,16 @@ _add("usd_per_rack_month", "USD/rack-month", "Hosting (colocation, space, coolin
 _add("gpu_mtbf_h", "hours", "Mean time between job-stopping failures of one GPU (with its share of the server and network), hours", "GPU_MTBF_H", example=50677, **POS)
 _add("node_mtbf_h", "hours", "Mean time between job-stopping failures of one server node, hours", "Node_MTBF_H", example=6335, **POS)
 _add("save_s", "seconds", "Time the job stalls to save one checkpoint, seconds", "Ckpt_Save_S", example=60, **POS)
-_add("restart_s", "seconds", "Time from a failure until training runs again (detect, reschedule, load the checkpoint), seconds", "Restart_S", example=600, **NONNEG)
-_add("goodput", "fraction", "Goodput: the share of wall-clock time that makes training progress", "Goodput", example=0.95, gt=0, le=1, number_format="0.0%")
+_add("restart_s", "seconds", "Time from a failure until training runs again (detect, reschedule, load the checkpoint), seconds", example=600, **NONNEG)
+_add("goodput", "fraction", "Goodput: the share of wall-clock time that makes training progress", example=0.95, gt=0, le=1, number_format="0.0%")
 _add("interruptions", "", "Unexpected job interruptions counted over a period", example=419, **POS)
 _add("months", "months", "Months (of 365/12 days)", example=12, **POS)
-_add("use_typed_tax", "", "Use the typed failure share instead of the goodput estimate (TRUE/FALSE)", "Use_Typed_Tax", example=False, kind="bool")
+_add("use_typed_tax", "", "Use the typed failure share instead of the goodput estimate (TRUE/FALSE)", example=False, kind="bool")
 _add("base_value", "", "The base-case value of an input a range moves", example=0.4, **POS)
 _add("range_factor", "ratio", "Multiplier of the base value at the low or high end of a range (0.75 = 25% lower)", example=0.75, gt=0, le=100)
 _add("base_usd", "USD", "The base case's cost, USD", example=1e7, number_format='"$"#,##0', **NONNEG)
-_add("data_frac", "fraction", "Data as a share of compute (added to any amount)", "Data_Frac", example=0.05, ge=0, le=100, number_format="0%")
-_add("people_frac", "fraction", "People as a share of compute (added to any amount)", "People_Frac", example=0.1, ge=0, le=100, number_format="0%")
+_add("data_frac", "fraction", "Data as a share of compute (added to any amount)", example=0.05, ge=0, le=100, number_format="0%")
+_add("people_frac", "fraction", "People as a share of compute (added to any amount)", example=0.1, ge=0, le=100, number_format="0%")
 _add("experiments_usd", "USD", "Experiments, ablations and failed runs as an amount (added to any share)", "Experiments_USD_Amount", example=5e5, number_format='"$"#,##0', **NONNEG)
 _add("failures_usd", "USD", "Failures, restarts and checkpoints, USD", example=1e5, number_format='"$"#,##0', **NONNEG)
 _add("share_frac", "fraction", "A budget line as a share of compute (0.1 = 10%)", example=0.1, ge=0, le=100, number_format="0%")
@@ -213,19 +212,18 @@ _add("amount_usd", "USD", "A budget line as an amount", example=1e6, number_form
 _add("kv_heads", "", "Key/value heads (GQA; = heads for multi-head attention)", "KV_Heads", example=8, **COUNT)
 _add("ffn_hidden", "", "Inner size of the feed-forward block F (GPT: 4h)", "FFN_Hidden", example=28672, **COUNT)
 _add("gated_ffn", "", "Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)", "Gated_FFN", example=True, kind="bool")
-_add("flash_attention", "", "Fused (Flash) attention: no s x s tensors stored, causal half computed (TRUE/FALSE)", "Flash_Attention", example=True, kind="bool")
-_add("matmul_efficiency", "fraction", "Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak)", "Matmul_Efficiency", example=0.8, gt=0, le=1, number_format="0.0%")
-_add("attention_efficiency", "fraction", "Achievable share of peak in the fused attention kernel", "Attention_Efficiency", example=0.5, gt=0, le=1, number_format="0.0%")
-_add("link_efficiency", "fraction", "Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth)", "Link_Efficiency", example=0.8, gt=0, le=1, number_format="0%")
-_add("overlap_frac", "fraction", "Share of a communication that can hide behind its overlap window", "Overlap_Frac", example=0.5, **FRACTION)
+_add("flash_attention", "", "Fused (Flash) attention: no s x s tensors stored, causal half computed (TRUE/FALSE)", example=True, kind="bool")
+_add("matmul_efficiency", "fraction", "Share of peak the matmuls reach in training (catalog: fitted to published runs, else measured MAMF / peak)", example=0.8, gt=0, le=1, number_format="0.0%")
+_add("attention_efficiency", "fraction", "Achievable share of peak in the fused attention kernel", example=0.5, gt=0, le=1, number_format="0.0%")
+_add("link_efficiency", "fraction", "Achievable share of a link's bandwidth in collectives (bus bandwidth / link bandwidth)", example=0.8, gt=0, le=1, number_format="0%")
+_add("overlap_frac", "fraction", "Share of a communication that can hide behind its overlap window", example=0.5, **FRACTION)
 _add("scaleup_gb_s", "GB/s", "Scale-up (NVLink) bandwidth per GPU, one direction, GB/s", "Scaleup_GB_s", example=450, **POS)
 _add("pcie_gb_s", "GB/s", "Host link (PCIe) bandwidth of one GPU, one direction, GB/s (PCIe Gen5 x16: 64)", "PCIe_GB_s", example=64, **POS)
 _add("host_memory_gb_s", "GB/s", "CPU memory bandwidth available to one GPU's offloaded optimizer, GB/s (a server's DRAM bandwidth / its GPUs)", "Host_Memory_GB_s", example=75, **POS)
 _add("scaleout_gb_s", "GB/s", "Scale-out (InfiniBand/RoCE) bandwidth per GPU, one direction, GB/s", "Scaleout_GB_s", example=50, **POS)
 _add("tokens", "tokens", "Tokens processed (e.g. per micro-batch or per step)", example=4096, **POS)
 _add("global_batch_tokens", "tokens", "Global batch: tokens per optimizer step, rounded to whole sequences, a whole "
-     "number of micro-batches per data-parallel group (not given: a catalog model's published batch, else none)",
-     "Global_Batch_Tokens", example=4194304, **POS)
+     "number of micro-batches per data-parallel group (not given: a catalog model's published batch, else none)", example=4194304, **POS)
 _add("layers_per_stage", "", "Transformer layers on one pipeline stage (L/p)", example=20, **POS)
 _add("compute_s", "seconds", "Compute time", example=1.0, **NONNEG)
 _add("comm_s", "seconds", "Communication time", example=0.1, **NONNEG)
@@ -234,7 +232,7 @@ _add("microbatch_s", "seconds", "Time of one micro-batch (forward + backward) on
 _add("step_s", "seconds", "Time of one training step (iteration)", example=10, **POS)
 _add("bytes_per_param_step", "bytes/param", "HBM bytes read + written per parameter by the optimizer step (Adam fp32: 30)", example=30, **NONNEG)
 _add("elementwise_factor", "", "Multiplier on the counted HBM traffic of non-matmul kernels (norms, residuals, activations); 0 = ignore", example=1, **NONNEG)
-_add("dropout", "", "Dropout layers run (p > 0); FALSE when the model trains without dropout (p = 0: no kernel) (TRUE/FALSE)", example=True, kind="bool")
+_add("dropout", "", "Dropout on (keeps a 1-byte mask per element it drops from) (TRUE/FALSE)", example=False, kind="bool")
 _add("loss_bytes", "bytes", "HBM bytes per logit moved by the loss (fp32 logits, unfused: 16; fused cross-entropy on bf16 logits: 6)", example=16, **NONNEG)
 _add("fp8_cast_bytes", "bytes", "HBM bytes per element of each FP8 GEMM operand cast from bf16 (Transformer Engine cast-transpose: read 2, write 1 + 1 transposed = 4)", example=4, **NONNEG)
 _add("fp8_forward_fused", "", "The norms and the MLP activation write FP8 directly, so only the attention output is cast in the forward pass (Transformer Engine LayerNormLinear/LayerNormMLP) (TRUE/FALSE)", example=False, kind="bool")
@@ -260,15 +258,15 @@ _add("logits_bytes", "bytes", "Bytes of the output layer's logits for one micro-
 _add("layer_params", "parameters", "Parameters of one transformer layer (a count, not billions)", example=2e8, **POS)
 _add("embedding_params", "parameters", "Parameters of one vocab x hidden table, plus learned positions (a count)", example=5e8, **NONNEG)
 _add("tied_embeddings", "", "Input embedding and output layer share one table (TRUE/FALSE)", example=False, kind="bool")
-_add("cp", "GPUs", "Context-parallel size c (each sequence split over c GPUs)", "CP_Size", example=1, **COUNT)
+_add("cp", "GPUs", "Context-parallel size (the sequence is split over cp GPUs)", "CP_Size", example=1, **COUNT)
 _add("nvlink_domain", "GPUs", "GPUs sharing one scale-up (NVLink) fabric: 8 on DGX/HGX, 72 on GB200 NVL72", "NVLink_Domain", example=8, **COUNT)
 _add("stride_gpus", "GPUs", "Rank distance between neighbouring members of a communicating group (DP: t*c; PP: t*c*d)", example=8, **COUNT)
 _add("ranks_per_domain", "GPUs", "Members of a communicating group inside one scale-up domain", example=1, **COUNT)
 _add("passes", "", "Ring passes of a collective: 2 for all-reduce, 1 for all-gather or reduce-scatter", example=2, **NONNEG)
 _add("cp_overlap", "fraction", "Share of the attention compute that hides the context-parallel KV exchange (Megatron ring attention: 1)", example=1, **FRACTION)
-_add("wave_quantization", "", "Charge each matmul for whole waves of output tiles over the GPU's SMs (needs its SM count; FALSE: every matmul at the matmul efficiency) (TRUE/FALSE)", "Wave_Quantization", example=True, kind="bool")
-_add("attention_factor", "fraction", "Share of its A100 share of peak a FlashAttention-2-class kernel reaches on this GPU (1: the same; Hopper 0.70 when the stack's kernel is written for Ampere)", "Attention_Factor", example=1, gt=0, le=1, number_format="0%")
-_add("attention_kernel_speed", "fraction", "Speed of the stack's attention kernel relative to FlashAttention-2 on the same GPU (1: FlashAttention-2 or faster; FlashAttention in Triton: 0.55)", "Attention_Kernel_Speed", example=1, gt=0, le=1, number_format="0%")
+_add("wave_quantization", "", "Charge each matmul for whole waves of output tiles over the GPU's SMs (needs its SM count; FALSE: every matmul at the matmul efficiency) (TRUE/FALSE)", example=True, kind="bool")
+_add("attention_factor", "fraction", "Share of its A100 share of peak a FlashAttention-2-class kernel reaches on this GPU (1: the same; Hopper 0.70 when the stack's kernel is written for Ampere)", example=1, gt=0, le=1, number_format="0%")
+_add("attention_kernel_speed", "fraction", "Speed of the stack's attention kernel relative to FlashAttention-2 on the same GPU (1: FlashAttention-2 or faster; FlashAttention in Triton: 0.55)", example=1, gt=0, le=1, number_format="0%")
 _add("pp_overlap", "fraction", "Share of the pipeline's send/receive hidden behind compute (Megatron --overlap-p2p-communication)", "PP_Overlap", example=0, **FRACTION)
 _add("dp_overlap", "fraction", "Share of the overlap window (one micro-batch; ZeRO-3: the step) that data-parallel communication hides behind", "DP_Overlap", example=0.5, **FRACTION)
 _add("last_layers", "layers", "Layers on the last pipeline stage (it also runs the logit layer and the loss)", example=10, **POS)
@@ -284,25 +282,23 @@ _add("pp_comm_s", "seconds", "Exposed pipeline send/receive time of one micro-ba
 
 # --- fine-tuning ------------------------------------------------------------------------
 _add("lora_rank", "", "LoRA rank r of each adapter (B is d x r, A is r x k)", "LoRA_Rank", example=16, kind="int", ge=1, le=65536)
-_add("job", "", 'Training job: "full" (every weight trained, as pre-training), "lora" (frozen 16-bit base + low-rank adapters) or "qlora" (frozen 4-bit NF4 base + adapters)', "Job", example="lora", kind="choice", choices=("full", "lora", "qlora"))
+_add("job", "", 'Training job: "full" (every weight trained, as pre-training), "lora" (frozen 16-bit base + low-rank adapters) or "qlora" (frozen 4-bit NF4 base + adapters)', example="lora", kind="choice", choices=("full", "lora", "qlora"))
 _add("lora_targets", "", 'Matrices that get LoRA adapters: "qv" (LoRA paper), "qkv", "attention" (q, k, v, o) or "all_linear" (QLoRA: attention and FFN)', "LoRA_Targets", example="all_linear", kind="choice", choices=tuple(_TARGET_SETS.values()), reads=_target_set)
-_add("quant_block", "parameters", "Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64)", "Quant_Block", example=64, kind="int", ge=1, le=1048576)
-_add("double_quant", "", "Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)", "Double_Quant", example=True, kind="bool")
-_add("embed_params_b", "billion parameters", "Embedding and output-layer parameters, in billions (kept in 16 bit under QLoRA)", "Embed_Params_B", example=1.05, **NONNEG)
+_add("quant_block", "parameters", "Block size of the 4-bit quantisation: parameters sharing one constant (QLoRA: 64)", example=64, kind="int", ge=1, le=1048576)
+_add("double_quant", "", "Double quantisation: the block constants themselves stored in 8 bit (TRUE/FALSE)", example=True, kind="bool")
+_add("embed_params_b", "billion parameters", "Embedding and output-layer parameters, in billions (kept in 16 bit under QLoRA)", example=1.05, **NONNEG)
 
 # --- activations of one layer (today's blocks: GQA/MLA, SwiGLU, RMSNorm, MoE) -------------
-_add("norm_type", "", 'Normalisation: "rmsnorm" (keeps 4 bytes per token) or "layernorm" (8)', "Norm_Type", example="rmsnorm", kind="choice", choices=("rmsnorm", "layernorm"))
-_add("dropout", "", "Dropout on (keeps a 1-byte mask per element it drops from) (TRUE/FALSE)", "Dropout", example=False, kind="bool")
-_add("cp", "GPUs", "Context-parallel size (the sequence is split over cp GPUs)", "CP_Size", example=1, **COUNT)
-_add("linear_input_bytes", "bytes", "Bytes per element of the tensors kept as inputs of linear layers (bf16: 2; FP8 as Transformer Engine keeps them: 1)", "Linear_Input_Bytes", example=2, gt=0, le=4)
+_add("norm_type", "", 'Normalisation: "rmsnorm" (keeps 4 bytes per token) or "layernorm" (8)', example="rmsnorm", kind="choice", choices=("rmsnorm", "layernorm"))
+_add("linear_input_bytes", "bytes", "Bytes per element of the tensors kept as inputs of linear layers (bf16: 2; FP8 as Transformer Engine keeps them: 1)", example=2, gt=0, le=4)
 _add("q_lora_rank", "", "MLA: rank of the query down-projection (0 = queries projected directly)", "Q_LoRA_Rank", example=1536, kind="int", ge=0)
 _add("kv_lora_rank", "", "MLA: rank of the joint key/value down-projection (0 = not MLA: GQA/MHA)", "KV_LoRA_Rank", example=512, kind="int", ge=0)
 _add("qk_rope_head_dim", "", "MLA: rotary part of each query/key head", "QK_Rope_Head_Dim", example=64, kind="int", ge=0)
 _add("qk_nope_head_dim", "", "MLA: non-rotary part of each query/key head", "QK_Nope_Head_Dim", example=128, kind="int", ge=0)
-_add("v_head_dim", "", "MLA: dimension of each value head", "V_Head_Dim", example=128, kind="int", ge=0)
-_add("experts", "", "Routed experts of a mixture-of-experts layer (0 = dense feed-forward)", "Experts", example=8, kind="int", ge=0)
+_add("v_head_dim", "", "MLA: dimension of each value head", example=128, kind="int", ge=0)
+_add("experts", "", "Routed experts of a mixture-of-experts layer (0 = dense feed-forward)", example=8, kind="int", ge=0)
 _add("topk", "", "Experts each token is routed to (top-k)", "TopK", example=2, **COUNT)
-_add("capacity_factor", "ratio", "Expert capacity factor: buffer rows per expert = factor x tokens x k / experts (1 = dropless on average)", "Capacity_Factor", example=1.0, gt=0, le=64)
+_add("capacity_factor", "ratio", "Expert capacity factor: buffer rows per expert = factor x tokens x k / experts (1 = dropless on average)", example=1.0, gt=0, le=64)
 _add("expert_ffn_hidden", "", "Inner size of one routed expert's feed-forward", "Expert_FFN_Hidden", example=14336, kind="int", ge=0)
 _add("shared_ffn_hidden", "", "Inner size of the shared experts' feed-forward, all shared experts together (0 = none)", "Shared_FFN_Hidden", example=0, kind="int", ge=0)
 _add("ep", "GPUs", "Expert-parallel size (experts split over ep GPUs, tokens exchanged all-to-all)", "EP_Size", example=1, **COUNT)
@@ -310,47 +306,43 @@ _add("a2a_bytes", "bytes", "Bytes per element of the tokens an expert-parallel a
 _add("max_nodes_per_token", "", "Node-limited routing: scale-up domains a token's experts may span, each reached once over the NIC (DeepSeek-V3: 4; 0 = no limit)", "Max_Nodes_per_Token", example=0, kind="int", ge=0)
 _add("ep_overlap", "fraction", "Share of the stage's compute that hides the expert-parallel all-to-all (0: none; DeepSeek-V3 DualPipe, Megatron --overlap-moe-expert-parallel-comm: up to 1)", "EP_Overlap", example=0, **FRACTION)
 _add("expert_tp", "GPUs", "Expert tensor-parallel size: GPUs each expert's feed-forward is split over (0 = TP, Megatron-Core's default; 1 = whole experts, EP then spans the TP GPUs too)", "Expert_TP", example=0, kind="int", ge=0)
-_add("expert_params_b", "billion parameters", "Routed-expert parameters of the whole model, in billions (the part expert parallelism splits over EP GPUs; 0 = dense)", "Expert_Params_B", example=0, **NONNEG)
+_add("expert_params_b", "billion parameters", "Routed-expert parameters of the whole model, in billions (the part expert parallelism splits over EP GPUs; 0 = dense)", example=0, **NONNEG)
 _add("etp", "GPUs", "Expert tensor-parallel size (each expert's feed-forward split over etp GPUs)", "ETP_Size", example=1, **COUNT)
 
 # --- stage memory model and layout (xlcalc.stage_memory, xlcalc.layout) ----------------
 _add("dp_shard", "GPUs", "GPUs the ZeRO/FSDP states are sharded over (HSDP: the shard group); 0 = the whole DP x CP group",
      "DP_Shard", example=0, kind="int", ge=0)
-_add("first_stage_layers", "", "Layers on the first pipeline stage (0 = an even split L/p)", "First_Stage_Layers",
+_add("first_stage_layers", "", "Layers on the first pipeline stage (0 = an even split L/p)",
      example=0, kind="int", ge=0)
-_add("last_stage_layers", "", "Layers on the last pipeline stage (0 = an even split L/p)", "Last_Stage_Layers",
-     example=0, kind="int", ge=0)
+_add("last_stage_layers", "", "Layers on the last pipeline stage (0 = an even split L/p)", example=0, kind="int", ge=0)
 _add("stage", "", 'Pipeline stage: "first" (input embedding, most micro-batches in flight) or "last" (output layer, '
-     'logits and loss)', "Stage", example="first", kind="choice", choices=("first", "last"))
-_add("optimizer_offload", "", "Optimizer states offloaded to CPU memory (TRUE/FALSE)", "Optimizer_Offload",
-     example=False, kind="bool")
+     'logits and loss)', example="first", kind="choice", choices=("first", "last"))
+_add("optimizer_offload", "", "Optimizer states offloaded to CPU memory (TRUE/FALSE)", example=False, kind="bool")
 _add("grads_freed", "", "Gradients freed between steps (PyTorch zero_grad(set_to_none=True), one micro-batch per "
-     "step, no pipeline): the peak is the larger of activations and gradients, not their sum (TRUE/FALSE)",
-     "Grads_Freed", example=False, kind="bool")
+     "step, no pipeline): the peak is the larger of activations and gradients, not their sum (TRUE/FALSE)", example=False, kind="bool")
 _add("bytes_fp8", "bytes/param", "Bytes per parameter of FP8 weight copies (0 without FP8; 1 = one FP8 copy, "
      "2 = with its transpose)", "Bytes_FP8", example=0, **NONNEG)
 _add("prefetch_layers", "layers", "Layers whose ZeRO-3/FSDP parameters are gathered ahead (prefetch) besides the "
-     "one computing", "Prefetch_Layers", example=0, kind="int", ge=0)
+     "one computing", example=0, kind="int", ge=0)
 _add("comm_buffer_gb", "GB", "Communication buckets per GPU (e.g. PyTorch DDP bucket_cap_mb = 25: 0.025), GB",
      "Comm_Buffer_GB", example=0, **NONNEG)
 _add("logits_buffer_bytes", "bytes/logit", "Bytes per logit the last stage holds for the loss (Megatron fused "
      "vocab-parallel cross-entropy: 4, fp32 logits; unfused PyTorch loss on upcast logits, its backward: 4 fp32 "
-     "log-softmax + 4 its gradient + 4 the input gradient = 12; the same compiled: 2 + 2 = 4)",
-     "Logits_Buffer_Bytes", example=4, **NONNEG)
+     "log-softmax + 4 its gradient + 4 the input gradient = 12; the same compiled: 2 + 2 = 4)", example=4, **NONNEG)
 _add("optimizer_step_bytes", "bytes/param", "Bytes per trained parameter the optimizer step allocates while it runs "
      "(PyTorch's foreach AdamW, its default on GPUs: one tensor of each parameter's size, 2 for bf16 and 4 for fp32 "
-     "parameters; a fused step, PyTorch's fused=True or Megatron-Core's: 0)", "Optimizer_Step_Bytes", example=0,
+     "parameters; a fused step, PyTorch's fused=True or Megatron-Core's: 0)", example=0,
      **NONNEG)
 _add("autocast_copy_bytes", "bytes/param", "Bytes per weight of the 16-bit copies torch.autocast makes of fp32 weights "
      "for the matmuls and autograd keeps for the backward (2 under autocast to bf16 or fp16 with fp32 weights; 0 when "
-     "the weights are 16-bit or cast by FSDP's or Megatron's mixed precision)", "Autocast_Copy_Bytes", example=0,
+     "the weights are 16-bit or cast by FSDP's or Megatron's mixed precision)", example=0,
      **NONNEG)
 _add("framework", "", "Training framework whose memory defaults apply to the recipe bytes, logits buffer, optimizer "
      "step, autocast copies and grads freed left empty: " + ", ".join(f'"{f}"' for f in _FRAMEWORKS)
-     + f' (default "{_DEFAULT_FRAMEWORK}"; xlcalc.frameworks)', "Framework", example=_DEFAULT_FRAMEWORK,
+     + f' (default "{_DEFAULT_FRAMEWORK}"; xlcalc.frameworks)', example=_DEFAULT_FRAMEWORK,
      kind="choice", choices=tuple(_FRAMEWORKS), aliases=tuple(_FRAMEWORK_ALIASES.items()))
 _add("precision", "", 'Training precision with the framework: "bf16" pure bf16, "amp" bf16 with fp32 master weights, '
-     '"fp32", or "default" (the framework\'s usual one)', "Precision", example="default", kind="choice",
+     '"fp32", or "default" (the framework\'s usual one)', example="default", kind="choice",
      choices=("default", *_PRECISIONS), aliases=tuple(_PRECISION_ALIASES.items()))
 _add("output_copy_bytes", "bytes", "Bytes per vocabulary row of the output layer's autocast weight copy "
      "(autocast copy bytes x hidden; 0 without autocast)", example=0, **NONNEG)
@@ -458,62 +450,51 @@ _REASONS = {
     "ratio": "a multiplier no range or buffer needs",
 }
 _LIMITS: dict[str, tuple[float, str]] = {
-    "params_b": (1e5, "params"), "trainable_params_b": (1e5, "params"), "nonembed_params_b": (1e5, "params"),
-    "embed_params_b": (1e5, "params"), "largest_layer_params_b": (1e5, "params"), "params_per_gpu_b": (1e5, "params"),
-    "stage_params_b": (1e5, "params"), "layer_params_b": (1e5, "params"), "active_params_b": (1e5, "params"),
-    "expert_params_b": (1e5, "params"),
-    "params_per_gpu": (1e14, "params"), "layer_params": (1e14, "params"), "embedding_params": (1e14, "params"),
-    "tokens_t": (1e3, "tokens"), "tokens_per_param": (1e6, "tokens_param"),
-    "compute_flops": (1e33, "flops"), "flops": (1e33, "flops"), "flops_per_token": (1e18, "flops"),
-    "seq_len": (1e8, "seq"), "tokens": (1e15, "tokens"), "global_batch_tokens": (1e15, "tokens"),
-    "micro_batch": (1e6, "microbatch"), "max_micro_batch": (1e6, "microbatch"), "global_batch": (1e8, "batch"),
-    "batch_sequences": (1e8, "batch"),
-    "microbatches": (1e8, "batch"), "inflight_microbatches": (1e8, "batch"),
-    "hidden": (1e6, "width"), "ffn_hidden": (1e7, "width"), "expert_ffn_hidden": (1e7, "width"),
-    "shared_ffn_hidden": (1e7, "width"), "head_dim": (1e6, "width"), "head_dim_given": (1e6, "width"),
-    "q_lora_rank": (1e6, "width"),
-    "kv_lora_rank": (1e6, "width"), "qk_rope_head_dim": (1e6, "width"), "qk_nope_head_dim": (1e6, "width"),
-    "v_head_dim": (1e6, "width"), "in_features": (1e7, "width"), "out_features": (1e7, "width"),
-    "rows": (1e9, "count"), "inner": (1e7, "width"), "cols": (1e9, "count"), "gemm_rows": (1e9, "count"),
-    "gemm_cols": (1e9, "count"),
-    "layers": (1e4, "depth"), "stage_layers": (1e4, "depth"), "layers_per_stage": (1e4, "depth"),
-    "first_stage_layers": (1e4, "depth"), "last_stage_layers": (1e4, "depth"), "prefetch_layers": (1e4, "depth"),
-    "last_layers": (1e4, "depth"), "other_layers": (1e4, "depth"),
-    "virtual_stages": (1e4, "depth"), "forward_passes": (1e3, "count"),
-    "heads": (1e5, "heads"), "kv_heads": (1e5, "heads"), "vocab": (1e7, "vocab"),
-    "experts": (1e6, "count"), "topk": (1e6, "count"),
-    "n_gpus": (1e7, "gpus"), "over_gpus": (1e7, "gpus"), "tp": (1e7, "gpus"), "pp": (1e7, "gpus"), "dp": (1e7, "gpus"), "cp": (1e7, "gpus"),
-    "ep": (1e7, "gpus"), "etp": (1e7, "gpus"), "expert_tp": (1e7, "gpus"), "max_nodes_per_token": (1e7, "gpus"), "dp_shard": (1e7, "gpus"), "cluster_gpus": (1e7, "gpus"),
-    "replica_gpus": (1e7, "gpus"), "ranks": (1e7, "gpus"), "span_gpus": (1e7, "gpus"), "stride_gpus": (1e7, "gpus"),
-    "ranks_per_domain": (1e7, "gpus"), "nvlink_domain": (1e7, "gpus"), "gpus_per_node": (1e5, "gpus"),
-    "sm_count": (1e6, "count"), "tile_rows": (1e6, "count"), "tile_cols": (1e6, "count"),
-    "peak_tflops": (1e6, "tflops"), "achieved_tflops": (1e6, "tflops"), "hbm_tb_s": (1e3, "tb_s"),
-    "link_gb_s": (1e6, "gb_s"), "bandwidth_gb_s": (1e6, "gb_s"), "scaleup_gb_s": (1e6, "gb_s"),
-    "scaleout_gb_s": (1e6, "gb_s"), "pcie_gb_s": (1e6, "gb_s"), "host_memory_gb_s": (1e6, "gb_s"),
-    "memory_gb": (1e5, "gb"), "peak_memory_gb": (1e5, "gb"), "static_gb": (1e9, "gb_part"), "activations_gb": (1e9, "gb_part"),
-    "act_gb_per_sample": (1e9, "gb_part"), "overhead_gb": (1e9, "gb_part"), "cuda_context_gb": (1e9, "gb_part"), "margin_gb": (1e9, "gb_part"), "total_gb": (1e9, "gb_part"),
-    "comm_buffer_gb": (1e9, "gb_part"), "weights_gb": (1e9, "gb_part"), "grads_gb": (1e9, "gb_part"),
-    "optimizer_gb": (1e9, "gb_part"), "fp8_gb": (1e9, "gb_part"), "gathered_gb": (1e9, "gb_part"),
-    "recompute_gb": (1e9, "gb_part"), "logits_gb": (1e9, "gb_part"), "first_part_gb": (1e9, "gb_part"),
-    "last_part_gb": (1e9, "gb_part"), "first_stage_gb": (1e9, "gb_part"), "last_stage_gb": (1e9, "gb_part"),
-    "bytes_weights": (64, "bytes_param"), "bytes_grads": (64, "bytes_param"), "bytes_optimizer": (64, "bytes_param"),
-    "bytes_trainable": (64, "bytes_param"), "bytes_fp8": (64, "bytes_param"), "bytes_per_element": (64, "bytes_param"),
-    "bytes_per_param_step": (640, "bytes_param"), "grad_bytes": (64, "bytes_param"),
-    "logits_buffer_bytes": (64, "bytes_param"), "optimizer_step_bytes": (64, "bytes_param"),
-    "autocast_copy_bytes": (64, "bytes_param"), "output_copy_bytes": (64 * 1e6, "bytes_param"),  # 64 bytes x the widest hidden
-    "step_gb": (1e9, "gb_part"), "fp8_cast_bytes": (64, "bytes_param"), "loss_bytes": (64, "bytes_param"),
+    **dict.fromkeys(("params_b", "trainable_params_b", "nonembed_params_b", "embed_params_b",
+                     "largest_layer_params_b", "params_per_gpu_b", "stage_params_b", "layer_params_b",
+                     "active_params_b", "expert_params_b"), (1e5, "params")),
+    **dict.fromkeys(("params_per_gpu", "layer_params", "embedding_params"), (1e14, "params")),
+    "tokens_t": (1e3, "tokens"), "tokens_per_param": (1e6, "tokens_param"), "compute_flops": (1e33, "flops"),
+    "flops": (1e33, "flops"), "flops_per_token": (1e18, "flops"), "seq_len": (1e8, "seq"), "tokens": (1e15, "tokens"),
+    "global_batch_tokens": (1e15, "tokens"), "micro_batch": (1e6, "microbatch"), "max_micro_batch": (1e6, "microbatch"),
+    **dict.fromkeys(("global_batch", "batch_sequences", "microbatches", "inflight_microbatches"), (1e8, "batch")),
+    **dict.fromkeys(("hidden", "head_dim", "head_dim_given", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
+                     "qk_nope_head_dim", "v_head_dim"), (1e6, "width")),
+    **dict.fromkeys(("ffn_hidden", "expert_ffn_hidden", "shared_ffn_hidden", "in_features", "out_features", "inner"),
+                    (1e7, "width")),
+    **dict.fromkeys(("rows", "cols", "gemm_rows", "gemm_cols", "interruptions"), (1e9, "count")),
+    **dict.fromkeys(("layers", "stage_layers", "layers_per_stage", "first_stage_layers", "last_stage_layers",
+                     "prefetch_layers", "last_layers", "other_layers", "virtual_stages"), (1e4, "depth")),
+    "forward_passes": (1e3, "count"), "heads": (1e5, "heads"), "kv_heads": (1e5, "heads"), "vocab": (1e7, "vocab"),
+    **dict.fromkeys(("experts", "topk", "sm_count", "tile_rows", "tile_cols"), (1e6, "count")),
+    **dict.fromkeys(("n_gpus", "over_gpus", "tp", "pp", "dp", "cp", "ep", "etp", "expert_tp", "max_nodes_per_token",
+                     "dp_shard", "cluster_gpus", "replica_gpus", "ranks", "span_gpus", "stride_gpus",
+                     "ranks_per_domain", "nvlink_domain"), (1e7, "gpus")),
+    "gpus_per_node": (1e5, "gpus"), "peak_tflops": (1e6, "tflops"), "achieved_tflops": (1e6, "tflops"),
+    "hbm_tb_s": (1e3, "tb_s"),
+    **dict.fromkeys(("link_gb_s", "bandwidth_gb_s", "scaleup_gb_s", "scaleout_gb_s", "pcie_gb_s", "host_memory_gb_s"),
+                    (1e6, "gb_s")),
+    "memory_gb": (1e5, "gb"), "peak_memory_gb": (1e5, "gb"),
+    **dict.fromkeys(("static_gb", "activations_gb", "act_gb_per_sample", "overhead_gb", "cuda_context_gb",
+                     "margin_gb", "total_gb", "comm_buffer_gb", "weights_gb", "grads_gb", "optimizer_gb", "fp8_gb",
+                     "gathered_gb", "recompute_gb", "logits_gb", "first_part_gb", "last_part_gb", "first_stage_gb",
+                     "last_stage_gb", "step_gb"), (1e9, "gb_part")),
+    **dict.fromkeys(("bytes_weights", "bytes_grads", "bytes_optimizer", "bytes_trainable", "bytes_fp8",
+                     "bytes_per_element", "grad_bytes", "logits_buffer_bytes", "optimizer_step_bytes",
+                     "autocast_copy_bytes", "fp8_cast_bytes", "loss_bytes"), (64, "bytes_param")),
+    "bytes_per_param_step": (640, "bytes_param"),
+    "output_copy_bytes": (64 * 1e6, "bytes_param"),  # 64 bytes x the widest hidden
     "days": (1e8, "days"), "over_days": (1e8, "days"), "months": (1200, "months"), "depreciation_years": (100, "years"),
-    "gpu_mtbf_h": (1e11, "hours"), "node_mtbf_h": (1e11, "hours"),
-    "save_s": (1e6, "seconds"), "restart_s": (1e6, "seconds"),
-    "usd_per_gpu_hour": (1e3, "usd_rate"), "capex_usd_per_gpu": (1e6, "usd_gpu"),
+    "gpu_mtbf_h": (1e11, "hours"), "node_mtbf_h": (1e11, "hours"), "save_s": (1e6, "seconds"),
+    "restart_s": (1e6, "seconds"), "usd_per_gpu_hour": (1e3, "usd_rate"), "capex_usd_per_gpu": (1e6, "usd_gpu"),
     "capex_usd_per_server": (1e7, "usd_server"), "usd_per_kwh": (10, "usd_kwh"),
-    "usd_per_rack_month": (1e7, "usd_rack"),
-    "kw_per_gpu": (100, "kw_gpu"), "kw_per_server": (1000, "kw_server"), "kw_per_rack": (1e4, "kw_rack"),
-    "compute_usd": (1e20, "usd_total"), "data_usd": (1e13, "usd"), "people_usd": (1e13, "usd"), "other_usd": (1e13, "usd"),
-    "total_usd": (1e20, "usd_total"), "budget_usd": (1e13, "usd"), "base_usd": (1e20, "usd_total"),
-    "experiments_usd": (1e13, "usd"), "failures_usd": (1e20, "usd_total"), "amount_usd": (1e13, "usd"),
+    "usd_per_rack_month": (1e7, "usd_rack"), "kw_per_gpu": (100, "kw_gpu"), "kw_per_server": (1000, "kw_server"),
+    "kw_per_rack": (1e4, "kw_rack"),
+    **dict.fromkeys(("compute_usd", "total_usd", "base_usd", "failures_usd"), (1e20, "usd_total")),
+    **dict.fromkeys(("data_usd", "people_usd", "other_usd", "budget_usd", "experiments_usd", "amount_usd"),
+                    (1e13, "usd")),
     "capacity_factor": (64, "ratio"), "range_factor": (100, "ratio"), "inflight_factor": (1e6, "ratio"),
-    "elementwise_factor": (1e3, "ratio"), "passes": (1e3, "ratio"), "interruptions": (1e9, "count"),
+    "elementwise_factor": (1e3, "ratio"), "passes": (1e3, "ratio"),
 }
 # Left without an upper bound: results of other formulas that a worksheet function also takes (GPU-hours, GPUs
 # needed, bytes, seconds, throughput); they are as large as the bounded inputs they come from make them.

@@ -18,8 +18,7 @@ TARGET_SETS = {frozenset("qv"): "qv", frozenset("qkv"): "qkv", frozenset("qkvo")
 _MATRIX_ALIASES = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "output_proj": "o", "wq": "q",
                    "wk": "k", "wv": "v", "wo": "o", "gate_proj": "gate", "up_proj": "up", "down_proj": "down",
                    "w1": "gate", "w3": "up", "w2": "down", "fc1": "up", "fc2": "down"}
-_TARGET_NAMES = {"qv": "qv", "qkv": "qkv", "attention": "attention", "all_linear": "all_linear",
-                 "all-linear": "all_linear", "all": "all_linear"}
+_TARGET_NAMES = {**{n: n for n in TARGET_SETS.values()}, "all-linear": "all_linear", "all": "all_linear"}
 
 
 def target_set(text: str) -> str:
@@ -29,9 +28,7 @@ def target_set(text: str) -> str:
     if key in _TARGET_NAMES:
         return _TARGET_NAMES[key]
     matrices: set[str] = set()
-    for part in key.replace(" ", "").split(","):
-        if not part:
-            continue
+    for part in filter(None, key.replace(" ", "").split(",")):  # (empty parts of "q,,v" left out)
         if part == "mlp":
             matrices.update(("gate", "up", "down"))
             continue

@@ -7,6 +7,7 @@ so the CLI, the docs and a spilled worksheet function can print or return the sa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Optional
 
@@ -30,8 +31,9 @@ class Row:
         return asdict(self)
 
 
-def _row(key: str, label: str, f: Formula, **args: Any) -> Row:
-    return Row(key, label, f(**args), f.unit, f.udf_name)
+def _row(key: str, label: str, f: Formula, env: Mapping[str, Any]) -> Row:
+    """The row of formula ``f``, its inputs taken by name from ``env`` (a question's values)."""
+    return Row(key, label, f(**{p: env[p] for p in f.params}), f.unit, f.udf_name)
 
 
 # --- budget-first planning ---------------------------------------------------------------------
@@ -51,19 +53,18 @@ def budget_plan(budget_usd: float, usd_per_gpu_hour: float, peak_tflops: float, 
 
     The first four rows (:data:`BUDGET_PLAN_VALUES`) are the spilled BUDGET_PLAN worksheet function.
     """
-    common = dict(budget_usd=budget_usd, usd_per_gpu_hour=usd_per_gpu_hour)
-    flops = dict(common, peak_tflops=peak_tflops, mfu=mfu)
+    env = dict(locals())  # the arguments by name
     rows = [
-        _row("gpus", "GPUs the budget pays for over the days", budget.budget_gpus, **common, days=days),
-        _row("gpu_hours", "GPU-hours", cost.gpu_hours_for_budget, **common),
+        _row("gpus", "GPUs the budget pays for over the days", budget.budget_gpus, env),
+        _row("gpu_hours", "GPU-hours", cost.gpu_hours_for_budget, env),
         _row("params_b", f"Largest compute-optimal model ({tokens_per_param:g} tokens/parameter)",
-             budget.budget_params_b, **flops, tokens_per_param=tokens_per_param),
-        _row("tokens_t", "Its training tokens", budget.budget_tokens_t, **flops, tokens_per_param=tokens_per_param),
-        _row("flops", "Model FLOPs the budget buys", budget.budget_compute_flops, **flops),
+             budget.budget_params_b, env),
+        _row("tokens_t", "Its training tokens", budget.budget_tokens_t, env),
+        _row("flops", "Model FLOPs the budget buys", budget.budget_compute_flops, env),
     ]
     if params_b is not None:
         rows.append(_row("tokens_for_model_t", f"Tokens the budget buys for a {params_b:g}B model",
-                         budget.budget_tokens_for_model_t, **flops, params_b=params_b))
+                         budget.budget_tokens_for_model_t, env))
     return rows
 
 
@@ -122,42 +123,33 @@ def own_vs_rent(n_gpus: int, days: float, usd_per_gpu_hour: float, capex_usd_per
     Break-even rows hold a readable message instead of a number when the rent does not even
     cover the electricity (owning never breaks even).
     """
-    capex = ownership.capex_usd_per_gpu_all_in(capex_usd_per_gpu, capex_usd_per_server, gpus_per_node)
-    kw = ownership.kw_per_gpu_all_in(kw_per_gpu, kw_per_server, gpus_per_node)
-    own = dict(capex_usd_per_gpu=capex, kw_per_gpu=kw, pue=pue, usd_per_kwh=usd_per_kwh)  # a GPU owned, all in
+    # the arguments by name, with the price and the power of a GPU owned all in (its share of the server)
+    env = dict(locals(), capex_usd_per_gpu=ownership.capex_usd_per_gpu_all_in(capex_usd_per_gpu, capex_usd_per_server,
+                                                                             gpus_per_node),
+               kw_per_gpu=ownership.kw_per_gpu_all_in(kw_per_gpu, kw_per_server, gpus_per_node))
     rows = [
-        _row("rent_usd", "Rent", ownership.rent_cost_usd, n_gpus=n_gpus, usd_per_gpu_hour=usd_per_gpu_hour, days=days),
-        _row("own_usd", "Own: depreciation + hosting (/ utilisation) + electricity", ownership.own_total_cost_usd,
-             n_gpus=n_gpus, depreciation_years=depreciation_years, days=days, utilisation=utilisation,
-             kw_per_rack=kw_per_rack, usd_per_rack_month=usd_per_rack_month, **own),
-        _row("depreciation_usd", "  of which depreciation for the days used", cost.capex_cost_usd,
-             n_gpus=n_gpus, capex_usd_per_gpu=capex, depreciation_years=depreciation_years, days=days),
-        _row("electricity_usd", "  of which electricity", cost.power_cost_usd,
-             n_gpus=n_gpus, kw_per_gpu=kw, pue=pue, days=days, usd_per_kwh=usd_per_kwh),
-        _row("hosting_usd", "  of which hosting", ownership.hosting_cost_usd, n_gpus=n_gpus, kw_per_gpu=kw,
-             kw_per_rack=kw_per_rack, usd_per_rack_month=usd_per_rack_month, days=days),
+        _row("rent_usd", "Rent", ownership.rent_cost_usd, env),
+        _row("own_usd", "Own: depreciation + hosting (/ utilisation) + electricity", ownership.own_total_cost_usd, env),
+        _row("depreciation_usd", "  of which depreciation for the days used", cost.capex_cost_usd, env),
+        _row("electricity_usd", "  of which electricity", cost.power_cost_usd, env),
+        _row("hosting_usd", "  of which hosting", ownership.hosting_cost_usd, env),
         Row("rent_usd_per_gpu_hour", "Rent per GPU-hour", usd_per_gpu_hour, "USD/GPU-hour"),
-        _row("own_usd_per_gpu_hour", "Own per busy GPU-hour", ownership.own_usd_per_gpu_hour,
-             depreciation_years=depreciation_years, utilisation=utilisation, **own),
+        _row("own_usd_per_gpu_hour", "Own per busy GPU-hour", ownership.own_usd_per_gpu_hour, env),
     ]
-    for key, label, f, extra in (
+    for key, label, f in (
         ("breakeven_utilisation", "Break-even utilisation (owning is cheaper above it)",
-         ownership.breakeven_utilisation, {"depreciation_years": depreciation_years}),
-        ("breakeven_months", "Break-even: months of rent that pay for a GPU", ownership.breakeven_months,
-         {"utilisation": utilisation}),
+         ownership.breakeven_utilisation),
+        ("breakeven_months", "Break-even: months of rent that pay for a GPU", ownership.breakeven_months),
     ):
         try:
-            rows.append(_row(key, label, f, usd_per_gpu_hour=usd_per_gpu_hour, **own, **extra))
+            rows.append(_row(key, label, f, env))
         except InputError as exc:
             rows.append(Row(key, label, f"never ({exc.detail})", f.unit, f.udf_name))
-    rows += [
-        _row("capex_usd", "Purchase price of the cluster", ownership.cluster_capex_usd, n_gpus=n_gpus,
-             capex_usd_per_gpu=capex),
-        _row("facility_mw", "Facility power", ownership.facility_mw, n_gpus=n_gpus, kw_per_gpu=kw, pue=pue),
-        _row("racks", f"Racks at {kw_per_rack:g} kW", ownership.racks_needed, n_gpus=n_gpus, kw_per_gpu=kw,
-             kw_per_rack=kw_per_rack),
+    return rows + [
+        _row("capex_usd", "Purchase price of the cluster", ownership.cluster_capex_usd, env),
+        _row("facility_mw", "Facility power", ownership.facility_mw, env),
+        _row("racks", f"Racks at {kw_per_rack:g} kW", ownership.racks_needed, env),
     ]
-    return rows
 
 
 # --- goodput -----------------------------------------------------------------------------------------
@@ -165,19 +157,17 @@ def own_vs_rent(n_gpus: int, days: float, usd_per_gpu_hour: float, capex_usd_per
 def goodput_rows(n_gpus: int, gpu_mtbf_h: float, save_s: float, restart_s: float,
                  days: Optional[float] = None, compute_usd: Optional[float] = None) -> list[Row]:
     """Cluster MTBF, Young's checkpoint interval, goodput and what it costs in days and dollars."""
-    g = goodput.goodput_fraction(n_gpus, gpu_mtbf_h, save_s, restart_s)
+    env = dict(locals(), goodput=goodput.goodput_fraction(n_gpus, gpu_mtbf_h, save_s, restart_s))  # by name
     rows = [
-        _row("cluster_mtbf_h", "Cluster MTBF", goodput.cluster_mtbf_h, gpu_mtbf_h=gpu_mtbf_h, n_gpus=n_gpus),
-        _row("checkpoint_interval_h", "Checkpoint interval (Young)", goodput.checkpoint_interval_h,
-             save_s=save_s, n_gpus=n_gpus, gpu_mtbf_h=gpu_mtbf_h),
-        Row("goodput", "Goodput", g, goodput.goodput_fraction.unit, goodput.goodput_fraction.udf_name),
-        _row("failure_frac", "Extra compute for failures and checkpoints", goodput.failure_frac_from_goodput, goodput=g),
+        _row("cluster_mtbf_h", "Cluster MTBF", goodput.cluster_mtbf_h, env),
+        _row("checkpoint_interval_h", "Checkpoint interval (Young)", goodput.checkpoint_interval_h, env),
+        _row("goodput", "Goodput", goodput.goodput_fraction, env),
+        _row("failure_frac", "Extra compute for failures and checkpoints", goodput.failure_frac_from_goodput, env),
     ]
     if days is not None:
-        rows.append(_row("extra_days", f"Extra days on a {days:g}-day run", goodput.goodput_extra_days,
-                         days=days, goodput=g))
+        rows.append(_row("extra_days", f"Extra days on a {days:g}-day run", goodput.goodput_extra_days, env))
     if compute_usd is not None:
-        rows.append(_row("extra_usd", "Extra dollars", goodput.goodput_extra_usd, compute_usd=compute_usd, goodput=g))
+        rows.append(_row("extra_usd", "Extra dollars", goodput.goodput_extra_usd, env))
     return rows
 
 

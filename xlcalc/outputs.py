@@ -41,9 +41,10 @@ class OutputCell:
         return cast(Expr, self.formula(**self.args))
 
 
-def _o(name: str, formula: Formula, label: str, fmt: str = "#,##0.00", **args: Any) -> OutputCell:
+def _o(name: str, formula: Formula, label: str, fmt: str = "#,##0.00", guarded: bool = False,
+       **args: Any) -> OutputCell:
     return OutputCell(name, formula, {k: (Var(v) if isinstance(v, str) else wrap(v)) for k, v in args.items()},
-                      label, formula.unit, fmt)
+                      label, formula.unit, fmt, guarded)
 
 
 V = Var
@@ -53,10 +54,9 @@ MEMORY_SOURCES = {"dp": V("DP_Size"), "cluster_gpus": V("N_GPUs"), "head_dim": V
                   "microbatches": MEMORY_DEFAULTS["microbatches"], "batch_sequences": 0, "experts": 0, "ep": 1,
                   "quant_block": MEMORY_DEFAULTS["quant_block"], "double_quant": MEMORY_DEFAULTS["double_quant"],
                   "expert_params_b": 0, "expert_tp": 0}
-_MEMORY_LABELS = {"First": "first stage", "Last": "last stage"}
 _MEMORY_OUTPUTS = tuple(
     OutputCell(st.name, st.formula, st.args,
-               f"{st.label}, {_MEMORY_LABELS[st.of]} (GB)" if st.part and st.of else st.label,
+               f"{st.label}, {st.of.lower()} stage (GB)" if st.part and st.of else st.label,
                st.formula.unit, "General" if st.formula.returns in ("bool", "text") else
                ("0.##" if st.name.startswith(("Stage_Layers", "Inflight")) else "#,##0.00"), st.guarded)
     for st in memory_steps(MEMORY_SOURCES, capacity=V("GPU_Memory_GB"), layout_dp=1)  # DP from N_GPUs there
@@ -67,13 +67,11 @@ _RUN = dict(params_b=N_PARAMS, tokens_t="Tokens_T", trainable_params_b="Trainabl
 _REPLICA = V("TP_Size") * V("PP_Size") * V("CP_Size")  # GPUs in one model replica
 _COMPUTE = V("Compute_Cost_USD") + V("Power_Cost_USD")  # what the budget lines' shares are of
 OUTPUTS: tuple[OutputCell, ...] = (
-    OutputCell("DP_Size", compute.data_parallel_size, {"n_gpus": V("N_GPUs"), "tp": V("TP_Size"),
-               "pp": V("PP_Size"), "cp": V("CP_Size")}, "Data parallel (DP = GPUs / (TP x PP x CP))",
-               compute.data_parallel_size.unit, "0.##", guarded=True),
+    _o("DP_Size", compute.data_parallel_size, "Data parallel (DP = GPUs / (TP x PP x CP))", "0.##", guarded=True,
+       n_gpus="N_GPUs", tp="TP_Size", pp="PP_Size", cp="CP_Size"),
     # the model's own head dimension where the scenario gives one, else hidden / heads
-    OutputCell("Head_Dim", steptime.head_dim_of, {"hidden": V("Hidden"), "heads": V("Heads"),
-               "head_dim_given": V("Head_Dim_Given")}, "Dimension of one attention head",
-               steptime.head_dim_of.unit, "0.##"),
+    _o("Head_Dim", steptime.head_dim_of, "Dimension of one attention head", "0.##",
+       hidden="Hidden", heads="Heads", head_dim_given="Head_Dim_Given"),
     # the memory steps first: the time of a fine-tuning job needs their Trainable_Params_B
     *_MEMORY_OUTPUTS,
     # time: 6ND for a full job (pre-training or full fine-tuning), 4ND + 6N'D for LoRA/QLoRA (frozen base); N of

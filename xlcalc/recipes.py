@@ -21,10 +21,6 @@ class Recipe:
     optimizer: float
     source: str
 
-    @property
-    def total(self) -> float:
-        return self.weights + self.grads + self.optimizer
-
 
 RECIPES: dict[str, Recipe] = {
     r.id: r

@@ -22,7 +22,7 @@ from typing import Any
 from .errors import InputError, UnknownNameError
 from .expr import functions as _functions
 from .expr.nodes import Call, Expr, Names, Var, wrap
-from .inputs import InputSpec, spec
+from .inputs import spec
 from .validate import call_error, validate_all
 
 REGISTRY: dict[str, "Formula"] = {}
@@ -66,12 +66,9 @@ class Formula:
     expr: Expr = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        sig = inspect.signature(self.func)
-        self.signature = sig
+        self.signature = sig = inspect.signature(self.func)
         self.params = tuple(sig.parameters)
-        self.defaults = {
-            k: p.default for k, p in sig.parameters.items() if p.default is not inspect.Parameter.empty
-        }
+        self.defaults = {k: p.default for k, p in sig.parameters.items() if p.default is not p.empty}
         for p in self.params:
             spec(p)  # every parameter must be a known input
         self.expr = wrap(self.func(**{p: Var(p) for p in self.params}))
@@ -88,10 +85,6 @@ class Formula:
             self._cache.clear()
 
     # -- the Python face ------------------------------------------------------
-    @property
-    def specs(self) -> list[InputSpec]:
-        return [spec(p) for p in self.params]
-
     @property
     def summary(self) -> str:
         return (self.func.__doc__ or self.name).strip().splitlines()[0].strip()
@@ -130,15 +123,13 @@ class Formula:
         if any(isinstance(v, Expr) for v in values.values()):
             return Call(self, {k: wrap(v) for k, v in values.items()})
         clean = self.validate(values)
-        _functions._numeric += 1
         try:
-            result = self.func(**clean)
+            with numeric():
+                result = self.func(**clean)
         except ZeroDivisionError:
             raise self.undefined(clean, "divides by zero") from None
         except OverflowError:
             raise self.undefined(clean, "overflows") from None
-        finally:
-            _functions._numeric -= 1
         if isinstance(result, float) and not math.isfinite(result):
             raise self.undefined(clean, "overflows" if not math.isnan(result) else "has no defined result")
         if self.beyond(result):
@@ -191,11 +182,8 @@ class Formula:
         """Compute without validation (for inner loops whose inputs were validated once), numbers only."""
         if _functions._numeric:  # already computing numbers (e.g. inside :func:`numeric`): call the body directly
             return self.func(**values)
-        _functions._numeric += 1
-        try:
+        with numeric():
             return self.func(**values)
-        finally:
-            _functions._numeric -= 1
 
     # -- the workbook face ---------------------------------------------------
     def excel(self, names: Names | None = None, subs: Mapping[Any, str] | None = None) -> str:
@@ -244,35 +232,16 @@ def symbolic() -> Iterator[None]:
         _functions._numeric = saved
 
 
-def formula(
-    *,
-    udf: str,
-    unit: str,
-    equation: str,
-    source: str,
-    category: str,
-    returns: str = "number",
-    check: Callable[..., None] | None = None,
-    memo: bool = False,
-    at_most: tuple[float, str] | None = None,
-    dynamic_defaults: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
-    dynamic_params: tuple[str, ...] = (),
-    dynamic_from: tuple[str, ...] = (),
-    question: bool = False,
-) -> Callable[[Callable[..., Any]], Formula]:
-    """Register a formula. The body must use only arithmetic and the helpers of :mod:`xlcalc.expr`."""
+def formula(*, udf: str, **options: Any) -> Callable[[Callable[..., Any]], Formula]:
+    """Register a formula: ``udf`` is its worksheet function's name, ``options`` the other fields of
+    :class:`Formula` (unit, equation, source, category, ...). The body must use only arithmetic and the helpers of
+    :mod:`xlcalc.expr`."""
 
     def deco(func: Callable[..., Any]) -> Formula:
         name = func.__name__
         if name in REGISTRY:
             raise ValueError(f"formula {name} is defined twice")
-        f = Formula(
-            name=name, func=func, udf_name=udf, unit=unit, equation=equation,
-            source=source, category=category, returns=returns, check=check, memo=memo,
-            at_most=at_most, dynamic_defaults=dynamic_defaults, dynamic_params=dynamic_params,
-            dynamic_from=dynamic_from, question=question,
-        )
-        REGISTRY[name] = f
+        f = REGISTRY[name] = Formula(name=name, func=func, udf_name=udf, **options)
         return f
 
     return deco

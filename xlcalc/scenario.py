@@ -310,8 +310,15 @@ class Scenario(BaseModel):
         if isinstance(data.get("stack"), str):  # a stack's name (an alias, any case): its profile's id; a name that is
             with contextlib.suppress(InputError):  # no profile's stays as typed, for the spec to name the ones allowed
                 data["stack"] = stack_id(data["stack"])
-        if data.get("framework") is not None or data.get("precision") is not None:  # the names as xlcalc.frameworks
-            data.update(_profile_names(data.get("framework"), data.get("precision")))  # spells them; unknown: named
+        if data.get("framework") is not None or data.get("precision") is not None:
+            # the names as xlcalc.frameworks spells them (a precision left out: the framework's usual one; a framework
+            # left out: the default one); a blank or unknown name is an InputError listing the known ones
+            blank = [InputError(k, data[k], f"a {k} name of xlcalc.frameworks, or left out")
+                     for k in ("framework", "precision") if isinstance(data.get(k), str) and not data[k].strip()]
+            if blank:
+                raise InputError.all(blank)
+            p = get_profile(data.get("framework"), data.get("precision"))
+            data.update(framework=p.framework, precision=p.precision)
         # architecture left out: multi-head attention (kv heads = heads) and F = 4h, as seed 002's formulas
         if data.get("kv_heads") is None and data.get("heads") is not None:
             data["kv_heads"] = data["heads"]
@@ -340,11 +347,9 @@ class Scenario(BaseModel):
 
     def layout_values(self) -> dict[str, Any]:
         """The inputs of the layout check."""
-        return dict(hidden=self.hidden, heads=self.heads, layers=self.layers, seq_len=self.seq_len,
-                    kv_heads=self.kv_heads, first_stage_layers=self.first_stage_layers,
-                    last_stage_layers=self.last_stage_layers, tp=self.tp, pp=self.pp, cp=self.cp,
-                    cluster_gpus=self.n_gpus, dp_shard=self.dp_shard, micro_batch=self.micro_batch,
-                    virtual_stages=self.virtual_stages)
+        fields = ("hidden", "heads", "layers", "seq_len", "kv_heads", "first_stage_layers", "last_stage_layers", "tp",
+                  "pp", "cp", "dp_shard", "micro_batch", "virtual_stages")
+        return {**{k: getattr(self, k) for k in fields}, "cluster_gpus": self.n_gpus}
 
     @classmethod
     def build(cls, **values: Any) -> "Scenario":
@@ -355,8 +360,7 @@ class Scenario(BaseModel):
         merged: dict[str, Any] = {}
         blank = [InputError(k, values[k], f"a {k} name from the catalog (xlcalc catalog), or left out")
                  for k in ("model", "gpu", "recipe", "framework", "precision", "price_tier")
-                 if isinstance(values.get(k), str)
-                 and not values[k].strip()]
+                 if isinstance(values.get(k), str) and not values[k].strip()]
         if blank:  # an empty name is a mistake, not "the default"
             raise InputError.all(blank)
         # the failure share is goodput's unless use_typed_tax says otherwise: a typed share alone would be ignored
@@ -365,17 +369,15 @@ class Scenario(BaseModel):
                        "or left out", "without it the failure share is goodput's, from gpu_mtbf_h, ckpt_save_s and "
                        "restart_s, and the typed share would be ignored")]
         named = values.get("model")
-        named = catalog.get_model(named) if isinstance(named, str) and named.strip() else named
-        if isinstance(named, catalog.Model):  # tokens left out: the model's published ones, else 20 per parameter,
-            merged["tokens_t"] = default_tokens_t(named, named.params_b, named.name)[0]  # as plan takes them
-        if isinstance(values.get("model"), catalog.Model):
+        m = named if isinstance(named, catalog.Model) else catalog.get_model(named) if named else None
+        if m is not None:  # tokens left out: the model's published ones, else 20 per parameter, as plan takes them
+            merged["tokens_t"] = default_tokens_t(m, m.params_b, m.name)[0]
+            merged.update(architecture(m), seq_len=m.seq_len)
+        if isinstance(named, catalog.Model):
             # a model with no catalog row (e.g. from a Hugging Face config.json): its figures are typed in; its
             # file gives no training sequence length, so it has the one default (xlcalc.recipes.DEFAULT_SEQ_LEN)
-            merged.update(architecture(values["model"]), seq_len=values["model"].seq_len)
             values = {**values, "model": None}
-        if values.get("model"):
-            m = catalog.get_model(values["model"])
-            merged.update(architecture(m), seq_len=m.seq_len)
+        elif m is not None:
             merged["global_batch_tokens"] = default_global_batch_tokens(m)  # published, else None: as plan
         if values.get("gpu"):
             g = catalog.get_gpu(values["gpu"])
@@ -396,12 +398,9 @@ class Scenario(BaseModel):
         merged.update({k: v for k, v in values.items() if v is not None and k not in prices})
         if values.get("usd_per_gpu_hour") is not None and not merged.get("price_id"):
             merged["price_typed"] = True
-        if values.get("model"):
-            merged["model"] = catalog.get_model(values["model"]).id
-        if values.get("gpu"):
-            merged["gpu"] = catalog.get_gpu(values["gpu"]).id
-        if values.get("recipe"):
-            merged["recipe"] = get_recipe(str(values["recipe"])).id
+        for key, find in (("model", catalog.get_model), ("gpu", catalog.get_gpu), ("recipe", get_recipe)):
+            if values.get(key):  # the catalog's id of the name given
+                merged[key] = find(str(values[key])).id
         try:
             scenario = cls.model_validate(merged)
         except InputError as exc:  # every mistake at once; a share that is itself not allowed is named once
@@ -421,18 +420,6 @@ class Scenario(BaseModel):
     def cell_values(self) -> dict[str, Any]:
         """Input values by defined name."""
         return {c.name: getattr(self, c.field) for c in INPUTS}
-
-
-def _profile_names(framework: Any, precision: Any) -> dict[str, str]:
-    """The framework and precision as :func:`xlcalc.frameworks.get_profile` resolves them (a precision left out: the
-    framework's usual one; a framework left out: the default one); an unknown name is an :class:`InputError` listing
-    the known ones."""
-    blank = [InputError(k, v, f"a {k} name of xlcalc.frameworks, or left out") for k, v in
-             (("framework", framework), ("precision", precision)) if isinstance(v, str) and not v.strip()]
-    if blank:
-        raise InputError.all(blank)
-    p = get_profile(framework, precision)
-    return {"framework": p.framework, "precision": p.precision}
 
 
 def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:
@@ -556,13 +543,9 @@ def load_scenario(path: str | Path) -> Scenario:
         m = re.search(r"^\s*([^=\n]+?)\s*=\s*[+-]?[0-9_]{400,}", raw.decode("utf-8", "replace"), re.M)
         raise InputError(m.group(1) if m else "scenario", "a number of thousands of digits",
                          "a number below 1e18") from None
-    return Scenario.build(**scenario_fields(data))
-
-
-def scenario_fields(data: dict[str, Any]) -> dict[str, Any]:
-    """The keys and values of a scenario file checked as untrusted input (see :func:`load_scenario`)."""
     fields = Scenario.model_fields
-    def check(key: str) -> None:
+
+    def check(key: str) -> None:  # one key and its value, as untrusted input
         value = data[key]
         check_text("scenario key", key, "")
         if key not in fields:
@@ -574,21 +557,16 @@ def scenario_fields(data: dict[str, Any]) -> dict[str, Any]:
         _check_type(key, value, fields[key].annotation)
 
     InputError.each(check, data)
-    return dict(data)
+    return Scenario.build(**data)
+
+
+_TOML_KINDS = {bool: "true or false (a TOML boolean, not text)", int: "a whole number (a TOML integer)",
+               float: "a number", str: "text (a TOML string)"}
 
 
 def _check_type(key: str, value: Any, annotation: Any) -> None:
-    kinds = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
-    kind = kinds[0]
-    if kind is bool:
-        ok, what = isinstance(value, bool), "true or false (a TOML boolean, not text)"
-    elif kind is int:
-        ok, what = isinstance(value, int) and not isinstance(value, bool), "a whole number (a TOML integer)"
-    elif kind is float:
-        ok, what = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
-    elif kind is str:
-        ok, what = isinstance(value, str), "text (a TOML string)"
-    else:
-        return
-    if not ok:
-        raise InputError(key, value if isinstance(value, (str, int, float)) else type(value).__name__, what)
+    kind = next((a for a in typing.get_args(annotation) if a is not type(None)), annotation)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    ok = {bool: isinstance(value, bool), int: number and isinstance(value, int), float: number, str: isinstance(value, str)}
+    if not ok.get(kind, True):
+        raise InputError(key, value if isinstance(value, (str, int, float)) else type(value).__name__, _TOML_KINDS[kind])

@@ -63,8 +63,7 @@ def step_prediction(scenario: Scenario) -> Plan:
         stage_layers = [int(first), *[int(middle)] * (sc.pp - 2), int(last)]
     settings = Settings(stack=sc.stack, peak_tflops=sc.peak_tflops, memory_gb=sc.gpu_memory_gb,
                         gpus_per_node=sc.gpus_per_node)
-    return layout_prediction(model, arch=arch, gpu=sc.gpu, n_gpus=sc.n_gpus, seq_len=sc.seq_len,
-                             global_batch_tokens=sc.global_batch_tokens,  # None: plan's rule
-                             tp=sc.tp, pp=sc.pp, cp=sc.cp, zero_stage=sc.zero_stage, seq_parallel=sc.seq_parallel,
-                             recompute=sc.recompute, micro_batch=sc.micro_batch, virtual_stages=sc.virtual_stages,
-                             stage_layers=stage_layers, tokens_t=sc.tokens_t, settings=settings)
+    # the scenario's run and layout by name (global_batch_tokens None: plan's rule)
+    run = {k: getattr(sc, k) for k in ("gpu", "n_gpus", "seq_len", "global_batch_tokens", "tp", "pp", "cp", "zero_stage",
+                                       "seq_parallel", "recompute", "micro_batch", "virtual_stages", "tokens_t")}
+    return layout_prediction(model, arch=arch, stage_layers=stage_layers, settings=settings, **run)

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, cast
 
 from . import registry
@@ -60,7 +61,7 @@ from .formulas import memory as fm
 from .formulas import steptime as fs
 from .frameworks import DEFAULT_FRAMEWORK, PROFILE_INPUTS, udf_defaults
 from .inputs import spec
-from .layout import LAYOUT_DEFAULTS, check_layout
+from .layout import LAYOUT_DEFAULTS, LAYOUT_INPUTS, check_layout
 from .recipes import MEMORY_DEFAULTS, SHARDING, default_bytes, recipe_label
 from .registry import Formula, formula
 from .validate import check_value
@@ -147,20 +148,18 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         steps.append(Step(name, formula, {k: wrap(v) for k, v in args.items()}, label, part, of, guarded))
         return Var(name)
 
-    layout_args: dict[str, Any] = {k: s[k] for k in ("hidden", "heads", "layers", "seq_len", "kv_heads", "first_stage_layers",
-                                     "last_stage_layers", "tp", "pp", "cp", "dp", "cluster_gpus", "dp_shard",
-                                     "experts", "ep", "micro_batch", "batch_sequences", "virtual_stages")}
+    def named(*keys: str) -> dict[str, Any]:  # inputs passed on under their own names
+        return {k: s[k] for k in keys}
+
+    layout_args = named(*LAYOUT_INPUTS)
     if layout_dp is not None:
         layout_args["dp"] = wrap(layout_dp)
     add("Layout_Check", fm.layout_message, "Layout check (OK: every piece whole)", guarded=False, **layout_args)
     layer_b = add("Layer_Params_B", fm.layer_params_b, "Parameters of one layer (billions)",
-                  params_b=s["params_b"], layers=s["layers"], hidden=s["hidden"], vocab=s["vocab"],
-                  tied_embeddings=s["tied_embeddings"])
+                  **named("params_b", "layers", "hidden", "vocab", "tied_embeddings"))
     # --- fine-tuning: the adapters of the whole model and the parameters that are trained --------------------
-    adapter_shape: dict[str, Any] = dict(
-        hidden=s["hidden"], heads=s["heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"],
-        ffn_hidden=s["ffn_hidden"], lora_rank=s["lora_rank"], lora_targets=s["lora_targets"], gated_ffn=s["gated_ffn"],
-        job=s["job"])
+    adapter_shape = named("hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "lora_rank", "lora_targets",
+                          "gated_ffn", "job")
     add("Adapter_Params_B", ff.adapter_params_b, "LoRA adapter parameters of the model (billions; 0 = full job)",
         layers=s["layers"], **adapter_shape)
     add("Trainable_Params_B", ff.ft_trainable_params_b, "Trained parameters (billions: all, or the adapters)",
@@ -170,19 +169,16 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         # THE call of the per-layer activation bytes: the tensor-by-tensor count of xlcalc.formulas.activations
         # (checked against PyTorch's saved tensors, docs/activations.md); whole sequence and CP given, the
         # formula splits the tokens by CP
-        return add(name, fa.layer_activation_bytes, label,
-                   seq_len=s["seq_len"], micro_batch=s["micro_batch"], hidden=s["hidden"],
-                   heads=s["heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"],
-                   ffn_hidden=s["ffn_hidden"], gated_ffn=s["gated_ffn"], flash_attention=s["flash_attention"],
-                   tp=s["tp"], seq_parallel=s["seq_parallel"], cp=s["cp"], recompute=recompute)
+        return add(name, fa.layer_activation_bytes, label, recompute=recompute,
+                   **named("seq_len", "micro_batch", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden",
+                           "gated_ffn", "flash_attention", "tp", "seq_parallel", "cp"))
 
     act = layer_activations("Layer_Act_Bytes", "Activation bytes one layer keeps per micro-batch", s["recompute"])
     act_none = layer_activations("Layer_Act_Bytes_No_Recompute", "Activation bytes of one layer without recompute",
                                  "none")
     # --- fine-tuning: what a frozen base does not keep (0 for a full job) -------------------------------------
-    frozen: dict[str, Any] = dict(
-        seq_len=s["seq_len"] / s["cp"], micro_batch=s["micro_batch"], hidden=s["hidden"], ffn_hidden=s["ffn_hidden"],
-        tp=s["tp"], seq_parallel=s["seq_parallel"], job=s["job"], lora_targets=s["lora_targets"])
+    frozen = dict(seq_len=s["seq_len"] / s["cp"],
+                  **named("micro_batch", "hidden", "ffn_hidden", "tp", "seq_parallel", "job", "lora_targets"))
     kept = act - add("Layer_Act_Frozen_Saving", ff.act_frozen_saving_bytes,
                      "Activation bytes a frozen base drops (one layer)", recompute=s["recompute"], **frozen)
     kept_none = act_none - add("Layer_Act_Frozen_Saving_No_Recompute", ff.act_frozen_saving_bytes,
@@ -202,8 +198,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     shard = if_(s["dp_shard"] > 0, s["dp_shard"], s["dp"] * s["cp"])
     # a dense model (expert_params_b the constant 0, as in the workbook): no expert terms in the formulas
     dense = isinstance(s["expert_params_b"], Num) and s["expert_params_b"].value == 0
-    expert_args: dict[str, Any] = dict(layers=s["layers"], expert_params_b=s["expert_params_b"], ep=s["ep"], tp=s["tp"],
-                                       expert_tp=s["expert_tp"])
+    expert_args = named("layers", "expert_params_b", "ep", "tp", "expert_tp")
     if not dense:
         layer_held = add("Layer_Params_Held_B", expert_held_params_b, "Parameters of one layer one GPU gathers "
                          "under ZeRO-3 (billions)", stage_params_b=layer_b, stage_layers=1, **expert_args)
@@ -212,12 +207,10 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     acts: dict[str, Expr] = {}
     for st in STAGES:
         stage = st.lower()
-        n = add(f"Stage_Layers_{st}", fm.stage_layers, f"Layers on the {stage} stage", of=st, layers=s["layers"],
-                pp=s["pp"], stage=stage, first_stage_layers=s["first_stage_layers"],
-                last_stage_layers=s["last_stage_layers"])
+        n = add(f"Stage_Layers_{st}", fm.stage_layers, f"Layers on the {stage} stage", of=st,
+                **named("layers", "pp"), stage=stage, **named("first_stage_layers", "last_stage_layers"))
         params = add(f"Stage_Params_B_{st}", fm.stage_params_b, f"Parameters of the {stage} stage (billions)",
-                     of=st, stage_layers=n, layer_params_b=layer_b, hidden=s["hidden"], vocab=s["vocab"],
-                     pp=s["pp"], tied_embeddings=s["tied_embeddings"])
+                     of=st, stage_layers=n, layer_params_b=layer_b, **named("hidden", "vocab", "pp", "tied_embeddings"))
         # expert parallelism: the stage's routed experts split over ep GPUs, their ZeRO/FSDP shard group the
         # other dp x cp / ep GPUs (Megatron's expert data-parallel group). Held on one GPU: dense + experts/ep;
         # sharded: (dense + experts) / shard either way. One (params, group) pair gives both.
@@ -237,9 +230,8 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
                       f"Trained parameters of the {stage} stage (billions)", of=st, params_b=held,
                       trainable_params_b=adapters, job=s["job"])
         w = add(f"Mem_{st}_Weights_GB", ff.mem_ft_weights_gb, "Weights", "weights", st,
-                params_b=held, embed_params_b=params - n * layer_b, trainable_params_b=adapters, job=s["job"],
-                zero_stage=s["zero_stage"], dp=group, tp=s["tp"], bytes_weights=s["bytes_weights"],
-                quant_block=s["quant_block"], double_quant=s["double_quant"])
+                params_b=held, embed_params_b=params - n * layer_b, trainable_params_b=adapters,
+                **named("job", "zero_stage"), dp=group, **named("tp", "bytes_weights", "quant_block", "double_quant"))
         common = dict(params_b=trained, zero_stage=s["zero_stage"], dp=group, tp=s["tp"], pp=1)
         g = add(f"Mem_{st}_Grads_GB", fm.mem_grads_gb, "Gradients", "gradients", st,
                 bytes_grads=s["bytes_grads"], **common)
@@ -256,21 +248,20 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
         gathered_share = if_(eq(s["job"], "full"), 1, if_(eq(s["job"], "qlora"), nf4 / 4, 0.5))
         gat = add(f"Mem_{st}_Gathered_GB", fm.mem_gathered_params_gb, "Gathered ZeRO-3/FSDP parameters",
                   "gathered_params", st, layer_params_b=(layer_b if dense else layer_held) * gathered_share,
-                  tp=s["tp"], zero_stage=s["zero_stage"], prefetch_layers=s["prefetch_layers"], pp=s["pp"],
+                  **named("tp", "zero_stage", "prefetch_layers", "pp"),
                   stage_params_b=held * if_(eq(s["job"], "qlora"), nf4 / 2, 1),
                   bytes_grads=if_(eq(s["job"], "full"), s["bytes_grads"], 0))
         fl = add(f"Inflight_{st}", fm.stage_inflight_microbatches, f"Micro-batches in flight on the {stage} stage",
-                 of=st, pp=s["pp"], stage=stage, virtual_stages=s["virtual_stages"], microbatches=s["microbatches"])
+                 of=st, pp=s["pp"], stage=stage, **named("virtual_stages", "microbatches"))
         a = add(f"Mem_{st}_Activations_GB", fm.mem_stage_act_gb, "Activations", "activations", st,
                 stage_layers=n, stored_act_bytes=kept, inflight_microbatches=fl)
         lg = add(f"Mem_{st}_Logits_GB", fm.mem_logits_gb, "Logits and loss buffers", "logits", st,
-                 seq_len=s["seq_len"], micro_batch=s["micro_batch"], vocab=s["vocab"], tp=s["tp"], cp=s["cp"],
-                 logits_buffer_bytes=s["logits_buffer_bytes"], pp=s["pp"], stage=stage,
+                 **named("seq_len", "micro_batch", "vocab", "tp", "cp", "logits_buffer_bytes", "pp"), stage=stage,
                  output_copy_bytes=s["autocast_copy_bytes"] * s["hidden"])
         totals[st] = add(f"Mem_{st}_Total_GB", fm.mem_stage_total_gb, f"Total, {stage} stage", "total", st,
                          weights_gb=w, grads_gb=g, optimizer_gb=o, fp8_gb=f8, gathered_gb=gat, activations_gb=a,
-                         recompute_gb=recompute, logits_gb=lg, comm_buffer_gb=s["comm_buffer_gb"],
-                         overhead_gb=s["overhead_gb"], grads_freed=s["grads_freed"], pp=s["pp"], step_gb=step)
+                         recompute_gb=recompute, logits_gb=lg,
+                         **named("comm_buffer_gb", "overhead_gb", "grads_freed", "pp"), step_gb=step)
         states[st] = w + g + o + f8 + gat
         acts[st] = a + recompute + lg
     peak: dict[str, Any] = dict(first_stage_gb=totals["First"], last_stage_gb=totals["Last"])
@@ -281,15 +272,13 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     total = add("Mem_Total_GB", fm.mem_peak_gb, "Memory per GPU, heavier stage (GB)", **peak)
     if capacity is not None:
         margin = add("Fit_Margin_GB", fm.fit_margin_gb, "Margin: CUDA context + allocator reserve (GB)",
-                     total_gb=total, cuda_context_gb=s["cuda_context_gb"],
-                     allocator_reserve_frac=s["allocator_reserve_frac"])
+                     total_gb=total, **named("cuda_context_gb", "allocator_reserve_frac"))
         add("Fit_Verdict", fm.fit_verdict, "Fit: fits / tight / does not fit", total_gb=total, memory_gb=capacity,
             margin_gb=margin)
         add("Fits_GPU", fm.fits_in_gpu, "Fits in one GPU with the margin?", total_gb=total, memory_gb=capacity,
             margin_gb=margin)
         fit_cap = add("Fit_Capacity_GB", fm.fit_capacity_gb, "Largest memory per GPU that fits with the margin (GB)",
-                      memory_gb=capacity, cuda_context_gb=s["cuda_context_gb"],
-                      allocator_reserve_frac=s["allocator_reserve_frac"])
+                      memory_gb=capacity, **named("cuda_context_gb", "allocator_reserve_frac"))
         add("Max_Micro_Batch", fm.max_micro_batch, "Largest micro-batch that fits (heavier stage)",
             memory_gb=fit_cap, static_gb=Var("Mem_Static_GB"), overhead_gb=s["overhead_gb"] + s["comm_buffer_gb"],
             act_gb_per_sample=Var("Mem_Activations_GB") / s["micro_batch"])
@@ -328,7 +317,6 @@ def expert_shard_group(dp: Any, params_b: Any, stage_params_b: Any) -> Any:
 
 _Getter = Callable[[dict[str, Any]], Any]
 _CompiledStep = tuple[str, Callable[..., Any], list[tuple[str, _Getter]]]
-_COMPILED: dict[tuple[bool, bool], list[_CompiledStep]] = {}
 # the variants of the model as functions of xlcalc.stage_memory_code (scripts/make_memory_code.py):
 # name -> (capacity given, MoE terms)
 VARIANTS = {"dense": (False, False), "dense_fit": (True, False), "moe": (False, True), "moe_fit": (True, True)}
@@ -347,18 +335,16 @@ def _getter(e: Expr) -> _Getter:
     return e.evaluate
 
 
+@cache
 def _compiled(capacity: bool, moe: bool = True) -> list[_CompiledStep]:
     """The steps as (name, function, argument getters); ``moe=False``: the dense model's steps (no expert
     terms)."""
-    key = (capacity, moe)
-    if key not in _COMPILED:
-        with registry.symbolic():
-            steps = memory_steps(None if moe else {"expert_params_b": 0},
-                                 capacity=Var("GPU_Memory_GB") if capacity else None)
-        # the layout check runs once in resolve(), as check_layout (the same constraints as Layout_Check)
-        _COMPILED[key] = [(st.name, st.formula.func, [(k, _getter(e)) for k, e in st.args.items()])
-                          for st in steps if st.name != "Layout_Check"]
-    return _COMPILED[key]
+    with registry.symbolic():
+        steps = memory_steps(None if moe else {"expert_params_b": 0},
+                             capacity=Var("GPU_Memory_GB") if capacity else None)
+    # the layout check runs once in resolve(), as check_layout (the same constraints as Layout_Check)
+    return [(st.name, st.formula.func, [(k, _getter(e)) for k, e in st.args.items()])
+            for st in steps if st.name != "Layout_Check"]
 
 
 def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -399,7 +385,7 @@ def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
             raise InputError("dp", v["dp"], f"{derived} (GPUs / (TP x PP x CP) = {clean['cluster_gpus']} / {replica}), "
                              "or left out", "with the cluster's GPUs given, the data-parallel size follows from them")
         clean["dp"] = derived
-    check_layout(**{k: clean[k] for k in LAYOUT_DEFAULTS.keys() | {"hidden", "heads", "layers", "seq_len"}})
+    check_layout(**{k: clean[k] for k in LAYOUT_INPUTS})
     # the head size: given (MLA, Gemma-style models), else hidden/heads (whole: the layout check saw to it)
     clean["head_dim"] = check_value("head_dim", head_dim if head_dim is not None else clean["hidden"] // clean["heads"])
     return clean
@@ -497,14 +483,13 @@ def explain(env: Mapping[str, Any], inputs: Mapping[str, Any]) -> StageMemory:
     parts = {st.lower(): {key: env[shared.get(key) or names[key].replace("_First_", f"_{st}_")]
                           for key, _label in PARTS} for st in STAGES}
     totals = {st.lower(): env[f"Mem_{st}_Total_GB"] for st in STAGES}
-    cap = env.get("GPU_Memory_GB")
     return StageMemory(
         inputs=dict(inputs), recipe=recipe_label(inputs["bytes_weights"], inputs["bytes_grads"],
                                                  inputs["bytes_optimizer"]),
         parts_gb=parts, totals_gb=totals, stage_layers={st.lower(): env[f"Stage_Layers_{st}"] for st in STAGES},
         memory_gb=env["Mem_Total_GB"], peak_stage="first" if totals["first"] >= totals["last"] else "last",
         static_gb=env["Mem_Static_GB"], activations_gb=env["Mem_Activations_GB"],
-        capacity_gb=cap, fits=env.get("Fits_GPU"),
+        capacity_gb=env.get("GPU_Memory_GB"), fits=env.get("Fits_GPU"),
         max_micro_batch=int(env["Max_Micro_Batch"]) if "Max_Micro_Batch" in env else None, values=dict(env),
     )
 
@@ -518,12 +503,6 @@ def stage_memory(**values: Any) -> StageMemory:
 # --- the composed model as one worksheet function ---------------------------------------------------
 
 _D = defaults()
-
-
-def _udf_layout_check(**v: Any) -> None:
-    check_layout(**{k: v[k] for k in ("hidden", "heads", "layers", "seq_len", "kv_heads", "tp", "pp", "cp", "dp",
-                                      "dp_shard", "first_stage_layers", "last_stage_layers", "micro_batch",
-                                      "virtual_stages")})
 
 
 def _compose(values: dict[str, Any], result: str) -> Any:
@@ -540,7 +519,8 @@ def _compose(values: dict[str, Any], result: str) -> Any:
 
 
 @formula(
-    udf="MEM_PER_GPU_GB", question=True, unit="GB per GPU", category="memory", check=_udf_layout_check,
+    udf="MEM_PER_GPU_GB", question=True, unit="GB per GPU", category="memory",
+    check=lambda **v: check_layout(**{k: v[k] for k in LAYOUT_INPUTS if k in v}),  # the layout inputs it has
     equation="MAX over the first and last pipeline stage of weights + gradients + optimizer + FP8 copies + gathered "
              "parameters + activations + recompute working set + logits + buckets + other; the optimizer step's "
              "temporaries in place of activations, recompute and logits where larger (xlcalc.stage_memory)",

@@ -74,13 +74,14 @@ def step_time_steps(src: Mapping[str, Any] | None = None) -> tuple[Step, ...]:
         steps.append(Step(name, formula, {k: wrap(v) for k, v in args.items()}, label, guarded=False))
         return Var(name)
 
+    def named(*keys: str) -> dict[str, Any]:  # inputs passed on under their own names
+        return {k: s[k] for k in keys}
+
     # layers of the first, a middle and the last stage: L/p each, or the end stages given and the rest shared evenly
     first, middle, last = stage_layer_counts(s)
     tokens_mb = s["seq_len"] * s["micro_batch"] / s["cp"]  # one GPU's tokens of a micro-batch
-    shape = dict(hidden=s["hidden"], heads=s["heads"], kv_heads=s["kv_heads"], head_dim=s["head_dim"],
-                 ffn_hidden=s["ffn_hidden"], vocab=s["vocab"], gated_ffn=s["gated_ffn"])
-    gpu_mm = dict(peak_tflops=s["peak_tflops"], matmul_efficiency=s["matmul_efficiency"], sm_count=s["sm_count"],
-                  wave_quantization=s["wave_quantization"], tp=s["tp"], recompute=s["recompute"])
+    shape = named("hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "gated_ffn")
+    gpu_mm = named("peak_tflops", "matmul_efficiency", "sm_count", "wave_quantization", "tp", "recompute")
     # --- compute of one micro-batch: one layer, and the logit layer ----------------------------------------------
     mm_layer_logits = add("Step_Matmul_1L_S", fmb.stage_matmul_time_s,
                           "Matmul time of one layer and the logit layer, one micro-batch (s)",
@@ -88,15 +89,11 @@ def step_time_steps(src: Mapping[str, Any] | None = None) -> tuple[Step, ...]:
     mm_logits = add("Step_Logits_Matmul_S", fmb.stage_matmul_time_s, "Matmul time of the logit layer (s)",
                     layers_per_stage=0, tokens=tokens_mb, **shape, **gpu_mm)
     attention = add("Step_Layer_Attention_S", fmb.layer_attention_time_s, "Attention core of one layer (s)",
-                    tokens=tokens_mb, seq_len=s["seq_len"], heads=s["heads"], head_dim=s["head_dim"],
-                    peak_tflops=s["peak_tflops"], matmul_efficiency=s["matmul_efficiency"],
-                    attention_efficiency=s["attention_efficiency"], hbm_tb_s=s["hbm_tb_s"],
-                    flash_attention=s["flash_attention"], tp=s["tp"], recompute=s["recompute"],
-                    attention_factor=s["attention_factor"], attention_kernel_speed=s["attention_kernel_speed"])
-    elementwise: dict[str, Any] = dict(
-        tokens=tokens_mb, hidden=s["hidden"], ffn_hidden=s["ffn_hidden"], hbm_tb_s=s["hbm_tb_s"],
-        gated_ffn=s["gated_ffn"], tp=s["tp"], seq_parallel=s["seq_parallel"], recompute=s["recompute"],
-        elementwise_factor=s["elementwise_factor"], dropout=s["dropout"])
+                    tokens=tokens_mb, **named("seq_len", "heads", "head_dim", "peak_tflops", "matmul_efficiency",
+                                              "attention_efficiency", "hbm_tb_s", "flash_attention", "tp", "recompute",
+                                              "attention_factor", "attention_kernel_speed"))
+    elementwise = dict(tokens=tokens_mb, **named("hidden", "ffn_hidden", "hbm_tb_s", "gated_ffn", "tp", "seq_parallel",
+                                                 "recompute", "elementwise_factor", "dropout"))
     ew_layer = add("Step_Layer_Elementwise_S", fs.elementwise_time_s,
                    "Norms, residuals, dropout and activation of one layer (s)",
                    layers_per_stage=1, vocab=0, **elementwise)
@@ -110,16 +107,15 @@ def step_time_steps(src: Mapping[str, Any] | None = None) -> tuple[Step, ...]:
     # --- communication on a micro-batch's path ------------------------------------------------------------------
     link = dict(link_efficiency=s["link_efficiency"])
     tp_comm = add("Step_TP_Comm_S", fc.tp_comm_time_s, "Exposed TP communication of the stage, one micro-batch (s)",
-                  layers_per_stage=layers_stage, seq_len=s["seq_len"] / s["cp"], micro_batch=s["micro_batch"],
-                  hidden=s["hidden"], tp=s["tp"], scaleup_gb_s=s["scaleup_gb_s"], recompute=s["recompute"],
-                  tp_overlap=s["tp_overlap"], **link)
+                  layers_per_stage=layers_stage, seq_len=s["seq_len"] / s["cp"],
+                  **named("micro_batch", "hidden", "tp", "scaleup_gb_s", "recompute", "tp_overlap"), **link)
     fabric = dict(gpus_per_node=s["nvlink_domain"], scaleup_gb_s=s["scaleup_gb_s"], scaleout_gb_s=s["scaleout_gb_s"])
     cp_bw = add("Step_CP_Bandwidth_GB_s", fc.group_bandwidth_gb_s, "Bandwidth of the CP ring (GB/s)",
                 span_gpus=s["tp"] * s["cp"], **fabric)
     cp_comm = add("Step_CP_Comm_S", fc.cp_comm_time_s, "Exposed CP communication of the stage, one micro-batch (s)",
-                  layers_per_stage=layers_stage, tokens=s["seq_len"] * s["micro_batch"], kv_heads=s["kv_heads"],
-                  head_dim=s["head_dim"], cp=s["cp"], bandwidth_gb_s=cp_bw, window_s=layers_stage * attention,
-                  tp=s["tp"], cp_overlap=s["cp_overlap"], **link)
+                  layers_per_stage=layers_stage, tokens=s["seq_len"] * s["micro_batch"],
+                  **named("kv_heads", "head_dim", "cp"), bandwidth_gb_s=cp_bw, window_s=layers_stage * attention,
+                  **named("tp", "cp_overlap"), **link)
     pp_bw = add("Step_PP_Bandwidth_GB_s", fc.group_bandwidth_gb_s, "Bandwidth between pipeline stages (GB/s)",
                 span_gpus=s["tp"] * s["cp"] * s["dp"] * s["pp"], **fabric)
     p2p = add("Step_PP_P2P_S", fc.pipeline_p2p_time_s, "Pipeline send and receive of one micro-batch (s)",
@@ -133,28 +129,23 @@ def step_time_steps(src: Mapping[str, Any] | None = None) -> tuple[Step, ...]:
                      pp_comm_s=if_(s["pp"] > 1, p2p * (1 - s["pp_overlap"]), 0))
     # --- once per step: data-parallel communication, the optimizer, the bubble ---------------------------------
     stage_params = add("Step_Stage_Params", fs.pipeline_stage_params, "Parameters of the heaviest stage",
-                       layers=s["layers"], pp=s["pp"], layer_params=s["layer_params"],
-                       embedding_params=s["embedding_params"], tied_embeddings=s["tied_embeddings"])
+                       **named("layers", "pp", "layer_params", "embedding_params", "tied_embeddings"))
     dp_ranks = s["dp"] * s["cp"]  # gradients are reduced over the DP x CP ranks, TP apart
     in_domain = add("Step_DP_Ranks_per_Domain", fc.ranks_per_domain, "DP ranks inside one NVLink domain",
                     ranks=dp_ranks, stride_gpus=s["tp"], nvlink_domain=s["nvlink_domain"])
     dp_comm = add("Step_DP_Comm_S", fc.dp_comm_time_hierarchical_s, "Exposed DP communication of the step (s)",
                   params_per_gpu=stage_params / s["tp"], dp=dp_ranks, ranks_per_domain=in_domain,
-                  microbatch_s=microbatch, scaleup_gb_s=s["scaleup_gb_s"], scaleout_gb_s=s["scaleout_gb_s"],
-                  zero_stage=s["zero_stage"], microbatches=s["microbatches"], grad_bytes=s["grad_bytes"],
-                  bytes_weights=s["bytes_weights"], overlap_frac=s["dp_overlap"], **link)
+                  microbatch_s=microbatch, **named("scaleup_gb_s", "scaleout_gb_s", "zero_stage", "microbatches",
+                                                   "grad_bytes", "bytes_weights"), overlap_frac=s["dp_overlap"], **link)
     optimizer = add("Step_Optimizer_S", fs.optimizer_step_s, "Optimizer step (s)",
-                    params_per_gpu_b=stage_params / s["tp"] / 1e9, hbm_tb_s=s["hbm_tb_s"],
-                    zero_stage=s["zero_stage"], dp=s["dp"], bytes_per_param_step=s["bytes_per_param_step"])
+                    params_per_gpu_b=stage_params / s["tp"] / 1e9,
+                    **named("hbm_tb_s", "zero_stage", "dp", "bytes_per_param_step"))
     add("Step_Bubble_S", fs.bubble_time_s, "Pipeline bubble of the step (s)",
-        pp=s["pp"], microbatches=s["microbatches"], microbatch_s=microbatch, virtual_stages=s["virtual_stages"])
-    step = add("Step_Time_S", fs.step_time_s, "Step time (s)",
-               microbatches=s["microbatches"], microbatch_s=microbatch, pp=s["pp"],
-               virtual_stages=s["virtual_stages"], comm_s=dp_comm, compute_s=optimizer)
+        **named("pp", "microbatches"), microbatch_s=microbatch, virtual_stages=s["virtual_stages"])
+    step = add("Step_Time_S", fs.step_time_s, "Step time (s)", microbatches=s["microbatches"],
+               microbatch_s=microbatch, **named("pp", "virtual_stages"), comm_s=dp_comm, compute_s=optimizer)
     # --- what the step achieves ----------------------------------------------------------------------------------
-    arch = dict(layers=s["layers"], hidden=s["hidden"], heads=s["heads"], kv_heads=s["kv_heads"],
-                head_dim=s["head_dim"], ffn_hidden=s["ffn_hidden"], vocab=s["vocab"], seq_len=s["seq_len"],
-                gated_ffn=s["gated_ffn"])
+    arch = named("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "seq_len", "gated_ffn")
     model_flops = add("Step_Model_FLOPs_per_Token", fs.model_flops_per_token, "Model FLOPs per token", **arch)
     hw_flops = add("Step_Hardware_FLOPs_per_Token", fs.hardware_flops_per_token,
                    "Hardware FLOPs per token (recomputation included)", recompute=s["recompute"], **arch)

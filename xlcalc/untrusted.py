@@ -66,8 +66,7 @@ def check_text(key: str, text: str, allow: str = "\t") -> str:
     for ch in text:
         cat = unicodedata.category(ch)
         if ch not in allow and (cat in ("Cc", "Cs", "Co") or cat == "Cn" and _noncharacter(ch)):
-            raise InputError(key, text, "text without control characters",
-                             f"it holds U+{ord(ch):04X}")
+            raise InputError(key, text, "text without control characters", f"it holds U+{ord(ch):04X}")
     return text
 
 

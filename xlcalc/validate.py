@@ -26,16 +26,13 @@ from .inputs import spec as _spec
 from .stack_names import name_key
 
 
-def _lower(value: Any) -> Any:
-    return value.strip().lower() if isinstance(value, str) else value
-
-
 @cache
 def _adapter(spec: InputSpec) -> TypeAdapter:
     if spec.kind == "bool":
         typ: Any = Annotated[bool, Field(strict=False)]
     else:  # choice
-        typ = Annotated[Literal[spec.choices], BeforeValidator(_lower)]  # type: ignore[valid-type]
+        lower = BeforeValidator(lambda v: v.strip().lower() if isinstance(v, str) else v)  # any case, spaces around
+        typ = Annotated[Literal[spec.choices], lower]  # type: ignore[valid-type]
     return TypeAdapter(typ)
 
 
@@ -85,9 +82,8 @@ def _number(spec: InputSpec, value: Any, label: str) -> Any:
     if isinstance(value, str):
         raise InputError(label, value, spec.allowed, _text_detail(spec, value))
     if not isinstance(value, (numbers.Real, Decimal)):
-        if value is None:
-            raise InputError(label, value, spec.allowed, "the input is required")
-        raise InputError(label, value, spec.allowed, f"not a number (a {type(value).__name__})")
+        raise InputError(label, value, spec.allowed, "the input is required" if value is None
+                         else f"not a number (a {type(value).__name__})")
     try:
         x = float(value)
     except (OverflowError, ValueError, TypeError):  # an integer beyond any float
@@ -248,11 +244,7 @@ def _allowed_text(err: Mapping[str, Any], s: InputSpec | None) -> str:
              **dict.fromkeys(("float_parsing", "float_type", "finite_number"), "a finite number"),
              **dict.fromkeys(("bool_parsing", "bool_type"), "TRUE or FALSE"),
              "extra_forbidden": "a known field (this one is not)", "missing": "given"}
-    if kind in plain:
-        return plain[kind]
-    if kind.startswith("string"):
-        return "text"
-    return "a valid value"
+    return plain.get(kind) or ("text" if kind.startswith("string") else "a valid value")
 
 
 def _detail_text(err: Mapping[str, Any]) -> str:
