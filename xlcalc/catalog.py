@@ -16,7 +16,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Literal, Optional, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import CatalogError, InputError
 from .formulas.steptime import dense_layer_params
@@ -317,11 +317,24 @@ class Price(_Row):
         return self
 
 
-# kind -> (file, its array of rows, the schema of the file: that array alone)
-_KINDS: dict[str, tuple[str, str, type[BaseModel]]] = {
-    kind: (f"{kind}.toml", key, create_model(f"_{row.__name__}File", __config__=ConfigDict(extra="forbid"),
-                                             **{key: (list[row], ...)}))  # type: ignore[call-overload, valid-type]
-    for kind, key, row in (("gpus", "gpu", GPU), ("models", "model", Model), ("prices", "price", Price))}
+class _Catalog(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _GPUFile(_Catalog):
+    gpu: list[GPU]
+
+
+class _ModelFile(_Catalog):
+    model: list[Model]
+
+
+class _PriceFile(_Catalog):
+    price: list[Price]
+
+
+_KINDS: dict[str, tuple[str, type[_Catalog], str]] = {"gpus": ("gpus.toml", _GPUFile, "gpu"), "models": ("models.toml", _ModelFile, "model"),
+          "prices": ("prices.toml", _PriceFile, "price")}
 
 
 def load(kind: str, path: str | Path | None = None) -> tuple[Any, ...]:
@@ -332,7 +345,7 @@ def load(kind: str, path: str | Path | None = None) -> tuple[Any, ...]:
     """
     if kind not in _KINDS:
         raise CatalogError(f"unknown catalog kind {kind!r}; valid kinds: {', '.join(_KINDS)}")
-    filename, key, schema = _KINDS[kind]
+    filename, schema, key = _KINDS[kind]
     source: Traversable = Path(path) if path is not None else DATA / filename
     label = filename if path is None else str(path)
     try:
