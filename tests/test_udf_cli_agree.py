@@ -14,6 +14,9 @@ import pytest
 
 from cli_run import run
 from xlcalc import catalog
+from xlcalc.errors import InputError
+from xlcalc.inputs import spec
+from xlcalc.lora_targets import target_set
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "udfs"))
 
@@ -169,7 +172,16 @@ def test_a_lora_target_set_the_model_does_not_count_is_one_sentence_on_both_face
         u.MEM_PER_GPU_GB(*map(cell, arch), job=cell("lora"), lora_targets=cell("q,k"))
     code, _, err = run(capsys, "memory", "--model", "llama3.1-8b", "--job", "lora", "--lora-targets", "q,k")
     assert code == 2 and str(e.value) in err
-    assert str(e.value).startswith("lora_targets = 'q,k' is not allowed: lora_targets must be one of the sets q,v")
+    assert str(e.value).startswith("lora_targets = 'q,k' is not allowed: lora_targets must be one of \"qv\", \"qkv\", "
+                                   "\"attention\", \"all_linear\", or one of these sets' matrices as a comma list: q,v |")
+
+
+@pytest.mark.parametrize("typed", ["q", "w", "q,k", "x,y"])
+def test_every_refusal_of_a_lora_target_states_what_the_input_allows(typed):
+    # "q" (a matrix, not a set) was refused with "one of the sets q,v | ...", without the input's allowed sets
+    with pytest.raises(InputError) as e:
+        target_set(typed)
+    assert spec("lora_targets").allowed in str(e.value) and e.value.names == ["lora_targets"]
 
 
 def test_a_gpu_the_planner_lacks_figures_for_is_one_sentence_saying_where_they_are_given(capsys):

@@ -18,6 +18,8 @@ TARGET_SETS = {frozenset("qv"): "qv", frozenset("qkv"): "qkv", frozenset("qkvo")
 _MATRIX_ALIASES = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "output_proj": "o", "wq": "q",
                    "wk": "k", "wv": "v", "wo": "o", "gate_proj": "gate", "up_proj": "up", "down_proj": "down",
                    "w1": "gate", "w3": "up", "w2": "down", "fc1": "up", "fc2": "down"}
+# the sets by name, as the input's spec states what it allows (every refusal starts with it)
+_ONE_OF = "one of " + ", ".join(f'"{c}"' for c in TARGET_SETS.values())
 _TARGET_NAMES = {**{n: n for n in TARGET_SETS.values()}, "all-linear": "all_linear", "all": "all_linear"}
 
 
@@ -34,12 +36,12 @@ def target_set(text: str) -> str:
             continue
         name = _MATRIX_ALIASES.get(part, part)
         if name not in ("q", "k", "v", "o", "gate", "up", "down"):
-            raise InputError("lora_targets", text, "one of " + ", ".join(f'"{c}"' for c in TARGET_SETS.values())
-                             + ", or matrices among q, k, v, o, gate, up, down (or mlp) as a comma list",
+            raise InputError("lora_targets", text, _ONE_OF + ", or matrices among q, k, v, o, gate, up, down (or mlp) "
+                             "as a comma list",
                              f"{part!r} is not a matrix of a layer")
         matrices.add(name)
     found = TARGET_SETS.get(frozenset(matrices))
     if found is None:
-        raise InputError("lora_targets", text, "one of the sets q,v | q,k,v | q,k,v,o | q,k,v,o,gate,up,down",
-                         "the memory model counts these adapter sets")
+        raise InputError("lora_targets", text, _ONE_OF + ", or one of these sets' matrices as a comma list: q,v | q,k,v | "
+                         "q,k,v,o | q,k,v,o,gate,up,down", "the memory model counts these adapter sets")
     return found
