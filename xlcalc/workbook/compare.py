@@ -138,7 +138,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         varmap.update({out.name: ref_text(s, f"{col}{row + k}") for k, out in enumerate(OUTPUTS)})
         layout_row = row + [out.name for out in OUTPUTS].index("Layout_Check")
         for r, out in enumerate(OUTPUTS, start=row):
-            expr, subs = output_formula(out.name, varmap, inline=True)
+            expr, subs = output_formula(out.name, varmap)
             expr = guarded_output(out.name, expr, varmap, follows)
             # a memory result: the way to the column's layout check, whole in its own cell; every result but that
             # check: the cell a failing input check blames (the Checks sheet prints its line), or for a framework

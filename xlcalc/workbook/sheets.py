@@ -161,7 +161,7 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
     shows CHECK_POINTER for a failing input check or look-up instead of its message, which Start's input check shows
     whole (:func:`rendering.pointing`): the result's column is too narrow to print it."""
     out = OUTPUT_BY_NAME[name]
-    expr, subs = output_formula(name, varmap, inline=True)
+    expr, subs = output_formula(name, varmap)
     expr = guarded_output(name, expr, varmap)
     points = name != "Layout_Check"  # the layout check's row shows a failing input's message whole
     expr = pointing(expr, pointer, checks_pointer=CHECK_POINTER if points else None)
