@@ -41,13 +41,13 @@ def dependencies(name: str) -> set[str]:
     return set(_deps(name))
 
 
-def _over(name: str, varmap: Mapping[str, Expr], top: bool = True) -> Expr:
+def _over(name: str, varmap: Mapping[str, str], top: bool = True) -> Expr:
     # a memory result carries its layout guard only as a cell of its own, not where another result inlines it
     expr = output_expr(OUTPUT_BY_NAME[name]) if top else plain_expr(OUTPUT_BY_NAME[name])
     mapping: dict[str, Expr] = {}
     for v in expr.variables():
-        if v in varmap:
-            mapping[v] = varmap[v]
+        if v in varmap:  # (a Scenarios column maps some 150 names, of which one result's formula reads a few)
+            mapping[v] = Var(varmap[v])
         elif v in OUTPUT_BY_NAME and not _deps(v).isdisjoint(varmap):
             mapping[v] = _over(v, varmap, top=False)
     return expr.substitute(mapping)
@@ -109,7 +109,7 @@ def output_formula_tree(name: str, varmap: Mapping[str, str] | None = None) -> t
     results placed over it (:func:`_sub_entries`): those of the results before ``name``.
     """
     varmap = dict(varmap or {})
-    expr = _over(name, {k: Var(v) for k, v in varmap.items()})
+    expr = _over(name, varmap)
     earlier = takewhile(lambda entry: entry[0] != name, _sub_entries(varmap))
     return expr, {key: text for _, key, text in earlier if key is not None}
 
@@ -209,7 +209,7 @@ def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None, follows
     standing = refs.keys()
     shown = [n for n in BOUNDED_OUTPUTS if n in deps and (n in refs or standing.isdisjoint(_deps(n)))]
     for name in reversed(inline):  # written out in the cell's formula: checked as written, its bound included
-        bounded = _over(name, {k: Var(v) for k, v in refs.items()})
+        bounded = _over(name, refs)
         expr = Func("IF", (IsNumber(bounded), wrap(expr), bounded))
     for name in reversed([n for n in LOOKED_UP if n in deps] + shown):
         ref = Var(refs.get(name, name))
