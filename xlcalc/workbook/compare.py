@@ -311,14 +311,13 @@ PAR_REFUSED = "refused: see Checks"
 
 def par_layout_short(whole: str) -> Any:
     """A Parallelism row's layout check short, from the cell ``whole`` that holds its whole message."""
-    return placed("par_layout_short", _par_layout_short, {"whole": whole})
+    def make(var: Callable[[str], Expr]) -> Any:
+        text = var("whole")
+        at = Func("FIND", (Text(" is not allowed"), text))
+        short = if_(at <= PAR_SHORT_HEAD + 1, Concat(Func("LEFT", (text, at - 1)), " refused"), PAR_REFUSED)
+        return if_(eq(text, LAYOUT_OK), LAYOUT_OK, IfError(short, PAR_REFUSED))
 
-
-def _par_layout_short(var: Callable[[str], Expr]) -> Any:
-    whole = var("whole")
-    at = Func("FIND", (Text(" is not allowed"), whole))
-    short = if_(at <= PAR_SHORT_HEAD + 1, Concat(Func("LEFT", (whole, at - 1)), " refused"), PAR_REFUSED)
-    return if_(eq(whole, LAYOUT_OK), LAYOUT_OK, IfError(short, PAR_REFUSED))
+    return placed("par_layout_short", make, {"whole": whole})
 
 
 def row_stage_end(name: str, pp_ref: str) -> Any:

@@ -118,13 +118,6 @@ class Book:
                     yield title, at, c
 
     # -- evaluation --------------------------------------------------------------------
-    def locate(self, var: str) -> tuple[str, str]:
-        if var in self.names:
-            return self.names[var]
-        if not (m := _REF.match(var)):
-            raise KeyError(f"workbook formula refers to {var!r}, which is neither a defined name nor a cell")
-        return m["sheet"], f"{m['col']}{m['row']}"
-
     def value(self, sheet: str, at: str) -> Any:
         key = (sheet, at)
         if key in self._memo:
@@ -144,7 +137,11 @@ class Book:
 
     def where(self, var: str) -> tuple[str, str]:
         """The (sheet, cell) of a defined name or reference text, found once (a cell never moves)."""
-        return self._where.get(var) or self._where.setdefault(var, self.locate(var))
+        if (found := self._where.get(var) or self.names.get(var)) is None:
+            if not (m := _REF.match(var)):
+                raise KeyError(f"workbook formula refers to {var!r}, which is neither a defined name nor a cell")
+            found = m["sheet"], f"{m['col']}{m['row']}"
+        return self._where.setdefault(var, found)
 
     def value_of(self, var: str) -> Any:
         return self.value(*self.where(var))
