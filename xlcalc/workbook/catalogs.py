@@ -144,14 +144,13 @@ def price_sheet(book: Book) -> PriceTable:
           "source. Inputs looks USD_per_GPU_Hour up here by GPU_Type and Price_Tier; a pair with no row has no sourced "
           "price. Type your own quote over USD_per_GPU_Hour on Inputs, or over a yellow rate here.", PRICE_COLUMNS)
     for i, p in enumerate(rows):
-        # the key the look-up matches: GPU_Type&"|"&Price_Tier
-        values = {"key": f"{p.gpu}|{p.tier}", "gpu": p.gpu, "tier": p.tier,
-                  "usd_per_gpu_hour": p.usd_per_gpu_hour, "date": p.date or "undated", "id": p.id,
-                  "source": p.source, "notes": p.notes}
         for j, (field, _, _) in enumerate(PRICE_COLUMNS, start=1):
+            # the key the look-up matches: GPU_Type&"|"&Price_Tier
+            value = f"{p.gpu}|{p.tier}" if field == "key" else p.date or "undated" if field == "date" \
+                else getattr(p, field)
             kind = "input" if field == "usd_per_gpu_hour" else "text" if field in ("source", "notes") else "label"
             fmt = '"$"#,##0.000' if field == "usd_per_gpu_hour" else None
-            book.put(s, coord(j, FIRST + i), values[field], kind, fmt)
+            book.put(s, coord(j, FIRST + i), value, kind, fmt)
     last = FIRST + max(len(rows), 1) - 1
     head = last + 2
     book.put(s, f"A{head}", "Price tiers (the Price_Tier dropdown on Inputs)", "group")

@@ -428,12 +428,10 @@ def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]
     if reg.cells:
         book.rules.append((s, f"{c_check}{FIRST_ROW}:{c_check}{last_cell}", "bad_unless_ok"))
     book.put(s, f"A{GROUP_FIRST_ROW - 1}", "Checks of the inputs each result uses (the first failing one)", "group")
-    done: set[frozenset[str]] = set()
-    while len(done) < len(reg.groups):  # gathering a long set places cells for its chunks: more groups
-        for names, row in list(reg.groups.items()):
-            if names in done:
-                continue
-            done.add(names)
+    written = 0
+    while written < len(reg.groups):  # gathering a long set places cells for its chunks: more groups
+        for names, row in list(reg.groups.items())[written:]:
+            written += 1
             members = reg.members(names)
             book.row(s, row, (f"{len(members)} inputs", ", ".join(m.replace("$", "") for m in members)))
             book.put(s, f"C{row}", _first_failing(members, reg), "formula")

@@ -115,15 +115,11 @@ def output_formula_tree(name: str, varmap: Mapping[str, str] | None = None) -> t
 
 
 _SUB_ENTRIES: dict[Any, list[tuple[str, Any, str]]] = {}
-_SUB_LAST: list[Any] = [None]  # (the last varmap (a copy), its entries)
 
 
 def _sub_entries(varmap: Mapping[str, str]) -> list[tuple[str, Any, str]]:
     """(result, key, text) of every named result in order: the key of its expression over ``varmap`` and the cell
     that stands for it, or its key and defined name where it depends on no name ``varmap`` replaces (key None: none)."""
-    last = _SUB_LAST[0]
-    if last is not None and last[0] == varmap:  # (the results placed over one varmap ask one after another)
-        return last[1]  # type: ignore[no-any-return]
     memo_key = tuple(sorted(varmap.items()))
     entries = _SUB_ENTRIES.get(memo_key)
     if entries is None:
@@ -132,7 +128,6 @@ def _sub_entries(varmap: Mapping[str, str]) -> list[tuple[str, Any, str]]:
             (o.name, o.expr().substitute(vm).key(), varmap[o.name]) if o.name in varmap
             else (o.name, o.expr().key(), o.name) if _deps(o.name).isdisjoint(varmap) else (o.name, None, "")
             for o in OUTPUTS]
-    _SUB_LAST[0] = (dict(varmap), entries)  # one item: another thread reads a varmap with its own
     return entries
 
 
