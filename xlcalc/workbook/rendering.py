@@ -10,6 +10,7 @@ table look-up (workbook plumbing, not a model formula).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from itertools import repeat, takewhile
 from operator import contains
@@ -24,16 +25,13 @@ from . import checks
 from .messages import CHECK_CELL_POINTER, CHECK_POINTER, CHECK_REFUSED
 from .model import RENDERING, Concat, IfError, IsNumber, Lookup
 
-_DEPS: dict[str, set[str]] = {}
 
-
+@functools.cache
 def _deps(name: str) -> set[str]:
     """Every defined name (inputs and outputs) a named result depends on (made once: not to be changed)."""
-    if name not in _DEPS:
-        with unfolded():  # the names the formula is written over, those of a branch its arguments never take included
-            expr = output_expr(OUTPUT_BY_NAME[name])
-        _DEPS[name] = needs(expr)
-    return _DEPS[name]
+    with unfolded():  # the names the formula is written over, those of a branch its arguments never take included
+        expr = output_expr(OUTPUT_BY_NAME[name])
+    return needs(expr)
 
 
 def dependencies(name: str) -> set[str]:
