@@ -1,8 +1,8 @@
 """The planning workbook: a live-formula .xlsx rendered from xlcalc's formula registry.
 
-``build(path, scenarios)`` lays the workbook out as a :class:`~xlcalc.workbook.model.Book`
-(cells, formulas as expression trees, defined names), writes it with openpyxl and
-stores the engine's value of every formula cell as its cached value.
+``build(path, scenarios)`` lays the workbook out as a :class:`~xlcalc.workbook.model.Book` (cells, formulas as
+expression trees, defined names), writes it with openpyxl and stores the engine's value of every formula cell as its
+cached value.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """Checks of a received .xlsx package before any of it is parsed as a workbook.
 
-The zip's central directory is inspected first (file size, number of parts, each part's
-declared size and compression ratio, encryption, part names against an allow-list, no
-macros, external links or embedded objects). Then every XML part is streamed once through
-expat with hard limits — no DTD or entity declarations, bounded nesting depth, elements,
-cells and text length, no formula that reaches outside the workbook (DDE, external
-references, WEBSERVICE, HYPERLINK, ...) — and a CPU-time budget. Only a package that passes
-is handed to openpyxl, so its time and memory are bounded by these limits.
+The zip's central directory is inspected first (file size, number of parts, each part's declared size and compression
+ratio, encryption, part names against an allow-list, no macros, external links or embedded objects). Then every XML part
+is streamed once through expat with hard limits — no DTD or entity declarations, bounded nesting depth, elements, cells
+and text length, no formula that reaches outside the workbook (DDE, external references, WEBSERVICE, HYPERLINK, ...) —
+and a CPU-time budget. Only a package that passes is handed to openpyxl, so its time and memory are bounded by these
+limits.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Formula cells rendered from the engine's one definition of each named result.
 
-A named result of :data:`xlcalc.outputs.OUTPUTS` can be placed over other cells
-than the Inputs sheet's (a Scenarios column, a Sensitivity grid point, a row of
-the Parallelism sheet): ``output_formula`` substitutes the cells for the defined
-names in the *same* expression tree, so the workbook never holds a hand-typed
-copy of a formula. ``catalog_lookup`` is the one place the builder writes a
-table look-up (workbook plumbing, not a model formula).
+A named result of :data:`xlcalc.outputs.OUTPUTS` can be placed over other cells than the Inputs sheet's (a Scenarios
+column, a Sensitivity grid point, a row of the Parallelism sheet): ``output_formula`` substitutes the cells for the
+defined names in the *same* expression tree, so the workbook never holds a hand-typed copy of a formula.
+``catalog_lookup`` is the one place the builder writes a table look-up (workbook plumbing, not a model formula).
 """
 
 from __future__ import annotations
@@ -54,16 +52,14 @@ def _over(name: str, varmap: Mapping[str, str], top: bool = True) -> Expr:
 def output_formula(name: str, varmap: Mapping[str, str] | None = None) -> tuple[Expr, dict[Any, str]]:
     """The expression of named result ``name`` with some defined names replaced by cells.
 
-    ``varmap`` maps defined names (inputs or other results) to reference text.
-    Results that depend on a replaced name and are not themselves in ``varmap`` are
-    written out in full; the rest stay as their defined names. Returns
-    the expression and the ``subs`` that render shared sub-results by their cell.
+    ``varmap`` maps defined names (inputs or other results) to reference text. Results that depend on a replaced name
+    and are not themselves in ``varmap`` are written out in full; the rest stay as their defined names. Returns the
+    expression and the ``subs`` that render shared sub-results by their cell.
 
-    The expression is built and rendered once per shape (the result, which names are
-    replaced) as a :class:`~xlcalc.expr.Template` over placeholders, and
-    bound to this call's cell references (its subs travel inside it); the text and
-    the values are those of :func:`output_formula_tree`, the reference, which builds
-    the tree anew for every cell.
+    The expression is built and rendered once per shape (the result, which names are replaced) as a
+    :class:`~xlcalc.expr.Template` over placeholders, and bound to this call's cell references (its subs travel inside
+    it); the text and the values are those of :func:`output_formula_tree`, the reference, which builds the tree anew for
+    every cell.
     """
     varmap = varmap or {}  # (read, never changed: the split and the templates keep copies of what they keep)
     if not RENDERING.templates:
@@ -133,8 +129,8 @@ def catalog_lookup(key: Expr | str, sheet: str, key_col: str, value_col: str, fi
                    what: str | None = None, type_in: str | None = None) -> Lookup:
     """INDEX/MATCH of ``key`` in a catalog sheet's id column.
 
-    With ``what`` (e.g. "peak TFLOPS") and ``type_in`` (where to type a value), an empty
-    catalog cell or an unknown id gives a readable message instead of 0 or #N/A.
+    With ``what`` (e.g. "peak TFLOPS") and ``type_in`` (where to type a value), an empty catalog cell or an unknown id
+    gives a readable message instead of 0 or #N/A.
     """
     return Lookup(Var(key) if isinstance(key, str) else key, sheet, key_col, value_col, first_row, last_row,
                   what, type_in)

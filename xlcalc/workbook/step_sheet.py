@@ -76,7 +76,7 @@ def stack_sheet(book: Book) -> Table:
 
 
 def _fact(table: Table, key: str, field: str, blank: Any, missing: str) -> Expr:
-    """Column ``field`` of ``table``'s row whose id is in ``key`` (``blank`` where it is empty), else "<id><missing>"."""
+    """Column ``field`` of ``table``'s row whose id is in ``key`` (``blank`` where empty), else "<id><missing>"."""
     return IfError(LookupOr(Var(key), table.sheet, table.col("id"), table.col(field), table.first_row,
                             table.last_row, blank), Concat(Var(key), missing))
 

@@ -1,9 +1,8 @@
 """Write a :class:`~xlcalc.workbook.model.Book` as an .xlsx with openpyxl.
 
-Formula text is rendered from each cell's expression; text is always written as
-text (a value starting with ``=``, ``+``, ``-`` or ``@`` never becomes a formula);
-input cells are unlocked on protected sheets; validations name the input and
-what is allowed.
+Formula text is rendered from each cell's expression; text is always written as text (a value starting with ``=``,
+``+``, ``-`` or ``@`` never becomes a formula); input cells are unlocked on protected sheets; validations name the input
+and what is allowed.
 """
 
 from __future__ import annotations
