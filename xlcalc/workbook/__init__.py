@@ -1,8 +1,8 @@
 """The planning workbook: a live-formula .xlsx rendered from xlcalc's formula registry.
 
-``build(path, scenarios)`` lays the workbook out as a :class:`~xlcalc.workbook.model.Book`
-(cells, formulas as expression trees, defined names), writes it with openpyxl and
-stores the engine's value of every formula cell as its cached value.
+``build(path, scenarios)`` lays the workbook out as a :class:`~xlcalc.workbook.model.Book` (cells, formulas as
+expression trees, defined names), writes it with openpyxl and stores the engine's value of every formula cell as its
+cached value.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
     book = Book()
     book.sheets.update({t: {} for t in (*SHEET_ORDER, checks.SHEET)})  # the sheets in print order
     with checks.collecting() as reg:  # the cells that gather input checks, placed as the results need them
-        gpus, models, recipes = catalogs.gpu_sheet(book), catalogs.model_sheet(book), catalogs.recipe_sheet(book)
+        gpus, models, recipes = (catalogs.catalog_sheet(book, t) for t in ("GPUs", "Models", "Recipes"))
         frameworks, prices = catalogs.framework_sheet(book), catalogs.price_sheet(book)
         stacks = step_sheet.stack_sheet(book)
         ctx = sheets.Ctx(book, main, gpus, models, recipes, prices, frameworks)
@@ -59,9 +59,8 @@ def layout(scenarios: Sequence[Scenario] = ()) -> Layout:
         compare.parallelism_sheet(ctx)
         catalogs.references_sheet(book)
         checks.finish(book, reg, {
-            "Model_Preset": (models.sheet, models.col("id"), models.first_row, models.last_row),
-            "GPU_Type": (gpus.sheet, gpus.col("id"), gpus.first_row, gpus.last_row),
-            "Recipe_Id": (recipes.sheet, recipes.col("id"), recipes.first_row, recipes.last_row),
+            **{n: (t.sheet, t.col("id"), t.first_row, t.last_row)
+               for n, t in (("Model_Preset", models), ("GPU_Type", gpus), ("Recipe_Id", recipes))},
             "Framework": (frameworks.sheet, "A", frameworks.first_row, frameworks.last_row),
             "Precision": (frameworks.sheet, "A", frameworks.precision_first, frameworks.precision_last),
             "Price_Tier": (prices.sheet, "A", prices.tier_first, prices.tier_last)}, frameworks)

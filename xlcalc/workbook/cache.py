@@ -1,10 +1,9 @@
 """Cached values for formula cells, so a workbook shows numbers before any recalculation.
 
-openpyxl writes a formula cell as ``<c r="B5"><f>...</f><v /></c>`` with no value.
-After saving, each sheet's XML is rewritten so that every formula cell carries the
-value the engine computed for it (``<v>76.08...</v>``, ``t="b"`` for TRUE/FALSE,
-``t="str"`` for text). Spreadsheet applications recalculate on open anyway; email
-previews, pandas and ``openpyxl(data_only=True)`` read these values.
+openpyxl writes a formula cell as ``<c r="B5"><f>...</f><v /></c>`` with no value. After saving, each sheet's XML is
+rewritten so that every formula cell carries the value the engine computed for it (``<v>76.08...</v>``, ``t="b"`` for
+TRUE/FALSE, ``t="str"`` for text). Spreadsheet applications recalculate on open anyway; email previews, pandas and
+``openpyxl(data_only=True)`` read these values.
 """
 
 from __future__ import annotations

@@ -82,7 +82,22 @@ def _head(book: Book, sheet: str, title: str, note: str, columns: Any) -> None:
         book.widths.setdefault(sheet, {})[coord(j, 1)[:-1]] = width
 
 
-def _table(book: Book, sheet: str, title: str, note: str, columns, rows) -> Table:
+# a catalog sheet: its title, note, columns and the catalog's rows
+CATALOG_SHEETS: dict[str, tuple[Any, ...]] = {
+    "GPUs": ("GPU catalog", "Dense TFLOP/s (no 2:4 sparsity); GB = 1e9 bytes. An empty cell: no published figure. "
+             "Yellow cells may be edited; the Inputs sheet looks GPUs up here by id.", GPU_COLUMNS, catalog.gpus),
+    "Models": ("Model catalog", "Parameter counts are derived from the architecture (embeddings, attention, FFN, "
+               "norms). The Inputs sheet looks presets up here by id.", MODEL_COLUMNS, catalog.models),
+    "Recipes": ("Precision recipes: bytes per parameter of the model states", "Weights, gradients and optimizer "
+                "states (with any fp32 master copy) in bytes per parameter. Yellow cells may be edited; the Inputs "
+                "sheet looks the precision recipe up here by id.", RECIPE_COLUMNS, lambda: list(RECIPES.values())),
+}
+
+
+def catalog_sheet(book: Book, sheet: str) -> Table:
+    """The catalog sheet ``sheet`` of CATALOG_SHEETS: one row per catalog entry, one column per field."""
+    title, note, columns, entries = CATALOG_SHEETS[sheet]
+    rows = entries()
     _head(book, sheet, title, note, columns)
     for i, row in enumerate(rows):
         for j, (field, _, _) in enumerate(columns, start=1):
@@ -91,25 +106,6 @@ def _table(book: Book, sheet: str, title: str, note: str, columns, rows) -> Tabl
             book.put(sheet, coord(j, FIRST + i), value, kind)
     book.freeze[sheet] = "B4"
     return Table(sheet, tuple(c[0] for c in columns), FIRST, FIRST + max(len(rows), 1) - 1)
-
-
-def gpu_sheet(book: Book) -> Table:
-    return _table(book, "GPUs", "GPU catalog", "Dense TFLOP/s (no 2:4 sparsity); GB = 1e9 bytes. An empty cell: no "
-                  "published figure. Yellow cells may be edited; the Inputs sheet looks GPUs up here by id.",
-                  GPU_COLUMNS, catalog.gpus())
-
-
-def model_sheet(book: Book) -> Table:
-    return _table(book, "Models", "Model catalog", "Parameter counts are derived from the architecture (embeddings, "
-                  "attention, FFN, norms). The Inputs sheet looks presets up here by id.",
-                  MODEL_COLUMNS, catalog.models())
-
-
-def recipe_sheet(book: Book) -> Table:
-    return _table(book, "Recipes", "Precision recipes: bytes per parameter of the model states",
-                  "Weights, gradients and optimizer states (with any fp32 master copy) in bytes per parameter. "
-                  "Yellow cells may be edited; the Inputs sheet looks the precision recipe up here by id.",
-                  RECIPE_COLUMNS, list(RECIPES.values()))
 
 
 PRICE_COLUMNS = (
@@ -148,14 +144,13 @@ def price_sheet(book: Book) -> PriceTable:
           "source. Inputs looks USD_per_GPU_Hour up here by GPU_Type and Price_Tier; a pair with no row has no sourced "
           "price. Type your own quote over USD_per_GPU_Hour on Inputs, or over a yellow rate here.", PRICE_COLUMNS)
     for i, p in enumerate(rows):
-        # the key the look-up matches: GPU_Type&"|"&Price_Tier
-        values = {"key": f"{p.gpu}|{p.tier}", "gpu": p.gpu, "tier": p.tier,
-                  "usd_per_gpu_hour": p.usd_per_gpu_hour, "date": p.date or "undated", "id": p.id,
-                  "source": p.source, "notes": p.notes}
         for j, (field, _, _) in enumerate(PRICE_COLUMNS, start=1):
+            # the key the look-up matches: GPU_Type&"|"&Price_Tier
+            value = f"{p.gpu}|{p.tier}" if field == "key" else p.date or "undated" if field == "date" \
+                else getattr(p, field)
             kind = "input" if field == "usd_per_gpu_hour" else "text" if field in ("source", "notes") else "label"
             fmt = '"$"#,##0.000' if field == "usd_per_gpu_hour" else None
-            book.put(s, coord(j, FIRST + i), values[field], kind, fmt)
+            book.put(s, coord(j, FIRST + i), value, kind, fmt)
     last = FIRST + max(len(rows), 1) - 1
     head = last + 2
     book.put(s, f"A{head}", "Price tiers (the Price_Tier dropdown on Inputs)", "group")

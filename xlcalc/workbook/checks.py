@@ -247,9 +247,8 @@ def shown_value(x: Any) -> Any:
     return if_(Func("LEN", (x,)) > VALUE_CHARS, Concat(Func("LEFT", (x, Num(VALUE_CHARS - 3))), "..."), x)
 
 
-def _message(where: str, name: str, allowed: str, x: Var | None = None) -> Concat:
-    return Concat(f"{where}: {name} = ", shown_value(x if x is not None else Var(name)),
-                  f" is not allowed: {name} must be {allowed}")
+def _message(where: str, name: str, allowed: str, x: Var) -> Concat:
+    return Concat(f"{where}: {name} = ", shown_value(x), f" is not allowed: {name} must be {allowed}")
 
 
 def input_check(book: Book, name: str, lists: dict[str, tuple[str, str, int, int]]) -> Any:
@@ -378,19 +377,18 @@ def layout_line(whole: str) -> Any:
     """A Parallelism row's layout check in cell ``whole`` ("<cell> (<Name>): <message> (<the arithmetic>)") in one
     printed line: without the arithmetic in brackets, or, where that is longer than SHORT_CHARS, up to "is not
     allowed". (One template, bound to each row's cell: model.placed.)"""
-    return placed("layout_line", _layout_line, {"whole": whole})
+    def make(var: Any) -> Any:
+        text = var("whole")
 
+        def find(what: str, *start: Any) -> Any:
+            return Func("FIND", (Text(what), text, *start))
 
-def _layout_line(var: Any) -> Any:
-    whole = var("whole")
+        bracket = find(" (", find("): "))
+        head = Func("LEFT", (text, bracket - 1))
+        refused = Func("LEFT", (text, find(" is not allowed") + len(" is not allowed") - 1))
+        return if_(eq(text, OK), OK, IfError(if_(bracket <= SHORT_CHARS + 1, head, refused), text))
 
-    def find(text: str, *start: Any) -> Any:
-        return Func("FIND", (Text(text), whole, *start))
-
-    bracket = find(" (", find("): "))
-    head = Func("LEFT", (whole, bracket - 1))
-    refused = Func("LEFT", (whole, find(" is not allowed") + len(" is not allowed") - 1))
-    return if_(eq(whole, OK), OK, IfError(if_(bracket <= SHORT_CHARS + 1, head, refused), whole))
+    return placed("layout_line", make, {"whole": whole})
 
 
 def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]], frameworks: Any) -> None:
@@ -402,10 +400,9 @@ def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]
                 "A check passes with OK. A result that depends on an input whose check fails shows the check's "
                 "message instead of a number; pasted values are checked too (a cell's list or range only stops "
                 "typing).")
-    layout = OUTPUT_BY_NAME["Layout_Check"].name
     book.row(s, LAYOUT_ROW, ("Layout (every piece whole)", "the input it blames, then why"))
-    book.put(s, f"C{LAYOUT_ROW}", if_(eq(Var(layout), "OK"), OK,
-                                      Concat(IfError(layout_where(book), "Layout_Check"), ": ", Var(layout))), "formula")
+    book.put(s, f"C{LAYOUT_ROW}", if_(eq(Var("Layout_Check"), "OK"), OK, Concat(
+        IfError(layout_where(book), "Layout_Check"), ": ", Var("Layout_Check"))), "formula")
     book.rules.append((s, f"C{LAYOUT_ROW}", "bad_unless_ok"))
     book.row(s, FIRST_ROW - 1, ("input", "cell", "check (OK: allowed)"), "header")
     c_at, c_name, c_check = CELL_COLS
@@ -431,12 +428,10 @@ def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]
     if reg.cells:
         book.rules.append((s, f"{c_check}{FIRST_ROW}:{c_check}{last_cell}", "bad_unless_ok"))
     book.put(s, f"A{GROUP_FIRST_ROW - 1}", "Checks of the inputs each result uses (the first failing one)", "group")
-    done: set[frozenset[str]] = set()
-    while len(done) < len(reg.groups):  # gathering a long set places cells for its chunks: more groups
-        for names, row in list(reg.groups.items()):
-            if names in done:
-                continue
-            done.add(names)
+    written = 0
+    while written < len(reg.groups):  # gathering a long set places cells for its chunks: more groups
+        for names, row in list(reg.groups.items())[written:]:
+            written += 1
             members = reg.members(names)
             book.row(s, row, (f"{len(members)} inputs", ", ".join(m.replace("$", "") for m in members)))
             book.put(s, f"C{row}", _first_failing(members, reg), "formula")

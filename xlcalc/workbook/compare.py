@@ -138,7 +138,7 @@ def scenarios_sheet(ctx: Ctx, columns: list[tuple[Scenario, bool]]) -> list[dict
         varmap.update({out.name: ref_text(s, f"{col}{row + k}") for k, out in enumerate(OUTPUTS)})
         layout_row = row + [out.name for out in OUTPUTS].index("Layout_Check")
         for r, out in enumerate(OUTPUTS, start=row):
-            expr, subs = output_formula(out.name, varmap, inline=True)
+            expr, subs = output_formula(out.name, varmap)
             expr = guarded_output(out.name, expr, varmap, follows)
             # a memory result: the way to the column's layout check, whole in its own cell; every result but that
             # check: the cell a failing input check blames (the Checks sheet prints its line), or for a framework
@@ -311,14 +311,13 @@ PAR_REFUSED = "refused: see Checks"
 
 def par_layout_short(whole: str) -> Any:
     """A Parallelism row's layout check short, from the cell ``whole`` that holds its whole message."""
-    return placed("par_layout_short", _par_layout_short, {"whole": whole})
+    def make(var: Callable[[str], Expr]) -> Any:
+        text = var("whole")
+        at = Func("FIND", (Text(" is not allowed"), text))
+        short = if_(at <= PAR_SHORT_HEAD + 1, Concat(Func("LEFT", (text, at - 1)), " refused"), PAR_REFUSED)
+        return if_(eq(text, LAYOUT_OK), LAYOUT_OK, IfError(short, PAR_REFUSED))
 
-
-def _par_layout_short(var: Callable[[str], Expr]) -> Any:
-    whole = var("whole")
-    at = Func("FIND", (Text(" is not allowed"), whole))
-    short = if_(at <= PAR_SHORT_HEAD + 1, Concat(Func("LEFT", (whole, at - 1)), " refused"), PAR_REFUSED)
-    return if_(eq(whole, LAYOUT_OK), LAYOUT_OK, IfError(short, PAR_REFUSED))
+    return placed("par_layout_short", make, {"whole": whole})
 
 
 def row_stage_end(name: str, pp_ref: str) -> Any:

@@ -1,8 +1,8 @@
 """Recalculate workbooks in LibreOffice (headless Calc) — the real-engine proof.
 
-``recalculate(paths, outdir)`` converts several .xlsx files in one ``soffice`` call
-with a fresh, private user profile whose settings force a full recalculation on
-load (``org.openoffice.Office.Calc/Formula/Load/OOXMLRecalcMode`` = 0, "always").
+``recalculate(paths, outdir)`` converts several .xlsx files in one ``soffice`` call with a fresh, private user profile
+whose settings force a full recalculation on load (``org.openoffice.Office.Calc/Formula/Load/OOXMLRecalcMode`` = 0,
+"always").
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ def memory_sheet(ctx: Ctx) -> None:
         for col, item in (("B", first), ("C", last)):
             if isinstance(item, str):
                 out = OUTPUT_BY_NAME[item]
-                expr, subs = output_formula(item, None, inline=True)
+                expr, subs = output_formula(item, None)
                 b.put(s, f"{col}{row}", pointing(guarded_output(item, expr), LAYOUT_POINTER,
                                                  checks_pointer=CHECK_POINTER), "output",
                       out.number_format, subs, name=item)

@@ -1,9 +1,8 @@
 """The workbook as data before it is written: cells, defined names and their values.
 
-Every formula cell holds an :class:`~xlcalc.expr.Expr` whose variables are
-cell references (``Inputs!$B$5``) or defined names (``Params_B``). The same tree
-is rendered as the cell's Excel text *and* evaluated here in Python, so the
-cached value written next to each formula is the engine's own number.
+Every formula cell holds an :class:`~xlcalc.expr.Expr` whose variables are cell references (``Inputs!$B$5``) or defined
+names (``Params_B``). The same tree is rendered as the cell's Excel text *and* evaluated here in Python, so the cached
+value written next to each formula is the engine's own number.
 """
 
 from __future__ import annotations
@@ -118,13 +117,6 @@ class Book:
                     yield title, at, c
 
     # -- evaluation --------------------------------------------------------------------
-    def locate(self, var: str) -> tuple[str, str]:
-        if var in self.names:
-            return self.names[var]
-        if not (m := _REF.match(var)):
-            raise KeyError(f"workbook formula refers to {var!r}, which is neither a defined name nor a cell")
-        return m["sheet"], f"{m['col']}{m['row']}"
-
     def value(self, sheet: str, at: str) -> Any:
         key = (sheet, at)
         if key in self._memo:
@@ -144,7 +136,11 @@ class Book:
 
     def where(self, var: str) -> tuple[str, str]:
         """The (sheet, cell) of a defined name or reference text, found once (a cell never moves)."""
-        return self._where.get(var) or self._where.setdefault(var, self.locate(var))
+        if (found := self._where.get(var) or self.names.get(var)) is None:
+            if not (m := _REF.match(var)):
+                raise KeyError(f"workbook formula refers to {var!r}, which is neither a defined name nor a cell")
+            found = m["sheet"], f"{m['col']}{m['row']}"
+        return self._where.setdefault(var, found)
 
     def value_of(self, var: str) -> Any:
         return self.value(*self.where(var))
@@ -195,11 +191,10 @@ class _Env(dict[Any, Any]):
 class Lookup(Expr):
     """``INDEX(value column, MATCH(key, key column, 0))`` over a catalog sheet.
 
-    Workbook plumbing (a table look-up, not a model formula): renders the classic
-    INDEX/MATCH pair and evaluates the same look-up over the book's cells.
-    With ``what`` and ``type_in`` the look-up never shows an error value: an empty
-    catalog cell reads "<id>: no published <what> on the <sheet> sheet - type it in
-    <type_in>", and an id the sheet does not hold reads "<id>: not on the <sheet> sheet".
+    Workbook plumbing (a table look-up, not a model formula): renders the classic INDEX/MATCH pair and evaluates the
+    same look-up over the book's cells. With ``what`` and ``type_in`` the look-up never shows an error value: an empty
+    catalog cell reads "<id>: no published <what> on the <sheet> sheet - type it in <type_in>", and an id the sheet does
+    not hold reads "<id>: not on the <sheet> sheet".
     """
 
     __slots__ = ("key_expr", "sheet", "key_col", "value_col", "first_row", "last_row", "what", "type_in")

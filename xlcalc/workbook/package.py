@@ -1,12 +1,11 @@
 """Checks of a received .xlsx package before any of it is parsed as a workbook.
 
-The zip's central directory is inspected first (file size, number of parts, each part's
-declared size and compression ratio, encryption, part names against an allow-list, no
-macros, external links or embedded objects). Then every XML part is streamed once through
-expat with hard limits — no DTD or entity declarations, bounded nesting depth, elements,
-cells and text length, no formula that reaches outside the workbook (DDE, external
-references, WEBSERVICE, HYPERLINK, ...) — and a CPU-time budget. Only a package that passes
-is handed to openpyxl, so its time and memory are bounded by these limits.
+The zip's central directory is inspected first (file size, number of parts, each part's declared size and compression
+ratio, encryption, part names against an allow-list, no macros, external links or embedded objects). Then every XML part
+is streamed once through expat with hard limits — no DTD or entity declarations, bounded nesting depth, elements, cells
+and text length, no formula that reaches outside the workbook (DDE, external references, WEBSERVICE, HYPERLINK, ...) —
+and a CPU-time budget. Only a package that passes is handed to openpyxl, so its time and memory are bounded by these
+limits.
 """
 
 from __future__ import annotations
@@ -75,13 +74,6 @@ FORMULA_DANGER = (
 FORMULA_TAGS = {"f", "formula", "formula1", "formula2", "definedName"}
 
 
-@dataclass
-class Package:
-    names: list[str]
-    cells: int = 0
-    formulas: int = 0
-
-
 def _refuse(path: Path, why: str) -> PackageError:
     return PackageError(f"{path}: refused: {why}")
 
@@ -95,7 +87,7 @@ def formula_danger(text: str) -> str | None:
     return None
 
 
-def check(path: Path, limits: Limits = Limits()) -> Package:
+def check(path: Path, limits: Limits = Limits()) -> None:
     """Refuse, with the cause named, any package that is not a plain bounded .xlsx; nothing is parsed by openpyxl."""
     start = time.process_time()
     try:
@@ -116,12 +108,12 @@ def check(path: Path, limits: Limits = Limits()) -> Package:
         raise PackageError(f"{path}: not an .xlsx workbook (an .xlsx file is a zip package)")
     try:
         with zipfile.ZipFile(path) as zf:
-            return _check_zip(path, zf, limits, start)
+            _check_zip(path, zf, limits, start)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, NotImplementedError) as exc:
         raise _refuse(path, f"a damaged .xlsx package ({exc})") from None
 
 
-def _check_zip(path: Path, zf: zipfile.ZipFile, limits: Limits, start: float) -> Package:
+def _check_zip(path: Path, zf: zipfile.ZipFile, limits: Limits, start: float) -> None:
     infos = zf.infolist()
     if len(infos) > limits.parts:
         raise PackageError(f"{path}: {len(infos)} parts in the package, more than a workbook has "
@@ -154,21 +146,19 @@ def _check_zip(path: Path, zf: zipfile.ZipFile, limits: Limits, start: float) ->
             raise _refuse(path, f"part {n} is not one a planning workbook has (allowed: the parts xlcalc writes and "
                                 "those Excel or LibreOffice add on saving: docProps, theme, calcChain, "
                                 "printerSettings, chart styles, images)")
-    pkg = Package(names)
-    scanner = _Scanner(path, limits, start, pkg)
+    scanner = _Scanner(path, limits, start)
     for i in infos:
         if i.filename.endswith((".xml", ".rels")):
             scanner.scan(zf, i)
-    return pkg
 
 
 class _Scanner:
     """One bounded expat pass over each XML part: refuses DTDs, deep nesting, too many elements or cells,
     over-long text, external relationships, macro content types and formulas that reach outside the workbook."""
 
-    def __init__(self, path: Path, limits: Limits, start: float, pkg: Package) -> None:
-        self.path, self.limits, self.start, self.pkg = path, limits, start, pkg
-        self.elements = 0
+    def __init__(self, path: Path, limits: Limits, start: float) -> None:
+        self.path, self.limits, self.start = path, limits, start
+        self.elements = self.cells = 0  # all parts
 
     def scan(self, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
         self.part, self.depth, self.chars, self.tag = info.filename, 0, 0, ""
@@ -210,8 +200,8 @@ class _Scanner:
         local = name.rsplit(" ", 1)[-1]
         self.tag, self.text, self.chars = local, [], 0
         if local == "c":
-            self.pkg.cells += 1
-            if self.pkg.cells > self.limits.cells:
+            self.cells += 1
+            if self.cells > self.limits.cells:
                 self._fail(f"more than {self.limits.cells:,} cells in the workbook (a planning workbook has "
                            "a few thousand)")
         elif local == "Relationship":
@@ -242,7 +232,6 @@ class _Scanner:
         self.depth -= 1
         if self.tag in FORMULA_TAGS and self.text:
             formula = "".join(self.text)
-            self.pkg.formulas += 1
             if why := formula_danger(formula):
                 self._fail(f"a formula with {why} ({formula[:80]!r})")
         self.tag, self.text, self.chars = "", [], 0

@@ -163,32 +163,21 @@ def _sheet_ids(data: dict[str, Any]) -> None:
     for key, ids, dropdown, means in (("framework", FRAMEWORKS, "the Framework dropdown), or empty", framework_id),
                                       ("precision", (*PRECISIONS, "default"), "the Precision dropdown), or empty",
                                        lambda name: PRECISION_ALIASES.get(name_key(name), "")),
-                                      ("stack", STACKS, "the Stack dropdown)", _stack_meant),
+                                      ("stack", STACKS, "the Stack dropdown)", stack_id),
                                       ("lora_targets", spec("lora_targets").choices, "the LoRA_Targets dropdown)",
-                                       _targets_meant)):
+                                       target_set)):
         typed = data.get(key)
         if isinstance(typed, str) and typed.strip() and typed.strip().lower() not in ids:
-            meant = means(typed)
+            try:
+                meant = means(typed)
+            except InputError:  # a name the CLI refuses as well
+                meant = ""
             close = difflib.get_close_matches(typed.strip().lower(), ids, n=1, cutoff=0.6)
             problems.append(InputError(key, typed, f"one of {', '.join(ids)} ({dropdown}",
                                        f"the workbook's look-ups take the {key}'s id: pick {meant}" if meant in ids
                                        else f"did you mean {close[0]}?" if close else ""))
     if problems:
         raise InputError.all(problems)
-
-
-def _stack_meant(name: str) -> str:
-    try:
-        return stack_id(name)
-    except InputError:
-        return ""
-
-
-def _targets_meant(text: str) -> str:
-    try:
-        return target_set(text)
-    except InputError:
-        return ""
 
 
 def read_workbook(path: str | Path) -> ReadBack:

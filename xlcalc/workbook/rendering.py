@@ -1,16 +1,15 @@
 """Formula cells rendered from the engine's one definition of each named result.
 
-A named result of :data:`xlcalc.outputs.OUTPUTS` can be placed over other cells
-than the Inputs sheet's (a Scenarios column, a Sensitivity grid point, a row of
-the Parallelism sheet): ``output_formula`` substitutes the cells for the defined
-names in the *same* expression tree, so the workbook never holds a hand-typed
-copy of a formula. ``catalog_lookup`` is the one place the builder writes a
-table look-up (workbook plumbing, not a model formula).
+A named result of :data:`xlcalc.outputs.OUTPUTS` can be placed over other cells than the Inputs sheet's (a Scenarios
+column, a Sensitivity grid point, a row of the Parallelism sheet): ``output_formula`` substitutes the cells for the
+defined names in the *same* expression tree, so the workbook never holds a hand-typed copy of a formula.
+``catalog_lookup`` is the one place the builder writes a table look-up (workbook plumbing, not a model formula).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import functools
+from collections.abc import Mapping, Sequence
 from itertools import repeat, takewhile
 from operator import contains
 from typing import Any
@@ -24,16 +23,13 @@ from . import checks
 from .messages import CHECK_CELL_POINTER, CHECK_POINTER, CHECK_REFUSED
 from .model import RENDERING, Concat, IfError, IsNumber, Lookup
 
-_DEPS: dict[str, set[str]] = {}
 
-
+@functools.cache
 def _deps(name: str) -> set[str]:
     """Every defined name (inputs and outputs) a named result depends on (made once: not to be changed)."""
-    if name not in _DEPS:
-        with unfolded():  # the names the formula is written over, those of a branch its arguments never take included
-            expr = output_expr(OUTPUT_BY_NAME[name])
-        _DEPS[name] = needs(expr)
-    return _DEPS[name]
+    with unfolded():  # the names the formula is written over, those of a branch its arguments never take included
+        expr = output_expr(OUTPUT_BY_NAME[name])
+    return needs(expr)
 
 
 def dependencies(name: str) -> set[str]:
@@ -41,44 +37,41 @@ def dependencies(name: str) -> set[str]:
     return set(_deps(name))
 
 
-def _over(name: str, varmap: Mapping[str, Expr], inline: bool, top: bool = True) -> Expr:
+def _over(name: str, varmap: Mapping[str, str], top: bool = True) -> Expr:
     # a memory result carries its layout guard only as a cell of its own, not where another result inlines it
     expr = output_expr(OUTPUT_BY_NAME[name]) if top else plain_expr(OUTPUT_BY_NAME[name])
     mapping: dict[str, Expr] = {}
     for v in expr.variables():
-        if v in varmap:
-            mapping[v] = varmap[v]
-        elif inline and v in OUTPUT_BY_NAME and not _deps(v).isdisjoint(varmap):
-            mapping[v] = _over(v, varmap, inline, top=False)
+        if v in varmap:  # (a Scenarios column maps some 150 names, of which one result's formula reads a few)
+            mapping[v] = Var(varmap[v])
+        elif v in OUTPUT_BY_NAME and not _deps(v).isdisjoint(varmap):
+            mapping[v] = _over(v, varmap, top=False)
     return expr.substitute(mapping)
 
 
-def output_formula(name: str, varmap: Mapping[str, str] | None = None,
-                   inline: bool = True) -> tuple[Expr, dict[Any, str]]:
+def output_formula(name: str, varmap: Mapping[str, str] | None = None) -> tuple[Expr, dict[Any, str]]:
     """The expression of named result ``name`` with some defined names replaced by cells.
 
-    ``varmap`` maps defined names (inputs or other results) to reference text.
-    Results that depend on a replaced name and are not themselves in ``varmap`` are
-    written out in full (``inline``); the rest stay as their defined names. Returns
-    the expression and the ``subs`` that render shared sub-results by their cell.
+    ``varmap`` maps defined names (inputs or other results) to reference text. Results that depend on a replaced name
+    and are not themselves in ``varmap`` are written out in full; the rest stay as their defined names. Returns the
+    expression and the ``subs`` that render shared sub-results by their cell.
 
-    The expression is built and rendered once per shape (the result, which names are
-    replaced, ``inline``) as a :class:`~xlcalc.expr.Template` over placeholders, and
-    bound to this call's cell references (its subs travel inside it); the text and
-    the values are those of :func:`output_formula_tree`, the reference, which builds
-    the tree anew for every cell.
+    The expression is built and rendered once per shape (the result, which names are replaced) as a
+    :class:`~xlcalc.expr.Template` over placeholders, and bound to this call's cell references (its subs travel inside
+    it); the text and the values are those of :func:`output_formula_tree`, the reference, which builds the tree anew for
+    every cell.
     """
     varmap = varmap or {}  # (read, never changed: the split and the templates keep copies of what they keep)
     if not RENDERING.templates:
-        return output_formula_tree(name, varmap, inline)
+        return output_formula_tree(name, varmap)
     refs, over = _split(varmap)
     if over is None:  # two names on one cell: not a template's case
-        return output_formula_tree(name, varmap, inline)
-    shape = (name, over, inline)
+        return output_formula_tree(name, varmap)
+    shape = (name, over)
     template = _TEMPLATES.get(shape)
-    if template is None:
-        slotted, slot_of = _slotted(varmap, refs)
-        expr, subs = output_formula_tree(name, slotted, inline)
+    if template is None:  # each name of ``refs`` (a cell) mapped to its placeholder
+        slot_of = {Template.slot(k): k for k in refs}
+        expr, subs = output_formula_tree(name, {**varmap, **{k: Template.slot(k) for k in refs}})
         subs = {key: Template.sub_slot(slot_of[text]) if text in slot_of else text for key, text in subs.items()}
         template = _TEMPLATES[shape] = Template(expr, subs, refs)
     return template.bind(refs), {}
@@ -103,69 +96,24 @@ def _split(varmap: Mapping[str, str]) -> tuple[dict[str, str], tuple[frozenset[s
     return refs, over
 
 
-_SLOTTED: list[Any] = [None]  # (the last varmap (a copy), its _slotted)
-
-
-def _slotted(varmap: Mapping[str, str], refs: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """``varmap`` with each name of ``refs`` (its cells: :func:`_split`) mapped to its placeholder, and the name of
-    each placeholder. (The templates of a row or column are made over one varmap: those of the last one are kept.)"""
-    last = _SLOTTED[0]
-    if last is not None and last[0] == varmap:
-        return last[1]
-    made = {**varmap, **{k: Template.slot(k) for k in refs}}, {Template.slot(k): k for k in refs}
-    _SLOTTED[0] = (dict(varmap), made)  # one item: another thread reads a varmap with its own
-    return made
-
-
-def output_formula_tree(name: str, varmap: Mapping[str, str] | None = None,
-                        inline: bool = True) -> tuple[Expr, dict[Any, str]]:
+def output_formula_tree(name: str, varmap: Mapping[str, str] | None = None) -> tuple[Expr, dict[Any, str]]:
     """:func:`output_formula` built as a tree of its own for this call (the reference its templates match).
 
     The subs come from the list of every named result's (key, cell) over this ``varmap``, made once for all the
     results placed over it (:func:`_sub_entries`): those of the results before ``name``.
     """
     varmap = dict(varmap or {})
-    expr = _over(name, _Vars(varmap), inline)
+    expr = _over(name, varmap)
     earlier = takewhile(lambda entry: entry[0] != name, _sub_entries(varmap))
     return expr, {key: text for _, key, text in earlier if key is not None}
 
 
-class _Vars(Mapping[str, Expr]):
-    """``{name: Var(varmap[name])}``, each ``Var`` made when first read: a Scenarios column maps some 150 names, of
-    which one result's formula reads a few."""
-
-    __slots__ = ("varmap", "made")
-
-    def __init__(self, varmap: Mapping[str, str]):
-        self.varmap = varmap
-        self.made: dict[str, Expr] = {}
-
-    def __getitem__(self, name: str) -> Expr:
-        var = self.made.get(name)
-        if var is None:
-            var = self.made[name] = Var(self.varmap[name])
-        return var
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.varmap
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.varmap)
-
-    def __len__(self) -> int:
-        return len(self.varmap)
-
-
 _SUB_ENTRIES: dict[Any, list[tuple[str, Any, str]]] = {}
-_SUB_LAST: list[Any] = [None]  # (the last varmap (a copy), its entries)
 
 
 def _sub_entries(varmap: Mapping[str, str]) -> list[tuple[str, Any, str]]:
     """(result, key, text) of every named result in order: the key of its expression over ``varmap`` and the cell
     that stands for it, or its key and defined name where it depends on no name ``varmap`` replaces (key None: none)."""
-    last = _SUB_LAST[0]
-    if last is not None and last[0] == varmap:  # (the results placed over one varmap ask one after another)
-        return last[1]  # type: ignore[no-any-return]
     memo_key = tuple(sorted(varmap.items()))
     entries = _SUB_ENTRIES.get(memo_key)
     if entries is None:
@@ -174,7 +122,6 @@ def _sub_entries(varmap: Mapping[str, str]) -> list[tuple[str, Any, str]]:
             (o.name, o.expr().substitute(vm).key(), varmap[o.name]) if o.name in varmap
             else (o.name, o.expr().key(), o.name) if _deps(o.name).isdisjoint(varmap) else (o.name, None, "")
             for o in OUTPUTS]
-    _SUB_LAST[0] = (dict(varmap), entries)  # one item: another thread reads a varmap with its own
     return entries
 
 
@@ -182,8 +129,8 @@ def catalog_lookup(key: Expr | str, sheet: str, key_col: str, value_col: str, fi
                    what: str | None = None, type_in: str | None = None) -> Lookup:
     """INDEX/MATCH of ``key`` in a catalog sheet's id column.
 
-    With ``what`` (e.g. "peak TFLOPS") and ``type_in`` (where to type a value), an empty
-    catalog cell or an unknown id gives a readable message instead of 0 or #N/A.
+    With ``what`` (e.g. "peak TFLOPS") and ``type_in`` (where to type a value), an empty catalog cell or an unknown id
+    gives a readable message instead of 0 or #N/A.
     """
     return Lookup(Var(key) if isinstance(key, str) else key, sheet, key_col, value_col, first_row, last_row,
                   what, type_in)
@@ -251,7 +198,7 @@ def guarded(expr: Any, deps: Any, refs: Mapping[str, str] | None = None, follows
     standing = refs.keys()
     shown = [n for n in BOUNDED_OUTPUTS if n in deps and (n in refs or standing.isdisjoint(_deps(n)))]
     for name in reversed(inline):  # written out in the cell's formula: checked as written, its bound included
-        bounded = _over(name, {k: Var(v) for k, v in refs.items()}, True)
+        bounded = _over(name, refs)
         expr = Func("IF", (IsNumber(bounded), wrap(expr), bounded))
     for name in reversed([n for n in LOOKED_UP if n in deps] + shown):
         ref = Var(refs.get(name, name))

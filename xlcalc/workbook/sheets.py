@@ -161,7 +161,7 @@ def output_row(ctx: Ctx, sheet: str, row: int, name: str, varmap: dict[str, str]
     shows CHECK_POINTER for a failing input check or look-up instead of its message, which Start's input check shows
     whole (:func:`rendering.pointing`): the result's column is too narrow to print it."""
     out = OUTPUT_BY_NAME[name]
-    expr, subs = output_formula(name, varmap, inline=True)
+    expr, subs = output_formula(name, varmap)
     expr = guarded_output(name, expr, varmap)
     points = name != "Layout_Check"  # the layout check's row shows a failing input's message whole
     expr = pointing(expr, pointer, checks_pointer=CHECK_POINTER if points else None)
@@ -270,19 +270,16 @@ def framework_rows(ctx: Ctx, s: str, row: int) -> int:
                        "the precisions each framework offers")
 
 
-
-
 NO_PRICE = (": no published ", " price on the Prices sheet \u2014 type it in USD_per_GPU_Hour")  # around the tier
 NO_GPU_FOR_TIER = ("Price_Tier needs a GPU_Type to look a price up: pick a GPU, or clear Price_Tier "
                    "and type a price in USD_per_GPU_Hour")
 
 
-def price_lookup(prices: PriceTable, field: str, gpu: Any = None, tier: Any = None) -> Any:
+def price_lookup(prices: PriceTable, field: str) -> Any:
     """``INDEX(Prices!<field>, MATCH(GPU_Type&"|"&Price_Tier, Prices!<key>, 0))``: a column of the Prices sheet's
     row for the chosen GPU and tier (raises/#N/A when the catalog has no rate for them)."""
-    key = Concat(gpu if gpu is not None else Var("GPU_Type"), "|", tier if tier is not None else Var("Price_Tier"))
-    return catalog_lookup(key, prices.sheet, prices.col("key"), prices.col(field), prices.first_row,
-                          prices.last_row)
+    return catalog_lookup(Concat(Var("GPU_Type"), "|", Var("Price_Tier")), prices.sheet, prices.col("key"),
+                          prices.col(field), prices.first_row, prices.last_row)
 
 
 def price_value(ctx: Ctx, scenario: Scenario) -> Any:

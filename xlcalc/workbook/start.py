@@ -40,9 +40,9 @@ def _is_short(name: str) -> Any:
 def key_result(name: str, check: str) -> Any:
     """A result as the summary shows it: the number, or the message of a looked-up input it needs.
 
-    A result waits for each looked-up input it depends on to be a number (a catalog gap holds a
-    message, and a comparison with text would give a silently wrong TRUE/FALSE), then shows its
-    value, or the input check's message in place of an error value.
+    A result waits for each looked-up input it depends on to be a number (a catalog gap holds a message, and a
+    comparison with text would give a silently wrong TRUE/FALSE), then shows its value, or the input check's message in
+    place of an error value.
     """
     if name not in OUTPUT_BY_NAME:  # an input: its value, or its check's message
         return guarded(Var(name), {name})

@@ -75,16 +75,15 @@ def stack_sheet(book: Book) -> Table:
     return Table(s, tuple(columns), FIRST, FIRST + len(STACKS) - 1)
 
 
-def _stack_fact(stacks: Table, field: str) -> Expr:
-    missing = Concat(Var("Stack"), ": not on the Stacks sheet \u2014 pick a stack from the list")
-    return IfError(LookupOr(Var("Stack"), stacks.sheet, "A", stacks.col(field), stacks.first_row, stacks.last_row,
-                            ""), missing)
+def _fact(table: Table, key: str, field: str, blank: Any, missing: str) -> Expr:
+    """Column ``field`` of ``table``'s row whose id is in ``key`` (``blank`` where empty), else "<id><missing>"."""
+    return IfError(LookupOr(Var(key), table.sheet, table.col("id"), table.col(field), table.first_row,
+                            table.last_row, blank), Concat(Var(key), missing))
 
 
 def _gpu_fact(gpus: Table, field: str, blank: Any) -> Expr:
-    missing = Concat(Var("GPU_Type"), ": not on the GPUs sheet \u2014 pick a GPU on Inputs (GPU_Type) for the step time")
-    return IfError(LookupOr(Var("GPU_Type"), gpus.sheet, gpus.col("id"), gpus.col(field), gpus.first_row,
-                            gpus.last_row, blank), missing)
+    return _fact(gpus, "GPU_Type", field, blank, ": not on the GPUs sheet \u2014 pick a GPU on Inputs (GPU_Type) "
+                 "for the step time")
 
 
 def _sources(ctx: Ctx, stacks: Table) -> tuple[dict[str, Any], list[tuple[str, str, Expr, str, str]]]:
@@ -97,7 +96,8 @@ def _sources(ctx: Ctx, stacks: Table) -> tuple[dict[str, Any], list[tuple[str, s
         facts.append((name, label, expr, unit, fmt))
         return Var(name)
 
-    stack = {field: _stack_fact(stacks, field) for field, *_ in STACK_COLUMNS}
+    stack = {field: _fact(stacks, "Stack", field, "", ": not on the Stacks sheet \u2014 pick a stack from the list")
+             for field, *_ in STACK_COLUMNS}
     head_dim = Var("Head_Dim")  # the model's own, else hidden / heads (xlcalc.outputs)
     fact("Step_Layer_Params", "Parameters of one layer, from its shape (as the planner counts them)",
          fs.dense_layer_params(hidden=Var("Hidden"), heads=Var("Heads"), kv_heads=Var("KV_Heads"),

@@ -1,9 +1,8 @@
 """Write a :class:`~xlcalc.workbook.model.Book` as an .xlsx with openpyxl.
 
-Formula text is rendered from each cell's expression; text is always written as
-text (a value starting with ``=``, ``+``, ``-`` or ``@`` never becomes a formula);
-input cells are unlocked on protected sheets; validations name the input and
-what is allowed.
+Formula text is rendered from each cell's expression; text is always written as text (a value starting with ``=``,
+``+``, ``-`` or ``@`` never becomes a formula); input cells are unlocked on protected sheets; validations name the input
+and what is allowed.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ import datetime
 import io
 import re
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from copy import copy
 from itertools import chain
 from typing import IO, Any
@@ -129,23 +128,20 @@ def _row_col(at: str) -> tuple[int, int]:
     return rc
 
 
-class _Alignments:
-    """``cell.alignment = Alignment(...)`` for many cells: each distinct alignment is made and added to the
-    workbook's list once (openpyxl hashes and compares it with the list's on every assignment), then set by its id
-    -- the same ids, the first of each added in the same order."""
+def _aligner(wb: Workbook) -> Callable[..., None]:
+    """``align(cell, horizontal, wrap_text, vertical)``: ``cell.alignment = Alignment(...)`` for many cells, each
+    distinct alignment made and added to the workbook's list once (openpyxl hashes and compares it with the list's on
+    every assignment), then set by its id -- the same ids, the first of each added in the same order."""
+    ids: dict[tuple[Any, ...], int] = {}
 
-    def __init__(self, wb: Workbook):
-        self.wb = wb
-        self.ids: dict[tuple[Any, ...], int] = {}
-
-    def set(self, cell: Any, horizontal: str | None = None, wrap_text: bool | None = None,
-            vertical: str | None = None) -> None:
+    def align(cell: Any, horizontal: str | None = None, wrap_text: bool | None = None,
+              vertical: str | None = None) -> None:
         key = (horizontal, wrap_text, vertical)
-        idx = self.ids.get(key)
-        if idx is None:
-            idx = self.ids[key] = self.wb._alignments.add(
-                Alignment(horizontal=horizontal, wrap_text=wrap_text, vertical=vertical))
+        if (idx := ids.get(key)) is None:
+            idx = ids[key] = wb._alignments.add(Alignment(horizontal, vertical, wrap_text=wrap_text))
         cell._style.alignmentId = idx
+
+    return align
 
 
 class Merger:
@@ -395,17 +391,17 @@ def to_workbook(book: Book) -> Workbook:
             ws.conditional_formatting.add(rng, CellIsRule(operator=operator, formula=[formula], fill=fill))
     for name, (sheet, at) in book.names.items():
         wb.defined_names[name] = DefinedName(name, attr_text=ref_text(sheet, at))
-    align = _Alignments(wb)
+    align = _aligner(wb)
     for sheet, at in book.wrap:
-        align.set(sheets[sheet][at], wrap_text=True, vertical="top")
+        align(sheets[sheet][at], wrap_text=True, vertical="top")
     for sheet, at in book.messages:
         ws = sheets[sheet]
         msg_row, msg_col = _row_col(at)
-        align.set(ws[at], wrap_text=True, vertical="top", horizontal="left")
+        align(ws[at], wrap_text=True, vertical="top", horizontal="left")
         for k in range(1, msg_col):  # the row reads across at the top: label, then message
             if (cell := ws._cells.get((msg_row, k))) is not None and cell.value is not None:
                 a = wb._alignments[cell._style.alignmentId]  # (cell.alignment without openpyxl's proxy)
-                align.set(cell, horizontal=a.horizontal, wrap_text=a.wrap_text, vertical="top")
+                align(cell, horizontal=a.horizontal, wrap_text=a.wrap_text, vertical="top")
     merger = Merger()
     for sheet, rng in book.merges:
         merger.merge(sheets[sheet], rng)
