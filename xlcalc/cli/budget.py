@@ -141,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
 def tiers_table(rows: list[dict]) -> str:
     body = [(money(r["budget_usd"]), f"{r['gpus']} x {r['gpu']}", r["months"], r["model"],
              f"{money(r['usd_per_gpu_hour'], cents=True)} ({r['price_id']})", number(r["gpu_hours"]),
-             f"{r['days_on_seed_gpus'] / (365 / 12):.1f}", f"{r['params_b']:.0f}B / {r['tokens_t']:.1f}T")
+             f"{r['months_on_seed_gpus']:.1f}", f"{r['params_b']:.0f}B / {r['tokens_t']:.1f}T")
             for r in rows]
     return table(body, headers=("budget", "seed: GPUs", "seed: months", "seed: model", "price used", "GPU-hours",
                                 "months on those GPUs", "compute-optimal N / D"), align="llll")
