@@ -31,7 +31,7 @@ def render() -> str:
              "(`xlcalc budget --seed001-tiers`).", ""]
     rows = [(usd(t["budget_usd"]), f"{t['gpus']} x {t['gpu']}", t["months"], t["model"],
              f"{usd(t['usd_per_gpu_hour'], cents=True)} ({t['price_id']})", number(t["gpu_hours"]),
-             f"{t['days_on_seed_gpus'] / (365 / 12):.1f}", f"{t['params_b']:.0f}B on {t['tokens_t']:.1f}T tokens")
+             f"{t['months_on_seed_gpus']:.1f}", f"{t['params_b']:.0f}B on {t['tokens_t']:.1f}T tokens")
             for t in money.seed001_tiers(0.4)]
     lines += md_table(("budget", "seed: GPUs", "seed: months", "seed: model", "price used", "GPU-hours",
                        "months the budget lasts on the seed's GPUs", "largest compute-optimal model"), rows)

@@ -96,7 +96,8 @@ def seed001_tiers(mfu: float = 0.4) -> list[dict[str, Any]]:
         days = cost.days_for_budget(t["budget_usd"], rate.usd_per_gpu_hour, t["gpus"])
         out.append({**t, "price_id": rate.id, "usd_per_gpu_hour": rate.usd_per_gpu_hour,
                     "peak_tflops": gpu.peak_tflops(), "mfu": mfu, "gpu_hours": by["gpu_hours"],
-                    "days_on_seed_gpus": days, "params_b": by["params_b"], "tokens_t": by["tokens_t"]})
+                    "days_on_seed_gpus": days, "months_on_seed_gpus": days / ownership.DAYS_PER_MONTH,
+                    "params_b": by["params_b"], "tokens_t": by["tokens_t"]})
     return out
 
 

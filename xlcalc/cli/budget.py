@@ -11,7 +11,7 @@ from ..money import TOKENS_PER_PARAM, budget_plan, seed001_tiers
 from ..validate import check_value
 from .cost import resolve_price
 from .flags import add_command, add_input, checked, tier_choices
-from .fmt import cli_value, dump_json, money, number, table
+from .fmt import cli_value, dump_json, money, number, print_rows, table
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -130,25 +130,18 @@ def run(args: argparse.Namespace) -> int:
     rows = budget_plan(budget_usd=got["budget_usd"], usd_per_gpu_hour=price, peak_tflops=got["peak_tflops"],
                        mfu=got["mfu"], days=got["deadline_days"], tokens_per_param=got["tokens_per_param"],
                        params_b=got["params_b"])
-    if args.json:  # what was assumed beside what it gives, as the text states it
-        inputs = {k: value for k, value in got.items() if k != "price"}
-        print(dump_json({"inputs": {**inputs, "usd_per_gpu_hour": price, "gpu": catalog.get_gpu(args.gpu).id
-                                    if args.gpu else None}, "price": note, "rows": [r.as_dict() for r in rows]}))
-        return 0
-    print(f"Budget {money(got['budget_usd'])}, {number(got['deadline_days'])} days, MFU "
-          f"{number(got['mfu'], 'fraction')}, " + (f"{catalog.get_gpu(args.gpu).id} at " if args.gpu else "")
-          + f"{got['peak_tflops']:,g} TFLOP/s peak" + ("" if args.peak_tflops is None else " (typed)"))
-    print(note)
-    print()
-    print(table([(r.label, number(r.value, r.unit), r.unit, r.udf) for r in rows],
-                headers=("", "value", "unit", "worksheet function"), align="lrll"))
-    return 0
+    inputs = {k: value for k, value in got.items() if k != "price"}  # what was assumed beside what it gives
+    gpu = catalog.get_gpu(args.gpu).id if args.gpu else None
+    return print_rows(args.json, {"inputs": {**inputs, "usd_per_gpu_hour": price, "gpu": gpu}, "price": note}, [
+        f"Budget {money(got['budget_usd'])}, {number(got['deadline_days'])} days, MFU "
+        f"{number(got['mfu'], 'fraction')}, " + (f"{gpu} at " if gpu else "") + f"{got['peak_tflops']:,g} TFLOP/s "
+        "peak" + ("" if args.peak_tflops is None else " (typed)"), note], rows)
 
 
 def tiers_table(rows: list[dict]) -> str:
     body = [(money(r["budget_usd"]), f"{r['gpus']} x {r['gpu']}", r["months"], r["model"],
              f"{money(r['usd_per_gpu_hour'], cents=True)} ({r['price_id']})", number(r["gpu_hours"]),
-             f"{r['days_on_seed_gpus'] / (365 / 12):.1f}", f"{r['params_b']:.0f}B / {r['tokens_t']:.1f}T")
+             f"{r['months_on_seed_gpus']:.1f}", f"{r['params_b']:.0f}B / {r['tokens_t']:.1f}T")
             for r in rows]
     return table(body, headers=("budget", "seed: GPUs", "seed: months", "seed: model", "price used", "GPU-hours",
                                 "months on those GPUs", "compute-optimal N / D"), align="llll")

@@ -13,7 +13,7 @@ from ..money import own_vs_rent
 from ..scenario import rental_rate
 from ..validate import check_value
 from .flags import DECLARED, add_command, add_input, checked, given, input_default, tier_choices
-from .fmt import cli_value, dump_json, money, number, table
+from .fmt import cli_value, money, number, print_rows
 
 # Seed 001 §5.1's CostCalculator example: 128 A100-80GB for 30 days, $15,000 per card, 3-year depreciation,
 # 0.4 kW per GPU; its cloud rate $10 per A100-hour. Its electricity line has no price: we price it per kWh.
@@ -96,19 +96,11 @@ def run(args: argparse.Namespace) -> int:
     if values["gpus_per_node"] is None:
         values["gpus_per_node"] = (catalog.get_gpu(args.gpu).gpus_per_node if args.gpu else None) or 8
     rows = own_vs_rent(usd_per_gpu_hour=price, **values)
-    if args.json:
-        print(dump_json({"inputs": {**values, "usd_per_gpu_hour": price}, "price": note, "capex": capex_note,
-                         "rows": [r.as_dict() for r in rows]}))
-        return 0
-    print(f"Own vs rent: {number(values['n_gpus'])} GPUs for {number(values['days'])} days")
-    print(note)
-    print(capex_note)
-    print(f"Own: {money(values['capex_usd_per_gpu'])} per GPU + {money(values['capex_usd_per_server'])} per server "
-          f"of {values['gpus_per_node']}, {number(values['depreciation_years'])}-year depreciation, utilisation "
-          f"{number(values['utilisation'], 'fraction')}, {number(values['kw_per_gpu'])} kW per GPU x PUE "
-          f"{number(values['pue'])} at {money(values['usd_per_kwh'], cents=True)}/kWh, "
-          f"{money(values['usd_per_rack_month'])} per rack-month")
-    print()
-    print(table([(r.label, number(r.value, r.unit), r.unit, r.udf) for r in rows],
-                headers=("", "value", "unit", "worksheet function"), align="lrll"))
-    return 0
+    data = {"inputs": {**values, "usd_per_gpu_hour": price}, "price": note, "capex": capex_note}
+    return print_rows(args.json, data, [
+        f"Own vs rent: {number(values['n_gpus'])} GPUs for {number(values['days'])} days", note, capex_note,
+        f"Own: {money(values['capex_usd_per_gpu'])} per GPU + {money(values['capex_usd_per_server'])} per server "
+        f"of {values['gpus_per_node']}, {number(values['depreciation_years'])}-year depreciation, utilisation "
+        f"{number(values['utilisation'], 'fraction')}, {number(values['kw_per_gpu'])} kW per GPU x PUE "
+        f"{number(values['pue'])} at {money(values['usd_per_kwh'], cents=True)}/kWh, "
+        f"{money(values['usd_per_rack_month'])} per rack-month"], rows)

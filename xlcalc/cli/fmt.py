@@ -46,6 +46,18 @@ def dump_json(data: Any) -> str:
     return json.dumps(data, indent=2, sort_keys=False, default=str)
 
 
+def print_rows(as_json: bool, data: dict[str, Any], heading: Sequence[str], rows: Sequence[Any]) -> int:
+    """Print money rows (label, value, unit, worksheet function): ``{**data, "rows": [...]}`` as JSON, else the
+    heading's lines, a blank line and the rows' table. The command's exit status: 0."""
+    if as_json:
+        print(dump_json({**data, "rows": [r.as_dict() for r in rows]}))
+        return 0
+    print("\n".join([*heading, ""]))
+    print(table([(r.label, number(r.value, r.unit), r.unit, r.udf) for r in rows],
+                headers=("", "value", "unit", "worksheet function"), align="lrll"))
+    return 0
+
+
 def cli_value(text: str | None):
     """A command-line string as the number it spells, else the text itself (validation happens later)."""
     if text is None or not isinstance(text, str):

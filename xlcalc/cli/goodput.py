@@ -9,7 +9,7 @@ from ..formulas import goodput
 from ..money import goodput_rows
 from ..validate import check_value
 from .flags import add_command, add_input, checked, flag, given, input_default
-from .fmt import cli_value, dump_json, number, table
+from .fmt import cli_value, number, print_rows
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -80,13 +80,7 @@ def run(args: argparse.Namespace) -> int:
     got = InputError.each(lambda key: checks[key](), checks)
     (mtbf, source), n, save_s, restart_s = got["mtbf"], got["n_gpus"], got["ckpt_save_s"], got["restart_s"]
     rows = goodput_rows(n, mtbf, save_s, restart_s, days=got["days"], compute_usd=got["compute_usd"])
-    if args.json:
-        print(dump_json({"gpu_mtbf_h": mtbf, "mtbf_source": source, "n_gpus": n, "save_s": save_s,
-                         "restart_s": restart_s, "rows": [r.as_dict() for r in rows]}))
-        return 0
-    print(f"Goodput of {number(n)} GPUs: per-GPU MTBF {number(mtbf)} h ({source}), {number(save_s)} s checkpoint "
-          f"saves, {number(restart_s)} s restarts")
-    print()
-    print(table([(r.label, number(r.value, r.unit), r.unit, r.udf) for r in rows],
-                headers=("", "value", "unit", "worksheet function"), align="lrll"))
-    return 0
+    return print_rows(args.json, {"gpu_mtbf_h": mtbf, "mtbf_source": source, "n_gpus": n, "save_s": save_s,
+                                  "restart_s": restart_s},
+                      [f"Goodput of {number(n)} GPUs: per-GPU MTBF {number(mtbf)} h ({source}), {number(save_s)} s "
+                       f"checkpoint saves, {number(restart_s)} s restarts"], rows)

@@ -87,12 +87,9 @@ def add_settings_flags(p: argparse.ArgumentParser, heading: str) -> argparse._Ar
     add_switch(g, "flash_attention", "fused (Flash) attention; FALSE: unfused, s x s scores stored")
     for name, (_field, _value, text) in SETTING_SWITCHES.items():
         g.add_argument(flag(name), action="store_true", help=text)
-    for kind, model in KINDS.items():
-        names = [n for n in SETTING_FLAGS if n in model.model_fields]
-        if not names:
-            continue
+    for kind, model in KINDS.items():  # every kind has flags
         k = p.add_argument_group(f"settings: {kind}")
-        for name in names:
+        for name in (n for n in SETTING_FLAGS if n in model.model_fields):
             default = shown(model.model_fields[name].default)
             k.add_argument(flag(name), help=SETTING_FLAGS[name].replace("{default}", default))
     return g

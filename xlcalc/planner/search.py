@@ -109,12 +109,14 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
         max_virtual_stages = max(max_virtual_stages, virtual_stages)
     keep = keep if keep is not None else float("inf")
     reasons: dict[str, int] = {}
-    compiled = COMPILED
     base = memory_base(arch, st)  # the memory model's inputs that no configuration changes
     best: list[float] = []  # the `keep` shortest step times so far, negated (a max-heap)
 
     def reject(why: str, k: int = 1) -> None:
         reasons[why] = reasons.get(why, 0) + k
+
+    def mem(cfg: Config, microbatches: int) -> Prediction:  # the memory model at one configuration
+        return memory(arch, hw, st, cfg, seq_len // cfg.cp, microbatches, compiled=COMPILED, base=base)
 
     tps = [t for t in divisors(arch.heads) if arch.kv_heads % t == 0 and t <= hw.nvlink_domain and n_gpus % t == 0]
     if tp is not None:
@@ -236,14 +238,13 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                                 reject("cannot beat the best plans (lower bound on its step time)", len(live))
                                 continue
                         for z in live:
+                            count += 1
                             if z in too_big or z in dead or v < chunks_miss.get(z, 0):
                                 # v = 1 holds the fewest activations: neither does v; or more chunks did not fit
-                                count += 1
                                 reject("heavier variants of a configuration that does not fit, not evaluated")
                                 continue
-                            count += 1
                             cfg = Config(t, p, d, z, sp, rc, b, v, c, layout, fp8, e, et, offload)
-                            pred = memory(arch, hw, st, cfg, seq_len // c, m, compiled=compiled, base=base)
+                            pred = mem(cfg, m)
                             if pred.fits:
                                 fits.append(timing(pred, arch, hw, st, seq_len, global_batch))
                                 if len(best) < keep:
@@ -261,9 +262,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                                 if z not in lean_checked:
                                     lean_checked.add(z)
                                     lean = Config(t, p, d, z, sps[-1], lean_rc, mbs[0], 1, c, layout, fp8, e, et, offload)
-                                    if lean == cfg or not memory(arch, hw, st, lean, seq_len // c,
-                                                                 per_replica // mbs[0], compiled=compiled,
-                                                                 base=base).fits:
+                                    if lean == cfg or not mem(lean, per_replica // mbs[0]).fits:
                                         dead.add(z)
     # the plainest alternatives (fewest stages, no CP, no ZeRO, no SP, no recomputation) for the explanation of
     # what was rejected, whether or not the bound left them out
@@ -277,8 +276,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
         z, sp, rc = zeros[0], (seq_parallel if seq_parallel is not None else False), rcs[0]
         if (t, c, p, z, sp, rc) in seen:
             continue
-        pred = memory(arch, hw, st, Config(t, p, d, z, sp, rc, mbs[0], 1, c, layout, fp8, e, et, offload), seq_len // c,
-                      per_replica // mbs[0], compiled=compiled, base=base)
+        pred = mem(Config(t, p, d, z, sp, rc, mbs[0], 1, c, layout, fp8, e, et, offload), per_replica // mbs[0])
         if not pred.fits:
             misses.append(pred)
     return fits, misses, count, reasons
