@@ -28,13 +28,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import math
 from collections.abc import Callable
-from contextlib import contextmanager
 from typing import Any
 
-from xlcalc.engine import HAVE_NUMPY, evaluate_columns
+from xlcalc.engine import HAVE_NUMPY, collector_paused, evaluate_columns
 from xlcalc.errors import InputError
 from xlcalc.inputs import spec
 from xlcalc.registry import Formula, get_formula
@@ -185,7 +183,7 @@ def formula_call(name: str, *args: Any) -> Any:
         args = tuple(values.values())
     if not any(isinstance(v, (list, tuple)) for v in args):  # one cell
         return compute(formula, values)
-    with _gc_paused():
+    with collector_paused():
         columns: dict[str, list[Any]] = {}
         grids, rows, cols = _split(values, columns)
         if rows == cols == 1:
@@ -217,19 +215,6 @@ def _dynamic_defaults(formula: Formula, values: dict[str, Any]) -> dict[str, Any
         elif name in filled and is_empty(out[name]):
             out[name] = filled[name]
     return out
-
-
-@contextmanager
-def _gc_paused():
-    """Pause Python's cycle collector while a range builds its thousands of result rows (lists
-    without cycles): it would otherwise scan the whole heap several times per call."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 _BAD = object()  # a value that failed validation

@@ -456,23 +456,18 @@ class StageMemory:
                        headroom_gb=self.capacity_gb - self.memory_gb, fit=self.fit_answer())
         return out
 
-    def largest_parts(self, n: int = 2) -> list[tuple[str, str, float]]:
-        """The ``n`` largest parts of the heavier stage as (key, label, GB), largest first."""
-        labels = dict(PARTS)
-        row = self.parts_gb[self.peak_stage]
-        return [(k, labels[k], row[k]) for k in sorted(row, key=lambda k: -row[k])[:n]]
-
     def fit_answer(self) -> dict[str, Any]:
         """The fit answer (FIT_VERDICT over the steps' values): the verdict, the margin and its terms, the
         prediction + margin, the capacity, the two largest parts of the heavier stage."""
         v = self.values
         ctx = v.get("CUDA_Context_GB", MEMORY_DEFAULTS["cuda_context_gb"])
+        row = self.parts_gb[self.peak_stage]
         return {
             "verdict": v["Fit_Verdict"], "margin_gb": v["Fit_Margin_GB"], "cuda_context_gb": ctx,
             "allocator_reserve_frac": v.get("Allocator_Reserve_Frac", MEMORY_DEFAULTS["allocator_reserve_frac"]),
             "allocator_reserve_gb": v["Fit_Margin_GB"] - ctx,
             "upper_gb": self.memory_gb + v["Fit_Margin_GB"], "capacity_gb": self.capacity_gb,
-            "largest_parts_gb": {k: gb for k, _label, gb in self.largest_parts()},
+            "largest_parts_gb": {k: row[k] for k in sorted(row, key=lambda k: -row[k])[:2]},  # largest first
         }
 
 

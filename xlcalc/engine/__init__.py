@@ -15,10 +15,32 @@ builder.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from .columns import HAVE_NUMPY, evaluate_columns
 from .compiled import PY_FUNCTIONS, inline, python_expr, python_steps
 from .rows import NoRowForm, rows_function
 
 __all__ = ["evaluate_columns", "HAVE_NUMPY", "python_expr", "python_steps", "inline", "PY_FUNCTIONS",
-           "rows_function", "NoRowForm"]
+           "rows_function", "NoRowForm", "collector_paused"]
 
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector off for the block (as it was after it).
+
+    A workbook build makes tens of thousands of objects (expression nodes, cells, styles), a worksheet function over
+    a range thousands of result rows (lists without cycles): a collection every few hundred of them, and every so
+    often one that walks every object alive (the imported modules' included), took a good part of the CPU time.
+    What the block leaves as garbage is freed when the collector next runs.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

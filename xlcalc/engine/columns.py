@@ -123,9 +123,7 @@ class _NumpyPass:
 
     def flag(self, out: Any) -> Any:
         if isinstance(out, _np.ndarray) and out.dtype.kind == "f":
-            finite = _np.isfinite(out)
-            if not finite.all():
-                self.suspect |= ~finite
+            self.suspect |= ~_np.isfinite(out)
         return out
 
     def eval(self, node: Any, env: dict[str, Any]) -> Any:

@@ -64,10 +64,8 @@ def python_expr(e: Expr, name_of: Callable[[str], str], temps: dict[Any, str] | 
     """Python source of an expression without calls (see :func:`inline`), fully parenthesised; ``name_of`` gives
     a variable's Python name, ``temps`` names sub-expressions computed before (by :meth:`Expr.key`); ``lowered``:
     a variable compared with a text is read from its lower case, computed before (see :func:`python_steps`)."""
-    if temps:
-        name = temps.get(e.key())
-        if name is not None:
-            return name
+    if temps and (name := temps.get(e.key())) is not None:
+        return name
 
     def r(x: Expr) -> str:
         return python_expr(x, name_of, temps, lowered)

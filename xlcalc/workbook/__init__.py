@@ -7,15 +7,14 @@ cached value.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..scenario import Scenario
 from .. import atomic
+from ..engine import collector_paused
 from . import budget_sheet, catalogs, charts, checks, compare, finetune, memory_sheets, sheets, start, step_sheet
 from .model import Book
 from .readback import WorkbookError, read_workbook
@@ -84,20 +83,3 @@ def build(path: str | Path, scenarios: Sequence[Scenario] = (), *, overwrite: bo
         with atomic.write(path, overwrite=overwrite, follow_symlinks=follow_symlinks) as out:
             save_package(wb, values, out)  # the cells and their cached values written in one pass
     return lay
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cycle collector off for the block (as it was after it).
-
-    A build makes tens of thousands of objects (expression nodes, cells, styles): a collection every few hundred of
-    them, and every so often one that walks every object alive (the imported modules' included), took a good part
-    of a build's CPU time. What the build leaves as garbage is freed when the collector next runs.
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
