@@ -284,11 +284,10 @@ def render_block(res: dict[str, Any]) -> str:
                       "an empty workbook (minima; its cells, styles, validations, charts and sheets)"
                       + (f": the ≤ {LO_TARGET_X:g} x target cannot be met by the formulas alone."
                          if lo["frozen_ratio"] > LO_TARGET_X else ".")]
-            if "features" in lo:
-                lines += ["", "What parts of the file cost LibreOffice: the planner's least CPU time less that of a copy "
-                          "of the built file without the part (a measurement aid; the same noise as above):", "",
-                          "| left out of the copy | CPU saved |", "|---|---|"]
-                lines += [f"| {f} | {s:.2f} s |" for f, s in sorted(lo["features"].items(), key=lambda kv: -kv[1])]
+            lines += ["", "What parts of the file cost LibreOffice: the planner's least CPU time less that of a copy "
+                      "of the built file without the part (a measurement aid; the same noise as above):", "",
+                      "| left out of the copy | CPU saved |", "|---|---|"]
+            lines += [f"| {f} | {s:.2f} s |" for f, s in sorted(lo["features"].items(), key=lambda kv: -kv[1])]
     else:
         lines += ["", "LibreOffice was not installed: its recalculation was not measured."]
     stamp = {"script": script_version(), "formula_cells": res["formula_cells"], "kib": res["kib"],

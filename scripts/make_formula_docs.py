@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.docsplice import doc_main
+from scripts.docsplice import doc_main, md_table
 from xlcalc import all_formulas
 from xlcalc.inputs import spec
 
@@ -42,10 +42,9 @@ def render() -> str:
             row = [f"`{f.name}`", f"`{f.udf_name}({args})`", f"{f.summary} [{f.unit}]", f.equation, f.source]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
         lines.append("")
-    lines += ["## Inputs", "", "| name | unit | meaning | allowed |", "|---|---|---|---|"]
-    for p in sorted({p for f in all_formulas() for p in f.params}):
-        s = spec(p)
-        lines.append(f"| `{p}` | {s.unit} | {s.doc} | {s.allowed} |")
+    specs = {p: spec(p) for p in sorted({p for f in all_formulas() for p in f.params})}
+    lines += ["## Inputs", "", *md_table(("name", "unit", "meaning", "allowed"),
+                                       [(f"`{p}`", s.unit, s.doc, s.allowed) for p, s in specs.items()])]
     return "\n".join(lines + [""])
 
 

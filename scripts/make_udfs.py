@@ -180,12 +180,9 @@ def body() -> str:
 
 def bundle() -> bytes:
     """A deterministic zip: the xlcalc package (no caches, no test records) and the runtime modules."""
-    files: list[tuple[str, Path]] = []
-    for path in sorted((ROOT / "xlcalc").rglob("*")):
-        rel = path.relative_to(ROOT).as_posix()
-        if not (path.is_dir() or "__pycache__" in path.parts or path.suffix in (".pyc", ".pyo")
-                or any(rel.startswith("xlcalc/" + skip) for skip in BUNDLE_SKIP)):
-            files.append((rel, path))
+    files = [(path.relative_to(ROOT).as_posix(), path) for path in sorted((ROOT / "xlcalc").rglob("*"))
+             if not (path.is_dir() or "__pycache__" in path.parts or path.suffix in (".pyc", ".pyo")
+                     or path.relative_to(ROOT / "xlcalc").as_posix().startswith(BUNDLE_SKIP))]
     files += [(name, UDFS / name) for name in RUNTIME_MODULES]
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:

@@ -120,11 +120,10 @@ def pairs(v: dict, name: str) -> None:
     # (sequence, measured H100/A100 MFU, predicted) of each A100 run with an H100 twin
     rows = [(seq, h.query.measured_mfu / a.query.measured_mfu, h.predicted_mfu / a.predicted_mfu)
             for (model, seq, n, gpu), a in runs.items() if gpu == "a100" and (h := runs.get((model, seq, n, "h100")))]
-    out = []
-    for label, sel in (("all", lambda r: True), ("seq ≤ 4k", lambda r: r[0] <= 4096), ("seq ≥ 16k", lambda r: r[0] >= 16384)):
-        g = [r for r in rows if sel(r)]
-        out.append(f"{label} ({len(g)}): measured {statistics.median(r[1] for r in g):.2f}, "
-                   f"predicted {statistics.median(r[2] for r in g):.2f}")
+    subsets = {"all": rows, "seq ≤ 4k": [r for r in rows if r[0] <= 4096],
+               "seq ≥ 16k": [r for r in rows if r[0] >= 16384]}
+    out = [f"{label} ({len(g)}): measured {statistics.median(r[1] for r in g):.2f}, "
+           f"predicted {statistics.median(r[2] for r in g):.2f}" for label, g in subsets.items()]
     print(f"| {name} | " + " | ".join(out) + " |")
 
 

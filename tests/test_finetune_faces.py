@@ -158,7 +158,8 @@ def test_cli_text_names_the_job(capsys):
 @pytest.mark.parametrize("argv, words", [
     (["--quant", "nf4", "--job", "lora"], "quant = 'nf4' is not allowed: quant must be left out with --job lora"),
     (["--job", "full", "--lora-rank", "8"], "lora_rank = 8 is not allowed: lora_rank must be left out with --job full"),
-    (["--lora-targets", "q,k"], "lora_targets = 'q,k' is not allowed: lora_targets must be one of the sets"),
+    (["--lora-targets", "q,k"], "lora_targets = 'q,k' is not allowed: lora_targets must be one of \"qv\", \"qkv\", "
+                                "\"attention\", \"all_linear\", or one of these sets' matrices"),
     (["--lora-targets", "q,x"], "'x' is not a matrix of a layer"),
     (["--lora-rank", "0"], "lora_rank = 0 is not allowed"),
     (["--job", "lora", "--lora-targets", "everything"], "lora_targets = 'everything' is not allowed"),
