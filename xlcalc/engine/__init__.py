@@ -27,7 +27,6 @@ __all__ = ["evaluate_columns", "HAVE_NUMPY", "python_expr", "python_steps", "inl
            "rows_function", "NoRowForm", "collector_paused"]
 
 
-
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Python's cycle collector off for the block (as it was after it).
