@@ -6,6 +6,7 @@ import argparse
 
 from .. import catalog
 from ..errors import CatalogError, InputError
+from ..formulas.microbatch import microbatches_per_step
 from ..frameworks import (
     DEFAULT_FRAMEWORK,
     DEFAULT_PRECISION,
@@ -241,9 +242,8 @@ def job_line(out: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     values = values_from_args(args)
     if values.get("batch_sequences") and "microbatches" not in values:
-        # checked whole by the layout check; m = B / (DP x b)
-        clean = resolve(values)
-        values["microbatches"] = clean["batch_sequences"] // (clean["dp"] * clean["micro_batch"])
+        clean = resolve(values)  # a whole number: the layout check refuses a batch that does not split
+        values["microbatches"] = int(microbatches_per_step(clean["batch_sequences"], clean["dp"], clean["micro_batch"]))
     out = stage_memory(**values).to_json()
     out["framework"] = framework_words(args)
     gpu = catalog.get_gpu(args.gpu) if args.gpu else None
