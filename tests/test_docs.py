@@ -110,3 +110,12 @@ def test_worksheet_function_examples_give_what_the_docs_show():
             assert round(got, decimals) == float(shown.replace(",", "")), (doc, name, args, shown, got)
             found += 1
     assert found >= 12
+
+
+def test_the_step_model_experiments_script_answers_help_and_a_wrong_flag_before_its_refits():
+    # it read sys.argv by hand: --help and a misspelt flag both started the minutes-long leave-one-source-out refits
+    script = str(ROOT / "scripts" / "stepmodel_experiments.py")
+    proc = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.startswith("usage:") and "--fp8-pairs" in proc.stdout
+    proc = subprocess.run([sys.executable, script, "--pairz"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "--pairs" in proc.stderr
