@@ -11,9 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-# a text result longer than this is a message (what to type), printed once below the results, not in a column
-_SHORT_TEXT = 40
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("read", help="read a planning workbook's inputs and check its results",
@@ -53,10 +50,10 @@ def run(args: argparse.Namespace) -> int:
     shown_results: list[tuple[str, object, str]] = []
     unanswered: dict[str, list[str]] = {}
     for name, value in rb.results.items():
-        if isinstance(value, str) and len(value) > _SHORT_TEXT:  # a result a missing input leaves unanswered
+        unit = OUTPUT_BY_NAME[name].unit
+        if isinstance(value, str) and unit != "text":  # a number a missing input leaves unanswered: what to type
             unanswered.setdefault(value, []).append(name)
         else:
-            unit = OUTPUT_BY_NAME[name].unit
             shown_results.append((name, number(value, unit) if isinstance(value, (int, float)) else value, unit))
     print(table(shown_results, headers=("result (engine)", "value", "unit"), align="lrl"))
     for why, names in unanswered.items():
