@@ -1810,10 +1810,22 @@ def HEAD_DIM(hidden, heads, head_dim_given=0):
 @arg("head_dim", ndim=2, doc="Dimension of one attention head")
 @arg("ffn_hidden", ndim=2, doc="Inner size of the feed-forward block F (GPT: 4h)")
 @arg("gated_ffn", ndim=2, doc="Gated feed-forward (SwiGLU/GeGLU: three matrices instead of two) (TRUE/FALSE)")
+@arg("biases", ndim=2, doc="Linear layers and norms carry biases (GPT-2/3, OPT, BLOOM) (TRUE/FALSE)")
+@arg("relative_positions", ndim=2, doc="Transformer-XL relative positions (Gopher, Chinchilla) (TRUE/FALSE)")
 @ret()
-def DENSE_LAYER_PARAMS(hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False):
-    """Parameters of one dense transformer layer without biases, from its shape (a count, not billions). [parameters]. h*a*dh [Q] + 2*h*kv*dh [K,V] + a*dh*h [O] + (3 if gated else 2)*h*F [FFN] + 2*h [two norms]. Source: a pre-norm decoder layer without biases..."""
-    return formula_call("dense_layer_params", hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn)
+def DENSE_LAYER_PARAMS(hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False, biases=False, relative_positions=False):
+    """Parameters of one dense transformer layer from its shape, with the model's biases and relative-position terms [parameters]. h*a*dh [Q] + 2*h*kv*dh [K,V] + a*dh*h [O] + (3 if gated else 2)*h*F [FFN] + 2*h [two norms]; biases: + (a + 2*kv)*dh + h [Q,K,V,..."""
+    return formula_call("dense_layer_params", hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn, biases, relative_positions)
+
+
+@func(category=BLOCKS_CATEGORY)
+@arg("vocab", ndim=2, doc="Vocabulary size V [tokens]")
+@arg("hidden", ndim=2, doc="Hidden size h")
+@arg("position_rows", ndim=2, doc="Rows of a learned position table (0: none, e.g. rotary positions)")
+@ret()
+def INPUT_EMBEDDING_PARAMS(vocab, hidden, position_rows=0):
+    """Parameters of the input embedding: the token table and any learned position table (a count). [parameters]. (V + P)*h: the token table and a learned position table of P rows (0: rotary, relative or no positions). Source: Vaswani et al. 2017 §3.4-3.5 (to..."""
+    return formula_call("input_embedding_params", vocab, hidden, position_rows)
 
 
 @func(category=BLOCKS_CATEGORY)
@@ -2491,6 +2503,7 @@ FORMULA_UDFS: tuple[str, ...] = (
     "GPU_HOURS_AT_THROUGHPUT",
     "HEAD_DIM",
     "DENSE_LAYER_PARAMS",
+    "INPUT_EMBEDDING_PARAMS",
     "PIPELINE_STAGE_PARAMS",
     "LOGITS_MEMORY_BYTES",
     "STAGE_ACTIVATIONS_GB",
@@ -2633,6 +2646,7 @@ __all__ = [  # every worksheet function, and the lists of the hand-written ones
     "HOSTING_COST_USD",
     "HW_FLOPS_FACTOR",
     "IMPLIED_MFU",
+    "INPUT_EMBEDDING_PARAMS",
     "KW_PER_GPU_ALL_IN",
     "LAYER_ACTIVATION_BYTES",
     "LAYER_ATTENTION_TIME_S",

@@ -19,7 +19,7 @@ from typing import Any, Literal, Optional, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import CatalogError, InputError
-from .formulas.steptime import dense_layer_params
+from .formulas.steptime import dense_layer_params, input_embedding_params
 from .inputs import spec
 from .recipes import DEFAULT_SEQ_LEN, MEMORY_DEFAULTS
 
@@ -222,16 +222,12 @@ class Model(_Row):
         return mats * self.hidden * inner + bias
 
     def layer_params(self, moe: bool, active: bool = False) -> int:
-        """Parameters of one layer. A dense layer without MLA is the registered DENSE_LAYER_PARAMS (the bias-free
-        pre-norm layer the step-time chain and the StepTime sheet count) plus what this model adds to it: biases
-        (q, k, v, o; the FFN's when not gated; the norms' shifts) and Transformer-XL's relative-position terms."""
+        """Parameters of one layer. A dense layer without MLA is the registered DENSE_LAYER_PARAMS (the count the
+        step-time chain and the StepTime sheet take), with this model's biases and relative-position terms."""
         norms = 2 * self.hidden * (2 if self.biases else 1)
         if not moe and not self.kv_lora_rank:
-            h, b, f = self.hidden, int(self.biases), self.ffn_hidden
-            extras = b * (self.heads * self.dh + 2 * self.kv * self.dh + h + 2 * h)
-            extras += (f + h) if self.biases and not self.gated_ffn else 0
-            extras += (h * self.heads * self.dh + 2 * self.heads * self.dh) if self.relative_positions else 0
-            return int(dense_layer_params(h, self.heads, self.kv, self.dh, f, self.gated_ffn)) + extras
+            return int(dense_layer_params(self.hidden, self.heads, self.kv, self.dh, self.ffn_hidden, self.gated_ffn,
+                                          self.biases, self.relative_positions))
         if not moe:
             return self.attention_params() + self.ffn_params(self.ffn_hidden) + norms
         assert self.moe_ffn_hidden
@@ -240,11 +236,15 @@ class Model(_Row):
         router = self.experts * self.hidden + (self.experts if self.router_bias else 0)
         return self.attention_params() + experts + router + norms
 
+    @property
+    def position_rows(self) -> int:
+        """Rows of the learned position table: seq_len + position_offset, 0 without one."""
+        return (self.seq_len + self.position_offset) if self.learned_positions else 0
+
     def input_embedding_params(self) -> int:
-        """The input embedding: the token table V*h, plus a learned position table (s + offset)*h. One count for the
-        parameter total and the planner's first pipeline stage."""
-        positions = (self.seq_len + self.position_offset) if self.learned_positions else 0
-        return (self.vocab + positions) * self.hidden
+        """The input embedding (the registered INPUT_EMBEDDING_PARAMS): the token table V*h and a learned position
+        table of :attr:`position_rows`. One count for the parameter total and the planner's first pipeline stage."""
+        return int(input_embedding_params(self.vocab, self.hidden, self.position_rows))
 
     def embedding_params(self) -> int:
         emb = self.input_embedding_params() + (0 if self.tied_embeddings else self.vocab * self.hidden)

@@ -295,14 +295,34 @@ def head_dim_of(hidden, heads, head_dim_given=HEAD_DIM_FROM_SHAPE):
 
 @formula(
     udf="DENSE_LAYER_PARAMS", unit="parameters", category="steptime",
-    equation="h*a*dh [Q] + 2*h*kv*dh [K,V] + a*dh*h [O] + (3 if gated else 2)*h*F [FFN] + 2*h [two norms]",
-    source="a pre-norm decoder layer without biases (Llama: Touvron et al. 2023 §2.2, RMSNorm and SwiGLU); GQA's K and "
-           "V are kv heads wide (Ainslie et al. 2023)",
+    equation="h*a*dh [Q] + 2*h*kv*dh [K,V] + a*dh*h [O] + (3 if gated else 2)*h*F [FFN] + 2*h [two norms]; biases: "
+             "+ (a + 2*kv)*dh + h [Q,K,V,O] + 2*h [the norms' shifts] + (F + h if not gated) [FFN]; relative positions: "
+             "+ h*a*dh [position projection] + 2*a*dh [two bias vectors]",
+    source="a pre-norm decoder layer (Llama: Touvron et al. 2023 §2.2, RMSNorm and SwiGLU); GQA's K and V are kv heads "
+           "wide (Ainslie et al. 2023); biases in every linear layer and LayerNorm (GPT-2/3: Radford et al. 2019, "
+           "Brown et al. 2020; OPT; BLOOM); Transformer-XL relative positions (Dai et al. 2019 §3.3: W_k,R and the "
+           "per-head u, v; Gopher and Chinchilla, Rae et al. 2021)",
 )
-def dense_layer_params(hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False):
-    """Parameters of one dense transformer layer without biases, from its shape (a count, not billions)."""
+def dense_layer_params(hidden, heads, kv_heads, head_dim, ffn_hidden, gated_ffn=False, biases=False,
+                       relative_positions=False):
+    """Parameters of one dense transformer layer from its shape, with the model's biases and relative-position terms
+    (a count, not billions)."""
     attention = hidden * heads * head_dim * 2 + 2 * hidden * kv_heads * head_dim
-    return attention + if_(gated_ffn, 3, 2) * hidden * ffn_hidden + 2 * hidden
+    bias = (heads + 2 * kv_heads) * head_dim + 3 * hidden + if_(gated_ffn, 0, ffn_hidden + hidden)
+    relative = hidden * heads * head_dim + 2 * heads * head_dim
+    return (attention + if_(gated_ffn, 3, 2) * hidden * ffn_hidden + 2 * hidden + if_(biases, bias, 0)
+            + if_(relative_positions, relative, 0))
+
+
+@formula(
+    udf="INPUT_EMBEDDING_PARAMS", unit="parameters", category="steptime",
+    equation="(V + P)*h: the token table and a learned position table of P rows (0: rotary, relative or no positions)",
+    source="Vaswani et al. 2017 §3.4-3.5 (token embeddings; learned positional embeddings); GPT-2/3 and OPT learn one "
+           "row per position of their context (OPT: 2 rows more, its position offset)",
+)
+def input_embedding_params(vocab, hidden, position_rows=0):
+    """Parameters of the input embedding: the token table and any learned position table (a count)."""
+    return (vocab + position_rows) * hidden
 
 
 @formula(
