@@ -446,7 +446,7 @@ def test_cuda_memory_needs_its_source():
                                                    for r in (False, True)])
 def test_a_dense_layer_is_the_registered_formula_plus_the_models_extras(biases, gated, relative):
     # One count of a dense layer: Model.layer_params is DENSE_LAYER_PARAMS (what the step-time chain and the StepTime
-    # sheet count) plus biases and relative-position terms. Checked against the catalog's count by parts (attention +
+    # sheet count), biases and relative-position terms included. Checked against the catalog's count by parts (attention +
     # FFN + two norms, with a shift each when the model has biases) for every catalog model without MLA.
     for m in catalog.models():
         if m.kv_lora_rank:
