@@ -345,3 +345,76 @@ def _cli_json(main, argv):
     with contextlib.redirect_stdout(buf):
         assert main([*argv, "--json"]) == 0
     return json.loads(buf.getvalue())
+
+
+# The catalog's dense models whose layers hold more than their shape: biases and a learned position table (GPT-3,
+# OPT: 2 rows more), biases (BLOOM), Transformer-XL relative positions (Chinchilla); by PP that divides their layers.
+EXTRAS = {"gpt3-175b": 4, "opt-175b": 4, "bloom-176b": 5, "chinchilla-70b": 4}
+TYPED_OVER = {"layers": 48}  # typed over GPT-3's 96: the typed shape keeps GPT-3's biases and position table
+STEP_RESULTS = {"Step_Time_S": "step_s", "Step_MFU": "mfu", "Step_Tokens_per_S_per_GPU": "tokens_per_s_per_gpu",
+                "Step_Train_Days": "days"}
+
+
+def extras_run(model: str, **typed) -> Scenario:
+    pp = EXTRAS[model]
+    return Scenario.build(model=model, gpu="h100-sxm", n_gpus=64 * pp, tp=8, pp=pp, zero_stage=1, seq_parallel=True,
+                          recompute="selective", micro_batch=1, stack="megatron", global_batch_tokens=1024 * 2048,
+                          **typed)
+
+
+def extras_counts(model: str, layers_typed: bool = False) -> tuple[int, int]:
+    """(one layer's, the input embedding's parameters) counted by hand from the papers' architectures: a GPT layer
+    of biased linear layers and LayerNorms is 12h^2 + 13h (Q, K, V, O 4h^2 + 4h; FFN 8h^2 + 5h; two norms 4h);
+    Chinchilla's, bias-free with RMSNorm, 12h^2 + 2h plus Transformer-XL's h x h position projection and two
+    h-long bias vectors; the embedding is the vocabulary plus the learned positions (2048, OPT 2050) times h."""
+    m = catalog.get_model(model)
+    h = m.hidden
+    layer = 13 * h * h + 4 * h if m.relative_positions else 12 * h * h + 13 * h
+    positions = {"gpt3-175b": 2048, "opt-175b": 2050}.get(model, 0)
+    return layer, (m.vocab + positions) * h
+
+
+def test_the_sheet_counts_biases_and_position_terms_as_plan_does():
+    # the step, MFU, throughput and days of the sheet, of the scenario's Python face and of the worksheet functions
+    # (plan by model id, the layout pinned) agree for every catalog model with biases, positions or relative terms
+    for model in [*EXTRAS, "typed"]:
+        sc = extras_run("gpt3-175b", **TYPED_OVER) if model == "typed" else extras_run(model)
+        lay, py = layout([sc]), step_prediction(sc)
+        assert _value(lay, "Step_Check") == "OK", model
+        assert (_value(lay, "Step_Layer_Params"), _value(lay, "Step_Embedding_Params")) == extras_counts(sc.model)
+        for name, field in STEP_RESULTS.items():
+            assert _value(lay, name) == pytest.approx(getattr(py, field), rel=1e-12), (model, name)
+        if model == "typed":  # the typed shape with GPT-3's terms: not the bias-free architecture of its numbers
+            bare = layout_prediction(arch=arch_from_flags(48, sc.hidden, sc.heads, sc.kv_heads, sc.ffn_hidden,
+                                                          sc.vocab, sc.gated_ffn, sc.seq_len),
+                                     **{k: getattr(sc, k) for k in ("gpu", "n_gpus", "seq_len", "tp", "pp",
+                                                                    "zero_stage", "recompute", "micro_batch",
+                                                                    "seq_parallel", "global_batch_tokens", "stack")})
+            assert py.step_s > bare.step_s * (1 + 1e-6)
+            continue
+        values = {**sc.model_dump(), "cp": 1, "virtual_stages": 1}
+        for name, field, fn in (("Step_Time_S", "step_s", u.LAYOUT_STEP_S), ("Step_MFU", "mfu", u.LAYOUT_MFU),
+                                ("Step_Tokens_per_S_per_GPU", "tokens_per_s_per_gpu", u.LAYOUT_TOKENS_PER_S_PER_GPU)):
+            args = [None if k == "ep" else [[values[k]]] for k in inspect.signature(fn).parameters]
+            assert fn(*args) == pytest.approx(getattr(py, field), rel=1e-12), (model, name)
+
+
+@lo_batch.register("step_extras")
+def _produce_extras(work: Path):
+    files = [work / f"{m}.xlsx" for m in [*EXTRAS, "typed"]]
+    for f, m in zip(files, EXTRAS):
+        build(f, [extras_run(m)])
+    build(files[-1], [extras_run("gpt3-175b", **TYPED_OVER)])
+    return files, None
+
+
+def test_libreoffice_counts_biases_and_position_terms_as_plan_does():
+    files, _ = lo_batch.results("step_extras")
+    for f, model in zip(files, [*EXTRAS, "typed"]):
+        sc = extras_run("gpt3-175b", **TYPED_OVER) if model == "typed" else extras_run(model)
+        wb, py = openpyxl.load_workbook(f, data_only=True), step_prediction(sc)
+        assert named_cell(wb, "Step_Check").value == "OK", model
+        counts = (named_cell(wb, "Step_Layer_Params").value, named_cell(wb, "Step_Embedding_Params").value)
+        assert counts == extras_counts(sc.model), model
+        for name, field in STEP_RESULTS.items():
+            assert named_cell(wb, name).value == pytest.approx(getattr(py, field), rel=1e-9), (model, name)

@@ -9,7 +9,8 @@
 
 The one step-time model (:func:`xlcalc.planner.layout_prediction`, ``xlcalc plan`` with every layout choice pinned)
 asked for the scenario's run: its model (the catalog's, else — or where a number was typed over the catalog's
-layers, widths, heads or vocabulary — the architecture of its fields, as the sheet computes it), GPU (the catalog's
+layers, widths, heads or vocabulary — the architecture of its fields with the catalog model's biases and position
+terms, as the sheet computes it), GPU (the catalog's
 bandwidths and SMs, with the scenario's peak TFLOP/s, memory and GPUs per node as the workbook's Inputs hold them),
 layout (its first and last pipeline stage's layers too), software stack (``stack``) and global batch (``global_batch_tokens``; None: plan's rule, a catalog model's
 published batch, else the input is missing). The workbook's StepTime sheet computes the same step from the same
@@ -21,7 +22,7 @@ from __future__ import annotations
 from .catalog import get_model
 from .errors import InputError
 from .layout import stage_layer_counts
-from .planner import Plan, Settings, arch_from_flags, layout_prediction
+from .planner import Plan, Settings, arch_from_flags, arch_from_model, layout_prediction
 from .scenario import Scenario, architecture
 
 __all__ = ["step_prediction", "typed_over"]
@@ -33,8 +34,9 @@ STEP_ARCHITECTURE = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "voc
 def typed_over(sc: Scenario) -> bool:
     """Whether a number was typed over the scenario's catalog model in the architecture the step time reads (the
     workbook's Layers, Hidden, ... cells hold what was typed, not the preset's): then the step is the architecture
-    of the scenario's fields, as the StepTime sheet computes it, not the catalog model's. A mixture of experts is
-    always its catalog model's (its experts are no field of the scenario)."""
+    of the scenario's fields with the preset's biases, relative positions and learned position table, as the StepTime
+    sheet computes it, not the catalog model's. A mixture of experts is always its catalog model's (its experts are
+    no field of the scenario)."""
     if not sc.model:
         return True  # no catalog model: the fields are the architecture
     m = get_model(sc.model)
@@ -57,6 +59,9 @@ def step_prediction(scenario: Scenario) -> Plan:
     model = None if typed_over(sc) else sc.model
     arch = None if model else arch_from_flags(sc.layers, sc.hidden, sc.heads, sc.kv_heads, sc.ffn_hidden, sc.vocab,
                                               sc.gated_ffn, sc.seq_len, sc.head_dim_given or None)
+    if arch and sc.model:  # typed over a preset: the typed shape keeps the preset's biases and position terms
+        typed = {k: getattr(arch, k) for k in ("layers", "hidden", "heads", "kv_heads", "head_dim", "gated_ffn", "vocab")}
+        arch = arch_from_model(get_model(sc.model).model_copy(update={**typed, "ffn_hidden": sc.ffn_hidden}))
     stage_layers = None  # the split the scenario gives (its first and last stage's layers), as the sheet takes it
     if sc.pp > 1 and (sc.first_stage_layers or sc.last_stage_layers):
         first, middle, last = stage_layer_counts(sc.layout_values())

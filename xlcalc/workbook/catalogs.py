@@ -13,6 +13,7 @@ from ..planner.hardware import SM_COUNT, attention_factor, catalog_matmul_effici
 from ..recipes import MEMORY_DEFAULTS, RECIPE_FIELDS, RECIPES
 from ..registry import all_formulas
 from .model import Book, Concat, Lookup, LookupOr, coord
+from .rendering import BOOL_FORMAT
 
 FIRST = 4  # first data row of a catalog sheet (title, note, header above)
 
@@ -36,7 +37,10 @@ MODEL_COLUMNS = (
     ("active_params_b", "active params B (MoE; 0 = dense)", 12),
     ("published_params_b", "params B (published)", 12), ("layers", "layers L", 9), ("hidden", "hidden h", 9),
     ("heads", "heads a", 9), ("kv_heads", "KV heads", 9), ("ffn_hidden", "FFN hidden", 10),
-    ("vocab", "vocab", 9), ("seq_len", "seq len", 9), ("source", "source", 90),
+    ("vocab", "vocab", 9), ("seq_len", "seq len", 9),
+    # what the step time (StepTime sheet) counts beside the shape, as xlcalc plan does
+    ("biases", "biases", 8), ("relative_positions", "relative positions (Transformer-XL)", 10),
+    ("position_rows", "learned position rows (0: none)", 10), ("source", "source", 90),
 )
 
 RECIPE_COLUMNS = (
@@ -103,7 +107,7 @@ def catalog_sheet(book: Book, sheet: str) -> Table:
         for j, (field, _, _) in enumerate(columns, start=1):
             value = _row_value(row, field)
             kind = "text" if field in ("source", "name") else ("label" if field == "id" else "input")
-            book.put(sheet, coord(j, FIRST + i), value, kind)
+            book.put(sheet, coord(j, FIRST + i), value, kind, BOOL_FORMAT if isinstance(value, bool) else None)
     book.freeze[sheet] = "B4"
     return Table(sheet, tuple(c[0] for c in columns), FIRST, FIRST + max(len(rows), 1) - 1)
 

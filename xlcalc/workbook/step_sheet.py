@@ -81,6 +81,9 @@ def _fact(table: Table, key: str, field: str, blank: Any, missing: str) -> Expr:
                             table.last_row, blank), Concat(Var(key), missing))
 
 
+MODEL_MISSING = ": not on the Models sheet \u2014 pick a Model_Preset on Inputs"
+
+
 def _gpu_fact(gpus: Table, field: str, blank: Any) -> Expr:
     return _fact(gpus, "GPU_Type", field, blank, ": not on the GPUs sheet \u2014 pick a GPU on Inputs (GPU_Type) "
                  "for the step time")
@@ -99,10 +102,19 @@ def _sources(ctx: Ctx, stacks: Table) -> tuple[dict[str, Any], list[tuple[str, s
     stack = {field: _fact(stacks, "Stack", field, "", ": not on the Stacks sheet \u2014 pick a stack from the list")
              for field, *_ in STACK_COLUMNS}
     head_dim = Var("Head_Dim")  # the model's own, else hidden / heads (xlcalc.outputs)
-    fact("Step_Layer_Params", "Parameters of one layer, from its shape (as the planner counts them)",
+
+    def preset(field: str) -> Expr:  # the picked model's column on the Models sheet; off (0) for a typed architecture
+        return if_(eq(Var("Model_Preset"), ""), 0, _fact(ctx.models, "Model_Preset", field, 0, MODEL_MISSING))
+
+    fact("Step_Layer_Params", "Parameters of one layer, from its shape and the preset's biases and relative positions "
+         "(as the planner counts them)",
          fs.dense_layer_params(hidden=Var("Hidden"), heads=Var("Heads"), kv_heads=Var("KV_Heads"),
-                               head_dim=head_dim, ffn_hidden=Var("FFN_Hidden"),
-                               gated_ffn=Var("Gated_FFN")), "parameters", "#,##0")
+                               head_dim=head_dim, ffn_hidden=Var("FFN_Hidden"), gated_ffn=Var("Gated_FFN"),
+                               biases=preset("biases"), relative_positions=preset("relative_positions")),
+         "parameters", "#,##0")
+    fact("Step_Embedding_Params", "Parameters of the input embedding, with the preset's learned position table",
+         fs.input_embedding_params(vocab=Var("Vocab"), hidden=Var("Hidden"), position_rows=preset("position_rows")),
+         "parameters", "#,##0")
 
     def no(what: str, where: str = "type it on the GPUs sheet") -> Expr:
         return Concat(Var("GPU_Type"), f": no published {what} \u2014 {where}")
@@ -110,7 +122,7 @@ def _sources(ctx: Ctx, stacks: Table) -> tuple[dict[str, Any], list[tuple[str, s
     gpu_eff = _gpu_fact(gpus, "step_matmul_efficiency", no("matmul efficiency", "pick a stack that gives one"))
     src: dict[str, Any] = {
         "head_dim": head_dim, "layer_params": Var("Step_Layer_Params"),
-        "embedding_params": Var("Vocab") * Var("Hidden"), "dp": Var("DP_Size"), "microbatches": Var("Step_Microbatches"),
+        "embedding_params": Var("Step_Embedding_Params"), "dp": Var("DP_Size"), "microbatches": Var("Step_Microbatches"),
         "seq_len": Var("Seq_Len"), "micro_batch": Var("Micro_Batch"), "tp": Var("TP_Size"), "pp": Var("PP_Size"),
         "cp": Var("CP_Size"), "zero_stage": Var("ZeRO_Stage"), "peak_tflops": Var("Peak_TFLOPS"),
     }
@@ -149,8 +161,9 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
     b.titled(s, "Step time and MFU of this layout, by the planner's model",
              "Each green cell is one formula of the planner's step-time model (xlcalc plan gives the same step "
              "time for the same run and stack). The model, layout and GPU come from Inputs, the GPU's figures from "
-             "the GPUs sheet, the stack's facts from the Stacks sheet; a layer's parameters from its shape, as the "
-             "planner counts them (the Memory sheet takes them from Params_B).")
+             "the GPUs sheet, the stack's facts from the Stacks sheet; a layer's and the embedding's parameters from "
+             "the shape and the preset's biases and position terms (Models sheet), as the planner counts them (the "
+             "Memory sheet takes them from Params_B).")
     b.row(s, 4, ("", "value", "unit", "formula and source"), "header")
     # the scenario's two inputs of the step time alone (xlcalc.scenario.STEP_GROUP), the stack a dropdown of the
     # Stacks sheet's ids
@@ -187,7 +200,9 @@ def step_time_sheet(ctx: Ctx, stacks: Table) -> None:
         b.put(s, f"B{row}", checked(expr, needs(expr) - {n for n, *_ in rows}), "formula", fmt, name=name)
         b.put(s, f"C{row}", unit)
         where = " and ".join(w for n, w in (("Stack", "the Stacks sheet (by Stack)"),
-                                            ("GPU_Type", "the GPUs sheet (by GPU_Type)")) if n in expr.variables())
+                                            ("GPU_Type", "the GPUs sheet (by GPU_Type)"),
+                                            ("Model_Preset", "the Models sheet (by Model_Preset)"))
+                             if n in expr.variables())
         where = where or "the Inputs sheet"
         b.put(s, f"D{row}", f"{name}: from {where}", "note")
         row += 1
