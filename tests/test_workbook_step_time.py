@@ -418,3 +418,23 @@ def test_libreoffice_counts_biases_and_position_terms_as_plan_does():
         assert counts == extras_counts(sc.model), model
         for name, field in STEP_RESULTS.items():
             assert named_cell(wb, name).value == pytest.approx(getattr(py, field), rel=1e-9), (model, name)
+
+
+def test_tied_embeddings_as_typed_give_the_step_of_the_sheet():
+    # Tied_Embeddings is a cell the StepTime sheet reads (one table for the input embedding and the output layer: fewer
+    # parameters to reduce and update); typed over a preset, with its shape typed over too, or for an architecture
+    # without a preset, the Python face takes the tying as typed, as the sheet does
+    run = dict(gpu="h100-sxm", n_gpus=64, tp=2, pp=1, zero_stage=1, micro_batch=1, stack="megatron",
+               global_batch_tokens=1024 * 8192)
+    m = catalog.get_model("llama3.1-8b")
+    shape = dict(layers=m.layers, hidden=m.hidden, heads=m.heads, kv_heads=m.kv, ffn_hidden=m.ffn_hidden,
+                 vocab=m.vocab, gated_ffn=m.gated_ffn)
+    assert not m.tied_embeddings
+    for typed in ({"model": m.id}, {"model": m.id, "layers": 16}, shape):
+        untied, tied = (Scenario.build(**run, **typed, tied_embeddings=t) for t in (False, True))
+        lay_untied, lay_tied = layout([untied]), layout([tied])
+        assert _value(lay_tied, "Step_Time_S") < _value(lay_untied, "Step_Time_S"), typed  # the tie matters
+        for sc, lay in ((untied, lay_untied), (tied, lay_tied)):
+            py = step_prediction(sc)
+            for name, field in STEP_RESULTS.items():
+                assert _value(lay, name) == pytest.approx(getattr(py, field), rel=1e-12), (typed, sc.tied_embeddings)

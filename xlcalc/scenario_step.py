@@ -28,7 +28,8 @@ from .scenario import Scenario, architecture
 __all__ = ["step_prediction", "typed_over"]
 
 # the architecture the step time reads from a scenario's own fields (the StepTime sheet's cells)
-STEP_ARCHITECTURE = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "gated_ffn", "head_dim_given")
+STEP_ARCHITECTURE = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "gated_ffn", "head_dim_given",
+                     "tied_embeddings")
 
 
 def typed_over(sc: Scenario) -> bool:
@@ -58,9 +59,10 @@ def step_prediction(scenario: Scenario) -> Plan:
                          "the step time takes the GPU's HBM and link bandwidths and SMs from its catalog row")
     model = None if typed_over(sc) else sc.model
     arch = None if model else arch_from_flags(sc.layers, sc.hidden, sc.heads, sc.kv_heads, sc.ffn_hidden, sc.vocab,
-                                              sc.gated_ffn, sc.seq_len, sc.head_dim_given or None)
+                                              sc.gated_ffn, sc.seq_len, sc.head_dim_given or None, sc.tied_embeddings)
     if arch and sc.model:  # typed over a preset: the typed shape keeps the preset's biases and position terms
-        typed = {k: getattr(arch, k) for k in ("layers", "hidden", "heads", "kv_heads", "head_dim", "gated_ffn", "vocab")}
+        typed = {k: getattr(arch, k) for k in ("layers", "hidden", "heads", "kv_heads", "head_dim", "gated_ffn", "vocab",
+                                               "tied_embeddings")}
         arch = arch_from_model(get_model(sc.model).model_copy(update={**typed, "ffn_hidden": sc.ffn_hidden}))
     stage_layers = None  # the split the scenario gives (its first and last stage's layers), as the sheet takes it
     if sc.pp > 1 and (sc.first_stage_layers or sc.last_stage_layers):

@@ -92,9 +92,9 @@ def arch_from_model(model: catalog.Model) -> Arch:
 
 def arch_from_flags(layers: int, hidden: int, heads: int, kv_heads: int | None = None, ffn_hidden: int | None = None,
                     vocab: int = FLAGS_VOCAB, gated_ffn: bool | None = None, seq_len: int = FLAGS_SEQ_LEN,
-                    head_dim: int | None = None) -> Arch:
+                    head_dim: int | None = None, tied_embeddings: bool = False) -> Arch:
     """An architecture from its numbers (validated; FFN defaults to 4h, or 8h/3 rounded when gated; the head
-    dimension to hidden / heads)."""
+    dimension to hidden / heads; untied input and output embeddings unless ``tied_embeddings``)."""
     layers, hidden, heads = (check_value(n, x) for n, x in (("layers", layers), ("hidden", hidden), ("heads", heads)))
     kv = check_value("kv_heads", kv_heads if kv_heads is not None else heads)
     vocab = check_value("vocab", vocab)
@@ -108,4 +108,4 @@ def arch_from_flags(layers: int, hidden: int, heads: int, kv_heads: int | None =
     return arch_from_model(catalog.Model(
         id="custom", name=f"custom {layers}x{hidden}", source="architecture flags", layers=layers, hidden=hidden,
         heads=heads, kv_heads=kv, head_dim=head_dim, ffn_hidden=ffn, gated_ffn=gated, vocab=vocab, seq_len=seq_len,
-        published_params_b=1))
+        tied_embeddings=bool(tied_embeddings), published_params_b=1))
