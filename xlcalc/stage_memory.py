@@ -131,8 +131,7 @@ def sources(inputs: tuple[str, ...], src: Mapping[str, Any] | None) -> dict[str,
     return {**{k: Var(spec(k).excel_name) for k in inputs}, **{k: wrap(v) for k, v in (src or {}).items()}}
 
 
-def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, layout_dp: Any = None
-                 ) -> tuple[Step, ...]:
+def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, layout_dp: Any = None) -> tuple[Step, ...]:
     """The model's steps over ``src`` (input-spec name -> expression; default: each input's defined name).
 
     ``capacity`` (an expression, e.g. ``Var("GPU_Memory_GB")``) adds the fit and the largest micro-batch;
@@ -182,8 +181,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     kept = act - add("Layer_Act_Frozen_Saving", ff.act_frozen_saving_bytes,
                      "Activation bytes a frozen base drops (one layer)", recompute=s["recompute"], **frozen)
     kept_none = act_none - add("Layer_Act_Frozen_Saving_No_Recompute", ff.act_frozen_saving_bytes,
-                               "Activation bytes a frozen base drops, no recompute",
-                               recompute="none", **frozen)
+                               "Activation bytes a frozen base drops, no recompute", recompute="none", **frozen)
     # --- torch.autocast with fp32 weights: the 16-bit weight copies each layer keeps for its backward ---------
     copies: dict[str, Any] = dict(layer_params_b=layer_b, tp=s["tp"], autocast_copy_bytes=s["autocast_copy_bytes"])
     kept = kept + add("Layer_Autocast_Copy_Bytes", fm.act_autocast_copy_bytes,
@@ -221,8 +219,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
                        f"Parameters one GPU of the {stage} stage holds, in units of the TP split (billions)", of=st,
                        stage_params_b=params, stage_layers=n, **expert_args)
             group = add(f"Shard_Group_{st}", expert_shard_group, f"ZeRO/FSDP shard group of the {stage} stage, "
-                        "experts and the rest together", of=st, dp=shard, params_b=held,
-                        stage_params_b=params)
+                        "experts and the rest together", of=st, dp=shard, params_b=held, stage_params_b=params)
         # --- fine-tuning: adapters on the stage; gradients and optimizer states of the trained parameters only --
         adapters = add(f"Stage_Adapter_Params_B_{st}", ff.adapter_params_b,
                        f"LoRA adapter parameters of the {stage} stage (billions)", of=st, layers=n, **adapter_shape)

@@ -184,8 +184,7 @@ def range_lines(result) -> list[str]:
     if p.cost_usd is not None and r.cost_low_usd is not None and r.cost_high_usd is not None:
         parts.append(f"cost {number(p.cost_usd, 'USD')} ({number(r.cost_low_usd, 'USD')}–"
                      f"{number(r.cost_high_usd, 'USD')})")
-    return [f"best plan: {', '.join(parts)}; from {r.basis}, {r.out_of_sample_coverage:.0%} of held-out runs "
-            "inside",
+    return [f"best plan: {', '.join(parts)}; from {r.basis}, {r.out_of_sample_coverage:.0%} of held-out runs inside",
             result.interval_note]
 
 
