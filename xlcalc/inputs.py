@@ -535,8 +535,7 @@ def spec(name: str) -> InputSpec:
         return _SPECS[name]
     except KeyError:
         if name in _LATE:
-            made = _SPECS[name] = _LATE[name]()
-            return made
+            return _SPECS.setdefault(name, _LATE[name]())
         raise KeyError(f"no input spec named {name!r}") from None
 
 
