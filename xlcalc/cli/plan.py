@@ -266,8 +266,7 @@ def run(args: argparse.Namespace) -> int:
                                                               f"{o.layout})")))
     for line in unpinned_lines(result):
         print(line)
-    print()
-    print(explain(result, top=min(top, 3)))
+    print("\n" + explain(result, top=min(top, 3)))
     return 0 if result.plans else 1
 
 
