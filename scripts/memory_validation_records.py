@@ -215,8 +215,7 @@ def _loss_bytes(rec: dict, m: dict, assumed: list[str]) -> float:
 def inputs_of(rec: dict) -> tuple[dict, list[str]]:
     """The stage memory model's inputs for a record, and what was assumed beyond the record's own fields."""
     assumed: list[str] = []
-    job = rec["job"]
-    if job in ("lora", "qlora"):
+    if (job := rec["job"]) in ("lora", "qlora"):
         raise Skip(f"{job}: the stage model has no LoRA/QLoRA terms (frozen base, adapter states)")
     m, lay, extra = rec["model"], rec["layout"], rec.get("extra_settings") or {}
     if m.get("moe"):
@@ -229,8 +228,7 @@ def inputs_of(rec: dict) -> tuple[dict, list[str]]:
         raise Skip("8-bit / paged optimizer states: not in the stage model's byte recipes")
     if rec.get("micro_batch") is None:
         raise Skip("micro-batch not stated")
-    modules = extra.get("recompute_modules")
-    if modules is not None and modules != ["core_attn"]:
+    if (modules := extra.get("recompute_modules")) is not None and modules != ["core_attn"]:
         raise Skip(f"recompute of modules {modules}: the stage model recomputes the attention core (selective), "
                    "every op (per-op policy) or whole layers")
     if rec["recompute"] not in RECOMPUTE:

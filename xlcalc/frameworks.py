@@ -274,7 +274,6 @@ def framework_label(framework: str | None, precision: str | None) -> str:
     as_pr = (f" (as {str(precision).strip()})" if precision not in (None, "")
              and name_key(precision) not in (p.precision, "default") else "")
     text = f"{p.framework}{named} at {p.precision}{as_pr} ({PRECISIONS[p.precision]})"
-    gaps = neutral(p)
-    if gaps:
+    if gaps := neutral(p):
         text += "; no source gives " + ", ".join(gaps) + ": neutral defaults"
     return text if given else text + "; the default (--framework, --precision)"

@@ -64,8 +64,7 @@ class InputSpec:
         return self.kind == "float" and self.le == 1 and low is not None and 0 <= low < 1
 
     def help(self) -> str:
-        unit = f" [{self.unit}]" if self.unit else ""
-        return f"{self.doc}{unit}"
+        return f"{self.doc} [{self.unit}]" if self.unit else self.doc
 
 
 def fmt_bound(x: float) -> str:

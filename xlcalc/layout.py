@@ -193,8 +193,7 @@ def _value_of(c: Constraint, v: V) -> Any:
 
 def _complete(values: V) -> dict[str, Any]:
     v = {**LAYOUT_DEFAULTS, **{k: x for k, x in values.items() if x is not None}}
-    missing = [k for k in LAYOUT_INPUTS if k not in v]
-    if missing:
+    if missing := [k for k in LAYOUT_INPUTS if k not in v]:
         raise TypeError(f"layout check needs {', '.join(missing)}")
     return v
 
@@ -276,8 +275,7 @@ def stage_split(layers_per_stage: Any, layers: int, pp: int | None = None) -> di
                          " + ".join(map(str, stages)) + f" = {sum(stages)}")
     if pp is not None and pp != len(stages):
         raise InputError("pp", pp, f"the number of stages given in layers_per_stage ({len(stages)}: {text})")
-    middle = stages[1:-1]
-    if len(set(middle)) > 1:
+    if len(set(stages[1:-1])) > 1:
         raise InputError("layers_per_stage", text, "a split whose middle stages hold equal layers",
                          "the memory model describes a pipeline by its first, its last and its middle stages")
     if len(stages) == 1 or len(set(stages)) == 1:

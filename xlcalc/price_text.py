@@ -39,8 +39,7 @@ def price_line(gpu: str | None, typed: float | None, tier: str | None = None) ->
     except InputError as exc:  # no rate in the catalog: say so instead of a number
         if exc.name == "usd_per_gpu_hour":
             gid = catalog.get_gpu(gpu).id
-            tiers = [p.tier for p in catalog.prices() if p.gpu == gid and p.tier]
-            if tiers:
+            if tiers := [p.tier for p in catalog.prices() if p.gpu == gid and p.tier]:
                 return f"Price: none — the price catalog has no default rental rate for {gid}; " \
                        f"give --price-tier ({', '.join(tiers)}) or --usd-per-gpu-hour for costs"
             return f"Price: none — the price catalog has no rental rate for {gid}; " \

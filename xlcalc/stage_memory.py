@@ -350,8 +350,7 @@ def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
     Raises :class:`InputError` naming every missing input at once, a bad value, or the layout constraint broken.
     """
     v = {k: x for k, x in values.items() if x is not None}
-    sharding = v.pop("sharding", None)
-    if sharding is not None:
+    if (sharding := v.pop("sharding", None)) is not None:
         key = str(sharding).strip().lower()
         if key not in SHARDING:
             raise InputError("sharding", sharding, "one of " + ", ".join(SHARDING))
@@ -366,12 +365,10 @@ def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
     if v.get("ffn_hidden") is None and "hidden" in v:
         v["ffn_hidden"] = 4 * v["hidden"]
     merged = {**defaults(), **v}
-    missing = [k for k in MODEL_INPUTS if k not in merged and k != "head_dim"]
-    if missing:
+    if missing := [k for k in MODEL_INPUTS if k not in merged and k != "head_dim"]:
         raise InputError(", ".join(missing), None, "given (the memory model needs them)",
                          f"missing: {', '.join(missing)}")
-    unknown = sorted(set(merged) - set(MODEL_INPUTS) - {"memory_gb"})
-    if unknown:
+    if unknown := sorted(set(merged) - set(MODEL_INPUTS) - {"memory_gb"}):
         raise TypeError(f"the memory model has no input {', '.join(unknown)}")
     head_dim = merged.pop("head_dim", None)
     clean = {k: check_value(k, x) for k, x in merged.items()}

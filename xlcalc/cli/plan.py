@@ -211,8 +211,7 @@ def model_and_arch(args: argparse.Namespace) -> tuple:
             for f in given)
     if model is not None:
         return model, None
-    lacking = [f for f in ("layers", "hidden", "heads") if getattr(args, f) is None]
-    if lacking:
+    if lacking := [f for f in ("layers", "hidden", "heads") if getattr(args, f) is None]:
         raise missing(lacking, lambda n: f"{spec(n).allowed} (or give --model ID or --config PATH)",
                       where=f"{args.command} without --model")
     # vocab and seq_len left out: arch_from_flags' defaults (its one declaration of them)

@@ -41,8 +41,7 @@ def default_tokens_t(model: Any, params_b: float, name: str) -> tuple[float, str
     """(training tokens in trillions, where they come from) when none are given: a catalog model's published
     pre-training tokens, else 20 per parameter (Chinchilla, compute-optimal). The one rule: plan's and the
     scenario's (xlcalc.scenario.Scenario.build with a model, so estimate's)."""
-    entry = catalog_model(model)
-    if entry is not None and entry.pretrain_tokens_t:
+    if (entry := catalog_model(model)) is not None and entry.pretrain_tokens_t:
         return entry.pretrain_tokens_t, f"published, {entry.pretrain_tokens_source}"
     per_param = fc.chinchilla_tokens_t.defaults["tokens_per_param"]
     return (fc.chinchilla_tokens_t.raw(params_b=params_b, tokens_per_param=per_param),

@@ -110,8 +110,7 @@ def load_stack_files(folder: str | Path | None = None, reserved: Optional[dict[s
         present = {p.name for p in where.iterdir() if p.name.endswith(".toml")}
     except OSError as exc:
         raise CatalogError(f"stack files {shown} cannot be listed: {exc.strerror or exc}") from exc
-    stray = sorted(present - {NAMES_FILE} - {f"{sid}.toml" for sid in profiles})
-    if stray:
+    if stray := sorted(present - {NAMES_FILE} - {f"{sid}.toml" for sid in profiles}):
         raise CatalogError(f"stack files {shown}: {', '.join(stray)} not listed in {NAMES_FILE} profiles "
                            f"({', '.join(profiles)}); list each profile there, in the order the faces show them")
     loaded = tuple(_profile(where / f"{sid}.toml", f"{shown}/{sid}.toml", sid) for sid in profiles)
