@@ -204,8 +204,7 @@ def _loss_bytes(rec: dict, m: dict, assumed: list[str]) -> float:
     elif not rec["compile"]:
         compiled = False
     else:
-        version = stated_torchtitan(rec)
-        if version is None:
+        if (version := stated_torchtitan(rec)) is None:
             raise Skip("torchtitan version not stated: whether the loss is compiled is unknown")
         compiled, why = TORCHTITAN_LOSS_COMPILED[version]
         assumed.append(f"loss {'compiled' if compiled else 'not compiled'} (torchtitan {version}, {why})")
@@ -323,8 +322,7 @@ def framework_of(rec: dict, compiled: bool = True) -> tuple[str, str]:
     """--framework and --precision for a record's source (USER_FRAMEWORK; the default framework if unmapped), at its
     compiled profile (COMPILED_FRAMEWORK) where the record states it ran compiled (``compiled=False``: the source's
     framework alone, the mapping before the compiled profile)."""
-    found = USER_FRAMEWORK.get(rec["source_id"])
-    if found is None:
+    if (found := USER_FRAMEWORK.get(rec["source_id"])) is None:
         p = get_profile(None, None)
         return p.framework, p.precision
     fw = COMPILED_FRAMEWORK.get(found[0], found[0]) if compiled and rec.get("compile") else found[0]

@@ -344,6 +344,4 @@ def _columns(formula: Formula, values: dict[str, Any], grids: dict[str, list[lis
             result[k] = compute(formula, _cell(values, grids, i, j))
         except ValueError as exc:
             result[k] = error_text(exc, i, j)
-    if cols == 1:
-        return [[x] for x in result]
-    return [result[i * cols:(i + 1) * cols] for i in range(rows)]
+    return [[x] for x in result] if cols == 1 else [result[i * cols:(i + 1) * cols] for i in range(rows)]

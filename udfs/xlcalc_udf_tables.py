@@ -62,8 +62,7 @@ def _field(value: Any, fields: tuple[str, ...]) -> str:
 
 
 def _spec_value(row: Any, field: str) -> Any:
-    value = catalog.looked_up(row, field)
-    if value is None:
+    if (value := catalog.looked_up(row, field)) is None:
         raise ValueError(f"{row.name}: the catalog has no published {field} (left empty, never guessed)")
     return value
 

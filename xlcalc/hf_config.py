@@ -126,8 +126,7 @@ def _opt_int(cfg: Mapping[str, Any], key: str, where: str, default: int, minimum
 
 def _opt(cfg: Mapping[str, Any], key: str, where: str, kind: type, what: str, default: Any = None) -> Any:
     """An optional key of one JSON type (a string "false" is not a boolean)."""
-    v = cfg.get(key)
-    if v is None:
+    if (v := cfg.get(key)) is None:
         return default
     if not isinstance(v, kind) or kind is not bool and isinstance(v, bool):
         raise InputError(f"{where}: {key}", v, what)

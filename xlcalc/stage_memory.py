@@ -334,8 +334,7 @@ def _getter(e: Expr) -> _Getter:
 
 @cache
 def _compiled(capacity: bool, moe: bool = True) -> list[_CompiledStep]:
-    """The steps as (name, function, argument getters); ``moe=False``: the dense model's steps (no expert
-    terms)."""
+    """The steps as (name, function, argument getters); ``moe=False``: the dense model's steps (no expert terms)."""
     with registry.symbolic():
         steps = memory_steps(None if moe else {"expert_params_b": 0},
                              capacity=Var("GPU_Memory_GB") if capacity else None)

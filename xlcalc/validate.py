@@ -121,9 +121,7 @@ def _above(spec: InputSpec, x: float | None = None) -> str:
     """Why a value above the input's upper bound is refused."""
     if spec.is_fraction and x is not None and 1 < x <= 100:
         return f"a fraction: {x:g} would be {x * 100:,.0f}%; for {x:g}% type {x / 100:g}"
-    if spec.limit_reason:
-        return f"the upper bound is {spec.limit_reason}"
-    return ""
+    return f"the upper bound is {spec.limit_reason}" if spec.limit_reason else ""
 
 
 # -- whole calls: every mistake at once ---------------------------------------------------

@@ -271,8 +271,7 @@ def run(args: argparse.Namespace) -> int:
 
 def unpinned_lines(result) -> list[str]:
     """The planner's own best plan against the pinned layout (PlanResult.unpinned), in words."""
-    u = result.unpinned
-    if u is None:
+    if (u := result.unpinned) is None:
         return []
     if u.step_saving <= 0.005:
         return ["\nWithout the layout flags given, the best plan is the same layout or no faster "

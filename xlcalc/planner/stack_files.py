@@ -184,8 +184,7 @@ def _settings_problems(table: str, values: dict[str, Any]) -> list[str]:
     """Each key a field of xlcalc.planner.Settings, each value of its type and range (strictly: no "4" for 4.0)."""
     problems = []
     for key, value in values.items():
-        kind = STACK_FIELDS.get(key)
-        if kind is None:
+        if (kind := STACK_FIELDS.get(key)) is None:
             close = difflib.get_close_matches(key, STACK_FIELDS, n=3, cutoff=0.6)
             hint = f"did you mean {' or '.join(close)}? " if close else ""
             problems.append(f"{table}.{key} = {value!r}: not a field of xlcalc.planner.Settings that a profile pins "

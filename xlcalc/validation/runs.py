@@ -312,8 +312,7 @@ def to_query(rec: dict, off: frozenset[str] = frozenset()) -> Query | Skip:
             recompute = None
     if tokens is None:
         return Skip(rid, src, basis)
-    profile = PROFILES.get(src)
-    if profile is None:
+    if (profile := PROFILES.get(src)) is None:
         return Skip(rid, src, f"no software-stack profile for source {src}")
     extra: dict[str, Any] = {
         **_without(PROFILE_SETTINGS.get(profile, {}), PROFILE_FACT_KEYS, off, applied),
