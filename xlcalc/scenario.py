@@ -430,9 +430,8 @@ def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     tier, gpu = values.get("price_tier"), values.get("gpu")
-    if gpu and values.get("capex_usd_per_gpu") is None:  # whatever the rental price, owning is the GPU's
-        if (buy := catalog.purchase_price(gpu)) is not None:
-            out["capex_usd_per_gpu"] = buy.capex_usd_per_gpu
+    if gpu and values.get("capex_usd_per_gpu") is None and (buy := catalog.purchase_price(gpu)) is not None:
+        out["capex_usd_per_gpu"] = buy.capex_usd_per_gpu  # whatever the rental price, owning is the GPU's
     if values.get("usd_per_gpu_hour") is not None:
         if tier or values.get("price_id"):  # a saved scenario keeps its tier while the price is still the tier's
             row = next((p for p in catalog.prices() if p.id == values.get("price_id")), None)

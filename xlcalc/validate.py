@@ -141,9 +141,8 @@ def call_error(func_name: str, signature: inspect.Signature, args: Sequence[Any]
     params = list(signature.parameters.values())
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     known = [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    if not any(p.kind == p.VAR_KEYWORD for p in params):
-        if unknown := [k for k in kwargs if k not in known]:
-            return InputError.all(_unknown_argument(func_name, k, kwargs[k], known) for k in unknown)
+    if not any(p.kind == p.VAR_KEYWORD for p in params) and (unknown := [k for k in kwargs if k not in known]):
+        return InputError.all(_unknown_argument(func_name, k, kwargs[k], known) for k in unknown)
     if not any(p.kind == p.VAR_POSITIONAL for p in params) and len(args) > len(positional):
         return InputError("arguments", len(args), f"at most {len(positional)} values in order for "
                                                   f"{func_name}{signature}", "too many values")
