@@ -68,9 +68,8 @@ def run_defaults(model: Any, arch: Arch | None, gpu: Any, seq_len: Any, global_b
             value=global_batch_tokens, shown=f"{global_batch_tokens:,.0f} tokens "
                                             f"({global_batch_tokens / entry.seq_len:,.0f} sequences)",
             basis=f"{entry.name}'s published pre-training batch, model catalog")
-    lacking = [n for n, v in (("model", model if arch is None else arch), ("gpu", gpu),
-                              ("global_batch_tokens", global_batch_tokens)) if v is None] + list(also_lacking)
-    if lacking:
+    if lacking := [n for n, v in (("model", model if arch is None else arch), ("gpu", gpu),
+                                  ("global_batch_tokens", global_batch_tokens)) if v is None] + list(also_lacking):
         why = {"model": "a model id from the catalog or an architecture (layers, hidden, heads)",
                "gpu": "a GPU name from the catalog, e.g. H100, A800",
                "global_batch_tokens": "tokens per step, at least one sequence (CLI --global-batch-tokens); "
