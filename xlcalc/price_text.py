@@ -15,8 +15,7 @@ def money(value: float, cents: bool | None = None) -> str:
     if not math.isfinite(v):
         return str(value)
     a = abs(v)
-    if cents is None:
-        cents = a < 100 and a != 0
+    cents = (a < 100 and a != 0) if cents is None else cents
     text = f"{a:,.2f}" if cents else f"{a:,.0f}"
     if cents and round(a, 3) != round(a, 2):  # a rate such as $4.916/GPU-hour keeps its third decimal
         text = f"{a:,.3f}"
