@@ -32,8 +32,7 @@ def write_or_check(out: Path, body: str, begin: str, end: str, script: str, *, c
     """Put ``body`` between the markers of ``out``, replacing the file atomically; ``check``: exit status 1 if the
     file is out of date, and nothing written."""
     text = out.read_text(encoding="utf-8")
-    new = splice(text, begin, end, body)
-    if new is None:
+    if (new := splice(text, begin, end, body)) is None:
         print(f"docs/{out.name} lacks the markers {begin!r} ... {end!r}", file=sys.stderr)
         return 1
     return replace_or_check(out, text, new, script, check=check)

@@ -114,9 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     files = {DOC: V.render(v), README: with_paragraph(README.read_text(encoding="utf-8"), readme_paragraph(v)),
              INTERVAL_JSON: I.as_text(I.interval_data(v))}
     if args.check:
-        stale = [p.relative_to(ROOT).as_posix() for p, text in files.items()
-                 if not p.exists() or p.read_text(encoding="utf-8") != text]
-        if stale:
+        if stale := [p.relative_to(ROOT).as_posix() for p, text in files.items()
+                     if not p.exists() or p.read_text(encoding="utf-8") != text]:
             print("stale: " + ", ".join(stale) + " (run python scripts/make_validation.py)", file=sys.stderr)
             return 1
         print("docs/validation.md, README.md and mfu_interval.json are up to date")

@@ -204,8 +204,7 @@ def _loss_bytes(rec: dict, m: dict, assumed: list[str]) -> float:
     elif not rec["compile"]:
         compiled = False
     else:
-        version = stated_torchtitan(rec)
-        if version is None:
+        if (version := stated_torchtitan(rec)) is None:
             raise Skip("torchtitan version not stated: whether the loss is compiled is unknown")
         compiled, why = TORCHTITAN_LOSS_COMPILED[version]
         assumed.append(f"loss {'compiled' if compiled else 'not compiled'} (torchtitan {version}, {why})")
@@ -215,8 +214,7 @@ def _loss_bytes(rec: dict, m: dict, assumed: list[str]) -> float:
 def inputs_of(rec: dict) -> tuple[dict, list[str]]:
     """The stage memory model's inputs for a record, and what was assumed beyond the record's own fields."""
     assumed: list[str] = []
-    job = rec["job"]
-    if job in ("lora", "qlora"):
+    if (job := rec["job"]) in ("lora", "qlora"):
         raise Skip(f"{job}: the stage model has no LoRA/QLoRA terms (frozen base, adapter states)")
     m, lay, extra = rec["model"], rec["layout"], rec.get("extra_settings") or {}
     if m.get("moe"):
@@ -229,8 +227,7 @@ def inputs_of(rec: dict) -> tuple[dict, list[str]]:
         raise Skip("8-bit / paged optimizer states: not in the stage model's byte recipes")
     if rec.get("micro_batch") is None:
         raise Skip("micro-batch not stated")
-    modules = extra.get("recompute_modules")
-    if modules is not None and modules != ["core_attn"]:
+    if (modules := extra.get("recompute_modules")) is not None and modules != ["core_attn"]:
         raise Skip(f"recompute of modules {modules}: the stage model recomputes the attention core (selective), "
                    "every op (per-op policy) or whole layers")
     if rec["recompute"] not in RECOMPUTE:
@@ -325,8 +322,7 @@ def framework_of(rec: dict, compiled: bool = True) -> tuple[str, str]:
     """--framework and --precision for a record's source (USER_FRAMEWORK; the default framework if unmapped), at its
     compiled profile (COMPILED_FRAMEWORK) where the record states it ran compiled (``compiled=False``: the source's
     framework alone, the mapping before the compiled profile)."""
-    found = USER_FRAMEWORK.get(rec["source_id"])
-    if found is None:
+    if (found := USER_FRAMEWORK.get(rec["source_id"])) is None:
         p = get_profile(None, None)
         return p.framework, p.precision
     fw = COMPILED_FRAMEWORK.get(found[0], found[0]) if compiled and rec.get("compile") else found[0]

@@ -64,9 +64,8 @@ def compute(formula: Formula, values: dict[str, Any]) -> Any:
     """One scenario: empty cells take the input's default (required inputs left empty are one error naming each of
     them); the registry formula validates and computes (and names the inputs to blame when the result would not be a
     finite number)."""
-    empty = [InputError(name, None, spec(name).allowed, "the input is required; the cell is empty")
-             for name, value in values.items() if is_empty(value) and name not in formula.defaults]
-    if empty:
+    if empty := [InputError(name, None, spec(name).allowed, "the input is required; the cell is empty")
+                 for name, value in values.items() if is_empty(value) and name not in formula.defaults]:
         raise InputError.all(empty)
     clean = {name: formula.defaults[name] if is_empty(value) else value for name, value in values.items()}
     try:
@@ -344,6 +343,4 @@ def _columns(formula: Formula, values: dict[str, Any], grids: dict[str, list[lis
             result[k] = compute(formula, _cell(values, grids, i, j))
         except ValueError as exc:
             result[k] = error_text(exc, i, j)
-    if cols == 1:
-        return [[x] for x in result]
-    return [result[i * cols:(i + 1) * cols] for i in range(rows)]
+    return [[x] for x in result] if cols == 1 else [result[i * cols:(i + 1) * cols] for i in range(rows)]

@@ -46,8 +46,7 @@ def text(name: str, value: Any, allowed: str) -> str:
 
 def one_cell(name: str, value: Any) -> Any:
     """An argument that must be one cell: arrives as [[x]] (ndim=2). Empty -> None."""
-    grid = as_grid(name, value)
-    if grid is not None:
+    if (grid := as_grid(name, value)) is not None:
         if len(grid) != 1 or len(grid[0]) != 1:
             raise InputError(name, f"a {len(grid)}x{len(grid[0])} range", "a single cell")
         value = grid[0][0]
@@ -63,8 +62,7 @@ def _field(value: Any, fields: tuple[str, ...]) -> str:
 
 
 def _spec_value(row: Any, field: str) -> Any:
-    value = catalog.looked_up(row, field)
-    if value is None:
+    if (value := catalog.looked_up(row, field)) is None:
         raise ValueError(f"{row.name}: the catalog has no published {field} (left empty, never guessed)")
     return value
 
@@ -266,8 +264,7 @@ LAYOUT_UDFS: tuple[str, ...] = ("LAYOUT_STEP_S", "LAYOUT_MFU", "LAYOUT_TOKENS_PE
 def BUDGET_PLAN(budget_usd, usd_per_gpu_hour, peak_tflops, mfu, days):
     """What a compute budget buys in a deadline: GPUs, GPU-hours, the compute-optimal model (billions of parameters) and its tokens (trillions) at 20 tokens per parameter and C = 6ND; spills [label, value, unit] rows."""  # noqa: E501
     v = {k: one_cell(k, a) for k, a in locals().items()}  # the arguments by name
-    missing = [k for k, x in v.items() if x is None]
-    if missing:
+    if missing := [k for k, x in v.items() if x is None]:
         raise InputError(", ".join(missing), None, "given (every input of BUDGET_PLAN is required)")
     from xlcalc.money import budget_plan_table  # (the money rows import the scenario: only when asked for)
     return budget_plan_table(**v)

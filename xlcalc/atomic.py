@@ -122,9 +122,7 @@ _SIGNALS = {getattr(signal, n) for n in ("SIGINT", "SIGTERM") if hasattr(signal,
 
 def _hold_signals() -> object:
     """Block Ctrl-C and SIGTERM (where the platform can); the previous mask, to give to _release_signals."""
-    if hasattr(signal, "pthread_sigmask"):
-        return signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
-    return True
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS) if hasattr(signal, "pthread_sigmask") else True
 
 
 def _release_signals(held: object) -> None:

@@ -59,10 +59,8 @@ class Profile:
     def values(self) -> dict[str, Any]:
         """The stage memory model's inputs the profile sets: the recipe's bytes and the four other inputs, each
         from its fact or the neutral default."""
-        out: dict[str, Any] = recipe_bytes(self.facts["recipe"][0])
-        for name in PROFILE_FIELDS[1:]:
-            out[name] = self.facts[name][0] if name in self.facts else MEMORY_DEFAULTS[name]
-        return out
+        return {**recipe_bytes(self.facts["recipe"][0]),
+                **{n: self.facts[n][0] if n in self.facts else MEMORY_DEFAULTS[n] for n in PROFILE_FIELDS[1:]}}
 
 
 # --- the sources, one per fact ------------------------------------------------------------------------------------
@@ -274,7 +272,6 @@ def framework_label(framework: str | None, precision: str | None) -> str:
     as_pr = (f" (as {str(precision).strip()})" if precision not in (None, "")
              and name_key(precision) not in (p.precision, "default") else "")
     text = f"{p.framework}{named} at {p.precision}{as_pr} ({PRECISIONS[p.precision]})"
-    gaps = neutral(p)
-    if gaps:
+    if gaps := neutral(p):
         text += "; no source gives " + ", ".join(gaps) + ": neutral defaults"
     return text if given else text + "; the default (--framework, --precision)"

@@ -126,8 +126,7 @@ def _opt_int(cfg: Mapping[str, Any], key: str, where: str, default: int, minimum
 
 def _opt(cfg: Mapping[str, Any], key: str, where: str, kind: type, what: str, default: Any = None) -> Any:
     """An optional key of one JSON type (a string "false" is not a boolean)."""
-    v = cfg.get(key)
-    if v is None:
+    if (v := cfg.get(key)) is None:
         return default
     if not isinstance(v, kind) or kind is not bool and isinstance(v, bool):
         raise InputError(f"{where}: {key}", v, what)
@@ -185,8 +184,7 @@ def model_from_hf_config(config: str | Path | Mapping[str, Any], *, name: str | 
     if not isinstance(mtype, str) or mtype not in FAMILIES:
         raise InputError(f"{where}: model_type", mtype, "one of " + ", ".join(sorted(FAMILIES)))
     kind, tied_default = FAMILIES[mtype]
-    missing = [k for k in (*_COMMON, *_NEEDS[kind]) if cfg.get(k) is None]
-    if missing:
+    if missing := [k for k in (*_COMMON, *_NEEDS[kind]) if cfg.get(k) is None]:
         raise InputError(f"{where}: " + ", ".join(missing), None, f"given: a {mtype} config.json needs every one of them")
 
     def need(key: str) -> int:  # a key the family needs: a JSON integer >= 1
@@ -219,8 +217,7 @@ def model_from_hf_config(config: str | Path | Mapping[str, Any], *, name: str | 
                       experts_active=need("num_experts_per_tok"), moe_ffn_hidden=moe, shared_experts=shared // moe,
                       dense_layers=_dense_prefix(cfg, layers, where))
     else:  # deepseek
-        freq = opt("moe_layer_freq", 1, 1)
-        if freq != 1:
+        if (freq := opt("moe_layer_freq", 1, 1)) != 1:
             raise InputError(f"{where}: moe_layer_freq", freq, "1 (every layer after the first k is MoE)")
         fields.update(
             ffn_hidden=need("intermediate_size"), experts=need("n_routed_experts"),

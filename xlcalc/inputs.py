@@ -64,8 +64,7 @@ class InputSpec:
         return self.kind == "float" and self.le == 1 and low is not None and 0 <= low < 1
 
     def help(self) -> str:
-        unit = f" [{self.unit}]" if self.unit else ""
-        return f"{self.doc}{unit}"
+        return f"{self.doc} [{self.unit}]" if self.unit else self.doc
 
 
 def fmt_bound(x: float) -> str:
@@ -334,12 +333,10 @@ _add("logits_buffer_bytes", "bytes/logit", "Bytes per logit the last stage holds
      "log-softmax + 4 its gradient + 4 the input gradient = 12; the same compiled: 2 + 2 = 4)", example=4, **NONNEG)
 _add("optimizer_step_bytes", "bytes/param", "Bytes per trained parameter the optimizer step allocates while it runs "
      "(PyTorch's foreach AdamW, its default on GPUs: one tensor of each parameter's size, 2 for bf16 and 4 for fp32 "
-     "parameters; a fused step, PyTorch's fused=True or Megatron-Core's: 0)", example=0,
-     **NONNEG)
+     "parameters; a fused step, PyTorch's fused=True or Megatron-Core's: 0)", example=0, **NONNEG)
 _add("autocast_copy_bytes", "bytes/param", "Bytes per weight of the 16-bit copies torch.autocast makes of fp32 weights "
      "for the matmuls and autograd keeps for the backward (2 under autocast to bf16 or fp16 with fp32 weights; 0 when "
-     "the weights are 16-bit or cast by FSDP's or Megatron's mixed precision)", example=0,
-     **NONNEG)
+     "the weights are 16-bit or cast by FSDP's or Megatron's mixed precision)", example=0, **NONNEG)
 _add("framework", "", "Training framework whose memory defaults apply to the recipe bytes, logits buffer, optimizer "
      "step, autocast copies and grads freed left empty: " + ", ".join(f'"{f}"' for f in _FRAMEWORKS)
      + f' (default "{_DEFAULT_FRAMEWORK}"; xlcalc.frameworks)', example=_DEFAULT_FRAMEWORK,
@@ -387,8 +384,7 @@ _add("gpu", "", 'GPU from the GPU catalog (xlcalc catalog gpus), its id or an al
      'peak TFLOP/s, memory, GPUs per node and the catalog prices', example="h100", kind="name")
 _add("recipe", "", "Precision recipe: bytes per parameter of weights, gradients and optimizer states "
      "(xlcalc.recipes: " + ", ".join(f"{r.id} {r.weights:g}+{r.grads:g}+{r.optimizer:g}" for r in _RECIPES.values())
-     + ")",
-     example="megatron", kind="choice", choices=tuple(_RECIPES))
+     + ")", example="megatron", kind="choice", choices=tuple(_RECIPES))
 # the rental tiers of the price catalog (xlcalc.catalog.PRICE_TIERS reads them here)
 _add("price_tier", "", "Rental tier of the GPU's catalog price: on-demand, reserved for 1 or 3 years, spot "
      "(pre-emptible), capacity block (a short reservation booked ahead, e.g. AWS EC2 Capacity Blocks) or assumed (a "
@@ -541,8 +537,7 @@ def spec(name: str) -> InputSpec:
         return _SPECS[name]
     except KeyError:
         if name in _LATE:
-            made = _SPECS[name] = _LATE[name]()
-            return made
+            return _SPECS.setdefault(name, _LATE[name]())
         raise KeyError(f"no input spec named {name!r}") from None
 
 

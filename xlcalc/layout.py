@@ -193,8 +193,7 @@ def _value_of(c: Constraint, v: V) -> Any:
 
 def _complete(values: V) -> dict[str, Any]:
     v = {**LAYOUT_DEFAULTS, **{k: x for k, x in values.items() if x is not None}}
-    missing = [k for k in LAYOUT_INPUTS if k not in v]
-    if missing:
+    if missing := [k for k in LAYOUT_INPUTS if k not in v]:
         raise TypeError(f"layout check needs {', '.join(missing)}")
     return v
 
@@ -238,9 +237,8 @@ def check_stages(layers: int, pp: int = _M["pp"], first_stage_layers: int = _M["
 
 def _raise_if(c: Constraint, v: V) -> None:
     if c.violated(v):
-        allowed = "".join(as_text(p) for p in c.allowed(v))
-        detail = "".join(as_text(p) for p in c.detail(v))
-        raise InputError(c.name, _value_of(c, v), allowed, detail)
+        raise InputError(c.name, _value_of(c, v), "".join(as_text(p) for p in c.allowed(v)),
+                         "".join(as_text(p) for p in c.detail(v)))
 
 
 def check_layout(**values: Any) -> None:
@@ -254,8 +252,7 @@ def check_layout(**values: Any) -> None:
 
 def parse_layers_per_stage(text: Any) -> list[int]:
     """``"27,27,26"`` (or a list) as layers per pipeline stage: whole numbers >= 1, one per stage."""
-    parts = [str(x).strip() for x in (text.split(",") if isinstance(text, str) else text)]
-    parts = [x for x in parts if x]
+    parts = [s for x in (text.split(",") if isinstance(text, str) else text) if (s := str(x).strip())]
     if not parts or not all(re.fullmatch(r"[0-9]{1,6}", x) and int(x) > 0 for x in parts):
         raise InputError("layers_per_stage", text, "whole numbers >= 1 separated by commas, one per pipeline stage")
     return [int(x) for x in parts]
@@ -276,10 +273,8 @@ def stage_split(layers_per_stage: Any, layers: int, pp: int | None = None) -> di
                          " + ".join(map(str, stages)) + f" = {sum(stages)}")
     if pp is not None and pp != len(stages):
         raise InputError("pp", pp, f"the number of stages given in layers_per_stage ({len(stages)}: {text})")
-    middle = stages[1:-1]
-    if len(set(middle)) > 1:
+    if len(set(stages[1:-1])) > 1:
         raise InputError("layers_per_stage", text, "a split whose middle stages hold equal layers",
                          "the memory model describes a pipeline by its first, its last and its middle stages")
-    if len(stages) == 1 or len(set(stages)) == 1:
-        return {"pp": len(stages), "first_stage_layers": 0, "last_stage_layers": 0}
-    return {"pp": len(stages), "first_stage_layers": stages[0], "last_stage_layers": stages[-1]}
+    ends = (0, 0) if len(set(stages)) == 1 else (stages[0], stages[-1])  # an even split: no ends of their own
+    return {"pp": len(stages), "first_stage_layers": ends[0], "last_stage_layers": ends[1]}

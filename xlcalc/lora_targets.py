@@ -37,11 +37,9 @@ def target_set(text: str) -> str:
         name = _MATRIX_ALIASES.get(part, part)
         if name not in ("q", "k", "v", "o", "gate", "up", "down"):
             raise InputError("lora_targets", text, _ONE_OF + ", or matrices among q, k, v, o, gate, up, down (or mlp) "
-                             "as a comma list",
-                             f"{part!r} is not a matrix of a layer")
+                             "as a comma list", f"{part!r} is not a matrix of a layer")
         matrices.add(name)
-    found = TARGET_SETS.get(frozenset(matrices))
-    if found is None:
+    if (found := TARGET_SETS.get(frozenset(matrices))) is None:
         raise InputError("lora_targets", text, _ONE_OF + ", or one of these sets' matrices as a comma list: q,v | q,k,v | "
                          "q,k,v,o | q,k,v,o,gate,up,down", "the memory model counts these adapter sets")
     return found

@@ -17,7 +17,6 @@ def model_inputs(model: Any) -> dict[str, Any]:
         ffn += moe_layers * (model.experts_active + model.shared_experts) * (model.moe_ffn_hidden or 0)
     return dict(params_b=model.params_b, layers=L, hidden=model.hidden, heads=model.heads, kv_heads=model.kv,
                 head_dim=model.attention_head_dim, ffn_hidden=max(1, round(ffn / L)), gated_ffn=model.gated_ffn, vocab=model.vocab,
-                tied_embeddings=model.tied_embeddings, seq_len=model.seq_len,
-                experts=model.experts or 0,
+                tied_embeddings=model.tied_embeddings, seq_len=model.seq_len, experts=model.experts or 0,
                 expert_params_b=(moe_layers * model.experts * model.ffn_params(model.moe_ffn_hidden or 1) / 1e9
                                  if moe_layers else 0))

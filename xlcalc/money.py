@@ -226,5 +226,4 @@ def ranges(scenario: Scenario) -> list[RangeRow]:
 
 
 __all__ = ["Row", "RangeRow", "BUDGET_PLAN_VALUES", "SEED001_TIERS", "seed001_tiers", "budget_plan",
-           "budget_plan_table", "own_vs_rent", "goodput_rows",
-           "ranges"]
+           "budget_plan_table", "own_vs_rent", "goodput_rows", "ranges"]

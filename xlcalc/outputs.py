@@ -194,9 +194,7 @@ def output_expr(out: OutputCell) -> Expr:
     if out.formula.at_most is not None:
         # past the bound, or past the largest number a spreadsheet holds (#NUM!): the message
         expr = within_bound(expr, out.formula, out.name)
-    if out.guarded:
-        return if_(eq(Var("Layout_Check"), LAYOUT_OK), expr, Var("Layout_Check"))
-    return expr
+    return if_(eq(Var("Layout_Check"), LAYOUT_OK), expr, Var("Layout_Check")) if out.guarded else expr
 
 
 def bound_inputs(out: OutputCell) -> list[str]:

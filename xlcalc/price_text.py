@@ -15,8 +15,7 @@ def money(value: float, cents: bool | None = None) -> str:
     if not math.isfinite(v):
         return str(value)
     a = abs(v)
-    if cents is None:
-        cents = a < 100 and a != 0
+    cents = (a < 100 and a != 0) if cents is None else cents
     text = f"{a:,.2f}" if cents else f"{a:,.0f}"
     if cents and round(a, 3) != round(a, 2):  # a rate such as $4.916/GPU-hour keeps its third decimal
         text = f"{a:,.3f}"
@@ -39,8 +38,7 @@ def price_line(gpu: str | None, typed: float | None, tier: str | None = None) ->
     except InputError as exc:  # no rate in the catalog: say so instead of a number
         if exc.name == "usd_per_gpu_hour":
             gid = catalog.get_gpu(gpu).id
-            tiers = [p.tier for p in catalog.prices() if p.gpu == gid and p.tier]
-            if tiers:
+            if tiers := [p.tier for p in catalog.prices() if p.gpu == gid and p.tier]:
                 return f"Price: none — the price catalog has no default rental rate for {gid}; " \
                        f"give --price-tier ({', '.join(tiers)}) or --usd-per-gpu-hour for costs"
             return f"Price: none — the price catalog has no rental rate for {gid}; " \

@@ -117,8 +117,7 @@ class Formula:
             try:
                 return cache[args]
             except KeyError:
-                result = cache[args] = self.func(*args)
-                return result
+                return cache.setdefault(args, self.func(*args))
         values = self.bind(*args, **kwargs)
         if any(isinstance(v, Expr) for v in values.values()):
             return Call(self, {k: wrap(v) for k, v in values.items()})
@@ -188,9 +187,7 @@ class Formula:
     # -- the workbook face ---------------------------------------------------
     def excel(self, names: Names | None = None, subs: Mapping[Any, str] | None = None) -> str:
         """Excel formula text over ``names`` (default: each input's defined name)."""
-        if names is None:
-            names = {p: spec(p).excel_name for p in self.params}
-        return self.expr.to_excel(names, subs)
+        return self.expr.to_excel({p: spec(p).excel_name for p in self.params} if names is None else names, subs)
 
     # -- the UDF face ---------------------------------------------------------
     @property
@@ -241,8 +238,7 @@ def formula(*, udf: str, **options: Any) -> Callable[[Callable[..., Any]], Formu
         name = func.__name__
         if name in REGISTRY:
             raise ValueError(f"formula {name} is defined twice")
-        f = REGISTRY[name] = Formula(name=name, func=func, udf_name=udf, **options)
-        return f
+        return REGISTRY.setdefault(name, Formula(name=name, func=func, udf_name=udf, **options))
 
     return deco
 

@@ -313,9 +313,8 @@ class Scenario(BaseModel):
         if data.get("framework") is not None or data.get("precision") is not None:
             # the names as xlcalc.frameworks spells them (a precision left out: the framework's usual one; a framework
             # left out: the default one); a blank or unknown name is an InputError listing the known ones
-            blank = [InputError(k, data[k], f"a {k} name of xlcalc.frameworks, or left out")
-                     for k in ("framework", "precision") if isinstance(data.get(k), str) and not data[k].strip()]
-            if blank:
+            if blank := [InputError(k, data[k], f"a {k} name of xlcalc.frameworks, or left out")
+                         for k in ("framework", "precision") if isinstance(data.get(k), str) and not data[k].strip()]:
                 raise InputError.all(blank)
             p = get_profile(data.get("framework"), data.get("precision"))
             data.update(framework=p.framework, precision=p.precision)
@@ -338,10 +337,9 @@ class Scenario(BaseModel):
             raise InputError("active_params_b", self.active_params_b,
                              f"at most params_b = {self.params_b:g} (the active parameters are a part of all of them)")
         check_layout(**self.layout_values())  # the one layout check (xlcalc.layout), as the workbook's Layout_Check
-        inverted = [InputError(lo, getattr(self, lo), f"at most {hi} = {getattr(self, hi):g}",
-                               "a range's low end multiplier may not exceed its high end's: swap them")
-                    for _field, _name, lo, hi, _f in RANGES if getattr(self, lo) > getattr(self, hi)]
-        if inverted:
+        if inverted := [InputError(lo, getattr(self, lo), f"at most {hi} = {getattr(self, hi):g}",
+                                   "a range's low end multiplier may not exceed its high end's: swap them")
+                        for _field, _name, lo, hi, _f in RANGES if getattr(self, lo) > getattr(self, hi)]:
             raise InputError.all(inverted)
         return self
 
@@ -430,10 +428,8 @@ def _catalog_prices(values: dict[str, Any]) -> dict[str, Any]:
     """
     out: dict[str, Any] = {}
     tier, gpu = values.get("price_tier"), values.get("gpu")
-    if gpu and values.get("capex_usd_per_gpu") is None:  # whatever the rental price, owning is the GPU's
-        buy = catalog.purchase_price(gpu)
-        if buy is not None:
-            out["capex_usd_per_gpu"] = buy.capex_usd_per_gpu
+    if gpu and values.get("capex_usd_per_gpu") is None and (buy := catalog.purchase_price(gpu)) is not None:
+        out["capex_usd_per_gpu"] = buy.capex_usd_per_gpu  # whatever the rental price, owning is the GPU's
     if values.get("usd_per_gpu_hour") is not None:
         if tier or values.get("price_id"):  # a saved scenario keeps its tier while the price is still the tier's
             row = next((p for p in catalog.prices() if p.id == values.get("price_id")), None)

@@ -131,8 +131,7 @@ def sources(inputs: tuple[str, ...], src: Mapping[str, Any] | None) -> dict[str,
     return {**{k: Var(spec(k).excel_name) for k in inputs}, **{k: wrap(v) for k, v in (src or {}).items()}}
 
 
-def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, layout_dp: Any = None
-                 ) -> tuple[Step, ...]:
+def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, layout_dp: Any = None) -> tuple[Step, ...]:
     """The model's steps over ``src`` (input-spec name -> expression; default: each input's defined name).
 
     ``capacity`` (an expression, e.g. ``Var("GPU_Memory_GB")``) adds the fit and the largest micro-batch;
@@ -182,8 +181,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
     kept = act - add("Layer_Act_Frozen_Saving", ff.act_frozen_saving_bytes,
                      "Activation bytes a frozen base drops (one layer)", recompute=s["recompute"], **frozen)
     kept_none = act_none - add("Layer_Act_Frozen_Saving_No_Recompute", ff.act_frozen_saving_bytes,
-                               "Activation bytes a frozen base drops, no recompute",
-                               recompute="none", **frozen)
+                               "Activation bytes a frozen base drops, no recompute", recompute="none", **frozen)
     # --- torch.autocast with fp32 weights: the 16-bit weight copies each layer keeps for its backward ---------
     copies: dict[str, Any] = dict(layer_params_b=layer_b, tp=s["tp"], autocast_copy_bytes=s["autocast_copy_bytes"])
     kept = kept + add("Layer_Autocast_Copy_Bytes", fm.act_autocast_copy_bytes,
@@ -221,8 +219,7 @@ def memory_steps(src: Mapping[str, Any] | None = None, capacity: Any = None, lay
                        f"Parameters one GPU of the {stage} stage holds, in units of the TP split (billions)", of=st,
                        stage_params_b=params, stage_layers=n, **expert_args)
             group = add(f"Shard_Group_{st}", expert_shard_group, f"ZeRO/FSDP shard group of the {stage} stage, "
-                        "experts and the rest together", of=st, dp=shard, params_b=held,
-                        stage_params_b=params)
+                        "experts and the rest together", of=st, dp=shard, params_b=held, stage_params_b=params)
         # --- fine-tuning: adapters on the stage; gradients and optimizer states of the trained parameters only --
         adapters = add(f"Stage_Adapter_Params_B_{st}", ff.adapter_params_b,
                        f"LoRA adapter parameters of the {stage} stage (billions)", of=st, layers=n, **adapter_shape)
@@ -337,8 +334,7 @@ def _getter(e: Expr) -> _Getter:
 
 @cache
 def _compiled(capacity: bool, moe: bool = True) -> list[_CompiledStep]:
-    """The steps as (name, function, argument getters); ``moe=False``: the dense model's steps (no expert
-    terms)."""
+    """The steps as (name, function, argument getters); ``moe=False``: the dense model's steps (no expert terms)."""
     with registry.symbolic():
         steps = memory_steps(None if moe else {"expert_params_b": 0},
                              capacity=Var("GPU_Memory_GB") if capacity else None)
@@ -353,8 +349,7 @@ def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
     Raises :class:`InputError` naming every missing input at once, a bad value, or the layout constraint broken.
     """
     v = {k: x for k, x in values.items() if x is not None}
-    sharding = v.pop("sharding", None)
-    if sharding is not None:
+    if (sharding := v.pop("sharding", None)) is not None:
         key = str(sharding).strip().lower()
         if key not in SHARDING:
             raise InputError("sharding", sharding, "one of " + ", ".join(SHARDING))
@@ -369,12 +364,10 @@ def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
     if v.get("ffn_hidden") is None and "hidden" in v:
         v["ffn_hidden"] = 4 * v["hidden"]
     merged = {**defaults(), **v}
-    missing = [k for k in MODEL_INPUTS if k not in merged and k != "head_dim"]
-    if missing:
+    if missing := [k for k in MODEL_INPUTS if k not in merged and k != "head_dim"]:
         raise InputError(", ".join(missing), None, "given (the memory model needs them)",
                          f"missing: {', '.join(missing)}")
-    unknown = sorted(set(merged) - set(MODEL_INPUTS) - {"memory_gb"})
-    if unknown:
+    if unknown := sorted(set(merged) - set(MODEL_INPUTS) - {"memory_gb"}):
         raise TypeError(f"the memory model has no input {', '.join(unknown)}")
     head_dim = merged.pop("head_dim", None)
     clean = {k: check_value(k, x) for k, x in merged.items()}

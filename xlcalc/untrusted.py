@@ -81,13 +81,11 @@ def check_value(key: str, value: Any, depth: int = 0) -> None:
         raise InputError(key, "(nested)", f"a value nested at most {MAX_DEPTH} levels deep")
     if isinstance(value, bool):
         return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise InputError(key, value, "a finite number (NaN and infinities are not settings)")
-    elif isinstance(value, int):
-        if abs(value) >= 10 ** 18:
-            raise InputError(key, value, "a number below 1e18")
-    elif isinstance(value, str):
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(key, value, "a finite number (NaN and infinities are not settings)")
+    if isinstance(value, int) and abs(value) >= 10 ** 18:
+        raise InputError(key, value, "a number below 1e18")
+    if isinstance(value, str):
         check_text(key, value)
     elif isinstance(value, dict):
         for k, v in value.items():

@@ -121,9 +121,7 @@ def _above(spec: InputSpec, x: float | None = None) -> str:
     """Why a value above the input's upper bound is refused."""
     if spec.is_fraction and x is not None and 1 < x <= 100:
         return f"a fraction: {x:g} would be {x * 100:,.0f}%; for {x:g}% type {x / 100:g}"
-    if spec.limit_reason:
-        return f"the upper bound is {spec.limit_reason}"
-    return ""
+    return f"the upper bound is {spec.limit_reason}" if spec.limit_reason else ""
 
 
 # -- whole calls: every mistake at once ---------------------------------------------------
@@ -143,16 +141,13 @@ def call_error(func_name: str, signature: inspect.Signature, args: Sequence[Any]
     params = list(signature.parameters.values())
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     known = [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    if not any(p.kind == p.VAR_KEYWORD for p in params):
-        unknown = [k for k in kwargs if k not in known]
-        if unknown:
-            return InputError.all(_unknown_argument(func_name, k, kwargs[k], known) for k in unknown)
+    if not any(p.kind == p.VAR_KEYWORD for p in params) and (unknown := [k for k in kwargs if k not in known]):
+        return InputError.all(_unknown_argument(func_name, k, kwargs[k], known) for k in unknown)
     if not any(p.kind == p.VAR_POSITIONAL for p in params) and len(args) > len(positional):
         return InputError("arguments", len(args), f"at most {len(positional)} values in order for "
                                                   f"{func_name}{signature}", "too many values")
     given = {p.name for p in positional[:len(args)]} | set(kwargs)
-    twice = [p.name for p in positional[:len(args)] if p.name in kwargs]
-    if twice:
+    if twice := [p.name for p in positional[:len(args)] if p.name in kwargs]:
         return InputError.all(InputError(n, kwargs[n], "given once", "given by position and by name") for n in twice)
     lacking = [p.name for p in params if p.default is p.empty and p.name not in given
                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]

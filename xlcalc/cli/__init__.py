@@ -78,7 +78,6 @@ def _refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, u
 
 def _refuse_empty(args: argparse.Namespace) -> None:
     """A flag given an empty value (``--gpu ''``) is a mistake, never "use the default": every one is named."""
-    empty = [InputError(name, value, "a value, not empty (leave the flag out to use its default)")
-             for name, value in vars(args).items() if isinstance(value, str) and not value.strip()]
-    if empty:
+    if empty := [InputError(name, value, "a value, not empty (leave the flag out to use its default)")
+                 for name, value in vars(args).items() if isinstance(value, str) and not value.strip()]:
         raise InputError.all(empty)

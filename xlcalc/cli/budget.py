@@ -107,8 +107,7 @@ def _budget(typed) -> float:
 def run(args: argparse.Namespace) -> int:
     if args.seed001_tiers:  # the tiers fix budget, GPU and price: a flag that would set one is refused, not ignored
         unused = [InputError(name, value, "left out with --seed001-tiers",
-                             "the tiers are seed 001's budgets and GPUs at each GPU's catalog rate; only --mfu "
-                             "applies")
+                             "the tiers are seed 001's budgets and GPUs at each GPU's catalog rate; only --mfu applies")
                   for name, value in vars(args).items()  # the flags of one budget's plan: all but these
                   if name not in ("command", "func", "mfu", "json", "seed001_tiers") and value not in (None, False)]
         if unused:

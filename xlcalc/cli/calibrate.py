@@ -77,8 +77,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"calibrated on: {on.model}, {on.n_gpus} x {on.gpu}, {on.layout}")
     print(f"measured: {number(on.measured_tokens_per_s_per_gpu)} tokens/s per GPU ({on.measured_step_s:.4g} s per step)")
     print(f"fitted matmul efficiency: {profile.matmul_efficiency:.4g} of peak (stack {profile.stack or 'none'}"
-          f"{'' if settings.stack_named else ', the default; --stack names yours'}; "
-          f"MFU {best.mfu:.1%})")
+          f"{'' if settings.stack_named else ', the default; --stack names yours'}; MFU {best.mfu:.1%})")
     if profile.memory_margin is not None:
         print(f"memory margin: {profile.memory_margin:.4g} (measured {on.measured_peak_memory_gb:g} GB / predicted "
               f"{on.predicted_memory_gb:.4g} GB per GPU)")

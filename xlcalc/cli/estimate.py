@@ -130,20 +130,17 @@ def run(args: argparse.Namespace) -> int:
     print(f"Budget: {budget}")
     if memory.get("fit", {}).get("verdict") == "does not fit":
         print(layout_advice(args, scenario, memory))
-    print()
     rows = [(o.label, number(results[o.name], o.unit), o.unit) for o in OUTPUTS
             if o.name not in OWN_VS_RENT and o.name not in _MEMORY_DETAIL]
-    print(table(rows, headers=("result", "value", "unit"), align="lrl"))
-    print()
-    print(stage_table(memory))
+    print("\n" + table(rows, headers=("result", "value", "unit"), align="lrl"))
+    print("\n" + stage_table(memory))
     if "fit" in memory:  # the fit answer in words, as xlcalc memory gives it
         gpu = catalog.get_gpu(scenario.gpu) if scenario.gpu else None
         basis = gpu.capacity_basis if gpu is not None and gpu.capacity_gb == scenario.gpu_memory_gb else "given"
-        print()
-        print(fit_lines({**memory, "gpu": gpu.id if gpu else "GPU", "fit": {**memory["fit"], "capacity_basis": basis}}))
-    print()
-    print(f"Rent beside own (the clean run of {number(results['Train_Days'])} days on {scenario.n_gpus:,} GPUs; "
-          f"own: {capex_used(scenario)}, {scenario.depreciation_years:g}-year "
+        fit = {**memory, "gpu": gpu.id if gpu else "GPU", "fit": {**memory["fit"], "capacity_basis": basis}}
+        print("\n" + fit_lines(fit))
+    print(f"\nRent beside own (the clean run of {number(results['Train_Days'])} days on {scenario.n_gpus:,} "
+          f"GPUs; own: {capex_used(scenario)}, {scenario.depreciation_years:g}-year "
           f"depreciation, utilisation {scenario.utilisation:.0%}, {number(scenario.own_usd_per_kwh, 'USD')}/kWh)")
     if scenario.capex_usd_per_gpu is None:  # renting is priced; owning says what to type
         print(f"Rent: {number(results['Rent_Cost_USD'], 'USD')}. Own: not priced - {catalog.missing_capex(scenario.gpu)}")
@@ -152,8 +149,7 @@ def run(args: argparse.Namespace) -> int:
                 for n in OWN_VS_RENT]
         print(table(rows, headers=("", "value", "unit"), align="lrl"))
     if rng is not None:
-        print()
-        print(ranges_table(rng))
+        print("\n" + ranges_table(rng))
     return 0
 
 

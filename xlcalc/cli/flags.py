@@ -93,8 +93,7 @@ def tier_choices() -> str:
 
 def given(args: argparse.Namespace, name: str, default: Any = DECLARED) -> Any:
     """Input ``name`` as typed (a number where it spells one), else ``default`` (DECLARED: the scenario's)."""
-    value = getattr(args, name)
-    if value is not None:
+    if (value := getattr(args, name)) is not None:
         return cli_value(value)
     return input_default(name) if default is DECLARED else default
 

@@ -49,8 +49,7 @@ def mtbf_from_args(args: argparse.Namespace) -> tuple[float, str]:
     if args.interruptions is None:  # the input's one default, as estimate and the workbook take it
         return input_default("gpu_mtbf_h"), ("Llama 3 paper §3.3.4: 419 unexpected interruptions in 54 days on "
                                              "16,384 GPUs (16,384 x 54 x 24 / 419 GPU-hours, to the hour)")
-    lacking = [f for f in ("over_days", "over_gpus") if getattr(args, f) is None]
-    if lacking:
+    if lacking := [f for f in ("over_days", "over_gpus") if getattr(args, f) is None]:
         raise missing(lacking, lambda n: "given with --interruptions (" + {
             "over_days": "the days", "over_gpus": "the GPUs"}[n] + " of the run they were counted over)")
     counted = InputError.each(lambda f: check_value(f, cli_value(getattr(args, f))), ["over_days", "over_gpus"])

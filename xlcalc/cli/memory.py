@@ -267,10 +267,8 @@ def run(args: argparse.Namespace) -> int:
     if out.get("optimizer_step_gb"):
         print(f"optimizer step temporaries: {out['optimizer_step_gb']:,.2f} GB at the step, beside the gradients and "
               "in place of the activations (in the total where that moment is the heavier)")
-    print()
-    print(stage_table(out))
-    print()
-    print(f"memory per GPU: {out['total_gb']:,.2f} GB ({out['peak_stage']} stage)")
+    print("\n" + stage_table(out))
+    print(f"\nmemory per GPU: {out['total_gb']:,.2f} GB ({out['peak_stage']} stage)")
     if "fit" in out:
         print(fit_lines(out))
         if out["fit"]["verdict"] != "fits":

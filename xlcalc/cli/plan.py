@@ -184,8 +184,7 @@ def range_lines(result) -> list[str]:
     if p.cost_usd is not None and r.cost_low_usd is not None and r.cost_high_usd is not None:
         parts.append(f"cost {number(p.cost_usd, 'USD')} ({number(r.cost_low_usd, 'USD')}–"
                      f"{number(r.cost_high_usd, 'USD')})")
-    return [f"best plan: {', '.join(parts)}; from {r.basis}, {r.out_of_sample_coverage:.0%} of held-out runs "
-            "inside",
+    return [f"best plan: {', '.join(parts)}; from {r.basis}, {r.out_of_sample_coverage:.0%} of held-out runs inside",
             result.interval_note]
 
 
@@ -212,8 +211,7 @@ def model_and_arch(args: argparse.Namespace) -> tuple:
             for f in given)
     if model is not None:
         return model, None
-    lacking = [f for f in ("layers", "hidden", "heads") if getattr(args, f) is None]
-    if lacking:
+    if lacking := [f for f in ("layers", "hidden", "heads") if getattr(args, f) is None]:
         raise missing(lacking, lambda n: f"{spec(n).allowed} (or give --model ID or --config PATH)",
                       where=f"{args.command} without --model")
     # vocab and seq_len left out: arch_from_flags' defaults (its one declaration of them)
@@ -267,15 +265,13 @@ def run(args: argparse.Namespace) -> int:
                                                               f"{o.layout})")))
     for line in unpinned_lines(result):
         print(line)
-    print()
-    print(explain(result, top=min(top, 3)))
+    print("\n" + explain(result, top=min(top, 3)))
     return 0 if result.plans else 1
 
 
 def unpinned_lines(result) -> list[str]:
     """The planner's own best plan against the pinned layout (PlanResult.unpinned), in words."""
-    u = result.unpinned
-    if u is None:
+    if (u := result.unpinned) is None:
         return []
     if u.step_saving <= 0.005:
         return ["\nWithout the layout flags given, the best plan is the same layout or no faster "

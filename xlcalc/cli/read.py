@@ -46,7 +46,6 @@ def run(args: argparse.Namespace) -> int:
                      if isinstance(value, (int, float)) and not isinstance(value, bool) else value)
             rows.append((field, shown, unit))
     print(table(rows, headers=("input", "value", "unit"), align="lll"))
-    print()
     shown_results: list[tuple[str, object, str]] = []
     unanswered: dict[str, list[str]] = {}
     for name, value in rb.results.items():
@@ -55,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
             unanswered.setdefault(value, []).append(name)
         else:
             shown_results.append((name, number(value, unit) if isinstance(value, (int, float)) else value, unit))
-    print(table(shown_results, headers=("result (engine)", "value", "unit"), align="lrl"))
+    print("\n" + table(shown_results, headers=("result (engine)", "value", "unit"), align="lrl"))
     for why, names in unanswered.items():
         print(f"Not computed ({', '.join(names)}): {why}")
     if rb.missing_cache:

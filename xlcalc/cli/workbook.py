@@ -80,6 +80,5 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise InputError("output", str(out), "a path that can be written", exc.strerror or str(exc)) from None
     n = sum(1 for _ in lay.book.formula_cells())
-    print(f"wrote {out} ({n} formula cells, {len(lay.book.names)} defined names; "
-          f"scenario: {scenarios[0].name})")
+    print(f"wrote {out} ({n} formula cells, {len(lay.book.names)} defined names; scenario: {scenarios[0].name})")
     return 0

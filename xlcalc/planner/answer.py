@@ -181,8 +181,7 @@ def plan_table(result: PlanResult, top: int = 5) -> list[list[Any]]:
     rows += [[i] + [getattr(p, k) for k in PLAN_COLUMNS[1:]] for i, p in enumerate(result.plans[:top], 1)]
     rows += [["assumed", name, a.value if a.value is not None else a.shown, a.basis] + pad
              for name, a in result.assumed.items()]
-    r = result.interval
-    if r is not None:
+    if (r := result.interval) is not None:
         basis = f"{r.level:.0%} range from {r.basis}; {result.interval_note}"
         bounds = [name for name in RANGE_ROWS if getattr(r, name) is not None]
         # the basis once, on the first bound's row; the others say they share it (a sheet shows one note, not eight)

@@ -41,8 +41,7 @@ def default_tokens_t(model: Any, params_b: float, name: str) -> tuple[float, str
     """(training tokens in trillions, where they come from) when none are given: a catalog model's published
     pre-training tokens, else 20 per parameter (Chinchilla, compute-optimal). The one rule: plan's and the
     scenario's (xlcalc.scenario.Scenario.build with a model, so estimate's)."""
-    entry = catalog_model(model)
-    if entry is not None and entry.pretrain_tokens_t:
+    if (entry := catalog_model(model)) is not None and entry.pretrain_tokens_t:
         return entry.pretrain_tokens_t, f"published, {entry.pretrain_tokens_source}"
     per_param = fc.chinchilla_tokens_t.defaults["tokens_per_param"]
     return (fc.chinchilla_tokens_t.raw(params_b=params_b, tokens_per_param=per_param),
@@ -69,9 +68,8 @@ def run_defaults(model: Any, arch: Arch | None, gpu: Any, seq_len: Any, global_b
             value=global_batch_tokens, shown=f"{global_batch_tokens:,.0f} tokens "
                                             f"({global_batch_tokens / entry.seq_len:,.0f} sequences)",
             basis=f"{entry.name}'s published pre-training batch, model catalog")
-    lacking = [n for n, v in (("model", model if arch is None else arch), ("gpu", gpu),
-                              ("global_batch_tokens", global_batch_tokens)) if v is None] + list(also_lacking)
-    if lacking:
+    if lacking := [n for n, v in (("model", model if arch is None else arch), ("gpu", gpu),
+                                  ("global_batch_tokens", global_batch_tokens)) if v is None] + list(also_lacking):
         why = {"model": "a model id from the catalog or an architecture (layers, hidden, heads)",
                "gpu": "a GPU name from the catalog, e.g. H100, A800",
                "global_batch_tokens": "tokens per step, at least one sequence (CLI --global-batch-tokens); "

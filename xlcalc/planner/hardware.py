@@ -127,8 +127,7 @@ def resolve_hardware(gpu: str | catalog.GPU, settings: Any, n_gpus: Optional[int
         values.pop("scaleout_gb_s")
     if n_gpus == 1 and values["scaleup_gb_s"] is None:
         values["scaleup_gb_s"] = float("inf")  # one GPU talks to nobody
-    missing = [k for k, v in values.items() if v is None]
-    if missing:
+    if missing := [k for k, v in values.items() if v is None]:
         parts = [f"{_NEEDS[k][0]} ({_NEEDS[k][1]}, e.g. {_NEEDS[k][2]})" for k in missing]
         raise CatalogError(f"{row.name}: the GPU catalog has no " + "; no ".join(parts)
                            + ". Give " + ("it" if len(missing) == 1 else "each") + " with the flag named (xlcalc plan; "

@@ -192,8 +192,7 @@ def search(arch: Arch, hw: Hardware, st: Settings, n_gpus: int, seq_len: int, gl
                 group = Config(t, p, d, 0, sp, rc, 1, vmax, c, layout, fp8, e, et, offload)
                 per_seq = sequence_compute_bound(arch, hw, st, group, seq_len)
                 if len(best) >= keep and step_lower_bound(group, per_replica, per_seq) >= -best[0]:
-                    reject("SP/recompute choices that cannot beat the best plans (lower bound), not searched "
-                           "further")
+                    reject("SP/recompute choices that cannot beat the best plans (lower bound), not searched further")
                     continue
                 too_big: set[int] = set()  # ZeRO stages whose smaller micro-batch already did not fit
                 for b in mbs:

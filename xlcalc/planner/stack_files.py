@@ -110,8 +110,7 @@ def load_stack_files(folder: str | Path | None = None, reserved: Optional[dict[s
         present = {p.name for p in where.iterdir() if p.name.endswith(".toml")}
     except OSError as exc:
         raise CatalogError(f"stack files {shown} cannot be listed: {exc.strerror or exc}") from exc
-    stray = sorted(present - {NAMES_FILE} - {f"{sid}.toml" for sid in profiles})
-    if stray:
+    if stray := sorted(present - {NAMES_FILE} - {f"{sid}.toml" for sid in profiles}):
         raise CatalogError(f"stack files {shown}: {', '.join(stray)} not listed in {NAMES_FILE} profiles "
                            f"({', '.join(profiles)}); list each profile there, in the order the faces show them")
     loaded = tuple(_profile(where / f"{sid}.toml", f"{shown}/{sid}.toml", sid) for sid in profiles)
@@ -185,8 +184,7 @@ def _settings_problems(table: str, values: dict[str, Any]) -> list[str]:
     """Each key a field of xlcalc.planner.Settings, each value of its type and range (strictly: no "4" for 4.0)."""
     problems = []
     for key, value in values.items():
-        kind = STACK_FIELDS.get(key)
-        if kind is None:
+        if (kind := STACK_FIELDS.get(key)) is None:
             close = difflib.get_close_matches(key, STACK_FIELDS, n=3, cutoff=0.6)
             hint = f"did you mean {' or '.join(close)}? " if close else ""
             problems.append(f"{table}.{key} = {value!r}: not a field of xlcalc.planner.Settings that a profile pins "

@@ -453,8 +453,7 @@ def render(v: dict) -> str:
         L.append(f"| {q.id} | {q.source_id} | {q.gpu_label} | {q.n_gpus} | {q.layout()} | {q.seq_len} | {q.precision} | "
                  f"{q.basis} | {q.measured_mfu:.3f} | {s.predicted_mfu:.3f} | {s.error:+.1%} | {s.constant:.3f} | "
                  f"{s.constant_error:+.1%} | {cfg} |")
-    apart: list[Scored] = v.get("apart", [])
-    if apart:
+    if apart := v.get("apart", []):  # the runs scored apart (SCORED_APART)
         L += ["", f"## Scored apart: GPUs whose figures no source gives ({len(apart)} runs, not in the headline)", "",
               "Predicted with a stand-in GPU's figures and the constants their source gets in the leave-one-source-out",
               "calibration; kept out of the headline and out of every calibration because the MFU basis itself (the",

@@ -241,8 +241,7 @@ def _measured_tokens_s(rec: dict, arch, seq_len: int, recompute: Optional[str]) 
         return me["tokens_per_s_per_gpu"], "tokens/s stated"
     if derived.get("tokens_per_s_per_gpu"):
         return derived["tokens_per_s_per_gpu"], "tokens/s derived in the record"
-    step = me.get("iteration_time_s") or me.get("step_time_s")
-    if step:
+    if step := me.get("iteration_time_s") or me.get("step_time_s"):
         lay = rec["layout"]
         return (lay["global_batch_sequences"] * lay["seq_len"] / step / rec["n_gpus"],
                 "global batch x sequence / stated step time / GPUs")
@@ -313,8 +312,7 @@ def to_query(rec: dict, off: frozenset[str] = frozenset()) -> Query | Skip:
             recompute = None
     if tokens is None:
         return Skip(rid, src, basis)
-    profile = PROFILES.get(src)
-    if profile is None:
+    if (profile := PROFILES.get(src)) is None:
         return Skip(rid, src, f"no software-stack profile for source {src}")
     extra: dict[str, Any] = {
         **_without(PROFILE_SETTINGS.get(profile, {}), PROFILE_FACT_KEYS, off, applied),

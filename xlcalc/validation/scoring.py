@@ -99,8 +99,7 @@ def factor_and_loss(train: list[Query], logcs: dict[float, dict[str, list[float]
                     source_of: dict[str, str]) -> tuple[float, float]:
     """:func:`fit_factor`'s factor and its source-weighted mean squared log error on ``train`` (the training loss
     by which a discrete fact is chosen, :mod:`xlcalc.validation.factchoice`)."""
-    ids = [q.id for q in train]
-    w = source_weights(ids, source_of)
+    w = source_weights([q.id for q in train], source_of)
     best, best_loss = FACTOR_GRID[0], float("inf")
     for f in FACTOR_GRID:
         effs = _profile_fit(train, logcs[f], source_of)
