@@ -146,6 +146,9 @@ CONTRADICTIONS = [
     (("estimate", "--pp", "1", "--virtual-stages", "2"), ("virtual_stages",), 2, ("1 with pp = 1",)),
     (("memory", *_70B, "--pp", "4", "--virtual-stages", "3"), ("virtual_stages",), 3, ("6.67",)),
     (("memory", *_70B, "--pp", "1", "--virtual-stages", "2"), ("virtual_stages",), 2, ("1 with pp = 1",)),
+    # a split into 2 stages beside --pp 0: refused by both faces that take a split, not replaced by the split's count
+    (("estimate", "--model", "llama3.1-8b", "--pp", "0", "--layers-per-stage", "16,16"), ("pp",), 0, ("16,16",)),
+    (("memory", "--model", "llama3.1-8b", "--pp", "0", "--layers-per-stage", "16,16"), ("pp",), 0, ("16,16",)),
     ((*_PLAN, "--pp", "4", "--virtual-stages", "3"), (), None, ()),  # plan: no plan (exit 1), asserted below
 ]
 

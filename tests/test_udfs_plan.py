@@ -151,7 +151,8 @@ def test_plan_is_a_registered_worksheet_function():
 @pytest.mark.parametrize(
     "overrides, name",
     [(dict(n_gpus=0.0), "n_gpus"), (dict(n_gpus=2.5), "n_gpus"), (dict(seq_len="abc"), "seq_len"),
-     (dict(top=0.0), "top"), (dict(global_batch_tokens=None), "global_batch_tokens"), (dict(model=None), "model")],
+     (dict(top=0.0), "top"), (dict(top=float("inf")), "top"), (dict(top=float("nan")), "top"),
+     (dict(global_batch_tokens=None), "global_batch_tokens"), (dict(model=None), "model")],
 )
 def test_bad_plan_inputs_name_the_input(overrides, name):
     with pytest.raises(InputError) as info:

@@ -137,8 +137,8 @@ def PLAN(model, gpu, n_gpus, seq_len=None, global_batch_tokens=None, tokens_t=No
     model_name = text("model", v["model"], "a model name from MODEL_LIST()")
     gpu_name = text("gpu", v["gpu"], "a GPU name from GPU_LIST()")
     count = v["top"] if v["top"] is not None else 5
-    if isinstance(count, bool) or not isinstance(count, (int, float)) or count != int(count) \
-            or not 1 <= count <= 100:
+    if isinstance(count, bool) or not isinstance(count, (int, float)) or not 1 <= count <= 100 \
+            or count != int(count):  # the range first: int() of an infinity or NaN would raise
         raise InputError("top", count, "a whole number from 1 to 100")
     count = int(count)
     given: dict = {}

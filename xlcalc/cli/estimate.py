@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
             model = config_model(args) or (catalog.get_model(args.model) if args.model else None)
             layers = model_inputs(model)["layers"] if model is not None else input_default("layers")
         values.update(stage_split(args.layers_per_stage, int(layers),
-                                  int(float(values["pp"])) if values.get("pp") else None))
+                                  int(float(values["pp"])) if values.get("pp") is not None else None))
     scenario = Scenario.build(model=config_model(args) or args.model, gpu=args.gpu, recipe=args.recipe, price_tier=args.price_tier,
                               framework=args.framework, precision=args.precision, **values)
     results = evaluate(scenario)
