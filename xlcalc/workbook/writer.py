@@ -425,9 +425,9 @@ _PRINT_TITLES = re.compile(rb'<definedName name="_xlnm\.Print_Titles" localSheet
 
 class _Archive(zipfile.ZipFile):
     """The package's zip file, workbook.xml's print titles written after every sheet's print area (openpyxl writes
-    each sheet's print titles, then its print area, sheet by sheet). LibreOffice lays out the pages of the sheets
-    each time it sets a sheet's print titles, over the whole used range of a sheet that has no print area yet:
-    the same names in this order cost it 0.3 s less CPU time on opening the planner (bench/bench_workbook.py)."""
+    each sheet's print titles, then its print area, sheet by sheet). Setting print titles makes LibreOffice lay out
+    printed pages, at a far higher cost while some sheets have no print area yet: the same names in this order
+    save most of what the print titles cost it on opening the planner (bench/bench_workbook.py --sheets)."""
 
     def writestr(self, zinfo_or_arcname: Any, data: Any, *args: Any, **kwargs: Any) -> None:
         if zinfo_or_arcname == "xl/workbook.xml":
