@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -11,7 +12,8 @@ from typing import Any
 
 from .. import catalog
 from ..expr.functions import eq, if_
-from ..expr.nodes import Expr, Func, Text, Var
+from ..expr.nodes import Expr, Func, Num, Text, Var
+from ..expr.template import Bound, Template
 from ..inputs import spec
 from ..layout import LAYOUT_OK, preset_stage_ends
 from ..outputs import OUTPUT_BY_NAME, OUTPUTS
@@ -309,6 +311,58 @@ PAR_SHORT_HEAD = 10  # the most characters of "<input> = <value>" the short mess
 PAR_REFUSED = "refused: see Checks"
 
 
+# The guards around a row's result that read none of the row's cells (the Inputs' look-ups and input checks the
+# result depends on, each ``IF(test, <the rest>, value)``) are the same for every row: their tests sit once, in a
+# grouped hidden column of their own after the layout check's whole message (row 5: 0 where every test passes, else
+# the number of the first that fails, counted from the outermost), and each row's result reads that cell:
+# ``IF(<cell>=0, <the rest>, <the failing guard's value>)`` (its value picked by ``IF(<cell>=k, ...)`` where the
+# guards' values differ). The same value (an error of a test reaches the result through the cell, as through the
+# test), less formula text for LibreOffice to parse and the tests computed once.
+PAR_GUARDS_HEAD = "Input checks: {label}"
+
+
+def _peel(expr: Expr, row: Any) -> tuple[list[tuple[Expr, Expr]], Expr]:
+    """The guards ``IF(test, <the rest>, value)`` around ``expr`` from the outermost down while neither test nor value
+    reads a cell of ``row`` (nor a placeholder, in a template), and the rest inside them."""
+    guards: list[tuple[Expr, Expr]] = []
+    while isinstance(expr, Func) and expr.name == "IF" and len(expr.args) == 3:
+        test, then, value = expr.args
+        names = test.variables() | value.variables()
+        if not row.isdisjoint(names) or any(v.startswith("\x00") for v in names):
+            break
+        guards.append((test, value))
+        expr = then
+    return guards, expr
+
+
+def shared_guards(expr: Any, row: Any, cell: Callable[[Expr], str]) -> Any:
+    """A row's result ``expr`` reading the cell ``cell(tests)`` that holds the tests of its outer guards, those that
+    read none of the references ``row`` (see PAR_GUARDS_HEAD); ``expr`` as it is where it has none. A bound template
+    stays one: its guards are taken out once, with the same text and values as the cell's tree."""
+    template = expr.template if isinstance(expr, Bound) else None
+    if template is not None and (made := _SHARED.get(template)) is not None:
+        return expr if made is template else made.bind(expr.refs)
+    guards, rest = _peel(template.expr if template is not None else expr, row)
+    if guards:
+        failing: Expr = Num(0)
+        for k in range(len(guards), 0, -1):
+            failing = Func("IF", (guards[k - 1][0], failing, Num(k)))
+        ref = Var(cell(failing))
+        value = guards[-1][1]
+        for k in range(len(guards) - 1, 0, -1):
+            if guards[k - 1][1].key() != value.key():
+                value = Func("IF", (eq(ref, k), guards[k - 1][1], value))
+            # (else: the same value for either guard)
+        rest = Func("IF", (eq(ref, 0), rest, value))
+    if template is None:
+        return rest if guards else expr
+    made = _SHARED[template] = Template(rest, template.subs, template.slots) if guards else template
+    return expr if made is template else made.bind(expr.refs)
+
+
+_SHARED: dict[Template, Template] = {}  # (one sheet's: cleared for each Parallelism sheet laid out)
+
+
 def par_layout_short(whole: str) -> Any:
     """A Parallelism row's layout check short, from the cell ``whole`` that holds its whole message."""
     def make(var: Callable[[str], Expr]) -> Any:
@@ -362,6 +416,22 @@ def parallelism_sheet(ctx: Ctx) -> None:
         b.widths.setdefault(s, {})[coord(j, 1)[:-1]] = par_width(j)
     configs = candidate_configs(sc)
     first = 5
+    guards_first = len(PAR_HEAD) + len(PAR_STEPS) + len(PAR_ENDS) + 2  # after the layout check's whole message
+    guard_cols: dict[str, str] = {}  # result -> its guards' column
+    _SHARED.clear()
+
+    guard_refs: dict[tuple[str, Any], str] = {}  # (result, its guards' key) -> the cell that holds them
+
+    def guard_cell(name: str, row: int, passed: Expr) -> str:
+        key = (name, passed.key())
+        if key not in guard_refs:
+            col = guard_cols.get(name)
+            if col is None:
+                col = guard_cols[name] = coord(guards_first + len(guard_cols), 1)[:-1]
+                b.put(s, f"{col}4", PAR_GUARDS_HEAD.format(label=OUTPUT_BY_NAME[name].label), "header")
+                b.widths.setdefault(s, {})[col] = PAR_WIDTH
+            guard_refs[key] = b.put(s, f"{col}{row}", passed, "formula")
+        return guard_refs[key]
     check_col = coord(len(PAR_INPUTS) + 1 + PAR_OUTPUTS.index("Layout_Check"), 1)[:-1]
     for r, cfg in enumerate(configs, start=first):
         varmap: dict[str, str] = {}
@@ -375,15 +445,18 @@ def parallelism_sheet(ctx: Ctx) -> None:
             if name in PAR_ENDS:  # the stage ends the row's layout and memory read
                 b.put(s, coord(j, r), row_stage_end(name, varmap["PP_Size"]), "formula", "#,##0")
         whole_at = coord(len(PAR_HEAD) + len(PAR_STEPS) + len(PAR_ENDS) + 1, r)
+        row_refs = {*varmap.values(), *(ref for _, ref in checks.cell_checks(varmap))}  # the row's cells, checks
         for j, name in enumerate(PAR_OUTPUTS + PAR_STEPS, start=len(PAR_INPUTS) + 1):
             expr, subs = output_formula(name, varmap)
             expr = guarded_output(name, expr, varmap, follows=PAR_ENDS)  # the Inputs' ends' checks apply
             at = coord(j, r)
+            share = functools.partial(shared_guards, row=row_refs, cell=functools.partial(guard_cell, name, r))
             if name == "Layout_Check":  # whole in its hidden cell, short in the row's layout check cell
-                whole = b.put(s, whole_at, expr, "formula", None, subs)
+                whole = b.put(s, whole_at, share(expr), "formula", None, subs)
                 b.put(s, at, par_layout_short(whole), "formula")
                 continue
             expr = pointing(expr, PAR_POINTER.format(col=check_col), varmap["Layout_Check"], CHECK_POINTER)
+            expr = share(expr)  # (the guards as pointing leaves them)
             b.put(s, at, expr, "formula", display_format(OUTPUT_BY_NAME[name]), subs)
         # a layout that does not split into whole pieces rolls up to Start's input check, naming the row's cell
         checks.register_layout(varmap["Layout_Check"], {n: varmap[n] for n in ("TP_Size", "PP_Size")},
@@ -395,7 +468,7 @@ def parallelism_sheet(ctx: Ctx) -> None:
         b.widths.setdefault(s, {})[coord(j, 1)[:-1]] = par_width(j)
     hidden_last = steps_first + len(PAR_STEPS) + len(PAR_ENDS)
     b.put(s, coord(hidden_last, 4), "Layout check, whole", "header")
-    b.hidden_columns.append((s, coord(steps_first, 1)[:-1], coord(hidden_last, 1)[:-1]))
+    b.hidden_columns.append((s, coord(steps_first, 1)[:-1], coord(hidden_last + len(guard_cols), 1)[:-1]))
     last = first + len(configs) - 1
     b.rules.append((s, f"J{first}:J{last}", "good_if_true"))
     b.freeze[s] = "A5"

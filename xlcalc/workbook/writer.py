@@ -420,12 +420,29 @@ def to_workbook(book: Book) -> Workbook:
     return wb
 
 
+_PRINT_TITLES = re.compile(rb'<definedName name="_xlnm\.Print_Titles" localSheetId="\d+">[^<]*</definedName>')
+
+
+class _Archive(zipfile.ZipFile):
+    """The package's zip file, workbook.xml's print titles written after every sheet's print area (openpyxl writes
+    each sheet's print titles, then its print area, sheet by sheet). Setting print titles makes LibreOffice lay out
+    printed pages, at a far higher cost while some sheets have no print area yet: the same names in this order
+    save most of what the print titles cost it on opening the planner (bench/bench_workbook.py --sheets)."""
+
+    def writestr(self, zinfo_or_arcname: Any, data: Any, *args: Any, **kwargs: Any) -> None:
+        if zinfo_or_arcname == "xl/workbook.xml":
+            raw = data.encode("utf-8") if isinstance(data, str) else data
+            titles = _PRINT_TITLES.findall(raw)
+            data = _PRINT_TITLES.sub(b"", raw).replace(b"</definedNames>", b"".join(titles) + b"</definedNames>", 1)
+        super().writestr(zinfo_or_arcname, data, *args, **kwargs)
+
+
 def stored_package(wb: Workbook) -> bytes:
     """The workbook's package saved in memory without compression (as ``Workbook.save`` writes it otherwise):
     :func:`xlcalc.workbook.cache.inject` adds the cached values and compresses each part once."""
     buf = io.BytesIO()
     wb.properties.modified = datetime.datetime.now(tz=datetime.UTC).replace(tzinfo=None)
-    ExcelWriter(wb, zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED, allowZip64=True)).save()
+    ExcelWriter(wb, _Archive(buf, "w", zipfile.ZIP_STORED, allowZip64=True)).save()
     return buf.getvalue()
 
 
@@ -538,4 +555,4 @@ def save_package(wb: Workbook, values: Mapping[tuple[str, str], Any], out: IO[by
     """Save the workbook's package to ``out`` (compressed) with ``values[(sheet, cell)]`` as the cached values of
     formula cells: the package :func:`stored_package` and :func:`xlcalc.workbook.cache.inject` write, in one pass."""
     wb.properties.modified = datetime.datetime.now(tz=datetime.UTC).replace(tzinfo=None)
-    _PackageWriter(wb, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, allowZip64=True), by_sheet(values)).save()
+    _PackageWriter(wb, _Archive(out, "w", zipfile.ZIP_DEFLATED, allowZip64=True), by_sheet(values)).save()
