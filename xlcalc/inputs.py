@@ -455,6 +455,7 @@ _LIMITS: dict[str, tuple[float, str]] = {
     **dict.fromkeys(("params_per_gpu", "layer_params", "embedding_params"), (1e14, "params")),
     "tokens_t": (1e3, "tokens"), "tokens_per_param": (1e6, "tokens_param"), "compute_flops": (1e33, "flops"),
     "flops": (1e33, "flops"), "flops_per_token": (1e18, "flops"), "seq_len": (1e8, "seq"), "tokens": (1e15, "tokens"),
+    "position_rows": (1e8, "seq"),  # a learned position table: a row per position of the context
     "global_batch_tokens": (1e15, "tokens"), "micro_batch": (1e6, "microbatch"), "max_micro_batch": (1e6, "microbatch"),
     **dict.fromkeys(("global_batch", "batch_sequences", "microbatches", "inflight_microbatches"), (1e8, "batch")),
     **dict.fromkeys(("hidden", "head_dim", "head_dim_given", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
