@@ -29,7 +29,7 @@ from typing import Any
 from ..expr import BinOp, Expr, Func, Num, Text, Var, and_, eq, floor_int, if_, not_, or_, wrap
 from ..frameworks import FRAMEWORKS, PRECISIONS, PROFILE_FIELDS
 from ..inputs import spec
-from ..layout import CONSTRAINTS, layout_blamed
+from ..layout import CONSTRAINTS, LAYOUT_STEPS, layout_blamed
 from ..outputs import OUTPUT_BY_NAME
 from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, INPUTS
 from .messages import VALUE_CHARS, longest_layout_message, message_cell
@@ -93,7 +93,8 @@ class CellCheck:
     name: str                  # the input it stands for (a defined name of xlcalc.scenario, or a preset dropdown)
     looked_up: bool = False    # a look-up's cell: a message (no catalog figure) is the column's own, not a failure
     # a Parallelism row's layout check (``ref`` its Layout_Check cell, ``name`` "Layout_Check"): the row's own input
-    # cells the layout reads (defined name, cell), then the cells that stand for other names there (its stage ends)
+    # cells the layout reads (defined name, cell), then the cells that stand for other names there (its stage ends,
+    # and its layout steps: xlcalc.layout.LAYOUT_STEPS)
     layout: tuple[tuple[str, str], ...] = ()
     over: tuple[tuple[str, str], ...] = ()
     message: str = ""  # a row's layout check: the cell with its whole message (``ref`` shows it short), if not ``ref``
@@ -343,6 +344,7 @@ def layout_where(book: Book, row: CellCheck | None = None, var: Any = None) -> A
     if row is not None:
         cells = {n: var(n) for n, _ in row.layout + row.over}
         args = {k: v.substitute(cells) if isinstance(v, Expr) else v for k, v in args.items()}
+        args.update({n: var(n) for n, _ in row.over if n in LAYOUT_STEPS})  # the row's layout steps: their cells
     return layout_blamed(args, where)
 
 
