@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from xlcalc.expr.nodes import Num, Var
+from xlcalc.expr.nodes import Expr, Num, Var
 from xlcalc.formulas.memory import layout_message as layout_message_formula
 from xlcalc.layout import LAYOUT_OK, LAYOUT_STEPS, layout_message
 from xlcalc.outputs import OUTPUT_BY_NAME
@@ -87,3 +87,19 @@ def test_each_rows_steps_and_message_are_the_python_layout_checks(book):
         messages.add(expected.split(" = ")[0] if expected != LAYOUT_OK else LAYOUT_OK)
     assert messages >= {LAYOUT_OK, "pp", "tp", "virtual_stages"}  # whole rows and three kinds of refusal met
     assert any(book.value("Parallelism", f"{cols['first']}{r}") for r in range(5, 5 + len(CONFIGS)))  # uneven rows
+
+
+def test_the_checks_line_of_a_row_names_the_cell_its_layout_blames(book):
+    whole = {}
+    for at, c in book.sheets["Checks"].items():
+        if at.startswith("H") and isinstance(c.value, Expr):
+            whole[int(at[1:])] = book.value("Checks", at)
+    refused = {r: v for r, v in whole.items() if v != "OK"}
+    assert len(whole) == len(CONFIGS) and refused
+    for r, text in refused.items():
+        where = book.value("Checks", f"I{r}")
+        assert where and text.startswith(where + ": ")
+        cell = where.split(" (")[0]
+        assert cell.startswith("Parallelism!")
+    for r in set(whole) - set(refused):
+        assert book.value("Checks", f"I{r}") == ""

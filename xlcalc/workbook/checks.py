@@ -69,6 +69,7 @@ CELL_COLS = ("E", "F", "G")  # the other sheets' input cells: the cell, the inpu
 # a Parallelism row's layout check whole (not printed: column G prints it without the arithmetic in brackets, in one
 # line; Start's input check shows the first failing row's whole)
 LAYOUT_WHOLE_COL = "H"
+LAYOUT_WHERE_COL = "I"  # (not printed either) the cell of the input a row's layout check blames, "" for none
 SHORT_CHARS = 90  # the most characters of column G's one printed line
 
 
@@ -348,31 +349,36 @@ def layout_where(book: Book, row: CellCheck | None = None, var: Any = None) -> A
     return layout_blamed(args, where)
 
 
-def layout_row_check(book: Book, row: CellCheck, reg: Registry) -> Any:
-    """A Parallelism row's layout check: OK, or "<cell it blames> (<Name>): <the row's layout message>".
+def layout_row_where(book: Book, row: CellCheck, reg: Registry) -> Any:
+    """The cell of the input a Parallelism row's layout check blames, "<cell in column E> (<Name>)"; "" where it blames
+    none, or where its constraints give an error value (the row's layout cell then shows another check's message).
 
-    Made once per shape as a template over the row's cells (its layout check, its input cells, the cells naming them
-    in column E of this sheet) and bound to each row's (model.placed)."""
+    Made once per shape as a template over the row's cells (its input cells and the cells naming them in column E of
+    this sheet, its layout check's) and bound to each row's (model.placed)."""
     names = tuple(n for n, _ in row.layout + row.over)
-    refs = {"Layout": row.message or row.ref, "at Layout": ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[LAYOUT_KEY + row.ref][0]}"),
+    refs = {"at Layout": ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[LAYOUT_KEY + row.ref][0]}"),
             **dict(row.layout + row.over),
-            **{"at " + n: ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[ref][0]}") for n, ref in row.layout},
-            **{"check " + n: reg.check_ref(ref) for n, ref in row.layout}}
-    return placed(("layout row", tuple(n for n, _ in row.layout), names),
-                  lambda var: _layout_row_expr(book, row, var), refs)
+            **{"at " + n: ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[ref][0]}") for n, ref in row.layout}}
+    return placed(("layout row where", tuple(n for n, _ in row.layout), names),
+                  lambda var: IfError(layout_where(book, row, var), ""), refs)
 
 
-def _layout_row_expr(book: Book, row: CellCheck, var: Any) -> Any:
-    """The expression of :func:`layout_row_check` with ``var(key)`` standing for each of its cells: "Layout" (the
-    row's layout check), "at Layout" and "at <Name>" (the cells of column E naming them), <Name> (the row's cells),
-    "check <Name>" (their checks).
+def layout_row_check(row: CellCheck, reg: Registry, where: str) -> Any:
+    """A Parallelism row's layout check: OK, or "<cell it blames> (<Name>): <the row's layout message>", the cell it
+    blames read from ``where`` (:func:`layout_row_where`'s cell).
 
     OK as well where the layout cell shows another check's message (a row's cell, or an input of the Inputs sheet,
-    that its own check names): its constraints then blame no input, or the row's cell fails its own check."""
-    where = IfError(layout_where(book, row, var), "")
-    layout = var("Layout")
-    another = [eq(layout, OK), eq(where, "")] + [not_(eq(var("check " + n), OK)) for n, _ in row.layout]
-    return if_(or_(*another), OK, Concat(where, ": ", layout))
+    that its own check names): its constraints then blame no input, or the row's cell fails its own check. (One
+    template per shape, bound to each row's cells: model.placed.)"""
+    refs = {"Layout": row.message or row.ref, "where": where,
+            **{"check " + n: reg.check_ref(ref) for n, ref in row.layout}}
+
+    def make(var: Any) -> Any:
+        layout, at = var("Layout"), var("where")
+        another = [eq(layout, OK), eq(at, "")] + [not_(eq(var("check " + n), OK)) for n, _ in row.layout]
+        return if_(or_(*another), OK, Concat(at, ": ", layout))
+
+    return placed(("layout row", tuple(n for n, _ in row.layout)), make, refs)
 
 
 def layout_line(whole: str) -> Any:
@@ -420,8 +426,10 @@ def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]
     book.row(s, FIRST_ROW - 1, ("cell", "input", "check (OK: allowed)"), "header", CELL_COLS[0])
     for row, check in reg.cells.values():
         book.row(s, row, (check.ref.replace("$", ""), check.name), col=c_at)
-        if check.layout:  # whole in H (what the master check reads), in G without the arithmetic: one printed line
-            whole = book.put(s, f"{LAYOUT_WHOLE_COL}{row}", layout_row_check(book, check, reg), "formula")
+        if check.layout:  # whole in H (what the master check reads), in G without the arithmetic: one printed line;
+            # the cell it blames in I (H reads it twice)
+            where = book.put(s, f"{LAYOUT_WHERE_COL}{row}", layout_row_where(book, check, reg), "formula")
+            whole = book.put(s, f"{LAYOUT_WHOLE_COL}{row}", layout_row_check(check, reg, where), "formula")
             book.put(s, f"{c_check}{row}", layout_line(whole), "formula")
         else:
             book.put(s, f"{c_check}{row}", cell_check(check, lists), "formula")
