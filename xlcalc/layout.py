@@ -232,11 +232,11 @@ def layout_message(values: V) -> Any:
     return out
 
 
-def layout_blamed(values: V, where: Mapping[str, Any]) -> Any:
-    """``where[name]`` of the input the first violated constraint blames (its ``name``, as in the message), "" for a
-    whole layout or an input ``where`` does not list (numbers or an expression)."""
+def layout_blamed(values: V, where: Mapping[str, Any], none: Any = "") -> Any:
+    """``where[name]`` of the input the first violated constraint blames (its ``name``, as in the message), ``none``
+    for a whole layout, "" for an input ``where`` does not list (numbers or an expression)."""
     v = _complete(values)
-    out: Any = ""
+    out: Any = none
     for c in reversed(CONSTRAINTS):
         out = if_(c.violated(v), where.get(c.name, ""), out)
     return out

@@ -69,7 +69,7 @@ CELL_COLS = ("E", "F", "G")  # the other sheets' input cells: the cell, the inpu
 # a Parallelism row's layout check whole (not printed: column G prints it without the arithmetic in brackets, in one
 # line; Start's input check shows the first failing row's whole)
 LAYOUT_WHOLE_COL = "H"
-LAYOUT_WHERE_COL = "I"  # (not printed either) the cell of the input a row's layout check blames, "" for none
+LAYOUT_WHERE_COL = "I"  # (not printed either) the cell of the input a row's layout check blames, OK for none
 SHORT_CHARS = 90  # the most characters of column G's one printed line
 
 
@@ -323,13 +323,13 @@ def _passes(ref: str, expr: Expr) -> Expr:
 _OK = Text(OK)
 
 
-def layout_where(book: Book, row: CellCheck | None = None, var: Any = None) -> Any:
+def layout_where(book: Book, row: CellCheck | None = None, var: Any = None, none: Any = "") -> Any:
     """The cell of the input the layout check blames: the first violated constraint of
     xlcalc.layout over the same inputs as Layout_Check.
 
     ``row``: a Parallelism row's layout check, over ``var(<Name>)`` for each name its cells stand for; an input of the
     row's own (``row.layout``) is named by the text ``var("at <Name>")``, any other by ``var("at Layout")`` (the row's
-    layout check cell)."""
+    layout check cell). ``none``: where it blames no input."""
     by_spec = {c.spec_name: c.name for c in INPUTS}
     own = {n for n, _ in row.layout} if row is not None else set()
     where: dict[str, Any] = {}
@@ -346,11 +346,11 @@ def layout_where(book: Book, row: CellCheck | None = None, var: Any = None) -> A
         cells = {n: var(n) for n, _ in row.layout + row.over}
         args = {k: v.substitute(cells) if isinstance(v, Expr) else v for k, v in args.items()}
         args.update({n: var(n) for n, _ in row.over if n in LAYOUT_STEPS})  # the row's layout steps: their cells
-    return layout_blamed(args, where)
+    return layout_blamed(args, where, none)
 
 
 def layout_row_where(book: Book, row: CellCheck, reg: Registry) -> Any:
-    """The cell of the input a Parallelism row's layout check blames, "<cell in column E> (<Name>)"; "" where it blames
+    """The cell of the input a Parallelism row's layout check blames, "<cell in column E> (<Name>)"; OK where it blames
     none, or where its constraints give an error value (the row's layout cell then shows another check's message).
 
     Made once per shape as a template over the row's cells (its input cells and the cells naming them in column E of
@@ -360,7 +360,7 @@ def layout_row_where(book: Book, row: CellCheck, reg: Registry) -> Any:
             **dict(row.layout + row.over),
             **{"at " + n: ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[ref][0]}") for n, ref in row.layout}}
     return placed(("layout row where", tuple(n for n, _ in row.layout), names),
-                  lambda var: IfError(layout_where(book, row, var), ""), refs)
+                  lambda var: IfError(layout_where(book, row, var, OK), OK), refs)
 
 
 def layout_row_check(row: CellCheck, reg: Registry, where: str) -> Any:
@@ -375,7 +375,7 @@ def layout_row_check(row: CellCheck, reg: Registry, where: str) -> Any:
 
     def make(var: Any) -> Any:
         layout, at = var("Layout"), var("where")
-        another = [eq(layout, OK), eq(at, "")] + [not_(eq(var("check " + n), OK)) for n, _ in row.layout]
+        another = [eq(layout, OK), eq(at, OK)] + [not_(eq(var("check " + n), OK)) for n, _ in row.layout]
         return if_(or_(*another), OK, Concat(at, ": ", layout))
 
     return placed(("layout row", tuple(n for n, _ in row.layout)), make, refs)
