@@ -32,7 +32,7 @@ from .expr.nodes import is_expr
 from .recipes import MEMORY_DEFAULTS
 
 __all__ = ["LAYOUT_OK", "CONSTRAINTS", "LAYOUT_INPUTS", "LAYOUT_DEFAULTS", "check_layout", "check_replicas", "check_stages", "layout_message", "stage_layer_counts",
-           "data_parallel", "parse_layers_per_stage", "stage_split", "preset_stage_ends", "layout_blamed"]
+           "LAYOUT_STEPS", "data_parallel", "parse_layers_per_stage", "stage_split", "preset_stage_ends", "layout_blamed"]
 
 LAYOUT_OK = "OK"  # the message of a layout that splits into whole pieces
 
@@ -61,23 +61,46 @@ def data_parallel(v: V) -> Any:
 
 
 def _given_ends(v: V) -> Any:
+    """End stages whose layers are given (0, 1 or 2)."""
+    if "given_ends" in v:
+        return v["given_ends"]
     return if_(v["first_stage_layers"] > 0, 1, 0) + if_(v["last_stage_layers"] > 0, 1, 0)
 
 
 def _middle_stages(v: V) -> Any:
     """Stages that share the layers not given to an end stage explicitly."""
+    if "middle_stages" in v:
+        return v["middle_stages"]
     return v["pp"] - _given_ends(v)
 
 
 def _rest_layers(v: V) -> Any:
+    """Layers not given to an end stage explicitly."""
+    if "rest_layers" in v:
+        return v["rest_layers"]
     return v["layers"] - v["first_stage_layers"] - v["last_stage_layers"]
+
+
+def _middle_stage_layers(v: V) -> Any:
+    """Layers of a middle stage: L/p, or the rest layers shared evenly by the middle stages of an uneven split."""
+    if "middle_stage_layers" in v:
+        return v["middle_stage_layers"]
+    shared = _rest_layers(v) / max_(_middle_stages(v), 1)
+    return if_(and_(v["pp"] > 1, _given_ends(v) > 0), shared, v["layers"] / v["pp"])
+
+
+# Steps of the check that its constraints use several times, each declared once above. A caller may give any of them
+# in the values (numbers or expressions: the workbook's Parallelism row gives the cells that hold them, each computed
+# by the function here over the steps before it), else each is computed where it is used.
+LAYOUT_STEPS: dict[str, Callable[[V], Any]] = {
+    "given_ends": _given_ends, "middle_stages": _middle_stages, "rest_layers": _rest_layers,
+    "middle_stage_layers": _middle_stage_layers,
+}
 
 
 def stage_layer_counts(v: V) -> tuple[Any, Any, Any]:
     """(first, middle, last) stage layers: even L/p, or the given end stages and the rest shared evenly."""
-    shared = _rest_layers(v) / max_(_middle_stages(v), 1)
-    uneven = and_(v["pp"] > 1, _given_ends(v) > 0)
-    middle = if_(uneven, shared, v["layers"] / v["pp"])
+    middle = _middle_stage_layers(v)
     first = if_(eq(v["pp"], 1), v["layers"], if_(v["first_stage_layers"] > 0, v["first_stage_layers"], middle))
     last = if_(eq(v["pp"], 1), v["layers"], if_(v["last_stage_layers"] > 0, v["last_stage_layers"], middle))
     return first, middle, last
@@ -150,11 +173,11 @@ CONSTRAINTS: tuple[Constraint, ...] = (
                           "interleave",)),
     Constraint("virtual_stages_layers", "virtual_stages",
                lambda v: and_(v["virtual_stages"] > 1, v["pp"] > 1,
-                              not_(_divides(v["virtual_stages"], max_(stage_layer_counts(v)[1], 1)))),
-               lambda v: ("a divisor of the layers of a middle pipeline stage = ", _r2(stage_layer_counts(v)[1])),
+                              not_(_divides(v["virtual_stages"], max_(_middle_stage_layers(v), 1)))),
+               lambda v: ("a divisor of the layers of a middle pipeline stage = ", _r2(_middle_stage_layers(v))),
                lambda v: ("an interleaved schedule splits every stage into virtual_stages chunks of whole layers: ",
-                          _r2(stage_layer_counts(v)[1]), "/virtual_stages = ",
-                          _r2(stage_layer_counts(v)[1] / v["virtual_stages"]))),
+                          _r2(_middle_stage_layers(v)), "/virtual_stages = ",
+                          _r2(_middle_stage_layers(v) / v["virtual_stages"]))),
     Constraint("cp_seq", "cp", lambda v: not_(_divides(v["cp"], v["seq_len"])),
                lambda v: ("a divisor of seq_len = ", v["seq_len"]),
                lambda v: ("context parallelism splits the sequence into whole pieces: seq_len/CP = ",
@@ -209,11 +232,11 @@ def layout_message(values: V) -> Any:
     return out
 
 
-def layout_blamed(values: V, where: Mapping[str, Any]) -> Any:
-    """``where[name]`` of the input the first violated constraint blames (its ``name``, as in the message), "" for a
-    whole layout or an input ``where`` does not list (numbers or an expression)."""
+def layout_blamed(values: V, where: Mapping[str, Any], none: Any = "") -> Any:
+    """``where[name]`` of the input the first violated constraint blames (its ``name``, as in the message), ``none``
+    for a whole layout, "" for an input ``where`` does not list (numbers or an expression)."""
     v = _complete(values)
-    out: Any = ""
+    out: Any = none
     for c in reversed(CONSTRAINTS):
         out = if_(c.violated(v), where.get(c.name, ""), out)
     return out

@@ -29,7 +29,7 @@ from typing import Any
 from ..expr import BinOp, Expr, Func, Num, Text, Var, and_, eq, floor_int, if_, not_, or_, wrap
 from ..frameworks import FRAMEWORKS, PRECISIONS, PROFILE_FIELDS
 from ..inputs import spec
-from ..layout import CONSTRAINTS, layout_blamed
+from ..layout import CONSTRAINTS, LAYOUT_STEPS, layout_blamed
 from ..outputs import OUTPUT_BY_NAME
 from ..scenario import INPUT_BY_FIELD, INPUT_BY_NAME, INPUTS
 from .messages import VALUE_CHARS, longest_layout_message, message_cell
@@ -69,6 +69,7 @@ CELL_COLS = ("E", "F", "G")  # the other sheets' input cells: the cell, the inpu
 # a Parallelism row's layout check whole (not printed: column G prints it without the arithmetic in brackets, in one
 # line; Start's input check shows the first failing row's whole)
 LAYOUT_WHOLE_COL = "H"
+LAYOUT_WHERE_COL = "I"  # (not printed either) the cell of the input a row's layout check blames, OK for none
 SHORT_CHARS = 90  # the most characters of column G's one printed line
 
 
@@ -93,7 +94,8 @@ class CellCheck:
     name: str                  # the input it stands for (a defined name of xlcalc.scenario, or a preset dropdown)
     looked_up: bool = False    # a look-up's cell: a message (no catalog figure) is the column's own, not a failure
     # a Parallelism row's layout check (``ref`` its Layout_Check cell, ``name`` "Layout_Check"): the row's own input
-    # cells the layout reads (defined name, cell), then the cells that stand for other names there (its stage ends)
+    # cells the layout reads (defined name, cell), then the cells that stand for other names there (its stage ends,
+    # and its layout steps: xlcalc.layout.LAYOUT_STEPS)
     layout: tuple[tuple[str, str], ...] = ()
     over: tuple[tuple[str, str], ...] = ()
     message: str = ""  # a row's layout check: the cell with its whole message (``ref`` shows it short), if not ``ref``
@@ -321,13 +323,13 @@ def _passes(ref: str, expr: Expr) -> Expr:
 _OK = Text(OK)
 
 
-def layout_where(book: Book, row: CellCheck | None = None, var: Any = None) -> Any:
+def layout_where(book: Book, row: CellCheck | None = None, var: Any = None, none: Any = "") -> Any:
     """The cell of the input the layout check blames: the first violated constraint of
     xlcalc.layout over the same inputs as Layout_Check.
 
     ``row``: a Parallelism row's layout check, over ``var(<Name>)`` for each name its cells stand for; an input of the
     row's own (``row.layout``) is named by the text ``var("at <Name>")``, any other by ``var("at Layout")`` (the row's
-    layout check cell)."""
+    layout check cell). ``none``: where it blames no input."""
     by_spec = {c.spec_name: c.name for c in INPUTS}
     own = {n for n, _ in row.layout} if row is not None else set()
     where: dict[str, Any] = {}
@@ -343,34 +345,40 @@ def layout_where(book: Book, row: CellCheck | None = None, var: Any = None) -> A
     if row is not None:
         cells = {n: var(n) for n, _ in row.layout + row.over}
         args = {k: v.substitute(cells) if isinstance(v, Expr) else v for k, v in args.items()}
-    return layout_blamed(args, where)
+        args.update({n: var(n) for n, _ in row.over if n in LAYOUT_STEPS})  # the row's layout steps: their cells
+    return layout_blamed(args, where, none)
 
 
-def layout_row_check(book: Book, row: CellCheck, reg: Registry) -> Any:
-    """A Parallelism row's layout check: OK, or "<cell it blames> (<Name>): <the row's layout message>".
+def layout_row_where(book: Book, row: CellCheck, reg: Registry) -> Any:
+    """The cell of the input a Parallelism row's layout check blames, "<cell in column E> (<Name>)"; OK where it blames
+    none, or where its constraints give an error value (the row's layout cell then shows another check's message).
 
-    Made once per shape as a template over the row's cells (its layout check, its input cells, the cells naming them
-    in column E of this sheet) and bound to each row's (model.placed)."""
+    Made once per shape as a template over the row's cells (its input cells and the cells naming them in column E of
+    this sheet, its layout check's) and bound to each row's (model.placed)."""
     names = tuple(n for n, _ in row.layout + row.over)
-    refs = {"Layout": row.message or row.ref, "at Layout": ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[LAYOUT_KEY + row.ref][0]}"),
+    refs = {"at Layout": ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[LAYOUT_KEY + row.ref][0]}"),
             **dict(row.layout + row.over),
-            **{"at " + n: ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[ref][0]}") for n, ref in row.layout},
-            **{"check " + n: reg.check_ref(ref) for n, ref in row.layout}}
-    return placed(("layout row", tuple(n for n, _ in row.layout), names),
-                  lambda var: _layout_row_expr(book, row, var), refs)
+            **{"at " + n: ref_text(SHEET, f"{CELL_COLS[0]}{reg.cells[ref][0]}") for n, ref in row.layout}}
+    return placed(("layout row where", tuple(n for n, _ in row.layout), names),
+                  lambda var: IfError(layout_where(book, row, var, OK), OK), refs)
 
 
-def _layout_row_expr(book: Book, row: CellCheck, var: Any) -> Any:
-    """The expression of :func:`layout_row_check` with ``var(key)`` standing for each of its cells: "Layout" (the
-    row's layout check), "at Layout" and "at <Name>" (the cells of column E naming them), <Name> (the row's cells),
-    "check <Name>" (their checks).
+def layout_row_check(row: CellCheck, reg: Registry, where: str) -> Any:
+    """A Parallelism row's layout check: OK, or "<cell it blames> (<Name>): <the row's layout message>", the cell it
+    blames read from ``where`` (:func:`layout_row_where`'s cell).
 
     OK as well where the layout cell shows another check's message (a row's cell, or an input of the Inputs sheet,
-    that its own check names): its constraints then blame no input, or the row's cell fails its own check."""
-    where = IfError(layout_where(book, row, var), "")
-    layout = var("Layout")
-    another = [eq(layout, OK), eq(where, "")] + [not_(eq(var("check " + n), OK)) for n, _ in row.layout]
-    return if_(or_(*another), OK, Concat(where, ": ", layout))
+    that its own check names): its constraints then blame no input, or the row's cell fails its own check. (One
+    template per shape, bound to each row's cells: model.placed.)"""
+    refs = {"Layout": row.message or row.ref, "where": where,
+            **{"check " + n: reg.check_ref(ref) for n, ref in row.layout}}
+
+    def make(var: Any) -> Any:
+        layout, at = var("Layout"), var("where")
+        another = [eq(layout, OK), eq(at, OK)] + [not_(eq(var("check " + n), OK)) for n, _ in row.layout]
+        return if_(or_(*another), OK, Concat(at, ": ", layout))
+
+    return placed(("layout row", tuple(n for n, _ in row.layout)), make, refs)
 
 
 def layout_line(whole: str) -> Any:
@@ -418,8 +426,10 @@ def finish(book: Book, reg: Registry, lists: dict[str, tuple[str, str, int, int]
     book.row(s, FIRST_ROW - 1, ("cell", "input", "check (OK: allowed)"), "header", CELL_COLS[0])
     for row, check in reg.cells.values():
         book.row(s, row, (check.ref.replace("$", ""), check.name), col=c_at)
-        if check.layout:  # whole in H (what the master check reads), in G without the arithmetic: one printed line
-            whole = book.put(s, f"{LAYOUT_WHOLE_COL}{row}", layout_row_check(book, check, reg), "formula")
+        if check.layout:  # whole in H (what the master check reads), in G without the arithmetic: one printed line;
+            # the cell it blames in I (H reads it twice)
+            where = book.put(s, f"{LAYOUT_WHERE_COL}{row}", layout_row_where(book, check, reg), "formula")
+            whole = book.put(s, f"{LAYOUT_WHOLE_COL}{row}", layout_row_check(check, reg, where), "formula")
             book.put(s, f"{c_check}{row}", layout_line(whole), "formula")
         else:
             book.put(s, f"{c_check}{row}", cell_check(check, lists), "formula")

@@ -15,7 +15,7 @@ from ..expr.functions import eq, if_
 from ..expr.nodes import Expr, Func, Num, Text, Var
 from ..expr.template import Bound, Template
 from ..inputs import spec
-from ..layout import LAYOUT_OK, preset_stage_ends
+from ..layout import LAYOUT_OK, LAYOUT_STEPS, layout_message, preset_stage_ends
 from ..outputs import OUTPUT_BY_NAME, OUTPUTS
 from ..scenario import INPUT_BY_NAME, INPUTS, STEP_GROUP, Scenario
 from . import checks
@@ -363,6 +363,45 @@ def shared_guards(expr: Any, row: Any, cell: Callable[[Expr], str]) -> Any:
 _SHARED: dict[Template, Template] = {}  # (one sheet's: cleared for each Parallelism sheet laid out)
 
 
+# The steps of a row's layout check that its constraints use several times (xlcalc.layout.LAYOUT_STEPS), each in a
+# grouped hidden column of its own after the guards' columns: the row's layout check (its whole message) and its line
+# on the Checks sheet read these cells instead of writing each step out again, LibreOffice parses and computes each once.
+PAR_LAYOUT_STEPS = {"given_ends": "Layout: end stages with layers given", "middle_stages": "Layout: middle stages",
+                    "rest_layers": "Layout: layers left to the middle stages",
+                    "middle_stage_layers": "Layout: layers of a middle stage"}
+assert tuple(PAR_LAYOUT_STEPS) == tuple(LAYOUT_STEPS), "a layout step without its column (or its order changed)"
+
+
+def _layout_values(var: Callable[[str], Expr], names: Any) -> dict[str, Any]:
+    """The layout check's inputs (xlcalc.layout's names) as the Layout_Check result passes them, each defined name of
+    ``names`` read as ``var(<name>)``."""
+    cells = {n: var(n) for n in names}
+    return {k: v.substitute(cells) if isinstance(v, Expr) else v for k, v in OUTPUT_BY_NAME["Layout_Check"].args.items()}
+
+
+def row_layout_step(step: str, refs: dict[str, str]) -> Any:
+    """A Parallelism row's layout step ``step`` over the row's cells ``refs`` (defined name, or a step before it, ->
+    cell): its one declaration in xlcalc.layout, the steps before it read from their cells."""
+    def make(var: Callable[[str], Expr]) -> Any:
+        values = {**_layout_values(var, [n for n in refs if n not in LAYOUT_STEPS]),
+                  **{k: var(k) for k in refs if k in LAYOUT_STEPS}}
+        return LAYOUT_STEPS[step](values)
+
+    return placed(("par layout step", step, tuple(refs)), make, refs)
+
+
+def row_layout_check(refs: dict[str, str]) -> Any:
+    """A Parallelism row's layout check, its whole message, over the row's cells ``refs`` (defined name or layout
+    step -> cell): the Layout_Check result's formula (xlcalc.layout.layout_message over its inputs as the result passes
+    them, as output_formula writes it) with the layout steps read from their cells."""
+    def make(var: Callable[[str], Expr]) -> Any:
+        formula = OUTPUT_BY_NAME["Layout_Check"].formula
+        symbols = {**{p: Var(p) for p in formula.params}, **{k: var(k) for k in LAYOUT_STEPS}}
+        return layout_message(symbols).substitute(_layout_values(var, [n for n in refs if n not in LAYOUT_STEPS]))
+
+    return placed(("par layout check", tuple(refs)), make, refs)
+
+
 def par_layout_short(whole: str) -> Any:
     """A Parallelism row's layout check short, from the cell ``whole`` that holds its whole message."""
     def make(var: Callable[[str], Expr]) -> Any:
@@ -417,6 +456,7 @@ def parallelism_sheet(ctx: Ctx) -> None:
     configs = candidate_configs(sc)
     first = 5
     guards_first = len(PAR_HEAD) + len(PAR_STEPS) + len(PAR_ENDS) + 2  # after the layout check's whole message
+    layout_first = guards_first + len(PAR_OUTPUTS) + len(PAR_STEPS)  # after the most guards' columns there can be
     guard_cols: dict[str, str] = {}  # result -> its guards' column
     _SHARED.clear()
 
@@ -445,6 +485,9 @@ def parallelism_sheet(ctx: Ctx) -> None:
             if name in PAR_ENDS:  # the stage ends the row's layout and memory read
                 b.put(s, coord(j, r), row_stage_end(name, varmap["PP_Size"]), "formula", "#,##0")
         whole_at = coord(len(PAR_HEAD) + len(PAR_STEPS) + len(PAR_ENDS) + 1, r)
+        layout_refs = dict(varmap)  # the row's cells, then its layout steps' (each over the cells before it)
+        for j, step in enumerate(LAYOUT_STEPS, start=layout_first):
+            layout_refs[step] = b.put(s, coord(j, r), row_layout_step(step, dict(layout_refs)), "formula")
         row_refs = {*varmap.values(), *(ref for _, ref in checks.cell_checks(varmap))}  # the row's cells, checks
         for j, name in enumerate(PAR_OUTPUTS + PAR_STEPS, start=len(PAR_INPUTS) + 1):
             expr, subs = output_formula(name, varmap)
@@ -452,7 +495,8 @@ def parallelism_sheet(ctx: Ctx) -> None:
             at = coord(j, r)
             share = functools.partial(shared_guards, row=row_refs, cell=functools.partial(guard_cell, name, r))
             if name == "Layout_Check":  # whole in its hidden cell, short in the row's layout check cell
-                whole = b.put(s, whole_at, share(expr), "formula", None, subs)
+                expr = guarded_output(name, row_layout_check(layout_refs), layout_refs, follows=PAR_ENDS)
+                whole = b.put(s, whole_at, share(expr), "formula")
                 b.put(s, at, par_layout_short(whole), "formula")
                 continue
             expr = pointing(expr, PAR_POINTER.format(col=check_col), varmap["Layout_Check"], CHECK_POINTER)
@@ -460,7 +504,7 @@ def parallelism_sheet(ctx: Ctx) -> None:
             b.put(s, at, expr, "formula", display_format(OUTPUT_BY_NAME[name]), subs)
         # a layout that does not split into whole pieces rolls up to Start's input check, naming the row's cell
         checks.register_layout(varmap["Layout_Check"], {n: varmap[n] for n in ("TP_Size", "PP_Size")},
-                               {n: varmap[n] for n in PAR_ENDS}, ref_text(s, whole_at))
+                               {n: layout_refs[n] for n in PAR_ENDS + tuple(LAYOUT_STEPS)}, ref_text(s, whole_at))
     steps_first = len(PAR_HEAD) + 1
     for j, name in enumerate(PAR_STEPS + PAR_ENDS, start=steps_first):
         label = OUTPUT_BY_NAME[name].label if name in OUTPUT_BY_NAME else INPUT_BY_NAME[name].label
@@ -468,7 +512,10 @@ def parallelism_sheet(ctx: Ctx) -> None:
         b.widths.setdefault(s, {})[coord(j, 1)[:-1]] = par_width(j)
     hidden_last = steps_first + len(PAR_STEPS) + len(PAR_ENDS)
     b.put(s, coord(hidden_last, 4), "Layout check, whole", "header")
-    b.hidden_columns.append((s, coord(steps_first, 1)[:-1], coord(hidden_last + len(guard_cols), 1)[:-1]))
+    for j, step in enumerate(LAYOUT_STEPS, start=layout_first):
+        b.put(s, coord(j, 4), PAR_LAYOUT_STEPS[step], "header")
+        b.widths.setdefault(s, {})[coord(j, 1)[:-1]] = PAR_WIDTH
+    b.hidden_columns.append((s, coord(steps_first, 1)[:-1], coord(layout_first + len(LAYOUT_STEPS) - 1, 1)[:-1]))
     last = first + len(configs) - 1
     b.rules.append((s, f"J{first}:J{last}", "good_if_true"))
     b.freeze[s] = "A5"
